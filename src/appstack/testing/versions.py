@@ -1,0 +1,46 @@
+"""Pinned versions of the test-bed components and where their builds are cached.
+
+Used by :mod:`appstack.testing.build` (what to build) and :mod:`appstack.testing.cluster`
+(where the binaries are). Bumping a version here changes the cache directory, so an old
+build is never mixed with a new one.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+KUBERNETES = "v1.36.3"
+ETCD = "v3.6.16"
+KWOK = "v0.8.0"
+
+
+def cache_root() -> Path:
+    """``$APPSTACK_CACHE`` or ``~/.cache/appstack``: heavy things live here, not in the repo."""
+    env = os.environ.get("APPSTACK_CACHE")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "appstack"
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """The set of binaries of one version combination."""
+
+    kubernetes: str = KUBERNETES
+    etcd: str = ETCD
+    kwok: str = KWOK
+
+    @property
+    def key(self) -> str:
+        return f"k8s-{self.kubernetes}_etcd-{self.etcd}_kwok-{self.kwok}"
+
+    @property
+    def root(self) -> Path:
+        return cache_root() / self.key
+
+    @property
+    def bin_dir(self) -> Path:
+        return self.root / "bin"
+
+    def binary(self, name: str) -> Path:
+        return self.bin_dir / name

@@ -1,0 +1,89 @@
+"""Component command lines, health URLs and kwok configuration are built correctly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from appstack.testing import components, kwok
+from appstack.testing.cluster import _free_ports
+
+PORTS = {name: 21000 + i for i, name in enumerate(components.PORT_NAMES)}
+
+
+def _layout(tmp_path: Path) -> components.Layout:
+    return components.Layout(directory=tmp_path / "c", bin_dir=tmp_path / "bin", ports=PORTS)
+
+
+def test_every_component_runs_a_binary_from_the_cache_and_listens_on_loopback(
+    tmp_path: Path,
+) -> None:
+    layout = _layout(tmp_path)
+    for name in components.ORDER:
+        command = components.command(layout, name)
+        assert Path(command[0]).parent == tmp_path / "bin"
+        assert components.health_url(layout, name).split("//")[1].startswith("127.0.0.1:")
+        assert not any("0.0.0.0" in arg for arg in command)  # noqa: S104
+
+
+def test_controller_manager_and_scheduler_are_sized_for_benchmarks(tmp_path: Path) -> None:
+    layout = _layout(tmp_path)
+    kcm = components.command(layout, "kube-controller-manager")
+    assert f"--kube-api-qps={components.CLIENT_QPS}" in kcm
+    assert components.CLIENT_QPS >= 500
+    assert "--enable-hostpath-provisioner=true" in kcm
+    (scheduler_config,) = components.config_files(layout).values()
+    connection = yaml.safe_load(scheduler_config)["clientConnection"]
+    assert connection["qps"] == components.CLIENT_QPS
+    assert connection["burst"] == components.CLIENT_BURST
+
+
+def test_the_api_server_uses_rbac_and_service_account_keys(tmp_path: Path) -> None:
+    apiserver = components.command(_layout(tmp_path), "kube-apiserver")
+    assert "--authorization-mode=RBAC" in apiserver
+    assert any(arg.startswith("--service-account-signing-key-file=") for arg in apiserver)
+    assert f"--service-cluster-ip-range={components.SERVICE_CIDR}" in apiserver
+    assert f"--etcd-servers=http://127.0.0.1:{PORTS['etcd']}" in apiserver
+
+
+def test_extra_args_are_appended_to_one_component_only(tmp_path: Path) -> None:
+    layout = components.Layout(
+        directory=tmp_path, bin_dir=tmp_path, ports=PORTS, extra_args={"etcd": ["--x=1"]}
+    )
+    assert components.command(layout, "etcd")[-1] == "--x=1"
+    assert "--x=1" not in components.command(layout, "kwok")
+
+
+def test_kwok_config_has_options_and_the_five_stages() -> None:
+    documents = list(yaml.safe_load_all(kwok.kwok_config()))
+    assert documents[0]["kind"] == "KwokConfiguration"
+    assert documents[0]["options"]["nodeLeaseParallelism"] > 0
+    stages = {d["metadata"]["name"]: d for d in documents[1:]}
+    assert set(stages) == {
+        "node-initialize",
+        "node-heartbeat",
+        "pod-ready",
+        "pod-complete",
+        "pod-delete",
+    }
+    assert stages["pod-delete"]["spec"]["next"] == {"delete": True}
+    assert stages["node-heartbeat"]["spec"]["delay"]["durationMilliseconds"] > 0
+
+
+def test_fake_nodes_have_distinct_pod_cidrs_large_enough_for_their_capacity() -> None:
+    nodes = [kwok.fake_node(i, pods=5000) for i in range(3)]
+    cidrs = [n["spec"]["podCIDR"] for n in nodes]
+    assert len(set(cidrs)) == 3
+    for node, cidr in zip(nodes, cidrs, strict=True):
+        prefix = int(cidr.split("/")[1])
+        assert 2 ** (32 - prefix) > 5000
+        assert node["status"]["capacity"]["pods"] == "5000"
+        assert node["metadata"]["annotations"][kwok.NODE_ANNOTATION] == "fake"
+
+
+def test_free_ports_are_distinct_and_below_the_ephemeral_range() -> None:
+    ports = _free_ports(components.PORT_NAMES)
+    assert set(ports) == set(components.PORT_NAMES)
+    assert len(set(ports.values())) == len(ports)
+    assert all(20000 <= p < 30000 for p in ports.values())
