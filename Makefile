@@ -1,0 +1,60 @@
+# appstack — developer entry points. Set-up is two commands: `make demo` and `make test`.
+# Both install the Python dependencies into .venv and build the local control plane from
+# Go modules into $(APPSTACK_CACHE) (default ~/.cache/appstack) the first time.
+
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: install build lint typecheck imports unit e2e test demo demo-down clean
+
+$(VENV)/.installed: pyproject.toml
+	@echo "[appstack] installing Python dependencies into $(VENV)"
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	@touch $@
+
+install: $(VENV)/.installed
+
+# Build (once; cached outside the repo) etcd, kube-apiserver, kube-controller-manager,
+# kube-scheduler, kubectl and kwok, printing progress.
+build: install
+	$(BIN)/appstack cluster build
+
+lint: install
+	$(BIN)/ruff check src tests
+	$(BIN)/ruff format --check src tests
+
+typecheck: install
+	$(BIN)/mypy
+
+imports: install
+	$(BIN)/lint-imports
+
+unit: install
+	$(BIN)/pytest tests/unit
+
+e2e: build
+	$(BIN)/pytest tests/e2e
+
+# The test command (README, .ci/run): static checks, then unit and e2e tests in one
+# pytest session (one control plane for the whole session, a namespace per test).
+test: lint typecheck imports build
+	$(BIN)/pytest tests --durations=10
+
+demo: build
+	$(BIN)/appstack cluster up
+	@echo; echo "$$ kubectl get nodes -o wide"
+	@$(BIN)/appstack cluster kubectl -- get nodes -o wide
+	@echo; echo "$$ kubectl get pods -A"
+	@$(BIN)/appstack cluster kubectl -- get pods -A
+	@echo; echo "The cluster keeps running. Stop it with: make demo-down"
+
+demo-down: install
+	$(BIN)/appstack cluster down
+
+clean:
+	rm -rf $(VENV) src/*.egg-info .pytest_cache .mypy_cache .ruff_cache .import_linter_cache

@@ -1,0 +1,117 @@
+"""The ``appstack`` command line.
+
+Today: ``appstack cluster ...`` manages the local control plane used for development,
+the demo and the tests (see :mod:`appstack.testing`). The operator's own commands
+(``run``, ``render``, ``manifests``) arrive with the controllers.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING
+
+import click
+
+from appstack import __version__
+
+if TYPE_CHECKING:  # the testing extra (cryptography) is not in the operator image: import lazily
+    from appstack.testing.cluster import LocalCluster
+
+_NAME = click.option(
+    "--name",
+    default=lambda: os.environ.get("APPSTACK_CLUSTER", "appstack"),
+    show_default="$APPSTACK_CLUSTER or appstack",
+    help="Cluster name.",
+)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="appstack")
+def main() -> None:
+    """appstack: run applications on Kubernetes from one custom resource."""
+
+
+@main.group()
+def cluster() -> None:
+    """A local Kubernetes control plane (etcd, kube-apiserver, controller-manager,
+    scheduler, kwok fake nodes) running as processes on 127.0.0.1."""
+
+
+def _local(name: str, nodes: int = 2, pods_per_node: int = 5000) -> LocalCluster:
+    from appstack.testing.cluster import LocalCluster  # noqa: PLC0415 - lazy, see above
+
+    return LocalCluster(name, nodes=nodes, pods_per_node=pods_per_node)
+
+
+@cluster.command()
+def build() -> None:
+    """Build the control-plane binaries from Go modules (cached; shows progress)."""
+    from appstack.testing.build import GoBuilder  # noqa: PLC0415
+    from appstack.testing.versions import Toolchain  # noqa: PLC0415
+
+    toolchain = Toolchain()
+    GoBuilder(toolchain).ensure_all()
+    click.echo(toolchain.bin_dir)
+
+
+@cluster.command()
+@_NAME
+@click.option("--nodes", default=2, show_default=True, help="Number of kwok fake nodes.")
+@click.option("--pods-per-node", default=5000, show_default=True, help="Pod capacity per node.")
+def up(name: str, nodes: int, pods_per_node: int) -> None:
+    """Start the cluster (idempotent: starts only what is not running)."""
+    from appstack.testing.cluster import ComponentError  # noqa: PLC0415
+
+    local = _local(name, nodes=nodes, pods_per_node=pods_per_node)
+    try:
+        local.up()
+    except ComponentError as error:
+        click.echo(f"error: {error}", err=True)
+        sys.exit(1)
+    kubectl = local.toolchain.binary("kubectl")
+    click.echo(
+        f"\nCluster {name!r} is running. Use it with:\n"
+        f"  export KUBECONFIG={local.kubeconfig}\n"
+        f"  {kubectl} get nodes\n"
+        f"or: appstack cluster kubectl -- get nodes\n"
+        f"Stop it with: appstack cluster down --name {name}"
+    )
+
+
+@cluster.command()
+@_NAME
+def down(name: str) -> None:
+    """Stop the cluster and delete its state."""
+    _local(name).down()
+    click.echo(f"Cluster {name!r} stopped and removed.")
+
+
+@cluster.command()
+@_NAME
+def status(name: str) -> None:
+    """Show each component's process and health; exit 1 unless all are healthy."""
+    local = _local(name)
+    statuses = local.status()
+    for item in statuses:
+        click.echo(f"{item.name:<25} {item.state:<10} pid={item.pid or '-'}")
+    if local.kubeconfig.exists():
+        click.echo(f"kubeconfig: {local.kubeconfig}")
+    sys.exit(0 if all(s.healthy for s in statuses) else 1)
+
+
+@cluster.command()
+@_NAME
+def kubeconfig(name: str) -> None:
+    """Print the path of the cluster's admin kubeconfig."""
+    click.echo(_local(name).kubeconfig)
+
+
+@cluster.command(context_settings={"ignore_unknown_options": True})
+@_NAME
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def kubectl(name: str, args: tuple[str, ...]) -> None:
+    """Run the cluster's kubectl with its kubeconfig: appstack cluster kubectl -- get pods -A"""
+    local = _local(name)
+    binary = str(local.toolchain.binary("kubectl"))
+    os.execv(binary, [binary, f"--kubeconfig={local.kubeconfig}", *args])  # noqa: S606
