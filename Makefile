@@ -25,8 +25,8 @@ build: install
 	$(BIN)/appstack cluster build
 
 lint: install
-	$(BIN)/ruff check src tests
-	$(BIN)/ruff format --check src tests
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
 
 typecheck: install
 	$(BIN)/mypy
