@@ -1,0 +1,60 @@
+"""Time, injectable: the real monotonic clock, and a fake one that tests step by hand.
+
+The workqueue's backoff and delayed adds, and leader election, read time only through a
+:class:`Clock`, so unit tests run in microseconds with :class:`FakeClock` instead of
+sleeping. Used by :mod:`appstack.runtime.ratelimit` and :mod:`appstack.runtime.workqueue`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import time
+from typing import Protocol
+
+
+class Clock(Protocol):
+    def now(self) -> float:
+        """Seconds on a monotonic scale."""
+
+    async def sleep(self, seconds: float) -> None:
+        """Return after ``seconds`` have passed on this clock."""
+
+
+class RealClock:
+    def now(self) -> float:
+        return time.monotonic()
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(max(0.0, seconds))
+
+
+class FakeClock:
+    """A clock that moves only when :meth:`advance` is called."""
+
+    def __init__(self, start: float = 1000.0) -> None:
+        self._now = start
+        self._sleepers: list[tuple[float, int, asyncio.Future[None]]] = []
+        self._seq = itertools.count()
+
+    def now(self) -> float:
+        return self._now
+
+    async def sleep(self, seconds: float) -> None:
+        if seconds <= 0:
+            await asyncio.sleep(0)
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._sleepers, (self._now + seconds, next(self._seq), future))
+        await future
+
+    async def advance(self, seconds: float) -> None:
+        """Move time forward, wake every sleeper that is due, and let them run."""
+        self._now += seconds
+        while self._sleepers and self._sleepers[0][0] <= self._now:
+            _, _, future = heapq.heappop(self._sleepers)
+            if not future.done():
+                future.set_result(None)
+        for _ in range(5):  # let woken tasks run their follow-up steps
+            await asyncio.sleep(0)

@@ -1,0 +1,107 @@
+"""The informer's local cache: objects by ``namespace/name`` key, plus indexes.
+
+An index maps each object to zero or more index values (``by_namespace``,
+``by_controller_uid`` — the UID of the object's controlling owner — or any function a
+controller registers) so lookups such as "the Deployments this AppService controls" do not
+scan the cache. Objects are stored as given (plain dicts); the informer strips fields
+nobody needs before they get here. Pure, single-threaded. Used by
+:mod:`appstack.runtime.informer`; controllers read it through the informer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from appstack.runtime.resources import object_key
+
+Obj = dict[str, Any]
+IndexFunc = Callable[[Obj], Iterable[str]]
+
+
+def by_namespace(obj: Obj) -> Iterable[str]:
+    namespace = obj["metadata"].get("namespace")
+    return [namespace] if namespace else []
+
+
+def by_controller_uid(obj: Obj) -> Iterable[str]:
+    for ref in obj["metadata"].get("ownerReferences") or []:
+        if ref.get("controller"):
+            return [ref["uid"]]
+    return []
+
+
+DEFAULT_INDEXERS: Mapping[str, IndexFunc] = {
+    "namespace": by_namespace,
+    "controller-uid": by_controller_uid,
+}
+
+
+class Store:
+    def __init__(self, indexers: Mapping[str, IndexFunc] | None = None) -> None:
+        self._items: dict[str, Obj] = {}
+        self._indexers: dict[str, IndexFunc] = dict(DEFAULT_INDEXERS)
+        self._indexers.update(indexers or {})
+        self._indices: dict[str, dict[str, set[str]]] = {n: {} for n in self._indexers}
+
+    def add_indexer(self, name: str, func: IndexFunc) -> None:
+        """Register an index; existing objects are indexed at once."""
+        if name in self._indexers:
+            return
+        self._indexers[name] = func
+        self._indices[name] = {}
+        for key, obj in self._items.items():
+            self._index(name, key, obj)
+
+    # ------------------------------------------------------------------------ writing
+    def upsert(self, obj: Obj) -> Obj | None:
+        """Insert or replace; returns the previous object (None if new)."""
+        key = object_key(obj)
+        old = self._items.get(key)
+        if old is not None:
+            self._unindex(key, old)
+        self._items[key] = obj
+        for name in self._indexers:
+            self._index(name, key, obj)
+        return old
+
+    def delete(self, key: str) -> Obj | None:
+        old = self._items.pop(key, None)
+        if old is not None:
+            self._unindex(key, old)
+        return old
+
+    # ------------------------------------------------------------------------ reading
+    def get(self, key: str) -> Obj | None:
+        return self._items.get(key)
+
+    def keys(self) -> list[str]:
+        return list(self._items)
+
+    def objects(self) -> list[Obj]:
+        return list(self._items.values())
+
+    def by_index(self, name: str, value: str) -> list[Obj]:
+        return [self._items[k] for k in self._indices[name].get(value, ())]
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._items
+
+    # ---------------------------------------------------------------------- internals
+    def _index(self, name: str, key: str, obj: Obj) -> None:
+        index = self._indices[name]
+        for value in self._indexers[name](obj):
+            index.setdefault(value, set()).add(key)
+
+    def _unindex(self, key: str, obj: Obj) -> None:
+        for name, func in self._indexers.items():
+            index = self._indices[name]
+            for value in func(obj):
+                keys = index.get(value)
+                if keys is not None:
+                    keys.discard(key)
+                    if not keys:
+                        del index[value]
