@@ -5,19 +5,17 @@ from __future__ import annotations
 
 import json
 import random
-import uuid
-from collections.abc import Iterator
 
 import pytest
 from lightkube import ApiError, Client, codecs
 from lightkube.generic_resource import create_namespaced_resource
 from lightkube.models.core_v1 import ServicePort, ServiceSpec
 from lightkube.models.meta_v1 import ObjectMeta, OwnerReference
-from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 from lightkube.resources.apps_v1 import Deployment, ReplicaSet, StatefulSet
 from lightkube.resources.core_v1 import ConfigMap, Node, PersistentVolumeClaim, Pod, Service
 from lightkube.utils.quantity import parse_quantity
 
+from appstack.runtime.resources import Resource
 from appstack.testing.pytest_plugin import ClusterHandle
 from appstack.testing.versions import KUBERNETES
 from appstack.testing.waiting import condition_status, wait_for
@@ -146,67 +144,16 @@ def test_deleting_a_deployment_cascades_to_its_replicasets_and_pods(
     )
 
 
-@pytest.fixture
-def widget_crd(kube: Client) -> Iterator[type]:
-    suffix = uuid.uuid4().hex[:6]
-    plural, kind = f"widgets{suffix}", f"Widget{suffix}"
-    crd = codecs.from_dict(
-        {
-            "apiVersion": "apiextensions.k8s.io/v1",
-            "kind": "CustomResourceDefinition",
-            "metadata": {"name": f"{plural}.testbed.appstack.dev"},
-            "spec": {
-                "group": "testbed.appstack.dev",
-                "scope": "Namespaced",
-                "names": {"plural": plural, "singular": plural, "kind": kind},
-                "versions": [
-                    {
-                        "name": "v1",
-                        "served": True,
-                        "storage": True,
-                        "schema": {
-                            "openAPIV3Schema": {
-                                "type": "object",
-                                "properties": {
-                                    "spec": {
-                                        "type": "object",
-                                        "properties": {
-                                            "min": {"type": "integer"},
-                                            "max": {"type": "integer"},
-                                        },
-                                        "x-kubernetes-validations": [
-                                            {
-                                                "rule": "self.min <= self.max",
-                                                "message": "spec.min must not exceed spec.max",
-                                            }
-                                        ],
-                                    }
-                                },
-                            }
-                        },
-                    }
-                ],
-            },
-        }
-    )
-    kube.create(crd)
-    name = f"{plural}.testbed.appstack.dev"
-    wait_for(
-        lambda: condition_status(kube.get(CustomResourceDefinition, name), "Established") == "True",
-        timeout=30,
-        what=f"CRD {name} to be established",
-    )
-    yield create_namespaced_resource("testbed.appstack.dev", "v1", kind, plural)
-    kube.delete(CustomResourceDefinition, name)
-
-
 def test_a_crd_validation_rule_rejects_an_invalid_object_with_its_message(
-    kube: Client, namespace: str, widget_crd: type
+    kube: Client, namespace: str, widget_crd: Resource
 ) -> None:
-    good = widget_crd(metadata={"name": "good"}, spec={"min": 1, "max": 2})
+    widget = create_namespaced_resource(
+        widget_crd.group, widget_crd.version, widget_crd.kind, widget_crd.plural
+    )
+    good = widget(metadata={"name": "good"}, spec={"min": 1, "max": 2})
     kube.create(good, namespace=namespace)
 
-    bad = widget_crd(metadata={"name": "bad"}, spec={"min": 3, "max": 2})
+    bad = widget(metadata={"name": "bad"}, spec={"min": 3, "max": 2})
     with pytest.raises(ApiError) as caught:
         kube.create(bad, namespace=namespace)
 

@@ -8,6 +8,7 @@ so a failing e2e test explains itself. Used by the pytest plugin and the e2e tes
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
@@ -56,3 +57,24 @@ def condition_status(obj: Mapping[str, Any] | Any, kind: str) -> str | None:
         if ctype == kind:
             return str(condition["status"] if isinstance(condition, Mapping) else condition.status)
     return None
+
+
+async def wait_until(
+    probe: Callable[[], T],
+    *,
+    timeout: float = 30.0,
+    interval: float = 0.05,
+    what: str = "condition",
+) -> T:
+    """Async :func:`wait_for` for a cheap synchronous probe: yields to the event loop between
+    polls, so the code under test (informers, controllers) keeps running."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise WaitTimeout(
+                f"timed out after {timeout:.0f}s waiting for {what}; last seen: {value!r:.2000}"
+            )
+        await asyncio.sleep(interval)
