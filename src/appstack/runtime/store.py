@@ -10,7 +10,7 @@ nobody needs before they get here. Pure, single-threaded. Used by
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from appstack.runtime.resources import object_key
@@ -86,6 +86,10 @@ class Store:
 
     def __len__(self) -> int:
         return len(self._items)
+
+    def __iter__(self) -> Iterator[str]:
+        """Keys, as a snapshot: the store may change while the caller iterates."""
+        return iter(list(self._items))
 
     def __contains__(self, key: object) -> bool:
         return key in self._items
