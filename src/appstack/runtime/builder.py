@@ -1,0 +1,109 @@
+"""Wire a reconciler to the events that should wake it — a thin builder, as in controller-runtime::
+
+    (Builder(manager, "appservice")
+        .for_(APP_SERVICE)                  # the primary kind: its own events
+        .owns(DEPLOYMENT).owns(SERVICE)     # children: mapped to their controller owner
+        .watches(SECRET, secret_to_apps)    # anything else: a mapper returns requests
+        .with_concurrency(4)
+        .complete(AppServiceReconciler(...)))
+
+``owns`` follows the child's ``ownerReferences`` entry with ``controller: true`` whose
+kind and API group are the primary's, so a deleted or hand-edited child wakes its owner.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+
+from appstack.runtime.controller import Controller, Reconciler, Request
+from appstack.runtime.informer import FuncHandler
+from appstack.runtime.resources import Resource
+from appstack.runtime.store import Obj
+
+if TYPE_CHECKING:
+    from appstack.runtime.manager import Manager
+
+Mapper = Callable[[Obj], Iterable[Request]]
+
+
+def request_for(obj: Obj) -> Request:
+    meta = obj["metadata"]
+    return Request(meta.get("namespace"), meta["name"])
+
+
+def owner_mapper(owner: Resource) -> Mapper:
+    """Map a child to the request of its controlling owner of kind ``owner``."""
+
+    def mapper(obj: Obj) -> Iterable[Request]:
+        for ref in obj["metadata"].get("ownerReferences") or []:
+            group = ref.get("apiVersion", "").rpartition("/")[0]
+            if ref.get("controller") and ref.get("kind") == owner.kind and group == owner.group:
+                return [Request(obj["metadata"].get("namespace"), ref["name"])]
+        return []
+
+    return mapper
+
+
+class Builder:
+    def __init__(self, manager: Manager, name: str | None = None) -> None:
+        self.manager = manager
+        self.name = name
+        self._primary: Resource | None = None
+        self._watches: list[tuple[Resource, Mapper]] = []
+        self._concurrency = 1
+        self._resync: float | None = None
+
+    def for_(self, resource: Resource) -> Builder:
+        self._primary = resource
+        return self
+
+    def owns(self, resource: Resource) -> Builder:
+        if self._primary is None:
+            raise ValueError("call for_() before owns()")
+        self._watches.append((resource, owner_mapper(self._primary)))
+        return self
+
+    def watches(self, resource: Resource, mapper: Mapper) -> Builder:
+        self._watches.append((resource, mapper))
+        return self
+
+    def with_concurrency(self, workers: int) -> Builder:
+        self._concurrency = max(1, workers)
+        return self
+
+    def with_resync(self, seconds: float | None) -> Builder:
+        self._resync = seconds
+        return self
+
+    def complete(self, reconciler: Reconciler) -> Controller:
+        primary = self._primary
+        if primary is None:
+            raise ValueError("a controller needs a primary kind: call for_()")
+        cache = self.manager.cache
+        controller = Controller(
+            self.name or primary.kind.lower(),
+            reconciler,
+            concurrency=self._concurrency,
+            metrics=self.manager.metrics,
+            resync_period=self._resync,
+            resync_source=lambda: [request_for(o) for o in cache.objects(primary)],
+        )
+        cache.add_handler(primary, _enqueue(controller, lambda obj: [request_for(obj)]))
+        for resource, mapper in self._watches:
+            cache.add_handler(resource, _enqueue(controller, mapper))
+        self.manager.add(controller)
+        return controller
+
+
+def _enqueue(controller: Controller, mapper: Mapper) -> FuncHandler:
+    def one(obj: Obj) -> None:
+        for request in mapper(obj):
+            controller.enqueue(request)
+
+    def both(old: Obj, new: Obj) -> None:
+        requests = set(mapper(old)) | set(mapper(new))  # e.g. an owner reference changed
+        for request in requests:
+            controller.enqueue(request)
+
+    return FuncHandler(add=one, update=both, delete=one)

@@ -1,0 +1,84 @@
+"""Shared informers: one per resource kind (per watched namespace), for all controllers.
+
+The manager owns one :class:`Cache`. Controllers ask it for a kind's objects by key or
+index, and the builder registers event handlers on it. When the manager is scoped to some
+namespaces, a namespaced kind gets one informer per namespace and lookups are routed by
+the key's namespace; cluster-scoped kinds always get a single informer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from appstack.runtime.client import Client
+from appstack.runtime.informer import EventHandler, Informer
+from appstack.runtime.resources import Resource, split_key
+from appstack.runtime.store import IndexFunc, Obj
+
+
+class Cache:
+    def __init__(self, client: Client, namespaces: Sequence[str] | None = None) -> None:
+        self.client = client
+        self.namespaces = list(namespaces) if namespaces else None
+        self._informers: dict[Resource, dict[str | None, Informer]] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        self._started = False
+
+    def informers(self, resource: Resource) -> dict[str | None, Informer]:
+        """The informers of ``resource`` (created on first use; started with the cache)."""
+        existing = self._informers.get(resource)
+        if existing is not None:
+            return existing
+        scopes: list[str | None] = (
+            list(self.namespaces) if resource.namespaced and self.namespaces else [None]
+        )
+        created = {ns: Informer(self.client, resource, namespace=ns) for ns in scopes}
+        self._informers[resource] = created
+        if self._started:
+            for informer in created.values():
+                self._tasks.append(asyncio.create_task(informer.run()))
+        return created
+
+    def add_handler(self, resource: Resource, handler: EventHandler) -> None:
+        for informer in self.informers(resource).values():
+            informer.add_handler(handler)
+
+    def add_indexer(self, resource: Resource, name: str, func: IndexFunc) -> None:
+        for informer in self.informers(resource).values():
+            informer.add_indexer(name, func)
+
+    def get(self, resource: Resource, key: str) -> Obj | None:
+        namespace, _ = split_key(key)
+        informers = self.informers(resource)
+        informer = informers.get(namespace) or informers.get(None)
+        return informer.store.get(key) if informer else None
+
+    def objects(self, resource: Resource) -> list[Obj]:
+        return [o for i in self.informers(resource).values() for o in i.store.objects()]
+
+    def by_index(self, resource: Resource, index: str, value: str) -> list[Obj]:
+        return [
+            o for i in self.informers(resource).values() for o in i.store.by_index(index, value)
+        ]
+
+    def has_synced(self) -> bool:
+        return all(i.has_synced() for group in self._informers.values() for i in group.values())
+
+    async def start(self) -> None:
+        self._started = True
+        for group in self._informers.values():
+            for informer in group.values():
+                self._tasks.append(asyncio.create_task(informer.run()))
+
+    async def wait_synced(self) -> None:
+        while not self.has_synced():  # informers may be added while we wait
+            await asyncio.gather(
+                *(i.wait_synced() for g in list(self._informers.values()) for i in g.values())
+            )
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()

@@ -1,0 +1,153 @@
+"""The reconcile loop: N workers take keys from a workqueue and call a reconciler.
+
+``Reconciler.reconcile(Request) -> Result | None`` gets only ``namespace/name``: it reads
+the current state from informer caches (level-based), never from the event that woke it.
+Outcomes, as in controller-runtime:
+
+* returns ``None`` / ``Result()``          → success: the key's backoff is forgotten;
+* ``Result(requeue_after=s)``               → success, look again in ``s`` seconds;
+* ``Result(requeue=True)``                  → retry with the key's backoff;
+* raises                                    → logged with the object reference, counted in
+  ``controller_runtime_reconcile_errors_total``, retried with backoff; other keys go on.
+
+A key is never reconciled by two workers at once (the workqueue guarantees it). Optional
+periodic resync re-enqueues every cached object. Every log line inside a reconcile carries
+``controller``, ``object`` (namespace/name) and a ``reconcile_id``.
+Built by :mod:`appstack.runtime.builder`, run by :mod:`appstack.runtime.manager`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Protocol
+
+import structlog
+
+from appstack.runtime import logging as rt_logging
+from appstack.runtime.metrics import Metrics
+from appstack.runtime.workqueue import WorkQueue
+
+log = structlog.get_logger("appstack.controller")
+
+
+@dataclass(frozen=True, order=True)
+class Request:
+    namespace: str | None
+    name: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}" if self.namespace else self.name
+
+    def __str__(self) -> str:
+        return self.key
+
+
+@dataclass(frozen=True)
+class Result:
+    requeue: bool = False
+    requeue_after: float | None = None
+
+
+class Reconciler(Protocol):
+    async def reconcile(self, request: Request) -> Result | None: ...
+
+
+class Controller:
+    def __init__(
+        self,
+        name: str,
+        reconciler: Reconciler,
+        *,
+        concurrency: int = 1,
+        metrics: Metrics | None = None,
+        resync_period: float | None = None,
+        resync_source: Callable[[], Iterable[Request]] | None = None,
+    ) -> None:
+        self.name = name
+        self.reconciler = reconciler
+        self.concurrency = concurrency
+        self.metrics = metrics or Metrics()
+        self.queue: WorkQueue[Request] = WorkQueue(metrics=self.metrics.queue(name))
+        self.resync_period = resync_period
+        self.resync_source = resync_source
+        self._workers: list[asyncio.Task[None]] = []
+        self._resync: asyncio.Task[None] | None = None
+        self._active = self.metrics.active_workers.labels(name)
+        self.metrics.max_concurrent.labels(name).set(concurrency)
+
+    def enqueue(self, request: Request) -> None:
+        self.queue.add(request)
+
+    async def start(self) -> None:
+        """Start the workers (and the resync timer); returns at once."""
+        self._workers = [
+            asyncio.create_task(self._worker(), name=f"{self.name}-worker-{i}")
+            for i in range(self.concurrency)
+        ]
+        if self.resync_period and self.resync_source:
+            self._resync = asyncio.create_task(
+                self._resync_loop(self.resync_period, self.resync_source)
+            )
+
+    async def stop(self) -> None:
+        """Stop handing out keys, let in-flight reconciles finish, then stop the workers."""
+        self.queue.shutdown()
+        if self._resync:
+            self._resync.cancel()
+        await self.queue.drain()
+        for worker in self._workers:
+            worker.cancel()
+        for worker in self._workers:
+            with contextlib.suppress(asyncio.CancelledError):
+                await worker
+
+    async def _resync_loop(self, period: float, source: Callable[[], Iterable[Request]]) -> None:
+        while True:
+            await asyncio.sleep(period)
+            for request in source():
+                self.queue.add(request)
+
+    async def _worker(self) -> None:
+        while (request := await self.queue.get()) is not None:
+            try:
+                await self._reconcile_one(request)
+            finally:
+                self.queue.done(request)
+
+    async def _reconcile_one(self, request: Request) -> None:
+        tokens = rt_logging.bind(
+            controller=self.name, object=request.key, reconcile_id=uuid.uuid4().hex[:12]
+        )
+        self._active.inc()
+        started = time.perf_counter()
+        try:
+            result = await self.reconciler.reconcile(request) or Result()
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            self.metrics.reconcile_errors.labels(self.name).inc()
+            self.metrics.reconcile_total.labels(self.name, "error").inc()
+            retries = self.queue.num_requeues(request)
+            log.error("reconcile failed", error=str(error), retries=retries, exc_info=error)
+            self.queue.add_rate_limited(request)
+            return
+        finally:
+            self.metrics.reconcile_time.labels(self.name).observe(time.perf_counter() - started)
+            self._active.dec()
+            rt_logging.reset(tokens)
+        if result.requeue_after:
+            self.metrics.reconcile_total.labels(self.name, "requeue_after").inc()
+            self.queue.forget(request)
+            self.queue.add_after(request, result.requeue_after)
+        elif result.requeue:
+            self.metrics.reconcile_total.labels(self.name, "requeue").inc()
+            self.queue.add_rate_limited(request)
+        else:
+            self.metrics.reconcile_total.labels(self.name, "success").inc()
+            self.queue.forget(request)

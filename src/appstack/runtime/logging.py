@@ -1,0 +1,48 @@
+"""Structured logging: JSON lines when not on a terminal (collectors parse them), a readable
+console format on a terminal. Context bound with :func:`bind` (the controller binds the
+object reference and a reconcile id) appears on every line logged inside a reconcile.
+
+Built on structlog. Call :func:`configure` once at start-up (the CLI does);
+libraries in the runtime just use ``structlog.get_logger(...)``.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any, Literal
+
+import structlog
+
+Format = Literal["auto", "json", "console"]
+
+
+def configure(fmt: Format = "auto", level: str = "INFO") -> None:
+    use_json = fmt == "json" or (fmt == "auto" and not sys.stderr.isatty())
+    renderer: Any = (
+        structlog.processors.JSONRenderer()
+        if use_json
+        else structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
+    )
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.StackInfoRenderer(),
+            structlog.processors.format_exc_info,
+            renderer,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level.upper())),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        cache_logger_on_first_use=False,
+    )
+
+
+def bind(**values: Any) -> Any:
+    """Bind context for the current task (asyncio-aware); returns tokens for :func:`reset`."""
+    return structlog.contextvars.bind_contextvars(**values)
+
+
+def reset(tokens: Any) -> None:
+    structlog.contextvars.reset_contextvars(**tokens)

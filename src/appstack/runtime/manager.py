@@ -1,0 +1,172 @@
+"""The manager runs everything a controller process needs, in the right order:
+
+1. the HTTP endpoints — ``/healthz`` (alive), ``/readyz`` (200 once caches have synced),
+   ``/metrics`` (Prometheus; may be on its own address, as controller-runtime's :8080/:8081);
+2. the shared informers (:class:`~appstack.runtime.cache.Cache`), waiting until all have
+   synced — no reconcile ever sees a half-filled cache;
+3. leader election, when enabled: only the holder of the Lease starts its controllers;
+4. the controllers' workers.
+
+It stops when :meth:`stop` is called (the CLI wires SIGTERM/SIGINT to it) or leadership is
+lost: controllers drain their in-flight reconciles, the Lease is released (a successor takes
+over at once), informers and the HTTP servers stop. :meth:`run` raises
+:class:`~appstack.runtime.leaderelection.LeadershipLost` in the second case so the process
+exits non-zero and is restarted, as client-go does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from collections.abc import Awaitable, Sequence
+from typing import Any
+
+import structlog
+from aiohttp import web
+
+from appstack.runtime.cache import Cache
+from appstack.runtime.client import Client
+from appstack.runtime.controller import Controller
+from appstack.runtime.leaderelection import LeaderElectionConfig, LeaderElector
+
+log = structlog.get_logger("appstack.manager")
+
+
+def _split_address(address: str) -> tuple[str, int]:
+    host, _, port = address.rpartition(":")
+    return host or "0.0.0.0", int(port)  # noqa: S104 - ":8080" means all interfaces, as Go
+
+
+class Manager:
+    def __init__(
+        self,
+        client: Client,
+        *,
+        namespaces: Sequence[str] | None = None,
+        leader_election: LeaderElectionConfig | None = None,
+        metrics_address: str | None = None,
+        health_address: str | None = None,
+    ) -> None:
+        self.client = client
+        self.metrics = client.metrics
+        self.cache = Cache(client, namespaces)
+        self.controllers: list[Controller] = []
+        self.elector = (
+            LeaderElector(client, leader_election, metrics=self.metrics)
+            if leader_election
+            else None
+        )
+        self.metrics_address = metrics_address
+        self.health_address = health_address
+        self.bound: dict[str, int] = {}  # "metrics"/"health" -> port actually bound
+        self._stop = asyncio.Event()
+        self._runners: list[web.AppRunner] = []
+
+    def add(self, controller: Controller) -> None:
+        self.controllers.append(controller)
+
+    def stop(self) -> None:
+        """Ask :meth:`run` to shut down gracefully (safe from a signal handler)."""
+        self._stop.set()
+
+    def install_signal_handlers(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self.stop)
+
+    @property
+    def ready(self) -> bool:
+        return self.cache.has_synced()
+
+    async def run(self) -> None:
+        await self._start_http()
+        await self.cache.start()
+        renewing: asyncio.Task[None] | None = None
+        try:
+            if not await self._until_stopped(self.cache.wait_synced()):
+                return
+            log.info("caches synced", controllers=[c.name for c in self.controllers])
+            if self.elector is not None:
+                if not await self._until_stopped(self.elector.acquire()):
+                    return
+                renewing = asyncio.create_task(self.elector.keep_renewing())
+            for controller in self.controllers:
+                await controller.start()
+            stopping = asyncio.create_task(self._stop.wait())
+            waits: set[asyncio.Task[None] | asyncio.Task[bool]] = {stopping}
+            if renewing is not None:
+                waits.add(renewing)
+            done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            stopping.cancel()
+            if renewing is not None and renewing in done:
+                renewing.result()  # raises LeadershipLost
+        finally:
+            await self._shutdown(renewing)
+
+    async def _until_stopped(self, awaitable: Awaitable[Any]) -> bool:
+        """Await ``awaitable`` unless stop is requested first; True if it completed."""
+        task = asyncio.ensure_future(awaitable)
+        stopping = asyncio.create_task(self._stop.wait())
+        await asyncio.wait({task, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
+        if task.done():
+            task.result()
+            return True
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        return False
+
+    async def _shutdown(self, renewing: asyncio.Task[None] | None) -> None:
+        log.info("shutting down")
+        await asyncio.gather(*(c.stop() for c in self.controllers), return_exceptions=True)
+        if renewing is not None:
+            renewing.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await renewing
+        if self.elector is not None:
+            await self.elector.release()
+        await self.cache.stop()
+        for runner in self._runners:
+            await runner.cleanup()
+        self._runners.clear()
+
+    # --------------------------------------------------------------------------- HTTP
+    async def _start_http(self) -> None:
+        routes = {
+            "metrics": [web.get("/metrics", self._metrics)],
+            "health": [web.get("/healthz", self._healthz), web.get("/readyz", self._readyz)],
+        }
+        addresses = {"metrics": self.metrics_address, "health": self.health_address}
+        same = addresses["metrics"] and addresses["metrics"] == addresses["health"]
+        if same and not str(addresses["metrics"]).endswith(":0"):  # one server for both
+            routes["health"] += routes.pop("metrics")
+            addresses.pop("metrics")
+        for name, address in addresses.items():
+            if not address:
+                continue
+            app = web.Application()
+            app.add_routes(routes[name])
+            runner = web.AppRunner(app, access_log=None)
+            await runner.setup()
+            host, port = _split_address(address)
+            site = web.TCPSite(runner, host, port)
+            await site.start()
+            self.bound[name] = int(runner.addresses[-1][1])  # the real port when port was 0
+            self._runners.append(runner)
+        if "metrics" not in addresses and "health" in self.bound:
+            self.bound["metrics"] = self.bound["health"]
+
+    async def _metrics(self, _request: web.Request) -> web.Response:
+        return web.Response(
+            body=self.metrics.exposition(), content_type="text/plain", charset="utf-8"
+        )
+
+    async def _healthz(self, _request: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def _readyz(self, _request: web.Request) -> web.Response:
+        if self.ready:
+            return web.Response(text="ok")
+        return web.Response(status=503, text="caches not synced")
