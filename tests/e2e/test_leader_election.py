@@ -1,0 +1,169 @@
+"""Only the leader reconciles; a killed leader is replaced within the lease duration; a
+gracefully stopped leader hands over at once."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from appstack.runtime import errors
+from appstack.runtime.builder import Builder
+from appstack.runtime.client import Client
+from appstack.runtime.controller import Request
+from appstack.runtime.leaderelection import LeaderElectionConfig
+from appstack.runtime.manager import Manager
+from appstack.runtime.resources import CONFIG_MAP, LEASE
+from appstack.testing.waiting import wait_until
+
+PROGRAM = Path(__file__).with_name("leader_program.py")
+LEASE_NAME = "stamp-leader"
+LEASE_DURATION = 15.0  # the default the program runs with
+
+
+class Candidates:
+    def __init__(self, kubeconfig: Path, namespace: str, logs: Path) -> None:
+        self.kubeconfig, self.namespace, self.logs = kubeconfig, namespace, logs
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+
+    def start(self, identity: str) -> None:
+        log = open(self.logs / f"{identity}.log", "wb")  # noqa: SIM115 - closed with the process
+        self.procs[identity] = subprocess.Popen(
+            [
+                sys.executable,
+                str(PROGRAM),
+                "--kubeconfig",
+                str(self.kubeconfig),
+                "--namespace",
+                self.namespace,
+                "--identity",
+                identity,
+                "--lease",
+                LEASE_NAME,
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+
+    def signal(self, identity: str, sig: signal.Signals) -> None:
+        self.procs[identity].send_signal(sig)
+        self.procs[identity].wait(timeout=30)
+
+    def stop_all(self) -> None:
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+    def log(self, identity: str) -> str:
+        return (self.logs / f"{identity}.log").read_text()[-3000:]
+
+
+@pytest.fixture
+def candidates(kubeconfig: Path, namespace: str, tmp_path: Path) -> Iterator[Candidates]:
+    group = Candidates(kubeconfig, namespace, tmp_path)
+    yield group
+    group.stop_all()
+
+
+async def _holder(client: Client, namespace: str) -> str | None:
+    try:
+        lease = await client.get(LEASE, LEASE_NAME, namespace)
+    except errors.NotFound:
+        return None
+    return str(lease["spec"].get("holderIdentity") or "")
+
+
+async def _wait_holder(client: Client, namespace: str, identity: str, timeout: float) -> float:
+    started = time.monotonic()
+    while (holder := await _holder(client, namespace)) != identity:
+        if time.monotonic() - started > timeout:
+            raise AssertionError(f"lease held by {holder!r}, not {identity!r} after {timeout}s")
+        await asyncio.sleep(0.1)
+    return time.monotonic() - started
+
+
+async def _stamped_by(client: Client, namespace: str, name: str, timeout: float = 15) -> str:
+    cm: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"stamp": "yes"}},
+    }
+    await client.create(CONFIG_MAP, cm)
+    started = time.monotonic()
+    while True:
+        obj = await client.get(CONFIG_MAP, name, namespace)
+        stamp = (obj["metadata"].get("annotations") or {}).get("reconciled-by")
+        if stamp:
+            return str(stamp)
+        if time.monotonic() - started > timeout:
+            raise AssertionError(f"{name} was not reconciled within {timeout}s")
+        await asyncio.sleep(0.1)
+
+
+async def test_only_the_leader_reconciles_and_a_killed_leader_is_replaced_within_the_lease(
+    client: Client, namespace: str, candidates: Candidates
+) -> None:
+    candidates.start("alpha")
+    await _wait_holder(client, namespace, "alpha", timeout=30)
+    candidates.start("beta")
+    await asyncio.sleep(3)  # beta is up and campaigning (>= one retry period)
+
+    assert await _stamped_by(client, namespace, "first") == "alpha", candidates.log("beta")
+
+    candidates.signal("alpha", signal.SIGKILL)
+    takeover = await _wait_holder(client, namespace, "beta", timeout=LEASE_DURATION + 10)
+    print(f"leader killed: takeover after {takeover:.1f}s")
+    assert takeover <= LEASE_DURATION + 3, f"takeover took {takeover:.1f}s"
+    assert await _stamped_by(client, namespace, "second") == "beta", candidates.log("beta")
+    first = await client.get(CONFIG_MAP, "first", namespace)
+    assert first["metadata"]["annotations"]["reconciled-by"] == "alpha"
+
+
+async def test_a_gracefully_stopped_leader_releases_the_lease_for_an_immediate_handover(
+    client: Client, namespace: str, candidates: Candidates
+) -> None:
+    candidates.start("gamma")
+    await _wait_holder(client, namespace, "gamma", timeout=30)
+    candidates.start("delta")
+    await asyncio.sleep(3)
+
+    started = time.monotonic()
+    candidates.signal("gamma", signal.SIGTERM)
+    assert candidates.procs["gamma"].returncode == 0, candidates.log("gamma")
+    await _wait_holder(client, namespace, "delta", timeout=10)
+    handover = time.monotonic() - started
+
+    print(f"leader stopped: handover after {handover:.1f}s")
+    assert handover < 5, f"handover took {handover:.1f}s"
+    assert await _stamped_by(client, namespace, "after") == "delta"
+
+
+async def test_the_leader_gauge_follows_the_lease(client: Client, namespace: str) -> None:
+    manager = Manager(
+        client,
+        namespaces=[namespace],
+        leader_election=LeaderElectionConfig("gauge", namespace, "solo"),
+    )
+
+    class Noop:
+        async def reconcile(self, request: Request) -> None:
+            return None
+
+    Builder(manager, "noop").for_(CONFIG_MAP).complete(Noop())
+    gauge = manager.metrics.leader.labels("gauge")
+    task = asyncio.create_task(manager.run())
+    await wait_until(lambda: gauge._value.get() == 1, timeout=15, what="leadership")
+    manager.stop()
+    await asyncio.wait_for(task, 15)
+
+    assert gauge._value.get() == 0
+    lease = await client.get(LEASE, "gauge", namespace)
+    assert lease["spec"]["holderIdentity"] == ""
