@@ -22,8 +22,15 @@ class Cache:
         self.client = client
         self.namespaces = list(namespaces) if namespaces else None
         self._informers: dict[Resource, dict[str | None, Informer]] = {}
+        self._selectors: dict[Resource, str] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
+
+    def set_label_selector(self, resource: Resource, selector: str) -> None:
+        """Cache only the objects of ``resource`` matching ``selector`` (call before use)."""
+        if resource in self._informers:
+            raise RuntimeError(f"the informers of {resource} already exist")
+        self._selectors[resource] = selector
 
     def informers(self, resource: Resource) -> dict[str | None, Informer]:
         """The informers of ``resource`` (created on first use; started with the cache)."""
@@ -33,7 +40,11 @@ class Cache:
         scopes: list[str | None] = (
             list(self.namespaces) if resource.namespaced and self.namespaces else [None]
         )
-        created = {ns: Informer(self.client, resource, namespace=ns) for ns in scopes}
+        selector = self._selectors.get(resource)
+        created = {
+            ns: Informer(self.client, resource, namespace=ns, label_selector=selector)
+            for ns in scopes
+        }
         self._informers[resource] = created
         if self._started:
             for informer in created.values():

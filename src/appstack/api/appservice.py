@@ -1,0 +1,142 @@
+"""``AppService`` (``appstack.dev/v1``): one application — image, size, ports, env,
+resources — run as a Deployment and exposed by a Service.
+
+Spec-compatible with the seed operator's sample (``size``, ``image``, ``ports``, ``envs``,
+``resources``), plus what production users need (service type, command/args, probes, pod
+labels/annotations, image pull secrets, service account). Validation that can be decided
+from the object alone is declared here and enforced at admission by the generated CRD
+(OpenAPI bounds and CEL rules); the controller reports the rest as ``Ready=False``.
+Types only, no I/O.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import ConfigDict, Field
+
+from appstack.api.core import (
+    Condition,
+    EnvVar,
+    KubeModel,
+    LocalObjectReference,
+    Probe,
+    ResourceRequirements,
+    ServicePort,
+)
+
+GROUP = "appstack.dev"
+VERSION = "v1"
+KIND = "AppService"
+PLURAL = "appservices"
+
+ServiceType = Literal["ClusterIP", "NodePort", "LoadBalancer"]
+ShortString = Annotated[str, Field(max_length=4096)]
+LabelMap = Annotated[dict[str, Annotated[str, Field(max_length=63)]], Field(max_length=64)]
+AnnotationMap = Annotated[dict[str, Annotated[str, Field(max_length=8192)]], Field(max_length=64)]
+
+_SPEC_RULES: list[Any] = [
+    {
+        "rule": "!has(self.ports) || size(self.ports) <= 1 || "
+        "self.ports.all(p, has(p.name) && p.name != '')",
+        "message": "every port needs a name when there is more than one port",
+        "fieldPath": ".ports",
+    },
+    {
+        "rule": "!has(self.ports) || self.ports.all(p, !has(p.name) || "
+        "self.ports.exists_one(q, has(q.name) && q.name == p.name))",
+        "message": "port names must be unique",
+        "fieldPath": ".ports",
+    },
+    {
+        "rule": "!has(self.ports) || self.ports.all(p, self.ports.exists_one(q, q.port == p.port "
+        "&& q.protocol == p.protocol))",
+        "message": "port numbers must be unique per protocol",
+        "fieldPath": ".ports",
+    },
+    {
+        "rule": "!has(self.serviceType) || self.serviceType != 'ClusterIP' || !has(self.ports) || "
+        "!self.ports.exists(p, has(p.nodePort))",
+        "message": "nodePort needs serviceType NodePort or LoadBalancer, not ClusterIP",
+        "fieldPath": ".serviceType",
+    },
+]
+
+
+class AppServiceSpec(KubeModel):
+    """The desired state of an application."""
+
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": _SPEC_RULES})
+
+    size: int = Field(1, ge=0, le=10000, description="Number of replicas (pods).")
+    image: str = Field(
+        min_length=1, max_length=1024, description="Container image, e.g. nginx:1.27."
+    )
+    ports: list[ServicePort] | None = Field(
+        None,
+        max_length=64,
+        description="Ports of the application, exposed by its Service (ServicePort fields).",
+    )
+    envs: list[EnvVar] | None = Field(
+        None, max_length=256, description="Environment variables of the container."
+    )
+    resources: ResourceRequirements | None = Field(
+        None, description="CPU/memory requests and limits of the container."
+    )
+    service_type: ServiceType | None = Field(
+        None,
+        description="Service type; default NodePort when a port sets nodePort, "
+        "otherwise ClusterIP.",
+    )
+    command: list[ShortString] | None = Field(
+        None, max_length=64, description="Entrypoint (replaces the image's ENTRYPOINT)."
+    )
+    args: list[ShortString] | None = Field(
+        None, max_length=256, description="Arguments (replace the image's CMD)."
+    )
+    readiness_probe: Probe | None = Field(None, description="When a pod is ready for traffic.")
+    liveness_probe: Probe | None = Field(None, description="When a pod must be restarted.")
+    pod_labels: LabelMap | None = Field(None, description="Extra labels for the pods.")
+    pod_annotations: AnnotationMap | None = Field(None, description="Annotations for the pods.")
+    image_pull_secrets: list[LocalObjectReference] | None = Field(
+        None, max_length=16, description="Secrets for pulling the image from a private registry."
+    )
+    service_account_name: str | None = Field(
+        None,
+        max_length=253,
+        pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$",
+        description="ServiceAccount the pods run as.",
+    )
+
+    def effective_service_type(self) -> ServiceType:
+        if self.service_type:
+            return self.service_type
+        return "NodePort" if any(p.node_port for p in self.ports or []) else "ClusterIP"
+
+
+class AppServiceStatus(KubeModel):
+    """The observed state, written by the operator."""
+
+    replicas: int | None = Field(None, description="Pods (any state) of the Deployment.")
+    ready_replicas: int | None = Field(None, description="Pods that are Ready.")
+    available_replicas: int | None = Field(None, description="Pods ready for minReadySeconds.")
+    updated_replicas: int | None = Field(None, description="Pods of the current template.")
+    unavailable_replicas: int | None = Field(None, description="Pods still missing.")
+    ready: str | None = Field(None, description="ready/desired, e.g. 2/2 (printed by kubectl).")
+    selector: str | None = Field(None, description="Label selector of the pods (scale).")
+    observed_generation: int | None = Field(None, description="Generation last reconciled.")
+    conditions: list[Condition] | None = Field(
+        None,
+        description="Ready, Progressing and Degraded.",
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
+    )
+
+
+class AppService(KubeModel):
+    """An application: a Deployment and a Service kept in sync with this spec."""
+
+    api_version: Literal["appstack.dev/v1"] = "appstack.dev/v1"
+    kind: Literal["AppService"] = "AppService"
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    spec: AppServiceSpec
+    status: AppServiceStatus | None = None

@@ -1,0 +1,90 @@
+"""Turn a Pydantic model into a Kubernetes *structural* OpenAPI v3 schema (our controller-gen).
+
+Pydantic's JSON Schema is close, but the API server wants: every ``$ref`` inlined; no
+``anyOf [X, null]`` for optional fields (absent means unset); int-or-string as
+``x-kubernetes-int-or-string`` instead of ``anyOf [integer, string]``; no ``title``,
+``const`` or ``additionalProperties: false``; maps as ``additionalProperties: <schema>``.
+``x-kubernetes-*`` keys given in ``json_schema_extra`` pass through (CEL rules, list types).
+Model docstrings and field descriptions become ``description`` (what ``kubectl explain``
+shows). Pure; used by :mod:`appstack.manifests.crds` and tested in tests/unit.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from pydantic import BaseModel
+
+_DROP = {"title", "discriminator"}
+
+
+def structural_schema(model: type[BaseModel]) -> dict[str, Any]:
+    raw = model.model_json_schema(by_alias=True, mode="validation")
+    defs = raw.pop("$defs", {})
+    converted: dict[str, Any] = _convert(raw, defs)
+    return converted
+
+
+def _convert(node: Any, defs: dict[str, Any]) -> Any:
+    if isinstance(node, list):
+        return [_convert(item, defs) for item in node]
+    if not isinstance(node, dict):
+        return node
+    node = _resolve(dict(node), defs)
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in _DROP or _pointless(key, value):
+            continue
+        if key == "const":
+            out["enum"] = [value]
+        elif key == "properties":
+            out[key] = {name: _convert(sub, defs) for name, sub in value.items()}
+        elif key in ("items", "additionalProperties"):
+            out[key] = _convert(value, defs)
+        else:
+            out[key] = value
+    if "enum" in out and "type" not in out:
+        out["type"] = _json_type(out["enum"][0])
+    if out.get("x-kubernetes-int-or-string"):
+        out.pop("type", None)
+    return out
+
+
+def _resolve(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    """Inline ``$ref`` and collapse ``anyOf`` until neither is left."""
+    while "$ref" in node or "anyOf" in node:
+        if "$ref" in node:
+            target = copy.deepcopy(defs[node.pop("$ref").rsplit("/", 1)[-1]])
+            # Keep the referring field's own description/default over the referenced model's.
+            node = {**target, **node}
+        else:
+            node = _collapse_any_of(node)
+    return node
+
+
+def _pointless(key: str, value: Any) -> bool:
+    """A null default, or ``additionalProperties: false`` (structural schemas prune anyway)."""
+    return (key == "default" and value is None) or (key == "additionalProperties" and not value)
+
+
+def _collapse_any_of(node: dict[str, Any]) -> dict[str, Any]:
+    options = [o for o in node.pop("anyOf") if o.get("type") != "null"]
+    types = {o.get("type") for o in options}
+    if len(options) == 1:
+        merged = {**options[0], **node}
+    elif types == {"integer", "string"}:
+        merged = {**node, "x-kubernetes-int-or-string": True}
+        for option in options:  # keep string constraints (e.g. a quantity pattern)
+            merged.update({k: v for k, v in option.items() if k not in ("type",)})
+    else:
+        raise ValueError(f"cannot express anyOf {options} in a structural schema")
+    return merged
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    return "string"

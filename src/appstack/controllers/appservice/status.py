@@ -1,0 +1,132 @@
+"""The AppService's status from what we observe (pure, unit-tested).
+
+Replica counts come from the Deployment's status. Conditions follow the API conventions
+(CamelCase reason, human message, ``lastTransitionTime`` changed only when ``status``
+changes):
+
+* ``Ready``        True when the Deployment has reconciled this generation, every desired
+                   replica is updated and available, and the Service exists (if any port);
+* ``Progressing``  True while a rollout is under way;
+* ``Degraded``     True when we cannot make it so (a problem the user must fix, such as a
+                   nodePort already taken, or a rollout past its progress deadline).
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something the user must fix; reported as Ready=False/Degraded=True and an Event."""
+
+    reason: str
+    message: str
+
+
+def now_rfc3339() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _condition(
+    type_: str,
+    state: tuple[bool, str, str],
+    generation: int,
+    previous: dict[str, dict[str, Any]],
+    now: str,
+) -> dict[str, Any]:
+    status, reason, message = state
+    value = "True" if status else "False"
+    old = previous.get(type_)
+    changed = old is None or old.get("status") != value
+    return {
+        "type": type_,
+        "status": value,
+        "reason": reason,
+        "message": message,
+        "observedGeneration": generation,
+        "lastTransitionTime": now if changed or old is None else old.get("lastTransitionTime", now),
+    }
+
+
+def compute(
+    app: dict[str, Any],
+    *,
+    size: int,
+    deployment: dict[str, Any] | None,
+    service_expected: bool,
+    service: dict[str, Any] | None,
+    problem: Problem | None,
+    selector: str,
+    now: str | None = None,
+) -> dict[str, Any]:
+    now = now or now_rfc3339()
+    generation = int(app["metadata"].get("generation") or 0)
+    previous = {c["type"]: c for c in (app.get("status") or {}).get("conditions") or []}
+    dep_status = (deployment or {}).get("status") or {}
+    counts = {
+        "replicas": int(dep_status.get("replicas") or 0),
+        "readyReplicas": int(dep_status.get("readyReplicas") or 0),
+        "availableReplicas": int(dep_status.get("availableReplicas") or 0),
+        "updatedReplicas": int(dep_status.get("updatedReplicas") or 0),
+        "unavailableReplicas": int(dep_status.get("unavailableReplicas") or 0),
+    }
+    dep_generation_seen = deployment is not None and int(
+        dep_status.get("observedGeneration") or 0
+    ) >= int(deployment["metadata"].get("generation") or 0)
+    deadline_exceeded = any(
+        c.get("type") == "Progressing" and c.get("reason") == "ProgressDeadlineExceeded"
+        for c in dep_status.get("conditions") or []
+    )
+    rolled_out = (
+        dep_generation_seen
+        and counts["updatedReplicas"] == size
+        and counts["availableReplicas"] == size
+        and counts["replicas"] == size
+    )
+    service_ok = service is not None or not service_expected
+
+    if problem is not None:
+        ready = (False, problem.reason, problem.message)
+    elif deployment is None:
+        ready = (False, "DeploymentMissing", "the Deployment has not been created yet")
+    elif rolled_out and service_ok:
+        ready = (True, "Ready", f"{counts['availableReplicas']}/{size} replicas available")
+    elif not service_ok:
+        ready = (False, "ServiceMissing", "the Service has not been created yet")
+    else:
+        ready = (
+            False,
+            "RollingOut",
+            f"{counts['availableReplicas']}/{size} replicas available, "
+            f"{counts['updatedReplicas']}/{size} updated",
+        )
+    progressing = (
+        not rolled_out and problem is None and not deadline_exceeded,
+        "RollingOut" if not rolled_out else "RolloutComplete",
+        "rollout in progress" if not rolled_out else "the latest spec is rolled out",
+    )
+    if problem is not None:
+        degraded = (True, problem.reason, problem.message)
+    elif deadline_exceeded:
+        degraded = (
+            True,
+            "ProgressDeadlineExceeded",
+            "the Deployment did not make progress within its deadline",
+        )
+    else:
+        degraded = (False, "AsExpected", "no problems")
+
+    return {
+        **counts,
+        "ready": f"{counts['readyReplicas']}/{size}",
+        "selector": selector,
+        "observedGeneration": generation,
+        "conditions": [
+            _condition("Ready", ready, generation, previous, now),
+            _condition("Progressing", progressing, generation, previous, now),
+            _condition("Degraded", degraded, generation, previous, now),
+        ],
+    }

@@ -1,0 +1,224 @@
+"""AppService → Deployment/Service and status, without a cluster."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from appstack.api.appservice import AppServiceSpec
+from appstack.controllers.appservice import desired
+from appstack.controllers.appservice.status import Problem, compute
+
+SEED = {
+    "size": 2,
+    "image": "nginx:1.7.9",
+    "ports": [{"port": 80, "targetPort": 80, "nodePort": 30002}],
+}
+
+
+def _app(spec: dict[str, Any], generation: int = 1) -> dict[str, Any]:
+    return {
+        "apiVersion": "appstack.dev/v1",
+        "kind": "AppService",
+        "metadata": {"name": "web", "namespace": "ns", "uid": "u-1", "generation": generation},
+        "spec": spec,
+    }
+
+
+def test_the_seed_sample_becomes_a_two_replica_deployment_and_a_node_port_service() -> None:
+    app = _app(SEED)
+    spec = AppServiceSpec.model_validate(SEED)
+
+    deployment = desired.deployment(app, spec)
+    service = desired.service(app, spec)
+
+    assert deployment["metadata"]["name"] == "web"
+    assert deployment["spec"]["replicas"] == 2
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == "nginx:1.7.9"
+    assert container["ports"] == [{"containerPort": 80, "protocol": "TCP"}]
+    assert service is not None
+    assert service["spec"]["type"] == "NodePort"
+    assert service["spec"]["ports"] == [
+        {"protocol": "TCP", "port": 80, "targetPort": 80, "nodePort": 30002}
+    ]
+    assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
+    for child in (deployment, service):
+        assert child["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "appstack"
+        (owner,) = child["metadata"]["ownerReferences"]
+        assert owner["controller"] is True
+        assert owner["uid"] == "u-1"
+
+
+def test_service_type_defaults_to_cluster_ip_without_node_ports_and_no_ports_means_no_service() -> (
+    None
+):
+    spec = AppServiceSpec.model_validate({"image": "x", "ports": [{"port": 8080}]})
+    service = desired.service(_app({}), spec)
+    assert service is not None
+    assert service["spec"]["type"] == "ClusterIP"
+    assert service["spec"]["ports"][0]["targetPort"] == 8080
+    assert desired.service(_app({}), AppServiceSpec.model_validate({"image": "x"})) is None
+
+
+def test_env_resources_probes_and_pod_metadata_reach_the_pod_template() -> None:
+    spec = AppServiceSpec.model_validate(
+        {
+            "image": "api:1",
+            "command": ["serve"],
+            "args": ["--port=8080"],
+            "envs": [
+                {"name": "MODE", "value": "prod"},
+                {"name": "PASSWORD", "valueFrom": {"secretKeyRef": {"name": "db", "key": "pw"}}},
+            ],
+            "resources": {"limits": {"cpu": "500m", "memory": "256Mi"}, "requests": {"cpu": "100m"}},
+            "readinessProbe": {"httpGet": {"path": "/ready", "port": "http"}},
+            "podLabels": {"team": "a", "app.kubernetes.io/name": "hijack"},
+            "podAnnotations": {"prometheus.io/scrape": "true"},
+            "imagePullSecrets": [{"name": "regcred"}],
+            "serviceAccountName": "api",
+        }
+    )
+    template = desired.deployment(_app({}), spec)["spec"]["template"]
+    (container,) = template["spec"]["containers"]
+    assert container["env"][1] == {
+        "name": "PASSWORD",
+        "valueFrom": {"secretKeyRef": {"name": "db", "key": "pw"}},
+    }
+    assert container["resources"]["limits"] == {"cpu": "500m", "memory": "256Mi"}
+    assert container["readinessProbe"] == {"httpGet": {"path": "/ready", "port": "http"}}
+    assert container["command"] == ["serve"]
+    assert template["metadata"]["labels"]["team"] == "a"
+    assert template["metadata"]["labels"]["app.kubernetes.io/name"] == "web"  # not hijacked
+    assert template["metadata"]["annotations"] == {"prometheus.io/scrape": "true"}
+    assert template["spec"]["imagePullSecrets"] == [{"name": "regcred"}]
+    assert template["spec"]["serviceAccountName"] == "api"
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"image": ""},
+        {"image": "x", "size": -1},
+        {"image": "x", "ports": [{"port": 0}]},
+        {"image": "x", "ports": [{"port": 80, "nodePort": 80}]},
+        {"image": "x", "unknownField": 1},
+    ],
+)
+def test_the_models_reject_what_admission_rejects(spec: dict[str, Any]) -> None:
+    with pytest.raises(ValidationError):
+        AppServiceSpec.model_validate(spec)
+
+
+def test_is_subset_ignores_server_defaults_but_not_removed_list_items() -> None:
+    want = {"spec": {"ports": [{"port": 80}]}}
+    assert desired.is_subset(
+        want, {"spec": {"ports": [{"port": 80, "nodePort": 31000}], "clusterIP": "10.96.0.5"}}
+    )
+    assert not desired.is_subset(want, {"spec": {"ports": [{"port": 80}, {"port": 81}]}})
+    assert not desired.is_subset(want, {"spec": {"ports": [{"port": 81}]}})
+
+
+def _deployment(replicas: int, ready: int, updated: int, available: int) -> dict[str, Any]:
+    return {
+        "metadata": {"generation": 3},
+        "status": {
+            "observedGeneration": 3,
+            "replicas": replicas,
+            "readyReplicas": ready,
+            "updatedReplicas": updated,
+            "availableReplicas": available,
+        },
+    }
+
+
+def _conditions(status: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    return {c["type"]: (c["status"], c["reason"]) for c in status["conditions"]}
+
+
+def test_status_is_ready_when_every_replica_is_updated_and_available() -> None:
+    status = compute(
+        _app(SEED, generation=4),
+        size=2,
+        deployment=_deployment(2, 2, 2, 2),
+        service_expected=True,
+        service={},
+        problem=None,
+        selector="s",
+        now="t1",
+    )
+    assert status["ready"] == "2/2"
+    assert status["observedGeneration"] == 4
+    assert _conditions(status) == {
+        "Ready": ("True", "Ready"),
+        "Progressing": ("False", "RolloutComplete"),
+        "Degraded": ("False", "AsExpected"),
+    }
+
+
+def test_a_rollout_in_progress_and_a_problem_are_reported() -> None:
+    rolling = compute(
+        _app(SEED),
+        size=2,
+        deployment=_deployment(2, 1, 1, 1),
+        service_expected=True,
+        service={},
+        problem=None,
+        selector="s",
+        now="t1",
+    )
+    assert _conditions(rolling)["Ready"] == ("False", "RollingOut")
+    assert _conditions(rolling)["Progressing"] == ("True", "RollingOut")
+
+    broken = compute(
+        _app(SEED),
+        size=2,
+        deployment=_deployment(2, 2, 2, 2),
+        service_expected=True,
+        service=None,
+        problem=Problem("NodePortConflict", "port 30002 is already allocated"),
+        selector="s",
+        now="t1",
+    )
+    assert _conditions(broken)["Ready"] == ("False", "NodePortConflict")
+    assert _conditions(broken)["Degraded"] == ("True", "NodePortConflict")
+
+
+def test_last_transition_time_changes_only_when_the_status_changes() -> None:
+    app = _app(SEED)
+    first = compute(
+        app,
+        size=2,
+        deployment=_deployment(2, 2, 2, 2),
+        service_expected=True,
+        service={},
+        problem=None,
+        selector="s",
+        now="t1",
+    )
+    app["status"] = first
+    same = compute(
+        app,
+        size=2,
+        deployment=_deployment(2, 2, 2, 2),
+        service_expected=True,
+        service={},
+        problem=None,
+        selector="s",
+        now="t2",
+    )
+    assert same == first
+    flipped = compute(
+        app,
+        size=3,
+        deployment=_deployment(2, 2, 2, 2),
+        service_expected=True,
+        service={},
+        problem=None,
+        selector="s",
+        now="t3",
+    )
+    times = {c["type"]: c["lastTransitionTime"] for c in flipped["conditions"]}
+    assert times == {"Ready": "t3", "Progressing": "t3", "Degraded": "t1"}
