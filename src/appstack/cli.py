@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, TextIO, cast
 
 import click
 
@@ -109,6 +109,62 @@ def run(
         log_level=log_level,
     )
     sys.exit(run_operator(options))
+
+
+@main.command()
+@click.option(
+    "--output-dir",
+    default="deploy",
+    show_default=True,
+    type=click.Path(),
+    help="Where to write the manifests.",
+)
+@click.option("--check", is_flag=True, help="Only check that the files are up to date.")
+def manifests(output_dir: str, check: bool) -> None:
+    """Generate deploy/: CRDs (from the API models), RBAC (from what the controllers use),
+    the operator Deployment and the single install.yaml bundle."""
+    from pathlib import Path  # noqa: PLC0415
+
+    from appstack.manifests import bundle  # noqa: PLC0415
+
+    directory = Path(output_dir)
+    if check:
+        stale = bundle.stale(directory)
+        for relative in stale:
+            click.echo(f"out of date: {directory / relative}", err=True)
+        sys.exit(1 if stale else 0)
+    for path in bundle.write(directory):
+        click.echo(f"wrote {path}")
+
+
+@main.command()
+@click.option(
+    "-f",
+    "--filename",
+    required=True,
+    type=click.File(),
+    help="YAML file with AppService objects ('-' for stdin).",
+)
+def render(filename: TextIO) -> None:
+    """Print the Deployment and Service an AppService becomes, without a cluster.
+
+    The file is validated with the same rules as admission; invalid input prints
+    field-level errors and exits 1.
+    """
+    import yaml  # noqa: PLC0415
+
+    from appstack.rendering import RenderError, render_documents  # noqa: PLC0415
+
+    try:
+        objects = render_documents(list(yaml.safe_load_all(filename)))
+    except RenderError as error:
+        for line in error.problems:
+            click.echo(f"error: {line}", err=True)
+        sys.exit(1)
+    except yaml.YAMLError as error:
+        click.echo(f"error: not valid YAML: {error}", err=True)
+        sys.exit(1)
+    click.echo(yaml.safe_dump_all(objects, sort_keys=False), nl=False)
 
 
 @main.group()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, model_validator
 
 from appstack.api.core import (
     Condition,
@@ -107,6 +107,24 @@ class AppServiceSpec(KubeModel):
         pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$",
         description="ServiceAccount the pods run as.",
     )
+
+    @model_validator(mode="after")
+    def _same_rules_as_admission(self) -> AppServiceSpec:
+        """The CEL rules above, for validation without a cluster (``appstack render``)."""
+        ports = self.ports or []
+        names = [p.name for p in ports if p.name]
+        if len(ports) > 1 and len(names) != len(ports):
+            raise ValueError("ports: every port needs a name when there is more than one port")
+        if len(set(names)) != len(names):
+            raise ValueError("ports: port names must be unique")
+        keys = [(p.port, p.protocol) for p in ports]
+        if len(set(keys)) != len(keys):
+            raise ValueError("ports: port numbers must be unique per protocol")
+        if self.service_type == "ClusterIP" and any(p.node_port for p in ports):
+            raise ValueError(
+                "serviceType: nodePort needs serviceType NodePort or LoadBalancer, not ClusterIP"
+            )
+        return self
 
     def effective_service_type(self) -> ServiceType:
         if self.service_type:

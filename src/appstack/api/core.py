@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
@@ -98,6 +98,21 @@ class EnvVarSource(KubeModel):
         }
     )
 
+    @model_validator(mode="after")
+    def _exactly_one(self) -> EnvVarSource:
+        sources = (
+            self.secret_key_ref,
+            self.config_map_key_ref,
+            self.field_ref,
+            self.resource_field_ref,
+        )
+        if sum(s is not None for s in sources) != 1:
+            raise ValueError(
+                "valueFrom needs exactly one of secretKeyRef, configMapKeyRef, "
+                "fieldRef, resourceFieldRef"
+            )
+        return self
+
     secret_key_ref: KeySelector | None = Field(None, description="A key of a Secret.")
     config_map_key_ref: KeySelector | None = Field(None, description="A key of a ConfigMap.")
     field_ref: FieldSelector | None = Field(None, description="A field of the pod.")
@@ -119,6 +134,12 @@ class EnvVar(KubeModel):
             ]
         }
     )
+
+    @model_validator(mode="after")
+    def _value_or_value_from(self) -> EnvVar:
+        if self.value is not None and self.value_from is not None:
+            raise ValueError("set either value or valueFrom, not both")
+        return self
 
     name: str = Field(
         min_length=1, max_length=256, pattern=r"^[^=]+$", description="Variable name (no '=')."
@@ -175,6 +196,13 @@ class Probe(KubeModel):
             ]
         }
     )
+
+    @model_validator(mode="after")
+    def _one_handler(self) -> Probe:
+        handlers = (self.http_get, self.tcp_socket, self.exec, self.grpc)
+        if sum(h is not None for h in handlers) != 1:
+            raise ValueError("a probe needs exactly one of httpGet, tcpSocket, exec, grpc")
+        return self
 
     http_get: HTTPGetAction | None = None
     tcp_socket: TCPSocketAction | None = None

@@ -1,0 +1,95 @@
+"""The operator's own Namespace and Deployment: two replicas with leader election, probes,
+resources, and a locked-down security context (non-root, read-only root filesystem,
+seccomp RuntimeDefault, all capabilities dropped)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from appstack import __version__
+from appstack.manifests.crds import LABELS
+from appstack.manifests.rbac import NAME, NAMESPACE
+
+IMAGE = f"appstack:{__version__}"
+
+
+def namespace() -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {
+            "name": NAMESPACE,
+            "labels": {**LABELS, "pod-security.kubernetes.io/enforce": "restricted"},
+        },
+    }
+
+
+def _field_env(name: str, path: str) -> dict[str, Any]:
+    return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
+
+
+def deployment(image: str = IMAGE) -> dict[str, Any]:
+    selector = {"app.kubernetes.io/name": NAME}
+    container = {
+        "name": "operator",
+        "image": image,
+        "args": [
+            "run",
+            "--leader-elect",
+            "--metrics-bind-address=:8080",
+            "--health-probe-bind-address=:8081",
+            "--log-format=json",
+        ],
+        "env": [
+            _field_env("POD_NAMESPACE", "metadata.namespace"),
+            _field_env("POD_NAME", "metadata.name"),
+        ],
+        "ports": [
+            {"name": "metrics", "containerPort": 8080, "protocol": "TCP"},
+            {"name": "health", "containerPort": 8081, "protocol": "TCP"},
+        ],
+        "livenessProbe": {
+            "httpGet": {"path": "/healthz", "port": "health"},
+            "initialDelaySeconds": 5,
+            "periodSeconds": 10,
+        },
+        "readinessProbe": {
+            "httpGet": {"path": "/readyz", "port": "health"},
+            "initialDelaySeconds": 2,
+            "periodSeconds": 5,
+        },
+        "resources": {
+            "requests": {"cpu": "100m", "memory": "128Mi"},
+            "limits": {"cpu": "1", "memory": "512Mi"},
+        },
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "runAsNonRoot": True,
+            "capabilities": {"drop": ["ALL"]},
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+    }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": NAME, "namespace": NAMESPACE, "labels": {**LABELS, **selector}},
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": selector},
+            "template": {
+                "metadata": {"labels": {**LABELS, **selector}},
+                "spec": {
+                    "serviceAccountName": NAME,
+                    "securityContext": {
+                        "runAsNonRoot": True,
+                        "runAsUser": 65532,
+                        "runAsGroup": 65532,
+                        "seccompProfile": {"type": "RuntimeDefault"},
+                    },
+                    "terminationGracePeriodSeconds": 30,
+                    "containers": [container],
+                },
+            },
+        },
+    }

@@ -1,0 +1,56 @@
+"""The committed deploy/ files are exactly what the code generates; RBAC has no wildcards."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from appstack.manifests import bundle, operator, rbac
+
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+
+
+def test_the_committed_manifests_match_the_code() -> None:
+    stale = bundle.stale(DEPLOY)
+    assert stale == [], f"run `appstack manifests` and commit: {stale}"
+
+
+def test_rbac_names_every_verb_and_resource_explicitly() -> None:
+    for rule in rbac.cluster_role()["rules"]:
+        for field in ("apiGroups", "resources", "verbs"):
+            assert "*" not in rule[field]
+    resources = {r for rule in rbac.cluster_role()["rules"] for r in rule["resources"]}
+    assert {
+        "appservices",
+        "appservices/status",
+        "deployments",
+        "services",
+        "events",
+        "leases",
+    } <= resources
+
+
+def test_the_operator_runs_locked_down_with_leader_election() -> None:
+    deployment = operator.deployment()
+    assert deployment["spec"]["replicas"] == 2
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert "--leader-elect" in container["args"]
+    security = container["securityContext"]
+    assert security["readOnlyRootFilesystem"] is True
+    assert security["runAsNonRoot"] is True
+    assert security["capabilities"] == {"drop": ["ALL"]}
+    assert security["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+
+
+def test_install_yaml_is_one_bundle_of_everything() -> None:
+    kinds = [d["kind"] for d in yaml.safe_load_all((DEPLOY / "install.yaml").read_text())]
+    assert kinds == [
+        "Namespace",
+        "CustomResourceDefinition",
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Deployment",
+    ]
