@@ -6,18 +6,30 @@ validation rule and a status subresource.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 from lightkube import Client as LightClient
-from lightkube import codecs
+from lightkube import KubeConfig, codecs
+from lightkube.models.authentication_v1 import TokenRequestSpec
+from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
+from lightkube.resources.core_v1 import ServiceAccount
 
+from appstack.controllers import appservice
 from appstack.runtime.client import Client
+from appstack.runtime.events import EventRecorder
+from appstack.runtime.manager import Manager
 from appstack.runtime.resources import Resource
-from appstack.testing.waiting import condition_status, wait_for
+from appstack.testing.pytest_plugin import ClusterHandle
+from appstack.testing.waiting import condition_status, wait_for, wait_until
+
+TokenRequest = ServiceAccount.Token
 
 WIDGET_GROUP = "testbed.appstack.dev"
 
@@ -82,3 +94,83 @@ def widget_crd(kube: LightClient) -> Iterator[Resource]:
     )
     yield Resource(WIDGET_GROUP, "v1", kind, plural)
     kube.delete(CustomResourceDefinition, name)
+
+
+# --------------------------------------------------------------------------- the operator
+@pytest.fixture(scope="session")
+def operator_kubeconfig(
+    kube_cluster: ClusterHandle, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """Install the generated CRDs and RBAC; a kubeconfig with the operator's SA token.
+
+    The operator under test runs with exactly the generated ClusterRole, so a missing
+    permission fails the tests instead of hiding behind admin rights.
+    """
+    from appstack.manifests import crds, rbac  # noqa: PLC0415
+
+    objects = [
+        *crds.all_crds(),
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": rbac.NAMESPACE}},
+        rbac.service_account(),
+        rbac.cluster_role(),
+        rbac.cluster_role_binding(),
+    ]
+    light = LightClient(
+        config=KubeConfig.from_file(str(kube_cluster.kubeconfig)), field_manager="appstack-tests"
+    )
+    for obj in objects:
+        light.apply(codecs.from_dict(obj), force=True)
+    for crd in crds.all_crds():
+        name = crd["metadata"]["name"]
+        wait_for(
+            lambda n=name: (
+                condition_status(light.get(CustomResourceDefinition, n), "Established") == "True"
+            ),
+            timeout=30,
+            what=f"CRD {name}",
+        )
+    token = light.create(
+        TokenRequest(
+            metadata=ObjectMeta(name=rbac.NAME, namespace=rbac.NAMESPACE),
+            spec=TokenRequestSpec(audiences=[], expirationSeconds=7200),
+        ),
+        name=rbac.NAME,
+        namespace=rbac.NAMESPACE,
+    ).status.token
+    admin = yaml.safe_load(kube_cluster.kubeconfig.read_text())
+    admin["users"] = [{"name": "operator", "user": {"token": token}}]
+    admin["contexts"][0]["context"]["user"] = "operator"
+    path = tmp_path_factory.mktemp("operator") / "kubeconfig"
+    path.write_text(yaml.safe_dump(admin))
+    return path
+
+
+@dataclass
+class RunningOperator:
+    manager: Manager
+    client: Client
+    task: asyncio.Task[None]
+
+    async def stop(self) -> None:
+        self.manager.stop()
+        await asyncio.wait_for(self.task, 30)
+        await self.client.close()
+
+
+async def start_operator(kubeconfig: Path, namespace: str) -> RunningOperator:
+    client = await Client.connect(str(kubeconfig))
+    manager = Manager(client, namespaces=[namespace])
+    appservice.setup(manager, EventRecorder(client, instance="e2e"), concurrency=8)
+    task = asyncio.create_task(manager.run())
+    await wait_until(lambda: manager.ready or task.done(), timeout=30, what="caches to sync")
+    if task.done():
+        task.result()
+    return RunningOperator(manager, client, task)
+
+
+@pytest.fixture
+async def operator(operator_kubeconfig: Path, namespace: str) -> AsyncIterator[RunningOperator]:
+    """The operator (all controllers), watching the test's namespace, as its ServiceAccount."""
+    running = await start_operator(operator_kubeconfig, namespace)
+    yield running
+    await running.stop()

@@ -73,7 +73,10 @@ def test_env_resources_probes_and_pod_metadata_reach_the_pod_template() -> None:
                 {"name": "MODE", "value": "prod"},
                 {"name": "PASSWORD", "valueFrom": {"secretKeyRef": {"name": "db", "key": "pw"}}},
             ],
-            "resources": {"limits": {"cpu": "500m", "memory": "256Mi"}, "requests": {"cpu": "100m"}},
+            "resources": {
+                "limits": {"cpu": "500m", "memory": "256Mi"},
+                "requests": {"cpu": "100m"},
+            },
             "readinessProbe": {"httpGet": {"path": "/ready", "port": "http"}},
             "podLabels": {"team": "a", "app.kubernetes.io/name": "hijack"},
             "podAnnotations": {"prometheus.io/scrape": "true"},

@@ -1,0 +1,453 @@
+"""AppService end to end on the real control plane, with the operator running under its
+generated ServiceAccount and ClusterRole."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from appstack.controllers.appservice import APP_SERVICE
+from appstack.runtime import errors
+from appstack.runtime.client import Client
+from appstack.runtime.controller import Request
+from appstack.runtime.resources import DEPLOYMENT, EVENT, POD, SERVICE
+from appstack.testing.pytest_plugin import ClusterHandle
+from appstack.testing.waiting import wait_until
+from tests.e2e.conftest import RunningOperator, start_operator
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "appservice.yaml"
+
+
+def _app(name: str, namespace: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "appstack.dev/v1",
+        "kind": "AppService",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"image": "nginx:1.27", **spec},
+    }
+
+
+def _condition(obj: dict[str, Any], kind: str) -> dict[str, Any]:
+    for condition in (obj.get("status") or {}).get("conditions") or []:
+        if condition["type"] == kind:
+            return dict(condition)
+    return {}
+
+
+async def _until(  # noqa: PLR0917 - a test helper read positionally
+    client: Client,
+    res: Any,
+    name: str,
+    namespace: str,
+    check: Any,
+    timeout: float = 30,
+    what: str = "",
+) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        try:
+            last = await client.get(res, name, namespace)
+            if check(last):
+                return dict(last)
+        except errors.NotFound:
+            last = "NotFound"
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what or name}; last: {str(last)[:1500]}")
+
+
+def _ready(obj: dict[str, Any]) -> bool:
+    return _condition(obj, "Ready").get("status") == "True"
+
+
+async def test_the_seed_sample_becomes_a_ready_deployment_and_node_port_service(
+    client: Client, namespace: str, operator: RunningOperator
+) -> None:
+    sample = yaml.safe_load(EXAMPLE.read_text())
+    sample["metadata"]["namespace"] = namespace
+    await client.create(APP_SERVICE, sample)
+
+    app = await _until(
+        client, APP_SERVICE, "appservice-sample", namespace, _ready, 60, "the sample to be Ready"
+    )
+    assert app["status"]["readyReplicas"] == 2
+    assert app["status"]["ready"] == "2/2"
+    assert app["status"]["observedGeneration"] == app["metadata"]["generation"]
+    deployment = await client.get(DEPLOYMENT, "appservice-sample", namespace)
+    assert deployment["spec"]["replicas"] == 2
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == "nginx:1.7.9"
+    assert container["ports"][0]["containerPort"] == 80
+    service = await client.get(SERVICE, "appservice-sample", namespace)
+    assert service["spec"]["type"] == "NodePort"
+    (port,) = service["spec"]["ports"]
+    assert (port["port"], port["targetPort"], port["nodePort"]) == (80, 80, 30002)
+    selector = ",".join(f"{k}={v}" for k, v in service["spec"]["selector"].items())
+    pods = (await client.request("GET", POD.path(namespace), params={"labelSelector": selector}))[
+        "items"
+    ]
+    assert len(pods) == 2
+    assert all(p["status"]["phase"] == "Running" for p in pods)
+    events, _ = await client.list(EVENT, namespace)
+    reasons = {e["reason"] for e in events if e["regarding"]["name"] == "appservice-sample"}
+    assert "Created" in reasons
+
+
+async def test_updates_of_image_size_env_resources_and_ports_are_applied(
+    client: Client, namespace: str, operator: RunningOperator
+) -> None:
+    await client.create(
+        APP_SERVICE,
+        _app(
+            "web",
+            namespace,
+            size=1,
+            ports=[{"name": "http", "port": 80}, {"name": "admin", "port": 9090}],
+        ),
+    )
+    await _until(client, APP_SERVICE, "web", namespace, _ready, 60)
+    first_ip = (await client.get(SERVICE, "web", namespace))["spec"]["clusterIP"]
+
+    await client.patch(
+        APP_SERVICE,
+        "web",
+        namespace=namespace,
+        patch={
+            "spec": {
+                "image": "nginx:1.28",
+                "size": 3,
+                "envs": [{"name": "MODE", "value": "prod"}],
+                "resources": {"limits": {"cpu": "500m", "memory": "128Mi"}},
+                "ports": [{"name": "http", "port": 80}, {"name": "metrics", "port": 9100}],
+            }
+        },
+    )
+
+    def rolled(d: dict[str, Any]) -> bool:
+        c = d["spec"]["template"]["spec"]["containers"][0]
+        return (
+            d["spec"]["replicas"] == 3
+            and c["image"] == "nginx:1.28"
+            and c.get("env") == [{"name": "MODE", "value": "prod"}]
+        )
+
+    deployment = await _until(client, DEPLOYMENT, "web", namespace, rolled, 30, "the update")
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert container["resources"]["limits"] == {"cpu": "500m", "memory": "128Mi"}
+    service = await _until(
+        client,
+        SERVICE,
+        "web",
+        namespace,
+        lambda s: {p["port"] for p in s["spec"]["ports"]} == {80, 9100},
+        30,
+        "the admin port to be replaced by metrics",
+    )
+    assert service["spec"]["clusterIP"] == first_ip
+    app = await _until(
+        client,
+        APP_SERVICE,
+        "web",
+        namespace,
+        lambda a: _ready(a) and a["status"]["readyReplicas"] == 3,
+        60,
+    )
+    assert app["status"]["observedGeneration"] == app["metadata"]["generation"]
+
+
+async def test_kubectl_scale_changes_the_size_through_the_scale_subresource(
+    kube_cluster: ClusterHandle, client: Client, namespace: str, operator: RunningOperator
+) -> None:
+    local = kube_cluster.require_local()
+    await client.create(APP_SERVICE, _app("scaled", namespace, size=1))
+    await _until(client, APP_SERVICE, "scaled", namespace, _ready, 60)
+
+    await asyncio.to_thread(
+        local.kubectl, "scale", "appservice/scaled", "--replicas=3", f"--namespace={namespace}"
+    )
+
+    app = await _until(
+        client,
+        APP_SERVICE,
+        "scaled",
+        namespace,
+        lambda a: _ready(a) and a["status"]["replicas"] == 3,
+        60,
+    )
+    assert app["spec"]["size"] == 3
+    scale = await client.get(APP_SERVICE, "scaled", namespace)
+    assert scale["status"]["selector"].startswith("app.kubernetes.io/instance=scaled")
+
+
+async def test_drift_is_restored_within_two_seconds(
+    client: Client, namespace: str, operator: RunningOperator
+) -> None:
+    await client.create(APP_SERVICE, _app("drift", namespace, size=2, ports=[{"port": 80}]))
+    await _until(client, APP_SERVICE, "drift", namespace, _ready, 60)
+
+    old_uid = (await client.get(DEPLOYMENT, "drift", namespace))["metadata"]["uid"]
+    await client.delete(DEPLOYMENT, "drift", namespace)
+    started = time.monotonic()
+    await _until(
+        client,
+        DEPLOYMENT,
+        "drift",
+        namespace,
+        lambda d: d["metadata"]["uid"] != old_uid and not d["metadata"].get("deletionTimestamp"),
+        10,
+        "the deleted Deployment to come back",
+    )
+    assert time.monotonic() - started < 2
+
+    await client.patch(
+        DEPLOYMENT, "drift", namespace=namespace, patch={"spec": {"replicas": 5}}
+    )  # a hand edit of a field we own
+    started = time.monotonic()
+    await _until(
+        client,
+        DEPLOYMENT,
+        "drift",
+        namespace,
+        lambda d: d["spec"]["replicas"] == 2,
+        10,
+        "the hand-edited replicas to be restored",
+    )
+    assert time.monotonic() - started < 2
+
+    await client.delete(SERVICE, "drift", namespace)
+    started = time.monotonic()
+    await _until(client, SERVICE, "drift", namespace, lambda s: True, 10, "the Service")
+    assert time.monotonic() - started < 2
+
+
+async def test_deleting_the_appservice_garbage_collects_its_children(
+    client: Client, namespace: str, operator: RunningOperator
+) -> None:
+    await client.create(APP_SERVICE, _app("doomed", namespace, ports=[{"port": 80}]))
+    await _until(client, APP_SERVICE, "doomed", namespace, _ready, 60)
+
+    await client.delete(APP_SERVICE, "doomed", namespace)
+
+    for res in (DEPLOYMENT, SERVICE):
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                await client.get(res, "doomed", namespace)
+            except errors.NotFound:
+                break
+            await asyncio.sleep(0.2)
+        else:
+            raise AssertionError(f"{res.kind} doomed was not garbage-collected")
+
+
+async def test_changing_the_service_type_keeps_the_cluster_ip(
+    client: Client, namespace: str, operator: RunningOperator
+) -> None:
+    await client.create(
+        APP_SERVICE, _app("typed", namespace, ports=[{"port": 80, "nodePort": 31234}])
+    )
+    service = await _until(
+        client, SERVICE, "typed", namespace, lambda s: s["spec"]["type"] == "NodePort", 30
+    )
+    cluster_ip = service["spec"]["clusterIP"]
+
+    await client.patch(
+        APP_SERVICE,
+        "typed",
+        namespace=namespace,
+        patch={"spec": {"serviceType": "ClusterIP", "ports": [{"port": 80}]}},
+    )
+
+    service = await _until(
+        client, SERVICE, "typed", namespace, lambda s: s["spec"]["type"] == "ClusterIP", 30
+    )
+    assert service["spec"]["clusterIP"] == cluster_ip
+    assert "nodePort" not in service["spec"]["ports"][0]
+
+
+async def test_a_node_port_taken_by_another_appservice_is_reported_and_isolated(
+    client: Client, namespace: str, operator: RunningOperator
+) -> None:
+    await client.create(
+        APP_SERVICE, _app("first", namespace, ports=[{"port": 80, "nodePort": 31999}])
+    )
+    await _until(client, APP_SERVICE, "first", namespace, _ready, 60)
+
+    await client.create(
+        APP_SERVICE, _app("second", namespace, ports=[{"port": 80, "nodePort": 31999}])
+    )
+    second = await _until(
+        client,
+        APP_SERVICE,
+        "second",
+        namespace,
+        lambda a: _condition(a, "Ready").get("reason") == "NodePortConflict",
+        30,
+    )
+    assert "already allocated" in _condition(second, "Ready")["message"]
+    assert _condition(second, "Degraded")["status"] == "True"
+    events, _ = await client.list(EVENT, namespace)
+    warnings = [e for e in events if e["regarding"]["name"] == "second" and e["type"] == "Warning"]
+    assert warnings
+    assert warnings[0]["reason"] == "NodePortConflict"
+    assert _ready(await client.get(APP_SERVICE, "first", namespace))
+    # The Deployment of the second still runs: only its Service is blocked.
+    await _until(
+        client,
+        DEPLOYMENT,
+        "second",
+        namespace,
+        lambda d: (d.get("status") or {}).get("availableReplicas") == 1,
+        30,
+    )
+
+
+async def test_an_existing_deployment_we_do_not_own_is_reported_and_left_alone(
+    client: Client, namespace: str, operator: RunningOperator
+) -> None:
+    foreign = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "taken", "namespace": namespace},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"x": "y"}},
+            "template": {
+                "metadata": {"labels": {"x": "y"}},
+                "spec": {"containers": [{"name": "c", "image": "other"}]},
+            },
+        },
+    }
+    await client.create(DEPLOYMENT, foreign)
+
+    await client.create(APP_SERVICE, _app("taken", namespace))
+
+    app = await _until(
+        client,
+        APP_SERVICE,
+        "taken",
+        namespace,
+        lambda a: _condition(a, "Ready").get("reason") == "DeploymentConflict",
+        30,
+    )
+    assert "not managed by this AppService" in _condition(app, "Ready")["message"]
+    untouched = await client.get(DEPLOYMENT, "taken", namespace)
+    assert untouched["spec"]["template"]["spec"]["containers"][0]["image"] == "other"
+    assert not untouched["metadata"].get("ownerReferences")
+
+
+async def test_an_idle_resync_issues_no_writes(
+    client: Client, namespace: str, operator: RunningOperator
+) -> None:
+    for i in range(5):
+        await client.create(APP_SERVICE, _app(f"idle-{i}", namespace, ports=[{"port": 80}]))
+    for i in range(5):
+        await _until(client, APP_SERVICE, f"idle-{i}", namespace, _ready, 60)
+    await asyncio.sleep(0.5)  # let the last status/events land before counting
+
+    def writes() -> float:
+        counter = operator.manager.metrics.rest_requests
+        return sum(
+            sample.value
+            for metric in counter.collect()
+            for sample in metric.samples
+            if sample.name.endswith("_total")
+            and sample.labels["method"] in ("POST", "PUT", "PATCH", "DELETE")
+        )
+
+    controller = operator.manager.controllers[0]
+    reconciles = operator.manager.metrics.reconcile_total.labels("appservice", "success")
+    before_writes, before_reconciles = writes(), reconciles._value.get()
+    for i in range(5):
+        controller.enqueue(Request(namespace, f"idle-{i}"))
+    await wait_until(lambda: reconciles._value.get() >= before_reconciles + 5, timeout=10)
+
+    assert writes() == before_writes
+
+
+@pytest.mark.parametrize(
+    ("spec", "field"),
+    [
+        ({"size": -1}, "spec.size"),
+        ({"size": 100000}, "spec.size"),
+        ({"image": ""}, "spec.image"),
+        ({"image": "x" * 2000}, "spec.image"),
+        ({"ports": [{"port": 0}]}, "spec.ports[0].port"),
+        ({"ports": [{"port": 70000}]}, "spec.ports[0].port"),
+        ({"ports": [{"port": 80, "nodePort": 1000}]}, "spec.ports[0].nodePort"),
+        ({"ports": [{"port": 80, "nodePort": 40000}]}, "spec.ports[0].nodePort"),
+        ({"ports": [{"port": 80}, {"port": 81}]}, "spec.ports"),
+        ({"ports": [{"port": 80, "name": "a"}, {"port": 80, "name": "b"}]}, "spec.ports"),
+        ({"ports": [{"port": 80, "name": "a"}, {"port": 81, "name": "a"}]}, "spec.ports"),
+        ({"ports": [{"port": 80, "name": "Not_Valid"}]}, "spec.ports[0].name"),
+        ({"ports": [{"port": 80, "protocol": "HTTP"}]}, "spec.ports[0].protocol"),
+        (
+            {"serviceType": "ClusterIP", "ports": [{"port": 80, "nodePort": 30100}]},
+            "spec.serviceType",
+        ),
+        ({"serviceType": "ExternalName"}, "spec.serviceType"),
+        (
+            {
+                "envs": [
+                    {
+                        "name": "A",
+                        "value": "1",
+                        "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}},
+                    }
+                ]
+            },
+            "spec.envs[0]",
+        ),
+        ({"envs": [{"name": "A", "valueFrom": {}}]}, "spec.envs[0].valueFrom"),
+        ({"envs": [{"value": "no name"}]}, "spec.envs[0].name"),
+        ({"resources": {"limits": {"cpu": "lots"}}}, "spec.resources.limits.cpu"),
+        ({"readinessProbe": {"periodSeconds": 5}}, "spec.readinessProbe"),
+        ({"ports": [{"port": 80}] * 65}, "spec.ports"),
+        ({"serviceAccountName": "Bad_Name"}, "spec.serviceAccountName"),
+    ],
+)
+async def test_a_malformed_appservice_is_rejected_at_admission_naming_the_field(
+    client: Client, namespace: str, spec: dict[str, Any], field: str
+) -> None:
+    with pytest.raises(errors.Invalid) as caught:
+        await client.create(APP_SERVICE, _app("bad", namespace, **spec))
+    assert field in caught.value.message, caught.value.message
+
+
+async def test_a_restart_during_a_burst_of_200_creates_converges_without_duplicates(
+    client: Client, namespace: str, operator_kubeconfig: Path
+) -> None:
+    running = await start_operator(operator_kubeconfig, namespace)
+    sem = asyncio.Semaphore(32)
+
+    async def create(i: int) -> None:
+        async with sem:
+            await client.create(APP_SERVICE, _app(f"burst-{i:03d}", namespace, size=1))
+
+    creating = asyncio.gather(*(create(i) for i in range(200)))
+    await asyncio.sleep(0.5)
+    await running.stop()  # mid-burst
+    running = await start_operator(operator_kubeconfig, namespace)
+    await creating
+    try:
+
+        async def all_ready() -> bool:
+            apps, _ = await client.list(APP_SERVICE, namespace)
+            return len(apps) == 200 and all(_ready(a) for a in apps)
+
+        deadline = time.monotonic() + 180
+        while not await all_ready():
+            assert time.monotonic() < deadline, "not all 200 AppServices became Ready"
+            await asyncio.sleep(0.5)
+    finally:
+        await running.stop()
+    deployments, _ = await client.list(DEPLOYMENT, namespace)
+    assert sorted(d["metadata"]["name"] for d in deployments) == [
+        f"burst-{i:03d}" for i in range(200)
+    ]
+    assert all(len(d["metadata"]["ownerReferences"]) == 1 for d in deployments)
