@@ -45,13 +45,10 @@ e2e: build
 test: lint typecheck imports build
 	$(BIN)/pytest tests --durations=10
 
+# The main job: local cluster, CRDs + RBAC, the operator in the background under its
+# ServiceAccount, the seed sample (examples/appservice.yaml) applied and Ready.
 demo: build
-	$(BIN)/appstack cluster up
-	@echo; echo "$$ kubectl get nodes -o wide"
-	@$(BIN)/appstack cluster kubectl -- get nodes -o wide
-	@echo; echo "$$ kubectl get pods -A"
-	@$(BIN)/appstack cluster kubectl -- get pods -A
-	@echo; echo "The cluster keeps running. Stop it with: make demo-down"
+	$(BIN)/appstack cluster demo
 
 demo-down: install
 	$(BIN)/appstack cluster down

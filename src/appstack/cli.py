@@ -216,8 +216,27 @@ def up(name: str, nodes: int, pods_per_node: int) -> None:
 
 @cluster.command()
 @_NAME
+@click.option(
+    "--example",
+    default="examples/appservice.yaml",
+    show_default=True,
+    type=click.Path(exists=True),
+    help="What to apply once the operator runs.",
+)
+def demo(name: str, example: str) -> None:
+    """Cluster up, CRDs and RBAC installed, the operator running in the background under its
+    ServiceAccount, the example applied and Ready."""
+    from pathlib import Path  # noqa: PLC0415
+
+    from appstack.testing import demo as demo_module  # noqa: PLC0415
+
+    demo_module.run(_local(name), Path(example), click.echo)
+
+
+@cluster.command()
+@_NAME
 def down(name: str) -> None:
-    """Stop the cluster and delete its state."""
+    """Stop the cluster (and the demo's operator) and delete its state."""
     _local(name).down()
     click.echo(f"Cluster {name!r} stopped and removed.")
 

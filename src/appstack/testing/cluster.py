@@ -159,7 +159,12 @@ class LocalCluster:
 
     def down(self) -> None:
         """Stop every component and delete the cluster's state (certificates, etcd data)."""
-        for name in reversed(components.ORDER):
+        extra = sorted(
+            p.stem
+            for p in (self.directory / "pids").glob("*.pid")
+            if p.stem not in components.ORDER
+        )
+        for name in [*extra, *reversed(components.ORDER)]:  # e.g. the demo's operator first
             self.process(name).stop()
         if self.directory.exists():
             shutil.rmtree(self.directory)

@@ -61,14 +61,14 @@ class ManagedProcess:
         """Start detached, appending to the log file; returns the pid."""
         self.pid_file.parent.mkdir(parents=True, exist_ok=True)
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
-        binary = os.path.realpath(args[0])
+        binary = os.path.realpath(args[0])  # what /proc/<pid>/exe will show
         with open(self.log_file, "ab") as log:
             log.write(
                 f"\n==== {time.strftime('%Y-%m-%dT%H:%M:%S')} starting: {' '.join(args)}\n".encode()
             )
             log.flush()
             proc = subprocess.Popen(
-                [binary, *args[1:]],
+                list(args),  # as given: a venv's python is a symlink that must stay one
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,

@@ -1,0 +1,51 @@
+"""`appstack render` and `appstack manifests --check`, without a cluster."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from click.testing import CliRunner
+
+from appstack.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_render_prints_the_children_of_the_seed_sample() -> None:
+    result = CliRunner().invoke(main, ["render", "-f", str(ROOT / "examples/appservice.yaml")])
+    assert result.exit_code == 0, result.output
+    deployment, service = yaml.safe_load_all(result.output)
+    assert deployment["kind"] == "Deployment"
+    assert deployment["spec"]["replicas"] == 2
+    assert service["spec"]["ports"][0]["nodePort"] == 30002
+
+
+def test_render_reports_field_level_errors_and_fails() -> None:
+    bad = (
+        "apiVersion: appstack.dev/v1\nkind: AppService\nmetadata: {name: bad}\n"
+        "spec: {image: x, ports: [{port: 80}, {port: 81}], size: -2}\n"
+    )
+    result = CliRunner().invoke(main, ["render", "-f", "-"], input=bad)
+    assert result.exit_code == 1
+    assert "AppService bad: spec.size: Input should be greater than or equal to 0" in result.output
+    assert "every port needs a name" in result.output
+
+
+def test_render_rejects_unknown_kinds() -> None:
+    result = CliRunner().invoke(main, ["render", "-f", "-"], input="kind: Pod\nmetadata: {}\n")
+    assert result.exit_code == 1
+    assert "not supported" in result.output
+
+
+def test_manifests_check_passes_on_the_committed_files(tmp_path: Path) -> None:
+    assert (
+        CliRunner()
+        .invoke(main, ["manifests", "--check", "--output-dir", str(ROOT / "deploy")])
+        .exit_code
+        == 0
+    )
+    stale = CliRunner().invoke(main, ["manifests", "--check", "--output-dir", str(tmp_path)])
+    assert stale.exit_code == 1
+    written = CliRunner().invoke(main, ["manifests", "--output-dir", str(tmp_path)])
+    assert "install.yaml" in written.output
