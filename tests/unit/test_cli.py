@@ -24,12 +24,14 @@ def test_render_prints_the_children_of_the_seed_sample() -> None:
 def test_render_reports_field_level_errors_and_fails() -> None:
     bad = (
         "apiVersion: appstack.dev/v1\nkind: AppService\nmetadata: {name: bad}\n"
-        "spec: {image: x, ports: [{port: 80}, {port: 81}], size: -2}\n"
+        "spec: {image: x, size: -2}\n---\n"
+        "apiVersion: appstack.dev/v1\nkind: AppService\nmetadata: {name: ports}\n"
+        "spec: {image: x, ports: [{port: 80}, {port: 81}]}\n"
     )
     result = CliRunner().invoke(main, ["render", "-f", "-"], input=bad)
     assert result.exit_code == 1
     assert "AppService bad: spec.size: Input should be greater than or equal to 0" in result.output
-    assert "every port needs a name" in result.output
+    assert "AppService ports: spec: ports: every port needs a name" in result.output
 
 
 def test_render_rejects_unknown_kinds() -> None:
