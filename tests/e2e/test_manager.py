@@ -115,10 +115,19 @@ async def test_a_controller_creates_restores_and_updates_owned_children(
             what="the mirror to be created",
         )
 
-        await client.delete(CONFIG_MAP, "app-mirror", namespace)  # drift: child deleted
-        await wait_until(lambda: _mirror_data(manager, namespace, "app") is None, timeout=5)
+        def mirror_uid() -> str | None:
+            mirror = manager.cache.get(CONFIG_MAP, f"{namespace}/app-mirror")
+            return mirror["metadata"]["uid"] if mirror else None
+
+        old_uid = mirror_uid()
+        # drift: child deleted. The controller may restore it before the cache is ever seen
+        # without it, so wait for a new object rather than for the gap.
+        await client.delete(CONFIG_MAP, "app-mirror", namespace)
         await wait_until(
-            lambda: _mirror_data(manager, namespace, "app") == {"v": "1"},
+            lambda: (
+                mirror_uid() not in (None, old_uid)
+                and _mirror_data(manager, namespace, "app") == {"v": "1"}
+            ),
             timeout=5,
             what="the deleted child to be restored",
         )
