@@ -233,8 +233,10 @@ async def test_deleting_the_appservice_garbage_collects_its_children(
 
     await client.delete(APP_SERVICE, "doomed", namespace)
 
+    # The garbage collector learns about a newly installed CRD's kind on its discovery
+    # resync (every 30 s), so the first cascade after installing the CRD can take that long.
     for res in (DEPLOYMENT, SERVICE):
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             try:
                 await client.get(res, "doomed", namespace)

@@ -57,37 +57,47 @@ async def running(informer: Informer) -> AsyncIterator[asyncio.Task[None]]:
             await task
 
 
+async def _watched(client: Client, namespace: str, **options: Any) -> tuple[Informer, Recorder]:
+    """ConfigMaps keep/change/remove, and a (not yet running) informer recording events."""
+    for name in ("keep", "change", "remove"):
+        await client.create(CONFIG_MAP, _cm(name, namespace))
+    informer = Informer(client, CONFIG_MAP, namespace=namespace, **options)
+    recorder = Recorder()
+    informer.add_handler(recorder.handler())
+    return informer, recorder
+
+
+async def _change_everything(client: Client, namespace: str) -> None:
+    """One add (new), one update (change -> 2) and one delete (remove)."""
+    await client.create(CONFIG_MAP, _cm("new", namespace))
+    await client.apply(CONFIG_MAP, _cm("change", namespace, "2"))
+    await client.delete(CONFIG_MAP, "remove", namespace)
+
+
+def _saw_every_change(recorder: Recorder) -> bool:
+    return (
+        recorder.saw("add", "new")
+        and recorder.saw("update", "change")
+        and recorder.saw("delete", "remove")
+    )
+
+
 async def test_initial_list_then_watch_delivers_adds_updates_and_deletes(
     client: Client, namespace: str
 ) -> None:
-    for name in ("a", "b", "c"):
-        await client.create(CONFIG_MAP, _cm(name, namespace))
-    informer = Informer(client, CONFIG_MAP, namespace=namespace, page_size=2)
-    recorder = Recorder()
-    informer.add_handler(recorder.handler())
+    informer, recorder = await _watched(client, namespace, page_size=2)
 
     async with running(informer):
         await asyncio.wait_for(informer.wait_synced(), 10)
-        assert {n for e, n, _ in recorder.events if e == "add"} >= {"a", "b", "c"}
+        assert {n for e, n, _ in recorder.events if e == "add"} >= {"keep", "change", "remove"}
+        await _change_everything(client, namespace)
+        await wait_until(lambda: _saw_every_change(recorder), timeout=10, what="watch events")
 
-        await client.create(CONFIG_MAP, _cm("d", namespace))
-        await client.apply(CONFIG_MAP, _cm("a", namespace, "2"))
-        await client.delete(CONFIG_MAP, "b", namespace)
-
-        await wait_until(
-            lambda: (
-                recorder.saw("add", "d")
-                and recorder.saw("update", "a")
-                and recorder.saw("delete", "b")
-            ),
-            timeout=10,
-            what="watch events",
-        )
-    cached = informer.store.get(f"{namespace}/a")
+    cached = informer.store.get(f"{namespace}/change")
     assert cached is not None
     assert cached["data"] == {"v": "2"}
     assert "managedFields" not in cached["metadata"]
-    assert f"{namespace}/b" not in informer.store
+    assert f"{namespace}/remove" not in informer.store
     assert informer.store.by_index("namespace", namespace)
 
 
@@ -95,11 +105,7 @@ async def test_changes_made_while_the_api_server_was_down_are_all_seen_after_it_
     kube_cluster: ClusterHandle, client: Client, namespace: str
 ) -> None:
     local = kube_cluster.require_local()
-    for name in ("keep", "change", "remove"):
-        await client.create(CONFIG_MAP, _cm(name, namespace))
-    informer = Informer(client, CONFIG_MAP, namespace=namespace)
-    recorder = Recorder()
-    informer.add_handler(recorder.handler())
+    informer, recorder = await _watched(client, namespace)
 
     async with running(informer):
         await asyncio.wait_for(informer.wait_synced(), 10)
@@ -107,19 +113,13 @@ async def test_changes_made_while_the_api_server_was_down_are_all_seen_after_it_
         await asyncio.sleep(0.5)  # let the informer notice the broken stream and back off
         await asyncio.to_thread(local.start, "kube-apiserver")
         # Changes land before the informer has re-established its watch.
-        await client.create(CONFIG_MAP, _cm("new", namespace))
-        await client.apply(CONFIG_MAP, _cm("change", namespace, "2"))
-        await client.delete(CONFIG_MAP, "remove", namespace)
-
+        await _change_everything(client, namespace)
         await wait_until(
-            lambda: (
-                recorder.saw("add", "new")
-                and recorder.saw("update", "change")
-                and recorder.saw("delete", "remove")
-            ),
+            lambda: _saw_every_change(recorder),
             timeout=60,
             what="the informer to catch up after the API server restart",
         )
+
     names = sorted(k.split("/")[1] for k in informer.store if "kube-root-ca" not in k)
     assert names == ["change", "keep", "new"]
 
@@ -128,11 +128,7 @@ async def test_a_410_gone_leads_to_a_relist_that_delivers_every_difference(
     kube_cluster: ClusterHandle, client: Client, namespace: str
 ) -> None:
     local = kube_cluster.require_local()
-    for name in ("keep", "change", "remove"):
-        await client.create(CONFIG_MAP, _cm(name, namespace))
-    informer = Informer(client, CONFIG_MAP, namespace=namespace)
-    recorder = Recorder()
-    informer.add_handler(recorder.handler())
+    informer, recorder = await _watched(client, namespace)
     async with running(informer):
         await asyncio.wait_for(informer.wait_synced(), 10)
     old_resource_version = informer.resource_version
@@ -140,9 +136,7 @@ async def test_a_410_gone_leads_to_a_relist_that_delivers_every_difference(
 
     # While the informer is away: change things, compact etcd past its resourceVersion and
     # restart the API server so its watch cache cannot serve the old version either.
-    await client.create(CONFIG_MAP, _cm("new", namespace))
-    await client.apply(CONFIG_MAP, _cm("change", namespace, "2"))
-    await client.delete(CONFIG_MAP, "remove", namespace)
+    await _change_everything(client, namespace)
     status = json.loads(local.etcdctl("endpoint", "status", "--write-out=json"))
     local.etcdctl("compact", str(status[0]["Status"]["header"]["revision"]))
     await asyncio.to_thread(local.restart, "kube-apiserver")

@@ -141,17 +141,29 @@ def _conditions(status: dict[str, Any]) -> dict[str, tuple[str, str]]:
     return {c["type"]: (c["status"], c["reason"]) for c in status["conditions"]}
 
 
-def test_status_is_ready_when_every_replica_is_updated_and_available() -> None:
-    status = compute(
-        _app(SEED, generation=4),
-        size=2,
-        deployment=_deployment(2, 2, 2, 2),
+def _status(
+    app: dict[str, Any],
+    deployment: dict[str, Any],
+    *,
+    size: int = 2,
+    problem: Problem | None = None,
+    now: str = "t1",
+) -> dict[str, Any]:
+    """compute() for an app whose Service exists unless there is a problem."""
+    return compute(
+        app,
+        size=size,
+        deployment=deployment,
         service_expected=True,
-        service={},
-        problem=None,
+        service=None if problem else {},
+        problem=problem,
         selector="s",
-        now="t1",
+        now=now,
     )
+
+
+def test_status_is_ready_when_every_replica_is_updated_and_available() -> None:
+    status = _status(_app(SEED, generation=4), _deployment(2, 2, 2, 2))
     assert status["ready"] == "2/2"
     assert status["observedGeneration"] == 4
     assert _conditions(status) == {
@@ -162,28 +174,14 @@ def test_status_is_ready_when_every_replica_is_updated_and_available() -> None:
 
 
 def test_a_rollout_in_progress_and_a_problem_are_reported() -> None:
-    rolling = compute(
-        _app(SEED),
-        size=2,
-        deployment=_deployment(2, 1, 1, 1),
-        service_expected=True,
-        service={},
-        problem=None,
-        selector="s",
-        now="t1",
-    )
+    rolling = _status(_app(SEED), _deployment(2, 1, 1, 1))
     assert _conditions(rolling)["Ready"] == ("False", "RollingOut")
     assert _conditions(rolling)["Progressing"] == ("True", "RollingOut")
 
-    broken = compute(
+    broken = _status(
         _app(SEED),
-        size=2,
-        deployment=_deployment(2, 2, 2, 2),
-        service_expected=True,
-        service=None,
+        _deployment(2, 2, 2, 2),
         problem=Problem("NodePortConflict", "port 30002 is already allocated"),
-        selector="s",
-        now="t1",
     )
     assert _conditions(broken)["Ready"] == ("False", "NodePortConflict")
     assert _conditions(broken)["Degraded"] == ("True", "NodePortConflict")
@@ -191,37 +189,9 @@ def test_a_rollout_in_progress_and_a_problem_are_reported() -> None:
 
 def test_last_transition_time_changes_only_when_the_status_changes() -> None:
     app = _app(SEED)
-    first = compute(
-        app,
-        size=2,
-        deployment=_deployment(2, 2, 2, 2),
-        service_expected=True,
-        service={},
-        problem=None,
-        selector="s",
-        now="t1",
-    )
+    first = _status(app, _deployment(2, 2, 2, 2), now="t1")
     app["status"] = first
-    same = compute(
-        app,
-        size=2,
-        deployment=_deployment(2, 2, 2, 2),
-        service_expected=True,
-        service={},
-        problem=None,
-        selector="s",
-        now="t2",
-    )
-    assert same == first
-    flipped = compute(
-        app,
-        size=3,
-        deployment=_deployment(2, 2, 2, 2),
-        service_expected=True,
-        service={},
-        problem=None,
-        selector="s",
-        now="t3",
-    )
+    assert _status(app, _deployment(2, 2, 2, 2), now="t2") == first
+    flipped = _status(app, _deployment(2, 2, 2, 2), size=3, now="t3")
     times = {c["type"]: c["lastTransitionTime"] for c in flipped["conditions"]}
     assert times == {"Ready": "t3", "Progressing": "t3", "Degraded": "t1"}
