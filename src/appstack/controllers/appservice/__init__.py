@@ -8,11 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from appstack.controllers.appservice.reconciler import (
-    APP_SERVICE,
-    CHILD_SELECTOR,
-    AppServiceReconciler,
-)
+from appstack.controllers.appservice.reconciler import APP_SERVICE, AppServiceReconciler
+from appstack.controllers.children import CHILD_SELECTOR
 from appstack.runtime.builder import Builder
 from appstack.runtime.controller import Controller
 from appstack.runtime.events import EventRecorder

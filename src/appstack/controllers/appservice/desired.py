@@ -12,8 +12,10 @@ from typing import Any
 
 from appstack.api.appservice import AppServiceSpec
 from appstack.api.core import ServicePort
+from appstack.controllers.children import MANAGED_BY, is_subset, owner_reference
 
-MANAGED_BY = {"app.kubernetes.io/managed-by": "appstack"}
+__all__ = ["deployment", "is_subset", "selector_labels", "service"]
+
 CONTAINER = "app"
 
 
@@ -23,17 +25,6 @@ def selector_labels(name: str) -> dict[str, str]:
 
 def child_labels(name: str) -> dict[str, str]:
     return {**selector_labels(name), **MANAGED_BY, "app.kubernetes.io/component": "appservice"}
-
-
-def owner_reference(app: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "apiVersion": app["apiVersion"],
-        "kind": app["kind"],
-        "name": app["metadata"]["name"],
-        "uid": app["metadata"]["uid"],
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
 
 
 def _metadata(app: dict[str, Any]) -> dict[str, Any]:
@@ -122,18 +113,3 @@ def service(app: dict[str, Any], spec: AppServiceSpec) -> dict[str, Any] | None:
         "ports": ports,
     }
     return {"apiVersion": "v1", "kind": "Service", "metadata": _metadata(app), "spec": svc_spec}
-
-
-def is_subset(desired: Any, actual: Any) -> bool:
-    """True when every field we want is already so in ``actual`` (server defaults ignored)."""
-    if isinstance(desired, dict):
-        return isinstance(actual, dict) and all(
-            k in actual and is_subset(v, actual[k]) for k, v in desired.items()
-        )
-    if isinstance(desired, list):
-        return (
-            isinstance(actual, list)
-            and len(desired) == len(actual)
-            and all(is_subset(d, a) for d, a in zip(desired, actual, strict=True))
-        )
-    return bool(desired == actual)

@@ -14,16 +14,9 @@ changes):
 from __future__ import annotations
 
 import datetime
-from dataclasses import dataclass
 from typing import Any
 
-
-@dataclass(frozen=True)
-class Problem:
-    """Something the user must fix; reported as Ready=False/Degraded=True and an Event."""
-
-    reason: str
-    message: str
+from appstack.controllers.children import Problem
 
 
 def now_rfc3339() -> str:
