@@ -11,7 +11,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from appstack.api.appservice import AppService
+from appstack.api.crontab import CronTab
 from appstack.controllers.appservice import desired
+from appstack.controllers.crontab import desired as crontab_desired
 
 PLACEHOLDER_UID = "00000000-0000-0000-0000-000000000000"  # assigned by the API server
 
@@ -34,26 +36,30 @@ def render_documents(documents: list[Any]) -> list[dict[str, Any]]:
     rendered: list[dict[str, Any]] = []
     for index, doc in enumerate(d for d in documents if d):
         label = f"document {index + 1}"
-        if not isinstance(doc, dict) or doc.get("kind") != "AppService":
-            kind = doc.get("kind") if isinstance(doc, dict) else type(doc).__name__
-            problems.append(f"{label}: kind {kind!r} is not supported (AppService)")
+        kind = doc.get("kind") if isinstance(doc, dict) else type(doc).__name__
+        if kind not in ("AppService", "CronTab"):
+            problems.append(f"{label}: kind {kind!r} is not supported (AppService, CronTab)")
             continue
         name = (doc.get("metadata") or {}).get("name")
         if not name:
             problems.append(f"{label}: metadata.name: required")
             continue
+        model = AppService if kind == "AppService" else CronTab
         try:
-            app = AppService.model_validate(doc)
+            parsed = model.model_validate(doc)
         except ValidationError as error:
             for item in error.errors():
                 where = _location(item["loc"])
                 message = str(item["msg"]).removeprefix("Value error, ")
-                problems.append(f"AppService {name}: {where}: {message}")
+                problems.append(f"{kind} {name}: {where}: {message}")
             continue
-        obj = app.to_dict()
+        obj = parsed.to_dict()
         obj["metadata"] = {"namespace": "default", **obj["metadata"], "uid": PLACEHOLDER_UID}
-        rendered.append(desired.deployment(obj, app.spec))
-        service = desired.service(obj, app.spec)
+        if isinstance(parsed, CronTab):
+            rendered.append(crontab_desired.cron_job(obj, parsed.spec))
+            continue
+        rendered.append(desired.deployment(obj, parsed.spec))
+        service = desired.service(obj, parsed.spec)
         if service is not None:
             rendered.append(service)
     if problems:

@@ -21,7 +21,7 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 from lightkube.resources.core_v1 import ServiceAccount
 
-from appstack.controllers import appservice
+from appstack.controllers import appservice, crontab
 from appstack.runtime.client import Client
 from appstack.runtime.events import EventRecorder
 from appstack.runtime.manager import Manager
@@ -160,7 +160,9 @@ class RunningOperator:
 async def start_operator(kubeconfig: Path, namespace: str) -> RunningOperator:
     client = await Client.connect(str(kubeconfig))
     manager = Manager(client, namespaces=[namespace])
-    appservice.setup(manager, EventRecorder(client, instance="e2e"), concurrency=8)
+    recorder = EventRecorder(client, instance="e2e")
+    appservice.setup(manager, recorder, concurrency=8)
+    crontab.setup(manager, recorder)
     task = asyncio.create_task(manager.run())
     await wait_until(lambda: manager.ready or task.done(), timeout=30, what="caches to sync")
     if task.done():

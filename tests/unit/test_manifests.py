@@ -49,6 +49,7 @@ def test_install_yaml_is_one_bundle_of_everything() -> None:
     assert kinds == [
         "Namespace",
         "CustomResourceDefinition",
+        "CustomResourceDefinition",
         "ServiceAccount",
         "ClusterRole",
         "ClusterRoleBinding",

@@ -10,10 +10,12 @@ when it changed. Used by the AppService and CronTab reconcilers.
 from __future__ import annotations
 
 import contextlib
+import datetime
 from dataclasses import dataclass
 from typing import Any
 
 import structlog
+from pydantic import ValidationError
 
 from appstack.runtime import errors
 from appstack.runtime.cache import Cache
@@ -25,6 +27,19 @@ log = structlog.get_logger("appstack.children")
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "appstack"}
 CHILD_SELECTOR = "app.kubernetes.io/managed-by=appstack"
+
+
+def describe_validation(error: ValidationError) -> str:
+    """Pydantic errors as ``spec.<field>: <message>``, for status and events."""
+    parts = []
+    for item in error.errors():
+        path = ".".join(str(p) for p in item["loc"])
+        parts.append(f"spec.{path}: {item['msg']}")
+    return "; ".join(parts)
+
+
+def now_rfc3339() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from appstack.api import appservice
+from appstack.api import appservice, crontab
 from appstack.api.schema import structural_schema
 
 LABELS = {"app.kubernetes.io/part-of": "appstack", "app.kubernetes.io/managed-by": "appstack"}
@@ -26,66 +26,91 @@ def _root_schema(model: Any, spec: Any, status: Any) -> dict[str, Any]:
     }
 
 
-def appservice_crd() -> dict[str, Any]:
-    a = appservice
+def _crd(
+    module: Any,
+    models: tuple[Any, Any, Any],
+    short_names: list[str],
+    subresources: dict[str, Any],
+    columns: list[dict[str, str]],
+) -> dict[str, Any]:
+    model, spec, status = models
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{a.PLURAL}.{a.GROUP}", "labels": LABELS},
+        "metadata": {"name": f"{module.PLURAL}.{module.GROUP}", "labels": LABELS},
         "spec": {
-            "group": a.GROUP,
+            "group": module.GROUP,
             "scope": "Namespaced",
             "names": {
-                "kind": a.KIND,
-                "listKind": f"{a.KIND}List",
-                "plural": a.PLURAL,
-                "singular": a.KIND.lower(),
-                "shortNames": ["appsvc"],
+                "kind": module.KIND,
+                "listKind": f"{module.KIND}List",
+                "plural": module.PLURAL,
+                "singular": module.KIND.lower(),
+                "shortNames": short_names,
                 "categories": ["appstack"],
             },
             "versions": [
                 {
-                    "name": a.VERSION,
+                    "name": module.VERSION,
                     "served": True,
                     "storage": True,
-                    "schema": {
-                        "openAPIV3Schema": _root_schema(
-                            a.AppService, a.AppServiceSpec, a.AppServiceStatus
-                        )
-                    },
-                    "subresources": {
-                        "status": {},
-                        "scale": {
-                            "specReplicasPath": ".spec.size",
-                            "statusReplicasPath": ".status.replicas",
-                            "labelSelectorPath": ".status.selector",
-                        },
-                    },
-                    "additionalPrinterColumns": [
-                        {
-                            "name": "Ready",
-                            "type": "string",
-                            "jsonPath": ".status.ready",
-                            "description": "Ready pods / desired size",
-                        },
-                        {
-                            "name": "Up-to-date",
-                            "type": "integer",
-                            "jsonPath": ".status.updatedReplicas",
-                        },
-                        {
-                            "name": "Available",
-                            "type": "integer",
-                            "jsonPath": ".status.availableReplicas",
-                        },
-                        {"name": "Image", "type": "string", "jsonPath": ".spec.image"},
-                        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
-                    ],
+                    "schema": {"openAPIV3Schema": _root_schema(model, spec, status)},
+                    "subresources": subresources,
+                    "additionalPrinterColumns": columns,
                 }
             ],
         },
     }
 
 
+_AGE = {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
+
+
+def appservice_crd() -> dict[str, Any]:
+    a = appservice
+    return _crd(
+        a,
+        (a.AppService, a.AppServiceSpec, a.AppServiceStatus),
+        ["appsvc"],
+        {
+            "status": {},
+            "scale": {
+                "specReplicasPath": ".spec.size",
+                "statusReplicasPath": ".status.replicas",
+                "labelSelectorPath": ".status.selector",
+            },
+        },
+        [
+            {
+                "name": "Ready",
+                "type": "string",
+                "jsonPath": ".status.ready",
+                "description": "Ready pods / desired size",
+            },
+            {"name": "Up-to-date", "type": "integer", "jsonPath": ".status.updatedReplicas"},
+            {"name": "Available", "type": "integer", "jsonPath": ".status.availableReplicas"},
+            {"name": "Image", "type": "string", "jsonPath": ".spec.image"},
+            _AGE,
+        ],
+    )
+
+
+def crontab_crd() -> dict[str, Any]:
+    c = crontab
+    return _crd(
+        c,
+        (c.CronTab, c.CronTabSpec, c.CronTabStatus),
+        ["ct"],
+        {"status": {}},
+        [
+            {"name": "Schedule", "type": "string", "jsonPath": ".spec.cronSpec"},
+            {"name": "Suspend", "type": "boolean", "jsonPath": ".spec.suspend"},
+            {"name": "Active", "type": "integer", "jsonPath": ".status.active"},
+            {"name": "Last Schedule", "type": "date", "jsonPath": ".status.lastScheduleTime"},
+            _AGE,
+        ],
+    )
+
+
 def all_crds() -> list[dict[str, Any]]:
-    return [appservice_crd()]
+    return [appservice_crd(), crontab_crd()]

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from appstack.api.appservice import AppServiceSpec
 from appstack.controllers.appservice import desired
 from appstack.controllers.appservice.status import compute
-from appstack.controllers.children import ChildWriter, Problem
+from appstack.controllers.children import ChildWriter, Problem, describe_validation
 from appstack.runtime.cache import Cache
 from appstack.runtime.client import Client
 from appstack.runtime.controller import Request, Result
@@ -28,14 +28,6 @@ from appstack.runtime.events import EventRecorder
 from appstack.runtime.resources import DEPLOYMENT, SERVICE, Resource
 
 APP_SERVICE = Resource("appstack.dev", "v1", "AppService", "appservices")
-
-
-def describe_validation(error: ValidationError) -> str:
-    parts = []
-    for item in error.errors():
-        path = ".".join(str(p) for p in item["loc"])
-        parts.append(f"spec.{path}: {item['msg']}")
-    return "; ".join(parts)
 
 
 class AppServiceReconciler:

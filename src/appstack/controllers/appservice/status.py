@@ -13,14 +13,9 @@ changes):
 
 from __future__ import annotations
 
-import datetime
 from typing import Any
 
-from appstack.controllers.children import Problem
-
-
-def now_rfc3339() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+from appstack.controllers.children import Problem, now_rfc3339
 
 
 def _condition(

@@ -1,0 +1,142 @@
+"""``CronTab`` (``appstack.dev/v1``, short name ``ct``): run an image on a cron schedule.
+
+The seed's CRD (``cronSpec``, ``image``, ``replicas``) "does nothing"; here it becomes a
+CronJob. ``cronSpec`` is standard five-field cron (minute hour day-of-month month
+day-of-week) or a macro (``@hourly`` ...). The seed's own example uses six fields
+(``* * * * * *``, a seconds field Kubernetes does not have): it is rejected at admission
+with a message saying cron takes five fields. Types only, no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+
+from appstack.api.core import Condition, KubeModel
+
+GROUP = "appstack.dev"
+VERSION = "v1"
+KIND = "CronTab"
+PLURAL = "crontabs"
+
+MACROS = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
+FIELDS = (  # name, low, high, names allowed
+    ("minute", 0, 59, ()),
+    ("hour", 0, 23, ()),
+    ("day of month", 1, 31, ()),
+    (
+        "month",
+        1,
+        12,
+        ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"),
+    ),
+    ("day of week", 0, 7, ("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT")),
+)
+FIVE_FIELDS = (
+    "cronSpec takes five fields (minute hour day-of-month month day-of-week) or a "
+    "macro such as @hourly"
+)
+_MACRO_RE = "|".join(m.lstrip("@") for m in MACROS)
+_ITEM = re.compile(r"^(\*|\?|[0-9A-Za-z]+(-[0-9A-Za-z]+)?)(/[0-9]+)?$")
+
+_CRON_RULES: list[Any] = [
+    {
+        "rule": f"self.matches('^(@({_MACRO_RE})|[^ ]+ [^ ]+ [^ ]+ [^ ]+ [^ ]+)$')",
+        "message": FIVE_FIELDS,
+    },
+    {
+        "rule": "self.startsWith('@') || "
+        "self.matches('^[0-9A-Za-z*?/,-]+( [0-9A-Za-z*?/,-]+){4}$')",
+        "message": "cronSpec fields may only contain digits, names (JAN, MON), * ? / , and -",
+    },
+]
+
+
+def cron_problem(spec: str) -> str | None:
+    """Why ``spec`` is not a valid schedule, or None (ranges checked per field)."""
+    if spec in MACROS:
+        return None
+    fields = spec.split(" ")
+    if len(fields) != 5 or not all(fields):
+        return f"{FIVE_FIELDS}; got {len([f for f in fields if f])}: {spec!r}"
+    for value, (name, low, high, names) in zip(fields, FIELDS, strict=True):
+        for item in value.split(","):
+            if not _ITEM.match(item):
+                return f"cronSpec {name} {value!r}: {item!r} is not a value, range or step"
+            base = item.split("/")[0]
+            if base in ("*", "?"):
+                continue
+            for bound in base.split("-"):
+                number = (
+                    names.index(bound.upper()) + (1 if name == "month" else 0)
+                    if bound.upper() in names
+                    else (int(bound) if bound.isdigit() else None)
+                )
+                if number is None or not low <= number <= high:
+                    return f"cronSpec {name} {value!r}: {bound!r} is outside {low}-{high}"
+    return None
+
+
+class CronTabSpec(KubeModel):
+    """What to run, and when."""
+
+    cron_spec: str = Field(
+        min_length=1,
+        max_length=128,
+        description="Schedule: five cron fields (minute hour day-of-month month day-of-week), "
+        "e.g. '*/5 * * * *', or a macro: @yearly @monthly @weekly @daily @hourly.",
+        json_schema_extra={"x-kubernetes-validations": _CRON_RULES},
+    )
+    image: str = Field(min_length=1, max_length=1024, description="Container image to run.")
+    replicas: int = Field(
+        1, ge=1, le=1000, description="Pods per run (the Job's parallelism and completions)."
+    )
+    command: list[str] | None = Field(None, max_length=64, description="Entrypoint.")
+    args: list[str] | None = Field(None, max_length=256, description="Arguments.")
+    time_zone: str | None = Field(
+        None,
+        max_length=64,
+        pattern=r"^[A-Za-z0-9_+\-]+(/[A-Za-z0-9_+\-]+)*$",
+        description="IANA time zone of the schedule, e.g. Europe/Berlin (default: UTC).",
+    )
+    suspend: bool = Field(False, description="Do not start new runs while true.")
+    concurrency_policy: Literal["Allow", "Forbid", "Replace"] = Field(
+        "Allow", description="What to do when a run is due while the previous one runs."
+    )
+    successful_jobs_history_limit: int = Field(3, ge=0, le=100, description="Finished runs kept.")
+    failed_jobs_history_limit: int = Field(1, ge=0, le=100, description="Failed runs kept.")
+
+    @field_validator("cron_spec")
+    @classmethod
+    def _valid_schedule(cls, value: str) -> str:
+        problem = cron_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+
+class CronTabStatus(KubeModel):
+    """The observed state, written by the operator."""
+
+    last_schedule_time: str | None = Field(None, description="When a run was last started.")
+    last_successful_time: str | None = Field(None, description="When a run last succeeded.")
+    active_jobs: list[str] | None = Field(None, description="Jobs running now.")
+    active: int | None = Field(None, description="How many Jobs are running now.")
+    observed_generation: int | None = None
+    conditions: list[Condition] | None = Field(
+        None,
+        description="Ready.",
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
+    )
+
+
+class CronTab(KubeModel):
+    """A command run on a schedule: a CronJob kept in sync with this spec."""
+
+    api_version: Literal["appstack.dev/v1"] = "appstack.dev/v1"
+    kind: Literal["CronTab"] = "CronTab"
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    spec: CronTabSpec
+    status: CronTabStatus | None = None

@@ -1,0 +1,162 @@
+"""CronTab end to end: a CronJob that really runs Jobs (pods complete through kwok),
+schedule validation at admission, suspend, drift and cascading delete."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+
+from appstack.controllers.crontab import CRON_TAB
+from appstack.runtime import errors
+from appstack.runtime.client import Client
+from appstack.runtime.resources import CRON_JOB, JOB, POD
+from tests.e2e.conftest import RunningOperator
+
+
+def _tab(name: str, namespace: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "appstack.dev/v1",
+        "kind": "CronTab",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"cronSpec": "* * * * *", "image": "busybox", **spec},
+    }
+
+
+def _ready(obj: dict[str, Any]) -> tuple[str, str]:
+    for condition in (obj.get("status") or {}).get("conditions") or []:
+        if condition["type"] == "Ready":
+            return condition["status"], condition["reason"]
+    return "", ""
+
+
+async def _until(probe: Any, timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            value = await probe()
+        except errors.NotFound:
+            value = None
+        if value:
+            return value
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+async def test_every_minute_runs_a_job_whose_pods_complete(
+    client: Client, namespace: str, operator: RunningOperator
+) -> None:
+    await client.create(CRON_TAB, _tab("tick", namespace, replicas=2))
+
+    cron = await _until(lambda: client.get(CRON_JOB, "tick", namespace), 15, "the CronJob")
+    assert cron["spec"]["schedule"] == "* * * * *"
+    assert cron["metadata"]["ownerReferences"][0]["kind"] == "CronTab"
+
+    async def completed_job() -> Any:
+        jobs, _ = await client.list(JOB, namespace)
+        return [j for j in jobs if (j.get("status") or {}).get("succeeded") == 2]
+
+    (job,) = (await _until(completed_job, 120, "a Job with 2 succeeded pods"))[:1]
+    assert job["spec"]["parallelism"] == 2
+    pods, _ = await client.list(POD, namespace)
+    assert any(p["status"]["phase"] == "Succeeded" for p in pods)
+
+    tab = await _until(
+        lambda: _with_status(client, "tick", namespace, "lastScheduleTime"),
+        30,
+        "status.lastScheduleTime",
+    )
+    assert _ready(tab) == ("True", "Scheduled")
+
+
+async def _with_status(client: Client, name: str, namespace: str, field: str) -> Any:
+    tab = await client.get(CRON_TAB, name, namespace)
+    return tab if (tab.get("status") or {}).get(field) else None
+
+
+async def test_suspend_drift_and_delete(
+    client: Client, namespace: str, operator: RunningOperator
+) -> None:
+    await client.create(CRON_TAB, _tab("nightly", namespace, cronSpec="0 3 * * *"))
+    await _until(lambda: client.get(CRON_JOB, "nightly", namespace), 15, "the CronJob")
+
+    await client.patch(CRON_TAB, "nightly", {"spec": {"suspend": True}}, namespace=namespace)
+    await _until(
+        lambda: _field(client, CRON_JOB, "nightly", namespace, "suspend", value=True),
+        15,
+        "the CronJob to be suspended",
+    )
+    tab = await _until(
+        lambda: _reason(client, "nightly", namespace, "Suspended"), 15, "Ready reason Suspended"
+    )
+    assert _ready(tab) == ("True", "Suspended")
+
+    await client.patch(
+        CRON_JOB, "nightly", {"spec": {"schedule": "*/1 * * * *"}}, namespace=namespace
+    )  # a hand edit
+    await _until(
+        lambda: _field(client, CRON_JOB, "nightly", namespace, "schedule", value="0 3 * * *"),
+        10,
+        "the schedule to be restored",
+    )
+
+    await client.delete(CRON_TAB, "nightly", namespace)
+
+    async def gone() -> bool:
+        try:
+            await client.get(CRON_JOB, "nightly", namespace)
+        except errors.NotFound:
+            return True
+        return False
+
+    await _until(gone, 120, "the CronJob to be garbage-collected")
+
+
+async def _field(
+    client: Client, res: Any, name: str, namespace: str, field: str, *, value: Any
+) -> bool:
+    return bool((await client.get(res, name, namespace))["spec"].get(field) == value)
+
+
+async def _reason(client: Client, name: str, namespace: str, reason: str) -> Any:
+    tab = await client.get(CRON_TAB, name, namespace)
+    return tab if _ready(tab)[1] == reason else None
+
+
+async def test_a_schedule_out_of_range_is_reported_as_invalid_schedule(
+    client: Client, namespace: str, operator: RunningOperator
+) -> None:
+    await client.create(CRON_TAB, _tab("late", namespace, cronSpec="61 * * * *"))
+    tab = await _until(
+        lambda: _reason(client, "late", namespace, "InvalidSchedule"),
+        15,
+        "Ready=False InvalidSchedule",
+    )
+    assert _ready(tab) == ("False", "InvalidSchedule")
+    assert "outside 0-59" in tab["status"]["conditions"][0]["message"]
+
+
+@pytest.mark.parametrize(
+    ("schedule", "message"),
+    [
+        ("* * * * * *", "cronSpec takes five fields"),  # the seed's example
+        ("* * * *", "cronSpec takes five fields"),
+        ("@often", "cronSpec takes five fields"),
+        ("* * * * $", "may only contain"),
+    ],
+)
+async def test_malformed_schedules_are_rejected_at_admission(
+    client: Client, namespace: str, schedule: str, message: str
+) -> None:
+    with pytest.raises(errors.Invalid) as caught:
+        await client.create(CRON_TAB, _tab("bad", namespace, cronSpec=schedule))
+    assert "spec.cronSpec" in caught.value.message
+    assert message in caught.value.message
+
+
+async def test_replicas_must_be_positive_at_admission(client: Client, namespace: str) -> None:
+    with pytest.raises(errors.Invalid) as caught:
+        await client.create(CRON_TAB, _tab("zero", namespace, replicas=0))
+    assert "spec.replicas" in caught.value.message

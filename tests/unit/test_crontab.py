@@ -1,0 +1,106 @@
+"""CronTab: schedule validation and CronTab → CronJob, without a cluster."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from appstack.api.crontab import CronTabSpec, cron_problem
+from appstack.controllers.children import Problem
+from appstack.controllers.crontab import desired
+
+
+@pytest.mark.parametrize(
+    "schedule",
+    [
+        "* * * * *",
+        "*/5 * * * *",
+        "0 3 * * MON-FRI",
+        "15,45 9-17 1 JAN-JUN 0",
+        "@hourly",
+        "@daily",
+        "0 0 ? * 7",
+    ],
+)
+def test_standard_schedules_and_macros_are_accepted(schedule: str) -> None:
+    assert cron_problem(schedule) is None
+
+
+@pytest.mark.parametrize(
+    ("schedule", "message"),
+    [
+        ("* * * * * *", "takes five fields"),  # the seed's own example (a seconds field)
+        ("* * * *", "takes five fields"),
+        ("@often", "takes five fields"),
+        ("60 * * * *", "minute '60': '60' is outside 0-59"),
+        ("* 24 * * *", "hour '24'"),
+        ("* * 0 * *", "day of month '0'"),
+        ("* * * 13 *", "month '13'"),
+        ("* * * * 8", "day of week '8'"),
+        ("* * * FOO *", "month 'FOO'"),
+        ("*/x * * * *", "is not a value, range or step"),
+    ],
+)
+def test_malformed_schedules_are_explained(schedule: str, message: str) -> None:
+    problem = cron_problem(schedule)
+    assert problem is not None
+    assert message in problem
+
+
+def _tab(**spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "appstack.dev/v1",
+        "kind": "CronTab",
+        "metadata": {"name": "tick", "namespace": "ns", "uid": "u", "generation": 2},
+        "spec": {"cronSpec": "*/5 * * * *", "image": "busybox", **spec},
+    }
+
+
+def test_a_crontab_becomes_an_owned_cron_job_with_replicas_as_parallelism() -> None:
+    tab = _tab(
+        replicas=3,
+        suspend=True,
+        timeZone="Europe/Berlin",
+        command=["date"],
+        concurrencyPolicy="Forbid",
+    )
+    cron = desired.cron_job(tab, CronTabSpec.model_validate(tab["spec"]))
+    spec = cron["spec"]
+    assert spec["schedule"] == "*/5 * * * *"
+    assert spec["suspend"] is True
+    assert spec["timeZone"] == "Europe/Berlin"
+    assert spec["concurrencyPolicy"] == "Forbid"
+    job = spec["jobTemplate"]["spec"]
+    assert (job["parallelism"], job["completions"]) == (3, 3)
+    assert job["template"]["spec"]["containers"][0] == {
+        "name": "job",
+        "image": "busybox",
+        "command": ["date"],
+    }
+    assert cron["metadata"]["ownerReferences"][0]["uid"] == "u"
+
+
+def test_status_reports_runs_and_the_ready_condition() -> None:
+    tab = _tab()
+    cron = {
+        "spec": {"schedule": "*/5 * * * *"},
+        "status": {
+            "active": [{"name": "tick-1"}],
+            "lastScheduleTime": "2026-11-23T02:00:00Z",
+            "lastSuccessfulTime": "2026-11-23T01:55:07Z",
+        },
+    }
+    status = desired.status(tab, cron, None, "now")
+    assert status["active"] == 1
+    assert status["activeJobs"] == ["tick-1"]
+    assert status["lastScheduleTime"] == "2026-11-23T02:00:00Z"
+    assert status["conditions"][0]["reason"] == "Scheduled"
+    failed = desired.status(tab, cron, Problem("InvalidSchedule", "bad"), "later")
+    assert failed["conditions"][0]["status"] == "False"
+
+
+def test_the_model_rejects_the_seed_schedule() -> None:
+    with pytest.raises(ValidationError, match="takes five fields"):
+        CronTabSpec.model_validate({"cronSpec": "* * * * * *", "image": "busybox"})
