@@ -1,0 +1,46 @@
+"""What each middleware type needs: image, port, and how its credentials are passed.
+
+Pure data used to build managed middleware (StatefulSet env, Secret keys) and to inject
+connection details into the components that use it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Kind:
+    image: str
+    default_version: str
+    port: int
+    user_env: str | None  # the image's variable for the application user
+    password_env: str  # ... and its password (from the generated Secret)
+    data_path: str  # where the volume is mounted
+    default_user: str | None
+
+
+CATALOG: dict[str, Kind] = {
+    "mysql": Kind("mysql", "8.4", 3306, "MYSQL_USER", "MYSQL_PASSWORD", "/var/lib/mysql", "app"),
+    "postgres": Kind(
+        "postgres",
+        "16",
+        5432,
+        "POSTGRES_USER",
+        "POSTGRES_PASSWORD",
+        "/var/lib/postgresql/data",
+        "app",
+    ),
+    "redis": Kind("redis", "7.4", 6379, None, "REDIS_PASSWORD", "/data", None),
+}
+
+
+def image(kind: str, image_override: str | None, version: str | None) -> str:
+    entry = CATALOG[kind]
+    if image_override:
+        return (
+            image_override
+            if ":" in image_override.rsplit("/", 1)[-1] or not version
+            else f"{image_override}:{version}"
+        )
+    return f"{entry.image}:{version or entry.default_version}"

@@ -1,0 +1,129 @@
+"""AppStack building blocks: spec validation, dependency order, connection injection."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from appstack.api.appstack import AppStackSpec
+from appstack.api.graph import blocked_by, find_cycle, start_order, teardown_order
+from appstack.controllers.appstack import catalog
+from appstack.controllers.appstack.connections import connection_env
+
+MYSQL = {"name": "mysql", "type": "mysql", "managed": {}}
+
+
+def _spec(
+    components: list[dict[str, Any]],
+    middleware: list[dict[str, Any]] | None = None,
+) -> AppStackSpec:
+    return AppStackSpec.model_validate(
+        {"middleware": middleware or [MYSQL], "components": components}
+    )
+
+
+def test_a_dataservice_like_stack_is_valid_and_starts_in_dependency_order() -> None:
+    spec = _spec(
+        [
+            {"name": "eureka", "image": "eureka"},
+            {"name": "uuc", "image": "uuc", "uses": ["mysql"], "dependsOn": ["eureka"]},
+            {"name": "gateway", "image": "gw", "dependsOn": ["uuc"]},
+            {"name": "web", "image": "web", "dependsOn": ["gateway"]},
+        ]
+    )
+    edges = {c.name: c.dependencies() for c in spec.components}
+    assert start_order(edges) == [["eureka", "mysql"], ["uuc"], ["gateway"], ["web"]]
+    assert teardown_order(edges)[0] == ["web"]
+    assert blocked_by("uuc", edges, ready={"eureka"}) == ["mysql"]
+    assert blocked_by("uuc", edges, ready={"eureka", "mysql"}) == []
+
+
+@pytest.mark.parametrize(
+    ("components", "message"),
+    [
+        (
+            [
+                {"name": "a", "image": "x", "dependsOn": ["b"]},
+                {"name": "b", "image": "x", "dependsOn": ["a"]},
+            ],
+            "dependency cycle: a -> b -> a",
+        ),
+        ([{"name": "a", "image": "x", "dependsOn": ["nope"]}], "dependsOn 'nope' is not a member"),
+        ([{"name": "a", "image": "x", "uses": ["a"]}], "uses 'a' is not middleware"),
+        ([{"name": "mysql", "image": "x"}], "member names must be unique: mysql"),
+        ([{"name": "Bad_Name", "image": "x"}], "String should match pattern"),
+    ],
+)
+def test_invalid_stacks_are_rejected_with_the_problem_spelled_out(
+    components: list[dict[str, Any]], message: str
+) -> None:
+    with pytest.raises(ValidationError, match=message):
+        _spec(components)
+
+
+def test_external_middleware_takes_credentials_only_by_secret_ref() -> None:
+    with pytest.raises(ValidationError):  # an inline password is not a field
+        _spec(
+            [{"name": "a", "image": "x"}],
+            [
+                {
+                    "name": "db",
+                    "type": "mysql",
+                    "external": {"host": "db.example.com", "port": 3306, "password": "hunter2"},
+                }
+            ],
+        )
+    with pytest.raises(ValidationError, match="exactly one of managed, external"):
+        _spec([{"name": "a", "image": "x"}], [{"name": "db", "type": "mysql"}])
+
+
+def test_find_cycle_is_none_for_a_dag() -> None:
+    assert find_cycle({"a": ["b"], "b": ["c"], "c": []}) is None
+
+
+def test_using_managed_middleware_injects_host_port_and_secret_references() -> None:
+    managed = AppStackSpec.model_validate(
+        {
+            "middleware": [{"name": "order-db", "type": "mysql", "managed": {}}],
+            "components": [{"name": "api", "image": "x", "uses": ["order-db"]}],
+        }
+    )
+    env = {e["name"]: e for e in connection_env("shop", managed.middleware[0])}
+    assert env["ORDER_DB_HOST"]["value"] == "shop-order-db"
+    assert env["ORDER_DB_PORT"]["value"] == "3306"
+    assert env["ORDER_DB_PASSWORD"]["valueFrom"]["secretKeyRef"] == {
+        "name": "shop-order-db-credentials",
+        "key": "password",
+    }
+    assert "value" not in env["ORDER_DB_PASSWORD"]
+
+
+def test_external_middleware_uses_the_users_secret_and_port() -> None:
+    stack = AppStackSpec.model_validate(
+        {
+            "middleware": [
+                {
+                    "name": "cache",
+                    "type": "redis",
+                    "external": {
+                        "host": "10.1.2.3",
+                        "port": 7000,
+                        "secretRef": {"name": "redis-auth"},
+                    },
+                }
+            ],
+            "components": [{"name": "api", "image": "x", "uses": ["cache"]}],
+        }
+    )
+    env = {e["name"]: e for e in connection_env("shop", stack.middleware[0])}
+    assert env["CACHE_PORT"]["value"] == "7000"
+    assert "CACHE_USERNAME" not in env  # redis has no user
+    assert env["CACHE_PASSWORD"]["valueFrom"]["secretKeyRef"]["name"] == "redis-auth"
+
+
+def test_catalog_images_can_be_overridden() -> None:
+    assert catalog.image("postgres", None, None) == "postgres:16"
+    assert catalog.image("postgres", None, "17") == "postgres:17"
+    assert catalog.image("mysql", "registry.local/mysql", "8.0") == "registry.local/mysql:8.0"
