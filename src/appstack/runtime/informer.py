@@ -144,9 +144,10 @@ class Informer:
             try:
                 if self.state is State.LIST:
                     await self._list()
-                else:
-                    await self._watch(backoff)
-                backoff.reset()
+                    backoff.reset()
+                elif not await self._watch(backoff):
+                    # The stream ended at once with nothing in it: do not spin on it.
+                    await asyncio.sleep(backoff.next())
             except errors.Gone as error:
                 log.info(
                     "resourceVersion expired, re-listing",
@@ -166,6 +167,15 @@ class Informer:
                     retry_in=round(delay, 2),
                 )
                 await asyncio.sleep(delay)
+            except Exception:  # a bug or a malformed event must not end the informer
+                delay = backoff.next()
+                log.exception(
+                    "informer failed, re-listing",
+                    resource=str(self.resource),
+                    retry_in=round(delay, 2),
+                )
+                self.state = State.LIST
+                await asyncio.sleep(delay)
 
     # ---------------------------------------------------------------------- internals
     async def _list(self) -> None:
@@ -180,7 +190,10 @@ class Informer:
         self.state = State.WATCH
         self._synced.set()
 
-    async def _watch(self, backoff: Backoff) -> None:
+    async def _watch(self, backoff: Backoff) -> bool:
+        """Follow one watch stream until it ends; False if it ended at once and empty."""
+        started = asyncio.get_running_loop().time()
+        seen = False
         stream = self.client.watch(
             self.resource,
             self.namespace,
@@ -191,7 +204,9 @@ class Informer:
         )
         async for event in stream:
             self._apply(event)
+            seen = True
             backoff.reset()
+        return seen or asyncio.get_running_loop().time() - started > 1.0
 
     def _apply(self, event: dict[str, Any]) -> None:
         kind, obj = event.get("type"), event.get("object") or {}
