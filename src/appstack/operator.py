@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import structlog
 
-from appstack.controllers import appservice, crontab
+from appstack.controllers import appservice, appstack, crontab
 from appstack.runtime import logging as rt_logging
 from appstack.runtime.client import Client
 from appstack.runtime.events import EventRecorder
@@ -57,6 +57,7 @@ async def _run(options: OperatorOptions) -> None:
     )
     recorder = EventRecorder(client, instance=me)
     appservice.setup(manager, recorder, concurrency=options.concurrency)
+    appstack.setup(manager, recorder, concurrency=options.concurrency)
     crontab.setup(manager, recorder, concurrency=max(1, options.concurrency // 2))
     manager.install_signal_handlers()
     log.info(

@@ -21,7 +21,7 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 from lightkube.resources.core_v1 import ServiceAccount
 
-from appstack.controllers import appservice, crontab
+from appstack.controllers import appservice, appstack, crontab
 from appstack.runtime.client import Client
 from appstack.runtime.events import EventRecorder
 from appstack.runtime.manager import Manager
@@ -162,6 +162,7 @@ async def start_operator(kubeconfig: Path, namespace: str) -> RunningOperator:
     manager = Manager(client, namespaces=[namespace])
     recorder = EventRecorder(client, instance="e2e")
     appservice.setup(manager, recorder, concurrency=8)
+    appstack.setup(manager, recorder, concurrency=4)
     crontab.setup(manager, recorder)
     task = asyncio.create_task(manager.run())
     await wait_until(lambda: manager.ready or task.done(), timeout=30, what="caches to sync")

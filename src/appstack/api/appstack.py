@@ -1,20 +1,22 @@
 """``AppStack`` (``appstack.dev/v1``) types: a whole system in one resource — middleware
 (managed by us, or external) plus components started in dependency order.
 
-Not yet served: the controller (issue #6) is still to be written, so no CRD is generated
-for this kind. The models and their validation are complete and unit-tested: names unique
-across middleware and components (DNS-1035), every ``dependsOn``/``uses`` reference known,
-no dependency cycles (the cycle is spelled out), ``uses`` only middleware, external
-credentials only by ``secretRef``. Types only, no I/O.
+Validation: names unique across middleware and components (DNS-1035), every
+``dependsOn``/``uses`` reference known, ``uses`` only middleware, exactly one of
+managed/external, external credentials only by ``secretRef`` — all checked at admission
+(CEL) and by these models; dependency cycles are found by the models (the controller
+reports them as ``Ready=False``, reason ``InvalidSpec``, with the cycle spelled out).
+Types only, no I/O.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from appstack.api.core import (
+    Condition,
     EnvVar,
     KubeModel,
     Probe,
@@ -68,8 +70,36 @@ class ExternalMiddleware(KubeModel):
     port: int = Field(ge=1, le=65535)
     secret_ref: SecretRef | None = Field(None, description="Credentials; never inline.")
 
+    password: str | None = Field(
+        None,
+        max_length=1024,
+        description="Not allowed: credentials go in a Secret (secretRef).",
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {"rule": "false", "message": "credentials are never inline: use secretRef"}
+            ]
+        },
+    )
+
+    @model_validator(mode="after")
+    def _no_inline_password(self) -> ExternalMiddleware:
+        if self.password is not None:
+            raise ValueError("credentials are never inline: use secretRef")
+        return self
+
 
 class Middleware(KubeModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": "has(self.managed) != has(self.external)",
+                    "message": "set exactly one of managed, external",
+                }
+            ]
+        }
+    )
+
     name: MemberName
     type: MiddlewareType
     managed: ManagedMiddleware | None = None
@@ -106,10 +136,10 @@ class Component(KubeModel):
     readiness_probe: Probe | None = None
     liveness_probe: Probe | None = None
     service_type: Literal["ClusterIP", "NodePort", "LoadBalancer"] | None = None
-    depends_on: list[MemberName] | None = Field(None, max_length=64)
+    depends_on: list[MemberName] | None = Field(None, max_length=16)
     uses: list[MemberName] | None = Field(
         None,
-        max_length=16,
+        max_length=8,
         description="Middleware whose connection details are injected (implies dependsOn).",
     )
 
@@ -117,9 +147,49 @@ class Component(KubeModel):
         return sorted(set(self.depends_on or []) | set(self.uses or []))
 
 
+_REFS = (
+    "(self.components.exists(x, x.name == d) || (has(self.middleware) && "
+    "self.middleware.exists(m, m.name == d)))"
+)
+_STACK_RULES: list[Any] = [
+    {
+        "rule": "self.components.all(c, self.components.exists_one(d, d.name == c.name))",
+        "message": "component names must be unique",
+        "fieldPath": ".components",
+    },
+    {
+        "rule": "!has(self.middleware) || self.middleware.all(m, "
+        "self.middleware.exists_one(n, n.name == m.name))",
+        "message": "middleware names must be unique",
+        "fieldPath": ".middleware",
+    },
+    {
+        "rule": "!has(self.middleware) || self.components.all(c, "
+        "!self.middleware.exists(m, m.name == c.name))",
+        "message": "a component may not have the name of a middleware",
+        "fieldPath": ".components",
+    },
+    {
+        "rule": f"self.components.all(c, !has(c.dependsOn) || c.dependsOn.all(d, {_REFS}))",
+        "message": "dependsOn must name members of this stack",
+        "fieldPath": ".components",
+    },
+    {
+        "rule": "self.components.all(c, !has(c.uses) || c.uses.all(u, has(self.middleware) && "
+        "self.middleware.exists(m, m.name == u)))",
+        "message": "uses must name middleware of this stack",
+        "fieldPath": ".components",
+    },
+]
+
+
 class AppStackSpec(KubeModel):
-    middleware: list[Middleware] | None = Field(None, max_length=32)
-    components: list[Component] = Field(min_length=1, max_length=128)
+    """Middleware and components; components start when what they depend on is ready."""
+
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": _STACK_RULES})
+
+    middleware: list[Middleware] | None = Field(None, max_length=16)
+    components: list[Component] = Field(min_length=1, max_length=64)
 
     @model_validator(mode="after")
     def _graph(self) -> AppStackSpec:
@@ -145,3 +215,39 @@ class AppStackSpec(KubeModel):
         if cycle:
             raise ValueError(f"dependency cycle: {' -> '.join(cycle)}")
         return self
+
+
+class MemberStatus(KubeModel):
+    name: str
+    kind: str = Field(description="Component, or Middleware/<type>.")
+    ready: str = Field(description="Ready replicas / desired, e.g. 1/1.")
+    state: Literal["WaitingForDependencies", "Progressing", "Ready", "Failed"]
+    message: str = ""
+
+
+class AppStackStatus(KubeModel):
+    """The observed state, written by the operator."""
+
+    observed_generation: int | None = None
+    ready_members: str | None = Field(None, description="Ready members / all, e.g. 9/11.")
+    members: list[MemberStatus] | None = None
+    conditions: list[Condition] | None = Field(
+        None,
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
+    )
+
+
+class AppStack(KubeModel):
+    """A whole system: middleware (managed or external) and components, started in order."""
+
+    api_version: Literal["appstack.dev/v1"] = "appstack.dev/v1"
+    kind: Literal["AppStack"] = "AppStack"
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    spec: AppStackSpec
+    status: AppStackStatus | None = None
+
+
+GROUP = "appstack.dev"
+VERSION = "v1"
+KIND = "AppStack"
+PLURAL = "appstacks"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from appstack.controllers import appservice, crontab
+from appstack.controllers import appservice, appstack, crontab
 
 RUNTIME_RULES: list[dict[str, Any]] = [
     {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]},
@@ -19,4 +19,4 @@ RUNTIME_RULES: list[dict[str, Any]] = [
 
 def operator_rules() -> list[dict[str, Any]]:
     """Every rule the operator uses, controllers first (the generated Role/ClusterRole)."""
-    return [*appservice.RBAC_RULES, *crontab.RBAC_RULES, *RUNTIME_RULES]
+    return [*appservice.RBAC_RULES, *appstack.RBAC_RULES, *crontab.RBAC_RULES, *RUNTIME_RULES]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from appstack.api import appservice, crontab
+from appstack.api import appservice, appstack, crontab
 from appstack.api.schema import structural_schema
 
 LABELS = {"app.kubernetes.io/part-of": "appstack", "app.kubernetes.io/managed-by": "appstack"}
@@ -112,5 +112,29 @@ def crontab_crd() -> dict[str, Any]:
     )
 
 
+def appstack_crd() -> dict[str, Any]:
+    a = appstack
+    return _crd(
+        a,
+        (a.AppStack, a.AppStackSpec, a.AppStackStatus),
+        ["stack"],
+        {"status": {}},
+        [
+            {
+                "name": "Ready",
+                "type": "string",
+                "jsonPath": ".status.readyMembers",
+                "description": "Ready members / all members",
+            },
+            {
+                "name": "Status",
+                "type": "string",
+                "jsonPath": '.status.conditions[?(@.type=="Ready")].reason',
+            },
+            _AGE,
+        ],
+    )
+
+
 def all_crds() -> list[dict[str, Any]]:
-    return [appservice_crd(), crontab_crd()]
+    return [appservice_crd(), appstack_crd(), crontab_crd()]

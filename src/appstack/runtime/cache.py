@@ -28,6 +28,8 @@ class Cache:
 
     def set_label_selector(self, resource: Resource, selector: str) -> None:
         """Cache only the objects of ``resource`` matching ``selector`` (call before use)."""
+        if self._selectors.get(resource) == selector:
+            return
         if resource in self._informers:
             raise RuntimeError(f"the informers of {resource} already exist")
         self._selectors[resource] = selector

@@ -1,0 +1,394 @@
+"""AppStack end to end: the dataservice example converges in dependency order; updates,
+config changes, pruning, external middleware, validation, drift and deletion."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from appstack.controllers.appstack import APP_STACK
+from appstack.runtime import errors
+from appstack.runtime.client import Client
+from appstack.runtime.informer import FuncHandler, Informer
+from appstack.runtime.resources import (
+    CONFIG_MAP,
+    DEPLOYMENT,
+    ENDPOINT_SLICE,
+    PVC,
+    SERVICE,
+    STATEFUL_SET,
+)
+from tests.e2e.conftest import RunningOperator
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "dataservice.yaml"
+
+
+def _example(namespace: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    init, stack = yaml.safe_load_all(EXAMPLE.read_text())
+    for obj in (init, stack):
+        obj["metadata"]["namespace"] = namespace
+    for component in stack["spec"]["components"]:  # node ports are cluster-wide: drop them
+        for port in component.get("ports", []):
+            port.pop("nodePort", None)
+    return init, stack
+
+
+def _stack(name: str, namespace: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "appstack.dev/v1",
+        "kind": "AppStack",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    }
+
+
+def _reason(obj: dict[str, Any]) -> tuple[str, str]:
+    for condition in (obj.get("status") or {}).get("conditions") or []:
+        if condition["type"] == "Ready":
+            return condition["status"], condition["reason"]
+    return "", ""
+
+
+async def _until(  # noqa: PLR0917 - a test helper read positionally
+    client: Client, name: str, namespace: str, check: Any, timeout: float, what: str
+) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = await client.get(APP_STACK, name, namespace)
+        if check(last):
+            return dict(last)
+        await asyncio.sleep(0.2)
+    raise AssertionError(
+        f"timed out waiting for {what}; status: {str((last or {}).get('status'))[:1500]}"
+    )
+
+
+def _ready(obj: dict[str, Any]) -> bool:
+    return _reason(obj) == ("True", "Ready")
+
+
+class Timeline:
+    """When each member's workload was first seen, and first seen ready."""
+
+    def __init__(self, client: Client, namespace: str) -> None:
+        self.added: dict[str, float] = {}
+        self.ready: dict[str, float] = {}
+        self.informers = [
+            Informer(client, res, namespace=namespace) for res in (DEPLOYMENT, STATEFUL_SET)
+        ]
+        for informer in self.informers:
+            informer.add_handler(FuncHandler(add=self._seen, update=lambda _o, n: self._seen(n)))
+        self.tasks = [asyncio.ensure_future(i.run()) for i in self.informers]
+
+    def _seen(self, obj: dict[str, Any]) -> None:
+        member = obj["metadata"].get("labels", {}).get("appstack.dev/member")
+        if not member:
+            return
+        now = time.monotonic()
+        self.added.setdefault(member, now)
+        status, want = obj.get("status") or {}, obj["spec"].get("replicas", 0)
+        if status.get("readyReplicas") == want and status.get("availableReplicas", want) == want:
+            self.ready.setdefault(member, now)
+
+    def stop(self) -> None:
+        for task in self.tasks:
+            task.cancel()
+
+
+async def test_the_dataservice_example_starts_every_member_after_its_dependencies(
+    client: Client, namespace: str, operator: RunningOperator
+) -> None:
+    init, stack = _example(namespace)
+    timeline = Timeline(client, namespace)
+    await asyncio.gather(*(i.wait_synced() for i in timeline.informers))
+    await client.create(CONFIG_MAP, init)
+    await client.create(APP_STACK, stack)
+
+    done = await _until(client, "dataservice", namespace, _ready, 180, "all members Ready")
+    timeline.stop()
+
+    assert done["status"]["readyMembers"] == "12/12"
+    assert {m["state"] for m in done["status"]["members"]} == {"Ready"}
+    for component in stack["spec"]["components"]:
+        deps = set(component.get("dependsOn", [])) | set(component.get("uses", []))
+        for dep in deps:
+            assert timeline.added[component["name"]] >= timeline.ready[dep], (
+                f"{component['name']} was created before {dep} was ready"
+            )
+    uuc = await client.get(DEPLOYMENT, "dataservice-uuc", namespace)
+    env = {e["name"]: e for e in uuc["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert env["MYSQL_HOST"]["value"] == "dataservice-mysql"
+    assert env["MYSQL_PORT"]["value"] == "3306"
+    assert env["MYSQL_PASSWORD"]["valueFrom"]["secretKeyRef"] == {
+        "name": "dataservice-mysql-credentials",
+        "key": "password",
+    }
+    sts = await client.get(STATEFUL_SET, "dataservice-mysql", namespace)
+    assert sts["spec"]["persistentVolumeClaimRetentionPolicy"]["whenDeleted"] == "Retain"
+    claims, _ = await client.list(PVC, namespace)
+    assert [c["status"]["phase"] for c in claims] == ["Bound"]
+
+
+async def _small_stack(client: Client, namespace: str) -> None:
+    await client.create(
+        APP_STACK,
+        _stack(
+            "shop",
+            namespace,
+            middleware=[{"name": "db", "type": "postgres", "managed": {}}],
+            components=[
+                {
+                    "name": "api",
+                    "image": "api:1",
+                    "uses": ["db"],
+                    "ports": [{"port": 8080}],
+                    "config": {"mountPath": "/etc/api", "files": {"app.conf": "level=info"}},
+                },
+                {"name": "web", "image": "web:1", "dependsOn": ["api"], "ports": [{"port": 80}]},
+                {"name": "worker", "image": "worker:1", "uses": ["db"]},
+            ],
+        ),
+    )
+    await _until(client, "shop", namespace, _ready, 120, "the shop stack to be Ready")
+
+
+async def test_an_image_change_rolls_only_its_component_and_a_config_change_rolls_pods(
+    client: Client, namespace: str, operator: RunningOperator
+) -> None:
+    await _small_stack(client, namespace)
+    before = {
+        n: await client.get(DEPLOYMENT, f"shop-{n}", namespace) for n in ("api", "web", "worker")
+    }
+
+    stack = await client.get(APP_STACK, "shop", namespace)
+    stack["spec"]["components"][1]["image"] = "web:2"
+    await client.update(APP_STACK, stack)
+    await _until(
+        client,
+        "shop",
+        namespace,
+        lambda s: _ready(s) and s["status"]["observedGeneration"] == 2,
+        60,
+        "web:2",
+    )
+    after = {
+        n: await client.get(DEPLOYMENT, f"shop-{n}", namespace) for n in ("api", "web", "worker")
+    }
+    assert after["web"]["metadata"]["generation"] > before["web"]["metadata"]["generation"]
+    for name in ("api", "worker"):
+        assert after[name]["metadata"]["generation"] == before[name]["metadata"]["generation"]
+
+    stack = await client.get(APP_STACK, "shop", namespace)
+    stack["spec"]["components"][0]["config"]["files"]["app.conf"] = "level=debug"
+    await client.update(APP_STACK, stack)
+    await _until(
+        client,
+        "shop",
+        namespace,
+        lambda s: _ready(s) and s["status"]["observedGeneration"] == 3,
+        60,
+        "config",
+    )
+    api = await client.get(DEPLOYMENT, "shop-api", namespace)
+    old_hash = before["api"]["spec"]["template"]["metadata"]["annotations"]
+    assert api["spec"]["template"]["metadata"]["annotations"] != old_hash
+    config = await client.get(CONFIG_MAP, "shop-api-config", namespace)
+    assert config["data"] == {"app.conf": "level=debug"}
+
+
+async def test_removing_a_component_prunes_what_it_owned(
+    client: Client, namespace: str, operator: RunningOperator
+) -> None:
+    await _small_stack(client, namespace)
+    stack = await client.get(APP_STACK, "shop", namespace)
+    stack["spec"]["components"] = [
+        c for c in stack["spec"]["components"] if c["name"] != "api"
+    ] + []
+    stack["spec"]["components"][0]["dependsOn"] = []  # web depended on api
+    await client.update(APP_STACK, stack)
+
+    await _until(
+        client,
+        "shop",
+        namespace,
+        lambda s: _ready(s) and s["status"]["readyMembers"] == "3/3",
+        60,
+        "3 members",
+    )
+    for res, name in (
+        (DEPLOYMENT, "shop-api"),
+        (SERVICE, "shop-api"),
+        (CONFIG_MAP, "shop-api-config"),
+    ):
+        with pytest.raises(errors.NotFound):
+            await client.get(res, name, namespace)
+
+
+async def test_external_middleware_gets_a_stable_service_and_consumers_get_references(
+    client: Client, namespace: str, operator: RunningOperator
+) -> None:
+    await client.create(
+        APP_STACK,
+        _stack(
+            "ext",
+            namespace,
+            middleware=[
+                {
+                    "name": "legacy-db",
+                    "type": "mysql",
+                    "external": {
+                        "host": "db.corp.example.com",
+                        "port": 3307,
+                        "secretRef": {"name": "legacy-db-auth", "usernameKey": "user"},
+                    },
+                },
+                {
+                    "name": "cache",
+                    "type": "redis",
+                    "external": {"host": "10.20.30.40", "port": 6380},
+                },
+            ],
+            components=[{"name": "app", "image": "app:1", "uses": ["legacy-db", "cache"]}],
+        ),
+    )
+    await _until(client, "ext", namespace, _ready, 60, "the external stack")
+
+    db = await client.get(SERVICE, "ext-legacy-db", namespace)
+    assert db["spec"]["type"] == "ExternalName"
+    assert db["spec"]["externalName"] == "db.corp.example.com"
+    endpoints = await client.get(ENDPOINT_SLICE, "ext-cache-external", namespace)
+    assert endpoints["endpoints"][0]["addresses"] == ["10.20.30.40"]
+    assert endpoints["metadata"]["labels"]["kubernetes.io/service-name"] == "ext-cache"
+    app = await client.get(DEPLOYMENT, "ext-app", namespace)
+    env = {e["name"]: e for e in app["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert env["LEGACY_DB_HOST"]["value"] == "ext-legacy-db"
+    assert env["LEGACY_DB_PORT"]["value"] == "3307"
+    assert env["LEGACY_DB_USERNAME"]["valueFrom"]["secretKeyRef"] == {
+        "name": "legacy-db-auth",
+        "key": "user",
+    }
+    assert env["CACHE_HOST"]["value"] == "ext-cache"
+    assert "CACHE_PASSWORD" not in env  # no secretRef given
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        (
+            {"components": [{"name": "a", "image": "x"}, {"name": "a", "image": "y"}]},
+            "component names must be unique",
+        ),
+        (
+            {
+                "middleware": [{"name": "a", "type": "redis", "managed": {}}],
+                "components": [{"name": "a", "image": "x"}],
+            },
+            "may not have the name of a middleware",
+        ),
+        (
+            {"components": [{"name": "a", "image": "x", "dependsOn": ["ghost"]}]},
+            "dependsOn must name members of this stack",
+        ),
+        (
+            {"components": [{"name": "a", "image": "x", "uses": ["ghost"]}]},
+            "uses must name middleware of this stack",
+        ),
+        (
+            {
+                "middleware": [
+                    {
+                        "name": "db",
+                        "type": "mysql",
+                        "external": {"host": "db", "port": 3306, "password": "hunter2"},
+                    }
+                ],
+                "components": [{"name": "a", "image": "x"}],
+            },
+            "credentials are never inline",
+        ),
+        (
+            {
+                "middleware": [{"name": "db", "type": "oracle", "managed": {}}],
+                "components": [{"name": "a", "image": "x"}],
+            },
+            "spec.middleware[0].type",
+        ),
+        (
+            {
+                "middleware": [{"name": "db", "type": "mysql"}],
+                "components": [{"name": "a", "image": "x"}],
+            },
+            "exactly one of managed, external",
+        ),
+    ],
+)
+async def test_an_invalid_stack_is_rejected_at_admission(
+    client: Client, namespace: str, spec: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(errors.Invalid) as caught:
+        await client.create(APP_STACK, _stack("bad", namespace, **spec))
+    assert message in caught.value.message
+
+
+async def test_a_dependency_cycle_is_reported_with_the_cycle_spelled_out(
+    client: Client, namespace: str, operator: RunningOperator
+) -> None:
+    await client.create(
+        APP_STACK,
+        _stack(
+            "loop",
+            namespace,
+            components=[
+                {"name": "a", "image": "x", "dependsOn": ["b"]},
+                {"name": "b", "image": "x", "dependsOn": ["a"]},
+            ],
+        ),
+    )
+    stack = await _until(
+        client,
+        "loop",
+        namespace,
+        lambda s: _reason(s) == ("False", "InvalidSpec"),
+        30,
+        "InvalidSpec",
+    )
+    message = next(c["message"] for c in stack["status"]["conditions"] if c["type"] == "Ready")
+    assert "dependency cycle: a -> b -> a" in message
+    deployments, _ = await client.list(DEPLOYMENT, namespace)
+    assert deployments == []
+
+
+async def test_a_deleted_member_workload_is_restored_and_deleting_the_stack_keeps_the_data(
+    client: Client, namespace: str, operator: RunningOperator
+) -> None:
+    await _small_stack(client, namespace)
+    old = await client.get(DEPLOYMENT, "shop-worker", namespace)
+    await client.delete(DEPLOYMENT, "shop-worker", namespace)
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            new = await client.get(DEPLOYMENT, "shop-worker", namespace)
+            if new["metadata"]["uid"] != old["metadata"]["uid"]:
+                break
+        except errors.NotFound:
+            pass
+        assert time.monotonic() < deadline, "the deleted Deployment was not restored"
+        await asyncio.sleep(0.1)
+
+    await client.delete(APP_STACK, "shop", namespace)
+    deadline = time.monotonic() + 120
+    while True:  # children go with the stack (garbage collector)
+        deployments, _ = await client.list(DEPLOYMENT, namespace)
+        sets, _ = await client.list(STATEFUL_SET, namespace)
+        if not deployments and not sets:
+            break
+        assert time.monotonic() < deadline, "children were not garbage-collected"
+        await asyncio.sleep(0.5)
+    claims, _ = await client.list(PVC, namespace)
+    assert len(claims) == 1  # the database's data is retained
