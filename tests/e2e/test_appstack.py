@@ -19,6 +19,7 @@ from appstack.runtime.resources import (
     CONFIG_MAP,
     DEPLOYMENT,
     ENDPOINT_SLICE,
+    EVENT,
     PVC,
     SERVICE,
     STATEFUL_SET,
@@ -82,8 +83,11 @@ class Timeline:
         self.informers = [
             Informer(client, res, namespace=namespace) for res in (DEPLOYMENT, STATEFUL_SET)
         ]
+        self.deleted: dict[str, float] = {}
         for informer in self.informers:
-            informer.add_handler(FuncHandler(add=self._seen, update=lambda _o, n: self._seen(n)))
+            informer.add_handler(
+                FuncHandler(add=self._seen, update=lambda _o, n: self._seen(n), delete=self._gone)
+            )
         self.tasks = [asyncio.ensure_future(i.run()) for i in self.informers]
 
     def _seen(self, obj: dict[str, Any]) -> None:
@@ -95,6 +99,11 @@ class Timeline:
         status, want = obj.get("status") or {}, obj["spec"].get("replicas", 0)
         if status.get("readyReplicas") == want and status.get("availableReplicas", want) == want:
             self.ready.setdefault(member, now)
+
+    def _gone(self, obj: dict[str, Any]) -> None:
+        member = obj["metadata"].get("labels", {}).get("appstack.dev/member")
+        if member:
+            self.deleted.setdefault(member, time.monotonic())
 
     def stop(self) -> None:
         for task in self.tasks:
@@ -392,3 +401,31 @@ async def test_a_deleted_member_workload_is_restored_and_deleting_the_stack_keep
         await asyncio.sleep(0.5)
     claims, _ = await client.list(PVC, namespace)
     assert len(claims) == 1  # the database's data is retained
+
+
+async def test_deleting_a_stack_tears_down_consumers_before_what_they_use(
+    client: Client, namespace: str, operator: RunningOperator
+) -> None:
+    await _small_stack(client, namespace)
+    timeline = Timeline(client, namespace)
+    await asyncio.gather(*(i.wait_synced() for i in timeline.informers))
+
+    await client.delete(APP_STACK, "shop", namespace)
+
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            await client.get(APP_STACK, "shop", namespace)
+        except errors.NotFound:
+            break
+        assert time.monotonic() < deadline, "the stack's finalizer was not removed"
+        await asyncio.sleep(0.2)
+    timeline.stop()
+    assert set(timeline.deleted) == {"api", "web", "worker", "db"}
+    assert timeline.deleted["web"] <= timeline.deleted["api"]  # web depends on api
+    assert timeline.deleted["api"] <= timeline.deleted["db"]  # api uses db
+    assert timeline.deleted["worker"] <= timeline.deleted["db"]
+    events, _ = await client.list(EVENT, namespace)
+    teardown = [e for e in events if e.get("reason") == "TearingDown"]
+    waves = [e["note"] for e in sorted(teardown, key=lambda e: e["eventTime"])]
+    assert waves == ["deleting web", "deleting api, worker", "deleting db"]

@@ -22,7 +22,11 @@ from appstack.runtime.resources import (
 )
 
 RBAC_RULES: list[dict[str, Any]] = [
-    {"apiGroups": ["appstack.dev"], "resources": ["appstacks"], "verbs": ["get", "list", "watch"]},
+    {
+        "apiGroups": ["appstack.dev"],
+        "resources": ["appstacks"],
+        "verbs": ["get", "list", "watch", "patch"],
+    },  # patch: the teardown finalizer
     {"apiGroups": ["appstack.dev"], "resources": ["appstacks/status"], "verbs": ["patch"]},
     {
         "apiGroups": ["apps"],

@@ -6,6 +6,10 @@ replicas ready at the current revision, external middleware once its Service exi
 component when its Deployment has every replica updated and available. Until then the
 member is ``WaitingForDependencies`` and its status names what it waits for.
 
+Deletion: a finalizer (``appstack.dev/teardown``) tears the stack down in *reverse*
+dependency order — the consumers first, the middleware they use last — one wave at a
+time, and is removed once nothing is left (also when some children were already gone).
+
 Children no longer wanted (a member removed from the spec, a component that lost its
 ports or config) are deleted; managed-middleware volumes follow the StatefulSet's
 ``persistentVolumeClaimRetentionPolicy`` (retained by default). Credentials Secrets are
@@ -20,7 +24,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from appstack.api.appstack import AppStackSpec, Component, Middleware
-from appstack.api.graph import blocked_by, start_order
+from appstack.api.graph import blocked_by, start_order, teardown_order
 from appstack.controllers.appstack import desired
 from appstack.controllers.children import (
     ChildWriter,
@@ -45,6 +49,7 @@ from appstack.runtime.resources import (
 )
 
 APP_STACK = Resource("appstack.dev", "v1", "AppStack", "appstacks")
+FINALIZER = "appstack.dev/teardown"
 CHILD_KINDS = {
     "Deployment": DEPLOYMENT,
     "Service": SERVICE,
@@ -52,6 +57,10 @@ CHILD_KINDS = {
     "ConfigMap": CONFIG_MAP,
     "EndpointSlice": ENDPOINT_SLICE,
 }
+
+
+def desired_member(obj: dict[str, Any]) -> str:
+    return str(obj["metadata"].get("labels", {}).get(desired.MEMBER_LABEL, ""))
 
 
 def _generation_seen(obj: dict[str, Any]) -> bool:
@@ -89,8 +98,13 @@ class AppStackReconciler:
 
     async def reconcile(self, request: Request) -> Result | None:
         stack = self.cache.get(APP_STACK, request.key)
-        if stack is None or stack["metadata"].get("deletionTimestamp"):
+        if stack is None:
             return None
+        finalizers = list(stack["metadata"].get("finalizers") or [])
+        if stack["metadata"].get("deletionTimestamp"):
+            return await self._teardown(stack, finalizers) if FINALIZER in finalizers else None
+        if FINALIZER not in finalizers:
+            await self._set_finalizers(stack, [*finalizers, FINALIZER])
         try:
             spec = AppStackSpec.model_validate(stack.get("spec") or {})
         except ValidationError as error:
@@ -260,6 +274,55 @@ class AppStackReconciler:
                     await self.children.recorder.event(
                         stack, "Normal", "Pruned", f"Deleted {kind} {name}: no longer in spec"
                     )
+
+    # ---------------------------------------------------------------------- teardown
+    async def _set_finalizers(self, stack: dict[str, Any], finalizers: list[str]) -> None:
+        meta = stack["metadata"]
+        patch = {"metadata": {"finalizers": finalizers, "resourceVersion": meta["resourceVersion"]}}
+        try:  # the resourceVersion makes it fail rather than drop someone else's finalizer
+            await self.client.patch(APP_STACK, meta["name"], patch, namespace=meta["namespace"])
+        except errors.Conflict:
+            pass  # the cache will bring the newer object and another reconcile
+        except errors.NotFound:
+            pass
+
+    def _owned(self, stack: dict[str, Any]) -> list[tuple[Resource, dict[str, Any]]]:
+        uid = stack["metadata"]["uid"]
+        return [
+            (res, obj)
+            for res in CHILD_KINDS.values()
+            for obj in self.cache.by_index(res, "controller-uid", uid)
+        ]
+
+    async def _teardown(self, stack: dict[str, Any], finalizers: list[str]) -> Result | None:
+        try:
+            spec = AppStackSpec.model_validate(stack.get("spec") or {})
+            edges = {c.name: c.dependencies() for c in spec.components}
+            waves = teardown_order(edges)
+        except (ValidationError, ValueError):
+            waves = []  # an invalid spec has no order: everything goes at once
+        owned = self._owned(stack)
+        for wave in [*waves, None]:
+            batch = [
+                (res, obj) for res, obj in owned if wave is None or desired_member(obj) in wave
+            ]
+            if not batch:
+                continue
+            for res, obj in batch:
+                if not obj["metadata"].get("deletionTimestamp"):
+                    await self.client.delete(
+                        res,
+                        obj["metadata"]["name"],
+                        obj["metadata"]["namespace"],
+                        uid=obj["metadata"]["uid"],
+                    )
+            members = sorted({desired_member(obj) for _, obj in batch})
+            await self.children.recorder.event(
+                stack, "Normal", "TearingDown", f"deleting {', '.join(members)}", action="Delete"
+            )
+            return Result(requeue_after=0.5)  # wait for this wave to be gone
+        await self._set_finalizers(stack, [f for f in finalizers if f != FINALIZER])
+        return None
 
     # ------------------------------------------------------------------------ status
     def _status(
