@@ -223,14 +223,21 @@ def up(name: str, nodes: int, pods_per_node: int) -> None:
     type=click.Path(exists=True),
     help="What to apply once the operator runs.",
 )
-def demo(name: str, example: str) -> None:
+@click.option(
+    "--stack-example",
+    default="examples/dataservice.yaml",
+    show_default=True,
+    type=click.Path(exists=True),
+    help="The AppStack to apply next, watching its members start in order.",
+)
+def demo(name: str, example: str, stack_example: str) -> None:
     """Cluster up, CRDs and RBAC installed, the operator running in the background under its
     ServiceAccount, the example applied and Ready."""
     from pathlib import Path  # noqa: PLC0415
 
     from appstack.testing import demo as demo_module  # noqa: PLC0415
 
-    demo_module.run(_local(name), Path(example), click.echo)
+    demo_module.run(_local(name), Path(example), click.echo, Path(stack_example))
 
 
 @cluster.command()

@@ -34,10 +34,24 @@ def test_render_reports_field_level_errors_and_fails() -> None:
     assert "AppService ports: spec: ports: every port needs a name" in result.output
 
 
-def test_render_rejects_unknown_kinds() -> None:
-    result = CliRunner().invoke(main, ["render", "-f", "-"], input="kind: Pod\nmetadata: {}\n")
+def test_render_rejects_unknown_appstack_kinds_and_passes_other_objects_through() -> None:
+    unknown = "apiVersion: appstack.dev/v1\nkind: AppServcie\nmetadata: {name: x}\n"
+    result = CliRunner().invoke(main, ["render", "-f", "-"], input=unknown)
     assert result.exit_code == 1
     assert "not supported" in result.output
+    plain = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"
+    result = CliRunner().invoke(main, ["render", "-f", "-"], input=plain)
+    assert result.exit_code == 0
+    assert yaml.safe_load(result.output)["kind"] == "ConfigMap"
+
+
+def test_render_prints_a_stack_in_full_but_never_its_credentials() -> None:
+    result = CliRunner().invoke(main, ["render", "-f", str(ROOT / "examples/dataservice.yaml")])
+    assert result.exit_code == 0, result.output
+    kinds = [d["kind"] for d in yaml.safe_load_all(result.output)]
+    assert kinds.count("Deployment") == 11
+    assert kinds.count("StatefulSet") == 1
+    assert "Secret" not in kinds
 
 
 def test_manifests_check_passes_on_the_committed_files(tmp_path: Path) -> None:

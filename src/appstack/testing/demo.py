@@ -2,13 +2,17 @@
 
 Installs the generated CRDs and RBAC, starts ``appstack run`` in the background with a
 token of its ServiceAccount (so it has exactly the generated permissions), applies
-``examples/appservice.yaml`` (the seed operator's sample) and waits until it is Ready.
+``examples/appservice.yaml`` (the seed operator's sample) and waits until it is Ready,
+then applies ``examples/dataservice.yaml`` (an AppStack of 12 members) and prints its
+members as they come up in dependency order.
 The operator is a managed process of the cluster: ``appstack cluster down`` stops it too.
 """
 
 from __future__ import annotations
 
+import json
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -72,7 +76,32 @@ def start_operator(cluster: LocalCluster, kubeconfig: Path) -> int:
     )
 
 
-def run(cluster: LocalCluster, example: Path, say: Callable[[str], None]) -> None:
+def watch_stack(
+    cluster: LocalCluster, name: str, say: Callable[[str], None], timeout: float = 180.0
+) -> None:
+    """Print the stack's members whenever their states change, until it is Ready."""
+    last = ""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        out = cluster.kubectl("get", f"appstack/{name}", "-o", "json", check=False)
+        status = (json.loads(out.stdout).get("status") or {}) if out.returncode == 0 else {}
+        members = status.get("members") or []
+        line = "  ".join(f"{m['name']}={m['state']}" for m in members)
+        if line and line != last:
+            say(f"[{status.get('readyMembers', '?')}] {line}")
+            last = line
+        if members and all(m["state"] == "Ready" for m in members):
+            return
+        time.sleep(0.5)
+    raise TimeoutError(f"AppStack {name} was not Ready within {timeout:.0f}s")
+
+
+def run(
+    cluster: LocalCluster,
+    example: Path,
+    say: Callable[[str], None],
+    stack_example: Path | None = None,
+) -> None:
     cluster.up()
     say("\n$ kubectl get nodes")
     say(cluster.kubectl("get", "nodes").stdout)
@@ -93,6 +122,19 @@ def run(cluster: LocalCluster, example: Path, say: Callable[[str], None]) -> Non
     ):
         say(f"\n$ kubectl {' '.join(args)}")
         say(cluster.kubectl(*args).stdout)
+    if stack_example is not None:
+        say(f"\n$ kubectl apply -f {stack_example}")
+        say(cluster.kubectl("apply", "-f", str(stack_example)).stdout)
+        docs = [d for d in yaml.safe_load_all(stack_example.read_text()) if d]
+        stack = next(d for d in docs if d.get("kind") == "AppStack")["metadata"]["name"]
+        say("members as they start (each waits until what it depends on is ready):")
+        watch_stack(cluster, stack, say)
+        for args in (
+            ["get", "appstack"],
+            ["get", "statefulset,deployment", "-l", f"appstack.dev/stack={stack}"],
+        ):
+            say(f"\n$ kubectl {' '.join(args)}")
+            say(cluster.kubectl(*args).stdout)
     say(
         f"The cluster and the operator keep running. Try:\n"
         f"  export KUBECONFIG={cluster.kubeconfig}\n"

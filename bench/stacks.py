@@ -1,0 +1,122 @@
+"""AppStack benchmark: N copies of examples/dataservice.yaml (12 members each: a managed
+MySQL and 11 components in 8 dependency waves) created at once in one namespace.
+
+Reports the time until every stack is Ready (stacks/s and members/s), the operator's CPU
+seconds and peak RSS (it runs as its own process, read from /proc).
+
+Usage: python bench/stacks.py --kubeconfig PATH [--stacks 100] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import copy
+import json
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from appstack.controllers.appstack import APP_STACK
+from appstack.runtime.client import Client
+from appstack.runtime.informer import Informer
+from appstack.runtime.resources import CONFIG_MAP, NAMESPACE
+
+sys.path.insert(0, str(Path(__file__).parent))
+from converge import _proc_usage  # the shared /proc reader
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "dataservice.yaml"
+
+
+def _ready(stack: dict[str, Any]) -> bool:
+    return any(
+        c["type"] == "Ready" and c["status"] == "True"
+        for c in (stack.get("status") or {}).get("conditions") or []
+    )
+
+
+async def measure(kubeconfig: str, count: int) -> dict[str, Any]:
+    init, template = yaml.safe_load_all(EXAMPLE.read_text())
+    for component in template["spec"]["components"]:
+        for port in component.get("ports", []):
+            port.pop("nodePort", None)  # node ports are cluster-wide
+    members = len(template["spec"]["components"]) + len(template["spec"]["middleware"])
+    namespace = f"bench-stacks-{uuid.uuid4().hex[:6]}"
+    async with await Client.connect(kubeconfig) as client:
+        await client.create(
+            NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+        )
+        init["metadata"]["namespace"] = namespace
+        await client.create(CONFIG_MAP, init)
+        operator = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "appstack",
+                "run",
+                f"--kubeconfig={kubeconfig}",
+                f"--namespace={namespace}",
+                "--concurrency=16",
+                "--metrics-bind-address=0",
+                "--health-probe-bind-address=0",
+                "--log-level=warning",
+            ],
+            stderr=subprocess.DEVNULL,
+        )
+        stacks = Informer(client, APP_STACK, namespace=namespace)
+        task = asyncio.create_task(stacks.run())
+        try:
+            await stacks.wait_synced()
+            await asyncio.sleep(1.0)  # the operator's caches sync
+            cpu0, _ = _proc_usage(operator.pid)
+            started = time.perf_counter()
+            sem = asyncio.Semaphore(16)
+
+            async def create(i: int) -> None:
+                stack = copy.deepcopy(template)
+                stack["metadata"] = {"name": f"ds-{i:03d}", "namespace": namespace}
+                async with sem:
+                    await client.create(APP_STACK, stack)
+
+            await asyncio.gather(*(create(i) for i in range(count)))
+            while sum(1 for s in stacks.store.objects() if _ready(s)) < count:
+                if time.perf_counter() - started > 1800:
+                    raise TimeoutError("stacks did not become Ready within 30 minutes")
+                await asyncio.sleep(0.2)
+            elapsed = time.perf_counter() - started
+            cpu1, rss = _proc_usage(operator.pid)
+        finally:
+            task.cancel()
+            operator.terminate()
+            operator.wait(timeout=60)
+        await client.delete(NAMESPACE, namespace)
+    return {
+        "stacks": count,
+        "members_per_stack": members,
+        "ready_s": round(elapsed, 1),
+        "stacks_per_s": round(count / elapsed, 2),
+        "members_per_s": round(count * members / elapsed, 1),
+        "operator_cpu_s": round(cpu1 - cpu0, 1),
+        "operator_peak_rss_mib": round(rss / 1024, 1),
+    }
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--kubeconfig", required=True)
+    parser.add_argument("--stacks", type=int, default=100)
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    result = await measure(args.kubeconfig, args.stacks)
+    print(json.dumps(result, indent=2))
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
