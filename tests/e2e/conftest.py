@@ -162,7 +162,7 @@ async def start_operator(kubeconfig: Path, namespace: str) -> RunningOperator:
     manager = Manager(client, namespaces=[namespace])
     recorder = EventRecorder(client, instance="e2e")
     appservice.setup(manager, recorder, concurrency=8)
-    appstack.setup(manager, recorder, concurrency=4)
+    appstack.setup(manager, recorder, concurrency=4, resync=2.0)
     crontab.setup(manager, recorder)
     task = asyncio.create_task(manager.run())
     await wait_until(lambda: manager.ready or task.done(), timeout=30, what="caches to sync")

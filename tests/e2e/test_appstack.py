@@ -21,6 +21,7 @@ from appstack.runtime.resources import (
     ENDPOINT_SLICE,
     EVENT,
     PVC,
+    SECRET,
     SERVICE,
     STATEFUL_SET,
 )
@@ -429,3 +430,57 @@ async def test_deleting_a_stack_tears_down_consumers_before_what_they_use(
     teardown = [e for e in events if e.get("reason") == "TearingDown"]
     waves = [e["note"] for e in sorted(teardown, key=lambda e: e["eventTime"])]
     assert waves == ["deleting web", "deleting api, worker", "deleting db"]
+
+
+async def test_a_changed_secret_rolls_the_pods_of_the_components_that_use_it(
+    client: Client, namespace: str, operator: RunningOperator
+) -> None:
+    await client.create(
+        SECRET,
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "db-auth", "namespace": namespace},
+            "stringData": {"username": "u", "password": "one"},
+        },
+    )
+    await client.create(
+        APP_STACK,
+        _stack(
+            "rot",
+            namespace,
+            middleware=[
+                {
+                    "name": "db",
+                    "type": "mysql",
+                    "external": {
+                        "host": "db.example.com",
+                        "port": 3306,
+                        "secretRef": {"name": "db-auth"},
+                    },
+                }
+            ],
+            components=[
+                {"name": "app", "image": "app:1", "uses": ["db"]},
+                {"name": "other", "image": "other:1"},
+            ],
+        ),
+    )
+    await _until(client, "rot", namespace, _ready, 60, "the stack")
+
+    def annotations(dep: dict[str, Any]) -> dict[str, str]:
+        return dict(dep["spec"]["template"]["metadata"].get("annotations") or {})
+
+    app = await client.get(DEPLOYMENT, "rot-app", namespace)
+    other = await client.get(DEPLOYMENT, "rot-other", namespace)
+    before = annotations(app)["appstack.dev/secrets-hash"]
+
+    await client.patch(SECRET, "db-auth", {"stringData": {"password": "two"}}, namespace=namespace)
+
+    deadline = time.monotonic() + 30
+    while annotations(app).get("appstack.dev/secrets-hash") == before:
+        assert time.monotonic() < deadline, "the Secret change did not roll the pods"
+        await asyncio.sleep(0.3)
+        app = await client.get(DEPLOYMENT, "rot-app", namespace)
+    unchanged = await client.get(DEPLOYMENT, "rot-other", namespace)
+    assert unchanged["metadata"]["generation"] == other["metadata"]["generation"]

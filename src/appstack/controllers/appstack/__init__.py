@@ -48,7 +48,11 @@ RBAC_RULES: list[dict[str, Any]] = [
 ]
 
 
-def setup(manager: Manager, recorder: EventRecorder, *, concurrency: int = 4) -> Controller:
+def setup(
+    manager: Manager, recorder: EventRecorder, *, concurrency: int = 4, resync: float = 60.0
+) -> Controller:
+    """``resync``: how often every stack is looked at again — Secrets are not watched (we
+    never list them), so a changed Secret rolls the pods using it within this period."""
     for kind in (DEPLOYMENT, SERVICE, STATEFUL_SET, CONFIG_MAP, ENDPOINT_SLICE):
         manager.cache.set_label_selector(kind, CHILD_SELECTOR)
     return (
@@ -60,5 +64,6 @@ def setup(manager: Manager, recorder: EventRecorder, *, concurrency: int = 4) ->
         .owns(CONFIG_MAP)
         .owns(ENDPOINT_SLICE)
         .with_concurrency(concurrency)
+        .with_resync(resync)
         .complete(AppStackReconciler(manager.client, manager.cache, recorder))
     )

@@ -33,6 +33,7 @@ from appstack.controllers.children import MANAGED_BY, owner_reference
 STACK_LABEL = "appstack.dev/stack"
 MEMBER_LABEL = "appstack.dev/member"
 CONFIG_HASH = "appstack.dev/config-hash"
+SECRETS_HASH = "appstack.dev/secrets-hash"
 
 
 def selector(stack: str, member: str) -> dict[str, str]:
@@ -224,8 +225,26 @@ def config_map(owner: dict[str, Any], c: Component) -> dict[str, Any] | None:
     }
 
 
+def used_secrets(c: Component, middleware: dict[str, Middleware]) -> list[str]:
+    """Secrets whose change must roll the component: external credentials it uses and
+    secretKeyRefs of its own env (generated credentials never change)."""
+    names = {
+        ref.name
+        for ref in (e.value_from.secret_key_ref for e in c.envs or [] if e.value_from is not None)
+        if ref is not None
+    }
+    for used in c.uses or []:
+        external = middleware[used].external
+        if external is not None and external.secret_ref is not None:
+            names.add(external.secret_ref.name)
+    return sorted(names)
+
+
 def deployment(
-    owner: dict[str, Any], c: Component, middleware: dict[str, Middleware]
+    owner: dict[str, Any],
+    c: Component,
+    middleware: dict[str, Middleware],
+    secrets_hash: str | None = None,
 ) -> dict[str, Any]:
     stack = owner["metadata"]["name"]
     env = [{"name": k, "value": v} for k, v in sorted((c.env or {}).items())]
@@ -259,6 +278,8 @@ def deployment(
         ]
         digest = hashlib.sha256(json.dumps(c.config.files, sort_keys=True).encode()).hexdigest()
         template["metadata"]["annotations"] = {CONFIG_HASH: digest[:16]}
+    if secrets_hash:
+        template["metadata"].setdefault("annotations", {})[SECRETS_HASH] = secrets_hash
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",

@@ -19,6 +19,8 @@ which are only ever read by name.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any
 
 from pydantic import ValidationError
@@ -213,9 +215,10 @@ class AppStackReconciler:
         problems: list[Problem],
     ) -> dict[str, Any]:
         base = {"name": c.name, "kind": "Component"}
+        secrets_hash = None if waiting else await self._secrets_hash(stack, c, middleware)
         objects = [
             desired.config_map(stack, c),
-            desired.deployment(stack, c, middleware),
+            desired.deployment(stack, c, middleware, secrets_hash),
             desired.component_service(stack, c),
         ]
         if waiting:
@@ -240,6 +243,23 @@ class AppStackReconciler:
             "state": "Ready" if ok else "Progressing",
             "message": "ready" if ok else "rolling out",
         }
+
+    async def _secrets_hash(
+        self, stack: dict[str, Any], c: Component, middleware: dict[str, Middleware]
+    ) -> str | None:
+        """A digest of the Secrets the component reads: when one changes, its pods roll."""
+        names = desired.used_secrets(c, middleware)
+        if not names:
+            return None
+        digest = hashlib.sha256()
+        for name in names:
+            try:
+                secret = await self.client.get(SECRET, name, stack["metadata"]["namespace"])
+                data = secret.get("data") or {}
+            except errors.NotFound:
+                data = {"<missing>": ""}
+            digest.update(json.dumps([name, data], sort_keys=True).encode())
+        return digest.hexdigest()[:16]
 
     async def _ensure_credentials(self, stack: dict[str, Any], mw: Middleware) -> Problem | None:
         secret = desired.credentials(stack, mw)
