@@ -57,6 +57,25 @@ def _proc_usage(pid: int) -> tuple[float, int]:
     return cpu, hwm
 
 
+def start_operator(kubeconfig: str, namespace: str) -> subprocess.Popen[bytes]:
+    """``appstack run`` as its own process (so its CPU and RSS can be read from /proc)."""
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "appstack",
+            "run",
+            f"--kubeconfig={kubeconfig}",
+            f"--namespace={namespace}",
+            f"--concurrency={CONCURRENCY}",
+            "--metrics-bind-address=0",
+            "--health-probe-bind-address=0",
+            "--log-level=warning",
+        ],
+        stderr=subprocess.DEVNULL,
+    )
+
+
 async def _bounded(count: int, make: Any) -> None:
     sem = asyncio.Semaphore(CONCURRENCY)
 
@@ -174,21 +193,7 @@ async def measure(kubeconfig: str, n: int) -> dict[str, Any]:
         await client.create(
             NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
         )
-        operator = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "appstack",
-                "run",
-                f"--kubeconfig={kubeconfig}",
-                f"--namespace={namespace}",
-                f"--concurrency={CONCURRENCY}",
-                "--metrics-bind-address=0",
-                "--health-probe-bind-address=0",
-                "--log-level=warning",
-            ],
-            stderr=subprocess.DEVNULL,
-        )
+        operator = start_operator(kubeconfig, namespace)
         watch = Watch(client, namespace)
         try:
             await watch.apps.wait_synced()

@@ -13,7 +13,6 @@ import argparse
 import asyncio
 import copy
 import json
-import subprocess
 import sys
 import time
 import uuid
@@ -28,7 +27,7 @@ from appstack.runtime.informer import Informer
 from appstack.runtime.resources import CONFIG_MAP, NAMESPACE
 
 sys.path.insert(0, str(Path(__file__).parent))
-from converge import _proc_usage  # the shared /proc reader
+from converge import _proc_usage, start_operator  # shared with the AppService benchmark
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "dataservice.yaml"
 
@@ -53,21 +52,7 @@ async def measure(kubeconfig: str, count: int) -> dict[str, Any]:
         )
         init["metadata"]["namespace"] = namespace
         await client.create(CONFIG_MAP, init)
-        operator = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "appstack",
-                "run",
-                f"--kubeconfig={kubeconfig}",
-                f"--namespace={namespace}",
-                "--concurrency=16",
-                "--metrics-bind-address=0",
-                "--health-probe-bind-address=0",
-                "--log-level=warning",
-            ],
-            stderr=subprocess.DEVNULL,
-        )
+        operator = start_operator(kubeconfig, namespace)
         stacks = Informer(client, APP_STACK, namespace=namespace)
         task = asyncio.create_task(stacks.run())
         try:

@@ -61,6 +61,18 @@ CHILD_KINDS = {
 }
 
 
+def _member(
+    base: dict[str, str], ok: bool, count: str, progress: str, ready_message: str = "ready"
+) -> dict[str, Any]:
+    """One entry of ``status.members``."""
+    return {
+        **base,
+        "ready": count,
+        "state": "Ready" if ok else "Progressing",
+        "message": ready_message if ok else progress,
+    }
+
+
 def desired_member(obj: dict[str, Any]) -> str:
     return str(obj["metadata"].get("labels", {}).get(desired.MEMBER_LABEL, ""))
 
@@ -181,12 +193,8 @@ class AppStackReconciler:
                 stack, list(desired.external(stack, mw)), wanted, problems
             )
             ok = synced.get("Service") is not None
-            return {
-                **base,
-                "ready": "1/1" if ok else "0/1",
-                "state": "Ready" if ok else "Progressing",
-                "message": f"external {mw.external.host}:{mw.external.port}",
-            }
+            where = f"external {mw.external.host}:{mw.external.port}"
+            return _member(base, ok, "1/1" if ok else "0/1", where, ready_message=where)
         problem = await self._ensure_credentials(stack, mw)
         if problem is not None:
             problems.append(problem)
@@ -197,12 +205,7 @@ class AppStackReconciler:
             problems,
         )
         ok, count = statefulset_ready(synced.get("StatefulSet"))
-        return {
-            **base,
-            "ready": count,
-            "state": "Ready" if ok else "Progressing",
-            "message": "ready" if ok else "waiting for the StatefulSet's pods",
-        }
+        return _member(base, ok, count, "waiting for the StatefulSet's pods")
 
     async def _component(
         self,
@@ -237,12 +240,7 @@ class AppStackReconciler:
             }
         synced = await self._sync_all(stack, objects, wanted, problems)
         ok, count = deployment_ready(synced.get("Deployment"))
-        return {
-            **base,
-            "ready": count,
-            "state": "Ready" if ok else "Progressing",
-            "message": "ready" if ok else "rolling out",
-        }
+        return _member(base, ok, count, "rolling out")
 
     async def _secrets_hash(
         self, stack: dict[str, Any], c: Component, middleware: dict[str, Middleware]
