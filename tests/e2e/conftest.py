@@ -7,10 +7,12 @@ validation rule and a status subresource.
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -22,6 +24,7 @@ from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 from lightkube.resources.core_v1 import ServiceAccount
 
 from appstack.controllers import appservice, appstack, crontab
+from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.events import EventRecorder
 from appstack.runtime.manager import Manager
@@ -177,3 +180,26 @@ async def operator(operator_kubeconfig: Path, namespace: str) -> AsyncIterator[R
     running = await start_operator(operator_kubeconfig, namespace)
     yield running
     await running.stop()
+
+
+async def until(  # noqa: PLR0917 - read positionally
+    client: Client,
+    res: Any,
+    name: str,
+    namespace: str,
+    check: Any,
+    timeout: float = 30,
+    what: str = "",
+) -> dict[str, Any]:
+    """Poll ``res`` ``namespace/name`` until ``check(obj)`` holds; fail with the last state."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        try:
+            last = await client.get(res, name, namespace)
+            if check(last):
+                return dict(last)
+        except errors.NotFound:
+            last = "NotFound"
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what or name}; last: {str(last)[:1500]}")

@@ -18,7 +18,7 @@ from appstack.runtime.controller import Request
 from appstack.runtime.resources import DEPLOYMENT, EVENT, POD, SERVICE
 from appstack.testing.pytest_plugin import ClusterHandle
 from appstack.testing.waiting import wait_until
-from tests.e2e.conftest import RunningOperator, start_operator
+from tests.e2e.conftest import RunningOperator, start_operator, until
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "appservice.yaml"
 
@@ -39,28 +39,6 @@ def _condition(obj: dict[str, Any], kind: str) -> dict[str, Any]:
     return {}
 
 
-async def _until(  # noqa: PLR0917 - a test helper read positionally
-    client: Client,
-    res: Any,
-    name: str,
-    namespace: str,
-    check: Any,
-    timeout: float = 30,
-    what: str = "",
-) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        try:
-            last = await client.get(res, name, namespace)
-            if check(last):
-                return dict(last)
-        except errors.NotFound:
-            last = "NotFound"
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what or name}; last: {str(last)[:1500]}")
-
-
 def _ready(obj: dict[str, Any]) -> bool:
     return _condition(obj, "Ready").get("status") == "True"
 
@@ -72,7 +50,7 @@ async def test_the_seed_sample_becomes_a_ready_deployment_and_node_port_service(
     sample["metadata"]["namespace"] = namespace
     await client.create(APP_SERVICE, sample)
 
-    app = await _until(
+    app = await until(
         client, APP_SERVICE, "appservice-sample", namespace, _ready, 60, "the sample to be Ready"
     )
     assert app["status"]["readyReplicas"] == 2
@@ -110,7 +88,7 @@ async def test_updates_of_image_size_env_resources_and_ports_are_applied(
             ports=[{"name": "http", "port": 80}, {"name": "admin", "port": 9090}],
         ),
     )
-    await _until(client, APP_SERVICE, "web", namespace, _ready, 60)
+    await until(client, APP_SERVICE, "web", namespace, _ready, 60)
     first_ip = (await client.get(SERVICE, "web", namespace))["spec"]["clusterIP"]
 
     await client.patch(
@@ -136,10 +114,10 @@ async def test_updates_of_image_size_env_resources_and_ports_are_applied(
             and c.get("env") == [{"name": "MODE", "value": "prod"}]
         )
 
-    deployment = await _until(client, DEPLOYMENT, "web", namespace, rolled, 30, "the update")
+    deployment = await until(client, DEPLOYMENT, "web", namespace, rolled, 30, "the update")
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     assert container["resources"]["limits"] == {"cpu": "500m", "memory": "128Mi"}
-    service = await _until(
+    service = await until(
         client,
         SERVICE,
         "web",
@@ -149,7 +127,7 @@ async def test_updates_of_image_size_env_resources_and_ports_are_applied(
         "the admin port to be replaced by metrics",
     )
     assert service["spec"]["clusterIP"] == first_ip
-    app = await _until(
+    app = await until(
         client,
         APP_SERVICE,
         "web",
@@ -165,13 +143,13 @@ async def test_kubectl_scale_changes_the_size_through_the_scale_subresource(
 ) -> None:
     local = kube_cluster.require_local()
     await client.create(APP_SERVICE, _app("scaled", namespace, size=1))
-    await _until(client, APP_SERVICE, "scaled", namespace, _ready, 60)
+    await until(client, APP_SERVICE, "scaled", namespace, _ready, 60)
 
     await asyncio.to_thread(
         local.kubectl, "scale", "appservice/scaled", "--replicas=3", f"--namespace={namespace}"
     )
 
-    app = await _until(
+    app = await until(
         client,
         APP_SERVICE,
         "scaled",
@@ -188,12 +166,12 @@ async def test_drift_is_restored_within_two_seconds(
     client: Client, namespace: str, operator: RunningOperator
 ) -> None:
     await client.create(APP_SERVICE, _app("drift", namespace, size=2, ports=[{"port": 80}]))
-    await _until(client, APP_SERVICE, "drift", namespace, _ready, 60)
+    await until(client, APP_SERVICE, "drift", namespace, _ready, 60)
 
     old_uid = (await client.get(DEPLOYMENT, "drift", namespace))["metadata"]["uid"]
     await client.delete(DEPLOYMENT, "drift", namespace)
     started = time.monotonic()
-    await _until(
+    await until(
         client,
         DEPLOYMENT,
         "drift",
@@ -208,7 +186,7 @@ async def test_drift_is_restored_within_two_seconds(
         DEPLOYMENT, "drift", namespace=namespace, patch={"spec": {"replicas": 5}}
     )  # a hand edit of a field we own
     started = time.monotonic()
-    await _until(
+    await until(
         client,
         DEPLOYMENT,
         "drift",
@@ -221,7 +199,7 @@ async def test_drift_is_restored_within_two_seconds(
 
     await client.delete(SERVICE, "drift", namespace)
     started = time.monotonic()
-    await _until(client, SERVICE, "drift", namespace, lambda s: True, 10, "the Service")
+    await until(client, SERVICE, "drift", namespace, lambda s: True, 10, "the Service")
     assert time.monotonic() - started < 2
 
 
@@ -229,7 +207,7 @@ async def test_deleting_the_appservice_garbage_collects_its_children(
     client: Client, namespace: str, operator: RunningOperator
 ) -> None:
     await client.create(APP_SERVICE, _app("doomed", namespace, ports=[{"port": 80}]))
-    await _until(client, APP_SERVICE, "doomed", namespace, _ready, 60)
+    await until(client, APP_SERVICE, "doomed", namespace, _ready, 60)
 
     await client.delete(APP_SERVICE, "doomed", namespace)
 
@@ -253,7 +231,7 @@ async def test_changing_the_service_type_keeps_the_cluster_ip(
     await client.create(
         APP_SERVICE, _app("typed", namespace, ports=[{"port": 80, "nodePort": 31234}])
     )
-    service = await _until(
+    service = await until(
         client, SERVICE, "typed", namespace, lambda s: s["spec"]["type"] == "NodePort", 30
     )
     cluster_ip = service["spec"]["clusterIP"]
@@ -265,7 +243,7 @@ async def test_changing_the_service_type_keeps_the_cluster_ip(
         patch={"spec": {"serviceType": "ClusterIP", "ports": [{"port": 80}]}},
     )
 
-    service = await _until(
+    service = await until(
         client, SERVICE, "typed", namespace, lambda s: s["spec"]["type"] == "ClusterIP", 30
     )
     assert service["spec"]["clusterIP"] == cluster_ip
@@ -278,12 +256,12 @@ async def test_a_node_port_taken_by_another_appservice_is_reported_and_isolated(
     await client.create(
         APP_SERVICE, _app("first", namespace, ports=[{"port": 80, "nodePort": 31999}])
     )
-    await _until(client, APP_SERVICE, "first", namespace, _ready, 60)
+    await until(client, APP_SERVICE, "first", namespace, _ready, 60)
 
     await client.create(
         APP_SERVICE, _app("second", namespace, ports=[{"port": 80, "nodePort": 31999}])
     )
-    second = await _until(
+    second = await until(
         client,
         APP_SERVICE,
         "second",
@@ -299,7 +277,7 @@ async def test_a_node_port_taken_by_another_appservice_is_reported_and_isolated(
     assert warnings[0]["reason"] == "NodePortConflict"
     assert _ready(await client.get(APP_SERVICE, "first", namespace))
     # The Deployment of the second still runs: only its Service is blocked.
-    await _until(
+    await until(
         client,
         DEPLOYMENT,
         "second",
@@ -329,7 +307,7 @@ async def test_an_existing_deployment_we_do_not_own_is_reported_and_left_alone(
 
     await client.create(APP_SERVICE, _app("taken", namespace))
 
-    app = await _until(
+    app = await until(
         client,
         APP_SERVICE,
         "taken",
@@ -349,7 +327,7 @@ async def test_an_idle_resync_issues_no_writes(
     for i in range(5):
         await client.create(APP_SERVICE, _app(f"idle-{i}", namespace, ports=[{"port": 80}]))
     for i in range(5):
-        await _until(client, APP_SERVICE, f"idle-{i}", namespace, _ready, 60)
+        await until(client, APP_SERVICE, f"idle-{i}", namespace, _ready, 60)
     await asyncio.sleep(0.5)  # let the last status/events land before counting
 
     def writes() -> float:

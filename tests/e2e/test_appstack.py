@@ -25,7 +25,7 @@ from appstack.runtime.resources import (
     SERVICE,
     STATEFUL_SET,
 )
-from tests.e2e.conftest import RunningOperator
+from tests.e2e.conftest import RunningOperator, until
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "dataservice.yaml"
 
@@ -54,21 +54,6 @@ def _reason(obj: dict[str, Any]) -> tuple[str, str]:
         if condition["type"] == "Ready":
             return condition["status"], condition["reason"]
     return "", ""
-
-
-async def _until(  # noqa: PLR0917 - a test helper read positionally
-    client: Client, name: str, namespace: str, check: Any, timeout: float, what: str
-) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = await client.get(APP_STACK, name, namespace)
-        if check(last):
-            return dict(last)
-        await asyncio.sleep(0.2)
-    raise AssertionError(
-        f"timed out waiting for {what}; status: {str((last or {}).get('status'))[:1500]}"
-    )
 
 
 def _ready(obj: dict[str, Any]) -> bool:
@@ -120,7 +105,9 @@ async def test_the_dataservice_example_starts_every_member_after_its_dependencie
     await client.create(CONFIG_MAP, init)
     await client.create(APP_STACK, stack)
 
-    done = await _until(client, "dataservice", namespace, _ready, 180, "all members Ready")
+    done = await until(
+        client, APP_STACK, "dataservice", namespace, _ready, 180, "all members Ready"
+    )
     timeline.stop()
 
     assert done["status"]["readyMembers"] == "12/12"
@@ -165,7 +152,7 @@ async def _small_stack(client: Client, namespace: str) -> None:
             ],
         ),
     )
-    await _until(client, "shop", namespace, _ready, 120, "the shop stack to be Ready")
+    await until(client, APP_STACK, "shop", namespace, _ready, 120, "the shop stack to be Ready")
 
 
 async def test_an_image_change_rolls_only_its_component_and_a_config_change_rolls_pods(
@@ -179,8 +166,9 @@ async def test_an_image_change_rolls_only_its_component_and_a_config_change_roll
     stack = await client.get(APP_STACK, "shop", namespace)
     stack["spec"]["components"][1]["image"] = "web:2"
     await client.update(APP_STACK, stack)
-    await _until(
+    await until(
         client,
+        APP_STACK,
         "shop",
         namespace,
         lambda s: _ready(s) and s["status"]["observedGeneration"] == 2,
@@ -197,8 +185,9 @@ async def test_an_image_change_rolls_only_its_component_and_a_config_change_roll
     stack = await client.get(APP_STACK, "shop", namespace)
     stack["spec"]["components"][0]["config"]["files"]["app.conf"] = "level=debug"
     await client.update(APP_STACK, stack)
-    await _until(
+    await until(
         client,
+        APP_STACK,
         "shop",
         namespace,
         lambda s: _ready(s) and s["status"]["observedGeneration"] == 3,
@@ -223,8 +212,9 @@ async def test_removing_a_component_prunes_what_it_owned(
     stack["spec"]["components"][0]["dependsOn"] = []  # web depended on api
     await client.update(APP_STACK, stack)
 
-    await _until(
+    await until(
         client,
+        APP_STACK,
         "shop",
         namespace,
         lambda s: _ready(s) and s["status"]["readyMembers"] == "3/3",
@@ -267,7 +257,7 @@ async def test_external_middleware_gets_a_stable_service_and_consumers_get_refer
             components=[{"name": "app", "image": "app:1", "uses": ["legacy-db", "cache"]}],
         ),
     )
-    await _until(client, "ext", namespace, _ready, 60, "the external stack")
+    await until(client, APP_STACK, "ext", namespace, _ready, 60, "the external stack")
 
     db = await client.get(SERVICE, "ext-legacy-db", namespace)
     assert db["spec"]["type"] == "ExternalName"
@@ -360,8 +350,9 @@ async def test_a_dependency_cycle_is_reported_with_the_cycle_spelled_out(
             ],
         ),
     )
-    stack = await _until(
+    stack = await until(
         client,
+        APP_STACK,
         "loop",
         namespace,
         lambda s: _reason(s) == ("False", "InvalidSpec"),
@@ -466,7 +457,7 @@ async def test_a_changed_secret_rolls_the_pods_of_the_components_that_use_it(
             ],
         ),
     )
-    await _until(client, "rot", namespace, _ready, 60, "the stack")
+    await until(client, APP_STACK, "rot", namespace, _ready, 60, "the stack")
 
     def annotations(dep: dict[str, Any]) -> dict[str, str]:
         return dict(dep["spec"]["template"]["metadata"].get("annotations") or {})
