@@ -1,0 +1,108 @@
+"""`appstack run` as a real process: flags, probes, metrics, leader election, JSON logs,
+and a clean exit on SIGTERM that releases the Lease."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import aiohttp
+
+from appstack.controllers.appservice import APP_SERVICE
+from appstack.runtime.client import Client
+from appstack.runtime.resources import LEASE
+from tests.e2e.conftest import until
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def test_appstack_run_serves_probes_and_metrics_and_stops_cleanly_on_sigterm(
+    client: Client, namespace: str, operator_kubeconfig: Path, tmp_path: Path
+) -> None:
+    metrics, health = _free_port(), _free_port()
+    log = tmp_path / "operator.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "appstack",
+                "run",
+                f"--kubeconfig={operator_kubeconfig}",
+                f"--namespace={namespace}",
+                "--leader-elect",
+                f"--leader-election-namespace={namespace}",
+                f"--metrics-bind-address=127.0.0.1:{metrics}",
+                f"--health-probe-bind-address=127.0.0.1:{health}",
+                "--log-format=json",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        async with aiohttp.ClientSession() as http:
+            for _ in range(150):
+                try:
+                    async with http.get(f"http://127.0.0.1:{health}/readyz") as r:
+                        if r.status == 200:
+                            break
+                except aiohttp.ClientError:
+                    pass
+                assert proc.poll() is None, log.read_text()[-2000:]
+                await asyncio.sleep(0.2)
+            else:
+                raise AssertionError(f"never ready: {log.read_text()[-2000:]}")
+
+            await client.create(
+                APP_SERVICE,
+                {
+                    "apiVersion": "appstack.dev/v1",
+                    "kind": "AppService",
+                    "metadata": {"name": "proc", "namespace": namespace},
+                    "spec": {"image": "nginx:1.27", "ports": [{"port": 80}]},
+                },
+            )
+            await until(
+                client,
+                APP_SERVICE,
+                "proc",
+                namespace,
+                lambda a: any(
+                    c["type"] == "Ready" and c["status"] == "True"
+                    for c in (a.get("status") or {}).get("conditions") or []
+                ),
+                60,
+                "the AppService to be Ready",
+            )
+            async with http.get(f"http://127.0.0.1:{health}/healthz") as r:
+                assert r.status == 200
+            async with http.get(f"http://127.0.0.1:{metrics}/metrics") as r:
+                text = await r.text()
+        assert (
+            'controller_runtime_reconcile_total{controller="appservice",result="success"}' in text
+        )
+        assert 'leader_election_master_status{name="appstack-operator"} 1.0' in text
+        lease = await client.get(LEASE, "appstack-operator", namespace)
+        assert lease["spec"]["holderIdentity"]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=30)
+
+    assert code == 0, log.read_text()[-2000:]
+    lease = await client.get(LEASE, "appstack-operator", namespace)
+    assert lease["spec"]["holderIdentity"] == ""  # released for an immediate successor
+    lines = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
+    reconciles = [line for line in lines if line.get("controller") == "appservice"]
+    assert reconciles
+    assert all(
+        line["object"] == f"{namespace}/proc" and line["reconcile_id"] for line in reconciles
+    )
