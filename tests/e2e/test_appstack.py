@@ -475,3 +475,54 @@ async def test_a_changed_secret_rolls_the_pods_of_the_components_that_use_it(
         app = await client.get(DEPLOYMENT, "rot-app", namespace)
     unchanged = await client.get(DEPLOYMENT, "rot-other", namespace)
     assert unchanged["metadata"]["generation"] == other["metadata"]["generation"]
+
+
+async def test_a_member_whose_service_is_rejected_is_failed_and_the_others_still_run(
+    client: Client, namespace: str, operator: RunningOperator
+) -> None:
+    await client.create(
+        SERVICE,
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "squatter", "namespace": namespace},
+            "spec": {
+                "type": "NodePort",
+                "selector": {"x": "y"},
+                "ports": [{"port": 80, "nodePort": 31888}],
+            },
+        },
+    )
+    await client.create(
+        APP_STACK,
+        _stack(
+            "np",
+            namespace,
+            components=[
+                {"name": "front", "image": "web:1", "ports": [{"port": 80, "nodePort": 31888}]},
+                {"name": "back", "image": "api:1"},
+            ],
+        ),
+    )
+
+    stack = await until(
+        client,
+        APP_STACK,
+        "np",
+        namespace,
+        lambda s: _reason(s) == ("False", "NodePortConflict"),
+        30,
+        "Ready=False NodePortConflict",
+    )
+    members = {m["name"]: m for m in stack["status"]["members"]}
+    assert members["front"]["state"] == "Failed"
+    assert "already allocated" in members["front"]["message"]
+    await until(
+        client,
+        APP_STACK,
+        "np",
+        namespace,
+        lambda s: {m["name"]: m["state"] for m in s["status"]["members"]}["back"] == "Ready",
+        30,
+        "the other member to be Ready",
+    )

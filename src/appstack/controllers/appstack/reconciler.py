@@ -73,6 +73,13 @@ def _member(
     }
 
 
+def _failed_if(member: dict[str, Any], problems: list[Problem]) -> dict[str, Any]:
+    """A member whose children were rejected is Failed, with the reason."""
+    if not problems:
+        return member
+    return {**member, "state": "Failed", "message": f"{problems[0].reason}: {problems[0].message}"}
+
+
 def desired_member(obj: dict[str, Any]) -> str:
     return str(obj["metadata"].get("labels", {}).get(desired.MEMBER_LABEL, ""))
 
@@ -136,6 +143,7 @@ class AppStackReconciler:
         problems: list[Problem] = []
         for wave in start_order(edges) if edges else []:
             for name in wave:
+                seen = len(problems)
                 if name in middleware:
                     member = await self._middleware(stack, middleware[name], wanted, problems)
                 else:
@@ -150,10 +158,12 @@ class AppStackReconciler:
                     )
                 if member["state"] == "Ready":
                     ready.add(name)
-                members.append(member)
+                members.append(_failed_if(member, problems[seen:]))
         for name, mw in middleware.items():  # middleware nobody depends on
             if all(m["name"] != name for m in members):
-                members.append(await self._middleware(stack, mw, wanted, problems))
+                seen = len(problems)
+                member = await self._middleware(stack, mw, wanted, problems)
+                members.append(_failed_if(member, problems[seen:]))
         await self._prune(stack, wanted)
         first = problems[0] if problems else None
         if first is not None:
