@@ -15,6 +15,7 @@ from appstack.api.appstack import AppStack
 from appstack.api.crontab import CronTab
 from appstack.controllers.appservice import desired
 from appstack.controllers.appstack import desired as stack_desired
+from appstack.controllers.children import error_message, field_path
 from appstack.controllers.crontab import desired as crontab_desired
 
 PLACEHOLDER_UID = "00000000-0000-0000-0000-000000000000"  # assigned by the API server
@@ -51,13 +52,6 @@ class RenderError(Exception):
         self.problems = problems
 
 
-def _location(loc: tuple[Any, ...]) -> str:
-    path = ""
-    for part in loc:
-        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
-    return path
-
-
 def render_documents(documents: list[Any]) -> list[dict[str, Any]]:
     problems: list[str] = []
     rendered: list[dict[str, Any]] = []
@@ -79,8 +73,8 @@ def render_documents(documents: list[Any]) -> list[dict[str, Any]]:
             parsed = model.model_validate(doc)
         except ValidationError as error:
             for item in error.errors():
-                where = _location(item["loc"])
-                message = str(item["msg"]).removeprefix("Value error, ")
+                where = field_path(item["loc"])
+                message = error_message(item)
                 problems.append(f"{kind} {name}: {where}: {message}")
             continue
         obj = parsed.to_dict()

@@ -29,13 +29,55 @@ MANAGED_BY = {"app.kubernetes.io/managed-by": "appstack"}
 CHILD_SELECTOR = "app.kubernetes.io/managed-by=appstack"
 
 
+def field_path(loc: tuple[Any, ...]) -> str:
+    """A Pydantic error location as a field path: ``ports[0].port``."""
+    path = ""
+    for part in loc:
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+    return path
+
+
+def error_message(item: Any) -> str:
+    return str(item["msg"]).removeprefix("Value error, ")
+
+
 def describe_validation(error: ValidationError) -> str:
     """Pydantic errors as ``spec.<field>: <message>``, for status and events."""
     parts = []
     for item in error.errors():
-        path = ".".join(str(p) for p in item["loc"])
-        parts.append(f"spec.{path}: {item['msg']}")
+        path = field_path(item["loc"])
+        parts.append(f"spec{'.' + path if path else ''}: {error_message(item)}")
     return "; ".join(parts)
+
+
+def condition(
+    type_: str,
+    status: str,
+    reason: str,
+    message: str,
+    *,
+    generation: int | None,
+    previous: dict[str, dict[str, Any]],
+    now: str,
+) -> dict[str, Any]:
+    """A condition per the API conventions: ``lastTransitionTime`` moves only when the
+    status flips (``previous`` maps type -> the condition as last written)."""
+    old = previous.get(type_)
+    since = now
+    if old is not None and old.get("status") == status:
+        since = old.get("lastTransitionTime", now)
+    return {
+        "type": type_,
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "observedGeneration": generation,
+        "lastTransitionTime": since,
+    }
+
+
+def previous_conditions(owner: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {c["type"]: c for c in (owner.get("status") or {}).get("conditions") or []}
 
 
 def now_rfc3339() -> str:

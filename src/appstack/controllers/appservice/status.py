@@ -15,28 +15,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from appstack.controllers.children import Problem, now_rfc3339
-
-
-def _condition(
-    type_: str,
-    state: tuple[bool, str, str],
-    generation: int,
-    previous: dict[str, dict[str, Any]],
-    now: str,
-) -> dict[str, Any]:
-    status, reason, message = state
-    value = "True" if status else "False"
-    old = previous.get(type_)
-    changed = old is None or old.get("status") != value
-    return {
-        "type": type_,
-        "status": value,
-        "reason": reason,
-        "message": message,
-        "observedGeneration": generation,
-        "lastTransitionTime": now if changed or old is None else old.get("lastTransitionTime", now),
-    }
+from appstack.controllers.children import (
+    Problem,
+    condition,
+    now_rfc3339,
+    previous_conditions,
+)
 
 
 def compute(
@@ -52,7 +36,7 @@ def compute(
 ) -> dict[str, Any]:
     now = now or now_rfc3339()
     generation = int(app["metadata"].get("generation") or 0)
-    previous = {c["type"]: c for c in (app.get("status") or {}).get("conditions") or []}
+    previous = previous_conditions(app)
     dep_status = (deployment or {}).get("status") or {}
     counts = {
         "replicas": int(dep_status.get("replicas") or 0),
@@ -113,8 +97,19 @@ def compute(
         "selector": selector,
         "observedGeneration": generation,
         "conditions": [
-            _condition("Ready", ready, generation, previous, now),
-            _condition("Progressing", progressing, generation, previous, now),
-            _condition("Degraded", degraded, generation, previous, now),
+            condition(
+                type_,
+                "True" if ok else "False",
+                reason,
+                message,
+                generation=generation,
+                previous=previous,
+                now=now,
+            )
+            for type_, (ok, reason, message) in (
+                ("Ready", ready),
+                ("Progressing", progressing),
+                ("Degraded", degraded),
+            )
         ],
     }

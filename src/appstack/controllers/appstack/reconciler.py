@@ -31,9 +31,11 @@ from appstack.controllers.appstack import desired
 from appstack.controllers.children import (
     ChildWriter,
     Problem,
+    condition,
     controlled_by,
     describe_validation,
     now_rfc3339,
+    previous_conditions,
 )
 from appstack.runtime import errors
 from appstack.runtime.cache import Cache
@@ -370,39 +372,30 @@ class AppStackReconciler:
                 f"{ready}/{total} ready; waiting: {', '.join(waiting)}",
             )
         generation = stack["metadata"].get("generation")
-        previous = {c["type"]: c for c in (stack.get("status") or {}).get("conditions") or []}
-        now = now_rfc3339()
-
-        def condition(type_: str, status: str, reason: str, message: str) -> dict[str, Any]:
-            old = previous.get(type_, {})
-            return {
-                "type": type_,
-                "status": status,
-                "reason": reason,
-                "message": message,
-                "observedGeneration": generation,
-                "lastTransitionTime": old["lastTransitionTime"]
-                if old.get("status") == status
-                else now,
-            }
-
+        stamp = {
+            "generation": generation,
+            "previous": previous_conditions(stack),
+            "now": now_rfc3339(),
+        }
         return {
             "observedGeneration": generation,
             "readyMembers": f"{ready}/{total}",
             "members": members,
             "conditions": [
-                condition("Ready", *state),
+                condition("Ready", *state, **stamp),
                 condition(
                     "Progressing",
                     "True" if waiting and problem is None else "False",
                     "RollingOut" if waiting else "Complete",
                     "members are starting" if waiting else "every member is ready",
+                    **stamp,
                 ),
                 condition(
                     "Degraded",
                     "True" if problem else "False",
                     problem.reason if problem else "AsExpected",
                     problem.message if problem else "no problems",
+                    **stamp,
                 ),
             ],
         }

@@ -5,7 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from appstack.api.crontab import CronTabSpec
-from appstack.controllers.children import MANAGED_BY, Problem, owner_reference
+from appstack.controllers.children import (
+    MANAGED_BY,
+    Problem,
+    condition,
+    owner_reference,
+    previous_conditions,
+)
 
 
 def labels(name: str) -> dict[str, str]:
@@ -70,23 +76,15 @@ def status(
         ready = ("True", "Suspended", "scheduled runs are suspended")
     else:
         ready = ("True", "Scheduled", f"runs on schedule {cron['spec']['schedule']!r}")
-    previous = {c["type"]: c for c in (tab.get("status") or {}).get("conditions") or []}
-    old = previous.get("Ready", {})
+    generation = tab["metadata"].get("generation")
     out: dict[str, Any] = {
         "active": len(active),
         "activeJobs": active,
-        "observedGeneration": tab["metadata"].get("generation"),
+        "observedGeneration": generation,
         "conditions": [
-            {
-                "type": "Ready",
-                "status": ready[0],
-                "reason": ready[1],
-                "message": ready[2],
-                "observedGeneration": tab["metadata"].get("generation"),
-                "lastTransitionTime": old.get("lastTransitionTime", now)
-                if old.get("status") == ready[0]
-                else now,
-            }
+            condition(
+                "Ready", *ready, generation=generation, previous=previous_conditions(tab), now=now
+            )
         ],
     }
     for field in ("lastScheduleTime", "lastSuccessfulTime"):
