@@ -8,10 +8,17 @@ sleeping. Used by :mod:`appstack.runtime.ratelimit` and :mod:`appstack.runtime.w
 from __future__ import annotations
 
 import asyncio
+import datetime
 import heapq
 import itertools
 import time
 from typing import Protocol
+
+
+def micro_time() -> str:
+    """Wall-clock now as a Kubernetes MicroTime (``2026-11-23T02:00:00.123456Z``), for the
+    timestamps we write into Leases and Events."""
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class Clock(Protocol):

@@ -12,7 +12,6 @@ Used by the controllers through :class:`EventRecorder`.
 
 from __future__ import annotations
 
-import datetime
 import time
 import uuid
 from collections import OrderedDict
@@ -23,6 +22,7 @@ import structlog
 
 from appstack.runtime import errors
 from appstack.runtime.client import Client, TransportError
+from appstack.runtime.clock import micro_time
 from appstack.runtime.resources import EVENT
 
 log = structlog.get_logger("appstack.events")
@@ -37,10 +37,6 @@ class _Seen:
     namespace: str
     count: int
     first: float
-
-
-def _micro_time() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class EventRecorder:
@@ -84,7 +80,7 @@ class EventRecorder:
                         EVENT,
                         seen.name,
                         namespace=seen.namespace,
-                        patch={"series": {"count": seen.count, "lastObservedTime": _micro_time()}},
+                        patch={"series": {"count": seen.count, "lastObservedTime": micro_time()}},
                     )
                     return
                 except errors.NotFound:
@@ -96,7 +92,7 @@ class EventRecorder:
                     "apiVersion": "events.k8s.io/v1",
                     "kind": "Event",
                     "metadata": {"name": name, "namespace": namespace},
-                    "eventTime": _micro_time(),
+                    "eventTime": micro_time(),
                     "reportingController": self.controller,
                     "reportingInstance": self.instance,
                     "action": action,

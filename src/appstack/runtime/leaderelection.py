@@ -16,7 +16,6 @@ Used by :class:`appstack.runtime.manager.Manager`.
 
 from __future__ import annotations
 
-import datetime
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +23,7 @@ import structlog
 
 from appstack.runtime import errors
 from appstack.runtime.client import Client, TransportError
-from appstack.runtime.clock import Clock, RealClock
+from appstack.runtime.clock import Clock, RealClock, micro_time
 from appstack.runtime.metrics import Metrics
 from appstack.runtime.resources import LEASE
 
@@ -43,11 +42,6 @@ class LeaderElectionConfig:
     lease_duration: float = 15.0
     renew_deadline: float = 10.0
     retry_period: float = 2.0
-
-
-def _micro_time() -> str:
-    now = datetime.datetime.now(datetime.timezone.utc)
-    return now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class LeaderElector:
@@ -97,7 +91,7 @@ class LeaderElector:
             return
         self._set_leader(False)
         lease = dict(self._lease)
-        now = _micro_time()
+        now = micro_time()
         lease["spec"] = {
             **lease.get("spec", {}),
             "holderIdentity": "",
@@ -118,7 +112,7 @@ class LeaderElector:
 
     async def _try_acquire_or_renew(self) -> bool:
         cfg = self.config
-        now = _micro_time()
+        now = micro_time()
         try:
             lease = await self.client.get(LEASE, cfg.name, cfg.namespace)
         except errors.NotFound:

@@ -281,7 +281,7 @@ class LocalCluster:
     def _release_node_leases(self, layout: components.Layout) -> None:
         """A new kwok process has a new identity and would wait for its predecessor's node
         leases (40 s) to expire before managing the nodes again: release them first."""
-        names = [str(kwok.fake_node(i, pods=1)["metadata"]["name"]) for i in range(layout.nodes)]
+        names = [kwok.node_name(i) for i in range(layout.nodes)]
         self.kubectl("delete", "lease", "--namespace=kube-node-lease", "--ignore-not-found", *names)
 
     def _healthy(self, layout: components.Layout, name: str) -> bool:

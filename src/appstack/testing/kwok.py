@@ -242,9 +242,13 @@ def kwok_config(*, node_lease_seconds: int = 40, parallelism: int = 16) -> str:
     return yaml.safe_dump_all([options, *stages()], sort_keys=False)
 
 
+def node_name(index: int) -> str:
+    return f"kwok-node-{index}"
+
+
 def fake_node(index: int, *, pods: int, cpu: str = "1000", memory: str = "4Ti") -> dict[str, Any]:
     """A Node that kwok manages; each node has its own pod CIDR big enough for ``pods``."""
-    name = f"kwok-node-{index}"
+    name = node_name(index)
     capacity = {"cpu": cpu, "memory": memory, "pods": str(pods), "ephemeral-storage": "1Ti"}
     return {
         "apiVersion": "v1",
