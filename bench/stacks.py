@@ -27,7 +27,7 @@ from appstack.runtime.informer import Informer
 from appstack.runtime.resources import CONFIG_MAP, NAMESPACE
 
 sys.path.insert(0, str(Path(__file__).parent))
-from converge import _proc_usage, start_operator  # shared with the AppService benchmark
+from converge import _bounded, _proc_usage, start_operator  # shared with the AppService benchmark
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "dataservice.yaml"
 
@@ -60,15 +60,13 @@ async def measure(kubeconfig: str, count: int) -> dict[str, Any]:
             await asyncio.sleep(1.0)  # the operator's caches sync
             cpu0, _ = _proc_usage(operator.pid)
             started = time.perf_counter()
-            sem = asyncio.Semaphore(16)
 
             async def create(i: int) -> None:
                 stack = copy.deepcopy(template)
                 stack["metadata"] = {"name": f"ds-{i:03d}", "namespace": namespace}
-                async with sem:
-                    await client.create(APP_STACK, stack)
+                await client.create(APP_STACK, stack)
 
-            await asyncio.gather(*(create(i) for i in range(count)))
+            await _bounded(count, create)
             while sum(1 for s in stacks.store.objects() if _ready(s)) < count:
                 if time.perf_counter() - started > 1800:
                     raise TimeoutError("stacks did not become Ready within 30 minutes")

@@ -10,6 +10,7 @@ from pydantic import ValidationError
 from appstack.api.appservice import AppServiceSpec
 from appstack.controllers.appservice import desired
 from appstack.controllers.appservice.status import Problem, compute
+from appstack.controllers.children import is_subset
 
 SEED = {
     "size": 2,
@@ -117,11 +118,11 @@ def test_the_models_reject_what_admission_rejects(spec: dict[str, Any]) -> None:
 
 def test_is_subset_ignores_server_defaults_but_not_removed_list_items() -> None:
     want = {"spec": {"ports": [{"port": 80}]}}
-    assert desired.is_subset(
+    assert is_subset(
         want, {"spec": {"ports": [{"port": 80, "nodePort": 31000}], "clusterIP": "10.96.0.5"}}
     )
-    assert not desired.is_subset(want, {"spec": {"ports": [{"port": 80}, {"port": 81}]}})
-    assert not desired.is_subset(want, {"spec": {"ports": [{"port": 81}]}})
+    assert not is_subset(want, {"spec": {"ports": [{"port": 80}, {"port": 81}]}})
+    assert not is_subset(want, {"spec": {"ports": [{"port": 81}]}})
 
 
 def _deployment(replicas: int, ready: int, updated: int, available: int) -> dict[str, Any]:

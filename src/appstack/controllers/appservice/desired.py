@@ -12,9 +12,7 @@ from typing import Any
 
 from appstack.api.appservice import AppServiceSpec
 from appstack.api.core import ServicePort
-from appstack.controllers.children import MANAGED_BY, is_subset, owner_reference
-
-__all__ = ["deployment", "is_subset", "selector_labels", "service"]
+from appstack.controllers.children import MANAGED_BY, owner_reference
 
 CONTAINER = "app"
 
