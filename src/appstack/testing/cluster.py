@@ -32,7 +32,7 @@ from pathlib import Path
 import httpx
 import yaml
 
-from appstack.testing import components, kwok
+from appstack.testing import control_plane, kwok
 from appstack.testing.build import GoBuilder
 from appstack.testing.pki import ClusterPKI, write_kubeconfig
 from appstack.testing.process import ManagedProcess
@@ -120,9 +120,9 @@ class LocalCluster:
     def _state_file(self) -> Path:
         return self.directory / "state.json"
 
-    def layout(self) -> components.Layout:
+    def layout(self) -> control_plane.Layout:
         state = json.loads(self._state_file.read_text())
-        return components.Layout(
+        return control_plane.Layout(
             directory=self.directory,
             bin_dir=self.toolchain.bin_dir,
             ports=state["ports"],
@@ -144,7 +144,7 @@ class LocalCluster:
         started = time.monotonic()
         self._prepare()
         layout = self.layout()
-        for name in components.ORDER:
+        for name in control_plane.ORDER:
             if not self.process(name).running():
                 self.start(name)
             elif not self._healthy(layout, name):
@@ -162,9 +162,9 @@ class LocalCluster:
         extra = sorted(
             p.stem
             for p in (self.directory / "pids").glob("*.pid")
-            if p.stem not in components.ORDER
+            if p.stem not in control_plane.ORDER
         )
-        for name in [*extra, *reversed(components.ORDER)]:  # e.g. the demo's operator first
+        for name in [*extra, *reversed(control_plane.ORDER)]:  # e.g. the demo's operator first
             self.process(name).stop()
         if self.directory.exists():
             shutil.rmtree(self.directory)
@@ -174,10 +174,10 @@ class LocalCluster:
 
     def status(self) -> list[ComponentStatus]:
         if not self._state_file.exists():
-            return [ComponentStatus(n, None, False) for n in components.ORDER]
+            return [ComponentStatus(n, None, False) for n in control_plane.ORDER]
         layout = self.layout()
         out = []
-        for name in components.ORDER:
+        for name in control_plane.ORDER:
             pid = self.process(name).pid()
             out.append(ComponentStatus(name, pid, pid is not None and self._healthy(layout, name)))
         return out
@@ -196,10 +196,10 @@ class LocalCluster:
             return
         if component == "kwok" and self.process("kube-apiserver").running():
             self._release_node_leases(layout)
-        proc.start(components.command(layout, component))
+        proc.start(control_plane.command(layout, component))
         self._wait_healthy(layout, component)
         if component == "kube-apiserver":
-            for dependent in components.ORDER[components.ORDER.index(component) + 1 :]:
+            for dependent in control_plane.ORDER[control_plane.ORDER.index(component) + 1 :]:
                 if self.process(dependent).running():
                     self.process(dependent).stop()
                     self.start(dependent)
@@ -239,7 +239,7 @@ class LocalCluster:
         self.directory.mkdir(parents=True, exist_ok=True)
         if not self._state_file.exists():
             state = {
-                "ports": _free_ports(components.PORT_NAMES),
+                "ports": _free_ports(control_plane.PORT_NAMES),
                 "nodes": self.nodes,
                 "pods_per_node": self.pods_per_node,
                 "toolchain": self.toolchain.key,
@@ -247,9 +247,9 @@ class LocalCluster:
             self._state_file.write_text(json.dumps(state, indent=2))
         layout = self.layout()
         pki = ClusterPKI(self.directory / "pki")
-        pki.ensure(components.CLIENTS, components.SERVICE_IP)
+        pki.ensure(control_plane.CLIENTS, control_plane.SERVICE_IP)
         (self.directory / "config").mkdir(exist_ok=True)
-        for identity in components.CLIENTS:
+        for identity in control_plane.CLIENTS:
             path = layout.kubeconfig(identity)
             if not path.exists():
                 write_kubeconfig(
@@ -260,7 +260,7 @@ class LocalCluster:
                     cluster=self.name,
                     user=identity,
                 )
-        for path, text in components.config_files(layout).items():
+        for path, text in control_plane.config_files(layout).items():
             path.write_text(text)
         layout.path("config", "kwok.yaml").write_text(kwok.kwok_config())
 
@@ -278,25 +278,25 @@ class LocalCluster:
             stdin=yaml.safe_dump_all(objects),
         )
 
-    def _release_node_leases(self, layout: components.Layout) -> None:
+    def _release_node_leases(self, layout: control_plane.Layout) -> None:
         """A new kwok process has a new identity and would wait for its predecessor's node
         leases (40 s) to expire before managing the nodes again: release them first."""
         names = [kwok.node_name(i) for i in range(layout.nodes)]
         self.kubectl("delete", "lease", "--namespace=kube-node-lease", "--ignore-not-found", *names)
 
-    def _healthy(self, layout: components.Layout, name: str) -> bool:
+    def _healthy(self, layout: control_plane.Layout, name: str) -> bool:
         verify: ssl.SSLContext | bool = False  # controller-manager/scheduler: self-signed
         if name == "kube-apiserver":
             pki = layout.path("pki")
             verify = ssl.create_default_context(cafile=str(pki / "ca.crt"))
             verify.load_cert_chain(pki / "admin.crt", pki / "admin.key")
         try:
-            response = httpx.get(components.health_url(layout, name), verify=verify, timeout=2.0)
+            response = httpx.get(control_plane.health_url(layout, name), verify=verify, timeout=2.0)
         except httpx.HTTPError:
             return False
         return response.status_code == 200
 
-    def _wait_healthy(self, layout: components.Layout, name: str) -> None:
+    def _wait_healthy(self, layout: control_plane.Layout, name: str) -> None:
         proc = self.process(name)
         started = time.monotonic()
         deadline = started + _START_TIMEOUT[name]
@@ -307,7 +307,7 @@ class LocalCluster:
                 raise ComponentError(
                     name,
                     f"not healthy after {_START_TIMEOUT[name]:.0f}s "
-                    f"({components.health_url(layout, name)})",
+                    f"({control_plane.health_url(layout, name)})",
                     proc.log_tail(),
                 )
             time.sleep(0.1)

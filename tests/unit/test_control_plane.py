@@ -6,53 +6,53 @@ from pathlib import Path
 
 import yaml
 
-from appstack.testing import components, kwok
+from appstack.testing import control_plane, kwok
 from appstack.testing.cluster import _free_ports
 
-PORTS = {name: 21000 + i for i, name in enumerate(components.PORT_NAMES)}
+PORTS = {name: 21000 + i for i, name in enumerate(control_plane.PORT_NAMES)}
 
 
-def _layout(tmp_path: Path) -> components.Layout:
-    return components.Layout(directory=tmp_path / "c", bin_dir=tmp_path / "bin", ports=PORTS)
+def _layout(tmp_path: Path) -> control_plane.Layout:
+    return control_plane.Layout(directory=tmp_path / "c", bin_dir=tmp_path / "bin", ports=PORTS)
 
 
 def test_every_component_runs_a_binary_from_the_cache_and_listens_on_loopback(
     tmp_path: Path,
 ) -> None:
     layout = _layout(tmp_path)
-    for name in components.ORDER:
-        command = components.command(layout, name)
+    for name in control_plane.ORDER:
+        command = control_plane.command(layout, name)
         assert Path(command[0]).parent == tmp_path / "bin"
-        assert components.health_url(layout, name).split("//")[1].startswith("127.0.0.1:")
+        assert control_plane.health_url(layout, name).split("//")[1].startswith("127.0.0.1:")
         assert not any("0.0.0.0" in arg for arg in command)  # noqa: S104
 
 
 def test_controller_manager_and_scheduler_are_sized_for_benchmarks(tmp_path: Path) -> None:
     layout = _layout(tmp_path)
-    kcm = components.command(layout, "kube-controller-manager")
-    assert f"--kube-api-qps={components.CLIENT_QPS}" in kcm
-    assert components.CLIENT_QPS >= 500
+    kcm = control_plane.command(layout, "kube-controller-manager")
+    assert f"--kube-api-qps={control_plane.CLIENT_QPS}" in kcm
+    assert control_plane.CLIENT_QPS >= 500
     assert "--enable-hostpath-provisioner=true" in kcm
-    (scheduler_config,) = components.config_files(layout).values()
+    (scheduler_config,) = control_plane.config_files(layout).values()
     connection = yaml.safe_load(scheduler_config)["clientConnection"]
-    assert connection["qps"] == components.CLIENT_QPS
-    assert connection["burst"] == components.CLIENT_BURST
+    assert connection["qps"] == control_plane.CLIENT_QPS
+    assert connection["burst"] == control_plane.CLIENT_BURST
 
 
 def test_the_api_server_uses_rbac_and_service_account_keys(tmp_path: Path) -> None:
-    apiserver = components.command(_layout(tmp_path), "kube-apiserver")
+    apiserver = control_plane.command(_layout(tmp_path), "kube-apiserver")
     assert "--authorization-mode=RBAC" in apiserver
     assert any(arg.startswith("--service-account-signing-key-file=") for arg in apiserver)
-    assert f"--service-cluster-ip-range={components.SERVICE_CIDR}" in apiserver
+    assert f"--service-cluster-ip-range={control_plane.SERVICE_CIDR}" in apiserver
     assert f"--etcd-servers=http://127.0.0.1:{PORTS['etcd']}" in apiserver
 
 
 def test_extra_args_are_appended_to_one_component_only(tmp_path: Path) -> None:
-    layout = components.Layout(
+    layout = control_plane.Layout(
         directory=tmp_path, bin_dir=tmp_path, ports=PORTS, extra_args={"etcd": ["--x=1"]}
     )
-    assert components.command(layout, "etcd")[-1] == "--x=1"
-    assert "--x=1" not in components.command(layout, "kwok")
+    assert control_plane.command(layout, "etcd")[-1] == "--x=1"
+    assert "--x=1" not in control_plane.command(layout, "kwok")
 
 
 def test_kwok_config_has_options_and_the_five_stages() -> None:
@@ -83,7 +83,7 @@ def test_fake_nodes_have_distinct_pod_cidrs_large_enough_for_their_capacity() ->
 
 
 def test_free_ports_are_distinct_and_below_the_ephemeral_range() -> None:
-    ports = _free_ports(components.PORT_NAMES)
-    assert set(ports) == set(components.PORT_NAMES)
+    ports = _free_ports(control_plane.PORT_NAMES)
+    assert set(ports) == set(control_plane.PORT_NAMES)
     assert len(set(ports.values())) == len(ports)
     assert all(20000 <= p < 30000 for p in ports.values())
