@@ -1,5 +1,5 @@
 """Assemble and run the operator process: client → manager (cache, leader election, HTTP
-endpoints) → every controller → run until SIGTERM. Used by ``appstack run``."""
+endpoints) → every registered controller → run until SIGTERM. Used by ``appstack run``."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import structlog
 
-from appstack.controllers import appservice, appstack, crontab
+from appstack.controllers.registry import ALL
 from appstack.runtime import logging as rt_logging
 from appstack.runtime.client import Client
 from appstack.runtime.events import EventRecorder
@@ -56,9 +56,8 @@ async def _run(options: OperatorOptions) -> None:
         health_address=options.health_address,
     )
     recorder = EventRecorder(client, instance=me)
-    appservice.setup(manager, recorder, concurrency=options.concurrency)
-    appstack.setup(manager, recorder, concurrency=options.concurrency)
-    crontab.setup(manager, recorder, concurrency=max(1, options.concurrency // 2))
+    for controller in ALL:
+        controller.setup(manager, recorder, concurrency=controller.workers(options.concurrency))
     manager.install_signal_handlers()
     log.info(
         "starting",

@@ -23,7 +23,7 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 from lightkube.resources.core_v1 import ServiceAccount
 
-from appstack.controllers import appservice, appstack, crontab
+from appstack.controllers.registry import ALL
 from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.events import EventRecorder
@@ -148,6 +148,14 @@ def operator_kubeconfig(
     return path
 
 
+# More workers than the operator's default for AppService (tests create many at once), and
+# a short resync for AppStack (a changed Secret must roll its pods within a test).
+E2E_OPTIONS: dict[str, dict[str, Any]] = {
+    "appservice": {"concurrency": 8},
+    "appstack": {"resync": 2.0},
+}
+
+
 @dataclass
 class RunningOperator:
     manager: Manager
@@ -164,9 +172,9 @@ async def start_operator(kubeconfig: Path, namespace: str) -> RunningOperator:
     client = await Client.connect(str(kubeconfig))
     manager = Manager(client, namespaces=[namespace])
     recorder = EventRecorder(client, instance="e2e")
-    appservice.setup(manager, recorder, concurrency=8)
-    appstack.setup(manager, recorder, concurrency=4, resync=2.0)
-    crontab.setup(manager, recorder)
+    for controller in ALL:
+        options = E2E_OPTIONS.get(controller.name, {})
+        controller.setup(manager, recorder, **{"concurrency": controller.workers(4), **options})
     task = asyncio.create_task(manager.run())
     await wait_until(lambda: manager.ready or task.done(), timeout=30, what="caches to sync")
     if task.done():

@@ -9,8 +9,9 @@ from pydantic import ValidationError
 
 from appstack.api.appservice import AppServiceSpec
 from appstack.controllers.appservice import desired
-from appstack.controllers.appservice.status import Problem, compute
+from appstack.controllers.appservice.status import from_children
 from appstack.controllers.children import is_subset
+from appstack.controllers.util.conditions import Problem
 
 SEED = {
     "size": 2,
@@ -150,8 +151,8 @@ def _status(
     problem: Problem | None = None,
     now: str = "t1",
 ) -> dict[str, Any]:
-    """compute() for an app whose Service exists unless there is a problem."""
-    return compute(
+    """from_children() for an app whose Service exists unless there is a problem."""
+    return from_children(
         app,
         size=size,
         deployment=deployment,

@@ -8,8 +8,9 @@ import pytest
 from pydantic import ValidationError
 
 from appstack.api.crontab import CronTabSpec, cron_problem
-from appstack.controllers.children import Problem
 from appstack.controllers.crontab import desired
+from appstack.controllers.crontab.status import from_cron_job
+from appstack.controllers.util.conditions import Problem
 
 
 @pytest.mark.parametrize(
@@ -92,12 +93,12 @@ def test_status_reports_runs_and_the_ready_condition() -> None:
             "lastSuccessfulTime": "2026-11-23T01:55:07Z",
         },
     }
-    status = desired.status(tab, cron, None, "now")
+    status = from_cron_job(tab, cron, None, "now")
     assert status["active"] == 1
     assert status["activeJobs"] == ["tick-1"]
     assert status["lastScheduleTime"] == "2026-11-23T02:00:00Z"
     assert status["conditions"][0]["reason"] == "Scheduled"
-    failed = desired.status(tab, cron, Problem("InvalidSchedule", "bad"), "later")
+    failed = from_cron_job(tab, cron, Problem("InvalidSchedule", "bad"), "later")
     assert failed["conditions"][0]["status"] == "False"
 
 

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import yaml
 
-from appstack.manifests import bundle, operator, rbac
+from appstack.controllers.registry import ALL
+from appstack.manifests import bundle, rbac, workload
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 
@@ -32,7 +33,7 @@ def test_rbac_names_every_verb_and_resource_explicitly() -> None:
 
 
 def test_the_operator_runs_locked_down_with_leader_election() -> None:
-    deployment = operator.deployment()
+    deployment = workload.deployment()
     assert deployment["spec"]["replicas"] == 2
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
     assert "--leader-elect" in container["args"]
@@ -46,7 +47,7 @@ def test_the_operator_runs_locked_down_with_leader_election() -> None:
 
 def test_install_yaml_is_one_bundle_of_everything() -> None:
     kinds = [d["kind"] for d in yaml.safe_load_all((DEPLOY / "install.yaml").read_text())]
-    assert kinds.count("CustomResourceDefinition") == 3
+    assert kinds.count("CustomResourceDefinition") == len(ALL)
     assert [k for k in kinds if k != "CustomResourceDefinition"] == [
         "Namespace",
         "ServiceAccount",

@@ -1,4 +1,4 @@
-"""``AppService`` (``appstack.dev/v1``): one application — image, size, ports, env,
+"""``AppService``: one application — image, size, ports, env,
 resources — run as a Deployment and exposed by a Service.
 
 Spec-compatible with the seed operator's sample (``size``, ``image``, ``ports``, ``envs``,
@@ -11,7 +11,7 @@ Types only, no I/O.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import ConfigDict, Field, model_validator
 
@@ -23,14 +23,11 @@ from appstack.api.core import (
     Probe,
     ResourceRequirements,
     ServicePort,
+    ServiceType,
+    default_service_type,
 )
+from appstack.api.kind import AGE, CustomObject, custom_kind
 
-GROUP = "appstack.dev"
-VERSION = "v1"
-KIND = "AppService"
-PLURAL = "appservices"
-
-ServiceType = Literal["ClusterIP", "NodePort", "LoadBalancer"]
 ShortString = Annotated[str, Field(max_length=4096)]
 LabelMap = Annotated[dict[str, Annotated[str, Field(max_length=63)]], Field(max_length=64)]
 AnnotationMap = Annotated[dict[str, Annotated[str, Field(max_length=8192)]], Field(max_length=64)]
@@ -127,9 +124,7 @@ class AppServiceSpec(KubeModel):
         return self
 
     def effective_service_type(self) -> ServiceType:
-        if self.service_type:
-            return self.service_type
-        return "NodePort" if any(p.node_port for p in self.ports or []) else "ClusterIP"
+        return default_service_type(self.service_type, self.ports)
 
 
 class AppServiceStatus(KubeModel):
@@ -150,11 +145,32 @@ class AppServiceStatus(KubeModel):
     )
 
 
-class AppService(KubeModel):
+@custom_kind(
+    plural="appservices",
+    short_names=("appsvc",),
+    subresources={
+        "status": {},
+        "scale": {
+            "specReplicasPath": ".spec.size",
+            "statusReplicasPath": ".status.replicas",
+            "labelSelectorPath": ".status.selector",
+        },
+    },
+    printer_columns=(
+        {
+            "name": "Ready",
+            "type": "string",
+            "jsonPath": ".status.ready",
+            "description": "Ready pods / desired size",
+        },
+        {"name": "Up-to-date", "type": "integer", "jsonPath": ".status.updatedReplicas"},
+        {"name": "Available", "type": "integer", "jsonPath": ".status.availableReplicas"},
+        {"name": "Image", "type": "string", "jsonPath": ".spec.image"},
+        AGE,
+    ),
+)
+class AppService(CustomObject):
     """An application: a Deployment and a Service kept in sync with this spec."""
 
-    api_version: Literal["appstack.dev/v1"] = "appstack.dev/v1"
-    kind: Literal["AppService"] = "AppService"
-    metadata: dict[str, Any] = Field(default_factory=dict)
     spec: AppServiceSpec
     status: AppServiceStatus | None = None

@@ -1,4 +1,4 @@
-"""``AppStack`` (``appstack.dev/v1``) types: a whole system in one resource — middleware
+"""``AppStack`` types: a whole system in one resource — middleware
 (managed by us, or external) plus components started in dependency order.
 
 Validation: names unique across middleware and components (DNS-1035), every
@@ -22,8 +22,11 @@ from appstack.api.core import (
     Probe,
     Quantity,
     ResourceRequirements,
+    ServiceType,
+    default_service_type,
 )
 from appstack.api.graph import find_cycle
+from appstack.api.kind import AGE, CustomObject, custom_kind
 
 DNS_1035 = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
 MemberName = Annotated[str, Field(min_length=1, max_length=40, pattern=DNS_1035)]
@@ -135,7 +138,7 @@ class Component(KubeModel):
     resources: ResourceRequirements | None = None
     readiness_probe: Probe | None = None
     liveness_probe: Probe | None = None
-    service_type: Literal["ClusterIP", "NodePort", "LoadBalancer"] | None = None
+    service_type: ServiceType | None = None
     depends_on: list[MemberName] | None = Field(None, max_length=16)
     uses: list[MemberName] | None = Field(
         None,
@@ -145,6 +148,9 @@ class Component(KubeModel):
 
     def dependencies(self) -> list[str]:
         return sorted(set(self.depends_on or []) | set(self.uses or []))
+
+    def effective_service_type(self) -> ServiceType:
+        return default_service_type(self.service_type, self.ports)
 
 
 _REFS = (
@@ -237,17 +243,26 @@ class AppStackStatus(KubeModel):
     )
 
 
-class AppStack(KubeModel):
+@custom_kind(
+    plural="appstacks",
+    short_names=("stack",),
+    printer_columns=(
+        {
+            "name": "Ready",
+            "type": "string",
+            "jsonPath": ".status.readyMembers",
+            "description": "Ready members / all members",
+        },
+        {
+            "name": "Status",
+            "type": "string",
+            "jsonPath": '.status.conditions[?(@.type=="Ready")].reason',
+        },
+        AGE,
+    ),
+)
+class AppStack(CustomObject):
     """A whole system: middleware (managed or external) and components, started in order."""
 
-    api_version: Literal["appstack.dev/v1"] = "appstack.dev/v1"
-    kind: Literal["AppStack"] = "AppStack"
-    metadata: dict[str, Any] = Field(default_factory=dict)
     spec: AppStackSpec
     status: AppStackStatus | None = None
-
-
-GROUP = "appstack.dev"
-VERSION = "v1"
-KIND = "AppStack"
-PLURAL = "appstacks"

@@ -8,7 +8,8 @@ Field names are camelCase on the wire (``targetPort``), snake_case in Python. Ex
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
@@ -21,6 +22,7 @@ QUANTITY = (
 INT_OR_STRING: dict[str, Any] = {"x-kubernetes-int-or-string": True}
 
 Port = Annotated[int, Field(ge=1, le=65535)]
+ServiceType = Literal["ClusterIP", "NodePort", "LoadBalancer"]
 IntOrString = Annotated[int | str, Field(json_schema_extra=INT_OR_STRING)]
 Quantity = Annotated[int | str, Field(json_schema_extra={**INT_OR_STRING, "pattern": QUANTITY})]
 
@@ -228,3 +230,18 @@ class Condition(KubeModel):
     message: str = Field("", max_length=32768)
     last_transition_time: str
     observed_generation: int | None = Field(None, ge=0)
+
+
+class _MaybeNodePort(Protocol):
+    @property
+    def node_port(self) -> int | None: ...
+
+
+def default_service_type(
+    explicit: ServiceType | None, ports: Sequence[_MaybeNodePort] | None
+) -> ServiceType:
+    """The Service type asked for, else NodePort when a port sets ``nodePort``, else
+    ClusterIP (AppService and AppStack components alike)."""
+    if explicit:
+        return explicit
+    return "NodePort" if any(p.node_port for p in ports or []) else "ClusterIP"

@@ -1,4 +1,4 @@
-"""``CronTab`` (``appstack.dev/v1``, short name ``ct``): run an image on a cron schedule.
+"""``CronTab`` (short name ``ct``): run an image on a cron schedule.
 
 The seed's CRD (``cronSpec``, ``image``, ``replicas``) "does nothing"; here it becomes a
 CronJob. ``cronSpec`` is standard five-field cron (minute hour day-of-month month
@@ -15,11 +15,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 
 from appstack.api.core import Condition, KubeModel
-
-GROUP = "appstack.dev"
-VERSION = "v1"
-KIND = "CronTab"
-PLURAL = "crontabs"
+from appstack.api.kind import AGE, CustomObject, custom_kind
 
 MACROS = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
 FIELDS = (  # name, low, high, names allowed
@@ -132,11 +128,19 @@ class CronTabStatus(KubeModel):
     )
 
 
-class CronTab(KubeModel):
+@custom_kind(
+    plural="crontabs",
+    short_names=("ct",),
+    printer_columns=(
+        {"name": "Schedule", "type": "string", "jsonPath": ".spec.cronSpec"},
+        {"name": "Suspend", "type": "boolean", "jsonPath": ".spec.suspend"},
+        {"name": "Active", "type": "integer", "jsonPath": ".status.active"},
+        {"name": "Last Schedule", "type": "date", "jsonPath": ".status.lastScheduleTime"},
+        AGE,
+    ),
+)
+class CronTab(CustomObject):
     """A command run on a schedule: a CronJob kept in sync with this spec."""
 
-    api_version: Literal["appstack.dev/v1"] = "appstack.dev/v1"
-    kind: Literal["CronTab"] = "CronTab"
-    metadata: dict[str, Any] = Field(default_factory=dict)
     spec: CronTabSpec
     status: CronTabStatus | None = None

@@ -1,4 +1,10 @@
-"""One reconciler per custom resource kind, with desired state built by pure functions.
+"""One controller per custom resource kind, all of the same shape, listed in
+:data:`appstack.controllers.registry.ALL`.
 
-Controllers use ``appstack.runtime`` and ``appstack.api``; the CLI wires them into a manager.
+Each ``controllers/<kind>/`` package has ``desired`` (spec → children, pure), ``status``
+(observed children → status, pure), ``reconciler`` (a
+:class:`~appstack.controllers.util.reconciler.KindReconciler`) and an ``__init__`` that
+exports its :class:`~appstack.controllers.util.registration.Registration`. What they share
+is in :mod:`appstack.controllers.util` and :mod:`appstack.controllers.children` (the only
+writer). Controllers use ``appstack.runtime`` and ``appstack.api``, never each other.
 """

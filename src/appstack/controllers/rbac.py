@@ -1,22 +1,15 @@
-"""What the operator process needs from the API, besides each controller's own rules:
-Events (de-duplicated: create, then patch the series) and its leader-election Lease."""
+"""What the operator process needs from the API: every registered controller's own rules,
+then Events (de-duplicated: create, then patch the series) and its leader-election Lease."""
 
 from __future__ import annotations
 
-from typing import Any
+from appstack.controllers.registry import ALL
+from appstack.controllers.util.rbac import Rule, rule
+from appstack.runtime.resources import EVENT, LEASE
 
-from appstack.controllers import appservice, appstack, crontab
-
-RUNTIME_RULES: list[dict[str, Any]] = [
-    {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"]},
-    {
-        "apiGroups": ["coordination.k8s.io"],
-        "resources": ["leases"],
-        "verbs": ["get", "create", "update"],
-    },
-]
+RUNTIME_RULES: list[Rule] = [rule(EVENT, "create", "patch"), rule(LEASE, "get", "create", "update")]
 
 
-def operator_rules() -> list[dict[str, Any]]:
+def operator_rules() -> list[Rule]:
     """Every rule the operator uses, controllers first (the generated Role/ClusterRole)."""
-    return [*appservice.RBAC_RULES, *appstack.RBAC_RULES, *crontab.RBAC_RULES, *RUNTIME_RULES]
+    return [rule_ for controller in ALL for rule_ in controller.rbac_rules] + RUNTIME_RULES

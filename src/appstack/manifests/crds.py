@@ -1,12 +1,15 @@
-"""CustomResourceDefinitions generated from the Pydantic models in :mod:`appstack.api`."""
+"""CustomResourceDefinitions generated from the kinds declared in :mod:`appstack.api`
+(:class:`~appstack.api.kind.CustomKind`: names, scope, columns, subresources, and the
+Pydantic models the schema comes from), one per registered controller."""
 
 from __future__ import annotations
 
 import inspect
 from typing import Any
 
-from appstack.api import appservice, appstack, crontab
+from appstack.api.kind import CustomKind
 from appstack.api.schema import structural_schema
+from appstack.controllers.registry import ALL
 
 LABELS = {"app.kubernetes.io/part-of": "appstack", "app.kubernetes.io/managed-by": "appstack"}
 
@@ -26,115 +29,37 @@ def _root_schema(model: Any, spec: Any, status: Any) -> dict[str, Any]:
     }
 
 
-def _crd(
-    module: Any,
-    models: tuple[Any, Any, Any],
-    short_names: list[str],
-    subresources: dict[str, Any],
-    columns: list[dict[str, str]],
-) -> dict[str, Any]:
-    model, spec, status = models
+def crd(kind: CustomKind) -> dict[str, Any]:
+    """The CustomResourceDefinition of one declared kind."""
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{module.PLURAL}.{module.GROUP}", "labels": LABELS},
+        "metadata": {"name": kind.crd_name, "labels": LABELS},
         "spec": {
-            "group": module.GROUP,
-            "scope": "Namespaced",
+            "group": kind.group,
+            "scope": "Namespaced" if kind.namespaced else "Cluster",
             "names": {
-                "kind": module.KIND,
-                "listKind": f"{module.KIND}List",
-                "plural": module.PLURAL,
-                "singular": module.KIND.lower(),
-                "shortNames": short_names,
-                "categories": ["appstack"],
+                "kind": kind.kind,
+                "listKind": f"{kind.kind}List",
+                "plural": kind.plural,
+                "singular": kind.singular,
+                "shortNames": list(kind.short_names),
+                "categories": list(kind.categories),
             },
             "versions": [
                 {
-                    "name": module.VERSION,
+                    "name": kind.version,
                     "served": True,
                     "storage": True,
-                    "schema": {"openAPIV3Schema": _root_schema(model, spec, status)},
-                    "subresources": subresources,
-                    "additionalPrinterColumns": columns,
+                    "schema": {"openAPIV3Schema": _root_schema(kind.model, kind.spec, kind.status)},
+                    "subresources": dict(kind.subresources),
+                    "additionalPrinterColumns": [dict(c) for c in kind.printer_columns],
                 }
             ],
         },
     }
 
 
-_AGE = {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
-
-
-def appservice_crd() -> dict[str, Any]:
-    a = appservice
-    return _crd(
-        a,
-        (a.AppService, a.AppServiceSpec, a.AppServiceStatus),
-        ["appsvc"],
-        {
-            "status": {},
-            "scale": {
-                "specReplicasPath": ".spec.size",
-                "statusReplicasPath": ".status.replicas",
-                "labelSelectorPath": ".status.selector",
-            },
-        },
-        [
-            {
-                "name": "Ready",
-                "type": "string",
-                "jsonPath": ".status.ready",
-                "description": "Ready pods / desired size",
-            },
-            {"name": "Up-to-date", "type": "integer", "jsonPath": ".status.updatedReplicas"},
-            {"name": "Available", "type": "integer", "jsonPath": ".status.availableReplicas"},
-            {"name": "Image", "type": "string", "jsonPath": ".spec.image"},
-            _AGE,
-        ],
-    )
-
-
-def crontab_crd() -> dict[str, Any]:
-    c = crontab
-    return _crd(
-        c,
-        (c.CronTab, c.CronTabSpec, c.CronTabStatus),
-        ["ct"],
-        {"status": {}},
-        [
-            {"name": "Schedule", "type": "string", "jsonPath": ".spec.cronSpec"},
-            {"name": "Suspend", "type": "boolean", "jsonPath": ".spec.suspend"},
-            {"name": "Active", "type": "integer", "jsonPath": ".status.active"},
-            {"name": "Last Schedule", "type": "date", "jsonPath": ".status.lastScheduleTime"},
-            _AGE,
-        ],
-    )
-
-
-def appstack_crd() -> dict[str, Any]:
-    a = appstack
-    return _crd(
-        a,
-        (a.AppStack, a.AppStackSpec, a.AppStackStatus),
-        ["stack"],
-        {"status": {}},
-        [
-            {
-                "name": "Ready",
-                "type": "string",
-                "jsonPath": ".status.readyMembers",
-                "description": "Ready members / all members",
-            },
-            {
-                "name": "Status",
-                "type": "string",
-                "jsonPath": '.status.conditions[?(@.type=="Ready")].reason',
-            },
-            _AGE,
-        ],
-    )
-
-
 def all_crds() -> list[dict[str, Any]]:
-    return [appservice_crd(), appstack_crd(), crontab_crd()]
+    """One CRD per registered controller's kind."""
+    return [crd(controller.kind) for controller in ALL]

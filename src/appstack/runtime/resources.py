@@ -1,63 +1,33 @@
-"""Resource kinds as plain descriptors, and the URL paths that address them (no I/O).
+"""Well-known Kubernetes kinds as :class:`~appstack.core.resource.Resource` descriptors.
 
-A :class:`Resource` names a kind the way the API server routes it (group, version,
-plural, scope). The client, the informers and the controllers take one of these instead of
-generated model classes: the hot path works on plain dicts. Well-known kinds are defined
-here; controllers define their own custom resources the same way.
+The descriptor type and the cache keys (:func:`object_key`, :func:`split_key`) live in
+:mod:`appstack.core.resource` (below ``appstack.api``, which declares the custom kinds
+with them) and are re-exported here for the runtime's users.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
-from urllib.parse import quote
+from appstack.core.resource import Resource, object_key, split_key
 
-
-@dataclass(frozen=True)
-class Resource:
-    group: str
-    version: str
-    kind: str
-    plural: str
-    namespaced: bool = True
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}" if self.group else self.version
-
-    def path(
-        self, namespace: str | None = None, name: str | None = None, subresource: str | None = None
-    ) -> str:
-        """``/api/v1/namespaces/ns/pods/name/status`` and friends.
-
-        Without a namespace, a namespaced resource's path lists across all namespaces.
-        """
-        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
-        if self.namespaced and namespace:
-            base += f"/namespaces/{quote(namespace, safe='')}"
-        base += f"/{self.plural}"
-        if name is not None:
-            base += f"/{quote(name, safe='')}"
-            if subresource:
-                base += f"/{subresource}"
-        return base
-
-    def __str__(self) -> str:
-        return f"{self.plural}.{self.group}" if self.group else self.plural
-
-
-def object_key(obj: Mapping[str, Any]) -> str:
-    """``namespace/name`` (or ``name`` for cluster-scoped objects): the cache and queue key."""
-    meta = obj["metadata"]
-    namespace = meta.get("namespace")
-    return f"{namespace}/{meta['name']}" if namespace else str(meta["name"])
-
-
-def split_key(key: str) -> tuple[str | None, str]:
-    namespace, _, name = key.rpartition("/")
-    return (namespace or None), name
-
+__all__ = [
+    "CONFIG_MAP",
+    "CRON_JOB",
+    "DEPLOYMENT",
+    "ENDPOINT_SLICE",
+    "EVENT",
+    "JOB",
+    "LEASE",
+    "NAMESPACE",
+    "POD",
+    "PVC",
+    "SECRET",
+    "SERVICE",
+    "SERVICE_ACCOUNT",
+    "STATEFUL_SET",
+    "Resource",
+    "object_key",
+    "split_key",
+]
 
 CONFIG_MAP = Resource("", "v1", "ConfigMap", "configmaps")
 SECRET = Resource("", "v1", "Secret", "secrets")

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import yaml
 
-from appstack.manifests import crds, operator, rbac
+from appstack.controllers.appstack.labels import STACK_LABEL
+from appstack.manifests import crds, rbac, workload
 from appstack.testing.cluster import LocalCluster
 
 OPERATOR = "appstack-operator"
@@ -27,7 +28,7 @@ OPERATOR = "appstack-operator"
 def install(cluster: LocalCluster) -> Path:
     """Apply CRDs and RBAC; return a kubeconfig with the operator's ServiceAccount token."""
     objects = [
-        operator.namespace(),
+        workload.namespace(),
         *crds.all_crds(),
         rbac.service_account(),
         rbac.cluster_role(),
@@ -131,7 +132,7 @@ def run(
         watch_stack(cluster, stack, say)
         for args in (
             ["get", "appstack"],
-            ["get", "statefulset,deployment", "-l", f"appstack.dev/stack={stack}"],
+            ["get", "statefulset,deployment", "-l", f"{STACK_LABEL}={stack}"],
         ):
             say(f"\n$ kubectl {' '.join(args)}")
             say(cluster.kubectl(*args).stdout)

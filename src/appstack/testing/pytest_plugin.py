@@ -31,6 +31,7 @@ from lightkube import Client, KubeConfig
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace, ServiceAccount
 
+from appstack.api.kind import group_key
 from appstack.testing.cluster import LocalCluster
 from appstack.testing.waiting import wait_for
 
@@ -86,7 +87,7 @@ def kube(kubeconfig: Path) -> Client:
 def namespace(kube: Client, request: pytest.FixtureRequest) -> Iterator[str]:
     base = re.sub(r"[^a-z0-9-]+", "-", request.node.name.lower()).strip("-")[:40].strip("-")
     name = f"{base}-{uuid.uuid4().hex[:6]}"
-    kube.create(Namespace(metadata=ObjectMeta(name=name, labels={"appstack.dev/test": "true"})))
+    kube.create(Namespace(metadata=ObjectMeta(name=name, labels={group_key("test"): "true"})))
     # Pods are rejected until the namespace's default ServiceAccount exists.
     wait_for(
         lambda: kube.get(ServiceAccount, "default", namespace=name),

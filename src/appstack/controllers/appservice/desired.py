@@ -1,5 +1,7 @@
 """AppService → the Deployment and Service we want (pure functions, unit-tested).
 
+:func:`children` is what the reconciler applies and what ``appstack render`` prints.
+
 Children are named after the AppService, carry the recommended ``app.kubernetes.io/*``
 labels and a controller ownerReference (so the garbage collector deletes them with it),
 and contain only the fields we own — server-side apply leaves the rest (ClusterIP,
@@ -12,27 +14,16 @@ from typing import Any
 
 from appstack.api.appservice import AppServiceSpec
 from appstack.api.core import ServicePort
-from appstack.controllers.children import MANAGED_BY, owner_reference
+from appstack.controllers.util.meta import child_labels, child_metadata, instance_labels
+from appstack.controllers.util.workloads import container
 
 CONTAINER = "app"
-
-
-def selector_labels(name: str) -> dict[str, str]:
-    return {"app.kubernetes.io/name": name, "app.kubernetes.io/instance": name}
-
-
-def child_labels(name: str) -> dict[str, str]:
-    return {**selector_labels(name), **MANAGED_BY, "app.kubernetes.io/component": "appservice"}
+COMPONENT = "appservice"
 
 
 def _metadata(app: dict[str, Any]) -> dict[str, Any]:
-    meta = app["metadata"]
-    return {
-        "name": meta["name"],
-        "namespace": meta["namespace"],
-        "labels": child_labels(meta["name"]),
-        "ownerReferences": [owner_reference(app)],
-    }
+    name = app["metadata"]["name"]
+    return child_metadata(app, name, child_labels(name, COMPONENT))
 
 
 def _container_port(port: ServicePort) -> dict[str, Any]:
@@ -48,29 +39,25 @@ def _container_port(port: ServicePort) -> dict[str, Any]:
 
 def deployment(app: dict[str, Any], spec: AppServiceSpec) -> dict[str, Any]:
     name = app["metadata"]["name"]
-    container: dict[str, Any] = {"name": CONTAINER, "image": spec.image}
-    if spec.ports:
-        container["ports"] = [_container_port(p) for p in spec.ports]
-    if spec.envs:
-        container["env"] = [e.to_dict() for e in spec.envs]
-    if spec.resources:
-        container["resources"] = spec.resources.to_dict()
-    if spec.command:
-        container["command"] = list(spec.command)
-    if spec.args:
-        container["args"] = list(spec.args)
-    if spec.readiness_probe:
-        container["readinessProbe"] = spec.readiness_probe.to_dict()
-    if spec.liveness_probe:
-        container["livenessProbe"] = spec.liveness_probe.to_dict()
-    pod_spec: dict[str, Any] = {"containers": [container]}
+    app_container = container(
+        CONTAINER,
+        spec.image,
+        ports=[_container_port(p) for p in spec.ports or []],
+        env=[e.to_dict() for e in spec.envs or []],
+        resources=spec.resources,
+        command=spec.command,
+        args=spec.args,
+        readiness_probe=spec.readiness_probe,
+        liveness_probe=spec.liveness_probe,
+    )
+    pod_spec: dict[str, Any] = {"containers": [app_container]}
     if spec.image_pull_secrets:
         pod_spec["imagePullSecrets"] = [s.to_dict() for s in spec.image_pull_secrets]
     if spec.service_account_name:
         pod_spec["serviceAccountName"] = spec.service_account_name
     template_meta: dict[str, Any] = {
         # Selector labels last: pod labels cannot break the selector.
-        "labels": {**(spec.pod_labels or {}), **child_labels(name)},
+        "labels": {**(spec.pod_labels or {}), **child_labels(name, COMPONENT)},
     }
     if spec.pod_annotations:
         template_meta["annotations"] = dict(spec.pod_annotations)
@@ -80,7 +67,7 @@ def deployment(app: dict[str, Any], spec: AppServiceSpec) -> dict[str, Any]:
         "metadata": _metadata(app),
         "spec": {
             "replicas": spec.size,
-            "selector": {"matchLabels": selector_labels(name)},
+            "selector": {"matchLabels": instance_labels(name)},
             "template": {"metadata": template_meta, "spec": pod_spec},
         },
     }
@@ -107,7 +94,13 @@ def service(app: dict[str, Any], spec: AppServiceSpec) -> dict[str, Any] | None:
         ports.append(entry)
     svc_spec: dict[str, Any] = {
         "type": service_type,
-        "selector": selector_labels(app["metadata"]["name"]),
+        "selector": instance_labels(app["metadata"]["name"]),
         "ports": ports,
     }
     return {"apiVersion": "v1", "kind": "Service", "metadata": _metadata(app), "spec": svc_spec}
+
+
+def children(app: dict[str, Any], spec: AppServiceSpec) -> list[dict[str, Any]]:
+    """Every child the AppService wants: its Deployment, and its Service if it has ports."""
+    service_ = service(app, spec)
+    return [deployment(app, spec), *([service_] if service_ is not None else [])]

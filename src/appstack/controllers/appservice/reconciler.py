@@ -15,72 +15,53 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import ValidationError
-
-from appstack.api.appservice import AppServiceSpec
-from appstack.controllers.appservice import desired
-from appstack.controllers.appservice.status import compute
-from appstack.controllers.children import ChildWriter, Problem, describe_validation
-from appstack.runtime.cache import Cache
-from appstack.runtime.client import Client
-from appstack.runtime.controller import Request, Result
-from appstack.runtime.events import EventRecorder
-from appstack.runtime.resources import DEPLOYMENT, SERVICE, Resource
-
-APP_SERVICE = Resource("appstack.dev", "v1", "AppService", "appservices")
+from appstack.api.appservice import AppService, AppServiceSpec
+from appstack.controllers.appservice import desired, status
+from appstack.controllers.util.conditions import Problem
+from appstack.controllers.util.meta import instance_labels
+from appstack.controllers.util.reconciler import KindReconciler
+from appstack.runtime.controller import Result
+from appstack.runtime.resources import DEPLOYMENT, SERVICE
 
 
-class AppServiceReconciler:
-    def __init__(self, client: Client, cache: Cache, recorder: EventRecorder) -> None:
-        self.cache = cache
-        self.children = ChildWriter(client, cache, recorder, APP_SERVICE)
+def _selector(app: dict[str, Any]) -> str:
+    """The pods' label selector, as the scale subresource reports it."""
+    labels = instance_labels(app["metadata"]["name"])
+    return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
 
-    async def reconcile(self, request: Request) -> Result | None:
-        app = self.cache.get(APP_SERVICE, request.key)
-        if app is None or app["metadata"].get("deletionTimestamp"):
-            return None  # gone or going: the garbage collector removes the children
-        name = request.name
-        selector = ",".join(f"{k}={v}" for k, v in sorted(desired.selector_labels(name).items()))
-        try:
-            spec = AppServiceSpec.model_validate(app.get("spec") or {})
-        except ValidationError as error:
-            invalid = Problem("InvalidSpec", describe_validation(error))
-            await self.children.report(app, invalid)
-            size = int((app.get("spec") or {}).get("size") or 0)
-            await self.children.write_status(
-                app,
-                compute(
-                    app,
-                    size=size,
-                    deployment=None,
-                    service_expected=False,
-                    service=None,
-                    problem=invalid,
-                    selector=selector,
-                ),
-            )
-            return None  # nothing to retry until the spec changes
 
-        deployment, problem = await self.children.sync(
-            app, DEPLOYMENT, desired.deployment(app, spec)
-        )
-        wanted_service = desired.service(app, spec)
-        service: dict[str, Any] | None = None
-        if wanted_service is not None:
-            service, service_problem = await self.children.sync(app, SERVICE, wanted_service)
-            problem = problem or service_problem
-        else:
-            await self.children.delete(app, SERVICE, "no ports")
-        if problem is not None:
-            await self.children.report(app, problem)
-        status = compute(
-            app,
-            size=spec.size,
-            deployment=deployment,
-            service_expected=wanted_service is not None,
-            service=service,
+class AppServiceReconciler(KindReconciler[AppServiceSpec]):
+    """AppService → Deployment (+ Service when it has ports) → status."""
+
+    kind = AppService.KIND
+    owns = (DEPLOYMENT, SERVICE)
+
+    def invalid_status(self, obj: dict[str, Any], problem: Problem) -> dict[str, Any]:
+        return status.from_children(
+            obj,
+            size=int((obj.get("spec") or {}).get("size") or 0),
+            deployment=None,
+            service_expected=False,
+            service=None,
             problem=problem,
-            selector=selector,
+            selector=_selector(obj),
         )
-        await self.children.write_status(app, status)
+
+    async def apply(self, obj: dict[str, Any], spec: AppServiceSpec) -> Result | None:
+        synced, problems = await self.writer.sync_all(obj, desired.children(obj, spec))
+        if "Service" not in synced:
+            await self.writer.delete(obj, SERVICE, "no ports")
+        problem = problems[0] if problems else None
+        if problem is not None:
+            await self.writer.report(obj, problem)
+        observed = status.from_children(
+            obj,
+            size=spec.size,
+            deployment=synced.get("Deployment"),
+            service_expected="Service" in synced,
+            service=synced.get("Service"),
+            problem=problem,
+            selector=_selector(obj),
+        )
+        await self.writer.write_status(obj, observed)
         return Result(requeue=True) if problem is not None else None

@@ -15,15 +15,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from appstack.controllers.children import (
+from appstack.controllers.util.conditions import (
     Problem,
     condition,
     now_rfc3339,
     previous_conditions,
 )
+from appstack.controllers.util.workloads import deployment_rollout
 
 
-def compute(
+def from_children(
     app: dict[str, Any],
     *,
     size: int,
@@ -34,30 +35,23 @@ def compute(
     selector: str,
     now: str | None = None,
 ) -> dict[str, Any]:
+    """The AppService's status from its Deployment and Service as now known."""
     now = now or now_rfc3339()
     generation = int(app["metadata"].get("generation") or 0)
     previous = previous_conditions(app)
-    dep_status = (deployment or {}).get("status") or {}
+    rollout = deployment_rollout(deployment, want=size)
     counts = {
-        "replicas": int(dep_status.get("replicas") or 0),
-        "readyReplicas": int(dep_status.get("readyReplicas") or 0),
-        "availableReplicas": int(dep_status.get("availableReplicas") or 0),
-        "updatedReplicas": int(dep_status.get("updatedReplicas") or 0),
-        "unavailableReplicas": int(dep_status.get("unavailableReplicas") or 0),
+        "replicas": rollout.replicas,
+        "readyReplicas": rollout.ready,
+        "availableReplicas": rollout.available,
+        "updatedReplicas": rollout.updated,
+        "unavailableReplicas": rollout.unavailable,
     }
-    dep_generation_seen = deployment is not None and int(
-        dep_status.get("observedGeneration") or 0
-    ) >= int(deployment["metadata"].get("generation") or 0)
     deadline_exceeded = any(
         c.get("type") == "Progressing" and c.get("reason") == "ProgressDeadlineExceeded"
-        for c in dep_status.get("conditions") or []
+        for c in ((deployment or {}).get("status") or {}).get("conditions") or []
     )
-    rolled_out = (
-        dep_generation_seen
-        and counts["updatedReplicas"] == size
-        and counts["availableReplicas"] == size
-        and counts["replicas"] == size
-    )
+    rolled_out = rollout.done
     service_ok = service is not None or not service_expected
 
     if problem is not None:

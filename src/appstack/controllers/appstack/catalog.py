@@ -1,4 +1,5 @@
-"""What each middleware type needs: image, port, and how its credentials are passed.
+"""What each middleware engine (mysql, postgres, redis) needs: image, port, and how its
+credentials are passed — one :class:`Engine` profile per ``type``.
 
 Pure data used to build managed middleware (StatefulSet env, Secret keys) and to inject
 connection details into the components that use it.
@@ -10,7 +11,9 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
-class Kind:
+class Engine:
+    """How to run one middleware engine and hand out its credentials."""
+
     image: str
     default_version: str
     port: int
@@ -20,9 +23,9 @@ class Kind:
     default_user: str | None
 
 
-CATALOG: dict[str, Kind] = {
-    "mysql": Kind("mysql", "8.4", 3306, "MYSQL_USER", "MYSQL_PASSWORD", "/var/lib/mysql", "app"),
-    "postgres": Kind(
+CATALOG: dict[str, Engine] = {
+    "mysql": Engine("mysql", "8.4", 3306, "MYSQL_USER", "MYSQL_PASSWORD", "/var/lib/mysql", "app"),
+    "postgres": Engine(
         "postgres",
         "16",
         5432,
@@ -31,12 +34,12 @@ CATALOG: dict[str, Kind] = {
         "/var/lib/postgresql/data",
         "app",
     ),
-    "redis": Kind("redis", "7.4", 6379, None, "REDIS_PASSWORD", "/data", None),
+    "redis": Engine("redis", "7.4", 6379, None, "REDIS_PASSWORD", "/data", None),
 }
 
 
-def image(kind: str, image_override: str | None, version: str | None) -> str:
-    entry = CATALOG[kind]
+def image(engine: str, image_override: str | None, version: str | None) -> str:
+    entry = CATALOG[engine]
     if image_override:
         return (
             image_override

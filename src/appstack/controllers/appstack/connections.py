@@ -33,8 +33,8 @@ def service_name(stack: str, member: str) -> str:
 
 def connection_env(stack: str, middleware: Middleware) -> list[dict[str, Any]]:
     p = prefix(middleware.name)
-    kind = CATALOG[middleware.type]
-    port = middleware.external.port if middleware.external else kind.port
+    engine = CATALOG[middleware.type]
+    port = middleware.external.port if middleware.external else engine.port
     env: list[dict[str, Any]] = [
         {"name": f"{p}_HOST", "value": service_name(stack, middleware.name)},
         {"name": f"{p}_PORT", "value": str(port)},
@@ -50,7 +50,7 @@ def connection_env(stack: str, middleware: Middleware) -> list[dict[str, Any]]:
             "username",
             "password",
         )
-    if kind.user_env is not None:
+    if engine.user_env is not None:
         env.append(
             {
                 "name": f"{p}_USERNAME",

@@ -2,79 +2,32 @@
 with the last schedule/success times and active Jobs reported in status.
 
 A schedule the API server or our validator rejects (e.g. minute 61) shows as
-``Ready=False`` with reason ``InvalidSchedule`` and a Warning Event.
+``Ready=False`` with reason ``InvalidSchedule`` and a Warning Event. :data:`CONTROLLER`
+registers it; :data:`RBAC_RULES` is exactly what it uses.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from pydantic import ValidationError
-
-from appstack.api.crontab import CronTabSpec
-from appstack.controllers.children import (
-    CHILD_SELECTOR,
-    ChildWriter,
-    Problem,
-    describe_validation,
-    now_rfc3339,
-)
+from appstack.api.crontab import CronTab
 from appstack.controllers.crontab import desired
-from appstack.runtime.builder import Builder
-from appstack.runtime.cache import Cache
-from appstack.runtime.client import Client
-from appstack.runtime.controller import Controller, Request, Result
-from appstack.runtime.events import EventRecorder
-from appstack.runtime.manager import Manager
-from appstack.runtime.resources import CRON_JOB, Resource
+from appstack.controllers.crontab.reconciler import CronTabReconciler
+from appstack.controllers.util.rbac import Rule, own_rules, rule
+from appstack.controllers.util.registration import Registration
+from appstack.runtime.resources import CRON_JOB
 
-CRON_TAB = Resource("appstack.dev", "v1", "CronTab", "crontabs")
+CRON_TAB = CronTab.KIND.resource
 
-RBAC_RULES: list[dict[str, Any]] = [
-    {"apiGroups": ["appstack.dev"], "resources": ["crontabs"], "verbs": ["get", "list", "watch"]},
-    {"apiGroups": ["appstack.dev"], "resources": ["crontabs/status"], "verbs": ["patch"]},
-    {
-        "apiGroups": ["batch"],
-        "resources": ["cronjobs"],
-        "verbs": ["get", "list", "watch", "create", "patch"],
-    },
+RBAC_RULES: list[Rule] = [
+    *own_rules(CronTab.KIND),
+    rule(CRON_JOB, "get", "list", "watch", "create", "patch"),
 ]
 
+CONTROLLER = Registration(
+    name="crontab",
+    reconciler=CronTabReconciler,
+    rbac_rules=RBAC_RULES,
+    children=desired.children,
+    share=0.5,  # schedules change rarely: half the workers of the others
+)
 
-class CronTabReconciler:
-    def __init__(self, client: Client, cache: Cache, recorder: EventRecorder) -> None:
-        self.cache = cache
-        self.children = ChildWriter(client, cache, recorder, CRON_TAB)
-
-    async def reconcile(self, request: Request) -> Result | None:
-        tab = self.cache.get(CRON_TAB, request.key)
-        if tab is None or tab["metadata"].get("deletionTimestamp"):
-            return None
-        try:
-            spec = CronTabSpec.model_validate(tab.get("spec") or {})
-        except ValidationError as error:
-            schedule = any(e["loc"] and e["loc"][0] == "cronSpec" for e in error.errors())
-            invalid = Problem(
-                "InvalidSchedule" if schedule else "InvalidSpec", describe_validation(error)
-            )
-            await self.children.report(tab, invalid)
-            await self.children.write_status(tab, desired.status(tab, None, invalid, now_rfc3339()))
-            return None
-        cron, problem = await self.children.sync(tab, CRON_JOB, desired.cron_job(tab, spec))
-        if problem is not None:
-            if "schedule" in problem.message.lower():
-                problem = Problem("InvalidSchedule", problem.message)
-            await self.children.report(tab, problem)
-        await self.children.write_status(tab, desired.status(tab, cron, problem, now_rfc3339()))
-        return Result(requeue=True) if problem is not None else None
-
-
-def setup(manager: Manager, recorder: EventRecorder, *, concurrency: int = 2) -> Controller:
-    manager.cache.set_label_selector(CRON_JOB, CHILD_SELECTOR)
-    return (
-        Builder(manager, "crontab")
-        .for_(CRON_TAB)
-        .owns(CRON_JOB)
-        .with_concurrency(concurrency)
-        .complete(CronTabReconciler(manager.client, manager.cache, recorder))
-    )
+__all__ = ["CONTROLLER", "CRON_TAB", "RBAC_RULES", "CronTabReconciler"]

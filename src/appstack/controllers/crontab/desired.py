@@ -1,35 +1,26 @@
-"""CronTab → the CronJob we want, and the CronTab's status from it (pure, unit-tested)."""
+"""CronTab → the CronJob we want (pure, unit-tested).
+
+:func:`children` is what the reconciler applies and what ``appstack render`` prints.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from appstack.api.crontab import CronTabSpec
-from appstack.controllers.children import (
-    MANAGED_BY,
-    Problem,
-    condition,
-    owner_reference,
-    previous_conditions,
-)
+from appstack.controllers.util.meta import child_labels, child_metadata
+from appstack.controllers.util.workloads import container
+
+COMPONENT = "crontab"
 
 
 def labels(name: str) -> dict[str, str]:
-    return {
-        "app.kubernetes.io/name": name,
-        "app.kubernetes.io/instance": name,
-        **MANAGED_BY,
-        "app.kubernetes.io/component": "crontab",
-    }
+    return child_labels(name, COMPONENT)
 
 
 def cron_job(tab: dict[str, Any], spec: CronTabSpec) -> dict[str, Any]:
     meta = tab["metadata"]
-    container: dict[str, Any] = {"name": "job", "image": spec.image}
-    if spec.command:
-        container["command"] = list(spec.command)
-    if spec.args:
-        container["args"] = list(spec.args)
+    job = container("job", spec.image, command=spec.command, args=spec.args)
     cron_spec: dict[str, Any] = {
         "schedule": spec.cron_spec,
         "suspend": spec.suspend,
@@ -43,7 +34,7 @@ def cron_job(tab: dict[str, Any], spec: CronTabSpec) -> dict[str, Any]:
                 "completions": spec.replicas,
                 "template": {
                     "metadata": {"labels": labels(meta["name"])},
-                    "spec": {"restartPolicy": "OnFailure", "containers": [container]},
+                    "spec": {"restartPolicy": "OnFailure", "containers": [job]},
                 },
             },
         },
@@ -53,41 +44,11 @@ def cron_job(tab: dict[str, Any], spec: CronTabSpec) -> dict[str, Any]:
     return {
         "apiVersion": "batch/v1",
         "kind": "CronJob",
-        "metadata": {
-            "name": meta["name"],
-            "namespace": meta["namespace"],
-            "labels": labels(meta["name"]),
-            "ownerReferences": [owner_reference(tab)],
-        },
+        "metadata": child_metadata(tab, meta["name"], labels(meta["name"])),
         "spec": cron_spec,
     }
 
 
-def status(
-    tab: dict[str, Any], cron: dict[str, Any] | None, problem: Problem | None, now: str
-) -> dict[str, Any]:
-    observed = (cron or {}).get("status") or {}
-    active = [ref["name"] for ref in observed.get("active") or []]
-    if problem is not None:
-        ready = ("False", problem.reason, problem.message)
-    elif cron is None:
-        ready = ("False", "CronJobMissing", "the CronJob has not been created yet")
-    elif (tab.get("spec") or {}).get("suspend"):
-        ready = ("True", "Suspended", "scheduled runs are suspended")
-    else:
-        ready = ("True", "Scheduled", f"runs on schedule {cron['spec']['schedule']!r}")
-    generation = tab["metadata"].get("generation")
-    out: dict[str, Any] = {
-        "active": len(active),
-        "activeJobs": active,
-        "observedGeneration": generation,
-        "conditions": [
-            condition(
-                "Ready", *ready, generation=generation, previous=previous_conditions(tab), now=now
-            )
-        ],
-    }
-    for field in ("lastScheduleTime", "lastSuccessfulTime"):
-        if observed.get(field):
-            out[field] = observed[field]
-    return out
+def children(tab: dict[str, Any], spec: CronTabSpec) -> list[dict[str, Any]]:
+    """Every child the CronTab wants: its CronJob."""
+    return [cron_job(tab, spec)]

@@ -1,6 +1,6 @@
-"""The operator's own Namespace and Deployment: two replicas with leader election, probes,
-resources, and a locked-down security context (non-root, read-only root filesystem,
-seccomp RuntimeDefault, all capabilities dropped)."""
+"""The operator's workload — its own Namespace and Deployment: two replicas with leader
+election, probes, resources, and a locked-down security context (non-root, read-only root
+filesystem, seccomp RuntimeDefault, all capabilities dropped)."""
 
 from __future__ import annotations
 

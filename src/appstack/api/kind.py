@@ -1,0 +1,137 @@
+"""A custom kind, declared once next to its model (as kube-derive's ``#[kube(...)]``).
+
+:func:`custom_kind` decorates the top-level model of a custom resource with what the API
+server needs to serve it — group, version, kind, plural, singular, short names,
+categories, scope, subresources, printer columns — as a :class:`CustomKind`, reachable as
+``Model.KIND``. The CRD (:mod:`appstack.manifests.crds`), the controllers'
+:class:`~appstack.core.resource.Resource`, their RBAC rules and ``appstack render`` are all
+derived from it, so a kind's names are typed in one place, and the API group (:data:`GROUP`)
+in exactly one. Pure, no I/O.
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, TypeVar
+
+from pydantic import BaseModel, Field, field_validator
+
+from appstack.api.core import KubeModel
+from appstack.core.resource import Resource
+
+GROUP = "appstack.dev"
+VERSION = "v1"
+AGE = {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
+
+
+def group_key(name: str) -> str:
+    """A label, annotation or finalizer name under our group: ``<GROUP>/<name>``."""
+    return f"{GROUP}/{name}"
+
+
+@dataclass(frozen=True)
+class CustomKind:
+    """Everything about one custom kind: how it is routed, named, printed and validated."""
+
+    kind: str
+    plural: str
+    model: type[CustomObject]
+    spec: type[BaseModel]
+    status: type[BaseModel]
+    short_names: tuple[str, ...] = ()
+    printer_columns: tuple[Mapping[str, str], ...] = ()
+    subresources: Mapping[str, Any] = field(default_factory=lambda: {"status": {}})
+    categories: tuple[str, ...] = ("appstack",)
+    namespaced: bool = True
+    group: str = GROUP
+    version: str = VERSION
+
+    @property
+    def singular(self) -> str:
+        return self.kind.lower()
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}"
+
+    @property
+    def resource(self) -> Resource:
+        return Resource(self.group, self.version, self.kind, self.plural, self.namespaced)
+
+    @property
+    def crd_name(self) -> str:
+        return f"{self.plural}.{self.group}"
+
+
+class CustomObject(KubeModel):
+    """Base of a custom resource's top-level model: ``apiVersion`` and ``kind`` default to
+    the declared ones and must equal them; ``KIND`` is set by :func:`custom_kind`."""
+
+    KIND: ClassVar[CustomKind]
+
+    api_version: str = Field("", validate_default=True)
+    kind: str = Field("", validate_default=True)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    spec: Any  # each kind's model narrows this to its spec model
+
+    @field_validator("api_version")
+    @classmethod
+    def _declared_api_version(cls, value: str) -> str:
+        return _declared(value, cls.KIND.api_version)
+
+    @field_validator("kind")
+    @classmethod
+    def _declared_kind(cls, value: str) -> str:
+        return _declared(value, cls.KIND.kind)
+
+
+def _declared(value: str, want: str) -> str:
+    if value and value != want:
+        raise ValueError(f"Input should be {want!r}")
+    return want
+
+
+def _model_of(model: type[BaseModel], name: str) -> type[BaseModel]:
+    """The model class of field ``name`` (``X | None`` → ``X``)."""
+    annotation = model.model_fields[name].annotation
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        for arg in typing.get_args(annotation):
+            if isinstance(arg, type) and issubclass(arg, BaseModel):
+                return arg
+    raise TypeError(f"{model.__name__}.{name} is not a model")
+
+
+ModelT = TypeVar("ModelT", bound=type[CustomObject])
+
+
+def custom_kind(
+    *,
+    plural: str,
+    short_names: tuple[str, ...] = (),
+    printer_columns: tuple[Mapping[str, str], ...] = (),
+    subresources: Mapping[str, Any] | None = None,
+    namespaced: bool = True,
+) -> Callable[[ModelT], ModelT]:
+    """Declare the decorated model (named like its kind, with ``spec`` and ``status``
+    fields) as a custom kind of :data:`GROUP`/:data:`VERSION`."""
+
+    def declare(model: ModelT) -> ModelT:
+        model.KIND = CustomKind(
+            kind=model.__name__,
+            plural=plural,
+            model=model,
+            spec=_model_of(model, "spec"),
+            status=_model_of(model, "status"),
+            short_names=short_names,
+            printer_columns=printer_columns,
+            subresources=subresources if subresources is not None else {"status": {}},
+            namespaced=namespaced,
+        )
+        return model
+
+    return declare

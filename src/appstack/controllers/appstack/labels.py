@@ -1,0 +1,45 @@
+"""Names, labels and metadata of an AppStack's children (pure).
+
+Every child is named ``<stack>-<member>[-suffix]``, labelled with ``<group>/stack`` and
+``<group>/member`` (selection, pruning, teardown waves; ``<group>`` is the API group,
+:data:`appstack.api.kind.GROUP`) and the recommended
+``app.kubernetes.io/*`` labels, and carries a controller ownerReference to the AppStack.
+Used by :mod:`.middleware`, :mod:`.desired` and the teardown.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from appstack.api.kind import group_key
+from appstack.controllers.util.meta import MANAGED_BY, child_metadata
+
+STACK_LABEL = group_key("stack")
+MEMBER_LABEL = group_key("member")
+CONFIG_HASH = group_key("config-hash")
+SECRETS_HASH = group_key("secrets-hash")
+
+
+def selector(stack: str, member: str) -> dict[str, str]:
+    return {STACK_LABEL: stack, MEMBER_LABEL: member}
+
+
+def member_label(obj: dict[str, Any]) -> str:
+    """The stack member a child belongs to (its :data:`MEMBER_LABEL`)."""
+    return str(obj["metadata"].get("labels", {}).get(MEMBER_LABEL, ""))
+
+
+def metadata(owner: dict[str, Any], member: str, name: str) -> dict[str, Any]:
+    stack = owner["metadata"]["name"]
+    labels = {
+        **selector(stack, member),
+        **MANAGED_BY,
+        "app.kubernetes.io/name": member,
+        "app.kubernetes.io/part-of": stack,
+    }
+    return child_metadata(owner, name, labels)
+
+
+def service(owner: dict[str, Any], member: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    meta = metadata(owner, member, name)
+    return {"apiVersion": "v1", "kind": "Service", "metadata": meta, "spec": spec}

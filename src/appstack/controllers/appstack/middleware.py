@@ -1,0 +1,176 @@
+"""AppStack middleware → the objects we want (pure, unit-tested through :mod:`.desired`).
+
+* managed: headless Service ``-hl`` (StatefulSet identity), client Service, StatefulSet with
+  a data ``volumeClaimTemplate`` (retained on delete by default) and the credentials from
+  the generated Secret ``-credentials`` (:func:`credentials`, created once by the
+  reconciler, never part of :func:`children` and never printed by ``appstack render``);
+* external: an ExternalName Service (host name) or a selector-less Service plus an
+  EndpointSlice (IP), so consumers always use ``<stack>-<member>``.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import secrets
+from typing import Any
+
+from appstack.api.appstack import Middleware
+from appstack.api.kind import GROUP
+from appstack.controllers.appstack import labels
+from appstack.controllers.appstack.catalog import CATALOG, image
+from appstack.controllers.appstack.connections import credentials_secret, service_name
+from appstack.controllers.util.meta import MANAGED_BY
+
+
+def credentials(owner: dict[str, Any], mw: Middleware) -> dict[str, Any]:
+    """Generated once; the controller creates it only if absent and never overwrites it."""
+    engine = CATALOG[mw.type]
+    data = {"password": secrets.token_urlsafe(24), "root-password": secrets.token_urlsafe(24)}
+    if engine.default_user:
+        data["username"] = engine.default_user
+    stack = owner["metadata"]["name"]
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "Opaque",
+        "metadata": labels.metadata(owner, mw.name, credentials_secret(stack, mw.name)),
+        "stringData": data,
+    }
+
+
+def managed_services(owner: dict[str, Any], mw: Middleware) -> list[dict[str, Any]]:
+    stack = owner["metadata"]["name"]
+    port = CATALOG[mw.type].port
+    ports = [{"name": mw.type, "port": port, "targetPort": port, "protocol": "TCP"}]
+    sel = labels.selector(stack, mw.name)
+    return [
+        labels.service(
+            owner,
+            mw.name,
+            f"{service_name(stack, mw.name)}-hl",
+            {
+                "clusterIP": "None",
+                "selector": sel,
+                "ports": ports,
+                "publishNotReadyAddresses": True,
+            },
+        ),
+        labels.service(
+            owner,
+            mw.name,
+            service_name(stack, mw.name),
+            {"type": "ClusterIP", "selector": sel, "ports": ports},
+        ),
+    ]
+
+
+def _middleware_env(stack: str, mw: Middleware) -> list[dict[str, Any]]:
+    engine = CATALOG[mw.type]
+    secret = credentials_secret(stack, mw.name)
+
+    def ref(name: str, key: str) -> dict[str, Any]:
+        return {"name": name, "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}}
+
+    env = [ref(engine.password_env, "password")]
+    if engine.user_env:
+        env.append(ref(engine.user_env, "username"))
+    if mw.type == "mysql":
+        env += [
+            ref("MYSQL_ROOT_PASSWORD", "root-password"),
+            {"name": "MYSQL_DATABASE", "value": "app"},
+        ]
+    if mw.type == "postgres":
+        env.append({"name": "POSTGRES_DB", "value": "app"})
+    return env
+
+
+def stateful_set(owner: dict[str, Any], mw: Middleware) -> dict[str, Any]:
+    assert mw.managed is not None  # noqa: S101 - callers pass managed middleware only
+    stack = owner["metadata"]["name"]
+    engine = CATALOG[mw.type]
+    managed = mw.managed
+    mounts: list[dict[str, Any]] = [{"name": "data", "mountPath": engine.data_path}]
+    volumes: list[dict[str, Any]] = []
+    if managed.init_scripts_config_map:
+        mounts.append(
+            {"name": "init", "mountPath": "/docker-entrypoint-initdb.d", "readOnly": True}
+        )
+        volumes.append({"name": "init", "configMap": {"name": managed.init_scripts_config_map}})
+    container: dict[str, Any] = {
+        "name": mw.type,
+        "image": image(mw.type, managed.image, managed.version),
+        "ports": [{"name": mw.type, "containerPort": engine.port, "protocol": "TCP"}],
+        "env": _middleware_env(stack, mw),
+        "volumeMounts": mounts,
+        "readinessProbe": {"tcpSocket": {"port": engine.port}, "periodSeconds": 5},
+    }
+    if managed.resources:
+        container["resources"] = managed.resources.to_dict()
+    pod_spec: dict[str, Any] = {"containers": [container]}
+    if volumes:
+        pod_spec["volumes"] = volumes
+    claim_spec: dict[str, Any] = {
+        "accessModes": ["ReadWriteOnce"],
+        "resources": {"requests": {"storage": managed.storage.size}},
+    }
+    if managed.storage.storage_class_name:
+        claim_spec["storageClassName"] = managed.storage.storage_class_name
+    retain = "Retain" if managed.storage.retain_on_delete else "Delete"
+    sel = labels.selector(stack, mw.name)
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": labels.metadata(owner, mw.name, service_name(stack, mw.name)),
+        "spec": {
+            "serviceName": f"{service_name(stack, mw.name)}-hl",
+            "replicas": managed.replicas,
+            "selector": {"matchLabels": sel},
+            "persistentVolumeClaimRetentionPolicy": {"whenDeleted": retain, "whenScaled": "Retain"},
+            "template": {"metadata": {"labels": {**sel, **MANAGED_BY}}, "spec": pod_spec},
+            "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": claim_spec}],
+        },
+    }
+
+
+def external(owner: dict[str, Any], mw: Middleware) -> list[dict[str, Any]]:
+    assert mw.external is not None  # noqa: S101
+    stack = owner["metadata"]["name"]
+    name = service_name(stack, mw.name)
+    port = {"name": mw.type, "port": mw.external.port, "protocol": "TCP"}
+    try:
+        ip = ipaddress.ip_address(mw.external.host)
+    except ValueError:
+        return [
+            labels.service(
+                owner,
+                mw.name,
+                name,
+                {"type": "ExternalName", "externalName": mw.external.host, "ports": [port]},
+            )
+        ]
+    slice_meta = labels.metadata(owner, mw.name, f"{name}-external")
+    slice_meta["labels"]["kubernetes.io/service-name"] = name
+    slice_meta["labels"]["endpointslice.kubernetes.io/managed-by"] = GROUP
+    return [
+        labels.service(
+            owner,
+            mw.name,
+            name,
+            {"type": "ClusterIP", "ports": [{**port, "targetPort": mw.external.port}]},
+        ),
+        {
+            "apiVersion": "discovery.k8s.io/v1",
+            "kind": "EndpointSlice",
+            "metadata": slice_meta,
+            "addressType": "IPv4" if ip.version == 4 else "IPv6",
+            "endpoints": [{"addresses": [str(ip)], "conditions": {"ready": True}}],
+            "ports": [{"name": mw.type, "port": mw.external.port, "protocol": "TCP"}],
+        },
+    ]
+
+
+def children(owner: dict[str, Any], mw: Middleware) -> list[dict[str, Any]]:
+    """Every child of one middleware member (without its credentials Secret)."""
+    if mw.external is not None:
+        return external(owner, mw)
+    return [*managed_services(owner, mw), stateful_set(owner, mw)]

@@ -1,0 +1,45 @@
+"""Reconcile one CronTab: make its CronJob match, then report status.
+
+Like every controller: read from the cache, validate (a bad ``cronSpec`` is reason
+``InvalidSchedule``), apply the CronJob through the child writer, report problems (a
+schedule the API server rejects is also ``InvalidSchedule``) and write status. Deletion is
+left to the garbage collector.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from appstack.api.crontab import CronTab, CronTabSpec
+from appstack.controllers.crontab import desired, status
+from appstack.controllers.util.conditions import Problem, now_rfc3339
+from appstack.controllers.util.reconciler import KindReconciler
+from appstack.runtime.controller import Result
+from appstack.runtime.resources import CRON_JOB
+
+
+class CronTabReconciler(KindReconciler[CronTabSpec]):
+    """CronTab → CronJob → status."""
+
+    kind = CronTab.KIND
+    owns = (CRON_JOB,)
+
+    def invalid_reason(self, error: ValidationError) -> str:
+        schedule = any(e["loc"] and e["loc"][0] == "cronSpec" for e in error.errors())
+        return "InvalidSchedule" if schedule else "InvalidSpec"
+
+    def invalid_status(self, obj: dict[str, Any], problem: Problem) -> dict[str, Any]:
+        return status.from_cron_job(obj, None, problem, now_rfc3339())
+
+    async def apply(self, obj: dict[str, Any], spec: CronTabSpec) -> Result | None:
+        synced, problems = await self.writer.sync_all(obj, desired.children(obj, spec))
+        problem = problems[0] if problems else None
+        if problem is not None:
+            if "schedule" in problem.message.lower():
+                problem = Problem("InvalidSchedule", problem.message)
+            await self.writer.report(obj, problem)
+        observed = status.from_cron_job(obj, synced.get("CronJob"), problem, now_rfc3339())
+        await self.writer.write_status(obj, observed)
+        return Result(requeue=True) if problem is not None else None

@@ -1,0 +1,79 @@
+"""Status conditions and problems, the same in every controller (pure).
+
+A :class:`Problem` is something only the user can fix (an invalid spec, a name in use, a
+rejected child): it is reported as ``Ready=False`` with its reason and a Warning Event.
+:func:`condition` follows the API conventions (``lastTransitionTime`` moves only when the
+status flips); :func:`describe_validation` turns Pydantic errors into ``spec.<field>:
+<message>`` for status, events and ``appstack render``.
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something the user must fix; reported as Ready=False and a Warning Event."""
+
+    reason: str
+    message: str
+
+
+def field_path(loc: tuple[Any, ...]) -> str:
+    """A Pydantic error location as a field path: ``ports[0].port``."""
+    path = ""
+    for part in loc:
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+    return path
+
+
+def error_message(item: Any) -> str:
+    return str(item["msg"]).removeprefix("Value error, ")
+
+
+def describe_validation(error: ValidationError) -> str:
+    """Pydantic errors as ``spec.<field>: <message>``, for status and events."""
+    parts = []
+    for item in error.errors():
+        path = field_path(item["loc"])
+        parts.append(f"spec{'.' + path if path else ''}: {error_message(item)}")
+    return "; ".join(parts)
+
+
+def condition(
+    type_: str,
+    status: str,
+    reason: str,
+    message: str,
+    *,
+    generation: int | None,
+    previous: dict[str, dict[str, Any]],
+    now: str,
+) -> dict[str, Any]:
+    """A condition per the API conventions: ``lastTransitionTime`` moves only when the
+    status flips (``previous`` maps type -> the condition as last written)."""
+    old = previous.get(type_)
+    since = now
+    if old is not None and old.get("status") == status:
+        since = old.get("lastTransitionTime", now)
+    return {
+        "type": type_,
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "observedGeneration": generation,
+        "lastTransitionTime": since,
+    }
+
+
+def previous_conditions(owner: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {c["type"]: c for c in (owner.get("status") or {}).get("conditions") or []}
+
+
+def now_rfc3339() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,0 +1,53 @@
+"""Metadata of the children a custom resource owns (pure).
+
+Every child carries ``app.kubernetes.io/managed-by=appstack`` (the operator's caches only
+hold objects with this label: :data:`CHILD_SELECTOR`) and a controller ownerReference to
+its owner, so the garbage collector deletes it with the owner and the owner's controller
+is woken when it changes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+MANAGED_BY = {"app.kubernetes.io/managed-by": "appstack"}
+CHILD_SELECTOR = "app.kubernetes.io/managed-by=appstack"
+
+
+def instance_labels(name: str) -> dict[str, str]:
+    """The selector labels of an owner's pods: ``app.kubernetes.io/{name,instance}``."""
+    return {"app.kubernetes.io/name": name, "app.kubernetes.io/instance": name}
+
+
+def child_labels(name: str, component: str) -> dict[str, str]:
+    """The labels of every child of owner ``name``: instance, managed-by and component."""
+    return {**instance_labels(name), **MANAGED_BY, "app.kubernetes.io/component": component}
+
+
+def owner_reference(owner: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": owner["apiVersion"],
+        "kind": owner["kind"],
+        "name": owner["metadata"]["name"],
+        "uid": owner["metadata"]["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def child_metadata(owner: dict[str, Any], name: str, labels: dict[str, str]) -> dict[str, Any]:
+    """``metadata`` of a child ``name`` in the owner's namespace, controlled by the owner."""
+    return {
+        "name": name,
+        "namespace": owner["metadata"]["namespace"],
+        "labels": labels,
+        "ownerReferences": [owner_reference(owner)],
+    }
+
+
+def controlled_by(obj: dict[str, Any], owner: dict[str, Any]) -> bool:
+    uid = owner["metadata"]["uid"]
+    return any(
+        ref.get("controller") and ref.get("uid") == uid
+        for ref in obj["metadata"].get("ownerReferences") or []
+    )

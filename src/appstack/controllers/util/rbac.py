@@ -1,0 +1,27 @@
+"""RBAC rules as controllers declare them: explicit verbs on one resource, no wildcards.
+
+:func:`rule` names a resource the way the API server routes it (the descriptor's group and
+plural); :func:`own_rules` are what every controller needs on its own kind (read and
+watch it, patch its status). The operator's ClusterRole is the concatenation of every
+registered controller's rules (:mod:`appstack.controllers.rbac`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from appstack.api.kind import CustomKind
+from appstack.core.resource import Resource
+
+Rule = dict[str, Any]
+
+
+def rule(resource: Resource, *verbs: str, subresource: str | None = None) -> Rule:
+    plural = f"{resource.plural}/{subresource}" if subresource else resource.plural
+    return {"apiGroups": [resource.group], "resources": [plural], "verbs": list(verbs)}
+
+
+def own_rules(kind: CustomKind, *, finalizer: bool = False) -> list[Rule]:
+    """Read and watch ``kind`` (and patch it, for a ``finalizer``), patch its status."""
+    verbs = ("get", "list", "watch", "patch") if finalizer else ("get", "list", "watch")
+    return [rule(kind.resource, *verbs), rule(kind.resource, "patch", subresource="status")]

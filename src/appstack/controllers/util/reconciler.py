@@ -1,0 +1,86 @@
+"""The start of every reconcile, written once: :class:`KindReconciler`.
+
+Read the object from the cache (gone: nothing to do) → deletion (left to the garbage
+collector through ownerReferences, or, for a kind with a finalizer, the controller's
+:meth:`~KindReconciler.cleanup` under :func:`appstack.runtime.finalizer.finalize`) →
+validate the spec with the kind's model → on an invalid spec, report the problem (log +
+Warning Event) and write a status that says so, and wait for the spec to change → else
+:meth:`~KindReconciler.apply`. Every controller's ``reconciler`` module subclasses it.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar, Generic, TypeVar, cast
+
+from pydantic import BaseModel, ValidationError
+
+from appstack.api.kind import CustomKind
+from appstack.controllers.children import ChildWriter
+from appstack.controllers.util.conditions import Problem, describe_validation
+from appstack.core.resource import Resource
+from appstack.runtime import finalizer as finalizers
+from appstack.runtime.cache import Cache
+from appstack.runtime.client import Client
+from appstack.runtime.controller import Request, Result
+from appstack.runtime.events import EventRecorder
+
+SpecT = TypeVar("SpecT", bound=BaseModel)
+
+
+class KindReconciler(ABC, Generic[SpecT]):
+    """Reconciles one custom kind (``kind``) whose children are of the kinds in ``owns``;
+    ``finalizer`` (optional) holds deletion until :meth:`cleanup` is done."""
+
+    kind: ClassVar[CustomKind]
+    owns: ClassVar[tuple[Resource, ...]] = ()
+    finalizer: ClassVar[str | None] = None
+
+    def __init__(self, client: Client, cache: Cache, recorder: EventRecorder) -> None:
+        self.client = client
+        self.cache = cache
+        self.resource = self.kind.resource
+        self.writer = ChildWriter(client, cache, recorder, self.resource, self.owns)
+
+    async def reconcile(self, request: Request) -> Result | None:
+        obj = self.cache.get(self.resource, request.key)
+        if obj is None:
+            return None
+        if self.finalizer is None:
+            if obj["metadata"].get("deletionTimestamp"):
+                return None  # going: the garbage collector removes the children
+            return await self._validated(obj)
+        return await finalizers.finalize(
+            self.client,
+            self.resource,
+            obj,
+            self.finalizer,
+            apply=self._validated,
+            cleanup=self.cleanup,
+        )
+
+    async def _validated(self, obj: dict[str, Any]) -> Result | None:
+        try:
+            spec = cast(SpecT, self.kind.spec.model_validate(obj.get("spec") or {}))
+        except ValidationError as error:
+            problem = Problem(self.invalid_reason(error), describe_validation(error))
+            await self.writer.report(obj, problem)
+            await self.writer.write_status(obj, self.invalid_status(obj, problem))
+            return None  # nothing to retry until the spec changes
+        return await self.apply(obj, spec)
+
+    def invalid_reason(self, error: ValidationError) -> str:
+        """The condition reason of an invalid spec."""
+        return "InvalidSpec"
+
+    @abstractmethod
+    def invalid_status(self, obj: dict[str, Any], problem: Problem) -> dict[str, Any]:
+        """The status of an object whose spec is invalid."""
+
+    @abstractmethod
+    async def apply(self, obj: dict[str, Any], spec: SpecT) -> Result | None:
+        """Make the children match a valid spec and write status."""
+
+    async def cleanup(self, obj: dict[str, Any]) -> Result | None:
+        """Deletion work while ``finalizer`` holds the object; None when done."""
+        return None

@@ -1,0 +1,107 @@
+"""Workload fields and readiness, the same for every controller that runs pods (pure).
+
+:func:`container` builds a container from the API's fields (env, resources, probes, ...);
+:func:`deployment_rollout` and :func:`statefulset_ready` say whether a workload has rolled
+out its current spec, from its status as the cache holds it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from appstack.api.core import Probe, ResourceRequirements
+
+
+def container(
+    name: str,
+    image: str,
+    *,
+    ports: list[dict[str, Any]] | None = None,
+    env: list[dict[str, Any]] | None = None,
+    resources: ResourceRequirements | None = None,
+    command: Sequence[str] | None = None,
+    args: Sequence[str] | None = None,
+    readiness_probe: Probe | None = None,
+    liveness_probe: Probe | None = None,
+) -> dict[str, Any]:
+    """A container with only the fields that are set (server-side apply owns no others)."""
+    out: dict[str, Any] = {"name": name, "image": image}
+    if ports:
+        out["ports"] = ports
+    if env:
+        out["env"] = env
+    if resources:
+        out["resources"] = resources.to_dict()
+    if command:
+        out["command"] = list(command)
+    if args:
+        out["args"] = list(args)
+    if readiness_probe:
+        out["readinessProbe"] = readiness_probe.to_dict()
+    if liveness_probe:
+        out["livenessProbe"] = liveness_probe.to_dict()
+    return out
+
+
+def generation_seen(obj: dict[str, Any]) -> bool:
+    """The workload's controller has looked at its current spec."""
+    status = obj.get("status") or {}
+    return int(status.get("observedGeneration") or 0) >= int(obj["metadata"].get("generation") or 0)
+
+
+@dataclass(frozen=True)
+class Rollout:
+    """A Deployment's replica counts against what is wanted."""
+
+    want: int
+    replicas: int = 0
+    ready: int = 0
+    available: int = 0
+    updated: int = 0
+    unavailable: int = 0
+    generation_seen: bool = False
+
+    @property
+    def done(self) -> bool:
+        """Every wanted replica runs the current template and is available, none extra."""
+        return (
+            self.generation_seen
+            and self.updated == self.want
+            and self.available == self.want
+            and self.replicas == self.want
+        )
+
+
+def deployment_rollout(deployment: dict[str, Any] | None, want: int | None = None) -> Rollout:
+    """The rollout of ``deployment`` towards ``want`` replicas (default: its spec's)."""
+    if deployment is None:
+        return Rollout(want=want or 0)
+    status = deployment.get("status") or {}
+    return Rollout(
+        want=int(deployment["spec"].get("replicas") or 0) if want is None else want,
+        replicas=int(status.get("replicas") or 0),
+        ready=int(status.get("readyReplicas") or 0),
+        available=int(status.get("availableReplicas") or 0),
+        updated=int(status.get("updatedReplicas") or 0),
+        unavailable=int(status.get("unavailableReplicas") or 0),
+        generation_seen=generation_seen(deployment),
+    )
+
+
+def deployment_ready(deployment: dict[str, Any] | None) -> tuple[bool, str]:
+    """Rolled out, and ``available/wanted`` for status."""
+    rollout = deployment_rollout(deployment)
+    return rollout.done, f"{rollout.available}/{rollout.want}"
+
+
+def statefulset_ready(sts: dict[str, Any] | None) -> tuple[bool, str]:
+    """Every replica ready at the current revision, and ``ready/wanted`` for status."""
+    if sts is None:
+        return False, "0/1"
+    status = sts.get("status") or {}
+    want = int(sts["spec"].get("replicas") or 0)
+    ready = int(status.get("readyReplicas") or 0)
+    current = status.get("currentRevision") == status.get("updateRevision")
+    return generation_seen(sts) and ready == want and current, f"{ready}/{want}"
