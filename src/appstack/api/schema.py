@@ -2,11 +2,14 @@
 
 Pydantic's JSON Schema is close, but the API server wants: every ``$ref`` inlined; no
 ``anyOf [X, null]`` for optional fields (absent means unset); int-or-string as
-``x-kubernetes-int-or-string`` instead of ``anyOf [integer, string]``; no ``title``,
-``const`` or ``additionalProperties: false``; maps as ``additionalProperties: <schema>``.
-``x-kubernetes-*`` keys given in ``json_schema_extra`` pass through (CEL rules, list types).
-Model docstrings and field descriptions become ``description`` (what ``kubectl explain``
-shows). Pure; used by :mod:`appstack.manifests.crds` and tested in tests/unit.
+``x-kubernetes-int-or-string`` instead of ``anyOf [integer, string]``; ``const`` as a
+one-value ``enum``; no ``title`` or ``additionalProperties: false``; maps as
+``additionalProperties: <schema>``. ``x-kubernetes-*`` keys given in ``json_schema_extra``
+pass through (CEL rules, list types). Model docstrings and field descriptions become
+``description`` (what ``kubectl explain`` shows). Pure; :mod:`appstack.manifests.crds`
+applies it to the spec and status models of every declared kind
+(:class:`~appstack.api.kind.CustomKind`); tested in tests/unit/test_schema.py and pinned
+by the ``deploy/`` staleness test.
 """
 
 from __future__ import annotations

@@ -5,9 +5,9 @@ module at a pinned version (``go install pkg@version`` refuses modules with ``re
 directives, and Kubernetes needs its staging modules pinned). The wrapper lives in the
 cache (``<toolchain>/src/<component>``), never in the repository.
 
-Used by :class:`appstack.testing.cluster.LocalCluster` (``ensure_built``) and by
-``appstack cluster build``. A cold build prints progress (component, packages compiled,
-elapsed time) so it never looks hung; a warm call only checks stamps and returns.
+Used by ``LocalCluster.build``/``up`` (:mod:`appstack.testing.cluster`) and ``appstack
+cluster build``. A cold build prints progress (component, packages compiled, elapsed
+time) so it never looks hung; a warm call only checks stamps and returns.
 """
 
 from __future__ import annotations
