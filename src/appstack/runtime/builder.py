@@ -46,6 +46,12 @@ def owner_mapper(owner: Resource) -> Mapper:
 
 
 class Builder:
+    """Declares which events wake a reconciler and registers the controller with the manager.
+
+    ``for_`` the primary kind, ``owns`` children (mapped to their controlling owner),
+    ``watches`` anything else through a mapper; :meth:`complete` returns the controller.
+    """
+
     def __init__(self, manager: Manager, name: str | None = None) -> None:
         self.manager = manager
         self.name = name

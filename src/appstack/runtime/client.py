@@ -30,6 +30,7 @@ from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
 
 from appstack.runtime import errors
+from appstack.runtime.errors import TransportError, WatchStalled
 from appstack.runtime.metrics import Metrics
 from appstack.runtime.resources import Resource
 
@@ -43,14 +44,6 @@ _PATCH_TYPES = {
 }
 _MAX_RETRIES = 5
 _MAX_RETRY_WAIT = 10.0
-
-
-class TransportError(Exception):
-    """The API server could not be reached or the connection broke."""
-
-
-class WatchStalled(TransportError):
-    """No event or bookmark arrived within the inactivity timeout: the stream is presumed dead."""
 
 
 async def load_configuration(
@@ -73,7 +66,17 @@ async def load_configuration(
     return configuration
 
 
+__all__ = ["FIELD_MANAGER", "Client", "TransportError", "WatchStalled", "load_configuration"]
+
+
 class Client:
+    """The async Kubernetes client: one object per process, shared by every controller.
+
+    Objects are plain dicts; kinds are :class:`~appstack.runtime.resources.Resource`
+    descriptors. Create it with ``await Client.connect(kubeconfig)`` and close it (or use
+    ``async with``). Errors are the typed ones of :mod:`appstack.runtime.errors`.
+    """
+
     def __init__(
         self,
         configuration: k8s_client.Configuration,

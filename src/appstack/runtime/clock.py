@@ -22,6 +22,9 @@ def micro_time() -> str:
 
 
 class Clock(Protocol):
+    """Where runtime code reads time and sleeps: :class:`RealClock` in production,
+    :class:`FakeClock` in tests."""
+
     def now(self) -> float:
         """Seconds on a monotonic scale."""
 
@@ -30,6 +33,8 @@ class Clock(Protocol):
 
 
 class RealClock:
+    """The process's monotonic clock and ``asyncio.sleep``."""
+
     def now(self) -> float:
         return time.monotonic()
 

@@ -32,7 +32,8 @@ from typing import Any, Protocol
 import structlog
 
 from appstack.runtime import errors
-from appstack.runtime.client import Client, TransportError
+from appstack.runtime.client import Client
+from appstack.runtime.errors import TransportError
 from appstack.runtime.resources import Resource, object_key
 from appstack.runtime.store import IndexFunc, Obj, Store
 
@@ -42,6 +43,8 @@ DEFAULT_DROP: tuple[tuple[str, ...], ...] = (("metadata", "managedFields"),)
 
 
 class EventHandler(Protocol):
+    """Told about every change of an informer's cache; must be cheap (enqueue, do not work)."""
+
     def on_add(self, obj: Obj) -> None: ...
     def on_update(self, old: Obj, new: Obj) -> None: ...
     def on_delete(self, obj: Obj) -> None: ...
@@ -87,6 +90,9 @@ class Backoff:
 
 
 class Informer:
+    """A local cache of one kind (optionally one namespace or label selector) kept current by
+    LIST then WATCH, telling its handlers about every change. Run with :meth:`run`."""
+
     def __init__(
         self,
         client: Client,

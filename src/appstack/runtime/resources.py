@@ -16,6 +16,11 @@ from urllib.parse import quote
 
 @dataclass(frozen=True)
 class Resource:
+    """A kind as the API server routes it: group, version, kind, plural and scope.
+
+    ``Resource("apps", "v1", "Deployment", "deployments")``; :meth:`path` builds its URLs.
+    """
+
     group: str
     version: str
     kind: str

@@ -38,6 +38,8 @@ DEFAULT_INDEXERS: Mapping[str, IndexFunc] = {
 
 
 class Store:
+    """Objects of one kind by ``namespace/name`` key, with named indexes (not thread-safe)."""
+
     def __init__(self, indexers: Mapping[str, IndexFunc] | None = None) -> None:
         self._items: dict[str, Obj] = {}
         self._indexers: dict[str, IndexFunc] = dict(DEFAULT_INDEXERS)
