@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING
 
 from appstack.runtime.controller import Controller, Reconciler, Request
 from appstack.runtime.informer import FuncHandler
-from appstack.runtime.resources import Resource
-from appstack.runtime.store import Obj
+from appstack.runtime.resources import Obj, Resource
 
 if TYPE_CHECKING:
     from appstack.runtime.manager import Manager

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 
 from appstack.runtime.client import Client
 from appstack.runtime.informer import EventHandler, Informer
-from appstack.runtime.resources import Resource, split_key
-from appstack.runtime.store import IndexFunc, Obj
+from appstack.runtime.resources import Obj, Resource, split_key
+from appstack.runtime.store import IndexFunc
 
 
 class Cache:

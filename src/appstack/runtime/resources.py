@@ -13,6 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
+Obj = dict[str, Any]
+"""A Kubernetes object as the runtime handles it: the decoded JSON, a plain dict."""
+
 
 @dataclass(frozen=True)
 class Resource:

@@ -11,11 +11,9 @@ nobody needs before they get here. Pure, single-threaded. Used by
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any
 
-from appstack.runtime.resources import object_key
+from appstack.runtime.resources import Obj, object_key
 
-Obj = dict[str, Any]
 IndexFunc = Callable[[Obj], Iterable[str]]
 
 
