@@ -1,8 +1,8 @@
 """Time, injectable: the real monotonic clock, and a fake one that tests step by hand.
 
-The workqueue's backoff and delayed adds, and leader election, read time only through a
-:class:`Clock`, so unit tests run in microseconds with :class:`FakeClock` instead of
-sleeping. Used by :mod:`appstack.runtime.ratelimit` and :mod:`appstack.runtime.workqueue`.
+The workqueue's backoff and delayed adds, the informer's list/watch backoff, the client's
+retries and leader election read time and sleep only through a :class:`Clock`, so unit tests
+run in microseconds with :class:`FakeClock` (or a recording clock) instead of sleeping.
 """
 
 from __future__ import annotations

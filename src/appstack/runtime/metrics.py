@@ -149,15 +149,16 @@ class Metrics:
             registry=r,
         )
 
-    def queue(self, name: str) -> QueueMetrics:
-        return QueueMetrics(self, name)
+    def queue(self, name: str) -> WorkQueueMetrics:
+        return WorkQueueMetrics(self, name)
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
 
 
-class QueueMetrics:
-    """The workqueue's view (see :class:`appstack.runtime.workqueue.QueueMetrics`)."""
+class WorkQueueMetrics:
+    """One workqueue's Prometheus metrics (label ``name``), as the queue reports them
+    (:class:`appstack.runtime.workqueue.QueueObserver`)."""
 
     def __init__(self, metrics: Metrics, name: str) -> None:
         self._depth = metrics.queue_depth.labels(name)

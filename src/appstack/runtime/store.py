@@ -4,8 +4,9 @@ An index maps each object to zero or more index values (``by_namespace``,
 ``by_controller_uid`` — the UID of the object's controlling owner — or any function a
 controller registers) so lookups such as "the Deployments this AppService controls" do not
 scan the cache. Objects are stored as given (plain dicts); the informer strips fields
-nobody needs before they get here. Pure, single-threaded. Used by
-:mod:`appstack.runtime.informer`; controllers read it through the informer.
+nobody needs before they get here. Pure, single-threaded. Filled by
+:mod:`appstack.runtime.informer`; controllers read it through the
+:class:`~appstack.runtime.cache.Cache`.
 """
 
 from __future__ import annotations
