@@ -11,6 +11,7 @@ import structlog
 
 from appstack.runtime import logging as rt_logging
 from appstack.runtime.controller import Controller, Request, Result
+from appstack.runtime.errors import TerminalError
 from appstack.testing.waiting import wait_until
 
 log = structlog.get_logger("test")
@@ -93,3 +94,27 @@ async def test_reconcile_log_lines_carry_the_object_and_a_reconcile_id(
     assert {line["object"] for line in lines} == {"ns/w1", "ns/w2"}
     assert all(line["controller"] == "widgets" for line in lines)
     assert len({line["reconcile_id"] for line in lines}) == 2
+
+
+async def test_a_terminal_error_is_counted_but_not_retried_until_the_next_event() -> None:
+    reconciler = Scripted({"bad": [RuntimeError("transient"), TerminalError("spec.x is empty")]})
+    controller = Controller("c", reconciler)
+    bad = Request("ns", "bad")
+    controller.enqueue(bad)
+    await controller.start()
+    try:
+        terminal = controller.metrics.terminal_reconcile_errors.labels("c")
+        await wait_until(lambda: terminal._value.get() == 1)
+        # Not requeued: nothing waits in the delayed heap and the backoff is forgotten.
+        assert controller.queue.num_requeues(bad) == 0
+        assert not controller.queue._waiting
+        assert len(controller.queue) == 0
+        assert reconciler.calls["bad"] == 2
+        # A later event (or a resync) reconciles it again.
+        controller.enqueue(bad)
+        await wait_until(lambda: reconciler.calls["bad"] == 3)
+    finally:
+        await controller.stop()
+    assert controller.metrics.reconcile_errors.labels("c")._value.get() == 2
+    assert controller.metrics.reconcile_total.labels("c", "error")._value.get() == 2
+    assert controller.metrics.reconcile_total.labels("c", "success")._value.get() == 1

@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING
 
 from appstack.runtime.controller import Controller, Reconciler, Request
 from appstack.runtime.informer import FuncHandler
-from appstack.runtime.resources import Resource
-from appstack.runtime.store import Obj
+from appstack.runtime.resources import Obj, Resource
 
 if TYPE_CHECKING:
     from appstack.runtime.manager import Manager
@@ -46,6 +45,12 @@ def owner_mapper(owner: Resource) -> Mapper:
 
 
 class Builder:
+    """Declares which events wake a reconciler and registers the controller with the manager.
+
+    ``for_`` the primary kind, ``owns`` children (mapped to their controlling owner),
+    ``watches`` anything else through a mapper; :meth:`complete` returns the controller.
+    """
+
     def __init__(self, manager: Manager, name: str | None = None) -> None:
         self.manager = manager
         self.name = name

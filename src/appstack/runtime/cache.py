@@ -13,11 +13,17 @@ from collections.abc import Sequence
 
 from appstack.runtime.client import Client
 from appstack.runtime.informer import EventHandler, Informer
-from appstack.runtime.resources import Resource, split_key
-from appstack.runtime.store import IndexFunc, Obj
+from appstack.runtime.resources import Obj, Resource, split_key
+from appstack.runtime.store import IndexFunc
 
 
 class Cache:
+    """The shared informers of one manager: read objects by kind and key or index.
+
+    ``get(resource, "ns/name")``, ``objects(resource)``, ``by_index(resource, index, value)``
+    read the local cache (never the API server); a kind's informers start on first use.
+    """
+
     def __init__(self, client: Client, namespaces: Sequence[str] | None = None) -> None:
         self.client = client
         self.namespaces = list(namespaces) if namespaces else None

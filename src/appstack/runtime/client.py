@@ -1,102 +1,79 @@
 """The async Kubernetes client the runtime and controllers use: plain dicts, fast JSON.
 
-Configuration and authentication come from ``kubernetes_asyncio`` — kubeconfig (client
-certificates, tokens, exec plugins, contexts) or in-cluster service-account config — and
-so does the transport: its configured aiohttp session (TLS, proxy, connection pool). We do
-not use its generated models or serializer: bodies are encoded and decoded with orjson,
-which measured 1.5 CPU-s per 2,000 creates against 2.1 to 2.7 s for the typed clients
-(``bench/client_choice.py``, ``docs/design.md``).
+Verbs: :meth:`Client.get`, :meth:`~Client.list` (all pages), :meth:`~Client.list_page`,
+:meth:`~Client.watch` (a raw event stream), :meth:`~Client.create`, :meth:`~Client.update`,
+:meth:`~Client.apply` (server-side apply, field manager ``appstack``, forced on the fields we
+own), :meth:`~Client.patch`, :meth:`~Client.patch_status`, :meth:`~Client.delete`
+(propagation policy). Bodies are encoded and decoded with orjson, which measured 1.5 CPU-s
+per 2,000 creates against 2.1 to 2.7 s for the typed clients (``bench/client_choice.py``).
 
-Verbs: :meth:`get`, :meth:`list` (paginated), :meth:`watch` (a raw event stream),
-:meth:`create`, :meth:`update`, :meth:`apply` (server-side apply, field manager
-``appstack``, forced on the fields we own), :meth:`patch`, :meth:`patch_status`,
-:meth:`delete` (propagation policy).
-Errors are the typed ones of :mod:`appstack.runtime.errors`; 429 and 5xx answers that carry
-``Retry-After`` are retried a few times first, as client-go does. Every request is counted
-in ``rest_client_requests_total{code,method,host}``.
+Three layers: what to send and what answers mean is pure (:mod:`.apirequest`), the I/O is a
+:class:`~appstack.runtime.apirequest.Transport` (aiohttp: :mod:`.transport`; scripted in
+unit tests), and this module adds policy. Every request — watches included — passes through
+one method, :meth:`Client._send`, which counts it in ``rest_client_requests_total{code,
+method,host}``. Errors are the typed ones of :mod:`appstack.runtime.errors`; 429 and 5xx
+answers that carry ``Retry-After`` are retried a few times first, as client-go does.
 """
 
 from __future__ import annotations
 
-import asyncio
-import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from typing import Any
-from urllib.parse import urlsplit
 
-import aiohttp
-import orjson
-from kubernetes_asyncio import client as k8s_client
-from kubernetes_asyncio import config as k8s_config
-
-from appstack.runtime import errors
+from appstack.runtime import apirequest, errors
+from appstack.runtime.apirequest import ApiRequest, Response, Timeouts, Transport
+from appstack.runtime.clock import Clock, RealClock
+from appstack.runtime.errors import TransportError, WatchStalled
 from appstack.runtime.metrics import Metrics
-from appstack.runtime.resources import Resource
+from appstack.runtime.resources import Obj, Resource
 
-Obj = dict[str, Any]
+__all__ = ["FIELD_MANAGER", "Client", "TransportError", "WatchStalled"]
+
 FIELD_MANAGER = "appstack"
-_PATCH_TYPES = {
-    "merge": "application/merge-patch+json",
-    "json": "application/json-patch+json",
-    "strategic": "application/strategic-merge-patch+json",
-    "apply": "application/apply-patch+yaml",  # JSON is YAML: we send orjson output
-}
 _MAX_RETRIES = 5
 _MAX_RETRY_WAIT = 10.0
 
 
-class TransportError(Exception):
-    """The API server could not be reached or the connection broke."""
-
-
-class WatchStalled(TransportError):
-    """No event or bookmark arrived within the inactivity timeout: the stream is presumed dead."""
-
-
-async def load_configuration(
-    kubeconfig: str | None = None, context: str | None = None
-) -> k8s_client.Configuration:
-    """Kubeconfig (``kubeconfig`` or ``$KUBECONFIG`` or ~/.kube/config) or in-cluster config."""
-    configuration = k8s_client.Configuration()
-    in_cluster = "KUBERNETES_SERVICE_HOST" in os.environ and not (
-        kubeconfig or os.environ.get("KUBECONFIG")
-    )
-    if in_cluster:
-        k8s_config.load_incluster_config(  # type: ignore[no-untyped-call]
-            client_configuration=configuration
-        )
-    else:
-        await k8s_config.load_kube_config(
-            config_file=kubeconfig, context=context, client_configuration=configuration
-        )
-    configuration.connection_pool_maxsize = 64
-    return configuration
-
-
 class Client:
+    """The async Kubernetes client: one object per process, shared by every controller.
+
+    Objects are plain dicts; kinds are :class:`~appstack.runtime.resources.Resource`
+    descriptors. Create it with ``await Client.connect(kubeconfig)`` and close it (or use
+    ``async with``). Errors are the typed ones of :mod:`appstack.runtime.errors`.
+    """
+
     def __init__(
         self,
-        configuration: k8s_client.Configuration,
+        transport: Transport,
         *,
         metrics: Metrics | None = None,
         field_manager: str = FIELD_MANAGER,
-        user_agent: str = "appstack",
+        clock: Clock | None = None,
     ) -> None:
-        self._api = k8s_client.ApiClient(configuration=configuration)
-        self._api.user_agent = user_agent
-        self.host = str(configuration.host or "").rstrip("/")
-        self._host_label = urlsplit(self.host).netloc
+        self.transport = transport
         self.metrics = metrics or Metrics()
         self.field_manager = field_manager
+        self.clock = clock or RealClock()
 
     @classmethod
     async def connect(
-        cls, kubeconfig: str | None = None, context: str | None = None, **kwargs: Any
+        cls,
+        kubeconfig: str | None = None,
+        context: str | None = None,
+        *,
+        user_agent: str = "appstack",
+        **kwargs: Any,
     ) -> Client:
-        return cls(await load_configuration(kubeconfig, context), **kwargs)
+        """A client for a kubeconfig (default: ``$KUBECONFIG``, ~/.kube/config or in-cluster)."""
+        # Imported here: aiohttp and kubernetes_asyncio (0.5 s) load only when connecting.
+        from appstack.runtime.transport import AiohttpTransport  # noqa: PLC0415
+
+        return cls(
+            await AiohttpTransport.connect(kubeconfig, context, user_agent=user_agent), **kwargs
+        )
 
     async def close(self) -> None:
-        await self._api.close()
+        await self.transport.close()
 
     async def __aenter__(self) -> Client:
         return self
@@ -105,12 +82,27 @@ class Client:
         await self.close()
 
     # --------------------------------------------------------------------------- verbs
-    async def get(self, res: Resource, name: str, namespace: str | None = None) -> Obj:
-        return await self.request("GET", res.path(namespace, name))
+    async def get(self, resource: Resource, name: str, namespace: str | None = None) -> Obj:
+        return await self._call(apirequest.get(resource, name, namespace))
+
+    async def list_page(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        limit: int = 500,
+        token: str | None = None,
+    ) -> tuple[list[Obj], str, str | None]:
+        """One page: its items, the resourceVersion and the next page's ``continue`` token."""
+        request = apirequest.list_page(
+            resource, namespace, label_selector=label_selector, limit=limit, continue_token=token
+        )
+        return apirequest.decode_list_page(await self._call(request))
 
     async def list(
         self,
-        res: Resource,
+        resource: Resource,
         namespace: str | None = None,
         *,
         label_selector: str | None = None,
@@ -118,71 +110,61 @@ class Client:
     ) -> tuple[list[Obj], str]:
         """All objects (following ``continue`` tokens) and the list's resourceVersion."""
         items: list[Obj] = []
-        params: dict[str, str] = {"limit": str(page_size)}
-        if label_selector:
-            params["labelSelector"] = label_selector
+        token: str | None = None
         while True:
-            page = await self.request("GET", res.path(namespace), params=params)
-            items.extend(page.get("items") or [])
-            token = page["metadata"].get("continue")
-            if not token:
-                return items, str(page["metadata"].get("resourceVersion", ""))
-            params["continue"] = token
+            page, resource_version, token = await self.list_page(
+                resource, namespace, label_selector=label_selector, limit=page_size, token=token
+            )
+            items.extend(page)
+            if token is None:
+                return items, resource_version
 
     async def watch(
         self,
-        res: Resource,
+        resource: Resource,
         namespace: str | None = None,
         *,
         resource_version: str,
         label_selector: str | None = None,
         timeout_seconds: int = 290,
         inactivity_timeout: float = 330.0,
-    ) -> AsyncIterator[Obj]:
+    ) -> AsyncGenerator[Obj, None]:
         """Watch events (``{"type", "object"}``) from ``resource_version``, with bookmarks.
 
         The server ends the stream after ``timeout_seconds``; if nothing at all (not even a
         bookmark) arrives for ``inactivity_timeout`` seconds, :class:`WatchStalled` is raised
-        so a silently dead connection cannot hang an informer.
+        so a silently dead connection cannot hang an informer. An ``ERROR`` event is raised
+        as its typed error (:class:`~appstack.runtime.errors.Gone` when the version expired).
         """
-        params = {
-            "watch": "1",
-            "allowWatchBookmarks": "true",
-            "resourceVersion": resource_version,
-            "timeoutSeconds": str(timeout_seconds),
-        }
-        if label_selector:
-            params["labelSelector"] = label_selector
-        timeout = aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=inactivity_timeout)
-        response = await self._send("GET", res.path(namespace), params=params, timeout=timeout)
-        async with response:
-            if response.status != 200:
-                raise await self._error(response)
-            buffer = b""
-            try:
-                async for chunk in response.content.iter_any():
-                    buffer += chunk
-                    *lines, buffer = buffer.split(b"\n")
-                    for line in lines:
-                        if line.strip():
-                            yield orjson.loads(line)
-            except (asyncio.TimeoutError, aiohttp.ServerTimeoutError) as error:
-                raise WatchStalled(f"no watch event for {inactivity_timeout:.0f}s") from error
-            except aiohttp.ClientError as error:
-                raise TransportError(str(error)) from error
+        request = apirequest.watch(
+            resource,
+            namespace,
+            resource_version=resource_version,
+            label_selector=label_selector,
+            timeout_seconds=timeout_seconds,
+        )
+        response = await self._send(request, Timeouts(total=None, read=inactivity_timeout))
+        if response.lines is None:
+            raise apirequest.error_for(response.status, response.body, response.headers)
+        lines = response.lines
+        try:
+            async for line in lines:
+                event = apirequest.decode_watch_line(line)
+                if event is not None:
+                    yield event
+        finally:
+            await lines.aclose()
 
-    async def create(self, res: Resource, obj: Mapping[str, Any]) -> Obj:
-        namespace = obj["metadata"].get("namespace")
-        return await self.request("POST", res.path(namespace), body=obj)
+    async def create(self, resource: Resource, obj: Mapping[str, Any]) -> Obj:
+        return await self._call(apirequest.create(resource, obj))
 
-    async def update(self, res: Resource, obj: Mapping[str, Any]) -> Obj:
+    async def update(self, resource: Resource, obj: Mapping[str, Any]) -> Obj:
         """Replace (PUT); ``metadata.resourceVersion`` makes it optimistic (409 if stale)."""
-        meta = obj["metadata"]
-        return await self.request("PUT", res.path(meta.get("namespace"), meta["name"]), body=obj)
+        return await self._call(apirequest.update(resource, obj))
 
     async def apply(
         self,
-        res: Resource,
+        resource: Resource,
         obj: Mapping[str, Any],
         *,
         force: bool = True,
@@ -190,21 +172,19 @@ class Client:
         field_manager: str | None = None,
     ) -> Obj:
         """Server-side apply ``obj`` (a full intent: apiVersion, kind, metadata.name...)."""
-        meta = obj["metadata"]
-        params = {"fieldManager": field_manager or self.field_manager}
-        if force:
-            params["force"] = "true"
-        return await self.request(
-            "PATCH",
-            res.path(meta.get("namespace"), meta["name"], subresource),
-            params=params,
-            body=obj,
-            content_type=_PATCH_TYPES["apply"],
+        return await self._call(
+            apirequest.apply(
+                resource,
+                obj,
+                field_manager=field_manager or self.field_manager,
+                force=force,
+                subresource=subresource,
+            )
         )
 
     async def patch(
         self,
-        res: Resource,
+        resource: Resource,
         name: str,
         patch: Any,
         *,
@@ -212,25 +192,36 @@ class Client:
         patch_type: str = "merge",
         subresource: str | None = None,
     ) -> Obj:
-        return await self.request(
-            "PATCH",
-            res.path(namespace, name, subresource),
-            params={"fieldManager": self.field_manager},
-            body=patch,
-            content_type=_PATCH_TYPES[patch_type],
+        return await self._call(
+            apirequest.patch(
+                resource,
+                name,
+                patch,
+                field_manager=self.field_manager,
+                namespace=namespace,
+                patch_type=patch_type,
+                subresource=subresource,
+            )
         )
 
     async def patch_status(
-        self, res: Resource, name: str, status: Mapping[str, Any], *, namespace: str | None = None
+        self,
+        resource: Resource,
+        name: str,
+        status: Mapping[str, Any],
+        *,
+        namespace: str | None = None,
     ) -> Obj:
         """Merge-patch the status subresource with ``{"status": status}``."""
-        return await self.patch(
-            res, name, {"status": status}, namespace=namespace, subresource="status"
+        return await self._call(
+            apirequest.patch_status(
+                resource, name, status, field_manager=self.field_manager, namespace=namespace
+            )
         )
 
     async def delete(
         self,
-        res: Resource,
+        resource: Resource,
         name: str,
         namespace: str | None = None,
         *,
@@ -238,16 +229,13 @@ class Client:
         uid: str | None = None,
     ) -> bool:
         """Delete; False if it was already gone. ``uid`` guards against deleting a successor."""
-        options: dict[str, Any] = {"propagationPolicy": propagation}
-        if uid:
-            options["preconditions"] = {"uid": uid}
+        request = apirequest.delete(resource, name, namespace, propagation=propagation, uid=uid)
         try:
-            await self.request("DELETE", res.path(namespace, name), body=options)
+            await self._call(request)
         except errors.NotFound:
             return False
         return True
 
-    # ----------------------------------------------------------------------- transport
     async def request(
         self,
         method: str,
@@ -255,81 +243,34 @@ class Client:
         *,
         params: Mapping[str, str] | None = None,
         body: Any = None,
-        content_type: str = "application/json",
+        content_type: str = apirequest.JSON,
         timeout: float = 60.0,
     ) -> Obj:
-        data = orjson.dumps(body) if body is not None else None
-        client_timeout = aiohttp.ClientTimeout(total=timeout)
+        """Any request by path (for what the verbs do not cover); the answer decoded."""
+        request = apirequest.raw(method, path, params=params, body=body, content_type=content_type)
+        return await self._call(request, Timeouts(total=timeout))
+
+    # ------------------------------------------------------------------------- policy
+    async def _call(self, request: ApiRequest, timeouts: Timeouts | None = None) -> Obj:
+        """Send, retrying while the server asks us to (429, or 5xx with Retry-After)."""
         for attempt in range(_MAX_RETRIES + 1):
-            response = await self._send(
-                method,
-                path,
-                params=params,
-                data=data,
-                content_type=content_type,
-                timeout=client_timeout,
-            )
-            async with response:
-                payload = await response.read()
-                if response.status < 300:
-                    return orjson.loads(payload) if payload else {}
-                error = errors.from_response(
-                    response.status, _json_or_none(payload), dict(response.headers)
-                )
-            delay = _retry_delay(error)
+            response = await self._send(request, timeouts or Timeouts())
+            if response.status < 300:
+                return apirequest.decode_body(response.body)
+            error = apirequest.error_for(response.status, response.body, response.headers)
+            delay = apirequest.retry_delay(error, _MAX_RETRY_WAIT)
             if delay is None or attempt == _MAX_RETRIES:
                 raise error
-            await asyncio.sleep(delay)
+            await self.clock.sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _send(
-        self,
-        method: str,
-        path: str,
-        *,
-        params: Mapping[str, str] | None = None,
-        data: bytes | None = None,
-        content_type: str | None = None,
-        timeout: aiohttp.ClientTimeout,
-    ) -> aiohttp.ClientResponse:
-        headers = {"Accept": "application/json", "User-Agent": self._api.user_agent}
-        if content_type:
-            headers["Content-Type"] = content_type
-        await self._api.update_params_for_auth(headers, [], ["BearerToken"])
-        session: aiohttp.ClientSession = self._api.rest_client.pool_manager
+    async def _send(self, request: ApiRequest, timeouts: Timeouts) -> Response:
+        """The one place every request goes through: counted, then handed to the transport."""
+        host = self.transport.host
         try:
-            response = await session.request(
-                method,
-                self.host + path,
-                params=params,
-                data=data,
-                headers=headers,
-                timeout=timeout,
-            )
-        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as error:
-            self.metrics.rest_requests.labels("<error>", method, self._host_label).inc()
-            raise TransportError(f"{method} {path}: {error or type(error).__name__}") from error
-        self.metrics.rest_requests.labels(str(response.status), method, self._host_label).inc()
+            response = await self.transport.send(request, timeouts)
+        except TransportError:
+            self.metrics.rest_requests.labels("<error>", request.method, host).inc()
+            raise
+        self.metrics.rest_requests.labels(str(response.status), request.method, host).inc()
         return response
-
-    async def _error(self, response: aiohttp.ClientResponse) -> errors.ApiError:
-        payload = await response.read()
-        return errors.from_response(response.status, _json_or_none(payload), dict(response.headers))
-
-
-def _json_or_none(payload: bytes) -> dict[str, Any] | None:
-    try:
-        value = orjson.loads(payload)
-    except orjson.JSONDecodeError:
-        return {"message": payload.decode(errors="replace")[:1000]} if payload else None
-    return value if isinstance(value, dict) else None
-
-
-def _retry_delay(error: errors.ApiError) -> float | None:
-    """Seconds to wait before retrying unchanged, or None: retry only when the server says so."""
-    if isinstance(error, errors.TooManyRequests) or (
-        isinstance(error, errors.ServerError)
-        and "retry-after" in {k.lower() for k in error.headers}
-    ):
-        return min(_MAX_RETRY_WAIT, max(0.1, getattr(error, "retry_after", 1.0)))
-    return None

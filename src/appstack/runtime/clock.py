@@ -1,8 +1,8 @@
 """Time, injectable: the real monotonic clock, and a fake one that tests step by hand.
 
-The workqueue's backoff and delayed adds, and leader election, read time only through a
-:class:`Clock`, so unit tests run in microseconds with :class:`FakeClock` instead of
-sleeping. Used by :mod:`appstack.runtime.ratelimit` and :mod:`appstack.runtime.workqueue`.
+The workqueue's backoff and delayed adds, the informer's list/watch backoff, the client's
+retries and leader election read time and sleep only through a :class:`Clock`, so unit tests
+run in microseconds with :class:`FakeClock` (or a recording clock) instead of sleeping.
 """
 
 from __future__ import annotations
@@ -22,6 +22,9 @@ def micro_time() -> str:
 
 
 class Clock(Protocol):
+    """Where runtime code reads time and sleeps: :class:`RealClock` in production,
+    :class:`FakeClock` in tests."""
+
     def now(self) -> float:
         """Seconds on a monotonic scale."""
 
@@ -30,6 +33,8 @@ class Clock(Protocol):
 
 
 class RealClock:
+    """The process's monotonic clock and ``asyncio.sleep``."""
+
     def now(self) -> float:
         return time.monotonic()
 

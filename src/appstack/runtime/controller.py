@@ -8,7 +8,10 @@ Outcomes, as in controller-runtime:
 * ``Result(requeue_after=s)``               → success, look again in ``s`` seconds;
 * ``Result(requeue=True)``                  → retry with the key's backoff;
 * raises                                    → logged with the object reference, counted in
-  ``controller_runtime_reconcile_errors_total``, retried with backoff; other keys go on.
+  ``controller_runtime_reconcile_errors_total``, retried with backoff; other keys go on;
+* raises :class:`~appstack.runtime.errors.TerminalError` → logged and counted (also in
+  ``controller_runtime_terminal_reconcile_errors_total``) but *not* retried: the key's
+  backoff is forgotten and only a later event or resync reconciles it again.
 
 A key is never reconciled by two workers at once (the workqueue guarantees it). Optional
 periodic resync re-enqueues every cached object. Every log line inside a reconcile carries
@@ -29,6 +32,7 @@ from typing import Protocol
 import structlog
 
 from appstack.runtime import logging as rt_logging
+from appstack.runtime.errors import TerminalError
 from appstack.runtime.metrics import Metrics
 from appstack.runtime.workqueue import WorkQueue
 
@@ -37,6 +41,8 @@ log = structlog.get_logger("appstack.controller")
 
 @dataclass(frozen=True, order=True)
 class Request:
+    """What to reconcile: the namespace (None for cluster-scoped kinds) and name of an object."""
+
     namespace: str | None
     name: str
 
@@ -50,15 +56,26 @@ class Request:
 
 @dataclass(frozen=True)
 class Result:
+    """How a successful reconcile wants to be called again: not at all (the default), after
+    ``requeue_after`` seconds, or with the key's backoff (``requeue=True``)."""
+
     requeue: bool = False
     requeue_after: float | None = None
 
 
 class Reconciler(Protocol):
+    """Anything with ``async reconcile(request) -> Result | None``: drive the object named by
+    ``request`` towards its desired state, reading current state from the cache."""
+
     async def reconcile(self, request: Request) -> Result | None: ...
 
 
 class Controller:
+    """A workqueue of :class:`Request` keys and ``concurrency`` workers calling a reconciler.
+
+    Usually built by :class:`~appstack.runtime.builder.Builder` and started by the manager.
+    """
+
     def __init__(
         self,
         name: str,
@@ -130,6 +147,13 @@ class Controller:
             result = await self.reconciler.reconcile(request) or Result()
         except asyncio.CancelledError:
             raise
+        except TerminalError as error:
+            self.metrics.reconcile_errors.labels(self.name).inc()
+            self.metrics.terminal_reconcile_errors.labels(self.name).inc()
+            self.metrics.reconcile_total.labels(self.name, "error").inc()
+            log.error("reconcile failed terminally, not retrying", error=str(error))
+            self.queue.forget(request)
+            return
         except Exception as error:
             self.metrics.reconcile_errors.labels(self.name).inc()
             self.metrics.reconcile_total.labels(self.name, "error").inc()

@@ -3,6 +3,9 @@
 Callers branch on the type, not on numbers: ``except NotFound``, ``except Conflict``,
 ``Invalid.causes`` (field-level reasons for a rejected object), ``TooManyRequests.retry_after``
 (honour ``Retry-After``), ``Gone`` (a watch's resourceVersion is too old: re-list).
+Two errors are not API answers: :class:`TransportError` (the server could not be reached or
+the connection broke; :class:`WatchStalled` when a watch went silent) and
+:class:`TerminalError`, which a reconciler raises for a problem only the user can fix.
 Pure: no I/O. Raised by :mod:`appstack.runtime.client`, handled by the informer,
 the controllers and the reconcile loop.
 """
@@ -60,23 +63,23 @@ class ApiError(Exception):
 
 
 class BadRequest(ApiError):
-    pass
+    """400: the request itself was malformed."""
 
 
 class Unauthorized(ApiError):
-    pass
+    """401: the credentials were missing or not accepted."""
 
 
 class Forbidden(ApiError):
-    pass
+    """403: RBAC (or an admission policy) does not allow this request."""
 
 
 class NotFound(ApiError):
-    pass
+    """404: no such object (or no such kind: its CRD is not installed)."""
 
 
 class MethodNotAllowed(ApiError):
-    pass
+    """405: the verb is not supported on this path."""
 
 
 class Conflict(ApiError):
@@ -125,6 +128,25 @@ class ServerTimeout(ServerError):
     @property
     def retry_after(self) -> float:
         return _retry_after(self.headers, self.details, default=1.0)
+
+
+class TransportError(Exception):
+    """The API server could not be reached or the connection broke (no HTTP answer)."""
+
+
+class WatchStalled(TransportError):
+    """No event or bookmark arrived within the inactivity timeout: the stream is presumed dead."""
+
+
+class TerminalError(Exception):
+    """A reconcile failure only the user can fix (an invalid spec, a missing reference).
+
+    Raise it from :meth:`~appstack.runtime.controller.Reconciler.reconcile` (``raise
+    TerminalError("...") from cause``): the controller logs it and counts it in
+    ``controller_runtime_terminal_reconcile_errors_total`` but does not retry it with backoff;
+    the next event or resync about the object reconciles it again, as controller-runtime's
+    ``reconcile.TerminalError``.
+    """
 
 
 _BY_CODE: dict[int, type[ApiError]] = {

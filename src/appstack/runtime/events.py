@@ -21,8 +21,9 @@ from typing import Any, Literal
 import structlog
 
 from appstack.runtime import errors
-from appstack.runtime.client import Client, TransportError
+from appstack.runtime.client import Client
 from appstack.runtime.clock import micro_time
+from appstack.runtime.errors import TransportError
 from appstack.runtime.resources import EVENT
 
 log = structlog.get_logger("appstack.events")
@@ -40,6 +41,12 @@ class _Seen:
 
 
 class EventRecorder:
+    """Records Kubernetes Events about an object, folding repeats into one Event's series.
+
+    ``await recorder.event(obj, "Warning", "InvalidSpec", "spec.image is empty")``; never
+    raises (failures are logged).
+    """
+
     def __init__(
         self,
         client: Client,

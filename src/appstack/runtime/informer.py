@@ -1,40 +1,51 @@
 """An informer: a local, indexed cache of one kind, kept current by LIST then WATCH.
 
-The reflector is an explicit state machine (after kube-rs's watcher)::
+The protocol is the state machine of :mod:`appstack.runtime.watcher`; this module runs it
+(:meth:`Informer.run`: one :func:`~appstack.runtime.watcher.step` after another, through
+:class:`~appstack.runtime.watcher.StepBackoff`) and applies the events it yields:
 
-    LIST ──ok──▶ WATCH ──stream ends (server timeout)──▶ WATCH (from the last resourceVersion)
-     ▲  └─error: backoff, LIST again     │
-     └──────────── 410 Gone ─────────────┘   other errors / stalled stream: backoff, WATCH again
+* a complete (re-)LIST (:class:`~appstack.runtime.watcher.Restarted`) is compared with the
+  cache and only the *difference* is delivered — adds, updates and deletes — so nothing that
+  changed while we could not watch (e.g. before a ``410 Gone``) is missed;
+* watch events update the cache and are delivered as they come; bookmarks only move the
+  resourceVersion.
 
-* LIST is paginated (``limit``/``continue``) and gives the resourceVersion to watch from.
-  A re-list (after ``410 Gone``: our resourceVersion was compacted away) is compared with
-  the cache and the *difference* is delivered — adds, updates and deletes — so nothing that
-  changed while we could not watch is missed.
-* WATCH asks for bookmarks, so the resourceVersion keeps moving even when nothing changes,
-  and ends after the server's ``timeoutSeconds``; a client inactivity timeout detects a
-  stream that silently stopped (see :class:`appstack.runtime.client.WatchStalled`).
-* Errors back off exponentially (0.5 s → 30 s, jittered) and are logged, never raised.
-
-Before an object is cached, ``metadata.managedFields`` and any other declared paths are
-dropped (memory). Handlers (:class:`EventHandler`) are called synchronously on each change
-and must be cheap — controllers only enqueue keys. Shared per kind through the manager.
+Errors are logged, never raised, and backed off (0.5 s → 30 s, jittered) on the injected
+:class:`~appstack.runtime.clock.Clock`. Before an object is cached,
+``metadata.managedFields`` and any other declared paths are dropped (memory). Handlers
+(:class:`EventHandler`) are called synchronously on each change and must be cheap —
+controllers only enqueue keys. Shared per kind through :class:`~appstack.runtime.cache.Cache`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import random
+import contextlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from enum import Enum
 from typing import Any, Protocol
 
 import structlog
 
 from appstack.runtime import errors
-from appstack.runtime.client import Client, TransportError
-from appstack.runtime.resources import Resource, object_key
-from appstack.runtime.store import IndexFunc, Obj, Store
+from appstack.runtime.client import Client
+from appstack.runtime.clock import Clock, RealClock
+from appstack.runtime.ratelimit import RateLimiter
+from appstack.runtime.resources import Obj, Resource, object_key
+from appstack.runtime.store import IndexFunc, Store
+from appstack.runtime.watcher import (
+    Applied,
+    Deleted,
+    Empty,
+    ListWatch,
+    Restarted,
+    State,
+    Step,
+    StepBackoff,
+    Streaming,
+    WatchEvent,
+    Watching,
+)
 
 log = structlog.get_logger("appstack.informer")
 
@@ -42,6 +53,8 @@ DEFAULT_DROP: tuple[tuple[str, ...], ...] = (("metadata", "managedFields"),)
 
 
 class EventHandler(Protocol):
+    """Told about every change of an informer's cache; must be cheap (enqueue, do not work)."""
+
     def on_add(self, obj: Obj) -> None: ...
     def on_update(self, old: Obj, new: Obj) -> None: ...
     def on_delete(self, obj: Obj) -> None: ...
@@ -68,25 +81,10 @@ class FuncHandler:
             self.delete(obj)
 
 
-class State(Enum):
-    LIST = "list"
-    WATCH = "watch"
-
-
-class Backoff:
-    def __init__(self, initial: float = 0.5, cap: float = 30.0) -> None:
-        self.initial, self.cap, self._next = initial, cap, initial
-
-    def next(self) -> float:
-        delay = self._next
-        self._next = min(self.cap, self._next * 2)
-        return delay * random.uniform(0.8, 1.2)  # noqa: S311 - jitter, not security
-
-    def reset(self) -> None:
-        self._next = self.initial
-
-
 class Informer:
+    """A local cache of one kind (optionally one namespace or label selector) kept current by
+    LIST then WATCH, telling its handlers about every change. Run with :meth:`run`."""
+
     def __init__(
         self,
         client: Client,
@@ -98,23 +96,34 @@ class Informer:
         page_size: int = 500,
         watch_timeout: int = 290,
         inactivity_timeout: float | None = None,
+        clock: Clock | None = None,
+        backoff: Callable[[], RateLimiter] | None = None,
     ) -> None:
         self.client = client
         self.resource = resource
-        self.namespace = namespace
-        self.label_selector = label_selector
+        self.query = ListWatch(
+            resource,
+            namespace,
+            label_selector,
+            page_size,
+            watch_timeout,
+            inactivity_timeout or watch_timeout + 60.0,
+        )
         self.drop = [tuple(path) for path in drop]
-        self.page_size = page_size
-        self.watch_timeout = watch_timeout
-        self.inactivity_timeout = inactivity_timeout or watch_timeout + 60.0
+        self.clock = clock or RealClock()
+        self.backoff = backoff
         self.store = Store()
-        self.resource_version = ""
-        self.state = State.LIST
+        self.state: State = Empty()
         self.relists = 0
         self._handlers: list[EventHandler] = []
         self._synced = asyncio.Event()
 
     # ------------------------------------------------------------------------- public
+    @property
+    def resource_version(self) -> str:
+        """The version the cache is in sync with ("" until listed, and while re-listing)."""
+        return self.state.resource_version if isinstance(self.state, (Watching, Streaming)) else ""
+
     def add_handler(self, handler: EventHandler) -> None:
         """Register a handler; it is first told about every object already cached."""
         self._handlers.append(handler)
@@ -138,92 +147,63 @@ class Informer:
 
     async def run(self) -> None:
         """Run until cancelled. Restarting after a cancel resumes from the cached state."""
-        backoff = Backoff()
-        self.state = State.WATCH if self.resource_version else State.LIST
-        while True:
-            try:
-                if self.state is State.LIST:
-                    await self._list()
-                    backoff.reset()
-                elif not await self._watch(backoff):
-                    # The stream ended at once with nothing in it: do not spin on it.
-                    await asyncio.sleep(backoff.next())
-            except errors.Gone as error:
-                log.info(
-                    "resourceVersion expired, re-listing",
-                    resource=str(self.resource),
-                    resource_version=self.resource_version,
-                    reason=error.message,
-                )
-                self.relists += 1
-                self.state = State.LIST
-            except (TransportError, errors.ApiError) as error:
-                delay = backoff.next()
-                log.warning(
-                    "list/watch failed, retrying",
-                    resource=str(self.resource),
-                    state=self.state.value,
-                    error=str(error),
-                    retry_in=round(delay, 2),
-                )
-                await asyncio.sleep(delay)
-            except Exception:  # a bug or a malformed event must not end the informer
-                delay = backoff.next()
-                log.exception(
-                    "informer failed, re-listing",
-                    resource=str(self.resource),
-                    retry_in=round(delay, 2),
-                )
-                self.state = State.LIST
-                await asyncio.sleep(delay)
+        stepper = StepBackoff(self.clock, self.backoff() if self.backoff else None)
+        try:
+            while True:
+                result = await stepper.step(self.state, self.client, self.query)
+                self.state = result.state
+                if result.error is not None:
+                    self._report(result, stepper.delay)
+                try:
+                    for event in result.events:
+                        self._deliver(event)
+                except Exception:  # a bug must not end the informer: list afresh, later
+                    log.exception("informer failed, re-listing", resource=str(self.resource))
+                    self.state = Empty()
+                    stepper.failed()
+        finally:
+            if isinstance(self.state, Streaming):  # cancelled mid-stream: resume with a watch
+                stream, self.state = self.state.stream, Watching(self.state.resource_version)
+                with contextlib.suppress(Exception):
+                    await stream.aclose()
 
     # ---------------------------------------------------------------------- internals
-    async def _list(self) -> None:
-        items, resource_version = await self.client.list(
-            self.resource,
-            self.namespace,
-            label_selector=self.label_selector,
-            page_size=self.page_size,
-        )
-        self._replace(items)
-        self.resource_version = resource_version
-        self.state = State.WATCH
-        self._synced.set()
+    def _report(self, result: Step, retry_in: float) -> None:
+        error = result.error
+        if isinstance(error, errors.Gone):
+            self.relists += 1
+            log.info(
+                "resourceVersion expired, re-listing",
+                resource=str(self.resource),
+                reason=error.message,
+            )
+        elif isinstance(result.state, Empty):
+            log.error(
+                "unusable list/watch data, re-listing",
+                resource=str(self.resource),
+                error=repr(error),
+                retry_in=round(retry_in, 2),
+            )
+        else:
+            log.warning(
+                "list/watch failed, retrying",
+                resource=str(self.resource),
+                state=type(result.state).__name__,
+                error=str(error),
+                retry_in=round(retry_in, 2),
+            )
 
-    async def _watch(self, backoff: Backoff) -> bool:
-        """Follow one watch stream until it ends; False if it ended at once and empty."""
-        started = asyncio.get_running_loop().time()
-        seen = False
-        stream = self.client.watch(
-            self.resource,
-            self.namespace,
-            resource_version=self.resource_version,
-            label_selector=self.label_selector,
-            timeout_seconds=self.watch_timeout,
-            inactivity_timeout=self.inactivity_timeout,
-        )
-        async for event in stream:
-            self._apply(event)
-            seen = True
-            backoff.reset()
-        return seen or asyncio.get_running_loop().time() - started > 1.0
-
-    def _apply(self, event: dict[str, Any]) -> None:
-        kind, obj = event.get("type"), event.get("object") or {}
-        if kind == "ERROR":
-            raise errors.from_response(int(obj.get("code") or 500), obj)
-        resource_version = obj.get("metadata", {}).get("resourceVersion")
-        if kind == "BOOKMARK":
-            self.resource_version = resource_version or self.resource_version
-            return
-        obj = self._strip(obj)
-        if kind in ("ADDED", "MODIFIED"):
-            old = self.store.upsert(obj)
-            self._dispatch_upsert(old, obj)
-        elif kind == "DELETED":
+    def _deliver(self, event: WatchEvent) -> None:
+        if isinstance(event, Restarted):
+            self._replace(event.objects)
+            self._synced.set()
+        elif isinstance(event, Applied):
+            obj = self._strip(event.obj)
+            self._dispatch_upsert(self.store.upsert(obj), obj)
+        elif isinstance(event, Deleted):
+            obj = self._strip(event.obj)
             self.store.delete(object_key(obj))
             self._dispatch("on_delete", obj)
-        self.resource_version = resource_version or self.resource_version
 
     def _replace(self, items: list[Obj]) -> None:
         """Make the cache equal to a fresh list, delivering only the differences."""

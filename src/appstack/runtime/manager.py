@@ -39,6 +39,13 @@ def _split_address(address: str) -> tuple[str, int]:
 
 
 class Manager:
+    """Runs a process's controllers: HTTP endpoints, shared cache, leader election, workers.
+
+    Build controllers on it with :class:`~appstack.runtime.builder.Builder`, then
+    ``await manager.run()`` until :meth:`stop` (or a signal, see
+    :meth:`install_signal_handlers`).
+    """
+
     def __init__(
         self,
         client: Client,

@@ -1,7 +1,9 @@
 """Prometheus metrics with controller-runtime's names, so existing dashboards work unchanged.
 
 Reconcile: ``controller_runtime_reconcile_total{controller,result}``,
-``controller_runtime_reconcile_errors_total``, ``controller_runtime_reconcile_time_seconds``,
+``controller_runtime_reconcile_errors_total``,
+``controller_runtime_terminal_reconcile_errors_total``,
+``controller_runtime_reconcile_time_seconds``,
 ``controller_runtime_max_concurrent_reconciles``, ``controller_runtime_active_workers``.
 Workqueue (label ``name``): ``workqueue_depth``, ``workqueue_adds_total``,
 ``workqueue_queue_duration_seconds``, ``workqueue_work_duration_seconds``,
@@ -62,6 +64,8 @@ _QUEUE_BUCKETS = tuple(10.0**e for e in range(-8, 2))  # 10ns .. 10s, as client-
 
 
 class Metrics:
+    """Every metric of one manager, in its own Prometheus registry (:meth:`exposition`)."""
+
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
@@ -74,6 +78,12 @@ class Metrics:
         self.reconcile_errors = Counter(
             "controller_runtime_reconcile_errors_total",
             "Total number of reconciliation errors per controller",
+            ["controller"],
+            registry=r,
+        )
+        self.terminal_reconcile_errors = Counter(
+            "controller_runtime_terminal_reconcile_errors_total",
+            "Total number of terminal reconciliation errors per controller",
             ["controller"],
             registry=r,
         )
@@ -139,15 +149,16 @@ class Metrics:
             registry=r,
         )
 
-    def queue(self, name: str) -> QueueMetrics:
-        return QueueMetrics(self, name)
+    def queue(self, name: str) -> WorkQueueMetrics:
+        return WorkQueueMetrics(self, name)
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
 
 
-class QueueMetrics:
-    """The workqueue's view (see :class:`appstack.runtime.workqueue.QueueMetrics`)."""
+class WorkQueueMetrics:
+    """One workqueue's Prometheus metrics (label ``name``), as the queue reports them
+    (:class:`appstack.runtime.workqueue.QueueObserver`)."""
 
     def __init__(self, metrics: Metrics, name: str) -> None:
         self._depth = metrics.queue_depth.labels(name)

@@ -6,19 +6,25 @@ with an overall token bucket (client-go's default controller rate limiter).
 * :class:`TokenBucket` — at most ``qps`` retries per second overall with bursts of
   ``burst``, so a failing dependency cannot make every key retry at once.
 * :class:`MaxOf` — the longer of several limiters' delays.
+* :class:`Jittered` — another limiter's delay times a random factor (the informer's
+  list/watch backoff, so that many informers do not retry in step).
 
-Pure: time comes from a :class:`~appstack.runtime.clock.Clock`. Used by the workqueue.
+Pure: time comes from a :class:`~appstack.runtime.clock.Clock`, randomness from an
+injectable source. Used by the workqueue and :mod:`appstack.runtime.watcher`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+import random
+from collections.abc import Callable, Hashable
 from typing import Protocol
 
 from appstack.runtime.clock import Clock
 
 
 class RateLimiter(Protocol):
+    """Decides how long a failing item waits before it is retried."""
+
     def when(self, item: Hashable) -> float:
         """Delay in seconds before ``item`` may be processed again (records a failure)."""
 
@@ -30,6 +36,8 @@ class RateLimiter(Protocol):
 
 
 class ItemExponentialBackoff:
+    """``base * 2**failures`` per item, capped."""
+
     def __init__(self, base: float = 0.005, cap: float = 1000.0) -> None:
         self.base = base
         self.cap = cap
@@ -74,6 +82,8 @@ class TokenBucket:
 
 
 class MaxOf:
+    """The longest delay of several limiters."""
+
     def __init__(self, *limiters: RateLimiter) -> None:
         self.limiters = limiters
 
@@ -86,6 +96,33 @@ class MaxOf:
 
     def retries(self, item: Hashable) -> int:
         return max(limiter.retries(item) for limiter in self.limiters)
+
+
+class Jittered:
+    """Another limiter's delay times a factor drawn uniformly from ``1 ± spread``.
+
+    ``uniform`` (``random.random`` by default) returns a float in [0, 1); tests inject one.
+    """
+
+    def __init__(
+        self,
+        limiter: RateLimiter,
+        *,
+        spread: float = 0.2,
+        uniform: Callable[[], float] = random.random,
+    ) -> None:
+        self.limiter = limiter
+        self.spread = spread
+        self.uniform = uniform
+
+    def when(self, item: Hashable) -> float:
+        return self.limiter.when(item) * (1.0 + self.spread * (2.0 * self.uniform() - 1.0))
+
+    def forget(self, item: Hashable) -> None:
+        self.limiter.forget(item)
+
+    def retries(self, item: Hashable) -> int:
+        return self.limiter.retries(item)
 
 
 def default_controller_rate_limiter(clock: Clock) -> RateLimiter:

@@ -7,7 +7,12 @@ with them) and are re-exported here for the runtime's users.
 
 from __future__ import annotations
 
+from typing import Any
+
 from appstack.core.resource import Resource, object_key, split_key
+
+Obj = dict[str, Any]
+"""A Kubernetes object as the runtime handles it: the decoded JSON, a plain dict."""
 
 __all__ = [
     "CONFIG_MAP",
@@ -18,6 +23,7 @@ __all__ = [
     "JOB",
     "LEASE",
     "NAMESPACE",
+    "Obj",
     "POD",
     "PVC",
     "SECRET",

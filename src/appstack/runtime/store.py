@@ -4,18 +4,17 @@ An index maps each object to zero or more index values (``by_namespace``,
 ``by_controller_uid`` — the UID of the object's controlling owner — or any function a
 controller registers) so lookups such as "the Deployments this AppService controls" do not
 scan the cache. Objects are stored as given (plain dicts); the informer strips fields
-nobody needs before they get here. Pure, single-threaded. Used by
-:mod:`appstack.runtime.informer`; controllers read it through the informer.
+nobody needs before they get here. Pure, single-threaded. Filled by
+:mod:`appstack.runtime.informer`; controllers read it through the
+:class:`~appstack.runtime.cache.Cache`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any
 
-from appstack.runtime.resources import object_key
+from appstack.runtime.resources import Obj, object_key
 
-Obj = dict[str, Any]
 IndexFunc = Callable[[Obj], Iterable[str]]
 
 
@@ -38,6 +37,8 @@ DEFAULT_INDEXERS: Mapping[str, IndexFunc] = {
 
 
 class Store:
+    """Objects of one kind by ``namespace/name`` key, with named indexes (not thread-safe)."""
+
     def __init__(self, indexers: Mapping[str, IndexFunc] | None = None) -> None:
         self._items: dict[str, Obj] = {}
         self._indexers: dict[str, IndexFunc] = dict(DEFAULT_INDEXERS)

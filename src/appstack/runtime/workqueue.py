@@ -28,8 +28,9 @@ from appstack.runtime.ratelimit import RateLimiter, default_controller_rate_limi
 T = TypeVar("T", bound=Hashable)
 
 
-class QueueMetrics(Protocol):
-    """What the queue reports (see :mod:`appstack.runtime.metrics` for the Prometheus side)."""
+class QueueObserver(Protocol):
+    """What the queue reports as it works (:class:`appstack.runtime.metrics.WorkQueueMetrics`
+    turns it into Prometheus metrics)."""
 
     def added(self) -> None: ...
     def depth(self, depth: int) -> None: ...
@@ -38,7 +39,7 @@ class QueueMetrics(Protocol):
     def retried(self) -> None: ...
 
 
-class _NoMetrics:
+class _Unobserved:
     def added(self) -> None: ...
     def depth(self, depth: int) -> None: ...
     def queued_for(self, seconds: float) -> None: ...
@@ -47,16 +48,18 @@ class _NoMetrics:
 
 
 class WorkQueue(Generic[T]):
+    """Keys to process: de-duplicated, never handed to two workers at once, delayable."""
+
     def __init__(
         self,
         *,
         clock: Clock | None = None,
         rate_limiter: RateLimiter | None = None,
-        metrics: QueueMetrics | None = None,
+        metrics: QueueObserver | None = None,
     ) -> None:
         self.clock = clock or RealClock()
         self.rate_limiter = rate_limiter or default_controller_rate_limiter(self.clock)
-        self.metrics = metrics or _NoMetrics()
+        self.metrics = metrics or _Unobserved()
         self._queue: deque[T] = deque()
         self._dirty: set[T] = set()
         self._processing: set[T] = set()

@@ -1,0 +1,253 @@
+"""LIST then WATCH as a state machine, after kube-rs's ``watcher``: the informer's protocol.
+
+States carry their data, and :func:`step` makes one transition — at most one request or one
+watch event — returning the events to deliver and the next state::
+
+    Empty ─page─▶ Listing(token, items) ─last page─▶ Watching(rv) ─open─▶ Streaming(rv, stream)
+      ▲  (one page: straight to Watching)              ▲     ▲            │ event / bookmark:
+      │                                                │     │            │ Streaming(newer rv)
+      │                                                │     └─ ended ────┤
+      │                                                └── error, stalled, ended at once ─┤
+      └──────────────── 410 Gone (re-list), malformed event ─────────────────────────────┘
+
+* LIST is paginated (``limit``/``continue``); the last page yields :class:`Restarted` with
+  every object, and the informer makes its cache equal to it. A ``410`` on a ``continue``
+  token or on a watch (the resourceVersion was compacted) starts over from :class:`Empty`.
+* WATCH asks for bookmarks (:class:`Bookmarked`), so the resourceVersion moves even when
+  nothing changes; the client raises :class:`~appstack.runtime.errors.WatchStalled` when a
+  stream goes silent. A stream that ends at once and empty is an error (:class:`EmptyWatch`):
+  reopening it at once would spin.
+* A step that failed in a way that could repeat at once says ``backoff=True``;
+  :class:`StepBackoff` is the wrapper that then waits (exponential, jittered, on a
+  :class:`~appstack.runtime.clock.Clock`) before the next step, and resets on progress.
+
+No sleeping and no randomness here. Used by :class:`appstack.runtime.informer.Informer`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncGenerator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from appstack.runtime import errors
+from appstack.runtime.client import Client
+from appstack.runtime.clock import Clock
+from appstack.runtime.ratelimit import ItemExponentialBackoff, Jittered, RateLimiter
+from appstack.runtime.resources import Obj, Resource
+
+EMPTY_STREAM_WINDOW = 1.0  # a stream that ends sooner than this with nothing in it is an error
+
+
+class EmptyWatch(Exception):
+    """The watch stream ended at once without a single event or bookmark."""
+
+
+class MalformedEvent(ValueError):
+    """A watch event or listed object the informer cannot use (no type, no metadata.name)."""
+
+
+@dataclass(frozen=True)
+class ListWatch:
+    """What to list and watch, and how."""
+
+    resource: Resource
+    namespace: str | None = None
+    label_selector: str | None = None
+    page_size: int = 500
+    watch_timeout: int = 290
+    inactivity_timeout: float = 350.0
+
+
+# ------------------------------------------------------------------------------ states
+@dataclass(frozen=True)
+class Empty:
+    """Nothing listed yet, or the list must start over."""
+
+
+@dataclass(frozen=True)
+class Listing:
+    """A paginated LIST under way: the next page's token and the objects so far."""
+
+    continue_token: str
+    items: list[Obj] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Watching:
+    """In sync up to ``resource_version``; the next step opens a watch from there."""
+
+    resource_version: str
+
+
+@dataclass(frozen=True)
+class Streaming:
+    """A watch stream is open; ``seen`` once anything arrived on it."""
+
+    resource_version: str
+    stream: AsyncGenerator[Obj, None]
+    opened_at: float
+    seen: bool = False
+
+
+State = Empty | Listing | Watching | Streaming
+
+
+# ------------------------------------------------------------------------------ events
+@dataclass(frozen=True)
+class Restarted:
+    """A complete LIST: the cache must now equal ``objects``."""
+
+    objects: list[Obj]
+    resource_version: str
+
+
+@dataclass(frozen=True)
+class Applied:
+    """An object was added or modified."""
+
+    obj: Obj
+
+
+@dataclass(frozen=True)
+class Deleted:
+    """An object was deleted (its last state)."""
+
+    obj: Obj
+
+
+@dataclass(frozen=True)
+class Bookmarked:
+    """The server confirmed we are in sync up to ``resource_version``."""
+
+    resource_version: str
+
+
+WatchEvent = Restarted | Applied | Deleted | Bookmarked
+
+
+@dataclass(frozen=True)
+class Step:
+    """One transition: the next state, the events to deliver, and what went wrong (if
+    anything); ``backoff`` asks the caller to wait before the next step."""
+
+    state: State
+    events: tuple[WatchEvent, ...] = ()
+    error: Exception | None = None
+    backoff: bool = False
+
+
+# ------------------------------------------------------------------------------- step
+async def step(state: State, client: Client, query: ListWatch, clock: Clock) -> Step:
+    """Make one transition from ``state``: one LIST page, or one watch event."""
+    if isinstance(state, Streaming):
+        return await _next_event(state, clock)
+    if isinstance(state, Watching):
+        stream = client.watch(
+            query.resource,
+            query.namespace,
+            resource_version=state.resource_version,
+            label_selector=query.label_selector,
+            timeout_seconds=query.watch_timeout,
+            inactivity_timeout=query.inactivity_timeout,
+        )
+        return await _next_event(Streaming(state.resource_version, stream, clock.now()), clock)
+    return await _list_page(state, client, query)
+
+
+async def _list_page(state: Empty | Listing, client: Client, query: ListWatch) -> Step:
+    token = state.continue_token if isinstance(state, Listing) else None
+    try:
+        page, resource_version, next_token = await client.list_page(
+            query.resource,
+            query.namespace,
+            label_selector=query.label_selector,
+            limit=query.page_size,
+            token=token,
+        )
+        for obj in page:
+            _check(obj)
+    except errors.Gone as error:  # the continue token expired: list from the start
+        return Step(Empty(), error=error)
+    except (errors.ApiError, errors.TransportError, MalformedEvent) as error:
+        return Step(state, error=error, backoff=True)
+    items = [*state.items, *page] if isinstance(state, Listing) else page
+    if next_token:
+        return Step(Listing(next_token, items))
+    return Step(Watching(resource_version), (Restarted(items, resource_version),))
+
+
+async def _next_event(state: Streaming, clock: Clock) -> Step:
+    try:
+        event = await anext(state.stream)
+        delivered = _event(event)
+    except Exception as error:  # sorted out below: the informer must go on
+        return await _stream_failed(state, error, clock)
+    resource_version = _resource_version(event.get("object")) or state.resource_version
+    return Step(dataclasses.replace(state, resource_version=resource_version, seen=True), delivered)
+
+
+async def _stream_failed(state: Streaming, error: Exception, clock: Clock) -> Step:
+    watching = Watching(state.resource_version)
+    if isinstance(error, StopAsyncIteration):
+        if not state.seen and clock.now() - state.opened_at < EMPTY_STREAM_WINDOW:
+            return Step(watching, error=EmptyWatch("the watch ended at once, empty"), backoff=True)
+        return Step(watching)  # the server's timeoutSeconds: watch again from where we are
+    if isinstance(error, errors.Gone):
+        return Step(Empty(), error=error)
+    if isinstance(error, (errors.ApiError, errors.TransportError)):
+        return Step(watching, error=error, backoff=True)
+    await state.stream.aclose()  # a malformed event or line: start over from a fresh list
+    return Step(Empty(), error=error, backoff=True)
+
+
+def _event(event: Mapping[str, Any]) -> tuple[WatchEvent, ...]:
+    kind, obj = event.get("type"), event.get("object")
+    if kind == "BOOKMARK":
+        return (Bookmarked(_resource_version(obj)),)
+    if kind in ("ADDED", "MODIFIED"):
+        return (Applied(_check(obj)),)
+    if kind == "DELETED":
+        return (Deleted(_check(obj)),)
+    raise MalformedEvent(f"unknown watch event type {kind!r}")
+
+
+def _check(obj: Any) -> Obj:
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
+        raise MalformedEvent(f"an object without metadata.name: {str(obj)[:200]}")
+    return cast(Obj, obj)
+
+
+def _resource_version(obj: Any) -> str:
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    return str(meta.get("resourceVersion") or "") if isinstance(meta, dict) else ""
+
+
+# ---------------------------------------------------------------------------- backoff
+class StepBackoff:
+    """Wraps :func:`step`: after a step that asks for backoff, the next one waits first —
+    0.5 s, 1 s, 2 s … 30 s, jittered ±20 % — and any delivered event resets the delay."""
+
+    _KEY = "watch"
+
+    def __init__(self, clock: Clock, limiter: RateLimiter | None = None) -> None:
+        self.clock = clock
+        self.limiter = limiter or Jittered(ItemExponentialBackoff(0.5, 30.0), spread=0.2)
+        self.delay = 0.0  # to wait before the next step
+
+    async def step(self, state: State, client: Client, query: ListWatch) -> Step:
+        if self.delay > 0:
+            await self.clock.sleep(self.delay)
+            self.delay = 0.0
+        result = await step(state, client, query, self.clock)
+        if result.backoff:
+            self.failed()
+        elif result.events:
+            self.limiter.forget(self._KEY)
+        return result
+
+    def failed(self) -> None:
+        """Back off before the next step (also for failures outside :func:`step`)."""
+        self.delay = self.limiter.when(self._KEY)
