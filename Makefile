@@ -8,7 +8,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: install build lint typecheck imports unit e2e test demo demo-down clean
+.PHONY: install build lint typecheck imports unit e2e test demo demo-down clean docs
 
 $(VENV)/.installed: pyproject.toml
 	@echo "[appstack] installing Python dependencies into $(VENV)"
@@ -52,6 +52,10 @@ demo: build
 
 demo-down: install
 	$(BIN)/appstack cluster down
+
+# The runtime's API reference (docs/runtime-api.md), generated from its docstrings.
+docs: install
+	$(BIN)/python -m appstack.apidoc docs/runtime-api.md
 
 clean:
 	rm -rf $(VENV) src/*.egg-info .pytest_cache .mypy_cache .ruff_cache .import_linter_cache

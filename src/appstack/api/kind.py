@@ -116,9 +116,13 @@ def custom_kind(
     printer_columns: tuple[Mapping[str, str], ...] = (),
     subresources: Mapping[str, Any] | None = None,
     namespaced: bool = True,
+    categories: tuple[str, ...] = ("appstack",),
+    group: str = GROUP,
+    version: str = VERSION,
 ) -> Callable[[ModelT], ModelT]:
     """Declare the decorated model (named like its kind, with ``spec`` and ``status``
-    fields) as a custom kind of :data:`GROUP`/:data:`VERSION`."""
+    fields) as a custom kind, of :data:`GROUP`/:data:`VERSION` unless told otherwise
+    (users of the runtime declare kinds of their own group, see docs/runtime.md)."""
 
     def declare(model: ModelT) -> ModelT:
         model.KIND = CustomKind(
@@ -131,6 +135,9 @@ def custom_kind(
             printer_columns=printer_columns,
             subresources=subresources if subresources is not None else {"status": {}},
             namespaced=namespaced,
+            categories=categories,
+            group=group,
+            version=version,
         )
         return model
 

@@ -1,0 +1,92 @@
+"""The API reference of :mod:`appstack.runtime` (``docs/runtime-api.md``), generated from
+the docstrings and signatures of the names in its ``__all__``.
+
+``python -m appstack.apidoc docs/runtime-api.md`` (``make docs``) writes it; a unit test
+fails when the committed file is stale, so the reference always says what the code does.
+Used by developers and that test only; the operator never imports it.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from pathlib import Path
+from typing import Any
+
+from appstack import runtime
+
+HEADER = """# `appstack.runtime` API reference
+
+Generated from the docstrings by `make docs` (`python -m appstack.apidoc`); do not edit.
+The tutorial is [runtime.md](runtime.md).
+"""
+
+
+def _doc(obj: Any) -> str:
+    return inspect.cleandoc(inspect.getdoc(obj) or "(undocumented)")
+
+
+def _signature(obj: Any, name: str) -> str:
+    try:
+        return f"{name}{inspect.signature(obj)}".replace("'", "")
+    except (TypeError, ValueError):
+        return name
+
+
+def _members(cls: type) -> list[tuple[str, Any]]:
+    """Public methods and properties defined by the class itself (not inherited)."""
+    out = []
+    for name, raw in vars(cls).items():
+        if name.startswith("_"):
+            continue
+        member = raw.__func__ if isinstance(raw, (staticmethod, classmethod)) else raw
+        if inspect.isfunction(member) or isinstance(member, property):
+            out.append((name, member))
+    return out
+
+
+def _class(name: str, cls: type) -> list[str]:
+    bases = [b.__name__ for b in cls.__bases__ if b is not object]
+    head = f"### class `{name}`" + (f" ({', '.join(bases)})" if bases else "")
+    lines = [head, "", "```python", _signature(cls, name), "```", "", _doc(cls), ""]
+    for member_name, member in _members(cls):
+        if isinstance(member, property):
+            lines.append(f"- **`{member_name}`** (property) — {_first_line(member)}")
+        else:
+            prefix = "async " if inspect.iscoroutinefunction(member) else ""
+            signature = _signature(member, member_name).replace("(self, ", "(", 1)
+            signature = signature.replace("(self)", "()", 1)
+            lines.append(f"- `{prefix}{signature}` — {_first_line(member)}")
+    return [*lines, ""]
+
+
+def _first_line(obj: Any) -> str:
+    doc = inspect.getdoc(obj)
+    return doc.strip().splitlines()[0] if doc else "(undocumented)"
+
+
+def render() -> str:
+    """The whole reference, one section per exported name, in ``__all__`` order."""
+    classes, functions, errors = [], [], []
+    for name in runtime.__all__:
+        obj = getattr(runtime, name)
+        if inspect.isclass(obj) and issubclass(obj, BaseException):
+            errors.append(f"- **`{name}`** ({obj.__bases__[0].__name__}) — {_first_line(obj)}")
+        elif inspect.isclass(obj):
+            classes += _class(name, obj)
+        else:
+            functions += [f"### `{_signature(obj, name)}`", "", _doc(obj), ""]
+    parts = [HEADER, "## Classes", "", *classes, "## Functions", "", *functions]
+    parts += ["## Errors", "", *errors, ""]
+    return "\n".join(parts)
+
+
+def main(argv: list[str]) -> int:
+    target = Path(argv[1]) if len(argv) > 1 else Path("docs/runtime-api.md")
+    target.write_text(render())
+    print(f"wrote {target}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
