@@ -32,7 +32,7 @@ from pathlib import Path
 
 from appstack import __version__
 from appstack.testing.build import _file_lock, _fmt, _stderr
-from appstack.testing.oci import ImageConfig, commit
+from appstack.testing.oci import KEEP, ImageConfig, commit, keep_newest
 from appstack.testing.rootfs import (
     Bind,
     DebianRootfs,
@@ -197,6 +197,7 @@ def build_image(
     stamp = archive.with_name(archive.name + ".ref")
     if archive.is_file() and stamp.is_file() and stamp.read_text() == ref and not refresh:
         printer(f"[appstack] image {ref} is up to date: {archive}")
+        os.utime(archive)  # recently used: kept when older ones are pruned
         return BuiltImage(archive, ref)
     with _file_lock(cache / ".image.lock"):
         started = time.monotonic()
@@ -212,9 +213,10 @@ def build_image(
 
             commit(cache / "buildah", populate, CONFIG, archive, ref)
         stamp.write_text(ref)
-        for old in cache.glob("appstack-*.oci.tar*"):
-            if old not in (archive, stamp):
-                old.unlink()
+        # Keep a few: other checkouts (worktrees) may be testing their own image right now.
+        for old in keep_newest(list(cache.glob("appstack-*.oci.tar")), KEEP):
+            old.unlink()
+            old.with_name(old.name + ".ref").unlink(missing_ok=True)
     size = archive.stat().st_size / 2**20
     printer(
         f"[appstack] image {ref} built in {_fmt(time.monotonic() - started)} "

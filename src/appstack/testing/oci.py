@@ -21,9 +21,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from appstack.testing.build import _file_lock
 from appstack.testing.rootfs import ImageBuildError
 
 REF_ANNOTATION = "org.opencontainers.image.ref.name"
+KEEP = 3  # images (archives, unpacked root filesystems) kept in the cache
+
+
+def keep_newest(paths: Sequence[Path], keep: int) -> list[Path]:
+    """The paths to remove so that only the ``keep`` most recently modified remain."""
+    return sorted(paths, key=lambda p: p.stat().st_mtime, reverse=True)[keep:]
 
 
 @dataclass(frozen=True)
@@ -125,17 +132,22 @@ def read_archive(archive: Path) -> tuple[str, str, dict[str, Any]]:
 def unpack(archive: Path, cache: Path) -> UnpackedImage:
     """``umoci unpack`` the archive into ``cache/<digest>`` (reused while the digest matches).
 
-    Other unpacked images in ``cache`` are removed: one root filesystem is kept.
+    Only the :data:`KEEP` most recently used root filesystems stay in ``cache``.
     """
     digest, ref, config = read_archive(archive)
     bundle = cache / digest.replace(":", "-")
     done = bundle / ".unpacked"
-    if not done.is_file():
-        cache.mkdir(parents=True, exist_ok=True)
-        for old in cache.iterdir():
-            shutil.rmtree(old, ignore_errors=True)
-        with tempfile.TemporaryDirectory(dir=cache, prefix=".layout-") as layout:
-            _run(["tar", "-xf", str(archive), "-C", layout])
-            _run(["umoci", "unpack", "--image", f"{layout}:{ref}", str(bundle)])
-        done.write_text(digest + "\n")
+    cache.mkdir(parents=True, exist_ok=True)
+    with _file_lock(cache / ".lock"):
+        if not done.is_file():
+            shutil.rmtree(bundle, ignore_errors=True)  # an interrupted unpack
+            with tempfile.TemporaryDirectory(dir=cache, prefix=".layout-") as layout:
+                _run(["tar", "-xf", str(archive), "-C", layout])
+                _run(["umoci", "unpack", "--image", f"{layout}:{ref}", str(bundle)])
+        done.write_text(digest + "\n")  # its mtime: last used
+        stamps = [d / ".unpacked" for d in cache.glob("sha256-*")]
+        for old in [s for s in stamps if not s.is_file()] + keep_newest(
+            [s for s in stamps if s.is_file()], KEEP
+        ):
+            shutil.rmtree(old.parent, ignore_errors=True)
     return UnpackedImage(digest, ref, bundle, config["config"])
