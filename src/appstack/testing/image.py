@@ -91,7 +91,8 @@ RUNTIME_ROOTFS = DebianRootfs(SUITE, RUNTIME_PACKAGES)
 # Passed from the caller's environment into the build stage (pip's index, CA bundle, proxy).
 _PASS_ENV = (
     *("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_TRUSTED_HOST", "PIP_DEFAULT_TIMEOUT"),
-    *("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"),
+    *("PIP_CERT", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy"),
+    "no_proxy",
 )
 
 
@@ -148,9 +149,7 @@ def _build_env() -> dict[str, str]:
         "PIP_PROGRESS_BAR": "off",
         "PIP_ROOT_USER_ACTION": "ignore",
     }
-    env.update({k: os.environ[k] for k in _PASS_ENV if k in os.environ})
-    if os.environ.get("PIP_CERT"):
-        env["PIP_CERT"] = os.environ["PIP_CERT"]
+    env.update({k: os.environ[k] for k in _PASS_ENV if os.environ.get(k)})
     return env
 
 
@@ -170,7 +169,7 @@ def _build_stage(project: Path, work: Path, printer: Printer) -> Path:
         Bind(pip_cache, "/root/.cache/pip", read_only=False),
         Bind(Path("/etc/resolv.conf"), "/etc/resolv.conf"),
     ]
-    if os.environ.get("PIP_CERT"):
+    if os.environ.get("PIP_CERT"):  # a CA bundle pip must trust, at the same path inside
         binds.append(Bind(Path(os.environ["PIP_CERT"]), os.environ["PIP_CERT"]))
     script = " && ".join(BUILD_STEPS)
     printer("[appstack] build stage: wheel, then the venv with the locked dependencies")

@@ -75,15 +75,18 @@ def run_streaming(
 
 
 def ensure_tools(printer: Printer, commands: Sequence[str] = tuple(TOOLS)) -> None:
-    """Install the Debian packages providing ``commands`` when any is missing (needs root)."""
+    """Check for root; install the Debian packages providing ``commands`` when missing."""
+    if os.geteuid() != 0:
+        raise ImageBuildError(
+            "the daemonless image build needs root (chroot, mounts): run it as root, "
+            "or build with a container daemon: make image"
+        )
     missing = sorted({TOOLS[c] for c in commands if shutil.which(c) is None})
     if not missing:
         return
-    if os.geteuid() != 0 or shutil.which("apt-get") is None:
+    if shutil.which("apt-get") is None:
         raise ImageBuildError(
-            f"the daemonless image build needs {', '.join(missing)} and root: run it as root "
-            f"on Debian/Ubuntu (apt-get install {' '.join(missing)}), or build with a "
-            f"container daemon: make image"
+            f"the daemonless image build needs {', '.join(missing)}: install them"
         )
     printer(f"[appstack] installing {', '.join(missing)} with apt-get")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
