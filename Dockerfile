@@ -1,17 +1,47 @@
-# appstack operator image: multi-stage, slim, non-root, no build tools in the final image.
-FROM python:3.12-slim AS build
-WORKDIR /src
-RUN python -m venv /opt/appstack
-COPY pyproject.toml README.md ./
-COPY src ./src
-# Only the runtime dependencies: the `testing` and `dev` extras stay out of the image.
-RUN /opt/appstack/bin/pip install --no-cache-dir --upgrade pip \
- && /opt/appstack/bin/pip install --no-cache-dir .
+# syntax=docker/dockerfile:1
+# The appstack operator image: `make image` (Docker), `make image-buildx PLATFORMS=...`.
+# Multi-stage: the build stage makes the wheel and a venv with the hash-locked
+# dependencies (requirements.lock); the final stage is Debian's python3 plus that venv,
+# run as uid 65532 (deploy/operator.yaml's securityContext). `make image-oci` builds the
+# same contents without a daemon (src/appstack/testing/image.py replays these steps;
+# tests/unit/test_image_spec.py keeps the two in step) and `make test` runs the operator
+# from that image.
+#
+# Base: Debian 12 (bookworm) slim, pinned to a point release. To pin it by digest:
+#   skopeo inspect --format '{{.Digest}}' docker://docker.io/library/debian:12.15-slim
+#   make image BASE_IMAGE=debian:12.15-slim@sha256:<digest>
+ARG BASE_IMAGE=debian:12.15-slim
 
-FROM python:3.12-slim
+FROM ${BASE_IMAGE} AS build
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3 python3-venv \
+ && rm -rf /var/lib/apt/lists/*
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
+COPY pyproject.toml README.md LICENSE requirements.lock /src/
+COPY src /src/src
+RUN python3 -m venv /opt/build-tools \
+ && /opt/build-tools/bin/pip wheel --no-deps --wheel-dir /dist /src \
+ && python3 -m venv --without-pip /opt/appstack \
+ && /opt/build-tools/bin/pip --python /opt/appstack/bin/python install --no-deps --require-hashes -r /src/requirements.lock \
+ && /opt/build-tools/bin/pip --python /opt/appstack/bin/python install --no-deps /dist/appstack-*.whl \
+ && /opt/build-tools/bin/pip --python /opt/appstack/bin/python check
+
+FROM ${BASE_IMAGE}
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3 \
+ && rm -rf /var/lib/apt/lists/*
+RUN groupadd --gid 65532 appstack \
+ && useradd --uid 65532 --gid 65532 --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin appstack
 COPY --from=build /opt/appstack /opt/appstack
-ENV PATH=/opt/appstack/bin:$PATH PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
+ENV PATH=/opt/appstack/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1
+LABEL org.opencontainers.image.title="appstack" \
+      org.opencontainers.image.description="The appstack Kubernetes operator" \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.version="0.1.0"
 USER 65532:65532
+WORKDIR /
 EXPOSE 8080 8081
 ENTRYPOINT ["appstack"]
 CMD ["run", "--leader-elect"]

@@ -8,7 +8,8 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: install build lint typecheck imports unit e2e test demo demo-down clean docs
+.PHONY: install build lint typecheck imports unit e2e test demo demo-down clean docs \
+	image image-buildx image-oci lock
 
 $(VENV)/.installed: pyproject.toml
 	@echo "[appstack] installing Python dependencies into $(VENV)"
@@ -56,6 +57,39 @@ demo-down: install
 # The runtime's API reference (docs/runtime-api.md), generated from its docstrings.
 docs: install
 	$(BIN)/python -m appstack.apidoc docs/runtime-api.md
+
+# The operator image (Dockerfile). With a Docker daemon: `make image IMG=registry/appstack:tag`;
+# multi-platform, pushed (like kubebuilder's docker-buildx):
+# `make image-buildx IMG=registry/appstack:tag PLATFORMS=linux/amd64,linux/arm64`.
+# Without a daemon (root on Debian/Ubuntu): `make image-oci` builds the same contents with
+# mmdebstrap + buildah into an oci-archive in $(APPSTACK_CACHE)/image (what `make test` runs).
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+IMG ?= appstack:$(VERSION)
+PLATFORMS ?= linux/amd64,linux/arm64
+BASE_IMAGE ?=
+DOCKER_BUILD_ARGS := $(if $(BASE_IMAGE),--build-arg BASE_IMAGE=$(BASE_IMAGE))
+define need-docker
+	@command -v docker >/dev/null && docker info >/dev/null 2>&1 || { \
+	  echo "[appstack] no Docker daemon reachable ($$(command -v docker || echo 'docker not installed'))."; \
+	  echo "[appstack] Build the same image without a daemon (as root): make image-oci"; exit 1; }
+endef
+
+image:
+	$(need-docker)
+	docker build $(DOCKER_BUILD_ARGS) --tag $(IMG) .
+
+image-buildx:
+	$(need-docker)
+	docker buildx build $(DOCKER_BUILD_ARGS) --platform=$(PLATFORMS) --tag $(IMG) --push .
+
+image-oci: install
+	$(BIN)/appstack cluster image --tag $(IMG)
+
+# Re-pin requirements.lock (the image's Python dependencies, hash-checked) from pyproject.toml,
+# for Debian 12's Python 3.11. Run after changing [project].dependencies.
+lock: install
+	$(BIN)/uv pip compile pyproject.toml --python-version 3.11 --python-platform linux \
+	  --generate-hashes --no-strip-markers --quiet -o requirements.lock
 
 clean:
 	rm -rf $(VENV) src/*.egg-info .pytest_cache .mypy_cache .ruff_cache .import_linter_cache

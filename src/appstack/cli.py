@@ -212,6 +212,29 @@ def build() -> None:
 
 
 @cluster.command()
+@click.option("--tag", default=f"appstack:{__version__}", show_default=True, help="Image name.")
+@click.option("--refresh", is_flag=True, help="Rebuild the Debian root filesystems too.")
+def image(tag: str, refresh: bool) -> None:
+    """Build the operator image without a container daemon (root; mmdebstrap + buildah).
+
+    Same contents as the Dockerfile; prints the path of the oci-archive (cached).
+    """
+    from appstack.testing.image import build_image  # noqa: PLC0415
+    from appstack.testing.rootfs import ImageBuildError  # noqa: PLC0415
+
+    try:
+        built = build_image(ref=tag, refresh=refresh)
+    except ImageBuildError as error:
+        raise click.ClickException(str(error)) from error
+    click.echo(built.archive)
+    click.echo(
+        f"load or push it with: podman load -i {built.archive}  |  "
+        f"skopeo copy oci-archive:{built.archive} docker://REGISTRY/{tag}",
+        err=True,
+    )
+
+
+@cluster.command()
 @_NAME
 @click.option("--nodes", default=2, show_default=True, help="Number of kwok fake nodes.")
 @click.option("--pods-per-node", default=5000, show_default=True, help="Pod capacity per node.")

@@ -1,0 +1,53 @@
+"""The package builds cleanly: ``python -m build`` (sdist, then the wheel from it) and
+``twine check --strict`` pass with no warning, the license is an SPDX expression with
+its file, and the wheel carries ``py.typed`` but no tests."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+from appstack import __version__
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_sdist_and_wheel_build_without_warnings_and_pass_twine_check(tmp_path: Path) -> None:
+    # Bytecode is disabled in some environments; setuptools then warns about skipping it.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    build = subprocess.run(
+        [sys.executable, "-m", "build", "--outdir", str(tmp_path), str(ROOT)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    output = build.stdout + build.stderr
+    assert build.returncode == 0, output[-3000:]
+    assert "warning" not in output.lower(), output[-3000:]
+    wheel = tmp_path / f"appstack-{__version__}-py3-none-any.whl"
+    sdist = tmp_path / f"appstack-{__version__}.tar.gz"
+
+    twine = Path(sys.executable).with_name("twine")
+    check = subprocess.run(
+        [str(twine), "check", "--strict", str(wheel), str(sdist)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert check.stdout.count("PASSED") == 2
+
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "appstack/py.typed" in names
+    assert f"appstack-{__version__}.dist-info/licenses/LICENSE" in names
+    assert not [n for n in names if n.startswith("tests/") or "/tests/" in n]
+    metadata = zipfile.ZipFile(wheel).read(f"appstack-{__version__}.dist-info/METADATA").decode()
+    assert "License-Expression: Apache-2.0" in metadata.splitlines()
+    assert "Typing :: Typed" in metadata
+    with tarfile.open(sdist) as tar:
+        assert f"appstack-{__version__}/LICENSE" in tar.getnames()
