@@ -50,13 +50,15 @@ def _class(name: str, cls: type) -> list[str]:
     head = f"### class `{name}`" + (f" ({', '.join(bases)})" if bases else "")
     lines = [head, "", "```python", _signature(cls, name), "```", "", _doc(cls), ""]
     for member_name, member in _members(cls):
+        # Documented where it is declared (a protocol, a base class) counts: getdoc inherits.
+        summary = _first_line(getattr(cls, member_name))
         if isinstance(member, property):
-            lines.append(f"- **`{member_name}`** (property) — {_first_line(member)}")
+            lines.append(f"- **`{member_name}`** (property) — {summary}")
         else:
             prefix = "async " if inspect.iscoroutinefunction(member) else ""
             signature = _signature(member, member_name).replace("(self, ", "(", 1)
             signature = signature.replace("(self)", "()", 1)
-            lines.append(f"- `{prefix}{signature}` — {_first_line(member)}")
+            lines.append(f"- `{prefix}{signature}` — {summary}")
     return [*lines, ""]
 
 

@@ -27,6 +27,7 @@ class Resource:
 
     @property
     def api_version(self) -> str:
+        """``group/version`` (``v1`` for the core group), as in an object's apiVersion."""
         return f"{self.group}/{self.version}" if self.group else self.version
 
     def path(

@@ -60,28 +60,34 @@ class Builder:
         self._resync: float | None = None
 
     def for_(self, resource: Resource) -> Builder:
+        """The primary kind: its own add/update/delete events enqueue the object itself."""
         self._primary = resource
         return self
 
     def owns(self, resource: Resource) -> Builder:
+        """A child kind: its events enqueue the owner named in its controller ownerReference."""
         if self._primary is None:
             raise ValueError("call for_() before owns()")
         self._watches.append((resource, owner_mapper(self._primary)))
         return self
 
     def watches(self, resource: Resource, mapper: Mapper) -> Builder:
+        """Any other kind: ``mapper(obj)`` returns the requests an event about ``obj`` enqueues."""
         self._watches.append((resource, mapper))
         return self
 
     def with_concurrency(self, workers: int) -> Builder:
+        """Reconcile up to ``workers`` keys at once (never one key twice at once); default 1."""
         self._concurrency = max(1, workers)
         return self
 
     def with_resync(self, seconds: float | None) -> Builder:
+        """Re-enqueue every cached primary object every ``seconds`` (None: never)."""
         self._resync = seconds
         return self
 
     def complete(self, reconciler: Reconciler) -> Controller:
+        """Build the controller, register its handlers with the cache, add it to the manager."""
         primary = self._primary
         if primary is None:
             raise ValueError("a controller needs a primary kind: call for_()")

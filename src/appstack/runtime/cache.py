@@ -60,43 +60,52 @@ class Cache:
         return created
 
     def add_handler(self, resource: Resource, handler: EventHandler) -> None:
+        """Call ``handler`` on every add/update/delete of ``resource`` (all watched namespaces)."""
         for informer in self.informers(resource).values():
             informer.add_handler(handler)
 
     def add_indexer(self, resource: Resource, name: str, func: IndexFunc) -> None:
+        """Index ``resource`` by ``func(obj) -> values``; query it with :meth:`by_index`."""
         for informer in self.informers(resource).values():
             informer.add_indexer(name, func)
 
     def get(self, resource: Resource, key: str) -> Obj | None:
+        """The cached object ``namespace/name`` (or ``name``) or None; never asks the server."""
         namespace, _ = split_key(key)
         informers = self.informers(resource)
         informer = informers.get(namespace) or informers.get(None)
         return informer.store.get(key) if informer else None
 
     def objects(self, resource: Resource) -> list[Obj]:
+        """Every cached object of ``resource``."""
         return [o for i in self.informers(resource).values() for o in i.store.objects()]
 
     def by_index(self, resource: Resource, index: str, value: str) -> list[Obj]:
+        """The cached objects whose index ``index`` maps to ``value``."""
         return [
             o for i in self.informers(resource).values() for o in i.store.by_index(index, value)
         ]
 
     def has_synced(self) -> bool:
+        """True once every informer has completed its first LIST."""
         return all(i.has_synced() for group in self._informers.values() for i in group.values())
 
     async def start(self) -> None:
+        """Start every informer created so far (the manager calls this)."""
         self._started = True
         for group in self._informers.values():
             for informer in group.values():
                 self._tasks.append(asyncio.create_task(informer.run()))
 
     async def wait_synced(self) -> None:
+        """Return once every informer has completed its first LIST."""
         while not self.has_synced():  # informers may be added while we wait
             await asyncio.gather(
                 *(i.wait_synced() for g in list(self._informers.values()) for i in g.values())
             )
 
     async def stop(self) -> None:
+        """Stop every informer."""
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

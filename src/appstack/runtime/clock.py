@@ -36,9 +36,11 @@ class RealClock:
     """The process's monotonic clock and ``asyncio.sleep``."""
 
     def now(self) -> float:
+        """Seconds on a monotonic clock."""
         return time.monotonic()
 
     async def sleep(self, seconds: float) -> None:
+        """Wait ``seconds`` on this clock."""
         await asyncio.sleep(max(0.0, seconds))
 
 
@@ -51,9 +53,11 @@ class FakeClock:
         self._seq = itertools.count()
 
     def now(self) -> float:
+        """Seconds on a monotonic clock."""
         return self._now
 
     async def sleep(self, seconds: float) -> None:
+        """Wait ``seconds`` on this clock."""
         if seconds <= 0:
             await asyncio.sleep(0)
             return

@@ -72,6 +72,8 @@ class EventRecorder:
         *,
         action: str = "Reconcile",
     ) -> None:
+        """Record a ``Normal``/``Warning`` Event about ``regarding``; a repeat of the same
+        Event within the series window updates its count instead of creating another."""
         meta = regarding["metadata"]
         namespace = meta.get("namespace") or "default"
         note = note if len(note) <= _NOTE_LIMIT else note[: _NOTE_LIMIT - 3] + "..."
