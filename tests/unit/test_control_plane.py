@@ -33,7 +33,9 @@ def test_controller_manager_and_scheduler_are_sized_for_benchmarks(tmp_path: Pat
     assert f"--kube-api-qps={control_plane.CLIENT_QPS}" in kcm
     assert control_plane.CLIENT_QPS >= 500
     assert "--enable-hostpath-provisioner=true" in kcm
-    (scheduler_config,) = control_plane.config_files(layout).values()
+    scheduler_config = control_plane.config_files(layout)[
+        layout.path("config", "kube-scheduler.yaml")
+    ]
     connection = yaml.safe_load(scheduler_config)["clientConnection"]
     assert connection["qps"] == control_plane.CLIENT_QPS
     assert connection["burst"] == control_plane.CLIENT_BURST
@@ -45,6 +47,22 @@ def test_the_api_server_uses_rbac_and_service_account_keys(tmp_path: Path) -> No
     assert any(arg.startswith("--service-account-signing-key-file=") for arg in apiserver)
     assert f"--service-cluster-ip-range={control_plane.SERVICE_CIDR}" in apiserver
     assert f"--etcd-servers=http://127.0.0.1:{PORTS['etcd']}" in apiserver
+
+
+def test_the_api_server_audits_writes_only_with_a_bounded_log(tmp_path: Path) -> None:
+    layout = _layout(tmp_path)
+    apiserver = control_plane.command(layout, "kube-apiserver")
+    policy_file = layout.path("config", "audit-policy.yaml")
+    assert f"--audit-policy-file={policy_file}" in apiserver
+    assert f"--audit-log-path={layout.path(*control_plane.AUDIT_LOG)}" in apiserver
+    assert any(arg.startswith("--audit-log-maxsize=") for arg in apiserver)
+    assert any(arg.startswith("--audit-log-maxbackup=") for arg in apiserver)
+    rules = yaml.safe_load(control_plane.config_files(layout)[policy_file])["rules"]
+    writes = [r for r in rules if r["level"] == "Metadata"]
+    assert writes == [{"level": "Metadata", "verbs": control_plane.WRITE_VERBS}]
+    assert "get" not in writes[0]["verbs"]
+    assert "watch" not in writes[0]["verbs"]
+    assert rules[-1] == {"level": "None"}  # nothing else is recorded
 
 
 def test_extra_args_are_appended_to_one_component_only(tmp_path: Path) -> None:

@@ -7,6 +7,11 @@ them in :data:`ORDER` and stops them in reverse.
 Sizing: the controller-manager and scheduler get client QPS/burst of 1000/2000 and more
 concurrent syncs, the API server more in-flight requests, so that an operator benchmark
 creating 1,000+ applications measures the operator, not the test bed.
+
+Audit: the API server logs every *write* (create/update/patch/delete) at Metadata level,
+with user and user agent, to ``logs/audit.log`` (rotated at 20 MB, one backup) — except
+Events and the control plane's own components, so the log stays small and cheap. Read it
+with :mod:`appstack.testing.audit` (e.g. "no write from the old leader after takeover").
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ SERVICE_IP = "10.96.0.1"  # first address of SERVICE_CIDR, the `kubernetes` Serv
 SA_ISSUER = "https://kubernetes.default.svc.cluster.local"
 CLIENT_QPS = 1000
 CLIENT_BURST = 2000
+AUDIT_LOG = ("logs", "audit.log")
+WRITE_VERBS = ["create", "update", "patch", "delete", "deletecollection"]
 
 # Client identities: file stem -> (CN, O). The controller-manager and kwok act for many
 # controllers/nodes at once and run as cluster admins; the scheduler has its default role.
@@ -109,7 +116,32 @@ def config_files(layout: Layout) -> dict[Path, str]:
         },
         "leaderElection": {"leaderElect": False},
     }
-    return {layout.path("config", "kube-scheduler.yaml"): yaml.safe_dump(scheduler)}
+    return {
+        layout.path("config", "kube-scheduler.yaml"): yaml.safe_dump(scheduler),
+        layout.path("config", "audit-policy.yaml"): yaml.safe_dump(audit_policy()),
+    }
+
+
+def audit_policy() -> dict[str, object]:
+    """Writes only, at Metadata level; not Events, not the control plane's own clients."""
+    control_plane = [CLIENTS[name][0] for name in ("kube-controller-manager", "kube-scheduler")]
+    return {
+        "apiVersion": "audit.k8s.io/v1",
+        "kind": "Policy",
+        "omitStages": ["RequestReceived"],
+        "rules": [
+            {"level": "None", "users": [*control_plane, CLIENTS["kwok"][0], "system:apiserver"]},
+            {
+                "level": "None",
+                "resources": [
+                    {"group": "", "resources": ["events"]},
+                    {"group": "events.k8s.io", "resources": ["events"]},
+                ],
+            },
+            {"level": "Metadata", "verbs": WRITE_VERBS},
+            {"level": "None"},
+        ],
+    }
 
 
 def _etcd(layout: Layout) -> list[str]:
@@ -156,6 +188,11 @@ def _apiserver(layout: Layout) -> list[str]:
         "--profiling=false",
         # Close watches promptly on SIGTERM (otherwise shutdown waits for them to drain).
         "--shutdown-watch-termination-grace-period=1s",
+        f"--audit-policy-file={layout.path('config', 'audit-policy.yaml')}",
+        f"--audit-log-path={layout.path(*AUDIT_LOG)}",
+        "--audit-log-format=json",
+        "--audit-log-maxsize=20",
+        "--audit-log-maxbackup=1",
     ]
 
 
