@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING, TextIO, cast
+from typing import TYPE_CHECKING, TextIO
 
 import click
 
-from appstack import __version__
+from appstack import __version__, run_command
 
 if TYPE_CHECKING:  # the testing extra (cryptography) is not in the operator image: import lazily
     from appstack.testing.cluster import LocalCluster
@@ -34,83 +34,7 @@ def main() -> None:
     """appstack: run applications on Kubernetes from one custom resource."""
 
 
-@main.command()
-@click.option(
-    "--kubeconfig",
-    envvar="KUBECONFIG",
-    default=None,
-    help="Kubeconfig to use (default: $KUBECONFIG, ~/.kube/config, or in-cluster).",
-)
-@click.option(
-    "--namespace",
-    "namespaces",
-    multiple=True,
-    help="Only watch this namespace (repeatable; default: all namespaces).",
-)
-@click.option(
-    "--concurrency", default=4, show_default=True, help="Concurrent reconciles per controller."
-)
-@click.option(
-    "--leader-elect/--no-leader-elect",
-    default=False,
-    show_default=True,
-    help="Run leader election so that only one replica reconciles.",
-)
-@click.option(
-    "--leader-election-namespace",
-    envvar="POD_NAMESPACE",
-    default="default",
-    show_default="$POD_NAMESPACE or default",
-    help="Namespace of the Lease.",
-)
-@click.option(
-    "--metrics-bind-address",
-    default=":8080",
-    show_default=True,
-    help="Address of /metrics ('0' disables).",
-)
-@click.option(
-    "--health-probe-bind-address",
-    default=":8081",
-    show_default=True,
-    help="Address of /healthz and /readyz ('0' disables).",
-)
-@click.option(
-    "--log-format",
-    type=click.Choice(["auto", "json", "console"]),
-    default="auto",
-    show_default=True,
-    help="auto: JSON unless stderr is a terminal.",
-)
-@click.option("--log-level", default="info", show_default=True)
-def run(
-    *,
-    kubeconfig: str | None,
-    namespaces: tuple[str, ...],
-    concurrency: int,
-    leader_elect: bool,
-    leader_election_namespace: str,
-    metrics_bind_address: str,
-    health_probe_bind_address: str,
-    log_format: str,
-    log_level: str,
-) -> None:
-    """Run the operator (all controllers) against a cluster."""
-    from appstack.operator import OperatorOptions, run_operator  # noqa: PLC0415
-    from appstack.runtime.logging import Format  # noqa: PLC0415
-
-    options = OperatorOptions(
-        kubeconfig=kubeconfig,
-        namespaces=list(namespaces),
-        concurrency=concurrency,
-        leader_elect=leader_elect,
-        leader_election_namespace=leader_election_namespace,
-        metrics_address=None if metrics_bind_address == "0" else metrics_bind_address,
-        health_address=None if health_probe_bind_address == "0" else health_probe_bind_address,
-        log_format=cast(Format, log_format),
-        log_level=log_level,
-    )
-    sys.exit(run_operator(options))
+main.add_command(run_command.run)
 
 
 @main.command()

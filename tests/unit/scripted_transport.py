@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from typing import Any
 
 import orjson
@@ -73,7 +73,11 @@ class ScriptedTransport:
     def remaining(self) -> int:
         return len(self._answers)
 
-    async def send(self, request: ApiRequest, timeouts: Timeouts) -> Response:
+    async def send(
+        self, request: ApiRequest, timeouts: Timeouts, guard: Callable[[], float] | None = None
+    ) -> Response:
+        if guard is not None:
+            guard()  # as the real transport: right before sending
         self.sent.append((request, timeouts))
         if not self._answers:
             await asyncio.Event().wait()

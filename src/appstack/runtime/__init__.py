@@ -43,7 +43,7 @@ from appstack.runtime.errors import (
 )
 from appstack.runtime.events import EventRecorder
 from appstack.runtime.informer import EventHandler, FuncHandler, Informer
-from appstack.runtime.leaderelection import LeaderElectionConfig, LeadershipLost
+from appstack.runtime.leaderelection import LeaderElectionConfig, LeadershipLost, NotLeader
 from appstack.runtime.manager import Manager
 from appstack.runtime.metrics import Metrics
 from appstack.runtime.resources import Resource, object_key, split_key
@@ -72,6 +72,7 @@ __all__ = [
     "MethodNotAllowed",
     "Metrics",
     "NotFound",
+    "NotLeader",
     "RealClock",
     "Reconciler",
     "Request",

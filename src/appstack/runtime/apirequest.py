@@ -16,7 +16,7 @@ Used by :mod:`appstack.runtime.client`, after lightkube's ``BasicRequest``/``pro
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -83,7 +83,12 @@ class Transport(Protocol):
 
     host: str
 
-    async def send(self, request: ApiRequest, timeouts: Timeouts) -> Response: ...
+    async def send(
+        self, request: ApiRequest, timeouts: Timeouts, guard: Callable[[], float] | None = None
+    ) -> Response:
+        """``guard``, if given, is called right before the request goes out: it may refuse
+        it by raising, and the seconds it returns bound the wait for a connection."""
+        ...
 
     async def close(self) -> None: ...
 

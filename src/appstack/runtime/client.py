@@ -13,16 +13,23 @@ unit tests), and this module adds policy. Every request — watches included —
 one method, :meth:`Client._send`, which counts it in ``rest_client_requests_total{code,
 method,host}``. Errors are the typed ones of :mod:`appstack.runtime.errors`; 429 and 5xx
 answers that carry ``Retry-After`` are retried a few times first, as client-go does.
+
+Two hooks act there too: ``write_guard`` (set by the manager under leader election) is
+handed to the transport with every write, which calls it right before sending and so may
+refuse the write (Lease calls bypass it: ``fenced=False``); ``credentials``
+(:mod:`.credentials`) re-reads a rotated token after a 401 — the request is retried once if
+the token changed — and records rejections for ``/healthz``.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from typing import Any
 
 from appstack.runtime import apirequest, errors
 from appstack.runtime.apirequest import ApiRequest, Response, Timeouts, Transport
 from appstack.runtime.clock import Clock, RealClock
+from appstack.runtime.credentials import Credentials
 from appstack.runtime.errors import TransportError, WatchStalled
 from appstack.runtime.metrics import Metrics
 from appstack.runtime.resources import Obj, Resource
@@ -54,6 +61,10 @@ class Client:
         self.metrics = metrics or Metrics()
         self.field_manager = field_manager
         self.clock = clock or RealClock()
+        found = getattr(transport, "credentials", None)
+        self.credentials = found if isinstance(found, Credentials) else Credentials()
+        #: Called before every write; raises to refuse it, returns the seconds left to send.
+        self.write_guard: Callable[[], float] | None = None
 
     @classmethod
     async def connect(
@@ -145,6 +156,8 @@ class Client:
         )
         response = await self._send(request, Timeouts(total=None, read=inactivity_timeout))
         if response.lines is None:
+            if response.status == 401:
+                await self.credentials.reload()  # the informer's next attempt uses it
             raise apirequest.error_for(response.status, response.body, response.headers)
         lines = response.lines
         try:
@@ -245,18 +258,25 @@ class Client:
         body: Any = None,
         content_type: str = apirequest.JSON,
         timeout: float = 60.0,
+        fenced: bool = True,
     ) -> Obj:
-        """Any request by path (for what the verbs do not cover); the answer decoded."""
+        """Any request by path (for what the verbs do not cover); the answer decoded.
+        ``fenced=False`` bypasses the write guard (Lease calls only)."""
         request = apirequest.raw(method, path, params=params, body=body, content_type=content_type)
-        return await self._call(request, Timeouts(total=timeout))
+        return await self._call(request, Timeouts(total=timeout), fenced=fenced)
 
     # ------------------------------------------------------------------------- policy
-    async def _call(self, request: ApiRequest, timeouts: Timeouts | None = None) -> Obj:
-        """Send, retrying while the server asks us to (429, or 5xx with Retry-After)."""
+    async def _call(
+        self, request: ApiRequest, timeouts: Timeouts | None = None, *, fenced: bool = True
+    ) -> Obj:
+        """Send, retrying while the server asks us to (429, or 5xx with Retry-After), and
+        once after a 401 if the token was rotated meanwhile."""
         for attempt in range(_MAX_RETRIES + 1):
-            response = await self._send(request, timeouts or Timeouts())
+            response = await self._send(request, timeouts or Timeouts(), fenced=fenced)
             if response.status < 300:
                 return apirequest.decode_body(response.body)
+            if response.status == 401 and attempt == 0 and await self.credentials.reload():
+                continue
             error = apirequest.error_for(response.status, response.body, response.headers)
             delay = apirequest.retry_delay(error, _MAX_RETRY_WAIT)
             if delay is None or attempt == _MAX_RETRIES:
@@ -264,13 +284,18 @@ class Client:
             await self.clock.sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _send(self, request: ApiRequest, timeouts: Timeouts) -> Response:
-        """The one place every request goes through: counted, then handed to the transport."""
+    async def _send(
+        self, request: ApiRequest, timeouts: Timeouts, *, fenced: bool = True
+    ) -> Response:
+        """The one place every request goes through: fenced if a write, handed to the
+        transport, counted, and its status shown to the credentials."""
         host = self.transport.host
+        guard = self.write_guard if fenced and request.is_write else None
         try:
-            response = await self.transport.send(request, timeouts)
+            response = await self.transport.send(request, timeouts, guard)
         except TransportError:
             self.metrics.rest_requests.labels("<error>", request.method, host).inc()
             raise
         self.metrics.rest_requests.labels(str(response.status), request.method, host).inc()
+        self.credentials.observe(request.method, response.status)
         return response

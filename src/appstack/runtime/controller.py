@@ -112,12 +112,17 @@ class Controller:
                 self._resync_loop(self.resync_period, self.resync_source)
             )
 
-    async def stop(self) -> None:
-        """Stop handing out keys, let in-flight reconciles finish, then stop the workers."""
+    async def stop(self, timeout: float | None = None) -> None:
+        """Stop handing out keys, let in-flight reconciles finish for up to ``timeout``
+        seconds (None: no limit; 0: none), then cancel whatever still runs."""
         self.queue.shutdown()
         if self._resync:
             self._resync.cancel()
-        await self.queue.drain()
+        if timeout is None or timeout > 0:
+            try:
+                await asyncio.wait_for(self.queue.drain(), timeout)
+            except asyncio.TimeoutError:
+                log.warning("drain timed out: cancelling reconciles", controller=self.name)
         for worker in self._workers:
             worker.cancel()
         for worker in self._workers:

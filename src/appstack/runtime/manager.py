@@ -1,17 +1,22 @@
 """The manager runs everything a controller process needs, in the right order:
 
-1. the HTTP endpoints — ``/healthz`` (alive), ``/readyz`` (200 once caches have synced),
-   ``/metrics`` (Prometheus; may be on its own address, as controller-runtime's :8080/:8081);
+1. the HTTP endpoints — ``/healthz`` (alive: 503 once the API server has rejected our
+   credentials for ``auth_failure_threshold`` seconds, so the kubelet restarts us),
+   ``/readyz`` (200 once caches have synced), ``/metrics`` (Prometheus; may be on its own
+   address, as controller-runtime's :8080/:8081);
 2. the shared informers (:class:`~appstack.runtime.cache.Cache`), waiting until all have
    synced — no reconcile ever sees a half-filled cache;
-3. leader election, when enabled: only the holder of the Lease starts its controllers;
+3. leader election, when enabled: only the holder of the Lease starts its controllers,
+   and the client's writes are fenced by :meth:`LeaderElector.fence` (refused once the
+   Lease may be lost). Lease calls may use their own client (``election_client``);
 4. the controllers' workers.
 
-It stops when :meth:`stop` is called (the CLI wires SIGTERM/SIGINT to it) or leadership is
-lost: controllers drain their in-flight reconciles, the Lease is released (a successor takes
-over at once), informers and the HTTP servers stop. :meth:`run` raises
-:class:`~appstack.runtime.leaderelection.LeadershipLost` in the second case so the process
-exits non-zero and is restarted, as client-go does.
+It stops when :meth:`stop` is called (the CLI wires SIGTERM/SIGINT to it): controllers
+drain their in-flight reconciles for at most ``shutdown_timeout`` seconds, then the rest
+are cancelled, the Lease is released (a successor takes over at once), informers and the
+HTTP servers stop. When leadership is lost, in-flight reconciles are cancelled at once (no
+drain) and :meth:`run` raises :class:`~appstack.runtime.leaderelection.LeadershipLost` so
+the process exits non-zero and is restarted, as client-go does.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from aiohttp import web
 from appstack.runtime.cache import Cache
 from appstack.runtime.client import Client
 from appstack.runtime.controller import Controller
-from appstack.runtime.leaderelection import LeaderElectionConfig, LeaderElector
+from appstack.runtime.leaderelection import LeaderElectionConfig, LeaderElector, LeadershipLost
 
 log = structlog.get_logger("appstack.manager")
 
@@ -54,16 +59,24 @@ class Manager:
         leader_election: LeaderElectionConfig | None = None,
         metrics_address: str | None = None,
         health_address: str | None = None,
+        election_client: Client | None = None,
+        shutdown_timeout: float = 20.0,
+        auth_failure_threshold: float = 60.0,
     ) -> None:
         self.client = client
         self.metrics = client.metrics
         self.cache = Cache(client, namespaces)
         self.controllers: list[Controller] = []
         self.elector = (
-            LeaderElector(client, leader_election, metrics=self.metrics)
+            LeaderElector(election_client or client, leader_election, metrics=self.metrics)
             if leader_election
             else None
         )
+        if self.elector is not None:
+            client.write_guard = self.elector.fence
+        self.shutdown_timeout = shutdown_timeout
+        self.auth_failure_threshold = auth_failure_threshold
+        self._clients = [client, *([election_client] if election_client else [])]
         self.metrics_address = metrics_address
         self.health_address = health_address
         self.bound: dict[str, int] = {}  # "metrics"/"health" -> port actually bound
@@ -90,6 +103,7 @@ class Manager:
         await self._start_http()
         await self.cache.start()
         renewing: asyncio.Task[None] | None = None
+        drain: float | None = self.shutdown_timeout
         try:
             if not await self._until_stopped(self.cache.wait_synced()):
                 return
@@ -108,8 +122,11 @@ class Manager:
             stopping.cancel()
             if renewing is not None and renewing in done:
                 renewing.result()  # raises LeadershipLost
+        except LeadershipLost:
+            drain = 0  # cancel in-flight reconciles: they may no longer write anyway
+            raise
         finally:
-            await self._shutdown(renewing)
+            await self._shutdown(renewing, drain)
 
     async def _until_stopped(self, awaitable: Awaitable[Any]) -> bool:
         """Await ``awaitable`` unless stop is requested first; True if it completed."""
@@ -125,9 +142,9 @@ class Manager:
             await task
         return False
 
-    async def _shutdown(self, renewing: asyncio.Task[None] | None) -> None:
-        log.info("shutting down")
-        await asyncio.gather(*(c.stop() for c in self.controllers), return_exceptions=True)
+    async def _shutdown(self, renewing: asyncio.Task[None] | None, drain: float | None) -> None:
+        log.info("shutting down", drain_seconds=drain)
+        await asyncio.gather(*(c.stop(drain) for c in self.controllers), return_exceptions=True)
         if renewing is not None:
             renewing.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -171,6 +188,11 @@ class Manager:
         )
 
     async def _healthz(self, _request: web.Request) -> web.Response:
+        rejected = max(c.credentials.rejected_for() for c in self._clients)
+        if rejected > self.auth_failure_threshold:
+            return web.Response(
+                status=503, text=f"the API server has rejected our credentials for {rejected:.0f}s"
+            )
         return web.Response(text="ok")
 
     async def _readyz(self, _request: web.Request) -> web.Response:

@@ -7,7 +7,8 @@ Reconcile: ``controller_runtime_reconcile_total{controller,result}``,
 ``controller_runtime_max_concurrent_reconciles``, ``controller_runtime_active_workers``.
 Workqueue (label ``name``): ``workqueue_depth``, ``workqueue_adds_total``,
 ``workqueue_queue_duration_seconds``, ``workqueue_work_duration_seconds``,
-``workqueue_retries_total``. Leader election: ``leader_election_master_status{name}``.
+``workqueue_retries_total``. Leader election: ``leader_election_master_status{name}``,
+``leader_election_writes_refused_total{name}`` (writes the fence refused).
 Client: ``rest_client_requests_total{code,method,host}``.
 
 Everything lives in one :class:`Metrics` object with its own registry (tests create as many
@@ -139,6 +140,12 @@ class Metrics:
             "leader_election_master_status",
             "Gauge of if the reporting system is master of the relevant lease, "
             "0 indicates backup, 1 indicates master.",
+            ["name"],
+            registry=r,
+        )
+        self.writes_refused = Counter(
+            "leader_election_writes_refused",
+            "Writes refused locally because the Lease may have been lost.",
             ["name"],
             registry=r,
         )

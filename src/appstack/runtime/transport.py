@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from urllib.parse import urlsplit
 
 import aiohttp
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
 
+from appstack.runtime import credentials
 from appstack.runtime.apirequest import ApiRequest, Response, Timeouts
 from appstack.runtime.errors import TransportError, WatchStalled
 
@@ -37,27 +38,32 @@ async def load_configuration(
     in_cluster = "KUBERNETES_SERVICE_HOST" in os.environ and not (
         kubeconfig or os.environ.get("KUBECONFIG")
     )
-    if in_cluster:
+    source: credentials.Reload | None
+    if in_cluster:  # the projected token is re-read by credentials (also after a 401)
         k8s_config.load_incluster_config(  # type: ignore[no-untyped-call]
-            client_configuration=configuration
+            client_configuration=configuration, try_refresh_token=False
         )
+        source = credentials.token_file(credentials.IN_CLUSTER_TOKEN)
     else:
-        await k8s_config.load_kube_config(
+        loader = await k8s_config.load_kube_config(
             config_file=kubeconfig, context=context, client_configuration=configuration
         )
+        source = credentials.from_kubeconfig(loader)
+    credentials.Credentials.install(configuration, source)
     configuration.connection_pool_maxsize = 64
     return configuration
 
 
 class AiohttpTransport:
     """Sends requests with the aiohttp session ``kubernetes_asyncio`` configured (TLS, proxy,
-    pool), authenticating each one (exec-plugin tokens are refreshed when they expire)."""
+    pool), authenticating each one: rotated tokens are re-read (:attr:`credentials`)."""
 
     def __init__(self, configuration: Configuration, *, user_agent: str = "appstack") -> None:
         self._api = k8s_client.ApiClient(configuration=configuration)
         self._api.user_agent = user_agent
         self.base_url = str(configuration.host or "").rstrip("/")
         self.host = urlsplit(self.base_url).netloc
+        self.credentials = credentials.Credentials.of(configuration)
 
     @classmethod
     async def connect(
@@ -68,12 +74,20 @@ class AiohttpTransport:
     async def close(self) -> None:
         await self._api.close()
 
-    async def send(self, request: ApiRequest, timeouts: Timeouts) -> Response:
+    async def send(
+        self, request: ApiRequest, timeouts: Timeouts, guard: Callable[[], float] | None = None
+    ) -> Response:
         headers = {**request.headers, "User-Agent": self._api.user_agent}
         await self._api.update_params_for_auth(headers, [], ["BearerToken"])
         session: aiohttp.ClientSession = self._api.rest_client.pool_manager
+        # The guard runs after the last await before the send; what it returns bounds the
+        # wait for a pooled connection, so a refused-later write cannot leave afterwards.
+        connect = guard() if guard is not None else None
         timeout = aiohttp.ClientTimeout(
-            total=timeouts.total, sock_connect=timeouts.connect, sock_read=timeouts.read
+            total=timeouts.total,
+            connect=connect,
+            sock_connect=timeouts.connect,
+            sock_read=timeouts.read,
         )
         what = f"{request.method} {request.path}"
         try:
@@ -90,6 +104,8 @@ class AiohttpTransport:
                     body = await response.read()
                 return Response(response.status, dict(response.headers), body)
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as error:
+            if guard is not None:
+                guard()  # no connection before leadership may have ended: say so
             raise TransportError(f"{what}: {error or type(error).__name__}") from error
         return Response(200, dict(response.headers), lines=_lines(response, timeouts.read))
 

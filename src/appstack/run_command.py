@@ -1,0 +1,149 @@
+"""``appstack run``: the operator's flags (controller-runtime's names where they exist) ->
+:class:`appstack.operator.OperatorOptions`. Registered on the CLI group by
+:mod:`appstack.cli`; the operator itself is imported only when the command runs."""
+
+from __future__ import annotations
+
+import sys
+from typing import cast
+
+import click
+
+
+@click.command()
+@click.option(
+    "--kubeconfig",
+    envvar="KUBECONFIG",
+    default=None,
+    help="Kubeconfig to use (default: $KUBECONFIG, ~/.kube/config, or in-cluster).",
+)
+@click.option(
+    "--namespace",
+    "namespaces",
+    multiple=True,
+    help="Only watch this namespace (repeatable; default: all namespaces).",
+)
+@click.option(
+    "--concurrency", default=4, show_default=True, help="Concurrent reconciles per controller."
+)
+@click.option(
+    "--leader-elect/--no-leader-elect",
+    default=False,
+    show_default=True,
+    help="Run leader election so that only one replica reconciles.",
+)
+@click.option(
+    "--leader-election-namespace",
+    envvar="POD_NAMESPACE",
+    default="default",
+    show_default="$POD_NAMESPACE or default",
+    help="Namespace of the Lease.",
+)
+@click.option(
+    "--leader-election-kubeconfig",
+    default=None,
+    help="Kubeconfig for Lease calls only (default: --kubeconfig; always its own connections).",
+)
+@click.option(
+    "--leader-elect-lease-duration",
+    "lease_duration",
+    default=15.0,
+    show_default=True,
+    help="Seconds a non-leader waits after the last renewal it saw before taking over.",
+)
+@click.option(
+    "--leader-elect-renew-deadline",
+    "renew_deadline",
+    default=10.0,
+    show_default=True,
+    help="Seconds after the last successful renewal at which the leader stops writing and "
+    "exits (must be below the lease duration).",
+)
+@click.option(
+    "--leader-elect-retry-period",
+    "retry_period",
+    default=2.0,
+    show_default=True,
+    help="Seconds between acquire/renew attempts.",
+)
+@click.option(
+    "--graceful-shutdown-timeout",
+    "shutdown_timeout",
+    default=20.0,
+    show_default=True,
+    help="On SIGTERM, seconds in-flight reconciles may finish before they are cancelled "
+    "(keep below the pod's terminationGracePeriodSeconds).",
+)
+@click.option(
+    "--auth-failure-threshold",
+    default=60.0,
+    show_default=True,
+    help="/healthz fails once the API server has rejected our credentials (401, or 403 on "
+    "list/watch) for this many seconds.",
+)
+@click.option(
+    "--metrics-bind-address",
+    default=":8080",
+    show_default=True,
+    help="Address of /metrics ('0' disables).",
+)
+@click.option(
+    "--health-probe-bind-address",
+    default=":8081",
+    show_default=True,
+    help="Address of /healthz and /readyz ('0' disables).",
+)
+@click.option(
+    "--log-format",
+    type=click.Choice(["auto", "json", "console"]),
+    default="auto",
+    show_default=True,
+    help="auto: JSON unless stderr is a terminal.",
+)
+@click.option("--log-level", default="info", show_default=True)
+def run(
+    *,
+    kubeconfig: str | None,
+    namespaces: tuple[str, ...],
+    concurrency: int,
+    leader_elect: bool,
+    leader_election_namespace: str,
+    leader_election_kubeconfig: str | None,
+    lease_duration: float,
+    renew_deadline: float,
+    retry_period: float,
+    shutdown_timeout: float,
+    auth_failure_threshold: float,
+    metrics_bind_address: str,
+    health_probe_bind_address: str,
+    log_format: str,
+    log_level: str,
+) -> None:
+    """Run the operator (all controllers) against a cluster."""
+    from appstack.operator import OperatorOptions, run_operator  # noqa: PLC0415
+    from appstack.runtime.leaderelection import LeaderElectionConfig  # noqa: PLC0415
+    from appstack.runtime.logging import Format  # noqa: PLC0415
+
+    try:
+        LeaderElectionConfig("-", "-", "-", lease_duration, renew_deadline, retry_period)
+    except ValueError as error:
+        raise click.UsageError(str(error)) from error
+
+    options = OperatorOptions(
+        kubeconfig=kubeconfig,
+        namespaces=list(namespaces),
+        concurrency=concurrency,
+        leader_elect=leader_elect,
+        leader_election_namespace=leader_election_namespace,
+        leader_election_kubeconfig=leader_election_kubeconfig,
+        lease_duration=lease_duration,
+        renew_deadline=renew_deadline,
+        retry_period=retry_period,
+        shutdown_timeout=shutdown_timeout,
+        auth_failure_threshold=auth_failure_threshold,
+        metrics_address=None if metrics_bind_address == "0" else metrics_bind_address,
+        health_address=None if health_probe_bind_address == "0" else health_probe_bind_address,
+        log_format=cast(Format, log_format),
+        log_level=log_level,
+    )
+    sys.exit(run_operator(options))
