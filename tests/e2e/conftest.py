@@ -168,9 +168,10 @@ class RunningOperator:
         await self.client.close()
 
 
-async def start_operator(kubeconfig: Path, namespace: str) -> RunningOperator:
+async def start_operator(kubeconfig: Path, namespace: str, **options: Any) -> RunningOperator:
+    """All controllers in this process; ``options`` go to the :class:`Manager`."""
     client = await Client.connect(str(kubeconfig))
-    manager = Manager(client, namespaces=[namespace])
+    manager = Manager(client, namespaces=[namespace], **options)
     recorder = EventRecorder(client, instance="e2e")
     for controller in ALL:
         options = E2E_OPTIONS.get(controller.name, {})

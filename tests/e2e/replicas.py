@@ -1,0 +1,191 @@
+"""Helpers for the fault-injection tests: operator replicas as real processes (``appstack
+run --leader-elect``), the Lease's holder, AppServices, and ServiceAccount tokens bound to
+a Secret (deleting the Secret revokes the token at once — the API server's minimum token
+lifetime of 10 minutes is too long for a test)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import yaml
+from lightkube import Client as LightClient
+from lightkube.models.authentication_v1 import BoundObjectReference, TokenRequestSpec
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.core_v1 import Secret, ServiceAccount
+
+from appstack.controllers.appservice import APP_SERVICE
+from appstack.manifests import rbac
+from appstack.operator import LEASE_NAME
+from appstack.runtime import errors
+from appstack.runtime.client import Client
+from appstack.runtime.resources import LEASE
+from appstack.testing.waiting import condition_status
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Replica:
+    """One ``appstack run --leader-elect`` process; its identity starts with ``name``."""
+
+    def __init__(self, name: str, kubeconfig: Path, namespace: str, logs: Path, *args: str):
+        self.name, self.health = name, free_port()
+        self.log_path = logs / f"{name}.log"
+        with open(self.log_path, "wb") as out:
+            self.proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "appstack",
+                    "run",
+                    f"--kubeconfig={kubeconfig}",
+                    f"--namespace={namespace}",
+                    "--leader-elect",
+                    f"--leader-election-namespace={namespace}",
+                    "--metrics-bind-address=0",
+                    f"--health-probe-bind-address=127.0.0.1:{self.health}",
+                    "--log-format=json",
+                    *args,
+                ],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env={**_env(), "POD_NAME": name},
+            )
+
+    def log(self) -> str:
+        return self.log_path.read_text()[-4000:]
+
+    def signal(self, sig: signal.Signals) -> None:
+        self.proc.send_signal(sig)
+
+    async def wait_ready(self, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        async with aiohttp.ClientSession() as http:
+            while time.monotonic() < deadline:
+                assert self.proc.poll() is None, self.log()
+                try:
+                    async with http.get(f"http://127.0.0.1:{self.health}/readyz") as response:
+                        if response.status == 200:
+                            return
+                except aiohttp.ClientError:
+                    pass
+                await asyncio.sleep(0.1)
+        raise AssertionError(f"{self.name} never ready: {self.log()}")
+
+    async def wait_exit(self, timeout: float) -> int:
+        """The exit code (polling: the test's event loop keeps running, e.g. a proxy)."""
+        deadline = time.monotonic() + timeout
+        while (code := self.proc.poll()) is None:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{self.name} still running after {timeout}s: {self.log()}")
+            await asyncio.sleep(0.05)
+        return code
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)
+            self.proc.kill()
+            self.proc.wait()
+
+
+def _env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k not in ("KUBERNETES_SERVICE_HOST",)}
+
+
+async def holder(client: Client, namespace: str) -> str:
+    try:
+        lease = await client.get(LEASE, LEASE_NAME, namespace)
+    except errors.NotFound:
+        return ""
+    return str(lease["spec"].get("holderIdentity") or "")
+
+
+async def wait_holder(client: Client, namespace: str, prefix: str, timeout: float) -> str:
+    """Wait until the operator's Lease is held by an identity starting with ``prefix``."""
+    deadline = time.monotonic() + timeout
+    while not (current := await holder(client, namespace)).startswith(prefix + "_"):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"lease held by {current!r}, not {prefix}_* after {timeout}s")
+        await asyncio.sleep(0.05)
+    return current
+
+
+def app_service(name: str, namespace: str, image: str = "nginx:1.27") -> dict[str, Any]:
+    return {
+        "apiVersion": "appstack.dev/v1",
+        "kind": "AppService",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"image": image, "ports": [{"port": 80}]},
+    }
+
+
+async def wait_ready_app(client: Client, name: str, namespace: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    obj: Any = None
+    while time.monotonic() < deadline:
+        obj = await client.get(APP_SERVICE, name, namespace)
+        if condition_status(obj, "Ready") == "True":
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"AppService {name} not Ready after {timeout}s: {obj}")
+
+
+def bound_token(light: LightClient) -> tuple[str, str]:
+    """A token of the operator's ServiceAccount bound to a new Secret: (token, secret name).
+    Deleting the Secret invalidates the token."""
+    name = f"token-{uuid.uuid4().hex[:8]}"
+    secret = light.create(Secret(metadata=ObjectMeta(name=name, namespace=rbac.NAMESPACE)))
+    assert secret.metadata is not None
+    request = ServiceAccount.Token(
+        metadata=ObjectMeta(name=rbac.NAME, namespace=rbac.NAMESPACE),
+        spec=TokenRequestSpec(
+            audiences=[],
+            expirationSeconds=3600,
+            boundObjectRef=BoundObjectReference(
+                kind="Secret", apiVersion="v1", name=name, uid=secret.metadata.uid
+            ),
+        ),
+    )
+    token = light.create(request, name=rbac.NAME, namespace=rbac.NAMESPACE).status.token
+    return str(token), name
+
+
+def token_file_kubeconfig(admin_kubeconfig: Path, token_file: Path, path: Path) -> Path:
+    """A copy of the admin kubeconfig whose user reads its token from ``token_file``."""
+    config = yaml.safe_load(admin_kubeconfig.read_text())
+    config["users"] = [{"name": "operator", "user": {"tokenFile": str(token_file)}}]
+    config["contexts"][0]["context"]["user"] = "operator"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Replace a file in one step, as the kubelet rotates a projected token."""
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
+async def token_rejected(api_url: str, ca: Path, token: str) -> bool:
+    context = ssl.create_default_context(cafile=str(ca))
+    async with (
+        aiohttp.ClientSession() as http,
+        http.get(
+            f"{api_url}/api", headers={"Authorization": f"Bearer {token}"}, ssl=context
+        ) as response,
+    ):
+        return response.status == 401

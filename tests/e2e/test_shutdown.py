@@ -1,0 +1,72 @@
+"""SIGTERM with a reconcile that never returns: the drain is bounded by the graceful
+shutdown timeout, then the reconcile is cancelled, the Lease released, and the process
+exits 0 — well inside the pod's 30 s termination grace period."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from appstack.runtime.client import Client
+from appstack.runtime.resources import CONFIG_MAP, LEASE
+from tests.e2e.conftest import until
+
+PROGRAM = Path(__file__).with_name("leader_program.py")
+BOUND = 3.0
+
+
+async def test_sigterm_cancels_a_hung_reconcile_after_the_drain_bound_and_releases_the_lease(
+    client: Client, kubeconfig: Path, namespace: str, tmp_path: Path
+) -> None:
+    log = tmp_path / "program.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                str(PROGRAM),
+                f"--kubeconfig={kubeconfig}",
+                f"--namespace={namespace}",
+                "--identity=stuck",
+                "--lease=drain",
+                f"--shutdown-timeout={BOUND}",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        cm: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "hang", "namespace": namespace, "labels": {"hang": "yes"}},
+        }
+        await client.create(CONFIG_MAP, cm)
+        await until(
+            client,
+            CONFIG_MAP,
+            "hang",
+            namespace,
+            lambda c: (c["metadata"].get("annotations") or {}).get("hanging") == "stuck",
+            60,
+            "the reconcile to start hanging",
+        )
+        proc.send_signal(signal.SIGTERM)
+        started = time.monotonic()
+        while proc.poll() is None:
+            assert time.monotonic() - started < BOUND + 20, log.read_text()[-2000:]
+            await asyncio.sleep(0.05)
+        took = time.monotonic() - started
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+    print(f"SIGTERM with a hung reconcile: exited after {took:.1f}s (bound {BOUND}s)")
+    assert proc.returncode == 0, log.read_text()[-2000:]
+    assert BOUND <= took <= BOUND + 3, f"shutdown took {took:.1f}s"
+    lease = await client.get(LEASE, "drain", namespace)
+    assert lease["spec"]["holderIdentity"] == ""
