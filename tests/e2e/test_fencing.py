@@ -71,6 +71,12 @@ def _writes_after_takeover(
     return old_writes, new_writes, [e for e in old_writes if e.received >= first]
 
 
+def _assert_fenced(late: list[AuditEvent], code: int, old: Replica) -> None:
+    """No write of the old leader after the new one's first; it exited 1 (leadership lost)."""
+    assert late == [], "\n".join(map(str, late))
+    assert code == 1, old.log()
+
+
 async def _two_replicas(client: Client, replicas: Replicas, *old_args: str) -> str:
     """Start "old" (it becomes the leader), then "new"; the old leader's identity."""
     old = replicas.start("old", *old_args)
@@ -117,8 +123,7 @@ async def test_a_frozen_leader_writes_nothing_after_the_takeover_and_exits_non_z
         f"old after takeover {len(late)}"
     )
     assert old_writes, "the old leader never wrote: the test proves nothing"
-    assert late == [], "\n".join(map(str, late))
-    assert code == 1, old.log()
+    _assert_fenced(late, code, old)
     assert takeover <= LEASE_DURATION + 5, f"takeover took {takeover:.1f}s"
 
 
@@ -192,8 +197,7 @@ async def test_a_leader_whose_lease_calls_are_delayed_stops_writing_before_the_t
         f"slow), new {len(new_writes)}, old after takeover {len(late)}"
     )
     assert while_slow, "the old leader did not work while its Lease calls were slow"
-    assert late == [], "\n".join(map(str, late))
-    assert code == 1, old.log()
+    _assert_fenced(late, code, old)
     assert exited <= 10 + 3, f"the old leader kept running {exited:.1f}s"
 
 
