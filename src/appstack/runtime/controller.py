@@ -113,8 +113,9 @@ class Controller:
             )
 
     async def stop(self, timeout: float | None = None) -> None:
-        """Stop handing out keys, let in-flight reconciles finish for up to ``timeout``
-        seconds (None: no limit; 0: none), then cancel whatever still runs."""
+        """Stop handing out keys; in-flight reconciles may finish within ``timeout`` s.
+
+        None: no limit; 0: none. Whatever still runs then is cancelled."""
         self.queue.shutdown()
         if self._resync:
             self._resync.cancel()
