@@ -30,6 +30,10 @@ from appstack.runtime.resources import Obj, Resource
 __all__ = ["FIELD_MANAGER", "Client", "TransportError", "WatchStalled"]
 
 FIELD_MANAGER = "appstack"
+# The API server sends a watch bookmark about every 60 s; a watch silent for 1.5 times that
+# is dead (a half-open connection) and is abandoned, well within 2 bookmark intervals.
+BOOKMARK_INTERVAL = 60.0
+STALL_TIMEOUT = 1.5 * BOOKMARK_INTERVAL
 _MAX_RETRIES = 5
 _MAX_RETRY_WAIT = 10.0
 
@@ -62,15 +66,20 @@ class Client:
         context: str | None = None,
         *,
         user_agent: str = "appstack",
+        connect_timeout: float = 10.0,
         **kwargs: Any,
     ) -> Client:
-        """A client for a kubeconfig (default: ``$KUBECONFIG``, ~/.kube/config or in-cluster)."""
+        """A client for a kubeconfig (default: ``$KUBECONFIG``, ~/.kube/config or in-cluster).
+
+        ``connect_timeout`` bounds every new connection (TCP and TLS handshake).
+        """
         # Imported here: aiohttp and kubernetes_asyncio (0.5 s) load only when connecting.
         from appstack.runtime.transport import AiohttpTransport  # noqa: PLC0415
 
-        return cls(
-            await AiohttpTransport.connect(kubeconfig, context, user_agent=user_agent), **kwargs
+        transport = await AiohttpTransport.connect(
+            kubeconfig, context, user_agent=user_agent, connect_timeout=connect_timeout
         )
+        return cls(transport, **kwargs)
 
     async def close(self) -> None:
         await self.transport.close()
@@ -127,7 +136,7 @@ class Client:
         resource_version: str,
         label_selector: str | None = None,
         timeout_seconds: int = 290,
-        inactivity_timeout: float = 330.0,
+        inactivity_timeout: float = STALL_TIMEOUT,
     ) -> AsyncGenerator[Obj, None]:
         """Watch events (``{"type", "object"}``) from ``resource_version``, with bookmarks.
 

@@ -28,7 +28,7 @@ from typing import Any, Protocol
 import structlog
 
 from appstack.runtime import errors
-from appstack.runtime.client import Client
+from appstack.runtime.client import STALL_TIMEOUT, Client
 from appstack.runtime.clock import Clock, RealClock
 from appstack.runtime.ratelimit import RateLimiter
 from appstack.runtime.resources import Obj, Resource, object_key
@@ -107,7 +107,7 @@ class Informer:
             label_selector,
             page_size,
             watch_timeout,
-            inactivity_timeout or watch_timeout + 60.0,
+            inactivity_timeout or STALL_TIMEOUT,
         )
         self.drop = [tuple(path) for path in drop]
         self.clock = clock or RealClock()
