@@ -13,9 +13,24 @@ import pytest
 import yaml
 
 from appstack.runtime import errors
+from appstack.runtime.builder import Builder
 from appstack.runtime.client import BOOKMARK_INTERVAL, Client
+from appstack.runtime.controller import Request, Result
 from appstack.runtime.informer import Informer
-from appstack.runtime.resources import CONFIG_MAP, NAMESPACE
+from appstack.runtime.leaderelection import LeaderElectionConfig
+from appstack.runtime.manager import Manager
+from appstack.runtime.resources import (
+    CONFIG_MAP,
+    DEPLOYMENT,
+    LEASE,
+    NAMESPACE,
+    POD,
+    PVC,
+    SECRET,
+    SERVICE,
+    SERVICE_ACCOUNT,
+    STATEFUL_SET,
+)
 from appstack.runtime.transport import POOL_SIZE
 from appstack.testing.tcpproxy import TcpProxy, proxied_kubeconfig
 from appstack.testing.waiting import wait_until
@@ -124,6 +139,52 @@ async def test_long_lived_watches_do_not_starve_requests_and_use_tcp_keepalive(
     print(f"{watches} watches open: a GET and a create took {took:.2f} s")
     assert took < 5
     assert set(proxy.peer_ports) <= keepalive  # every client socket has its keepalive timer
+
+
+async def test_a_manager_with_80_informers_still_syncs_reconciles_and_renews_its_lease(
+    client: Client, namespace: str
+) -> None:
+    """8 kinds in 10 namespaces (as ``appstack run`` with 10 ``--namespace`` flags)."""
+    namespaces = [namespace] + [f"{namespace}-{i}" for i in range(9)]  # may not exist: empty
+    manager = Manager(
+        client,
+        namespaces=namespaces,
+        leader_election=LeaderElectionConfig(
+            "pools", namespace, "solo", lease_duration=4, renew_deadline=3, retry_period=0.5
+        ),
+    )
+    written: list[str] = []
+
+    class Writer:
+        async def reconcile(self, request: Request) -> Result | None:
+            if request.name == "source":
+                await client.apply(CONFIG_MAP, _cm("copy", request.namespace or ""))
+                written.append(request.name)
+            return None
+
+    builder = Builder(manager, "writer").for_(CONFIG_MAP)
+    for kind in (SECRET, SERVICE, POD, SERVICE_ACCOUNT, PVC, DEPLOYMENT, STATEFUL_SET):
+        builder.watches(kind, lambda _obj: [])
+    builder.complete(Writer())
+    task = asyncio.create_task(manager.run())
+    try:
+        await asyncio.wait_for(manager.cache.wait_synced(), 30)
+        assert sum(len(group) for group in manager.cache._informers.values()) == 80
+        elector = manager.elector
+        assert elector is not None
+        await wait_until(lambda: elector.is_leader, timeout=30, what="leadership")
+        renewed = (await client.get(LEASE, "pools", namespace))["spec"]["renewTime"]
+        await client.create(CONFIG_MAP, _cm("source", namespace))
+        await wait_until(lambda: written == ["source"], timeout=10, what="the reconcile")
+        await wait_until(
+            lambda: (elector._lease or {}).get("spec", {}).get("renewTime") != renewed,
+            timeout=10,
+            what="a Lease renewal written after the reconcile",
+        )
+        assert not task.done()
+    finally:
+        manager.stop()
+        await asyncio.wait_for(task, 30)
 
 
 def _keepalive_ports() -> set[int]:
