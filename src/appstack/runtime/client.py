@@ -82,6 +82,7 @@ class Client:
         return cls(transport, **kwargs)
 
     async def close(self) -> None:
+        """Close the connections."""
         await self.transport.close()
 
     async def __aenter__(self) -> Client:
@@ -92,6 +93,7 @@ class Client:
 
     # --------------------------------------------------------------------------- verbs
     async def get(self, resource: Resource, name: str, namespace: str | None = None) -> Obj:
+        """One object; :class:`~appstack.runtime.errors.NotFound` if it does not exist."""
         return await self._call(apirequest.get(resource, name, namespace))
 
     async def list_page(
@@ -165,6 +167,7 @@ class Client:
             await lines.aclose()
 
     async def create(self, resource: Resource, obj: Mapping[str, Any]) -> Obj:
+        """Create ``obj`` (in ``metadata.namespace``); AlreadyExists if the name is taken."""
         return await self._call(apirequest.create(resource, obj))
 
     async def update(self, resource: Resource, obj: Mapping[str, Any]) -> Obj:
@@ -201,6 +204,7 @@ class Client:
         patch_type: str = "merge",
         subresource: str | None = None,
     ) -> Obj:
+        """Patch (``merge``, ``json`` or ``strategic``) as this client's field manager."""
         return await self._call(
             apirequest.patch(
                 resource,
