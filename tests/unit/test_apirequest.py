@@ -102,7 +102,8 @@ def test_only_throttling_or_a_server_asking_for_it_is_retried_and_never_for_long
     assert delay(429, **{"Retry-After": "3"}) == 3.0
     assert delay(429, **{"Retry-After": "600"}) == 10.0
     assert delay(500) is None
-    assert delay(503, **{"Retry-After": "2"}) is not None
+    assert delay(503, **{"Retry-After": "5"}) == 5.0
+    assert delay(500, **{"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"}) == 0.1  # past: soon
     assert delay(409, **{"Retry-After": "2"}) is None
 
 

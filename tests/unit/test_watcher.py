@@ -260,3 +260,24 @@ async def test_the_backoff_wrapper_waits_on_its_clock_after_failures_and_resets_
 
     # 0.5, 1, 2 s (+20 % jitter at uniform()=1.0) after each failure; the bookmark resets it.
     assert clock.slept == pytest.approx([0.6, 1.2, 2.4, 0.6])
+
+
+async def test_a_410_relists_at_once_but_repeated_410s_back_off(clock: RecordingClock) -> None:
+    client, transport = scripted_client()
+    gone = {"kind": "Status", "code": 410, "reason": "Expired", "message": "too old"}
+    for rv in ("6", "7", "8"):
+        transport.answer(410, gone).page(["a"], rv)  # the watch is refused, the list works
+    transport.stream(event("ERROR", gone)).page(["a"], "9")
+    transport.stream(bookmark("10")).answer(410, gone).page(["a"], "11")
+    backoff = StepBackoff(clock, Jittered(ItemExponentialBackoff(0.5, 30.0), uniform=lambda: 0.5))
+
+    state: State = Watching("5")
+    sleeps = []
+    for _ in range(12):  # 4 refusals (3 at open, 1 in a stream), 4 lists, a bookmark, 410, list
+        state = (await backoff.step(state, client, QUERY)).state
+        sleeps.append(sum(clock.slept))
+
+    assert state == Watching("11")
+    # No wait before the first re-list; then 0.5, 1, 2 s; the bookmark resets it all.
+    assert clock.slept == [0.5, 1.0, 2.0]
+    assert sleeps[-3:] == [3.5, 3.5, 3.5]

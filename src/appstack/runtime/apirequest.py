@@ -59,11 +59,10 @@ class ApiRequest:
 
 @dataclass(frozen=True)
 class Timeouts:
-    """Seconds: the whole request (None: unbounded, for watches), connecting, and the longest
-    silence between two reads (None: unbounded)."""
+    """Seconds: the whole request (None: unbounded, for watches) and the longest silence
+    between two reads (None: unbounded). Connecting has its own, the transport's."""
 
     total: float | None = 60.0
-    connect: float = 10.0
     read: float | None = None
 
 
@@ -279,5 +278,5 @@ def retry_delay(error: errors.ApiError, cap: float = 10.0) -> float | None:
         isinstance(error, errors.ServerError)
         and "retry-after" in {k.lower() for k in error.headers}
     ):
-        return min(cap, max(0.1, getattr(error, "retry_after", 1.0)))
+        return min(cap, max(0.1, error.retry_after))
     return None

@@ -37,6 +37,10 @@ from appstack.runtime.resources import Obj, Resource
 __all__ = ["FIELD_MANAGER", "Client", "TransportError", "WatchStalled"]
 
 FIELD_MANAGER = "appstack"
+# The API server sends a watch bookmark about every 60 s; a watch silent for 1.5 times that
+# is dead (a half-open connection) and is abandoned, well within 2 bookmark intervals.
+BOOKMARK_INTERVAL = 60.0
+STALL_TIMEOUT = 1.5 * BOOKMARK_INTERVAL
 _MAX_RETRIES = 5
 _MAX_RETRY_WAIT = 10.0
 
@@ -73,17 +77,23 @@ class Client:
         context: str | None = None,
         *,
         user_agent: str = "appstack",
+        connect_timeout: float = 10.0,
         **kwargs: Any,
     ) -> Client:
-        """A client for a kubeconfig (default: ``$KUBECONFIG``, ~/.kube/config or in-cluster)."""
+        """A client for a kubeconfig (default: ``$KUBECONFIG``, ~/.kube/config or in-cluster).
+
+        ``connect_timeout`` bounds every new connection (TCP and TLS handshake).
+        """
         # Imported here: aiohttp and kubernetes_asyncio (0.5 s) load only when connecting.
         from appstack.runtime.transport import AiohttpTransport  # noqa: PLC0415
 
-        return cls(
-            await AiohttpTransport.connect(kubeconfig, context, user_agent=user_agent), **kwargs
+        transport = await AiohttpTransport.connect(
+            kubeconfig, context, user_agent=user_agent, connect_timeout=connect_timeout
         )
+        return cls(transport, **kwargs)
 
     async def close(self) -> None:
+        """Close the connections."""
         await self.transport.close()
 
     async def __aenter__(self) -> Client:
@@ -94,6 +104,7 @@ class Client:
 
     # --------------------------------------------------------------------------- verbs
     async def get(self, resource: Resource, name: str, namespace: str | None = None) -> Obj:
+        """One object; :class:`~appstack.runtime.errors.NotFound` if it does not exist."""
         return await self._call(apirequest.get(resource, name, namespace))
 
     async def list_page(
@@ -138,7 +149,7 @@ class Client:
         resource_version: str,
         label_selector: str | None = None,
         timeout_seconds: int = 290,
-        inactivity_timeout: float = 330.0,
+        inactivity_timeout: float = STALL_TIMEOUT,
     ) -> AsyncGenerator[Obj, None]:
         """Watch events (``{"type", "object"}``) from ``resource_version``, with bookmarks.
 
@@ -169,6 +180,7 @@ class Client:
             await lines.aclose()
 
     async def create(self, resource: Resource, obj: Mapping[str, Any]) -> Obj:
+        """Create ``obj`` (in ``metadata.namespace``); AlreadyExists if the name is taken."""
         return await self._call(apirequest.create(resource, obj))
 
     async def update(self, resource: Resource, obj: Mapping[str, Any]) -> Obj:
@@ -205,6 +217,7 @@ class Client:
         patch_type: str = "merge",
         subresource: str | None = None,
     ) -> Obj:
+        """Patch (``merge``, ``json`` or ``strategic``) as this client's field manager."""
         return await self._call(
             apirequest.patch(
                 resource,

@@ -99,6 +99,7 @@ class Controller:
         self.metrics.max_concurrent.labels(name).set(concurrency)
 
     def enqueue(self, request: Request) -> None:
+        """Ask for ``request`` to be reconciled (de-duplicated with pending requests)."""
         self.queue.add(request)
 
     async def start(self) -> None:

@@ -12,6 +12,9 @@ the controllers and the reconcile loop.
 
 from __future__ import annotations
 
+import contextlib
+import datetime
+import email.utils
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -115,7 +118,11 @@ class TooManyRequests(ApiError):
 
 
 class ServerError(ApiError):
-    """5xx."""
+    """5xx; :attr:`retry_after` honours ``Retry-After`` (e.g. a 503 from a busy server)."""
+
+    @property
+    def retry_after(self) -> float:
+        return _retry_after(self.headers, self.details, default=1.0)
 
     @property
     def retryable(self) -> bool:
@@ -124,10 +131,6 @@ class ServerError(ApiError):
 
 class ServerTimeout(ServerError):
     """504, or 500 with reason Timeout/ServerTimeout: the request may be retried."""
-
-    @property
-    def retry_after(self) -> float:
-        return _retry_after(self.headers, self.details, default=1.0)
 
 
 class TransportError(Exception):
@@ -183,11 +186,15 @@ def from_response(
 
 
 def _retry_after(headers: Mapping[str, str], details: Mapping[str, Any], default: float) -> float:
+    """``Retry-After`` in seconds or as an HTTP date, else ``details.retryAfterSeconds``."""
     value = {k.lower(): v for k, v in headers.items()}.get("retry-after")
     if value is not None:
         try:
             return max(0.0, float(value))
         except ValueError:
             pass
+        with contextlib.suppress(TypeError, ValueError):
+            when = email.utils.parsedate_to_datetime(value)
+            return max(0.0, (when - datetime.datetime.now(datetime.timezone.utc)).total_seconds())
     seconds = details.get("retryAfterSeconds")
     return float(seconds) if isinstance(seconds, (int, float)) and seconds > 0 else default

@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from appstack.core.resource import Resource
 from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.controller import Result
+from appstack.runtime.resources import Obj
 
-Obj = dict[str, Any]
 Step = Callable[[Obj], Awaitable[Result | None]]
 
 

@@ -28,7 +28,7 @@ from typing import Any, Protocol
 import structlog
 
 from appstack.runtime import errors
-from appstack.runtime.client import Client
+from appstack.runtime.client import STALL_TIMEOUT, Client
 from appstack.runtime.clock import Clock, RealClock
 from appstack.runtime.ratelimit import RateLimiter
 from appstack.runtime.resources import Obj, Resource, object_key
@@ -107,7 +107,7 @@ class Informer:
             label_selector,
             page_size,
             watch_timeout,
-            inactivity_timeout or watch_timeout + 60.0,
+            inactivity_timeout or STALL_TIMEOUT,
         )
         self.drop = [tuple(path) for path in drop]
         self.clock = clock or RealClock()
@@ -131,6 +131,7 @@ class Informer:
             _call(handler.on_add, obj)
 
     def add_indexer(self, name: str, func: IndexFunc) -> None:
+        """Index the cache by ``func`` under ``name`` (existing objects included)."""
         self.store.add_indexer(name, func)
 
     def drop_fields(self, paths: Iterable[Sequence[str]]) -> None:
@@ -140,9 +141,11 @@ class Informer:
                 self.drop.append(tuple(path))
 
     def has_synced(self) -> bool:
+        """True once the first LIST has been delivered."""
         return self._synced.is_set()
 
     async def wait_synced(self) -> None:
+        """Return once :meth:`has_synced`."""
         await self._synced.wait()
 
     async def run(self) -> None:

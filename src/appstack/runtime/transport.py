@@ -1,22 +1,37 @@
 """The client's I/O: sends an :class:`~appstack.runtime.apirequest.ApiRequest` over aiohttp.
 
 Configuration and authentication come from ``kubernetes_asyncio`` — kubeconfig (client
-certificates, tokens, exec plugins, contexts) or in-cluster service-account config — and so
-does the session: its configured aiohttp session (TLS, proxy, connection pool). We do not use
-its generated models or serializer (see :mod:`appstack.runtime.client`).
+certificates, tokens, exec plugins, contexts, ``proxy-url``, ``tls-server-name``) or
+in-cluster service-account config; the bearer token is asked for on every request, so an
+exec plugin's expired token is refreshed. We do not use its generated models, serializer or
+HTTP session (see :mod:`appstack.runtime.client`).
+
+Connections, so that none can hang silently:
+
+* Two pools: watches get their own connections (unbounded: one per watch, held for minutes)
+  and never take one from the pool requests and Lease renewals use (64), so 72 watches
+  cannot starve a reconcile.
+* Every connection has a connect timeout (TCP and TLS handshake, default 10 s) and TCP
+  keepalive (probes after 30 s idle, every 10 s, 3 lost = dead) for a peer that vanished;
+  a watch that receives nothing for its read timeout raises
+  :class:`~appstack.runtime.errors.WatchStalled` (a peer that stopped sending).
+* ``proxy-url`` (http/https) and ``tls-server-name`` are honoured, and so are
+  ``HTTPS_PROXY``/``NO_PROXY`` from the environment; other proxy schemes (``socks5://``)
+  are refused with a clear error when connecting.
 
 This is the only module that imports ``aiohttp`` for client requests or ``kubernetes_asyncio``
-at all (an import-linter contract); everything it does not have to do lives in the pure
-:mod:`appstack.runtime.apirequest`. Failures without an HTTP answer are raised as
-:class:`~appstack.runtime.errors.TransportError`; a watch silent for longer than its read
-timeout as :class:`~appstack.runtime.errors.WatchStalled`.
+at all (an import-linter contract). Failures without an HTTP answer are raised as
+:class:`~appstack.runtime.errors.TransportError`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import socket
+import ssl
 from collections.abc import AsyncGenerator, Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -28,6 +43,8 @@ from appstack.runtime.apirequest import ApiRequest, Response, Timeouts
 from appstack.runtime.errors import TransportError, WatchStalled
 
 Configuration = k8s_client.Configuration
+POOL_SIZE = 64
+KEEPALIVE = (30, 10, 3)  # idle seconds before probing, seconds between probes, probes lost
 
 
 async def load_configuration(
@@ -50,43 +67,58 @@ async def load_configuration(
         )
         source = credentials.from_kubeconfig(loader)
     credentials.Credentials.install(configuration, source)
-    configuration.connection_pool_maxsize = 64
     return configuration
 
 
 class AiohttpTransport:
-    """Sends requests with the aiohttp session ``kubernetes_asyncio`` configured (TLS, proxy,
-    pool), authenticating each one: rotated tokens are re-read (:attr:`credentials`)."""
+    """Sends requests over two aiohttp pools (requests, watches) configured from a
+    kubeconfig: TLS, client certificates, bearer tokens, proxy, TLS server name. The token
+    is asked for on every request, so a rotated one is used (:attr:`credentials`)."""
 
-    def __init__(self, configuration: Configuration, *, user_agent: str = "appstack") -> None:
-        self._api = k8s_client.ApiClient(configuration=configuration)
-        self._api.user_agent = user_agent
+    def __init__(
+        self,
+        configuration: Configuration,
+        *,
+        user_agent: str = "appstack",
+        connect_timeout: float = 10.0,
+        pool_size: int = POOL_SIZE,
+    ) -> None:
+        self.configuration = configuration
+        self.user_agent = user_agent
+        self.connect_timeout = connect_timeout
         self.base_url = str(configuration.host or "").rstrip("/")
         self.host = urlsplit(self.base_url).netloc
         self.credentials = credentials.Credentials.of(configuration)
+        self.proxy = _proxy(configuration.proxy)
+        self.server_hostname: str | None = configuration.tls_server_name or None
+        context = _ssl_context(configuration)
+        self.requests = _session(context, limit=pool_size)
+        self.watches = _session(context, limit=0)
 
     @classmethod
     async def connect(
-        cls, kubeconfig: str | None = None, context: str | None = None, *, user_agent: str
+        cls, kubeconfig: str | None = None, context: str | None = None, **options: Any
     ) -> AiohttpTransport:
-        return cls(await load_configuration(kubeconfig, context), user_agent=user_agent)
+        return cls(await load_configuration(kubeconfig, context), **options)
 
     async def close(self) -> None:
-        await self._api.close()
+        await self.requests.close()
+        await self.watches.close()
 
     async def send(
         self, request: ApiRequest, timeouts: Timeouts, guard: Callable[[], float] | None = None
     ) -> Response:
-        headers = {**request.headers, "User-Agent": self._api.user_agent}
-        await self._api.update_params_for_auth(headers, [], ["BearerToken"])
-        session: aiohttp.ClientSession = self._api.rest_client.pool_manager
+        headers = {**request.headers, "User-Agent": self.user_agent}
+        for auth in (await self.configuration.auth_settings()).values():
+            headers[auth["key"]] = auth["value"]
+        session = self.watches if request.stream else self.requests
         # The guard runs after the last await before the send; what it returns bounds the
         # wait for a pooled connection, so a refused-later write cannot leave afterwards.
         connect = guard() if guard is not None else None
         timeout = aiohttp.ClientTimeout(
             total=timeouts.total,
             connect=connect,
-            sock_connect=timeouts.connect,
+            sock_connect=self.connect_timeout,
             sock_read=timeouts.read,
         )
         what = f"{request.method} {request.path}"
@@ -98,6 +130,8 @@ class AiohttpTransport:
                 data=request.body,
                 headers=headers,
                 timeout=timeout,
+                proxy=self.proxy,
+                server_hostname=self.server_hostname,
             )
             if not request.stream or response.status != 200:
                 async with response:
@@ -108,6 +142,47 @@ class AiohttpTransport:
                 guard()  # no connection before leadership may have ended: say so
             raise TransportError(f"{what}: {error or type(error).__name__}") from error
         return Response(200, dict(response.headers), lines=_lines(response, timeouts.read))
+
+
+def _proxy(url: str | None) -> str | None:
+    if not url:
+        return None
+    scheme = urlsplit(url).scheme
+    if scheme not in ("http", "https"):
+        raise ValueError(
+            f"kubeconfig proxy-url {url!r}: only http:// and https:// proxies are supported"
+        )
+    return url
+
+
+def _ssl_context(configuration: Configuration) -> ssl.SSLContext:
+    context = ssl.create_default_context(cafile=configuration.ssl_ca_cert)
+    if configuration.cert_file:
+        context.load_cert_chain(configuration.cert_file, keyfile=configuration.key_file)
+    if not configuration.verify_ssl:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    if getattr(configuration, "disable_strict_ssl_verification", False):
+        context.verify_flags &= ~ssl.VERIFY_X509_STRICT
+    return context
+
+
+def _session(context: ssl.SSLContext, *, limit: int) -> aiohttp.ClientSession:
+    connector = aiohttp.TCPConnector(limit=limit, ssl=context, socket_factory=_keepalive_socket)
+    # trust_env: HTTPS_PROXY/NO_PROXY from the environment apply, as in client-go.
+    return aiohttp.ClientSession(connector=connector, trust_env=True)
+
+
+def _keepalive_socket(addr_info: tuple[Any, ...]) -> socket.socket:
+    family, type_, proto = addr_info[:3]
+    sock = socket.socket(family=family, type=type_, proto=proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    if hasattr(socket, "TCP_KEEPIDLE"):  # Linux; macOS has only the switch above
+        idle, interval, count = KEEPALIVE
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, idle)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, interval)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, count)
+    return sock
 
 
 async def _lines(

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from appstack.runtime import errors
-from appstack.runtime.client import Client
+from appstack.runtime.client import STALL_TIMEOUT, Client
 from appstack.runtime.clock import Clock
 from appstack.runtime.ratelimit import ItemExponentialBackoff, Jittered, RateLimiter
 from appstack.runtime.resources import Obj, Resource
@@ -57,7 +57,7 @@ class ListWatch:
     label_selector: str | None = None
     page_size: int = 500
     watch_timeout: int = 290
-    inactivity_timeout: float = 350.0
+    inactivity_timeout: float = STALL_TIMEOUT
 
 
 # ------------------------------------------------------------------------------ states
@@ -228,7 +228,12 @@ def _resource_version(obj: Any) -> str:
 # ---------------------------------------------------------------------------- backoff
 class StepBackoff:
     """Wraps :func:`step`: after a step that asks for backoff, the next one waits first —
-    0.5 s, 1 s, 2 s … 30 s, jittered ±20 % — and any delivered event resets the delay."""
+    0.5 s, 1 s, 2 s … 30 s, jittered ±20 % — and a watch event resets the delay.
+
+    A ``410 Gone`` re-lists at once, but a second one before any watch event (the fresh
+    list's resourceVersion was refused again) is backed off like an error: repeated 410s
+    must not become a loop of full LISTs.
+    """
 
     _KEY = "watch"
 
@@ -236,16 +241,20 @@ class StepBackoff:
         self.clock = clock
         self.limiter = limiter or Jittered(ItemExponentialBackoff(0.5, 30.0), spread=0.2)
         self.delay = 0.0  # to wait before the next step
+        self._relisted = False  # a 410 sent us to re-list and no watch event came since
 
     async def step(self, state: State, client: Client, query: ListWatch) -> Step:
         if self.delay > 0:
             await self.clock.sleep(self.delay)
             self.delay = 0.0
         result = await step(state, client, query, self.clock)
-        if result.backoff:
+        gone = isinstance(result.error, errors.Gone)
+        if result.backoff or (gone and self._relisted):
             self.failed()
-        elif result.events:
+        elif any(not isinstance(event, Restarted) for event in result.events):
             self.limiter.forget(self._KEY)
+            self._relisted = False
+        self._relisted = self._relisted or gone
         return result
 
     def failed(self) -> None:
