@@ -1,24 +1,19 @@
 """The async Kubernetes client the runtime and controllers use: plain dicts, fast JSON.
 
-Verbs: :meth:`Client.get`, :meth:`~Client.list` (all pages), :meth:`~Client.list_page`,
-:meth:`~Client.watch` (a raw event stream), :meth:`~Client.create`, :meth:`~Client.update`,
-:meth:`~Client.apply` (server-side apply, field manager ``appstack``, forced on the fields we
-own), :meth:`~Client.patch`, :meth:`~Client.patch_status`, :meth:`~Client.delete`
-(propagation policy). Bodies are encoded and decoded with orjson, which measured 1.5 CPU-s
-per 2,000 creates against 2.1 to 2.7 s for the typed clients (``bench/client_choice.py``).
+Verbs: get, list (all pages), list_page, watch (a raw event stream), create, update, apply
+(server-side apply, field manager ``appstack``, forced), patch, patch_status, delete. Bodies
+are orjson (1.5 CPU-s per 2,000 creates against 2.1-2.7 s for typed clients:
+``bench/client_choice.py``). What to send and what answers mean is pure
+(:mod:`.apirequest`); the I/O is a :class:`~appstack.runtime.apirequest.Transport`
+(aiohttp: :mod:`.transport`; scripted in unit tests); this module adds policy: 429 and 5xx
+with ``Retry-After`` are retried a few times, as client-go does.
 
-Three layers: what to send and what answers mean is pure (:mod:`.apirequest`), the I/O is a
-:class:`~appstack.runtime.apirequest.Transport` (aiohttp: :mod:`.transport`; scripted in
-unit tests), and this module adds policy. Every request — watches included — passes through
-one method, :meth:`Client._send`, which counts it in ``rest_client_requests_total{code,
-method,host}``. Errors are the typed ones of :mod:`appstack.runtime.errors`; 429 and 5xx
-answers that carry ``Retry-After`` are retried a few times first, as client-go does.
-
-Two hooks act there too: ``write_guard`` (set by the manager under leader election) is
-handed to the transport with every write, which calls it right before sending and so may
-refuse the write (Lease calls bypass it: ``fenced=False``); ``credentials``
-(:mod:`.credentials`) re-reads a rotated token after a 401 — the request is retried once if
-the token changed — and records rejections for ``/healthz``.
+Every request, watches included, passes through :meth:`Client._send`: counted in
+``rest_client_requests_total{code,method,host}``; a write is handed to the transport with
+``write_guard`` (set by the manager under leader election), which may refuse it right before
+it is sent (Lease calls bypass it: ``fenced=False``); ``credentials`` (:mod:`.credentials`)
+re-reads a rotated token after a 401 (the request is retried once if it changed) and
+records rejections for ``/healthz``.
 """
 
 from __future__ import annotations
@@ -80,11 +75,9 @@ class Client:
         connect_timeout: float = 10.0,
         **kwargs: Any,
     ) -> Client:
-        """A client for a kubeconfig (default: ``$KUBECONFIG``, ~/.kube/config or in-cluster).
-
-        ``connect_timeout`` bounds every new connection (TCP and TLS handshake).
-        """
-        # Imported here: aiohttp and kubernetes_asyncio (0.5 s) load only when connecting.
+        """A client for a kubeconfig (``$KUBECONFIG``, ~/.kube/config or in-cluster);
+        ``connect_timeout`` bounds every new connection (TCP and TLS handshake)."""
+        # aiohttp and kubernetes_asyncio (0.5 s) load only when connecting.
         from appstack.runtime.transport import AiohttpTransport  # noqa: PLC0415
 
         transport = await AiohttpTransport.connect(
@@ -102,7 +95,6 @@ class Client:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    # --------------------------------------------------------------------------- verbs
     async def get(self, resource: Resource, name: str, namespace: str | None = None) -> Obj:
         """One object; :class:`~appstack.runtime.errors.NotFound` if it does not exist."""
         return await self._call(apirequest.get(resource, name, namespace))
@@ -152,12 +144,9 @@ class Client:
         inactivity_timeout: float = STALL_TIMEOUT,
     ) -> AsyncGenerator[Obj, None]:
         """Watch events (``{"type", "object"}``) from ``resource_version``, with bookmarks.
-
-        The server ends the stream after ``timeout_seconds``; if nothing at all (not even a
-        bookmark) arrives for ``inactivity_timeout`` seconds, :class:`WatchStalled` is raised
-        so a silently dead connection cannot hang an informer. An ``ERROR`` event is raised
-        as its typed error (:class:`~appstack.runtime.errors.Gone` when the version expired).
-        """
+        The server ends the stream after ``timeout_seconds``; nothing (not even a bookmark)
+        for ``inactivity_timeout`` raises :class:`WatchStalled`; an ``ERROR`` event raises
+        its typed error (:class:`~appstack.runtime.errors.Gone` when the version expired)."""
         request = apirequest.watch(
             resource,
             namespace,
@@ -273,17 +262,14 @@ class Client:
         timeout: float = 60.0,
         fenced: bool = True,
     ) -> Obj:
-        """Any request by path (for what the verbs do not cover); the answer decoded.
-        ``fenced=False`` bypasses the write guard (Lease calls only)."""
+        """Any request by path, decoded; ``fenced=False`` skips the write guard (Leases)."""
         request = apirequest.raw(method, path, params=params, body=body, content_type=content_type)
         return await self._call(request, Timeouts(total=timeout), fenced=fenced)
 
-    # ------------------------------------------------------------------------- policy
     async def _call(
         self, request: ApiRequest, timeouts: Timeouts | None = None, *, fenced: bool = True
     ) -> Obj:
-        """Send, retrying while the server asks us to (429, or 5xx with Retry-After), and
-        once after a 401 if the token was rotated meanwhile."""
+        """Send; retry while the server asks (429, 5xx + Retry-After), once after a 401."""
         for attempt in range(_MAX_RETRIES + 1):
             response = await self._send(request, timeouts or Timeouts(), fenced=fenced)
             if response.status < 300:
@@ -300,8 +286,7 @@ class Client:
     async def _send(
         self, request: ApiRequest, timeouts: Timeouts, *, fenced: bool = True
     ) -> Response:
-        """The one place every request goes through: fenced if a write, handed to the
-        transport, counted, and its status shown to the credentials."""
+        """Every request: fenced if a write, sent, counted, shown to the credentials."""
         host = self.transport.host
         guard = self.write_guard if fenced and request.is_write else None
         try:
