@@ -51,20 +51,20 @@ def _class(name: str, cls: type) -> list[str]:
     lines = [head, "", "```python", _signature(cls, name), "```", "", _doc(cls), ""]
     for member_name, member in _members(cls):
         # Documented where it is declared (a protocol, a base class) counts: getdoc inherits.
-        summary = _first_line(getattr(cls, member_name))
+        summary = _summary(getattr(cls, member_name))
         if isinstance(member, property):
             lines.append(f"- **`{member_name}`** (property) — {summary}")
         else:
             prefix = "async " if inspect.iscoroutinefunction(member) else ""
             signature = _signature(member, member_name).replace("(self, ", "(", 1)
-            signature = signature.replace("(self)", "()", 1)
+            signature = signature.replace("(self)", "()", 1).replace("(cls, ", "(", 1)
             lines.append(f"- `{prefix}{signature}` — {summary}")
     return [*lines, ""]
 
 
-def _first_line(obj: Any) -> str:
+def _summary(obj: Any) -> str:
     doc = inspect.getdoc(obj)
-    return doc.strip().splitlines()[0] if doc else "(undocumented)"
+    return " ".join(doc.strip().split("\n\n")[0].split()) if doc else "(undocumented)"
 
 
 def render() -> str:
@@ -73,7 +73,7 @@ def render() -> str:
     for name in runtime.__all__:
         obj = getattr(runtime, name)
         if inspect.isclass(obj) and issubclass(obj, BaseException):
-            errors.append(f"- **`{name}`** ({obj.__bases__[0].__name__}) — {_first_line(obj)}")
+            errors.append(f"- **`{name}`** ({obj.__bases__[0].__name__}) — {_summary(obj)}")
         elif inspect.isclass(obj):
             classes += _class(name, obj)
         else:

@@ -164,7 +164,7 @@ def image(tag: str, refresh: bool) -> None:
 @click.option("--pods-per-node", default=5000, show_default=True, help="Pod capacity per node.")
 def up(name: str, nodes: int, pods_per_node: int) -> None:
     """Start the cluster (idempotent: starts only what is not running)."""
-    from appstack.testing.cluster import ComponentError  # noqa: PLC0415
+    from appstack.testing.process import ComponentError  # noqa: PLC0415
 
     local = _local(name, nodes=nodes, pods_per_node=pods_per_node)
     try:

@@ -12,7 +12,8 @@ from lightkube import Client
 from lightkube.resources.core_v1 import Node
 
 from appstack.cli import main
-from appstack.testing.cluster import ComponentError, LocalCluster
+from appstack.testing.cluster import LocalCluster
+from appstack.testing.process import ComponentError
 from appstack.testing.pytest_plugin import ClusterHandle
 
 
@@ -38,6 +39,27 @@ def test_a_crashed_component_is_restarted_by_up(kube_cluster: ClusterHandle, kub
 
     assert all(s.healthy for s in local.status())
     assert len(list(kube.list(Node))) >= 2
+
+
+def test_up_restarts_a_component_started_with_other_flags(kube_cluster: ClusterHandle) -> None:
+    """A cluster left running by an older appstack (other flags) is brought up to date."""
+    local = kube_cluster.require_local()
+    before = {s.name: s.pid for s in local.status()}
+    changed = LocalCluster(
+        local.name, extra_args={"kube-scheduler": ["--v=2"]}, printer=lambda _m: None
+    )
+    try:
+        changed.up()
+        after = {s.name: s.pid for s in local.status()}
+        assert after["kube-scheduler"] != before["kube-scheduler"]
+        assert "--v=2" in (local.process("kube-scheduler").args() or [])
+        assert {n: p for n, p in after.items() if n != "kube-scheduler"} == {
+            n: p for n, p in before.items() if n != "kube-scheduler"
+        }
+    finally:
+        local.up()  # back to this code's flags
+    assert "--v=2" not in (local.process("kube-scheduler").args() or [])
+    assert all(s.healthy for s in local.status())
 
 
 def test_the_cli_reports_status_and_the_kubeconfig_path(kube_cluster: ClusterHandle) -> None:

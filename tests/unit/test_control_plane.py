@@ -7,7 +7,6 @@ from pathlib import Path
 import yaml
 
 from appstack.testing import control_plane, kwok
-from appstack.testing.cluster import _free_ports
 
 PORTS = {name: 21000 + i for i, name in enumerate(control_plane.PORT_NAMES)}
 
@@ -101,7 +100,7 @@ def test_fake_nodes_have_distinct_pod_cidrs_large_enough_for_their_capacity() ->
 
 
 def test_free_ports_are_distinct_and_below_the_ephemeral_range() -> None:
-    ports = _free_ports(control_plane.PORT_NAMES)
+    ports = control_plane.free_ports(control_plane.PORT_NAMES)
     assert set(ports) == set(control_plane.PORT_NAMES)
     assert len(set(ports.values())) == len(ports)
     assert all(20000 <= p < 30000 for p in ports.values())

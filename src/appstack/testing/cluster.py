@@ -16,17 +16,13 @@ Used by the ``appstack cluster`` commands and the pytest plugin
 from __future__ import annotations
 
 import json
-import os
-import random
 import shutil
 import signal
-import socket
 import ssl
 import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -35,7 +31,7 @@ import yaml
 from appstack.testing import control_plane, kwok
 from appstack.testing.build import GoBuilder
 from appstack.testing.pki import ClusterPKI, write_kubeconfig
-from appstack.testing.process import ManagedProcess
+from appstack.testing.process import ComponentError, ComponentStatus, ManagedProcess
 from appstack.testing.versions import Toolchain, cache_root
 
 Printer = Callable[[str], None]
@@ -59,30 +55,6 @@ _START_TIMEOUT = {
     "kube-scheduler": 60.0,
     "kwok": 30.0,
 }
-
-
-class ComponentError(RuntimeError):
-    """A component did not become healthy; the message ends with its log tail."""
-
-    def __init__(self, component: str, reason: str, log_tail: str) -> None:
-        super().__init__(
-            f"{component}: {reason}\n--- last lines of the {component} log ---\n{log_tail}"
-        )
-        self.component = component
-        self.log_tail = log_tail
-
-
-@dataclass(frozen=True)
-class ComponentStatus:
-    name: str
-    pid: int | None
-    healthy: bool
-
-    @property
-    def state(self) -> str:
-        if self.pid is None:
-            return "stopped"
-        return "healthy" if self.healthy else "unhealthy"
 
 
 def _stderr(message: str) -> None:
@@ -145,7 +117,12 @@ class LocalCluster:
         self._prepare()
         layout = self.layout()
         for name in control_plane.ORDER:
-            if not self.process(name).running():
+            proc = self.process(name)
+            if proc.running() and proc.args() != control_plane.command(layout, name):
+                # Started by an older appstack (other flags, e.g. no audit log): restart it.
+                self.print(f"[appstack]   {name}: its flags changed since it started; restarting")
+                self.restart(name)
+            elif not proc.running():
                 self.start(name)
             elif not self._healthy(layout, name):
                 self._wait_healthy(layout, name)
@@ -239,7 +216,7 @@ class LocalCluster:
         self.directory.mkdir(parents=True, exist_ok=True)
         if not self._state_file.exists():
             state = {
-                "ports": _free_ports(control_plane.PORT_NAMES),
+                "ports": control_plane.free_ports(control_plane.PORT_NAMES),
                 "nodes": self.nodes,
                 "pods_per_node": self.pods_per_node,
                 "toolchain": self.toolchain.key,
@@ -312,20 +289,3 @@ class LocalCluster:
                 )
             time.sleep(0.1)
         self.print(f"[appstack]   {name} healthy ({time.monotonic() - started:.1f}s)")
-
-
-def _free_ports(names: tuple[str, ...]) -> dict[str, int]:
-    """Distinct free loopback ports below the ephemeral range, so a restart can reuse them."""
-    ports: dict[str, int] = {}
-    rng = random.Random(os.getpid() ^ time.time_ns())  # noqa: S311 - not security relevant
-    while len(ports) < len(names):
-        port = rng.randrange(20000, 29999)
-        if port in ports.values():
-            continue
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        ports[names[len(ports)]] = port
-    return ports

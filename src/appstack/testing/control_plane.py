@@ -16,6 +16,10 @@ with :mod:`appstack.testing.audit` (e.g. "no write from the old leader after tak
 
 from __future__ import annotations
 
+import os
+import random
+import socket
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -246,3 +250,20 @@ def _kwok(layout: Layout) -> list[str]:
         "--node-ip=10.15.0.254",
         "--cidr=10.15.128.0/17",
     ]
+
+
+def free_ports(names: tuple[str, ...]) -> dict[str, int]:
+    """Distinct free loopback ports below the ephemeral range, so a restart can reuse them."""
+    ports: dict[str, int] = {}
+    rng = random.Random(os.getpid() ^ time.time_ns())  # noqa: S311 - not security relevant
+    while len(ports) < len(names):
+        port = rng.randrange(20000, 29999)
+        if port in ports.values():
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        ports[names[len(ports)]] = port
+    return ports

@@ -18,6 +18,30 @@ from dataclasses import dataclass
 from pathlib import Path
 
 
+class ComponentError(RuntimeError):
+    """A component did not become healthy; the message ends with its log tail."""
+
+    def __init__(self, component: str, reason: str, log_tail: str) -> None:
+        super().__init__(
+            f"{component}: {reason}\n--- last lines of the {component} log ---\n{log_tail}"
+        )
+        self.component = component
+        self.log_tail = log_tail
+
+
+@dataclass(frozen=True)
+class ComponentStatus:
+    name: str
+    pid: int | None
+    healthy: bool
+
+    @property
+    def state(self) -> str:
+        if self.pid is None:
+            return "stopped"
+        return "healthy" if self.healthy else "unhealthy"
+
+
 @dataclass(frozen=True)
 class ManagedProcess:
     """One component's process files: ``pids/<name>.pid`` and ``logs/<name>.log``."""
@@ -56,6 +80,15 @@ class ManagedProcess:
 
     def running(self) -> bool:
         return self.pid() is not None
+
+    def args(self) -> list[str] | None:
+        """The command line the live process was started with, or None if not running."""
+        pid = self.pid()
+        try:
+            raw = Path(f"/proc/{pid}/cmdline").read_bytes() if pid is not None else None
+        except OSError:
+            return None
+        return None if raw is None else [a.decode() for a in raw.split(b"\0")[:-1]]
 
     def start(self, args: Sequence[str], env: dict[str, str] | None = None) -> int:
         """Start detached, appending to the log file; returns the pid."""
