@@ -324,8 +324,16 @@ async def test_an_existing_deployment_we_do_not_own_is_reported_and_left_alone(
 async def test_an_idle_resync_issues_no_writes(
     client: Client, namespace: str, operator: RunningOperator
 ) -> None:
+    # Integer and non-canonical quantities: the API server stores them as "1", "500m",
+    # "1Gi"; comparing them as written would re-apply (and record Updated) on every resync.
+    resources = {
+        "limits": {"cpu": 1, "memory": "1024Mi"},
+        "requests": {"cpu": "0.5", "memory": "0.5Gi"},
+    }
     for i in range(5):
-        await client.create(APP_SERVICE, _app(f"idle-{i}", namespace, ports=[{"port": 80}]))
+        await client.create(
+            APP_SERVICE, _app(f"idle-{i}", namespace, ports=[{"port": 80}], resources=resources)
+        )
     for i in range(5):
         await until(client, APP_SERVICE, f"idle-{i}", namespace, _ready, 60)
     await asyncio.sleep(0.5)  # let the last status/events land before counting

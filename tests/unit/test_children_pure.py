@@ -1,0 +1,77 @@
+"""The child writer's pure decisions: which rejected applies are the user's to fix, and
+when a child already has the quantities asked for (controllers/children.py, util/quantity.py)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from appstack.controllers.children import is_subset, users_problem
+from appstack.controllers.util.quantity import quantity_value, same_quantity
+from appstack.runtime import errors
+
+_SSA_500 = (
+    "failed to create typed patch object (apps/v1, Kind=Deployment): .spec.template.spec"
+    '.containers[name="app"].env: duplicate entries for key [name="A"]'
+)
+
+
+@pytest.mark.parametrize(
+    ("code", "reason", "message", "users"),
+    [
+        (422, "Invalid", "spec.ports[0].port: Invalid value", True),
+        (400, "BadRequest", "bad", True),
+        (403, "Forbidden", "exceeded quota", True),
+        (500, "InternalError", _SSA_500, True),
+        (500, "InternalError", "etcdserver: request timed out", False),
+        (500, "Timeout", "failed to create typed patch object", False),
+        (503, "ServiceUnavailable", "etcd down", False),
+        (504, "Timeout", "timeout", False),
+        (429, "TooManyRequests", "slow down", False),
+        (401, "Unauthorized", "token expired", False),
+        (404, "NotFound", 'namespaces "x" not found', False),
+        (409, "Conflict", "the object has been modified", False),
+    ],
+)
+def test_only_refusals_of_the_object_itself_are_the_users(
+    code: int, reason: str, message: str, users: bool
+) -> None:
+    error = errors.from_response(code, {"kind": "Status", "reason": reason, "message": message})
+    assert users_problem(error) is users
+
+
+@pytest.mark.parametrize(
+    ("value", "number"),
+    [
+        (1, Decimal(1)),
+        ("0.5", Decimal("0.5")),
+        ("500m", Decimal("0.5")),
+        ("1Gi", Decimal(2**30)),
+        ("1024Mi", Decimal(2**30)),
+        ("1e3", Decimal(1000)),
+        ("1k", Decimal(1000)),
+        ("lots", None),
+        ("1Xi", None),
+        (True, None),
+    ],
+)
+def test_quantity_values(value: object, number: Decimal | None) -> None:
+    assert quantity_value(value) == number
+
+
+def test_canonical_quantities_are_already_so_but_other_strings_are_compared_exactly() -> None:
+    want = {
+        "resources": {"limits": {"cpu": 1, "memory": "1024Mi"}, "requests": {"cpu": "0.5"}},
+        "env": [{"name": "N", "value": "1.0"}],
+    }
+    server = {
+        "resources": {"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "500m"}},
+        "env": [{"name": "N", "value": "1.0"}],
+    }
+    assert is_subset(want, server)
+    assert not is_subset(want, {**server, "env": [{"name": "N", "value": "1"}]})
+    more_cpu = {**server["resources"], "requests": {"cpu": "1"}}
+    assert not is_subset(want, {**server, "resources": more_cpu})
+    assert same_quantity("2Gi", "2048Mi")
+    assert not same_quantity("2Gi", "2G")
