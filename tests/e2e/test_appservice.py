@@ -397,6 +397,26 @@ async def test_an_idle_resync_issues_no_writes(
         ({"readinessProbe": {"periodSeconds": 5}}, "spec.readinessProbe"),
         ({"ports": [{"port": 80}] * 65}, "spec.ports"),
         ({"serviceAccountName": "Bad_Name"}, "spec.serviceAccountName"),
+        # Name references are DNS subdomains ("." would list Secrets, ".." read the namespace).
+        ({"serviceAccountName": ".."}, "spec.serviceAccountName"),
+        ({"imagePullSecrets": [{"name": "."}]}, "spec.imagePullSecrets[0].name"),
+        (
+            {"envs": [{"name": "P", "valueFrom": {"secretKeyRef": {"name": "..", "key": "k"}}}]},
+            "spec.envs[0].valueFrom.secretKeyRef.name",
+        ),
+        (
+            {
+                "envs": [
+                    {"name": "C", "valueFrom": {"configMapKeyRef": {"name": "a..b", "key": "k"}}}
+                ]
+            },
+            "spec.envs[0].valueFrom.configMapKeyRef.name",
+        ),
+        # Image references that cannot be pulled.
+        ({"image": " nginx "}, "spec.image"),
+        ({"image": "nginx:"}, "spec.image"),
+        ({"image": "Nginx:1.27"}, "spec.image"),
+        ({"image": "nginx:1.27 latest"}, "spec.image"),
     ],
 )
 async def test_a_malformed_appservice_is_rejected_at_admission_naming_the_field(
@@ -405,6 +425,15 @@ async def test_a_malformed_appservice_is_rejected_at_admission_naming_the_field(
     with pytest.raises(errors.Invalid) as caught:
         await client.create(APP_SERVICE, _app("bad", namespace, **spec))
     assert field in caught.value.message, caught.value.message
+
+
+@pytest.mark.parametrize("name", ["1st-app", "a" * 64, "dotted.name"])
+async def test_a_name_that_cannot_name_the_service_is_rejected_at_admission(
+    client: Client, namespace: str, name: str
+) -> None:
+    with pytest.raises(errors.Invalid) as caught:
+        await client.create(APP_SERVICE, _app(name, namespace))
+    assert "metadata.name must" in caught.value.message, caught.value.message
 
 
 async def test_a_restart_during_a_burst_of_200_creates_converges_without_duplicates(

@@ -40,6 +40,9 @@ def _example(namespace: str) -> tuple[dict[str, Any], dict[str, Any]]:
     return init, stack
 
 
+_COMPONENT = {"name": "app", "image": "web:1"}
+
+
 def _stack(name: str, namespace: str, **spec: Any) -> dict[str, Any]:
     return {
         "apiVersion": "appstack.dev/v1",
@@ -334,6 +337,60 @@ async def test_an_invalid_stack_is_rejected_at_admission(
     with pytest.raises(errors.Invalid) as caught:
         await client.create(APP_STACK, _stack("bad", namespace, **spec))
     assert message in caught.value.message
+
+
+_MANAGED = {"name": "db", "type": "redis", "managed": {}}
+
+
+@pytest.mark.parametrize(
+    ("name", "spec", "message"),
+    [
+        ("9lives", {"components": [{"name": "a", "image": "x"}]}, "metadata.name must"),
+        ("s" * 30, {"components": [{"name": "c" * 33, "image": "x"}]}, "<stack>-<member>"),
+        (
+            "s" * 30,
+            {"middleware": [{**_MANAGED, "name": "m" * 22}], "components": [_COMPONENT]},
+            "<stack>-<middleware>",
+        ),
+        ("ok", {"components": [{"name": "a", "image": "Web:1"}]}, "spec.components[0].image"),
+        (
+            "ok",
+            {
+                "middleware": [{**_MANAGED, "managed": {"version": "7 latest"}}],
+                "components": [_COMPONENT],
+            },
+            "spec.middleware[0].managed.version",
+        ),
+        (
+            "ok",
+            {
+                "middleware": [{**_MANAGED, "managed": {"initScriptsConfigMap": ".."}}],
+                "components": [_COMPONENT],
+            },
+            "spec.middleware[0].managed.initScriptsConfigMap",
+        ),
+        (
+            "ok",
+            {
+                "middleware": [
+                    {
+                        "name": "db",
+                        "type": "mysql",
+                        "external": {"host": "db", "port": 3306, "secretRef": {"name": "."}},
+                    }
+                ],
+                "components": [_COMPONENT],
+            },
+            "spec.middleware[0].external.secretRef.name",
+        ),
+    ],
+)
+async def test_names_images_and_references_that_cannot_work_are_rejected_at_admission(
+    client: Client, namespace: str, name: str, spec: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(errors.Invalid) as caught:
+        await client.create(APP_STACK, _stack(name, namespace, **spec))
+    assert message in caught.value.message, caught.value.message
 
 
 async def test_a_dependency_cycle_is_reported_with_the_cycle_spelled_out(

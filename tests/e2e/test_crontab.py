@@ -156,6 +156,22 @@ async def test_malformed_schedules_are_rejected_at_admission(
     assert message in caught.value.message
 
 
+@pytest.mark.parametrize(
+    ("name", "spec", "message"),
+    [
+        ("n" * 53, {}, "metadata.name must be at most 52 characters"),
+        ("has.dot", {}, "metadata.name must contain only"),
+        ("ok", {"image": "busybox:"}, "spec.image"),
+    ],
+)
+async def test_names_and_images_that_cannot_work_are_rejected_at_admission(
+    client: Client, namespace: str, name: str, spec: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(errors.Invalid) as caught:
+        await client.create(CRON_TAB, _tab(name, namespace, **spec))
+    assert message in caught.value.message, caught.value.message
+
+
 async def test_replicas_must_be_positive_at_admission(client: Client, namespace: str) -> None:
     with pytest.raises(errors.Invalid) as caught:
         await client.create(CRON_TAB, _tab("zero", namespace, replicas=0))

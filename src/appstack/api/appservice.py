@@ -27,6 +27,7 @@ from appstack.api.core import (
     default_service_type,
 )
 from appstack.api.kind import AGE, CustomObject, custom_kind
+from appstack.api.names import DNS_1035, Image, ObjectName, name_rules
 
 ShortString = Annotated[str, Field(max_length=4096)]
 LabelMap = Annotated[dict[str, Annotated[str, Field(max_length=63)]], Field(max_length=64)]
@@ -66,9 +67,7 @@ class AppServiceSpec(KubeModel):
     model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": _SPEC_RULES})
 
     size: int = Field(1, ge=0, le=10000, description="Number of replicas (pods).")
-    image: str = Field(
-        min_length=1, max_length=1024, description="Container image, e.g. nginx:1.27."
-    )
+    image: Image = Field(description="Container image, e.g. nginx:1.27.")
     ports: list[ServicePort] | None = Field(
         None,
         max_length=64,
@@ -98,11 +97,8 @@ class AppServiceSpec(KubeModel):
     image_pull_secrets: list[LocalObjectReference] | None = Field(
         None, max_length=16, description="Secrets for pulling the image from a private registry."
     )
-    service_account_name: str | None = Field(
-        None,
-        max_length=253,
-        pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$",
-        description="ServiceAccount the pods run as.",
+    service_account_name: ObjectName | None = Field(
+        None, description="ServiceAccount the pods run as."
     )
 
     @model_validator(mode="after")
@@ -171,6 +167,8 @@ class AppServiceStatus(KubeModel):
 )
 class AppService(CustomObject):
     """An application: a Deployment and a Service kept in sync with this spec."""
+
+    NAME_RULES = name_rules(DNS_1035, 63, "it names the Service and is a label value")
 
     spec: AppServiceSpec
     status: AppServiceStatus | None = None

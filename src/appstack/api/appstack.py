@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
+from appstack.api.appstack_rules import MEMBER_NAME_RULES
 from appstack.api.core import (
     Condition,
     EnvVar,
@@ -27,16 +28,16 @@ from appstack.api.core import (
 )
 from appstack.api.graph import find_cycle
 from appstack.api.kind import AGE, CustomObject, custom_kind
+from appstack.api.names import DNS_1035, TAG, Image, ObjectName, name_rules
 
-DNS_1035 = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
 MemberName = Annotated[str, Field(min_length=1, max_length=40, pattern=DNS_1035)]
 MiddlewareType = Literal["mysql", "postgres", "redis"]
 
 
 class Storage(KubeModel):
     size: Quantity = Field("1Gi", description="Size of the data volume.")
-    storage_class_name: str | None = Field(
-        None, max_length=253, description="StorageClass (default: the cluster's)."
+    storage_class_name: ObjectName | None = Field(
+        None, description="StorageClass (default: the cluster's)."
     )
     retain_on_delete: bool = Field(
         True, description="Keep the data volumes when the middleware or the stack is deleted."
@@ -46,18 +47,20 @@ class Storage(KubeModel):
 class ManagedMiddleware(KubeModel):
     """Deployed by appstack: StatefulSet, Services, a generated credentials Secret, storage."""
 
-    image: str | None = Field(None, max_length=1024, description="Override the catalog image.")
-    version: str | None = Field(None, max_length=64, description="Override the image tag.")
+    image: Image | None = Field(None, description="Override the catalog image.")
+    version: str | None = Field(
+        None, max_length=128, pattern=f"^{TAG}$", description="Override the image tag."
+    )
     replicas: int = Field(1, ge=1, le=1, description="Instances (one; no clustering yet).")
     storage: Storage = Field(default_factory=lambda: Storage.model_validate({}))
-    init_scripts_config_map: str | None = Field(
-        None, max_length=253, description="ConfigMap whose files run on first start."
+    init_scripts_config_map: ObjectName | None = Field(
+        None, description="ConfigMap whose files run on first start."
     )
     resources: ResourceRequirements | None = None
 
 
 class SecretRef(KubeModel):
-    name: str = Field(min_length=1, max_length=253, description="Secret in the stack's namespace.")
+    name: ObjectName = Field(description="Secret in the stack's namespace.")
     username_key: str = Field("username", max_length=253)
     password_key: str = Field("password", max_length=253)
 
@@ -129,7 +132,7 @@ class ConfigFiles(KubeModel):
 
 class Component(KubeModel):
     name: MemberName
-    image: str = Field(min_length=1, max_length=1024)
+    image: Image
     replicas: int = Field(1, ge=0, le=1000)
     ports: list[ComponentPort] | None = Field(None, max_length=32)
     env: dict[str, str] | None = Field(None, max_length=128, description="Literal variables.")
@@ -263,6 +266,11 @@ class AppStackStatus(KubeModel):
 )
 class AppStack(CustomObject):
     """A whole system: middleware (managed or external) and components, started in order."""
+
+    NAME_RULES = (
+        *name_rules(DNS_1035, 63, "it starts the name of every Service of the stack"),
+        *MEMBER_NAME_RULES,
+    )
 
     spec: AppStackSpec
     status: AppStackStatus | None = None

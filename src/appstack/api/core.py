@@ -14,7 +14,8 @@ from typing import Annotated, Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
-DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+from appstack.api.names import DNS_LABEL, ObjectName
+
 QUANTITY = (
     r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|"
     r"([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
@@ -68,7 +69,7 @@ class ServicePort(KubeModel):
 
 
 class KeySelector(KubeModel):
-    name: str = Field(min_length=1, max_length=253, description="Name of the object.")
+    name: ObjectName = Field(description="Name of the object.")
     key: str = Field(min_length=1, max_length=253, description="Key in the object's data.")
     optional: bool | None = Field(None, description="Do not fail if the object or key is missing.")
 
@@ -218,7 +219,7 @@ class Probe(KubeModel):
 
 
 class LocalObjectReference(KubeModel):
-    name: str = Field(min_length=1, max_length=253)
+    name: ObjectName
 
 
 class Condition(KubeModel):

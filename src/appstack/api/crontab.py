@@ -16,6 +16,7 @@ from pydantic import Field, field_validator
 
 from appstack.api.core import Condition, KubeModel
 from appstack.api.kind import AGE, CustomObject, custom_kind
+from appstack.api.names import DNS_LABEL, Image, name_rules
 
 MACROS = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
 FIELDS = (  # name, low, high, names allowed
@@ -85,7 +86,7 @@ class CronTabSpec(KubeModel):
         "e.g. '*/5 * * * *', or a macro: @yearly @monthly @weekly @daily @hourly.",
         json_schema_extra={"x-kubernetes-validations": _CRON_RULES},
     )
-    image: str = Field(min_length=1, max_length=1024, description="Container image to run.")
+    image: Image = Field(description="Container image to run.")
     replicas: int = Field(
         1, ge=1, le=1000, description="Pods per run (the Job's parallelism and completions)."
     )
@@ -141,6 +142,10 @@ class CronTabStatus(KubeModel):
 )
 class CronTab(CustomObject):
     """A command run on a schedule: a CronJob kept in sync with this spec."""
+
+    NAME_RULES = name_rules(
+        DNS_LABEL, 52, "it names the CronJob, whose Jobs add 11 characters to it"
+    )
 
     spec: CronTabSpec
     status: CronTabStatus | None = None

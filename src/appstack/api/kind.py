@@ -17,9 +17,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from appstack.api.core import KubeModel
+from appstack.api.names import NameRule
 from appstack.core.resource import Resource
 
 GROUP = "appstack.dev"
@@ -68,9 +69,12 @@ class CustomKind:
 
 class CustomObject(KubeModel):
     """Base of a custom resource's top-level model: ``apiVersion`` and ``kind`` default to
-    the declared ones and must equal them; ``KIND`` is set by :func:`custom_kind`."""
+    the declared ones and must equal them; ``KIND`` is set by :func:`custom_kind`;
+    ``NAME_RULES`` keep ``metadata.name`` fit for every child derived from it (checked here
+    and, as CEL at the schema's root, at admission)."""
 
     KIND: ClassVar[CustomKind]
+    NAME_RULES: ClassVar[tuple[NameRule, ...]] = ()
 
     api_version: str = Field("", validate_default=True)
     kind: str = Field("", validate_default=True)
@@ -86,6 +90,14 @@ class CustomObject(KubeModel):
     @classmethod
     def _declared_kind(cls, value: str) -> str:
         return _declared(value, cls.KIND.kind)
+
+    @model_validator(mode="after")
+    def _name_rules(self) -> CustomObject:
+        name = self.metadata.get("name")
+        for rule in self.NAME_RULES if isinstance(name, str) else ():
+            if not rule.check(str(name), self.spec):
+                raise ValueError(rule.message)
+        return self
 
 
 def _declared(value: str, want: str) -> str:

@@ -15,6 +15,7 @@ LABELS = {"app.kubernetes.io/part-of": "appstack", "app.kubernetes.io/managed-by
 
 
 def _root_schema(model: Any, spec: Any, status: Any) -> dict[str, Any]:
+    rules = [rule.schema() for rule in model.NAME_RULES]
     return {
         "type": "object",
         "description": inspect.cleandoc(model.__doc__ or ""),
@@ -26,6 +27,7 @@ def _root_schema(model: Any, spec: Any, status: Any) -> dict[str, Any]:
             "status": structural_schema(status),
         },
         "required": ["spec"],
+        **({"x-kubernetes-validations": rules} if rules else {}),
     }
 
 
