@@ -412,6 +412,8 @@ async def test_an_idle_resync_issues_no_writes(
             },
             "spec.envs[0].valueFrom.configMapKeyRef.name",
         ),
+        # Duplicate names the Deployment could not hold (server-side apply would answer 500).
+        ({"envs": [{"name": "A", "value": "1"}, {"name": "A", "value": "2"}]}, "spec.envs[1]"),
         # Image references that cannot be pulled.
         ({"image": " nginx "}, "spec.image"),
         ({"image": "nginx:"}, "spec.image"),
@@ -425,6 +427,20 @@ async def test_a_malformed_appservice_is_rejected_at_admission_naming_the_field(
     with pytest.raises(errors.Invalid) as caught:
         await client.create(APP_SERVICE, _app("bad", namespace, **spec))
     assert field in caught.value.message, caught.value.message
+
+
+async def test_service_ports_sharing_a_target_port_declare_it_once_and_become_ready(
+    client: Client, namespace: str, operator: RunningOperator
+) -> None:
+    ports = [
+        {"name": "http", "port": 80, "targetPort": 8080},
+        {"name": "alt", "port": 8000, "targetPort": 8080},
+    ]
+    await client.create(APP_SERVICE, _app("shared", namespace, ports=ports))
+    await until(client, APP_SERVICE, "shared", namespace, _ready, 60, "Ready")
+    deployment = await client.get(DEPLOYMENT, "shared", namespace)
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert [p["containerPort"] for p in container["ports"]] == [8080]
 
 
 @pytest.mark.parametrize("name", ["1st-app", "a" * 64, "dotted.name"])

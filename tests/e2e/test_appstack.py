@@ -339,6 +339,32 @@ async def test_an_invalid_stack_is_rejected_at_admission(
     assert message in caught.value.message
 
 
+@pytest.mark.parametrize(
+    ("component", "message"),
+    [
+        (
+            {"env": {"A": "1"}, "envs": [{"name": "A", "value": "2"}]},
+            "a variable may be set in env or in envs, not in both",
+        ),
+        ({"envs": [{"name": "A", "value": "1"}, {"name": "A", "value": "2"}]}, "envs[1]"),
+        ({"ports": [{"port": 80}, {"port": 80, "targetPort": 81}]}, "port numbers must be unique"),
+        ({"ports": [{"port": 80, "name": "a"}, {"port": 81, "name": "a"}]}, "names must be unique"),
+        ({"ports": [{"port": 80}, {"port": 81, "name": "p80"}]}, "kept for ports without a name"),
+        ({"ports": [{"port": 80, "name": "Web"}]}, "spec.components[0].ports[0].name"),
+    ],
+)
+async def test_duplicate_variables_and_ports_are_rejected_at_admission(
+    client: Client, namespace: str, component: dict[str, Any], message: str
+) -> None:
+    spec = {
+        "middleware": [{"name": "order-db", "type": "redis", "managed": {}}],
+        "components": [{**_COMPONENT, **component}],
+    }
+    with pytest.raises(errors.Invalid) as caught:
+        await client.create(APP_STACK, _stack("dup", namespace, **spec))
+    assert message in caught.value.message, caught.value.message
+
+
 _MANAGED = {"name": "db", "type": "redis", "managed": {}}
 
 
@@ -391,6 +417,42 @@ async def test_names_images_and_references_that_cannot_work_are_rejected_at_admi
     with pytest.raises(errors.Invalid) as caught:
         await client.create(APP_STACK, _stack(name, namespace, **spec))
     assert message in caught.value.message, caught.value.message
+
+
+@pytest.mark.parametrize(
+    "component",
+    [
+        {"env": {"ORDER_DB_HOST": "elsewhere"}},
+        {"envs": [{"name": "ORDER_DB_PASSWORD", "value": "inline"}]},
+    ],
+)
+async def test_a_variable_colliding_with_an_injected_one_is_reported_as_invalid(
+    client: Client, namespace: str, operator: RunningOperator, component: dict[str, Any]
+) -> None:
+    spec = {
+        "middleware": [{"name": "order-db", "type": "redis", "managed": {}}],
+        "components": [{**_COMPONENT, "uses": ["order-db"], **component}],
+    }
+    await client.create(APP_STACK, _stack("clash", namespace, **spec))
+    stack = await until(
+        client,
+        APP_STACK,
+        "clash",
+        namespace,
+        lambda s: _reason(s) == ("False", "InvalidSpec"),
+        30,
+        "Ready=False InvalidSpec",
+    )
+    (ready,) = [c for c in stack["status"]["conditions"] if c["type"] == "Ready"]
+    assert "is injected for order-db" in ready["message"], ready["message"]
+    events, _ = await client.list(EVENT, namespace)
+    assert any(
+        e["reason"] == "InvalidSpec" and e["type"] == "Warning" and "order-db" in e["note"]
+        for e in events
+        if e["regarding"]["name"] == "clash"
+    )
+    deployments, _ = await client.list(DEPLOYMENT, namespace)
+    assert not deployments
 
 
 async def test_a_dependency_cycle_is_reported_with_the_cycle_spelled_out(

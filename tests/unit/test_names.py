@@ -13,6 +13,7 @@ from appstack.api.appservice import AppService
 from appstack.api.appstack import AppStack
 from appstack.api.crontab import CronTab
 from appstack.api.names import DNS_SUBDOMAIN, IMAGE
+from appstack.controllers.util.workloads import unique_ports
 
 _DIGEST = "sha256:" + "a" * 64
 
@@ -73,3 +74,38 @@ def test_the_models_refuse_bad_references_and_images() -> None:
         AppService, "a", {"image": "x", "serviceAccountName": ".."}
     )
     assert "image" in _validate(AppService, "a", {"image": " nginx "})
+
+
+def test_container_ports_sharing_a_number_or_name_are_declared_once() -> None:
+    ports = [
+        {"containerPort": 8080, "protocol": "TCP", "name": "http"},
+        {"containerPort": 8080, "protocol": "TCP", "name": "alt"},
+        {"containerPort": 8080, "protocol": "UDP"},
+        {"containerPort": 9090, "protocol": "TCP", "name": "http"},
+    ]
+    assert unique_ports(ports) == [
+        {"containerPort": 8080, "protocol": "TCP", "name": "http"},
+        {"containerPort": 8080, "protocol": "UDP"},
+        {"containerPort": 9090, "protocol": "TCP"},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("component", "problem"),
+    [
+        ({"env": {"A": "1"}, "envs": [{"name": "A", "value": "2"}]}, "both env and envs"),
+        ({"envs": [{"name": "A", "value": "1"}, {"name": "A", "value": "2"}]}, "duplicate"),
+        ({"uses": ["order-db"], "env": {"ORDER_DB_PORT": "1"}}, "injected for order-db"),
+        ({"ports": [{"port": 80}, {"port": 80, "targetPort": 81}]}, "numbers must be unique"),
+        ({"ports": [{"port": 80, "name": "a"}, {"port": 81, "name": "a"}]}, "must be unique"),
+        ({"ports": [{"port": 80}, {"port": 81, "name": "p80"}]}, "kept for ports without"),
+    ],
+)
+def test_components_refuse_duplicate_variables_and_ports(
+    component: dict[str, Any], problem: str
+) -> None:
+    spec = {
+        "middleware": [{"name": "order-db", "type": "redis", "managed": {}}],
+        "components": [{"name": "app", "image": "x", **component}],
+    }
+    assert problem in _validate(AppStack, "s", spec)

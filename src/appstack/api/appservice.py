@@ -17,7 +17,7 @@ from pydantic import ConfigDict, Field, model_validator
 
 from appstack.api.core import (
     Condition,
-    EnvVar,
+    EnvList,
     KubeModel,
     LocalObjectReference,
     Probe,
@@ -73,7 +73,7 @@ class AppServiceSpec(KubeModel):
         max_length=64,
         description="Ports of the application, exposed by its Service (ServicePort fields).",
     )
-    envs: list[EnvVar] | None = Field(
+    envs: EnvList | None = Field(
         None, max_length=256, description="Environment variables of the container."
     )
     resources: ResourceRequirements | None = Field(

@@ -15,10 +15,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
-from appstack.api.appstack_rules import MEMBER_NAME_RULES
+from appstack.api.appstack_rules import COMPONENT_RULES, MEMBER_NAME_RULES, component_problem
 from appstack.api.core import (
     Condition,
-    EnvVar,
+    EnvList,
     KubeModel,
     Probe,
     Quantity,
@@ -28,7 +28,7 @@ from appstack.api.core import (
 )
 from appstack.api.graph import find_cycle
 from appstack.api.kind import AGE, CustomObject, custom_kind
-from appstack.api.names import DNS_1035, TAG, Image, ObjectName, name_rules
+from appstack.api.names import DNS_1035, DNS_LABEL, TAG, Image, ObjectName, name_rules
 
 MemberName = Annotated[str, Field(min_length=1, max_length=40, pattern=DNS_1035)]
 MiddlewareType = Literal["mysql", "postgres", "redis"]
@@ -119,7 +119,7 @@ class Middleware(KubeModel):
 
 
 class ComponentPort(KubeModel):
-    name: str | None = Field(None, max_length=15)
+    name: str | None = Field(None, max_length=15, pattern=DNS_LABEL)
     port: int = Field(ge=1, le=65535)
     target_port: int | None = Field(None, ge=1, le=65535)
     node_port: int | None = Field(None, ge=30000, le=32767)
@@ -131,12 +131,14 @@ class ConfigFiles(KubeModel):
 
 
 class Component(KubeModel):
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": COMPONENT_RULES})
+
     name: MemberName
     image: Image
     replicas: int = Field(1, ge=0, le=1000)
     ports: list[ComponentPort] | None = Field(None, max_length=32)
     env: dict[str, str] | None = Field(None, max_length=128, description="Literal variables.")
-    envs: list[EnvVar] | None = Field(None, max_length=128, description="EnvVar entries.")
+    envs: EnvList | None = Field(None, max_length=128, description="EnvVar entries.")
     config: ConfigFiles | None = Field(None, description="Files mounted from a ConfigMap.")
     resources: ResourceRequirements | None = None
     readiness_probe: Probe | None = None
@@ -148,6 +150,13 @@ class Component(KubeModel):
         max_length=8,
         description="Middleware whose connection details are injected (implies dependsOn).",
     )
+
+    @model_validator(mode="after")
+    def _same_rules_as_admission(self) -> Component:
+        problem = component_problem(self)
+        if problem:
+            raise ValueError(f"component {self.name}: {problem}")
+        return self
 
     def dependencies(self) -> list[str]:
         return sorted(set(self.depends_on or []) | set(self.uses or []))

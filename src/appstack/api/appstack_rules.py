@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from appstack.api.names import NameRule
@@ -36,3 +37,62 @@ MEMBER_NAME_RULES = (
         lambda name, spec: len(name) + _longest_member(spec, managed=True) <= 51,
     ),
 )
+
+
+INJECTED_SUFFIXES = ("_HOST", "_PORT", "_USERNAME", "_PASSWORD")
+
+# Checked at admission. A variable of env/envs that ``uses`` also injects is found by the
+# models only (a CEL rule comparing every variable with every used middleware's names costs
+# more than the API server allows): the controller reports it as Ready=False, InvalidSpec.
+COMPONENT_RULES: list[Any] = [
+    {
+        "rule": "!has(self.env) || !has(self.envs) || !self.envs.exists(e, e.name in self.env)",
+        "message": "a variable may be set in env or in envs, not in both",
+        "fieldPath": ".envs",
+    },
+    {
+        "rule": "!has(self.ports) || self.ports.all(p, self.ports.exists_one(q, q.port == p.port))",
+        "message": "port numbers must be unique",
+        "fieldPath": ".ports",
+    },
+    {
+        "rule": "!has(self.ports) || self.ports.all(p, !has(p.name) || "
+        "self.ports.exists_one(q, has(q.name) && q.name == p.name))",
+        "message": "port names must be unique (a port without a name is named p<port>)",
+        "fieldPath": ".ports",
+    },
+    {
+        "rule": "!has(self.ports) || "
+        "self.ports.all(p, !has(p.name) || !p.name.matches('^p[0-9]+$'))",
+        "message": "port names p<number> are kept for ports without a name",
+        "fieldPath": ".ports",
+    },
+]
+
+
+def injected(member: str) -> list[str]:
+    """The variables ``uses: [member]`` injects."""
+    prefix = member.upper().replace("-", "_")
+    return [prefix + suffix for suffix in INJECTED_SUFFIXES]
+
+
+def component_problem(c: Any) -> str | None:
+    """:data:`COMPONENT_RULES` in Python: the first one ``c`` (a Component) breaks."""
+    env = set(c.env or {})
+    envs = {e.name for e in c.envs or []}
+    if env & envs:
+        return f"envs: {', '.join(sorted(env & envs))} set in both env and envs"
+    for used in c.uses or []:
+        clash = sorted((env | envs) & set(injected(used)))
+        if clash:
+            return f"uses: {', '.join(clash)} is injected for {used}; remove it from env/envs"
+    ports = c.ports or []
+    numbers = [p.port for p in ports]
+    if len(set(numbers)) != len(numbers):
+        return "ports: port numbers must be unique"
+    names = [p.name for p in ports if p.name]
+    if len(set(names)) != len(names):
+        return "ports: port names must be unique (a port without a name is named p<port>)"
+    if any(re.match(r"^p[0-9]+$", name) for name in names):
+        return "ports: port names p<number> are kept for ports without a name"
+    return None

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
 from appstack.api.names import DNS_LABEL, ObjectName
@@ -153,6 +153,25 @@ class EnvVar(KubeModel):
         description="Value from a Secret, ConfigMap "
         "or the pod (Secrets are referenced, never copied).",
     )
+
+
+def _unique_names(env: list[EnvVar]) -> list[EnvVar]:
+    names = [e.name for e in env]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ValueError(f"duplicate environment variable names: {', '.join(twice)}")
+    return env
+
+
+# A list of EnvVar keyed by name: the API server refuses a repeated name ("Duplicate value")
+# at admission, as it would in a Pod; server-side apply could not merge it (HTTP 500).
+EnvList = Annotated[
+    list[EnvVar],
+    AfterValidator(_unique_names),
+    Field(
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]}
+    ),
+]
 
 
 class ResourceRequirements(KubeModel):

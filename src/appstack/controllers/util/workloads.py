@@ -29,7 +29,7 @@ def container(
     """A container with only the fields that are set (server-side apply owns no others)."""
     out: dict[str, Any] = {"name": name, "image": image}
     if ports:
-        out["ports"] = ports
+        out["ports"] = unique_ports(ports)
     if env:
         out["env"] = env
     if resources:
@@ -42,6 +42,19 @@ def container(
         out["readinessProbe"] = readiness_probe.to_dict()
     if liveness_probe:
         out["livenessProbe"] = liveness_probe.to_dict()
+    return out
+
+
+def unique_ports(ports: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Container ports without repeats: Service ports sharing a target port declare it once
+    (a container port is keyed by number and protocol, and names are unique)."""
+    out: list[dict[str, Any]] = []
+    for port in ports:
+        key = (port["containerPort"], port.get("protocol", "TCP"))
+        if any((p["containerPort"], p.get("protocol", "TCP")) == key for p in out):
+            continue
+        named = port.get("name") and any(p.get("name") == port["name"] for p in out)
+        out.append({k: v for k, v in port.items() if k != "name"} if named else port)
     return out
 
 
