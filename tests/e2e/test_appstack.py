@@ -455,6 +455,37 @@ async def test_a_variable_colliding_with_an_injected_one_is_reported_as_invalid(
     assert not deployments
 
 
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"type": "postgres"}, "type cannot change"),
+        ({"managed": {"storage": {"size": "2Gi"}}}, "managed.storage.size cannot change"),
+        ({"managed": {"storage": {"storageClassName": "fast"}}}, "storageClassName cannot change"),
+    ],
+)
+async def test_immutable_middleware_fields_are_refused_on_change_at_admission(
+    client: Client, namespace: str, change: dict[str, Any], message: str
+) -> None:
+    cache = {"name": "cache", "type": "redis", "managed": {"storage": {"size": "1Gi"}}}
+    spec = {"middleware": [_MANAGED, cache], "components": [_COMPONENT]}
+    await client.create(APP_STACK, _stack("frozen", namespace, **spec))
+    changed = [_MANAGED, {**cache, **change}]
+    with pytest.raises(errors.Invalid) as caught:
+        await client.patch(
+            APP_STACK, "frozen", namespace=namespace, patch={"spec": {"middleware": changed}}
+        )
+    assert message in caught.value.message, caught.value.message
+    assert "spec.middleware[1]" in caught.value.message, caught.value.message
+    # What may change still can: retention, resources, other members, the list's order.
+    mutable = {**cache, "managed": {"storage": {"size": "1Gi", "retainOnDelete": False}}}
+    await client.patch(
+        APP_STACK,
+        "frozen",
+        namespace=namespace,
+        patch={"spec": {"middleware": [mutable, {**_MANAGED, "name": "other"}]}},
+    )
+
+
 async def test_a_dependency_cycle_is_reported_with_the_cycle_spelled_out(
     client: Client, namespace: str, operator: RunningOperator
 ) -> None:

@@ -15,7 +15,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
-from appstack.api.appstack_rules import COMPONENT_RULES, MEMBER_NAME_RULES, component_problem
+from appstack.api.appstack_rules import (
+    COMPONENT_RULES,
+    IMMUTABLE_TYPE,
+    MEMBER_NAME_RULES,
+    STORAGE_RULES,
+    component_problem,
+    immutable,
+)
 from appstack.api.core import (
     Condition,
     EnvList,
@@ -35,9 +42,20 @@ MiddlewareType = Literal["mysql", "postgres", "redis"]
 
 
 class Storage(KubeModel):
-    size: Quantity = Field("1Gi", description="Size of the data volume.")
+    """The data volume; its size and class cannot change (the StatefulSet's claim template
+    is immutable)."""
+
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": STORAGE_RULES})
+
+    size: Quantity = Field(
+        "1Gi",
+        description="Size of the data volume.",
+        json_schema_extra=immutable("managed.storage.size"),
+    )
     storage_class_name: ObjectName | None = Field(
-        None, description="StorageClass (default: the cluster's)."
+        None,
+        description="StorageClass (default: the cluster's).",
+        json_schema_extra=immutable("managed.storage.storageClassName"),
     )
     retain_on_delete: bool = Field(
         True, description="Keep the data volumes when the middleware or the stack is deleted."
@@ -101,7 +119,8 @@ class Middleware(KubeModel):
                 {
                     "rule": "has(self.managed) != has(self.external)",
                     "message": "set exactly one of managed, external",
-                }
+                },
+                IMMUTABLE_TYPE,
             ]
         }
     )
@@ -206,7 +225,12 @@ class AppStackSpec(KubeModel):
 
     model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": _STACK_RULES})
 
-    middleware: list[Middleware] | None = Field(None, max_length=16)
+    middleware: list[Middleware] | None = Field(
+        None,
+        max_length=16,
+        # Keyed by name, so that changes are compared per middleware (immutable fields).
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]},
+    )
     components: list[Component] = Field(min_length=1, max_length=64)
 
     @model_validator(mode="after")

@@ -39,6 +39,36 @@ MEMBER_NAME_RULES = (
 )
 
 
+_MIGRATE = "add a middleware entry with another name and migrate the data"
+
+# Transition rules (the middleware list is keyed by name, so each entry is compared with its
+# old self): what the API server would refuse on the StatefulSet (volumeClaimTemplates are
+# immutable) or what would strand the data (another engine on the same volume).
+IMMUTABLE_TYPE: dict[str, Any] = {
+    "rule": "self.type == oldSelf.type",
+    "message": f"type cannot change: {_MIGRATE}",
+    "fieldPath": ".type",
+}
+
+
+def immutable(field: str) -> dict[str, Any]:
+    """The schema extra of a storage field that cannot change once set."""
+    return {
+        "x-kubernetes-validations": [
+            {"rule": "self == oldSelf", "message": f"{field} cannot change: {_MIGRATE}"}
+        ]
+    }
+
+
+STORAGE_RULES: list[Any] = [
+    {
+        "rule": "has(self.storageClassName) == has(oldSelf.storageClassName)",
+        "message": f"managed.storage.storageClassName cannot change: {_MIGRATE}",
+        "fieldPath": ".storageClassName",
+    }
+]
+
+
 INJECTED_SUFFIXES = ("_HOST", "_PORT", "_USERNAME", "_PASSWORD")
 
 # Checked at admission. A variable of env/envs that ``uses`` also injects is found by the
