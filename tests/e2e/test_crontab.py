@@ -145,6 +145,13 @@ async def test_a_schedule_out_of_range_is_reported_as_invalid_schedule(
         ("* * * *", "cronSpec takes five fields"),
         ("@often", "cronSpec takes five fields"),
         ("* * * * $", "may only contain"),
+        # As Kubernetes' CronJob validation, but at admission:
+        ("*/0 * * * *", "a step /n must be a positive number"),
+        ("1-5/00 * * * *", "a step /n must be a positive number"),
+        ("5-1 * * * *", "cronSpec minute: a range a-b must not run backwards"),
+        ("0 0 * * FRI-MON", "cronSpec day of week: a range a-b must not run backwards"),
+        ("0 0 * DEC-jan *", "cronSpec month: a range a-b must not run backwards"),
+        ("@HOURLY", "cronSpec takes five fields"),
     ],
 )
 async def test_malformed_schedules_are_rejected_at_admission(
@@ -154,6 +161,17 @@ async def test_malformed_schedules_are_rejected_at_admission(
         await client.create(CRON_TAB, _tab("bad", namespace, cronSpec=schedule))
     assert "spec.cronSpec" in caught.value.message
     assert message in caught.value.message
+
+
+@pytest.mark.parametrize("schedule", ["*/5  * * * *", " 0 3 * * mon-fri ", "@every 90m"])
+async def test_schedules_kubernetes_accepts_become_a_cron_job(
+    client: Client, namespace: str, operator: RunningOperator, schedule: str
+) -> None:
+    await client.create(CRON_TAB, _tab("spaced", namespace, cronSpec=schedule))
+    cron = await _until(lambda: client.get(CRON_JOB, "spaced", namespace), 15, "the CronJob")
+    assert cron["spec"]["schedule"] == schedule
+    tab = await _until(lambda: _reason(client, "spaced", namespace, "Scheduled"), 15, "Ready")
+    assert _ready(tab) == ("True", "Scheduled")
 
 
 @pytest.mark.parametrize(

@@ -22,7 +22,18 @@ from appstack.controllers.util.conditions import Problem
         "15,45 9-17 1 JAN-JUN 0",
         "@hourly",
         "@daily",
-        "0 0 ? * 7",
+        "0 0 ? * 6",
+        # What Kubernetes' CronJob validation also accepts (tried on the test bed):
+        "*/5  * * * *",
+        " */5 * * * * ",
+        "*/5\t* * * *",
+        "@every 5m",
+        "@every 1h30m",
+        "0 0 * jan-mar sun-sat",
+        "5/10 * * * *",
+        "*/100 * * * *",
+        "*-5 * * * *",
+        "1,,2 * * * *",
     ],
 )
 def test_standard_schedules_and_macros_are_accepted(schedule: str) -> None:
@@ -42,6 +53,17 @@ def test_standard_schedules_and_macros_are_accepted(schedule: str) -> None:
         ("* * * * 8", "day of week '8'"),
         ("* * * FOO *", "month 'FOO'"),
         ("*/x * * * *", "is not a value, range or step"),
+        # ... and what it refuses:
+        ("0 0 ? * 7", "day of week '7'"),
+        ("*/0 * * * *", "step of '*/0' must be a positive number"),
+        ("1-5/0 * * * *", "must be a positive number"),
+        ("5-1 * * * *", "the range '5-1' runs backwards"),
+        ("0 0 * * FRI-MON", "runs backwards"),
+        ("5-* * * * *", "is not a value, range or step"),
+        ("1-2-3 * * * *", "is not a value, range or step"),
+        ("1//2 * * * *", "is not a value, range or step"),
+        ("@HOURLY", "takes five fields"),
+        ("@every", "takes five fields"),
     ],
 )
 def test_malformed_schedules_are_explained(schedule: str, message: str) -> None:

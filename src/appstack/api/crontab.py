@@ -9,71 +9,14 @@ with a message saying cron takes five fields. Types only, no I/O.
 
 from __future__ import annotations
 
-import re
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field, field_validator
 
 from appstack.api.core import Condition, KubeModel
+from appstack.api.cron import CRON_RULES, cron_problem
 from appstack.api.kind import AGE, CustomObject, custom_kind
 from appstack.api.names import DNS_LABEL, Image, name_rules
-
-MACROS = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
-FIELDS = (  # name, low, high, names allowed
-    ("minute", 0, 59, ()),
-    ("hour", 0, 23, ()),
-    ("day of month", 1, 31, ()),
-    (
-        "month",
-        1,
-        12,
-        ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"),
-    ),
-    ("day of week", 0, 7, ("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT")),
-)
-FIVE_FIELDS = (
-    "cronSpec takes five fields (minute hour day-of-month month day-of-week) or a "
-    "macro such as @hourly"
-)
-_MACRO_RE = "|".join(m.lstrip("@") for m in MACROS)
-_ITEM = re.compile(r"^(\*|\?|[0-9A-Za-z]+(-[0-9A-Za-z]+)?)(/[0-9]+)?$")
-
-_CRON_RULES: list[Any] = [
-    {
-        "rule": f"self.matches('^(@({_MACRO_RE})|[^ ]+ [^ ]+ [^ ]+ [^ ]+ [^ ]+)$')",
-        "message": FIVE_FIELDS,
-    },
-    {
-        "rule": "self.startsWith('@') || "
-        "self.matches('^[0-9A-Za-z*?/,-]+( [0-9A-Za-z*?/,-]+){4}$')",
-        "message": "cronSpec fields may only contain digits, names (JAN, MON), * ? / , and -",
-    },
-]
-
-
-def cron_problem(spec: str) -> str | None:
-    """Why ``spec`` is not a valid schedule, or None (ranges checked per field)."""
-    if spec in MACROS:
-        return None
-    fields = spec.split(" ")
-    if len(fields) != 5 or not all(fields):
-        return f"{FIVE_FIELDS}; got {len([f for f in fields if f])}: {spec!r}"
-    for value, (name, low, high, names) in zip(fields, FIELDS, strict=True):
-        for item in value.split(","):
-            if not _ITEM.match(item):
-                return f"cronSpec {name} {value!r}: {item!r} is not a value, range or step"
-            base = item.split("/")[0]
-            if base in ("*", "?"):
-                continue
-            for bound in base.split("-"):
-                number = (
-                    names.index(bound.upper()) + (1 if name == "month" else 0)
-                    if bound.upper() in names
-                    else (int(bound) if bound.isdigit() else None)
-                )
-                if number is None or not low <= number <= high:
-                    return f"cronSpec {name} {value!r}: {bound!r} is outside {low}-{high}"
-    return None
 
 
 class CronTabSpec(KubeModel):
@@ -84,7 +27,7 @@ class CronTabSpec(KubeModel):
         max_length=128,
         description="Schedule: five cron fields (minute hour day-of-month month day-of-week), "
         "e.g. '*/5 * * * *', or a macro: @yearly @monthly @weekly @daily @hourly.",
-        json_schema_extra={"x-kubernetes-validations": _CRON_RULES},
+        json_schema_extra={"x-kubernetes-validations": CRON_RULES},
     )
     image: Image = Field(description="Container image to run.")
     replicas: int = Field(
