@@ -443,6 +443,57 @@ async def test_service_ports_sharing_a_target_port_declare_it_once_and_become_re
     assert [p["containerPort"] for p in container["ports"]] == [8080]
 
 
+@pytest.mark.parametrize(
+    "case",
+    [
+        ({"image": "nginx:pull-fails"}, "ImagePullBackOff", 'Back-off pulling image "nginx:pull'),
+        ({"image": "nginx:crashes"}, "CrashLoopBackOff", "restarted 4 times, last exit code 1"),
+        (
+            {"resources": {"requests": {"cpu": "5000"}}},  # more than any node has
+            "Unschedulable",
+            "Insufficient cpu",
+        ),
+    ],
+)
+async def test_pods_that_cannot_start_tell_the_appservice_why(
+    client: Client,
+    namespace: str,
+    operator: RunningOperator,
+    case: tuple[dict[str, Any], str, str],
+) -> None:
+    spec, reason, detail = case
+    await client.create(APP_SERVICE, _app("stuck", namespace, **spec))
+    app = await until(
+        client,
+        APP_SERVICE,
+        "stuck",
+        namespace,
+        lambda a: _condition(a, "Ready").get("reason") == reason,
+        60,
+        f"Ready=False {reason}",
+    )
+    ready = _condition(app, "Ready")
+    assert ready["status"] == "False"
+    assert detail in ready["message"], ready["message"]
+    assert ready["message"].startswith("pod stuck-")
+    events, _ = await client.list(EVENT, namespace)
+    warnings = [
+        e
+        for e in events
+        if e["regarding"]["name"] == "stuck" and e["type"] == "Warning" and e["reason"] == reason
+    ]
+    assert warnings
+
+    # Fixed: the new pods start and the AppService becomes Ready.
+    await client.patch(
+        APP_SERVICE,
+        "stuck",
+        namespace=namespace,
+        patch={"spec": {"image": "nginx:1.27", "resources": {"requests": {"cpu": "100m"}}}},
+    )
+    await until(client, APP_SERVICE, "stuck", namespace, _ready, 60, "Ready after the fix")
+
+
 @pytest.mark.parametrize("name", ["1st-app", "a" * 64, "dotted.name"])
 async def test_a_name_that_cannot_name_the_service_is_rejected_at_admission(
     client: Client, namespace: str, name: str

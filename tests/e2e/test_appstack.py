@@ -486,6 +486,50 @@ async def test_immutable_middleware_fields_are_refused_on_change_at_admission(
     )
 
 
+async def test_members_whose_pods_cannot_start_are_failed_with_the_pods_reason(
+    client: Client, namespace: str, operator: RunningOperator
+) -> None:
+    spec = {
+        "middleware": [{"name": "cache", "type": "redis", "managed": {"version": "pull-fails"}}],
+        "components": [
+            {"name": "api", "image": "api:crashes"},
+            {"name": "web", "image": "web:1"},
+        ],
+    }
+    await client.create(APP_STACK, _stack("stuck", namespace, **spec))
+
+    def states(s: dict[str, Any]) -> dict[str, tuple[str, str]]:
+        members = (s.get("status") or {}).get("members") or []
+        return {m["name"]: (m["state"], m["message"]) for m in members}
+
+    stack = await until(
+        client,
+        APP_STACK,
+        "stuck",
+        namespace,
+        lambda s: (
+            states(s).get("cache", ("",))[0] == "Failed"
+            and "ImagePullBackOff" in states(s)["cache"][1]
+            and states(s).get("api", ("",))[0] == "Failed"
+            and states(s).get("web", ("",))[0] == "Ready"
+        ),
+        60,
+        "cache and api Failed with their pods' reasons, web Ready",
+    )
+    cache_state, api_state = states(stack)["cache"], states(stack)["api"]
+    assert 'Back-off pulling image "redis:pull-fails"' in cache_state[1], cache_state
+    assert api_state[1].startswith("CrashLoopBackOff: pod stuck-api-"), api_state
+    assert "restarted 4 times" in api_state[1]
+    status, reason = _reason(stack)
+    assert (status, reason) in {("False", "ImagePullBackOff"), ("False", "CrashLoopBackOff")}
+    events, _ = await client.list(EVENT, namespace)
+    assert any(
+        e["type"] == "Warning" and e["reason"] == reason
+        for e in events
+        if e["regarding"]["name"] == "stuck"
+    )
+
+
 async def test_a_dependency_cycle_is_reported_with_the_cycle_spelled_out(
     client: Client, namespace: str, operator: RunningOperator
 ) -> None:

@@ -4,10 +4,13 @@ when a child already has the quantities asked for (controllers/children.py, util
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Any
 
 import pytest
 
 from appstack.controllers.children import is_subset, users_problem
+from appstack.controllers.util.conditions import Problem
+from appstack.controllers.util.pods import pod_problem
 from appstack.controllers.util.quantity import quantity_value, same_quantity
 from appstack.runtime import errors
 
@@ -75,3 +78,36 @@ def test_canonical_quantities_are_already_so_but_other_strings_are_compared_exac
     assert not is_subset(want, {**server, "resources": more_cpu})
     assert same_quantity("2Gi", "2048Mi")
     assert not same_quantity("2Gi", "2G")
+
+
+def _pod(name: str, **status: Any) -> dict[str, Any]:
+    return {"metadata": {"name": name}, "status": status}
+
+
+def test_the_first_pod_that_cannot_start_says_why() -> None:
+    crash = {
+        "name": "app",
+        "restartCount": 3,
+        "lastState": {"terminated": {"exitCode": 137}},
+        "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 40s"}},
+    }
+    running = {"name": "app", "state": {"running": {}}}
+    unschedulable = {
+        "type": "PodScheduled",
+        "status": "False",
+        "reason": "Unschedulable",
+        "message": "0/3 nodes are available: 3 Insufficient cpu.",
+    }
+    assert pod_problem([_pod("a", containerStatuses=[running])]) is None
+    assert pod_problem([_pod("b", containerStatuses=[crash]), _pod("a")]) == Problem(
+        "CrashLoopBackOff",
+        "pod b: container app: back-off 40s (restarted 3 times, last exit code 137)",
+    )
+    assert pod_problem([_pod("c", conditions=[unschedulable])]) == Problem(
+        "Unschedulable", "pod c: 0/3 nodes are available: 3 Insufficient cpu."
+    )
+    going = {
+        "metadata": {"name": "d", "deletionTimestamp": "now"},
+        "status": {"containerStatuses": [crash]},
+    }
+    assert pod_problem([going]) is None

@@ -72,7 +72,7 @@ def test_extra_args_are_appended_to_one_component_only(tmp_path: Path) -> None:
     assert "--x=1" not in control_plane.command(layout, "kwok")
 
 
-def test_kwok_config_has_options_and_the_five_stages() -> None:
+def test_kwok_config_has_options_and_the_stages() -> None:
     documents = list(yaml.safe_load_all(kwok.kwok_config()))
     assert documents[0]["kind"] == "KwokConfiguration"
     assert documents[0]["options"]["nodeLeaseParallelism"] > 0
@@ -83,8 +83,15 @@ def test_kwok_config_has_options_and_the_five_stages() -> None:
         "pod-ready",
         "pod-complete",
         "pod-delete",
+        "pod-pull-fails",
+        "pod-pull-backoff",
+        "pod-crashes",
     }
     assert stages["pod-delete"]["spec"]["next"] == {"delete": True}
+    # pod-ready leaves the pods the failure stages play alone.
+    keys = [e["key"] for e in stages["pod-ready"]["spec"]["selector"]["matchExpressions"]]
+    assert any('endswith(":pull-fails")' in k for k in keys)
+    assert any('endswith(":crashes")' in k for k in keys)
     assert stages["node-heartbeat"]["spec"]["delay"]["durationMilliseconds"] > 0
 
 

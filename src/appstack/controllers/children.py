@@ -17,7 +17,7 @@ from typing import Any
 
 import structlog
 
-from appstack.controllers.util.conditions import Problem
+from appstack.controllers.util.conditions import Problem, previous_conditions
 from appstack.controllers.util.meta import controlled_by
 from appstack.controllers.util.quantity import same_quantity
 from appstack.core.resource import Resource
@@ -197,6 +197,13 @@ class ChildWriter:
     async def report(self, owner: dict[str, Any], problem: Problem) -> None:
         log.warning("cannot reconcile", reason=problem.reason, problem=problem.message)
         await self.event(owner, "Warning", problem.reason, problem.message)
+
+    async def report_new(self, owner: dict[str, Any], problem: Problem) -> None:
+        """:meth:`report`, unless the owner's Ready condition already says so (pod states
+        wake the owner often; one Warning Event per new reason or message)."""
+        ready = previous_conditions(owner).get("Ready") or {}
+        if (ready.get("reason"), ready.get("message")) != (problem.reason, problem.message):
+            await self.report(owner, problem)
 
     async def write_status(self, owner: dict[str, Any], status: dict[str, Any]) -> None:
         """Merge-patch the status subresource, only if it changed."""

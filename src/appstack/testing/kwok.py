@@ -1,14 +1,27 @@
 """What kwok does with our fake nodes and their pods, and the fake nodes themselves.
 
 kwok v0.8 ships no built-in behaviour: every transition is a ``Stage`` (a selector on the
-object plus a status template rendered with Go templates). We give it five:
+object plus a status template rendered with Go templates). We give it five that behave like
+a healthy kubelet:
 
 * ``node-initialize``  a new node becomes Ready, with addresses, capacity and node info;
 * ``node-heartbeat``   Ready nodes refresh their conditions now and then (leases are
                        renewed by kwok itself, ``--node-lease-duration-seconds``);
 * ``pod-ready``        a scheduled, pending pod gets an IP, running containers, Ready=True;
 * ``pod-complete``     a running pod owned by a Job succeeds (so Jobs and CronJobs finish);
-* ``pod-delete``       a pod marked for deletion is removed (there is no kubelet to do it).
+* ``pod-delete``       a pod marked for deletion is removed (there is no kubelet to do it);
+
+and three (:mod:`appstack.testing.kwok_stage`) that play pods which cannot start,
+recognised by their image's tag, so that the operator's reports of them can be tested
+(``pod-ready`` leaves such pods alone):
+
+* ``pod-pull-fails``   an image tagged ``:pull-fails`` cannot be pulled: ``ErrImagePull``,
+                       then (``pod-pull-backoff``) ``ImagePullBackOff``;
+* ``pod-crashes``      an image tagged ``:crashes`` exits with 1 and is restarted, in
+                       ``CrashLoopBackOff`` with a ``restartCount``.
+
+Pods that cannot be scheduled (a request no node can hold) are the real scheduler's:
+``PodScheduled=False``, reason ``Unschedulable``.
 
 Used by :mod:`appstack.testing.cluster`, which writes :func:`kwok_config` to a file and
 creates :func:`fake_node` objects after the API server is up.
@@ -19,6 +32,8 @@ from __future__ import annotations
 from typing import Any
 
 import yaml
+
+from appstack.testing.kwok_stage import failing_pod_stages, image_tag, stage
 
 NODE_ANNOTATION = "kwok.x-k8s.io/node"
 _NOT_DELETING = {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"}
@@ -153,39 +168,12 @@ containerStatuses:
 """
 
 
-def _stage(
-    name: str,
-    kind: str,
-    match: list[dict[str, Any]],
-    nxt: dict[str, Any],
-    *,
-    delay_ms: int | None = None,
-    jitter_ms: int | None = None,
-) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "resourceRef": {"apiGroup": "v1", "kind": kind},
-        "selector": {"matchExpressions": match},
-        "next": nxt,
-    }
-    if delay_ms is not None:
-        spec["delay"] = {
-            "durationMilliseconds": delay_ms,
-            "jitterDurationMilliseconds": jitter_ms or delay_ms,
-        }
-    return {
-        "apiVersion": "kwok.x-k8s.io/v1alpha1",
-        "kind": "Stage",
-        "metadata": {"name": name},
-        "spec": spec,
-    }
-
-
 def stages() -> list[dict[str, Any]]:
     not_ready = {"key": _READY_STATUS, "operator": "NotIn", "values": ["True"]}
     ready = {"key": _READY_STATUS, "operator": "In", "values": ["True"]}
     return [
-        _stage("node-initialize", "Node", [not_ready], {"statusTemplate": _NODE_INITIALIZE}),
-        _stage(
+        stage("node-initialize", "Node", [not_ready], {"statusTemplate": _NODE_INITIALIZE}),
+        stage(
             "node-heartbeat",
             "Node",
             [{"key": ".status.phase", "operator": "In", "values": ["Running"]}, ready],
@@ -193,17 +181,20 @@ def stages() -> list[dict[str, Any]]:
             delay_ms=60_000,
             jitter_ms=90_000,
         ),
-        _stage(
+        stage(
             "pod-ready",
             "Pod",
             [
                 _NOT_DELETING,
                 {"key": ".status.phase", "operator": "In", "values": ["Pending"]},
                 not_ready,
+                {"key": image_tag("pull-fails"), "operator": "NotIn", "values": ["true"]},
+                {"key": image_tag("crashes"), "operator": "NotIn", "values": ["true"]},
             ],
             {"statusTemplate": _POD_READY},
         ),
-        _stage(
+        *failing_pod_stages(),
+        stage(
             "pod-complete",
             "Pod",
             [
@@ -213,7 +204,7 @@ def stages() -> list[dict[str, Any]]:
             ],
             {"statusTemplate": _POD_COMPLETE},
         ),
-        _stage(
+        stage(
             "pod-delete",
             "Pod",
             [{"key": ".metadata.deletionTimestamp", "operator": "Exists"}],

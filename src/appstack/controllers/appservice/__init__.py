@@ -11,7 +11,7 @@ from appstack.controllers.appservice import desired
 from appstack.controllers.appservice.reconciler import AppServiceReconciler
 from appstack.controllers.util.rbac import Rule, own_rules, rule
 from appstack.controllers.util.registration import Registration
-from appstack.runtime.resources import DEPLOYMENT, SERVICE
+from appstack.runtime.resources import DEPLOYMENT, POD, SERVICE
 
 APP_SERVICE = AppService.KIND.resource
 
@@ -19,6 +19,7 @@ RBAC_RULES: list[Rule] = [
     *own_rules(AppService.KIND),
     rule(DEPLOYMENT, "get", "list", "watch", "create", "patch"),
     rule(SERVICE, "get", "list", "watch", "create", "patch", "delete"),
+    rule(POD, "get", "list", "watch"),  # why pods cannot start (util/pods.py)
 ]
 
 CONTROLLER = Registration(

@@ -7,7 +7,9 @@ only when the cached one differs, never taking over a same-named object we do no
 
 Problems the user must fix (a nodePort already taken, a child name in use, a rejected
 child) become ``Ready=False``/``Degraded=True`` with the reason and a Warning Event, and the
-key is retried with backoff; other AppServices are unaffected. Deletion is left to the
+key is retried with backoff; other AppServices are unaffected. Pods that cannot start (image
+pull, crash loop, unschedulable) are reported the same way while the rollout is not done,
+read from the cached pods, whose changes wake the AppService. Deletion is left to the
 garbage collector (children carry a controller ownerReference).
 """
 
@@ -18,10 +20,12 @@ from typing import Any
 from appstack.api.appservice import AppService, AppServiceSpec
 from appstack.controllers.appservice import desired, status
 from appstack.controllers.util.conditions import Problem
-from appstack.controllers.util.meta import instance_labels
+from appstack.controllers.util.meta import COMPONENT_LABEL, INSTANCE_LABEL, instance_labels
+from appstack.controllers.util.pods import pod_mapper, pod_problem, pods_of
 from appstack.controllers.util.reconciler import KindReconciler
+from appstack.controllers.util.workloads import deployment_rollout
 from appstack.runtime.controller import Result
-from appstack.runtime.resources import DEPLOYMENT, SERVICE
+from appstack.runtime.resources import DEPLOYMENT, POD, SERVICE
 
 
 def _selector(app: dict[str, Any]) -> str:
@@ -35,6 +39,7 @@ class AppServiceReconciler(KindReconciler[AppServiceSpec]):
 
     kind = AppService.KIND
     owns = (DEPLOYMENT, SERVICE)
+    watches = ((POD, pod_mapper(INSTANCE_LABEL, **{COMPONENT_LABEL: desired.COMPONENT})),)
 
     def invalid_status(self, obj: dict[str, Any], problem: Problem) -> dict[str, Any]:
         return status.from_children(
@@ -51,17 +56,27 @@ class AppServiceReconciler(KindReconciler[AppServiceSpec]):
         synced, problems = await self.writer.sync_all(obj, desired.children(obj, spec))
         if "Service" not in synced:
             await self.writer.delete(obj, SERVICE, "no ports")
-        problem = problems[0] if problems else None
-        if problem is not None:
-            await self.writer.report(obj, problem)
+        rejected = problems[0] if problems else None
+        pods = None
+        if rejected is None and not deployment_rollout(synced.get("Deployment"), spec.size).done:
+            # Why the pods do not come up (pull, crash, scheduling), from the cached pods.
+            meta = obj["metadata"]
+            pods = pod_problem(
+                pods_of(self.cache, meta["namespace"], instance_labels(meta["name"]))
+            )
+        if rejected is not None:
+            await self.writer.report(obj, rejected)
+        elif pods is not None:
+            await self.writer.report_new(obj, pods)
         observed = status.from_children(
             obj,
             size=spec.size,
             deployment=synced.get("Deployment"),
             service_expected="Service" in synced,
             service=synced.get("Service"),
-            problem=problem,
+            problem=rejected or pods,
             selector=_selector(obj),
         )
         await self.writer.write_status(obj, observed)
-        return Result(requeue=True) if problem is not None else None
+        # A rejected child is retried with backoff; pods wake us when they change.
+        return Result(requeue=True) if rejected is not None else None

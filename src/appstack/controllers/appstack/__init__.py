@@ -16,6 +16,7 @@ from appstack.runtime.resources import (
     CONFIG_MAP,
     DEPLOYMENT,
     ENDPOINT_SLICE,
+    POD,
     SECRET,
     STATEFUL_SET,
 )
@@ -30,6 +31,7 @@ RBAC_RULES: list[Rule] = [
     rule(SECRET, "get", "create"),
     rule(ENDPOINT_SLICE, *_WRITE),
     rule(DEPLOYMENT, "delete"),
+    rule(POD, "get", "list", "watch"),  # why pods cannot start (util/pods.py)
 ]
 
 CONTROLLER = Registration(

@@ -26,9 +26,10 @@ from typing import Any
 from appstack.api.appstack import AppStack, AppStackSpec, Component, Middleware
 from appstack.api.graph import blocked_by, start_order
 from appstack.api.kind import group_key
-from appstack.controllers.appstack import desired, middleware, status
+from appstack.controllers.appstack import desired, labels, middleware, status
 from appstack.controllers.appstack.teardown import FINALIZER_NAME, teardown
 from appstack.controllers.util.conditions import Problem
+from appstack.controllers.util.pods import pod_mapper, pod_problem, pods_of
 from appstack.controllers.util.reconciler import KindReconciler
 from appstack.controllers.util.workloads import deployment_ready, statefulset_ready
 from appstack.runtime import errors
@@ -37,6 +38,7 @@ from appstack.runtime.resources import (
     CONFIG_MAP,
     DEPLOYMENT,
     ENDPOINT_SLICE,
+    POD,
     SECRET,
     SERVICE,
     STATEFUL_SET,
@@ -50,6 +52,7 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
 
     kind = AppStack.KIND
     owns = (DEPLOYMENT, SERVICE, STATEFUL_SET, CONFIG_MAP, ENDPOINT_SLICE)
+    watches = ((POD, pod_mapper(labels.STACK_LABEL)),)
     finalizer = group_key(FINALIZER_NAME)
 
     def invalid_status(self, obj: dict[str, Any], problem: Problem) -> dict[str, Any]:
@@ -66,6 +69,7 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
         ready: set[str] = set()
         members: list[dict[str, Any]] = []
         problems: list[Problem] = []
+        stuck: list[Problem] = []  # members whose pods cannot start
         for wave in start_order(edges) if edges else []:
             for name in wave:
                 seen = len(problems)
@@ -82,18 +86,38 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
                     )
                 if member["state"] == "Ready":
                     ready.add(name)
+                member = self._pods(obj, member, stuck)
                 members.append(status.failed_if(member, problems[seen:]))
         for name, mw in middleware_.items():  # middleware nobody depends on
             if all(m["name"] != name for m in members):
                 seen = len(problems)
                 member = await self._middleware(obj, mw, wanted, problems)
+                member = self._pods(obj, member, stuck)
                 members.append(status.failed_if(member, problems[seen:]))
         await self._prune(obj, wanted)
         first = problems[0] if problems else None
         if first is not None:
             await self.writer.report(obj, first)
-        await self.writer.write_status(obj, status.from_members(obj, members, first))
+        elif stuck:
+            await self.writer.report_new(obj, stuck[0])
+        shown = first or (stuck[0] if stuck else None)
+        await self.writer.write_status(obj, status.from_members(obj, members, shown))
+        # A rejected child is retried with backoff; pods wake us when they change.
         return Result(requeue=True) if first is not None else None
+
+    def _pods(
+        self, stack: dict[str, Any], entry: dict[str, Any], stuck: list[Problem]
+    ) -> dict[str, Any]:
+        """A member still starting, failed with the reason when its pods cannot start."""
+        if entry["state"] != "Progressing":
+            return entry
+        meta = stack["metadata"]
+        selector = labels.selector(meta["name"], entry["name"])
+        problem = pod_problem(pods_of(self.cache, meta["namespace"], selector))
+        if problem is None:
+            return entry
+        stuck.append(Problem(problem.reason, f"{entry['name']}: {problem.message}"))
+        return status.failed_if(entry, [problem])
 
     # ----------------------------------------------------------------------- members
     async def _sync(

@@ -14,14 +14,18 @@ MANAGED_BY = {"app.kubernetes.io/managed-by": "appstack"}
 CHILD_SELECTOR = "app.kubernetes.io/managed-by=appstack"
 
 
+INSTANCE_LABEL = "app.kubernetes.io/instance"
+COMPONENT_LABEL = "app.kubernetes.io/component"
+
+
 def instance_labels(name: str) -> dict[str, str]:
     """The selector labels of an owner's pods: ``app.kubernetes.io/{name,instance}``."""
-    return {"app.kubernetes.io/name": name, "app.kubernetes.io/instance": name}
+    return {"app.kubernetes.io/name": name, INSTANCE_LABEL: name}
 
 
 def child_labels(name: str, component: str) -> dict[str, str]:
     """The labels of every child of owner ``name``: instance, managed-by and component."""
-    return {**instance_labels(name), **MANAGED_BY, "app.kubernetes.io/component": component}
+    return {**instance_labels(name), **MANAGED_BY, COMPONENT_LABEL: component}
 
 
 def owner_reference(owner: dict[str, Any]) -> dict[str, Any]:

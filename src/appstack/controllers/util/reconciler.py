@@ -20,6 +20,7 @@ from appstack.controllers.children import ChildWriter
 from appstack.controllers.util.conditions import Problem, describe_validation
 from appstack.core.resource import Resource
 from appstack.runtime import finalizer as finalizers
+from appstack.runtime.builder import Mapper
 from appstack.runtime.cache import Cache
 from appstack.runtime.client import Client
 from appstack.runtime.controller import Request, Result
@@ -30,10 +31,12 @@ SpecT = TypeVar("SpecT", bound=BaseModel)
 
 class KindReconciler(ABC, Generic[SpecT]):
     """Reconciles one custom kind (``kind``) whose children are of the kinds in ``owns``;
-    ``finalizer`` (optional) holds deletion until :meth:`cleanup` is done."""
+    ``watches`` are other objects labelled as ours (pods) that wake the owner their mapper
+    names; ``finalizer`` (optional) holds deletion until :meth:`cleanup` is done."""
 
     kind: ClassVar[CustomKind]
     owns: ClassVar[tuple[Resource, ...]] = ()
+    watches: ClassVar[tuple[tuple[Resource, Mapper], ...]] = ()
     finalizer: ClassVar[str | None] = None
 
     def __init__(self, client: Client, cache: Cache, recorder: EventRecorder) -> None:

@@ -56,14 +56,17 @@ class Registration:
         concurrency: int | None = None,
         resync: float | None = None,
     ) -> Controller:
-        """Wire the reconciler into ``manager``: watch the kind and the children it owns
-        (cached only when labelled as ours), ``concurrency`` workers (default: its share
-        of 4)."""
-        for resource in self.owns:
+        """Wire the reconciler into ``manager``: watch the kind, the children it owns and
+        the objects it watches (cached only when labelled as ours), ``concurrency``
+        workers (default: its share of 4)."""
+        watched = self.reconciler.watches
+        for resource in (*self.owns, *(resource for resource, _ in watched)):
             manager.cache.set_label_selector(resource, CHILD_SELECTOR)
         builder = Builder(manager, self.name).for_(self.kind.resource)
         for resource in self.owns:
             builder = builder.owns(resource)
+        for resource, mapper in watched:
+            builder = builder.watches(resource, mapper)
         return (
             builder.with_concurrency(concurrency or self.workers(4))
             .with_resync(self.resync if resync is None else resync)

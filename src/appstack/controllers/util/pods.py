@@ -1,0 +1,91 @@
+"""Why the pods of a workload cannot start, told to the owner (pure, plus a cache read).
+
+A Deployment or StatefulSet only counts pods (``0/1 available``); the reason is on the pods:
+a container waiting in ``ImagePullBackOff``/``ErrImagePull``/``CrashLoopBackOff`` (and the
+other kubelet reasons a user must act on), or ``PodScheduled=False`` with reason
+``Unschedulable``. :func:`pod_problem` turns the first such pod into a
+:class:`~appstack.controllers.util.conditions.Problem`, which the AppService and AppStack
+controllers report as ``Ready=False`` while their workload is not ready. Pods are watched
+through the shared cache, labelled ``app.kubernetes.io/managed-by=appstack`` like every
+child (:func:`pod_mapper` wakes the owner when one changes; :func:`pods_of` reads them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from appstack.controllers.util.conditions import Problem
+from appstack.runtime.builder import Mapper
+from appstack.runtime.cache import Cache
+from appstack.runtime.controller import Request
+from appstack.runtime.resources import POD
+
+WAITING = frozenset(
+    {
+        "ErrImagePull",
+        "ImagePullBackOff",
+        "InvalidImageName",
+        "CrashLoopBackOff",
+        "CreateContainerConfigError",
+        "CreateContainerError",
+        "RunContainerError",
+    }
+)
+
+
+def _container_problem(pod: str, status: Mapping[str, Any]) -> Problem | None:
+    waiting = (status.get("state") or {}).get("waiting") or {}
+    reason = waiting.get("reason")
+    if reason not in WAITING:
+        return None
+    message = f"pod {pod}: container {status.get('name')}: {waiting.get('message') or reason}"
+    restarts = int(status.get("restartCount") or 0)
+    if restarts:
+        exit_code = ((status.get("lastState") or {}).get("terminated") or {}).get("exitCode")
+        message += f" (restarted {restarts} times, last exit code {exit_code})"
+    return Problem(str(reason), message)
+
+
+def pod_problem(pods: Iterable[Mapping[str, Any]]) -> Problem | None:
+    """The first reason (by pod name) why one of ``pods`` cannot start, or None."""
+    for pod in sorted(pods, key=lambda p: str(p["metadata"]["name"])):
+        if pod["metadata"].get("deletionTimestamp"):
+            continue
+        name = pod["metadata"]["name"]
+        status = pod.get("status") or {}
+        for container in [
+            *(status.get("initContainerStatuses") or []),
+            *(status.get("containerStatuses") or []),
+        ]:
+            problem = _container_problem(name, container)
+            if problem is not None:
+                return problem
+        for condition in status.get("conditions") or []:
+            if condition.get("type") == "PodScheduled" and condition.get("reason") == (
+                "Unschedulable"
+            ):
+                return Problem("Unschedulable", f"pod {name}: {condition.get('message', '')}")
+    return None
+
+
+def pods_of(cache: Cache, namespace: str, selector: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The cached pods in ``namespace`` carrying every label of ``selector``."""
+    return [
+        pod
+        for pod in cache.objects(POD)
+        if pod["metadata"].get("namespace") == namespace
+        and selector.items() <= (pod["metadata"].get("labels") or {}).items()
+    ]
+
+
+def pod_mapper(owner_label: str, **required: str) -> Mapper:
+    """Map a pod to its owner, named by the pod's ``owner_label``, if it has ``required``."""
+
+    def mapper(pod: dict[str, Any]) -> Iterable[Request]:
+        labels = pod["metadata"].get("labels") or {}
+        if owner_label not in labels or any(labels.get(k) != v for k, v in required.items()):
+            return []
+        return [Request(pod["metadata"].get("namespace"), labels[owner_label])]
+
+    return mapper

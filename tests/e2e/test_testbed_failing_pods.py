@@ -1,0 +1,65 @@
+"""The test bed plays pods that cannot start (testing/kwok_stage.py): an image tagged
+``:pull-fails`` cannot be pulled, one tagged ``:crashes`` crash-loops, and a pod no node can
+hold stays Pending as the real scheduler leaves it; ``pod-ready`` leaves all three alone."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lightkube import Client
+from lightkube.models.core_v1 import Container, PodSpec
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.core_v1 import Pod
+
+from appstack.testing.waiting import wait_for
+
+
+def _pod(kube: Client, namespace: str, name: str, image: str, **spec: Any) -> None:
+    containers = [Container(name="main", image=image)]
+    pod = Pod(
+        metadata=ObjectMeta(name=name, namespace=namespace),
+        spec=PodSpec(containers=containers, **spec),
+    )
+    kube.create(pod)
+
+
+def _waiting(kube: Client, namespace: str, name: str) -> tuple[str, str, int]:
+    pod = kube.get(Pod, name, namespace=namespace)
+    (status,) = (pod.status.containerStatuses if pod.status else None) or [None]
+    if status is None or status.state is None or status.state.waiting is None:
+        return "", "", 0
+    return status.state.waiting.reason or "", pod.status.phase or "", status.restartCount
+
+
+def test_an_image_tagged_pull_fails_backs_off_pulling(kube: Client, namespace: str) -> None:
+    _pod(kube, namespace, "pull", "nginx:pull-fails")
+    wait_for(
+        lambda: _waiting(kube, namespace, "pull")[0] == "ImagePullBackOff",
+        timeout=30,
+        what="ImagePullBackOff",
+    )
+    assert _waiting(kube, namespace, "pull")[1] == "Pending"
+
+
+def test_an_image_tagged_crashes_crash_loops_with_restarts(kube: Client, namespace: str) -> None:
+    _pod(kube, namespace, "crash", "nginx:crashes")
+    wait_for(
+        lambda: _waiting(kube, namespace, "crash")[0] == "CrashLoopBackOff",
+        timeout=30,
+        what="CrashLoopBackOff",
+    )
+    assert _waiting(kube, namespace, "crash")[1:] == ("Running", 4)
+
+
+def test_a_pod_no_node_can_hold_is_unschedulable(kube: Client, namespace: str) -> None:
+    _pod(kube, namespace, "nowhere", "nginx:1.27", nodeSelector={"no-such": "node"})
+
+    def unschedulable() -> bool:
+        pod = kube.get(Pod, "nowhere", namespace=namespace)
+        return any(
+            c.type == "PodScheduled" and c.status == "False" and c.reason == "Unschedulable"
+            for c in (pod.status.conditions if pod.status else None) or []
+        )
+
+    wait_for(unschedulable, timeout=30, what="PodScheduled=False Unschedulable")
+    assert kube.get(Pod, "nowhere", namespace=namespace).status.phase == "Pending"
