@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from lightkube import Client
 from lightkube.models.core_v1 import Container, PodSpec
 from lightkube.models.meta_v1 import ObjectMeta
@@ -31,24 +32,19 @@ def _waiting(kube: Client, namespace: str, name: str) -> tuple[str, str, int]:
     return status.state.waiting.reason or "", pod.status.phase or "", status.restartCount
 
 
-def test_an_image_tagged_pull_fails_backs_off_pulling(kube: Client, namespace: str) -> None:
-    _pod(kube, namespace, "pull", "nginx:pull-fails")
-    wait_for(
-        lambda: _waiting(kube, namespace, "pull")[0] == "ImagePullBackOff",
-        timeout=30,
-        what="ImagePullBackOff",
-    )
-    assert _waiting(kube, namespace, "pull")[1] == "Pending"
-
-
-def test_an_image_tagged_crashes_crash_loops_with_restarts(kube: Client, namespace: str) -> None:
-    _pod(kube, namespace, "crash", "nginx:crashes")
-    wait_for(
-        lambda: _waiting(kube, namespace, "crash")[0] == "CrashLoopBackOff",
-        timeout=30,
-        what="CrashLoopBackOff",
-    )
-    assert _waiting(kube, namespace, "crash")[1:] == ("Running", 4)
+@pytest.mark.parametrize(
+    ("tag", "waiting"),
+    [
+        ("pull-fails", ("ImagePullBackOff", "Pending", 0)),
+        ("crashes", ("CrashLoopBackOff", "Running", 4)),
+    ],
+)
+def test_images_tagged_to_fail_wait_with_the_kubelets_reason(
+    kube: Client, namespace: str, tag: str, waiting: tuple[str, str, int]
+) -> None:
+    _pod(kube, namespace, tag, f"nginx:{tag}")
+    wait_for(lambda: _waiting(kube, namespace, tag)[0] == waiting[0], timeout=30, what=waiting[0])
+    assert _waiting(kube, namespace, tag) == waiting
 
 
 def test_a_pod_no_node_can_hold_is_unschedulable(kube: Client, namespace: str) -> None:
