@@ -1,17 +1,12 @@
 """Helpers for the fault-injection tests: operator replicas as real processes (``appstack
-run --leader-elect``), the Lease's holder, AppServices, and ServiceAccount tokens bound to
-a Secret (deleting the Secret revokes the token at once — the API server's minimum token
-lifetime of 10 minutes is too long for a test)."""
+run --leader-elect``, :mod:`appstack.testing.replica`), the Lease's holder, AppServices,
+and ServiceAccount tokens bound to a Secret (deleting the Secret revokes the token at once —
+the API server's minimum token lifetime of 10 minutes is too long for a test)."""
 
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-import socket
 import ssl
-import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -31,79 +26,6 @@ from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.resources import LEASE
 from appstack.testing.waiting import condition_status
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-class Replica:
-    """One ``appstack run --leader-elect`` process; its identity starts with ``name``."""
-
-    def __init__(self, name: str, kubeconfig: Path, namespace: str, logs: Path, *args: str):
-        self.name, self.health = name, free_port()
-        self.log_path = logs / f"{name}.log"
-        with open(self.log_path, "wb") as out:
-            self.proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "appstack",
-                    "run",
-                    f"--kubeconfig={kubeconfig}",
-                    f"--namespace={namespace}",
-                    "--leader-elect",
-                    f"--leader-election-namespace={namespace}",
-                    "--metrics-bind-address=0",
-                    f"--health-probe-bind-address=127.0.0.1:{self.health}",
-                    "--log-format=json",
-                    *args,
-                ],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env={**_env(), "POD_NAME": name},
-            )
-
-    def log(self) -> str:
-        return self.log_path.read_text()[-4000:]
-
-    def signal(self, sig: signal.Signals) -> None:
-        self.proc.send_signal(sig)
-
-    async def wait_ready(self, timeout: float = 60) -> None:
-        deadline = time.monotonic() + timeout
-        async with aiohttp.ClientSession() as http:
-            while time.monotonic() < deadline:
-                assert self.proc.poll() is None, self.log()
-                try:
-                    async with http.get(f"http://127.0.0.1:{self.health}/readyz") as response:
-                        if response.status == 200:
-                            return
-                except aiohttp.ClientError:
-                    pass
-                await asyncio.sleep(0.1)
-        raise AssertionError(f"{self.name} never ready: {self.log()}")
-
-    async def wait_exit(self, timeout: float) -> int:
-        """The exit code (polling: the test's event loop keeps running, e.g. a proxy)."""
-        deadline = time.monotonic() + timeout
-        while (code := self.proc.poll()) is None:
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{self.name} still running after {timeout}s: {self.log()}")
-            await asyncio.sleep(0.05)
-        return code
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGCONT)
-            self.proc.kill()
-            self.proc.wait()
-
-
-def _env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k not in ("KUBERNETES_SERVICE_HOST",)}
 
 
 async def holder(client: Client, namespace: str) -> str:

@@ -32,9 +32,10 @@ from appstack.runtime.resources import CONFIG_MAP, DEPLOYMENT, LEASE
 from appstack.testing.audit import AuditEvent, read_audit_events
 from appstack.testing.latency_proxy import LatencyProxy
 from appstack.testing.pytest_plugin import ClusterHandle
+from appstack.testing.replica import Replica
 from appstack.testing.waiting import wait_until
 from tests.e2e.conftest import until
-from tests.e2e.replicas import Replica, app_service, wait_holder, wait_ready_app
+from tests.e2e.replicas import app_service, wait_holder, wait_ready_app
 
 LEASE_DURATION = 15.0
 LEASE_NAME = "frozen"
