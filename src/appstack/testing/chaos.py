@@ -28,18 +28,10 @@ from appstack.controllers.appstack.connections import credentials_secret
 from appstack.controllers.registry import by_kind
 from appstack.controllers.util.registration import Registration
 from appstack.runtime.client import Client
-from appstack.runtime.resources import (
-    CONFIG_MAP,
-    DEPLOYMENT,
-    ENDPOINT_SLICE,
-    SECRET,
-    SERVICE,
-    STATEFUL_SET,
-)
+from appstack.runtime.resources import SECRET
 from appstack.testing.audit import AuditEvent
 from appstack.testing.waiting import condition_status
 
-CHILD_RESOURCES = (DEPLOYMENT, STATEFUL_SET, SERVICE, CONFIG_MAP, SECRET, ENDPOINT_SLICE)
 PARENT_KINDS = ("AppService", "AppStack")
 MANAGED_BY = ("app.kubernetes.io/managed-by", "appstack")
 _AGENT = re.compile(r"^appstack/\S+ \((?P<identity>[^)]+)\)$")
@@ -142,7 +134,9 @@ def compare(
 async def check_children(client: Client, namespace: str) -> ChildReport:
     """Compare the children in ``namespace`` with what its AppServices and AppStacks want."""
     children: list[dict[str, Any]] = []
-    for resource in CHILD_RESOURCES:
+    # What the controllers watch as their children, and the credentials Secrets they create.
+    owned = [r for kind in PARENT_KINDS for r in _registration(kind).owns]
+    for resource in dict.fromkeys([*owned, SECRET]):
         items, _ = await client.list(resource, namespace)
         children += [{**item, "kind": resource.kind} for item in items]
     return compare(await parents(client, namespace), children)
