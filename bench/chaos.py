@@ -95,6 +95,7 @@ async def main() -> int:
     parser.add_argument("--faults", default=FAULTS, help="comma-separated, in order")
     parser.add_argument("--concurrency", type=int, default=16, help="operator --concurrency")
     parser.add_argument("--timeout", type=float, default=1800.0)
+    parser.add_argument("--operator-log-level", default="warning", help="e.g. info, to diagnose")
     parser.add_argument("--json")
     parser.add_argument("--keep", action="store_true", help="keep the cluster afterwards")
     args = parser.parse_args()
@@ -116,7 +117,10 @@ async def main() -> int:
             stack=stack if args.stack == "dataservice" else small_stack(),
             faults=args.faults.split(","),
             prelude=prelude,
-            operator_args=(f"--concurrency={args.concurrency}", "--log-level=warning"),
+            operator_args=(
+                f"--concurrency={args.concurrency}",
+                f"--log-level={args.operator_log_level}",
+            ),
             timeout=args.timeout,
         )
         async with await Client.connect(str(cluster.kubeconfig)) as client:
