@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import structlog
 
 from appstack import __version__
+from appstack.controllers.rbac import LEASE_NAME
 from appstack.controllers.registry import ALL
 from appstack.runtime import logging as rt_logging
 from appstack.runtime.client import Client
@@ -27,7 +28,6 @@ from appstack.runtime.leaderelection import LeaderElectionConfig, LeadershipLost
 from appstack.runtime.manager import Manager
 
 log = structlog.get_logger("appstack.operator")
-LEASE_NAME = "appstack-operator"
 
 
 @dataclass

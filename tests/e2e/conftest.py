@@ -104,19 +104,19 @@ def widget_crd(kube: LightClient) -> Iterator[Resource]:
 def operator_kubeconfig(
     kube_cluster: ClusterHandle, tmp_path_factory: pytest.TempPathFactory
 ) -> Path:
-    """Install the generated CRDs and RBAC; a kubeconfig with the operator's SA token.
+    """Install the generated CRDs, RBAC and admission policies; a kubeconfig with the
+    operator's SA token.
 
-    The operator under test runs with exactly the generated ClusterRole, so a missing
-    permission fails the tests instead of hiding behind admin rights.
+    The operator under test runs with exactly the generated permissions (ClusterRole,
+    leader-election Role, ValidatingAdmissionPolicies), so a missing permission fails the
+    tests instead of hiding behind admin rights.
     """
-    from appstack.manifests import crds, rbac  # noqa: PLC0415
+    from appstack.manifests import bundle, crds, rbac  # noqa: PLC0415
 
     objects = [
         *crds.all_crds(),
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": rbac.NAMESPACE}},
-        rbac.service_account(),
-        rbac.cluster_role(),
-        rbac.cluster_role_binding(),
+        *bundle.permissions(),
     ]
     light = LightClient(
         config=KubeConfig.from_file(str(kube_cluster.kubeconfig)), field_manager="appstack-tests"
@@ -146,6 +146,18 @@ def operator_kubeconfig(
     path = tmp_path_factory.mktemp("operator") / "kubeconfig"
     path.write_text(yaml.safe_dump(admin))
     return path
+
+
+@pytest.fixture
+def leases_here(kube: LightClient, namespace: str, operator_kubeconfig: Path) -> str:
+    """The generated leader-election Role, in the test's namespace instead of the
+    operator's: as if the operator were installed there (a replica per test can hold its
+    own Lease, not the shared ``appstack-system/appstack-operator``)."""
+    from appstack.manifests import rbac  # noqa: PLC0415
+
+    for obj in (rbac.leader_election_role(namespace), rbac.leader_election_role_binding(namespace)):
+        kube.apply(codecs.from_dict(obj), force=True)
+    return namespace
 
 
 # More workers than the operator's default for AppService (tests create many at once), and

@@ -53,8 +53,8 @@ class Replicas:
 
 
 @pytest.fixture
-def replicas(operator_kubeconfig: Path, namespace: str, tmp_path: Path) -> Iterator[Replicas]:
-    group = Replicas(operator_kubeconfig, namespace, tmp_path)
+def replicas(operator_kubeconfig: Path, leases_here: str, tmp_path: Path) -> Iterator[Replicas]:
+    group = Replicas(operator_kubeconfig, leases_here, tmp_path)
     yield group
     for replica in group.started:
         replica.kill()

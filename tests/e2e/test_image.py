@@ -139,10 +139,11 @@ def operator_from_image(
     image: UnpackedImage,
     kubeconfig: Path,
     service_account_dir: Path,
-    namespace: str,
+    leases_here: str,
     tmp_path: Path,
 ) -> Iterator[tuple[subprocess.Popen[bytes], int, int, Path]]:
     """``appstack run`` chrooted into the image as uid 65532; (process, health, metrics, log)."""
+    namespace = leases_here  # its POD_NAMESPACE, where the generated Lease Role is granted
     server = urlsplit(yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"])
     health, metrics = _free_port(), _free_port()
     env = dict(pair.split("=", 1) for pair in image.config["Env"])

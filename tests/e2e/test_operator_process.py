@@ -14,6 +14,7 @@ from pathlib import Path
 import aiohttp
 
 from appstack.controllers.appservice import APP_SERVICE
+from appstack.manifests import rbac
 from appstack.runtime.client import Client
 from appstack.runtime.resources import LEASE
 from tests.e2e.conftest import until
@@ -40,7 +41,8 @@ async def test_appstack_run_serves_probes_and_metrics_and_stops_cleanly_on_sigte
                 f"--kubeconfig={operator_kubeconfig}",
                 f"--namespace={namespace}",
                 "--leader-elect",
-                f"--leader-election-namespace={namespace}",
+                # The Lease is granted only in the operator's own namespace (a Role).
+                f"--leader-election-namespace={rbac.NAMESPACE}",
                 f"--metrics-bind-address=127.0.0.1:{metrics}",
                 f"--health-probe-bind-address=127.0.0.1:{health}",
                 "--log-format=json",
@@ -91,14 +93,14 @@ async def test_appstack_run_serves_probes_and_metrics_and_stops_cleanly_on_sigte
             'controller_runtime_reconcile_total{controller="appservice",result="success"}' in text
         )
         assert 'leader_election_master_status{name="appstack-operator"} 1.0' in text
-        lease = await client.get(LEASE, "appstack-operator", namespace)
+        lease = await client.get(LEASE, "appstack-operator", rbac.NAMESPACE)
         assert lease["spec"]["holderIdentity"]
     finally:
         proc.send_signal(signal.SIGTERM)
         code = proc.wait(timeout=30)
 
     assert code == 0, log.read_text()[-2000:]
-    lease = await client.get(LEASE, "appstack-operator", namespace)
+    lease = await client.get(LEASE, "appstack-operator", rbac.NAMESPACE)
     assert lease["spec"]["holderIdentity"] == ""  # released for an immediate successor
     lines = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
     reconciles = [line for line in lines if line.get("controller") == "appservice"]

@@ -1,5 +1,7 @@
 """What the operator process needs from the API: every registered controller's own rules,
-then Events (de-duplicated: create, then patch the series) and its leader-election Lease."""
+then Events (de-duplicated: create, then patch the series) — the ClusterRole — and, apart
+from them, its leader-election Lease: :func:`leader_election_rules`, granted only in the
+operator's own namespace (a Role), never cluster-wide."""
 
 from __future__ import annotations
 
@@ -7,9 +9,20 @@ from appstack.controllers.registry import ALL
 from appstack.controllers.util.rbac import Rule, rule
 from appstack.runtime.resources import EVENT, LEASE
 
-RUNTIME_RULES: list[Rule] = [rule(EVENT, "create", "patch"), rule(LEASE, "get", "create", "update")]
+LEASE_NAME = "appstack-operator"  # the operator's leader-election Lease (appstack run)
+RUNTIME_RULES: list[Rule] = [rule(EVENT, "create", "patch")]
 
 
 def operator_rules() -> list[Rule]:
     """Every rule the operator uses, controllers first (the generated Role/ClusterRole)."""
     return [rule_ for controller in ALL for rule_ in controller.rbac_rules] + RUNTIME_RULES
+
+
+def leader_election_rules() -> list[Rule]:
+    """The Lease, in the operator's namespace only: read and renew exactly
+    :data:`LEASE_NAME`. ``create`` cannot be limited by name (RBAC's ``resourceNames``
+    do not apply to create: the name is not in the URL), so it is a rule of its own —
+    still only in that namespace, where no other component's Lease lives."""
+    named = rule(LEASE, "get", "update")
+    named["resourceNames"] = [LEASE_NAME]
+    return [named, rule(LEASE, "create")]

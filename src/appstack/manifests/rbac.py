@@ -1,12 +1,14 @@
 """RBAC generated from what the controllers declare they use (no wildcards): a
-ServiceAccount, a ClusterRole + binding (watch all namespaces), and a namespaced
-Role + binding variant (for ``appstack run --namespace``)."""
+ServiceAccount, a ClusterRole + binding (watch all namespaces), a namespaced
+Role + binding variant (for ``appstack run --namespace``), and the leader-election Role +
+binding in the operator's own namespace (the Lease, by name)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from appstack.controllers.rbac import operator_rules
+from appstack.controllers.rbac import leader_election_rules, operator_rules
+from appstack.controllers.util.rbac import Rule
 from appstack.manifests.crds import LABELS
 
 NAMESPACE = "appstack-system"
@@ -43,20 +45,34 @@ def cluster_role_binding(namespace: str = NAMESPACE) -> dict[str, Any]:
     }
 
 
-def role(namespace: str) -> dict[str, Any]:
+def role(namespace: str, name: str = NAME, rules: list[Rule] | None = None) -> dict[str, Any]:
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "Role",
-        "metadata": _meta(NAME, namespace),
-        "rules": operator_rules(),
+        "metadata": _meta(name, namespace),
+        "rules": operator_rules() if rules is None else rules,
     }
 
 
-def role_binding(namespace: str, sa_namespace: str = NAMESPACE) -> dict[str, Any]:
+def role_binding(namespace: str, sa_namespace: str = NAMESPACE, name: str = NAME) -> dict[str, Any]:
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "RoleBinding",
-        "metadata": _meta(NAME, namespace),
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": NAME},
+        "metadata": _meta(name, namespace),
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
         "subjects": [{"kind": "ServiceAccount", "name": NAME, "namespace": sa_namespace}],
     }
+
+
+LEADER_ELECTION = f"{NAME}-leader-election"
+
+
+def leader_election_role(namespace: str = NAMESPACE) -> dict[str, Any]:
+    """The Lease, only in the operator's namespace (``--leader-election-namespace``)."""
+    return role(namespace, LEADER_ELECTION, leader_election_rules())
+
+
+def leader_election_role_binding(
+    namespace: str = NAMESPACE, sa_namespace: str = NAMESPACE
+) -> dict[str, Any]:
+    return role_binding(namespace, sa_namespace, LEADER_ELECTION)

@@ -179,6 +179,10 @@ def _apiserver(layout: Layout) -> list[str]:
         f"--tls-private-key-file={pki / 'apiserver.key'}",
         f"--client-ca-file={pki / 'ca.crt'}",
         "--authorization-mode=RBAC",
+        # As on OpenShift: setting an ownerReference needs `delete` on the child, and
+        # blockOwnerDeletion needs `update` on the owner's finalizers — the e2e operator
+        # runs under the generated RBAC, so a missing grant fails the suite.
+        "--enable-admission-plugins=OwnerReferencesPermissionEnforcement",
         f"--service-account-issuer={SA_ISSUER}",
         f"--api-audiences={SA_ISSUER}",
         f"--service-account-key-file={pki / 'sa.pub'}",

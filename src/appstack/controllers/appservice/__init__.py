@@ -17,7 +17,9 @@ APP_SERVICE = AppService.KIND.resource
 
 RBAC_RULES: list[Rule] = [
     *own_rules(AppService.KIND),
-    rule(DEPLOYMENT, "get", "list", "watch", "create", "patch"),
+    # delete: never called, but setting a child's ownerReference requires it
+    # (OwnerReferencesPermissionEnforcement); the garbage collector deletes Deployments.
+    rule(DEPLOYMENT, "get", "list", "watch", "create", "patch", "delete"),
     rule(SERVICE, "get", "list", "watch", "create", "patch", "delete"),
     rule(POD, "get", "list", "watch"),  # why pods cannot start (util/pods.py)
 ]

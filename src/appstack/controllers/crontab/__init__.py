@@ -19,7 +19,8 @@ CRON_TAB = CronTab.KIND.resource
 
 RBAC_RULES: list[Rule] = [
     *own_rules(CronTab.KIND),
-    rule(CRON_JOB, "get", "list", "watch", "create", "patch"),
+    # delete: setting an ownerReference requires it (OwnerReferencesPermissionEnforcement)
+    rule(CRON_JOB, "get", "list", "watch", "create", "patch", "delete"),
 ]
 
 CONTROLLER = Registration(

@@ -2,8 +2,11 @@
 
 :func:`rule` names a resource the way the API server routes it (the descriptor's group and
 plural); :func:`own_rules` are what every controller needs on its own kind (read and
-watch it, patch its status). The operator's ClusterRole is the concatenation of every
-registered controller's rules (:mod:`appstack.controllers.rbac`).
+watch it, patch its status, block its deletion from its children). Under
+OwnerReferencesPermissionEnforcement, writing a child's ownerReferences also needs
+``delete`` on the child, so every kind a controller creates with an owner is deletable.
+The operator's ClusterRole is the concatenation of every registered controller's rules
+(:mod:`appstack.controllers.rbac`).
 """
 
 from __future__ import annotations
@@ -22,6 +25,14 @@ def rule(resource: Resource, *verbs: str, subresource: str | None = None) -> Rul
 
 
 def own_rules(kind: CustomKind, *, finalizer: bool = False) -> list[Rule]:
-    """Read and watch ``kind`` (and patch it, for a ``finalizer``), patch its status."""
+    """Read and watch ``kind`` (and patch it, for a ``finalizer``), patch its status, and
+    ``update`` its ``finalizers`` subresource: our children's ownerReferences set
+    ``blockOwnerDeletion``, which the OwnerReferencesPermissionEnforcement admission
+    plugin (OpenShift, and our test bed) allows only to whoever may update the owner's
+    finalizers. Nothing calls that subresource; the grant is checked, never used."""
     verbs = ("get", "list", "watch", "patch") if finalizer else ("get", "list", "watch")
-    return [rule(kind.resource, *verbs), rule(kind.resource, "patch", subresource="status")]
+    return [
+        rule(kind.resource, *verbs),
+        rule(kind.resource, "patch", subresource="status"),
+        rule(kind.resource, "update", subresource="finalizers"),
+    ]

@@ -1,0 +1,110 @@
+"""What the operator's own token can and cannot do (issue #11, docs/security.md): no
+service-account-token Secrets (the ValidatingAdmissionPolicy), Leases only its own, by
+name, in its namespace — while the operator keeps working under exactly these grants."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from appstack.controllers.appstack import APP_STACK
+from appstack.manifests import rbac
+from appstack.runtime import errors
+from appstack.runtime.client import Client
+from appstack.runtime.resources import LEASE, SECRET
+from tests.e2e.conftest import RunningOperator, until
+
+
+@pytest.fixture
+async def as_operator(operator_kubeconfig: Path) -> AsyncIterator[Client]:
+    """A client holding the operator ServiceAccount's token."""
+    async with await Client.connect(str(operator_kubeconfig)) as operator_client:
+        yield operator_client
+
+
+def _secret(namespace: str, type_: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"generateName": "probe-", "namespace": namespace}
+    if type_ == "kubernetes.io/service-account-token":
+        meta["annotations"] = {"kubernetes.io/service-account.name": "default"}
+    if labels:
+        meta["labels"] = labels
+    return {"apiVersion": "v1", "kind": "Secret", "type": type_, "metadata": meta}
+
+
+MANAGED = {"app.kubernetes.io/managed-by": "appstack"}
+
+
+async def test_the_operator_token_cannot_mint_a_service_account_token(
+    as_operator: Client, namespace: str
+) -> None:
+    for where in ("kube-system", namespace):
+        with pytest.raises(errors.ApiError) as refused:
+            await as_operator.create(
+                SECRET, _secret(where, "kubernetes.io/service-account-token", MANAGED)
+            )
+        assert isinstance(refused.value, errors.Forbidden), refused.value
+        assert "may only write Secrets of type Opaque" in refused.value.message
+    with pytest.raises(errors.ApiError) as unlabelled:
+        await as_operator.create(SECRET, _secret(namespace, "Opaque"))
+    assert "may only write Secrets labelled app.kubernetes.io/managed-by=appstack" in (
+        unlabelled.value.message
+    )
+    # What reconciling needs still works: a labelled Opaque Secret.
+    created = await as_operator.create(SECRET, _secret(namespace, "Opaque", MANAGED))
+    assert created["type"] == "Opaque"
+
+
+async def test_managed_middleware_still_gets_its_credentials_under_the_policy(
+    client: Client, namespace: str, operator: RunningOperator
+) -> None:
+    stack = {
+        "apiVersion": "appstack.dev/v1",
+        "kind": "AppStack",
+        "metadata": {"name": "vault", "namespace": namespace},
+        "spec": {
+            "middleware": [{"name": "db", "type": "postgres", "managed": {}}],
+            "components": [{"name": "app", "image": "app:1", "uses": ["db"]}],
+        },
+    }
+    await client.create(APP_STACK, stack)
+    secret = await until(
+        client, SECRET, "vault-db-credentials", namespace, lambda s: True, 60, "credentials"
+    )
+    assert secret["type"] == "Opaque"
+    assert set(secret["data"]) >= {"password", "root-password"}
+
+
+def _lease(name: str, namespace: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"holderIdentity": "someone", "leaseDurationSeconds": 15},
+    }
+
+
+async def test_the_operator_token_holds_only_its_own_lease(
+    client: Client, as_operator: Client, namespace: str
+) -> None:
+    foreign = await client.create(LEASE, _lease("kube-scheduler-probe", "kube-system"))
+    try:
+        foreign["spec"]["holderIdentity"] = "hijacker"
+        with pytest.raises(errors.Forbidden):
+            await as_operator.update(LEASE, foreign)
+        with pytest.raises(errors.Forbidden):
+            await as_operator.get(LEASE, "kube-scheduler-probe", "kube-system")
+    finally:
+        await client.delete(LEASE, "kube-scheduler-probe", "kube-system")
+    with pytest.raises(errors.Forbidden):  # no Lease outside the operator's namespace
+        await as_operator.create(LEASE, _lease("appstack-operator", namespace))
+    # In its own namespace: another Lease's name is off limits, its own is not.
+    other = await client.create(LEASE, _lease("other-component", rbac.NAMESPACE))
+    try:
+        other["spec"]["holderIdentity"] = "hijacker"
+        with pytest.raises(errors.Forbidden):
+            await as_operator.update(LEASE, other)
+    finally:
+        await client.delete(LEASE, "other-component", rbac.NAMESPACE)
