@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from appstack.controllers.appstack import APP_STACK
+from appstack.controllers.appstack import APP_STACK, desired
 from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.informer import FuncHandler, Informer
@@ -659,6 +659,9 @@ async def test_a_changed_secret_rolls_the_pods_of_the_components_that_use_it(
     app = await client.get(DEPLOYMENT, "rot-app", namespace)
     other = await client.get(DEPLOYMENT, "rot-other", namespace)
     before = annotations(app)["appstack.dev/secrets-hash"]
+    # Derived from the Secret's uid and resourceVersion only: it tells nothing of the data.
+    used = await client.get(SECRET, "db-auth", namespace)
+    assert before == desired.secrets_version([("db-auth", used)])
 
     await client.patch(SECRET, "db-auth", {"stringData": {"password": "two"}}, namespace=namespace)
 

@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from appstack.api.appstack import AppStackSpec
 from appstack.api.graph import blocked_by, find_cycle, start_order, teardown_order
-from appstack.controllers.appstack import catalog
+from appstack.controllers.appstack import catalog, desired
 from appstack.controllers.appstack.connections import connection_env
 
 MYSQL = {"name": "mysql", "type": "mysql", "managed": {}}
@@ -127,3 +127,17 @@ def test_catalog_images_can_be_overridden() -> None:
     assert catalog.image("postgres", None, None) == "postgres:16"
     assert catalog.image("postgres", None, "17") == "postgres:17"
     assert catalog.image("mysql", "registry.local/mysql", "8.0") == "registry.local/mysql:8.0"
+
+
+def test_the_secrets_version_follows_uid_and_resource_version_never_the_data() -> None:
+    def secret(uid: str, version: str, password: str) -> dict[str, Any]:
+        meta = {"uid": uid, "resourceVersion": version}
+        return {"metadata": meta, "data": {"password": password}}
+
+    one = desired.secrets_version([("db", secret("u1", "7", "aHVudGVyMg=="))])
+    assert one == desired.secrets_version([("db", secret("u1", "7", "c2VjcmV0"))])
+    assert one != desired.secrets_version([("db", secret("u1", "8", "aHVudGVyMg=="))])
+    assert one != desired.secrets_version([("db", secret("u2", "7", "aHVudGVyMg=="))])
+    assert one != desired.secrets_version([("db", None)])
+    assert len(one) == 16
+

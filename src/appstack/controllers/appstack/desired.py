@@ -1,10 +1,11 @@
 """AppStack members → the objects we want (pure, unit-tested).
 
 Components: ConfigMap ``-config`` (files), Deployment (env, injected connections, the config
-mounted, a hash of it on the pod template so a change rolls the pods, and a hash of the
-Secrets it reads), Service. Middleware: :mod:`.middleware`. Names and labels:
-:mod:`.labels`. :func:`children` — every member's children — is what ``appstack render``
-prints; the reconciler applies the same per-member functions (:func:`component_children`,
+mounted, a hash of it on the pod template so a change rolls the pods, and
+:func:`secrets_version` — which version of each Secret it reads, never their data),
+Service. Middleware: :mod:`.middleware`. Names and labels: :mod:`.labels`.
+:func:`children` — every member's children — is what ``appstack render`` prints; the
+reconciler applies the same per-member functions (:func:`component_children`,
 :func:`appstack.controllers.appstack.middleware.children`) wave by wave.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from appstack.api.appstack import AppStackSpec, Component, Middleware
@@ -47,6 +49,20 @@ def used_secrets(c: Component, middleware: dict[str, Middleware]) -> list[str]:
         if external is not None and external.secret_ref is not None:
             names.add(external.secret_ref.name)
     return sorted(names)
+
+
+def secrets_version(used: Sequence[tuple[str, dict[str, Any] | None]]) -> str:
+    """A digest of each used Secret's name, uid and resourceVersion (None: missing).
+
+    It changes whenever a Secret is replaced or written, so the pods roll; it is computed
+    from metadata only, so the pod template (readable with ``view``) reveals nothing about
+    the data — a digest of the data would let anyone test guesses of a password.
+    """
+    digest = hashlib.sha256()
+    for name, secret in used:
+        meta = (secret or {}).get("metadata") or {}
+        digest.update(json.dumps([name, meta.get("uid"), meta.get("resourceVersion")]).encode())
+    return digest.hexdigest()[:16]
 
 
 def deployment(

@@ -19,8 +19,6 @@ read from the cache except Secrets, which are only ever read by name.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from typing import Any
 
 from appstack.api.appstack import AppStack, AppStackSpec, Component, Middleware
@@ -175,19 +173,20 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
     async def _secrets_hash(
         self, stack: dict[str, Any], c: Component, middleware_: dict[str, Middleware]
     ) -> str | None:
-        """A digest of the Secrets the component reads: when one changes, its pods roll."""
+        """Which versions of the Secrets the component reads: when one changes, its pods
+        roll (:func:`.desired.secrets_version`: uid and resourceVersion, never the data)."""
         names = desired.used_secrets(c, middleware_)
         if not names:
             return None
-        digest = hashlib.sha256()
+        used: list[tuple[str, dict[str, Any] | None]] = []
         for name in names:
             try:
-                secret = await self.client.get(SECRET, name, stack["metadata"]["namespace"])
-                data = secret.get("data") or {}
+                used.append(
+                    (name, await self.client.get(SECRET, name, stack["metadata"]["namespace"]))
+                )
             except errors.NotFound:
-                data = {"<missing>": ""}
-            digest.update(json.dumps([name, data], sort_keys=True).encode())
-        return digest.hexdigest()[:16]
+                used.append((name, None))
+        return desired.secrets_version(used)
 
     async def _prune(self, stack: dict[str, Any], wanted: Wanted) -> None:
         uid = stack["metadata"]["uid"]
