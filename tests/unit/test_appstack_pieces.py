@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from appstack.api.appstack import AppStackSpec
 from appstack.api.graph import blocked_by, find_cycle, start_order, teardown_order
-from appstack.controllers.appstack import catalog, desired
+from appstack.controllers.appstack import catalog, desired, middleware
 from appstack.controllers.appstack.connections import connection_env
 
 MYSQL = {"name": "mysql", "type": "mysql", "managed": {}}
@@ -141,3 +141,25 @@ def test_the_secrets_version_follows_uid_and_resource_version_never_the_data() -
     assert one != desired.secrets_version([("db", None)])
     assert len(one) == 16
 
+
+def test_the_credentials_secret_lives_as_long_as_the_data_volume() -> None:
+    owner = {
+        "apiVersion": "appstack.dev/v1",
+        "kind": "AppStack",
+        "metadata": {"name": "shop", "namespace": "ns", "uid": "u-1"},
+    }
+
+    def secret(storage: dict[str, Any]) -> dict[str, Any]:
+        spec = AppStackSpec.model_validate(
+            {
+                "middleware": [{"name": "db", "type": "mysql", "managed": {"storage": storage}}],
+                "components": [{"name": "api", "image": "x", "uses": ["db"]}],
+            }
+        )
+        return middleware.credentials(owner, spec.middleware[0])
+
+    retained = secret({})  # the default: the volume outlives the stack, so does the Secret
+    assert "ownerReferences" not in retained["metadata"]
+    assert retained["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "appstack"
+    deleted = secret({"retainOnDelete": False})
+    assert deleted["metadata"]["ownerReferences"][0]["uid"] == "u-1"

@@ -58,7 +58,11 @@ class Storage(KubeModel):
         json_schema_extra=immutable("managed.storage.storageClassName"),
     )
     retain_on_delete: bool = Field(
-        True, description="Keep the data volumes when the middleware or the stack is deleted."
+        True,
+        description=(
+            "Keep the data volumes, and the generated credentials Secret that opens them, "
+            "when the middleware or the stack is deleted (a re-created stack reuses both)."
+        ),
     )
 
 

@@ -71,6 +71,11 @@ def is_subset(desired: Any, actual: Any, *, quantities: bool = False) -> bool:
     return bool(desired == actual)
 
 
+def _unowned_with_labels(current: dict[str, Any], meta: dict[str, Any]) -> bool:
+    ours = not meta.get("ownerReferences") and not current["metadata"].get("ownerReferences")
+    return ours and is_subset(meta.get("labels") or {}, current["metadata"].get("labels") or {})
+
+
 class ChildWriter:
     """Writes the children (of the kinds in ``owns``), events and status of ``owner_kind``."""
 
@@ -146,7 +151,11 @@ class ChildWriter:
     async def create_once(
         self, owner: dict[str, Any], resource: Resource, want: dict[str, Any], what: str
     ) -> Problem | None:
-        """Create ``want`` if absent (read by name, not from the cache); never overwrite it."""
+        """Create ``want`` if absent (read by name, not from the cache); never overwrite it.
+
+        An existing one is ours when we control it, or when nobody does and it carries
+        every label we would give it (``want`` without an owner: kept after its owner
+        was deleted, adopted as it is by the owner's successor)."""
         meta = want["metadata"]
         try:
             current = await self.client.get(resource, meta["name"], meta["namespace"])
@@ -158,7 +167,8 @@ class ChildWriter:
             note = f"Created {resource.kind} {meta['name']} ({what})"
             await self.event(owner, "Normal", "Created", note)
             return None
-        return None if controlled_by(current, owner) else self._conflict(resource, meta["name"])
+        mine = controlled_by(current, owner) or _unowned_with_labels(current, meta)
+        return None if mine else self._conflict(resource, meta["name"])
 
     async def delete_child(self, resource: Resource, child: dict[str, Any]) -> None:
         """Delete ``child`` — this very object (UID precondition), not a namesake."""

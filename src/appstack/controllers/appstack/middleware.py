@@ -3,7 +3,8 @@
 * managed: headless Service ``-hl`` (StatefulSet identity), client Service, StatefulSet with
   a data ``volumeClaimTemplate`` (retained on delete by default) and the credentials from
   the generated Secret ``-credentials`` (:func:`credentials`, created once by the
-  reconciler, never part of :func:`children` and never printed by ``appstack render``);
+  reconciler, kept exactly as long as the volume, never part of :func:`children` and
+  never printed by ``appstack render``);
 * external: an ExternalName Service (host name) or a selector-less Service plus an
   EndpointSlice (IP), so consumers always use ``<stack>-<member>``.
 """
@@ -23,17 +24,28 @@ from appstack.controllers.util.meta import MANAGED_BY
 
 
 def credentials(owner: dict[str, Any], mw: Middleware) -> dict[str, Any]:
-    """Generated once; the controller creates it only if absent and never overwrites it."""
+    """Generated once; the controller creates it only if absent and never overwrites it.
+
+    It lives exactly as long as the data volume it unlocks: when the volume is retained
+    (``retainOnDelete``, the default) the Secret has no owner either, so deleting the
+    stack keeps both and a re-created stack adopts them (the same password for the
+    already-initialised database); otherwise the stack owns it and it goes with the
+    stack, like the volume goes with the StatefulSet.
+    """
+    assert mw.managed is not None  # noqa: S101 - callers pass managed middleware only
     engine = CATALOG[mw.type]
     data = {"password": secrets.token_urlsafe(24), "root-password": secrets.token_urlsafe(24)}
     if engine.default_user:
         data["username"] = engine.default_user
     stack = owner["metadata"]["name"]
+    meta = labels.metadata(owner, mw.name, credentials_secret(stack, mw.name))
+    if mw.managed.storage.retain_on_delete:
+        del meta["ownerReferences"]
     return {
         "apiVersion": "v1",
         "kind": "Secret",
         "type": "Opaque",
-        "metadata": labels.metadata(owner, mw.name, credentials_secret(stack, mw.name)),
+        "metadata": meta,
         "stringData": data,
     }
 
