@@ -180,14 +180,20 @@ class RunningOperator:
         await self.client.close()
 
 
-async def start_operator(kubeconfig: Path, namespace: str, **options: Any) -> RunningOperator:
-    """All controllers in this process; ``options`` go to the :class:`Manager`."""
+async def start_operator(
+    kubeconfig: Path,
+    namespace: str,
+    controllers: dict[str, dict[str, Any]] | None = None,
+    **options: Any,
+) -> RunningOperator:
+    """All controllers in this process; ``controllers`` maps a controller's name to its
+    setup options (default :data:`E2E_OPTIONS`), ``options`` go to the :class:`Manager`."""
     client = await Client.connect(str(kubeconfig))
     manager = Manager(client, namespaces=[namespace], **options)
     recorder = EventRecorder(client, instance="e2e")
     for controller in ALL:
-        options = E2E_OPTIONS.get(controller.name, {})
-        controller.setup(manager, recorder, **{"concurrency": controller.workers(4), **options})
+        own = (E2E_OPTIONS if controllers is None else controllers).get(controller.name, {})
+        controller.setup(manager, recorder, **{"concurrency": controller.workers(4), **own})
     task = asyncio.create_task(manager.run())
     await wait_until(lambda: manager.ready or task.done(), timeout=30, what="caches to sync")
     if task.done():

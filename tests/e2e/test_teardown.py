@@ -6,22 +6,20 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from appstack.controllers.appstack import APP_STACK
 from appstack.runtime import errors
 from appstack.runtime.client import Client
-from appstack.runtime.resources import PVC, SECRET, STATEFUL_SET
-from tests.e2e.conftest import RunningOperator, until
-
-
-def _stack(name: str, namespace: str, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "appstack.dev/v1",
-        "kind": "AppStack",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": spec,
-    }
+from appstack.runtime.informer import FuncHandler, Informer
+from appstack.runtime.resources import DEPLOYMENT, EVENT, POD, PVC, SECRET, STATEFUL_SET
+from appstack.testing.waiting import wait_until
+from tests.e2e.conftest import RunningOperator, start_operator, until
+from tests.e2e.test_appstack import _stack
 
 
 def _ready(obj: dict[str, Any]) -> bool:
@@ -71,3 +69,149 @@ async def test_a_recreated_stack_gets_the_original_credentials_of_its_retained_v
     env = sts["spec"]["template"]["spec"]["containers"][0]["env"]
     refs = {e["valueFrom"]["secretKeyRef"]["name"] for e in env if "valueFrom" in e}
     assert refs == {"keep-db-credentials"}
+
+
+HOLD = "test.appstack.dev/hold"
+
+
+def _ready_reason(obj: dict[str, Any]) -> tuple[str, str]:
+    for c in (obj.get("status") or {}).get("conditions") or []:
+        if c["type"] == "Ready":
+            return c["reason"], c["message"]
+    return "", ""
+
+
+async def _set_finalizers(client: Client, resource: Any, obj: dict[str, Any], f: list[str]) -> None:
+    meta = obj["metadata"]
+    await client.patch(
+        resource, meta["name"], {"metadata": {"finalizers": f}}, namespace=meta["namespace"]
+    )
+
+
+async def test_teardown_waits_for_a_consumers_pods_before_deleting_what_it_uses(
+    client: Client, namespace: str, operator: RunningOperator
+) -> None:
+    spec = {
+        "middleware": [{"name": "db", "type": "postgres", "managed": {}}],
+        "components": [{"name": "app", "image": "app:1", "replicas": 2, "uses": ["db"]}],
+    }
+    await client.create(APP_STACK, _stack("order", namespace, **spec))
+    await until(client, APP_STACK, "order", namespace, _ready, 120, "the stack")
+    pods, _ = await client.list(POD, namespace, label_selector="appstack.dev/member=app")
+    assert len(pods) == 2
+    for pod in pods:  # the app's pods take their time to go
+        await _set_finalizers(client, POD, pod, [HOLD])
+    timeline = PodTimeline(client, namespace)
+    await timeline.informer.wait_synced()
+
+    await client.delete(APP_STACK, "order", namespace)
+    stack = await until(
+        client,
+        APP_STACK,
+        "order",
+        namespace,
+        lambda s: _ready_reason(s)[0] == "DeletionBlocked",
+        90,
+        "the teardown to report what it waits for",
+    )
+    assert "Deployment order-app" in _ready_reason(stack)[1]
+    sts = await client.get(STATEFUL_SET, "order-db", namespace)
+    assert "deletionTimestamp" not in sts["metadata"]  # the db waits for the app's pods
+
+    for pod in pods:
+        await _set_finalizers(
+            client, POD, await client.get(POD, pod["metadata"]["name"], namespace), []
+        )
+    await _until_gone(client, APP_STACK, "order", namespace)
+    timeline.stop()
+    assert len(timeline.app_pods_gone) == 2
+    assert timeline.db_deleting is not None
+    assert max(timeline.app_pods_gone) <= timeline.db_deleting
+
+
+class PodTimeline:
+    """When the app's pods were deleted and when the db StatefulSet began to go."""
+
+    def __init__(self, client: Client, namespace: str) -> None:
+        self.app_pods_gone: list[float] = []
+        self.db_deleting: float | None = None
+        self.informer = Informer(client, POD, namespace=namespace)
+        self.informer.add_handler(FuncHandler(delete=self._pod_gone))
+        self.sets = Informer(client, STATEFUL_SET, namespace=namespace)
+        self.sets.add_handler(
+            FuncHandler(update=lambda _o, n: self._set(n), delete=lambda o: self._set(o, True))
+        )
+        self.tasks = [asyncio.ensure_future(i.run()) for i in (self.informer, self.sets)]
+
+    def _pod_gone(self, pod: dict[str, Any]) -> None:
+        if pod["metadata"].get("labels", {}).get("appstack.dev/member") == "app":
+            self.app_pods_gone.append(time.monotonic())
+
+    def _set(self, sts: dict[str, Any], deleted: bool = False) -> None:
+        if (deleted or sts["metadata"].get("deletionTimestamp")) and self.db_deleting is None:
+            self.db_deleting = time.monotonic()
+
+    def stop(self) -> None:
+        for task in self.tasks:
+            task.cancel()
+
+
+def _reconciles(operator: RunningOperator) -> float:
+    registry = operator.manager.metrics.registry
+    return sum(
+        registry.get_sample_value(
+            "controller_runtime_reconcile_total", {"controller": "appstack", "result": result}
+        )
+        or 0.0
+        for result in ("success", "requeue", "requeue_after", "error")
+    )
+
+
+@pytest.fixture
+async def slow_resync_operator(
+    operator_kubeconfig: Path, namespace: str
+) -> AsyncIterator[RunningOperator]:
+    """The operator with its production resync (not the e2e's 2 s), so that every look
+    at a stack is one it asked for."""
+    running = await start_operator(operator_kubeconfig, namespace, controllers={})
+    yield running
+    await running.stop()
+
+
+async def test_a_child_held_by_a_foreign_finalizer_is_named_and_polled_with_backoff(
+    client: Client, namespace: str, slow_resync_operator: RunningOperator
+) -> None:
+    operator = slow_resync_operator
+    spec = {"components": [{"name": "app", "image": "app:1"}]}
+    await client.create(APP_STACK, _stack("held", namespace, **spec))
+    await until(client, APP_STACK, "held", namespace, _ready, 60, "the stack")
+    deployment = await client.get(DEPLOYMENT, "held-app", namespace)
+    await _set_finalizers(client, DEPLOYMENT, deployment, [HOLD])
+
+    await client.delete(APP_STACK, "held", namespace)
+    stack = await until(
+        client,
+        APP_STACK,
+        "held",
+        namespace,
+        lambda s: _ready_reason(s)[0] == "DeletionBlocked",
+        90,
+        "the stack to name what blocks its deletion",
+    )
+    assert _ready_reason(stack)[1] == (
+        f"Deployment held-app (finalizers: {HOLD}) is marked for deletion but does not go"
+    )
+    events, _ = await client.list(EVENT, namespace)
+    assert any(e.get("reason") == "DeletionBlocked" and e["type"] == "Warning" for e in events)
+    # Blocked for 15 s already: the next looks are seconds apart (a quarter of the time
+    # waited), not the half-second of a wave in progress. (The first look counted may be
+    # the one our own status write triggered; after it, three scheduled looks.)
+    first = _reconciles(operator)
+    await wait_until(lambda: _reconciles(operator) >= first + 1, timeout=60, what="a look")
+    start, looked = time.monotonic(), _reconciles(operator)
+    await wait_until(lambda: _reconciles(operator) >= looked + 3, timeout=90, what="3 looks")
+    assert time.monotonic() - start >= 6.0
+
+    current = await client.get(DEPLOYMENT, "held-app", namespace)
+    await _set_finalizers(client, DEPLOYMENT, current, [])
+    await _until_gone(client, APP_STACK, "held", namespace)

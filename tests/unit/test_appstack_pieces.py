@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 import pytest
@@ -9,7 +10,7 @@ from pydantic import ValidationError
 
 from appstack.api.appstack import AppStackSpec
 from appstack.api.graph import blocked_by, find_cycle, start_order, teardown_order
-from appstack.controllers.appstack import catalog, desired, middleware
+from appstack.controllers.appstack import catalog, desired, middleware, teardown
 from appstack.controllers.appstack.connections import connection_env
 
 MYSQL = {"name": "mysql", "type": "mysql", "managed": {}}
@@ -163,3 +164,13 @@ def test_the_credentials_secret_lives_as_long_as_the_data_volume() -> None:
     assert retained["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "appstack"
     deleted = secret({"retainOnDelete": False})
     assert deleted["metadata"]["ownerReferences"][0]["uid"] == "u-1"
+
+
+def test_a_wave_that_does_not_go_is_looked_at_ever_less_often() -> None:
+    now = datetime.datetime(2026, 1, 1, 12, 0, 30, tzinfo=datetime.timezone.utc)
+    marked = {"metadata": {"deletionTimestamp": "2026-01-01T12:00:00Z"}}
+    assert teardown.terminating_for(marked, now) == 30.0
+    assert teardown.terminating_for({"metadata": {}}, now) == 0.0
+    assert teardown.poll_after(0.0) == teardown.WAVE_POLL
+    assert teardown.poll_after(30.0) == 7.5
+    assert teardown.poll_after(3600.0) == teardown.MAX_POLL

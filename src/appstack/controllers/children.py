@@ -170,10 +170,14 @@ class ChildWriter:
         mine = controlled_by(current, owner) or _unowned_with_labels(current, meta)
         return None if mine else self._conflict(resource, meta["name"])
 
-    async def delete_child(self, resource: Resource, child: dict[str, Any]) -> None:
+    async def delete_child(
+        self, resource: Resource, child: dict[str, Any], *, propagation: str = "Background"
+    ) -> None:
         """Delete ``child`` — this very object (UID precondition), not a namesake."""
         meta = child["metadata"]
-        await self.client.delete(resource, meta["name"], meta["namespace"], uid=meta["uid"])
+        await self.client.delete(
+            resource, meta["name"], meta["namespace"], propagation=propagation, uid=meta["uid"]
+        )
 
     async def delete(self, owner: dict[str, Any], resource: Resource, why: str) -> None:
         """Delete the owner's child of kind ``resource`` (named like the owner) if we

@@ -93,3 +93,20 @@ def from_members(
             ),
         ],
     }
+
+
+def deleting(stack: dict[str, Any], reason: str, message: str) -> dict[str, Any]:
+    """The status while the stack is torn down: ``Ready=False`` with ``reason``
+    (``TearingDown``, or ``DeletionBlocked`` naming what does not go); the rest as it was."""
+    old = dict(stack.get("status") or {})
+    ready = condition(
+        "Ready",
+        "False",
+        reason,
+        message,
+        generation=stack["metadata"].get("generation"),
+        previous=previous_conditions(stack),
+        now=now_rfc3339(),
+    )
+    others = [c for c in old.get("conditions") or [] if c["type"] != "Ready"]
+    return {**old, "conditions": [ready, *others]}
