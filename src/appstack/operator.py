@@ -15,10 +15,12 @@ import os
 import socket
 import uuid
 from dataclasses import dataclass, field
+from typing import Any
 
 import structlog
 
 from appstack import __version__
+from appstack.controllers.appstack.addresses import ExternalIPPolicy, parse_networks
 from appstack.controllers.rbac import LEASE_NAME
 from appstack.controllers.registry import ALL
 from appstack.runtime import logging as rt_logging
@@ -47,6 +49,13 @@ class OperatorOptions:
     health_address: str | None = ":8081"
     log_format: rt_logging.Format = "auto"
     log_level: str = "info"
+    allow_external_ips: bool = False
+    external_deny_cidrs: list[str] = field(default_factory=list)
+
+    def reconciler_options(self) -> dict[str, dict[str, Any]]:
+        """Per controller name: what its reconciler is configured with."""
+        policy = ExternalIPPolicy(self.allow_external_ips, parse_networks(self.external_deny_cidrs))
+        return {"appstack": {"external_ips": policy}}
 
 
 def identity() -> str:
@@ -93,8 +102,14 @@ async def _run(options: OperatorOptions) -> None:
         auth_failure_threshold=options.auth_failure_threshold,
     )
     recorder = EventRecorder(client, instance=me)
+    reconciler_options = options.reconciler_options()
     for controller in ALL:
-        controller.setup(manager, recorder, concurrency=controller.workers(options.concurrency))
+        controller.setup(
+            manager,
+            recorder,
+            concurrency=controller.workers(options.concurrency),
+            **reconciler_options.get(controller.name, {}),
+        )
     manager.install_signal_handlers()
     log.info(
         "starting",

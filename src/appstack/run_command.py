@@ -101,6 +101,20 @@ import click
     help="auto: JSON unless stderr is a terminal.",
 )
 @click.option("--log-level", default="info", show_default=True)
+@click.option(
+    "--allow-external-ips/--no-allow-external-ips",
+    default=False,
+    show_default=True,
+    help="Let external middleware be an IP address (an EndpointSlice the operator writes); "
+    "loopback, link-local, metadata and --external-deny-cidr ranges are refused even then.",
+)
+@click.option(
+    "--external-deny-cidr",
+    "external_deny_cidrs",
+    multiple=True,
+    help="A range external middleware may not point at, e.g. the cluster's pod and service "
+    "ranges (repeatable).",
+)
 def run(
     *,
     kubeconfig: str | None,
@@ -118,6 +132,8 @@ def run(
     health_probe_bind_address: str,
     log_format: str,
     log_level: str,
+    allow_external_ips: bool,
+    external_deny_cidrs: tuple[str, ...],
 ) -> None:
     """Run the operator (all controllers) against a cluster."""
     from appstack.operator import OperatorOptions, run_operator  # noqa: PLC0415
@@ -145,5 +161,7 @@ def run(
         health_address=None if health_probe_bind_address == "0" else health_probe_bind_address,
         log_format=cast(Format, log_format),
         log_level=log_level,
+        allow_external_ips=allow_external_ips,
+        external_deny_cidrs=list(external_deny_cidrs),
     )
     sys.exit(run_operator(options))

@@ -23,12 +23,14 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 from lightkube.resources.core_v1 import ServiceAccount
 
+from appstack.controllers.appstack.addresses import ExternalIPPolicy, parse_networks
 from appstack.controllers.registry import ALL
 from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.events import EventRecorder
 from appstack.runtime.manager import Manager
 from appstack.runtime.resources import Resource
+from appstack.testing.control_plane import SERVICE_CIDR
 from appstack.testing.pytest_plugin import ClusterHandle
 from appstack.testing.waiting import condition_status, wait_for, wait_until
 
@@ -160,11 +162,17 @@ def leases_here(kube: LightClient, namespace: str, operator_kubeconfig: Path) ->
     return namespace
 
 
+# IP-backed external middleware allowed, except in the test bed's service and pod ranges
+# (kwok's pod range and the nodes' podCIDRs, appstack.testing.kwok), as an installer would.
+TEST_BED_IPS = ExternalIPPolicy(
+    allow=True, deny=parse_networks([SERVICE_CIDR, "10.15.128.0/17", "10.16.0.0/15"])
+)
+
 # More workers than the operator's default for AppService (tests create many at once), and
 # a short resync for AppStack (a changed Secret must roll its pods within a test).
 E2E_OPTIONS: dict[str, dict[str, Any]] = {
     "appservice": {"concurrency": 8},
-    "appstack": {"resync": 2.0},
+    "appstack": {"resync": 2.0, "external_ips": TEST_BED_IPS},
 }
 
 

@@ -14,7 +14,7 @@ from appstack.controllers.appstack import APP_STACK
 from appstack.manifests import rbac
 from appstack.runtime import errors
 from appstack.runtime.client import Client
-from appstack.runtime.resources import LEASE, SECRET
+from appstack.runtime.resources import ENDPOINT_SLICE, EVENT, LEASE, SECRET
 from tests.e2e.conftest import RunningOperator, until
 
 
@@ -108,3 +108,59 @@ async def test_the_operator_token_holds_only_its_own_lease(
             await as_operator.update(LEASE, other)
     finally:
         await client.delete(LEASE, "other-component", rbac.NAMESPACE)
+
+
+def _external_stack(namespace: str, name: str, host: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "appstack.dev/v1",
+        "kind": "AppStack",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "middleware": [
+                {"name": "db", "type": "postgres", "external": {"host": host, "port": 5432}}
+            ],
+            "components": [{"name": "app", "image": "app:1", "uses": ["db"]}],
+        },
+    }
+
+
+def _ready_condition(obj: dict[str, Any]) -> dict[str, Any]:
+    conditions = (obj.get("status") or {}).get("conditions") or []
+    return next((c for c in conditions if c["type"] == "Ready"), {})
+
+
+async def test_external_middleware_may_not_point_inside_the_cluster_or_at_the_node(
+    client: Client, namespace: str, operator: RunningOperator
+) -> None:
+    refused = {
+        "loop": ("127.0.0.1", "127.0.0.0/8"),
+        "meta": ("169.254.169.254", "169.254.0.0/16"),
+        "svc": ("10.96.0.10", "10.96.0.0/16"),  # the test bed's service range
+        "pods": ("10.16.0.5", "10.16.0.0/15"),  # a node's podCIDR
+        "six": ("::1", "::1/128"),
+    }
+    for name, (host, _) in refused.items():
+        await client.create(APP_STACK, _external_stack(namespace, name, host))
+    await client.create(APP_STACK, _external_stack(namespace, "fine", "192.0.2.10"))
+    for name, (host, network) in refused.items():
+        stack = await until(
+            client,
+            APP_STACK,
+            name,
+            namespace,
+            lambda s: _ready_condition(s).get("reason") == "ExternalAddressRefused",
+            60,
+            f"{host} to be refused",
+        )
+        assert f"{host} is in {network}" in _ready_condition(stack)["message"]
+        db = next(m for m in stack["status"]["members"] if m["name"] == "db")
+        assert db["state"] == "Failed"
+        with pytest.raises(errors.NotFound):  # nothing points there
+            await client.get(ENDPOINT_SLICE, f"{name}-db-external", namespace)
+    events, _ = await client.list(EVENT, namespace)
+    warned = {e["regarding"]["name"] for e in events if e.get("reason") == "ExternalAddressRefused"}
+    assert warned == set(refused)
+    slice_ = await until(
+        client, ENDPOINT_SLICE, "fine-db-external", namespace, lambda s: True, 60, "a slice"
+    )
+    assert slice_["endpoints"][0]["addresses"] == ["192.0.2.10"]

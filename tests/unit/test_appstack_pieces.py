@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from appstack.api.appstack import AppStackSpec
 from appstack.api.graph import blocked_by, find_cycle, start_order, teardown_order
 from appstack.controllers.appstack import catalog, desired, middleware, teardown
+from appstack.controllers.appstack.addresses import ExternalIPPolicy, parse_networks
 from appstack.controllers.appstack.connections import connection_env
 
 MYSQL = {"name": "mysql", "type": "mysql", "managed": {}}
@@ -174,3 +175,17 @@ def test_a_wave_that_does_not_go_is_looked_at_ever_less_often() -> None:
     assert teardown.poll_after(0.0) == teardown.WAVE_POLL
     assert teardown.poll_after(30.0) == 7.5
     assert teardown.poll_after(3600.0) == teardown.MAX_POLL
+
+
+def test_ip_backed_external_middleware_is_an_opt_in_that_never_reaches_the_node() -> None:
+    off = ExternalIPPolicy()
+    assert off.refusal("db.example.com") is None  # host names: ExternalName, unaffected
+    assert "--allow-external-ips" in (off.refusal("192.0.2.10") or "")
+    on = ExternalIPPolicy(allow=True, deny=parse_networks(["10.96.0.0/12", "10.244.0.0/16"]))
+    assert on.refusal("192.0.2.10") is None
+    assert on.refusal("2001:db8::1") is None
+    unspecified = "0.0.0.0"  # noqa: S104 - an address to refuse, not to bind
+    for host in ("127.0.0.1", "169.254.169.254", unspecified, "::1", "fe80::1", "::ffff:127.0.0.1"):
+        assert on.refusal(host), host
+    assert "10.96.0.0/12" in (on.refusal("10.100.0.1") or "")
+    assert "10.244.0.0/16" in (on.refusal("10.244.3.7") or "")

@@ -25,13 +25,17 @@ from appstack.api.appstack import AppStack, AppStackSpec, Component, Middleware
 from appstack.api.graph import blocked_by, start_order
 from appstack.api.kind import group_key
 from appstack.controllers.appstack import desired, labels, middleware, status
+from appstack.controllers.appstack.addresses import ExternalIPPolicy
 from appstack.controllers.appstack.teardown import FINALIZER_NAME, teardown
 from appstack.controllers.util.conditions import Problem
 from appstack.controllers.util.pods import pod_mapper, pod_problem, pods_of
 from appstack.controllers.util.reconciler import KindReconciler
 from appstack.controllers.util.workloads import deployment_ready, statefulset_ready
 from appstack.runtime import errors
+from appstack.runtime.cache import Cache
+from appstack.runtime.client import Client
 from appstack.runtime.controller import Result
+from appstack.runtime.events import EventRecorder
 from appstack.runtime.resources import (
     CONFIG_MAP,
     DEPLOYMENT,
@@ -52,6 +56,18 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
     owns = (DEPLOYMENT, SERVICE, STATEFUL_SET, CONFIG_MAP, ENDPOINT_SLICE)
     watches = ((POD, pod_mapper(labels.STACK_LABEL)),)
     finalizer = group_key(FINALIZER_NAME)
+
+    def __init__(
+        self,
+        client: Client,
+        cache: Cache,
+        recorder: EventRecorder,
+        *,
+        external_ips: ExternalIPPolicy | None = None,
+        **options: Any,
+    ) -> None:
+        super().__init__(client, cache, recorder, **options)
+        self.external_ips = external_ips or ExternalIPPolicy()
 
     def invalid_status(self, obj: dict[str, Any], problem: Problem) -> dict[str, Any]:
         return status.from_members(obj, [], problem)
@@ -135,6 +151,10 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
     ) -> dict[str, Any]:
         base = {"name": mw.name, "kind": f"Middleware/{mw.type}"}
         if mw.external is not None:
+            refused = self.external_ips.refusal(mw.external.host)
+            if refused is not None:  # nothing written for it; a slice it had is pruned
+                problems.append(Problem("ExternalAddressRefused", f"{mw.name}: {refused}"))
+                return status.member(base, False, "0/1", refused)
             synced = await self._sync(stack, middleware.children(stack, mw), wanted, problems)
             ok = synced.get("Service") is not None
             where = f"external {mw.external.host}:{mw.external.port}"

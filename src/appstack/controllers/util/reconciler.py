@@ -39,7 +39,7 @@ class KindReconciler(ABC, Generic[SpecT]):
     watches: ClassVar[tuple[tuple[Resource, Mapper], ...]] = ()
     finalizer: ClassVar[str | None] = None
 
-    def __init__(self, client: Client, cache: Cache, recorder: EventRecorder) -> None:
+    def __init__(self, client: Client, cache: Cache, recorder: EventRecorder, **_: Any) -> None:
         self.client = client
         self.cache = cache
         self.resource = self.kind.resource

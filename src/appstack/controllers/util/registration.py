@@ -55,10 +55,12 @@ class Registration:
         *,
         concurrency: int | None = None,
         resync: float | None = None,
+        **options: Any,
     ) -> Controller:
         """Wire the reconciler into ``manager``: watch the kind, the children it owns and
         the objects it watches (cached only when labelled as ours), ``concurrency``
-        workers (default: its share of 4)."""
+        workers (default: its share of 4); ``options`` go to the reconciler (e.g. the
+        AppStack's ``external_ips``)."""
         watched = self.reconciler.watches
         for resource in (*self.owns, *(resource for resource, _ in watched)):
             manager.cache.set_label_selector(resource, CHILD_SELECTOR)
@@ -70,5 +72,5 @@ class Registration:
         return (
             builder.with_concurrency(concurrency or self.workers(4))
             .with_resync(self.resync if resync is None else resync)
-            .complete(self.reconciler(manager.client, manager.cache, recorder))
+            .complete(self.reconciler(manager.client, manager.cache, recorder, **options))
         )
