@@ -28,6 +28,7 @@ from appstack.runtime.client import Client
 from appstack.runtime.events import EventRecorder
 from appstack.runtime.leaderelection import LeaderElectionConfig, LeadershipLost
 from appstack.runtime.manager import Manager
+from appstack.runtime.metricsauth import MetricsAuth
 
 log = structlog.get_logger("appstack.operator")
 
@@ -46,6 +47,7 @@ class OperatorOptions:
     shutdown_timeout: float = 20.0
     auth_failure_threshold: float = 60.0
     metrics_address: str | None = ":8080"
+    metrics_auth: bool = True
     health_address: str | None = ":8081"
     log_format: rt_logging.Format = "auto"
     log_level: str = "info"
@@ -100,6 +102,7 @@ async def _run(options: OperatorOptions) -> None:
         election_client=election_client,
         shutdown_timeout=options.shutdown_timeout,
         auth_failure_threshold=options.auth_failure_threshold,
+        metrics_auth=MetricsAuth(client) if options.metrics_auth else None,
     )
     recorder = EventRecorder(client, instance=me)
     reconciler_options = options.reconciler_options()

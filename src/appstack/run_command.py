@@ -88,6 +88,13 @@ import click
     help="Address of /metrics ('0' disables).",
 )
 @click.option(
+    "--metrics-auth/--no-metrics-auth",
+    default=True,
+    show_default=True,
+    help="Serve /metrics only to bearer tokens allowed 'get' on it (TokenReview + "
+    "SubjectAccessReview; bind appstack-metrics-reader to the scraper).",
+)
+@click.option(
     "--health-probe-bind-address",
     default=":8081",
     show_default=True,
@@ -129,6 +136,7 @@ def run(
     shutdown_timeout: float,
     auth_failure_threshold: float,
     metrics_bind_address: str,
+    metrics_auth: bool,
     health_probe_bind_address: str,
     log_format: str,
     log_level: str,
@@ -158,6 +166,7 @@ def run(
         shutdown_timeout=shutdown_timeout,
         auth_failure_threshold=auth_failure_threshold,
         metrics_address=None if metrics_bind_address == "0" else metrics_bind_address,
+        metrics_auth=metrics_auth,
         health_address=None if health_probe_bind_address == "0" else health_probe_bind_address,
         log_format=cast(Format, log_format),
         log_level=log_level,

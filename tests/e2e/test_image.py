@@ -160,6 +160,9 @@ def operator_from_image(
         "--leader-elect",
         f"--namespace={namespace}",
         f"--metrics-bind-address=127.0.0.1:{metrics}",
+        # Scrapes are authorised by default (test_operator_process.py proves it); here the
+        # test reads the metrics without a scraper's token.
+        "--no-metrics-auth",
         f"--health-probe-bind-address=127.0.0.1:{health}",
         "--log-format=json",
     ]

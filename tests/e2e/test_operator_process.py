@@ -16,14 +16,59 @@ import aiohttp
 from appstack.controllers.appservice import APP_SERVICE
 from appstack.manifests import rbac
 from appstack.runtime.client import Client
-from appstack.runtime.resources import LEASE
+from appstack.runtime.resources import LEASE, SERVICE_ACCOUNT, Resource
 from tests.e2e.conftest import until
+
+CLUSTER_ROLE_BINDING = Resource(
+    "rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", namespaced=False
+)
 
 
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+async def _token(client: Client, namespace: str, name: str = "nobody") -> str:
+    await client.create(
+        SERVICE_ACCOUNT,
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": name, "namespace": namespace},
+        },
+    )
+    answer = await client.request(
+        "POST",
+        SERVICE_ACCOUNT.path(namespace, name, "token"),
+        body={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}},
+    )
+    return str(answer["status"]["token"])
+
+
+async def _reader_token(client: Client, namespace: str) -> str:
+    """A token of a ServiceAccount bound to the generated metrics-reader ClusterRole."""
+    token = await _token(client, namespace, "scraper")
+    await client.create(  # non-resource URLs are granted by ClusterRoleBindings only
+        CLUSTER_ROLE_BINDING,
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": f"scraper-{namespace}"},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": rbac.METRICS_READER,
+            },
+            "subjects": [{"kind": "ServiceAccount", "name": "scraper", "namespace": namespace}],
+        },
+    )
+    return token
+
+
+def _bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
 
 
 async def test_appstack_run_serves_probes_and_metrics_and_stops_cleanly_on_sigterm(
@@ -87,7 +132,13 @@ async def test_appstack_run_serves_probes_and_metrics_and_stops_cleanly_on_sigte
             )
             async with http.get(f"http://127.0.0.1:{health}/healthz") as r:
                 assert r.status == 200
-            async with http.get(f"http://127.0.0.1:{metrics}/metrics") as r:
+            url = f"http://127.0.0.1:{metrics}/metrics"
+            async with http.get(url) as r:
+                assert r.status == 401  # anonymous
+            async with http.get(url, headers=_bearer(await _token(client, namespace))) as r:
+                assert r.status == 403  # a valid token, not allowed to read metrics
+            async with http.get(url, headers=_bearer(await _reader_token(client, namespace))) as r:
+                assert r.status == 200
                 text = await r.text()
         assert (
             'controller_runtime_reconcile_total{controller="appservice",result="success"}' in text
@@ -96,6 +147,7 @@ async def test_appstack_run_serves_probes_and_metrics_and_stops_cleanly_on_sigte
         lease = await client.get(LEASE, "appstack-operator", rbac.NAMESPACE)
         assert lease["spec"]["holderIdentity"]
     finally:
+        await client.delete(CLUSTER_ROLE_BINDING, f"scraper-{namespace}")
         proc.send_signal(signal.SIGTERM)
         code = proc.wait(timeout=30)
 

@@ -87,6 +87,7 @@ def test_install_yaml_is_one_bundle_of_everything() -> None:
         "ClusterRoleBinding",
         "Role",
         "RoleBinding",
+        "ClusterRole",  # appstack-metrics-reader, for scrapers
         "ValidatingAdmissionPolicy",
         "ValidatingAdmissionPolicyBinding",
         "Deployment",

@@ -1,5 +1,6 @@
 """What the operator process needs from the API: every registered controller's own rules,
-then Events (de-duplicated: create, then patch the series) — the ClusterRole — and, apart
+then Events (de-duplicated: create, then patch the series) and the reviews that guard
+``/metrics`` — the ClusterRole — and, apart
 from them, its leader-election Lease: :func:`leader_election_rules`, granted only in the
 operator's own namespace (a Role), never cluster-wide."""
 
@@ -7,10 +8,16 @@ from __future__ import annotations
 
 from appstack.controllers.registry import ALL
 from appstack.controllers.util.rbac import Rule, rule
+from appstack.runtime.metricsauth import SUBJECT_ACCESS_REVIEW, TOKEN_REVIEW
 from appstack.runtime.resources import EVENT, LEASE
 
 LEASE_NAME = "appstack-operator"  # the operator's leader-election Lease (appstack run)
-RUNTIME_RULES: list[Rule] = [rule(EVENT, "create", "patch")]
+RUNTIME_RULES: list[Rule] = [
+    rule(EVENT, "create", "patch"),
+    # Who scrapes /metrics (appstack.runtime.metricsauth): check a token, ask if it may.
+    rule(TOKEN_REVIEW, "create"),
+    rule(SUBJECT_ACCESS_REVIEW, "create"),
+]
 
 
 def operator_rules() -> list[Rule]:

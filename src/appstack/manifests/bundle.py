@@ -26,6 +26,7 @@ def permissions() -> list[dict[str, Any]]:
         rbac.cluster_role_binding(),
         rbac.leader_election_role(),
         rbac.leader_election_role_binding(),
+        rbac.metrics_reader(),
         *admission.policies(),
     ]
 
@@ -43,6 +44,7 @@ def render() -> dict[str, str]:
     files["rbac/leader_election_role.yaml"] = _yaml(
         rbac.leader_election_role(), rbac.leader_election_role_binding()
     )
+    files["rbac/metrics_reader.yaml"] = _yaml(rbac.metrics_reader())
     files["admission/policies.yaml"] = _yaml(*admission.policies())
     files["operator.yaml"] = _yaml(workload.namespace(), workload.deployment())
     files["install.yaml"] = _yaml(

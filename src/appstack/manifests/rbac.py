@@ -76,3 +76,16 @@ def leader_election_role_binding(
     namespace: str = NAMESPACE, sa_namespace: str = NAMESPACE
 ) -> dict[str, Any]:
     return role_binding(namespace, sa_namespace, LEADER_ELECTION)
+
+
+METRICS_READER = "appstack-metrics-reader"
+
+
+def metrics_reader() -> dict[str, Any]:
+    """Bind this to whoever scrapes the operator (e.g. Prometheus' ServiceAccount)."""
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": _meta(METRICS_READER),
+        "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}],
+    }

@@ -3,7 +3,8 @@
 1. the HTTP endpoints — ``/healthz`` (alive: 503 once the API server has rejected our
    credentials for ``auth_failure_threshold`` seconds, so the kubelet restarts us),
    ``/readyz`` (200 once caches have synced), ``/metrics`` (Prometheus; may be on its own
-   address, as controller-runtime's :8080/:8081);
+   address, as controller-runtime's :8080/:8081; only for authorised scrapers when given
+   ``metrics_auth``, :mod:`.metricsauth`);
 2. the shared informers (:class:`~appstack.runtime.cache.Cache`), waiting until all have
    synced — no reconcile ever sees a half-filled cache;
 3. leader election, when enabled: only the holder of the Lease starts its controllers,
@@ -34,6 +35,7 @@ from appstack.runtime.cache import Cache
 from appstack.runtime.client import Client
 from appstack.runtime.controller import Controller
 from appstack.runtime.leaderelection import LeaderElectionConfig, LeaderElector, LeadershipLost
+from appstack.runtime.metricsauth import MetricsAuth
 
 log = structlog.get_logger("appstack.manager")
 
@@ -62,6 +64,7 @@ class Manager:
         election_client: Client | None = None,
         shutdown_timeout: float = 20.0,
         auth_failure_threshold: float = 60.0,
+        metrics_auth: MetricsAuth | None = None,
     ) -> None:
         self.client = client
         self.metrics = client.metrics
@@ -79,6 +82,7 @@ class Manager:
         self._clients = [client, *([election_client] if election_client else [])]
         self.metrics_address = metrics_address
         self.health_address = health_address
+        self.metrics_auth = metrics_auth  # None: /metrics is served to anyone who reaches it
         self.bound: dict[str, int] = {}  # "metrics"/"health" -> port actually bound
         self._stop = asyncio.Event()
         self._runners: list[web.AppRunner] = []
@@ -182,7 +186,12 @@ class Manager:
         if "metrics" not in addresses and "health" in self.bound:
             self.bound["metrics"] = self.bound["health"]
 
-    async def _metrics(self, _request: web.Request) -> web.Response:
+    async def _metrics(self, request: web.Request) -> web.Response:
+        if self.metrics_auth is not None:
+            status = await self.metrics_auth.check(request.headers.get("Authorization"))
+            if status != 200:
+                text = "Unauthorized" if status == 401 else "Forbidden"
+                return web.Response(status=status, text=text)
         return web.Response(
             body=self.metrics.exposition(), content_type="text/plain", charset="utf-8"
         )
