@@ -10,11 +10,12 @@ from typing import Any
 
 import pytest
 
+from appstack.controllers.appservice import APP_SERVICE
 from appstack.controllers.appstack import APP_STACK
 from appstack.manifests import rbac
 from appstack.runtime import errors
 from appstack.runtime.client import Client
-from appstack.runtime.resources import ENDPOINT_SLICE, EVENT, LEASE, SECRET
+from appstack.runtime.resources import ENDPOINT_SLICE, EVENT, LEASE, NAMESPACE, POD, SECRET
 from tests.e2e.conftest import RunningOperator, until
 
 
@@ -164,3 +165,81 @@ async def test_external_middleware_may_not_point_inside_the_cluster_or_at_the_no
         client, ENDPOINT_SLICE, "fine-db-external", namespace, lambda s: True, 60, "a slice"
     )
     assert slice_["endpoints"][0]["addresses"] == ["192.0.2.10"]
+
+
+def _ready_reason(obj: dict[str, Any]) -> str:
+    return str(_ready_condition(obj).get("reason", ""))
+
+
+async def _restrict(client: Client, namespace: str) -> None:
+    labels = {
+        "pod-security.kubernetes.io/enforce": "restricted",
+        "pod-security.kubernetes.io/enforce-version": "latest",
+    }
+    await client.patch(NAMESPACE, namespace, {"metadata": {"labels": labels}})
+
+
+async def test_what_we_create_runs_in_a_restricted_namespace(
+    client: Client, namespace: str, operator: RunningOperator
+) -> None:
+    await _restrict(client, namespace)
+    await client.create(
+        APP_SERVICE,
+        {
+            "apiVersion": "appstack.dev/v1",
+            "kind": "AppService",
+            "metadata": {"name": "web", "namespace": namespace},
+            "spec": {"image": "nginx:1.27", "size": 2, "ports": [{"port": 80}]},
+        },
+    )
+    stack = _external_stack(namespace, "shop", "db.example.com")
+    stack["spec"]["middleware"] = [{"name": "db", "type": "postgres", "managed": {}}]
+    await client.create(APP_STACK, stack)
+    await until(client, APP_SERVICE, "web", namespace, lambda a: _ready_reason(a) == "Ready", 90)
+    await until(client, APP_STACK, "shop", namespace, lambda s: _ready_reason(s) == "Ready", 120)
+    pods, _ = await client.list(POD, namespace)
+    assert len(pods) == 4  # web x2, the app, the database
+    for pod in pods:
+        for container in pod["spec"]["containers"]:
+            assert container["securityContext"]["allowPrivilegeEscalation"] is False
+
+
+async def test_pods_that_admission_refuses_make_the_owner_not_ready_with_the_reason(
+    client: Client, namespace: str, operator: RunningOperator
+) -> None:
+    await _restrict(client, namespace)
+    root = {"runAsNonRoot": False, "runAsUser": 0}  # overrides the default, violates the profile
+    await client.create(
+        APP_SERVICE,
+        {
+            "apiVersion": "appstack.dev/v1",
+            "kind": "AppService",
+            "metadata": {"name": "rooted", "namespace": namespace},
+            "spec": {"image": "nginx:1.27", "securityContext": root},
+        },
+    )
+    stack = _external_stack(namespace, "rooted", "db.example.com")
+    stack["spec"]["components"][0]["securityContext"] = root
+    await client.create(APP_STACK, stack)
+    app = await until(
+        client,
+        APP_SERVICE,
+        "rooted",
+        namespace,
+        lambda a: _ready_reason(a) == "ReplicaFailure",
+        90,
+        "the AppService to report the refused pods",
+    )
+    assert "violates PodSecurity" in _ready_condition(app)["message"]
+    found = await until(
+        client,
+        APP_STACK,
+        "rooted",
+        namespace,
+        lambda s: _ready_reason(s) == "ReplicaFailure",
+        90,
+        "the AppStack to report the refused pods",
+    )
+    member = next(m for m in found["status"]["members"] if m["name"] == "app")
+    assert member["state"] == "Failed"
+    assert "violates PodSecurity" in _ready_condition(found)["message"]

@@ -10,9 +10,11 @@ from pydantic import ValidationError
 
 from appstack.api.appstack import AppStackSpec
 from appstack.api.graph import blocked_by, find_cycle, start_order, teardown_order
+from appstack.api.security import SecurityContext
 from appstack.controllers.appstack import catalog, desired, middleware, teardown
 from appstack.controllers.appstack.addresses import ExternalIPPolicy, parse_networks
 from appstack.controllers.appstack.connections import connection_env
+from appstack.controllers.util.workloads import RESTRICTED, security_context
 
 MYSQL = {"name": "mysql", "type": "mysql", "managed": {}}
 
@@ -189,3 +191,13 @@ def test_ip_backed_external_middleware_is_an_opt_in_that_never_reaches_the_node(
         assert on.refusal(host), host
     assert "10.96.0.0/12" in (on.refusal("10.100.0.1") or "")
     assert "10.244.0.0/16" in (on.refusal("10.244.3.7") or "")
+
+
+def test_workloads_are_restricted_unless_the_user_overrides_a_field() -> None:
+    assert security_context(None) == RESTRICTED
+    root = SecurityContext.model_validate({"runAsNonRoot": False, "runAsUser": 0})
+    merged = security_context(root, {"runAsUser": 999})
+    assert merged["runAsNonRoot"] is False
+    assert merged["runAsUser"] == 0  # the user's word over the engine's default
+    assert merged["capabilities"] == {"drop": ["ALL"]}
+    assert merged["seccompProfile"] == {"type": "RuntimeDefault"}

@@ -11,6 +11,7 @@ from appstack.api.crontab import CronTabSpec, cron_problem
 from appstack.controllers.crontab import desired
 from appstack.controllers.crontab.status import from_cron_job
 from appstack.controllers.util.conditions import Problem
+from appstack.controllers.util.workloads import RESTRICTED
 
 
 @pytest.mark.parametrize(
@@ -101,6 +102,7 @@ def test_a_crontab_becomes_an_owned_cron_job_with_replicas_as_parallelism() -> N
         "name": "job",
         "image": "busybox",
         "command": ["date"],
+        "securityContext": RESTRICTED,  # the restricted Pod Security profile by default
     }
     assert cron["metadata"]["ownerReferences"][0]["uid"] == "u"
 

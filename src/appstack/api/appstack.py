@@ -36,6 +36,7 @@ from appstack.api.core import (
 from appstack.api.graph import find_cycle
 from appstack.api.kind import AGE, CustomObject, custom_kind
 from appstack.api.names import DNS_1035, DNS_LABEL, TAG, Image, ObjectName, name_rules
+from appstack.api.security import SECURITY, SecurityContext
 
 MemberName = Annotated[str, Field(min_length=1, max_length=40, pattern=DNS_1035)]
 MiddlewareType = Literal["mysql", "postgres", "redis"]
@@ -79,6 +80,7 @@ class ManagedMiddleware(KubeModel):
         None, description="ConfigMap whose files run on first start."
     )
     resources: ResourceRequirements | None = None
+    security_context: SecurityContext | None = Field(None, description=SECURITY)
 
 
 class SecretRef(KubeModel):
@@ -166,6 +168,7 @@ class Component(KubeModel):
     resources: ResourceRequirements | None = None
     readiness_probe: Probe | None = None
     liveness_probe: Probe | None = None
+    security_context: SecurityContext | None = Field(None, description=SECURITY)
     service_type: ServiceType | None = None
     depends_on: list[MemberName] | None = Field(None, max_length=16)
     uses: list[MemberName] | None = Field(

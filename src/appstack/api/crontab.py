@@ -17,6 +17,7 @@ from appstack.api.core import Condition, KubeModel
 from appstack.api.cron import CRON_RULES, cron_problem
 from appstack.api.kind import AGE, CustomObject, custom_kind
 from appstack.api.names import DNS_LABEL, Image, name_rules
+from appstack.api.security import SECURITY, SecurityContext
 
 
 class CronTabSpec(KubeModel):
@@ -35,6 +36,7 @@ class CronTabSpec(KubeModel):
     )
     command: list[str] | None = Field(None, max_length=64, description="Entrypoint.")
     args: list[str] | None = Field(None, max_length=256, description="Arguments.")
+    security_context: SecurityContext | None = Field(None, description=SECURITY)
     time_zone: str | None = Field(
         None,
         max_length=64,

@@ -15,7 +15,7 @@ from typing import Any
 from appstack.api.appservice import AppServiceSpec
 from appstack.api.core import ServicePort
 from appstack.controllers.util.meta import child_labels, child_metadata, instance_labels
-from appstack.controllers.util.workloads import container
+from appstack.controllers.util.workloads import container, security_context
 
 CONTAINER = "app"
 COMPONENT = "appservice"
@@ -49,6 +49,7 @@ def deployment(app: dict[str, Any], spec: AppServiceSpec) -> dict[str, Any]:
         args=spec.args,
         readiness_probe=spec.readiness_probe,
         liveness_probe=spec.liveness_probe,
+        security=security_context(spec.security_context),
     )
     pod_spec: dict[str, Any] = {"containers": [app_container]}
     if spec.image_pull_secrets:

@@ -23,7 +23,7 @@ from appstack.controllers.util.conditions import Problem
 from appstack.controllers.util.meta import COMPONENT_LABEL, INSTANCE_LABEL, instance_labels
 from appstack.controllers.util.pods import pod_mapper, pod_problem, pods_of
 from appstack.controllers.util.reconciler import KindReconciler
-from appstack.controllers.util.workloads import deployment_rollout
+from appstack.controllers.util.workloads import deployment_rollout, replica_failure
 from appstack.runtime.controller import Result
 from appstack.runtime.resources import DEPLOYMENT, POD, SERVICE
 
@@ -56,7 +56,8 @@ class AppServiceReconciler(KindReconciler[AppServiceSpec]):
         synced, problems = await self.writer.sync_all(obj, desired.children(obj, spec))
         if "Service" not in synced:
             await self.writer.delete(obj, SERVICE, "no ports")
-        rejected = problems[0] if problems else None
+        # A rejected child, or a Deployment that cannot create pods (quota, admission).
+        rejected = problems[0] if problems else replica_failure(synced.get("Deployment"))
         pods = None
         if rejected is None and not deployment_rollout(synced.get("Deployment"), spec.size).done:
             # Why the pods do not come up (pull, crash, scheduling), from the cached pods.

@@ -21,6 +21,7 @@ class Engine:
     password_env: str  # ... and its password (from the generated Secret)
     data_path: str  # where the volume is mounted
     default_user: str | None
+    uid: int = 999  # the image's own non-root user (mysql, postgres and redis: 999)
 
 
 CATALOG: dict[str, Engine] = {

@@ -21,7 +21,7 @@ from appstack.controllers.appstack import labels
 from appstack.controllers.appstack.connections import connection_env, service_name
 from appstack.controllers.appstack.middleware import children as middleware_children
 from appstack.controllers.util.meta import MANAGED_BY
-from appstack.controllers.util.workloads import container
+from appstack.controllers.util.workloads import container, security_context
 
 
 def config_map(owner: dict[str, Any], c: Component) -> dict[str, Any] | None:
@@ -86,6 +86,7 @@ def deployment(
         resources=c.resources,
         readiness_probe=c.readiness_probe,
         liveness_probe=c.liveness_probe,
+        security=security_context(c.security_context),
     )
     sel = labels.selector(stack, c.name)
     template: dict[str, Any] = {

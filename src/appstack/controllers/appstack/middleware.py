@@ -21,6 +21,7 @@ from appstack.controllers.appstack import labels
 from appstack.controllers.appstack.catalog import CATALOG, image
 from appstack.controllers.appstack.connections import credentials_secret, service_name
 from appstack.controllers.util.meta import MANAGED_BY
+from appstack.controllers.util.workloads import security_context
 
 
 def credentials(owner: dict[str, Any], mw: Middleware) -> dict[str, Any]:
@@ -115,10 +116,17 @@ def stateful_set(owner: dict[str, Any], mw: Middleware) -> dict[str, Any]:
         "env": _middleware_env(stack, mw),
         "volumeMounts": mounts,
         "readinessProbe": {"tcpSocket": {"port": engine.port}, "periodSeconds": 5},
+        # restricted, as the image's own user (its entrypoint would switch to it anyway)
+        "securityContext": security_context(
+            managed.security_context, {"runAsUser": engine.uid, "runAsGroup": engine.uid}
+        ),
     }
     if managed.resources:
         container["resources"] = managed.resources.to_dict()
-    pod_spec: dict[str, Any] = {"containers": [container]}
+    pod_spec: dict[str, Any] = {
+        "containers": [container],
+        "securityContext": {"fsGroup": engine.uid},  # the data volume writable by that user
+    }
     if volumes:
         pod_spec["volumes"] = volumes
     claim_spec: dict[str, Any] = {

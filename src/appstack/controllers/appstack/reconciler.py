@@ -30,7 +30,11 @@ from appstack.controllers.appstack.teardown import FINALIZER_NAME, teardown
 from appstack.controllers.util.conditions import Problem
 from appstack.controllers.util.pods import pod_mapper, pod_problem, pods_of
 from appstack.controllers.util.reconciler import KindReconciler
-from appstack.controllers.util.workloads import deployment_ready, statefulset_ready
+from appstack.controllers.util.workloads import (
+    deployment_ready,
+    replica_failure,
+    statefulset_ready,
+)
 from appstack.runtime import errors
 from appstack.runtime.cache import Cache
 from appstack.runtime.client import Client
@@ -187,6 +191,9 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
             current = self.cache.get(DEPLOYMENT, f"{meta['namespace']}/{meta['name']}-{c.name}")
             return status.waiting(base, deployment_ready(current)[1], waiting)
         synced = await self._sync(stack, objects, wanted, problems)
+        failure = replica_failure(synced.get("Deployment"))
+        if failure is not None:
+            problems.append(failure)
         ok, count = deployment_ready(synced.get("Deployment"))
         return status.member(base, ok, count, "rolling out")
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from appstack.api.crontab import CronTabSpec
 from appstack.controllers.util.meta import child_labels, child_metadata
-from appstack.controllers.util.workloads import container
+from appstack.controllers.util.workloads import container, security_context
 
 COMPONENT = "crontab"
 
@@ -20,7 +20,13 @@ def labels(name: str) -> dict[str, str]:
 
 def cron_job(tab: dict[str, Any], spec: CronTabSpec) -> dict[str, Any]:
     meta = tab["metadata"]
-    job = container("job", spec.image, command=spec.command, args=spec.args)
+    job = container(
+        "job",
+        spec.image,
+        command=spec.command,
+        args=spec.args,
+        security=security_context(spec.security_context),
+    )
     cron_spec: dict[str, Any] = {
         "schedule": spec.cron_spec,
         "suspend": spec.suspend,

@@ -1,8 +1,11 @@
 """Workload fields and readiness, the same for every controller that runs pods (pure).
 
-:func:`container` builds a container from the API's fields (env, resources, probes, ...);
+:func:`container` builds a container from the API's fields (env, resources, probes, ...),
+under the ``restricted`` Pod Security profile unless the user's ``securityContext`` says
+otherwise (:func:`security_context`);
 :func:`deployment_rollout` and :func:`statefulset_ready` say whether a workload has rolled
-out its current spec, from its status as the cache holds it.
+out its current spec, from its status as the cache holds it; :func:`replica_failure`
+whether it cannot create pods at all.
 """
 
 from __future__ import annotations
@@ -12,6 +15,23 @@ from dataclasses import dataclass
 from typing import Any
 
 from appstack.api.core import Probe, ResourceRequirements
+from appstack.api.security import SecurityContext
+from appstack.controllers.util.conditions import Problem
+
+# The `restricted` Pod Security profile, per container: what every workload gets by default.
+RESTRICTED: dict[str, Any] = {
+    "runAsNonRoot": True,
+    "allowPrivilegeEscalation": False,
+    "capabilities": {"drop": ["ALL"]},
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+
+
+def security_context(
+    user: SecurityContext | None, base: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """:data:`RESTRICTED`, then ``base`` (e.g. an engine's user id), then what the user set."""
+    return {**RESTRICTED, **(base or {}), **(user.to_dict() if user else {})}
 
 
 def container(
@@ -25,8 +45,10 @@ def container(
     args: Sequence[str] | None = None,
     readiness_probe: Probe | None = None,
     liveness_probe: Probe | None = None,
+    security: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A container with only the fields that are set (server-side apply owns no others)."""
+    """A container with only the fields that are set (server-side apply owns no others),
+    and a securityContext (``security``, default: :data:`RESTRICTED`)."""
     out: dict[str, Any] = {"name": name, "image": image}
     if ports:
         out["ports"] = unique_ports(ports)
@@ -42,6 +64,7 @@ def container(
         out["readinessProbe"] = readiness_probe.to_dict()
     if liveness_probe:
         out["livenessProbe"] = liveness_probe.to_dict()
+    out["securityContext"] = security or dict(RESTRICTED)
     return out
 
 
@@ -101,6 +124,17 @@ def deployment_rollout(deployment: dict[str, Any] | None, want: int | None = Non
         unavailable=int(status.get("unavailableReplicas") or 0),
         generation_seen=generation_seen(deployment),
     )
+
+
+def replica_failure(deployment: dict[str, Any] | None) -> Problem | None:
+    """The Deployment cannot create pods (``ReplicaFailure``: quota, Pod Security or other
+    admission refusals) — a problem the user must fix, not a rollout in progress."""
+    for c in ((deployment or {}).get("status") or {}).get("conditions") or []:
+        if c.get("type") == "ReplicaFailure" and c.get("status") == "True":
+            why = c.get("message") or c.get("reason") or "pods cannot be created"
+            name = (deployment or {})["metadata"]["name"]
+            return Problem("ReplicaFailure", f"Deployment {name} cannot create pods: {why}")
+    return None
 
 
 def deployment_ready(deployment: dict[str, Any] | None) -> tuple[bool, str]:
