@@ -19,20 +19,19 @@ from pathlib import Path
 import yaml
 
 from appstack.controllers.appstack.labels import STACK_LABEL
-from appstack.manifests import crds, rbac, workload
+from appstack.manifests import bundle, crds, rbac, workload
 from appstack.testing.cluster import LocalCluster
 
 OPERATOR = "appstack-operator"
 
 
 def install(cluster: LocalCluster) -> Path:
-    """Apply CRDs and RBAC; return a kubeconfig with the operator's ServiceAccount token."""
+    """Apply CRDs, RBAC and admission policies; return a kubeconfig with the operator's
+    ServiceAccount token."""
     objects = [
         workload.namespace(),
         *crds.all_crds(),
-        rbac.service_account(),
-        rbac.cluster_role(),
-        rbac.cluster_role_binding(),
+        *bundle.permissions(),  # RBAC and the admission policies, as installed
     ]
     cluster.kubectl(
         "apply",
