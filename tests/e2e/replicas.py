@@ -20,8 +20,8 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Secret, ServiceAccount
 
 from appstack.controllers.appservice import APP_SERVICE
+from appstack.controllers.rbac import LEASE_NAME
 from appstack.manifests import rbac
-from appstack.operator import LEASE_NAME
 from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.resources import LEASE

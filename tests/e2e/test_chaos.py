@@ -15,9 +15,10 @@ from appstack.testing.pytest_plugin import ClusterHandle
 
 
 async def test_faults_under_load_lose_nothing_duplicate_nothing_and_stay_fenced(
-    operator_kubeconfig: Path, namespace: str, kube_cluster: ClusterHandle, tmp_path: Path
+    operator_kubeconfig: Path, leases_here: str, kube_cluster: ClusterHandle, tmp_path: Path
 ) -> None:
     cluster = kube_cluster.require_local()
+    namespace = leases_here  # the replicas' Lease, under the generated leader-election Role
     plan = Plan(
         namespace,
         apps=100,

@@ -120,3 +120,15 @@ def test_a_write_after_the_successor_acquired_the_lease_is_unfenced() -> None:
 def test_a_write_before_any_lease_write_is_unfenced() -> None:
     late, _ = unfenced_writes([_event(0, "create", "services", "s", _agent("a_1"))], "ns", "l")
     assert len(late) == 1
+
+
+def test_a_retained_credentials_secret_without_an_owner_is_its_stacks_or_kept_data() -> None:
+    stack = _parent({**small_stack(), "metadata": {"name": "s"}}, "u2")
+    secret = _child("Secret", "s-db-credentials", None)  # retained with the volume: no owner
+    secret["metadata"]["labels"]["appstack.dev/stack"] = "s"
+    report = compare([stack], [secret])
+    assert "AppStack/s: Secret/s-db-credentials" not in report.missing
+    assert report.orphans == []
+    kept = _child("Secret", "old-db-credentials", None)  # its stack was deleted: kept data
+    kept["metadata"]["labels"]["appstack.dev/stack"] = "old"
+    assert compare([], [kept]).orphans == []

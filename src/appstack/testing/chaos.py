@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from appstack.controllers.appstack.connections import credentials_secret
+from appstack.controllers.appstack.labels import STACK_LABEL
 from appstack.controllers.registry import by_kind
 from appstack.controllers.util.registration import Registration
 from appstack.runtime.client import Client
@@ -111,10 +112,21 @@ def compare(
     want = {uid: wanted(p) for uid, p in by_uid.items()}
     owned: dict[str, Counter[Key]] = {uid: Counter() for uid in by_uid}
     report = ChildReport(parents=len(by_uid), expected=sum(len(w) for w in want.values()))
+    stacks = {
+        p["metadata"]["name"]: uid for uid, p in by_uid.items() if p.get("kind") == "AppStack"
+    }
     for child in children:
         key: Key = (child["kind"], child["metadata"]["name"])
         ref = _controller(child)
-        ours = (child["metadata"].get("labels") or {}).get(MANAGED_BY[0]) == MANAGED_BY[1]
+        labels = child["metadata"].get("labels") or {}
+        ours = labels.get(MANAGED_BY[0]) == MANAGED_BY[1]
+        if ref is None and ours and child["kind"] == "Secret":
+            # A credentials Secret lives as long as its retained volume, without an owner:
+            # its stack's when that stack lives, kept data (not an orphan) when it does not.
+            stack = stacks.get(labels.get(STACK_LABEL, ""))
+            if stack is not None:
+                owned[stack][key] += 1
+            continue
         if ref is not None and ref.get("uid") in by_uid:
             owned[ref["uid"]][key] += 1
         elif (ref is None and ours) or (ref is not None and ref.get("kind") in PARENT_KINDS):

@@ -22,7 +22,7 @@ import yaml
 
 from appstack.controllers.appservice import APP_SERVICE
 from appstack.controllers.appstack import APP_STACK
-from appstack.operator import LEASE_NAME
+from appstack.controllers.rbac import LEASE_NAME
 from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.resources import LEASE, Resource
