@@ -304,6 +304,32 @@ async def test_a_write_after_a_freeze_longer_than_the_renew_deadline_is_refused(
             await asyncio.wait_for(task, 15)
 
 
+async def test_the_fence_is_asked_again_once_the_connection_is_in_hand(
+    kubeconfig: Path, client: Client, namespace: str
+) -> None:
+    """Leadership that ends between the first check and the request being written (while
+    waiting for a connection, or a freeze there) still stops the write: the transport asks
+    the fence again when it holds the connection, and then nothing is written."""
+    calls: list[int] = []
+
+    def guard() -> float:
+        calls.append(1)
+        if len(calls) > 1:
+            raise NotLeader("leadership ended while the write waited for its connection")
+        return 5.0
+
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": namespace}}
+    async with await Client.connect(str(kubeconfig)) as own:
+        own.write_guard = guard
+        with pytest.raises(NotLeader):
+            await own.create(CONFIG_MAP, {**cm, "metadata": {**cm["metadata"], "name": "late"}})
+        assert len(calls) == 2
+        await own.get(CONFIG_MAP, "kube-root-ca.crt", namespace)  # reads are never fenced
+    assert len(calls) == 2
+    names = [c["metadata"]["name"] for c in (await client.list(CONFIG_MAP, namespace))[0]]
+    assert "late" not in names
+
+
 async def test_a_lease_stolen_under_the_leader_ends_leadership_and_closes_the_fence(
     kubeconfig: Path, client: Client, namespace: str
 ) -> None:

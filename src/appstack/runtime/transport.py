@@ -92,7 +92,7 @@ class AiohttpTransport:
         self.proxy = _proxy(configuration.proxy)
         self.server_hostname: str | None = configuration.tls_server_name or None
         context = _ssl_context(configuration)
-        self.requests = _session(context, limit=pool_size)
+        self.requests = _session(context, limit=pool_size, fenced=True)
         self.watches = _session(context, limit=0)
 
     @classmethod
@@ -132,6 +132,7 @@ class AiohttpTransport:
                 timeout=timeout,
                 proxy=self.proxy,
                 server_hostname=self.server_hostname,
+                trace_request_ctx={"guard": guard} if guard is not None else None,
             )
             if not request.stream or response.status != 200:
                 async with response:
@@ -167,10 +168,26 @@ def _ssl_context(configuration: Configuration) -> ssl.SSLContext:
     return context
 
 
-def _session(context: ssl.SSLContext, *, limit: int) -> aiohttp.ClientSession:
+def _session(context: ssl.SSLContext, *, limit: int, fenced: bool = False) -> aiohttp.ClientSession:
     connector = aiohttp.TCPConnector(limit=limit, ssl=context, socket_factory=_keepalive_socket)
+    traces = [_fence_trace()] if fenced else []
     # trust_env: HTTPS_PROXY/NO_PROXY from the environment apply, as in client-go.
-    return aiohttp.ClientSession(connector=connector, trust_env=True)
+    return aiohttp.ClientSession(connector=connector, trust_env=True, trace_configs=traces)
+
+
+def _fence_trace() -> aiohttp.TraceConfig:
+    """Ask a write's fence once more when its connection is in hand, right before the request
+    is written: awaiting a connection (or a freeze meanwhile) may have outlasted leadership."""
+
+    async def fence_again(_session: Any, context: Any, _params: Any) -> None:
+        guard = (context.trace_request_ctx or {}).get("guard")
+        if guard is not None:
+            guard()  # raises NotLeader: the request is never written
+
+    trace = aiohttp.TraceConfig()
+    trace.on_connection_create_end.append(fence_again)
+    trace.on_connection_reuseconn.append(fence_again)
+    return trace
 
 
 def _keepalive_socket(addr_info: tuple[Any, ...]) -> socket.socket:
