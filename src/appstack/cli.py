@@ -39,27 +39,64 @@ main.add_command(run_command.run)
 
 @main.command()
 @click.option(
+    "-o",
     "--output-dir",
     default="deploy",
     show_default=True,
     type=click.Path(),
-    help="Where to write the manifests.",
+    help="Where to write the manifests ('-': print the install bundle to stdout).",
 )
 @click.option("--check", is_flag=True, help="Only check that the files are up to date.")
-def manifests(output_dir: str, check: bool) -> None:
-    """Generate deploy/: CRDs (from the API models), RBAC (from what the controllers use),
-    the operator Deployment and the single install.yaml bundle."""
+@click.option("--image", default=None, help="Operator image [default: appstack:VERSION].")
+@click.option(
+    "-n",
+    "--namespace",
+    default="appstack-system",
+    show_default=True,
+    help="Namespace the operator runs in.",
+)
+@click.option(
+    "--watch-namespace",
+    "watch_namespaces",
+    multiple=True,
+    help="Install namespaced: a Role + RoleBinding in this namespace, and the operator watches "
+    "only it (repeatable; default: a ClusterRole, all namespaces).",
+)
+def manifests(
+    output_dir: str,
+    check: bool,
+    image: str | None,
+    namespace: str,
+    watch_namespaces: tuple[str, ...],
+) -> None:
+    """Generate the install: CRDs (from the API models), RBAC (from what the controllers
+    use), the operator Deployment and the single install.yaml bundle.
+
+    Without options this regenerates deploy/. For your cluster, e.g.:
+
+    \b
+    appstack manifests --image REGISTRY/appstack:TAG \\
+      --watch-namespace team-a -o - | kubectl apply -f -
+    """
     from pathlib import Path  # noqa: PLC0415
 
     from appstack.manifests import bundle  # noqa: PLC0415
+    from appstack.manifests.install import InstallOptions  # noqa: PLC0415
+    from appstack.manifests.workload import IMAGE  # noqa: PLC0415
 
+    options = InstallOptions(
+        namespace=namespace, image=image or IMAGE, watch_namespaces=tuple(watch_namespaces)
+    )
+    if output_dir == "-":
+        click.echo(bundle.bundle_text(options), nl=False)
+        return
     directory = Path(output_dir)
     if check:
-        stale = bundle.stale(directory)
+        stale = bundle.stale(directory, options)
         for relative in stale:
             click.echo(f"out of date: {directory / relative}", err=True)
         sys.exit(1 if stale else 0)
-    for path in bundle.write(directory):
+    for path in bundle.write(directory, options):
         click.echo(f"wrote {path}")
 
 

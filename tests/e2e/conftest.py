@@ -121,10 +121,19 @@ def operator_kubeconfig(
     light = LightClient(
         config=KubeConfig.from_file(str(kube_cluster.kubeconfig)), field_manager="appstack-tests"
     )
+    apply_objects(light, objects)
+    path = tmp_path_factory.mktemp("operator") / "kubeconfig"
+    return service_account_kubeconfig(light, kube_cluster.kubeconfig, rbac.NAMESPACE, path)
+
+
+def apply_objects(light: LightClient, objects: list[dict[str, Any]]) -> None:
+    """Server-side apply ``objects`` in order; wait until their CRDs are established."""
     for obj in objects:
         light.apply(codecs.from_dict(obj), force=True)
-    for crd in crds.all_crds():
-        name = crd["metadata"]["name"]
+    for obj in objects:
+        if obj["kind"] != "CustomResourceDefinition":
+            continue
+        name = obj["metadata"]["name"]
         wait_for(
             lambda n=name: (
                 condition_status(light.get(CustomResourceDefinition, n), "Established") == "True"
@@ -132,18 +141,26 @@ def operator_kubeconfig(
             timeout=30,
             what=f"CRD {name}",
         )
+
+
+def service_account_kubeconfig(
+    light: LightClient, admin_kubeconfig: Path, namespace: str, path: Path
+) -> Path:
+    """Write to ``path`` a kubeconfig with a token of the operator's ServiceAccount in
+    ``namespace`` (so that it runs with exactly the generated RBAC)."""
+    from appstack.manifests import rbac  # noqa: PLC0415
+
     token = light.create(
         TokenRequest(
-            metadata=ObjectMeta(name=rbac.NAME, namespace=rbac.NAMESPACE),
+            metadata=ObjectMeta(name=rbac.NAME, namespace=namespace),
             spec=TokenRequestSpec(audiences=[], expirationSeconds=7200),
         ),
         name=rbac.NAME,
-        namespace=rbac.NAMESPACE,
+        namespace=namespace,
     ).status.token
-    admin = yaml.safe_load(kube_cluster.kubeconfig.read_text())
+    admin = yaml.safe_load(admin_kubeconfig.read_text())
     admin["users"] = [{"name": "operator", "user": {"token": token}}]
     admin["contexts"][0]["context"]["user"] = "operator"
-    path = tmp_path_factory.mktemp("operator") / "kubeconfig"
     path.write_text(yaml.safe_dump(admin))
     return path
 

@@ -65,3 +65,15 @@ def test_manifests_check_passes_on_the_committed_files(tmp_path: Path) -> None:
     assert stale.exit_code == 1
     written = CliRunner().invoke(main, ["manifests", "--output-dir", str(tmp_path)])
     assert "install.yaml" in written.output
+
+
+def test_manifests_prints_a_namespaced_install_bundle_to_stdout() -> None:
+    args = ["manifests", "--image", "reg/op:2", "-n", "ops", "--watch-namespace", "a", "-o", "-"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    docs = list(yaml.safe_load_all(result.output))
+    assert ("Role", "a") in [(d["kind"], d["metadata"].get("namespace")) for d in docs]
+    (deployment,) = [d for d in docs if d["kind"] == "Deployment"]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == "reg/op:2"
+    assert "--namespace=a" in container["args"]

@@ -6,15 +6,17 @@ from pathlib import Path
 
 import yaml
 
+from appstack.controllers.rbac import RUNTIME_RULES, operator_rules
 from appstack.controllers.registry import ALL
 from appstack.manifests import bundle, rbac, workload
+from appstack.manifests.install import InstallOptions, install
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 
 
 def test_the_committed_manifests_match_the_code() -> None:
     stale = bundle.stale(DEPLOY)
-    assert stale == [], f"run `appstack manifests` and commit: {stale}"
+    assert stale == [], f"run `make manifests` and commit: {stale}"
 
 
 def test_rbac_names_every_verb_and_resource_explicitly() -> None:
@@ -55,3 +57,34 @@ def test_install_yaml_is_one_bundle_of_everything() -> None:
         "ClusterRoleBinding",
         "Deployment",
     ]
+
+
+def test_a_namespaced_install_has_a_role_per_watched_namespace_and_flags_to_match() -> None:
+    options = InstallOptions(namespace="ops", image="reg/op:1", watch_namespaces=("a", "b"))
+    parts = install(options)
+    kinds = [(o["kind"], o["metadata"].get("namespace")) for o in parts.rbac]
+    assert kinds == [
+        ("Role", "a"),
+        ("RoleBinding", "a"),
+        ("Role", "b"),
+        ("RoleBinding", "b"),
+        ("Role", "ops"),  # its Lease and Events only
+        ("RoleBinding", "ops"),
+    ]
+    assert parts.rbac[4]["rules"] == RUNTIME_RULES
+    for binding in parts.rbac[1::2]:
+        assert binding["subjects"] == [
+            {"kind": "ServiceAccount", "name": rbac.NAME, "namespace": "ops"}
+        ]
+    (container,) = parts.deployment["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == "reg/op:1"
+    assert container["args"][-2:] == ["--namespace=a", "--namespace=b"]
+    assert parts.deployment["metadata"]["namespace"] == "ops"
+    assert parts.namespace["metadata"]["name"] == "ops"
+    assert not [o for o in parts.objects() if o["kind"].startswith("Cluster")]
+
+
+def test_watching_the_operators_own_namespace_needs_no_extra_role() -> None:
+    parts = install(InstallOptions(namespace="ops", watch_namespaces=("ops",)))
+    assert [o["kind"] for o in parts.rbac] == ["Role", "RoleBinding"]
+    assert parts.rbac[0]["rules"] == operator_rules()

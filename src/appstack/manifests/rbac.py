@@ -1,12 +1,14 @@
 """RBAC generated from what the controllers declare they use (no wildcards): a
 ServiceAccount, a ClusterRole + binding (watch all namespaces), and a namespaced
-Role + binding variant (for ``appstack run --namespace``)."""
+Role + binding variant (for ``appstack run --namespace``). Which of them an install uses is
+decided in :mod:`appstack.manifests.install`."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from appstack.controllers.rbac import operator_rules
+from appstack.controllers.util.rbac import Rule
 from appstack.manifests.crds import LABELS
 
 NAMESPACE = "appstack-system"
@@ -43,12 +45,13 @@ def cluster_role_binding(namespace: str = NAMESPACE) -> dict[str, Any]:
     }
 
 
-def role(namespace: str) -> dict[str, Any]:
+def role(namespace: str, rules: list[Rule] | None = None) -> dict[str, Any]:
+    """The operator's Role in ``namespace``: every rule it uses, unless told which."""
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "Role",
         "metadata": _meta(NAME, namespace),
-        "rules": operator_rules(),
+        "rules": operator_rules() if rules is None else rules,
     }
 
 

@@ -13,12 +13,12 @@ from appstack.manifests.rbac import NAME, NAMESPACE
 IMAGE = f"appstack:{__version__}"
 
 
-def namespace() -> dict[str, Any]:
+def namespace(name: str = NAMESPACE) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Namespace",
         "metadata": {
-            "name": NAMESPACE,
+            "name": name,
             "labels": {**LABELS, "pod-security.kubernetes.io/enforce": "restricted"},
         },
     }
@@ -28,7 +28,14 @@ def _field_env(name: str, path: str) -> dict[str, Any]:
     return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
 
 
-def deployment(image: str = IMAGE) -> dict[str, Any]:
+def deployment(
+    image: str = IMAGE,
+    *,
+    namespace: str = NAMESPACE,
+    watch_namespaces: tuple[str, ...] = (),
+    replicas: int = 2,
+) -> dict[str, Any]:
+    """The operator's Deployment; it watches ``watch_namespaces`` (none: all)."""
     selector = {"app.kubernetes.io/name": NAME}
     container = {
         "name": "operator",
@@ -39,6 +46,7 @@ def deployment(image: str = IMAGE) -> dict[str, Any]:
             "--metrics-bind-address=:8080",
             "--health-probe-bind-address=:8081",
             "--log-format=json",
+            *(f"--namespace={watched}" for watched in watch_namespaces),
         ],
         "env": [
             _field_env("POD_NAMESPACE", "metadata.namespace"),
@@ -73,9 +81,9 @@ def deployment(image: str = IMAGE) -> dict[str, Any]:
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": {"name": NAME, "namespace": NAMESPACE, "labels": {**LABELS, **selector}},
+        "metadata": {"name": NAME, "namespace": namespace, "labels": {**LABELS, **selector}},
         "spec": {
-            "replicas": 2,
+            "replicas": replicas,
             "selector": {"matchLabels": selector},
             "template": {
                 "metadata": {"labels": {**LABELS, **selector}},
