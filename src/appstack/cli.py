@@ -100,6 +100,42 @@ def manifests(
         click.echo(f"wrote {path}")
 
 
+@main.command()
+@click.option(
+    "--kubeconfig",
+    envvar="KUBECONFIG",
+    default=None,
+    help="Kubeconfig to use (default: $KUBECONFIG, ~/.kube/config, or in-cluster).",
+)
+@click.option("--timeout", default=300.0, show_default=True, help="Seconds to wait for each step.")
+@click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
+def uninstall(kubeconfig: str | None, timeout: float, yes: bool) -> None:
+    """Remove appstack from a cluster: every custom resource in all namespaces (waiting
+    for the still-running operator to finalize them and for their children to go), then
+    the operator (Deployment, RBAC, ServiceAccount), then the CRDs and its Namespace."""
+    import asyncio  # noqa: PLC0415
+
+    from appstack import uninstall as removal  # noqa: PLC0415
+    from appstack.runtime.client import Client  # noqa: PLC0415
+
+    if not yes:
+        click.confirm(
+            "Delete every appstack custom resource in all namespaces, then the operator and "
+            "the CRDs?",
+            abort=True,
+        )
+
+    async def go() -> None:
+        async with await Client.connect(kubeconfig) as client:
+            await removal.uninstall(client, click.echo, timeout)
+
+    try:
+        asyncio.run(go())
+    except removal.UninstallError as error:
+        raise click.ClickException(str(error)) from error
+    click.echo("appstack uninstalled.")
+
+
 class _KindsCommand(click.Command):
     """A command whose help names the registered kinds (``{kinds}``), looked up only when
     the help is shown."""

@@ -76,7 +76,8 @@ def running_operator(
             assert time.monotonic() < deadline, f"never ready: {log.read_text()[-3000:]}"
             time.sleep(0.2)
         yield proc
-        assert proc.poll() is None, f"operator died: {log.read_text()[-3000:]}"
+        # still running, or stopped by the test with SIGTERM (a clean exit): never crashed
+        assert proc.poll() in {None, 0}, f"operator died: {log.read_text()[-3000:]}"
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)

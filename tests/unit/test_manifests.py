@@ -10,6 +10,7 @@ from appstack.controllers.rbac import RUNTIME_RULES, operator_rules
 from appstack.controllers.registry import ALL
 from appstack.manifests import bundle, rbac, workload
 from appstack.manifests.install import InstallOptions, install
+from appstack.uninstall import INSTALLED, removal_order
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 
@@ -88,3 +89,11 @@ def test_watching_the_operators_own_namespace_needs_no_extra_role() -> None:
     parts = install(InstallOptions(namespace="ops", watch_namespaces=("ops",)))
     assert [o["kind"] for o in parts.rbac] == ["Role", "RoleBinding"]
     assert parts.rbac[0]["rules"] == operator_rules()
+
+
+def test_uninstall_knows_every_kind_an_install_creates_and_removes_the_crds_last() -> None:
+    for options in (InstallOptions(), InstallOptions(watch_namespaces=("a",))):
+        assert {o["kind"] for o in install(options).objects()} <= set(INSTALLED)
+    order = [r.kind for r in removal_order()]
+    assert order[0] == "Deployment"
+    assert order[-2:] == ["CustomResourceDefinition", "Namespace"]
