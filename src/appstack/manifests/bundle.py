@@ -1,4 +1,6 @@
-"""The files under ``deploy/``, rendered from code (pure), and writing them."""
+"""The files under ``deploy/``, rendered from code (pure), and writing them: the CRDs,
+RBAC, operator.yaml, install.yaml (all of it in one file) and kustomization.yaml (deploy/
+as a kustomize base)."""
 
 from __future__ import annotations
 
@@ -38,8 +40,23 @@ def render(options: InstallOptions | None = None) -> dict[str, str]:
     else:
         files["rbac/roles.yaml"] = _yaml(*parts.rbac)
     files["operator.yaml"] = _yaml(parts.namespace, parts.deployment)
+    files["kustomization.yaml"] = kustomization(options, list(files))
     files["install.yaml"] = _yaml(*parts.objects())
     return files
+
+
+def kustomization(options: InstallOptions, paths: list[str]) -> str:
+    """deploy/ as a kustomize base: the same objects as install.yaml (the Role variant
+    files of a cluster-wide install are left out)."""
+    unused = {"rbac/role.yaml", "rbac/role_binding.yaml"} if options.cluster_wide else set()
+    resources = sorted(p for p in paths if p not in unused)
+    resources.sort(key=lambda p: 0 if p.startswith("crds/") else 1)
+    kustomization = {
+        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "kind": "Kustomization",
+        "resources": resources,
+    }
+    return HEADER + yaml.safe_dump(kustomization, sort_keys=False)
 
 
 def bundle_text(options: InstallOptions) -> str:
