@@ -73,7 +73,9 @@ def removal_order() -> list[Resource]:
         for obj in reversed(install(options).objects())
     ]
     last = ("CustomResourceDefinition", "Namespace")
-    ordered = sorted(dict.fromkeys(kinds), key=lambda k: last.index(k) + 1 if k in last else 0)
+    ordered = sorted(
+        dict.fromkeys(["Deployment", *kinds]), key=lambda k: last.index(k) + 1 if k in last else 0
+    )
     return [INSTALLED[kind] for kind in ordered]
 
 

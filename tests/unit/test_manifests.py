@@ -57,6 +57,7 @@ def test_install_yaml_is_one_bundle_of_everything() -> None:
         "ClusterRole",
         "ClusterRoleBinding",
         "Deployment",
+        "Service",
     ]
 
 

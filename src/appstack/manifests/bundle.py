@@ -39,7 +39,7 @@ def render(options: InstallOptions | None = None) -> dict[str, str]:
         )
     else:
         files["rbac/roles.yaml"] = _yaml(*parts.rbac)
-    files["operator.yaml"] = _yaml(parts.namespace, parts.deployment)
+    files["operator.yaml"] = _yaml(parts.namespace, parts.deployment, parts.metrics_service)
     files["kustomization.yaml"] = kustomization(options, list(files))
     files["install.yaml"] = _yaml(*parts.objects())
     return files

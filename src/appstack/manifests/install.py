@@ -41,6 +41,7 @@ class Install:
     service_account: Obj
     rbac: list[Obj] = field(default_factory=list)
     deployment: Obj = field(default_factory=dict)
+    metrics_service: Obj = field(default_factory=dict)
 
     def objects(self) -> list[Obj]:
         """Everything, in the order it can be applied."""
@@ -50,6 +51,7 @@ class Install:
             self.service_account,
             *self.rbac,
             self.deployment,
+            self.metrics_service,
         ]
 
 
@@ -83,4 +85,5 @@ def install(options: InstallOptions | None = None) -> Install:
             watch_namespaces=options.watch_namespaces,
             replicas=options.replicas,
         ),
+        metrics_service=workload.metrics_service(options.namespace),
     )

@@ -1,6 +1,6 @@
-"""The operator's workload — its own Namespace and Deployment: two replicas with leader
-election, probes, resources, and a locked-down security context (non-root, read-only root
-filesystem, seccomp RuntimeDefault, all capabilities dropped)."""
+"""The operator's workload — its own Namespace, its metrics Service and its Deployment: two
+replicas with leader election, probes, resources, and a locked-down security context
+(non-root, read-only root filesystem, seccomp RuntimeDefault, all capabilities dropped)."""
 
 from __future__ import annotations
 
@@ -24,6 +24,29 @@ def namespace(name: str = NAMESPACE) -> dict[str, Any]:
     }
 
 
+METRICS_SERVICE = f"{NAME}-metrics"
+SELECTOR = {"app.kubernetes.io/name": NAME}
+
+
+def metrics_service(namespace: str = NAMESPACE) -> dict[str, Any]:
+    """A Service in front of the operator's /metrics (for Prometheus / a ServiceMonitor)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": METRICS_SERVICE,
+            "namespace": namespace,
+            "labels": {**LABELS, **SELECTOR},
+        },
+        "spec": {
+            "selector": SELECTOR,
+            "ports": [
+                {"name": "metrics", "port": 8080, "targetPort": "metrics", "protocol": "TCP"}
+            ],
+        },
+    }
+
+
 def _field_env(name: str, path: str) -> dict[str, Any]:
     return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
 
@@ -36,7 +59,7 @@ def deployment(
     replicas: int = 2,
 ) -> dict[str, Any]:
     """The operator's Deployment; it watches ``watch_namespaces`` (none: all)."""
-    selector = {"app.kubernetes.io/name": NAME}
+    selector = SELECTOR
     container = {
         "name": "operator",
         "image": image,
