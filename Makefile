@@ -54,10 +54,11 @@ demo: build
 demo-down: install
 	$(BIN)/appstack cluster down
 
-# deploy/ (CRDs, RBAC, the operator's Deployment, install.yaml), generated from the code.
+# deploy/ (CRDs, RBAC, the operator's Deployment, install.yaml, kustomization.yaml) and the
+# Helm chart charts/appstack, generated from the code.
 # For your own cluster see `appstack manifests --help` (image, namespace, watched namespaces).
 manifests: install
-	$(BIN)/appstack manifests -o deploy
+	$(BIN)/appstack manifests -o deploy --chart-dir charts/appstack
 
 # Remove appstack from the cluster of $KUBECONFIG: custom resources (finalized by the
 # still-running operator), then the operator, then the CRDs. Asks first; YES=1 does not.

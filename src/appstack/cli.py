@@ -62,12 +62,20 @@ main.add_command(run_command.run)
     help="Install namespaced: a Role + RoleBinding in this namespace, and the operator watches "
     "only it (repeatable; default: a ClusterRole, all namespaces).",
 )
+@click.option(
+    "--chart-dir",
+    default=None,
+    type=click.Path(),
+    help="Also write the Helm chart there (charts/appstack in this repository).",
+)
 def manifests(
+    *,
     output_dir: str,
     check: bool,
     image: str | None,
     namespace: str,
     watch_namespaces: tuple[str, ...],
+    chart_dir: str | None,
 ) -> None:
     """Generate the install: CRDs (from the API models), RBAC (from what the controllers
     use), the operator Deployment and the single install.yaml bundle.
@@ -80,7 +88,7 @@ def manifests(
     """
     from pathlib import Path  # noqa: PLC0415
 
-    from appstack.manifests import bundle  # noqa: PLC0415
+    from appstack.manifests import bundle, chart  # noqa: PLC0415
     from appstack.manifests.install import InstallOptions  # noqa: PLC0415
     from appstack.manifests.workload import IMAGE  # noqa: PLC0415
 
@@ -90,14 +98,17 @@ def manifests(
     if output_dir == "-":
         click.echo(bundle.bundle_text(options), nl=False)
         return
-    directory = Path(output_dir)
+    outputs = {Path(output_dir): bundle.render(options)}
+    if chart_dir:
+        outputs[Path(chart_dir)] = chart.render()
     if check:
-        stale = bundle.stale(directory, options)
-        for relative in stale:
-            click.echo(f"out of date: {directory / relative}", err=True)
+        stale = [d / rel for d, files in outputs.items() for rel in bundle.stale(d, files)]
+        for path in stale:
+            click.echo(f"out of date: {path}", err=True)
         sys.exit(1 if stale else 0)
-    for path in bundle.write(directory, options):
-        click.echo(f"wrote {path}")
+    for directory, files in outputs.items():
+        for path in bundle.write(directory, files):
+            click.echo(f"wrote {path}")
 
 
 @main.command()

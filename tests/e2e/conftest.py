@@ -29,6 +29,7 @@ from appstack.runtime.client import Client
 from appstack.runtime.events import EventRecorder
 from appstack.runtime.manager import Manager
 from appstack.runtime.resources import Resource
+from appstack.testing.cluster import LocalCluster
 from appstack.testing.pytest_plugin import ClusterHandle
 from appstack.testing.waiting import condition_status, wait_for, wait_until
 
@@ -97,6 +98,17 @@ def widget_crd(kube: LightClient) -> Iterator[Resource]:
     )
     yield Resource(WIDGET_GROUP, "v1", kind, plural)
     kube.delete(CustomResourceDefinition, name)
+
+
+@pytest.fixture(scope="module")
+def fresh_cluster(kube_cluster: ClusterHandle) -> Iterator[LocalCluster]:
+    """A cluster of the module's own, for tests that install and remove cluster-wide
+    things the session shares (CRDs, the operator's ClusterRole): about 5 s to start."""
+    kube_cluster.require_local()  # needs the local toolchain
+    local = LocalCluster(f"fresh-{uuid.uuid4().hex[:6]}", nodes=1, pods_per_node=200)
+    local.up()
+    yield local
+    local.down()
 
 
 # --------------------------------------------------------------------------- the operator

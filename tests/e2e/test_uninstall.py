@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +37,6 @@ from appstack.runtime.resources import (
     STATEFUL_SET,
 )
 from appstack.testing.cluster import LocalCluster
-from appstack.testing.pytest_plugin import ClusterHandle
 from appstack.uninstall import CRD, INSTALLED, SELECTOR, uninstall
 from tests.e2e.conftest import until
 from tests.e2e.installed import apply_install, running_operator
@@ -54,15 +52,6 @@ LEFTOVER_KINDS = [
     SERVICE_ACCOUNT,
     *INSTALLED.values(),
 ]
-
-
-@pytest.fixture(scope="module")
-def own_cluster(kube_cluster: ClusterHandle) -> Iterator[LocalCluster]:
-    kube_cluster.require_local()  # needs the local toolchain
-    local = LocalCluster(f"uninstall-{uuid.uuid4().hex[:6]}", nodes=1, pods_per_node=200)
-    local.up()
-    yield local
-    local.down()
 
 
 def _ready(obj: dict[str, Any]) -> bool:
@@ -111,10 +100,10 @@ async def _leftovers(client: Client) -> list[str]:
 
 
 async def test_uninstall_removes_resources_then_operator_then_crds_leaving_nothing(
-    own_cluster: LocalCluster, tmp_path: Path
+    fresh_cluster: LocalCluster, tmp_path: Path
 ) -> None:
     light = LightClient(
-        config=KubeConfig.from_file(str(own_cluster.kubeconfig)), field_manager="appstack-tests"
+        config=KubeConfig.from_file(str(fresh_cluster.kubeconfig)), field_manager="appstack-tests"
     )
     parts = install()
     apply_install(light, parts)
@@ -123,8 +112,8 @@ async def test_uninstall_removes_resources_then_operator_then_crds_leaving_nothi
     light.create(Namespace(metadata=ObjectMeta(name=namespace)))
     said: list[str] = []
 
-    async with await Client.connect(str(own_cluster.kubeconfig)) as client:
-        with running_operator(light, own_cluster.kubeconfig, parts, tmp_path) as operator:
+    async with await Client.connect(str(fresh_cluster.kubeconfig)) as client:
+        with running_operator(light, fresh_cluster.kubeconfig, parts, tmp_path) as operator:
             await client.create(APP_STACK, _stack(namespace))
             await client.create(APP_SERVICE, _app(namespace))
             await until(client, APP_STACK, "shop", namespace, _ready, 120, "shop Ready")
@@ -148,17 +137,17 @@ async def test_uninstall_removes_resources_then_operator_then_crds_leaving_nothi
 
 
 async def test_uninstall_without_a_running_operator_stops_before_removing_it(
-    own_cluster: LocalCluster,
+    fresh_cluster: LocalCluster,
 ) -> None:
     """No operator: a finalizer cannot be removed, so the operator and CRDs stay."""
     light = LightClient(
-        config=KubeConfig.from_file(str(own_cluster.kubeconfig)), field_manager="appstack-tests"
+        config=KubeConfig.from_file(str(fresh_cluster.kubeconfig)), field_manager="appstack-tests"
     )
     parts = install()
     apply_install(light, parts)
     namespace = f"stuck-{uuid.uuid4().hex[:6]}"
     light.create(Namespace(metadata=ObjectMeta(name=namespace)))
-    async with await Client.connect(str(own_cluster.kubeconfig)) as client:
+    async with await Client.connect(str(fresh_cluster.kubeconfig)) as client:
         app = _app(namespace)
         app["metadata"]["finalizers"] = ["appstack.dev/test-held"]
         await client.create(APP_SERVICE, app)

@@ -82,6 +82,7 @@ def test_kwok_config_has_options_and_the_stages() -> None:
         "node-heartbeat",
         "pod-ready",
         "pod-complete",
+        "pod-complete-helm-test",
         "pod-delete",
         "pod-pull-fails",
         "pod-pull-backoff",

@@ -8,15 +8,18 @@ import yaml
 
 from appstack.controllers.rbac import RUNTIME_RULES, operator_rules
 from appstack.controllers.registry import ALL
-from appstack.manifests import bundle, rbac, workload
+from appstack.manifests import bundle, chart, rbac, workload
 from appstack.manifests.install import InstallOptions, install
 from appstack.uninstall import INSTALLED, removal_order
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+CHART = DEPLOY.parent / "charts" / "appstack"
 
 
-def test_the_committed_manifests_match_the_code() -> None:
-    stale = bundle.stale(DEPLOY)
+def test_the_committed_manifests_and_chart_match_the_code() -> None:
+    stale = bundle.stale(DEPLOY, bundle.render())
+    assert stale == [], f"run `make manifests` and commit: {stale}"
+    stale = bundle.stale(CHART, chart.render())
     assert stale == [], f"run `make manifests` and commit: {stale}"
 
 

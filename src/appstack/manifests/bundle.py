@@ -64,9 +64,10 @@ def bundle_text(options: InstallOptions) -> str:
     return _yaml(*install(options).objects())
 
 
-def write(directory: Path, options: InstallOptions | None = None) -> list[Path]:
+def write(directory: Path, files: dict[str, str]) -> list[Path]:
+    """Write ``files`` (relative path → content) under ``directory``; the changed paths."""
     written = []
-    for relative, text in render(options).items():
+    for relative, text in files.items():
         path = directory / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         if not path.exists() or path.read_text() != text:
@@ -75,10 +76,10 @@ def write(directory: Path, options: InstallOptions | None = None) -> list[Path]:
     return written
 
 
-def stale(directory: Path, options: InstallOptions | None = None) -> list[str]:
-    """Files that differ from what the code generates (empty when up to date)."""
+def stale(directory: Path, files: dict[str, str]) -> list[str]:
+    """Those of ``files`` that differ under ``directory`` (empty when up to date)."""
     return [
         rel
-        for rel, text in render(options).items()
+        for rel, text in files.items()
         if not (directory / rel).exists() or (directory / rel).read_text() != text
     ]

@@ -14,6 +14,7 @@ from pathlib import Path
 KUBERNETES = "v1.36.3"
 ETCD = "v3.6.16"
 KWOK = "v0.8.0"
+HELM = "v3.22.0"  # built on demand (the Helm chart tests), not by `appstack cluster build`
 
 
 def cache_root() -> Path:
