@@ -138,7 +138,7 @@ It watches all namespaces.
 {{{{- end }}}}
 
   kubectl -n {{{{ .Release.Namespace }}}} rollout status deployment/{rbac.NAME}
-  kubectl apply -f https://raw.githubusercontent.com/appstack/appstack/main/examples/appservice.yaml
+  kubectl apply -f examples/appservice.yaml     # from the appstack repository
   kubectl get appstack-all -A
 
 Upgrading: CRDs are not upgraded by Helm. First: kubectl apply --server-side -f crds/
