@@ -9,6 +9,7 @@ there is no kubelet, so this proves the hook's wiring, not the HTTP call it make
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.core_v1 import Namespace, ServiceAccount
 from lightkube.resources.rbac_authorization_v1 import ClusterRole, Role
 
-from appstack.manifests import crds
+from appstack.manifests import crds, dashboard, monitoring
 from appstack.manifests.install import install
 from appstack.testing.cluster import LocalCluster
 from appstack.testing.helm import Helm
@@ -55,6 +56,24 @@ def test_helm_lint_and_template_equal_the_generated_install(helm: Helm) -> None:
     assert rendered == sorted(expected, key=_key)
     chart_crds = [yaml.safe_load(p.read_text()) for p in sorted((CHART / "crds").iterdir())]
     assert chart_crds == sorted(crds.all_crds(), key=lambda c: c["metadata"]["name"])
+
+
+def test_helm_template_renders_the_optional_monitoring_objects(helm: Helm) -> None:
+    out = helm(
+        "template",
+        "appstack",
+        str(CHART),
+        f"--namespace={NS}",
+        "--set=metrics.serviceMonitor.enabled=true",
+        "--set=metrics.prometheusRule.enabled=true",
+        "--set=metrics.grafanaDashboard.enabled=true",
+    ).stdout
+    rendered = {d["kind"]: d for d in yaml.safe_load_all(out) if d}
+    assert rendered["ServiceMonitor"] == monitoring.service_monitor(NS)
+    assert rendered["PrometheusRule"] == dashboard.prometheus_rule(NS)
+    board = json.loads(rendered["ConfigMap"]["data"]["appstack-operator.json"])
+    assert board == dashboard.grafana_dashboard()
+    assert rendered["Pod"]["metadata"]["annotations"]["helm.sh/hook"] == "test"
 
 
 def test_helm_install_test_upgrade_uninstall(helm: Helm, fresh_cluster: LocalCluster) -> None:
