@@ -1,10 +1,12 @@
 """The ``appstack`` command line.
 
-The operator's commands: ``run`` (every registered controller against a cluster),
-``render`` (what the operator would apply, offline) and ``manifests`` (generate deploy/).
-``appstack cluster ...`` manages the local control plane used for development, the demo
-and the tests (see :mod:`appstack.testing`). Heavy modules are imported lazily, so that
-``--help`` stays fast and the operator image needs no testing extra.
+Here: ``run`` (the operator: every registered controller against a cluster) and
+``render`` (what the operator would apply, offline, as YAML or JSON). In
+:mod:`appstack.cli_install`: ``manifests`` (deploy/, the Helm chart, or an install for
+your image and namespaces), ``uninstall`` and ``status``. In :mod:`appstack.cli_cluster`:
+``appstack cluster ...``, the local control plane for development, the demo and the tests
+(:mod:`appstack.testing`). Heavy modules are imported lazily, so that ``--help`` stays
+fast and the operator image needs no testing extra.
 """
 
 from __future__ import annotations
@@ -53,7 +55,15 @@ class _KindsCommand(click.Command):
     type=click.File(),
     help="YAML file with appstack objects, and any others ('-' for stdin).",
 )
-def render(filename: TextIO) -> None:
+@click.option(
+    "-o",
+    "--output",
+    type=click.Choice(["yaml", "json"]),
+    default="yaml",
+    show_default=True,
+    help="yaml: a multi-document stream; json: a v1 List.",
+)
+def render(filename: TextIO, output: str) -> None:
     """Print what the {kinds} objects in a file become, without a cluster.
 
     The file is validated with the same rules as admission; invalid input prints
@@ -72,7 +82,12 @@ def render(filename: TextIO) -> None:
     except yaml.YAMLError as error:
         click.echo(f"error: not valid YAML: {error}", err=True)
         sys.exit(1)
-    click.echo(yaml.safe_dump_all(objects, sort_keys=False), nl=False)
+    if output == "json":
+        import json  # noqa: PLC0415
+
+        click.echo(json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}, indent=2))
+    else:
+        click.echo(yaml.safe_dump_all(objects, sort_keys=False), nl=False)
 
 
 def _register() -> None:

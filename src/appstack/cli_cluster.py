@@ -23,7 +23,20 @@ _NAME = click.option(
 )
 
 
-@click.group()
+class _NeedsTestingExtra(click.Group):
+    """Says what to install when the ``testing`` extra is missing, instead of a traceback."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except ModuleNotFoundError as error:
+            raise click.ClickException(
+                f"`appstack cluster` needs the testing extra ({error.name} is not installed): "
+                "pip install 'appstack[testing]' (in a checkout: make install)"
+            ) from error
+
+
+@click.group(cls=_NeedsTestingExtra)
 def cluster() -> None:
     """A local Kubernetes control plane (etcd, kube-apiserver, controller-manager,
     scheduler, kwok fake nodes) running as processes on 127.0.0.1."""

@@ -100,7 +100,12 @@ import click
     show_default=True,
     help="auto: JSON unless stderr is a terminal.",
 )
-@click.option("--log-level", default="info", show_default=True)
+@click.option(
+    "--log-level",
+    type=click.Choice(["debug", "info", "warning", "error", "critical"], case_sensitive=False),
+    default="info",
+    show_default=True,
+)
 def run(
     *,
     kubeconfig: str | None,
