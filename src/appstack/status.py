@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from appstack.api.kind import group_key
+from appstack.api.kind import GROUP, group_key
 from appstack.controllers.registry import by_kind
 from appstack.core.resource import Resource
 from appstack.runtime import errors
@@ -26,6 +26,7 @@ from appstack.runtime.resources import (
 
 CHILD_KINDS = (STATEFUL_SET, DEPLOYMENT, SERVICE, ENDPOINT_SLICE, CONFIG_MAP, SECRET)
 STACK_LABEL, MEMBER_LABEL = group_key("stack"), group_key("member")
+SLICE_MANAGER = "endpointslice.kubernetes.io/managed-by"
 
 
 def _ready_condition(obj: dict[str, Any]) -> dict[str, Any]:
@@ -49,7 +50,13 @@ async def _children(client: Client, resource: Resource, stack: str, ns: str) -> 
         return []
     for item in items:
         item.setdefault("kind", resource.kind)
+    if resource is ENDPOINT_SLICE:  # ours (external middleware), not the endpoint controller's
+        return [i for i in items if _labels(i).get(SLICE_MANAGER) == GROUP]
     return items
+
+
+def _labels(obj: dict[str, Any]) -> dict[str, str]:
+    return dict(obj["metadata"].get("labels") or {})
 
 
 async def collect(client: Client, name: str, namespace: str) -> dict[str, Any]:
@@ -65,7 +72,7 @@ async def collect(client: Client, name: str, namespace: str) -> dict[str, Any]:
         objects = [
             {"kind": c["kind"], "name": c["metadata"]["name"], "ready": _replicas(c)}
             for c in children
-            if c["metadata"].get("labels", {}).get(MEMBER_LABEL) == member["name"]
+            if _labels(c).get(MEMBER_LABEL) == member["name"]
         ]
         members.append({**member, "objects": objects})
     return {
@@ -93,7 +100,8 @@ def render_tree(tree: dict[str, Any]) -> str:
     members = tree["members"]
     for i, member in enumerate(members):
         last = i == len(members) - 1
-        state = member["state"] + (f" ({member['message']})" if member.get("message") else "")
+        message = member.get("message") or ""
+        state = member["state"] + (f" ({message})" if message.lower() not in {"", "ready"} else "")
         rows.append(
             (
                 f"{'└─' if last else '├─'} {member['name']} ({member['kind']})",
