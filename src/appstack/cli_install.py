@@ -8,6 +8,8 @@ import sys
 
 import click
 
+from appstack.run_command import KUBECONFIG
+
 
 @click.command()
 @click.option(
@@ -84,12 +86,7 @@ def manifests(
 
 
 @click.command()
-@click.option(
-    "--kubeconfig",
-    envvar="KUBECONFIG",
-    default=None,
-    help="Kubeconfig to use (default: $KUBECONFIG, ~/.kube/config, or in-cluster).",
-)
+@KUBECONFIG
 @click.option("--timeout", default=300.0, show_default=True, help="Seconds to wait for each step.")
 @click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
 def uninstall(kubeconfig: str | None, timeout: float, yes: bool) -> None:
@@ -122,12 +119,7 @@ def uninstall(kubeconfig: str | None, timeout: float, yes: bool) -> None:
 @click.command()
 @click.argument("stack")
 @click.option("-n", "--namespace", default="default", show_default=True)
-@click.option(
-    "--kubeconfig",
-    envvar="KUBECONFIG",
-    default=None,
-    help="Kubeconfig to use (default: $KUBECONFIG, ~/.kube/config, or in-cluster).",
-)
+@KUBECONFIG
 @click.option(
     "-o",
     "--output",

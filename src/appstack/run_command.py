@@ -9,14 +9,16 @@ from typing import cast
 
 import click
 
-
-@click.command()
-@click.option(
+KUBECONFIG = click.option(
     "--kubeconfig",
     envvar="KUBECONFIG",
     default=None,
     help="Kubeconfig to use (default: $KUBECONFIG, ~/.kube/config, or in-cluster).",
 )
+
+
+@click.command()
+@KUBECONFIG
 @click.option(
     "--namespace",
     "namespaces",

@@ -220,6 +220,11 @@ async def operator(operator_kubeconfig: Path, namespace: str) -> AsyncIterator[R
     await running.stop()
 
 
+def is_ready(obj: dict[str, Any]) -> bool:
+    """The object's Ready condition is True."""
+    return condition_status(obj, "Ready") == "True"
+
+
 async def until(  # noqa: PLR0917 - read positionally
     client: Client,
     res: Any,

@@ -20,7 +20,7 @@ from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.resources import DEPLOYMENT
 from appstack.testing.pytest_plugin import ClusterHandle
-from tests.e2e.conftest import until
+from tests.e2e.conftest import is_ready, until
 from tests.e2e.installed import apply_install, running_operator
 
 
@@ -45,11 +45,6 @@ def _app(name: str, namespace: str) -> dict[str, object]:
     }
 
 
-def _ready(obj: dict[str, object]) -> bool:
-    conditions = (obj.get("status") or {}).get("conditions") or []  # type: ignore[union-attr]
-    return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
-
-
 async def test_a_namespaced_install_reconciles_in_its_namespaces_only(
     kube: LightClient,
     kube_cluster: ClusterHandle,
@@ -67,7 +62,7 @@ async def test_a_namespaced_install_reconciles_in_its_namespaces_only(
         for watched in (team_a, team_b):
             await client.create(APP_SERVICE, _app("web", watched))
         for watched in (team_a, team_b):
-            await until(client, APP_SERVICE, "web", watched, _ready, 60, f"{watched}/web Ready")
+            await until(client, APP_SERVICE, "web", watched, is_ready, 60, f"{watched}/web Ready")
             await client.get(DEPLOYMENT, "web", watched)
 
         async with await Client.connect(str(tmp_path / "operator-kubeconfig")) as operator:

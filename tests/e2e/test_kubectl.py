@@ -11,12 +11,7 @@ from appstack.controllers.appservice import APP_SERVICE
 from appstack.controllers.appstack import APP_STACK
 from appstack.runtime.client import Client
 from appstack.testing.pytest_plugin import ClusterHandle
-from tests.e2e.conftest import RunningOperator, until
-
-
-def _ready(obj: dict[str, object]) -> bool:
-    conditions = (obj.get("status") or {}).get("conditions") or []  # type: ignore[union-attr]
-    return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+from tests.e2e.conftest import RunningOperator, is_ready, until
 
 
 async def test_kubectl_gets_an_appstack_by_name_and_all_kinds_by_category(
@@ -41,8 +36,8 @@ async def test_kubectl_gets_an_appstack_by_name_and_all_kinds_by_category(
             "spec": {"image": "blog:1", "ports": [{"port": 80}]},
         },
     )
-    await until(client, APP_STACK, "shop", namespace, _ready, 60, "shop Ready")
-    await until(client, APP_SERVICE, "blog", namespace, _ready, 60, "blog Ready")
+    await until(client, APP_STACK, "shop", namespace, is_ready, 60, "shop Ready")
+    await until(client, APP_SERVICE, "blog", namespace, is_ready, 60, "blog Ready")
 
     def kubectl(*args: str) -> list[list[str]]:
         out = local.kubectl(*args, f"--namespace={namespace}").stdout

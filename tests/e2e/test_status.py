@@ -6,19 +6,13 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Any
 
 from click.testing import CliRunner, Result
 
 from appstack.cli import main
 from appstack.controllers.appstack import APP_STACK
 from appstack.runtime.client import Client
-from tests.e2e.conftest import RunningOperator, until
-
-
-def _ready(obj: dict[str, Any]) -> bool:
-    conditions = (obj.get("status") or {}).get("conditions") or []
-    return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+from tests.e2e.conftest import RunningOperator, is_ready, until
 
 
 async def test_status_shows_members_their_objects_and_readiness(
@@ -38,7 +32,7 @@ async def test_status_shows_members_their_objects_and_readiness(
             },
         },
     )
-    await until(client, APP_STACK, "shop", namespace, _ready, 120, "shop Ready")
+    await until(client, APP_STACK, "shop", namespace, is_ready, 120, "shop Ready")
 
     def status(*args: str) -> Result:
         argv = ["status", "shop", "-n", namespace, f"--kubeconfig={kubeconfig}", *args]

@@ -38,7 +38,7 @@ from appstack.runtime.resources import (
 )
 from appstack.testing.cluster import LocalCluster
 from appstack.uninstall import CRD, INSTALLED, SELECTOR, uninstall
-from tests.e2e.conftest import until
+from tests.e2e.conftest import is_ready, until
 from tests.e2e.installed import apply_install, running_operator
 
 LEFTOVER_KINDS = [
@@ -52,11 +52,6 @@ LEFTOVER_KINDS = [
     SERVICE_ACCOUNT,
     *INSTALLED.values(),
 ]
-
-
-def _ready(obj: dict[str, Any]) -> bool:
-    conditions = (obj.get("status") or {}).get("conditions") or []
-    return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
 
 
 def _stack(namespace: str) -> dict[str, Any]:
@@ -116,8 +111,8 @@ async def test_uninstall_removes_resources_then_operator_then_crds_leaving_nothi
         with running_operator(light, fresh_cluster.kubeconfig, parts, tmp_path) as operator:
             await client.create(APP_STACK, _stack(namespace))
             await client.create(APP_SERVICE, _app(namespace))
-            await until(client, APP_STACK, "shop", namespace, _ready, 120, "shop Ready")
-            await until(client, APP_SERVICE, "blog", namespace, _ready, 60, "blog Ready")
+            await until(client, APP_STACK, "shop", namespace, is_ready, 120, "shop Ready")
+            await until(client, APP_SERVICE, "blog", namespace, is_ready, 60, "blog Ready")
             assert (await client.list(STATEFUL_SET, namespace))[0]  # managed middleware
 
             def say(line: str) -> None:
