@@ -8,8 +8,8 @@ a healthy kubelet:
 * ``node-heartbeat``   Ready nodes refresh their conditions now and then (leases are
                        renewed by kwok itself, ``--node-lease-duration-seconds``);
 * ``pod-ready``        a scheduled, pending pod gets an IP, running containers, Ready=True;
-* ``pod-complete``     a running pod owned by a Job succeeds (so Jobs and CronJobs finish),
-                       and so does a Helm test hook pod (``helm test`` waits for that);
+* ``pod-complete``     a running pod owned by a Job succeeds (so Jobs and CronJobs finish);
+* ``pod-complete-helm-test``  so does a running Helm test hook pod (``helm test`` waits);
 * ``pod-delete``       a pod marked for deletion is removed (there is no kubelet to do it);
 
 and three (:mod:`appstack.testing.kwok_stage`) that play pods which cannot start,

@@ -20,6 +20,8 @@ K8S_VERSION_ENV = "APPSTACK_K8S_VERSION"
 def kubernetes_version() -> str:
     """``$APPSTACK_K8S_VERSION`` or :data:`KUBERNETES`."""
     return os.environ.get(K8S_VERSION_ENV) or KUBERNETES
+
+
 ETCD = "v3.6.16"
 KWOK = "v0.8.0"
 HELM = "v3.22.0"  # built on demand (the Helm chart tests), not by `appstack cluster build`
