@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: install build lint typecheck imports unit e2e test demo demo-down clean docs \
-	image image-buildx image-oci lock
+	image image-buildx image-oci lock manifests undeploy
 
 $(VENV)/.installed: pyproject.toml
 	@echo "[appstack] installing Python dependencies into $(VENV)"
@@ -53,6 +53,17 @@ demo: build
 
 demo-down: install
 	$(BIN)/appstack cluster down
+
+# deploy/ (CRDs, RBAC, the operator's Deployment, install.yaml, kustomization.yaml) and the
+# Helm chart charts/appstack, generated from the code.
+# For your own cluster see `appstack manifests --help` (image, namespace, watched namespaces).
+manifests: install
+	$(BIN)/appstack manifests -o deploy --chart-dir charts/appstack
+
+# Remove appstack from the cluster of $KUBECONFIG: custom resources (finalized by the
+# still-running operator), then the operator, then the CRDs. Asks first; YES=1 does not.
+undeploy: install
+	$(BIN)/appstack uninstall $(if $(YES),--yes)
 
 # The runtime's API reference (docs/runtime-api.md), generated from its docstrings.
 docs: install

@@ -9,14 +9,16 @@ from typing import cast
 
 import click
 
-
-@click.command()
-@click.option(
+KUBECONFIG = click.option(
     "--kubeconfig",
     envvar="KUBECONFIG",
     default=None,
     help="Kubeconfig to use (default: $KUBECONFIG, ~/.kube/config, or in-cluster).",
 )
+
+
+@click.command()
+@KUBECONFIG
 @click.option(
     "--namespace",
     "namespaces",
@@ -107,7 +109,12 @@ import click
     show_default=True,
     help="auto: JSON unless stderr is a terminal.",
 )
-@click.option("--log-level", default="info", show_default=True)
+@click.option(
+    "--log-level",
+    type=click.Choice(["debug", "info", "warning", "error", "critical"], case_sensitive=False),
+    default="info",
+    show_default=True,
+)
 @click.option(
     "--allow-external-ips/--no-allow-external-ips",
     default=False,

@@ -30,6 +30,7 @@ from appstack.runtime.client import Client
 from appstack.runtime.events import EventRecorder
 from appstack.runtime.manager import Manager
 from appstack.runtime.resources import Resource
+from appstack.testing.cluster import LocalCluster
 from appstack.testing.control_plane import SERVICE_CIDR
 from appstack.testing.pytest_plugin import ClusterHandle
 from appstack.testing.waiting import condition_status, wait_for, wait_until
@@ -101,6 +102,17 @@ def widget_crd(kube: LightClient) -> Iterator[Resource]:
     kube.delete(CustomResourceDefinition, name)
 
 
+@pytest.fixture(scope="module")
+def fresh_cluster(kube_cluster: ClusterHandle) -> Iterator[LocalCluster]:
+    """A cluster of the module's own, for tests that install and remove cluster-wide
+    things the session shares (CRDs, the operator's ClusterRole): about 5 s to start."""
+    kube_cluster.require_local()  # needs the local toolchain
+    local = LocalCluster(f"fresh-{uuid.uuid4().hex[:6]}", nodes=1, pods_per_node=200)
+    local.up()
+    yield local
+    local.down()
+
+
 # --------------------------------------------------------------------------- the operator
 @pytest.fixture(scope="session")
 def operator_kubeconfig(
@@ -123,10 +135,19 @@ def operator_kubeconfig(
     light = LightClient(
         config=KubeConfig.from_file(str(kube_cluster.kubeconfig)), field_manager="appstack-tests"
     )
+    apply_objects(light, objects)
+    path = tmp_path_factory.mktemp("operator") / "kubeconfig"
+    return service_account_kubeconfig(light, kube_cluster.kubeconfig, rbac.NAMESPACE, path)
+
+
+def apply_objects(light: LightClient, objects: list[dict[str, Any]]) -> None:
+    """Server-side apply ``objects`` in order; wait until their CRDs are established."""
     for obj in objects:
         light.apply(codecs.from_dict(obj), force=True)
-    for crd in crds.all_crds():
-        name = crd["metadata"]["name"]
+    for obj in objects:
+        if obj["kind"] != "CustomResourceDefinition":
+            continue
+        name = obj["metadata"]["name"]
         wait_for(
             lambda n=name: (
                 condition_status(light.get(CustomResourceDefinition, n), "Established") == "True"
@@ -134,18 +155,26 @@ def operator_kubeconfig(
             timeout=30,
             what=f"CRD {name}",
         )
+
+
+def service_account_kubeconfig(
+    light: LightClient, admin_kubeconfig: Path, namespace: str, path: Path
+) -> Path:
+    """Write to ``path`` a kubeconfig with a token of the operator's ServiceAccount in
+    ``namespace`` (so that it runs with exactly the generated RBAC)."""
+    from appstack.manifests import rbac  # noqa: PLC0415
+
     token = light.create(
         TokenRequest(
-            metadata=ObjectMeta(name=rbac.NAME, namespace=rbac.NAMESPACE),
+            metadata=ObjectMeta(name=rbac.NAME, namespace=namespace),
             spec=TokenRequestSpec(audiences=[], expirationSeconds=7200),
         ),
         name=rbac.NAME,
-        namespace=rbac.NAMESPACE,
+        namespace=namespace,
     ).status.token
-    admin = yaml.safe_load(kube_cluster.kubeconfig.read_text())
+    admin = yaml.safe_load(admin_kubeconfig.read_text())
     admin["users"] = [{"name": "operator", "user": {"token": token}}]
     admin["contexts"][0]["context"]["user"] = "operator"
-    path = tmp_path_factory.mktemp("operator") / "kubeconfig"
     path.write_text(yaml.safe_dump(admin))
     return path
 
@@ -215,6 +244,11 @@ async def operator(operator_kubeconfig: Path, namespace: str) -> AsyncIterator[R
     running = await start_operator(operator_kubeconfig, namespace)
     yield running
     await running.stop()
+
+
+def is_ready(obj: dict[str, Any]) -> bool:
+    """The object's Ready condition is True."""
+    return condition_status(obj, "Ready") == "True"
 
 
 async def until(  # noqa: PLR0917 - read positionally

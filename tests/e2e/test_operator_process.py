@@ -154,7 +154,7 @@ async def test_appstack_run_serves_probes_and_metrics_and_stops_cleanly_on_sigte
     assert code == 0, log.read_text()[-2000:]
     lease = await client.get(LEASE, "appstack-operator", rbac.NAMESPACE)
     assert lease["spec"]["holderIdentity"] == ""  # released for an immediate successor
-    lines = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
+    lines = [json.loads(line) for line in log.read_text().splitlines()]  # JSON lines only
     reconciles = [line for line in lines if line.get("controller") == "appservice"]
     assert reconciles
     assert all(

@@ -17,7 +17,6 @@ from lightkube.utils.quantity import parse_quantity
 
 from appstack.runtime.resources import Resource
 from appstack.testing.pytest_plugin import ClusterHandle
-from appstack.testing.versions import KUBERNETES
 from appstack.testing.waiting import condition_status, wait_for
 
 LABELS = {"app": "web"}
@@ -39,8 +38,9 @@ def test_kubectl_and_the_api_server_report_the_pinned_kubernetes_version(
 ) -> None:
     local = kube_cluster.require_local()
     versions = json.loads(local.kubectl("version", "--output=json").stdout)
-    assert versions["clientVersion"]["gitVersion"] == KUBERNETES
-    assert versions["serverVersion"]["gitVersion"] == KUBERNETES
+    pinned = local.toolchain.kubernetes  # KUBERNETES, or $APPSTACK_K8S_VERSION
+    assert versions["clientVersion"]["gitVersion"] == pinned
+    assert versions["serverVersion"]["gitVersion"] == pinned
 
 
 def test_nodes_are_ready_kwok_nodes_with_room_for_thousands_of_pods(kube: Client) -> None:

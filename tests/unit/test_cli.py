@@ -1,9 +1,12 @@
-"""`appstack render` and `appstack manifests --check`, without a cluster."""
+"""The CLI without a cluster: `render`, `manifests`, option validation, missing extras."""
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
 
+import pytest
 import yaml
 from click.testing import CliRunner
 
@@ -65,3 +68,39 @@ def test_manifests_check_passes_on_the_committed_files(tmp_path: Path) -> None:
     assert stale.exit_code == 1
     written = CliRunner().invoke(main, ["manifests", "--output-dir", str(tmp_path)])
     assert "install.yaml" in written.output
+
+
+def test_manifests_prints_a_namespaced_install_bundle_to_stdout() -> None:
+    args = ["manifests", "--image", "reg/op:2", "-n", "ops", "--watch-namespace", "a", "-o", "-"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    docs = list(yaml.safe_load_all(result.output))
+    assert ("Role", "a") in [(d["kind"], d["metadata"].get("namespace")) for d in docs]
+    (deployment,) = [d for d in docs if d["kind"] == "Deployment"]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == "reg/op:2"
+    assert "--namespace=a" in container["args"]
+
+
+def test_render_prints_json_too() -> None:
+    args = ["render", "-f", str(ROOT / "examples/appservice.yaml"), "-o", "json"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    listed = json.loads(result.output)
+    assert [o["kind"] for o in listed["items"]] == ["Deployment", "Service"]
+
+
+def test_log_level_is_a_choice() -> None:
+    result = CliRunner().invoke(main, ["run", "--log-level", "loud"])
+    assert result.exit_code == 2
+    assert "'loud' is not one of" in result.output
+
+
+def test_cluster_commands_without_the_testing_extra_say_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "appstack.testing.cluster", None)  # import fails
+    result = CliRunner().invoke(main, ["cluster", "status", "--name", "x"])
+    assert result.exit_code == 1
+    assert "pip install 'appstack[testing]'" in result.output
+    assert "Traceback" not in result.output

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 
-from appstack.testing import control_plane, kwok
+from appstack.testing import control_plane, kwok, versions
 
 PORTS = {name: 21000 + i for i, name in enumerate(control_plane.PORT_NAMES)}
 
@@ -83,6 +84,7 @@ def test_kwok_config_has_options_and_the_stages() -> None:
         "node-heartbeat",
         "pod-ready",
         "pod-complete",
+        "pod-complete-helm-test",
         "pod-delete",
         "pod-pull-fails",
         "pod-pull-backoff",
@@ -112,3 +114,14 @@ def test_free_ports_are_distinct_and_below_the_ephemeral_range() -> None:
     assert set(ports) == set(control_plane.PORT_NAMES)
     assert len(set(ports.values())) == len(ports)
     assert all(20000 <= p < 30000 for p in ports.values())
+
+
+def test_the_kubernetes_version_can_be_chosen_by_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(versions.K8S_VERSION_ENV, raising=False)
+    assert versions.Toolchain().kubernetes == versions.KUBERNETES
+    monkeypatch.setenv(versions.K8S_VERSION_ENV, "v1.30.14")
+    older = versions.Toolchain()
+    assert older.kubernetes == "v1.30.14"
+    assert older.key != versions.Toolchain(kubernetes=versions.KUBERNETES).key  # own cache

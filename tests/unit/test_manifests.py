@@ -6,15 +6,21 @@ from pathlib import Path
 
 import yaml
 
+from appstack.controllers.rbac import RUNTIME_RULES, operator_rules
 from appstack.controllers.registry import ALL
-from appstack.manifests import admission, bundle, rbac, workload
+from appstack.manifests import admission, bundle, chart, rbac, workload
+from appstack.manifests.install import InstallOptions, install
+from appstack.uninstall import INSTALLED, removal_order
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+CHART = DEPLOY.parent / "charts" / "appstack"
 
 
-def test_the_committed_manifests_match_the_code() -> None:
-    stale = bundle.stale(DEPLOY)
-    assert stale == [], f"run `appstack manifests` and commit: {stale}"
+def test_the_committed_manifests_and_chart_match_the_code() -> None:
+    stale = bundle.stale(DEPLOY, bundle.render())
+    assert stale == [], f"run `make manifests` and commit: {stale}"
+    stale = bundle.stale(CHART, chart.render())
+    assert stale == [], f"run `make manifests` and commit: {stale}"
 
 
 def test_rbac_names_every_verb_and_resource_explicitly() -> None:
@@ -91,4 +97,54 @@ def test_install_yaml_is_one_bundle_of_everything() -> None:
         "ValidatingAdmissionPolicy",
         "ValidatingAdmissionPolicyBinding",
         "Deployment",
+        "Service",
     ]
+
+
+def test_a_namespaced_install_has_a_role_per_watched_namespace_and_flags_to_match() -> None:
+    options = InstallOptions(namespace="ops", image="reg/op:1", watch_namespaces=("a", "b"))
+    parts = install(options)
+    kinds = [(o["kind"], o["metadata"].get("namespace")) for o in parts.rbac]
+    assert kinds == [
+        ("Role", "a"),
+        ("RoleBinding", "a"),
+        ("Role", "b"),
+        ("RoleBinding", "b"),
+        ("Role", "ops"),  # its Events only
+        ("RoleBinding", "ops"),
+        ("ClusterRole", None),  # only the TokenReviews/SubjectAccessReviews of /metrics auth
+        ("ClusterRoleBinding", None),
+        ("Role", "ops"),  # the Lease, by name
+        ("RoleBinding", "ops"),
+        ("ClusterRole", None),  # appstack-metrics-reader, for scrapers
+    ]
+    assert parts.rbac[4]["rules"] == RUNTIME_RULES
+    for binding in parts.rbac[1::2]:
+        assert binding["subjects"] == [
+            {"kind": "ServiceAccount", "name": rbac.NAME, "namespace": "ops"}
+        ]
+    (container,) = parts.deployment["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == "reg/op:1"
+    assert container["args"][-2:] == ["--namespace=a", "--namespace=b"]
+    assert parts.deployment["metadata"]["namespace"] == "ops"
+    assert parts.namespace["metadata"]["name"] == "ops"
+    cluster_rules = [r for o in parts.objects() if o["kind"] == "ClusterRole" for r in o["rules"]]
+    assert {res for r in cluster_rules for res in r.get("resources", [])} == {
+        "tokenreviews",
+        "subjectaccessreviews",
+    }
+
+
+def test_watching_the_operators_own_namespace_needs_no_extra_role() -> None:
+    parts = install(InstallOptions(namespace="ops", watch_namespaces=("ops",)))
+    assert [o["kind"] for o in parts.rbac][:2] == ["Role", "RoleBinding"]
+    assert [o["kind"] for o in parts.rbac][2:4] == ["ClusterRole", "ClusterRoleBinding"]
+    assert parts.rbac[0]["rules"] == operator_rules()
+
+
+def test_uninstall_knows_every_kind_an_install_creates_and_removes_the_crds_last() -> None:
+    for options in (InstallOptions(), InstallOptions(watch_namespaces=("a",))):
+        assert {o["kind"] for o in install(options).objects()} <= set(INSTALLED)
+    order = [r.kind for r in removal_order()]
+    assert order[0] == "Deployment"
+    assert order[-2:] == ["CustomResourceDefinition", "Namespace"]

@@ -26,7 +26,7 @@ from appstack.api.core import (
     ServiceType,
     default_service_type,
 )
-from appstack.api.kind import AGE, CustomObject, custom_kind
+from appstack.api.kind import AGE, WIDE_READY, CustomObject, custom_kind
 from appstack.api.names import DNS_1035, Image, ObjectName, name_rules
 from appstack.api.security import SECURITY, SecurityContext
 
@@ -164,6 +164,7 @@ class AppServiceStatus(KubeModel):
         {"name": "Up-to-date", "type": "integer", "jsonPath": ".status.updatedReplicas"},
         {"name": "Available", "type": "integer", "jsonPath": ".status.availableReplicas"},
         {"name": "Image", "type": "string", "jsonPath": ".spec.image"},
+        *WIDE_READY,
         AGE,
     ),
 )

@@ -34,7 +34,7 @@ from appstack.api.core import (
     default_service_type,
 )
 from appstack.api.graph import find_cycle
-from appstack.api.kind import AGE, CustomObject, custom_kind
+from appstack.api.kind import AGE, READY_MESSAGE, READY_REASON, CustomObject, custom_kind
 from appstack.api.names import DNS_1035, DNS_LABEL, TAG, Image, ObjectName, name_rules
 from appstack.api.security import SECURITY, SecurityContext
 
@@ -296,11 +296,8 @@ class AppStackStatus(KubeModel):
             "jsonPath": ".status.readyMembers",
             "description": "Ready members / all members",
         },
-        {
-            "name": "Status",
-            "type": "string",
-            "jsonPath": '.status.conditions[?(@.type=="Ready")].reason',
-        },
+        {**READY_REASON, "name": "Status"},
+        READY_MESSAGE,
         AGE,
     ),
 )

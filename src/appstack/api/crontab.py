@@ -15,7 +15,7 @@ from pydantic import Field, field_validator
 
 from appstack.api.core import Condition, KubeModel
 from appstack.api.cron import CRON_RULES, cron_problem
-from appstack.api.kind import AGE, CustomObject, custom_kind
+from appstack.api.kind import AGE, WIDE_READY, CustomObject, custom_kind
 from appstack.api.names import DNS_LABEL, Image, name_rules
 from appstack.api.security import SECURITY, SecurityContext
 
@@ -82,6 +82,7 @@ class CronTabStatus(KubeModel):
         {"name": "Suspend", "type": "boolean", "jsonPath": ".spec.suspend"},
         {"name": "Active", "type": "integer", "jsonPath": ".status.active"},
         {"name": "Last Schedule", "type": "date", "jsonPath": ".status.lastScheduleTime"},
+        *WIDE_READY,
         AGE,
     ),
 )

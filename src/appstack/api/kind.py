@@ -26,6 +26,19 @@ from appstack.core.resource import Resource
 GROUP = "appstack.dev"
 VERSION = "v1"
 AGE = {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
+# Every kind's category (``kubectl get appstack-all``); not ``appstack``, which is
+# AppStack's singular name: a category of that name made ``kubectl get appstack NAME`` fail.
+CATEGORY = "appstack-all"
+_READY = '.status.conditions[?(@.type=="Ready")]'
+READY_REASON = {"name": "Reason", "type": "string", "jsonPath": f"{_READY}.reason"}
+READY_MESSAGE = {
+    "name": "Message",
+    "type": "string",
+    "jsonPath": f"{_READY}.message",
+    "priority": 1,
+}
+# The Ready condition's reason and message, shown by ``kubectl get -o wide``.
+WIDE_READY = ({**READY_REASON, "priority": 1}, READY_MESSAGE)
 
 
 def group_key(name: str) -> str:
@@ -43,9 +56,9 @@ class CustomKind:
     spec: type[BaseModel]
     status: type[BaseModel]
     short_names: tuple[str, ...] = ()
-    printer_columns: tuple[Mapping[str, str], ...] = ()
+    printer_columns: tuple[Mapping[str, Any], ...] = ()
     subresources: Mapping[str, Any] = field(default_factory=lambda: {"status": {}})
-    categories: tuple[str, ...] = ("appstack",)
+    categories: tuple[str, ...] = (CATEGORY,)
     namespaced: bool = True
     group: str = GROUP
     version: str = VERSION
@@ -125,10 +138,10 @@ def custom_kind(
     *,
     plural: str,
     short_names: tuple[str, ...] = (),
-    printer_columns: tuple[Mapping[str, str], ...] = (),
+    printer_columns: tuple[Mapping[str, Any], ...] = (),
     subresources: Mapping[str, Any] | None = None,
     namespaced: bool = True,
-    categories: tuple[str, ...] = ("appstack",),
+    categories: tuple[str, ...] = (CATEGORY,),
     group: str = GROUP,
     version: str = VERSION,
 ) -> Callable[[ModelT], ModelT]:

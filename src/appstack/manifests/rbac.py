@@ -1,17 +1,19 @@
 """RBAC generated from what the controllers declare they use (no wildcards): a
 ServiceAccount, a ClusterRole + binding (watch all namespaces), a namespaced
 Role + binding variant (for ``appstack run --namespace``), and the leader-election Role +
-binding in the operator's own namespace (the Lease, by name)."""
+binding in the operator's own namespace (the Lease, by name). Which of them an install uses
+is decided in :mod:`appstack.manifests.install`."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from appstack.controllers.rbac import leader_election_rules, operator_rules
+from appstack.controllers.rbac import RUNTIME_RULES, leader_election_rules, operator_rules
 from appstack.controllers.util.rbac import Rule
 from appstack.manifests.crds import LABELS
 
 NAMESPACE = "appstack-system"
+REVIEWS = ("tokenreviews", "subjectaccessreviews")
 NAME = "appstack-operator"
 
 
@@ -46,6 +48,7 @@ def cluster_role_binding(namespace: str = NAMESPACE) -> dict[str, Any]:
 
 
 def role(namespace: str, name: str = NAME, rules: list[Rule] | None = None) -> dict[str, Any]:
+    """The operator's Role in ``namespace``: every rule it uses, unless told which."""
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "Role",
@@ -89,3 +92,24 @@ def metrics_reader() -> dict[str, Any]:
         "metadata": _meta(METRICS_READER),
         "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}],
     }
+
+
+METRICS_AUTH = f"{NAME}-metrics-auth"
+
+
+def metrics_auth_cluster_role() -> dict[str, Any]:
+    """For a namespaced install: TokenReviews and SubjectAccessReviews are cluster-scoped,
+    so guarding ``/metrics`` needs these two create rules cluster-wide (nothing else)."""
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": _meta(METRICS_AUTH),
+        "rules": [r for r in RUNTIME_RULES if r["resources"][0] in REVIEWS],
+    }
+
+
+def metrics_auth_cluster_role_binding(namespace: str = NAMESPACE) -> dict[str, Any]:
+    binding = cluster_role_binding(namespace)
+    binding["metadata"] = _meta(METRICS_AUTH)
+    binding["roleRef"] = {**binding["roleRef"], "name": METRICS_AUTH}
+    return binding

@@ -1,6 +1,6 @@
-"""The operator's workload — its own Namespace and Deployment: two replicas with leader
-election, probes, resources, and a locked-down security context (non-root, read-only root
-filesystem, seccomp RuntimeDefault, all capabilities dropped)."""
+"""The operator's workload — its own Namespace, its metrics Service and its Deployment: two
+replicas with leader election, probes, resources, and a locked-down security context
+(non-root, read-only root filesystem, seccomp RuntimeDefault, all capabilities dropped)."""
 
 from __future__ import annotations
 
@@ -13,13 +13,36 @@ from appstack.manifests.rbac import NAME, NAMESPACE
 IMAGE = f"appstack:{__version__}"
 
 
-def namespace() -> dict[str, Any]:
+def namespace(name: str = NAMESPACE) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Namespace",
         "metadata": {
-            "name": NAMESPACE,
+            "name": name,
             "labels": {**LABELS, "pod-security.kubernetes.io/enforce": "restricted"},
+        },
+    }
+
+
+METRICS_SERVICE = f"{NAME}-metrics"
+SELECTOR = {"app.kubernetes.io/name": NAME}
+
+
+def metrics_service(namespace: str = NAMESPACE) -> dict[str, Any]:
+    """A Service in front of the operator's /metrics (for Prometheus / a ServiceMonitor)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": METRICS_SERVICE,
+            "namespace": namespace,
+            "labels": {**LABELS, **SELECTOR},
+        },
+        "spec": {
+            "selector": SELECTOR,
+            "ports": [
+                {"name": "metrics", "port": 8080, "targetPort": "metrics", "protocol": "TCP"}
+            ],
         },
     }
 
@@ -28,8 +51,15 @@ def _field_env(name: str, path: str) -> dict[str, Any]:
     return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
 
 
-def deployment(image: str = IMAGE) -> dict[str, Any]:
-    selector = {"app.kubernetes.io/name": NAME}
+def deployment(
+    image: str = IMAGE,
+    *,
+    namespace: str = NAMESPACE,
+    watch_namespaces: tuple[str, ...] = (),
+    replicas: int = 2,
+) -> dict[str, Any]:
+    """The operator's Deployment; it watches ``watch_namespaces`` (none: all)."""
+    selector = SELECTOR
     container = {
         "name": "operator",
         "image": image,
@@ -39,6 +69,7 @@ def deployment(image: str = IMAGE) -> dict[str, Any]:
             "--metrics-bind-address=:8080",
             "--health-probe-bind-address=:8081",
             "--log-format=json",
+            *(f"--namespace={watched}" for watched in watch_namespaces),
         ],
         "env": [
             _field_env("POD_NAMESPACE", "metadata.namespace"),
@@ -73,9 +104,9 @@ def deployment(image: str = IMAGE) -> dict[str, Any]:
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": {"name": NAME, "namespace": NAMESPACE, "labels": {**LABELS, **selector}},
+        "metadata": {"name": NAME, "namespace": namespace, "labels": {**LABELS, **selector}},
         "spec": {
-            "replicas": 2,
+            "replicas": replicas,
             "selector": {"matchLabels": selector},
             "template": {
                 "metadata": {"labels": {**LABELS, **selector}},

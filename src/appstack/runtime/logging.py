@@ -17,26 +17,50 @@ import structlog
 Format = Literal["auto", "json", "console"]
 
 
+LEVELS = ("debug", "info", "warning", "error", "critical")
+
+
 def configure(fmt: Format = "auto", level: str = "INFO") -> None:
+    """Configure structlog, and route the standard library's ``logging`` (aiohttp, asyncio,
+    warnings) through the same processors and renderer: in JSON mode every line is JSON."""
     use_json = fmt == "json" or (fmt == "auto" and not sys.stderr.isatty())
     renderer: Any = (
         structlog.processors.JSONRenderer()
         if use_json
         else structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
     )
+    numeric = logging.getLevelName(level.upper())
+    shared: list[Any] = [
+        structlog.contextvars.merge_contextvars,
+        structlog.processors.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+    ]
     structlog.configure(
         processors=[
-            structlog.contextvars.merge_contextvars,
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            *shared,
             structlog.processors.StackInfoRenderer(),
             structlog.processors.format_exc_info,
             renderer,
         ],
-        wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level.upper())),
+        wrapper_class=structlog.make_filtering_bound_logger(numeric),
         logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
         cache_logger_on_first_use=False,
     )
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            foreign_pre_chain=[structlog.stdlib.add_logger_name, *shared],
+            processors=[
+                structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                structlog.processors.format_exc_info,
+                renderer,
+            ],
+        )
+    )
+    root = logging.getLogger()
+    root.handlers = [handler]
+    root.setLevel(numeric)
+    logging.captureWarnings(True)
 
 
 def bind(**values: Any) -> Any:

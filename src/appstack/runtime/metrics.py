@@ -17,7 +17,16 @@ managers as they like). Used by the client, the workqueue, controllers and the m
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    GCCollector,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+    generate_latest,
+)
 
 _RECONCILE_BUCKETS = (
     0.005,
@@ -70,6 +79,11 @@ class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
+        # process_* (CPU, memory, fds, start time) and python_* (version, GC), as every
+        # Prometheus client exports them: dashboards and alerts expect them.
+        ProcessCollector(registry=r)
+        PlatformCollector(registry=r)
+        GCCollector(registry=r)
         self.reconcile_total = Counter(
             "controller_runtime_reconcile_total",
             "Total number of reconciliations per controller",

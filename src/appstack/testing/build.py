@@ -150,8 +150,16 @@ class GoBuilder:
             and all(self.toolchain.binary(b).is_file() for b in installed_binaries(component))
         )
 
+    def ensure(self, component: GoComponent) -> Path:
+        """Build one extra component (e.g. :func:`helm_component`) unless built; its binary."""
+        self._build_missing([component])
+        return self.toolchain.binary(installed_binaries(component)[0])
+
     def ensure_all(self) -> None:
-        todo = [c for c in components(self.toolchain) if not self.is_built(c)]
+        self._build_missing(components(self.toolchain))
+
+    def _build_missing(self, wanted: list[GoComponent]) -> None:
+        todo = [c for c in wanted if not self.is_built(c)]
         if not todo:
             return
         if shutil.which("go") is None:
@@ -163,7 +171,8 @@ class GoBuilder:
                 if not self.is_built(component):  # another process may have built it meanwhile
                     self.build(component)
             self.print(
-                f"[appstack] test bed built in {_fmt(time.monotonic() - started)} "
+                f"[appstack] {', '.join(c.name for c in todo)} built in "
+                f"{_fmt(time.monotonic() - started)} "
                 f"-> {self.toolchain.bin_dir}"
             )
 

@@ -1,7 +1,7 @@
 """What kwok does with our fake nodes and their pods, and the fake nodes themselves.
 
 kwok v0.8 ships no built-in behaviour: every transition is a ``Stage`` (a selector on the
-object plus a status template rendered with Go templates). We give it five that behave like
+object plus a status template rendered with Go templates). We give it six that behave like
 a healthy kubelet:
 
 * ``node-initialize``  a new node becomes Ready, with addresses, capacity and node info;
@@ -9,6 +9,7 @@ a healthy kubelet:
                        renewed by kwok itself, ``--node-lease-duration-seconds``);
 * ``pod-ready``        a scheduled, pending pod gets an IP, running containers, Ready=True;
 * ``pod-complete``     a running pod owned by a Job succeeds (so Jobs and CronJobs finish);
+* ``pod-complete-helm-test``  so does a running Helm test hook pod (``helm test`` waits);
 * ``pod-delete``       a pod marked for deletion is removed (there is no kubelet to do it);
 
 and three (:mod:`appstack.testing.kwok_stage`) that play pods which cannot start,
@@ -201,6 +202,20 @@ def stages() -> list[dict[str, Any]]:
                 _NOT_DELETING,
                 {"key": ".status.phase", "operator": "In", "values": ["Running"]},
                 {"key": ".metadata.ownerReferences.[].kind", "operator": "In", "values": ["Job"]},
+            ],
+            {"statusTemplate": _POD_COMPLETE},
+        ),
+        stage(
+            "pod-complete-helm-test",
+            "Pod",
+            [
+                _NOT_DELETING,
+                {"key": ".status.phase", "operator": "In", "values": ["Running"]},
+                {
+                    "key": '.metadata.annotations["helm.sh/hook"]',
+                    "operator": "In",
+                    "values": ["test"],
+                },
             ],
             {"statusTemplate": _POD_COMPLETE},
         ),

@@ -8,12 +8,23 @@ build is never mixed with a new one.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 KUBERNETES = "v1.36.3"
+# Another release for the test bed: APPSTACK_K8S_VERSION=v1.30.14 builds and runs it with
+# that version (its own cache directory; README, "Install" -> Kubernetes versions).
+K8S_VERSION_ENV = "APPSTACK_K8S_VERSION"
+
+
+def kubernetes_version() -> str:
+    """``$APPSTACK_K8S_VERSION`` or :data:`KUBERNETES`."""
+    return os.environ.get(K8S_VERSION_ENV) or KUBERNETES
+
+
 ETCD = "v3.6.16"
 KWOK = "v0.8.0"
+HELM = "v3.22.0"  # built on demand (the Helm chart tests), not by `appstack cluster build`
 
 
 def cache_root() -> Path:
@@ -26,7 +37,7 @@ def cache_root() -> Path:
 class Toolchain:
     """The set of binaries of one version combination."""
 
-    kubernetes: str = KUBERNETES
+    kubernetes: str = field(default_factory=kubernetes_version)
     etcd: str = ETCD
     kwok: str = KWOK
 

@@ -1,0 +1,155 @@
+"""``appstack manifests``, ``appstack uninstall`` and ``appstack status``: installing,
+removing and inspecting appstack on a cluster. Registered on the ``appstack`` group by
+:mod:`appstack.cli`; heavy modules are imported inside the commands."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from appstack.run_command import KUBECONFIG
+
+
+@click.command()
+@click.option(
+    "-o",
+    "--output-dir",
+    default="deploy",
+    show_default=True,
+    type=click.Path(),
+    help="Where to write the manifests ('-': print the install bundle to stdout).",
+)
+@click.option("--check", is_flag=True, help="Only check that the files are up to date.")
+@click.option("--image", default=None, help="Operator image [default: appstack:VERSION].")
+@click.option(
+    "-n",
+    "--namespace",
+    default="appstack-system",
+    show_default=True,
+    help="Namespace the operator runs in.",
+)
+@click.option(
+    "--watch-namespace",
+    "watch_namespaces",
+    multiple=True,
+    help="Install namespaced: a Role + RoleBinding in this namespace, and the operator watches "
+    "only it (repeatable; default: a ClusterRole, all namespaces).",
+)
+@click.option(
+    "--chart-dir",
+    default=None,
+    type=click.Path(),
+    help="Also write the Helm chart there (charts/appstack in this repository).",
+)
+def manifests(
+    *,
+    output_dir: str,
+    check: bool,
+    image: str | None,
+    namespace: str,
+    watch_namespaces: tuple[str, ...],
+    chart_dir: str | None,
+) -> None:
+    """Generate the install: CRDs (from the API models), RBAC (from what the controllers
+    use), the operator Deployment and the single install.yaml bundle.
+
+    Without options this regenerates deploy/. For your cluster, e.g.:
+
+    \b
+    appstack manifests --image REGISTRY/appstack:TAG \\
+      --watch-namespace team-a -o - | kubectl apply -f -
+    """
+    from pathlib import Path  # noqa: PLC0415
+
+    from appstack.manifests import bundle, chart  # noqa: PLC0415
+    from appstack.manifests.install import InstallOptions  # noqa: PLC0415
+    from appstack.manifests.workload import IMAGE  # noqa: PLC0415
+
+    options = InstallOptions(
+        namespace=namespace, image=image or IMAGE, watch_namespaces=tuple(watch_namespaces)
+    )
+    if output_dir == "-":
+        click.echo(bundle.bundle_text(options), nl=False)
+        return
+    outputs = {Path(output_dir): bundle.render(options)}
+    if chart_dir:
+        outputs[Path(chart_dir)] = chart.render()
+    if check:
+        stale = [d / rel for d, files in outputs.items() for rel in bundle.stale(d, files)]
+        for path in stale:
+            click.echo(f"out of date: {path}", err=True)
+        sys.exit(1 if stale else 0)
+    for directory, files in outputs.items():
+        for path in bundle.write(directory, files):
+            click.echo(f"wrote {path}")
+
+
+@click.command()
+@KUBECONFIG
+@click.option("--timeout", default=300.0, show_default=True, help="Seconds to wait for each step.")
+@click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
+def uninstall(kubeconfig: str | None, timeout: float, yes: bool) -> None:
+    """Remove appstack from a cluster: every custom resource in all namespaces (waiting
+    for the still-running operator to finalize them and for their children to go), then
+    the operator (Deployment, RBAC, ServiceAccount), then the CRDs and its Namespace."""
+    import asyncio  # noqa: PLC0415
+
+    from appstack import uninstall as removal  # noqa: PLC0415
+    from appstack.runtime.client import Client  # noqa: PLC0415
+
+    if not yes:
+        click.confirm(
+            "Delete every appstack custom resource in all namespaces, then the operator and "
+            "the CRDs?",
+            abort=True,
+        )
+
+    async def go() -> None:
+        async with await Client.connect(kubeconfig) as client:
+            await removal.uninstall(client, click.echo, timeout)
+
+    try:
+        asyncio.run(go())
+    except removal.UninstallError as error:
+        raise click.ClickException(str(error)) from error
+    click.echo("appstack uninstalled.")
+
+
+@click.command()
+@click.argument("stack")
+@click.option("-n", "--namespace", default="default", show_default=True)
+@KUBECONFIG
+@click.option(
+    "-o",
+    "--output",
+    type=click.Choice(["tree", "json", "yaml"]),
+    default="tree",
+    show_default=True,
+)
+def status(stack: str, namespace: str, kubeconfig: str | None, output: str) -> None:
+    """Show an AppStack as a tree: its members (middleware, components), the objects made
+    for each and their readiness (like `crossplane beta trace`)."""
+    import asyncio  # noqa: PLC0415
+    import json  # noqa: PLC0415
+
+    import yaml  # noqa: PLC0415
+
+    from appstack import status as stack_status  # noqa: PLC0415
+    from appstack.runtime import errors  # noqa: PLC0415
+    from appstack.runtime.client import Client  # noqa: PLC0415
+
+    async def go() -> dict[str, object]:
+        async with await Client.connect(kubeconfig) as client:
+            return await stack_status.collect(client, stack, namespace)
+
+    try:
+        tree = asyncio.run(go())
+    except errors.NotFound as error:
+        raise click.ClickException(f"AppStack {namespace}/{stack} not found") from error
+    if output == "json":
+        click.echo(json.dumps(tree, indent=2))
+    elif output == "yaml":
+        click.echo(yaml.safe_dump(tree, sort_keys=False), nl=False)
+    else:
+        click.echo(stack_status.render_tree(tree), nl=False)

@@ -1,0 +1,61 @@
+"""Turning a generated object into Helm template text: the object is built by the same
+functions as deploy/ with *sentinel* strings (``@@NAME@@``) where a value comes from the
+chart's values, dumped as YAML, and each sentinel replaced by its template expression —
+so the chart cannot drift from the generated manifests. Pure; used by
+:mod:`appstack.manifests.chart`."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import yaml
+
+
+def sentinel(name: str) -> str:
+    return f"@@{name}@@"
+
+
+def dump(obj: Mapping[str, Any]) -> str:
+    return yaml.safe_dump(dict(obj), sort_keys=False, width=100)
+
+
+def substitute(text: str, values: Mapping[str, str]) -> str:
+    """Replace each quoted scalar sentinel (``'@@X@@'``) by its expression."""
+    for name, expression in values.items():
+        text = text.replace(f"'{sentinel(name)}'", expression)
+    return text
+
+
+def wrap_item(text: str, item: str, before: str, after: str) -> str:
+    """Surround the list item line ``- item`` with template lines at its indentation."""
+
+    def replace(match: re.Match[str]) -> str:
+        indent = match.group(1)
+        return f"{indent}{before}\n{match.group(0)}\n{indent}{after}"
+
+    return re.sub(rf"^(\s*)- {re.escape(item)}$", replace, text, flags=re.MULTILINE)
+
+
+def range_item(text: str, name: str, item: str, values: str) -> str:
+    """The list item ``- '@@name@@'`` becomes one ``item`` per element of ``values``."""
+
+    def replace(match: re.Match[str]) -> str:
+        indent = match.group(1)
+        return f"{indent}{{{{- range {values} }}}}\n{indent}- {item}\n{indent}{{{{- end }}}}"
+
+    pattern = rf"^(\s*)- '{re.escape(sentinel(name))}'$"
+    return re.sub(pattern, replace, text, flags=re.MULTILINE)
+
+
+def block(text: str, key: str, name: str, values: str) -> str:
+    """``key: '@@name@@'`` becomes ``key:`` followed by ``values`` as YAML (toYaml)."""
+
+    def replace(match: re.Match[str]) -> str:
+        indent = match.group(1)
+        nindent = len(indent) + 2
+        return f"{indent}{key}:\n{indent}  {{{{- toYaml {values} | nindent {nindent} }}}}"
+
+    pattern = rf"^(\s*){re.escape(key)}: '{re.escape(sentinel(name))}'$"
+    return re.sub(pattern, replace, text, flags=re.MULTILINE)

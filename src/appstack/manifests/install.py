@@ -1,0 +1,104 @@
+"""What one install consists of, for given :class:`InstallOptions`: the operator's
+namespace and image, and either a cluster-wide install (a ClusterRole, the operator
+watching every namespace) or a namespaced one (a Role + RoleBinding in each watched
+namespace, the operator started with ``--namespace`` for each). Pure.
+
+Used by ``appstack manifests`` (deploy/, stdout, the Helm chart's expected output) and by
+the e2e tests, which apply exactly these objects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from appstack.controllers.rbac import RUNTIME_RULES
+from appstack.manifests import admission, crds, rbac, workload
+
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class InstallOptions:
+    """Where the operator runs, which image, and which namespaces it watches (none: all)."""
+
+    namespace: str = rbac.NAMESPACE
+    image: str = workload.IMAGE
+    watch_namespaces: tuple[str, ...] = ()
+    replicas: int = 2
+
+    @property
+    def cluster_wide(self) -> bool:
+        return not self.watch_namespaces
+
+
+@dataclass(frozen=True)
+class Install:
+    """The objects of one install, grouped as deploy/ lays them out."""
+
+    namespace: Obj
+    crds: list[Obj]
+    service_account: Obj
+    rbac: list[Obj] = field(default_factory=list)
+    admission: list[Obj] = field(default_factory=list)
+    deployment: Obj = field(default_factory=dict)
+    metrics_service: Obj = field(default_factory=dict)
+
+    def objects(self) -> list[Obj]:
+        """Everything, in the order it can be applied."""
+        return [
+            self.namespace,
+            *self.crds,
+            self.service_account,
+            *self.rbac,
+            *self.admission,
+            self.deployment,
+            self.metrics_service,
+        ]
+
+
+def rbac_objects(options: InstallOptions) -> list[Obj]:
+    """A ClusterRole + binding, or a Role + RoleBinding per watched namespace (plus one in
+    the operator's own namespace for its Events, unless watched, and a ClusterRole with only
+    the reviews that guard /metrics); then, always, the leader-election Role (the Lease, by
+    name, in the operator's namespace) and the metrics-reader ClusterRole for scrapers."""
+    namespace = options.namespace
+    leader_election = [
+        rbac.leader_election_role(namespace),
+        rbac.leader_election_role_binding(namespace, namespace),
+    ]
+    if options.cluster_wide:
+        scoped = [rbac.cluster_role(), rbac.cluster_role_binding(namespace)]
+        return [*scoped, *leader_election, rbac.metrics_reader()]
+    objects: list[Obj] = []
+    for watched in options.watch_namespaces:
+        objects += [rbac.role(watched), rbac.role_binding(watched, namespace)]
+    if namespace not in options.watch_namespaces:
+        objects += [
+            rbac.role(namespace, rules=RUNTIME_RULES),
+            rbac.role_binding(namespace, namespace),
+        ]
+    objects += [
+        rbac.metrics_auth_cluster_role(),
+        rbac.metrics_auth_cluster_role_binding(namespace),
+    ]
+    return [*objects, *leader_election, rbac.metrics_reader()]
+
+
+def install(options: InstallOptions | None = None) -> Install:
+    """The install for ``options`` (default: cluster-wide in appstack-system)."""
+    options = options or InstallOptions()
+    return Install(
+        namespace=workload.namespace(options.namespace),
+        crds=crds.all_crds(),
+        service_account=rbac.service_account(options.namespace),
+        rbac=rbac_objects(options),
+        admission=admission.policies(options.namespace),
+        deployment=workload.deployment(
+            options.image,
+            namespace=options.namespace,
+            watch_namespaces=options.watch_namespaces,
+            replicas=options.replicas,
+        ),
+        metrics_service=workload.metrics_service(options.namespace),
+    )

@@ -1,0 +1,124 @@
+"""``appstack status STACK``: an AppStack as a tree — its Ready condition, each member
+(middleware and components, from its status) and the objects the operator made for that
+member (found by the ``appstack.dev/stack`` and ``appstack.dev/member`` labels), with
+their readiness; like ``crossplane beta trace``. Secrets are listed by name only.
+
+:func:`collect` reads the cluster; :func:`render_tree` is pure.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from appstack.api.kind import GROUP, group_key
+from appstack.controllers.registry import by_kind
+from appstack.core.resource import Resource
+from appstack.runtime import errors
+from appstack.runtime.client import Client
+from appstack.runtime.resources import (
+    CONFIG_MAP,
+    DEPLOYMENT,
+    ENDPOINT_SLICE,
+    SECRET,
+    SERVICE,
+    STATEFUL_SET,
+)
+
+CHILD_KINDS = (STATEFUL_SET, DEPLOYMENT, SERVICE, ENDPOINT_SLICE, CONFIG_MAP, SECRET)
+STACK_LABEL, MEMBER_LABEL = group_key("stack"), group_key("member")
+SLICE_MANAGER = "endpointslice.kubernetes.io/managed-by"
+
+
+def _ready_condition(obj: dict[str, Any]) -> dict[str, Any]:
+    for condition in (obj.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "Ready":
+            return dict(condition)
+    return {"status": "Unknown", "reason": "", "message": ""}
+
+
+def _replicas(obj: dict[str, Any]) -> str | None:
+    if obj["kind"] not in {"Deployment", "StatefulSet"}:
+        return None
+    want = (obj.get("spec") or {}).get("replicas", 1)
+    return f"{(obj.get('status') or {}).get('readyReplicas', 0)}/{want}"
+
+
+async def _children(client: Client, resource: Resource, stack: str, ns: str) -> list[Any]:
+    try:
+        items, _ = await client.list(resource, ns, label_selector=f"{STACK_LABEL}={stack}")
+    except errors.Forbidden:  # e.g. no right to list Secrets: show the rest
+        return []
+    for item in items:
+        item.setdefault("kind", resource.kind)
+    if resource is ENDPOINT_SLICE:  # ours (external middleware), not the endpoint controller's
+        return [i for i in items if _labels(i).get(SLICE_MANAGER) == GROUP]
+    return items
+
+
+def _labels(obj: dict[str, Any]) -> dict[str, str]:
+    return dict(obj["metadata"].get("labels") or {})
+
+
+async def collect(client: Client, name: str, namespace: str) -> dict[str, Any]:
+    """The AppStack ``namespace/name`` with its members and their objects."""
+    kind = by_kind("AppStack")
+    assert kind is not None  # noqa: S101 - registered
+    stack = await client.get(kind.kind.resource, name, namespace)
+    children = [c for r in CHILD_KINDS for c in await _children(client, r, name, namespace)]
+    status = stack.get("status") or {}
+    ready = _ready_condition(stack)
+    members = []
+    for member in status.get("members") or []:
+        objects = [
+            {"kind": c["kind"], "name": c["metadata"]["name"], "ready": _replicas(c)}
+            for c in children
+            if _labels(c).get(MEMBER_LABEL) == member["name"]
+        ]
+        members.append({**member, "objects": objects})
+    return {
+        "kind": "AppStack",
+        "name": name,
+        "namespace": namespace,
+        "ready": ready["status"],
+        "reason": ready.get("reason", ""),
+        "message": ready.get("message", ""),
+        "readyMembers": status.get("readyMembers", ""),
+        "members": members,
+    }
+
+
+def render_tree(tree: dict[str, Any]) -> str:
+    """The tree as text: NAME, READY, STATUS columns, members and their objects indented."""
+    rows = [("NAME", "READY", "STATUS")]
+    rows.append(
+        (
+            f"AppStack/{tree['name']}",
+            tree["readyMembers"] or "-",
+            f"{tree['reason'] or tree['ready']}: {tree['message']}".strip(": "),
+        )
+    )
+    members = tree["members"]
+    for i, member in enumerate(members):
+        last = i == len(members) - 1
+        message = member.get("message") or ""
+        state = member["state"] + (f" ({message})" if message.lower() not in {"", "ready"} else "")
+        rows.append(
+            (
+                f"{'└─' if last else '├─'} {member['name']} ({member['kind']})",
+                member["ready"],
+                state,
+            )
+        )
+        for j, obj in enumerate(member["objects"]):
+            branch = "└─" if j == len(member["objects"]) - 1 else "├─"
+            rows.append(
+                (
+                    f"{'   ' if last else '│  '}{branch} {obj['kind']}/{obj['name']}",
+                    obj["ready"] or "",
+                    "",
+                )
+            )
+    width = [max(len(r[c]) for r in rows) for c in range(2)]
+    return (
+        "\n".join(f"{r[0]:<{width[0]}}   {r[1]:<{width[1]}}   {r[2]}".rstrip() for r in rows) + "\n"
+    )

@@ -1,0 +1,145 @@
+"""``appstack uninstall``: remove appstack from a cluster without leaving anything stuck.
+
+In this order, each step waiting until the previous one is gone:
+
+1. every custom resource of every registered kind, in all namespaces, deleted with
+   foreground propagation — so each waits for its children (which block their owner's
+   deletion) — and finalized by the operator, **which must still be running**;
+2. the operator: its Deployment, then the rest of what the install created (Service,
+   RBAC, ServiceAccount, ...), found by the install's labels in every namespace;
+3. the CRDs, and last the operator's Namespace.
+
+If custom resources are still there after ``timeout`` (the operator is not running, so
+nobody removes their finalizers), it stops before step 2 and says which ones and why: the
+operator and the CRDs stay, nothing is left Terminating without an owner to finish it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from appstack.controllers.registry import ALL
+from appstack.core.resource import Resource
+from appstack.manifests.crds import LABELS
+from appstack.manifests.install import InstallOptions, install
+from appstack.runtime import errors
+from appstack.runtime.client import Client
+from appstack.runtime.resources import DEPLOYMENT, NAMESPACE, SERVICE, SERVICE_ACCOUNT
+
+SELECTOR = ",".join(f"{k}={v}" for k, v in sorted(LABELS.items()))
+_RBAC = "rbac.authorization.k8s.io"
+CRD = Resource(
+    "apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False
+)
+# What an install may create, by kind (a unit test checks every kind install() emits is here).
+_ADMISSION = "admissionregistration.k8s.io"
+INSTALLED: dict[str, Resource] = {
+    "Deployment": DEPLOYMENT,
+    "Service": SERVICE,
+    "ServiceAccount": SERVICE_ACCOUNT,
+    "Role": Resource(_RBAC, "v1", "Role", "roles"),
+    "RoleBinding": Resource(_RBAC, "v1", "RoleBinding", "rolebindings"),
+    "ClusterRole": Resource(_RBAC, "v1", "ClusterRole", "clusterroles", False),
+    "ClusterRoleBinding": Resource(_RBAC, "v1", "ClusterRoleBinding", "clusterrolebindings", False),
+    "ValidatingAdmissionPolicy": Resource(
+        _ADMISSION, "v1", "ValidatingAdmissionPolicy", "validatingadmissionpolicies", False
+    ),
+    "ValidatingAdmissionPolicyBinding": Resource(
+        _ADMISSION,
+        "v1",
+        "ValidatingAdmissionPolicyBinding",
+        "validatingadmissionpolicybindings",
+        False,
+    ),
+    "CustomResourceDefinition": CRD,
+    "Namespace": NAMESPACE,
+}
+
+
+class UninstallError(Exception):
+    """Custom resources did not go away in time; nothing else was deleted."""
+
+
+@dataclass(frozen=True)
+class Found:
+    resource: Resource
+    name: str
+    namespace: str | None
+    finalizers: tuple[str, ...]
+
+    def __str__(self) -> str:
+        where = f"{self.namespace}/" if self.namespace else ""
+        return f"{self.resource.kind} {where}{self.name} (finalizers: {list(self.finalizers)})"
+
+
+def removal_order() -> list[Resource]:
+    """The kinds an install creates (either variant), in reverse order of creation: the
+    Deployment first, the CRDs and then the Namespace last."""
+    kinds = [
+        obj["kind"]
+        for options in (InstallOptions(), InstallOptions(watch_namespaces=("watched",)))
+        for obj in reversed(install(options).objects())
+    ]
+    last = ("CustomResourceDefinition", "Namespace")
+    ordered = sorted(
+        dict.fromkeys(["Deployment", *kinds]), key=lambda k: last.index(k) + 1 if k in last else 0
+    )
+    return [INSTALLED[kind] for kind in ordered]
+
+
+async def _find(client: Client, resource: Resource, selector: str | None = None) -> list[Found]:
+    try:
+        items, _ = await client.list(resource, label_selector=selector)
+    except errors.NotFound:  # the kind is not served (CRD already gone)
+        return []
+    return [
+        Found(
+            resource,
+            item["metadata"]["name"],
+            item["metadata"].get("namespace"),
+            tuple(item["metadata"].get("finalizers") or ()),
+        )
+        for item in items
+    ]
+
+
+async def _delete_all(
+    client: Client, found: list[Found], say: Callable[[str], None], propagation: str
+) -> None:
+    for item in found:
+        if await client.delete(item.resource, item.name, item.namespace, propagation=propagation):
+            say(f"deleted {item}")
+
+
+async def _wait_gone(
+    client: Client, resources: list[Resource], timeout: float, selector: str | None = None
+) -> list[Found]:
+    """What is left of ``resources`` after waiting up to ``timeout`` for it to go."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = [f for r in resources for f in await _find(client, r, selector)]
+        if not left or time.monotonic() > deadline:
+            return left
+        await asyncio.sleep(0.5)
+
+
+async def uninstall(client: Client, say: Callable[[str], None], timeout: float = 300) -> None:
+    """Custom resources, then the operator, then the CRDs (see the module docstring)."""
+    custom = [controller.kind.resource for controller in ALL]
+    objects = [f for r in custom for f in await _find(client, r)]
+    await _delete_all(client, objects, say, "Foreground")
+    left = await _wait_gone(client, custom, timeout)
+    if left:
+        raise UninstallError(
+            f"{len(left)} custom resource(s) still there after {timeout:.0f}s; the operator "
+            "must run to finalize them (the operator and the CRDs were left in place):\n  "
+            + "\n  ".join(str(f) for f in left)
+        )
+    for resource in removal_order():
+        await _delete_all(client, await _find(client, resource, SELECTOR), say, "Foreground")
+        left = await _wait_gone(client, [resource], timeout, SELECTOR)
+        if left:
+            raise UninstallError("still there: " + ", ".join(str(f) for f in left))

@@ -1,0 +1,160 @@
+"""``appstack uninstall`` on a cluster of its own (it deletes the CRDs, which the other
+tests share): install (the generated objects; the operator as a local process under the
+generated ServiceAccount, with its Deployment's arguments), an AppStack with managed
+middleware and an AppService, then uninstall — after which nothing with our labels and no
+CRD of our group is left, and nothing is stuck Terminating.
+
+There is no kubelet here, so when uninstall deletes the operator's Deployment the test
+stops the local operator process, as the kubelet would stop the pod.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lightkube import Client as LightClient
+from lightkube import KubeConfig, codecs
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.core_v1 import Namespace
+
+from appstack.controllers.appservice import APP_SERVICE
+from appstack.controllers.appstack import APP_STACK
+from appstack.controllers.util.meta import CHILD_SELECTOR
+from appstack.manifests.install import install
+from appstack.runtime.client import Client
+from appstack.runtime.resources import (
+    CONFIG_MAP,
+    DEPLOYMENT,
+    POD,
+    PVC,
+    SECRET,
+    SERVICE,
+    SERVICE_ACCOUNT,
+    STATEFUL_SET,
+)
+from appstack.testing.cluster import LocalCluster
+from appstack.uninstall import CRD, INSTALLED, SELECTOR, uninstall
+from tests.e2e.conftest import is_ready, until
+from tests.e2e.installed import apply_install, running_operator
+
+LEFTOVER_KINDS = [
+    DEPLOYMENT,
+    STATEFUL_SET,
+    POD,
+    PVC,
+    SERVICE,
+    CONFIG_MAP,
+    SECRET,
+    SERVICE_ACCOUNT,
+    *INSTALLED.values(),
+]
+
+
+def _stack(namespace: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "appstack.dev/v1",
+        "kind": "AppStack",
+        "metadata": {"name": "shop", "namespace": namespace},
+        "spec": {
+            "middleware": [{"name": "db", "type": "postgres", "managed": {}}],
+            "components": [{"name": "api", "image": "api:1", "uses": ["db"]}],
+        },
+    }
+
+
+def _app(namespace: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "appstack.dev/v1",
+        "kind": "AppService",
+        "metadata": {"name": "blog", "namespace": namespace},
+        "spec": {"image": "blog:1", "ports": [{"port": 80}]},
+    }
+
+
+async def _leftovers(client: Client) -> list[str]:
+    """Everything with our labels, any CRD of our group, anything Terminating."""
+    found = []
+    for resource in LEFTOVER_KINDS:
+        for selector in (SELECTOR, CHILD_SELECTOR):
+            items, _ = await client.list(resource, label_selector=selector)
+            found += [f"{resource.kind} {i['metadata']['name']}" for i in items]
+    crds, _ = await client.list(CRD)
+    found += [c["metadata"]["name"] for c in crds if c["spec"]["group"] == "appstack.dev"]
+    for resource in (*LEFTOVER_KINDS, PVC):
+        items, _ = await client.list(resource)
+        found += [
+            f"Terminating {resource.kind} {i['metadata']['name']}"
+            for i in items
+            if i["metadata"].get("deletionTimestamp")
+        ]
+    return found
+
+
+async def test_uninstall_removes_resources_then_operator_then_crds_leaving_nothing(
+    fresh_cluster: LocalCluster, tmp_path: Path
+) -> None:
+    light = LightClient(
+        config=KubeConfig.from_file(str(fresh_cluster.kubeconfig)), field_manager="appstack-tests"
+    )
+    parts = install()
+    apply_install(light, parts)
+    light.apply(codecs.from_dict(parts.deployment), force=True)  # kwok "runs" its pods
+    namespace = "shop"
+    light.create(Namespace(metadata=ObjectMeta(name=namespace)))
+    said: list[str] = []
+
+    async with await Client.connect(str(fresh_cluster.kubeconfig)) as client:
+        with running_operator(light, fresh_cluster.kubeconfig, parts, tmp_path) as operator:
+            await client.create(APP_STACK, _stack(namespace))
+            await client.create(APP_SERVICE, _app(namespace))
+            await until(client, APP_STACK, "shop", namespace, is_ready, 120, "shop Ready")
+            await until(client, APP_SERVICE, "blog", namespace, is_ready, 60, "blog Ready")
+            assert (await client.list(STATEFUL_SET, namespace))[0]  # managed middleware
+
+            def say(line: str) -> None:
+                said.append(line)
+                if line.startswith("deleted Deployment appstack-system/appstack-operator"):
+                    operator.terminate()  # the kubelet would stop the pod now
+
+            await uninstall(client, say, timeout=120)
+            assert operator.wait(timeout=30) == 0
+
+        assert await _leftovers(client) == []
+    custom = [line for line in said if line.startswith(("deleted AppStack", "deleted AppService"))]
+    first_operator_object = next(i for i, line in enumerate(said) if "appstack-operator" in line)
+    assert len(custom) == 2
+    assert said.index(custom[-1]) < first_operator_object
+    assert said[-1].startswith("deleted Namespace appstack-system")
+
+
+async def test_uninstall_without_a_running_operator_stops_before_removing_it(
+    fresh_cluster: LocalCluster,
+) -> None:
+    """No operator: a finalizer cannot be removed, so the operator and CRDs stay."""
+    light = LightClient(
+        config=KubeConfig.from_file(str(fresh_cluster.kubeconfig)), field_manager="appstack-tests"
+    )
+    parts = install()
+    apply_install(light, parts)
+    namespace = f"stuck-{uuid.uuid4().hex[:6]}"
+    light.create(Namespace(metadata=ObjectMeta(name=namespace)))
+    async with await Client.connect(str(fresh_cluster.kubeconfig)) as client:
+        app = _app(namespace)
+        app["metadata"]["finalizers"] = ["appstack.dev/test-held"]
+        await client.create(APP_SERVICE, app)
+        with pytest.raises(Exception, match="the operator and the CRDs were left in place"):
+            await uninstall(client, lambda _: None, timeout=3)
+        assert (await client.get(CRD, "appservices.appstack.dev"))["metadata"]["name"]
+        assert await client.get(
+            SERVICE_ACCOUNT, parts.service_account["metadata"]["name"], "appstack-system"
+        )
+        await client.patch(
+            APP_SERVICE, "blog", {"metadata": {"finalizers": None}}, namespace=namespace
+        )
+        await uninstall(client, lambda _: None, timeout=60)
+        assert await _leftovers(client) == []
+    await asyncio.to_thread(light.delete, Namespace, namespace)

@@ -1,0 +1,87 @@
+"""Observability of the operator process: the standard library's loggers (aiohttp,
+asyncio) go through the same formatter as the runtime's (in JSON mode every line on stderr
+is one JSON object), and its registry has the process_* and python_* collectors."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Iterator
+
+import pytest
+import structlog
+
+from appstack.runtime import logging as rt_logging
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging() -> Iterator[None]:
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield None
+    root.handlers, root.level = handlers, level
+    logging.captureWarnings(False)
+    structlog.reset_defaults()
+
+
+def test_json_mode_emits_only_json_lines_for_stdlib_and_structlog(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    rt_logging.configure("json", "info")
+    structlog.get_logger("appstack.test").info("from structlog", n=1)
+    logging.getLogger("aiohttp.access").info("GET /metrics %s", 200)
+    try:
+        raise ValueError("boom")
+    except ValueError:
+        logging.getLogger("asyncio").exception("Task exception was never retrieved")
+    logging.getLogger("aiohttp.client").debug("below the level: dropped")
+
+    lines = capsys.readouterr().err.splitlines()
+    records = [json.loads(line) for line in lines]  # fails on any non-JSON line
+    assert [r["event"].split("\n")[0] for r in records[:3]] == [
+        "from structlog",
+        "GET /metrics 200",
+        "Task exception was never retrieved",
+    ]
+    assert records[1]["logger"] == "aiohttp.access"
+    assert records[1]["level"] == "info"
+    assert "ValueError: boom" in records[2]["exception"]
+    assert records[2]["level"] == "error"
+    assert len(records) == 3
+
+
+def test_the_operators_registry_exports_process_and_python_metrics() -> None:
+    from appstack.runtime.metrics import Metrics  # noqa: PLC0415
+
+    text = Metrics().exposition().decode()
+    for name in ("process_resident_memory_bytes", "process_cpu_seconds_total", "python_info"):
+        assert f"\n{name}" in text
+
+
+def _exported_samples() -> set[str]:
+    from appstack.runtime.metrics import Metrics  # noqa: PLC0415
+
+    suffixes = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count")}
+    return {
+        family.name + suffix
+        for family in Metrics().registry.collect()
+        for suffix in suffixes.get(family.type, ("",))
+    }
+
+
+def test_the_dashboard_and_alerts_reference_only_metrics_the_operator_exports() -> None:
+    from appstack.manifests import dashboard  # noqa: PLC0415
+
+    exported = _exported_samples()
+    ours = re.compile(
+        r"\b((?:controller_runtime|workqueue|leader_election|rest_client|process|python)_\w+)"
+    )
+    for expr in dashboard.expressions():
+        names = ours.findall(expr)
+        assert names, expr
+        assert set(names) <= exported, (expr, set(names) - exported)
+    panels = dashboard.grafana_dashboard()["panels"]
+    assert len({p["id"] for p in panels}) == len(panels)
+    alerts = {r["alert"] for r in dashboard.prometheus_rule()["spec"]["groups"][0]["rules"]}
+    assert alerts == {"AppstackReconcileErrors", "AppstackWorkqueueStuck", "AppstackNoLeader"}
