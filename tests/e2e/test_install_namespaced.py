@@ -54,7 +54,12 @@ async def test_a_namespaced_install_reconciles_in_its_namespaces_only(
 ) -> None:
     ops, team_a, team_b, team_c = namespaces
     parts = install(InstallOptions(namespace=ops, watch_namespaces=(team_a, team_b)))
-    assert not [o for o in parts.objects() if o["kind"].startswith("Cluster")]
+    # Cluster-wide only: the reviews that guard /metrics, and the scrapers' metrics reader.
+    cluster_rules = [r for o in parts.objects() if o["kind"] == "ClusterRole" for r in o["rules"]]
+    assert {res for r in cluster_rules for res in r.get("resources", [])} == {
+        "tokenreviews",
+        "subjectaccessreviews",
+    }
     apply_install(kube, parts)
 
     await client.create(APP_SERVICE, _app("web", team_c))  # first: it had every chance

@@ -75,13 +75,28 @@ def _app(namespace: str) -> dict[str, Any]:
     }
 
 
+def _kept_data(kind: str, obj: dict[str, Any]) -> bool:
+    """A managed database's credentials Secret, kept (unowned) exactly as long as its
+    retained volume, like the PersistentVolumeClaim itself (docs/security.md)."""
+    meta = obj["metadata"]
+    return (
+        kind == "Secret"
+        and meta["name"].endswith("-credentials")
+        and not meta.get("ownerReferences")
+    )
+
+
 async def _leftovers(client: Client) -> list[str]:
     """Everything with our labels, any CRD of our group, anything Terminating."""
     found = []
     for resource in LEFTOVER_KINDS:
         for selector in (SELECTOR, CHILD_SELECTOR):
             items, _ = await client.list(resource, label_selector=selector)
-            found += [f"{resource.kind} {i['metadata']['name']}" for i in items]
+            found += [
+                f"{resource.kind} {i['metadata']['name']}"
+                for i in items
+                if not _kept_data(resource.kind, i)
+            ]
     crds, _ = await client.list(CRD)
     found += [c["metadata"]["name"] for c in crds if c["spec"]["group"] == "appstack.dev"]
     for resource in (*LEFTOVER_KINDS, PVC):

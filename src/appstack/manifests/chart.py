@@ -129,8 +129,15 @@ def _test_pod() -> str:
                     "command": [
                         "python3",
                         "-c",
-                        f"import urllib.request; urllib.request.urlopen('{url}', timeout=10)",
+                        # /metrics answers; 401/403 is an answer too: it is guarded by
+                        # TokenReview + SubjectAccessReview (--metrics-auth, the default).
+                        "import os, urllib.error, urllib.request\n"
+                        "try:\n"
+                        "    urllib.request.urlopen(os.environ['METRICS_URL'], timeout=10)\n"
+                        "except urllib.error.HTTPError as error:\n"
+                        "    assert error.code in (401, 403), error\n",
                     ],
+                    "env": [{"name": "METRICS_URL", "value": url}],
                     "securityContext": {
                         "allowPrivilegeEscalation": False,
                         "capabilities": {"drop": ["ALL"]},

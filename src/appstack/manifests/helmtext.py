@@ -22,9 +22,11 @@ def dump(obj: Mapping[str, Any]) -> str:
 
 
 def substitute(text: str, values: Mapping[str, str]) -> str:
-    """Replace each quoted scalar sentinel (``'@@X@@'``) by its expression."""
+    """Replace each quoted scalar sentinel (``'@@X@@'``) by its expression, and one inside
+    a longer string (e.g. a namespace in a CEL expression) by the expression in place."""
     for name, expression in values.items():
         text = text.replace(f"'{sentinel(name)}'", expression)
+        text = text.replace(sentinel(name), expression)
     return text
 
 

@@ -194,7 +194,14 @@ class LocalCluster:
         self, *args: str, stdin: str | None = None, check: bool = True
     ) -> subprocess.CompletedProcess[str]:
         """Run the cluster's kubectl with the admin kubeconfig; raises with stderr on failure."""
-        cmd = [str(self.toolchain.binary("kubectl")), f"--kubeconfig={self.kubeconfig}", *args]
+        cmd = [
+            str(self.toolchain.binary("kubectl")),
+            f"--kubeconfig={self.kubeconfig}",
+            # Discovery cached with the cluster (removed by down), never ~/.kube/cache: a
+            # cache from an older CRD (e.g. another category) must not outlive it.
+            f"--cache-dir={self.directory / 'kubectl-cache'}",
+            *args,
+        ]
         proc = subprocess.run(cmd, input=stdin, capture_output=True, text=True, check=False)
         if check and proc.returncode != 0:
             raise RuntimeError(
