@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 import yaml
+from lightkube import ApiError, KubeConfig, codecs
 from lightkube import Client as LightClient
-from lightkube import KubeConfig, codecs
 from lightkube.models.authentication_v1 import TokenRequestSpec
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
@@ -137,7 +137,30 @@ def operator_kubeconfig(
     )
     apply_objects(light, objects)
     path = tmp_path_factory.mktemp("operator") / "kubeconfig"
-    return service_account_kubeconfig(light, kube_cluster.kubeconfig, rbac.NAMESPACE, path)
+    service_account_kubeconfig(light, kube_cluster.kubeconfig, rbac.NAMESPACE, path)
+    _wait_for_the_secrets_policy(path)
+    return path
+
+
+def _wait_for_the_secrets_policy(operator_kubeconfig: Path) -> None:
+    """The API server enforces a new ValidatingAdmissionPolicy a moment after it is
+    created: probe with a dry-run write (admission runs, nothing is stored) as the operator
+    until an unlabelled Secret is refused."""
+    from lightkube.resources.core_v1 import Secret  # noqa: PLC0415
+
+    from appstack.manifests import rbac  # noqa: PLC0415
+
+    as_operator = LightClient(config=KubeConfig.from_file(str(operator_kubeconfig)))
+    probe = Secret(metadata=ObjectMeta(generateName="policy-probe-", namespace=rbac.NAMESPACE))
+
+    def refused() -> bool:
+        try:
+            as_operator.create(probe, dry_run=True)
+        except ApiError as error:
+            return "may only write Secrets labelled" in str(error.status.message)
+        return False
+
+    wait_for(refused, timeout=30, what="the Secrets admission policy in force")
 
 
 def apply_objects(light: LightClient, objects: list[dict[str, Any]]) -> None:

@@ -43,7 +43,9 @@ def secrets_policy(namespace: str = NAMESPACE) -> dict[str, Any]:
     return {
         "apiVersion": API_VERSION,
         "kind": "ValidatingAdmissionPolicy",
-        "metadata": {"name": SECRETS_POLICY, "labels": LABELS},
+        # Named after the operator's namespace: the policy is cluster-scoped and matches that
+        # namespace's ServiceAccount, so two installs must not overwrite each other's.
+        "metadata": {"name": f"{SECRETS_POLICY}-{namespace}", "labels": LABELS},
         "spec": {
             "failurePolicy": "Fail",
             "matchConstraints": {
