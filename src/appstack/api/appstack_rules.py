@@ -1,6 +1,6 @@
 """The AppStack's rules that span members, as CEL for admission and in Python for the models
 (pure): names of the children derived from ``<stack>-<member>``. Used by
-:mod:`appstack.api.appstack`.
+:mod:`appstack.api.appstack` and its member modules.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from appstack.api.appstack import Middleware
+from appstack.api.appstack_middleware import Middleware
 from appstack.controllers.appstack.catalog import CATALOG
 
 

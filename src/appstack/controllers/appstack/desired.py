@@ -16,7 +16,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from appstack.api.appstack import AppStackSpec, Component, Middleware
+from appstack.api.appstack import AppStackSpec
+from appstack.api.appstack_component import Component
+from appstack.api.appstack_middleware import Middleware
 from appstack.controllers.appstack import labels
 from appstack.controllers.appstack.connections import connection_env, service_name
 from appstack.controllers.appstack.middleware import children as middleware_children

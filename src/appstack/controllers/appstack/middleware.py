@@ -15,7 +15,7 @@ import ipaddress
 import secrets
 from typing import Any
 
-from appstack.api.appstack import Middleware
+from appstack.api.appstack_middleware import Middleware
 from appstack.api.kind import GROUP
 from appstack.controllers.appstack import labels
 from appstack.controllers.appstack.catalog import CATALOG, image

@@ -21,7 +21,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from appstack.api.appstack import AppStack, AppStackSpec, Component, Middleware
+from appstack.api.appstack import AppStack, AppStackSpec
+from appstack.api.appstack_component import Component
+from appstack.api.appstack_middleware import Middleware
 from appstack.api.graph import blocked_by, start_order
 from appstack.api.kind import group_key
 from appstack.controllers.appstack import desired, labels, middleware, status
