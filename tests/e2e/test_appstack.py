@@ -1,15 +1,13 @@
-"""AppStack end to end: the dataservice example converges in dependency order; updates,
-config changes, pruning, external middleware, validation, drift and deletion."""
+"""AppStack end to end (the dataservice example: test_dataservice.py): updates, config
+changes, pruning, external middleware, validation, drift and deletion."""
 
 from __future__ import annotations
 
 import asyncio
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from appstack.controllers.appstack import APP_STACK, desired
 from appstack.runtime import errors
@@ -26,19 +24,6 @@ from appstack.runtime.resources import (
     STATEFUL_SET,
 )
 from tests.e2e.conftest import RunningOperator, until
-
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "dataservice.yaml"
-
-
-def _example(namespace: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    init, stack = yaml.safe_load_all(EXAMPLE.read_text())
-    for obj in (init, stack):
-        obj["metadata"]["namespace"] = namespace
-    for component in stack["spec"]["components"]:  # node ports are cluster-wide: drop them
-        for port in component.get("ports", []):
-            port.pop("nodePort", None)
-    return init, stack
-
 
 _COMPONENT = {"name": "app", "image": "web:1"}
 
@@ -97,42 +82,6 @@ class Timeline:
     def stop(self) -> None:
         for task in self.tasks:
             task.cancel()
-
-
-async def test_the_dataservice_example_starts_every_member_after_its_dependencies(
-    client: Client, namespace: str, operator: RunningOperator
-) -> None:
-    init, stack = _example(namespace)
-    timeline = Timeline(client, namespace)
-    await asyncio.gather(*(i.wait_synced() for i in timeline.informers))
-    await client.create(CONFIG_MAP, init)
-    await client.create(APP_STACK, stack)
-
-    done = await until(
-        client, APP_STACK, "dataservice", namespace, _ready, 180, "all members Ready"
-    )
-    timeline.stop()
-
-    assert done["status"]["readyMembers"] == "12/12"
-    assert {m["state"] for m in done["status"]["members"]} == {"Ready"}
-    for component in stack["spec"]["components"]:
-        deps = set(component.get("dependsOn", [])) | set(component.get("uses", []))
-        for dep in deps:
-            assert timeline.added[component["name"]] >= timeline.ready[dep], (
-                f"{component['name']} was created before {dep} was ready"
-            )
-    uuc = await client.get(DEPLOYMENT, "dataservice-uuc", namespace)
-    env = {e["name"]: e for e in uuc["spec"]["template"]["spec"]["containers"][0]["env"]}
-    assert env["MYSQL_HOST"]["value"] == "dataservice-mysql"
-    assert env["MYSQL_PORT"]["value"] == "3306"
-    assert env["MYSQL_PASSWORD"]["valueFrom"]["secretKeyRef"] == {
-        "name": "dataservice-mysql-credentials",
-        "key": "password",
-    }
-    sts = await client.get(STATEFUL_SET, "dataservice-mysql", namespace)
-    assert sts["spec"]["persistentVolumeClaimRetentionPolicy"]["whenDeleted"] == "Retain"
-    claims, _ = await client.list(PVC, namespace)
-    assert [c["status"]["phase"] for c in claims] == ["Bound"]
 
 
 async def _small_stack(client: Client, namespace: str) -> None:

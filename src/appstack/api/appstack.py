@@ -52,9 +52,10 @@ _STACK_RULES: list[Any] = [
         "fieldPath": ".components",
     },
     {
-        "rule": "self.components.all(c, !has(c.uses) || c.uses.all(u, has(self.middleware) && "
-        "self.middleware.exists(m, m.name == u)))",
-        "message": "uses must name middleware of this stack",
+        "rule": "self.components.all(c, !has(c.uses) || c.uses.all(u, (has(self.middleware) && "
+        "self.middleware.exists(m, m.name == u)) || "
+        "self.components.exists(d, d.name == u && has(d.ports))))",
+        "message": "uses must name middleware, or a component with ports, of this stack",
         "fieldPath": ".components",
     },
 ]
@@ -79,7 +80,8 @@ class AppStackSpec(KubeModel):
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise ValueError(f"member names must be unique: {', '.join(duplicates)}")
-        middleware = {m.name for m in self.middleware or []}
+        middleware = {m.name: m for m in self.middleware or []}
+        with_ports = {c.name for c in self.components if c.ports}
         known = set(names)
         for component in self.components:
             for ref in component.depends_on or []:
@@ -89,14 +91,37 @@ class AppStackSpec(KubeModel):
                         f"member of this stack"
                     )
             for ref in component.uses or []:
-                if ref not in middleware:
+                if ref not in middleware and ref not in with_ports:
                     raise ValueError(
-                        f"component {component.name}: uses {ref!r} is not middleware of this stack"
+                        f"component {component.name}: uses {ref!r} is not middleware, or a "
+                        f"component with ports, of this stack"
                     )
+            defined = set(component.env or {}) | {e.name for e in component.envs or []}
+            clash = sorted(defined & self._url_injected(component))
+            if clash:
+                raise ValueError(
+                    f"component {component.name}: {', '.join(clash)} is injected by uses; "
+                    f"remove it from env/envs"
+                )
+        written = [n for c in self.components for n in c.config_maps_written("")]
+        if len(set(written)) != len(written):
+            raise ValueError("configs: two components would write the same ConfigMap")
         cycle = find_cycle({c.name: c.dependencies() for c in self.components})
         if cycle:
             raise ValueError(f"dependency cycle: {' -> '.join(cycle)}")
         return self
+
+    def _url_injected(self, component: Component) -> set[str]:
+        """The variables beyond HOST/PORT/USERNAME/PASSWORD that ``uses`` injects (URL of a
+        third-party service or of a component, its TOKEN and AUTH_METHOD)."""
+        middleware = {m.name: m for m in self.middleware or []}
+        names: set[str] = set()
+        for used in component.uses or []:
+            p = used.upper().replace("-", "_")
+            mw = middleware.get(used)
+            if mw is None or (mw.external is not None and mw.external.url is not None):
+                names |= {f"{p}_URL", f"{p}_TOKEN", f"{p}_AUTH_METHOD"}
+        return names
 
 
 class MemberStatus(KubeModel):

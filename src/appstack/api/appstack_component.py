@@ -10,7 +10,12 @@ from typing import Annotated
 from pydantic import ConfigDict, Field, model_validator
 
 from appstack.api.appstack_middleware import MemberName
-from appstack.api.appstack_rules import COMPONENT_RULES, component_problem
+from appstack.api.appstack_rules import (
+    COMPONENT_RULES,
+    CONFIG_RULES,
+    component_problem,
+    config_problem,
+)
 from appstack.api.core import (
     EnvList,
     KubeModel,
@@ -19,7 +24,7 @@ from appstack.api.core import (
     ServiceType,
     default_service_type,
 )
-from appstack.api.names import DNS_LABEL, Image
+from appstack.api.names import DNS_LABEL, Image, ObjectName
 from appstack.api.security import SECURITY, SecurityContext
 
 
@@ -30,9 +35,47 @@ class ComponentPort(KubeModel):
     node_port: int | None = Field(None, ge=30000, le=32767)
 
 
+Files = dict[str, Annotated[str, Field(max_length=262144)]]
+MountPath = Annotated[str, Field(min_length=1, max_length=1024, pattern=r"^/")]
+
+
 class ConfigFiles(KubeModel):
-    mount_path: str = Field(min_length=1, max_length=1024, pattern=r"^/")
-    files: dict[str, Annotated[str, Field(max_length=262144)]] = Field(max_length=64)
+    """The single-ConfigMap form (``config``): files mounted at one path."""
+
+    mount_path: MountPath
+    files: Files = Field(max_length=64)
+
+
+class ConfigMount(KubeModel):
+    """One of several ConfigMaps (``configs``): files we write to ``<stack>-<name>``, or an
+    existing ConfigMap, mounted at ``mountPath`` (one key of it with ``subPath``)."""
+
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": CONFIG_RULES})
+
+    name: str = Field(
+        max_length=59,
+        pattern=DNS_LABEL,
+        description="The volume; with files also the ConfigMap <stack>-<name>, so it is the "
+        "component's name or starts with it and '-' (web, web-template).",
+    )
+    mount_path: MountPath
+    files: Files | None = Field(None, max_length=64, description="Files we write.")
+    config_map: ObjectName | None = Field(
+        None, description="An existing ConfigMap of the namespace (not written by us)."
+    )
+    sub_path: str | None = Field(
+        None,
+        max_length=253,
+        pattern=r"^[-._a-zA-Z0-9]+$",
+        description="Mount only this key, as the file mountPath.",
+    )
+
+    @model_validator(mode="after")
+    def _same_rules_as_admission(self) -> ConfigMount:
+        problem = config_problem(self)
+        if problem:
+            raise ValueError(f"configs {self.name}: {problem}")
+        return self
 
 
 class Component(KubeModel):
@@ -44,7 +87,14 @@ class Component(KubeModel):
     ports: list[ComponentPort] | None = Field(None, max_length=32)
     env: dict[str, str] | None = Field(None, max_length=128, description="Literal variables.")
     envs: EnvList | None = Field(None, max_length=128, description="EnvVar entries.")
-    config: ConfigFiles | None = Field(None, description="Files mounted from a ConfigMap.")
+    config: ConfigFiles | None = Field(
+        None, description="Files mounted from one ConfigMap (the short form of configs)."
+    )
+    configs: list[ConfigMount] | None = Field(
+        None,
+        max_length=16,
+        description="Several ConfigMaps at several paths; a change rolls this component only.",
+    )
     resources: ResourceRequirements | None = None
     readiness_probe: Probe | None = None
     liveness_probe: Probe | None = None
@@ -54,7 +104,8 @@ class Component(KubeModel):
     uses: list[MemberName] | None = Field(
         None,
         max_length=8,
-        description="Middleware whose connection details are injected (implies dependsOn).",
+        description="Middleware, or components with ports, whose connection details are "
+        "injected (implies dependsOn).",
     )
 
     @model_validator(mode="after")
@@ -63,6 +114,12 @@ class Component(KubeModel):
         if problem:
             raise ValueError(f"component {self.name}: {problem}")
         return self
+
+    def config_maps_written(self, stack: str) -> list[str]:
+        """The ConfigMaps we write for this component."""
+        if self.config is not None:
+            return [f"{stack}-{self.name}-config"]
+        return [f"{stack}-{m.name}" for m in self.configs or [] if m.files is not None]
 
     def dependencies(self) -> list[str]:
         return sorted(set(self.depends_on or []) | set(self.uses or []))

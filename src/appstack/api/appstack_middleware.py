@@ -5,7 +5,7 @@ or external ("third party", given a stable in-cluster name). Used by
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
@@ -13,9 +13,11 @@ from appstack.api.appstack_rules import IMMUTABLE_TYPE, STORAGE_RULES, immutable
 from appstack.api.core import KubeModel, Quantity, ResourceRequirements
 from appstack.api.names import DNS_1035, TAG, Image, ObjectName
 from appstack.api.security import SECURITY, SecurityContext
+from appstack.api.urls import EXAMPLE, URL_RULES, url_problem
 
 MemberName = Annotated[str, Field(min_length=1, max_length=40, pattern=DNS_1035)]
-MiddlewareType = Literal["mysql", "postgres", "redis"]
+MiddlewareType = Literal["mysql", "postgres", "redis", "service"]
+AuthMethod = Literal["none", "basic", "bearer", "apiKey"]
 
 
 class Storage(KubeModel):
@@ -60,20 +62,64 @@ class ManagedMiddleware(KubeModel):
 
 
 class SecretRef(KubeModel):
+    """A Secret the consumers read credentials from (by ``secretKeyRef``, never copied)."""
+
     name: ObjectName = Field(description="Secret in the stack's namespace.")
     username_key: str = Field("username", max_length=253)
     password_key: str = Field("password", max_length=253)
+    token_key: str = Field(
+        "token", max_length=253, description="The key of the token (authMethod bearer, apiKey)."
+    )
+
+
+_EXTERNAL_RULES: list[Any] = [
+    {
+        "rule": "has(self.host) != has(self.url)",
+        "message": "set exactly one of host (with port) or url",
+    },
+    {
+        "rule": "has(self.host) == has(self.port)",
+        "message": "host needs port (url carries its own)",
+    },
+    {
+        "rule": "!has(self.authMethod) || has(self.url)",
+        "message": "authMethod goes with url; host/port consumers get USERNAME/PASSWORD",
+        "fieldPath": ".authMethod",
+    },
+    {
+        "rule": "!has(self.url) || has(self.secretRef) == "
+        "(has(self.authMethod) && self.authMethod != 'none')",
+        "message": "authMethod basic, bearer or apiKey needs secretRef; none (or no authMethod) "
+        "takes no secretRef",
+        "fieldPath": ".secretRef",
+    },
+]
 
 
 class ExternalMiddleware(KubeModel):
-    """Run by someone else ("third party"): we give it a stable in-cluster name."""
+    """Run by someone else ("third party"): a host and port we give a stable in-cluster name,
+    or the URL of any service, injected as ``<NAME>_URL`` with its credential references."""
 
-    host: str = Field(
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": _EXTERNAL_RULES})
+
+    host: str | None = Field(
+        None,
         min_length=1,
         max_length=253,
         description="Host name (ExternalName Service) or IP (Service + EndpointSlice).",
     )
-    port: int = Field(ge=1, le=65535)
+    port: int | None = Field(None, ge=1, le=65535, description="The port of host.")
+    url: str | None = Field(
+        None,
+        max_length=2048,
+        description=f"The URL of the service ({EXAMPLE}); nothing is created for it.",
+        json_schema_extra={"x-kubernetes-validations": URL_RULES},
+    )
+    auth_method: AuthMethod | None = Field(
+        None,
+        description="How consumers authenticate (with url): basic injects USERNAME and "
+        "PASSWORD, bearer and apiKey inject TOKEN, all by secretKeyRef.",
+    )
     secret_ref: SecretRef | None = Field(None, description="Credentials; never inline.")
 
     password: str | None = Field(
@@ -88,10 +134,25 @@ class ExternalMiddleware(KubeModel):
     )
 
     @model_validator(mode="after")
-    def _no_inline_password(self) -> ExternalMiddleware:
-        if self.password is not None:
-            raise ValueError("credentials are never inline: use secretRef")
+    def _same_rules_as_admission(self) -> ExternalMiddleware:
+        problem = self.problem()
+        if problem is not None:
+            raise ValueError(problem)
         return self
+
+    def problem(self) -> str | None:
+        """:data:`_EXTERNAL_RULES` and the URL rules in Python."""
+        if self.password is not None:
+            return "credentials are never inline: use secretRef"
+        if (self.host is None) == (self.url is None):
+            return "set exactly one of host (with port) or url"
+        if (self.host is None) != (self.port is None):
+            return "host needs port (url carries its own)"
+        if self.url is None:
+            return "authMethod goes with url" if self.auth_method is not None else None
+        if (self.secret_ref is not None) != (self.auth_method not in {None, "none"}):
+            return "authMethod basic, bearer or apiKey needs secretRef; none takes no secretRef"
+        return url_problem(self.url)
 
 
 class Middleware(KubeModel):
@@ -101,6 +162,12 @@ class Middleware(KubeModel):
                 {
                     "rule": "has(self.managed) != has(self.external)",
                     "message": "set exactly one of managed, external",
+                },
+                {
+                    "rule": "self.type != 'service' || (has(self.external) && "
+                    "has(self.external.url))",
+                    "message": "type service is a third-party service: give external.url",
+                    "fieldPath": ".type",
                 },
                 IMMUTABLE_TYPE,
             ]
@@ -116,4 +183,8 @@ class Middleware(KubeModel):
     def _one_mode(self) -> Middleware:
         if (self.managed is None) == (self.external is None):
             raise ValueError(f"middleware {self.name}: set exactly one of managed, external")
+        if self.type == "service" and (self.external is None or self.external.url is None):
+            raise ValueError(
+                f"middleware {self.name}: type service is a third-party service: give external.url"
+            )
         return self

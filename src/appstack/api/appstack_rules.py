@@ -81,6 +81,25 @@ COMPONENT_RULES: list[Any] = [
         "fieldPath": ".envs",
     },
     {
+        "rule": "!has(self.config) || !has(self.configs)",
+        "message": "set config (one ConfigMap) or configs (several), not both",
+        "fieldPath": ".configs",
+    },
+    {
+        "rule": "!has(self.configs) || self.configs.all(m, "
+        "self.configs.exists_one(n, n.name == m.name) && "
+        "self.configs.exists_one(n, n.mountPath == m.mountPath))",
+        "message": "configs: names and mount paths must be unique",
+        "fieldPath": ".configs",
+    },
+    {
+        "rule": "!has(self.configs) || self.configs.all(m, !has(m.files) || "
+        "m.name == self.name || m.name.startsWith(self.name + '-'))",
+        "message": "configs: a ConfigMap with files is named after the component: its name, or "
+        "its name and '-' and more (web, web-template)",
+        "fieldPath": ".configs",
+    },
+    {
         "rule": "!has(self.ports) || self.ports.all(p, self.ports.exists_one(q, q.port == p.port))",
         "message": "port numbers must be unique",
         "fieldPath": ".ports",
@@ -100,6 +119,50 @@ COMPONENT_RULES: list[Any] = [
 ]
 
 
+# One entry of ``configs``.
+CONFIG_RULES: list[Any] = [
+    {
+        "rule": "has(self.files) != has(self.configMap)",
+        "message": "set exactly one of files, configMap",
+    },
+    {
+        "rule": "!has(self.subPath) || !has(self.files) || self.subPath in self.files",
+        "message": "subPath must be one of the files",
+        "fieldPath": ".subPath",
+    },
+    {
+        "rule": "!has(self.subPath) || (self.subPath != '.' && self.subPath != '..')",
+        "message": "subPath must name a file",
+        "fieldPath": ".subPath",
+    },
+]
+
+
+def config_problem(m: Any) -> str | None:
+    """:data:`CONFIG_RULES` in Python: the first one ``m`` (a ConfigMount) breaks."""
+    if (m.files is None) == (m.config_map is None):
+        return "set exactly one of files, configMap"
+    if m.sub_path is not None and m.files is not None and m.sub_path not in m.files:
+        return "subPath must be one of the files"
+    if m.sub_path in {".", ".."}:
+        return "subPath must name a file"
+    return None
+
+
+def _configs_problem(c: Any) -> str | None:
+    if c.config is not None and c.configs:
+        return "set config (one ConfigMap) or configs (several), not both"
+    configs = c.configs or []
+    for attr in ("name", "mount_path"):
+        values = [getattr(m, attr) for m in configs]
+        if len(set(values)) != len(values):
+            return "configs: names and mount paths must be unique"
+    for m in configs:
+        if m.files is not None and not (m.name == c.name or m.name.startswith(f"{c.name}-")):
+            return f"configs: {m.name} is not named after the component ({c.name}, {c.name}-...)"
+    return None
+
+
 def injected(member: str) -> list[str]:
     """The variables ``uses: [member]`` injects."""
     prefix = member.upper().replace("-", "_")
@@ -116,6 +179,10 @@ def component_problem(c: Any) -> str | None:
         clash = sorted((env | envs) & set(injected(used)))
         if clash:
             return f"uses: {', '.join(clash)} is injected for {used}; remove it from env/envs"
+    return _configs_problem(c) or _ports_problem(c)
+
+
+def _ports_problem(c: Any) -> str | None:
     ports = c.ports or []
     numbers = [p.port for p in ports]
     if len(set(numbers)) != len(numbers):

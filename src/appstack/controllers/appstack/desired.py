@@ -1,7 +1,8 @@
 """AppStack members → the objects we want (pure, unit-tested).
 
-Components: ConfigMap ``-config`` (files), Deployment (env, injected connections, the config
-mounted, a hash of it on the pod template so a change rolls the pods, and
+Components: ConfigMaps (``config``: ``-config``; ``configs``: ``<stack>-<name>`` each),
+Deployment (env, injected connections, the ConfigMaps mounted, a hash of what they hold on
+the pod template so a change rolls this component's pods and no other's, and
 :func:`secrets_version` — which version of each Secret it reads, never their data),
 Service. Middleware: :mod:`.middleware`. Names and labels: :mod:`.labels`.
 :func:`children` — every member's children — is what ``appstack render`` prints; the
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from appstack.api.appstack import AppStackSpec
@@ -25,20 +26,61 @@ from appstack.controllers.appstack.middleware import children as middleware_chil
 from appstack.controllers.util.meta import MANAGED_BY
 from appstack.controllers.util.workloads import container, security_context
 
+Members = Mapping[str, Middleware | Component]  # what ``uses`` may name
 
-def config_map(owner: dict[str, Any], c: Component) -> dict[str, Any] | None:
-    if c.config is None:
-        return None
+
+def config_maps(owner: dict[str, Any], c: Component) -> list[dict[str, Any]]:
+    """The ConfigMaps we write for ``c``: ``<stack>-<c>-config`` (``config``), or
+    ``<stack>-<name>`` for each entry of ``configs`` with files."""
     stack = owner["metadata"]["name"]
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": labels.metadata(owner, c.name, f"{service_name(stack, c.name)}-config"),
-        "data": dict(c.config.files),
-    }
+    if c.config is not None:
+        entries = [(f"{service_name(stack, c.name)}-config", c.config.files)]
+    else:
+        entries = [(service_name(stack, m.name), m.files) for m in c.configs or [] if m.files]
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": labels.metadata(owner, c.name, name),
+            "data": dict(files),
+        }
+        for name, files in entries
+    ]
 
 
-def used_secrets(c: Component, middleware: dict[str, Middleware]) -> list[str]:
+def used_config_maps(c: Component) -> list[str]:
+    """Existing ConfigMaps ``c`` mounts (``configs[].configMap``): a change of one rolls it."""
+    return sorted({m.config_map for m in c.configs or [] if m.config_map})
+
+
+def _mount_configs(
+    stack: str, c: Component, main: dict[str, Any], spec: dict[str, Any], versions: str | None
+) -> str | None:
+    """Mount the component's ConfigMaps; the digest of what they hold (None: no config)."""
+    if c.config is not None:  # the short form, digest unchanged since it was the only one
+        main["volumeMounts"] = [
+            {"name": "config", "mountPath": c.config.mount_path, "readOnly": True}
+        ]
+        spec["volumes"] = [
+            {"name": "config", "configMap": {"name": f"{service_name(stack, c.name)}-config"}}
+        ]
+        return hashlib.sha256(json.dumps(c.config.files, sort_keys=True).encode()).hexdigest()
+    if not c.configs:
+        return None
+    mounts, volumes = [], []
+    for m in c.configs:
+        mount = {"name": m.name, "mountPath": m.mount_path, "readOnly": True}
+        if m.sub_path:
+            mount["subPath"] = m.sub_path
+        mounts.append(mount)
+        source = m.config_map or service_name(stack, m.name)
+        volumes.append({"name": m.name, "configMap": {"name": source}})
+    main["volumeMounts"], spec["volumes"] = mounts, volumes
+    content = [[m.name, m.files] for m in c.configs] + [versions]
+    return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
+
+
+def used_secrets(c: Component, members: Members) -> list[str]:
     """Secrets whose change must roll the component: external credentials it uses and
     secretKeyRefs of its own env (generated credentials never change)."""
     names = {
@@ -47,7 +89,8 @@ def used_secrets(c: Component, middleware: dict[str, Middleware]) -> list[str]:
         if ref is not None
     }
     for used in c.uses or []:
-        external = middleware[used].external
+        member = members[used]
+        external = member.external if isinstance(member, Middleware) else None
         if external is not None and external.secret_ref is not None:
             names.add(external.secret_ref.name)
     return sorted(names)
@@ -70,14 +113,17 @@ def secrets_version(used: Sequence[tuple[str, dict[str, Any] | None]]) -> str:
 def deployment(
     owner: dict[str, Any],
     c: Component,
-    middleware: dict[str, Middleware],
+    members: Members,
     secrets_hash: str | None = None,
+    config_maps_version: str | None = None,
 ) -> dict[str, Any]:
+    """The component's Deployment; ``config_maps_version``: :func:`secrets_version` of the
+    existing ConfigMaps it mounts."""
     stack = owner["metadata"]["name"]
     env = [{"name": k, "value": v} for k, v in sorted((c.env or {}).items())]
     env += [e.to_dict() for e in c.envs or []]
     for used in c.uses or []:
-        env += connection_env(stack, middleware[used])
+        env += connection_env(stack, members[used])
     main = container(
         c.name,
         c.image,
@@ -95,14 +141,8 @@ def deployment(
         "metadata": {"labels": {**sel, **MANAGED_BY}},
         "spec": {"containers": [main]},
     }
-    if c.config is not None:
-        main["volumeMounts"] = [
-            {"name": "config", "mountPath": c.config.mount_path, "readOnly": True}
-        ]
-        template["spec"]["volumes"] = [
-            {"name": "config", "configMap": {"name": f"{service_name(stack, c.name)}-config"}}
-        ]
-        digest = hashlib.sha256(json.dumps(c.config.files, sort_keys=True).encode()).hexdigest()
+    digest = _mount_configs(stack, c, main, template["spec"], config_maps_version)
+    if digest is not None:
         template["metadata"]["annotations"] = {labels.CONFIG_HASH: digest[:16]}
     if secrets_hash:
         template["metadata"].setdefault("annotations", {})[labels.SECRETS_HASH] = secrets_hash
@@ -141,13 +181,14 @@ def component_service(owner: dict[str, Any], c: Component) -> dict[str, Any] | N
 def component_children(
     owner: dict[str, Any],
     c: Component,
-    middleware: dict[str, Middleware],
+    members: Members,
     secrets_hash: str | None = None,
+    config_maps_version: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Every child of one component: its ConfigMap (if config), Deployment, Service (if ports)."""
+    """Every child of one component: its ConfigMaps, Deployment, Service (if ports)."""
     objects = [
-        config_map(owner, c),
-        deployment(owner, c, middleware, secrets_hash),
+        *config_maps(owner, c),
+        deployment(owner, c, members, secrets_hash, config_maps_version),
         component_service(owner, c),
     ]
     return [o for o in objects if o is not None]
@@ -156,8 +197,9 @@ def component_children(
 def children(owner: dict[str, Any], spec: AppStackSpec) -> list[dict[str, Any]]:
     """Every member's children: middleware first, then components (credentials Secrets are
     generated in the cluster, never here)."""
-    members = {m.name: m for m in spec.middleware or []}
-    out = [child for mw in members.values() for child in middleware_children(owner, mw)]
+    middleware = {m.name: m for m in spec.middleware or []}
+    out = [child for mw in middleware.values() for child in middleware_children(owner, mw)]
+    members: Members = {**middleware, **{c.name: c for c in spec.components}}
     for c in spec.components:
         out += component_children(owner, c, members)
     return out

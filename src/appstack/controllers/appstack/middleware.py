@@ -6,7 +6,8 @@
   reconciler, kept exactly as long as the volume, never part of :func:`children` and
   never printed by ``appstack render``);
 * external: an ExternalName Service (host name) or a selector-less Service plus an
-  EndpointSlice (IP), so consumers always use ``<stack>-<member>``.
+  EndpointSlice (IP), so consumers always use ``<stack>-<member>``;
+* a third-party service given by URL: nothing (its consumers get the URL itself).
 """
 
 from __future__ import annotations
@@ -154,18 +155,21 @@ def stateful_set(owner: dict[str, Any], mw: Middleware) -> dict[str, Any]:
 
 def external(owner: dict[str, Any], mw: Middleware) -> list[dict[str, Any]]:
     assert mw.external is not None  # noqa: S101
+    host, port_number = mw.external.host, mw.external.port
+    if host is None or port_number is None:  # given by URL: nothing to create
+        return []
     stack = owner["metadata"]["name"]
     name = service_name(stack, mw.name)
-    port = {"name": mw.type, "port": mw.external.port, "protocol": "TCP"}
+    port = {"name": mw.type, "port": port_number, "protocol": "TCP"}
     try:
-        ip = ipaddress.ip_address(mw.external.host)
+        ip = ipaddress.ip_address(host)
     except ValueError:
         return [
             labels.service(
                 owner,
                 mw.name,
                 name,
-                {"type": "ExternalName", "externalName": mw.external.host, "ports": [port]},
+                {"type": "ExternalName", "externalName": host, "ports": [port]},
             )
         ]
     slice_meta = labels.metadata(owner, mw.name, f"{name}-external")
@@ -176,7 +180,7 @@ def external(owner: dict[str, Any], mw: Middleware) -> list[dict[str, Any]]:
             owner,
             mw.name,
             name,
-            {"type": "ClusterIP", "ports": [{**port, "targetPort": mw.external.port}]},
+            {"type": "ClusterIP", "ports": [{**port, "targetPort": port_number}]},
         ),
         {
             "apiVersion": "discovery.k8s.io/v1",
@@ -184,7 +188,7 @@ def external(owner: dict[str, Any], mw: Middleware) -> list[dict[str, Any]]:
             "metadata": slice_meta,
             "addressType": "IPv4" if ip.version == 4 else "IPv6",
             "endpoints": [{"addresses": [str(ip)], "conditions": {"ready": True}}],
-            "ports": [{"name": mw.type, "port": mw.external.port, "protocol": "TCP"}],
+            "ports": [{"name": mw.type, "port": port_number, "protocol": "TCP"}],
         },
     ]
 

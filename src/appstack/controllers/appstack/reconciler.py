@@ -28,6 +28,7 @@ from appstack.api.graph import blocked_by, start_order
 from appstack.api.kind import group_key
 from appstack.controllers.appstack import desired, labels, middleware, status
 from appstack.controllers.appstack.addresses import ExternalIPPolicy
+from appstack.controllers.appstack.connections import third_party_credentials_missing
 from appstack.controllers.appstack.teardown import FINALIZER_NAME, teardown
 from appstack.controllers.util.conditions import Problem
 from appstack.controllers.util.pods import pod_mapper, pod_problem, pods_of
@@ -50,6 +51,7 @@ from appstack.runtime.resources import (
     SECRET,
     SERVICE,
     STATEFUL_SET,
+    Resource,
 )
 
 Wanted = set[tuple[str, str]]  # (kind, name) of every child the spec still wants
@@ -84,6 +86,7 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
     async def apply(self, obj: dict[str, Any], spec: AppStackSpec) -> Result | None:
         middleware_ = {m.name: m for m in spec.middleware or []}
         components = {c.name: c for c in spec.components}
+        lookup: desired.Members = {**middleware_, **components}
         edges = {c.name: c.dependencies() for c in spec.components}
         wanted: Wanted = set()
         ready: set[str] = set()
@@ -99,7 +102,7 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
                     member = await self._component(
                         obj,
                         components[name],
-                        middleware_,
+                        lookup,
                         waiting=blocked_by(name, edges, ready),
                         wanted=wanted,
                         problems=problems,
@@ -156,7 +159,10 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
         self, stack: dict[str, Any], mw: Middleware, wanted: Wanted, problems: list[Problem]
     ) -> dict[str, Any]:
         base = {"name": mw.name, "kind": f"Middleware/{mw.type}"}
-        if mw.external is not None:
+        if mw.external is not None and mw.external.url is not None:  # nothing to create
+            where = f"third-party {mw.external.url}"
+            return status.member(base, True, "1/1", where, ready_message=where)
+        if mw.external is not None and mw.external.host is not None:
             refused = self.external_ips.refusal(mw.external.host)
             if refused is not None:  # nothing written for it; a slice it had is pruned
                 problems.append(Problem("ExternalAddressRefused", f"{mw.name}: {refused}"))
@@ -177,15 +183,18 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
         self,
         stack: dict[str, Any],
         c: Component,
-        middleware_: dict[str, Middleware],
+        members: desired.Members,
         *,
         waiting: list[str],
         wanted: Wanted,
         problems: list[Problem],
     ) -> dict[str, Any]:
         base = {"name": c.name, "kind": "Component"}
-        secrets_hash = None if waiting else await self._secrets_hash(stack, c, middleware_)
-        objects = desired.component_children(stack, c, middleware_, secrets_hash)
+        secrets_hash = config_version = None
+        if not waiting:
+            secrets_hash = await self._secrets_hash(stack, c, members, problems)
+            config_version = await self._versions(stack, CONFIG_MAP, desired.used_config_maps(c))
+        objects = desired.component_children(stack, c, members, secrets_hash, config_version)
         if waiting:
             # Hold creation and updates alike; keep what exists so nothing is pruned.
             wanted.update((o["kind"], o["metadata"]["name"]) for o in objects)
@@ -200,22 +209,46 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
         return status.member(base, ok, count, "rolling out")
 
     async def _secrets_hash(
-        self, stack: dict[str, Any], c: Component, middleware_: dict[str, Middleware]
+        self,
+        stack: dict[str, Any],
+        c: Component,
+        members: desired.Members,
+        problems: list[Problem],
     ) -> str | None:
         """Which versions of the Secrets the component reads: when one changes, its pods
-        roll (:func:`.desired.secrets_version`: uid and resourceVersion, never the data)."""
-        names = desired.used_secrets(c, middleware_)
+        roll (:func:`.desired.secrets_version`: uid and resourceVersion, never the data).
+        A third-party service's Secret that is missing, or lacks a key, is a problem."""
+        names = desired.used_secrets(c, members)
         if not names:
             return None
-        used: list[tuple[str, dict[str, Any] | None]] = []
+        found = await self._read(stack, SECRET, names)
+        for used in c.uses or []:
+            member = members[used]
+            if isinstance(member, Middleware):
+                missing = third_party_credentials_missing(member, dict(found))
+                if missing is not None:
+                    problems.append(Problem("CredentialsNotFound", f"{c.name}: {missing}"))
+        return desired.secrets_version(found)
+
+    async def _versions(
+        self, stack: dict[str, Any], resource: Resource, names: list[str]
+    ) -> str | None:
+        """:func:`.desired.secrets_version` of the named objects (None: no names)."""
+        return desired.secrets_version(await self._read(stack, resource, names)) if names else None
+
+    async def _read(
+        self, stack: dict[str, Any], resource: Resource, names: list[str]
+    ) -> list[tuple[str, dict[str, Any] | None]]:
+        """The named objects of the stack's namespace, read by name (None: missing)."""
+        read: list[tuple[str, dict[str, Any] | None]] = []
         for name in names:
             try:
-                used.append(
-                    (name, await self.client.get(SECRET, name, stack["metadata"]["namespace"]))
+                read.append(
+                    (name, await self.client.get(resource, name, stack["metadata"]["namespace"]))
                 )
             except errors.NotFound:
-                used.append((name, None))
-        return desired.secrets_version(used)
+                read.append((name, None))
+        return read
 
     async def _prune(self, stack: dict[str, Any], wanted: Wanted) -> None:
         uid = stack["metadata"]["uid"]
