@@ -90,12 +90,14 @@ async def _node_ports_free(client: Client, ports: set[int], timeout: float = 120
 async def test_the_dataservice_example_has_the_seeds_services_ports_config_maps_and_pods(
     client: Client, namespace: str, operator: RunningOperator
 ) -> None:
-    init, token, stack = _example(namespace)
+    init, stack = _example(namespace)
+    token = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "uuc-token"}}
+    token["metadata"]["namespace"] = namespace  # as the example's comment says
     await _node_ports_free(client, {30160, 30161})
     timeline = Timeline(client, namespace)
     await asyncio.gather(*(i.wait_synced() for i in timeline.informers))
     await client.create(CONFIG_MAP, init)
-    await client.create(SECRET, token)
+    await client.create(SECRET, {**token, "stringData": {"token": "t"}})
     await client.create(APP_STACK, stack)
 
     done = await until(
