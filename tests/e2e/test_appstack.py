@@ -249,7 +249,16 @@ async def test_external_middleware_gets_a_stable_service_and_consumers_get_refer
         ),
         (
             {"components": [{"name": "a", "image": "x", "uses": ["ghost"]}]},
-            "uses must name middleware of this stack",
+            "uses must name middleware, or a component with ports, of this stack",
+        ),
+        (
+            {
+                "components": [
+                    {"name": "a", "image": "x", "uses": ["b"]},
+                    {"name": "b", "image": "x"},
+                ]
+            },
+            "uses must name middleware, or a component with ports, of this stack",
         ),
         (
             {
