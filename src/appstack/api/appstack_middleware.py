@@ -1,5 +1,6 @@
 """``AppStack`` middleware types: managed by us (StatefulSet, storage, generated credentials)
-or external ("third party", given a stable in-cluster name). Used by
+or external ("third party": a host and port given a stable in-cluster name, or the URL of
+any service with its auth method and credentials by ``secretRef``). Used by
 :mod:`appstack.api.appstack` and the AppStack controller. Types only, no I/O.
 """
 

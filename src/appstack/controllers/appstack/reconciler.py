@@ -2,7 +2,9 @@
 
 A component's children are created — and later updated — only when everything it depends
 on (``dependsOn`` and ``uses``) is *ready*: managed middleware when its StatefulSet has all
-replicas ready at the current revision, external middleware once its Service exists, a
+replicas ready at the current revision, external middleware once its Service exists (a
+third-party service given by URL at once; its Secret, when missing or short of a key, is
+``CredentialsNotFound`` on its consumers), a
 component when its Deployment has every replica updated and available. Until then the
 member is ``WaitingForDependencies`` and its status names what it waits for.
 
