@@ -20,6 +20,7 @@ from appstack.runtime.client import Client
 from appstack.runtime.resources import CONFIG_MAP, DEPLOYMENT, EVENT, SECRET, SERVICE
 from tests.e2e.conftest import RunningOperator, until
 from tests.e2e.test_appstack import Timeline, _ready, _reason, _stack
+from tests.e2e.test_teardown import _until_gone
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "dataservice.yaml"
 
@@ -339,7 +340,14 @@ async def test_eureka_moves_from_a_component_to_a_third_party_service_consumers_
         return _env(d)["EUREKA_URL"].get("value") == "http://eureka.corp:8761"
 
     await until(client, DEPLOYMENT, "sw-auth", namespace, switched, 60, "EUREKA_URL switched")
-    await until(client, APP_STACK, "sw", namespace, _ready, 60, "sw Ready again")
-    for resource in (DEPLOYMENT, SERVICE):  # the managed eureka is pruned
-        with pytest.raises(errors.NotFound):
-            await client.get(resource, "sw-eureka", namespace)
+    await until(
+        client,
+        APP_STACK,
+        "sw",
+        namespace,
+        lambda s: _ready(s) and s["status"]["observedGeneration"] == 2,
+        60,
+        "sw Ready again",
+    )
+    for resource in (DEPLOYMENT, SERVICE):  # the deployed eureka is pruned (Foreground)
+        await _until_gone(client, resource, "sw-eureka", namespace)
