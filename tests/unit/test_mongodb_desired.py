@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import base64
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
+from click.testing import CliRunner
 from pydantic import ValidationError
 
 from appstack.api.appstack import AppStackSpec
 from appstack.api.managed_rules import NO_INIT_SCRIPTS, ONE_INSTANCE
+from appstack.cli import main
 from appstack.controllers.appstack import desired, middleware, mongodb
 from appstack.controllers.appstack import mongodb_bootstrap as boot
 
@@ -195,3 +199,14 @@ def test_a_variable_named_like_the_injected_uri_is_refused() -> None:
                 ],
             }
         )
+
+
+def test_the_example_renders_the_replica_set_without_its_secrets() -> None:
+    example = Path(__file__).resolve().parents[2] / "examples" / "mongodb.yaml"
+    result = CliRunner().invoke(main, ["render", "-f", str(example)])
+    assert result.exit_code == 0, result.output
+    docs = list(yaml.safe_load_all(result.output))
+    kinds = sorted(d["kind"] for d in docs)
+    assert kinds == ["ConfigMap", "Deployment", "Service", "Service", "Service", "StatefulSet"]
+    sts = next(d for d in docs if d["kind"] == "StatefulSet")
+    assert sts["spec"]["replicas"] == 3
