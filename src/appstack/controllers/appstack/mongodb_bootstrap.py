@@ -154,9 +154,10 @@ if (step.action !== "none") {
 """
 
 
-def script(port: int) -> str:
-    """The whole bootstrap script: :data:`PLAN_JS` and its mongosh driver."""
-    values = {"mount": MOUNT_PATH, "config": CONFIG_KEY, "root": ROOT_USER, "port": port}
+def script(port: int, mount: str = MOUNT_PATH) -> str:
+    """The whole bootstrap script: :data:`PLAN_JS` and its mongosh driver, reading the
+    members from ``<mount>/replicaset.json``."""
+    values = {"mount": mount, "config": CONFIG_KEY, "root": ROOT_USER, "port": port}
     return PLAN_JS.lstrip() + DRIVER_JS % values
 
 
