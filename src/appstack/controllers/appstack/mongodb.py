@@ -7,7 +7,8 @@ used by :mod:`.middleware`, :mod:`.connections` and the reconciler).
   they are ready so that they find each other) and reached by clients through all of them;
 * ``mongod --replSet <stack>-<member> --keyFile ...``: the keyfile comes from the generated
   Secret ``-keyfile`` (:func:`keyfile_secret`, created once like the credentials Secret)
-  and is copied by an init container into a memory volume with mode 0400, as mongod demands;
+  (mounted readable by the pods' group, ``fsGroup``) and is copied by an init container into
+  a memory volume with mode 0400, as mongod demands;
 * the ``rs-bootstrap`` sidecar (:mod:`.mongodb_bootstrap`) initiates the set, creates the
   users and follows scaling, from the ConfigMap ``-replicaset`` (:func:`config_map`);
 * a member is ready when it is the primary or a secondary (an exec readiness probe).
@@ -29,6 +30,7 @@ from appstack.controllers.appstack.connections import credentials_secret, prefix
 KEYFILE_KEY = "keyfile"
 KEYFILE_PATH = "/keyfile"
 DATABASE = "app"
+HOME = {"name": "HOME", "value": "/tmp"}  # noqa: S108 - the container's own /tmp
 
 
 def keyfile_secret_name(stack: str, member: str) -> str:
@@ -119,6 +121,7 @@ def pod_spec(owner: dict[str, Any], mw: Middleware, security: dict[str, Any]) ->
         "image": img,
         "command": ["mongod", "--replSet", name, "--bind_ip_all", "--port", str(engine.port)],
         "args": ["--dbpath", engine.data_path, "--keyFile", keyfile],
+        "env": [HOME],  # mongosh (the readiness probe) keeps its logs there, not in the data
         "ports": [{"name": "mongodb", "containerPort": engine.port, "protocol": "TCP"}],
         "volumeMounts": [
             {"name": "data", "mountPath": engine.data_path},
@@ -136,6 +139,7 @@ def pod_spec(owner: dict[str, Any], mw: Middleware, security: dict[str, Any]) ->
         "image": img,
         "command": boot.loop_command(),
         "env": [
+            HOME,
             {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
             {"name": "MEMBER_HOST", "value": member_host},
             _secret_env("ROOT_PASSWORD", credentials, "root-password"),
@@ -167,7 +171,7 @@ def pod_spec(owner: dict[str, Any], mw: Middleware, security: dict[str, Any]) ->
             {"name": "keyfile", "emptyDir": {"medium": "Memory"}},
             {
                 "name": "keyfile-secret",
-                "secret": {"secretName": keyfile_secret_name(stack, mw.name), "defaultMode": 0o400},
+                "secret": {"secretName": keyfile_secret_name(stack, mw.name), "defaultMode": 0o440},
             },
             {"name": "replicaset", "configMap": {"name": f"{name}-replicaset"}},
         ],
