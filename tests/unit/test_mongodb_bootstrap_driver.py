@@ -46,10 +46,6 @@ class DB {
     this.conn.authed = true;
     return { ok: 1 };
   }
-  getUsers() {
-    if (!this.conn.authed) throw new Error("unauthorized");
-    return { ok: 1, users: Object.keys(world.users).map((user) => ({ user, db: "admin" })) };
-  }
   runCommand(cmd) {
     const name = Object.keys(cmd)[0];
     sent.push(name);
@@ -61,6 +57,9 @@ class DB {
     const anyUser = Object.keys(world.users).length > 0;
     if (!this.conn.authed && (anyUser || name !== "createUser") && name !== "replSetInitiate") {
       return { ok: 0, errmsg: "command " + name + " requires authentication" };
+    }
+    if (name === "usersInfo") {
+      return { ok: 1, users: Object.keys(world.users).map((user) => ({ user, db: "admin" })) };
     }
     if (name === "replSetInitiate") {
       if (world.config) return { ok: 0, errmsg: "already initialized" };

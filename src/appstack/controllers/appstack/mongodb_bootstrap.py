@@ -119,7 +119,7 @@ function look(admin, desired) {
     } catch (e) {
       return state; // no users yet: the localhost exception lets us create root
     }
-    state.users = admin.getUsers().users.map((u) => u.user);
+    state.users = admin.runCommand({ usersInfo: 1 }).users.map((u) => u.user);
     state.config = admin.runCommand({ replSetGetConfig: 1 }).config;
   }
   return state;
