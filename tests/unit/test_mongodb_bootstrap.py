@@ -180,6 +180,6 @@ def test_the_sidecar_loops_over_the_script_and_the_probe_asks_the_member_itself(
     assert command[:2] == ["sh", "-c"]
     assert f"--file {boot.MOUNT_PATH}/{boot.SCRIPT_KEY}" in command[2]
     assert f"sleep {boot.PASS_SECONDS}" in command[2]
-    assert command[2].startswith("while true")
+    assert command[2].startswith("trap 'exit 0' TERM; while true")
     probe = boot.readiness_probe()
     assert probe["exec"]["command"][:1] == ["mongosh"]

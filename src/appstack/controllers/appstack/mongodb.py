@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import json
 import secrets
+from copy import deepcopy
 from typing import Any
 
 from appstack.api.appstack_middleware import Middleware
@@ -121,14 +122,14 @@ def pod_spec(owner: dict[str, Any], mw: Middleware, security: dict[str, Any]) ->
         "image": img,
         "command": ["mongod", "--replSet", name, "--bind_ip_all", "--port", str(engine.port)],
         "args": ["--dbpath", engine.data_path, "--keyFile", keyfile],
-        "env": [HOME],  # mongosh (the readiness probe) keeps its logs there, not in the data
+        "env": [dict(HOME)],  # mongosh (the readiness probe) keeps its logs there, not in the data
         "ports": [{"name": "mongodb", "containerPort": engine.port, "protocol": "TCP"}],
         "volumeMounts": [
             {"name": "data", "mountPath": engine.data_path},
             {"name": "keyfile", "mountPath": KEYFILE_PATH, "readOnly": True},
         ],
         "readinessProbe": boot.readiness_probe(),
-        "securityContext": security,
+        "securityContext": deepcopy(security),
     }
     if mw.managed.resources:
         mongod["resources"] = mw.managed.resources.to_dict()
@@ -139,7 +140,7 @@ def pod_spec(owner: dict[str, Any], mw: Middleware, security: dict[str, Any]) ->
         "image": img,
         "command": boot.loop_command(),
         "env": [
-            HOME,
+            dict(HOME),
             {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
             {"name": "MEMBER_HOST", "value": member_host},
             _secret_env("ROOT_PASSWORD", credentials, "root-password"),
@@ -147,7 +148,7 @@ def pod_spec(owner: dict[str, Any], mw: Middleware, security: dict[str, Any]) ->
             _secret_env("APP_PASSWORD", credentials, "password"),
         ],
         "volumeMounts": [{"name": "replicaset", "mountPath": boot.MOUNT_PATH, "readOnly": True}],
-        "securityContext": security,
+        "securityContext": deepcopy(security),
     }
     copy = {
         "name": "keyfile",
@@ -161,7 +162,7 @@ def pod_spec(owner: dict[str, Any], mw: Middleware, security: dict[str, Any]) ->
             {"name": "keyfile-secret", "mountPath": "/keyfile-secret", "readOnly": True},
             {"name": "keyfile", "mountPath": KEYFILE_PATH},
         ],
-        "securityContext": security,
+        "securityContext": deepcopy(security),
     }
     return {
         "initContainers": [copy],

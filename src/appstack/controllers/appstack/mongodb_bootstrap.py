@@ -162,9 +162,11 @@ def script(port: int, mount: str = MOUNT_PATH) -> str:
 
 
 def loop_command() -> list[str]:
-    """The sidecar's command: one pass every :data:`PASS_SECONDS`, for ever."""
+    """The sidecar's command: one pass every :data:`PASS_SECONDS`, for ever; it exits at
+    once on SIGTERM (a shell as PID 1 would otherwise ignore it until the grace period ends)."""
     run = f"mongosh --nodb --quiet --norc --file {MOUNT_PATH}/{SCRIPT_KEY}"
-    return ["sh", "-c", f"while true; do {run}; sleep {PASS_SECONDS}; done"]
+    pause = f"sleep {PASS_SECONDS} & wait $!"
+    return ["sh", "-c", f"trap 'exit 0' TERM; while true; do {run}; {pause}; done"]
 
 
 READINESS = "const h = db.hello(); if (!(h.isWritablePrimary || h.secondary)) { quit(1); }"
