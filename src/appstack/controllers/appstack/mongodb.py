@@ -55,12 +55,12 @@ def replica_set(owner: dict[str, Any], mw: Middleware) -> dict[str, Any]:
     return {"_id": name, "members": [{"_id": i, "host": h} for i, h in enumerate(hosts(owner, mw))]}
 
 
-def uri_env(owner: dict[str, Any], mw: Middleware) -> list[dict[str, Any]]:
-    """``<NAME>_URI`` for a consumer of managed mongodb (nothing for other middleware): every
+def uri_env(owner: dict[str, Any], mw: object) -> list[dict[str, Any]]:
+    """``<NAME>_URI`` for a consumer of managed mongodb (nothing for any other member): every
     member and the set's name, the credentials as ``$(VAR)`` references to the secretKeyRef
     env ``<NAME>_USERNAME``/``_PASSWORD`` injected before it (expanded by the kubelet, so
     the Deployment never holds them)."""
-    if mw.type != "mongodb" or mw.managed is None:
+    if not isinstance(mw, Middleware) or mw.type != "mongodb" or mw.managed is None:
         return []
     name = service_name(owner["metadata"]["name"], mw.name)
     p = prefix(mw.name)
