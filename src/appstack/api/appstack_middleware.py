@@ -12,12 +12,13 @@ from pydantic import ConfigDict, Field, model_validator
 
 from appstack.api.appstack_rules import IMMUTABLE_TYPE, STORAGE_RULES, immutable
 from appstack.api.core import KubeModel, Quantity, ResourceRequirements
+from appstack.api.managed_rules import MANAGED_RULES, MAX_MEMBERS, REPLICAS, managed_problem
 from appstack.api.names import DNS_1035, TAG, Image, ObjectName
 from appstack.api.security import SECURITY, SecurityContext
 from appstack.api.urls import EXAMPLE, URL_RULES, url_problem
 
 MemberName = Annotated[str, Field(min_length=1, max_length=40, pattern=DNS_1035)]
-MiddlewareType = Literal["mysql", "postgres", "redis", "service"]
+MiddlewareType = Literal["mysql", "postgres", "redis", "mongodb", "service"]
 AuthMethod = Literal["none", "basic", "bearer", "apiKey"]
 
 
@@ -53,7 +54,7 @@ class ManagedMiddleware(KubeModel):
     version: str | None = Field(
         None, max_length=128, pattern=f"^{TAG}$", description="Override the image tag."
     )
-    replicas: int = Field(1, ge=1, le=1, description="Instances (one; no clustering yet).")
+    replicas: int = Field(1, ge=1, le=MAX_MEMBERS, description=REPLICAS)
     storage: Storage = Field(default_factory=lambda: Storage.model_validate({}))
     init_scripts_config_map: ObjectName | None = Field(
         None, description="ConfigMap whose files run on first start."
@@ -171,6 +172,7 @@ class Middleware(KubeModel):
                     "fieldPath": ".type",
                 },
                 IMMUTABLE_TYPE,
+                *MANAGED_RULES,
             ]
         }
     )
@@ -188,4 +190,7 @@ class Middleware(KubeModel):
             raise ValueError(
                 f"middleware {self.name}: type service is a third-party service: give external.url"
             )
+        problem = managed_problem(self.type, self.managed)
+        if problem:
+            raise ValueError(f"middleware {self.name}: {problem}")
         return self

@@ -69,7 +69,7 @@ STORAGE_RULES: list[Any] = [
 ]
 
 
-INJECTED_SUFFIXES = ("_HOST", "_PORT", "_USERNAME", "_PASSWORD")
+INJECTED_SUFFIXES = ("_HOST", "_PORT", "_USERNAME", "_PASSWORD", "_URI")  # _URI: mongodb
 
 # Checked at admission. A variable of env/envs that ``uses`` also injects is found by the
 # models only (a CEL rule comparing every variable with every used middleware's names costs

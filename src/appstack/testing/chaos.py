@@ -4,7 +4,7 @@ tests/e2e/test_chaos.py) checks afterwards, from the cluster and the API server'
 * :func:`convergence` — every AppService and AppStack is ``Ready=True`` with
   ``status.observedGeneration == metadata.generation``.
 * :func:`check_children` — every child its controller wants (the same pure ``children``
-  functions the reconcilers apply, plus the generated credentials Secret of managed
+  functions the reconcilers apply, plus the generated Secrets of managed
   middleware) exists exactly once, owned by its parent (controller ownerReference with the
   parent's uid); nothing else is owned by a parent, and no object labelled as ours is left
   without a live owner.
@@ -24,8 +24,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from appstack.controllers.appstack.connections import credentials_secret
 from appstack.controllers.appstack.labels import STACK_LABEL
+from appstack.controllers.appstack.middleware import generated_secrets
 from appstack.controllers.registry import by_kind
 from appstack.controllers.util.registration import Registration
 from appstack.runtime.client import Client
@@ -72,13 +72,13 @@ async def convergence(client: Client, namespace: str) -> tuple[int, list[str]]:
 
 def wanted(parent: dict[str, Any]) -> set[Key]:
     """The children ``parent`` should own: its controller's ``children`` (pure) and, for
-    managed middleware, the credentials Secret the reconciler generates."""
+    managed middleware, the Secrets the reconciler generates (credentials, mongodb's keyfile)."""
     registration = _registration(parent["kind"])
     spec = registration.kind.model.model_validate(parent).spec
     keys = {(c["kind"], c["metadata"]["name"]) for c in registration.children(parent, spec)}
     for member in getattr(spec, "middleware", None) or []:
         if member.managed is not None:
-            keys.add(("Secret", credentials_secret(parent["metadata"]["name"], member.name)))
+            keys |= {("Secret", s["metadata"]["name"]) for s in generated_secrets(parent, member)}
     return keys
 
 

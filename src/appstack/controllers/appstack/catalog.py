@@ -1,4 +1,4 @@
-"""What each middleware engine (mysql, postgres, redis) needs: image, port, and how its
+"""What each middleware engine (mysql, postgres, redis, mongodb) needs: image, port, and how its
 credentials are passed — one :class:`Engine` profile per ``type``.
 
 Pure data used to build managed middleware (StatefulSet env, Secret keys) and to inject
@@ -36,6 +36,8 @@ CATALOG: dict[str, Engine] = {
         "app",
     ),
     "redis": Engine("redis", "7.4", 6379, None, "REDIS_PASSWORD", "/data", None),
+    # A replica set (mongodb.py): the bootstrap sidecar's variables create the app user.
+    "mongodb": Engine("mongo", "8.0", 27017, "APP_USERNAME", "APP_PASSWORD", "/data/db", "app"),
 }
 
 

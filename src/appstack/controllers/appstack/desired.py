@@ -23,6 +23,7 @@ from appstack.api.appstack_middleware import Middleware
 from appstack.controllers.appstack import labels
 from appstack.controllers.appstack.connections import connection_env, service_name
 from appstack.controllers.appstack.middleware import children as middleware_children
+from appstack.controllers.appstack.mongodb import uri_env
 from appstack.controllers.util.meta import MANAGED_BY
 from appstack.controllers.util.workloads import container, security_context
 
@@ -123,7 +124,7 @@ def deployment(
     env = [{"name": k, "value": v} for k, v in sorted((c.env or {}).items())]
     env += [e.to_dict() for e in c.envs or []]
     for used in c.uses or []:
-        env += connection_env(stack, members[used])
+        env += connection_env(stack, members[used]) + uri_env(owner, members[used])
     main = container(
         c.name,
         c.image,

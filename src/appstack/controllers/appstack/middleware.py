@@ -1,4 +1,5 @@
-"""AppStack middleware → the objects we want (pure, unit-tested through :mod:`.desired`).
+"""AppStack middleware → the objects we want (pure, unit-tested through :mod:`.desired`;
+mongodb's replica set: :mod:`.mongodb`).
 
 * managed: headless Service ``-hl`` (StatefulSet identity), client Service, StatefulSet with
   a data ``volumeClaimTemplate`` (retained on delete by default) and the credentials from
@@ -18,7 +19,7 @@ from typing import Any
 
 from appstack.api.appstack_middleware import Middleware
 from appstack.api.kind import GROUP
-from appstack.controllers.appstack import labels
+from appstack.controllers.appstack import labels, mongodb
 from appstack.controllers.appstack.catalog import CATALOG, image
 from appstack.controllers.appstack.connections import credentials_secret, service_name
 from appstack.controllers.util.meta import MANAGED_BY
@@ -103,6 +104,10 @@ def stateful_set(owner: dict[str, Any], mw: Middleware) -> dict[str, Any]:
     stack = owner["metadata"]["name"]
     engine = CATALOG[mw.type]
     managed = mw.managed
+    # restricted, as the image's own user (its entrypoint would switch to it anyway)
+    security = security_context(
+        managed.security_context, {"runAsUser": engine.uid, "runAsGroup": engine.uid}
+    )
     mounts: list[dict[str, Any]] = [{"name": "data", "mountPath": engine.data_path}]
     volumes: list[dict[str, Any]] = []
     if managed.init_scripts_config_map:
@@ -117,10 +122,7 @@ def stateful_set(owner: dict[str, Any], mw: Middleware) -> dict[str, Any]:
         "env": _middleware_env(stack, mw),
         "volumeMounts": mounts,
         "readinessProbe": {"tcpSocket": {"port": engine.port}, "periodSeconds": 5},
-        # restricted, as the image's own user (its entrypoint would switch to it anyway)
-        "securityContext": security_context(
-            managed.security_context, {"runAsUser": engine.uid, "runAsGroup": engine.uid}
-        ),
+        "securityContext": security,
     }
     if managed.resources:
         container["resources"] = managed.resources.to_dict()
@@ -130,6 +132,8 @@ def stateful_set(owner: dict[str, Any], mw: Middleware) -> dict[str, Any]:
     }
     if volumes:
         pod_spec["volumes"] = volumes
+    if mw.type == "mongodb":
+        pod_spec = mongodb.pod_spec(owner, mw, security)
     claim_spec: dict[str, Any] = {
         "accessModes": ["ReadWriteOnce"],
         "resources": {"requests": {"storage": managed.storage.size}},
@@ -193,8 +197,16 @@ def external(owner: dict[str, Any], mw: Middleware) -> list[dict[str, Any]]:
     ]
 
 
+def generated_secrets(owner: dict[str, Any], mw: Middleware) -> list[dict[str, Any]]:
+    """The Secrets managed middleware generates once: credentials (and mongodb's keyfile)."""
+    if mw.type == "mongodb":
+        return [credentials(owner, mw), mongodb.keyfile_secret(owner, mw)]
+    return [credentials(owner, mw)]
+
+
 def children(owner: dict[str, Any], mw: Middleware) -> list[dict[str, Any]]:
-    """Every child of one middleware member (without its credentials Secret)."""
+    """Every child of one middleware member (without its generated Secrets)."""
     if mw.external is not None:
         return external(owner, mw)
-    return [*managed_services(owner, mw), stateful_set(owner, mw)]
+    extra = [mongodb.config_map(owner, mw)] if mw.type == "mongodb" else []
+    return [*managed_services(owner, mw), *extra, stateful_set(owner, mw)]

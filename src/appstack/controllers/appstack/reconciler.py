@@ -173,10 +173,10 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
             ok = synced.get("Service") is not None
             where = f"external {mw.external.host}:{mw.external.port}"
             return status.member(base, ok, "1/1" if ok else "0/1", where, ready_message=where)
-        secret = middleware.credentials(stack, mw)
-        problem = await self.writer.create_once(stack, SECRET, secret, "credentials")
-        if problem is not None:
-            problems.append(problem)
+        for secret in middleware.generated_secrets(stack, mw):
+            problem = await self.writer.create_once(stack, SECRET, secret, "generated")
+            if problem is not None:
+                problems.append(problem)
         synced = await self._sync(stack, middleware.children(stack, mw), wanted, problems)
         ok, count = statefulset_ready(synced.get("StatefulSet"))
         return status.member(base, ok, count, "waiting for the StatefulSet's pods")

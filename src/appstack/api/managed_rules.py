@@ -1,0 +1,70 @@
+"""What each engine of managed middleware supports — how many instances (``managed.replicas``),
+init scripts — as CEL for admission and in Python for the models (pure). Used by
+:mod:`appstack.api.appstack_middleware`.
+
+Only ``mongodb`` forms a cluster in our catalog (a replica set of up to :data:`MAX_MEMBERS`
+voting members). mysql, postgres and redis run one instance: their images do not form a
+cluster by themselves (replication needs an operator of its own, or Sentinel), so more than
+one replica would be independent databases behind one Service — refused, with the field named.
+A replica set shrinks by at most a minority of its members in one change, so that the
+members that stay still elect a primary and can remove the others from the set's config.
+mongodb runs no init scripts (its members start through the replica set's bootstrap, not the
+image's entrypoint): ``initScriptsConfigMap`` is refused for it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+MAX_MEMBERS = 7  # MongoDB allows at most 7 voting members; every member here votes
+CLUSTERED = ("mongodb",)
+
+REPLICAS = (
+    "Instances. mongodb: members of one replica set (1 to 7; an odd number is best). "
+    "mysql, postgres and redis: 1 (this catalog does not cluster them)."
+)
+ONE_INSTANCE = (
+    "managed.replicas: only mongodb forms a cluster in this catalog (a replica set); "
+    "mysql, postgres and redis run one instance: set replicas to 1"
+)
+SHRINK = (
+    "managed.replicas: a replica set keeps more than half of its members in one change "
+    "(new * 2 > old), so that they still elect a primary: scale down in steps"
+)
+NO_INIT_SCRIPTS = (
+    "managed.initScriptsConfigMap: not supported for mongodb (the replica set's bootstrap "
+    "creates the users; create collections and indexes from the application)"
+)
+
+_CLUSTERED_CEL = " || ".join(f"self.type == '{t}'" for t in CLUSTERED)
+MANAGED_RULES: list[dict[str, Any]] = [
+    {
+        "rule": f"!has(self.managed) || self.managed.replicas <= 1 || {_CLUSTERED_CEL}",
+        "message": ONE_INSTANCE,
+        "fieldPath": ".managed.replicas",
+    },
+    {
+        "rule": "!has(self.managed) || !has(self.managed.initScriptsConfigMap) || "
+        "self.type != 'mongodb'",
+        "message": NO_INIT_SCRIPTS,
+        "fieldPath": ".managed.initScriptsConfigMap",
+    },
+    {  # a transition rule: the middleware list is keyed by name
+        "rule": "!has(self.managed) || !has(oldSelf.managed) || "
+        "self.managed.replicas * 2 > oldSelf.managed.replicas",
+        "message": SHRINK,
+        "fieldPath": ".managed.replicas",
+    },
+]
+
+
+def managed_problem(engine: str, managed: Any) -> str | None:
+    """:data:`MANAGED_RULES` but the transition rule, in Python (the models see no old
+    object); ``managed`` is a ManagedMiddleware or None."""
+    if managed is None:
+        return None
+    if managed.replicas > 1 and engine not in CLUSTERED:
+        return ONE_INSTANCE
+    if managed.init_scripts_config_map and engine == "mongodb":
+        return NO_INIT_SCRIPTS
+    return None
