@@ -28,6 +28,12 @@ class CronTabReconciler(KindReconciler[CronTabSpec]):
     kind = CronTab.KIND
     owns = (CRON_JOB,)
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # uid -> the rounding message last warned about: the cached status can lag our own
+        # write by a reconcile, and that must not repeat the Event.
+        self._warned: dict[str, str] = {}
+
     def invalid_reason(self, error: ValidationError) -> str:
         schedule = any(e["loc"] and e["loc"][0] == "cronSpec" for e in error.errors())
         return "InvalidSchedule" if schedule else "InvalidSpec"
@@ -50,7 +56,12 @@ class CronTabReconciler(KindReconciler[CronTabSpec]):
     async def _warn_if_rounded(self, obj: dict[str, Any], observed: dict[str, Any]) -> None:
         """A Warning Event when Ready newly says the schedule was rounded to the minute."""
         (ready,) = (c for c in observed["conditions"] if c["type"] == "Ready")
+        uid = obj["metadata"]["uid"]
+        if ready["reason"] != "SecondsRounded":
+            self._warned.pop(uid, None)
+            return
         before = previous_conditions(obj).get("Ready") or {}
-        new = (before.get("reason"), before.get("message")) != (ready["reason"], ready["message"])
-        if ready["reason"] == "SecondsRounded" and new:
+        said = (before.get("reason"), before.get("message")) == (ready["reason"], ready["message"])
+        if not said and self._warned.get(uid) != ready["message"]:
             await self.writer.event(obj, "Warning", "SecondsRounded", ready["message"])
+        self._warned[uid] = ready["message"]
