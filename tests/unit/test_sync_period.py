@@ -62,3 +62,13 @@ def test_the_install_and_the_chart_pass_the_sync_period() -> None:
     rendered = chart.render()
     assert "- --sync-period={{ .Values.syncPeriod }}" in rendered["templates/deployment.yaml"]
     assert yaml.safe_load(rendered["values.yaml"])["syncPeriod"] == DEFAULT_SYNC_PERIOD
+
+
+def test_appstack_manifests_takes_the_sync_period_and_checks_it() -> None:
+    result = CliRunner().invoke(main, ["manifests", "-o", "-", "--sync-period", "90s"])
+    assert result.exit_code == 0, result.output
+    (deployment,) = (d for d in yaml.safe_load_all(result.output) if d["kind"] == "Deployment")
+    assert "--sync-period=90s" in deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    refused = CliRunner().invoke(main, ["manifests", "-o", "-", "--sync-period", "often"])
+    assert refused.exit_code == 2
+    assert "'often' is not a duration" in refused.output
