@@ -8,7 +8,16 @@ import sys
 
 import click
 
+from appstack.core.duration import DEFAULT_SYNC_PERIOD, parse_duration
 from appstack.run_command import KUBECONFIG
+
+
+def _duration(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
+    try:
+        parse_duration(value)
+    except ValueError as error:
+        raise click.BadParameter(str(error)) from error
+    return value
 
 
 @click.command()
@@ -37,6 +46,13 @@ from appstack.run_command import KUBECONFIG
     "only it (repeatable; default: a ClusterRole, all namespaces).",
 )
 @click.option(
+    "--sync-period",
+    default=DEFAULT_SYNC_PERIOD,
+    show_default=True,
+    callback=_duration,
+    help="The operator's --sync-period (how often every object is reconciled again).",
+)
+@click.option(
     "--chart-dir",
     default=None,
     type=click.Path(),
@@ -49,6 +65,7 @@ def manifests(
     image: str | None,
     namespace: str,
     watch_namespaces: tuple[str, ...],
+    sync_period: str,
     chart_dir: str | None,
 ) -> None:
     """Generate the install: CRDs (from the API models), RBAC (from what the controllers
@@ -67,7 +84,10 @@ def manifests(
     from appstack.manifests.workload import IMAGE  # noqa: PLC0415
 
     options = InstallOptions(
-        namespace=namespace, image=image or IMAGE, watch_namespaces=tuple(watch_namespaces)
+        namespace=namespace,
+        image=image or IMAGE,
+        watch_namespaces=tuple(watch_namespaces),
+        sync_period=sync_period,
     )
     if output_dir == "-":
         click.echo(bundle.bundle_text(options), nl=False)

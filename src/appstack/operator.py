@@ -23,6 +23,7 @@ from appstack import __version__
 from appstack.controllers.appstack.addresses import ExternalIPPolicy, parse_networks
 from appstack.controllers.rbac import LEASE_NAME
 from appstack.controllers.registry import ALL
+from appstack.core.duration import DEFAULT_SYNC_PERIOD, parse_duration
 from appstack.runtime import logging as rt_logging
 from appstack.runtime.client import Client
 from appstack.runtime.events import EventRecorder
@@ -51,6 +52,7 @@ class OperatorOptions:
     health_address: str | None = ":8081"
     log_format: rt_logging.Format = "auto"
     log_level: str = "info"
+    sync_period: float = parse_duration(DEFAULT_SYNC_PERIOD)
     allow_external_ips: bool = False
     external_deny_cidrs: list[str] = field(default_factory=list)
 
@@ -111,6 +113,7 @@ async def _run(options: OperatorOptions) -> None:
             manager,
             recorder,
             concurrency=controller.workers(options.concurrency),
+            sync_period=options.sync_period,
             **reconciler_options.get(controller.name, {}),
         )
     manager.install_signal_handlers()
@@ -119,6 +122,7 @@ async def _run(options: OperatorOptions) -> None:
         identity=me,
         namespaces=options.namespaces or "all",
         leader_elect=options.leader_elect,
+        sync_period=options.sync_period,
     )
     try:
         await manager.run()

@@ -3,7 +3,9 @@
 Validates each document with the same Pydantic models (and the same rules) the CRD schema
 is generated from, so an error here is an error at admission, then prints the children
 from the same ``desired`` functions the reconcilers apply (each registered controller's
-``children``). Credentials Secrets are generated in the cluster and never printed. Used by
+``children``). A seed operator's object (its own API group) or one of our kinds in another
+group is an error saying what to change (:mod:`appstack.api.seeds`), never passed through.
+Credentials Secrets are generated in the cluster and never printed. Used by
 the CLI.
 """
 
@@ -14,6 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from appstack.api.kind import GROUP
+from appstack.api.seeds import foreign_problem
 from appstack.controllers.registry import ALL, by_kind
 from appstack.controllers.util.conditions import error_message, field_path
 
@@ -30,9 +33,15 @@ def render_documents(documents: list[Any]) -> list[dict[str, Any]]:
     problems: list[str] = []
     rendered: list[dict[str, Any]] = []
     supported = ", ".join(c.kind.kind for c in ALL)
+    ours = {c.kind.kind for c in ALL}
     for index, doc in enumerate(d for d in documents if d):
         label = f"document {index + 1}"
         kind = doc.get("kind") if isinstance(doc, dict) else type(doc).__name__
+        foreign = foreign_problem(doc, ours) if isinstance(doc, dict) else None
+        if foreign is not None:
+            name = (doc.get("metadata") or {}).get("name")
+            problems.append(f"{label} ({kind} {name}): {foreign}")
+            continue
         if isinstance(doc, dict) and not str(doc.get("apiVersion", "")).startswith(f"{GROUP}/"):
             rendered.append(doc)  # an ordinary object in the same file: applied as it is
             continue

@@ -9,6 +9,8 @@ from typing import cast
 
 import click
 
+from appstack.core.duration import DEFAULT_SYNC_PERIOD, parse_duration
+
 KUBECONFIG = click.option(
     "--kubeconfig",
     envvar="KUBECONFIG",
@@ -27,6 +29,14 @@ KUBECONFIG = click.option(
 )
 @click.option(
     "--concurrency", default=4, show_default=True, help="Concurrent reconciles per controller."
+)
+@click.option(
+    "--sync-period",
+    default=DEFAULT_SYNC_PERIOD,
+    show_default=True,
+    help="Every controller reconciles every object again this often without an event "
+    "(e.g. 90s, 10m, 1h), repairing what no watch reports; from the cache, writing nothing "
+    "when nothing changed. AppStack looks at least every 60s (Secrets are not watched).",
 )
 @click.option(
     "--leader-elect/--no-leader-elect",
@@ -134,6 +144,7 @@ def run(
     kubeconfig: str | None,
     namespaces: tuple[str, ...],
     concurrency: int,
+    sync_period: str,
     leader_elect: bool,
     leader_election_namespace: str,
     leader_election_kubeconfig: str | None,
@@ -157,6 +168,7 @@ def run(
 
     try:
         LeaderElectionConfig("-", "-", "-", lease_duration, renew_deadline, retry_period)
+        sync_seconds = parse_duration(sync_period)
     except ValueError as error:
         raise click.UsageError(str(error)) from error
 
@@ -164,6 +176,7 @@ def run(
         kubeconfig=kubeconfig,
         namespaces=list(namespaces),
         concurrency=concurrency,
+        sync_period=sync_seconds,
         leader_elect=leader_elect,
         leader_election_namespace=leader_election_namespace,
         leader_election_kubeconfig=leader_election_kubeconfig,

@@ -221,10 +221,10 @@ TEST_BED_IPS = ExternalIPPolicy(
 )
 
 # More workers than the operator's default for AppService (tests create many at once), and
-# a short resync for AppStack (a changed Secret must roll its pods within a test).
+# a short sync period for AppStack (a changed Secret must roll its pods within a test).
 E2E_OPTIONS: dict[str, dict[str, Any]] = {
     "appservice": {"concurrency": 8},
-    "appstack": {"resync": 2.0, "external_ips": TEST_BED_IPS},
+    "appstack": {"sync_period": 2.0, "external_ips": TEST_BED_IPS},
 }
 
 

@@ -14,10 +14,8 @@ import yaml
 from appstack.controllers.appservice import APP_SERVICE
 from appstack.runtime import errors
 from appstack.runtime.client import Client
-from appstack.runtime.controller import Request
 from appstack.runtime.resources import DEPLOYMENT, EVENT, POD, SERVICE
 from appstack.testing.pytest_plugin import ClusterHandle
-from appstack.testing.waiting import wait_until
 from tests.e2e.conftest import RunningOperator, start_operator, until
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "appservice.yaml"
@@ -319,43 +317,6 @@ async def test_an_existing_deployment_we_do_not_own_is_reported_and_left_alone(
     untouched = await client.get(DEPLOYMENT, "taken", namespace)
     assert untouched["spec"]["template"]["spec"]["containers"][0]["image"] == "other"
     assert not untouched["metadata"].get("ownerReferences")
-
-
-async def test_an_idle_resync_issues_no_writes(
-    client: Client, namespace: str, operator: RunningOperator
-) -> None:
-    # Integer and non-canonical quantities: the API server stores them as "1", "500m",
-    # "1Gi"; comparing them as written would re-apply (and record Updated) on every resync.
-    resources = {
-        "limits": {"cpu": 1, "memory": "1024Mi"},
-        "requests": {"cpu": "0.5", "memory": "0.5Gi"},
-    }
-    for i in range(5):
-        await client.create(
-            APP_SERVICE, _app(f"idle-{i}", namespace, ports=[{"port": 80}], resources=resources)
-        )
-    for i in range(5):
-        await until(client, APP_SERVICE, f"idle-{i}", namespace, _ready, 60)
-    await asyncio.sleep(0.5)  # let the last status/events land before counting
-
-    def writes() -> float:
-        counter = operator.manager.metrics.rest_requests
-        return sum(
-            sample.value
-            for metric in counter.collect()
-            for sample in metric.samples
-            if sample.name.endswith("_total")
-            and sample.labels["method"] in ("POST", "PUT", "PATCH", "DELETE")
-        )
-
-    controller = operator.manager.controllers[0]
-    reconciles = operator.manager.metrics.reconcile_total.labels("appservice", "success")
-    before_writes, before_reconciles = writes(), reconciles._value.get()
-    for i in range(5):
-        controller.enqueue(Request(namespace, f"idle-{i}"))
-    await wait_until(lambda: reconciles._value.get() >= before_reconciles + 5, timeout=10)
-
-    assert writes() == before_writes
 
 
 @pytest.mark.parametrize(

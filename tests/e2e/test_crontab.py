@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from appstack.controllers.crontab import CRON_TAB
 from appstack.runtime import errors
 from appstack.runtime.client import Client
-from appstack.runtime.resources import CRON_JOB, JOB, POD
+from appstack.runtime.resources import CRON_JOB, EVENT, JOB, POD
 from tests.e2e.conftest import RunningOperator
 
 
@@ -141,8 +143,15 @@ async def test_a_schedule_out_of_range_is_reported_as_invalid_schedule(
 @pytest.mark.parametrize(
     ("schedule", "message"),
     [
-        ("* * * * * *", "cronSpec takes five fields"),  # the seed's example
         ("* * * *", "cronSpec takes five fields"),
+        ("* * * * * * *", "six with seconds first"),
+        ("0 0 0 1 1 ? 2027", "cronSpec takes five fields"),  # Quartz's year field
+        ("* * * * * $", "may only contain"),
+        ("every minute please", "cronSpec takes five fields"),
+        ("5-1 * * * * *", "cronSpec second: a range a-b must not run backwards"),
+        ("0 5-1 * * * *", "cronSpec minute: a range a-b must not run backwards"),
+        ("0 0 0 * * FRI-MON", "cronSpec day of week: a range a-b must not run backwards"),
+        ("*/0 * * * * *", "a step /n must be a positive number"),
         ("@often", "cronSpec takes five fields"),
         ("* * * * $", "may only contain"),
         # As Kubernetes' CronJob validation, but at admission:
@@ -163,11 +172,75 @@ async def test_malformed_schedules_are_rejected_at_admission(
     assert message in caught.value.message
 
 
-@pytest.mark.parametrize("schedule", ["*/5  * * * *", " 0 3 * * mon-fri ", "@every 90m"])
-async def test_schedules_kubernetes_accepts_become_a_cron_job(
-    client: Client, namespace: str, operator: RunningOperator, schedule: str
+async def test_the_seed_example_runs_once_a_minute_and_says_so(
+    client: Client, namespace: str, operator: RunningOperator
 ) -> None:
-    await client.create(CRON_TAB, _tab("spaced", namespace, cronSpec=schedule))
+    example = Path(__file__).parents[2] / "examples" / "crontab.yaml"
+    tab = yaml.safe_load(example.read_text())
+    assert tab["spec"] == {"cronSpec": "* * * * * *", "image": "busybox"}  # the seed's
+    tab["metadata"]["namespace"] = namespace
+    await client.create(CRON_TAB, tab)
+
+    cron = await _until(
+        lambda: client.get(CRON_JOB, "my-new-cron-object", namespace), 15, "the CronJob"
+    )
+    assert cron["spec"]["schedule"] == "* * * * *"
+    tab = await _until(
+        lambda: _reason(client, "my-new-cron-object", namespace, "SecondsRounded"),
+        15,
+        "Ready reason SecondsRounded",
+    )
+    (ready,) = tab["status"]["conditions"]
+    expected = (
+        "cronSpec '* * * * * *' asks for 60 runs a minute (seconds field '*'); a CronJob "
+        "starts at most once a minute, so it runs on '* * * * *'"
+    )
+    assert (ready["status"], ready["message"]) == ("True", expected)
+
+    async def warning() -> list[dict[str, Any]]:
+        events, _ = await client.list(EVENT, namespace)
+        return [
+            e
+            for e in events
+            if e["regarding"]["name"] == "my-new-cron-object" and e["type"] == "Warning"
+        ]
+
+    # The CronJob's creation (and our status write) wake the CronTab again, while the cache
+    # may still hold the status from before: the Event must still be said once.
+    registry = operator.manager.metrics.registry
+    sample = {"controller": "crontab", "result": "success"}
+    await _until(
+        lambda: _true(
+            (registry.get_sample_value("controller_runtime_reconcile_total", sample) or 0) >= 3
+        ),
+        15,
+        "the reconciles that follow the first",
+    )
+    (event,) = await _until(warning, 15, "the Warning Event")
+    assert (event["reason"], event["note"]) == ("SecondsRounded", expected)
+    assert "series" not in event, "said once, not on every reconcile"
+
+
+async def _true(value: bool) -> bool:
+    return value
+
+
+@pytest.mark.parametrize(
+    ("cron_spec", "schedule"),
+    [
+        # As Kubernetes reads five fields and macros: unchanged.
+        ("*/5  * * * *", "*/5  * * * *"),
+        (" 0 3 * * mon-fri ", " 0 3 * * mon-fri "),
+        ("@every 90m", "@every 90m"),
+        # One value in the seconds field: the same minutes, exactly.
+        ("0 */5 * * * *", "*/5 * * * *"),
+        ("*/60 0 3 * * *", "0 3 * * *"),
+    ],
+)
+async def test_schedules_kubernetes_accepts_become_a_cron_job(
+    client: Client, namespace: str, operator: RunningOperator, cron_spec: str, schedule: str
+) -> None:
+    await client.create(CRON_TAB, _tab("spaced", namespace, cronSpec=cron_spec))
     cron = await _until(lambda: client.get(CRON_JOB, "spaced", namespace), 15, "the CronJob")
     assert cron["spec"]["schedule"] == schedule
     tab = await _until(lambda: _reason(client, "spaced", namespace, "Scheduled"), 15, "Ready")

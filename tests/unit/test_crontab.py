@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from appstack.api.cron import cron_job_schedule
 from appstack.api.crontab import CronTabSpec, cron_problem
 from appstack.controllers.crontab import desired
 from appstack.controllers.crontab.status import from_cron_job
@@ -35,6 +36,11 @@ from appstack.controllers.util.workloads import RESTRICTED
         "*/100 * * * *",
         "*-5 * * * *",
         "1,,2 * * * *",
+        # Six fields, seconds first (robfig/cron WithSeconds, Quartz, Spring):
+        "* * * * * *",  # the seed's own example
+        "0 */5 * * * *",
+        "*/10 0 3 ? * MON-FRI",
+        " 59  * * * * * ",
     ],
 )
 def test_standard_schedules_and_macros_are_accepted(schedule: str) -> None:
@@ -44,8 +50,13 @@ def test_standard_schedules_and_macros_are_accepted(schedule: str) -> None:
 @pytest.mark.parametrize(
     ("schedule", "message"),
     [
-        ("* * * * * *", "takes five fields"),  # the seed's own example (a seconds field)
         ("* * * *", "takes five fields"),
+        ("* * * * * * *", "six with seconds first"),  # Quartz's year field: not here
+        ("60 * * * * *", "cronSpec second '60': '60' is outside 0-59"),
+        ("5-1 * * * * *", "second '5-1': the range '5-1' runs backwards"),
+        ("*/0 * * * * *", "step of '*/0' must be a positive number"),
+        ("0 60 * * * *", "minute '60'"),
+        ("0 0 0 * * 7", "day of week '7'"),
         ("@often", "takes five fields"),
         ("60 * * * *", "minute '60': '60' is outside 0-59"),
         ("* 24 * * *", "hour '24'"),
@@ -126,6 +137,53 @@ def test_status_reports_runs_and_the_ready_condition() -> None:
     assert failed["conditions"][0]["status"] == "False"
 
 
-def test_the_model_rejects_the_seed_schedule() -> None:
-    with pytest.raises(ValidationError, match="takes five fields"):
-        CronTabSpec.model_validate({"cronSpec": "* * * * * *", "image": "busybox"})
+def test_the_model_rejects_four_and_seven_fields() -> None:
+    for schedule in ("* * * *", "0 0 0 1 1 ? 2027"):
+        with pytest.raises(ValidationError, match="takes five fields"):
+            CronTabSpec.model_validate({"cronSpec": schedule, "image": "busybox"})
+
+
+@pytest.mark.parametrize(
+    ("cron_spec", "schedule", "runs"),
+    [
+        ("*/5 * * * *", "*/5 * * * *", None),  # five fields: unchanged
+        (" */5  * * * * ", " */5  * * * * ", None),
+        ("@hourly", "@hourly", None),
+        ("0 */5 * * * *", "*/5 * * * *", None),  # one second value: the same minutes
+        ("*/60 0 3 * * *", "0 3 * * *", None),  # */60 is second 0 only
+        ("* * * * * *", "* * * * *", 60),  # the seed's example: every second
+        ("*/10 * * * * *", "* * * * *", 6),
+        ("0,30 0 3 * * *", "0 3 * * *", 2),
+    ],
+)
+def test_a_seconds_field_is_dropped_and_rounding_is_said(
+    cron_spec: str, schedule: str, runs: int | None
+) -> None:
+    mapped = cron_job_schedule(cron_spec)
+    assert mapped.schedule == schedule
+    if runs is None:
+        assert mapped.rounded is None
+    else:
+        assert mapped.rounded == (
+            f"cronSpec {cron_spec!r} asks for {runs} runs a minute (seconds field "
+            f"{cron_spec.split(maxsplit=1)[0]!r}); a CronJob starts at most once a minute, "
+            f"so it runs on {schedule!r}"
+        )
+
+
+def test_the_seed_example_runs_once_a_minute_and_says_so() -> None:
+    tab = _tab(cronSpec="* * * * * *")
+    cron = desired.cron_job(tab, CronTabSpec.model_validate(tab["spec"]))
+    assert cron["spec"]["schedule"] == "* * * * *"
+    (ready,) = from_cron_job(tab, cron, None, "now")["conditions"]
+    assert (ready["status"], ready["reason"]) == ("True", "SecondsRounded")
+    assert "'* * * * * *' asks for 60 runs a minute" in ready["message"]
+    assert "runs on '* * * * *'" in ready["message"]
+
+
+def test_a_single_nonzero_second_is_named_in_the_scheduled_message() -> None:
+    tab = _tab(cronSpec="30 0 3 * * *")
+    cron = desired.cron_job(tab, CronTabSpec.model_validate(tab["spec"]))
+    (ready,) = from_cron_job(tab, cron, None, "now")["conditions"]
+    assert (ready["reason"], cron["spec"]["schedule"]) == ("Scheduled", "0 3 * * *")
+    assert "not at second 30" in ready["message"]

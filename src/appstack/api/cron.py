@@ -1,26 +1,32 @@
-"""Cron schedules as Kubernetes' CronJob validation reads them (robfig/cron's standard parser),
-checked at admission (:data:`CRON_RULES`, CEL) and in Python (:func:`cron_problem`). Pure.
+"""Cron schedules: what a ``cronSpec`` may be (:func:`cron_problem`) and the CronJob
+schedule it becomes (:func:`cron_job_schedule`). Pure; the admission rules (CEL) are in
+:mod:`appstack.api.cron_rules`. Used by :mod:`appstack.api.crontab` and the CronTab
+controller.
 
-What the API server accepts, found by creating CronJobs on the test bed: fields separated by
-any run of whitespace (leading and trailing whitespace ignored); exactly five fields, or a
-descriptor (``@hourly`` ..., case-sensitive, or ``@every <duration>``); per field a comma
-list of ``*``/``?``, a value, a range ``a-b`` with ``a <= b`` (``*-b`` counts from the
-minimum), each with an optional step ``/n``, ``n > 0``; month and day-of-week names in any
-case; day of week 0-6 (``7`` is refused). Admission refuses the wrong shape, ``/0`` and
-ranges that run backwards; values outside a field's bounds are left to the models, which the
-controller reports as ``Ready=False``, reason ``InvalidSchedule``. Used by
-:mod:`appstack.api.crontab`.
+Five fields are read as Kubernetes' CronJob validation reads them (robfig/cron's standard
+parser, tried on the test bed): fields separated by any run of whitespace (leading and
+trailing whitespace ignored); a descriptor (``@hourly`` ..., case-sensitive, or ``@every
+<duration>``); per field a comma list of ``*``/``?``, a value, a range ``a-b`` with ``a <=
+b`` (``*-b`` counts from the minimum), each with an optional step ``/n``, ``n > 0``; month
+and day-of-week names in any case; day of week 0-6 (``7`` is refused).
+
+Six fields put seconds first (robfig/cron's ``WithSeconds``, Quartz, Spring; the seed's
+``* * * * * *``). A CronJob starts at most once a minute, so the seconds field is dropped:
+one second value keeps the minutes exactly; more than one (``*``, ``*/10``, ``0,30``) runs
+once a minute, and :attr:`CronJobSchedule.rounded` says so.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from dataclasses import dataclass
 
 MACROS = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
 MONTHS = ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC")
 DAYS = ("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT")
-FIELDS: tuple[tuple[str, int, int, dict[str, int]], ...] = (  # name, low, high, names
+Field = tuple[str, int, int, dict[str, int]]  # name, low, high, names
+SECONDS: Field = ("second", 0, 59, {})
+FIELDS: tuple[Field, ...] = (
     ("minute", 0, 59, {}),
     ("hour", 0, 23, {}),
     ("day of month", 1, 31, {}),
@@ -28,63 +34,11 @@ FIELDS: tuple[tuple[str, int, int, dict[str, int]], ...] = (  # name, low, high,
     ("day of week", 0, 6, {d: i for i, d in enumerate(DAYS)}),
 )
 FIVE_FIELDS = (
-    "cronSpec takes five fields (minute hour day-of-month month day-of-week) or a "
-    "macro such as @hourly"
+    "cronSpec takes five fields (minute hour day-of-month month day-of-week), six with "
+    "seconds first, or a macro such as @hourly"
 )
 _DURATION = r"([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|ms|s|m|h)"
 EVERY = rf"^@every {_DURATION}({_DURATION})*$"
-_MACRO_RE = "|".join(m.lstrip("@") for m in MACROS)
-_SHAPE = r"^\s*\S+\s+\S+\s+\S+\s+\S+\s+\S+\s*$"
-_CHARS = r"^\s*[0-9A-Za-z*?/,-]+(\s+[0-9A-Za-z*?/,-]+){4}\s*$"
-_FIELD = r"\S+"
-_RANGE = "^[0-9A-Za-z*?]+-[0-9A-Za-z]+(/[0-9]+)?$"
-
-
-def _lit(pattern: str) -> str:
-    """A regular expression as a single-quoted CEL string literal (backslashes escaped)."""
-    return "'" + pattern.replace("\\", "\\\\") + "'"
-
-
-def _cel_value(var: str, low: int, names: dict[str, int]) -> str:
-    """CEL: the number bound ``var`` stands for (unknown names: left to the models)."""
-    number = f"({var}.matches('^[0-9]{{1,9}}$') ? int({var}) : {low})"
-    if not names:
-        return f"({var} == '*' || {var} == '?' ? {low} : {number})"
-    table = "{" + ", ".join(f"'{k}': {v}" for k, v in names.items()) + "}"
-    upper = f"{var}.upperAscii()"
-    named = f"({upper} in {table} ? {table}[{upper}] : {number})"
-    return f"({var} == '*' || {var} == '?' ? {low} : {named})"
-
-
-def _backwards_rule(index: int, name: str, low: int, names: dict[str, int]) -> dict[str, str]:
-    bounds = "x.split('/')[0].split('-')"
-    start = _cel_value(f"{bounds}[0]", low, names)
-    end = _cel_value(f"{bounds}[1]", low, names)
-    return {
-        "rule": f"self.startsWith('@') || size(self.findAll({_lit(_FIELD)})) != 5 || "
-        f"self.findAll({_lit(_FIELD)})[{index}].split(',').all(x, !x.matches('{_RANGE}') || "
-        f"{start} <= {end})",
-        "message": f"cronSpec {name}: a range a-b must not run backwards (a <= b)",
-    }
-
-
-CRON_RULES: list[Any] = [
-    {
-        "rule": f"self.matches('^@({_MACRO_RE})$') || self.matches({_lit(EVERY)}) || "
-        f"self.matches({_lit(_SHAPE)})",
-        "message": FIVE_FIELDS,
-    },
-    {
-        "rule": f"self.startsWith('@') || self.matches({_lit(_CHARS)})",
-        "message": "cronSpec fields may only contain digits, names (JAN, MON), * ? / , and -",
-    },
-    {
-        "rule": "!self.matches('/0*([^0-9]|$)')",
-        "message": "cronSpec: a step /n must be a positive number",
-    },
-    *(_backwards_rule(i, name, low, names) for i, (name, low, _high, names) in enumerate(FIELDS)),
-]
-
 _ITEM = re.compile(r"^(\*|\?|[0-9A-Za-z]+)(-[0-9A-Za-z]+)?(/[0-9]+)?$")
 
 
@@ -94,7 +48,8 @@ def _number(bound: str, names: dict[str, int]) -> int | None:
     return int(bound) if bound.isdigit() else None
 
 
-def _item_problem(item: str, field: tuple[str, int, int, dict[str, int]], value: str) -> str | None:
+def _item_values(item: str, field: Field, value: str) -> range | str:
+    """The values ``item`` (one comma-separated part of ``value``) stands for, or why not."""
     name, low, high, names = field
     where = f"cronSpec {name} {value!r}"
     if not _ITEM.match(item):
@@ -108,21 +63,60 @@ def _item_problem(item: str, field: tuple[str, int, int, dict[str, int]], value:
     for bound, number in ((first, start), (last, end)):
         if number is None or not low <= number <= high:
             return f"{where}: {bound!r} is outside {low}-{high}"
-    if start is not None and end is not None and start > end:
+    if start is None or end is None or start > end:  # (None: refused just above)
         return f"{where}: the range {span!r} runs backwards"
-    return None
+    return range(start, end + 1, int(step or 1))
+
+
+def field_values(value: str, field: Field) -> set[int] | str:
+    """The values one field (``*/10``, ``1,5-7``) stands for, or why it is not valid."""
+    values: set[int] = set()
+    for item in (i for i in value.split(",") if i):
+        expanded = _item_values(item, field, value)
+        if isinstance(expanded, str):
+            return expanded
+        values.update(expanded)
+    return values
 
 
 def cron_problem(spec: str) -> str | None:
-    """Why ``spec`` is not a schedule Kubernetes accepts, or None."""
+    """Why ``spec`` is not a schedule we accept, or None."""
     if spec in MACROS or re.match(EVERY, spec):
         return None
     fields = spec.split()
-    if len(fields) != 5 or spec.startswith("@"):
+    if len(fields) not in (5, 6) or spec.startswith("@"):
         return f"{FIVE_FIELDS}; got {len(fields)}: {spec!r}"
-    for value, field in zip(fields, FIELDS, strict=True):
-        for item in (i for i in value.split(",") if i):
-            problem = _item_problem(item, field, value)
-            if problem:
-                return problem
+    layout = (SECONDS, *FIELDS) if len(fields) == 6 else FIELDS
+    for value, field in zip(fields, layout, strict=True):
+        values = field_values(value, field)
+        if isinstance(values, str):
+            return values
     return None
+
+
+@dataclass(frozen=True)
+class CronJobSchedule:
+    """What a valid ``cronSpec`` becomes: the CronJob's ``schedule``, and, when that runs
+    less often than asked (seconds), a sentence saying what was asked and what runs."""
+
+    schedule: str
+    rounded: str | None = None
+    second: int = 0  # the second asked for, when the seconds field has one value
+
+
+def cron_job_schedule(spec: str) -> CronJobSchedule:
+    """The CronJob schedule of a valid ``cronSpec`` (five fields and macros unchanged)."""
+    fields = spec.split()
+    if spec.startswith("@") or len(fields) != 6:
+        return CronJobSchedule(spec)
+    schedule = " ".join(fields[1:])
+    seconds = field_values(fields[0], SECONDS)
+    if isinstance(seconds, str):
+        raise ValueError(seconds)
+    if len(seconds) == 1:
+        return CronJobSchedule(schedule, second=next(iter(seconds)))
+    rounded = (
+        f"cronSpec {spec!r} asks for {len(seconds)} runs a minute (seconds field "
+        f"{fields[0]!r}); a CronJob starts at most once a minute, so it runs on {schedule!r}"
+    )
+    return CronJobSchedule(schedule, rounded)

@@ -2,9 +2,9 @@
 
 The seed's CRD (``cronSpec``, ``image``, ``replicas``) "does nothing"; here it becomes a
 CronJob. ``cronSpec`` is standard five-field cron (minute hour day-of-month month
-day-of-week) or a macro (``@hourly`` ...). The seed's own example uses six fields
-(``* * * * * *``, a seconds field Kubernetes does not have): it is rejected at admission
-with a message saying cron takes five fields. Types only, no I/O.
+day-of-week), six fields with seconds first (the seed's own ``* * * * * *``; a CronJob runs
+at most once a minute, see :mod:`appstack.api.cron`) or a macro (``@hourly`` ...). Types
+only, no I/O.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from appstack.api.core import Condition, KubeModel
-from appstack.api.cron import CRON_RULES, cron_problem
+from appstack.api.cron import cron_problem
+from appstack.api.cron_rules import CRON_RULES
 from appstack.api.kind import AGE, WIDE_READY, CustomObject, custom_kind
 from appstack.api.names import DNS_LABEL, Image, name_rules
 from appstack.api.security import SECURITY, SecurityContext
@@ -27,7 +28,9 @@ class CronTabSpec(KubeModel):
         min_length=1,
         max_length=128,
         description="Schedule: five cron fields (minute hour day-of-month month day-of-week), "
-        "e.g. '*/5 * * * *', or a macro: @yearly @monthly @weekly @daily @hourly.",
+        "e.g. '*/5 * * * *'; six with seconds first, e.g. '0 */5 * * * *' (a CronJob runs at "
+        "most once a minute: a seconds field asking for more runs once a minute, reason "
+        "SecondsRounded); or a macro: @yearly @monthly @weekly @daily @hourly.",
         json_schema_extra={"x-kubernetes-validations": CRON_RULES},
     )
     image: Image = Field(description="Container image to run.")

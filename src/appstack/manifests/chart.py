@@ -17,6 +17,7 @@ import yaml
 
 from appstack import __version__
 from appstack.controllers.rbac import RUNTIME_RULES
+from appstack.core.duration import DEFAULT_SYNC_PERIOD
 from appstack.manifests import admission, bundle, crds, dashboard, monitoring, rbac, workload
 from appstack.manifests.helmtext import block, dump, range_item, sentinel, substitute, wrap_item
 
@@ -34,6 +35,7 @@ def values() -> dict[str, Any]:
         "replicas": 2,
         "resources": container["resources"],
         "watchNamespaces": [],
+        "syncPeriod": DEFAULT_SYNC_PERIOD,
         "leaderElection": {"enabled": True},
         "metrics": {
             "enabled": True,
@@ -50,14 +52,15 @@ VALUES_HELP = """\
 #
 # image.tag defaults to the chart's appVersion. watchNamespaces: empty = all namespaces
 # (a ClusterRole); otherwise a Role + RoleBinding in each (they must exist) and the operator
-# watches only those. metrics.serviceMonitor and .prometheusRule need the Prometheus
-# Operator's CRDs; metrics.grafanaDashboard is a ConfigMap labelled grafana_dashboard=1 (for
-# Grafana's dashboard sidecar).
+# watches only those. syncPeriod: how often every object is reconciled again without an
+# event (--sync-period, e.g. 90s, 10m, 1h). metrics.serviceMonitor and .prometheusRule need
+# the Prometheus Operator's CRDs; metrics.grafanaDashboard is a ConfigMap labelled
+# grafana_dashboard=1 (for Grafana's dashboard sidecar).
 """
 
 
 def _deployment() -> str:
-    deployment = workload.deployment(namespace=NS)
+    deployment = workload.deployment(namespace=NS, sync_period=sentinel("SYNC"))
     deployment["spec"]["replicas"] = sentinel("REPLICAS")
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
     container["image"] = sentinel("IMAGE")
@@ -70,7 +73,12 @@ def _deployment() -> str:
     text = range_item(text, "WATCH", "--namespace={{ . }}", ".Values.watchNamespaces")
     text = block(text, "resources", "RESOURCES", ".Values.resources")
     image = '"{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}"'
-    return substitute(text, {**NAMESPACES, "REPLICAS": "{{ .Values.replicas }}", "IMAGE": image})
+    values = {
+        "REPLICAS": "{{ .Values.replicas }}",
+        "IMAGE": image,
+        "SYNC": "{{ .Values.syncPeriod }}",
+    }
+    return substitute(text, {**NAMESPACES, **values})
 
 
 def _rbac() -> str:

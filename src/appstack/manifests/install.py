@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from appstack.controllers.rbac import RUNTIME_RULES
+from appstack.core.duration import DEFAULT_SYNC_PERIOD
 from appstack.manifests import admission, crds, rbac, workload
 
 Obj = dict[str, Any]
@@ -20,12 +21,14 @@ Obj = dict[str, Any]
 
 @dataclass(frozen=True)
 class InstallOptions:
-    """Where the operator runs, which image, and which namespaces it watches (none: all)."""
+    """Where the operator runs, which image, which namespaces it watches (none: all), and
+    its ``--sync-period``."""
 
     namespace: str = rbac.NAMESPACE
     image: str = workload.IMAGE
     watch_namespaces: tuple[str, ...] = ()
     replicas: int = 2
+    sync_period: str = DEFAULT_SYNC_PERIOD
 
     @property
     def cluster_wide(self) -> bool:
@@ -99,6 +102,7 @@ def install(options: InstallOptions | None = None) -> Install:
             namespace=options.namespace,
             watch_namespaces=options.watch_namespaces,
             replicas=options.replicas,
+            sync_period=options.sync_period,
         ),
         metrics_service=workload.metrics_service(options.namespace),
     )

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from appstack import __version__
+from appstack.core.duration import DEFAULT_SYNC_PERIOD
 from appstack.manifests.crds import LABELS
 from appstack.manifests.rbac import NAME, NAMESPACE
 
@@ -57,8 +58,10 @@ def deployment(
     namespace: str = NAMESPACE,
     watch_namespaces: tuple[str, ...] = (),
     replicas: int = 2,
+    sync_period: str = DEFAULT_SYNC_PERIOD,
 ) -> dict[str, Any]:
-    """The operator's Deployment; it watches ``watch_namespaces`` (none: all)."""
+    """The operator's Deployment; it watches ``watch_namespaces`` (none: all) and resyncs
+    every ``sync_period``."""
     selector = SELECTOR
     container = {
         "name": "operator",
@@ -69,6 +72,7 @@ def deployment(
             "--metrics-bind-address=:8080",
             "--health-probe-bind-address=:8081",
             "--log-format=json",
+            f"--sync-period={sync_period}",
             *(f"--namespace={watched}" for watched in watch_namespaces),
         ],
         "env": [

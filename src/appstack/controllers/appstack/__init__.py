@@ -40,7 +40,7 @@ CONTROLLER = Registration(
     rbac_rules=RBAC_RULES,
     children=desired.children,
     # Secrets are not watched (we never list them), so a changed Secret rolls the pods
-    # using it within this period.
+    # using it within this period (or the sync period, if that is shorter).
     resync=60.0,
 )
 

@@ -1,12 +1,15 @@
 """CronTab → the CronJob we want (pure, unit-tested).
 
-:func:`children` is what the reconciler applies and what ``appstack render`` prints.
+:func:`children` is what the reconciler applies and what ``appstack render`` prints. A
+six-field ``cronSpec`` becomes its five minute-and-coarser fields
+(:func:`appstack.api.cron.cron_job_schedule`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from appstack.api.cron import cron_job_schedule
 from appstack.api.crontab import CronTabSpec
 from appstack.controllers.util.meta import child_labels, child_metadata
 from appstack.controllers.util.workloads import container, security_context
@@ -28,7 +31,7 @@ def cron_job(tab: dict[str, Any], spec: CronTabSpec) -> dict[str, Any]:
         security=security_context(spec.security_context),
     )
     cron_spec: dict[str, Any] = {
-        "schedule": spec.cron_spec,
+        "schedule": cron_job_schedule(spec.cron_spec).schedule,
         "suspend": spec.suspend,
         "concurrencyPolicy": spec.concurrency_policy,
         "successfulJobsHistoryLimit": spec.successful_jobs_history_limit,

@@ -3,7 +3,10 @@
 Each controller package exports one (``CONTROLLER``) and
 :data:`appstack.controllers.registry.ALL` lists them; the operator process, the generated
 CRDs and RBAC, ``appstack render``, the CLI help and the e2e fixtures iterate over that
-list, so a new kind is registered in one line.
+list, so a new kind is registered in one line. Every controller resyncs: each object is
+reconciled again every sync period (``appstack run --sync-period``, default
+:data:`~appstack.core.duration.DEFAULT_SYNC_PERIOD`), or more often if the kind needs it
+(:attr:`Registration.resync`).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from appstack.api.kind import CustomKind
 from appstack.controllers.util.meta import CHILD_SELECTOR
 from appstack.controllers.util.rbac import Rule
 from appstack.controllers.util.reconciler import KindReconciler
+from appstack.core.duration import DEFAULT_SYNC_PERIOD, parse_duration
 from appstack.core.resource import Resource
 from appstack.runtime.builder import Builder
 from appstack.runtime.controller import Controller
@@ -35,7 +39,9 @@ class Registration:
     rbac_rules: Sequence[Rule]
     children: Children
     share: float = 1.0  # of the operator's --concurrency
-    resync: float | None = None  # seconds between looks at every object (None: never)
+    # At most this many seconds between looks at every object, whatever the sync period
+    # (for inputs that are not watched; None: the sync period alone).
+    resync: float | None = None
 
     @property
     def kind(self) -> CustomKind:
@@ -48,19 +54,26 @@ class Registration:
     def workers(self, concurrency: int) -> int:
         return max(1, int(concurrency * self.share))
 
+    def resync_period(self, sync_period: float | None = None) -> float:
+        """Seconds between looks at every object: the sync period (default 10 minutes),
+        or the kind's own :attr:`resync` if that is shorter."""
+        period = parse_duration(DEFAULT_SYNC_PERIOD) if sync_period is None else sync_period
+        return period if self.resync is None else min(period, self.resync)
+
     def setup(
         self,
         manager: Manager,
         recorder: EventRecorder,
         *,
         concurrency: int | None = None,
-        resync: float | None = None,
+        sync_period: float | None = None,
         **options: Any,
     ) -> Controller:
         """Wire the reconciler into ``manager``: watch the kind, the children it owns and
         the objects it watches (cached only when labelled as ours), ``concurrency``
-        workers (default: its share of 4); ``options`` go to the reconciler (e.g. the
-        AppStack's ``external_ips``)."""
+        workers (default: its share of 4), every object reconciled again every
+        :meth:`resync_period` of ``sync_period`` seconds (default: 10 minutes);
+        ``options`` go to the reconciler (e.g. the AppStack's ``external_ips``)."""
         watched = self.reconciler.watches
         for resource in (*self.owns, *(resource for resource, _ in watched)):
             manager.cache.set_label_selector(resource, CHILD_SELECTOR)
@@ -71,6 +84,6 @@ class Registration:
             builder = builder.watches(resource, mapper)
         return (
             builder.with_concurrency(concurrency or self.workers(4))
-            .with_resync(self.resync if resync is None else resync)
+            .with_resync(self.resync_period(sync_period))
             .complete(self.reconciler(manager.client, manager.cache, recorder, **options))
         )

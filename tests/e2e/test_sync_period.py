@@ -1,0 +1,188 @@
+"""Periodic resync (``appstack run --sync-period``) for every kind: an idle resync writes
+nothing, and a change no watch reports (a rotated Secret: Secrets are never listed or
+watched) is repaired within the sync period, by the real ``appstack run`` process."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from appstack.controllers.appservice import APP_SERVICE
+from appstack.controllers.appstack import APP_STACK
+from appstack.controllers.crontab import CRON_TAB
+from appstack.controllers.registry import ALL
+from appstack.runtime.client import Client
+from appstack.runtime.resources import DEPLOYMENT, SECRET
+from appstack.testing.waiting import wait_until
+from tests.e2e.conftest import E2E_OPTIONS, RunningOperator, is_ready, start_operator, until
+
+SECRETS_HASH = "appstack.dev/secrets-hash"
+
+
+def _obj(kind: str, name: str, namespace: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "appstack.dev/v1",
+        "kind": kind,
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    }
+
+
+def _secret(name: str, namespace: str, password: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": namespace},
+        "stringData": {"username": "u", "password": password},
+    }
+
+
+def _stack(name: str, namespace: str) -> dict[str, Any]:
+    """A stack whose component reads an external database's Secret (not watched)."""
+    database = {
+        "name": "db",
+        "type": "mysql",
+        "external": {"host": "db.example.com", "port": 3306, "secretRef": {"name": "db-auth"}},
+    }
+    app = {
+        "name": "app",
+        "image": "app:1",
+        "uses": ["db"],
+        "ports": [{"port": 8080}],
+        "resources": {"requests": {"cpu": "0.25", "memory": "0.5Gi"}},
+        "config": {"mountPath": "/etc/app", "files": {"app.conf": "x = 1\n"}},
+    }
+    return _obj("AppStack", name, namespace, middleware=[database], components=[app])
+
+
+@pytest.fixture
+async def fast_resync(operator_kubeconfig: Path, namespace: str) -> AsyncIterator[RunningOperator]:
+    """The operator with a 1 s sync period for every kind (as ``--sync-period 1s``)."""
+    controllers = {c.name: {**E2E_OPTIONS.get(c.name, {}), "sync_period": 1.0} for c in ALL}
+    running = await start_operator(operator_kubeconfig, namespace, controllers)
+    yield running
+    await running.stop()
+
+
+def _reconciles(operator: RunningOperator, controller: str) -> float:
+    registry = operator.manager.metrics.registry
+    return sum(
+        registry.get_sample_value(
+            "controller_runtime_reconcile_total", {"controller": controller, "result": result}
+        )
+        or 0.0
+        for result in ("success", "requeue", "requeue_after", "error")
+    )
+
+
+def _writes(operator: RunningOperator) -> float:
+    counter = operator.manager.metrics.rest_requests
+    return sum(
+        sample.value
+        for metric in counter.collect()
+        for sample in metric.samples
+        if sample.name.endswith("_total")
+        and sample.labels["method"] in ("POST", "PUT", "PATCH", "DELETE")
+    )
+
+
+async def _resync_rounds(operator: RunningOperator, objects: dict[str, int], rounds: int) -> None:
+    """Wait until every controller has looked at each of its objects ``rounds`` more times
+    (nothing else wakes them: the objects are settled)."""
+    start = {name: _reconciles(operator, name) for name in objects}
+    await wait_until(
+        lambda: all(
+            _reconciles(operator, name) >= start[name] + rounds * count
+            for name, count in objects.items()
+        ),
+        timeout=30,
+        what=f"{rounds} resync rounds of every controller",
+    )
+
+
+async def test_an_idle_resync_issues_no_writes(
+    client: Client, namespace: str, fast_resync: RunningOperator
+) -> None:
+    # Integer and non-canonical quantities: the API server stores them as "1", "500m",
+    # "1Gi"; comparing them as written would re-apply (and record Updated) on every resync.
+    resources = {
+        "limits": {"cpu": 1, "memory": "1024Mi"},
+        "requests": {"cpu": "0.5", "memory": "0.5Gi"},
+    }
+    for i in range(3):
+        app = _obj("AppService", f"idle-{i}", namespace, image="nginx:1.27", ports=[{"port": 80}])
+        app["spec"]["resources"] = resources
+        await client.create(APP_SERVICE, app)
+    await client.create(SECRET, _secret("db-auth", namespace, "one"))
+    await client.create(APP_STACK, _stack("idle", namespace))
+    # Rounded to once a minute (a Warning Event, once), on a schedule that stays idle.
+    await client.create(
+        CRON_TAB, _obj("CronTab", "idle", namespace, cronSpec="*/10 0 0 1 1 *", image="busybox")
+    )
+    for i in range(3):
+        await until(client, APP_SERVICE, f"idle-{i}", namespace, is_ready, 60)
+    await until(client, APP_STACK, "idle", namespace, is_ready, 60)
+    await until(client, CRON_TAB, "idle", namespace, is_ready, 60)
+
+    objects = {"appservice": 3, "appstack": 1, "crontab": 1}
+    assert set(objects) == {c.name for c in ALL}, "every kind is in this test"
+    await _resync_rounds(fast_resync, objects, 1)  # what was in flight has landed
+    before = _writes(fast_resync)
+    await _resync_rounds(fast_resync, objects, 3)
+    assert _writes(fast_resync) == before
+
+
+async def test_appstack_run_sync_period_repairs_what_no_watch_reports(
+    client: Client, namespace: str, operator_kubeconfig: Path, tmp_path: Path
+) -> None:
+    log = tmp_path / "operator.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "appstack",
+                "run",
+                f"--kubeconfig={operator_kubeconfig}",
+                f"--namespace={namespace}",
+                "--sync-period=1s",  # AppStack's own bound is 60 s: only the flag is this fast
+                "--metrics-bind-address=0",
+                "--health-probe-bind-address=0",
+                "--log-format=json",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        await client.create(SECRET, _secret("db-auth", namespace, "one"))
+        await client.create(APP_STACK, _stack("rot", namespace))
+        await until(client, APP_STACK, "rot", namespace, is_ready, 60, "the stack")
+        deployment = await client.get(DEPLOYMENT, "rot-app", namespace)
+        before = deployment["spec"]["template"]["metadata"]["annotations"][SECRETS_HASH]
+
+        await client.patch(
+            SECRET, "db-auth", {"stringData": {"password": "two"}}, namespace=namespace
+        )
+        rotated = time.monotonic()
+        rolled = await until(
+            client,
+            DEPLOYMENT,
+            "rot-app",
+            namespace,
+            lambda d: d["spec"]["template"]["metadata"]["annotations"][SECRETS_HASH] != before,
+            30,  # AppStack's own resync (60 s after start) would be too late: the flag did it
+            "the rotated Secret to roll the pods within the sync period",
+        )
+        elapsed = time.monotonic() - rotated
+        print(f"rotated Secret rolled the pods after {elapsed:.1f}s (sync period 1s)")
+        assert rolled["metadata"]["generation"] > deployment["metadata"]["generation"]
+    finally:
+        proc.terminate()
+        code = proc.wait(timeout=30)
+    assert code == 0, log.read_text()[-2000:]
