@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
-from typing import Any
 
-from lightkube import Client as LightClient
-from lightkube import KubeConfig, codecs
+from lightkube import codecs
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace
 
@@ -27,16 +25,8 @@ from appstack.runtime.resources import DEPLOYMENT
 from appstack.testing.cluster import LocalCluster
 from appstack.uninstall import CRD, INSTALLED, uninstall
 from tests.e2e.conftest import is_ready, until
-from tests.e2e.installed import apply_install, running_operator
-
-
-def _app(name: str, namespace: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "appstack.dev/v1",
-        "kind": "AppService",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"image": "nginx:1.27", "ports": [{"port": 80}]},
-    }
+from tests.e2e.installed import admin_client, apply_install, running_operator
+from tests.e2e.replicas import app_service
 
 
 async def _existing(client: Client, parts: Install) -> list[str]:
@@ -55,9 +45,7 @@ async def _existing(client: Client, parts: Install) -> list[str]:
 async def test_two_namespaced_installs_side_by_side_and_uninstalling_one(
     fresh_cluster: LocalCluster, tmp_path: Path
 ) -> None:
-    light = LightClient(
-        config=KubeConfig.from_file(str(fresh_cluster.kubeconfig)), field_manager="appstack-tests"
-    )
+    light = admin_client(fresh_cluster.kubeconfig)
     for name in ("team-a", "team-b"):
         light.create(Namespace(metadata=ObjectMeta(name=name)))
     one = install(InstallOptions(namespace="ops1", watch_namespaces=("team-a",)))
@@ -77,8 +65,8 @@ async def test_two_namespaced_installs_side_by_side_and_uninstalling_one(
             running_operator(light, fresh_cluster.kubeconfig, two, tmp_path / "two"),
             running_operator(light, fresh_cluster.kubeconfig, one, tmp_path / "one") as first,
         ):
-            await client.create(APP_SERVICE, _app("web", "team-a"))
-            await client.create(APP_SERVICE, _app("web", "team-b"))
+            await client.create(APP_SERVICE, app_service("web", "team-a"))
+            await client.create(APP_SERVICE, app_service("web", "team-b"))
             for namespace in ("team-a", "team-b"):
                 await until(client, APP_SERVICE, "web", namespace, is_ready, 60, "web Ready")
 
@@ -98,7 +86,7 @@ async def test_two_namespaced_installs_side_by_side_and_uninstalling_one(
             assert not (await client.list(APP_SERVICE, "team-a"))[0]
             assert (await client.list(APP_SERVICE, "team-b"))[0]
             # ... and ops2's operator still reconciles
-            await client.create(APP_SERVICE, _app("after", "team-b"))
+            await client.create(APP_SERVICE, app_service("after", "team-b"))
             await until(client, APP_SERVICE, "after", "team-b", is_ready, 60, "after Ready")
             await client.get(DEPLOYMENT, "after", "team-b")
     assert any(line.startswith("other installs stay (namespaces ops2)") for line in said)
