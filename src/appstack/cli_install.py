@@ -109,25 +109,37 @@ def manifests(
 @KUBECONFIG
 @click.option("--timeout", default=300.0, show_default=True, help="Seconds to wait for each step.")
 @click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
-def uninstall(kubeconfig: str | None, timeout: float, yes: bool) -> None:
+@click.option(
+    "-n",
+    "--namespace",
+    default=None,
+    help="Remove only the install in this namespace: the custom resources in the namespaces "
+    "it watches, its operator and its RBAC; the CRDs only if no other install remains "
+    "[default: every install].",
+)
+def uninstall(kubeconfig: str | None, timeout: float, yes: bool, namespace: str | None) -> None:
     """Remove appstack from a cluster: every custom resource in all namespaces (waiting
     for the still-running operator to finalize them and for their children to go), then
-    the operator (Deployment, RBAC, ServiceAccount), then the CRDs and its Namespace."""
+    the operator (Deployment, RBAC, ServiceAccount), then the CRDs and its Namespace.
+    With --namespace, only that install (other installs keep working)."""
     import asyncio  # noqa: PLC0415
 
     from appstack import uninstall as removal  # noqa: PLC0415
     from appstack.runtime.client import Client  # noqa: PLC0415
 
     if not yes:
-        click.confirm(
-            "Delete every appstack custom resource in all namespaces, then the operator and "
-            "the CRDs?",
-            abort=True,
+        question = (
+            f"Delete the install in namespace {namespace} (the custom resources it watches, "
+            "then its operator; the CRDs if it is the last install)?"
+            if namespace
+            else "Delete every appstack custom resource in all namespaces, then the operator "
+            "and the CRDs?"
         )
+        click.confirm(question, abort=True)
 
     async def go() -> None:
         async with await Client.connect(kubeconfig) as client:
-            await removal.uninstall(client, click.echo, timeout)
+            await removal.uninstall(client, click.echo, timeout, namespace)
 
     try:
         asyncio.run(go())

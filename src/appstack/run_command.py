@@ -104,7 +104,7 @@ KUBECONFIG = click.option(
     default=True,
     show_default=True,
     help="Serve /metrics only to bearer tokens allowed 'get' on it (TokenReview + "
-    "SubjectAccessReview; bind appstack-metrics-reader to the scraper).",
+    "SubjectAccessReview; bind appstack-metrics-reader-NAMESPACE to the scraper).",
 )
 @click.option(
     "--health-probe-bind-address",

@@ -12,6 +12,10 @@ In this order, each step waiting until the previous one is gone:
 If custom resources are still there after ``timeout`` (the operator is not running, so
 nobody removes their finalizers), it stops before step 2 and says which ones and why: the
 operator and the CRDs stay, nothing is left Terminating without an owner to finish it.
+
+With ``namespace`` only the install in that namespace goes (:mod:`appstack.uninstall_scope`):
+the custom resources in the namespaces it watches, its operator and its own RBAC and
+policies; the CRDs too only when no other install remains.
 """
 
 from __future__ import annotations
@@ -23,13 +27,12 @@ from dataclasses import dataclass
 
 from appstack.controllers.registry import ALL
 from appstack.core.resource import Resource
-from appstack.manifests.crds import LABELS
 from appstack.manifests.install import InstallOptions, install
 from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.resources import DEPLOYMENT, NAMESPACE, SERVICE, SERVICE_ACCOUNT
+from appstack.uninstall_scope import SELECTOR, discover
 
-SELECTOR = ",".join(f"{k}={v}" for k, v in sorted(LABELS.items()))
 _RBAC = "rbac.authorization.k8s.io"
 CRD = Resource(
     "apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False
@@ -115,23 +118,41 @@ async def _delete_all(
 
 
 async def _wait_gone(
-    client: Client, resources: list[Resource], timeout: float, selector: str | None = None
+    client: Client,
+    resources: list[Resource],
+    timeout: float,
+    selector: str | None = None,
+    keep: Callable[[Found], bool] = lambda _: True,
 ) -> list[Found]:
-    """What is left of ``resources`` after waiting up to ``timeout`` for it to go."""
+    """What is left of ``resources`` (those ``keep`` selects) after waiting up to
+    ``timeout`` for it to go."""
     deadline = time.monotonic() + timeout
     while True:
-        left = [f for r in resources for f in await _find(client, r, selector)]
+        left = [f for r in resources for f in await _find(client, r, selector) if keep(f)]
         if not left or time.monotonic() > deadline:
             return left
         await asyncio.sleep(0.5)
 
 
-async def uninstall(client: Client, say: Callable[[str], None], timeout: float = 300) -> None:
-    """Custom resources, then the operator, then the CRDs (see the module docstring)."""
+async def uninstall(
+    client: Client, say: Callable[[str], None], timeout: float = 300, namespace: str | None = None
+) -> None:
+    """Custom resources, then the operator, then the CRDs (see the module docstring); only
+    the install in ``namespace`` when given."""
+    scope = await discover(client, namespace)
+    if not scope.alone:
+        say(f"other installs stay (namespaces {', '.join(scope.others)}): the CRDs are kept")
+
+    def custom_resource(found: Found) -> bool:
+        return scope.removes_custom_resources_in(found.namespace)
+
+    def installed(found: Found) -> bool:
+        return scope.owns(found.resource.kind, found.name, found.namespace)
+
     custom = [controller.kind.resource for controller in ALL]
-    objects = [f for r in custom for f in await _find(client, r)]
+    objects = [f for r in custom for f in await _find(client, r) if custom_resource(f)]
     await _delete_all(client, objects, say, "Foreground")
-    left = await _wait_gone(client, custom, timeout)
+    left = await _wait_gone(client, custom, timeout, keep=custom_resource)
     if left:
         raise UninstallError(
             f"{len(left)} custom resource(s) still there after {timeout:.0f}s; the operator "
@@ -139,7 +160,8 @@ async def uninstall(client: Client, say: Callable[[str], None], timeout: float =
             + "\n  ".join(str(f) for f in left)
         )
     for resource in removal_order():
-        await _delete_all(client, await _find(client, resource, SELECTOR), say, "Foreground")
-        left = await _wait_gone(client, [resource], timeout, SELECTOR)
+        found = [f for f in await _find(client, resource, SELECTOR) if installed(f)]
+        await _delete_all(client, found, say, "Foreground")
+        left = await _wait_gone(client, [resource], timeout, SELECTOR, keep=installed)
         if left:
             raise UninstallError("still there: " + ", ".join(str(f) for f in left))

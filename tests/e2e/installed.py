@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx
 from lightkube import Client as LightClient
+from lightkube import KubeConfig
 
 from appstack.manifests.install import Install
 from tests.e2e.conftest import apply_objects, service_account_kubeconfig
@@ -28,6 +29,11 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def admin_client(kubeconfig: Path) -> LightClient:
+    """A lightkube client with the cluster's admin kubeconfig."""
+    return LightClient(config=KubeConfig.from_file(str(kubeconfig)), field_manager="appstack-tests")
 
 
 def apply_install(light: LightClient, parts: Install) -> None:

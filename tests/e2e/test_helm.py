@@ -86,7 +86,7 @@ def test_helm_install_test_upgrade_uninstall(helm: Helm, fresh_cluster: LocalClu
     assert deployment.spec.replicas == 2
     for crd in crds.all_crds():
         assert kube.get(CustomResourceDefinition, crd["metadata"]["name"])
-    assert kube.get(ClusterRole, "appstack-operator")
+    assert kube.get(ClusterRole, f"appstack-operator-{NS}")  # named after the namespace
 
     tested = helm("test", "appstack", f"--namespace={NS}", "--timeout=2m")
     assert "Phase:          Succeeded" in tested.stdout, tested.stdout
@@ -107,7 +107,7 @@ def test_helm_install_test_upgrade_uninstall(helm: Helm, fresh_cluster: LocalClu
     assert "--namespace=team-a" in container.args
     assert kube.get(Role, "appstack-operator", namespace="team-a")
     with pytest.raises(ApiError):
-        kube.get(ClusterRole, "appstack-operator")  # namespaced now
+        kube.get(ClusterRole, f"appstack-operator-{NS}")  # namespaced now
 
     helm("uninstall", "appstack", f"--namespace={NS}", "--wait", "--timeout=2m")
     for res, name, namespace in (

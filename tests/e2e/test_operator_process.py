@@ -59,7 +59,7 @@ async def _reader_token(client: Client, namespace: str) -> str:
             "roleRef": {
                 "apiGroup": "rbac.authorization.k8s.io",
                 "kind": "ClusterRole",
-                "name": rbac.METRICS_READER,
+                "name": rbac.metrics_reader()["metadata"]["name"],
             },
             "subjects": [{"kind": "ServiceAccount", "name": "scraper", "namespace": namespace}],
         },

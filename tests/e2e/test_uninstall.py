@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from lightkube import Client as LightClient
-from lightkube import KubeConfig, codecs
+from lightkube import codecs
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace
 
@@ -39,7 +38,7 @@ from appstack.runtime.resources import (
 from appstack.testing.cluster import LocalCluster
 from appstack.uninstall import CRD, INSTALLED, SELECTOR, uninstall
 from tests.e2e.conftest import is_ready, until
-from tests.e2e.installed import apply_install, running_operator
+from tests.e2e.installed import admin_client, apply_install, running_operator
 
 LEFTOVER_KINDS = [
     DEPLOYMENT,
@@ -112,9 +111,7 @@ async def _leftovers(client: Client) -> list[str]:
 async def test_uninstall_removes_resources_then_operator_then_crds_leaving_nothing(
     fresh_cluster: LocalCluster, tmp_path: Path
 ) -> None:
-    light = LightClient(
-        config=KubeConfig.from_file(str(fresh_cluster.kubeconfig)), field_manager="appstack-tests"
-    )
+    light = admin_client(fresh_cluster.kubeconfig)
     parts = install()
     apply_install(light, parts)
     light.apply(codecs.from_dict(parts.deployment), force=True)  # kwok "runs" its pods
@@ -150,9 +147,7 @@ async def test_uninstall_without_a_running_operator_stops_before_removing_it(
     fresh_cluster: LocalCluster,
 ) -> None:
     """No operator: a finalizer cannot be removed, so the operator and CRDs stay."""
-    light = LightClient(
-        config=KubeConfig.from_file(str(fresh_cluster.kubeconfig)), field_manager="appstack-tests"
-    )
+    light = admin_client(fresh_cluster.kubeconfig)
     parts = install()
     apply_install(light, parts)
     namespace = f"stuck-{uuid.uuid4().hex[:6]}"

@@ -11,6 +11,7 @@ from appstack.controllers.registry import ALL
 from appstack.manifests import admission, bundle, chart, rbac, workload
 from appstack.manifests.install import InstallOptions, install
 from appstack.uninstall import INSTALLED, removal_order
+from appstack.uninstall_scope import Scope, watched_namespaces
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 CHART = DEPLOY.parent / "charts" / "appstack"
@@ -148,3 +149,49 @@ def test_uninstall_knows_every_kind_an_install_creates_and_removes_the_crds_last
     order = [r.kind for r in removal_order()]
     assert order[0] == "Deployment"
     assert order[-2:] == ["CustomResourceDefinition", "Namespace"]
+
+
+def _cluster_scoped(parts: object) -> set[tuple[str, str]]:
+    namespaced = {"ServiceAccount", "Role", "RoleBinding", "Deployment", "Service", "Namespace"}
+    return {
+        (o["kind"], o["metadata"]["name"])
+        for o in parts.objects()  # type: ignore[attr-defined]
+        if o["kind"] not in namespaced and o["kind"] != "CustomResourceDefinition"
+    }
+
+
+def test_two_installs_in_different_namespaces_share_no_cluster_scoped_object() -> None:
+    for watch in ((), ("team",)):
+        one = _cluster_scoped(install(InstallOptions(namespace="one", watch_namespaces=watch)))
+        two = _cluster_scoped(install(InstallOptions(namespace="two", watch_namespaces=watch)))
+        assert one
+        assert two
+        assert not one & two
+        assert all(name.endswith("-one") for _, name in one)
+    cluster_wide = install(InstallOptions(namespace="ops"))
+    binding = next(o for o in cluster_wide.rbac if o["kind"] == "ClusterRoleBinding")
+    assert binding["roleRef"]["name"] == "appstack-operator-ops"
+
+
+def test_an_uninstall_scope_keeps_the_other_installs_and_the_crds() -> None:
+    parts = install(InstallOptions(namespace="ops1", watch_namespaces=("a",)))
+    assert watched_namespaces(parts.deployment) == ("a",)
+    assert watched_namespaces(install().deployment) == ()
+    own = frozenset(
+        (o["kind"], o["metadata"]["name"], o["metadata"].get("namespace")) for o in parts.rbac
+    )
+    scope = Scope("ops1", ("a",), ("ops2",), own)
+    assert scope.owns("ClusterRole", "appstack-operator-metrics-auth-ops1", None)
+    assert not scope.owns("ClusterRole", "appstack-operator-metrics-auth-ops2", None)
+    assert scope.owns("Role", "appstack-operator", "a")
+    assert not scope.owns("Role", "appstack-operator", "b")
+    assert scope.owns("Deployment", "appstack-operator", "ops1")
+    assert scope.owns("Namespace", "ops1", None)
+    assert not scope.owns("Namespace", "ops2", None)
+    assert not scope.owns("CustomResourceDefinition", "appservices.appstack.dev", None)
+    assert scope.removes_custom_resources_in("a")
+    assert not scope.removes_custom_resources_in("b")
+    last = Scope("ops1", ("a",), (), own)
+    assert last.owns("CustomResourceDefinition", "appservices.appstack.dev", None)
+    assert last.removes_custom_resources_in("b")
+    assert Scope().owns("ClusterRole", "anything", None)

@@ -38,7 +38,7 @@ def render(options: InstallOptions | None = None) -> dict[str, str]:
     files["rbac/service_account.yaml"] = _yaml(parts.service_account)
     if options.cluster_wide:
         # deploy/ also carries the Role variant for a hand-made namespaced install
-        files["rbac/cluster_role.yaml"] = _yaml(rbac.cluster_role())
+        files["rbac/cluster_role.yaml"] = _yaml(rbac.cluster_role(options.namespace))
         files["rbac/cluster_role_binding.yaml"] = _yaml(
             rbac.cluster_role_binding(options.namespace)
         )
@@ -50,7 +50,7 @@ def render(options: InstallOptions | None = None) -> dict[str, str]:
             rbac.leader_election_role(options.namespace),
             rbac.leader_election_role_binding(options.namespace, options.namespace),
         )
-        files["rbac/metrics_reader.yaml"] = _yaml(rbac.metrics_reader())
+        files["rbac/metrics_reader.yaml"] = _yaml(rbac.metrics_reader(options.namespace))
     else:
         files["rbac/roles.yaml"] = _yaml(*parts.rbac)
     files["admission/policies.yaml"] = _yaml(*parts.admission)

@@ -60,32 +60,54 @@ class Install:
         ]
 
 
-def rbac_objects(options: InstallOptions) -> list[Obj]:
-    """A ClusterRole + binding, or a Role + RoleBinding per watched namespace (plus one in
-    the operator's own namespace for its Events, unless watched, and a ClusterRole with only
-    the reviews that guard /metrics); then, always, the leader-election Role (the Lease, by
-    name, in the operator's namespace) and the metrics-reader ClusterRole for scrapers."""
-    namespace = options.namespace
-    leader_election = [
-        rbac.leader_election_role(namespace),
-        rbac.leader_election_role_binding(namespace, namespace),
-    ]
-    if options.cluster_wide:
-        scoped = [rbac.cluster_role(), rbac.cluster_role_binding(namespace)]
-        return [*scoped, *leader_election, rbac.metrics_reader()]
-    objects: list[Obj] = []
-    for watched in options.watch_namespaces:
-        objects += [rbac.role(watched), rbac.role_binding(watched, namespace)]
-    if namespace not in options.watch_namespaces:
-        objects += [
-            rbac.role(namespace, rules=RUNTIME_RULES),
-            rbac.role_binding(namespace, namespace),
-        ]
-    objects += [
-        rbac.metrics_auth_cluster_role(),
+def cluster_wide_rbac(namespace: str) -> list[Obj]:
+    """A cluster-wide install's own grants: the ClusterRole + binding (every namespace)."""
+    return [rbac.cluster_role(namespace), rbac.cluster_role_binding(namespace)]
+
+
+def watched_rbac(watched: str, namespace: str) -> list[Obj]:
+    """A namespaced install's grants in one watched namespace: a Role + RoleBinding."""
+    return [rbac.role(watched), rbac.role_binding(watched, namespace)]
+
+
+def own_namespace_rbac(namespace: str) -> list[Obj]:
+    """A namespaced install's Role in its own namespace (for its Events, ...), needed
+    unless that namespace is also watched."""
+    return [rbac.role(namespace, rules=RUNTIME_RULES), rbac.role_binding(namespace, namespace)]
+
+
+def metrics_auth_rbac(namespace: str) -> list[Obj]:
+    """A namespaced install's only cluster-wide grant: the reviews that guard /metrics."""
+    return [
+        rbac.metrics_auth_cluster_role(namespace),
         rbac.metrics_auth_cluster_role_binding(namespace),
     ]
-    return [*objects, *leader_election, rbac.metrics_reader()]
+
+
+def common_rbac(namespace: str) -> list[Obj]:
+    """Every install: the leader-election Role (the Lease, by name, in the operator's
+    namespace) and the metrics-reader ClusterRole for scrapers."""
+    return [
+        rbac.leader_election_role(namespace),
+        rbac.leader_election_role_binding(namespace, namespace),
+        rbac.metrics_reader(namespace),
+    ]
+
+
+def rbac_objects(options: InstallOptions) -> list[Obj]:
+    """A ClusterRole + binding, or a Role + RoleBinding per watched namespace (plus one in
+    the operator's own namespace unless watched, and the /metrics reviews ClusterRole);
+    then, always, :func:`common_rbac`. The Helm chart templates the same functions
+    (:mod:`appstack.manifests.chart`)."""
+    namespace = options.namespace
+    if options.cluster_wide:
+        return [*cluster_wide_rbac(namespace), *common_rbac(namespace)]
+    objects: list[Obj] = []
+    for watched in options.watch_namespaces:
+        objects += watched_rbac(watched, namespace)
+    if namespace not in options.watch_namespaces:
+        objects += own_namespace_rbac(namespace)
+    return [*objects, *metrics_auth_rbac(namespace), *common_rbac(namespace)]
 
 
 def install(options: InstallOptions | None = None) -> Install:

@@ -2,7 +2,11 @@
 ServiceAccount, a ClusterRole + binding (watch all namespaces), a namespaced
 Role + binding variant (for ``appstack run --namespace``), and the leader-election Role +
 binding in the operator's own namespace (the Lease, by name). Which of them an install uses
-is decided in :mod:`appstack.manifests.install`."""
+is decided in :mod:`appstack.manifests.install`.
+
+Cluster-scoped objects are named after the install's namespace
+(``appstack-operator-<namespace>``, :func:`cluster_name`): two installs in different
+namespaces never overwrite each other's, and uninstalling one leaves the other's alone."""
 
 from __future__ import annotations
 
@@ -24,25 +28,32 @@ def _meta(name: str, namespace: str | None = None) -> dict[str, Any]:
     return meta
 
 
+def cluster_name(base: str, namespace: str) -> str:
+    """The name of a cluster-scoped object of the install in ``namespace``."""
+    return f"{base}-{namespace}"
+
+
 def service_account(namespace: str = NAMESPACE) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(NAME, namespace)}
 
 
-def cluster_role() -> dict[str, Any]:
+def cluster_role(namespace: str = NAMESPACE) -> dict[str, Any]:
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRole",
-        "metadata": _meta(NAME),
+        "metadata": _meta(cluster_name(NAME, namespace)),
         "rules": operator_rules(),
     }
 
 
-def cluster_role_binding(namespace: str = NAMESPACE) -> dict[str, Any]:
+def cluster_role_binding(namespace: str = NAMESPACE, base: str = NAME) -> dict[str, Any]:
+    """Binds the ClusterRole ``<base>-<namespace>`` to the operator's ServiceAccount."""
+    name = cluster_name(base, namespace)
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRoleBinding",
-        "metadata": _meta(NAME),
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": NAME},
+        "metadata": _meta(name),
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
         "subjects": [{"kind": "ServiceAccount", "name": NAME, "namespace": namespace}],
     }
 
@@ -84,12 +95,12 @@ def leader_election_role_binding(
 METRICS_READER = "appstack-metrics-reader"
 
 
-def metrics_reader() -> dict[str, Any]:
+def metrics_reader(namespace: str = NAMESPACE) -> dict[str, Any]:
     """Bind this to whoever scrapes the operator (e.g. Prometheus' ServiceAccount)."""
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRole",
-        "metadata": _meta(METRICS_READER),
+        "metadata": _meta(cluster_name(METRICS_READER, namespace)),
         "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}],
     }
 
@@ -97,19 +108,16 @@ def metrics_reader() -> dict[str, Any]:
 METRICS_AUTH = f"{NAME}-metrics-auth"
 
 
-def metrics_auth_cluster_role() -> dict[str, Any]:
+def metrics_auth_cluster_role(namespace: str = NAMESPACE) -> dict[str, Any]:
     """For a namespaced install: TokenReviews and SubjectAccessReviews are cluster-scoped,
     so guarding ``/metrics`` needs these two create rules cluster-wide (nothing else)."""
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRole",
-        "metadata": _meta(METRICS_AUTH),
+        "metadata": _meta(cluster_name(METRICS_AUTH, namespace)),
         "rules": [r for r in RUNTIME_RULES if r["resources"][0] in REVIEWS],
     }
 
 
 def metrics_auth_cluster_role_binding(namespace: str = NAMESPACE) -> dict[str, Any]:
-    binding = cluster_role_binding(namespace)
-    binding["metadata"] = _meta(METRICS_AUTH)
-    binding["roleRef"] = {**binding["roleRef"], "name": METRICS_AUTH}
-    return binding
+    return cluster_role_binding(namespace, METRICS_AUTH)

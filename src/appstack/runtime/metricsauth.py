@@ -3,7 +3,7 @@ kubebuilder's scaffolds do (``WithAuthenticationAndAuthorization``).
 
 A scrape must carry ``Authorization: Bearer <token>``; the token is checked with a
 TokenReview, and the user it names must be allowed ``get`` on the non-resource URL
-``/metrics`` by a SubjectAccessReview (the generated ``appstack-metrics-reader``
+``/metrics`` by a SubjectAccessReview (the generated ``appstack-metrics-reader-<namespace>``
 ClusterRole grants exactly that). Decisions are remembered for :attr:`MetricsAuth.ttl`
 seconds per token (keyed by its SHA-256, never the token itself), so a scrape every few
 seconds costs two API calls a minute. The operator needs ``create`` on ``tokenreviews``

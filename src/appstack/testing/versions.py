@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 KUBERNETES = "v1.36.3"
+# The oldest supported release (admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy
+# is GA from 1.30): `make test` runs the e2e suite on it too (`make e2e-oldest`).
+OLDEST_KUBERNETES = "v1.30.14"
 # Another release for the test bed: APPSTACK_K8S_VERSION=v1.30.14 builds and runs it with
 # that version (its own cache directory; README, "Install" -> Kubernetes versions).
 K8S_VERSION_ENV = "APPSTACK_K8S_VERSION"

@@ -1,0 +1,90 @@
+"""Which of a cluster's appstack objects belong to one install, for ``appstack uninstall
+--namespace NS`` (:mod:`appstack.uninstall`).
+
+Installs in different namespaces share only the CRDs: their cluster-scoped objects are
+named after their namespace (:func:`appstack.manifests.rbac.cluster_name`). One install is
+its operator's namespace, the Roles in the namespaces it watches (read from its
+Deployment's ``--namespace`` arguments) and its own cluster-scoped RBAC and admission
+policies — exactly what :func:`appstack.manifests.install.install` generates for it. Other
+installs are found by their ServiceAccount (``appstack-operator``, with the install's
+labels) in other namespaces; while one remains, the CRDs and the custom resources outside
+the removed install's watched namespaces stay.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from appstack.manifests import rbac
+from appstack.manifests.crds import LABELS
+from appstack.manifests.install import InstallOptions, install
+from appstack.runtime import errors
+from appstack.runtime.client import Client
+from appstack.runtime.resources import DEPLOYMENT, SERVICE_ACCOUNT
+
+SELECTOR = ",".join(f"{k}={v}" for k, v in sorted(LABELS.items()))
+WATCH_FLAG = "--namespace="
+
+Key = tuple[str, str, str | None]  # kind, name, namespace
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What an uninstall may remove. ``namespace`` None: every install (all of appstack)."""
+
+    namespace: str | None = None
+    watched: tuple[str, ...] = ()  # the install's watched namespaces (empty: all)
+    others: tuple[str, ...] = ()  # namespaces of the installs that stay
+    own: frozenset[Key] = frozenset()  # the install's RBAC and admission objects
+
+    @property
+    def alone(self) -> bool:
+        """No other install stays: everything of appstack goes, the CRDs included."""
+        return not self.others
+
+    def removes_custom_resources_in(self, namespace: str | None) -> bool:
+        """Custom resources everywhere when alone; else only in the watched namespaces (a
+        cluster-wide install next to others leaves them to the others)."""
+        return self.alone or namespace in self.watched
+
+    def owns(self, kind: str, name: str, namespace: str | None) -> bool:
+        """Whether the install's object ``kind`` ``namespace/name`` goes."""
+        if self.namespace is None:
+            return True
+        if kind == "CustomResourceDefinition":
+            return self.alone
+        if kind == "Namespace":
+            return name == self.namespace
+        return namespace == self.namespace or (kind, name, namespace) in self.own
+
+
+def watched_namespaces(deployment: dict[str, Any]) -> tuple[str, ...]:
+    """The ``--namespace=`` arguments of the operator's container (none: all)."""
+    containers = deployment["spec"]["template"]["spec"]["containers"]
+    args = [a for c in containers for a in c.get("args", [])]
+    return tuple(a.removeprefix(WATCH_FLAG) for a in args if a.startswith(WATCH_FLAG))
+
+
+async def discover(client: Client, namespace: str | None) -> Scope:
+    """The scope of removing the install in ``namespace`` (None: every install)."""
+    if namespace is None:
+        return Scope()
+    accounts, _ = await client.list(SERVICE_ACCOUNT, label_selector=SELECTOR)
+    others = sorted(
+        {
+            str(a["metadata"]["namespace"])
+            for a in accounts
+            if a["metadata"]["name"] == rbac.NAME and a["metadata"]["namespace"] != namespace
+        }
+    )
+    try:
+        watched = watched_namespaces(await client.get(DEPLOYMENT, rbac.NAME, namespace))
+    except errors.NotFound:
+        watched = ()
+    parts = install(InstallOptions(namespace=namespace, watch_namespaces=watched))
+    own = frozenset(
+        (o["kind"], o["metadata"]["name"], o["metadata"].get("namespace"))
+        for o in (*parts.rbac, *parts.admission)
+    )
+    return Scope(namespace, watched, tuple(others), own)
