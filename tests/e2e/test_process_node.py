@@ -4,10 +4,12 @@ volumes and a clean stop (:mod:`appstack.testing.procnode`)."""
 from __future__ import annotations
 
 import ipaddress
+from pathlib import Path
 from typing import Any
 
 from lightkube import Client, codecs
-from lightkube.resources.core_v1 import Pod
+from lightkube.resources.apps_v1 import StatefulSet
+from lightkube.resources.core_v1 import PersistentVolume, PersistentVolumeClaim, Pod
 
 from appstack.testing.procnode.runner import ProcessNodes
 from appstack.testing.waiting import condition_status, wait_for
@@ -49,3 +51,86 @@ def test_etcd_pod_becomes_ready_and_serves_through_its_service(
     assert etcd.get(address, "greeting") == "hello"
     # The member really listens on its own pod IP (not 0.0.0.0), reachable from the host.
     assert etcd.get((pod.status.podIP, 2379), "greeting") == "hello"
+
+
+def pod_ip(kube: Client, namespace: str, name: str) -> str:
+    pod = kube.get(Pod, name, namespace=namespace)
+    assert pod.status is not None
+    assert pod.status.podIP is not None
+    return pod.status.podIP
+
+
+def restart_count(kube: Client, namespace: str, name: str) -> int:
+    pod = kube.get(Pod, name, namespace=namespace)
+    statuses = (pod.status.containerStatuses if pod.status else None) or []
+    return statuses[0].restartCount if statuses else 0
+
+
+def claim_dir(kube: Client, namespace: str, claim: str) -> Path:
+    pvc = kube.get(PersistentVolumeClaim, claim, namespace=namespace)
+    assert pvc.spec is not None
+    assert pvc.spec.volumeName is not None
+    volume = kube.get(PersistentVolume, pvc.spec.volumeName)
+    assert volume.spec is not None
+    assert volume.spec.hostPath is not None
+    return Path(volume.spec.hostPath.path)
+
+
+def test_etcd_statefulset_forms_a_cluster_that_survives_crashes_and_pod_deletion(
+    kube: Client, namespace: str, process_node: ProcessNodes
+) -> None:
+    create(kube, namespace, etcd.service("e", "e", headless=True))
+    create(kube, namespace, etcd.service("e-client", "e", headless=False))
+    create(kube, namespace, etcd.statefulset("e", namespace, process_node.name))
+    for i in range(3):
+        ready_pod(kube, namespace, f"e-{i}", timeout=120)
+    address = process_node.service_address(namespace, "e-client", 2379)
+    wait_for(lambda: etcd.attempt(lambda: etcd.put(address, "k", "v1")), timeout=30, what="a put")
+    assert etcd.get(address, "k") == "v1"
+    # The members found each other by their headless-Service names.
+    peers = sorted(url for m in etcd.members(address) for url in m["peerURLs"])
+    assert peers == [f"http://e-{i}.e.{namespace}.svc.cluster.local:2380" for i in range(3)]
+    hosts = (process_node.pod_dir(namespace, "e-0") / "hosts").read_text()
+    assert f"e-2.e.{namespace}.svc.cluster.local" in hosts
+
+    # A crash: the process is restarted in the same pod, with its data.
+    data = claim_dir(kube, namespace, "data-e-0")
+    assert (data / "data" / "member").is_dir()
+    killed = process_node.kill(namespace, "e-0")
+    wait_for(lambda: restart_count(kube, namespace, "e-0") == 1, timeout=60, what="a restart")
+    ready_pod(kube, namespace, "e-0", timeout=60)
+    assert process_node.pid(namespace, "e-0") not in (None, killed)
+    pod = kube.get(Pod, "e-0", namespace=namespace)
+    assert pod.status is not None
+    assert pod.status.containerStatuses is not None
+    last = pod.status.containerStatuses[0].lastState
+    assert last is not None
+    assert last.terminated is not None
+    assert last.terminated.exitCode == 137
+    own = (pod_ip(kube, namespace, "e-0"), 2379)
+    assert etcd.get(own, "k", serializable=True) == "v1"
+
+    # A deleted pod comes back (new process, new IP possible) with the same volume and data.
+    old_uid = kube.get(Pod, "e-1", namespace=namespace).metadata.uid  # type: ignore[union-attr]
+    old_dir = claim_dir(kube, namespace, "data-e-1")
+    kube.delete(Pod, "e-1", namespace=namespace)
+    wait_for(
+        lambda: kube.get(Pod, "e-1", namespace=namespace).metadata.uid != old_uid,  # type: ignore[union-attr]
+        timeout=60,
+        what="e-1 re-created",
+    )
+    ready_pod(kube, namespace, "e-1", timeout=60)
+    assert claim_dir(kube, namespace, "data-e-1") == old_dir
+    assert etcd.get((pod_ip(kube, namespace, "e-1"), 2379), "k", serializable=True) == "v1"
+    assert len(etcd.members(address)) == 3
+
+    # Deleting the StatefulSet stops the processes; deleting a claim removes its data.
+    pids = [process_node.pid(namespace, f"e-{i}") for i in range(3)]
+    kube.delete(StatefulSet, "e", namespace=namespace)
+    wait_for(lambda: not list(kube.list(Pod, namespace=namespace)), timeout=60, what="pods gone")
+    assert [pid for pid in pids if pid is not None and Path(f"/proc/{pid}").exists()] == []
+    data_2 = claim_dir(kube, namespace, "data-e-2")
+    assert data_2.is_dir()
+    kube.delete(PersistentVolumeClaim, "data-e-2", namespace=namespace)
+    wait_for(lambda: not data_2.exists(), timeout=60, what=f"{data_2} deleted with its claim")
+    assert old_dir.is_dir()

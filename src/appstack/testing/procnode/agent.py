@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import logging
 from collections.abc import AsyncIterable, Callable
 from pathlib import Path
@@ -33,6 +34,7 @@ from appstack.testing.procnode.pod import PodWorker
 log = logging.getLogger(__name__)
 SHUTDOWN_GRACE = 10.0
 READY_FILE = "agent-ready"  # written once registered (the runner waits for it)
+NETWORK_FILE = "network"  # the block of pod IPs this node claimed
 
 
 class NodeAgent:
@@ -41,7 +43,9 @@ class NodeAgent:
     def __init__(self, client: AsyncClient, cluster: str, index: int, state: Path) -> None:
         self.client = client
         self.name = node.node_name(index)
-        self.network = network.node_network(cluster, index)
+        self.cluster = cluster
+        self.index = index
+        self.network = ipaddress.IPv4Network("10.0.0.0/24")  # claimed in run()
         self.pool = network.AddressPool(self.network)
         self.state = state
         self.workers: dict[str, PodWorker] = {}
@@ -51,7 +55,8 @@ class NodeAgent:
 
     async def run(self, stop: asyncio.Event) -> None:
         started = now_rfc3339()
-        network.claim(self.network)
+        self.network = network.claim(self.cluster, self.index, self.state / NETWORK_FILE)
+        self.pool = network.AddressPool(self.network)
         await node.register(self.client, self.name)
         await node.heartbeat(self.client, self.name, started)
         self.state.mkdir(parents=True, exist_ok=True)
@@ -75,7 +80,7 @@ class NodeAgent:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        network.release(self.network)
+        network.release(self.network, self.state / NETWORK_FILE)
         (self.state / READY_FILE).unlink(missing_ok=True)
 
     # ------------------------------------------------------------------ watches

@@ -128,7 +128,7 @@ class ContainerRunner:
                 }
             }
             self.on_change()
-            with contextlib.suppress(TimeoutError):
+            with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self.stopping.wait(), backoff)
             backoff = min(max(backoff * 2, self.backoff_base), self.backoff_cap)
             if not self.stopping.is_set():
@@ -232,7 +232,7 @@ class ContainerRunner:
             proc.send_signal(signal.SIGTERM)
         try:
             await asyncio.wait_for(asyncio.shield(proc.wait()), grace)
-        except TimeoutError:
+        except asyncio.TimeoutError:
             kill_group(proc.pid, signal.SIGKILL)
 
     async def stop(self, grace: float) -> None:

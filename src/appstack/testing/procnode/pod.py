@@ -135,7 +135,7 @@ class PodWorker:
             except volumes.NotReadyYet as waiting:
                 self.error = str(waiting)
                 self.changed()
-                with contextlib.suppress(TimeoutError):
+                with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self._stop.wait(), 1.0)
                 continue
             self.error = None

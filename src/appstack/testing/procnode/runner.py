@@ -26,8 +26,8 @@ from lightkube.resources.core_v1 import Node
 from appstack.testing import etcd_releases
 from appstack.testing.cluster import LocalCluster, Printer
 from appstack.testing.process import ManagedProcess
-from appstack.testing.procnode import network, node
-from appstack.testing.procnode.agent import READY_FILE
+from appstack.testing.procnode import node
+from appstack.testing.procnode.agent import NETWORK_FILE, READY_FILE
 from appstack.testing.procnode.sandbox import MARKER
 from appstack.testing.procnode.service import ServiceProxy
 from appstack.testing.waiting import condition_status, wait_for
@@ -59,8 +59,8 @@ class ProcessNodes:
         return self.cluster.directory / "procnode" / node.node_name(index)
 
     def network(self, index: int = 0) -> ipaddress.IPv4Network:
-        """The block the node's pod IPs come from."""
-        return network.node_network(self.cluster.name, index)
+        """The block the node's pod IPs come from (while its agent runs)."""
+        return ipaddress.IPv4Network((self.state(index) / NETWORK_FILE).read_text().strip())
 
     def agent(self, index: int = 0) -> ManagedProcess:
         return ManagedProcess(f"procnode-{index}", self.cluster.directory)

@@ -104,7 +104,7 @@ async def exec_in(
     )
     try:
         out, _ = await asyncio.wait_for(proc.communicate(), timeout)
-    except TimeoutError:
+    except asyncio.TimeoutError:
         kill_group(proc.pid, signal.SIGKILL)
         await proc.wait()
         return -1, b"timed out"
