@@ -164,3 +164,25 @@ def members(address: tuple[str, int]) -> list[dict[str, Any]]:
     )
     response.raise_for_status()
     return list(response.json().get("members") or [])
+
+
+def shell_pod(name: str, node: str, script: str, **spec: Any) -> dict[str, Any]:
+    """A pod of the etcd image whose command is the host's /bin/sh running ``script``."""
+    container = {
+        "name": "main",
+        "image": IMAGE,
+        "command": ["/bin/sh", "-c", script],
+        "env": ENV,
+        **spec.pop("container", {}),
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {
+            **placement(node),
+            "terminationGracePeriodSeconds": 5,
+            "containers": [container],
+            **spec,
+        },
+    }

@@ -4,6 +4,7 @@ volumes and a clean stop (:mod:`appstack.testing.procnode`)."""
 from __future__ import annotations
 
 import ipaddress
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ from lightkube.resources.apps_v1 import StatefulSet
 from lightkube.resources.core_v1 import PersistentVolume, PersistentVolumeClaim, Pod
 
 from appstack.testing.procnode.runner import ProcessNodes
+from appstack.testing.pytest_plugin import ClusterHandle
 from appstack.testing.waiting import condition_status, wait_for
 from tests.e2e import procnode_etcd as etcd
 
@@ -134,3 +136,104 @@ def test_etcd_statefulset_forms_a_cluster_that_survives_crashes_and_pod_deletion
     kube.delete(PersistentVolumeClaim, "data-e-2", namespace=namespace)
     wait_for(lambda: not data_2.exists(), timeout=60, what=f"{data_2} deleted with its claim")
     assert old_dir.is_dir()
+
+
+def test_env_volumes_exec_probe_and_init_containers(
+    kube: Client, namespace: str, process_node: ProcessNodes
+) -> None:
+    create(
+        kube,
+        namespace,
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "s"},
+            "stringData": {"password": "hunter2"},
+        },
+    )
+    create(
+        kube,
+        namespace,
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "c"},
+            "data": {"greeting": "hello"},
+        },
+    )
+    script = (
+        'echo "$POD_NAME $PASSWORD $(cat /config/greeting) $(cat /work/init)" > /work/out;'
+        " exec sleep 600"
+    )
+    create(
+        kube,
+        namespace,
+        etcd.shell_pod(
+            "shell",
+            process_node.name,
+            script,
+            container={
+                "env": [
+                    *etcd.ENV,
+                    {
+                        "name": "PASSWORD",
+                        "valueFrom": {"secretKeyRef": {"name": "s", "key": "password"}},
+                    },
+                ],
+                "volumeMounts": [
+                    {"name": "config", "mountPath": "/config", "readOnly": True},
+                    {"name": "work", "mountPath": "/work"},
+                ],
+                "readinessProbe": {
+                    "exec": {"command": ["test", "-s", "/work/out"]},
+                    "periodSeconds": 1,
+                },
+            },
+            initContainers=[
+                {
+                    "name": "init",
+                    "image": etcd.IMAGE,
+                    "command": ["/bin/sh", "-c", "etcdctl version | head -1 > /work/init"],
+                    "volumeMounts": [{"name": "work", "mountPath": "/work"}],
+                }
+            ],
+            volumes=[
+                {"name": "config", "configMap": {"name": "c"}},
+                {"name": "work", "emptyDir": {}},
+            ],
+        ),
+    )
+    ready_pod(kube, namespace, "shell")
+    out = (process_node.pod_dir(namespace, "shell") / "volumes" / "work" / "out").read_text()
+    assert out.strip() == "shell hunter2 hello etcdctl version: 3.6.16"
+    # The mounts are private to the pod: the host's /work and /config are not these.
+    assert not Path("/work/out").exists()
+
+
+def test_stopping_the_agent_leaves_no_process_behind(
+    kube: Client, namespace: str, kube_cluster: ClusterHandle
+) -> None:
+    nodes = ProcessNodes(kube_cluster.require_local(), first=1)
+    nodes.start()
+    try:
+        block = nodes.network()
+        # A child the container forks must go too.
+        create(kube, namespace, etcd.shell_pod("forks", nodes.name, "sleep 600 & exec sleep 601"))
+        ready_pod(kube, namespace, "forks")
+        pids = wait_for(
+            lambda: len(nodes.processes()) == 2 and nodes.processes(),
+            timeout=30,
+            what="two processes",
+        )
+    finally:
+        nodes.stop()
+    assert nodes.processes() == []
+    assert [pid for pid in pids if Path(f"/proc/{pid}").exists()] == []
+    assert (
+        str(block)
+        not in subprocess.run(
+            ["ip", "route", "show", "table", "local"], capture_output=True, text=True, check=True
+        ).stdout
+    )
+    # Nobody runs this pod now: remove it as a kubelet would have (the namespace can go).
+    kube.delete(Pod, "forks", namespace=namespace, grace_period=0)

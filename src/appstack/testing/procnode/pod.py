@@ -24,7 +24,7 @@ from lightkube import ApiError, AsyncClient
 from lightkube.resources.core_v1 import ConfigMap, Pod, Secret
 from lightkube.types import PatchType
 
-from appstack.testing.procnode import network, spec, status, volumes
+from appstack.testing.procnode import network, sandbox, spec, status, volumes
 from appstack.testing.procnode.container import ContainerRunner, Launch, now_rfc3339
 
 log = logging.getLogger(__name__)
@@ -153,6 +153,8 @@ class PodWorker:
             lambda kind, name, key: refs.get((kind, name), {}).get(key),
             lambda kind, name: refs.get((kind, name), {}),
         )
+        # As the image's ENV PATH would: its binaries first (a shell script calls etcdctl).
+        env = {"PATH": f"{bin_dir}:{sandbox.HOST_PATH}", **env}
         name = container["name"]
         previous = status.previous_restarts(self.pod, name)
         launch = Launch(
