@@ -68,6 +68,15 @@ def restart_count(kube: Client, namespace: str, name: str) -> int:
     return statuses[0].restartCount if statuses else 0
 
 
+def alive(pid: int) -> bool:
+    """A process that exists and is not a zombie (an exited orphan init has not reaped)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
 def claim_dir(kube: Client, namespace: str, claim: str) -> Path:
     pvc = kube.get(PersistentVolumeClaim, claim, namespace=namespace)
     assert pvc.spec is not None
@@ -130,7 +139,7 @@ def test_etcd_statefulset_forms_a_cluster_that_survives_crashes_and_pod_deletion
     pids = [process_node.pid(namespace, f"e-{i}") for i in range(3)]
     kube.delete(StatefulSet, "e", namespace=namespace)
     wait_for(lambda: not list(kube.list(Pod, namespace=namespace)), timeout=60, what="pods gone")
-    assert [pid for pid in pids if pid is not None and Path(f"/proc/{pid}").exists()] == []
+    assert [pid for pid in pids if pid is not None and alive(pid)] == []
     data_2 = claim_dir(kube, namespace, "data-e-2")
     assert data_2.is_dir()
     kube.delete(PersistentVolumeClaim, "data-e-2", namespace=namespace)
@@ -228,7 +237,7 @@ def test_stopping_the_agent_leaves_no_process_behind(
     finally:
         nodes.stop()
     assert nodes.processes() == []
-    assert [pid for pid in pids if Path(f"/proc/{pid}").exists()] == []
+    assert [pid for pid in pids if alive(pid)] == []
     assert (
         str(block)
         not in subprocess.run(

@@ -29,7 +29,7 @@ from lightkube.resources.discovery_v1 import EndpointSlice
 
 from appstack.testing.procnode import network, node
 from appstack.testing.procnode.container import now_rfc3339
-from appstack.testing.procnode.pod import PodWorker
+from appstack.testing.procnode.pod import PodWorker, remove_pod_dir
 
 log = logging.getLogger(__name__)
 SHUTDOWN_GRACE = 10.0
@@ -59,7 +59,7 @@ class NodeAgent:
         self.pool = network.AddressPool(self.network)
         await node.register(self.client, self.name)
         await node.heartbeat(self.client, self.name, started)
-        self.state.mkdir(parents=True, exist_ok=True)
+        await self._forget_gone_pods()
         (self.state / READY_FILE).write_text(f"{self.network}\n")
         loops = [
             asyncio.ensure_future(self._heartbeats(started)),
@@ -82,6 +82,23 @@ class NodeAgent:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         network.release(self.network, self.state / NETWORK_FILE)
         (self.state / READY_FILE).unlink(missing_ok=True)
+
+    async def _forget_gone_pods(self) -> None:
+        """Remove the directories of pods deleted while no agent ran (the new agent adopts
+        the others: their processes are started again)."""
+        bound = {
+            (p.metadata.namespace, p.metadata.name)
+            async for p in self.client.list(
+                Pod, namespace=ALL_NS, fields={"spec.nodeName": self.name}
+            )
+            if p.metadata is not None
+        }
+        for directory in self.state.glob("pods/*/*"):
+            if (directory.parent.name, directory.name) not in bound:
+                remove_pod_dir(directory)
+        for directory in self.state.glob("pods/*"):
+            with contextlib.suppress(OSError):
+                directory.rmdir()  # a namespace's, now empty
 
     # ------------------------------------------------------------------ watches
     async def _heartbeats(self, started: str) -> None:

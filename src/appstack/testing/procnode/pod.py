@@ -31,6 +31,13 @@ log = logging.getLogger(__name__)
 HOST_IP = "127.0.0.1"
 
 
+def remove_pod_dir(directory: Path) -> None:
+    """Delete a pod's directory, and its namespace's once empty."""
+    shutil.rmtree(directory, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        directory.parent.rmdir()
+
+
 class PodWorker:
     """Runs one pod (see the module docstring)."""
 
@@ -82,7 +89,7 @@ class PodWorker:
             await asyncio.gather(self._reporter, return_exceptions=True)
 
     def remove(self) -> None:
-        shutil.rmtree(self.directory, ignore_errors=True)
+        remove_pod_dir(self.directory)
 
     def update_hosts(self, entries: Sequence[tuple[str, list[str]]]) -> None:
         self._entries = list(entries)
