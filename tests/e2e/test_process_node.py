@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ipaddress
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -246,3 +247,82 @@ def test_stopping_the_agent_leaves_no_process_behind(
     )
     # Nobody runs this pod now: remove it as a kubelet would have (the namespace can go).
     kube.delete(Pod, "forks", namespace=namespace, grace_period=0)
+
+
+def phase_of(kube: Client, namespace: str, name: str) -> str | None:
+    pod = kube.get(Pod, name, namespace=namespace)
+    return pod.status.phase if pod.status else None
+
+
+def test_exits_liveness_failures_and_graceful_deletion(
+    kube: Client, namespace: str, process_node: ProcessNodes, tmp_path: Path
+) -> None:
+    node = process_node.name
+    create(kube, namespace, etcd.shell_pod("done", node, "exit 0", restartPolicy="Never"))
+    create(kube, namespace, etcd.shell_pod("fails", node, "exit 3", restartPolicy="Never"))
+    # Alive for two seconds, then the liveness probe fails and the container is restarted.
+    liveness = {"exec": {"command": ["test", "-f", "/work/alive"]}, "periodSeconds": 1}
+    create(
+        kube,
+        namespace,
+        etcd.shell_pod(
+            "dies",
+            node,
+            "touch /work/alive; sleep 2; rm /work/alive; exec sleep 600",
+            container={
+                "livenessProbe": {**liveness, "failureThreshold": 1},
+                "volumeMounts": [{"name": "work", "mountPath": "/work"}],
+            },
+            volumes=[{"name": "work", "emptyDir": {}}],
+        ),
+    )
+    # SIGTERM is handled: the pod says goodbye in a host directory before it goes.
+    create(
+        kube,
+        namespace,
+        etcd.shell_pod(
+            "polite",
+            node,
+            "trap 'echo bye > /out/bye; exit 0' TERM; while :; do sleep 0.1; done",
+            container={"volumeMounts": [{"name": "out", "mountPath": "/out"}]},
+            volumes=[{"name": "out", "hostPath": {"path": str(tmp_path)}}],
+            terminationGracePeriodSeconds=30,
+        ),
+    )
+    # SIGTERM is ignored: SIGKILL after the grace period.
+    create(
+        kube,
+        namespace,
+        etcd.shell_pod(
+            "stubborn",
+            node,
+            "trap '' TERM; while :; do sleep 0.1; done",
+            terminationGracePeriodSeconds=2,
+        ),
+    )
+    wait_for(lambda: phase_of(kube, namespace, "done") == "Succeeded", timeout=30, what="done")
+    wait_for(lambda: phase_of(kube, namespace, "fails") == "Failed", timeout=30, what="failed")
+    failed = kube.get(Pod, "fails", namespace=namespace)
+    assert failed.status is not None
+    assert failed.status.containerStatuses is not None
+    terminated = failed.status.containerStatuses[0].state.terminated  # type: ignore[union-attr]
+    assert terminated is not None
+    assert terminated.exitCode == 3
+    wait_for(lambda: restart_count(kube, namespace, "dies") >= 1, timeout=60, what="restart")
+    for name in ("polite", "stubborn"):
+        ready_pod(kube, namespace, name)
+    kube.delete(Pod, "polite", namespace=namespace)
+    kube.delete(Pod, "stubborn", namespace=namespace)
+    started = time.monotonic()
+    wait_for(
+        lambda: not any(p.metadata.name == "polite" for p in kube.list(Pod, namespace=namespace)),  # type: ignore[union-attr]
+        timeout=30,
+        what="polite pod gone",
+    )
+    assert (tmp_path / "bye").read_text() == "bye\n"
+    wait_for(
+        lambda: not any(p.metadata.name == "stubborn" for p in kube.list(Pod, namespace=namespace)),  # type: ignore[union-attr]
+        timeout=30,
+        what="stubborn pod gone",
+    )
+    assert time.monotonic() - started >= 1.5  # it had its grace period, then SIGKILL

@@ -182,6 +182,7 @@ class PodWorker:
             restart_policy=policy,
             on_change=self.changed,
             restart_count=previous,
+            grace=float(self.pod["spec"].get("terminationGracePeriodSeconds", 30)),
         )
 
     async def _references(
