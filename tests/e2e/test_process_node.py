@@ -9,12 +9,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from lightkube import Client, codecs
 from lightkube.resources.apps_v1 import StatefulSet
 from lightkube.resources.core_v1 import PersistentVolume, PersistentVolumeClaim, Pod
 
+from appstack.testing.etcd_releases import ETCD_PREVIOUS
 from appstack.testing.procnode.runner import ProcessNodes
 from appstack.testing.pytest_plugin import ClusterHandle
+from appstack.testing.versions import ETCD
 from appstack.testing.waiting import condition_status, wait_for
 from tests.e2e import procnode_etcd as etcd
 
@@ -35,10 +38,14 @@ def ready_pod(kube: Client, namespace: str, name: str, timeout: float = 60) -> P
     )
 
 
+@pytest.mark.parametrize(
+    ("image", "version"),
+    [(etcd.IMAGE, ETCD.removeprefix("v")), (etcd.IMAGE_PREVIOUS, ETCD_PREVIOUS.removeprefix("v"))],
+)
 def test_etcd_pod_becomes_ready_and_serves_through_its_service(
-    kube: Client, namespace: str, process_node: ProcessNodes
+    kube: Client, namespace: str, process_node: ProcessNodes, image: str, version: str
 ) -> None:
-    create(kube, namespace, etcd.single_pod("solo", process_node.name))
+    create(kube, namespace, etcd.single_pod("solo", process_node.name, image))
     create(kube, namespace, etcd.service("solo", "solo", headless=False))
     pod = ready_pod(kube, namespace, "solo")
     assert pod.status is not None
@@ -54,6 +61,7 @@ def test_etcd_pod_becomes_ready_and_serves_through_its_service(
     assert etcd.get(address, "greeting") == "hello"
     # The member really listens on its own pod IP (not 0.0.0.0), reachable from the host.
     assert etcd.get((pod.status.podIP, 2379), "greeting") == "hello"
+    assert etcd.server_version(address) == version  # the image's release runs
 
 
 def pod_ip(kube: Client, namespace: str, name: str) -> str:
@@ -151,26 +159,15 @@ def test_etcd_statefulset_forms_a_cluster_that_survives_crashes_and_pod_deletion
 def test_env_volumes_exec_probe_and_init_containers(
     kube: Client, namespace: str, process_node: ProcessNodes
 ) -> None:
-    create(
-        kube,
-        namespace,
-        {
-            "apiVersion": "v1",
-            "kind": "Secret",
-            "metadata": {"name": "s"},
-            "stringData": {"password": "hunter2"},
-        },
-    )
-    create(
-        kube,
-        namespace,
-        {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": "c"},
-            "data": {"greeting": "hello"},
-        },
-    )
+    for kind, name, field, data in (
+        ("Secret", "s", "stringData", {"password": "hunter2"}),
+        ("ConfigMap", "c", "data", {"greeting": "hello"}),
+    ):
+        create(
+            kube,
+            namespace,
+            {"apiVersion": "v1", "kind": kind, "metadata": {"name": name}, field: data},
+        )
     script = (
         'echo "$POD_NAME $PASSWORD $(cat /config/greeting) $(cat /work/init)" > /work/out;'
         " exec sleep 600"
@@ -249,6 +246,13 @@ def test_stopping_the_agent_leaves_no_process_behind(
     kube.delete(Pod, "forks", namespace=namespace, grace_period=0)
 
 
+def waiting_reason(kube: Client, namespace: str, name: str) -> str | None:
+    pod = kube.get(Pod, name, namespace=namespace)
+    statuses = (pod.status.containerStatuses if pod.status else None) or []
+    waiting = statuses[0].state.waiting if statuses and statuses[0].state else None
+    return waiting.reason if waiting else None
+
+
 def phase_of(kube: Client, namespace: str, name: str) -> str | None:
     pod = kube.get(Pod, name, namespace=namespace)
     return pod.status.phase if pod.status else None
@@ -300,6 +304,9 @@ def test_exits_liveness_failures_and_graceful_deletion(
             terminationGracePeriodSeconds=2,
         ),
     )
+    nginx = etcd.shell_pod("nginx", node, "true")
+    nginx["spec"]["containers"][0]["image"] = "nginx:1.27"
+    create(kube, namespace, nginx)
     wait_for(lambda: phase_of(kube, namespace, "done") == "Succeeded", timeout=30, what="done")
     wait_for(lambda: phase_of(kube, namespace, "fails") == "Failed", timeout=30, what="failed")
     failed = kube.get(Pod, "fails", namespace=namespace)
@@ -309,6 +316,12 @@ def test_exits_liveness_failures_and_graceful_deletion(
     assert terminated is not None
     assert terminated.exitCode == 3
     wait_for(lambda: restart_count(kube, namespace, "dies") >= 1, timeout=60, what="restart")
+    # An image without a local binary cannot be "pulled".
+    wait_for(
+        lambda: waiting_reason(kube, namespace, "nginx") == "ErrImagePull",
+        timeout=30,
+        what="nginx ErrImagePull",
+    )
     for name in ("polite", "stubborn"):
         ready_pod(kube, namespace, name)
     kube.delete(Pod, "polite", namespace=namespace)

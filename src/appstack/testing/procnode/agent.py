@@ -106,7 +106,7 @@ class NodeAgent:
             await asyncio.sleep(node.HEARTBEAT_SECONDS)
             try:
                 await node.heartbeat(self.client, self.name, started)
-            except (ApiError, OSError) as error:
+            except Exception as error:  # the API server may be restarting: try again
                 log.warning("heartbeat: %s", error)
 
     def _pods(self) -> AsyncIterable[tuple[str, Any]]:

@@ -56,6 +56,7 @@ class PodWorker:
         self.runners: list[ContainerRunner] = []
         self.init_done = False
         self.error: str | None = None
+        self.error_reason = "CreateContainerConfigError"
         self.started_at = now_rfc3339()
         self.transitions: dict[str, tuple[str, str]] = {}
         self._changed = asyncio.Event()
@@ -114,6 +115,8 @@ class PodWorker:
         except Exception as error:  # reported in status; the agent keeps running
             log.exception("pod %s failed", self.key)
             self.error = f"{type(error).__name__}: {error}"
+            if isinstance(error, spec.UnsupportedImage):
+                self.error_reason = "ErrImagePull"
             self.changed()
 
     async def _prepare_and_run(self) -> None:
@@ -140,12 +143,12 @@ class PodWorker:
             try:
                 dirs = await volumes.volume_dirs(self.client, self.pod, self.directory)
             except volumes.NotReadyYet as waiting:
-                self.error = str(waiting)
+                self.error, self.error_reason = str(waiting), "ContainerCreating"
                 self.changed()
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self._stop.wait(), 1.0)
                 continue
-            self.error = None
+            self.error, self.error_reason = None, "CreateContainerConfigError"
             return dirs
         return None
 
@@ -231,4 +234,8 @@ class PodWorker:
                     return
                 log.warning("status of %s: %s", self.key, error)
                 self._changed.set()
+            except Exception as error:  # the API server may be restarting: try again
+                log.warning("status of %s: %s", self.key, error)
+                self._changed.set()
+                await asyncio.sleep(0.5)
             await asyncio.sleep(0.05)
