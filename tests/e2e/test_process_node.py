@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ipaddress
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
@@ -217,7 +216,7 @@ def test_env_volumes_exec_probe_and_init_containers(
     assert not Path("/work/out").exists()
 
 
-def test_stopping_the_agent_leaves_no_process_behind(
+def test_stopping_the_agent_leaves_no_process_behind_and_a_new_one_adopts_its_pods(
     kube: Client, namespace: str, kube_cluster: ClusterHandle
 ) -> None:
     nodes = ProcessNodes(kube_cluster.require_local(), first=1)
@@ -226,7 +225,7 @@ def test_stopping_the_agent_leaves_no_process_behind(
         block = nodes.network()
         # A child the container forks must go too.
         create(kube, namespace, etcd.shell_pod("forks", nodes.name, "sleep 600 & exec sleep 601"))
-        ready_pod(kube, namespace, "forks")
+        ip = pod_ip(kube, namespace, ready_pod(kube, namespace, "forks").metadata.name)  # type: ignore[union-attr]
         pids = wait_for(
             lambda: len(nodes.processes()) == 2 and nodes.processes(),
             timeout=30,
@@ -236,106 +235,26 @@ def test_stopping_the_agent_leaves_no_process_behind(
         nodes.stop()
     assert nodes.processes() == []
     assert [pid for pid in pids if alive(pid)] == []
+    routes = ["ip", "route", "show", "table", "local"]
     assert (
-        str(block)
-        not in subprocess.run(
-            ["ip", "route", "show", "table", "local"], capture_output=True, text=True, check=True
-        ).stdout
+        str(block) not in subprocess.run(routes, capture_output=True, text=True, check=True).stdout
     )
-    # Nobody runs this pod now: remove it as a kubelet would have (the namespace can go).
-    kube.delete(Pod, "forks", namespace=namespace, grace_period=0)
 
-
-def waiting_reason(kube: Client, namespace: str, name: str) -> str | None:
-    pod = kube.get(Pod, name, namespace=namespace)
-    statuses = (pod.status.containerStatuses if pod.status else None) or []
-    waiting = statuses[0].state.waiting if statuses and statuses[0].state else None
-    return waiting.reason if waiting else None
-
-
-def phase_of(kube: Client, namespace: str, name: str) -> str | None:
-    pod = kube.get(Pod, name, namespace=namespace)
-    return pod.status.phase if pod.status else None
-
-
-def test_exits_liveness_failures_and_graceful_deletion(
-    kube: Client, namespace: str, process_node: ProcessNodes, tmp_path: Path
-) -> None:
-    node = process_node.name
-    create(kube, namespace, etcd.shell_pod("done", node, "exit 0", restartPolicy="Never"))
-    create(kube, namespace, etcd.shell_pod("fails", node, "exit 3", restartPolicy="Never"))
-    # Alive for two seconds, then the liveness probe fails and the container is restarted.
-    liveness = {"exec": {"command": ["test", "-f", "/work/alive"]}, "periodSeconds": 1}
-    create(
-        kube,
-        namespace,
-        etcd.shell_pod(
-            "dies",
-            node,
-            "touch /work/alive; sleep 2; rm /work/alive; exec sleep 600",
-            container={
-                "livenessProbe": {**liveness, "failureThreshold": 1},
-                "volumeMounts": [{"name": "work", "mountPath": "/work"}],
-            },
-            volumes=[{"name": "work", "emptyDir": {}}],
-        ),
-    )
-    # SIGTERM is handled: the pod says goodbye in a host directory before it goes.
-    create(
-        kube,
-        namespace,
-        etcd.shell_pod(
-            "polite",
-            node,
-            "trap 'echo bye > /out/bye; exit 0' TERM; while :; do sleep 0.1; done",
-            container={"volumeMounts": [{"name": "out", "mountPath": "/out"}]},
-            volumes=[{"name": "out", "hostPath": {"path": str(tmp_path)}}],
-            terminationGracePeriodSeconds=30,
-        ),
-    )
-    # SIGTERM is ignored: SIGKILL after the grace period.
-    create(
-        kube,
-        namespace,
-        etcd.shell_pod(
-            "stubborn",
-            node,
-            "trap '' TERM; while :; do sleep 0.1; done",
-            terminationGracePeriodSeconds=2,
-        ),
-    )
-    nginx = etcd.shell_pod("nginx", node, "true")
-    nginx["spec"]["containers"][0]["image"] = "nginx:1.27"
-    create(kube, namespace, nginx)
-    wait_for(lambda: phase_of(kube, namespace, "done") == "Succeeded", timeout=30, what="done")
-    wait_for(lambda: phase_of(kube, namespace, "fails") == "Failed", timeout=30, what="failed")
-    failed = kube.get(Pod, "fails", namespace=namespace)
-    assert failed.status is not None
-    assert failed.status.containerStatuses is not None
-    terminated = failed.status.containerStatuses[0].state.terminated  # type: ignore[union-attr]
-    assert terminated is not None
-    assert terminated.exitCode == 3
-    wait_for(lambda: restart_count(kube, namespace, "dies") >= 1, timeout=60, what="restart")
-    # An image without a local binary cannot be "pulled".
-    wait_for(
-        lambda: waiting_reason(kube, namespace, "nginx") == "ErrImagePull",
-        timeout=30,
-        what="nginx ErrImagePull",
-    )
-    for name in ("polite", "stubborn"):
-        ready_pod(kube, namespace, name)
-    kube.delete(Pod, "polite", namespace=namespace)
-    kube.delete(Pod, "stubborn", namespace=namespace)
-    started = time.monotonic()
-    wait_for(
-        lambda: not any(p.metadata.name == "polite" for p in kube.list(Pod, namespace=namespace)),  # type: ignore[union-attr]
-        timeout=30,
-        what="polite pod gone",
-    )
-    assert (tmp_path / "bye").read_text() == "bye\n"
-    wait_for(
-        lambda: not any(p.metadata.name == "stubborn" for p in kube.list(Pod, namespace=namespace)),  # type: ignore[union-attr]
-        timeout=30,
-        what="stubborn pod gone",
-    )
-    assert time.monotonic() - started >= 1.5  # it had its grace period, then SIGKILL
+    # The pod stays bound to the node; a new agent runs it again, as a restarted kubelet.
+    nodes.start()
+    try:
+        wait_for(
+            lambda: (
+                restart_count(kube, namespace, "forks") == 1
+                and condition_status(kube.get(Pod, "forks", namespace=namespace), "Ready") == "True"
+            ),
+            timeout=60,
+            what="forks adopted and restarted",
+        )
+        assert pod_ip(kube, namespace, "forks") == ip
+        assert len(nodes.processes()) == 2
+        kube.delete(Pod, "forks", namespace=namespace)
+        wait_for(lambda: not list(kube.list(Pod, namespace=namespace)), timeout=30, what="pod gone")
+    finally:
+        nodes.stop()
+    assert nodes.processes() == []

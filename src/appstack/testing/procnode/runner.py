@@ -26,7 +26,7 @@ from lightkube.resources.core_v1 import Node
 from appstack.testing import etcd_releases
 from appstack.testing.cluster import LocalCluster, Printer
 from appstack.testing.process import ManagedProcess
-from appstack.testing.procnode import node
+from appstack.testing.procnode import network, node
 from appstack.testing.procnode.agent import NETWORK_FILE, READY_FILE
 from appstack.testing.procnode.sandbox import MARKER
 from appstack.testing.procnode.service import ServiceProxy
@@ -111,6 +111,9 @@ class ProcessNodes:
         """Stop the agents (each stops its processes first) and the Service proxies."""
         for index in self.indexes:
             self.agent(index).stop(timeout=60)
+            record = self.state(index) / NETWORK_FILE
+            if record.exists():  # the agent died without cleaning up (e.g. SIGKILL)
+                network.release(ipaddress.IPv4Network(record.read_text().strip()), record)
         if self._loop is not None:
             for proxy in self._proxies.values():
                 asyncio.run_coroutine_threadsafe(proxy.stop(), self._loop).result(10)
