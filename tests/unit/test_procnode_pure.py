@@ -27,7 +27,8 @@ def test_expand_follows_kubernetes_rules() -> None:
 def test_argv_maps_etcd_binaries_and_leaves_others() -> None:
     container = {"command": ["/usr/local/bin/etcd"], "args": ["--name=$(N)"]}
     assert spec.argv(container, {"N": "e-0"}, BIN) == [str(BIN / "etcd"), "--name=e-0"]
-    assert spec.argv({"args": ["--x"]}, {}, BIN) == [str(BIN / "etcd"), "--x"]
+    assert spec.argv({"args": ["etcd", "--x"]}, {}, BIN) == [str(BIN / "etcd"), "--x"]
+    assert spec.argv({}, {}, BIN) == [str(BIN / "etcd")]
     assert spec.resolve_binary("etcdctl", BIN) == str(BIN / "etcdctl")
     assert spec.resolve_binary("/bin/sh", BIN) == "/bin/sh"
 

@@ -81,6 +81,7 @@ class ContainerRunner:
         self.started = False
         self.stopping = asyncio.Event()
         self._proc: asyncio.subprocess.Process | None = None
+        self._stopper: asyncio.Future[None] | None = None
 
     @property
     def name(self) -> str:
@@ -157,6 +158,8 @@ class ContainerRunner:
             return 128
         self._proc, self.pid = proc, proc.pid
         spec.pid_file.write_text(f"{proc.pid}\n")
+        if self.stopping.is_set():  # stopped while the process was being started
+            self._stopper = asyncio.ensure_future(self.kill(self.grace))
         self.state = {"running": {"startedAt": started_at}}
         probing = asyncio.ensure_future(self._probe_loop(proc))
         try:

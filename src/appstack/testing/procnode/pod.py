@@ -129,12 +129,16 @@ class PodWorker:
                 container, dirs, "OnFailure" if policy != "Never" else "Never"
             )
             self.runners = [runner]
+            if self._stop.is_set():  # terminated while the runner was being made
+                return
             await runner.run()
             if self._stop.is_set() or runner.state["terminated"]["exitCode"] != 0:
                 return
         self.init_done = True
         containers = self.pod["spec"]["containers"]
         self.runners = [await self._runner(c, dirs, policy) for c in containers]
+        if self._stop.is_set():
+            return
         self.changed()
         await asyncio.gather(*(r.run() for r in self.runners))
 

@@ -57,10 +57,13 @@ def _split_image(image: str) -> tuple[str, str]:
 
 
 def argv(container: Mapping[str, Any], env: Mapping[str, str], bin_dir: Path) -> list[str]:
-    """command + args, expanded, with argv[0] resolved to a local binary."""
+    """command + args, expanded, with argv[0] resolved to a local binary.
+
+    As with etcd's images (no ENTRYPOINT, ``CMD ["/usr/local/bin/etcd"]``): without a
+    command, ``args`` alone are the command line, and with neither, etcd runs."""
     command = [expand(c, env) for c in container.get("command") or []]
     args = [expand(a, env) for a in container.get("args") or []]
-    out = command + args if command else [str(bin_dir / "etcd"), *args]
+    out = command + args if command else args or ["/usr/local/bin/etcd"]
     return [resolve_binary(out[0], bin_dir), *out[1:]]
 
 
