@@ -76,7 +76,7 @@ class NodeAgent:
     async def shutdown(self) -> None:
         """Stop every process (the pods stay, as with a stopped kubelet)."""
         workers = list(self.workers.values())
-        await asyncio.gather(*(w.terminate(SHUTDOWN_GRACE) for w in workers))
+        await asyncio.gather(*(w.terminate(SHUTDOWN_GRACE, report=False) for w in workers))
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

@@ -79,12 +79,20 @@ class PodWorker:
         self._task = asyncio.ensure_future(self._run())
         self._reporter = asyncio.ensure_future(self._report_loop())
 
-    async def terminate(self, grace: float) -> None:
-        """SIGTERM every container, SIGKILL after ``grace``; wait until all are gone."""
+    async def terminate(self, grace: float, *, report: bool = True) -> None:
+        """SIGTERM every container, SIGKILL after ``grace``; wait until all are gone.
+
+        ``report=False`` (the agent stops, the pod stays) writes no status from now on: the
+        pod must not look finished to the next agent, which runs it again."""
         self._stop.set()
+        if not report:
+            await self._stop_reporting()
         await asyncio.gather(*(r.stop(grace) for r in self.runners))
         if self._task is not None:
             await asyncio.gather(self._task, return_exceptions=True)
+        await self._stop_reporting()
+
+    async def _stop_reporting(self) -> None:
         if self._reporter is not None:
             self._reporter.cancel()
             await asyncio.gather(self._reporter, return_exceptions=True)
