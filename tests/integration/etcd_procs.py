@@ -91,7 +91,7 @@ async def until(probe: Callable[[], Awaitable[T]], timeout: float = 30, what: st
             if value:
                 return value
             last = value
-        except Exception as error:  # noqa: BLE001 - "not yet", reported on timeout
+        except Exception as error:
             last = error
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}; last: {last!r}")

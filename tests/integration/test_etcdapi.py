@@ -60,7 +60,8 @@ async def test_learner_added_caught_up_promoted_then_removed(
     learner = await until(
         lambda: client.add_member(etcd.client(1), etcd.peer(4), learner=True), what="add"
     )
-    assert learner.is_learner and not learner.started
+    assert learner.is_learner
+    assert not learner.started
     _, members = await client.members(etcd.client(1))
     assert learner.id in {m.id for m in members if m.is_learner and not m.name}
     with pytest.raises(EtcdError, match="learner"):  # not started: not in sync

@@ -37,7 +37,7 @@ _SPEC_RULES: list[Any] = [
     },
 ]
 
-_IMMUTABLE = [{"rule": "self == oldSelf", "message": "restore is set at creation only"}]
+_IMMUTABLE: list[Any] = [{"rule": "self == oldSelf", "message": "restore is set at creation only"}]
 
 
 class Toleration(KubeModel):
