@@ -67,7 +67,8 @@ def _member(raw: dict[str, Any]) -> Member:
 
 
 class EtcdClient:
-    """Calls the gateway of any member; one aiohttp session, ``timeout`` seconds per call."""
+    """Calls the gateway of any member; one aiohttp session (closed by :meth:`close` or
+    ``async with``), ``timeout`` seconds per call."""
 
     def __init__(self, timeout: float = 2.0) -> None:
         self.timeout = aiohttp.ClientTimeout(total=timeout)
@@ -81,6 +82,12 @@ class EtcdClient:
     async def close(self) -> None:
         if self._session is not None:
             await self._session.close()
+
+    async def __aenter__(self) -> EtcdClient:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.close()
 
     async def call(
         self, endpoint: str, path: str, body: dict[str, Any], timeout: float | None = None

@@ -36,6 +36,7 @@ from appstack.runtime.resources import POD, PVC, SERVICE
 log = structlog.get_logger("appstack.etcdcluster")
 
 AFTER = {"Wait": 1.0, "Degraded": 5.0, "Done": 30.0}
+ETCD_TIMEOUT = 2.0  # seconds per call to a member
 
 
 class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
@@ -43,10 +44,6 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
 
     kind = EtcdCluster.KIND
     owns = (SERVICE, PDB, POD, PVC)
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.etcd = EtcdClient(timeout=2.0)
 
     def invalid_status(self, obj: dict[str, Any], problem: Problem) -> dict[str, Any]:
         generation = obj["metadata"].get("generation")
@@ -74,14 +71,15 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
         mine = desired.selector(meta["name"])
         pods = [p for p in pods_of(self.cache, meta["namespace"], mine) if _owned(p, obj)]
         volumes = [v for v in self._volumes(meta["namespace"], mine) if _owned(v, obj)]
-        seen = await observe(self.etcd, obj, spec, pods, volumes)
-        step = next_step(seen.seen)
-        log.info("etcd step", cluster=meta["name"], step=step.kind, reason=step.reason)
-        try:
-            await self._label_voters(seen)
-            await self.execute(obj, spec, seen, step)
-        except EtcdError as error:  # not now (e.g. "unhealthy cluster" right after a start)
-            step = Step("Wait", f"{step.kind} {step.pod}: {error}")
+        async with EtcdClient(timeout=ETCD_TIMEOUT) as etcd:
+            seen = await observe(etcd, obj, spec, pods, volumes)
+            step = next_step(seen.seen)
+            log.info("etcd step", cluster=meta["name"], step=step.kind, reason=step.reason)
+            try:
+                await self._label_voters(seen)
+                await self.execute(etcd, obj, spec, seen, step)
+            except EtcdError as error:  # not now (e.g. "unhealthy cluster" after a start)
+                step = Step("Wait", f"{step.kind} {step.pod}: {error}")
         await self.writer.write_status(obj, status.from_observation(obj, seen, step, now_rfc3339()))
         return Result(requeue_after=AFTER.get(step.kind, 0.2))
 
@@ -104,7 +102,12 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
             await self.client.patch(POD, member.pod, patch, namespace=pod["metadata"]["namespace"])
 
     async def execute(
-        self, obj: dict[str, Any], spec: EtcdClusterSpec, seen: Observation, step: Step
+        self,
+        etcd: EtcdClient,
+        obj: dict[str, Any],
+        spec: EtcdClusterSpec,
+        seen: Observation,
+        step: Step,
     ) -> None:
         leader = seen.leader_endpoint() or ""
         if step.kind == "Bootstrap":
@@ -126,7 +129,7 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
                 obj, spec, step.pod, _initial(obj, seen, step.pod), new=False, voter=voter
             )
         elif step.kind == "AddMember":
-            added = await self.etcd.add_member(leader, desired.peer_url(obj, step.pod))
+            added = await etcd.add_member(leader, desired.peer_url(obj, step.pod))
             await self.writer.event(
                 obj, "Normal", "MemberAdded", f"Added learner {step.pod} ({added.id:x})"
             )
@@ -134,10 +137,10 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
                 obj, spec, step.pod, _initial(obj, seen, step.pod), new=False, voter=False
             )
         elif step.kind == "PromoteMember":
-            await self.etcd.promote_member(leader, step.member)
+            await etcd.promote_member(leader, step.member)
             await self.writer.event(obj, "Normal", "MemberPromoted", f"Promoted {step.pod}")
         elif step.kind == "RemoveMember":
-            await self.etcd.remove_member(leader, step.member)
+            await etcd.remove_member(leader, step.member)
             await self.writer.event(
                 obj,
                 "Normal",
@@ -145,7 +148,7 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
                 f"Removed member {step.pod} ({step.member:x}): {step.reason}",
             )
         elif step.kind == "MoveLeader":
-            await self.etcd.move_leader(leader, step.member)
+            await etcd.move_leader(leader, step.member)
             await self.writer.event(obj, "Normal", "LeaderMoved", step.reason)
         elif step.kind == "DeletePod":
             await self._delete(obj, POD, seen.pods[step.pod], step.reason)
