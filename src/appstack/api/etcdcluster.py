@@ -21,7 +21,6 @@ from appstack.api.names import DNS_1035, ObjectName, name_rules
 VERSION_PATTERN = r"^3\.[56]\.[0-9]+$"
 DEFAULT_VERSION = "3.6.16"
 DEFAULT_IMAGE = "gcr.io/etcd-development/etcd"
-CRON = r"^(@(hourly|daily|weekly|monthly|yearly)|(\S+\s+){4}\S+)$"
 
 _SPEC_RULES: list[Any] = [
     {
@@ -30,14 +29,7 @@ _SPEC_RULES: list[Any] = [
         "member fewer); set allowEvenReplicas to run an even count anyway",
         "fieldPath": ".replicas",
     },
-    {
-        "rule": "has(self.restore) == has(oldSelf.restore)",
-        "message": "restore is set when the cluster is created, never added or removed later",
-        "fieldPath": ".restore",
-    },
 ]
-
-_IMMUTABLE: list[Any] = [{"rule": "self == oldSelf", "message": "restore is set at creation only"}]
 
 
 class Toleration(KubeModel):
@@ -48,45 +40,6 @@ class Toleration(KubeModel):
     value: str | None = Field(None, max_length=63)
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
     toleration_seconds: int | None = None
-
-
-class TLSSpec(KubeModel):
-    """TLS from Secrets of type kubernetes.io/tls with a ``ca.crt`` key (optional)."""
-
-    peer_secret: ObjectName | None = Field(
-        None, description="Secret with the members' peer certificate (tls.crt, tls.key, ca.crt)."
-    )
-    client_secret: ObjectName | None = Field(
-        None, description="Secret with the members' client-facing certificate."
-    )
-    operator_secret: ObjectName | None = Field(
-        None, description="Secret with the client certificate the operator presents."
-    )
-
-
-class BackupSpec(KubeModel):
-    """Scheduled snapshots (``etcdctl snapshot save`` style) onto a PVC."""
-
-    schedule: str = Field(
-        max_length=128,
-        pattern=CRON,
-        description="Five cron fields or a macro (@hourly ...): when to take a snapshot.",
-    )
-    pvc_name: ObjectName = Field(description="The PersistentVolumeClaim snapshots are saved on.")
-    retention: int = Field(7, ge=1, le=1000, description="Snapshots kept; older ones deleted.")
-
-
-class RestoreSpec(KubeModel):
-    """Start a new cluster from a snapshot instead of empty."""
-
-    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": _IMMUTABLE})
-
-    pvc_name: ObjectName = Field(description="The PersistentVolumeClaim holding the snapshot.")
-    path: str = Field(
-        max_length=1024,
-        pattern=r"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$",
-        description="The snapshot file, relative to the PVC's root.",
-    )
 
 
 LabelMap = Annotated[dict[str, Annotated[str, Field(max_length=63)]], Field(max_length=64)]
@@ -127,11 +80,6 @@ class EtcdClusterSpec(KubeModel):
         json_schema_extra={"x-kubernetes-preserve-unknown-fields": True},
     )
     priority_class_name: ObjectName | None = Field(None, description="PriorityClass of members.")
-    tls: TLSSpec | None = Field(None, description="TLS for peer and client traffic (optional).")
-    backup: BackupSpec | None = Field(None, description="Scheduled snapshots (optional).")
-    restore: RestoreSpec | None = Field(
-        None, description="Start from this snapshot (at creation only)."
-    )
 
     @model_validator(mode="after")
     def _odd(self) -> EtcdClusterSpec:
@@ -165,8 +113,6 @@ class EtcdClusterStatus(KubeModel):
     cluster_id: str | None = Field(None, description="etcd cluster ID (hex).")
     version: str | None = Field(None, description="Lowest member version.")
     phase: str | None = Field(None, description="What the operator is doing now.")
-    last_backup: str | None = Field(None, description="File name of the newest snapshot.")
-    last_backup_time: str | None = None
     observed_generation: int | None = None
     conditions: list[Condition] | None = Field(
         None,

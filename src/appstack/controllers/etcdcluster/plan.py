@@ -178,7 +178,8 @@ def _without_leader(seen: Observed) -> Step:
     return Step(
         "Degraded",
         f"quorum lost: {alive} of {total} members answer, {need} are needed; bring the "
-        "missing members back, or restore a backup into a new EtcdCluster (spec.restore)",
+        "missing members back with their volumes, or restore a snapshot into a new cluster "
+        "(nothing is forced)",
     )
 
 

@@ -83,7 +83,4 @@ def from_observation(
             cond("Degraded", degraded),
         ],
     }
-    for key in ("lastBackup", "lastBackupTime"):
-        if old.get(key):
-            status[key] = old[key]
     return {k: v for k, v in status.items() if v is not None}
