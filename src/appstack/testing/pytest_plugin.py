@@ -10,6 +10,10 @@ Enable with ``pytest_plugins = ["appstack.testing.pytest_plugin"]`` in a conftes
   restart components are then skipped.
 * ``kubeconfig`` (session): path of the admin kubeconfig.
 * ``kube`` (session): a lightkube ``Client`` for that kubeconfig.
+* ``process_node`` (session): a process-backed node (``appstack-proc-0``) whose pods run
+  as real processes (:mod:`appstack.testing.procnode`); the handle has ``name``,
+  ``service_address``, ``kill``, ``pid``, ``pod_dir`` and ``processes``. Its agent is
+  stopped at the end of the session (with every process it started).
 * ``namespace``: a fresh namespace per test (with its default ServiceAccount ready),
   deleted afterwards.
 
@@ -33,6 +37,7 @@ from lightkube.resources.core_v1 import Namespace, ServiceAccount
 
 from appstack.api.kind import group_key
 from appstack.testing.cluster import LocalCluster
+from appstack.testing.procnode.runner import ProcessNodes
 from appstack.testing.waiting import wait_for
 
 
@@ -81,6 +86,16 @@ def kubeconfig(kube_cluster: ClusterHandle) -> Path:
 @pytest.fixture(scope="session")
 def kube(kubeconfig: Path) -> Client:
     return Client(config=KubeConfig.from_file(str(kubeconfig)), field_manager="appstack-tests")
+
+
+@pytest.fixture(scope="session")
+def process_node(kube_cluster: ClusterHandle) -> Iterator[ProcessNodes]:
+    nodes = ProcessNodes(kube_cluster.require_local(), count=1, printer=_progress)
+    nodes.start()
+    try:
+        yield nodes
+    finally:
+        nodes.stop()
 
 
 @pytest.fixture

@@ -1,0 +1,166 @@
+"""Start and stop process-node agents beside a local cluster, and the handle tests use.
+
+:class:`ProcessNodes` starts ``count`` agents (``python -m appstack.testing.procnode``) as
+detached components of a :class:`~appstack.testing.cluster.LocalCluster` (pid file
+``procnode-N``, log ``logs/procnode-N.log``; ``cluster down`` stops them too), waits until
+their Nodes are Ready, and gives tests what the contract with the EtcdCluster tests names:
+``name``, ``service_address``, ``kill``, ``pod_dir``/``pid``/``processes``. Used by the
+``process_node`` pytest fixture and ``appstack cluster up --process-nodes N``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import ipaddress
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from lightkube import Client, KubeConfig
+from lightkube.resources.core_v1 import Node
+
+from appstack.testing import etcd_releases
+from appstack.testing.cluster import LocalCluster, Printer
+from appstack.testing.process import ManagedProcess
+from appstack.testing.procnode import network, node
+from appstack.testing.procnode.agent import READY_FILE
+from appstack.testing.procnode.sandbox import MARKER
+from appstack.testing.procnode.service import ServiceProxy
+from appstack.testing.waiting import condition_status, wait_for
+
+
+class ProcessNodes:
+    """The process nodes of one local cluster (see the module docstring)."""
+
+    def __init__(
+        self, cluster: LocalCluster, count: int = 1, printer: Printer | None = None
+    ) -> None:
+        self.cluster = cluster
+        self.count = count
+        self.print = printer or cluster.print
+        self.client = Client(config=KubeConfig.from_file(str(cluster.kubeconfig)))
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._proxies: dict[tuple[str, str, int], ServiceProxy] = {}
+
+    @property
+    def name(self) -> str:
+        """The first node's name (``appstack-proc-0``)."""
+        return node.node_name(0)
+
+    @property
+    def names(self) -> list[str]:
+        return [node.node_name(i) for i in range(self.count)]
+
+    def state(self, index: int = 0) -> Path:
+        return self.cluster.directory / "procnode" / node.node_name(index)
+
+    def network(self, index: int = 0) -> ipaddress.IPv4Network:
+        """The block the node's pod IPs come from."""
+        return network.node_network(self.cluster.name, index)
+
+    def agent(self, index: int = 0) -> ManagedProcess:
+        return ManagedProcess(f"procnode-{index}", self.cluster.directory)
+
+    # ---------------------------------------------------------------- lifecycle
+    def start(self) -> None:
+        """Build the etcd releases if needed, start the agents, wait until Ready."""
+        for version in etcd_releases.RELEASES:
+            etcd_releases.ensure(version, self.print)
+        for index in range(self.count):
+            agent = self.agent(index)
+            if not agent.running():
+                (self.state(index) / READY_FILE).unlink(missing_ok=True)
+                agent.start(
+                    [
+                        sys.executable,
+                        "-m",
+                        "appstack.testing.procnode",
+                        f"--kubeconfig={self.cluster.kubeconfig}",
+                        f"--cluster={self.cluster.name}",
+                        f"--index={index}",
+                        f"--state={self.state(index)}",
+                    ]
+                )
+        for index, name in enumerate(self.names):
+            wait_for(
+                functools.partial(self._ready, name, index),
+                timeout=60,
+                what=f"process node {name} Ready",
+            )
+        self.print(f"[appstack] process nodes ready: {', '.join(self.names)}")
+
+    def _ready(self, name: str, index: int) -> bool:
+        if not self.agent(index).running():
+            raise RuntimeError(f"{name} agent exited:\n{self.agent(index).log_tail()}")
+        if not (self.state(index) / READY_FILE).exists():
+            return False
+        return condition_status(self.client.get(Node, name), "Ready") == "True"
+
+    def stop(self) -> None:
+        """Stop the agents (each stops its processes first) and the Service proxies."""
+        for index in range(self.count):
+            self.agent(index).stop(timeout=60)
+        if self._loop is not None:
+            for proxy in self._proxies.values():
+                asyncio.run_coroutine_threadsafe(proxy.stop(), self._loop).result(10)
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._loop = None
+            self._proxies.clear()
+
+    # ------------------------------------------------------------------ access
+    def service_address(self, namespace: str, service: str, port: int) -> tuple[str, int]:
+        """A loopback (host, port) whose connections reach the Service's ready endpoints."""
+        key = (namespace, service, port)
+        if key not in self._proxies:
+            proxy = ServiceProxy(self.client, namespace, service, port)
+            asyncio.run_coroutine_threadsafe(proxy.start(), self._event_loop()).result(10)
+            self._proxies[key] = proxy
+        proxy = self._proxies[key]
+        return proxy.host, proxy.port
+
+    def pod_dir(self, namespace: str, pod: str, index: int = 0) -> Path:
+        """The pod's directory on its node (hosts file, logs, scratch volumes, pid files)."""
+        return self.state(index) / "pods" / namespace / pod
+
+    def pid(self, namespace: str, pod: str, container: str | None = None) -> int | None:
+        """The live pid of a pod's container (the first container when not named)."""
+        for index in range(self.count):
+            directory = self.pod_dir(namespace, pod, index)
+            files = sorted(directory.glob(f"{container or '*'}.pid"))
+            if files:
+                with contextlib.suppress(ValueError, FileNotFoundError):
+                    return int(files[0].read_text())
+        return None
+
+    def kill(
+        self, namespace: str, pod: str, container: str | None = None, sig: int = signal.SIGKILL
+    ) -> int:
+        """Crash a pod's process (not a deletion); returns the pid killed."""
+        pid = self.pid(namespace, pod, container)
+        if pid is None:
+            raise LookupError(f"pod {namespace}/{pod} has no running process")
+        os.kill(pid, sig)
+        return pid
+
+    def processes(self) -> list[int]:
+        """Pids of every live process started by these nodes (their children included)."""
+        marks = {f"{MARKER}={self.state(i)}".encode() for i in range(self.count)}
+        out = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            with contextlib.suppress(OSError):
+                if any(m in (entry / "environ").read_bytes().split(b"\0") for m in marks):
+                    out.append(int(entry.name))
+        return out
+
+    def _event_loop(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None:
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="service-proxies", daemon=True).start()
+            self._loop = loop
+        return self._loop
