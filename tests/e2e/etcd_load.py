@@ -11,13 +11,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from appstack.controllers.etcdcluster import ETCD_CLUSTER
 from appstack.controllers.etcdcluster.etcdapi import EtcdClient, EtcdError
 from appstack.runtime.client import Client
 from tests.e2e.conftest import until
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -66,6 +69,18 @@ class Writer:
                 if await client.get(self.endpoint, f"w-{n}") != str(n):
                     missing.append(n)
             return missing
+
+
+async def retry(call: Callable[[], Awaitable[T]], timeout: float = 30) -> T:
+    """``call`` until it does not raise :class:`EtcdError` (the last error on timeout)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return await call()
+        except EtcdError:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.2)
 
 
 def healthy(replicas: int, version: str | None = None) -> Any:

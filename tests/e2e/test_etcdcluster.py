@@ -8,15 +8,14 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from appstack.testing.etcd_releases import ETCD_PREVIOUS
-
 from appstack.controllers.etcdcluster import ETCD_CLUSTER
 from appstack.controllers.etcdcluster.etcdapi import EtcdClient
 from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.resources import POD, PVC
+from appstack.testing.etcd_releases import ETCD_PREVIOUS
 from tests.e2e.conftest import RunningOperator, until
-from tests.e2e.etcd_load import Writer, wait_healthy
+from tests.e2e.etcd_load import Writer, retry, wait_healthy
 
 NAME = "my-etcd-cluster"
 
@@ -83,7 +82,8 @@ async def test_seed_example_is_three_real_members_serving_the_client_service(
     assert {f"{m.id:x}" for m in members} == {m["id"] for m in status["members"]}
     endpoint = client_endpoint(process_node, namespace)
     async with EtcdClient() as etcd:
-        await etcd.put(endpoint, "greeting", "hello from the seed")
+        # the Service's EndpointSlice follows the pods' readiness a moment later
+        await retry(lambda: etcd.put(endpoint, "greeting", "hello from the seed"))
         assert await etcd.get(endpoint, "greeting") == "hello from the seed"
 
 
@@ -124,7 +124,7 @@ async def test_lost_pod_rejoins_with_its_data_lost_volume_is_replaced_fresh(
     cluster, _ = await wait_healthy(client, NAME, namespace, 3)
     endpoint = client_endpoint(process_node, namespace)
     async with EtcdClient() as etcd:
-        await etcd.put(endpoint, "kept", "across restarts")
+        await retry(lambda: etcd.put(endpoint, "kept", "across restarts"))
     victim = next(m for m in cluster["status"]["members"] if not m["isLeader"])
     await client.delete(POD, victim["name"], namespace)
     start = time.monotonic()
