@@ -12,7 +12,7 @@ from appstack.controllers.etcdcluster import ETCD_CLUSTER
 from appstack.controllers.etcdcluster.etcdapi import EtcdClient
 from appstack.runtime import errors
 from appstack.runtime.client import Client
-from appstack.runtime.resources import POD, PVC
+from appstack.runtime.resources import EVENT, POD, PVC
 from appstack.testing.etcd_releases import ETCD_PREVIOUS
 from tests.e2e.conftest import RunningOperator, until
 from tests.e2e.etcd_load import Writer, retry, wait_healthy
@@ -115,6 +115,13 @@ async def test_scale_3_5_3_under_writes_loses_nothing(
         f"data-{m.name}" for m in members
     )
     assert max(stall_up, writer.longest_stall) < 10
+    events, _ = await client.list(EVENT, namespace)
+    notes = [(e["reason"], e.get("note", "")) for e in events if e["regarding"]["name"] == NAME]
+    added = [n for r, n in notes if r == "MemberAdded"]
+    assert len(added) == 2
+    assert all(n.startswith("Added learner") for n in added)  # added as learners ...
+    assert sum(r == "MemberPromoted" for r, _ in notes) == 2  # ... then promoted
+    assert sum(r == "MemberRemoved" for r, _ in notes) == 2  # removed before their pods
 
 
 async def test_lost_pod_rejoins_with_its_data_lost_volume_is_replaced_fresh(
@@ -188,3 +195,27 @@ async def test_upgrade_3_5_to_3_6_member_by_member_under_writes(
     assert await writer.lost() == []
     assert cluster["status"]["version"] == "3.6.16"
     assert writer.longest_stall < 10
+
+
+async def test_quorum_loss_is_reported_never_forced(
+    client: Client, namespace: str, operator: RunningOperator, process_node: Any
+) -> None:
+    await client.create(ETCD_CLUSTER, seed(namespace))
+    await wait_healthy(client, NAME, namespace, 3)
+    for lost in (f"{NAME}-1", f"{NAME}-2"):
+        await client.delete(PVC, f"data-{lost}", namespace)
+        await client.delete(POD, lost, namespace)
+
+    def quorum_lost(obj: dict[str, Any]) -> bool:
+        conditions = {c["type"]: c for c in (obj.get("status") or {}).get("conditions") or []}
+        degraded = conditions.get("Degraded") or {}
+        return degraded.get("reason") == "QuorumLost"
+
+    cluster = await until(client, ETCD_CLUSTER, NAME, namespace, quorum_lost, 120, "QuorumLost")
+    conditions = {c["type"]: c for c in cluster["status"]["conditions"]}
+    assert "1 of 3 members answer, 2 are needed" in conditions["Degraded"]["message"]
+    assert conditions["Available"]["status"] == "False"
+    pods, _ = await client.list(POD, namespace)
+    assert [p["metadata"]["name"] for p in pods] == [f"{NAME}-0"]  # nothing re-created
+    events, _ = await client.list(EVENT, namespace)
+    assert any(e["reason"] == "QuorumLost" and e["type"] == "Warning" for e in events)

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from appstack.api.etcdcluster import EtcdCluster, EtcdClusterSpec
+from appstack.api.etcdcluster import EtcdCluster, EtcdClusterSpec, EtcdClusterStatus
 from appstack.controllers.etcdcluster import desired, status
 from appstack.controllers.etcdcluster.observe import Observation, image_version, pod_view
 from appstack.controllers.etcdcluster.plan import MemberView, Observed, Step
@@ -125,6 +125,8 @@ def test_status_lists_members_leader_and_conditions() -> None:
         "Degraded": ("True", "MemberUnhealthy"),
     }
     assert out["observedGeneration"] == 4
+    # every field is one the CRD's schema has (the API server prunes any other)
+    assert EtcdClusterStatus.model_validate(out).to_dict() == out
 
 
 def test_status_of_a_cluster_without_quorum() -> None:

@@ -160,7 +160,7 @@ def test_quorum_lost_is_degraded_with_what_is_needed_never_forced() -> None:
     seen = healthy(3)
     lost = replace(
         seen,
-        pods={"e-0": pod("e-0", ready=False)},
+        pods={"e-0": replace(pod("e-0", ready=False), answers=True)},
         volumes={"data-e-0": False},
         members=[member(0, healthy=True), member(1, healthy=False), member(2, healthy=False)],
         leader=0,
@@ -169,6 +169,9 @@ def test_quorum_lost_is_degraded_with_what_is_needed_never_forced() -> None:
     assert step.kind == "Degraded"
     assert "1 of 3 members answer, 2 are needed" in step.reason
     assert "restore" in step.reason
+    # the member list itself cannot be read without a leader: the last known size counts
+    unlisted = replace(lost, members=None, last_size=3)
+    assert "1 of 3 members answer, 2 are needed" in next_step(unlisted).reason
 
 
 def test_without_a_leader_pods_whose_volumes_remain_are_restarted_first() -> None:

@@ -97,7 +97,7 @@ class EtcdMember(KubeModel):
 
     name: str = Field(description="Member (and pod) name.")
     id: str = Field(description="Member ID (hex).")
-    peer_url: str | None = None
+    peer_url: str | None = Field(None, alias="peerURL")
     healthy: bool = False
     is_leader: bool = False
     is_learner: bool = False
@@ -110,7 +110,7 @@ class EtcdClusterStatus(KubeModel):
     members: list[EtcdMember] | None = None
     ready_members: int | None = Field(None, description="Healthy voting members.")
     leader: str | None = Field(None, description="Name of the leader.")
-    cluster_id: str | None = Field(None, description="etcd cluster ID (hex).")
+    cluster_id: str | None = Field(None, alias="clusterID", description="etcd cluster ID (hex).")
     version: str | None = Field(None, description="Lowest member version.")
     phase: str | None = Field(None, description="What the operator is doing now.")
     observed_generation: int | None = None

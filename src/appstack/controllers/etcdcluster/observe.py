@@ -50,7 +50,7 @@ def _ready(pod: dict[str, Any]) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
-def pod_view(pod: dict[str, Any]) -> PodView:
+def pod_view(pod: dict[str, Any], *, answers: bool = False) -> PodView:
     meta = pod["metadata"]
     return PodView(
         name=meta["name"],
@@ -58,6 +58,7 @@ def pod_view(pod: dict[str, Any]) -> PodView:
         ready=_ready(pod),
         version=image_version(pod),
         deleting=bool(meta.get("deletionTimestamp")),
+        answers=answers,
     )
 
 
@@ -100,7 +101,7 @@ async def observe(
         name=obj["metadata"]["name"],
         replicas=spec.replicas,
         version=spec.version,
-        pods={name: pod_view(p) for name, p in by_name.items()},
+        pods={name: pod_view(p, answers=name in statuses) for name, p in by_name.items()},
         volumes={
             v["metadata"]["name"]: bool(v["metadata"].get("deletionTimestamp")) for v in volumes
         },
@@ -108,6 +109,7 @@ async def observe(
         leader=leader if views is not None and leader in {m.id for m in views} else 0,
         bootstrapped=bool(known),
         bootstrap_names=tuple(part.split("=", 1)[0] for part in (initial or "").split(",") if part),
+        last_size=len((obj.get("status") or {}).get("members") or []),
     )
     return Observation(seen, by_name, cluster_id, members, statuses, errors)
 

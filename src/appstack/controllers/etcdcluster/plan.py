@@ -16,7 +16,7 @@ observations. The order of the checks is the safety argument:
 5. pods and volumes of no member (removed by a scale-down): delete them;
 6. a learner without a pod: start it; then, while any voting member is unhealthy, wait
    (no promotion, membership change or upgrade while a member is down);
-7. a learner: promote it once caught up (applied index close to the leader's);
+7. a learner: promote it once caught up (applied 90% of the leader's log);
 8. fewer members than wanted: add one as a learner;
 9. more: remove one member, never the leader (leadership is moved first if needed);
 10. a member on another version: restart it on the wanted one, leader last.
@@ -26,8 +26,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-# A learner counts as caught up when its applied index is this close to the leader's.
-CATCH_UP_SLACK = 10
+# A learner counts as caught up when it has applied this share of the leader's log (etcd's
+# own promotion check uses the same ratio on the match index, and refuses otherwise).
+CAUGHT_UP = 0.9
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,7 @@ class PodView:
     ready: bool
     version: str
     deleting: bool = False
+    answers: bool = False  # its etcd answered a status request
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,7 @@ class Observed:
     leader: int = 0
     bootstrapped: bool = False  # a cluster ID was seen before
     bootstrap_names: tuple[str, ...] = ()  # the initial members of existing bootstrap pods
+    last_size: int = 0  # members in the last status written (the size before quorum loss)
 
     def volume_of(self, pod: str) -> str:
         return f"data-{pod}"
@@ -169,11 +172,11 @@ def _without_leader(seen: Observed) -> Step:
     for pod in kept:
         if pod not in seen.pods:
             return Step("CreatePod", f"member {pod} restarts with its data", pod)
-    starting = [p.name for p in seen.pods.values() if not p.ready and not p.deleting]
+    starting = [p.name for p in seen.pods.values() if not p.answers and not p.deleting]
     if seen.members is None and starting:
-        return Step("Wait", "waiting for members to answer")
-    alive = sum(1 for m in seen.members or [] if m.healthy)
-    total = len(seen.members or kept)
+        return Step("Wait", f"waiting for member(s) {', '.join(sorted(starting))} to answer")
+    alive = sum(1 for p in seen.pods.values() if p.answers)
+    total = len(seen.members or []) or seen.last_size or len(kept)
     need = total // 2 + 1
     return Step(
         "Degraded",
@@ -187,7 +190,7 @@ def _learner(seen: Observed, learner: MemberView) -> Step:
     if learner.pod not in seen.pods:  # not started (3. and 4. handled the others)
         return Step("CreatePod", f"starting new member {learner.pod}", learner.pod)
     leader = next((m for m in seen.members or [] if m.id == seen.leader), None)
-    behind = leader is None or learner.applied_index + CATCH_UP_SLACK < leader.applied_index
+    behind = leader is None or learner.applied_index < CAUGHT_UP * leader.applied_index
     if not learner.healthy or behind:
         return Step("Wait", f"learner {learner.pod} is catching up")
     return Step("PromoteMember", f"learner {learner.pod} caught up", learner.pod, learner.id)

@@ -35,7 +35,7 @@ from appstack.runtime.resources import POD, PVC, SERVICE
 
 log = structlog.get_logger("appstack.etcdcluster")
 
-AFTER = {"Wait": 1.0, "Degraded": 5.0, "Done": 30.0}
+AFTER = {"Wait": 0.5, "Degraded": 5.0, "Done": 30.0}
 ETCD_TIMEOUT = 2.0  # seconds per call to a member
 
 
