@@ -137,3 +137,16 @@ def test_status_of_a_cluster_without_quorum() -> None:
     assert conditions["Available"][:2] == ("False", "NoQuorum")
     assert conditions["Degraded"] == ("True", "QuorumLost", lost.reason)
     assert conditions["Progressing"][0] == "False"
+
+
+def test_without_a_member_list_the_last_one_is_kept_unhealthy() -> None:
+    members = [MemberView(i, f"e-{i}", True, False, True, 10, "3.6.16") for i in range(3)]
+    first = status.from_observation(OBJ, _observation(members, 1), Step("Done", "ok"), "t1")
+    unknown = Observation(
+        Observed("e", 3, "3.6.16", {}, {}, None, bootstrapped=True), {}, 0, None, {}, {}
+    )
+    later = status.from_observation({**OBJ, "status": first}, unknown, Step("Degraded", "q"), "t2")
+    assert [m["name"] for m in later["members"]] == ["e-0", "e-1", "e-2"]
+    assert not any(m["healthy"] or m["isLeader"] for m in later["members"])
+    assert later["clusterID"] == "abc"
+    assert later["readyMembers"] == 0

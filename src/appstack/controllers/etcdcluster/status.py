@@ -16,6 +16,9 @@ from appstack.controllers.util.conditions import condition, previous_conditions
 
 
 def _members(obj: dict[str, Any], seen: Observation) -> list[dict[str, Any]]:
+    if seen.seen.members is None:  # no member list without a leader: keep the last one
+        last = (obj.get("status") or {}).get("members") or []
+        return [{**m, "healthy": False, "isLeader": False} for m in last]
     out = []
     for m in seen.seen.members or []:
         out.append(
