@@ -83,6 +83,14 @@ async def retry(call: Callable[[], Awaitable[T]], timeout: float = 30) -> T:
             await asyncio.sleep(0.2)
 
 
+async def until_true(probe: Callable[[], Awaitable[bool]], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not await probe():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        await asyncio.sleep(0.2)
+
+
 def healthy(replicas: int, version: str | None = None) -> Any:
     """A check: ``replicas`` healthy voting members, nothing left to do."""
 

@@ -15,17 +15,17 @@ from appstack.runtime.client import Client
 from appstack.runtime.resources import EVENT, POD, PVC
 from appstack.testing.etcd_releases import ETCD_PREVIOUS
 from tests.e2e.conftest import RunningOperator, until
-from tests.e2e.etcd_load import Writer, retry, wait_healthy
+from tests.e2e.etcd_load import Writer, retry, until_true, wait_healthy
 
 NAME = "my-etcd-cluster"
 
 
-def seed(namespace: str, **spec: Any) -> dict[str, Any]:
+def seed(namespace: str, name: str = NAME, **spec: Any) -> dict[str, Any]:
     """The seed's example (apiVersion changed), placed on the process node."""
     return {
         "apiVersion": "appstack.dev/v1",
         "kind": "EtcdCluster",
-        "metadata": {"name": NAME, "namespace": namespace},
+        "metadata": {"name": name, "namespace": namespace},
         "spec": {
             "replicas": 3,
             "storage": "10Gi",
@@ -38,8 +38,8 @@ def seed(namespace: str, **spec: Any) -> dict[str, Any]:
     }
 
 
-def client_endpoint(process_node: Any, namespace: str) -> str:
-    host, port = process_node.service_address(namespace, f"{NAME}-client", 2379)
+def client_endpoint(process_node: Any, namespace: str, name: str = NAME) -> str:
+    host, port = process_node.service_address(namespace, f"{name}-client", 2379)
     return f"http://{host}:{port}"
 
 
@@ -219,3 +219,51 @@ async def test_quorum_loss_is_reported_never_forced(
     assert [p["metadata"]["name"] for p in pods] == [f"{NAME}-0"]  # nothing re-created
     events, _ = await client.list(EVENT, namespace)
     assert any(e["reason"] == "QuorumLost" and e["type"] == "Warning" for e in events)
+
+
+async def test_backup_delete_and_restore_into_a_new_cluster(
+    client: Client, namespace: str, operator: RunningOperator, process_node: Any
+) -> None:
+    claim = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "snapshots", "namespace": namespace},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+    }
+    await client.create(PVC, claim)
+    await client.create(ETCD_CLUSTER, seed(namespace))
+    await wait_healthy(client, NAME, namespace, 3)
+    async with EtcdClient() as etcd:
+        await retry(lambda: etcd.put(client_endpoint(process_node, namespace), "saved", "yes"))
+    start = time.monotonic()
+    backup = {"backup": {"intervalMinutes": 60, "pvcName": "snapshots", "retention": 2}}
+    await client.patch(ETCD_CLUSTER, NAME, {"spec": backup}, namespace=namespace)
+    cluster = await until(
+        client,
+        ETCD_CLUSTER,
+        NAME,
+        namespace,
+        lambda o: (o.get("status") or {}).get("backupsTaken") == 1,
+        120,
+        "the first snapshot",
+    )
+    report("scheduled snapshot (Job on the process node)", time.monotonic() - start)
+    assert cluster["status"]["lastBackup"] == f"{NAME}-0.db"
+    source_id = cluster["status"]["clusterID"]
+
+    await client.delete(ETCD_CLUSTER, NAME, namespace)
+
+    async def members_gone() -> bool:
+        pods, _ = await client.list(POD, namespace)
+        return not [p for p in pods if p["metadata"]["name"].startswith(f"{NAME}-")]
+
+    await until_true(members_gone, 120, "the old members to go")
+    start = time.monotonic()
+    restore = {"restore": {"pvcName": "snapshots", "path": f"{NAME}-0.db"}}
+    await client.create(ETCD_CLUSTER, seed(namespace, "restored", **restore))
+    restored, _ = await wait_healthy(client, "restored", namespace, 3)
+    report("restore into a new 3-member cluster", time.monotonic() - start)
+    assert restored["status"]["clusterID"] != source_id
+    endpoint = client_endpoint(process_node, namespace, "restored")
+    async with EtcdClient() as etcd:
+        assert await retry(lambda: etcd.get(endpoint, "saved")) == "yes"

@@ -29,6 +29,12 @@ _SPEC_RULES: list[Any] = [
         "member fewer); set allowEvenReplicas to run an even count anyway",
         "fieldPath": ".replicas",
     },
+    {
+        "rule": "has(self.restore) == has(oldSelf.restore) && "
+        "(!has(self.restore) || self.restore == oldSelf.restore)",
+        "message": "restore is set when the cluster is created and never changed",
+        "fieldPath": ".restore",
+    },
 ]
 
 
@@ -40,6 +46,28 @@ class Toleration(KubeModel):
     value: str | None = Field(None, max_length=63)
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
     toleration_seconds: int | None = None
+
+
+class BackupSpec(KubeModel):
+    """Snapshots taken every ``intervalMinutes`` (as ``etcdctl snapshot save`` does, from
+    the leader) onto a PVC, in ``retention`` rotating files ``<cluster>-<n>.db``."""
+
+    interval_minutes: int = Field(
+        ge=1, le=10080, description="Minutes between snapshots (at most a week)."
+    )
+    pvc_name: ObjectName = Field(description="PersistentVolumeClaim the snapshots are saved on.")
+    retention: int = Field(3, ge=1, le=100, description="Snapshot files kept (rotated).")
+
+
+class RestoreSpec(KubeModel):
+    """Start a new cluster from a snapshot file instead of empty (at creation only)."""
+
+    pvc_name: ObjectName = Field(description="PersistentVolumeClaim holding the snapshot.")
+    path: str = Field(
+        max_length=253,
+        pattern=r"^[A-Za-z0-9._-]+$",
+        description="The snapshot's file name on that PVC, e.g. my-etcd-cluster-0.db.",
+    )
 
 
 LabelMap = Annotated[dict[str, Annotated[str, Field(max_length=63)]], Field(max_length=64)]
@@ -80,6 +108,10 @@ class EtcdClusterSpec(KubeModel):
         json_schema_extra={"x-kubernetes-preserve-unknown-fields": True},
     )
     priority_class_name: ObjectName | None = Field(None, description="PriorityClass of members.")
+    backup: BackupSpec | None = Field(None, description="Scheduled snapshots (optional).")
+    restore: RestoreSpec | None = Field(
+        None, description="Bootstrap from this snapshot (set at creation, never changed)."
+    )
 
     @model_validator(mode="after")
     def _odd(self) -> EtcdClusterSpec:
@@ -113,6 +145,9 @@ class EtcdClusterStatus(KubeModel):
     cluster_id: str | None = Field(None, alias="clusterID", description="etcd cluster ID (hex).")
     version: str | None = Field(None, description="Lowest member version.")
     phase: str | None = Field(None, description="What the operator is doing now.")
+    backups_taken: int | None = Field(None, description="Snapshots taken so far.")
+    last_backup: str | None = Field(None, description="File name of the newest snapshot.")
+    last_backup_time: str | None = Field(None, description="When it was taken.")
     observed_generation: int | None = None
     conditions: list[Condition] | None = Field(
         None,

@@ -109,6 +109,20 @@ def volume(obj: dict[str, Any], spec: EtcdClusterSpec, pod: str) -> dict[str, An
     }
 
 
+def placement(spec: EtcdClusterSpec) -> dict[str, Any]:
+    """The members' scheduling constraints (also given to the backup Jobs' pods)."""
+    out: dict[str, Any] = {}
+    if spec.node_selector:
+        out["nodeSelector"] = spec.node_selector
+    if spec.tolerations:
+        out["tolerations"] = [t.to_dict() for t in spec.tolerations]
+    if spec.affinity:
+        out["affinity"] = spec.affinity
+    if spec.priority_class_name:
+        out["priorityClassName"] = spec.priority_class_name
+    return out
+
+
 def member_pod(
     obj: dict[str, Any],
     spec: EtcdClusterSpec,
@@ -176,14 +190,7 @@ def member_pod(
         "containers": [container],
         "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": f"data-{pod}"}}],
     }
-    if spec.node_selector:
-        pod_spec["nodeSelector"] = spec.node_selector
-    if spec.tolerations:
-        pod_spec["tolerations"] = [t.to_dict() for t in spec.tolerations]
-    if spec.affinity:
-        pod_spec["affinity"] = spec.affinity
-    if spec.priority_class_name:
-        pod_spec["priorityClassName"] = spec.priority_class_name
+    pod_spec.update(placement(spec))
     labels = {**child_labels(cluster, COMPONENT), VOTER: "true" if voter else "false"}
     meta = child_metadata(obj, pod, labels)
     meta["annotations"] = {INITIAL: cluster_flag}

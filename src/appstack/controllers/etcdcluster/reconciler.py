@@ -10,12 +10,13 @@ keep member health current. No reconcile ever waits for etcd to converge.
 from __future__ import annotations
 
 import contextlib
+import datetime
 from typing import Any
 
 import structlog
 
-from appstack.api.etcdcluster import EtcdCluster, EtcdClusterSpec
-from appstack.controllers.etcdcluster import desired, status
+from appstack.api.etcdcluster import BackupSpec, EtcdCluster, EtcdClusterSpec
+from appstack.controllers.etcdcluster import backup, desired, status
 from appstack.controllers.etcdcluster.etcdapi import EtcdClient, EtcdError
 from appstack.controllers.etcdcluster.observe import Observation, observe
 from appstack.controllers.etcdcluster.plan import Step, next_step
@@ -31,7 +32,7 @@ from appstack.controllers.util.pods import pods_of
 from appstack.controllers.util.reconciler import KindReconciler
 from appstack.runtime import errors
 from appstack.runtime.controller import Result
-from appstack.runtime.resources import POD, PVC, SERVICE
+from appstack.runtime.resources import JOB, POD, PVC, SERVICE
 
 log = structlog.get_logger("appstack.etcdcluster")
 
@@ -43,7 +44,7 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
     """EtcdCluster → Services, PDB, member pods and volumes, through etcd's own API."""
 
     kind = EtcdCluster.KIND
-    owns = (SERVICE, PDB, POD, PVC)
+    owns = (SERVICE, PDB, POD, PVC, JOB)
 
     def invalid_status(self, obj: dict[str, Any], problem: Problem) -> dict[str, Any]:
         generation = obj["metadata"].get("generation")
@@ -80,7 +81,10 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
                 await self.execute(etcd, obj, spec, seen, step)
             except EtcdError as error:  # not now (e.g. "unhealthy cluster" after a start)
                 step = Step("Wait", f"{step.kind} {step.pod}: {error}")
-        await self.writer.write_status(obj, status.from_observation(obj, seen, step, now_rfc3339()))
+        observed = status.from_observation(obj, seen, step, now_rfc3339())
+        if spec.backup is not None:
+            observed.update(await self._backup(obj, spec, spec.backup, seen, step))
+        await self.writer.write_status(obj, observed)
         return Result(requeue_after=AFTER.get(step.kind, 0.2))
 
     def _volumes(self, namespace: str, labels: dict[str, str]) -> list[dict[str, Any]]:
@@ -171,7 +175,45 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
     ) -> None:
         await self._create(obj, PVC, desired.volume(obj, spec, pod))
         want = desired.member_pod(obj, spec, pod, initial, new_cluster=new, voter=voter)
+        if new and spec.restore is not None:  # a bootstrap member starts from the snapshot
+            want = backup.with_restore(want, obj, spec, spec.restore)
         await self._create(obj, POD, want)
+
+    async def _backup(
+        self,
+        obj: dict[str, Any],
+        spec: EtcdClusterSpec,
+        plan: BackupSpec,
+        seen: Observation,
+        step: Step,
+    ) -> dict[str, Any]:
+        """Start a due snapshot Job, or record the outcome of the running one."""
+        old = obj.get("status") or {}
+        meta = obj["metadata"]
+        n = int(old.get("backupsTaken") or 0)
+        job = self.cache.get(JOB, f"{meta['namespace']}/{backup.job_name(meta['name'], n)}")
+        now = datetime.datetime.now(datetime.timezone.utc)
+        leader = next((m.pod for m in seen.seen.members or [] if m.id == seen.seen.leader), "")
+        if job is None:
+            if (
+                step.kind == "Done"
+                and leader
+                and backup.due(old.get("lastBackupTime"), plan.interval_minutes, now)
+            ):
+                await self._create(obj, JOB, backup.backup_job(obj, spec, plan, n, leader))
+            return {}
+        result = backup.outcome(job)
+        if result == "Running":
+            return {}
+        await self._delete(obj, JOB, job, f"snapshot {n} {result.lower()}")
+        if result == "Failed":
+            note = f"snapshot {n} failed; Job {job['metadata']['name']} gave up, retrying"
+            await self.writer.event(obj, "Warning", "BackupFailed", note)
+            return {}
+        done = (job.get("status") or {}).get("completionTime") or now_rfc3339()
+        name = backup.file_name(meta["name"], n, plan.retention)
+        await self.writer.event(obj, "Normal", "BackupTaken", f"Saved snapshot {name}")
+        return {"backupsTaken": n + 1, "lastBackup": name, "lastBackupTime": done}
 
     async def _create(self, obj: dict[str, Any], resource: Any, want: dict[str, Any]) -> None:
         try:

@@ -86,4 +86,6 @@ def from_observation(
             cond("Degraded", degraded),
         ],
     }
+    for key in ("backupsTaken", "lastBackup", "lastBackupTime"):
+        status[key] = old.get(key)
     return {k: v for k, v in status.items() if v is not None}
