@@ -51,6 +51,11 @@ async def members_of(client: Client, namespace: str, pod: str) -> list[Any]:
     return members
 
 
+def is_pod_ready(pod: dict[str, Any]) -> bool:
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+
+
 def report(what: str, seconds: float) -> None:
     print(f"\n[etcd e2e] {what}: {seconds:.2f} s")
 
@@ -133,9 +138,18 @@ async def test_lost_pod_rejoins_with_its_data_lost_volume_is_replaced_fresh(
     async with EtcdClient() as etcd:
         await retry(lambda: etcd.put(endpoint, "kept", "across restarts"))
     victim = next(m for m in cluster["status"]["members"] if not m["isLeader"])
+    old_uid = (await client.get(POD, victim["name"], namespace))["metadata"]["uid"]
     await client.delete(POD, victim["name"], namespace)
     start = time.monotonic()
-    await until(client, POD, victim["name"], namespace, lambda p: p["metadata"]["uid"], 60)
+    await until(
+        client,
+        POD,
+        victim["name"],
+        namespace,
+        lambda p: p["metadata"]["uid"] != old_uid and is_pod_ready(p),
+        60,
+        "the member's new pod to be ready",
+    )
     cluster, _ = await wait_healthy(client, NAME, namespace, 3)
     report("deleted pod back and healthy", time.monotonic() - start)
     again = next(m for m in cluster["status"]["members"] if m["name"] == victim["name"])

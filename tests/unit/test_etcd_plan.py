@@ -83,7 +83,11 @@ def test_a_learner_gets_its_pod_then_waits_to_catch_up_then_is_promoted() -> Non
         members=[*(base.members or []), member(3, learner=True, applied=20)],
     )
     assert next_step(running).kind == "Wait"
-    assert "catching up" in next_step(running).reason
+    assert next_step(running).reason == "learner e-3 is catching up (applied 20 of 100)"
+    starting = replace(
+        running, members=[*(base.members or []), member(3, learner=True, healthy=False)]
+    )
+    assert next_step(starting).reason == "learner e-3 is starting"
     caught = replace(running, members=[*(base.members or []), member(3, learner=True, applied=95)])
     assert next_step(caught) == Step("PromoteMember", "learner e-3 caught up", "e-3", 1003)
 

@@ -190,9 +190,11 @@ def _learner(seen: Observed, learner: MemberView) -> Step:
     if learner.pod not in seen.pods:  # not started (3. and 4. handled the others)
         return Step("CreatePod", f"starting new member {learner.pod}", learner.pod)
     leader = next((m for m in seen.members or [] if m.id == seen.leader), None)
-    behind = leader is None or learner.applied_index < CAUGHT_UP * leader.applied_index
-    if not learner.healthy or behind:
-        return Step("Wait", f"learner {learner.pod} is catching up")
+    if not learner.healthy or leader is None:
+        return Step("Wait", f"learner {learner.pod} is starting")
+    if learner.applied_index < CAUGHT_UP * leader.applied_index:
+        progress = f"applied {learner.applied_index} of {leader.applied_index}"
+        return Step("Wait", f"learner {learner.pod} is catching up ({progress})")
     return Step("PromoteMember", f"learner {learner.pod} caught up", learner.pod, learner.id)
 
 
