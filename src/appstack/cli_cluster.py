@@ -49,7 +49,12 @@ def _local(name: str, nodes: int = 2, pods_per_node: int = 5000) -> LocalCluster
 
 
 @cluster.command()
-def build() -> None:
+@click.option(
+    "--etcd-releases",
+    is_flag=True,
+    help="Also the etcd releases process nodes run (etcd, etcdctl, etcdutl per version).",
+)
+def build(etcd_releases: bool) -> None:
     """Build the control-plane binaries from Go modules (cached; shows progress)."""
     from appstack.testing.build import GoBuilder  # noqa: PLC0415
     from appstack.testing.versions import Toolchain  # noqa: PLC0415
@@ -57,6 +62,11 @@ def build() -> None:
     toolchain = Toolchain()
     GoBuilder(toolchain).ensure_all()
     click.echo(toolchain.bin_dir)
+    if etcd_releases:
+        from appstack.testing import etcd_releases as releases  # noqa: PLC0415
+
+        for version in releases.RELEASES:
+            click.echo(releases.ensure(version))
 
 
 @cluster.command()
@@ -86,13 +96,24 @@ def image(tag: str, refresh: bool) -> None:
 @_NAME
 @click.option("--nodes", default=2, show_default=True, help="Number of kwok fake nodes.")
 @click.option("--pods-per-node", default=5000, show_default=True, help="Pod capacity per node.")
-def up(name: str, nodes: int, pods_per_node: int) -> None:
+@click.option(
+    "--process-nodes",
+    default=0,
+    show_default=True,
+    help="Process-backed nodes (appstack-proc-N) whose pods run as real processes "
+    "(etcd images; root). `cluster down` stops them.",
+)
+def up(name: str, nodes: int, pods_per_node: int, process_nodes: int) -> None:
     """Start the cluster (idempotent: starts only what is not running)."""
     from appstack.testing.process import ComponentError  # noqa: PLC0415
 
     local = _local(name, nodes=nodes, pods_per_node=pods_per_node)
     try:
         local.up()
+        if process_nodes:
+            from appstack.testing.procnode.runner import ProcessNodes  # noqa: PLC0415
+
+            ProcessNodes(local, count=process_nodes).start()
     except ComponentError as error:
         click.echo(f"error: {error}", err=True)
         sys.exit(1)

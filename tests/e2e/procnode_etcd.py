@@ -66,7 +66,7 @@ def etcd_container(peer_host: str, initial_cluster: str, image: str = IMAGE) -> 
     }
 
 
-def single_pod(name: str, node: str) -> dict[str, Any]:
+def single_pod(name: str, node: str, image: str = IMAGE) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -74,7 +74,7 @@ def single_pod(name: str, node: str) -> dict[str, Any]:
         "spec": {
             **placement(node),
             "terminationGracePeriodSeconds": 10,
-            "containers": [etcd_container("$(POD_IP)", "$(POD_NAME)=http://$(POD_IP):2380")],
+            "containers": [etcd_container("$(POD_IP)", "$(POD_NAME)=http://$(POD_IP):2380", image)],
             "volumes": [{"name": "data", "emptyDir": {}}],
         },
     }
@@ -158,9 +158,37 @@ def get(address: tuple[str, int], key: str, *, serializable: bool = False) -> st
     return base64.b64decode(kvs[0]["value"]).decode() if kvs else None
 
 
+def server_version(address: tuple[str, int]) -> str:
+    response = httpx.get(f"http://{address[0]}:{address[1]}/version", timeout=5)
+    response.raise_for_status()
+    return str(response.json()["etcdserver"])
+
+
 def members(address: tuple[str, int]) -> list[dict[str, Any]]:
     response = httpx.post(
         f"http://{address[0]}:{address[1]}/v3/cluster/member/list", json={}, timeout=5
     )
     response.raise_for_status()
     return list(response.json().get("members") or [])
+
+
+def shell_pod(name: str, node: str, script: str, **spec: Any) -> dict[str, Any]:
+    """A pod of the etcd image whose command is the host's /bin/sh running ``script``."""
+    container = {
+        "name": "main",
+        "image": IMAGE,
+        "command": ["/bin/sh", "-c", script],
+        "env": ENV,
+        **spec.pop("container", {}),
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {
+            **placement(node),
+            "terminationGracePeriodSeconds": 5,
+            "containers": [container],
+            **spec,
+        },
+    }

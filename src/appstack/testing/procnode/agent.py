@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import logging
 from collections.abc import AsyncIterable, Callable
 from pathlib import Path
@@ -28,11 +29,12 @@ from lightkube.resources.discovery_v1 import EndpointSlice
 
 from appstack.testing.procnode import network, node
 from appstack.testing.procnode.container import now_rfc3339
-from appstack.testing.procnode.pod import PodWorker
+from appstack.testing.procnode.pod import PodWorker, remove_pod_dir
 
 log = logging.getLogger(__name__)
 SHUTDOWN_GRACE = 10.0
 READY_FILE = "agent-ready"  # written once registered (the runner waits for it)
+NETWORK_FILE = "network"  # the block of pod IPs this node claimed
 
 
 class NodeAgent:
@@ -41,7 +43,9 @@ class NodeAgent:
     def __init__(self, client: AsyncClient, cluster: str, index: int, state: Path) -> None:
         self.client = client
         self.name = node.node_name(index)
-        self.network = network.node_network(cluster, index)
+        self.cluster = cluster
+        self.index = index
+        self.network = ipaddress.IPv4Network("10.0.0.0/24")  # claimed in run()
         self.pool = network.AddressPool(self.network)
         self.state = state
         self.workers: dict[str, PodWorker] = {}
@@ -51,10 +55,11 @@ class NodeAgent:
 
     async def run(self, stop: asyncio.Event) -> None:
         started = now_rfc3339()
-        network.claim(self.network)
+        self.network = network.claim(self.cluster, self.index, self.state / NETWORK_FILE)
+        self.pool = network.AddressPool(self.network)
         await node.register(self.client, self.name)
         await node.heartbeat(self.client, self.name, started)
-        self.state.mkdir(parents=True, exist_ok=True)
+        await self._forget_gone_pods()
         (self.state / READY_FILE).write_text(f"{self.network}\n")
         loops = [
             asyncio.ensure_future(self._heartbeats(started)),
@@ -75,8 +80,25 @@ class NodeAgent:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        network.release(self.network)
+        network.release(self.network, self.state / NETWORK_FILE)
         (self.state / READY_FILE).unlink(missing_ok=True)
+
+    async def _forget_gone_pods(self) -> None:
+        """Remove the directories of pods deleted while no agent ran (the new agent adopts
+        the others: their processes are started again)."""
+        bound = {
+            (p.metadata.namespace, p.metadata.name)
+            async for p in self.client.list(
+                Pod, namespace=ALL_NS, fields={"spec.nodeName": self.name}
+            )
+            if p.metadata is not None
+        }
+        for directory in self.state.glob("pods/*/*"):
+            if (directory.parent.name, directory.name) not in bound:
+                remove_pod_dir(directory)
+        for directory in self.state.glob("pods/*"):
+            with contextlib.suppress(OSError):
+                directory.rmdir()  # a namespace's, now empty
 
     # ------------------------------------------------------------------ watches
     async def _heartbeats(self, started: str) -> None:
@@ -84,7 +106,7 @@ class NodeAgent:
             await asyncio.sleep(node.HEARTBEAT_SECONDS)
             try:
                 await node.heartbeat(self.client, self.name, started)
-            except (ApiError, OSError) as error:
+            except Exception as error:  # the API server may be restarting: try again
                 log.warning("heartbeat: %s", error)
 
     def _pods(self) -> AsyncIterable[tuple[str, Any]]:

@@ -64,6 +64,7 @@ class ContainerRunner:
         restart_count: int = 0,
         backoff_base: float = 1.0,
         backoff_cap: float = 20.0,
+        grace: float = 30.0,
     ) -> None:
         self.spec = spec
         self.launch = launch_spec
@@ -72,6 +73,7 @@ class ContainerRunner:
         self.restart_count = restart_count
         self.backoff_base = backoff_base
         self.backoff_cap = backoff_cap
+        self.grace = grace  # the pod's terminationGracePeriodSeconds (liveness kills)
         self.pid: int | None = None
         self.state: dict[str, Any] = {"waiting": {"reason": "ContainerCreating"}}
         self.last_state: dict[str, Any] = {}
@@ -128,7 +130,7 @@ class ContainerRunner:
                 }
             }
             self.on_change()
-            with contextlib.suppress(TimeoutError):
+            with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self.stopping.wait(), backoff)
             backoff = min(max(backoff * 2, self.backoff_base), self.backoff_cap)
             if not self.stopping.is_set():
@@ -187,7 +189,7 @@ class ContainerRunner:
                                 later.start()
                         self.on_change()
                     elif startup.failures >= startup.failures_allowed:
-                        await self.kill(self._grace())
+                        await self.kill(self.grace)
                         return
             else:
                 if readiness is not None and readiness.due(now):
@@ -198,7 +200,7 @@ class ContainerRunner:
                 if liveness is not None and liveness.due(now):
                     liveness.record(await self._probe(liveness, proc), time.monotonic())
                     if not liveness.ok:
-                        await self.kill(self._grace())
+                        await self.kill(self.grace)
                         return
             await asyncio.sleep(0.1)
 
@@ -220,9 +222,6 @@ class ContainerRunner:
             argv_of=self.launch.resolve_argv,
         )
 
-    def _grace(self) -> float:
-        return 30.0
-
     async def kill(self, grace: float) -> None:
         """SIGTERM the process, SIGKILL its group after ``grace`` seconds."""
         proc = self._proc
@@ -232,7 +231,7 @@ class ContainerRunner:
             proc.send_signal(signal.SIGTERM)
         try:
             await asyncio.wait_for(asyncio.shield(proc.wait()), grace)
-        except TimeoutError:
+        except asyncio.TimeoutError:
             kill_group(proc.pid, signal.SIGKILL)
 
     async def stop(self, grace: float) -> None:

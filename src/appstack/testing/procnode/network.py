@@ -3,9 +3,9 @@
 Like 127.0.0.0/8, a block routed ``local`` on the loopback device is entirely local: a
 pod's process can bind its own IP and the host can reach it, with no other network
 setup. Loopback addresses themselves cannot be used: the API server refuses them in
-Endpoints/EndpointSlices. So each node claims ``10.<A>.<node>.0/24`` (``ip route replace
-local ... dev lo``, :func:`claim`; :func:`release` removes it), ``A`` in 200..249 from the
-cluster's name, so that two test clusters on one machine rarely share a block.
+Endpoints/EndpointSlices. So each node claims a free ``10.<A>.<node>.0/24`` (``ip route
+add local ... dev lo``, :func:`claim`; :func:`release` removes it when the agent stops),
+so that the process nodes of several test clusters on one machine never share a block.
 
 Names: like CoreDNS for a headless Service, a pod whose ``hostname``/``subdomain`` match
 a headless Service has ``<hostname>.<service>.<ns>.svc.cluster.local`` (and the shorter
@@ -29,27 +29,33 @@ from typing import Any
 CLUSTER_DOMAIN = "cluster.local"
 
 
-def node_network(cluster: str, index: int) -> ipaddress.IPv4Network:
-    """``10.<A>.<index>.0/24``, A in 200..249 derived from the cluster name."""
-    octet = 200 + int(hashlib.sha256(cluster.encode()).hexdigest(), 16) % 50
-    return ipaddress.IPv4Network(f"10.{octet}.{index % 256}.0/24")
+def claim(cluster: str, index: int, record: Path) -> ipaddress.IPv4Network:
+    """Route a free ``10.<A>.<index>.0/24`` block ``local`` on lo and return it.
+
+    ``A`` starts at a hash of the cluster's name (200..249) and moves on while another
+    agent holds the block (``ip route add`` fails: it exists). ``record`` keeps the block
+    so that an agent restarted after a crash takes its own block back."""
+    if record.exists():
+        previous = ipaddress.IPv4Network(record.read_text().strip())
+        if _ip("route", "show", "table", "local", str(previous)).stdout.strip():
+            return previous
+    start = int(hashlib.sha256(cluster.encode()).hexdigest(), 16) % 50
+    for step in range(50):
+        block = ipaddress.IPv4Network(f"10.{200 + (start + step) % 50}.{index % 256}.0/24")
+        if _ip("route", "add", "local", str(block), "dev", "lo", "table", "local").returncode == 0:
+            record.parent.mkdir(parents=True, exist_ok=True)
+            record.write_text(f"{block}\n")
+            return block
+    raise RuntimeError(f"no free 10.200-249.{index}.0/24 block for process node {index}")
 
 
-def claim(network: ipaddress.IPv4Network) -> None:
-    """Make every address of ``network`` local (needs root, as the whole process node)."""
-    subprocess.run(
-        ["ip", "route", "replace", "local", str(network), "dev", "lo", "table", "local"],
-        check=True,
-        capture_output=True,
-    )
+def release(block: ipaddress.IPv4Network, record: Path) -> None:
+    _ip("route", "del", "local", str(block), "dev", "lo", "table", "local")
+    record.unlink(missing_ok=True)
 
 
-def release(network: ipaddress.IPv4Network) -> None:
-    subprocess.run(
-        ["ip", "route", "del", "local", str(network), "dev", "lo", "table", "local"],
-        check=False,
-        capture_output=True,
-    )
+def _ip(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["ip", *args], check=False, capture_output=True, text=True)
 
 
 class AddressPool:

@@ -24,11 +24,18 @@ from lightkube import ApiError, AsyncClient
 from lightkube.resources.core_v1 import ConfigMap, Pod, Secret
 from lightkube.types import PatchType
 
-from appstack.testing.procnode import network, spec, status, volumes
+from appstack.testing.procnode import network, sandbox, spec, status, volumes
 from appstack.testing.procnode.container import ContainerRunner, Launch, now_rfc3339
 
 log = logging.getLogger(__name__)
 HOST_IP = "127.0.0.1"
+
+
+def remove_pod_dir(directory: Path) -> None:
+    """Delete a pod's directory, and its namespace's once empty."""
+    shutil.rmtree(directory, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        directory.parent.rmdir()
 
 
 class PodWorker:
@@ -49,6 +56,7 @@ class PodWorker:
         self.runners: list[ContainerRunner] = []
         self.init_done = False
         self.error: str | None = None
+        self.error_reason = "CreateContainerConfigError"
         self.started_at = now_rfc3339()
         self.transitions: dict[str, tuple[str, str]] = {}
         self._changed = asyncio.Event()
@@ -82,7 +90,7 @@ class PodWorker:
             await asyncio.gather(self._reporter, return_exceptions=True)
 
     def remove(self) -> None:
-        shutil.rmtree(self.directory, ignore_errors=True)
+        remove_pod_dir(self.directory)
 
     def update_hosts(self, entries: Sequence[tuple[str, list[str]]]) -> None:
         self._entries = list(entries)
@@ -107,6 +115,8 @@ class PodWorker:
         except Exception as error:  # reported in status; the agent keeps running
             log.exception("pod %s failed", self.key)
             self.error = f"{type(error).__name__}: {error}"
+            if isinstance(error, spec.UnsupportedImage):
+                self.error_reason = "ErrImagePull"
             self.changed()
 
     async def _prepare_and_run(self) -> None:
@@ -133,12 +143,12 @@ class PodWorker:
             try:
                 dirs = await volumes.volume_dirs(self.client, self.pod, self.directory)
             except volumes.NotReadyYet as waiting:
-                self.error = str(waiting)
+                self.error, self.error_reason = str(waiting), "ContainerCreating"
                 self.changed()
-                with contextlib.suppress(TimeoutError):
+                with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self._stop.wait(), 1.0)
                 continue
-            self.error = None
+            self.error, self.error_reason = None, "CreateContainerConfigError"
             return dirs
         return None
 
@@ -153,6 +163,8 @@ class PodWorker:
             lambda kind, name, key: refs.get((kind, name), {}).get(key),
             lambda kind, name: refs.get((kind, name), {}),
         )
+        # As the image's ENV PATH would: its binaries first (a shell script calls etcdctl).
+        env = {"PATH": f"{bin_dir}:{sandbox.HOST_PATH}", **env}
         name = container["name"]
         previous = status.previous_restarts(self.pod, name)
         launch = Launch(
@@ -173,6 +185,7 @@ class PodWorker:
             restart_policy=policy,
             on_change=self.changed,
             restart_count=previous,
+            grace=float(self.pod["spec"].get("terminationGracePeriodSeconds", 30)),
         )
 
     async def _references(
@@ -221,4 +234,8 @@ class PodWorker:
                     return
                 log.warning("status of %s: %s", self.key, error)
                 self._changed.set()
+            except Exception as error:  # the API server may be restarting: try again
+                log.warning("status of %s: %s", self.key, error)
+                self._changed.set()
+                await asyncio.sleep(0.5)
             await asyncio.sleep(0.05)

@@ -59,7 +59,7 @@ async def probe_once(
             _, writer = await asyncio.wait_for(
                 asyncio.open_connection(tcp.get("host") or pod_ip, port), timeout
             )
-        except (OSError, TimeoutError):
+        except (OSError, asyncio.TimeoutError):
             return False
         writer.close()
         return True

@@ -27,7 +27,7 @@ from appstack.testing import etcd_releases
 from appstack.testing.cluster import LocalCluster, Printer
 from appstack.testing.process import ManagedProcess
 from appstack.testing.procnode import network, node
-from appstack.testing.procnode.agent import READY_FILE
+from appstack.testing.procnode.agent import NETWORK_FILE, READY_FILE
 from appstack.testing.procnode.sandbox import MARKER
 from appstack.testing.procnode.service import ServiceProxy
 from appstack.testing.waiting import condition_status, wait_for
@@ -37,10 +37,15 @@ class ProcessNodes:
     """The process nodes of one local cluster (see the module docstring)."""
 
     def __init__(
-        self, cluster: LocalCluster, count: int = 1, printer: Printer | None = None
+        self,
+        cluster: LocalCluster,
+        count: int = 1,
+        printer: Printer | None = None,
+        *,
+        first: int = 0,
     ) -> None:
         self.cluster = cluster
-        self.count = count
+        self.indexes = range(first, first + count)
         self.print = printer or cluster.print
         self.client = Client(config=KubeConfig.from_file(str(cluster.kubeconfig)))
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -48,21 +53,23 @@ class ProcessNodes:
 
     @property
     def name(self) -> str:
-        """The first node's name (``appstack-proc-0``)."""
-        return node.node_name(0)
+        """The first node's name (``appstack-proc-0`` unless ``first`` says otherwise)."""
+        return node.node_name(self.indexes[0])
 
     @property
     def names(self) -> list[str]:
-        return [node.node_name(i) for i in range(self.count)]
+        return [node.node_name(i) for i in self.indexes]
 
-    def state(self, index: int = 0) -> Path:
+    def state(self, index: int | None = None) -> Path:
+        index = self.indexes[0] if index is None else index
         return self.cluster.directory / "procnode" / node.node_name(index)
 
-    def network(self, index: int = 0) -> ipaddress.IPv4Network:
-        """The block the node's pod IPs come from."""
-        return network.node_network(self.cluster.name, index)
+    def network(self, index: int | None = None) -> ipaddress.IPv4Network:
+        """The block the node's pod IPs come from (while its agent runs)."""
+        return ipaddress.IPv4Network((self.state(index) / NETWORK_FILE).read_text().strip())
 
-    def agent(self, index: int = 0) -> ManagedProcess:
+    def agent(self, index: int | None = None) -> ManagedProcess:
+        index = self.indexes[0] if index is None else index
         return ManagedProcess(f"procnode-{index}", self.cluster.directory)
 
     # ---------------------------------------------------------------- lifecycle
@@ -70,7 +77,7 @@ class ProcessNodes:
         """Build the etcd releases if needed, start the agents, wait until Ready."""
         for version in etcd_releases.RELEASES:
             etcd_releases.ensure(version, self.print)
-        for index in range(self.count):
+        for index in self.indexes:
             agent = self.agent(index)
             if not agent.running():
                 (self.state(index) / READY_FILE).unlink(missing_ok=True)
@@ -85,7 +92,7 @@ class ProcessNodes:
                         f"--state={self.state(index)}",
                     ]
                 )
-        for index, name in enumerate(self.names):
+        for index, name in zip(self.indexes, self.names, strict=True):
             wait_for(
                 functools.partial(self._ready, name, index),
                 timeout=60,
@@ -102,8 +109,11 @@ class ProcessNodes:
 
     def stop(self) -> None:
         """Stop the agents (each stops its processes first) and the Service proxies."""
-        for index in range(self.count):
+        for index in self.indexes:
             self.agent(index).stop(timeout=60)
+            record = self.state(index) / NETWORK_FILE
+            if record.exists():  # the agent died without cleaning up (e.g. SIGKILL)
+                network.release(ipaddress.IPv4Network(record.read_text().strip()), record)
         if self._loop is not None:
             for proxy in self._proxies.values():
                 asyncio.run_coroutine_threadsafe(proxy.stop(), self._loop).result(10)
@@ -122,13 +132,13 @@ class ProcessNodes:
         proxy = self._proxies[key]
         return proxy.host, proxy.port
 
-    def pod_dir(self, namespace: str, pod: str, index: int = 0) -> Path:
+    def pod_dir(self, namespace: str, pod: str, index: int | None = None) -> Path:
         """The pod's directory on its node (hosts file, logs, scratch volumes, pid files)."""
         return self.state(index) / "pods" / namespace / pod
 
     def pid(self, namespace: str, pod: str, container: str | None = None) -> int | None:
         """The live pid of a pod's container (the first container when not named)."""
-        for index in range(self.count):
+        for index in self.indexes:
             directory = self.pod_dir(namespace, pod, index)
             files = sorted(directory.glob(f"{container or '*'}.pid"))
             if files:
@@ -148,7 +158,7 @@ class ProcessNodes:
 
     def processes(self) -> list[int]:
         """Pids of every live process started by these nodes (their children included)."""
-        marks = {f"{MARKER}={self.state(i)}".encode() for i in range(self.count)}
+        marks = {f"{MARKER}={self.state(i)}".encode() for i in self.indexes}
         out = []
         for entry in Path("/proc").iterdir():
             if not entry.name.isdigit():

@@ -26,6 +26,7 @@ from appstack.testing.procnode.volumes import Mount
 _PR_SET_PDEATHSIG = 1
 # In every container's environment: the node's state directory (finds strays).
 MARKER = "APPSTACK_PROCESS_NODE"
+HOST_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 def _die_with_parent() -> None:
@@ -61,7 +62,7 @@ async def launch(
     """The running process (its pid is the container's main process once exec'd)."""
     script = mount_script(hosts, mounts, workdir)
     base_env = {
-        "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        "PATH": HOST_PATH,
         MARKER: str(node_state),
     }
     with open(log, "ab") as out:
@@ -95,7 +96,7 @@ async def exec_in(
         "--mount",
         "--",
         *argv,
-        env={"PATH": "/usr/local/bin:/usr/bin:/bin", **env},
+        env={"PATH": HOST_PATH, **env},
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
@@ -104,7 +105,7 @@ async def exec_in(
     )
     try:
         out, _ = await asyncio.wait_for(proc.communicate(), timeout)
-    except TimeoutError:
+    except asyncio.TimeoutError:
         kill_group(proc.pid, signal.SIGKILL)
         await proc.wait()
         return -1, b"timed out"

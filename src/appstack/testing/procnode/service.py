@@ -14,7 +14,7 @@ import itertools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from lightkube import Client
+from lightkube import ApiError, Client
 from lightkube.resources.core_v1 import Service
 from lightkube.resources.discovery_v1 import EndpointSlice
 
@@ -70,7 +70,10 @@ class ServiceProxy(TcpProxy):
     async def _target(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> tuple[str, int]:
-        targets = await asyncio.to_thread(self.targets)
+        try:
+            targets = await asyncio.to_thread(self.targets)
+        except ApiError as error:  # e.g. no such Service: the connection is closed
+            raise ValueError(str(error)) from error
         if not targets:
             raise ValueError(f"service {self.namespace}/{self.service} has no ready endpoint")
         return targets[next(self._turn) % len(targets)]

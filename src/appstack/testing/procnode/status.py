@@ -82,7 +82,8 @@ def pod_status(worker: PodWorker, host_ip: str) -> dict[str, Any]:
     containers = [r.status() for r in worker.runners] if worker.init_done else []
     inits = [] if worker.init_done else [r.status() for r in worker.runners]
     if not containers:
-        containers = [_waiting(c, worker.error) for c in worker.pod["spec"]["containers"]]
+        reason = "ContainerCreating" if worker.error is None else worker.error_reason
+        containers = [_waiting(c, reason, worker.error) for c in worker.pod["spec"]["containers"]]
     return {
         "phase": phase(worker),
         "conditions": conditions,
@@ -97,8 +98,7 @@ def pod_status(worker: PodWorker, host_ip: str) -> dict[str, Any]:
     }
 
 
-def _waiting(container: Mapping[str, Any], error: str | None) -> dict[str, Any]:
-    reason = "ContainerCreating" if error is None else "CreateContainerConfigError"
+def _waiting(container: Mapping[str, Any], reason: str, error: str | None) -> dict[str, Any]:
     waiting: dict[str, Any] = {"reason": reason}
     if error is not None:
         waiting["message"] = error
