@@ -70,8 +70,12 @@ async def test_learner_added_caught_up_promoted_then_removed(
     status = await until(lambda: client.status(etcd.client(4)), what="the learner to answer")
     assert status.is_learner
     await until(lambda: _promoted(client, etcd, learner.id), what="promotion")
-    _, members = await client.members(etcd.client(4))
-    assert [m.is_learner for m in members if m.id == learner.id] == [False]
+
+    async def promoted_here() -> list[bool]:  # the new member applies its promotion a bit later
+        _, members = await client.members(etcd.client(4))
+        return [m.is_learner for m in members if m.id == learner.id]
+
+    assert await until(promoted_here, what="the member to see itself promoted") == [False]
     assert await client.get(etcd.client(4), "k49") == "v" * 100
     await client.remove_member(etcd.client(1), learner.id)
     _, members = await client.members(etcd.client(1))
