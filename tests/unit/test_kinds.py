@@ -54,7 +54,7 @@ def test_the_registry_names_each_kind_once_and_drives_crds_and_rbac() -> None:
 def test_render_prints_exactly_the_children_the_reconcilers_apply() -> None:
     docs = [
         d
-        for name in ("appservice.yaml", "dataservice.yaml")
+        for name in ("appservice.yaml", "dataservice.yaml", "etcdcluster.yaml")
         for d in yaml.safe_load_all((ROOT / "examples" / name).read_text())
         if d
     ]

@@ -8,13 +8,14 @@ package and one line here (see docs/design.md, "Adding a kind").
 
 from __future__ import annotations
 
-from appstack.controllers import appservice, appstack, crontab
+from appstack.controllers import appservice, appstack, crontab, etcdcluster
 from appstack.controllers.util.registration import Registration
 
 ALL: tuple[Registration, ...] = (
     appservice.CONTROLLER,
     appstack.CONTROLLER,
     crontab.CONTROLLER,
+    etcdcluster.CONTROLLER,
 )
 
 

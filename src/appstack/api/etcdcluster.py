@@ -1,0 +1,182 @@
+"""``EtcdCluster`` (short name ``etcd``): a managed etcd cluster of real members.
+
+The seed's example (``replicas: 3``, ``storage: 10Gi``) is valid as written, under
+``appstack.dev/v1``. Replicas are odd (1, 3, 5, 7, 9): an even count tolerates no more
+failures than the odd count below it while needing a larger quorum, so it is refused at
+admission unless ``allowEvenReplicas`` says it is meant. Everything decidable from the
+object alone is a CEL rule with a field-level message. Types only, no I/O.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import ConfigDict, Field, model_validator
+
+from appstack.api.core import Condition, KubeModel, Quantity, ResourceRequirements
+from appstack.api.kind import AGE, CustomObject, custom_kind
+from appstack.api.names import DNS_1035, ObjectName, name_rules
+
+# Versions with a release the operator knows how to run (etcd's own images are tagged vX.Y.Z).
+VERSION_PATTERN = r"^3\.[56]\.[0-9]+$"
+DEFAULT_VERSION = "3.6.16"
+DEFAULT_IMAGE = "gcr.io/etcd-development/etcd"
+
+_SPEC_RULES: list[Any] = [
+    {
+        "rule": "self.replicas % 2 == 1 || self.allowEvenReplicas",
+        "message": "replicas must be odd (an even count tolerates no more failures than one "
+        "member fewer); set allowEvenReplicas to run an even count anyway",
+        "fieldPath": ".replicas",
+    },
+    {
+        "rule": "has(self.restore) == has(oldSelf.restore) && "
+        "(!has(self.restore) || self.restore == oldSelf.restore)",
+        "message": "restore is set when the cluster is created and never changed",
+        "fieldPath": ".restore",
+    },
+]
+
+
+class Toleration(KubeModel):
+    """A toleration of the member pods (core/v1 Toleration)."""
+
+    key: str | None = Field(None, max_length=316)
+    operator: Literal["Exists", "Equal"] | None = None
+    value: str | None = Field(None, max_length=63)
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
+    toleration_seconds: int | None = None
+
+
+class BackupSpec(KubeModel):
+    """Snapshots taken every ``intervalMinutes`` (as ``etcdctl snapshot save`` does, from
+    the leader) onto a PVC, in ``retention`` rotating files ``<cluster>-<n>.db``."""
+
+    interval_minutes: int = Field(
+        ge=1, le=10080, description="Minutes between snapshots (at most a week)."
+    )
+    pvc_name: ObjectName = Field(description="PersistentVolumeClaim the snapshots are saved on.")
+    retention: int = Field(3, ge=1, le=100, description="Snapshot files kept (rotated).")
+
+
+class RestoreSpec(KubeModel):
+    """Start a new cluster from a snapshot file instead of empty (at creation only)."""
+
+    pvc_name: ObjectName = Field(description="PersistentVolumeClaim holding the snapshot.")
+    path: str = Field(
+        max_length=253,
+        pattern=r"^[A-Za-z0-9._-]+$",
+        description="The snapshot's file name on that PVC, e.g. my-etcd-cluster-0.db.",
+    )
+
+
+LabelMap = Annotated[dict[str, Annotated[str, Field(max_length=63)]], Field(max_length=64)]
+
+
+class EtcdClusterSpec(KubeModel):
+    """The desired etcd cluster."""
+
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": _SPEC_RULES})
+
+    replicas: int = Field(3, ge=1, le=9, description="Members (odd; see allowEvenReplicas).")
+    allow_even_replicas: bool = Field(
+        False, description="Accept an even replica count (no extra fault tolerance)."
+    )
+    version: str = Field(
+        DEFAULT_VERSION,
+        pattern=VERSION_PATTERN,
+        description="etcd version, e.g. 3.6.16; changed one member at a time, leader last.",
+    )
+    repository: str = Field(
+        DEFAULT_IMAGE,
+        max_length=512,
+        pattern=r"^[a-z0-9.:/_-]+$",
+        description="Image repository; the image is <repository>:v<version>.",
+    )
+    storage: Quantity = Field(description="Size of each member's data volume, e.g. 10Gi.")
+    storage_class_name: ObjectName | None = Field(
+        None, description="StorageClass of the data volumes (default: the cluster's default)."
+    )
+    resources: ResourceRequirements | None = Field(None, description="Member container resources.")
+    node_selector: LabelMap | None = Field(None, description="Node labels members must run on.")
+    tolerations: list[Toleration] | None = Field(
+        None, max_length=32, description="Taints the members tolerate."
+    )
+    affinity: dict[str, Any] | None = Field(
+        None,
+        description="Pod affinity/anti-affinity (core/v1 Affinity).",
+        json_schema_extra={"x-kubernetes-preserve-unknown-fields": True},
+    )
+    priority_class_name: ObjectName | None = Field(None, description="PriorityClass of members.")
+    backup: BackupSpec | None = Field(None, description="Scheduled snapshots (optional).")
+    restore: RestoreSpec | None = Field(
+        None, description="Bootstrap from this snapshot (set at creation, never changed)."
+    )
+
+    @model_validator(mode="after")
+    def _odd(self) -> EtcdClusterSpec:
+        if self.replicas % 2 == 0 and not self.allow_even_replicas:
+            raise ValueError(_SPEC_RULES[0]["message"])
+        return self
+
+    @property
+    def image(self) -> str:
+        return f"{self.repository}:v{self.version}"
+
+
+class EtcdMember(KubeModel):
+    """One member as etcd reports it."""
+
+    name: str = Field(description="Member (and pod) name.")
+    id: str = Field(description="Member ID (hex).")
+    peer_url: str | None = Field(None, alias="peerURL")
+    healthy: bool = False
+    is_leader: bool = False
+    is_learner: bool = False
+    version: str | None = None
+
+
+class EtcdClusterStatus(KubeModel):
+    """The observed cluster, written by the operator."""
+
+    members: list[EtcdMember] | None = None
+    ready_members: int | None = Field(None, description="Healthy voting members.")
+    leader: str | None = Field(None, description="Name of the leader.")
+    cluster_id: str | None = Field(None, alias="clusterID", description="etcd cluster ID (hex).")
+    version: str | None = Field(None, description="Lowest member version.")
+    phase: str | None = Field(None, description="What the operator is doing now.")
+    backups_taken: int | None = Field(None, description="Snapshots taken so far.")
+    last_backup: str | None = Field(None, description="File name of the newest snapshot.")
+    last_backup_time: str | None = Field(None, description="When it was taken.")
+    observed_generation: int | None = None
+    conditions: list[Condition] | None = Field(
+        None,
+        description="Available, Progressing, Degraded.",
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
+    )
+
+
+@custom_kind(
+    plural="etcdclusters",
+    short_names=("etcd",),
+    printer_columns=(
+        {"name": "Ready", "type": "integer", "jsonPath": ".status.readyMembers"},
+        {"name": "Replicas", "type": "integer", "jsonPath": ".spec.replicas"},
+        {"name": "Version", "type": "string", "jsonPath": ".status.version"},
+        {"name": "Leader", "type": "string", "jsonPath": ".status.leader"},
+        {"name": "Phase", "type": "string", "jsonPath": ".status.phase", "priority": 1},
+        AGE,
+    ),
+)
+class EtcdCluster(CustomObject):
+    """An etcd cluster: member pods, their volumes, Services and a PodDisruptionBudget."""
+
+    NAME_RULES = name_rules(
+        DNS_1035, 40, "it names the Services, and members add a dash and an index to it"
+    )
+
+    spec: EtcdClusterSpec
+    status: EtcdClusterStatus | None = None
+
+
+__all__ = ["EtcdCluster", "EtcdClusterSpec", "EtcdClusterStatus"]

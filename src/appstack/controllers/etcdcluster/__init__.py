@@ -1,0 +1,38 @@
+"""The EtcdCluster controller: EtcdCluster → member pods (one PVC each), a headless and a
+client Service and a PodDisruptionBudget, driven through etcd's own v3 API: bootstrap,
+scaling one learner at a time, member replacement, upgrades leader last; status lists
+the members as etcd reports them.
+
+:data:`CONTROLLER` registers it; :data:`RBAC_RULES` is exactly what it uses.
+"""
+
+from __future__ import annotations
+
+from appstack.api.etcdcluster import EtcdCluster
+from appstack.controllers.etcdcluster import desired
+from appstack.controllers.etcdcluster.reconciler import EtcdClusterReconciler
+from appstack.controllers.etcdcluster.resources import PDB
+from appstack.controllers.util.rbac import Rule, own_rules, rule
+from appstack.controllers.util.registration import Registration
+from appstack.runtime.resources import JOB, POD, PVC, SERVICE
+
+ETCD_CLUSTER = EtcdCluster.KIND.resource
+
+RBAC_RULES: list[Rule] = [
+    *own_rules(EtcdCluster.KIND),
+    rule(SERVICE, "get", "list", "watch", "create", "patch", "delete"),
+    rule(PDB, "get", "list", "watch", "create", "patch", "delete"),
+    # members are created, relabelled (voter) and deleted one by one
+    rule(POD, "get", "list", "watch", "create", "patch", "delete"),
+    rule(PVC, "get", "list", "watch", "create", "delete"),
+    rule(JOB, "get", "list", "watch", "create", "delete"),  # snapshots (backup.py)
+]
+
+CONTROLLER = Registration(
+    name="etcdcluster",
+    reconciler=EtcdClusterReconciler,
+    rbac_rules=RBAC_RULES,
+    children=desired.children,
+)
+
+__all__ = ["CONTROLLER", "ETCD_CLUSTER", "RBAC_RULES", "EtcdClusterReconciler"]

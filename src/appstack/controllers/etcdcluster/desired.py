@@ -1,0 +1,203 @@
+"""EtcdCluster → the objects it wants: Services, PodDisruptionBudget, member pods and
+their volumes (pure, unit-tested).
+
+Members are pods the controller creates one by one (not a StatefulSet: see
+docs/design.md, "EtcdCluster"), named ``<cluster>-<index>``, each with its own
+PersistentVolumeClaim ``data-<pod>``. The headless Service ``<cluster>`` gives every
+member the stable peer name ``<pod>.<cluster>.<namespace>.svc``; the client Service
+``<cluster>-client`` selects voting members only (label ``appstack.dev/etcd-voter``:
+learners refuse client requests); the PodDisruptionBudget keeps a quorum of the wanted
+members. :func:`children` is what ``appstack render`` prints (no members: they depend on
+what etcd says).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from appstack.api.etcdcluster import EtcdClusterSpec
+from appstack.api.kind import group_key
+from appstack.controllers.util.meta import child_labels, child_metadata, instance_labels
+
+COMPONENT = "etcd"
+CLIENT_PORT = 2379
+PEER_PORT = 2380
+DATA_DIR = "/var/lib/etcd"
+VOTER = group_key("etcd-voter")
+INITIAL = group_key("etcd-initial-cluster")
+RUN_AS = 65532  # no root needed: the data volume is group-writable through fsGroup
+
+
+def selector(cluster: str) -> dict[str, str]:
+    return {**instance_labels(cluster), "app.kubernetes.io/component": COMPONENT}
+
+
+def peer_url(obj: dict[str, Any], pod: str) -> str:
+    meta = obj["metadata"]
+    return f"http://{pod}.{meta['name']}.{meta['namespace']}.svc:{PEER_PORT}"
+
+
+def client_url(obj: dict[str, Any], pod: str) -> str:
+    meta = obj["metadata"]
+    return f"http://{pod}.{meta['name']}.{meta['namespace']}.svc:{CLIENT_PORT}"
+
+
+def pod_of_peer_url(obj: dict[str, Any], url: str) -> str:
+    """The member pod a peer URL names, or "" when it is not one of ours."""
+    meta = obj["metadata"]
+    host = url.removeprefix("http://").removeprefix("https://").rsplit(":", 1)[0]
+    pod, _, rest = host.partition(".")
+    return pod if rest == f"{meta['name']}.{meta['namespace']}.svc" else ""
+
+
+def _ports() -> list[dict[str, Any]]:
+    return [
+        {"name": "client", "port": CLIENT_PORT, "targetPort": CLIENT_PORT},
+        {"name": "peer", "port": PEER_PORT, "targetPort": PEER_PORT},
+    ]
+
+
+def services(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    name = obj["metadata"]["name"]
+    labels = child_labels(name, COMPONENT)
+    headless = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": child_metadata(obj, name, labels),
+        "spec": {
+            "clusterIP": "None",
+            "publishNotReadyAddresses": True,  # peers must find each other before Ready
+            "selector": selector(name),
+            "ports": _ports(),
+        },
+    }
+    client = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": child_metadata(obj, f"{name}-client", labels),
+        "spec": {"selector": {**selector(name), VOTER: "true"}, "ports": _ports()[:1]},
+    }
+    return [headless, client]
+
+
+def disruption_budget(obj: dict[str, Any], spec: EtcdClusterSpec) -> dict[str, Any]:
+    name = obj["metadata"]["name"]
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": child_metadata(obj, name, child_labels(name, COMPONENT)),
+        "spec": {
+            "minAvailable": spec.replicas // 2 + 1,  # a quorum of the wanted members
+            "selector": {"matchLabels": {**selector(name), VOTER: "true"}},
+        },
+    }
+
+
+def volume(obj: dict[str, Any], spec: EtcdClusterSpec, pod: str) -> dict[str, Any]:
+    cluster = obj["metadata"]["name"]
+    claim: dict[str, Any] = {
+        "accessModes": ["ReadWriteOnce"],
+        "resources": {"requests": {"storage": str(spec.storage)}},
+    }
+    if spec.storage_class_name:
+        claim["storageClassName"] = spec.storage_class_name
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": child_metadata(obj, f"data-{pod}", child_labels(cluster, COMPONENT)),
+        "spec": claim,
+    }
+
+
+def placement(spec: EtcdClusterSpec) -> dict[str, Any]:
+    """The members' scheduling constraints (also given to the backup Jobs' pods)."""
+    out: dict[str, Any] = {}
+    if spec.node_selector:
+        out["nodeSelector"] = spec.node_selector
+    if spec.tolerations:
+        out["tolerations"] = [t.to_dict() for t in spec.tolerations]
+    if spec.affinity:
+        out["affinity"] = spec.affinity
+    if spec.priority_class_name:
+        out["priorityClassName"] = spec.priority_class_name
+    return out
+
+
+def member_pod(
+    obj: dict[str, Any],
+    spec: EtcdClusterSpec,
+    pod: str,
+    initial: dict[str, str],
+    *,
+    new_cluster: bool,
+    voter: bool,
+) -> dict[str, Any]:
+    """Member ``pod``: etcd bound to its pod IP, peers named through the headless
+    Service; ``initial`` (name → peer URL) only matters on its first start (etcd ignores
+    it once its data directory exists)."""
+    cluster = obj["metadata"]["name"]
+    cluster_flag = ",".join(f"{n}={u}" for n, u in sorted(initial.items()))
+    args = [
+        "--name=$(POD_NAME)",
+        f"--data-dir={DATA_DIR}/data",
+        f"--listen-client-urls=http://$(POD_IP):{CLIENT_PORT}",
+        f"--advertise-client-urls={client_url(obj, pod)}",
+        f"--listen-peer-urls=http://$(POD_IP):{PEER_PORT}",
+        f"--initial-advertise-peer-urls={peer_url(obj, pod)}",
+        f"--initial-cluster={cluster_flag}",
+        f"--initial-cluster-state={'new' if new_cluster else 'existing'}",
+        f"--initial-cluster-token={cluster}-{obj['metadata']['uid']}",
+    ]
+    container: dict[str, Any] = {
+        "name": "etcd",
+        "image": spec.image,
+        "command": ["etcd"],
+        "args": args,
+        "env": [
+            {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+            {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+        ],
+        "ports": [
+            {"name": "client", "containerPort": CLIENT_PORT},
+            {"name": "peer", "containerPort": PEER_PORT},
+        ],
+        "readinessProbe": {
+            "httpGet": {"path": "/health", "port": CLIENT_PORT},
+            "periodSeconds": 2,
+            "timeoutSeconds": 2,
+            "failureThreshold": 3,
+        },
+        "volumeMounts": [{"name": "data", "mountPath": DATA_DIR}],
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "capabilities": {"drop": ["ALL"]},
+        },
+    }
+    if spec.resources:
+        container["resources"] = spec.resources.to_dict()
+    pod_spec: dict[str, Any] = {
+        "hostname": pod,
+        "subdomain": cluster,
+        "restartPolicy": "Always",
+        "terminationGracePeriodSeconds": 30,
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": RUN_AS,
+            "runAsGroup": RUN_AS,
+            "fsGroup": RUN_AS,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "containers": [container],
+        "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": f"data-{pod}"}}],
+    }
+    pod_spec.update(placement(spec))
+    labels = {**child_labels(cluster, COMPONENT), VOTER: "true" if voter else "false"}
+    meta = child_metadata(obj, pod, labels)
+    meta["annotations"] = {INITIAL: cluster_flag}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": pod_spec}
+
+
+def children(obj: dict[str, Any], spec: EtcdClusterSpec) -> list[dict[str, Any]]:
+    """The fixed children: both Services and the PodDisruptionBudget (members are
+    created one at a time by the reconciler, from what etcd reports)."""
+    return [*services(obj), disruption_budget(obj, spec)]

@@ -1,0 +1,241 @@
+"""Reconcile one EtcdCluster: Services and PodDisruptionBudget, then one step of the plan.
+
+Each reconcile observes (pods and volumes from the cache, members from etcd, bounded by
+the client's timeout), asks :func:`~appstack.controllers.etcdcluster.plan.next_step` for
+one step, carries it out, writes status and requeues — soon after a change, a little
+later while waiting (a learner catching up, a pod starting), every 30 s when idle to
+keep member health current. No reconcile ever waits for etcd to converge.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+from typing import Any
+
+import structlog
+
+from appstack.api.etcdcluster import BackupSpec, EtcdCluster, EtcdClusterSpec
+from appstack.controllers.etcdcluster import backup, desired, status
+from appstack.controllers.etcdcluster.etcdapi import EtcdClient, EtcdError
+from appstack.controllers.etcdcluster.observe import Observation, observe
+from appstack.controllers.etcdcluster.plan import Step, next_step
+from appstack.controllers.etcdcluster.resources import PDB
+from appstack.controllers.util.conditions import (
+    Problem,
+    condition,
+    now_rfc3339,
+    previous_conditions,
+)
+from appstack.controllers.util.meta import controlled_by
+from appstack.controllers.util.pods import pods_of
+from appstack.controllers.util.reconciler import KindReconciler
+from appstack.runtime import errors
+from appstack.runtime.controller import Result
+from appstack.runtime.resources import JOB, POD, PVC, SERVICE
+
+log = structlog.get_logger("appstack.etcdcluster")
+
+AFTER = {"Wait": 0.5, "Degraded": 5.0, "Done": 30.0}
+ETCD_TIMEOUT = 2.0  # seconds per call to a member
+
+
+class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
+    """EtcdCluster → Services, PDB, member pods and volumes, through etcd's own API."""
+
+    kind = EtcdCluster.KIND
+    owns = (SERVICE, PDB, POD, PVC, JOB)
+
+    def invalid_status(self, obj: dict[str, Any], problem: Problem) -> dict[str, Any]:
+        generation = obj["metadata"].get("generation")
+        return {
+            **(obj.get("status") or {}),
+            "observedGeneration": generation,
+            "conditions": [
+                condition(
+                    "Degraded",
+                    "True",
+                    problem.reason,
+                    problem.message,
+                    generation=generation,
+                    previous=previous_conditions(obj),
+                    now=now_rfc3339(),
+                )
+            ],
+        }
+
+    async def apply(self, obj: dict[str, Any], spec: EtcdClusterSpec) -> Result | None:
+        _, problems = await self.writer.sync_all(obj, desired.children(obj, spec))
+        for problem in problems:
+            await self.writer.report(obj, problem)
+        meta = obj["metadata"]
+        mine = desired.selector(meta["name"])
+        pods = [p for p in pods_of(self.cache, meta["namespace"], mine) if _owned(p, obj)]
+        volumes = [v for v in self._volumes(meta["namespace"], mine) if _owned(v, obj)]
+        async with EtcdClient(timeout=ETCD_TIMEOUT) as etcd:
+            seen = await observe(etcd, obj, spec, pods, volumes)
+            step = next_step(seen.seen)
+            log.info("etcd step", cluster=meta["name"], step=step.kind, reason=step.reason)
+            try:
+                await self._label_voters(seen)
+                await self.execute(etcd, obj, spec, seen, step)
+            except EtcdError as error:  # not now (e.g. "unhealthy cluster" after a start)
+                step = Step("Wait", f"{step.kind} {step.pod}: {error}")
+        observed = status.from_observation(obj, seen, step, now_rfc3339())
+        if spec.backup is not None:
+            observed.update(await self._backup(obj, spec, spec.backup, seen, step))
+        await self.writer.write_status(obj, observed)
+        return Result(requeue_after=AFTER.get(step.kind, 0.2))
+
+    def _volumes(self, namespace: str, labels: dict[str, str]) -> list[dict[str, Any]]:
+        return [
+            v
+            for v in self.cache.objects(PVC)
+            if v["metadata"].get("namespace") == namespace
+            and labels.items() <= (v["metadata"].get("labels") or {}).items()
+        ]
+
+    async def _label_voters(self, seen: Observation) -> None:
+        """Voting members' pods carry ``etcd-voter=true`` (the client Service's selector)."""
+        for member in seen.seen.members or []:
+            pod = seen.pods.get(member.pod)
+            want = "false" if member.learner else "true"
+            if pod is None or (pod["metadata"].get("labels") or {}).get(desired.VOTER) == want:
+                continue
+            patch = {"metadata": {"labels": {desired.VOTER: want}}}
+            await self.client.patch(POD, member.pod, patch, namespace=pod["metadata"]["namespace"])
+
+    async def execute(
+        self,
+        etcd: EtcdClient,
+        obj: dict[str, Any],
+        spec: EtcdClusterSpec,
+        seen: Observation,
+        step: Step,
+    ) -> None:
+        leader = seen.leader_endpoint() or ""
+        if step.kind == "Bootstrap":
+            names = seen.seen.bootstrap_names or step.pods
+            initial = {n: desired.peer_url(obj, n) for n in names}
+            for pod in step.pods:
+                await self._create_member(obj, spec, pod, initial, new=True, voter=True)
+        elif step.kind == "CreatePod":
+            member = next(
+                (
+                    m
+                    for m in seen.members or []
+                    if m.peer_urls and desired.pod_of_peer_url(obj, m.peer_urls[0]) == step.pod
+                ),
+                None,
+            )
+            voter = member is not None and not member.is_learner
+            await self._create_member(
+                obj, spec, step.pod, _initial(obj, seen, step.pod), new=False, voter=voter
+            )
+        elif step.kind == "AddMember":
+            added = await etcd.add_member(leader, desired.peer_url(obj, step.pod))
+            await self.writer.event(
+                obj, "Normal", "MemberAdded", f"Added learner {step.pod} ({added.id:x})"
+            )
+            await self._create_member(
+                obj, spec, step.pod, _initial(obj, seen, step.pod), new=False, voter=False
+            )
+        elif step.kind == "PromoteMember":
+            await etcd.promote_member(leader, step.member)
+            await self.writer.event(obj, "Normal", "MemberPromoted", f"Promoted {step.pod}")
+        elif step.kind == "RemoveMember":
+            await etcd.remove_member(leader, step.member)
+            await self.writer.event(
+                obj,
+                "Normal",
+                "MemberRemoved",
+                f"Removed member {step.pod} ({step.member:x}): {step.reason}",
+            )
+        elif step.kind == "MoveLeader":
+            await etcd.move_leader(leader, step.member)
+            await self.writer.event(obj, "Normal", "LeaderMoved", step.reason)
+        elif step.kind == "DeletePod":
+            await self._delete(obj, POD, seen.pods[step.pod], step.reason)
+        elif step.kind == "DeleteVolume":
+            volume = self.cache.get(PVC, f"{obj['metadata']['namespace']}/data-{step.pod}")
+            if volume is not None:
+                await self._delete(obj, PVC, volume, step.reason)
+        elif step.kind == "Degraded":
+            await self.writer.report_new(obj, Problem("QuorumLost", step.reason))
+
+    async def _create_member(
+        self,
+        obj: dict[str, Any],
+        spec: EtcdClusterSpec,
+        pod: str,
+        initial: dict[str, str],
+        *,
+        new: bool,
+        voter: bool,
+    ) -> None:
+        await self._create(obj, PVC, desired.volume(obj, spec, pod))
+        want = desired.member_pod(obj, spec, pod, initial, new_cluster=new, voter=voter)
+        if new and spec.restore is not None:  # a bootstrap member starts from the snapshot
+            want = backup.with_restore(want, obj, spec, spec.restore)
+        await self._create(obj, POD, want)
+
+    async def _backup(
+        self,
+        obj: dict[str, Any],
+        spec: EtcdClusterSpec,
+        plan: BackupSpec,
+        seen: Observation,
+        step: Step,
+    ) -> dict[str, Any]:
+        """Start a due snapshot Job, or record the outcome of the running one."""
+        old = obj.get("status") or {}
+        meta = obj["metadata"]
+        n = int(old.get("backupsTaken") or 0)
+        job = self.cache.get(JOB, f"{meta['namespace']}/{backup.job_name(meta['name'], n)}")
+        now = datetime.datetime.now(datetime.timezone.utc)
+        leader = next((m.pod for m in seen.seen.members or [] if m.id == seen.seen.leader), "")
+        if job is None:
+            if (
+                step.kind == "Done"
+                and leader
+                and backup.due(old.get("lastBackupTime"), plan.interval_minutes, now)
+            ):
+                await self._create(obj, JOB, backup.backup_job(obj, spec, plan, n, leader))
+            return {}
+        result = backup.outcome(job)
+        if result == "Running":
+            return {}
+        await self._delete(obj, JOB, job, f"snapshot {n} {result.lower()}")
+        if result == "Failed":
+            note = f"snapshot {n} failed; Job {job['metadata']['name']} gave up, retrying"
+            await self.writer.event(obj, "Warning", "BackupFailed", note)
+            return {}
+        done = (job.get("status") or {}).get("completionTime") or now_rfc3339()
+        name = backup.file_name(meta["name"], n, plan.retention)
+        await self.writer.event(obj, "Normal", "BackupTaken", f"Saved snapshot {name}")
+        return {"backupsTaken": n + 1, "lastBackup": name, "lastBackupTime": done}
+
+    async def _create(self, obj: dict[str, Any], resource: Any, want: dict[str, Any]) -> None:
+        try:
+            await self.client.create(resource, want)
+        except errors.AlreadyExists:
+            return
+        name = want["metadata"]["name"]
+        await self.writer.event(obj, "Normal", "Created", f"Created {resource.kind} {name}")
+
+    async def _delete(
+        self, obj: dict[str, Any], resource: Any, child: dict[str, Any], why: str
+    ) -> None:
+        with contextlib.suppress(errors.NotFound):
+            await self.writer.prune(obj, resource, child, why)
+
+
+def _initial(obj: dict[str, Any], seen: Observation, pod: str) -> dict[str, str]:
+    """``--initial-cluster`` of a member joining a running cluster: the started members
+    and itself."""
+    initial = {m.name: m.peer_urls[0] for m in seen.members or [] if m.name and m.peer_urls}
+    return {**initial, pod: desired.peer_url(obj, pod)}
+
+
+def _owned(child: dict[str, Any], obj: dict[str, Any]) -> bool:
+    return controlled_by(child, obj)

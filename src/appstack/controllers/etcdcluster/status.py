@@ -1,0 +1,91 @@
+"""The EtcdCluster's status from an observation and the step taken (pure, unit-tested).
+
+``Available``: a leader and a quorum of healthy voting members. ``Progressing``: a change
+is under way (bootstrap, scaling, replacing, upgrading; reason is the step). ``Degraded``:
+a voting member is unhealthy, or quorum is lost (then the message says what is needed).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from appstack.controllers.etcdcluster import desired
+from appstack.controllers.etcdcluster.observe import Observation
+from appstack.controllers.etcdcluster.plan import Step
+from appstack.controllers.util.conditions import condition, previous_conditions
+
+
+def _members(obj: dict[str, Any], seen: Observation) -> list[dict[str, Any]]:
+    if seen.seen.members is None:  # no member list without a leader: keep the last one
+        last = (obj.get("status") or {}).get("members") or []
+        return [{**m, "healthy": False, "isLeader": False} for m in last]
+    out = []
+    for m in seen.seen.members or []:
+        out.append(
+            {
+                "name": m.pod or "",
+                "id": f"{m.id:x}",
+                "peerURL": desired.peer_url(obj, m.pod) if m.pod else "",
+                "healthy": m.healthy,
+                "isLeader": m.id == seen.seen.leader,
+                "isLearner": m.learner,
+                **({"version": m.version} if m.version else {}),
+            }
+        )
+    return sorted(out, key=lambda m: str(m["name"]))
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.split(".") if p.isdigit())
+
+
+def from_observation(
+    obj: dict[str, Any], seen: Observation, step: Step, now: str
+) -> dict[str, Any]:
+    old = obj.get("status") or {}
+    members = seen.seen.members or []
+    voters = [m for m in members if not m.learner]
+    ready = sum(1 for m in voters if m.healthy)
+    quorum = len(voters) // 2 + 1
+    leader = next((m.pod for m in members if m.id == seen.seen.leader), "")
+    versions = sorted({m.version for m in members if m.version}, key=_version_key)
+    available = bool(seen.seen.leader) and ready >= quorum
+    sick = sorted(m.pod or f"{m.id:x}" for m in voters if not m.healthy)
+    if step.kind == "Degraded":
+        degraded = ("True", "QuorumLost", step.reason)
+    elif sick:
+        degraded = ("True", "MemberUnhealthy", f"unhealthy member(s): {', '.join(sick)}")
+    else:
+        degraded = ("False", "Healthy", f"{ready} healthy voting members")
+    if step.kind in ("Done", "Degraded"):
+        progressing = ("False", "Idle", step.reason)
+    else:
+        progressing = ("True", step.kind, step.reason)
+    avail = (
+        ("True", "Quorum", f"{ready} of {len(voters)} voting members healthy, leader {leader}")
+        if available
+        else ("False", "NoQuorum", step.reason)
+    )
+    generation = obj["metadata"].get("generation")
+    previous = previous_conditions(obj)
+
+    def cond(type_: str, value: tuple[str, str, str]) -> dict[str, Any]:
+        return condition(type_, *value, generation=generation, previous=previous, now=now)
+
+    status: dict[str, Any] = {
+        "members": _members(obj, seen),
+        "readyMembers": ready,
+        "leader": leader,
+        "clusterID": f"{seen.cluster_id:x}" if seen.cluster_id else old.get("clusterID"),
+        "version": versions[0] if versions else old.get("version"),
+        "phase": step.kind,
+        "observedGeneration": generation,
+        "conditions": [
+            cond("Available", avail),
+            cond("Progressing", progressing),
+            cond("Degraded", degraded),
+        ],
+    }
+    for key in ("backupsTaken", "lastBackup", "lastBackupTime"):
+        status[key] = old.get(key)
+    return {k: v for k, v in status.items() if v is not None}

@@ -1,0 +1,92 @@
+"""EtcdCluster snapshots and restore (pure): when one is due, its Job, rotation, restore."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from appstack.api.etcdcluster import EtcdClusterSpec
+from appstack.controllers.etcdcluster import backup, desired
+
+OBJ: dict[str, Any] = {
+    "apiVersion": "appstack.dev/v1",
+    "kind": "EtcdCluster",
+    "metadata": {"name": "e", "namespace": "ns", "uid": "u-1"},
+}
+NOW = datetime.datetime(2026, 11, 23, 14, 0, tzinfo=datetime.timezone.utc)
+
+
+def spec(**extra: Any) -> EtcdClusterSpec:
+    return EtcdClusterSpec.model_validate({"replicas": 3, "storage": "1Gi", **extra})
+
+
+def test_a_snapshot_is_due_first_then_every_interval() -> None:
+    assert backup.due(None, 60, NOW)
+    assert not backup.due("2026-11-23T13:30:00Z", 60, NOW)
+    assert backup.due("2026-11-23T13:00:00Z", 60, NOW)
+
+
+def test_retention_rotates_file_names() -> None:
+    names = [backup.file_name("e", n, 3) for n in range(5)]
+    assert names == ["e-0.db", "e-1.db", "e-2.db", "e-0.db", "e-1.db"]
+
+
+def test_job_outcome_from_conditions() -> None:
+    assert backup.outcome({}) == "Running"
+    complete = {"status": {"conditions": [{"type": "Complete", "status": "True"}]}}
+    assert backup.outcome(complete) == "Succeeded"
+    failed = {"status": {"conditions": [{"type": "Failed", "status": "True"}]}}
+    assert backup.outcome(failed) == "Failed"
+
+
+def test_the_snapshot_job_saves_from_the_leader_onto_the_pvc_placed_like_members() -> None:
+    wanted = spec(
+        backup={"intervalMinutes": 30, "pvcName": "snaps", "retention": 2},
+        nodeSelector={"a": "b"},
+    )
+    assert wanted.backup is not None
+    job = backup.backup_job(OBJ, wanted, wanted.backup, 3, "e-1")
+    assert job["metadata"]["name"] == "e-backup-3"
+    pod = job["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    assert container["command"] == ["etcdctl"]
+    assert container["args"] == [
+        "--endpoints=http://e-1.e.ns.svc:2379",
+        "--command-timeout=60s",
+        "snapshot",
+        "save",
+        "/backup/e-1.db",
+    ]
+    assert pod["volumes"][0]["persistentVolumeClaim"]["claimName"] == "snaps"
+    assert pod["nodeSelector"] == {"a": "b"}
+    assert pod["restartPolicy"] == "OnFailure"
+
+
+def test_bootstrap_members_of_a_restored_cluster_restore_first() -> None:
+    wanted = spec(restore={"pvcName": "snaps", "path": "old-0.db"})
+    assert wanted.restore is not None
+    initial = {"e-0": desired.peer_url(OBJ, "e-0"), "e-1": desired.peer_url(OBJ, "e-1")}
+    pod = desired.member_pod(OBJ, wanted, "e-1", initial, new_cluster=True, voter=True)
+    pod = backup.with_restore(pod, OBJ, wanted, wanted.restore)
+    (init,) = pod["spec"]["initContainers"]
+    assert init["command"] == ["etcdutl"]
+    assert init["args"][:3] == ["snapshot", "restore", "/restore/old-0.db"]
+    assert (
+        "--initial-cluster=e-0=http://e-0.e.ns.svc:2380,e-1=http://e-1.e.ns.svc:2380"
+        in (init["args"])
+    )
+    assert "--data-dir=/var/lib/etcd/data" in init["args"]
+    assert {
+        "name": "restore",
+        "persistentVolumeClaim": {"claimName": "snaps", "readOnly": True},
+    } in (pod["spec"]["volumes"])
+
+
+def test_backup_and_restore_fields_are_validated() -> None:
+    with pytest.raises(ValidationError, match="intervalMinutes"):
+        spec(backup={"intervalMinutes": 0, "pvcName": "s"})
+    with pytest.raises(ValidationError, match="path"):
+        spec(restore={"pvcName": "s", "path": "../etc/passwd"})
