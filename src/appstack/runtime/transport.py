@@ -35,8 +35,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import aiohttp
+from aiohttp.helpers import get_env_proxy_for_url
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
+from yarl import URL
 
 from appstack.runtime import credentials
 from appstack.runtime.apirequest import ApiRequest, Response, Timeouts
@@ -89,7 +91,9 @@ class AiohttpTransport:
         self.base_url = str(configuration.host or "").rstrip("/")
         self.host = urlsplit(self.base_url).netloc
         self.credentials = credentials.Credentials.of(configuration)
-        self.proxy = _proxy(configuration.proxy)
+        self.proxy, self.proxy_auth = _proxy(configuration.proxy), None
+        if self.proxy is None:
+            self.proxy, self.proxy_auth = _env_proxy(self.base_url)
         self.server_hostname: str | None = configuration.tls_server_name or None
         context = _ssl_context(configuration)
         self.requests = _session(context, limit=pool_size, fenced=True)
@@ -131,6 +135,7 @@ class AiohttpTransport:
                 headers=headers,
                 timeout=timeout,
                 proxy=self.proxy,
+                proxy_auth=self.proxy_auth,
                 server_hostname=self.server_hostname,
                 trace_request_ctx={"guard": guard} if guard is not None else None,
             )
@@ -156,6 +161,16 @@ def _proxy(url: str | None) -> str | None:
     return url
 
 
+def _env_proxy(base_url: str) -> tuple[str | None, aiohttp.BasicAuth | None]:
+    """``HTTPS_PROXY``/``NO_PROXY`` (as in client-go) for the API server, read once: aiohttp's
+    ``trust_env`` would look them and ``~/.netrc`` up again, in threads, for every request."""
+    try:
+        proxy, auth = get_env_proxy_for_url(URL(base_url))
+    except LookupError:
+        return None, None
+    return str(proxy), auth
+
+
 def _ssl_context(configuration: Configuration) -> ssl.SSLContext:
     context = ssl.create_default_context(cafile=configuration.ssl_ca_cert)
     if configuration.cert_file:
@@ -171,8 +186,8 @@ def _ssl_context(configuration: Configuration) -> ssl.SSLContext:
 def _session(context: ssl.SSLContext, *, limit: int, fenced: bool = False) -> aiohttp.ClientSession:
     connector = aiohttp.TCPConnector(limit=limit, ssl=context, socket_factory=_keepalive_socket)
     traces = [_fence_trace()] if fenced else []
-    # trust_env: HTTPS_PROXY/NO_PROXY from the environment apply, as in client-go.
-    return aiohttp.ClientSession(connector=connector, trust_env=True, trace_configs=traces)
+    # HTTPS_PROXY/NO_PROXY from the environment apply (as in client-go): _env_proxy.
+    return aiohttp.ClientSession(connector=connector, trace_configs=traces)
 
 
 def _fence_trace() -> aiohttp.TraceConfig:
