@@ -39,6 +39,7 @@ from typing import Any
 
 from appstack.api.appservice import AppServiceSpec
 from appstack.controllers.appservice import APP_SERVICE, desired
+from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.informer import Informer
 from appstack.runtime.resources import DEPLOYMENT, NAMESPACE, SERVICE
@@ -199,6 +200,19 @@ async def _wave(
     }
 
 
+async def _create(client: Client, res: Any, obj: dict[str, Any]) -> None:
+    """Create; an overloaded API server's 504 is retried (the write may have landed)."""
+    for _ in range(10):
+        try:
+            await client.create(res, obj)
+        except errors.AlreadyExists:
+            return
+        except errors.ServerTimeout:
+            continue
+        return
+    raise TimeoutError(f"could not create {obj['metadata']['name']}")
+
+
 async def _floor(client: Client, n: int) -> tuple[float, float]:
     """Create the same children directly, then change their images: the writes the
     operator cannot avoid, without it (seconds for each wave)."""
@@ -217,7 +231,7 @@ async def _floor(client: Client, n: int) -> tuple[float, float]:
         ):
             assert obj is not None  # noqa: S101
             obj["metadata"].pop("ownerReferences")  # no owner exists in this namespace
-            await client.create(res, obj)
+            await _create(client, res, obj)
 
     async def update(i: int) -> None:
         image = {

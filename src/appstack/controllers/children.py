@@ -30,8 +30,19 @@ from appstack.runtime.events import EventRecorder, EventType
 
 log = structlog.get_logger("appstack.children")
 
-#: Seconds between two status writes of one owner while its rollout moves.
+#: Seconds between two status writes of one owner while its rollout moves...
 STATUS_INTERVAL = 1.0
+#: ...and when only its counts and messages changed (not a condition or observedGeneration).
+PROGRESS_INTERVAL = 5.0
+
+
+def _gist(status: dict[str, Any]) -> tuple[Any, ...]:
+    """What a user acts on in a status: observedGeneration and each condition's status and
+    reason (not replica counts, not messages, which repeat the counts)."""
+    conditions = status.get("conditions") or []
+    return status.get("observedGeneration"), *(
+        (c.get("type"), c.get("status"), c.get("reason")) for c in conditions
+    )
 
 
 # A resourceVersion no stored object has (etcd's first write is revision 2): applied with
@@ -250,8 +261,9 @@ class ChildWriter:
         """Merge-patch the status subresource, only if it changed.
 
         While ``rolling`` (a rollout moves and nothing is wrong), one owner's status is
-        written at most once per :data:`STATUS_INTERVAL` (counted from its last status write
-        or child change): a write due sooner is put off and the seconds to wait are returned
+        written at most once per :data:`STATUS_INTERVAL` — :data:`PROGRESS_INTERVAL` when
+        only replica counts moved — counted from its last status write or child change: a
+        write due sooner is put off and the seconds to wait are returned
         — the caller looks again then and writes the status as it is by then, so the steps
         of a rollout cost one patch, and the final state is never lost."""
         if (owner.get("status") or {}) == status:
@@ -260,7 +272,12 @@ class ChildWriter:
         key = f"{meta['namespace']}/{meta['name']}"
         now = time.monotonic()
         if rolling:
-            wait = self._changed_at.get(key, -STATUS_INTERVAL) + STATUS_INTERVAL - now
+            interval = (
+                PROGRESS_INTERVAL
+                if _gist(owner.get("status") or {}) == _gist(status)
+                else STATUS_INTERVAL
+            )
+            wait = self._changed_at.get(key, -interval) + interval - now
             if wait > 0:
                 return wait
         self._changed_at.pop(key, None)

@@ -159,13 +159,14 @@ async def load(
         if status.get("clientCertificateData"):
             connection.cert_data = status["clientCertificateData"].encode()
             connection.key_data = str(status.get("clientKeyData", "")).encode()
+        if plugin.token:
+            connection.api_key["BearerToken"] = f"Bearer {plugin.token}"
         source = plugin.reload
     elif user.get("tokenFile"):
         source = credentials.token_file(_path(user_dir, user["tokenFile"]) or "")
+        connection.api_key["BearerToken"] = await source(False) or ""
     elif user.get("token"):
         connection.api_key["BearerToken"] = f"Bearer {user['token']}"
-    if source is not None:
-        connection.api_key["BearerToken"] = await source(False) or ""
     return connection, source
 
 
