@@ -41,6 +41,7 @@ class AppServiceReconciler(KindReconciler[AppServiceSpec]):
     owns = (DEPLOYMENT, SERVICE)
     watches = ((POD, pod_mapper(INSTANCE_LABEL, **{COMPONENT_LABEL: desired.COMPONENT})),)
     transforms = POD_TRANSFORMS
+    status_changes = False  # its status is ours, computed from the children
 
     def invalid_status(self, obj: dict[str, Any], problem: Problem) -> dict[str, Any]:
         return status.from_children(

@@ -40,6 +40,8 @@ class KindReconciler(ABC, Generic[SpecT]):
     owns: ClassVar[tuple[Resource, ...]] = ()
     watches: ClassVar[tuple[tuple[Resource, Mapper], ...]] = ()
     finalizer: ClassVar[str | None] = None
+    #: Whether an update of only the object's status (our own write) wakes the reconciler.
+    status_changes: ClassVar[bool] = True
     #: Per kind, what the cache keeps of an object (e.g. pods without their spec).
     transforms: ClassVar[dict[Resource, Callable[[dict[str, Any]], dict[str, Any]]]] = {}
 

@@ -66,7 +66,9 @@ class Registration:
             manager.cache.set_label_selector(resource, CHILD_SELECTOR)
         for resource, transform in self.reconciler.transforms.items():
             manager.cache.set_transform(resource, transform)
-        builder = Builder(manager, self.name).for_(self.kind.resource)
+        builder = Builder(manager, self.name).for_(
+            self.kind.resource, status_changes=self.reconciler.status_changes
+        )
         for resource in self.owns:
             builder = builder.owns(resource)
         for resource, mapper in watched:
