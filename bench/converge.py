@@ -269,6 +269,19 @@ async def _metrics_up(port: int) -> dict[str, float]:
     raise TimeoutError("the operator's /metrics did not answer")
 
 
+def _figures(
+    wave: dict[str, float], cpu: float, requests: dict[str, float], floor: float, n: int
+) -> dict[str, Any]:
+    return {
+        **wave,
+        "operator_cpu_s": round(cpu, 2),
+        "cpu_ms_per_app": round(cpu * 1000 / n, 1),
+        "requests_per_app": requests,
+        "floor_s": round(floor, 2),
+        "vs_floor": round(wave["operator_s"] / floor, 2),
+    }
+
+
 async def measure(kubeconfig: str, n: int, extra: list[str]) -> dict[str, Any]:
     namespace = f"bench-converge-{n}-{uuid.uuid4().hex[:6]}"
     async with await Client.connect(kubeconfig) as client:
@@ -299,22 +312,8 @@ async def measure(kubeconfig: str, n: int, extra: list[str]) -> dict[str, Any]:
     return {
         "n": n,
         "operator_args": extra,
-        "create": {
-            **created,
-            "operator_cpu_s": round(cpu1 - cpu0, 2),
-            "cpu_ms_per_app": round((cpu1 - cpu0) * 1000 / n, 1),
-            "requests_per_app": _per_app(req0, req1, n),
-            "floor_s": round(floor_create, 2),
-            "vs_floor": round(created["operator_s"] / floor_create, 2),
-        },
-        "update": {
-            **updated,
-            "operator_cpu_s": round(cpu2 - cpu1, 2),
-            "cpu_ms_per_app": round((cpu2 - cpu1) * 1000 / n, 1),
-            "requests_per_app": _per_app(req1, req2, n),
-            "floor_s": round(floor_update, 2),
-            "vs_floor": round(updated["operator_s"] / floor_update, 2),
-        },
+        "create": _figures(created, cpu1 - cpu0, _per_app(req0, req1, n), floor_create, n),
+        "update": _figures(updated, cpu2 - cpu1, _per_app(req1, req2, n), floor_update, n),
         "operator_idle_rss_mib": round(rss0 / 1024, 1),
         "operator_peak_rss_mib": round(max(rss1, rss2) / 1024, 1),
     }
