@@ -7,19 +7,20 @@ other kubelet reasons a user must act on), or ``PodScheduled=False`` with reason
 :class:`~appstack.controllers.util.conditions.Problem`, which the AppService and AppStack
 controllers report as ``Ready=False`` while their workload is not ready. Pods are watched
 through the shared cache, labelled ``app.kubernetes.io/managed-by=appstack`` like every
-child (:func:`pod_mapper` wakes the owner when one changes; :func:`pods_of` reads them).
+child (:func:`pod_mapper` wakes the owner when one changes; :func:`pods_of` reads them), and
+cached as :func:`cached_pod` keeps them (metadata, ``spec.nodeName`` and status only).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from appstack.controllers.util.conditions import Problem
 from appstack.runtime.builder import Mapper
 from appstack.runtime.cache import Cache
 from appstack.runtime.controller import Request
-from appstack.runtime.resources import POD
+from appstack.runtime.resources import POD, Resource
 
 WAITING = frozenset(
     {
@@ -69,22 +70,52 @@ def pod_problem(pods: Iterable[Mapping[str, Any]]) -> Problem | None:
     return None
 
 
+_LABEL_INDEX = "namespace/label"
+
+
+def _by_label(pod: dict[str, Any]) -> Iterable[str]:
+    """Index values of a pod: ``namespace/key=value`` for each of its labels."""
+    meta = pod["metadata"]
+    return [f"{meta.get('namespace')}/{k}={v}" for k, v in (meta.get("labels") or {}).items()]
+
+
+def cached_pod(pod: dict[str, Any]) -> dict[str, Any]:
+    """What the controllers read of a pod, the only part the cache keeps of it: metadata,
+    ``spec.nodeName`` and status (the spec is most of a pod, and nothing here reads it)."""
+    spec = pod.get("spec") or {}
+    pod["spec"] = {"nodeName": spec["nodeName"]} if "nodeName" in spec else {}
+    return pod
+
+
+#: The cache transforms of every controller that watches pods.
+POD_TRANSFORMS: dict[Resource, Callable[[dict[str, Any]], dict[str, Any]]] = {POD: cached_pod}
+
+
 def pods_of(cache: Cache, namespace: str, selector: Mapping[str, str]) -> list[dict[str, Any]]:
-    """The cached pods in ``namespace`` carrying every label of ``selector``."""
+    """The cached pods in ``namespace`` carrying every label of ``selector`` (looked up by
+    an index of the first label, not by scanning every cached pod)."""
+    if not selector:
+        return [p for p in cache.objects(POD) if p["metadata"].get("namespace") == namespace]
+    cache.add_indexer(POD, _LABEL_INDEX, _by_label)  # once; later calls find it there
+    key, value = next(iter(sorted(selector.items())))
     return [
         pod
-        for pod in cache.objects(POD)
-        if pod["metadata"].get("namespace") == namespace
-        and selector.items() <= (pod["metadata"].get("labels") or {}).items()
+        for pod in cache.by_index(POD, _LABEL_INDEX, f"{namespace}/{key}={value}")
+        if selector.items() <= (pod["metadata"].get("labels") or {}).items()
     ]
 
 
 def pod_mapper(owner_label: str, **required: str) -> Mapper:
-    """Map a pod to its owner, named by the pod's ``owner_label``, if it has ``required``."""
+    """Map a pod to its owner, named by the pod's ``owner_label``, if it has ``required``
+    labels and a problem: an update wakes the owner when its old or new state has one
+    (a problem appears, changes or goes away), not for each step of a healthy pod (its
+    readiness reaches the owner through the workload's status)."""
 
     def mapper(pod: dict[str, Any]) -> Iterable[Request]:
         labels = pod["metadata"].get("labels") or {}
         if owner_label not in labels or any(labels.get(k) != v for k, v in required.items()):
+            return []
+        if pod_problem([pod]) is None:  # the owner reads its pods only for their problems
             return []
         return [Request(pod["metadata"].get("namespace"), labels[owner_label])]
 
