@@ -38,6 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from peerbench import report
 from peerbench.operators import peers
 from peerbench.run import measure_floor, measure_peer
+from peerbench.startup import measure_startup
+from peerbench.startup import table as startup_table
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -96,11 +98,20 @@ def main() -> None:
     parser.add_argument("--json")
     parser.add_argument("--plot")
     parser.add_argument("--docs", help="rewrite the marked table section of this Markdown file")
+    parser.add_argument("--startup", type=int, help="only: start-up with N existing AppServices")
     args = parser.parse_args()
     if args.cluster:
         kubeconfig, cluster_dir = _cluster(args.cluster)
     else:
         kubeconfig, cluster_dir = args.kubeconfig, None
+    if args.startup:
+        known = peers(tuple(args.tuned.split()))
+        wanted = [known[k] for k in args.peers.split(",") if k != "floor"]
+        results = asyncio.run(measure_startup(kubeconfig, wanted, args.startup))
+        print(startup_table(results))
+        if args.json:
+            Path(args.json).write_text(json.dumps(results, indent=1))
+        return
     started = datetime.datetime.now(datetime.timezone.utc)
     records = asyncio.run(run(args, kubeconfig, cluster_dir))
     rows = report.summarise(records)

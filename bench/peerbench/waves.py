@@ -24,11 +24,18 @@ from typing import Any
 from appstack.api.appservice import AppServiceSpec
 from appstack.controllers.appservice import APP_SERVICE, desired
 from appstack.runtime.client import Client
-from appstack.runtime.errors import NotFound
+from appstack.runtime.errors import (
+    AlreadyExists,
+    NotFound,
+    ServerError,
+    TooManyRequests,
+    TransportError,
+)
 from appstack.runtime.informer import Informer
 from appstack.runtime.resources import DEPLOYMENT, NAMESPACE, SERVICE
 
 IN_FLIGHT = 64
+RETRIES = 5
 FIRST_IMAGE = "nginx:1.27"
 SECOND_IMAGE = "nginx:1.28"
 
@@ -47,12 +54,25 @@ def app_object(name: str, namespace: str, image: str) -> dict[str, Any]:
 
 
 async def bounded(count: int, make: Callable[[int], Awaitable[Any]]) -> None:
-    """``make(0..count-1)``, at most :data:`IN_FLIGHT` at a time."""
+    """``make(0..count-1)``, at most :data:`IN_FLIGHT` at a time. A request the overloaded
+    API server timed out or throttled is sent again (a create that had landed anyway then
+    answers AlreadyExists, which counts as done)."""
     sem = asyncio.Semaphore(IN_FLIGHT)
 
     async def one(i: int) -> None:
         async with sem:
-            await make(i)
+            for attempt in range(RETRIES):
+                try:
+                    await make(i)
+                    return
+                except AlreadyExists:
+                    if attempt == 0:
+                        raise
+                    return
+                except (ServerError, TooManyRequests, TransportError):
+                    if attempt == RETRIES - 1:
+                        raise
+                    await asyncio.sleep(1.0)
 
     await asyncio.gather(*(one(i) for i in range(count)))
 
