@@ -8,13 +8,18 @@ process watching that namespace:
 * ``ready``     time until every AppService is ``Ready=True`` — the whole system
                 (controller-manager, scheduler and kwok included);
 * ``update``    the same two times after changing the image of all N;
-* ``baseline``  the time this process needs to server-side-apply the same N Deployments
-                and N Services itself (same concurrency): the operator's ``operator`` time
-                divided by this is its overhead over the bare API writes;
-* operator CPU seconds (utime+stime) and peak RSS (VmHWM), read from /proc.
+* ``floor``     the time this process needs to create the same N Deployments and N
+                Services itself (64 in flight), and to change their N images: the
+                operator's ``operator`` time divided by this is its overhead over the bare
+                API writes it cannot avoid;
+* operator CPU seconds (utime+stime) and peak RSS (VmHWM), read from /proc, and the
+  API requests it issued per app, by verb (its ``rest_client_requests_total`` on /metrics).
+
+The operator runs with default flags unless ``--operator-arg`` adds some
+(e.g. ``--operator-arg=--concurrency=16``).
 
 Usage: python bench/converge.py --kubeconfig PATH [--sizes 100,300,1000] [--json OUT]
-       [--plot docs/converge.png]
+       [--plot docs/converge.png] [--operator-arg ARG ...]
 """
 
 from __future__ import annotations
@@ -23,19 +28,23 @@ import argparse
 import asyncio
 import json
 import os
+import re
+import socket
 import subprocess
 import sys
 import time
+import urllib.request
 import uuid
 from typing import Any
 
 from appstack.api.appservice import AppServiceSpec
 from appstack.controllers.appservice import APP_SERVICE, desired
+from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.informer import Informer
 from appstack.runtime.resources import DEPLOYMENT, NAMESPACE, SERVICE
 
-CONCURRENCY = 16
+CONCURRENCY = 64  # in flight, for the AppServices created and for the floor's writes
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -57,7 +66,36 @@ def _proc_usage(pid: int) -> tuple[float, int]:
     return cpu, hwm
 
 
-def start_operator(kubeconfig: str, namespace: str) -> subprocess.Popen[bytes]:
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+_REQUESTS = re.compile(r"^rest_client_requests_total\{([^}]*)\} ([0-9.e+]+)$", re.M)
+
+
+def requests_by_verb(port: int) -> dict[str, float]:
+    """The operator's ``rest_client_requests_total``, summed by HTTP method."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as answer:
+        text = answer.read().decode()
+    totals: dict[str, float] = {}
+    for labels, value in _REQUESTS.findall(text):
+        method = re.search(r'method="([A-Z]+)"', labels)
+        if method:
+            totals[method.group(1)] = totals.get(method.group(1), 0.0) + float(value)
+    return totals
+
+
+def _per_app(before: dict[str, float], after: dict[str, float], n: int) -> dict[str, float]:
+    per = {v: round((after.get(v, 0) - before.get(v, 0)) / n, 2) for v in sorted(after)}
+    per = {v: c for v, c in per.items() if c}
+    return {**per, "total": round(sum(per.values()), 2)}
+
+
+def start_operator(
+    kubeconfig: str, namespace: str, port: int, extra: list[str]
+) -> subprocess.Popen[bytes]:
     """``appstack run`` as its own process (so its CPU and RSS can be read from /proc)."""
     return subprocess.Popen(
         [
@@ -67,10 +105,11 @@ def start_operator(kubeconfig: str, namespace: str) -> subprocess.Popen[bytes]:
             "run",
             f"--kubeconfig={kubeconfig}",
             f"--namespace={namespace}",
-            f"--concurrency={CONCURRENCY}",
-            "--metrics-bind-address=0",
+            f"--metrics-bind-address=127.0.0.1:{port}",
+            "--no-metrics-auth",
             "--health-probe-bind-address=0",
             "--log-level=warning",
+            *extra,
         ],
         stderr=subprocess.DEVNULL,
     )
@@ -161,15 +200,28 @@ async def _wave(
     }
 
 
-async def _baseline(client: Client, n: int) -> float:
-    """Apply the same children directly: what the operator's writes cost without it."""
-    namespace = f"bench-baseline-{uuid.uuid4().hex[:6]}"
+async def _create(client: Client, res: Any, obj: dict[str, Any]) -> None:
+    """Create; an overloaded API server's 504 is retried (the write may have landed)."""
+    for _ in range(10):
+        try:
+            await client.create(res, obj)
+        except errors.AlreadyExists:
+            return
+        except errors.ServerTimeout:
+            continue
+        return
+    raise TimeoutError(f"could not create {obj['metadata']['name']}")
+
+
+async def _floor(client: Client, n: int) -> tuple[float, float]:
+    """Create the same children directly, then change their images: the writes the
+    operator cannot avoid, without it (seconds for each wave)."""
+    namespace = f"bench-floor-{uuid.uuid4().hex[:6]}"
     await client.create(
         NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
     )
-    started = time.perf_counter()
 
-    async def one(i: int) -> None:
+    async def create(i: int) -> None:
         app = _app(f"app-{i:04d}", namespace, "nginx:1.27")
         app["metadata"]["uid"] = str(uuid.uuid4())
         spec = AppServiceSpec.model_validate(app["spec"])
@@ -179,43 +231,87 @@ async def _baseline(client: Client, n: int) -> float:
         ):
             assert obj is not None  # noqa: S101
             obj["metadata"].pop("ownerReferences")  # no owner exists in this namespace
-            await client.apply(res, obj)
+            await _create(client, res, obj)
 
-    await _bounded(n, one)
-    elapsed = time.perf_counter() - started
+    async def update(i: int) -> None:
+        image = {
+            "spec": {
+                "template": {
+                    "spec": {"containers": [{"name": desired.COMPONENT, "image": "nginx:1.28"}]}
+                }
+            }
+        }
+        await client.patch(
+            DEPLOYMENT, f"app-{i:04d}", image, namespace=namespace, patch_type="strategic"
+        )
+
+    started = time.perf_counter()
+    await _bounded(n, create)
+    created = time.perf_counter() - started
+    started = time.perf_counter()
+    await _bounded(n, update)
+    updated = time.perf_counter() - started
     await client.delete(NAMESPACE, namespace)
-    return elapsed
+    return created, updated
 
 
-async def measure(kubeconfig: str, n: int) -> dict[str, Any]:
+async def _metrics_up(port: int) -> dict[str, float]:
+    for _ in range(600):
+        try:
+            return await asyncio.to_thread(requests_by_verb, port)
+        except OSError:
+            await asyncio.sleep(0.1)
+    raise TimeoutError("the operator's /metrics did not answer")
+
+
+async def measure(kubeconfig: str, n: int, extra: list[str]) -> dict[str, Any]:
     namespace = f"bench-converge-{n}-{uuid.uuid4().hex[:6]}"
     async with await Client.connect(kubeconfig) as client:
+        floor_create, floor_update = await _floor(client, n)
         await client.create(
             NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
         )
-        operator = start_operator(kubeconfig, namespace)
+        port = _free_port()
+        operator = start_operator(kubeconfig, namespace, port, extra)
         watch = Watch(client, namespace)
         try:
             await watch.apps.wait_synced()
+            await _metrics_up(port)
             await asyncio.sleep(1.0)  # the operator's caches sync
-            cpu0, _ = _proc_usage(operator.pid)
+            cpu0, rss0 = _proc_usage(operator.pid)
+            req0 = requests_by_verb(port)
             created = await _wave(client, watch, namespace, n, "nginx:1.27", create=True)
             cpu1, rss1 = _proc_usage(operator.pid)
+            req1 = requests_by_verb(port)
             updated = await _wave(client, watch, namespace, n, "nginx:1.28", create=False)
             cpu2, rss2 = _proc_usage(operator.pid)
+            req2 = requests_by_verb(port)
         finally:
             watch.stop()
             operator.terminate()
             operator.wait(timeout=30)
-        baseline_s = await _baseline(client, n)
         await client.delete(NAMESPACE, namespace)
     return {
         "n": n,
-        "create": {**created, "operator_cpu_s": round(cpu1 - cpu0, 2)},
-        "update": {**updated, "operator_cpu_s": round(cpu2 - cpu1, 2)},
+        "operator_args": extra,
+        "create": {
+            **created,
+            "operator_cpu_s": round(cpu1 - cpu0, 2),
+            "cpu_ms_per_app": round((cpu1 - cpu0) * 1000 / n, 1),
+            "requests_per_app": _per_app(req0, req1, n),
+            "floor_s": round(floor_create, 2),
+            "vs_floor": round(created["operator_s"] / floor_create, 2),
+        },
+        "update": {
+            **updated,
+            "operator_cpu_s": round(cpu2 - cpu1, 2),
+            "cpu_ms_per_app": round((cpu2 - cpu1) * 1000 / n, 1),
+            "requests_per_app": _per_app(req1, req2, n),
+            "floor_s": round(floor_update, 2),
+            "vs_floor": round(updated["operator_s"] / floor_update, 2),
+        },
+        "operator_idle_rss_mib": round(rss0 / 1024, 1),
         "operator_peak_rss_mib": round(max(rss1, rss2) / 1024, 1),
-        "baseline_apply_s": round(baseline_s, 2),
-        "operator_vs_baseline": round(created["operator_s"] / baseline_s, 2),
     }
 
 
@@ -258,10 +354,11 @@ async def main() -> None:
     parser.add_argument("--sizes", default="100,300,1000")
     parser.add_argument("--json")
     parser.add_argument("--plot")
+    parser.add_argument("--operator-arg", action="append", default=[])
     args = parser.parse_args()
     results = []
     for n in (int(s) for s in args.sizes.split(",")):
-        result = await measure(args.kubeconfig, n)
+        result = await measure(args.kubeconfig, n, args.operator_arg)
         print(json.dumps(result), flush=True)
         results.append(result)
     if args.json:

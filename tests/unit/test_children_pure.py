@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from appstack.controllers.children import is_subset, users_problem
+from appstack.controllers.util.compare import is_subset, users_problem
 from appstack.controllers.util.conditions import Problem
 from appstack.controllers.util.pods import pod_problem
 from appstack.controllers.util.quantity import quantity_value, same_quantity

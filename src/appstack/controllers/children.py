@@ -12,14 +12,16 @@ must fix into a :class:`~appstack.controllers.util.conditions.Problem`, reports 
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import structlog
 
+from appstack.controllers.util.compare import is_subset, users_problem
 from appstack.controllers.util.conditions import Problem, previous_conditions
 from appstack.controllers.util.meta import controlled_by
-from appstack.controllers.util.quantity import same_quantity
+from appstack.controllers.util.written import RecentWrites
 from appstack.core.resource import Resource
 from appstack.runtime import errors
 from appstack.runtime.cache import Cache
@@ -28,47 +30,29 @@ from appstack.runtime.events import EventRecorder, EventType
 
 log = structlog.get_logger("appstack.children")
 
+#: Seconds between two status writes of one owner while its rollout moves...
+STATUS_INTERVAL = 1.0
+#: ...and when only its counts and messages changed (not a condition or observedGeneration).
+PROGRESS_INTERVAL = 5.0
 
-def users_problem(error: errors.ApiError) -> bool:
-    """Whether a rejected apply is the user's to fix (reported), not the server's (retried).
 
-    The API server's refusals of the object itself (400, 403, 404 of a missing namespace
-    aside, 405, 422) are the user's, and so is the HTTP 500 server-side apply answers when
-    it cannot build the patch (duplicate list keys, a list item without its key); busy or
-    failing servers (429, other 5xx) and authentication (401) are transient or ours.
-    """
-    if isinstance(error, errors.ServerError) and not isinstance(error, errors.ServerTimeout):
-        return any(marker in error.message for marker in _SSA_MARKERS)
-    return not error.retryable and not isinstance(
-        error, (errors.Unauthorized, errors.NotFound, errors.Conflict, errors.Gone)
+def _gist(status: dict[str, Any]) -> tuple[Any, ...]:
+    """What a user acts on in a status: observedGeneration and each condition's status and
+    reason (not replica counts, not messages, which repeat the counts)."""
+    conditions = status.get("conditions") or []
+    return status.get("observedGeneration"), *(
+        (c.get("type"), c.get("status"), c.get("reason")) for c in conditions
     )
 
 
-# What server-side apply says (HTTP 500) when the applied object itself is malformed.
-_SSA_MARKERS = ("failed to create typed patch object", "duplicate entries for key")
+# A resourceVersion no stored object has (etcd's first write is revision 2): applied with
+# it, server-side apply creates an absent object and answers 409 for an existing one.
+_NEVER_STORED = "1"
 
 
-# Maps whose values are resource quantities (container resources, claim requests).
-_QUANTITY_MAPS = frozenset({"limits", "requests"})
-
-
-def is_subset(desired: Any, actual: Any, *, quantities: bool = False) -> bool:
-    """True when every field we want is already so in ``actual`` (server defaults ignored;
-    quantities compared as numbers, as the API server canonicalises them)."""
-    if isinstance(desired, dict):
-        return isinstance(actual, dict) and all(
-            k in actual and is_subset(v, actual[k], quantities=quantities or k in _QUANTITY_MAPS)
-            for k, v in desired.items()
-        )
-    if isinstance(desired, list):
-        return (
-            isinstance(actual, list)
-            and len(desired) == len(actual)
-            and all(is_subset(d, a) for d, a in zip(desired, actual, strict=True))
-        )
-    if quantities:
-        return same_quantity(desired, actual)
-    return bool(desired == actual)
+def _create_only(want: dict[str, Any]) -> dict[str, Any]:
+    """``want`` as an apply that creates it if absent and never touches an existing one."""
+    return {**want, "metadata": {**want["metadata"], "resourceVersion": _NEVER_STORED}}
 
 
 def _unowned_with_labels(current: dict[str, Any], meta: dict[str, Any]) -> bool:
@@ -92,6 +76,10 @@ class ChildWriter:
         self.recorder = recorder
         self.owner_kind = owner_kind
         self.owns = {resource.kind: resource for resource in owns}
+        self.writes = RecentWrites(cache)
+        self._changed_at: dict[str, float] = {}  # owner key → last status write/child change
+        for resource in (owner_kind, *owns):
+            self.writes.follow(resource)
 
     def _conflict(self, resource: Resource, name: str) -> Problem:
         return Problem(
@@ -107,18 +95,43 @@ class ChildWriter:
         want: dict[str, Any],
     ) -> tuple[dict[str, Any] | None, Problem | None]:
         """Make the child ``want`` so; returns the child as now known and any problem."""
+        current, problem, verb = await self._sync(owner, resource, want)
+        if verb is not None:
+            await self.event(
+                owner, "Normal", verb, f"{verb} {resource.kind} {want['metadata']['name']}"
+            )
+        return current, problem
+
+    async def _sync(
+        self, owner: dict[str, Any], resource: Resource, want: dict[str, Any]
+    ) -> tuple[dict[str, Any] | None, Problem | None, str | None]:
+        """:meth:`sync` without the Event: also returns ``Created``/``Updated`` or None."""
         meta = want["metadata"]
-        current = self.cache.get(resource, f"{meta['namespace']}/{meta['name']}")
+        current = self.writes.get(resource, f"{meta['namespace']}/{meta['name']}")
         if current is None:
-            # Not in our label-filtered cache: an object we do not manage may hold the name.
+            # Not in our label-filtered cache: create it, but only if the name is free (an
+            # object we do not manage may hold it: then it is read, below, not taken over).
             try:
-                current = await self.client.get(resource, meta["name"], meta["namespace"])
-            except errors.NotFound:
-                current = None
+                created, problem = await self._apply(resource, _create_only(want))
+            except errors.Conflict:
+                with contextlib.suppress(errors.NotFound):  # deleted meanwhile: apply
+                    current = await self.client.get(resource, meta["name"], meta["namespace"])
+            else:
+                return created, problem, "Created" if problem is None else None
         if current is not None and not controlled_by(current, owner):
-            return None, self._conflict(resource, meta["name"])
+            return None, self._conflict(resource, meta["name"]), None
         if current is not None and is_subset(want, current):
-            return current, None
+            return current, None, None
+        applied, problem = await self._apply(resource, want)
+        if problem is not None:
+            return current, problem, None
+        return applied, None, "Created" if current is None else "Updated"
+
+    async def _apply(
+        self, resource: Resource, want: dict[str, Any]
+    ) -> tuple[dict[str, Any] | None, Problem | None]:
+        """Server-side apply ``want``; a rejection the user must fix becomes a problem."""
+        name = want["metadata"]["name"]
         try:
             applied = await self.client.apply(resource, want)
         except errors.ApiError as error:
@@ -129,24 +142,47 @@ class ChildWriter:
                 if "already allocated" in error.message
                 else (f"{resource.kind}Rejected")
             )
-            return current, Problem(reason, f"{resource.kind} {meta['name']}: {error.message}")
-        verb = "Created" if current is None else "Updated"
-        log.info(f"{verb.lower()} {resource.kind}", child=meta["name"])
-        await self.event(owner, "Normal", verb, f"{verb} {resource.kind} {meta['name']}")
+            return None, Problem(reason, f"{resource.kind} {name}: {error.message}")
+        self.writes.remember(resource, applied)
+        log.debug("applied", kind=resource.kind, child=name)
         return applied, None
 
     async def sync_all(
         self, owner: dict[str, Any], children: Iterable[dict[str, Any]]
     ) -> tuple[dict[str, dict[str, Any] | None], list[Problem]]:
-        """:meth:`sync` each child (of a kind in ``owns``): kind → child as now known."""
+        """:meth:`sync` each child (of a kind in ``owns``): kind → child as now known.
+
+        One Event tells what this call changed (``Created Deployment a, Service a``):
+        ``Created`` when it only created children, else ``Updated``."""
         synced: dict[str, dict[str, Any] | None] = {}
         problems: list[Problem] = []
+        changed: list[tuple[str, str]] = []
         for child in children:
-            current, problem = await self.sync(owner, self.owns[child["kind"]], child)
+            current, problem, verb = await self._sync(owner, self.owns[child["kind"]], child)
             if problem is not None:
                 problems.append(problem)
+            if verb is not None:
+                changed.append((verb, f"{child['kind']} {child['metadata']['name']}"))
             synced[child["kind"]] = current
+        if changed:
+            meta = owner["metadata"]
+            self._changed_at[f"{meta['namespace']}/{meta['name']}"] = time.monotonic()
+            await self._record(owner, changed)
         return synced, problems
+
+    async def _record(self, owner: dict[str, Any], changed: list[tuple[str, str]]) -> None:
+        """One Event for what one reconcile changed: ``Created Deployment a, Service a``, or
+        ``Updated Deployment a`` when it repaired drift. Applying the user's own spec change
+        (``generation`` not yet observed) is logged only: the status's
+        ``observedGeneration`` tells it, and an update then costs one request less."""
+        created = all(verb == "Created" for verb, _ in changed)
+        reason = "Created" if created else "Updated"
+        what = ", ".join(w if created else f"{v} {w}" for v, w in changed)
+        note = f"Created {what}" if created else what
+        log.info(f"{reason.lower()} children", owner=owner["metadata"]["name"], note=note)
+        observed = (owner.get("status") or {}).get("observedGeneration")
+        if created or observed == owner["metadata"].get("generation"):
+            await self.event(owner, "Normal", reason, note)
 
     async def create_once(
         self, owner: dict[str, Any], resource: Resource, want: dict[str, Any], what: str
@@ -219,12 +255,37 @@ class ChildWriter:
         if (ready.get("reason"), ready.get("message")) != (problem.reason, problem.message):
             await self.report(owner, problem)
 
-    async def write_status(self, owner: dict[str, Any], status: dict[str, Any]) -> None:
-        """Merge-patch the status subresource, only if it changed."""
+    async def write_status(
+        self, owner: dict[str, Any], status: dict[str, Any], *, rolling: bool = False
+    ) -> float | None:
+        """Merge-patch the status subresource, only if it changed.
+
+        While ``rolling`` (a rollout moves and nothing is wrong), one owner's status is
+        written at most once per :data:`STATUS_INTERVAL` — :data:`PROGRESS_INTERVAL` when
+        only replica counts moved — counted from its last status write or child change: a
+        write due sooner is put off and the seconds to wait are returned
+        — the caller looks again then and writes the status as it is by then, so the steps
+        of a rollout cost one patch, and the final state is never lost."""
         if (owner.get("status") or {}) == status:
-            return
+            return None
         meta = owner["metadata"]
+        key = f"{meta['namespace']}/{meta['name']}"
+        now = time.monotonic()
+        if rolling:
+            interval = (
+                PROGRESS_INTERVAL
+                if _gist(owner.get("status") or {}) == _gist(status)
+                else STATUS_INTERVAL
+            )
+            wait = self._changed_at.get(key, -interval) + interval - now
+            if wait > 0:
+                return wait
+        self._changed_at.pop(key, None)
         with contextlib.suppress(errors.NotFound):  # deleted meanwhile
-            await self.client.patch_status(
+            patched = await self.client.patch_status(
                 self.owner_kind, meta["name"], status, namespace=meta["namespace"]
             )
+            self.writes.remember(self.owner_kind, patched)
+            if rolling:
+                self._changed_at[key] = now
+        return None

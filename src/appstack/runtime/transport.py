@@ -1,10 +1,12 @@
 """The client's I/O: sends an :class:`~appstack.runtime.apirequest.ApiRequest` over aiohttp.
 
-Configuration and authentication come from ``kubernetes_asyncio`` — kubeconfig (client
-certificates, tokens, exec plugins, contexts, ``proxy-url``, ``tls-server-name``) or
-in-cluster service-account config; the bearer token is asked for on every request, so an
-exec plugin's expired token is refreshed. We do not use its generated models, serializer or
-HTTP session (see :mod:`appstack.runtime.client`).
+Configuration and authentication come from :mod:`.kubeconfig` — kubeconfig (client
+certificates, tokens, token files, exec plugins, contexts, ``proxy-url``,
+``tls-server-name``) or in-cluster service-account config — and, for the users it does not
+read (``auth-provider``, basic auth), from ``kubernetes_asyncio``, imported only then; the
+bearer token is asked for on every request, so a rotated or expired one is refreshed. We
+do not use kubernetes_asyncio's generated models, serializer or HTTP session (see
+:mod:`appstack.runtime.client`).
 
 Connections, so that none can hang silently:
 
@@ -27,46 +29,53 @@ at all (an import-linter contract). Failures without an HTTP answer are raised a
 from __future__ import annotations
 
 import asyncio
-import os
 import socket
 import ssl
+import tempfile
 from collections.abc import AsyncGenerator, Callable
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import aiohttp
-from kubernetes_asyncio import client as k8s_client
-from kubernetes_asyncio import config as k8s_config
+from aiohttp.helpers import get_env_proxy_for_url
+from yarl import URL
 
 from appstack.runtime import credentials
+from appstack.runtime import kubeconfig as kubeconfig_loader
 from appstack.runtime.apirequest import ApiRequest, Response, Timeouts
 from appstack.runtime.errors import TransportError, WatchStalled
 
-Configuration = k8s_client.Configuration
 POOL_SIZE = 64
 KEEPALIVE = (30, 10, 3)  # idle seconds before probing, seconds between probes, probes lost
 
 
-async def load_configuration(
-    kubeconfig: str | None = None, context: str | None = None
-) -> Configuration:
-    """Kubeconfig (``kubeconfig`` or ``$KUBECONFIG`` or ~/.kube/config) or in-cluster config."""
-    configuration = k8s_client.Configuration()
-    in_cluster = "KUBERNETES_SERVICE_HOST" in os.environ and not (
-        kubeconfig or os.environ.get("KUBECONFIG")
-    )
+async def load_configuration(kubeconfig: str | None = None, context: str | None = None) -> Any:
+    """Kubeconfig (``kubeconfig`` or ``$KUBECONFIG`` or ~/.kube/config) or in-cluster config,
+    read by :mod:`.kubeconfig`; users it does not handle by ``kubernetes_asyncio``."""
     source: credentials.Reload | None
-    if in_cluster:  # the projected token is re-read by credentials (also after a 401)
-        k8s_config.load_incluster_config(  # type: ignore[no-untyped-call]
-            client_configuration=configuration, try_refresh_token=False
-        )
-        source = credentials.token_file(credentials.IN_CLUSTER_TOKEN)
+    if kubeconfig_loader.in_cluster_requested(kubeconfig):
+        configuration, source = kubeconfig_loader.in_cluster()
     else:
-        loader = await k8s_config.load_kube_config(
-            config_file=kubeconfig, context=context, client_configuration=configuration
-        )
-        source = credentials.from_kubeconfig(loader)
+        loaded = await kubeconfig_loader.load(kubeconfig, context)
+        if loaded is None:
+            return await _kubernetes_asyncio_configuration(kubeconfig, context)
+        configuration, source = loaded
     credentials.Credentials.install(configuration, source)
+    return configuration
+
+
+async def _kubernetes_asyncio_configuration(kubeconfig: str | None, context: str | None) -> Any:
+    """``auth-provider`` and basic-auth users: loaded by kubernetes_asyncio (≈ 38 MB, so
+    imported only for them)."""
+    from kubernetes_asyncio import client as k8s_client  # noqa: PLC0415
+    from kubernetes_asyncio import config as k8s_config  # noqa: PLC0415
+
+    configuration = k8s_client.Configuration()
+    loader = await k8s_config.load_kube_config(
+        config_file=kubeconfig, context=context, client_configuration=configuration
+    )
+    credentials.Credentials.install(configuration, credentials.from_kubeconfig(loader))
     return configuration
 
 
@@ -77,7 +86,7 @@ class AiohttpTransport:
 
     def __init__(
         self,
-        configuration: Configuration,
+        configuration: Any,
         *,
         user_agent: str = "appstack",
         connect_timeout: float = 10.0,
@@ -89,7 +98,9 @@ class AiohttpTransport:
         self.base_url = str(configuration.host or "").rstrip("/")
         self.host = urlsplit(self.base_url).netloc
         self.credentials = credentials.Credentials.of(configuration)
-        self.proxy = _proxy(configuration.proxy)
+        self.proxy, self.proxy_auth = _proxy(configuration.proxy), None
+        if self.proxy is None:
+            self.proxy, self.proxy_auth = _env_proxy(self.base_url)
         self.server_hostname: str | None = configuration.tls_server_name or None
         context = _ssl_context(configuration)
         self.requests = _session(context, limit=pool_size, fenced=True)
@@ -131,6 +142,7 @@ class AiohttpTransport:
                 headers=headers,
                 timeout=timeout,
                 proxy=self.proxy,
+                proxy_auth=self.proxy_auth,
                 server_hostname=self.server_hostname,
                 trace_request_ctx={"guard": guard} if guard is not None else None,
             )
@@ -156,10 +168,24 @@ def _proxy(url: str | None) -> str | None:
     return url
 
 
-def _ssl_context(configuration: Configuration) -> ssl.SSLContext:
-    context = ssl.create_default_context(cafile=configuration.ssl_ca_cert)
+def _env_proxy(base_url: str) -> tuple[str | None, aiohttp.BasicAuth | None]:
+    """``HTTPS_PROXY``/``NO_PROXY`` (as in client-go) for the API server, read once: aiohttp's
+    ``trust_env`` would look them and ``~/.netrc`` up again, in threads, for every request."""
+    try:
+        proxy, auth = get_env_proxy_for_url(URL(base_url))
+    except LookupError:
+        return None, None
+    return str(proxy), auth
+
+
+def _ssl_context(configuration: Any) -> ssl.SSLContext:
+    context = ssl.create_default_context(
+        cafile=configuration.ssl_ca_cert, cadata=getattr(configuration, "ca_data", None)
+    )
     if configuration.cert_file:
         context.load_cert_chain(configuration.cert_file, keyfile=configuration.key_file)
+    elif getattr(configuration, "cert_data", None):
+        _load_cert_data(context, configuration.cert_data, configuration.key_data)
     if not configuration.verify_ssl:
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
@@ -168,11 +194,22 @@ def _ssl_context(configuration: Configuration) -> ssl.SSLContext:
     return context
 
 
+def _load_cert_data(context: ssl.SSLContext, cert: bytes, key: bytes | None) -> None:
+    """Client certificate and key given as data: ssl reads them only from files, so they are
+    written to private temporary files, loaded, and removed at once."""
+    with tempfile.TemporaryDirectory(prefix="appstack-tls-") as directory:
+        cert_path, key_path = Path(directory, "tls.crt"), Path(directory, "tls.key")
+        cert_path.write_bytes(cert)
+        key_path.touch(mode=0o600)
+        key_path.write_bytes(key or b"")
+        context.load_cert_chain(str(cert_path), keyfile=str(key_path) if key else None)
+
+
 def _session(context: ssl.SSLContext, *, limit: int, fenced: bool = False) -> aiohttp.ClientSession:
     connector = aiohttp.TCPConnector(limit=limit, ssl=context, socket_factory=_keepalive_socket)
     traces = [_fence_trace()] if fenced else []
-    # trust_env: HTTPS_PROXY/NO_PROXY from the environment apply, as in client-go.
-    return aiohttp.ClientSession(connector=connector, trust_env=True, trace_configs=traces)
+    # HTTPS_PROXY/NO_PROXY from the environment apply (as in client-go): _env_proxy.
+    return aiohttp.ClientSession(connector=connector, trace_configs=traces)
 
 
 def _fence_trace() -> aiohttp.TraceConfig:

@@ -78,6 +78,11 @@ class AppServiceReconciler(KindReconciler[AppServiceSpec]):
             problem=rejected or pods,
             selector=_selector(obj),
         )
-        await self.writer.write_status(obj, observed)
+        rolling = any(
+            c["type"] == "Progressing" and c["status"] == "True" for c in observed["conditions"]
+        )
+        wait = await self.writer.write_status(obj, observed, rolling=rolling)
+        if wait is not None:  # a rollout step: written with the next one, or in `wait` s
+            return Result(requeue_after=wait)
         # A rejected child is retried with backoff; pods wake us when they change.
         return Result(requeue=True) if rejected is not None else None

@@ -69,13 +69,26 @@ def pod_problem(pods: Iterable[Mapping[str, Any]]) -> Problem | None:
     return None
 
 
+_LABEL_INDEX = "namespace/label"
+
+
+def _by_label(pod: dict[str, Any]) -> Iterable[str]:
+    """Index values of a pod: ``namespace/key=value`` for each of its labels."""
+    meta = pod["metadata"]
+    return [f"{meta.get('namespace')}/{k}={v}" for k, v in (meta.get("labels") or {}).items()]
+
+
 def pods_of(cache: Cache, namespace: str, selector: Mapping[str, str]) -> list[dict[str, Any]]:
-    """The cached pods in ``namespace`` carrying every label of ``selector``."""
+    """The cached pods in ``namespace`` carrying every label of ``selector`` (looked up by
+    an index of the first label, not by scanning every cached pod)."""
+    if not selector:
+        return [p for p in cache.objects(POD) if p["metadata"].get("namespace") == namespace]
+    cache.add_indexer(POD, _LABEL_INDEX, _by_label)  # once; later calls find it there
+    key, value = next(iter(sorted(selector.items())))
     return [
         pod
-        for pod in cache.objects(POD)
-        if pod["metadata"].get("namespace") == namespace
-        and selector.items() <= (pod["metadata"].get("labels") or {}).items()
+        for pod in cache.by_index(POD, _LABEL_INDEX, f"{namespace}/{key}={value}")
+        if selector.items() <= (pod["metadata"].get("labels") or {}).items()
     ]
 
 

@@ -46,9 +46,11 @@ class KindReconciler(ABC, Generic[SpecT]):
         self.writer = ChildWriter(client, cache, recorder, self.resource, self.owns)
 
     async def reconcile(self, request: Request) -> Result | None:
-        obj = self.cache.get(self.resource, request.key)
-        if obj is None:
+        cached = self.cache.get(self.resource, request.key)
+        if cached is None:
             return None
+        # Our last status write, if the cache has not caught up with it yet.
+        obj = self.writer.writes.get(self.resource, request.key) or cached
         if self.finalizer is None:
             if obj["metadata"].get("deletionTimestamp"):
                 return None  # going: the garbage collector removes the children

@@ -1,0 +1,98 @@
+"""How many API requests the operator spends per AppService, counted by its own
+client against the real API server: a created app costs two
+applies, one Event and its status writes (no GET: children are created first, a 409 would
+read the owner); an image update costs one apply and its status writes, no Event.
+Figures at scale: docs/performance.md."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from typing import Any
+
+from appstack.controllers.appservice import APP_SERVICE
+from appstack.controllers.children import PROGRESS_INTERVAL
+from appstack.runtime.apirequest import ApiRequest, Timeouts
+from appstack.runtime.client import Client
+from appstack.runtime.controller import Request
+from appstack.runtime.resources import DEPLOYMENT
+from appstack.testing.waiting import wait_until
+from tests.e2e.conftest import RunningOperator, is_ready, until
+
+
+class Sent:
+    """Every request the operator's client sends from now on, by method (watches, opened
+    before and held for minutes, are not reconciles' requests and are left out)."""
+
+    def __init__(self, operator: RunningOperator) -> None:
+        self.counts: Counter[str] = Counter()
+        transport = operator.client.transport
+        send = transport.send
+
+        async def counted(request: ApiRequest, timeouts: Timeouts, guard: Any = None) -> Any:
+            if not request.stream:
+                self.counts[request.method] += 1
+            return await send(request, timeouts, guard)
+
+        transport.send = counted  # type: ignore[method-assign]
+
+    def take(self) -> Counter[str]:
+        """The counts since the last call."""
+        counts, self.counts = self.counts, Counter()
+        return counts
+
+
+async def _settled(operator: RunningOperator, namespace: str, name: str) -> None:
+    """One more reconcile of ``name`` has run (any write it still wanted is counted)."""
+    reconciles = operator.manager.metrics.reconcile_total.labels("appservice", "success")
+    before = reconciles._value.get()
+    operator.manager.controllers[0].enqueue(Request(namespace, name))
+    await wait_until(lambda: reconciles._value.get() > before, timeout=10)
+
+
+def _current(image: str) -> Any:
+    def check(app: dict[str, Any]) -> bool:
+        status = app.get("status") or {}
+        return (
+            is_ready(app)
+            and status.get("observedGeneration") == app["metadata"]["generation"]
+            and app["spec"]["image"] == image
+        )
+
+    return check
+
+
+async def test_a_created_and_an_updated_appservice_cost_few_requests(
+    client: Client, namespace: str, operator: RunningOperator
+) -> None:
+    app = {
+        "apiVersion": "appstack.dev/v1",
+        "kind": "AppService",
+        "metadata": {"name": "budget", "namespace": namespace},
+        "spec": {"image": "nginx:1.27", "ports": [{"port": 80}]},
+    }
+    sent = Sent(operator)
+    started = time.monotonic()
+    await client.create(APP_SERVICE, app)
+    await until(client, APP_SERVICE, "budget", namespace, _current("nginx:1.27"), 120)
+    await _settled(operator, namespace, "budget")
+    created = sent.take()
+    # Status: written when the children exist and when Ready, and at most every
+    # PROGRESS_INTERVAL while only counts move (a slow, loaded machine rolls out slowly).
+    status_writes = 2 + int((time.monotonic() - started) / PROGRESS_INTERVAL)
+    assert created["GET"] == 0, created  # no read before creating the children
+    assert created["POST"] == 1, created  # one Event: "Created Deployment budget, Service budget"
+    assert 3 <= created["PATCH"] <= 2 + status_writes, created  # two applies, status
+
+    await client.patch(
+        APP_SERVICE, "budget", {"spec": {"image": "nginx:1.28"}}, namespace=namespace
+    )
+    await until(client, APP_SERVICE, "budget", namespace, _current("nginx:1.28"), 60)
+    deployment = await client.get(DEPLOYMENT, "budget", namespace)
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:1.28"
+    await _settled(operator, namespace, "budget")
+    updated = sent.take()
+    assert updated["GET"] == 0, updated
+    assert updated["POST"] == 0, updated  # the user's own change: status tells it, no Event
+    status_writes = 2 + int((time.monotonic() - started) / PROGRESS_INTERVAL)
+    assert 2 <= updated["PATCH"] <= 1 + status_writes, updated  # one apply, status
