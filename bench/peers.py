@@ -13,12 +13,13 @@ all N changed, timed the same way. Per wave: seconds, apps/s, x floor, operator 
 Usage:
   python bench/peers.py --cluster bench [--sizes 100,1000] [--repeat 2]
       [--peers floor,appstack,appstack-tuned,go-seed,kopf] [--tuned=--concurrency=16]
+      [--base-source DIR --peers ...,appstack-base,...]
       [--json docs/peers.json] [--plot docs/peers.png] [--docs docs/performance.md]
   python bench/peers.py --cluster bench --startup 10000   # process start -> first reconcile
 
 ``--cluster NAME`` starts (or reuses) the local test bed and installs the CRDs;
-``--kubeconfig`` uses any cluster (no audit counts then). ``--stacks 300`` also runs
-bench/stacks.py's AppStack measurement with appstack's defaults.
+``--kubeconfig`` uses any cluster (no audit counts then). ``--stacks 300`` instead runs
+bench/stacks.py's AppStack measurement (appstack only, default flags).
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ def _load() -> str:
 
 
 async def run(args: argparse.Namespace, kubeconfig: str, cluster_dir: Path | None) -> list[Any]:
-    known = peers(tuple(args.tuned.split()))
+    known = peers(tuple(args.tuned.split()), args.base_source)
     wanted = args.peers.split(",")
     log_dir = Path(tempfile.mkdtemp(prefix="peers-logs-"))
     print(f"[peers] operator logs in {log_dir}", file=sys.stderr)
@@ -94,18 +95,35 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--peers", default="floor,appstack,appstack-tuned,go-seed,kopf")
     parser.add_argument("--tuned", default="--concurrency=16", help="appstack-tuned's flags")
+    parser.add_argument("--base-source", help="appstack-base's source tree (holds src/)")
     parser.add_argument("--alternate", action="store_true", help="odd repeats in reverse order")
     parser.add_argument("--json")
     parser.add_argument("--plot")
     parser.add_argument("--docs", help="rewrite the marked table section of this Markdown file")
+    parser.add_argument("--from-log", help="only render the records (JSON lines) of a past run")
+    parser.add_argument("--base-label", help="the table's name for appstack-base")
+    parser.add_argument("--stacks", type=int, help="only: N DataService AppStacks (appstack)")
     parser.add_argument("--startup", type=int, help="only: start-up with N existing AppServices")
     args = parser.parse_args()
+    if args.from_log:
+        lines = Path(args.from_log).read_text().splitlines()
+        records = [json.loads(line) for line in lines if line.startswith("{")]
+        render(args, records, started=None)
+        return
     if args.cluster:
         kubeconfig, cluster_dir = _cluster(args.cluster)
     else:
         kubeconfig, cluster_dir = args.kubeconfig, None
+    if args.stacks:
+        from stacks import measure as measure_stacks  # noqa: PLC0415 - bench/stacks.py
+
+        result = asyncio.run(measure_stacks(kubeconfig, args.stacks))
+        print(json.dumps(result))
+        if args.json:
+            Path(args.json).write_text(json.dumps(result, indent=1))
+        return
     if args.startup:
-        known = peers(tuple(args.tuned.split()))
+        known = peers(tuple(args.tuned.split()), args.base_source)
         wanted = [known[k] for k in args.peers.split(",") if k != "floor"]
         results = asyncio.run(measure_startup(kubeconfig, wanted, args.startup))
         print(startup_table(results))
@@ -114,12 +132,20 @@ def main() -> None:
         return
     started = datetime.datetime.now(datetime.timezone.utc)
     records = asyncio.run(run(args, kubeconfig, cluster_dir))
+    render(args, records, started)
+
+
+def render(args: argparse.Namespace, records: list[Any], started: Any) -> None:
+    """Print the table; write the JSON, the plot and the docs section as asked."""
+    for record in records:
+        if record["peer"] == "appstack-base" and args.base_label:
+            record["label"] = args.base_label
     rows = report.summarise(records)
     text = report.table(rows)
     print(text)
     meta = {
         "command": "python bench/peers.py " + " ".join(sys.argv[1:]),
-        "started": started.isoformat(timespec="seconds"),
+        "started": started.isoformat(timespec="seconds") if started else None,
         "load_at_end": _load(),
     }
     if args.json:
@@ -129,9 +155,10 @@ def main() -> None:
 
         plot(rows, args.plot)
     if args.docs:
+        when = meta["started"] or f"rendered from {args.from_log}"
         note = (
-            f"`{meta['command']}` — {meta['started']}, machine {meta['load_at_end']} at the "
-            "end (shared with other work). Medians, (min-max) over the repeats."
+            f"`{meta['command']}` — {when}; machine {meta['load_at_end']} at the end "
+            "(shared with other work). Medians, (min-max) over the repeats."
         )
         doc = Path(args.docs)
         doc.write_text(report.replace_section(doc.read_text(), f"{note}\n\n{text}\n"))

@@ -2,7 +2,9 @@
 namespace, and how to start, probe and stop them.
 
 * ``appstack``: ``appstack run`` with default flags; ``appstack-tuned`` adds the flags
-  given with ``--tuned`` (default ``--concurrency=16``);
+  given with ``--tuned`` (default ``--concurrency=16``); ``appstack-base`` runs another
+  source tree (``--base-source``, e.g. ``git archive main`` unpacked) with defaults, to
+  show what a change bought in the same run;
 * ``go-seed``: the seed's controller-runtime algorithm (``bench/peers/go-seed``, built
   by :mod:`peerbench.gobuild`), cluster-wide as the seed was;
 * ``kopf``: ``bench/peers/kopf_peer.py`` under ``kopf run --standalone``.
@@ -40,10 +42,15 @@ class Peer:
     writes_status: bool
     has_metrics: bool
     extra_args: tuple[str, ...] = field(default=())
+    # Run appstack from this source tree (``PYTHONPATH``), e.g. an export of main.
+    source: str | None = None
 
 
-def peers(tuned: tuple[str, ...]) -> dict[str, Peer]:
+def peers(tuned: tuple[str, ...], base_source: str | None = None) -> dict[str, Peer]:
     return {
+        "appstack-base": Peer(
+            "appstack-base", f"appstack, defaults, at {base_source}", True, True, source=base_source
+        ),
         "appstack": Peer("appstack", "appstack, defaults", True, True),
         "appstack-tuned": Peer(
             "appstack-tuned", f"appstack `{' '.join(tuned)}`", True, True, tuned
@@ -93,6 +100,8 @@ class Running:
         self.log_path = log_dir / f"{peer.key}-{namespace}.log"
         self._log: IO[bytes] = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
         env = {**os.environ, "KUBECONFIG": kubeconfig}
+        if peer.source:
+            env["PYTHONPATH"] = str(Path(peer.source) / "src")
         self.started = time.perf_counter()
         self.proc = subprocess.Popen(
             command(peer, kubeconfig, namespace, self.port),
