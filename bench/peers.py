@@ -88,7 +88,7 @@ async def run(args: argparse.Namespace, kubeconfig: str, cluster_dir: Path | Non
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    target = parser.add_mutually_exclusive_group(required=True)
+    target = parser.add_mutually_exclusive_group()
     target.add_argument("--cluster", help="local test bed name (started if down)")
     target.add_argument("--kubeconfig")
     parser.add_argument("--sizes", default="100,1000")
@@ -110,6 +110,8 @@ def main() -> None:
         records = [json.loads(line) for line in lines if line.startswith("{")]
         render(args, records, started=None)
         return
+    if not (args.cluster or args.kubeconfig):
+        parser.error("one of --cluster, --kubeconfig (or --from-log) is required")
     if args.cluster:
         kubeconfig, cluster_dir = _cluster(args.cluster)
     else:
