@@ -37,7 +37,7 @@ log = structlog.get_logger("appstack.operator")
 class OperatorOptions:
     kubeconfig: str | None = None
     namespaces: list[str] = field(default_factory=list)
-    concurrency: int = 4
+    concurrency: int = 32  # see docs/performance.md: "Choosing --concurrency"
     leader_elect: bool = False
     leader_election_namespace: str = "default"
     leader_election_kubeconfig: str | None = None

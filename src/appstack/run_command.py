@@ -26,7 +26,11 @@ KUBECONFIG = click.option(
     help="Only watch this namespace (repeatable; default: all namespaces).",
 )
 @click.option(
-    "--concurrency", default=4, show_default=True, help="Concurrent reconciles per controller."
+    "--concurrency",
+    default=32,
+    show_default=True,
+    help="Concurrent reconciles per controller (each waits on the API server most of the "
+    "time: enough of them keep a burst of changes moving at the server's pace).",
 )
 @click.option(
     "--leader-elect/--no-leader-elect",

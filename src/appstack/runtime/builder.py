@@ -58,10 +58,15 @@ class Builder:
         self._watches: list[tuple[Resource, Mapper]] = []
         self._concurrency = 1
         self._resync: float | None = None
+        self._status_changes = True
 
-    def for_(self, resource: Resource) -> Builder:
-        """The primary kind: its own add/update/delete events enqueue the object itself."""
+    def for_(self, resource: Resource, *, status_changes: bool = True) -> Builder:
+        """The primary kind: its own add/update/delete events enqueue the object itself;
+        ``status_changes=False``: not an update that changed only its status (the
+        reconciler's own status write, as controller-runtime's
+        ``GenerationChangedPredicate`` with labels and annotations kept)."""
         self._primary = resource
+        self._status_changes = status_changes
         return self
 
     def owns(self, resource: Resource) -> Builder:
@@ -100,19 +105,37 @@ class Builder:
             resync_period=self._resync,
             resync_source=lambda: [request_for(o) for o in cache.objects(primary)],
         )
-        cache.add_handler(primary, _enqueue(controller, lambda obj: [request_for(obj)]))
+        skip = None if self._status_changes else only_status_changed
+        cache.add_handler(primary, _enqueue(controller, lambda obj: [request_for(obj)], skip))
         for resource, mapper in self._watches:
             cache.add_handler(resource, _enqueue(controller, mapper))
         self.manager.add(controller)
         return controller
 
 
-def _enqueue(controller: Controller, mapper: Mapper) -> FuncHandler:
+def only_status_changed(old: Obj, new: Obj) -> bool:
+    """Whether an update changed nothing but ``status`` (and the resourceVersion)."""
+    before, after = old["metadata"], new["metadata"]
+    return (
+        old.get("spec") == new.get("spec")
+        and before.get("generation") == after.get("generation")
+        and {k: v for k, v in before.items() if k != "resourceVersion"}
+        == {k: v for k, v in after.items() if k != "resourceVersion"}
+        and {k: v for k, v in old.items() if k not in ("metadata", "status")}
+        == {k: v for k, v in new.items() if k not in ("metadata", "status")}
+    )
+
+
+def _enqueue(
+    controller: Controller, mapper: Mapper, skip: Callable[[Obj, Obj], bool] | None = None
+) -> FuncHandler:
     def one(obj: Obj) -> None:
         for request in mapper(obj):
             controller.enqueue(request)
 
     def both(old: Obj, new: Obj) -> None:
+        if skip is not None and skip(old, new):
+            return
         requests = set(mapper(old)) | set(mapper(new))  # e.g. an owner reference changed
         for request in requests:
             controller.enqueue(request)

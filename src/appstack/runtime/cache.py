@@ -9,7 +9,7 @@ the key's namespace; cluster-scoped kinds always get a single informer.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from appstack.runtime.client import Client
 from appstack.runtime.informer import EventHandler, Informer
@@ -29,6 +29,7 @@ class Cache:
         self.namespaces = list(namespaces) if namespaces else None
         self._informers: dict[Resource, dict[str | None, Informer]] = {}
         self._selectors: dict[Resource, str] = {}
+        self._transforms: dict[Resource, Callable[[Obj], Obj]] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
 
@@ -40,6 +41,15 @@ class Cache:
             raise RuntimeError(f"the informers of {resource} already exist")
         self._selectors[resource] = selector
 
+    def set_transform(self, resource: Resource, transform: Callable[[Obj], Obj]) -> None:
+        """Cache ``transform(obj)`` of each object of ``resource`` — only the fields the
+        controllers read (call before use; one transform per kind)."""
+        if self._transforms.get(resource) is transform:
+            return
+        if resource in self._informers or resource in self._transforms:
+            raise RuntimeError(f"the cache of {resource} already exists or is transformed")
+        self._transforms[resource] = transform
+
     def informers(self, resource: Resource) -> dict[str | None, Informer]:
         """The informers of ``resource`` (created on first use; started with the cache)."""
         existing = self._informers.get(resource)
@@ -50,7 +60,13 @@ class Cache:
         )
         selector = self._selectors.get(resource)
         created = {
-            ns: Informer(self.client, resource, namespace=ns, label_selector=selector)
+            ns: Informer(
+                self.client,
+                resource,
+                namespace=ns,
+                label_selector=selector,
+                transform=self._transforms.get(resource),
+            )
             for ns in scopes
         }
         self._informers[resource] = created

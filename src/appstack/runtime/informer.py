@@ -12,7 +12,9 @@ The protocol is the state machine of :mod:`appstack.runtime.watcher`; this modul
 
 Errors are logged, never raised, and backed off (0.5 s → 30 s, jittered) on the injected
 :class:`~appstack.runtime.clock.Clock`. Before an object is cached,
-``metadata.managedFields`` and any other declared paths are dropped (memory). Handlers
+``metadata.managedFields`` and any other declared paths are dropped, and a ``transform``
+(if given) keeps only what the controllers read, as controller-runtime's cache transforms
+do (memory: a pod's spec is most of it). Handlers
 (:class:`EventHandler`) are called synchronously on each change and must be cheap —
 controllers only enqueue keys. Shared per kind through :class:`~appstack.runtime.cache.Cache`.
 """
@@ -93,6 +95,7 @@ class Informer:
         namespace: str | None = None,
         label_selector: str | None = None,
         drop: Sequence[Sequence[str]] = DEFAULT_DROP,
+        transform: Callable[[Obj], Obj] | None = None,
         page_size: int = 500,
         watch_timeout: int = 290,
         inactivity_timeout: float | None = None,
@@ -110,6 +113,7 @@ class Informer:
             inactivity_timeout or STALL_TIMEOUT,
         )
         self.drop = [tuple(path) for path in drop]
+        self.transform = transform
         self.clock = clock or RealClock()
         self.backoff = backoff
         self.store = Store()
@@ -242,7 +246,7 @@ class Informer:
                     break
             if isinstance(parent, dict):
                 parent.pop(path[-1], None)
-        return obj
+        return obj if self.transform is None else self.transform(obj)
 
 
 def _rv(obj: Obj) -> str:

@@ -28,7 +28,7 @@ from appstack.controllers.appstack import desired, labels, middleware, status
 from appstack.controllers.appstack.addresses import ExternalIPPolicy
 from appstack.controllers.appstack.teardown import FINALIZER_NAME, teardown
 from appstack.controllers.util.conditions import Problem
-from appstack.controllers.util.pods import pod_mapper, pod_problem, pods_of
+from appstack.controllers.util.pods import POD_TRANSFORMS, pod_mapper, pod_problem, pods_of
 from appstack.controllers.util.reconciler import KindReconciler
 from appstack.controllers.util.workloads import (
     deployment_ready,
@@ -59,6 +59,7 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
     kind = AppStack.KIND
     owns = (DEPLOYMENT, SERVICE, STATEFUL_SET, CONFIG_MAP, ENDPOINT_SLICE)
     watches = ((POD, pod_mapper(labels.STACK_LABEL)),)
+    transforms = POD_TRANSFORMS
     finalizer = group_key(FINALIZER_NAME)
 
     def __init__(

@@ -7,19 +7,20 @@ other kubelet reasons a user must act on), or ``PodScheduled=False`` with reason
 :class:`~appstack.controllers.util.conditions.Problem`, which the AppService and AppStack
 controllers report as ``Ready=False`` while their workload is not ready. Pods are watched
 through the shared cache, labelled ``app.kubernetes.io/managed-by=appstack`` like every
-child (:func:`pod_mapper` wakes the owner when one changes; :func:`pods_of` reads them).
+child (:func:`pod_mapper` wakes the owner when one changes; :func:`pods_of` reads them), and
+cached as :func:`cached_pod` keeps them (metadata, ``spec.nodeName`` and status only).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from appstack.controllers.util.conditions import Problem
 from appstack.runtime.builder import Mapper
 from appstack.runtime.cache import Cache
 from appstack.runtime.controller import Request
-from appstack.runtime.resources import POD
+from appstack.runtime.resources import POD, Resource
 
 WAITING = frozenset(
     {
@@ -76,6 +77,18 @@ def _by_label(pod: dict[str, Any]) -> Iterable[str]:
     """Index values of a pod: ``namespace/key=value`` for each of its labels."""
     meta = pod["metadata"]
     return [f"{meta.get('namespace')}/{k}={v}" for k, v in (meta.get("labels") or {}).items()]
+
+
+def cached_pod(pod: dict[str, Any]) -> dict[str, Any]:
+    """What the controllers read of a pod, the only part the cache keeps of it: metadata,
+    ``spec.nodeName`` and status (the spec is most of a pod, and nothing here reads it)."""
+    spec = pod.get("spec") or {}
+    pod["spec"] = {"nodeName": spec["nodeName"]} if "nodeName" in spec else {}
+    return pod
+
+
+#: The cache transforms of every controller that watches pods.
+POD_TRANSFORMS: dict[Resource, Callable[[dict[str, Any]], dict[str, Any]]] = {POD: cached_pod}
 
 
 def pods_of(cache: Cache, namespace: str, selector: Mapping[str, str]) -> list[dict[str, Any]]:

@@ -11,6 +11,7 @@ Warning Event) and write a status that says so, and wait for the spec to change 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import Any, ClassVar, Generic, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
@@ -32,12 +33,17 @@ SpecT = TypeVar("SpecT", bound=BaseModel)
 class KindReconciler(ABC, Generic[SpecT]):
     """Reconciles one custom kind (``kind``) whose children are of the kinds in ``owns``;
     ``watches`` are other objects labelled as ours (pods) that wake the owner their mapper
-    names; ``finalizer`` (optional) holds deletion until :meth:`cleanup` is done."""
+    names; ``transforms`` keep only what is read of a cached kind; ``finalizer``
+    (optional) holds deletion until :meth:`cleanup` is done."""
 
     kind: ClassVar[CustomKind]
     owns: ClassVar[tuple[Resource, ...]] = ()
     watches: ClassVar[tuple[tuple[Resource, Mapper], ...]] = ()
     finalizer: ClassVar[str | None] = None
+    #: Whether an update of only the object's status (our own write) wakes the reconciler.
+    status_changes: ClassVar[bool] = True
+    #: Per kind, what the cache keeps of an object (e.g. pods without their spec).
+    transforms: ClassVar[dict[Resource, Callable[[dict[str, Any]], dict[str, Any]]]] = {}
 
     def __init__(self, client: Client, cache: Cache, recorder: EventRecorder, **_: Any) -> None:
         self.client = client

@@ -64,7 +64,11 @@ class Registration:
         watched = self.reconciler.watches
         for resource in (*self.owns, *(resource for resource, _ in watched)):
             manager.cache.set_label_selector(resource, CHILD_SELECTOR)
-        builder = Builder(manager, self.name).for_(self.kind.resource)
+        for resource, transform in self.reconciler.transforms.items():
+            manager.cache.set_transform(resource, transform)
+        builder = Builder(manager, self.name).for_(
+            self.kind.resource, status_changes=self.reconciler.status_changes
+        )
         for resource in self.owns:
             builder = builder.owns(resource)
         for resource, mapper in watched:

@@ -1,0 +1,59 @@
+"""Cache transforms: a kind's cache keeps only what the controllers read (pods without their
+spec), applied to every object the informer stores; one transform per kind."""
+
+from __future__ import annotations
+
+import pytest
+
+from appstack.controllers.util.pods import cached_pod, pod_problem
+from appstack.runtime.cache import Cache
+from appstack.runtime.resources import CONFIG_MAP, POD
+from appstack.runtime.watcher import Applied
+from tests.unit.scripted_transport import scripted_client
+
+
+def _pod() -> dict[str, object]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "web-1",
+            "namespace": "ns",
+            "resourceVersion": "3",
+            "labels": {"app.kubernetes.io/instance": "web"},
+            "managedFields": [{"manager": "kubelet"}],
+        },
+        "spec": {"nodeName": "node-1", "containers": [{"name": "web", "image": "nginx"}]},
+        "status": {
+            "containerStatuses": [
+                {"name": "web", "state": {"waiting": {"reason": "ImagePullBackOff"}}}
+            ]
+        },
+    }
+
+
+def test_a_cached_pod_keeps_metadata_node_and_status_only() -> None:
+    pod = cached_pod(_pod())
+    assert pod["spec"] == {"nodeName": "node-1"}
+    assert pod["metadata"]["labels"] == {"app.kubernetes.io/instance": "web"}
+    problem = pod_problem([pod])  # what the controllers read still answers
+    assert problem is not None
+    assert problem.reason == "ImagePullBackOff"
+    assert cached_pod({"metadata": {"name": "p"}})["spec"] == {}
+
+
+def test_the_cache_stores_transformed_objects() -> None:
+    client, _ = scripted_client()
+    cache = Cache(client, ["ns"])
+    cache.set_transform(POD, cached_pod)
+    cache.set_transform(POD, cached_pod)  # the same again: fine (two controllers)
+    with pytest.raises(RuntimeError):
+        cache.set_transform(POD, lambda obj: obj)
+    cache.informers(POD)["ns"]._deliver(Applied(_pod()))
+    stored = cache.get(POD, "ns/web-1")
+    assert stored is not None
+    assert stored["spec"] == {"nodeName": "node-1"}
+    assert "managedFields" not in stored["metadata"]
+    cache.informers(CONFIG_MAP)
+    with pytest.raises(RuntimeError):  # too late: its informers exist
+        cache.set_transform(CONFIG_MAP, lambda obj: obj)
