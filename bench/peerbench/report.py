@@ -79,7 +79,7 @@ def _x(s: dict[str, float] | None) -> str:
 def _verbs(requests: dict[str, int] | None, n: int) -> str:
     if not requests:
         return ""
-    return " (" + ", ".join(f"{m} {v / n:.1f}" for m, v in requests.items()) + ")"
+    return " (" + ", ".join(f"{m} {v / n:.2f}" for m, v in requests.items()) + ")"
 
 
 HEADER = (

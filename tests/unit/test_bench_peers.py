@@ -86,7 +86,7 @@ def test_the_table_shows_medians_spreads_and_blanks_for_what_was_not_measured() 
     assert floor.startswith("| 100 | FLOOR | 15.0 s (10.0-20.0) | 6.7 | 1.00x |")
     assert "| 1.12x (1.00-1.25) |" in op
     assert "| 6.0 (5.0-7.0) / 6.0 (5.0-7.0) |" in op
-    assert "| 2.0 (POST 2.0) |" in op
+    assert "| 2.0 (POST 2.00) |" in op
     assert floor.count("| — ") >= 4
 
 
