@@ -220,8 +220,8 @@ TEST_BED_IPS = ExternalIPPolicy(
     allow=True, deny=parse_networks([SERVICE_CIDR, "10.15.128.0/17", "10.16.0.0/15"])
 )
 
-# More workers than the operator's default for AppService (tests create many at once), and
-# a short resync for AppStack (a changed Secret must roll its pods within a test).
+# 8 AppService workers (the operator's default is 32: tests share 2 cores with other
+# control planes), and a short resync for AppStack (a changed Secret must roll its pods within a test).
 E2E_OPTIONS: dict[str, dict[str, Any]] = {
     "appservice": {"concurrency": 8},
     "appstack": {"resync": 2.0, "external_ips": TEST_BED_IPS},

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from appstack.controllers.util.pods import cached_pod, pod_problem
+from appstack.controllers.util.pods import cached_pod, pod_mapper, pod_problem
 from appstack.runtime.cache import Cache
+from appstack.runtime.controller import Request
 from appstack.runtime.resources import CONFIG_MAP, POD
 from appstack.runtime.watcher import Applied
 from tests.unit.scripted_transport import scripted_client
@@ -57,3 +58,15 @@ def test_the_cache_stores_transformed_objects() -> None:
     cache.informers(CONFIG_MAP)
     with pytest.raises(RuntimeError):  # too late: its informers exist
         cache.set_transform(CONFIG_MAP, lambda obj: obj)
+
+
+def test_a_pod_wakes_its_owner_only_while_it_has_a_problem() -> None:
+    mapper = pod_mapper("app.kubernetes.io/instance")
+    troubled = _pod()
+    assert list(mapper(troubled)) == [Request("ns", "web")]
+    healthy = _pod()
+    healthy["status"] = {"containerStatuses": [{"name": "web", "state": {"running": {}}}]}
+    assert list(mapper(healthy)) == []  # its readiness reaches the owner via the workload
+    unlabelled = _pod()
+    unlabelled["metadata"]["labels"] = {}
+    assert list(mapper(unlabelled)) == []
