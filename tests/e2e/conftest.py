@@ -221,7 +221,8 @@ TEST_BED_IPS = ExternalIPPolicy(
 )
 
 # 8 AppService workers (the operator's default is 32: tests share 2 cores with other
-# control planes), and a short resync for AppStack (a changed Secret must roll its pods within a test).
+# control planes), and a short resync for AppStack (a changed Secret must roll its pods
+# within a test).
 E2E_OPTIONS: dict[str, dict[str, Any]] = {
     "appservice": {"concurrency": 8},
     "appstack": {"resync": 2.0, "external_ips": TEST_BED_IPS},
