@@ -5,6 +5,7 @@ Reports the time until every stack is Ready (stacks/s and members/s), the operat
 seconds and peak RSS (it runs as its own process, read from /proc).
 
 Usage: python bench/stacks.py --kubeconfig PATH [--stacks 100] [--json OUT]
+       [--operator-args="--concurrency=16"]   (default: appstack run with its defaults)
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from appstack.runtime.resources import CONFIG_MAP, NAMESPACE
 
 sys.path.insert(0, str(Path(__file__).parent))
 from converge import _bounded, _proc_usage, start_operator  # shared with the AppService benchmark
+from peerbench.operators import free_port
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "dataservice.yaml"
 
@@ -39,7 +41,8 @@ def _ready(stack: dict[str, Any]) -> bool:
     )
 
 
-async def measure(kubeconfig: str, count: int) -> dict[str, Any]:
+async def measure(kubeconfig: str, count: int, extra: tuple[str, ...] = ()) -> dict[str, Any]:
+    """``count`` stacks Ready, with ``appstack run`` (default flags plus ``extra``)."""
     init, template = yaml.safe_load_all(EXAMPLE.read_text())
     for component in template["spec"]["components"]:
         for port in component.get("ports", []):
@@ -52,7 +55,7 @@ async def measure(kubeconfig: str, count: int) -> dict[str, Any]:
         )
         init["metadata"]["namespace"] = namespace
         await client.create(CONFIG_MAP, init)
-        operator = start_operator(kubeconfig, namespace)
+        operator = start_operator(kubeconfig, namespace, free_port(), list(extra))
         stacks = Informer(client, APP_STACK, namespace=namespace)
         task = asyncio.create_task(stacks.run())
         try:
@@ -79,6 +82,7 @@ async def measure(kubeconfig: str, count: int) -> dict[str, Any]:
             operator.wait(timeout=60)
         await client.delete(NAMESPACE, namespace)
     return {
+        "operator_args": " ".join(extra) or "defaults",
         "stacks": count,
         "members_per_stack": members,
         "ready_s": round(elapsed, 1),
@@ -94,8 +98,9 @@ async def main() -> None:
     parser.add_argument("--kubeconfig", required=True)
     parser.add_argument("--stacks", type=int, default=100)
     parser.add_argument("--json")
+    parser.add_argument("--operator-args", default="", help="appstack run flags beyond defaults")
     args = parser.parse_args()
-    result = await measure(args.kubeconfig, args.stacks)
+    result = await measure(args.kubeconfig, args.stacks, tuple(args.operator_args.split()))
     print(json.dumps(result, indent=2))
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2))

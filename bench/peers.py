@@ -1,0 +1,170 @@
+"""Side by side: appstack against the API server's raw write floor, a Go peer (the seed's
+controller-runtime algorithm) and a kopf peer — one invocation, one cluster.
+
+For each size N and each repeat, one after another, each in a fresh namespace that is
+deleted (and waited for) before the next: the raw floor (the same 2N child creates, 64 in
+flight, then N Deployment image patches), then every peer: N AppServices of size 1
+created at once, timed until each has its Deployment and Service owned by it (and, for a
+peer that writes status, ``status.observedGeneration == generation``), then the image of
+all N changed, timed the same way. Per wave: seconds, apps/s, x floor, operator CPU
+(ms per app) and peak RSS from /proc, requests per app by method (from the peer's
+``rest_client_requests_total``, appstack and Go), writes per app (API server audit log).
+
+Usage:
+  python bench/peers.py --cluster bench [--sizes 100,1000] [--repeat 2]
+      [--peers floor,appstack,appstack-tuned,go-seed,kopf] [--tuned=--concurrency=16]
+      [--base-source DIR --peers ...,appstack-base,...]
+      [--json docs/peers.json] [--plot docs/peers.png] [--docs docs/performance.md]
+  python bench/peers.py --cluster bench --startup 10000   # process start -> first reconcile
+
+``--cluster NAME`` starts (or reuses) the local test bed and installs the CRDs;
+``--kubeconfig`` uses any cluster (no audit counts then). ``--stacks 300`` instead runs
+bench/stacks.py's AppStack measurement (appstack only, default flags).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from peerbench import report
+from peerbench.operators import peers
+from peerbench.run import measure_floor, measure_peer
+from peerbench.startup import measure_startup
+from peerbench.startup import table as startup_table
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _cluster(name: str) -> tuple[str, Path]:
+    from appstack.testing.cluster import LocalCluster  # noqa: PLC0415
+
+    cluster = LocalCluster(name)
+    cluster.up()
+    subprocess.run(
+        [cluster.toolchain.binary("kubectl"), f"--kubeconfig={cluster.kubeconfig}",
+         "apply", "--server-side", "-f", str(ROOT / "deploy" / "crds")],
+        check=True, stdout=subprocess.DEVNULL,
+    )  # fmt: skip
+    return str(cluster.kubeconfig), cluster.directory
+
+
+def _load() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load {one:.1f}/{five:.1f} (1/5 min), {os.cpu_count()} cores"
+
+
+async def run(args: argparse.Namespace, kubeconfig: str, cluster_dir: Path | None) -> list[Any]:
+    known = peers(tuple(args.tuned.split()), args.base_source)
+    wanted = args.peers.split(",")
+    log_dir = Path(tempfile.mkdtemp(prefix="peers-logs-"))
+    print(f"[peers] operator logs in {log_dir}", file=sys.stderr)
+    records: list[dict[str, Any]] = []
+    for n in (int(s) for s in args.sizes.split(",")):
+        for repeat in range(args.repeat):
+            order = wanted if repeat % 2 == 0 or not args.alternate else wanted[::-1]
+            for key in order:
+                load = _load()
+                if key == "floor":
+                    record = await measure_floor(kubeconfig, n)
+                else:
+                    record = await measure_peer(
+                        kubeconfig, known[key], n, cluster_dir=cluster_dir, log_dir=log_dir
+                    )
+                record.update(repeat=repeat, load_before=load)
+                print(json.dumps(record), flush=True)
+                records.append(record)
+    return records
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    target = parser.add_mutually_exclusive_group()
+    target.add_argument("--cluster", help="local test bed name (started if down)")
+    target.add_argument("--kubeconfig")
+    parser.add_argument("--sizes", default="100,1000")
+    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--peers", default="floor,appstack,appstack-tuned,go-seed,kopf")
+    parser.add_argument("--tuned", default="--concurrency=16", help="appstack-tuned's flags")
+    parser.add_argument("--base-source", help="appstack-base's source tree (holds src/)")
+    parser.add_argument("--alternate", action="store_true", help="odd repeats in reverse order")
+    parser.add_argument("--json")
+    parser.add_argument("--plot")
+    parser.add_argument("--docs", help="rewrite the marked table section of this Markdown file")
+    parser.add_argument("--from-log", help="only render the records (JSON lines) of a past run")
+    parser.add_argument("--base-label", help="the table's name for appstack-base")
+    parser.add_argument("--stacks", type=int, help="only: N DataService AppStacks (appstack)")
+    parser.add_argument("--startup", type=int, help="only: start-up with N existing AppServices")
+    args = parser.parse_args()
+    if args.from_log:
+        lines = Path(args.from_log).read_text().splitlines()
+        records = [json.loads(line) for line in lines if line.startswith("{")]
+        render(args, records, started=None)
+        return
+    if not (args.cluster or args.kubeconfig):
+        parser.error("one of --cluster, --kubeconfig (or --from-log) is required")
+    if args.cluster:
+        kubeconfig, cluster_dir = _cluster(args.cluster)
+    else:
+        kubeconfig, cluster_dir = args.kubeconfig, None
+    if args.stacks:
+        from stacks import measure as measure_stacks  # noqa: PLC0415 - bench/stacks.py
+
+        result = asyncio.run(measure_stacks(kubeconfig, args.stacks))
+        print(json.dumps(result))
+        if args.json:
+            Path(args.json).write_text(json.dumps(result, indent=1))
+        return
+    if args.startup:
+        known = peers(tuple(args.tuned.split()), args.base_source)
+        wanted = [known[k] for k in args.peers.split(",") if k != "floor"]
+        results = asyncio.run(measure_startup(kubeconfig, wanted, args.startup))
+        print(startup_table(results))
+        if args.json:
+            Path(args.json).write_text(json.dumps(results, indent=1))
+        return
+    started = datetime.datetime.now(datetime.timezone.utc)
+    records = asyncio.run(run(args, kubeconfig, cluster_dir))
+    render(args, records, started)
+
+
+def render(args: argparse.Namespace, records: list[Any], started: Any) -> None:
+    """Print the table; write the JSON, the plot and the docs section as asked."""
+    for record in records:
+        if record["peer"] == "appstack-base" and args.base_label:
+            record["label"] = args.base_label
+    rows = report.summarise(records)
+    text = report.table(rows)
+    print(text)
+    meta = {
+        "command": "python bench/peers.py " + " ".join(sys.argv[1:]),
+        "started": started.isoformat(timespec="seconds") if started else None,
+        "load_at_end": _load(),
+    }
+    if args.json:
+        Path(args.json).write_text(json.dumps({**meta, "rows": rows, "runs": records}, indent=1))
+    if args.plot:
+        from peerbench.plot import plot  # noqa: PLC0415
+
+        plot(rows, args.plot)
+    if args.docs:
+        when = meta["started"] or f"rendered from {args.from_log}"
+        note = (
+            f"`{meta['command']}` — {when}; machine {meta['load_at_end']} at the end "
+            "(shared with other work). Medians, (min-max) over the repeats."
+        )
+        doc = Path(args.docs)
+        doc.write_text(report.replace_section(doc.read_text(), f"{note}\n\n{text}\n"))
+
+
+if __name__ == "__main__":
+    main()
