@@ -33,9 +33,12 @@ def _pod() -> dict[str, object]:
     }
 
 
-def test_a_cached_pod_keeps_metadata_node_and_status_only() -> None:
-    pod = cached_pod(_pod())
-    assert pod["spec"] == {"nodeName": "node-1"}
+def test_a_cached_pod_keeps_metadata_node_images_and_status_only() -> None:
+    raw = _pod()
+    raw["spec"]["volumes"] = [{"name": "data", "emptyDir": {}}]
+    raw["spec"]["containers"][0]["env"] = [{"name": "A", "value": "b"}]
+    pod = cached_pod(raw)
+    assert pod["spec"] == {"nodeName": "node-1", "containers": [{"name": "web", "image": "nginx"}]}
     assert pod["metadata"]["labels"] == {"app.kubernetes.io/instance": "web"}
     problem = pod_problem([pod])  # what the controllers read still answers
     assert problem is not None
@@ -53,7 +56,10 @@ def test_the_cache_stores_transformed_objects() -> None:
     cache.informers(POD)["ns"]._deliver(Applied(_pod()))
     stored = cache.get(POD, "ns/web-1")
     assert stored is not None
-    assert stored["spec"] == {"nodeName": "node-1"}
+    assert stored["spec"] == {
+        "nodeName": "node-1",
+        "containers": [{"name": "web", "image": "nginx"}],
+    }
     assert "managedFields" not in stored["metadata"]
     cache.informers(CONFIG_MAP)
     with pytest.raises(RuntimeError):  # too late: its informers exist

@@ -81,9 +81,16 @@ def _by_label(pod: dict[str, Any]) -> Iterable[str]:
 
 def cached_pod(pod: dict[str, Any]) -> dict[str, Any]:
     """What the controllers read of a pod, the only part the cache keeps of it: metadata,
-    ``spec.nodeName`` and status (the spec is most of a pod, and nothing here reads it)."""
+    ``spec.nodeName``, each container's name and image (EtcdCluster reads a member's
+    version from it) and status — the rest of the spec is most of a pod, and nothing here
+    reads it. One transform for every controller: the cache of a kind is shared."""
     spec = pod.get("spec") or {}
-    pod["spec"] = {"nodeName": spec["nodeName"]} if "nodeName" in spec else {}
+    kept: dict[str, Any] = {"nodeName": spec["nodeName"]} if "nodeName" in spec else {}
+    if "containers" in spec:
+        kept["containers"] = [
+            {k: c[k] for k in ("name", "image") if k in c} for c in spec["containers"]
+        ]
+    pod["spec"] = kept
     return pod
 
 
