@@ -65,8 +65,9 @@ class Writer:
         """Acknowledged keys that cannot be read back (should be none)."""
         async with EtcdClient(timeout=5.0) as client:
             missing = []
-            for n in range(self.acked):
-                if await client.get(self.endpoint, f"w-{n}") != str(n):
+            for n in range(self.acked):  # a pooled connection may meet a restarted member
+                value = await retry(lambda n=n: client.get(self.endpoint, f"w-{n}"))  # type: ignore[misc]
+                if value != str(n):
                     missing.append(n)
             return missing
 
