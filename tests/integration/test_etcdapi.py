@@ -110,6 +110,9 @@ async def test_snapshot_is_a_real_database(
 ) -> None:
     etcd, client = cluster
     await client.put(etcd.client(1), "kept", "in the snapshot")
+    # Member 2 may not have applied the write yet: a (linearizable) read there waits until
+    # it has, and the snapshot is of what a member has applied.
+    assert await client.get(etcd.client(2), "kept") == "in the snapshot"
     target = tmp_path / "snap.db"
     size = await client.snapshot(etcd.client(2), target)
     assert size == target.stat().st_size > 16384
