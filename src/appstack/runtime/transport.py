@@ -134,11 +134,12 @@ class AiohttpTransport:
         )
         what = f"{request.method} {request.path}"
         try:
+            body = request.body
             response = await session.request(
                 request.method,
                 self.base_url + request.path,
                 params=request.params,
-                data=request.body,
+                data=body if guard is None or body is None else _FencedBody(body, guard),
                 headers=headers,
                 timeout=timeout,
                 proxy=self.proxy,
@@ -225,6 +226,26 @@ def _fence_trace() -> aiohttp.TraceConfig:
     trace.on_connection_create_end.append(fence_again)
     trace.on_connection_reuseconn.append(fence_again)
     return trace
+
+
+class _FencedBody(aiohttp.BytesPayload):
+    """A write's body that asks the fence a last time right before its bytes (with the
+    buffered request line and headers) go to the socket, with no await in between. Below
+    Python 3.12 aiohttp writes the body in a task of its own, a loop turn after the
+    connection hook above: a freeze in that turn would otherwise let the write leave after
+    leadership may have ended."""
+
+    def __init__(self, value: bytes, guard: Callable[[], float]) -> None:
+        super().__init__(value, content_type="application/json")
+        self._guard = guard
+
+    async def write_with_length(self, writer: Any, content_length: int | None) -> None:
+        self._guard()  # raises NotLeader: nothing of the request is written
+        await super().write_with_length(writer, content_length)
+
+    async def write(self, writer: Any) -> None:
+        self._guard()
+        await super().write(writer)
 
 
 def _keepalive_socket(addr_info: tuple[Any, ...]) -> socket.socket:
