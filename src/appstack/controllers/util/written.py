@@ -8,8 +8,9 @@ the status stale (and patch it again). :class:`RecentWrites` keeps the object ea
 returned, keyed by kind and ``namespace/name``, and forgets it as soon as the informer
 reports *any* event for that object — from then on the cache is at least as new — so it
 never hides a later change made by someone else (an edit, a deletion). Like the cache,
-it holds no ``managedFields``. Used by :class:`~appstack.controllers.children.ChildWriter`
-and :class:`~appstack.controllers.util.reconciler.KindReconciler`.
+it holds of ``managedFields`` only our own apply's entry. Used by
+:class:`~appstack.controllers.children.ChildWriter` and
+:class:`~appstack.controllers.util.reconciler.KindReconciler`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 from collections import OrderedDict
 
 from appstack.runtime.cache import Cache
-from appstack.runtime.informer import FuncHandler
+from appstack.runtime.informer import FuncHandler, keep_applied_by
 from appstack.runtime.resources import Obj, Resource, object_key
 
 # Writes whose watch event never comes (an object outside the cache's label selector) must
@@ -50,7 +51,7 @@ class RecentWrites:
     def remember(self, resource: Resource, obj: Obj) -> None:
         """Keep the object a write of ``resource`` returned (until its watch event)."""
         self.follow(resource)
-        obj["metadata"].pop("managedFields", None)
+        keep_applied_by(obj, self.cache.client.field_manager)
         key = (resource, object_key(obj))
         self._objects[key] = obj
         self._objects.move_to_end(key)
