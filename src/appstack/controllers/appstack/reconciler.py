@@ -33,7 +33,13 @@ from appstack.controllers.appstack.addresses import ExternalIPPolicy
 from appstack.controllers.appstack.connections import third_party_credentials_missing
 from appstack.controllers.appstack.teardown import FINALIZER_NAME, teardown
 from appstack.controllers.util.conditions import Problem
-from appstack.controllers.util.pods import POD_TRANSFORMS, pod_mapper, pod_problem, pods_of
+from appstack.controllers.util.pods import (
+    POD_INDEXERS,
+    POD_TRANSFORMS,
+    pod_mapper,
+    pod_problem,
+    pods_of,
+)
 from appstack.controllers.util.reconciler import KindReconciler
 from appstack.controllers.util.workloads import (
     deployment_ready,
@@ -66,6 +72,7 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
     owns = (DEPLOYMENT, SERVICE, STATEFUL_SET, CONFIG_MAP, ENDPOINT_SLICE)
     watches = ((POD, pod_mapper(labels.STACK_LABEL)),)
     transforms = POD_TRANSFORMS
+    indexers = POD_INDEXERS
     finalizer = group_key(FINALIZER_NAME)
 
     def __init__(

@@ -70,7 +70,8 @@ class Registration:
         **options: Any,
     ) -> Controller:
         """Wire the reconciler into ``manager``: watch the kind, the children it owns and
-        the objects it watches (cached only when labelled as ours), ``concurrency``
+        the objects it watches (cached only when labelled as ours), register its cache
+        indexes, ``concurrency``
         workers (default: its share of 4), every object reconciled again every
         :meth:`resync_period` of ``sync_period`` seconds (default: 10 minutes);
         ``options`` go to the reconciler (e.g. the AppStack's ``external_ips``)."""
@@ -79,6 +80,9 @@ class Registration:
             manager.cache.set_label_selector(resource, CHILD_SELECTOR)
         for resource, transform in self.reconciler.transforms.items():
             manager.cache.set_transform(resource, transform)
+        for resource, indexes in self.reconciler.indexers.items():
+            for index, func in indexes.items():
+                manager.cache.add_indexer(resource, index, func)
         builder = Builder(manager, self.name).for_(
             self.kind.resource, status_changes=self.reconciler.status_changes
         )
