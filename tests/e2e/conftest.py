@@ -221,11 +221,11 @@ TEST_BED_IPS = ExternalIPPolicy(
 )
 
 # 8 AppService workers (the operator's default is 32: tests share 2 cores with other
-# control planes), and a short sync period for AppStack (a changed Secret must roll its
-# pods within a test).
+# control planes); every kind keeps the default sync period (10 minutes): what a test
+# waits for must come from a watch.
 E2E_OPTIONS: dict[str, dict[str, Any]] = {
     "appservice": {"concurrency": 8},
-    "appstack": {"sync_period": 2.0, "external_ips": TEST_BED_IPS},
+    "appstack": {"external_ips": TEST_BED_IPS},
 }
 
 

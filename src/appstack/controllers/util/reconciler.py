@@ -34,13 +34,16 @@ SpecT = TypeVar("SpecT", bound=BaseModel)
 class KindReconciler(ABC, Generic[SpecT]):
     """Reconciles one custom kind (``kind``) whose children are of the kinds in ``owns``;
     ``watches`` are other objects labelled as ours (pods) that wake the owner their mapper
-    names; ``indexers`` are registered on the cache once, at
+    names; ``references`` are kinds its spec names objects of (a user's ConfigMap or
+    Secret: :mod:`~appstack.controllers.util.references`), which wake the objects whose
+    ``REFERENCES`` index names them; ``indexers`` are registered on the cache once, at
     setup; ``transforms`` keep only what is read of a cached kind; ``finalizer``
     (optional) holds deletion until :meth:`cleanup` is done."""
 
     kind: ClassVar[CustomKind]
     owns: ClassVar[tuple[Resource, ...]] = ()
     watches: ClassVar[tuple[tuple[Resource, Mapper], ...]] = ()
+    references: ClassVar[tuple[Resource, ...]] = ()
     finalizer: ClassVar[str | None] = None
     #: Whether an update of only the object's status (our own write) wakes the reconciler.
     status_changes: ClassVar[bool] = True
