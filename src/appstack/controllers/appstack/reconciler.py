@@ -64,6 +64,7 @@ from appstack.runtime.resources import (
     CONFIG_MAP,
     DEPLOYMENT,
     ENDPOINT_SLICE,
+    PDB,
     POD,
     SECRET,
     SERVICE,
@@ -82,7 +83,7 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
     """AppStack → members started wave by wave → unwanted children pruned → status."""
 
     kind = AppStack.KIND
-    owns = (DEPLOYMENT, SERVICE, STATEFUL_SET, CONFIG_MAP, ENDPOINT_SLICE)
+    owns = (DEPLOYMENT, SERVICE, STATEFUL_SET, CONFIG_MAP, ENDPOINT_SLICE, PDB)
     watches = ((POD, pod_mapper(labels.STACK_LABEL)),)
     # Existing ConfigMaps its components mount, Secrets they read: a change wakes the stack.
     references = (CONFIG_MAP, SECRET)
