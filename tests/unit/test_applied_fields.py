@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from appstack.controllers.util.compare import applied_fields, would_remove
+from appstack.controllers.util.compare import already_so, applied_fields, is_subset, would_remove
 from appstack.runtime.cache import Cache
 from appstack.runtime.informer import keep_applied_by
 from appstack.runtime.resources import DEPLOYMENT
@@ -141,3 +141,16 @@ def test_the_cache_keeps_only_its_clients_apply_entry() -> None:
     stored = cache.get(DEPLOYMENT, "ns/web")
     assert stored is not None
     assert stored["metadata"]["managedFields"] == [_entry(client.field_manager, "Apply")]
+
+
+def test_a_child_is_already_so_only_if_nothing_we_applied_is_dropped() -> None:
+    current = _want()
+    current["metadata"]["managedFields"] = [
+        {"manager": "appstack", "operation": "Apply", "fieldsV1": _APPLIED}
+    ]
+    assert already_so(_want(), current, "appstack")
+    trimmed = _want()
+    del _container(trimmed)["resources"]
+    assert is_subset(trimmed, current)  # every wanted field is there...
+    assert not already_so(trimmed, current, "appstack")  # ...but resources must go
+    assert already_so(trimmed, current, "someone-else")  # not ours to remove

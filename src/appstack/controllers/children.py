@@ -19,12 +19,7 @@ from typing import Any
 
 import structlog
 
-from appstack.controllers.util.compare import (
-    applied_fields,
-    is_subset,
-    users_problem,
-    would_remove,
-)
+from appstack.controllers.util.compare import already_so, is_subset, users_problem
 from appstack.controllers.util.conditions import Problem, previous_conditions
 from appstack.controllers.util.meta import controlled_by
 from appstack.controllers.util.written import RecentWrites
@@ -126,18 +121,12 @@ class ChildWriter:
                 return created, problem, "Created" if problem is None else None
         if current is not None and not controlled_by(current, owner):
             return None, self._conflict(resource, meta["name"]), None
-        if current is not None and self._same(want, current):
+        if current is not None and already_so(want, current, self.client.field_manager):
             return current, None, None
         applied, problem = await self._apply(resource, want)
         if problem is not None:
             return current, problem, None
         return applied, None, "Created" if current is None else "Updated"
-
-    def _same(self, want: dict[str, Any], current: dict[str, Any]) -> bool:
-        """Whether ``current`` is ``want`` already: every wanted field is so, and our last
-        apply set no field ``want`` has dropped (a removed env var: applied, it is pruned)."""
-        mine = applied_fields(current, self.client.field_manager)
-        return is_subset(want, current) and not would_remove(mine, want)
 
     async def _apply(
         self, resource: Resource, want: dict[str, Any]

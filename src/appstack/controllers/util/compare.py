@@ -55,6 +55,15 @@ def is_subset(desired: Any, actual: Any, *, quantities: bool = False) -> bool:
     return bool(desired == actual)
 
 
+def already_so(desired: Any, current: Mapping[str, Any], manager: str) -> bool:
+    """Whether ``current`` is ``desired`` already: every wanted field is so
+    (:func:`is_subset`), and ``manager``'s last apply set no field ``desired`` has dropped
+    (:func:`would_remove`: a removed env var is then applied away)."""
+    return is_subset(desired, current) and not would_remove(
+        applied_fields(current, manager), desired
+    )
+
+
 def applied_fields(obj: Mapping[str, Any], manager: str) -> Mapping[str, Any]:
     """The fields (``fieldsV1``) that ``manager``'s last server-side apply of ``obj`` set,
     from its ``managedFields`` (empty when it never applied it)."""
