@@ -18,6 +18,7 @@ from appstack.runtime.client import Client
 from appstack.runtime.resources import CONFIG_MAP, DEPLOYMENT, SECRET
 from appstack.testing.waiting import wait_until
 from tests.e2e.conftest import TEST_BED_IPS, RunningOperator, is_ready, start_operator, until
+from tests.e2e.test_appstack import _reason, _stack
 
 HOUR = 3600.0
 
@@ -29,22 +30,6 @@ async def hourly(operator_kubeconfig: Path, namespace: str) -> AsyncIterator[Run
     running = await start_operator(operator_kubeconfig, namespace, options)
     yield running
     await running.stop()
-
-
-def _stack(name: str, namespace: str, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "appstack.dev/v1",
-        "kind": "AppStack",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": spec,
-    }
-
-
-def _reason(stack: dict[str, Any]) -> str:
-    for condition in (stack.get("status") or {}).get("conditions") or []:
-        if condition["type"] == "Ready":
-            return str(condition["reason"])
-    return ""
 
 
 def _reconciles(operator: RunningOperator, result: str) -> float:
@@ -74,7 +59,7 @@ async def test_a_missing_third_party_secret_once_created_makes_the_stack_ready_a
         APP_STACK,
         "tp",
         namespace,
-        lambda s: _reason(s) == "CredentialsNotFound",
+        lambda s: _reason(s) == ("False", "CredentialsNotFound"),
         60,
         "CredentialsNotFound",
     )

@@ -12,6 +12,7 @@ from appstack.controllers.appstack import APP_STACK
 from appstack.runtime.client import Client
 from appstack.runtime.resources import DEPLOYMENT
 from tests.e2e.conftest import RunningOperator, until
+from tests.e2e.test_appstack import _stack
 
 _RESOURCES = {"limits": {"cpu": "500m", "memory": "128Mi"}}
 
@@ -59,13 +60,7 @@ async def test_resources_and_env_removed_from_a_component_leave_its_deployment(
     client: Client, namespace: str, operator: RunningOperator
 ) -> None:
     component = {"name": "api", "image": "api:1", "env": {"MODE": "prod"}, "resources": _RESOURCES}
-    stack = {
-        "apiVersion": "appstack.dev/v1",
-        "kind": "AppStack",
-        "metadata": {"name": "trim", "namespace": namespace},
-        "spec": {"components": [component]},
-    }
-    await client.create(APP_STACK, stack)
+    await client.create(APP_STACK, _stack("trim", namespace, components=[component]))
     await until(client, DEPLOYMENT, "trim-api", namespace, _has_env_and_resources, 30)
 
     patch = {"spec": {"components": [{"name": "api", "image": "api:1"}]}}  # replaces the list
