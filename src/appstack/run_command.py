@@ -40,7 +40,7 @@ KUBECONFIG = click.option(
     show_default=True,
     help="Every controller reconciles every object again this often without an event "
     "(e.g. 90s, 10m, 1h), repairing what no watch reports; from the cache, writing nothing "
-    "when nothing changed. AppStack looks at least every 60s (Secrets are not watched).",
+    "when nothing changed.",
 )
 @click.option(
     "--leader-elect/--no-leader-elect",

@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import signal
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import aiohttp
@@ -17,7 +14,7 @@ from appstack.controllers.appservice import APP_SERVICE
 from appstack.manifests import rbac
 from appstack.runtime.client import Client
 from appstack.runtime.resources import LEASE, SERVICE_ACCOUNT, Resource
-from tests.e2e.conftest import until
+from tests.e2e.conftest import appstack_run, program, until
 
 CLUSTER_ROLE_BINDING = Resource(
     "rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", namespaced=False
@@ -75,86 +72,78 @@ async def test_appstack_run_serves_probes_and_metrics_and_stops_cleanly_on_sigte
     client: Client, namespace: str, operator_kubeconfig: Path, tmp_path: Path
 ) -> None:
     metrics, health = _free_port(), _free_port()
-    log = tmp_path / "operator.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "appstack",
-                "run",
-                f"--kubeconfig={operator_kubeconfig}",
-                f"--namespace={namespace}",
-                "--leader-elect",
-                # The Lease is granted only in the operator's own namespace (a Role).
-                f"--leader-election-namespace={rbac.NAMESPACE}",
-                f"--metrics-bind-address=127.0.0.1:{metrics}",
-                f"--health-probe-bind-address=127.0.0.1:{health}",
-                "--log-format=json",
-            ],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        async with aiohttp.ClientSession() as http:
-            for _ in range(150):
-                try:
-                    async with http.get(f"http://127.0.0.1:{health}/readyz") as r:
-                        if r.status == 200:
-                            break
-                except aiohttp.ClientError:
-                    pass
-                assert proc.poll() is None, log.read_text()[-2000:]
-                await asyncio.sleep(0.2)
-            else:
-                raise AssertionError(f"never ready: {log.read_text()[-2000:]}")
+    argv = appstack_run(
+        operator_kubeconfig,
+        namespace,
+        "--leader-elect",
+        # The Lease is granted only in the operator's own namespace (a Role).
+        f"--leader-election-namespace={rbac.NAMESPACE}",
+        f"--metrics-bind-address=127.0.0.1:{metrics}",
+        f"--health-probe-bind-address=127.0.0.1:{health}",
+        "--log-format=json",
+    )
+    with program(argv, tmp_path / "operator.log") as operator:
+        try:
+            async with aiohttp.ClientSession() as http:
+                for _ in range(150):
+                    try:
+                        async with http.get(f"http://127.0.0.1:{health}/readyz") as r:
+                            if r.status == 200:
+                                break
+                    except aiohttp.ClientError:
+                        pass
+                    assert operator.proc.poll() is None, operator.tail()
+                    await asyncio.sleep(0.2)
+                else:
+                    raise AssertionError(f"never ready: {operator.tail()}")
 
-            await client.create(
-                APP_SERVICE,
-                {
-                    "apiVersion": "appstack.dev/v1",
-                    "kind": "AppService",
-                    "metadata": {"name": "proc", "namespace": namespace},
-                    "spec": {"image": "nginx:1.27", "ports": [{"port": 80}]},
-                },
+                await client.create(
+                    APP_SERVICE,
+                    {
+                        "apiVersion": "appstack.dev/v1",
+                        "kind": "AppService",
+                        "metadata": {"name": "proc", "namespace": namespace},
+                        "spec": {"image": "nginx:1.27", "ports": [{"port": 80}]},
+                    },
+                )
+                await until(
+                    client,
+                    APP_SERVICE,
+                    "proc",
+                    namespace,
+                    lambda a: any(
+                        c["type"] == "Ready" and c["status"] == "True"
+                        for c in (a.get("status") or {}).get("conditions") or []
+                    ),
+                    60,
+                    "the AppService to be Ready",
+                )
+                async with http.get(f"http://127.0.0.1:{health}/healthz") as r:
+                    assert r.status == 200
+                url = f"http://127.0.0.1:{metrics}/metrics"
+                async with http.get(url) as r:
+                    assert r.status == 401  # anonymous
+                async with http.get(url, headers=_bearer(await _token(client, namespace))) as r:
+                    assert r.status == 403  # a valid token, not allowed to read metrics
+                reader = _bearer(await _reader_token(client, namespace))
+                async with http.get(url, headers=reader) as r:
+                    assert r.status == 200
+                    text = await r.text()
+            assert (
+                'controller_runtime_reconcile_total{controller="appservice",result="success"}'
+                in text
             )
-            await until(
-                client,
-                APP_SERVICE,
-                "proc",
-                namespace,
-                lambda a: any(
-                    c["type"] == "Ready" and c["status"] == "True"
-                    for c in (a.get("status") or {}).get("conditions") or []
-                ),
-                60,
-                "the AppService to be Ready",
-            )
-            async with http.get(f"http://127.0.0.1:{health}/healthz") as r:
-                assert r.status == 200
-            url = f"http://127.0.0.1:{metrics}/metrics"
-            async with http.get(url) as r:
-                assert r.status == 401  # anonymous
-            async with http.get(url, headers=_bearer(await _token(client, namespace))) as r:
-                assert r.status == 403  # a valid token, not allowed to read metrics
-            async with http.get(url, headers=_bearer(await _reader_token(client, namespace))) as r:
-                assert r.status == 200
-                text = await r.text()
-        assert (
-            'controller_runtime_reconcile_total{controller="appservice",result="success"}' in text
-        )
-        assert 'leader_election_master_status{name="appstack-operator"} 1.0' in text
-        lease = await client.get(LEASE, "appstack-operator", rbac.NAMESPACE)
-        assert lease["spec"]["holderIdentity"]
-    finally:
-        await client.delete(CLUSTER_ROLE_BINDING, f"scraper-{namespace}")
-        proc.send_signal(signal.SIGTERM)
-        code = proc.wait(timeout=30)
+            assert 'leader_election_master_status{name="appstack-operator"} 1.0' in text
+            lease = await client.get(LEASE, "appstack-operator", rbac.NAMESPACE)
+            assert lease["spec"]["holderIdentity"]
+        finally:
+            await client.delete(CLUSTER_ROLE_BINDING, f"scraper-{namespace}")
+    # Leaving program(): SIGTERM, and up to 30 s to exit.
 
-    assert code == 0, log.read_text()[-2000:]
+    assert operator.proc.returncode == 0, operator.tail()
     lease = await client.get(LEASE, "appstack-operator", rbac.NAMESPACE)
     assert lease["spec"]["holderIdentity"] == ""  # released for an immediate successor
-    lines = [json.loads(line) for line in log.read_text().splitlines()]  # JSON lines only
+    lines = [json.loads(line) for line in operator.log.read_text().splitlines()]  # JSON only
     reconciles = [line for line in lines if line.get("controller") == "appservice"]
     assert reconciles
     assert all(

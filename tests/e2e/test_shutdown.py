@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -14,7 +13,7 @@ from typing import Any
 
 from appstack.runtime.client import Client
 from appstack.runtime.resources import CONFIG_MAP, LEASE
-from tests.e2e.conftest import until
+from tests.e2e.conftest import program, until
 
 PROGRAM = Path(__file__).with_name("leader_program.py")
 BOUND = 3.0
@@ -23,22 +22,16 @@ BOUND = 3.0
 async def test_sigterm_cancels_a_hung_reconcile_after_the_drain_bound_and_releases_the_lease(
     client: Client, kubeconfig: Path, namespace: str, tmp_path: Path
 ) -> None:
-    log = tmp_path / "program.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                str(PROGRAM),
-                f"--kubeconfig={kubeconfig}",
-                f"--namespace={namespace}",
-                "--identity=stuck",
-                "--lease=drain",
-                f"--shutdown-timeout={BOUND}",
-            ],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    try:
+    argv = [
+        sys.executable,
+        str(PROGRAM),
+        f"--kubeconfig={kubeconfig}",
+        f"--namespace={namespace}",
+        "--identity=stuck",
+        "--lease=drain",
+        f"--shutdown-timeout={BOUND}",
+    ]
+    with program(argv, tmp_path / "program.log") as running:
         cm: dict[str, Any] = {
             "apiVersion": "v1",
             "kind": "ConfigMap",
@@ -54,19 +47,15 @@ async def test_sigterm_cancels_a_hung_reconcile_after_the_drain_bound_and_releas
             60,
             "the reconcile to start hanging",
         )
-        proc.send_signal(signal.SIGTERM)
+        running.proc.send_signal(signal.SIGTERM)
         started = time.monotonic()
-        while proc.poll() is None:
-            assert time.monotonic() - started < BOUND + 20, log.read_text()[-2000:]
+        while running.proc.poll() is None:
+            assert time.monotonic() - started < BOUND + 20, running.tail()
             await asyncio.sleep(0.05)
         took = time.monotonic() - started
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
 
     print(f"SIGTERM with a hung reconcile: exited after {took:.1f}s (bound {BOUND}s)")
-    assert proc.returncode == 0, log.read_text()[-2000:]
+    assert running.proc.returncode == 0, running.tail()
     assert BOUND <= took <= BOUND + 3, f"shutdown took {took:.1f}s"
     lease = await client.get(LEASE, "drain", namespace)
     assert lease["spec"]["holderIdentity"] == ""

@@ -1,11 +1,10 @@
 """Periodic resync (``appstack run --sync-period``) for every kind: an idle resync writes
-nothing, and a change no watch reports (a rotated Secret: Secrets are never listed or
-watched) is repaired within the sync period, by the real ``appstack run`` process."""
+nothing, and a change no watch reports (an AppService status someone overwrote: a
+status-only update does not wake its controller) is repaired within the sync period, by
+the real ``appstack run`` process."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -20,9 +19,15 @@ from appstack.controllers.registry import ALL
 from appstack.runtime.client import Client
 from appstack.runtime.resources import DEPLOYMENT, SECRET
 from appstack.testing.waiting import wait_until
-from tests.e2e.conftest import E2E_OPTIONS, RunningOperator, is_ready, start_operator, until
-
-SECRETS_HASH = "appstack.dev/secrets-hash"
+from tests.e2e.conftest import (
+    E2E_OPTIONS,
+    RunningOperator,
+    appstack_run,
+    is_ready,
+    program,
+    start_operator,
+    until,
+)
 
 
 def _obj(kind: str, name: str, namespace: str, **spec: Any) -> dict[str, Any]:
@@ -44,7 +49,7 @@ def _secret(name: str, namespace: str, password: str) -> dict[str, Any]:
 
 
 def _stack(name: str, namespace: str) -> dict[str, Any]:
-    """A stack whose component reads an external database's Secret (not watched)."""
+    """A stack whose component reads an external database's Secret."""
     database = {
         "name": "db",
         "type": "mysql",
@@ -139,51 +144,57 @@ async def test_an_idle_resync_issues_no_writes(
     assert _writes(fast_resync) == before
 
 
+def _condition(obj: dict[str, Any], kind: str) -> dict[str, Any]:
+    conditions = (obj.get("status") or {}).get("conditions") or []
+    return next((c for c in conditions if c["type"] == kind), {})
+
+
+def _settled(app: dict[str, Any]) -> bool:
+    return is_ready(app) and _condition(app, "Progressing").get("status") == "False"
+
+
+def _rolled_out(deployment: dict[str, Any]) -> bool:
+    progressing = _condition(deployment, "Progressing").get("reason")
+    return progressing == "NewReplicaSetAvailable" and (
+        deployment["status"].get("observedGeneration") == deployment["metadata"]["generation"]
+    )
+
+
 async def test_appstack_run_sync_period_repairs_what_no_watch_reports(
     client: Client, namespace: str, operator_kubeconfig: Path, tmp_path: Path
 ) -> None:
-    log = tmp_path / "operator.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "appstack",
-                "run",
-                f"--kubeconfig={operator_kubeconfig}",
-                f"--namespace={namespace}",
-                "--sync-period=1s",  # AppStack's own bound is 60 s: only the flag is this fast
-                "--metrics-bind-address=0",
-                "--health-probe-bind-address=0",
-                "--log-format=json",
-            ],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        await client.create(SECRET, _secret("db-auth", namespace, "one"))
-        await client.create(APP_STACK, _stack("rot", namespace))
-        await until(client, APP_STACK, "rot", namespace, is_ready, 60, "the stack")
-        deployment = await client.get(DEPLOYMENT, "rot-app", namespace)
-        before = deployment["spec"]["template"]["metadata"]["annotations"][SECRETS_HASH]
+    argv = appstack_run(
+        operator_kubeconfig,
+        namespace,
+        "--sync-period=1s",  # the default is 10 minutes: only the flag is this fast
+        "--metrics-bind-address=0",
+        "--health-probe-bind-address=0",
+        "--log-format=json",
+    )
+    with program(argv, tmp_path / "operator.log") as operator:
+        await client.create(APP_SERVICE, _obj("AppService", "web", namespace, image="nginx:1.27"))
+        app = await until(client, APP_SERVICE, "web", namespace, _settled, 60, "the app")
+        # The Deployment's last status write (which wakes the app) is behind us too.
+        await until(client, DEPLOYMENT, "web", namespace, _rolled_out, 60, "the rollout")
+        ready = app["status"]["ready"]
 
-        await client.patch(
-            SECRET, "db-auth", {"stringData": {"password": "two"}}, namespace=namespace
-        )
-        rotated = time.monotonic()
-        rolled = await until(
-            client,
-            DEPLOYMENT,
-            "rot-app",
-            namespace,
-            lambda d: d["spec"]["template"]["metadata"]["annotations"][SECRETS_HASH] != before,
-            30,  # AppStack's own resync (60 s after start) would be too late: the flag did it
-            "the rotated Secret to roll the pods within the sync period",
-        )
-        elapsed = time.monotonic() - rotated
-        print(f"rotated Secret rolled the pods after {elapsed:.1f}s (sync period 1s)")
-        assert rolled["metadata"]["generation"] > deployment["metadata"]["generation"]
-    finally:
-        proc.terminate()
-        code = proc.wait(timeout=30)
-    assert code == 0, log.read_text()[-2000:]
+        # A status-only update: no event reaches the reconciler (status_changes=False).
+        # Twice: the second time surely after the last write the rollout still had due.
+        for _ in range(2):
+            await client.patch_status(
+                APP_SERVICE, "web", {"ready": "0/0", "readyReplicas": 0}, namespace=namespace
+            )
+            overwritten = time.monotonic()
+            repaired = await until(
+                client,
+                APP_SERVICE,
+                "web",
+                namespace,
+                lambda a: a["status"]["ready"] == ready,
+                30,  # the default sync period (10 minutes) would be too late: the flag did it
+                "the overwritten status to be repaired within the sync period",
+            )
+            elapsed = time.monotonic() - overwritten
+            print(f"overwritten status repaired after {elapsed:.1f}s (sync period 1s)")
+            assert repaired["status"]["readyReplicas"] == app["status"]["readyReplicas"]
+    assert operator.proc.returncode == 0, operator.tail()

@@ -171,8 +171,8 @@ def _reconciles(operator: RunningOperator) -> float:
 async def slow_resync_operator(
     operator_kubeconfig: Path, namespace: str
 ) -> AsyncIterator[RunningOperator]:
-    """The operator with its production resync (not the e2e's 2 s), so that every look
-    at a stack is one it asked for."""
+    """The operator with its production options (the default sync period), so that every
+    look at a stack is one it asked for."""
     running = await start_operator(operator_kubeconfig, namespace, controllers={})
     yield running
     await running.stop()

@@ -43,16 +43,15 @@ def test_the_flag_is_documented_and_checked_before_anything_runs() -> None:
     assert "'soon' is not a duration such as 90s, 10m or 1h30m" in result.output
 
 
-def test_every_kind_resyncs_at_the_sync_period_and_appstack_at_least_every_minute() -> None:
+def test_every_kind_resyncs_at_the_sync_period() -> None:
     default = parse_duration(DEFAULT_SYNC_PERIOD)
     assert default == 600.0
     for controller in ALL:
-        expected = 60.0 if controller.kind.kind == "AppStack" else default
-        assert controller.resync_period() == expected, controller.name
+        assert controller.resync_period() == default, controller.name
         assert controller.resync_period(5.0) == 5.0, controller.name
     stack = by_kind("AppStack")
     assert stack is not None
-    assert stack.resync_period(3600.0) == 60.0  # Secrets are not watched
+    assert stack.resync_period(3600.0) == 3600.0  # the Secrets it reads are watched
 
 
 def test_the_install_and_the_chart_pass_the_sync_period() -> None:

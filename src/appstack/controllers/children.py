@@ -1,7 +1,8 @@
 """Writing a custom resource's children, events and status, the same way in every controller.
 
 :class:`ChildWriter` is the only way a reconciler changes the cluster: it applies a desired
-child only when the cached one differs (an idle resync writes nothing), never takes over a
+child only when the cached one differs — a wanted field not so, or one our last apply set
+that is no longer wanted (an idle resync writes nothing) — never takes over a
 same-named object the owner does not control, creates create-once children (generated
 credentials) without ever overwriting them, deletes children with a UID precondition,
 records ``Created``/``Updated``/``Deleted``/``Pruned`` Events, turns rejections the user
@@ -18,7 +19,7 @@ from typing import Any
 
 import structlog
 
-from appstack.controllers.util.compare import is_subset, users_problem
+from appstack.controllers.util.compare import already_so, is_subset, users_problem
 from appstack.controllers.util.conditions import Problem, previous_conditions
 from appstack.controllers.util.meta import controlled_by
 from appstack.controllers.util.written import RecentWrites
@@ -120,7 +121,7 @@ class ChildWriter:
                 return created, problem, "Created" if problem is None else None
         if current is not None and not controlled_by(current, owner):
             return None, self._conflict(resource, meta["name"]), None
-        if current is not None and is_subset(want, current):
+        if current is not None and already_so(want, current, self.client.field_manager):
             return current, None, None
         applied, problem = await self._apply(resource, want)
         if problem is not None:

@@ -3,7 +3,9 @@
 The manager owns one :class:`Cache`. Controllers ask it for a kind's objects by key or
 index, and the builder registers event handlers on it. When the manager is scoped to some
 namespaces, a namespaced kind gets one informer per namespace and lookups are routed by
-the key's namespace; cluster-scoped kinds always get a single informer.
+the key's namespace; cluster-scoped kinds always get a single informer. Of each object's
+``managedFields`` the cache keeps only our client's own apply entry (what our last apply
+set; the children we write): the controllers compare it with what they want now.
 """
 
 from __future__ import annotations
@@ -66,6 +68,7 @@ class Cache:
                 namespace=ns,
                 label_selector=selector,
                 transform=self._transforms.get(resource),
+                managed_by=self.client.field_manager,
             )
             for ns in scopes
         }

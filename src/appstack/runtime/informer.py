@@ -12,7 +12,9 @@ The protocol is the state machine of :mod:`appstack.runtime.watcher`; this modul
 
 Errors are logged, never raised, and backed off (0.5 s → 30 s, jittered) on the injected
 :class:`~appstack.runtime.clock.Clock`. Before an object is cached,
-``metadata.managedFields`` and any other declared paths are dropped, and a ``transform``
+``metadata.managedFields`` (but for one field manager's own apply entry, if ``managed_by``
+names it: what that manager owns of the object) and any other declared paths are dropped,
+and a ``transform``
 (if given) keeps only what the controllers read, as controller-runtime's cache transforms
 do (memory: a pod's spec is most of it). Handlers
 (:class:`EventHandler`) are called synchronously on each change and must be cheap —
@@ -52,6 +54,23 @@ from appstack.runtime.watcher import (
 log = structlog.get_logger("appstack.informer")
 
 DEFAULT_DROP: tuple[tuple[str, ...], ...] = (("metadata", "managedFields"),)
+
+
+def keep_applied_by(obj: Obj, manager: str) -> Obj:
+    """``obj`` with only ``manager``'s server-side apply entry left in
+    ``metadata.managedFields`` (none: the key is removed) — the fields that manager's last
+    apply set, which an apply without them would remove."""
+    meta = obj.get("metadata") or {}
+    entries = [
+        entry
+        for entry in meta.pop("managedFields", None) or []
+        if entry.get("manager") == manager
+        and entry.get("operation") == "Apply"
+        and not entry.get("subresource")
+    ]
+    if entries:
+        meta["managedFields"] = entries
+    return obj
 
 
 class EventHandler(Protocol):
@@ -96,6 +115,7 @@ class Informer:
         label_selector: str | None = None,
         drop: Sequence[Sequence[str]] = DEFAULT_DROP,
         transform: Callable[[Obj], Obj] | None = None,
+        managed_by: str | None = None,
         page_size: int = 500,
         watch_timeout: int = 290,
         inactivity_timeout: float | None = None,
@@ -114,6 +134,7 @@ class Informer:
         )
         self.drop = [tuple(path) for path in drop]
         self.transform = transform
+        self.managed_by = managed_by
         self.clock = clock or RealClock()
         self.backoff = backoff
         self.store = Store()
@@ -238,7 +259,11 @@ class Informer:
             _call(getattr(handler, method), obj)
 
     def _strip(self, obj: Obj) -> Obj:
+        if self.managed_by is not None:
+            keep_applied_by(obj, self.managed_by)
         for path in self.drop:
+            if self.managed_by is not None and path == ("metadata", "managedFields"):
+                continue
             parent: Any = obj
             for part in path[:-1]:
                 parent = parent.get(part) if isinstance(parent, dict) else None

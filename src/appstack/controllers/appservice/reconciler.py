@@ -21,7 +21,13 @@ from appstack.api.appservice import AppService, AppServiceSpec
 from appstack.controllers.appservice import desired, status
 from appstack.controllers.util.conditions import Problem
 from appstack.controllers.util.meta import COMPONENT_LABEL, INSTANCE_LABEL, instance_labels
-from appstack.controllers.util.pods import POD_TRANSFORMS, pod_mapper, pod_problem, pods_of
+from appstack.controllers.util.pods import (
+    POD_INDEXERS,
+    POD_TRANSFORMS,
+    pod_mapper,
+    pod_problem,
+    pods_of,
+)
 from appstack.controllers.util.reconciler import KindReconciler
 from appstack.controllers.util.workloads import deployment_rollout, replica_failure
 from appstack.runtime.controller import Result
@@ -41,6 +47,7 @@ class AppServiceReconciler(KindReconciler[AppServiceSpec]):
     owns = (DEPLOYMENT, SERVICE)
     watches = ((POD, pod_mapper(INSTANCE_LABEL, **{COMPONENT_LABEL: desired.COMPONENT})),)
     transforms = POD_TRANSFORMS
+    indexers = POD_INDEXERS
     status_changes = False  # its status is ours, computed from the children
 
     def invalid_status(self, obj: dict[str, Any], problem: Problem) -> dict[str, Any]:

@@ -30,7 +30,7 @@ RBAC_RULES: list[Rule] = [
     *own_rules(AppStack.KIND, finalizer=True),  # patch: the teardown finalizer
     rule(STATEFUL_SET, *_WRITE),
     rule(CONFIG_MAP, *_WRITE),
-    rule(SECRET, "get", "create"),
+    rule(SECRET, "get", "list", "watch", "create"),  # watched: metadata only is cached
     rule(ENDPOINT_SLICE, *_WRITE),
     rule(PDB, *_WRITE),  # a managed mongodb's majority
     rule(DEPLOYMENT, "delete"),
@@ -42,9 +42,6 @@ CONTROLLER = Registration(
     reconciler=AppStackReconciler,
     rbac_rules=RBAC_RULES,
     children=desired.children,
-    # Secrets are not watched (we never list them), so a changed Secret rolls the pods
-    # using it within this period (or the sync period, if that is shorter).
-    resync=60.0,
 )
 
 __all__ = ["APP_STACK", "CONTROLLER", "RBAC_RULES", "AppStackReconciler"]

@@ -16,12 +16,14 @@ Children no longer wanted (a member removed from the spec, a component that lost
 ports or config) are deleted; managed-middleware volumes follow the StatefulSet's
 ``persistentVolumeClaimRetentionPolicy`` (retained by default). Credentials Secrets are
 generated once and never overwritten (the child writer's ``create_once``). Everything is
-read from the cache except Secrets, which are only ever read by name.
+read from the cache except Secrets and the ConfigMaps it does not own, which are read by name
+(the cache keeps only their metadata: their events wake the stacks naming them). A
+missing Secret is not polled: its creation wakes the stack.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from appstack.api.appstack import AppStack, AppStackSpec
 from appstack.api.appstack_component import Component
@@ -31,10 +33,23 @@ from appstack.api.kind import group_key
 from appstack.controllers.appstack import desired, labels, middleware, status
 from appstack.controllers.appstack.addresses import ExternalIPPolicy
 from appstack.controllers.appstack.connections import third_party_credentials_missing
+from appstack.controllers.appstack.references import referenced
 from appstack.controllers.appstack.teardown import FINALIZER_NAME, teardown
 from appstack.controllers.util.conditions import Problem
-from appstack.controllers.util.pods import POD_TRANSFORMS, pod_mapper, pod_problem, pods_of
+from appstack.controllers.util.pods import (
+    POD_INDEXERS,
+    POD_TRANSFORMS,
+    pod_mapper,
+    pod_problem,
+    pods_of,
+)
 from appstack.controllers.util.reconciler import KindReconciler
+from appstack.controllers.util.references import (
+    REFERENCES,
+    Transform,
+    children_in_full,
+    secret_metadata,
+)
 from appstack.controllers.util.workloads import (
     deployment_ready,
     replica_failure,
@@ -56,8 +71,12 @@ from appstack.runtime.resources import (
     STATEFUL_SET,
     Resource,
 )
+from appstack.runtime.store import IndexFunc
 
 Wanted = set[tuple[str, str]]  # (kind, name) of every child the spec still wants
+
+# Problems that a watch ends (the referenced Secret appears or changes): not retried.
+_WATCHED = frozenset({"CredentialsNotFound"})
 
 
 class AppStackReconciler(KindReconciler[AppStackSpec]):
@@ -66,7 +85,17 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
     kind = AppStack.KIND
     owns = (DEPLOYMENT, SERVICE, STATEFUL_SET, CONFIG_MAP, ENDPOINT_SLICE, PDB)
     watches = ((POD, pod_mapper(labels.STACK_LABEL)),)
-    transforms = POD_TRANSFORMS
+    # Existing ConfigMaps its components mount, Secrets they read: a change wakes the stack.
+    references = (CONFIG_MAP, SECRET)
+    transforms: ClassVar[dict[Resource, Transform]] = {
+        **POD_TRANSFORMS,
+        CONFIG_MAP: children_in_full,
+        SECRET: secret_metadata,
+    }
+    indexers: ClassVar[dict[Resource, dict[str, IndexFunc]]] = {
+        **POD_INDEXERS,
+        AppStack.KIND.resource: {REFERENCES: referenced},
+    }
     finalizer = group_key(FINALIZER_NAME)
 
     def __init__(
@@ -129,8 +158,10 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
             await self.writer.report_new(obj, stuck[0])
         shown = first or (stuck[0] if stuck else None)
         await self.writer.write_status(obj, status.from_members(obj, members, shown))
-        # A rejected child is retried with backoff; pods wake us when they change.
-        return Result(requeue=True) if first is not None else None
+        # A rejected child is retried with backoff; pods wake us when they change, and so
+        # does the Secret a stack waits for (watched: no retry).
+        retry = any(p.reason not in _WATCHED for p in problems)
+        return Result(requeue=True) if retry else None
 
     def _pods(
         self, stack: dict[str, Any], entry: dict[str, Any], stuck: list[Problem]

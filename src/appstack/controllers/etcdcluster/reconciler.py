@@ -28,7 +28,7 @@ from appstack.controllers.util.conditions import (
     previous_conditions,
 )
 from appstack.controllers.util.meta import controlled_by
-from appstack.controllers.util.pods import POD_TRANSFORMS, pods_of
+from appstack.controllers.util.pods import POD_INDEXERS, POD_TRANSFORMS, pods_of
 from appstack.controllers.util.reconciler import KindReconciler
 from appstack.runtime import errors
 from appstack.runtime.controller import Result
@@ -46,6 +46,7 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
     kind = EtcdCluster.KIND
     owns = (SERVICE, PDB, POD, PVC, JOB)
     transforms = POD_TRANSFORMS  # the pod cache is shared: the same transform as the others
+    indexers = POD_INDEXERS
 
     def invalid_status(self, obj: dict[str, Any], problem: Problem) -> dict[str, Any]:
         generation = obj["metadata"].get("generation")

@@ -1,10 +1,12 @@
-"""Pure judgements about child writes: is the wanted object already so, and is a refusal
-the user's to fix? Used by :class:`~appstack.controllers.children.ChildWriter` (and its
-unit tests).
+"""Pure judgements about child writes: is the wanted object already so (every wanted field
+set, and no field our last apply set left out of it), and is a refusal the user's to fix?
+Used by :class:`~appstack.controllers.children.ChildWriter` (and its unit tests).
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from typing import Any
 
 from appstack.controllers.util.quantity import same_quantity
@@ -51,3 +53,70 @@ def is_subset(desired: Any, actual: Any, *, quantities: bool = False) -> bool:
     if quantities:
         return same_quantity(desired, actual)
     return bool(desired == actual)
+
+
+def already_so(desired: Any, current: Mapping[str, Any], manager: str) -> bool:
+    """Whether ``current`` is ``desired`` already: every wanted field is so
+    (:func:`is_subset`), and ``manager``'s last apply set no field ``desired`` has dropped
+    (:func:`would_remove`: a removed env var is then applied away)."""
+    return is_subset(desired, current) and not would_remove(
+        applied_fields(current, manager), desired
+    )
+
+
+def applied_fields(obj: Mapping[str, Any], manager: str) -> Mapping[str, Any]:
+    """The fields (``fieldsV1``) that ``manager``'s last server-side apply of ``obj`` set,
+    from its ``managedFields`` (empty when it never applied it)."""
+    for entry in obj.get("metadata", {}).get("managedFields") or []:
+        if (
+            entry.get("manager") == manager
+            and entry.get("operation") == "Apply"
+            and not entry.get("subresource")
+        ):
+            return dict(entry.get("fieldsV1") or {})
+    return {}
+
+
+def would_remove(fields: Mapping[str, Any], desired: Any) -> bool:
+    """Whether applying ``desired`` would remove one of ``fields`` (a ``fieldsV1`` tree of
+    what our last apply set): a field, map key, list item (``k:`` by its keys, ``v:`` by
+    value, ``i:`` by index) that ``desired`` no longer has. Server-side apply prunes those
+    — but only if we apply, so a child whose wanted fields are all there is still stale."""
+    for key, below in fields.items():
+        kind, _, name = key.partition(":")
+        if kind == "f":
+            if not isinstance(desired, dict) or name not in desired:
+                return True
+            child = desired[name]
+        elif kind == "k":
+            child = _keyed_item(desired, json.loads(name))
+            if child is None:
+                return True
+        elif kind == "v":
+            if not isinstance(desired, list) or json.loads(name) not in desired:
+                return True
+            continue
+        elif kind == "i":
+            if not isinstance(desired, list) or int(name) >= len(desired):
+                return True
+            child = desired[int(name)]
+        else:  # "." (the item itself) and anything newer
+            continue
+        if below and would_remove(below, child):
+            return True
+    return False
+
+
+def _keyed_item(items: Any, keys: Mapping[str, Any]) -> Any:
+    """The item of ``items`` with ``keys``; a key the item leaves out matches (the server
+    defaults it: ``protocol: TCP`` of a port)."""
+    if not isinstance(items, list):
+        return None
+    for item in items:
+        if (
+            isinstance(item, dict)
+            and any(k in item for k in keys)
+            and all(item.get(k, v) == v for k, v in keys.items())
+        ):
+            return item
+    return None

@@ -8,7 +8,8 @@ other kubelet reasons a user must act on), or ``PodScheduled=False`` with reason
 controllers report as ``Ready=False`` while their workload is not ready. Pods are watched
 through the shared cache, labelled ``app.kubernetes.io/managed-by=appstack`` like every
 child (:func:`pod_mapper` wakes the owner when one changes; :func:`pods_of` reads them), and
-cached as :func:`cached_pod` keeps them (metadata, ``spec.nodeName`` and status only).
+cached as :func:`cached_pod` keeps them (metadata, ``spec.nodeName`` and status only) and
+indexed by label (:data:`POD_INDEXERS`, registered once when a controller is set up).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from appstack.runtime.builder import Mapper
 from appstack.runtime.cache import Cache
 from appstack.runtime.controller import Request
 from appstack.runtime.resources import POD, Resource
+from appstack.runtime.store import IndexFunc
 
 WAITING = frozenset(
     {
@@ -96,14 +98,16 @@ def cached_pod(pod: dict[str, Any]) -> dict[str, Any]:
 
 #: The cache transforms of every controller that watches pods.
 POD_TRANSFORMS: dict[Resource, Callable[[dict[str, Any]], dict[str, Any]]] = {POD: cached_pod}
+#: The cache index :func:`pods_of` reads, registered at setup by every controller using it.
+POD_INDEXERS: dict[Resource, dict[str, IndexFunc]] = {POD: {_LABEL_INDEX: _by_label}}
 
 
 def pods_of(cache: Cache, namespace: str, selector: Mapping[str, str]) -> list[dict[str, Any]]:
     """The cached pods in ``namespace`` carrying every label of ``selector`` (looked up by
-    an index of the first label, not by scanning every cached pod)."""
+    an index of the first label, registered at setup by :data:`POD_INDEXERS`, not by
+    scanning every cached pod)."""
     if not selector:
         return [p for p in cache.objects(POD) if p["metadata"].get("namespace") == namespace]
-    cache.add_indexer(POD, _LABEL_INDEX, _by_label)  # once; later calls find it there
     key, value = next(iter(sorted(selector.items())))
     return [
         pod

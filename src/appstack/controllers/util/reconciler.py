@@ -26,6 +26,7 @@ from appstack.runtime.cache import Cache
 from appstack.runtime.client import Client
 from appstack.runtime.controller import Request, Result
 from appstack.runtime.events import EventRecorder
+from appstack.runtime.store import IndexFunc
 
 SpecT = TypeVar("SpecT", bound=BaseModel)
 
@@ -33,17 +34,23 @@ SpecT = TypeVar("SpecT", bound=BaseModel)
 class KindReconciler(ABC, Generic[SpecT]):
     """Reconciles one custom kind (``kind``) whose children are of the kinds in ``owns``;
     ``watches`` are other objects labelled as ours (pods) that wake the owner their mapper
-    names; ``transforms`` keep only what is read of a cached kind; ``finalizer``
+    names; ``references`` are kinds its spec names objects of (a user's ConfigMap or
+    Secret: :mod:`~appstack.controllers.util.references`), which wake the objects whose
+    ``REFERENCES`` index names them; ``indexers`` are registered on the cache once, at
+    setup; ``transforms`` keep only what is read of a cached kind; ``finalizer``
     (optional) holds deletion until :meth:`cleanup` is done."""
 
     kind: ClassVar[CustomKind]
     owns: ClassVar[tuple[Resource, ...]] = ()
     watches: ClassVar[tuple[tuple[Resource, Mapper], ...]] = ()
+    references: ClassVar[tuple[Resource, ...]] = ()
     finalizer: ClassVar[str | None] = None
     #: Whether an update of only the object's status (our own write) wakes the reconciler.
     status_changes: ClassVar[bool] = True
     #: Per kind, what the cache keeps of an object (e.g. pods without their spec).
     transforms: ClassVar[dict[Resource, Callable[[dict[str, Any]], dict[str, Any]]]] = {}
+    #: Per kind, the indexes (name → function) its reads use (e.g. pods by label).
+    indexers: ClassVar[dict[Resource, dict[str, IndexFunc]]] = {}
 
     def __init__(self, client: Client, cache: Cache, recorder: EventRecorder, **_: Any) -> None:
         self.client = client

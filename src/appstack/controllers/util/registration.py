@@ -19,6 +19,7 @@ from appstack.api.kind import CustomKind
 from appstack.controllers.util.meta import CHILD_SELECTOR
 from appstack.controllers.util.rbac import Rule
 from appstack.controllers.util.reconciler import KindReconciler
+from appstack.controllers.util.references import referrers
 from appstack.core.duration import DEFAULT_SYNC_PERIOD, parse_duration
 from appstack.core.resource import Resource
 from appstack.runtime.builder import Builder
@@ -70,15 +71,20 @@ class Registration:
         **options: Any,
     ) -> Controller:
         """Wire the reconciler into ``manager``: watch the kind, the children it owns and
-        the objects it watches (cached only when labelled as ours), ``concurrency``
+        the objects it watches (cached only when labelled as ours), the objects its spec
+        names (``references``), register its cache indexes, ``concurrency``
         workers (default: its share of 4), every object reconciled again every
         :meth:`resync_period` of ``sync_period`` seconds (default: 10 minutes);
         ``options`` go to the reconciler (e.g. the AppStack's ``external_ips``)."""
-        watched = self.reconciler.watches
+        watched, referenced = self.reconciler.watches, self.reconciler.references
         for resource in (*self.owns, *(resource for resource, _ in watched)):
-            manager.cache.set_label_selector(resource, CHILD_SELECTOR)
+            if resource not in referenced:  # a user's objects are not labelled as ours
+                manager.cache.set_label_selector(resource, CHILD_SELECTOR)
         for resource, transform in self.reconciler.transforms.items():
             manager.cache.set_transform(resource, transform)
+        for resource, indexes in self.reconciler.indexers.items():
+            for index, func in indexes.items():
+                manager.cache.add_indexer(resource, index, func)
         builder = Builder(manager, self.name).for_(
             self.kind.resource, status_changes=self.reconciler.status_changes
         )
@@ -86,6 +92,10 @@ class Registration:
             builder = builder.owns(resource)
         for resource, mapper in watched:
             builder = builder.watches(resource, mapper)
+        for resource in referenced:
+            builder = builder.watches(
+                resource, referrers(manager.cache, self.kind.resource, resource)
+            )
         return (
             builder.with_concurrency(concurrency or self.workers(4))
             .with_resync(self.resync_period(sync_period))

@@ -12,8 +12,9 @@ only if no event about that object arrived while it was in flight (:meth:`track`
 load the watch can deliver our write, and the changes that followed it, before the write's
 response is read, and keeping the response then would hide those changes for good (a
 Deployment that became available would look as it did when created). Like the cache, it
-holds no ``managedFields``. Used by :class:`~appstack.controllers.children.ChildWriter`
-and :class:`~appstack.controllers.util.reconciler.KindReconciler`.
+holds of ``managedFields`` only our own apply's entry. Used by
+:class:`~appstack.controllers.children.ChildWriter` and
+:class:`~appstack.controllers.util.reconciler.KindReconciler`.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable
 
 from appstack.runtime.cache import Cache
-from appstack.runtime.informer import FuncHandler
+from appstack.runtime.informer import FuncHandler, keep_applied_by
 from appstack.runtime.resources import Obj, Resource, object_key
 
 # Writes whose watch event never comes (an object outside the cache's label selector) must
@@ -76,7 +77,7 @@ class RecentWrites:
         """Keep the object a write of ``resource`` returned (until its watch event); only
         safe if no event about it can have come since the write was sent (see :meth:`track`)."""
         self.follow(resource)
-        obj["metadata"].pop("managedFields", None)
+        keep_applied_by(obj, self.cache.client.field_manager)
         key = (resource, object_key(obj))
         self._objects[key] = obj
         self._objects.move_to_end(key)

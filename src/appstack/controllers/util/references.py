@@ -1,0 +1,79 @@
+"""Objects a spec names but does not own — a user's ConfigMap or Secret — watched so that a
+change (or a missing one being created) reconciles the objects naming them at once.
+
+A reconciler declares the kinds it refers to (``KindReconciler.references``) and an index
+of its own kind, :data:`REFERENCES`, from each object to the :func:`reference` keys of what
+it names; :func:`referrers` maps an event of a referenced object to the objects whose
+index names it (no scan). Referenced kinds are cached without a label selector — a user's
+objects are not labelled as ours — but only in the namespaces the operator watches, and
+only as :func:`metadata_only` keeps them (never a Secret's data: :func:`secret_metadata`),
+except the children we write, which the child writer compares in full
+(:func:`children_in_full`). Used by :mod:`~appstack.controllers.util.registration` and the
+AppStack controller.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from appstack.controllers.util.meta import MANAGED_BY
+from appstack.core.resource import Resource
+from appstack.runtime.builder import Mapper, request_for
+from appstack.runtime.cache import Cache
+from appstack.runtime.controller import Request
+
+#: The index, on the referring kind, of the objects each one names.
+REFERENCES = "references"
+
+Transform = Callable[[dict[str, Any]], dict[str, Any]]
+
+# What is kept of a referenced object's metadata: enough to key, version and own it
+# (annotations are dropped: kubectl's last-applied-configuration repeats a Secret's data).
+_KEPT = (
+    "name",
+    "namespace",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "labels",
+    "ownerReferences",
+    "managedFields",
+)
+
+
+def reference(kind: str, namespace: str | None, name: str) -> str:
+    """The index value of one named object: ``Kind/namespace/name``."""
+    return f"{kind}/{namespace or ''}/{name}"
+
+
+def referrers(cache: Cache, referring: Resource, referenced: Resource) -> Mapper:
+    """Map an object of ``referenced`` to the objects of ``referring`` that name it."""
+
+    def mapper(obj: dict[str, Any]) -> Iterable[Request]:
+        meta = obj["metadata"]
+        key = reference(referenced.kind, meta.get("namespace"), meta["name"])
+        return [request_for(o) for o in cache.by_index(referring, REFERENCES, key)]
+
+    return mapper
+
+
+def metadata_only(obj: dict[str, Any]) -> dict[str, Any]:
+    """``obj`` without its content (data, spec...) and annotations: what is cached of an
+    object only watched for its changes."""
+    meta = obj.get("metadata") or {}
+    kept: dict[str, Any] = {k: obj[k] for k in ("apiVersion", "kind") if k in obj}
+    return {**kept, "metadata": {k: meta[k] for k in _KEPT if k in meta}}
+
+
+#: A Secret is only ever cached as its metadata; its data is read by name when needed.
+secret_metadata: Transform = metadata_only
+
+
+def children_in_full(obj: dict[str, Any]) -> dict[str, Any]:
+    """A child labelled as ours as it is (the child writer compares it), anything else
+    :func:`metadata_only`."""
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    return obj if MANAGED_BY.items() <= labels.items() else metadata_only(obj)
