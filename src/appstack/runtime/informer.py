@@ -14,7 +14,8 @@ Errors are logged, never raised, and backed off (0.5 s → 30 s, jittered) on th
 :class:`~appstack.runtime.clock.Clock`. Before an object is cached,
 ``metadata.managedFields`` and any other declared paths are dropped, and a ``transform``
 (if given) keeps only what the controllers read, as controller-runtime's cache transforms
-do (memory: a pod's spec is most of it). Handlers
+do (memory: a pod's spec is most of it); then its short strings are shared with every
+other cached object (:mod:`appstack.runtime.interning`). Handlers
 (:class:`EventHandler`) are called synchronously on each change and must be cheap —
 controllers only enqueue keys. Shared per kind through :class:`~appstack.runtime.cache.Cache`.
 """
@@ -32,6 +33,7 @@ import structlog
 from appstack.runtime import errors
 from appstack.runtime.client import STALL_TIMEOUT, Client
 from appstack.runtime.clock import Clock, RealClock
+from appstack.runtime.interning import intern_strings
 from appstack.runtime.ratelimit import RateLimiter
 from appstack.runtime.resources import Obj, Resource, object_key
 from appstack.runtime.store import IndexFunc, Store
@@ -96,6 +98,7 @@ class Informer:
         label_selector: str | None = None,
         drop: Sequence[Sequence[str]] = DEFAULT_DROP,
         transform: Callable[[Obj], Obj] | None = None,
+        intern: bool = True,
         page_size: int = 500,
         watch_timeout: int = 290,
         inactivity_timeout: float | None = None,
@@ -114,6 +117,7 @@ class Informer:
         )
         self.drop = [tuple(path) for path in drop]
         self.transform = transform
+        self.intern = intern
         self.clock = clock or RealClock()
         self.backoff = backoff
         self.store = Store()
@@ -246,7 +250,9 @@ class Informer:
                     break
             if isinstance(parent, dict):
                 parent.pop(path[-1], None)
-        return obj if self.transform is None else self.transform(obj)
+        if self.transform is not None:
+            obj = self.transform(obj)
+        return intern_strings(obj) if self.intern else obj
 
 
 def _rv(obj: Obj) -> str:
