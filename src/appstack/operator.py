@@ -138,12 +138,17 @@ async def _run(options: OperatorOptions) -> None:
 
 def settle_heap() -> None:
     """Once the modules are imported and the controllers built: collect what start-up left
-    behind, then move every surviving object (modules, classes, pydantic's validators,
-    ~56,000 containers) out of the garbage collector's sight. They live as long as the
-    process; without this every full collection walks them again (gc.freeze, as
-    long-running CPython services do). Objects still die when nothing refers to them."""
+    behind, move every surviving object (modules, classes, validators: ~56,000 containers)
+    out of the garbage collector's sight — they live as long as the process, and without
+    this every full collection walks them again (gc.freeze) — and collect the youngest
+    generation after 10,000 net new containers instead of 700: decoding a watch event
+    makes hundreds, nearly all freed by reference counting, so the collector ran every few
+    events. Objects still die when nothing refers to them; only garbage in reference
+    cycles waits longer. Measured on cache ingest (docs/performance.md): the collector's
+    share of the CPU 13 % -> 2 %, the same peak memory."""
     gc.collect()
     gc.freeze()
+    gc.set_threshold(10_000, *gc.get_threshold()[1:])
 
 
 def run_operator(options: OperatorOptions) -> int:
