@@ -29,6 +29,11 @@ from typing import IO
 from peerbench.gobuild import ensure_go_seed
 from peerbench.procstat import usage
 
+# appstack runs with the modules its image has: the development venv also holds ``rich``
+# (for import-linter and twine), which structlog would import (+4 MiB); the image's lock
+# file has none (as bench/converge.py does).
+IMAGE_MODULES = "import sys; sys.modules['rich'] = None; "
+
 KOPF_PEER = Path(__file__).resolve().parents[1] / "peers" / "kopf_peer.py"
 
 
@@ -73,7 +78,7 @@ def free_port() -> int:
 def command(peer: Peer, kubeconfig: str, namespace: str, port: int) -> list[str]:
     if peer.key.startswith("appstack"):
         return [
-            sys.executable, "-m", "appstack", "run",
+            sys.executable, "-c", IMAGE_MODULES + "from appstack.cli import main; main()", "run",
             f"--kubeconfig={kubeconfig}", f"--namespace={namespace}",
             f"--metrics-bind-address=127.0.0.1:{port}", "--no-metrics-auth",
             "--health-probe-bind-address=0", "--log-level=warning",

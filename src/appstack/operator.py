@@ -11,6 +11,7 @@ SIGTERM (bounded drain, Lease released), 1 when leadership is lost.
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import socket
 import uuid
@@ -30,6 +31,7 @@ from appstack.runtime.events import EventRecorder
 from appstack.runtime.leaderelection import LeaderElectionConfig, LeadershipLost
 from appstack.runtime.manager import Manager
 from appstack.runtime.metricsauth import MetricsAuth
+from appstack.runtime.tlsbuffer import limit_tls_read_buffer
 
 log = structlog.get_logger("appstack.operator")
 
@@ -85,6 +87,7 @@ async def _run(options: OperatorOptions) -> None:
         if options.leader_elect
         else None
     )
+    limit_tls_read_buffer()  # before the first connection: 16 KiB instead of 256 KiB each
     client = await Client.connect(options.kubeconfig, user_agent=user_agent(me))
     election_client = (
         await Client.connect(
@@ -117,6 +120,7 @@ async def _run(options: OperatorOptions) -> None:
             **reconciler_options.get(controller.name, {}),
         )
     manager.install_signal_handlers()
+    settle_heap()
     log.info(
         "starting",
         identity=me,
@@ -132,8 +136,23 @@ async def _run(options: OperatorOptions) -> None:
             await election_client.close()
 
 
+def settle_heap() -> None:
+    """Once the modules are imported and the controllers built: collect what start-up left
+    behind, move every surviving object (modules, classes, validators: ~56,000 containers)
+    out of the garbage collector's sight — they live as long as the process, and without
+    this every full collection walks them again (gc.freeze) — and collect the youngest
+    generation after 10,000 net new containers instead of 700: decoding a watch event
+    makes hundreds, nearly all freed by reference counting, so the collector ran every few
+    events. Objects still die when nothing refers to them; only garbage in reference
+    cycles waits longer. Measured on cache ingest (docs/performance.md): the collector's
+    share of the CPU 13 % -> 2 %, the same peak memory."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(10_000, *gc.get_threshold()[1:])
+
+
 def run_operator(options: OperatorOptions) -> int:
-    rt_logging.configure(options.log_format, options.log_level)
+    rt_logging.configure(options.log_format, options.log_level, cache_loggers=True)
     try:
         asyncio.run(_run(options))
     except LeadershipLost:

@@ -16,7 +16,8 @@ Errors are logged, never raised, and backed off (0.5 s → 30 s, jittered) on th
 names it: what that manager owns of the object) and any other declared paths are dropped,
 and a ``transform``
 (if given) keeps only what the controllers read, as controller-runtime's cache transforms
-do (memory: a pod's spec is most of it). Handlers
+do (memory: a pod's spec is most of it); then its short strings are shared with every
+other cached object (:mod:`appstack.runtime.interning`). Handlers
 (:class:`EventHandler`) are called synchronously on each change and must be cheap —
 controllers only enqueue keys. Shared per kind through :class:`~appstack.runtime.cache.Cache`.
 """
@@ -34,6 +35,7 @@ import structlog
 from appstack.runtime import errors
 from appstack.runtime.client import STALL_TIMEOUT, Client
 from appstack.runtime.clock import Clock, RealClock
+from appstack.runtime.interning import intern_strings
 from appstack.runtime.ratelimit import RateLimiter
 from appstack.runtime.resources import Obj, Resource, object_key
 from appstack.runtime.store import IndexFunc, Store
@@ -116,6 +118,7 @@ class Informer:
         drop: Sequence[Sequence[str]] = DEFAULT_DROP,
         transform: Callable[[Obj], Obj] | None = None,
         managed_by: str | None = None,
+        intern: bool = True,
         page_size: int = 500,
         watch_timeout: int = 290,
         inactivity_timeout: float | None = None,
@@ -135,6 +138,7 @@ class Informer:
         self.drop = [tuple(path) for path in drop]
         self.transform = transform
         self.managed_by = managed_by
+        self.intern = intern
         self.clock = clock or RealClock()
         self.backoff = backoff
         self.store = Store()
@@ -271,7 +275,9 @@ class Informer:
                     break
             if isinstance(parent, dict):
                 parent.pop(path[-1], None)
-        return obj if self.transform is None else self.transform(obj)
+        if self.transform is not None:
+            obj = self.transform(obj)
+        return intern_strings(obj) if self.intern else obj
 
 
 def _rv(obj: Obj) -> str:

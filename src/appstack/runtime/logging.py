@@ -20,9 +20,14 @@ Format = Literal["auto", "json", "console"]
 LEVELS = ("debug", "info", "warning", "error", "critical")
 
 
-def configure(fmt: Format = "auto", level: str = "INFO") -> None:
+def configure(fmt: Format = "auto", level: str = "INFO", *, cache_loggers: bool = False) -> None:
     """Configure structlog, and route the standard library's ``logging`` (aiohttp, asyncio,
-    warnings) through the same processors and renderer: in JSON mode every line is JSON."""
+    warnings) through the same processors and renderer: in JSON mode every line is JSON.
+
+    ``cache_loggers`` (the operator sets it; it configures once): each module's logger is
+    built on its first call and kept, instead of being built again for every line — and a
+    line below the level then costs a call to a method that does nothing. A process that
+    configures logging more than once (tests) leaves it off, so loggers see the change."""
     use_json = fmt == "json" or (fmt == "auto" and not sys.stderr.isatty())
     renderer: Any = (
         structlog.processors.JSONRenderer()
@@ -44,7 +49,7 @@ def configure(fmt: Format = "auto", level: str = "INFO") -> None:
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
         logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
-        cache_logger_on_first_use=False,
+        cache_logger_on_first_use=cache_loggers,
     )
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(
