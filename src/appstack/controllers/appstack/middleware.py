@@ -208,5 +208,9 @@ def children(owner: dict[str, Any], mw: Middleware) -> list[dict[str, Any]]:
     """Every child of one middleware member (without its generated Secrets)."""
     if mw.external is not None:
         return external(owner, mw)
-    extra = [mongodb.config_map(owner, mw)] if mw.type == "mongodb" else []
+    extra = (
+        [mongodb.config_map(owner, mw), *mongodb.disruption_budget(owner, mw)]
+        if mw.type == "mongodb"
+        else []
+    )
     return [*managed_services(owner, mw), *extra, stateful_set(owner, mw)]
