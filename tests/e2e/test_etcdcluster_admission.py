@@ -21,17 +21,14 @@ from appstack.runtime.client import Client
 from appstack.runtime.resources import Resource
 from appstack.testing.waiting import condition_status, wait_for
 from tests.e2e.conftest import WIDGET_GROUP
+from tests.e2e.test_etcdcluster_kind import seed
 
 pytestmark = pytest.mark.usefixtures("operator_kubeconfig")  # installs the CRDs
 
 
 def cluster(name: str, namespace: str, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "appstack.dev/v1",
-        "kind": "EtcdCluster",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"replicas": 1, "storage": "1Gi", **spec},
-    }
+    """A one-member cluster (its members never run here: admission only)."""
+    return seed(name, namespace, **{"replicas": 1, "storage": "1Gi", **spec})
 
 
 def said(error: errors.Invalid) -> str:

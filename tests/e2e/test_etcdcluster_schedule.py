@@ -16,7 +16,7 @@ from appstack.runtime.client import Client
 from appstack.runtime.resources import EVENT, PVC, Resource
 from tests.e2e.conftest import RunningOperator, until
 from tests.e2e.etcd_load import wait_healthy
-from tests.e2e.test_etcdcluster import report, seed
+from tests.e2e.test_etcdcluster import report, seed, snapshot_claim
 
 PV = Resource("", "v1", "PersistentVolume", "persistentvolumes", namespaced=False)
 NAME = "sched"
@@ -43,13 +43,7 @@ async def job_created_at(client: Client, namespace: str) -> dict[str, datetime.d
 async def test_a_schedule_every_minute_snapshots_on_the_minute_and_rotates(
     client: Client, namespace: str, operator: RunningOperator, process_node: Any
 ) -> None:
-    claim = {
-        "apiVersion": "v1",
-        "kind": "PersistentVolumeClaim",
-        "metadata": {"name": "snapshots", "namespace": namespace},
-        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
-    }
-    await client.create(PVC, claim)
+    await client.create(PVC, snapshot_claim(namespace))
     backup = {"intervalMinutes": 60, "pvcName": "snapshots", "retention": 2}
     await client.create(ETCD_CLUSTER, seed(namespace, NAME, replicas=1, backup=backup))
     await wait_healthy(client, NAME, namespace, 1)
