@@ -146,7 +146,7 @@ async def test_an_idle_resync_issues_no_writes(
     )
     # A one-member etcd, a real process on the test bed's process node: healthy and idle.
     etcd = _obj("EtcdCluster", "idle", namespace, replicas=1, storage="1Gi")
-    etcd["spec"]["nodeSelector"] = {"appstack.dev/process-node": "true"}
+    etcd["spec"]["nodeSelector"] = {"kubernetes.io/hostname": process_node.name}
     etcd["spec"]["tolerations"] = [
         {"key": "appstack.dev/process-node", "operator": "Exists", "effect": "NoSchedule"}
     ]

@@ -4,7 +4,8 @@ Each reconcile observes (pods and volumes from the cache, members from etcd, bou
 the client's timeout), asks :func:`~appstack.controllers.etcdcluster.plan.next_step` for
 one step, carries it out, writes status and requeues — soon after a change, a little
 later while waiting (a learner catching up, a pod starting), every 30 s when idle to
-keep member health current, or sooner at the moment the next snapshot is due. No reconcile ever waits for etcd to converge.
+keep member health current, or sooner at the moment the next snapshot is due. No
+reconcile ever waits for etcd to converge.
 """
 
 from __future__ import annotations
