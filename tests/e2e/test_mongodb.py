@@ -212,9 +212,19 @@ async def test_a_mongodb_replica_set_starts_before_its_consumers_scales_and_keep
             "spec.middleware[0].managed.initScriptsConfigMap",
             "not supported for mongodb",
         ),
+        (
+            {"name": "db", "type": "postgres", "managed": {"configFiles": {"pg.conf": "x"}}},
+            "spec.middleware[0].managed.configFiles",
+            "mysql only",
+        ),
+        (
+            {"name": "db", "type": "mysql", "managed": {"configFiles": {"my.conf": "[mysqld]"}}},
+            "spec.middleware[0].managed.configFiles",
+            "each named *.cnf",
+        ),
     ],
 )
-async def test_replicas_an_engine_does_not_support_are_refused_at_admission(
+async def test_what_an_engine_does_not_support_is_refused_at_admission(
     client: Client, namespace: str, middleware: dict[str, Any], field: str, message: str
 ) -> None:
     spec = {"middleware": [middleware], "components": [{"name": "app", "image": "web:1"}]}
