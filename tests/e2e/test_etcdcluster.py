@@ -58,6 +58,16 @@ def is_pod_ready(pod: dict[str, Any]) -> bool:
     return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
 
 
+def snapshot_claim(namespace: str) -> dict[str, Any]:
+    """The PVC ``snapshots`` the backup tests save onto."""
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "snapshots", "namespace": namespace},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+    }
+
+
 def report(what: str, seconds: float) -> None:
     print(f"\n[etcd e2e] {what}: {seconds:.2f} s")
 
@@ -244,13 +254,7 @@ async def test_quorum_loss_is_reported_never_forced(
 async def test_backup_delete_and_restore_into_a_new_cluster(
     client: Client, namespace: str, operator: RunningOperator, process_node: Any
 ) -> None:
-    claim = {
-        "apiVersion": "v1",
-        "kind": "PersistentVolumeClaim",
-        "metadata": {"name": "snapshots", "namespace": namespace},
-        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
-    }
-    await client.create(PVC, claim)
+    await client.create(PVC, snapshot_claim(namespace))
     await client.create(ETCD_CLUSTER, seed(namespace))
     await wait_healthy(client, NAME, namespace, 3)
     async with EtcdClient() as etcd:

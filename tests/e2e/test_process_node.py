@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from lightkube import Client, codecs
 from lightkube.resources.apps_v1 import StatefulSet
-from lightkube.resources.core_v1 import PersistentVolume, PersistentVolumeClaim, Pod
+from lightkube.resources.core_v1 import Node, PersistentVolume, PersistentVolumeClaim, Pod
 
 from appstack.testing.etcd_releases import ETCD_PREVIOUS
 from appstack.testing.procnode.runner import ProcessNodes
@@ -256,5 +256,6 @@ def test_stopping_the_agent_leaves_no_process_behind_and_a_new_one_adopts_its_po
         kube.delete(Pod, "forks", namespace=namespace)
         wait_for(lambda: not list(kube.list(Pod, namespace=namespace)), timeout=30, what="pod gone")
     finally:
-        nodes.stop()
+        nodes.remove()  # its Node too: later tests' pods must not land on a stopped node
     assert nodes.processes() == []
+    assert nodes.name not in [n.metadata.name for n in kube.list(Node) if n.metadata]

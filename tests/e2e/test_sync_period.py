@@ -1,7 +1,7 @@
-"""Periodic resync (``appstack run --sync-period``) for every kind: an idle resync writes
-nothing, and a change no watch reports (an AppService status someone overwrote: a
-status-only update does not wake its controller) is repaired within the sync period, by
-the real ``appstack run`` process."""
+"""Periodic resync (``appstack run --sync-period``) for every kind (EtcdCluster: one real
+member on the process node): an idle resync writes nothing, and a change no watch reports
+(an AppService status someone overwrote: a status-only update does not wake its
+controller) is repaired within the sync period, by the real ``appstack run`` process."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import pytest
 from appstack.controllers.appservice import APP_SERVICE
 from appstack.controllers.appstack import APP_STACK
 from appstack.controllers.crontab import CRON_TAB
+from appstack.controllers.etcdcluster import ETCD_CLUSTER
 from appstack.controllers.registry import ALL
 from appstack.runtime.client import Client
 from appstack.runtime.resources import DEPLOYMENT, SECRET
@@ -28,6 +29,7 @@ from tests.e2e.conftest import (
     start_operator,
     until,
 )
+from tests.e2e.etcd_load import wait_healthy
 
 
 def _obj(kind: str, name: str, namespace: str, **spec: Any) -> dict[str, Any]:
@@ -111,8 +113,24 @@ async def _resync_rounds(operator: RunningOperator, objects: dict[str, int], rou
     )
 
 
+async def _etcd_healthy(client: Client, namespace: str, process_node: Any) -> None:
+    """The one-member EtcdCluster ``idle`` healthy; if not, what its member said (its log
+    and /etc/hosts on the process node), so a failure in a long run shows its cause."""
+    try:
+        await wait_healthy(client, "idle", namespace, 1)
+    except AssertionError as error:
+        member = process_node.pod_dir(namespace, "idle-0")
+        said = {
+            name: (member / name).read_text()[-3000:] if (member / name).exists() else "(none)"
+            for name in ("etcd.log", "hosts")
+        }
+        raise AssertionError(
+            f"{error}\nmember etcd.log: {said['etcd.log']}\nhosts: {said['hosts']}"
+        ) from error
+
+
 async def test_an_idle_resync_issues_no_writes(
-    client: Client, namespace: str, fast_resync: RunningOperator
+    client: Client, namespace: str, fast_resync: RunningOperator, process_node: Any
 ) -> None:
     # Integer and non-canonical quantities: the API server stores them as "1", "500m",
     # "1Gi"; comparing them as written would re-apply (and record Updated) on every resync.
@@ -130,14 +148,21 @@ async def test_an_idle_resync_issues_no_writes(
     await client.create(
         CRON_TAB, _obj("CronTab", "idle", namespace, cronSpec="*/10 0 0 1 1 *", image="busybox")
     )
+    # A one-member etcd, a real process on the test bed's process node: healthy and idle.
+    etcd = _obj("EtcdCluster", "idle", namespace, replicas=1, storage="1Gi")
+    etcd["spec"]["nodeSelector"] = {"kubernetes.io/hostname": process_node.name}
+    etcd["spec"]["tolerations"] = [
+        {"key": "appstack.dev/process-node", "operator": "Exists", "effect": "NoSchedule"}
+    ]
+    await client.create(ETCD_CLUSTER, etcd)
     for i in range(3):
         await until(client, APP_SERVICE, f"idle-{i}", namespace, is_ready, 60)
     await until(client, APP_STACK, "idle", namespace, is_ready, 60)
     await until(client, CRON_TAB, "idle", namespace, is_ready, 60)
+    await _etcd_healthy(client, namespace, process_node)
 
-    objects = {"appservice": 3, "appstack": 1, "crontab": 1}
-    # EtcdCluster needs real members (the process node): not covered here yet.
-    assert set(objects) | {"etcdcluster"} == {c.name for c in ALL}, "every kind is in this test"
+    objects = {"appservice": 3, "appstack": 1, "crontab": 1, "etcdcluster": 1}
+    assert set(objects) == {c.name for c in ALL}, "every kind is in this test"
     await _resync_rounds(fast_resync, objects, 1)  # what was in flight has landed
     before = _writes(fast_resync)
     await _resync_rounds(fast_resync, objects, 3)

@@ -1,8 +1,8 @@
-"""EtcdCluster snapshots and restore (pure): when one is due, its Job, rotation, restore."""
+"""EtcdCluster snapshots and restore (pure): the Job, rotation, restore (when one is due:
+test_etcd_backup_schedule.py)."""
 
 from __future__ import annotations
 
-import datetime
 from typing import Any
 
 import pytest
@@ -16,17 +16,10 @@ OBJ: dict[str, Any] = {
     "kind": "EtcdCluster",
     "metadata": {"name": "e", "namespace": "ns", "uid": "u-1"},
 }
-NOW = datetime.datetime(2026, 11, 23, 14, 0, tzinfo=datetime.timezone.utc)
 
 
 def spec(**extra: Any) -> EtcdClusterSpec:
     return EtcdClusterSpec.model_validate({"replicas": 3, "storage": "1Gi", **extra})
-
-
-def test_a_snapshot_is_due_first_then_every_interval() -> None:
-    assert backup.due(None, 60, NOW)
-    assert not backup.due("2026-11-23T13:30:00Z", 60, NOW)
-    assert backup.due("2026-11-23T13:00:00Z", 60, NOW)
 
 
 def test_retention_rotates_file_names() -> None:

@@ -1,7 +1,8 @@
 """Cron schedules: what a ``cronSpec`` may be (:func:`cron_problem`) and the CronJob
 schedule it becomes (:func:`cron_job_schedule`). Pure; the admission rules (CEL) are in
 :mod:`appstack.api.cron_rules`. Used by :mod:`appstack.api.crontab` and the CronTab
-controller.
+controller, and (five fields only: ``seconds=False``) by the EtcdCluster's
+``backup.schedule``, whose next times :mod:`appstack.api.cron_times` computes.
 
 Five fields are read as Kubernetes' CronJob validation reads them (robfig/cron's standard
 parser, tried on the test bed): fields separated by any run of whitespace (leading and
@@ -48,10 +49,10 @@ def _number(bound: str, names: dict[str, int]) -> int | None:
     return int(bound) if bound.isdigit() else None
 
 
-def _item_values(item: str, field: Field, value: str) -> range | str:
+def _item_values(item: str, field: Field, value: str, label: str) -> range | str:
     """The values ``item`` (one comma-separated part of ``value``) stands for, or why not."""
     name, low, high, names = field
-    where = f"cronSpec {name} {value!r}"
+    where = f"{label} {name} {value!r}"
     if not _ITEM.match(item):
         return f"{where}: {item!r} is not a value, range or step"
     span, _, step = item.partition("/")
@@ -68,27 +69,38 @@ def _item_values(item: str, field: Field, value: str) -> range | str:
     return range(start, end + 1, int(step or 1))
 
 
-def field_values(value: str, field: Field) -> set[int] | str:
+def field_values(value: str, field: Field, label: str = "cronSpec") -> set[int] | str:
     """The values one field (``*/10``, ``1,5-7``) stands for, or why it is not valid."""
     values: set[int] = set()
     for item in (i for i in value.split(",") if i):
-        expanded = _item_values(item, field, value)
+        expanded = _item_values(item, field, value, label)
         if isinstance(expanded, str):
             return expanded
         values.update(expanded)
     return values
 
 
-def cron_problem(spec: str) -> str | None:
-    """Why ``spec`` is not a schedule we accept, or None."""
-    if spec in MACROS or re.match(EVERY, spec):
+def five_fields(label: str) -> str:
+    """What a schedule of five fields only (no seconds, no ``@every``) may be."""
+    return (
+        f"{label} takes five fields (minute hour day-of-month month day-of-week) or a macro "
+        "such as @hourly"
+    )
+
+
+def cron_problem(spec: str, *, label: str = "cronSpec", seconds: bool = True) -> str | None:
+    """Why ``spec`` is not a schedule we accept, or None. ``label`` names the field in the
+    messages; ``seconds=False`` accepts five fields and the macros only (no ``@every``)."""
+    if spec in MACROS or (seconds and re.match(EVERY, spec)):
         return None
     fields = spec.split()
-    if len(fields) not in (5, 6) or spec.startswith("@"):
-        return f"{FIVE_FIELDS}; got {len(fields)}: {spec!r}"
+    counts = (5, 6) if seconds else (5,)
+    if len(fields) not in counts or spec.startswith("@"):
+        shape = FIVE_FIELDS.replace("cronSpec", label, 1) if seconds else five_fields(label)
+        return f"{shape}; got {len(fields)}: {spec!r}"
     layout = (SECONDS, *FIELDS) if len(fields) == 6 else FIELDS
     for value, field in zip(fields, layout, strict=True):
-        values = field_values(value, field)
+        values = field_values(value, field, label)
         if isinstance(values, str):
             return values
     return None

@@ -14,6 +14,8 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Field, model_validator
 
 from appstack.api.core import Condition, KubeModel, Quantity, ResourceRequirements
+from appstack.api.etcdcluster_backup import BackupSpec
+from appstack.api.etcdcluster_version import VERSION_RULES
 from appstack.api.kind import AGE, CustomObject, custom_kind
 from appstack.api.names import DNS_1035, ObjectName, name_rules
 
@@ -35,6 +37,7 @@ _SPEC_RULES: list[Any] = [
         "message": "restore is set when the cluster is created and never changed",
         "fieldPath": ".restore",
     },
+    *VERSION_RULES,  # no minor downgrade, no skipped minor
 ]
 
 
@@ -46,17 +49,6 @@ class Toleration(KubeModel):
     value: str | None = Field(None, max_length=63)
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
     toleration_seconds: int | None = None
-
-
-class BackupSpec(KubeModel):
-    """Snapshots taken every ``intervalMinutes`` (as ``etcdctl snapshot save`` does, from
-    the leader) onto a PVC, in ``retention`` rotating files ``<cluster>-<n>.db``."""
-
-    interval_minutes: int = Field(
-        ge=1, le=10080, description="Minutes between snapshots (at most a week)."
-    )
-    pvc_name: ObjectName = Field(description="PersistentVolumeClaim the snapshots are saved on.")
-    retention: int = Field(3, ge=1, le=100, description="Snapshot files kept (rotated).")
 
 
 class RestoreSpec(KubeModel):
@@ -85,7 +77,8 @@ class EtcdClusterSpec(KubeModel):
     version: str = Field(
         DEFAULT_VERSION,
         pattern=VERSION_PATTERN,
-        description="etcd version, e.g. 3.6.16; changed one member at a time, leader last.",
+        description="etcd version, e.g. 3.6.16; changed one member at a time, leader last. "
+        "A minor version goes up one at a time (3.5 -> 3.6) and never down (refused).",
     )
     repository: str = Field(
         DEFAULT_IMAGE,
@@ -179,4 +172,4 @@ class EtcdCluster(CustomObject):
     status: EtcdClusterStatus | None = None
 
 
-__all__ = ["EtcdCluster", "EtcdClusterSpec", "EtcdClusterStatus"]
+__all__ = ["BackupSpec", "EtcdCluster", "EtcdClusterSpec", "EtcdClusterStatus"]

@@ -1,8 +1,9 @@
 """Scheduled snapshots of an EtcdCluster onto a PVC, and the restore of a new one (pure).
 
 What runs where: a snapshot is taken by a Job the controller creates when one is due
-(``intervalMinutes`` after the last one, only while the cluster is healthy): its pod runs
-``etcdctl snapshot save`` from the cluster's own image against the leader (through its
+(on ``schedule``, or ``intervalMinutes`` after the last one: :mod:`.backup_schedule`),
+only while the cluster is healthy: its pod runs ``etcdctl snapshot save`` from the
+cluster's own image against the leader (through its
 peer name on the headless Service) and writes onto the backup PVC, which only a pod can
 mount — the operator never touches the files. Retention rotates file names: snapshot
 ``n`` is ``<cluster>-<n mod retention>.db``, so at most ``retention`` files exist and the
@@ -17,7 +18,6 @@ membership; init containers run once per pod, and members created later join as 
 
 from __future__ import annotations
 
-import datetime
 from typing import Any
 
 from appstack.api.etcdcluster import BackupSpec, EtcdClusterSpec, RestoreSpec
@@ -34,19 +34,6 @@ def job_name(cluster: str, n: int) -> str:
 
 def file_name(cluster: str, n: int, retention: int) -> str:
     return f"{cluster}-{n % retention}.db"
-
-
-def parse_time(value: str) -> datetime.datetime:
-    return datetime.datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(
-        tzinfo=datetime.timezone.utc
-    )
-
-
-def due(last: str | None, interval_minutes: int, now: datetime.datetime) -> bool:
-    """Whether a snapshot is due: none yet, or the last one is ``interval`` old."""
-    if not last:
-        return True
-    return now - parse_time(last) >= datetime.timedelta(minutes=interval_minutes)
 
 
 def outcome(job: dict[str, Any]) -> str:

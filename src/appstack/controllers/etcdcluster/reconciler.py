@@ -4,7 +4,8 @@ Each reconcile observes (pods and volumes from the cache, members from etcd, bou
 the client's timeout), asks :func:`~appstack.controllers.etcdcluster.plan.next_step` for
 one step, carries it out, writes status and requeues — soon after a change, a little
 later while waiting (a learner catching up, a pod starting), every 30 s when idle to
-keep member health current. No reconcile ever waits for etcd to converge.
+keep member health current, or sooner at the moment the next snapshot is due. No
+reconcile ever waits for etcd to converge.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 import structlog
 
 from appstack.api.etcdcluster import BackupSpec, EtcdCluster, EtcdClusterSpec
-from appstack.controllers.etcdcluster import backup, desired, status
+from appstack.controllers.etcdcluster import backup, backup_schedule, desired, status
 from appstack.controllers.etcdcluster.etcdapi import EtcdClient, EtcdError
 from appstack.controllers.etcdcluster.observe import Observation, observe
 from appstack.controllers.etcdcluster.plan import Step, next_step
@@ -84,10 +85,15 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
             except EtcdError as error:  # not now (e.g. "unhealthy cluster" after a start)
                 step = Step("Wait", f"{step.kind} {step.pod}: {error}")
         observed = status.from_observation(obj, seen, step, now_rfc3339())
+        after = AFTER.get(step.kind, 0.2)
         if spec.backup is not None:
             observed.update(await self._backup(obj, spec, spec.backup, seen, step))
+            # the next snapshot's moment, exactly (no polling for it)
+            last, now = observed.get("lastBackupTime"), datetime.datetime.now(datetime.timezone.utc)
+            wait = backup_schedule.wait(spec.backup, last, meta["creationTimestamp"], now)
+            after = after if wait is None else min(after, wait)
         await self.writer.write_status(obj, observed)
-        return Result(requeue_after=AFTER.get(step.kind, 0.2))
+        return Result(requeue_after=after)
 
     def _volumes(self, namespace: str, labels: dict[str, str]) -> list[dict[str, Any]]:
         return [
@@ -200,7 +206,9 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
             if (
                 step.kind == "Done"
                 and leader
-                and backup.due(old.get("lastBackupTime"), plan.interval_minutes, now)
+                and backup_schedule.due(
+                    plan, old.get("lastBackupTime"), meta["creationTimestamp"], now
+                )
             ):
                 await self._create(obj, JOB, backup.backup_job(obj, spec, plan, n, leader))
             return {}

@@ -20,7 +20,7 @@ import sys
 import threading
 from pathlib import Path
 
-from lightkube import Client, KubeConfig
+from lightkube import ApiError, Client, KubeConfig
 from lightkube.resources.core_v1 import Node
 
 from appstack.testing import etcd_releases
@@ -120,6 +120,16 @@ class ProcessNodes:
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._loop = None
             self._proxies.clear()
+
+    def remove(self) -> None:
+        """:meth:`stop`, then delete the Nodes: for a node a test added for a while. A
+        stopped agent's Node keeps looking Ready until the node controller's grace period
+        ends (and its pods stay bound to it, which :meth:`stop` wants, for an agent to adopt
+        them); a pod created meanwhile for any process node could land there and never run."""
+        self.stop()
+        for name in self.names:
+            with contextlib.suppress(ApiError):
+                self.client.delete(Node, name)
 
     # ------------------------------------------------------------------ access
     def service_address(self, namespace: str, service: str, port: int) -> tuple[str, int]:
