@@ -4,7 +4,10 @@ Each reconcile observes (pods and volumes from the cache, members from etcd, bou
 the client's timeout), asks :func:`~appstack.controllers.etcdcluster.plan.next_step` for
 one step, carries it out, writes status and requeues — soon after a change, a little
 later while waiting (a learner catching up, a pod starting), every 30 s when idle to
-keep member health current. No reconcile ever waits for etcd to converge.
+keep member health current. No reconcile ever waits for etcd to converge. With
+``spec.tls``, its Secrets are checked first (:mod:`.tlsclient`): one missing or malformed
+stops the reconcile there (``Available=False``, reason ``TLSSecretNotFound`` or
+``TLSSecretInvalid``, one Warning Event) and it looks again every few seconds.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from appstack.controllers.etcdcluster.etcdapi import EtcdClient, EtcdError
 from appstack.controllers.etcdcluster.observe import Observation, observe
 from appstack.controllers.etcdcluster.plan import Step, next_step
 from appstack.controllers.etcdcluster.resources import PDB
+from appstack.controllers.etcdcluster.tlsclient import TLSSecrets
 from appstack.controllers.util.conditions import (
     Problem,
     condition,
@@ -31,7 +35,10 @@ from appstack.controllers.util.meta import controlled_by
 from appstack.controllers.util.pods import POD_TRANSFORMS, pods_of
 from appstack.controllers.util.reconciler import KindReconciler
 from appstack.runtime import errors
+from appstack.runtime.cache import Cache
+from appstack.runtime.client import Client
 from appstack.runtime.controller import Result
+from appstack.runtime.events import EventRecorder
 from appstack.runtime.resources import JOB, POD, PVC, SERVICE
 
 log = structlog.get_logger("appstack.etcdcluster")
@@ -46,6 +53,10 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
     kind = EtcdCluster.KIND
     owns = (SERVICE, PDB, POD, PVC, JOB)
     transforms = POD_TRANSFORMS  # the pod cache is shared: the same transform as the others
+
+    def __init__(self, client: Client, cache: Cache, recorder: EventRecorder, **_: Any) -> None:
+        super().__init__(client, cache, recorder)
+        self.tls_secrets = TLSSecrets(client)
 
     def invalid_status(self, obj: dict[str, Any], problem: Problem) -> dict[str, Any]:
         generation = obj["metadata"].get("generation")
@@ -73,7 +84,13 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
         mine = desired.selector(meta["name"])
         pods = [p for p in pods_of(self.cache, meta["namespace"], mine) if _owned(p, obj)]
         volumes = [v for v in self._volumes(meta["namespace"], mine) if _owned(v, obj)]
-        async with EtcdClient(timeout=ETCD_TIMEOUT) as etcd:
+        checked = await self.tls_secrets.check(meta["namespace"], spec.tls)
+        if checked.problem is not None:  # members cannot start, or cannot be reached
+            if status.blocked_reason(obj) != (checked.problem.reason, checked.problem.message):
+                await self.writer.report(obj, checked.problem)
+            await self.writer.write_status(obj, status.blocked(obj, checked.problem, now_rfc3339()))
+            return Result(requeue_after=AFTER["Degraded"])
+        async with EtcdClient(timeout=ETCD_TIMEOUT, tls=checked.context) as etcd:
             seen = await observe(etcd, obj, spec, pods, volumes)
             step = next_step(seen.seen)
             log.info("etcd step", cluster=meta["name"], step=step.kind, reason=step.reason)

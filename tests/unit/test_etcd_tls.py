@@ -1,0 +1,159 @@
+"""EtcdCluster TLS: the model's rules, member flags and mounts, backup Jobs, the Secret
+checks and the operator's SSLContext (pure; certificates from appstack.testing.etcd_pki)."""
+
+from __future__ import annotations
+
+import ssl
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from appstack.api.etcdcluster import BackupSpec, EtcdClusterSpec, RestoreSpec
+from appstack.controllers.etcdcluster import backup, desired, tls
+from appstack.controllers.etcdcluster.tlsclient import client_context
+from appstack.testing.etcd_pki import etcd_tls_secrets
+
+TLS = {"peerSecretName": "p", "clientSecretName": "s", "operatorSecretName": "o"}
+
+
+def obj(tls_spec: dict[str, str] | None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"replicas": 3, "storage": "10Gi"}
+    if tls_spec is not None:
+        spec["tls"] = tls_spec
+    meta = {"name": "e", "namespace": "ns", "uid": "u-1"}
+    return {"apiVersion": "appstack.dev/v1", "kind": "EtcdCluster", "metadata": meta, "spec": spec}
+
+
+def spec_of(o: dict[str, Any], **extra: Any) -> EtcdClusterSpec:
+    return EtcdClusterSpec.model_validate({**o["spec"], **extra})
+
+
+def member(o: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    initial = {"e-0": desired.peer_url(o, "e-0")}
+    return desired.member_pod(o, spec_of(o, **extra), "e-0", initial, new_cluster=True, voter=True)
+
+
+def test_the_model_refuses_what_admission_refuses() -> None:
+    with pytest.raises(ValidationError, match="client TLS needs both"):
+        spec_of(obj({"clientSecretName": "s"}))
+    with pytest.raises(ValidationError, match="client TLS needs both"):
+        spec_of(obj({"peerSecretName": "p", "operatorSecretName": "o"}))
+    with pytest.raises(ValidationError, match="tls needs peerSecretName"):
+        spec_of(obj({}))
+    assert spec_of(obj({"peerSecretName": "p"})).tls is not None
+
+
+def test_a_plain_cluster_has_no_tls_flags_mounts_or_health_port() -> None:
+    pod = member(obj(None))
+    container = pod["spec"]["containers"][0]
+    assert not [a for a in container["args"] if "cert" in a or "https" in a]
+    assert [v["name"] for v in pod["spec"]["volumes"]] == ["data"]
+    assert container["readinessProbe"]["httpGet"]["port"] == 2379
+
+
+def test_peer_and_client_tls_members() -> None:
+    o = obj(TLS)
+    assert desired.peer_url(o, "e-1") == "https://e-1.e.ns.svc:2380"
+    assert desired.client_url(o, "e-1") == "https://e-1.e.ns.svc:2379"
+    assert desired.pod_of_peer_url(o, desired.peer_url(o, "e-1")) == "e-1"
+    pod = member(o)
+    container = pod["spec"]["containers"][0]
+    args = container["args"]
+    for flag in (
+        "--listen-client-urls=https://$(POD_IP):2379",
+        "--listen-peer-urls=https://$(POD_IP):2380",
+        "--initial-cluster=e-0=https://e-0.e.ns.svc:2380",
+        "--peer-cert-file=/etc/etcd/tls/peer/tls.crt",
+        "--peer-key-file=/etc/etcd/tls/peer/tls.key",
+        "--peer-trusted-ca-file=/etc/etcd/tls/peer/ca.crt",
+        "--peer-client-cert-auth=true",
+        "--peer-skip-client-san-verification=true",
+        "--cert-file=/etc/etcd/tls/client/tls.crt",
+        "--key-file=/etc/etcd/tls/client/tls.key",
+        "--trusted-ca-file=/etc/etcd/tls/client/ca.crt",
+        "--client-cert-auth=true",
+        "--listen-metrics-urls=http://$(POD_IP):2381",
+    ):
+        assert flag in args
+    volumes = {v["name"]: v for v in pod["spec"]["volumes"]}
+    assert volumes["tls-peer"]["secret"] == {"secretName": "p", "defaultMode": 0o440}
+    assert volumes["tls-client"]["secret"]["secretName"] == "s"
+    assert "tls-operator" not in volumes  # the operator's key stays with the operator
+    mounts = {m["name"]: m for m in container["volumeMounts"]}
+    assert mounts["tls-peer"] == {
+        "name": "tls-peer",
+        "mountPath": "/etc/etcd/tls/peer",
+        "readOnly": True,
+    }
+    assert container["readinessProbe"]["httpGet"]["port"] == tls.HEALTH_PORT
+    old = member(o, version="3.5.21")["spec"]["containers"][0]["args"]
+    assert "--experimental-peer-skip-client-san-verification=true" in old
+
+
+def test_peer_tls_alone_keeps_clients_plain() -> None:
+    o = obj({"peerSecretName": "p"})
+    args = member(o)["spec"]["containers"][0]["args"]
+    assert "--listen-client-urls=http://$(POD_IP):2379" in args
+    assert "--listen-peer-urls=https://$(POD_IP):2380" in args
+    assert not [a for a in args if a.startswith(("--cert-file", "--listen-metrics"))]
+
+
+def test_backup_jobs_present_the_operator_certificate_and_restores_advertise_https() -> None:
+    o = obj(TLS)
+    plan = BackupSpec.model_validate({"intervalMinutes": 5, "pvcName": "b"})
+    job = backup.backup_job(o, spec_of(o), plan, 0, "e-1")
+    pod = job["spec"]["template"]["spec"]
+    args = pod["containers"][0]["args"]
+    assert args[0] == "--endpoints=https://e-1.e.ns.svc:2379"
+    assert "--cert=/etc/etcd/tls/operator/tls.crt" in args
+    assert "--cacert=/etc/etcd/tls/operator/ca.crt" in args
+    assert {"name": "tls-operator", "secret": {"secretName": "o", "defaultMode": 0o440}} in pod[
+        "volumes"
+    ]
+    source = RestoreSpec.model_validate({"pvcName": "b", "path": "e-0.db"})
+    init = backup.restore_init(o, spec_of(o), source, "e-0=https://e-0.e.ns.svc:2380")
+    assert "--initial-advertise-peer-urls=https://$(POD_NAME).e.ns.svc:2380" in init["args"]
+    plain = backup.backup_job(obj(None), spec_of(obj(None)), plan, 0, "e-1")
+    assert not [
+        a for a in plain["spec"]["template"]["spec"]["containers"][0]["args"] if "cert" in a
+    ]
+
+
+def test_secret_problems_name_keys_never_data() -> None:
+    pki = etcd_tls_secrets("e", "ns")
+    good = pki.peer.secret("p", "ns")
+    assert tls.secret_problem("peer", "p", good) is None
+    missing = tls.secret_problem("peer", "p", None)
+    assert missing is not None
+    assert (missing.reason, missing.message) == (
+        "TLSSecretNotFound",
+        "Secret p (peer TLS) not found",
+    )
+    short = {"data": {"tls.crt": good["data"]["tls.crt"]}}
+    problem = tls.secret_problem("client", "s", short)
+    assert problem is not None
+    assert problem.message == "Secret s (client TLS) has no key ca.crt, tls.key"
+    swapped = {"data": {**good["data"], "tls.key": good["data"]["tls.crt"]}}
+    problem = tls.secret_problem("peer", "p", swapped)
+    assert problem is not None
+    assert problem.reason == "TLSSecretInvalid"
+    assert problem.message == "Secret p (peer TLS): key tls.key is not PEM"
+    garbage = {"data": {**good["data"], "ca.crt": "%%%"}}
+    problem = tls.secret_problem("peer", "p", garbage)
+    assert problem is not None
+    assert problem.message == "Secret p (peer TLS): key ca.crt is not PEM"
+    for value in good["data"].values():
+        assert value not in str(problem)
+
+
+def test_the_operator_context_presents_its_certificate_and_trusts_the_ca() -> None:
+    pki = etcd_tls_secrets("e", "ns")
+    context = client_context(pki.operator.secret("o", "ns")["data"])
+    assert context.verify_mode == ssl.CERT_REQUIRED
+    assert context.check_hostname
+    assert [c["subject"] for c in context.get_ca_certs()] == [((("commonName", "e-client-ca"),),)]
+    wrong = {**pki.operator.secret("o", "ns")["data"]}
+    wrong["tls.key"] = pki.user.secret("u", "ns")["data"]["tls.key"]  # not this cert's key
+    with pytest.raises(ssl.SSLError):
+        client_context(wrong)
