@@ -148,19 +148,25 @@ async def test_three_members_with_peer_and_client_tls_serve_clients_with_certifi
         assert all(url.startswith("https://") for m in members for url in m.peer_urls)
 
     async with EtcdClient() as plain:
-        with pytest.raises(EtcdError):  # plain HTTP to a TLS port
+        with pytest.raises(EtcdError) as refused:  # plain HTTP to a TLS port
             await plain.get(f"http://{host}:{port}", "secret-greeting")
+        print(f"\n[etcd e2e] plain HTTP: {refused.value}")
+        assert "Disconnected" in str(refused.value) or "HTTPS" in str(refused.value)
     no_cert = ssl.create_default_context(cadata=pki.server.ca.decode())
     async with EtcdClient(tls=no_cert) as anonymous:
         anonymous.server_names[endpoint] = service_name
-        with pytest.raises(EtcdError):  # the server verifies, the member wants a certificate
+        with pytest.raises(EtcdError) as refused:  # same CA and name as above: no certificate
             await anonymous.get(endpoint, "secret-greeting")
+        print(f"\n[etcd e2e] without a client certificate: {refused.value}")
+        assert "CERTIFICATE_REQUIRED" in str(refused.value)
     stranger = etcd_tls_secrets("stranger", namespace).user  # signed by another CA
     foreign = PEMs(ca=pki.server.ca, cert=stranger.cert, key=stranger.key)
     async with EtcdClient(tls=context_of(foreign)) as other:
         other.server_names[endpoint] = service_name
-        with pytest.raises(EtcdError):
+        with pytest.raises(EtcdError) as refused:
             await other.get(endpoint, "secret-greeting")
+        print(f"\n[etcd e2e] with a certificate of another CA: {refused.value}")
+        assert "UNKNOWN_CA" in str(refused.value)
 
     patch = {"spec": {"replicas": 5}}
     await client.patch(ETCD_CLUSTER, NAME, patch, namespace=namespace)
