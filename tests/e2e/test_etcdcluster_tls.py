@@ -1,7 +1,7 @@
 """EtcdCluster with TLS from Secrets: admission, a missing Secret, and real etcd members
 (on the process node) with peer and client TLS — healthy, a key through the client
-Service with a client certificate, plain HTTP and certificate-less requests refused, and
-a scale 3 → 5 over TLS. Certificates come from appstack.testing.etcd_pki."""
+Service with a client certificate, plain HTTP and certificate-less requests refused, a
+scale 3 → 5 and a snapshot Job over TLS. Certificates come from appstack.testing.etcd_pki."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from appstack.controllers.etcdcluster.etcdapi import EtcdClient, EtcdError
 from appstack.controllers.etcdcluster.tlsclient import client_context
 from appstack.runtime import errors
 from appstack.runtime.client import Client
-from appstack.runtime.resources import EVENT, POD, SECRET
+from appstack.runtime.resources import EVENT, POD, PVC, SECRET
 from appstack.testing.etcd_pki import EtcdPKI, PEMs, etcd_tls_secrets
 from tests.e2e.conftest import RunningOperator, until
 from tests.e2e.etcd_load import retry, wait_healthy
@@ -125,6 +125,32 @@ async def test_missing_secret_is_reported_then_members_start_once_it_exists(
     assert secrets == {TLS["peerSecretName"], TLS["clientSecretName"]}  # not the operator's
 
 
+async def refused(tls: ssl.SSLContext | None, endpoint: str, name: str, what: str) -> str:
+    """Why a read through ``endpoint`` failed (it must fail)."""
+    async with EtcdClient(tls=tls) as etcd:
+        etcd.server_names[endpoint] = name
+        with pytest.raises(EtcdError) as error:
+            await etcd.get(endpoint, "secret-greeting")
+    print(f"\n[etcd e2e] {what}: {error.value}")
+    return str(error.value)
+
+
+async def refused_without_the_right_certificate(
+    pki: EtcdPKI, endpoint: str, name: str, namespace: str
+) -> None:
+    """Plain HTTP, no client certificate, and one of another CA are all refused (the CA
+    and server name are those a client with the right certificate just used)."""
+    plain = await refused(None, endpoint.replace("https://", "http://"), name, "plain HTTP")
+    assert "Disconnected" in plain or "HTTPS" in plain
+    no_cert = ssl.create_default_context(cadata=pki.server.ca.decode())
+    said = await refused(no_cert, endpoint, name, "without a client certificate")
+    assert "CERTIFICATE_REQUIRED" in said
+    stranger = etcd_tls_secrets("stranger", namespace).user  # signed by another CA
+    foreign = PEMs(ca=pki.server.ca, cert=stranger.cert, key=stranger.key)
+    said = await refused(context_of(foreign), endpoint, name, "with a certificate of another CA")
+    assert "UNKNOWN_CA" in said
+
+
 async def test_three_members_with_peer_and_client_tls_serve_clients_with_certificates(
     client: Client, namespace: str, operator: RunningOperator, process_node: Any
 ) -> None:
@@ -134,6 +160,7 @@ async def test_three_members_with_peer_and_client_tls_serve_clients_with_certifi
     cluster, _ = await wait_healthy(client, NAME, namespace, 3)
     report("bootstrap of 3 members with peer and client TLS", time.monotonic() - start)
     assert all(m["peerURL"].startswith("https://") for m in cluster["status"]["members"])
+    assert cluster["status"]["clientURL"] == f"https://{NAME}-client.{namespace}.svc:2379"
     host, port = process_node.service_address(namespace, f"{NAME}-client", 2379)
     endpoint = f"https://{host}:{port}"
     service_name = f"{NAME}-client.{namespace}.svc"
@@ -147,26 +174,7 @@ async def test_three_members_with_peer_and_client_tls_serve_clients_with_certifi
         _, members = await etcd.members(member)
         assert all(url.startswith("https://") for m in members for url in m.peer_urls)
 
-    async with EtcdClient() as plain:
-        with pytest.raises(EtcdError) as refused:  # plain HTTP to a TLS port
-            await plain.get(f"http://{host}:{port}", "secret-greeting")
-        print(f"\n[etcd e2e] plain HTTP: {refused.value}")
-        assert "Disconnected" in str(refused.value) or "HTTPS" in str(refused.value)
-    no_cert = ssl.create_default_context(cadata=pki.server.ca.decode())
-    async with EtcdClient(tls=no_cert) as anonymous:
-        anonymous.server_names[endpoint] = service_name
-        with pytest.raises(EtcdError) as refused:  # same CA and name as above: no certificate
-            await anonymous.get(endpoint, "secret-greeting")
-        print(f"\n[etcd e2e] without a client certificate: {refused.value}")
-        assert "CERTIFICATE_REQUIRED" in str(refused.value)
-    stranger = etcd_tls_secrets("stranger", namespace).user  # signed by another CA
-    foreign = PEMs(ca=pki.server.ca, cert=stranger.cert, key=stranger.key)
-    async with EtcdClient(tls=context_of(foreign)) as other:
-        other.server_names[endpoint] = service_name
-        with pytest.raises(EtcdError) as refused:
-            await other.get(endpoint, "secret-greeting")
-        print(f"\n[etcd e2e] with a certificate of another CA: {refused.value}")
-        assert "UNKNOWN_CA" in str(refused.value)
+    await refused_without_the_right_certificate(pki, endpoint, service_name, namespace)
 
     patch = {"spec": {"replicas": 5}}
     await client.patch(ETCD_CLUSTER, NAME, patch, namespace=namespace)
@@ -176,3 +184,25 @@ async def test_three_members_with_peer_and_client_tls_serve_clients_with_certifi
     async with EtcdClient(tls=context_of(pki.user)) as etcd:
         etcd.server_names[endpoint] = service_name
         assert await retry(lambda: etcd.get(endpoint, "secret-greeting")) == "over TLS"
+
+    # a snapshot Job presents the operator's certificate (etcdctl --cert ...)
+    claim = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "snapshots", "namespace": namespace},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+    }
+    await client.create(PVC, claim)
+    start = time.monotonic()
+    backup = {"backup": {"intervalMinutes": 60, "pvcName": "snapshots"}}
+    await client.patch(ETCD_CLUSTER, NAME, {"spec": backup}, namespace=namespace)
+    await until(
+        client,
+        ETCD_CLUSTER,
+        NAME,
+        namespace,
+        lambda o: (o.get("status") or {}).get("backupsTaken") == 1,
+        120,
+        "a snapshot over TLS",
+    )
+    report("snapshot Job over TLS", time.monotonic() - start)

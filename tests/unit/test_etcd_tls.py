@@ -10,8 +10,11 @@ import pytest
 from pydantic import ValidationError
 
 from appstack.api.etcdcluster import BackupSpec, EtcdClusterSpec, RestoreSpec
-from appstack.controllers.etcdcluster import backup, desired, tls
+from appstack.controllers.etcdcluster import backup, desired, status, tls
+from appstack.controllers.etcdcluster.observe import Observation
+from appstack.controllers.etcdcluster.plan import MemberView, Observed, Step
 from appstack.controllers.etcdcluster.tlsclient import client_context
+from appstack.controllers.util.conditions import Problem
 from appstack.testing.etcd_pki import etcd_tls_secrets
 
 TLS = {"peerSecretName": "p", "clientSecretName": "s", "operatorSecretName": "o"}
@@ -157,3 +160,29 @@ def test_the_operator_context_presents_its_certificate_and_trusts_the_ca() -> No
     wrong["tls.key"] = pki.user.secret("u", "ns")["data"]["tls.key"]  # not this cert's key
     with pytest.raises(ssl.SSLError):
         client_context(wrong)
+
+
+def test_status_gives_https_urls_and_a_blocked_cluster_says_which_secret() -> None:
+    o = {**obj(TLS), "status": {"members": [{"name": "e-0"}], "readyMembers": 1}}
+    o["metadata"]["generation"] = 2
+    seen = Observed("e", 1, "3.6.16", {}, {}, [MemberView(1, "e-0", True, False, True)], 1, True)
+    out = status.from_observation(
+        o, Observation(seen, {}, 0xABC, None, {}, {}), Step("Done", "ok"), "t"
+    )
+    assert out["clientURL"] == "https://e-client.ns.svc:2379"
+    assert out["members"][0]["peerURL"] == "https://e-0.e.ns.svc:2380"
+    plain = status.from_observation(
+        obj(None), Observation(seen, {}, 1, None, {}, {}), Step("Done", "ok"), "t"
+    )
+    assert plain["clientURL"] == "http://e-client.ns.svc:2379"
+    problem = Problem("TLSSecretNotFound", "Secret s (client TLS) not found")
+    blocked = status.blocked(o, problem, "t")
+    conditions = {
+        c["type"]: (c["status"], c["reason"], c["message"]) for c in blocked["conditions"]
+    }
+    assert conditions["Available"] == ("False", "TLSSecretNotFound", problem.message)
+    assert conditions["Degraded"] == ("True", "TLSSecretNotFound", problem.message)
+    assert conditions["Progressing"][0] == "False"
+    assert blocked["readyMembers"] == 1  # the last members are kept
+    assert status.blocked_reason(o) is None
+    assert status.blocked_reason({**o, "status": blocked}) == ("TLSSecretNotFound", problem.message)

@@ -204,6 +204,9 @@ class EtcdClusterStatus(KubeModel):
     ready_members: int | None = Field(None, description="Healthy voting members.")
     leader: str | None = Field(None, description="Name of the leader.")
     cluster_id: str | None = Field(None, alias="clusterID", description="etcd cluster ID (hex).")
+    client_url: str | None = Field(
+        None, alias="clientURL", description="Where clients connect (the client Service)."
+    )
     version: str | None = Field(None, description="Lowest member version.")
     phase: str | None = Field(None, description="What the operator is doing now.")
     backups_taken: int | None = Field(None, description="Snapshots taken so far.")

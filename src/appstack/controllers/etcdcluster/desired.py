@@ -48,6 +48,12 @@ def client_url(obj: dict[str, Any], pod: str) -> str:
     return f"{tls.client_scheme(obj)}://{member_host(obj, pod)}:{CLIENT_PORT}"
 
 
+def service_url(obj: dict[str, Any]) -> str:
+    """The client Service's URL, as clients inside the cluster use it."""
+    meta = obj["metadata"]
+    return f"{tls.client_scheme(obj)}://{meta['name']}-client.{meta['namespace']}.svc:{CLIENT_PORT}"
+
+
 def pod_of_peer_url(obj: dict[str, Any], url: str) -> str:
     """The member pod a peer URL names, or "" when it is not one of ours."""
     meta = obj["metadata"]

@@ -78,6 +78,7 @@ def from_observation(
         "readyMembers": ready,
         "leader": leader,
         "clusterID": f"{seen.cluster_id:x}" if seen.cluster_id else old.get("clusterID"),
+        "clientURL": desired.service_url(obj),
         "version": versions[0] if versions else old.get("version"),
         "phase": step.kind,
         "observedGeneration": generation,
