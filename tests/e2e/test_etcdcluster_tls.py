@@ -206,3 +206,35 @@ async def test_three_members_with_peer_and_client_tls_serve_clients_with_certifi
         "a snapshot over TLS",
     )
     report("snapshot Job over TLS", time.monotonic() - start)
+    await operator_certificate_swapped(client, namespace, pki)
+
+
+async def handshake_warnings(client: Client, namespace: str) -> int:
+    events, _ = await client.list(EVENT, namespace)
+    return sum(e["reason"] == "TLSHandshakeFailed" and e["type"] == "Warning" for e in events)
+
+
+async def replace_secret(client: Client, namespace: str, secret: dict[str, Any]) -> None:
+    await client.delete(SECRET, secret["metadata"]["name"], namespace)
+    await client.create(SECRET, secret)
+
+
+async def operator_certificate_swapped(client: Client, namespace: str, pki: EtcdPKI) -> None:
+    """An operator certificate the members refuse is TLSHandshakeFailed (nothing else is
+    done); the right one again (a new resourceVersion: the cached context is dropped) and
+    the cluster is back."""
+    name = TLS["operatorSecretName"]
+    assert await handshake_warnings(client, namespace) == 0  # members starting are not that
+    stranger = etcd_tls_secrets("stranger", namespace).user
+    foreign = PEMs(ca=pki.server.ca, cert=stranger.cert, key=stranger.key)
+    await replace_secret(client, namespace, foreign.secret(name, namespace))
+
+    def refused(obj: dict[str, Any]) -> bool:
+        return conditions_of(obj).get("Available", {}).get("reason") == "TLSHandshakeFailed"
+
+    cluster = await until(client, ETCD_CLUSTER, NAME, namespace, refused, 60, "TLSHandshakeFailed")
+    assert "UNKNOWN_CA" in conditions_of(cluster)["Available"]["message"]
+    assert len(cluster["status"]["members"]) == 5  # kept, not forgotten
+    assert await handshake_warnings(client, namespace) == 1
+    await replace_secret(client, namespace, pki.operator.secret(name, namespace))
+    await wait_healthy(client, NAME, namespace, 5, timeout=60)

@@ -186,3 +186,19 @@ def test_status_gives_https_urls_and_a_blocked_cluster_says_which_secret() -> No
     assert blocked["readyMembers"] == 1  # the last members are kept
     assert status.blocked_reason(o) is None
     assert status.blocked_reason({**o, "status": blocked}) == ("TLSSecretNotFound", problem.message)
+
+
+def test_a_refused_handshake_everywhere_is_a_problem_a_refused_connection_is_not() -> None:
+    ssl_error = "https://10.0.0.1:2379: ClientOSError: [SSL: TLSV1_ALERT_UNKNOWN_CA] unknown ca"
+    problem = tls.handshake_problem({"e-1": ssl_error, "e-0": ssl_error}, answered=0)
+    assert problem is not None
+    assert problem.reason == "TLSHandshakeFailed"
+    assert problem.message.endswith(f"e-0: {ssl_error}")
+    refused = (
+        "https://10.0.0.2:2379: ClientConnectorError: Cannot connect to host 10.0.0.2:2379 "
+        "ssl:<ssl.SSLContext object at 0x7f> [Connect call failed ('10.0.0.2', 2379)]"
+    )
+    assert tls.handshake_problem({"e-0": refused}, answered=0) is None
+    assert tls.handshake_problem({"e-0": ssl_error, "e-1": refused}, answered=0) is None
+    assert tls.handshake_problem({"e-0": ssl_error}, answered=1) is None
+    assert tls.handshake_problem({}, answered=0) is None

@@ -7,7 +7,8 @@ later while waiting (a learner catching up, a pod starting), every 30 s when idl
 keep member health current. No reconcile ever waits for etcd to converge. With
 ``spec.tls``, its Secrets are checked first (:mod:`.tlsclient`): one missing or malformed
 stops the reconcile there (``Available=False``, reason ``TLSSecretNotFound`` or
-``TLSSecretInvalid``, one Warning Event) and it looks again every few seconds.
+``TLSSecretInvalid``, one Warning Event) and it looks again every few seconds; so does a
+cluster none of whose members accepts the operator's TLS connection (``TLSHandshakeFailed``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 import structlog
 
 from appstack.api.etcdcluster import BackupSpec, EtcdCluster, EtcdClusterSpec
-from appstack.controllers.etcdcluster import backup, desired, status
+from appstack.controllers.etcdcluster import backup, desired, status, tls
 from appstack.controllers.etcdcluster.etcdapi import EtcdClient, EtcdError
 from appstack.controllers.etcdcluster.observe import Observation, observe
 from appstack.controllers.etcdcluster.plan import Step, next_step
@@ -86,12 +87,12 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
         volumes = [v for v in self._volumes(meta["namespace"], mine) if _owned(v, obj)]
         checked = await self.tls_secrets.check(meta["namespace"], spec.tls)
         if checked.problem is not None:  # members cannot start, or cannot be reached
-            if status.blocked_reason(obj) != (checked.problem.reason, checked.problem.message):
-                await self.writer.report(obj, checked.problem)
-            await self.writer.write_status(obj, status.blocked(obj, checked.problem, now_rfc3339()))
-            return Result(requeue_after=AFTER["Degraded"])
+            return await self._blocked(obj, checked.problem)
         async with EtcdClient(timeout=ETCD_TIMEOUT, tls=checked.context) as etcd:
             seen = await observe(etcd, obj, spec, pods, volumes)
+            refused = tls.handshake_problem(seen.errors, answered=len(seen.statuses))
+            if refused is not None:
+                return await self._blocked(obj, refused)
             step = next_step(seen.seen)
             log.info("etcd step", cluster=meta["name"], step=step.kind, reason=step.reason)
             try:
@@ -104,6 +105,13 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
             observed.update(await self._backup(obj, spec, spec.backup, seen, step))
         await self.writer.write_status(obj, observed)
         return Result(requeue_after=AFTER.get(step.kind, 0.2))
+
+    async def _blocked(self, obj: dict[str, Any], problem: Problem) -> Result:
+        """Stop here: the user must fix ``problem`` (said once, then looked at again)."""
+        if status.blocked_reason(obj) != (problem.reason, problem.message):
+            await self.writer.report(obj, problem)
+        await self.writer.write_status(obj, status.blocked(obj, problem, now_rfc3339()))
+        return Result(requeue_after=AFTER["Degraded"])
 
     def _volumes(self, namespace: str, labels: dict[str, str]) -> list[dict[str, Any]]:
         return [

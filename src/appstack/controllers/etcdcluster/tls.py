@@ -16,7 +16,8 @@ Peer and client TLS are independent. Each named Secret (type ``kubernetes.io/tls
 
 The operator's own client certificate (``operatorSecretName``) is read by
 :mod:`.tlsclient`; backup Jobs mount it (:func:`etcdctl_flags`). :func:`secret_problem`
-says what is wrong with a referenced Secret by key names only — never its data.
+says what is wrong with a referenced Secret by key names only — never its data;
+:func:`handshake_problem` when no member accepts the operator's connection.
 Used by :mod:`.desired`, :mod:`.backup`, :mod:`.observe` and the reconciler.
 """
 
@@ -147,3 +148,19 @@ def secret_problem(role: str, name: str, secret: dict[str, Any] | None) -> Probl
         if b"-----BEGIN " not in text or marker.encode() not in text:
             return Problem("TLSSecretInvalid", f"Secret {name} ({role} TLS): key {key} is not PEM")
     return None
+
+
+def handshake_problem(errors: dict[str, str], *, answered: int) -> Problem | None:
+    """``TLSHandshakeFailed`` when members were asked, none answered and every one of them
+    failed in the TLS handshake (a certificate refused either way, or a name mismatch):
+    only a Secret can fix that, waiting cannot. ``errors``: pod → why it did not answer."""
+    if answered or not errors:
+        return None
+    if not all("[SSL:" in why for why in errors.values()):  # OpenSSL's own error text
+        return None
+    pod = min(errors)
+    return Problem(
+        "TLSHandshakeFailed",
+        f"no member accepts the operator's TLS connection (check operatorSecretName and "
+        f"the members' certificates); {pod}: {errors[pod]}",
+    )
