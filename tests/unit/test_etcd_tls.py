@@ -4,9 +4,11 @@ checks and the operator's SSLContext (pure; certificates from appstack.testing.e
 from __future__ import annotations
 
 import ssl
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from pydantic import ValidationError
 
 from appstack.api.etcdcluster import BackupSpec, EtcdClusterSpec, RestoreSpec
@@ -15,8 +17,9 @@ from appstack.controllers.etcdcluster.observe import Observation
 from appstack.controllers.etcdcluster.plan import MemberView, Observed, Step
 from appstack.controllers.etcdcluster.tlsclient import client_context
 from appstack.controllers.util.conditions import Problem
-from appstack.testing.etcd_pki import etcd_tls_secrets
+from appstack.testing.etcd_pki import etcd_tls_secrets, member_names
 
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 TLS = {"peerSecretName": "p", "clientSecretName": "s", "operatorSecretName": "o"}
 
 
@@ -202,3 +205,23 @@ def test_a_refused_handshake_everywhere_is_a_problem_a_refused_connection_is_not
     assert tls.handshake_problem({"e-0": ssl_error, "e-1": refused}, answered=0) is None
     assert tls.handshake_problem({"e-0": ssl_error}, answered=1) is None
     assert tls.handshake_problem({}, answered=0) is None
+
+
+def test_the_cert_manager_example_issues_the_secrets_the_cluster_names() -> None:
+    docs = [d for d in yaml.safe_load_all((EXAMPLES / "etcdcluster-tls.yaml").read_text()) if d]
+    cluster = next(d for d in docs if d["kind"] == "EtcdCluster")
+    parsed = EtcdClusterSpec.model_validate(cluster["spec"])
+    issued = {d["spec"]["secretName"]: d["spec"] for d in docs if d["kind"] == "Certificate"}
+    names = tls.secret_names(parsed.tls)
+    assert set(names) == {"peer", "client", "operator"}
+    assert set(names.values()) <= set(issued)
+    ns = cluster["metadata"].get("namespace", "default")
+    members = f"*.{cluster['metadata']['name']}.{ns}.svc"
+    assert members in issued[names["peer"]]["dnsNames"]
+    assert set(member_names(cluster["metadata"]["name"], ns)) - {"localhost"} <= set(
+        issued[names["client"]]["dnsNames"]
+    )
+    assert "client auth" in issued[names["client"]]["usages"]  # the gateway dials itself
+    assert issued[names["operator"]]["usages"] == ["client auth", "digital signature"]
+    same_ca = {issued[names[r]]["issuerRef"]["name"] for r in ("client", "operator")}
+    assert len(same_ca) == 1  # the operator's ca.crt is the one that signed the members'
