@@ -1,7 +1,8 @@
 """EtcdCluster with TLS from Secrets: admission, a missing Secret, and real etcd members
 (on the process node) with peer and client TLS — healthy, a key through the client
 Service with a client certificate, plain HTTP and certificate-less requests refused, a
-scale 3 → 5 and a snapshot Job over TLS. Certificates come from appstack.testing.etcd_pki."""
+scale 3 → 5 and a snapshot Job over TLS, a refused operator certificate; peer TLS alone
+across the 3.5 → 3.6 upgrade. Certificates come from appstack.testing.etcd_pki."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.resources import EVENT, POD, PVC, SECRET
 from appstack.testing.etcd_pki import EtcdPKI, PEMs, etcd_tls_secrets
+from appstack.testing.etcd_releases import ETCD_PREVIOUS
 from tests.e2e.conftest import RunningOperator, until
 from tests.e2e.etcd_load import retry, wait_healthy
 from tests.e2e.test_etcdcluster import report, seed
@@ -238,3 +240,27 @@ async def operator_certificate_swapped(client: Client, namespace: str, pki: Etcd
     assert await handshake_warnings(client, namespace) == 1
     await replace_secret(client, namespace, pki.operator.secret(name, namespace))
     await wait_healthy(client, NAME, namespace, 5, timeout=60)
+
+
+async def test_peer_tls_alone_upgrades_3_5_to_3_6_and_serves_plain_clients(
+    client: Client, namespace: str, operator: RunningOperator, process_node: Any
+) -> None:
+    """Peer TLS without client TLS (no operator certificate needed), across the upgrade
+    that changes the spelling of etcd's peer SAN flag (``experimental-`` on 3.5)."""
+    pki = etcd_tls_secrets(NAME, namespace)
+    await client.create(SECRET, pki.peer.secret(TLS["peerSecretName"], namespace))
+    old = ETCD_PREVIOUS.removeprefix("v")
+    peer_only = {"peerSecretName": TLS["peerSecretName"]}
+    await client.create(ETCD_CLUSTER, seed(namespace, NAME, version=old, tls=peer_only))
+    cluster, took = await wait_healthy(client, NAME, namespace, 3, version=old)
+    report(f"bootstrap of 3 members with peer TLS only ({old})", took)
+    assert all(m["peerURL"].startswith("https://") for m in cluster["status"]["members"])
+    assert cluster["status"]["clientURL"].startswith("http://")
+    patch = {"spec": {"version": "3.6.16"}}
+    await client.patch(ETCD_CLUSTER, NAME, patch, namespace=namespace)
+    _, took = await wait_healthy(client, NAME, namespace, 3, timeout=300, version="3.6.16")
+    report(f"upgrade {old} -> 3.6.16 with peer TLS", took)
+    host, port = process_node.service_address(namespace, f"{NAME}-client", 2379)
+    async with EtcdClient() as etcd:
+        await retry(lambda: etcd.put(f"http://{host}:{port}", "plain", "clients"))
+        assert await etcd.get(f"http://{host}:{port}", "plain") == "clients"
