@@ -17,7 +17,14 @@ from appstack.runtime.client import Client
 from appstack.runtime.resources import EVENT, POD, PVC
 from appstack.testing.etcd_releases import ETCD_PREVIOUS
 from tests.e2e.conftest import RunningOperator, until
-from tests.e2e.etcd_load import Writer, retry, until_true, wait_healthy
+from tests.e2e.etcd_load import (
+    Writer,
+    first_snapshot,
+    retry,
+    snapshot_claim,
+    until_true,
+    wait_healthy,
+)
 
 NAME = "my-etcd-cluster"
 
@@ -244,30 +251,14 @@ async def test_quorum_loss_is_reported_never_forced(
 async def test_backup_delete_and_restore_into_a_new_cluster(
     client: Client, namespace: str, operator: RunningOperator, process_node: Any
 ) -> None:
-    claim = {
-        "apiVersion": "v1",
-        "kind": "PersistentVolumeClaim",
-        "metadata": {"name": "snapshots", "namespace": namespace},
-        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
-    }
-    await client.create(PVC, claim)
+    await client.create(PVC, snapshot_claim(namespace))
     await client.create(ETCD_CLUSTER, seed(namespace))
     await wait_healthy(client, NAME, namespace, 3)
     async with EtcdClient() as etcd:
         await retry(lambda: etcd.put(client_endpoint(process_node, namespace), "saved", "yes"))
-    start = time.monotonic()
-    backup = {"backup": {"intervalMinutes": 60, "pvcName": "snapshots", "retention": 2}}
-    await client.patch(ETCD_CLUSTER, NAME, {"spec": backup}, namespace=namespace)
-    cluster = await until(
-        client,
-        ETCD_CLUSTER,
-        NAME,
-        namespace,
-        lambda o: (o.get("status") or {}).get("backupsTaken") == 1,
-        120,
-        "the first snapshot",
-    )
-    report("scheduled snapshot (Job on the process node)", time.monotonic() - start)
+    backup = {"intervalMinutes": 60, "pvcName": "snapshots", "retention": 2}
+    cluster, took = await first_snapshot(client, NAME, namespace, backup)
+    report("scheduled snapshot (Job on the process node)", took)
     assert cluster["status"]["lastBackup"] == f"{NAME}-0.db"
     source_id = cluster["status"]["clusterID"]
 

@@ -21,7 +21,7 @@ from appstack.runtime.resources import EVENT, POD, PVC, SECRET
 from appstack.testing.etcd_pki import EtcdPKI, PEMs, etcd_tls_secrets
 from appstack.testing.etcd_releases import ETCD_PREVIOUS
 from tests.e2e.conftest import RunningOperator, until
-from tests.e2e.etcd_load import retry, wait_healthy
+from tests.e2e.etcd_load import first_snapshot, retry, snapshot_claim, wait_healthy
 from tests.e2e.test_etcdcluster import report, seed
 from tests.e2e.test_etcdcluster_kind import seed as kwok_seed
 
@@ -188,26 +188,11 @@ async def test_three_members_with_peer_and_client_tls_serve_clients_with_certifi
         assert await retry(lambda: etcd.get(endpoint, "secret-greeting")) == "over TLS"
 
     # a snapshot Job presents the operator's certificate (etcdctl --cert ...)
-    claim = {
-        "apiVersion": "v1",
-        "kind": "PersistentVolumeClaim",
-        "metadata": {"name": "snapshots", "namespace": namespace},
-        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
-    }
-    await client.create(PVC, claim)
-    start = time.monotonic()
-    backup = {"backup": {"intervalMinutes": 60, "pvcName": "snapshots"}}
-    await client.patch(ETCD_CLUSTER, NAME, {"spec": backup}, namespace=namespace)
-    await until(
-        client,
-        ETCD_CLUSTER,
-        NAME,
-        namespace,
-        lambda o: (o.get("status") or {}).get("backupsTaken") == 1,
-        120,
-        "a snapshot over TLS",
+    await client.create(PVC, snapshot_claim(namespace))
+    _, took = await first_snapshot(
+        client, NAME, namespace, {"intervalMinutes": 60, "pvcName": "snapshots"}
     )
-    report("snapshot Job over TLS", time.monotonic() - start)
+    report("snapshot Job over TLS", took)
     await operator_certificate_swapped(client, namespace, pki)
 
 
