@@ -63,3 +63,32 @@ def test_writes_whose_event_never_comes_are_bounded() -> None:
     assert len(writes) == 3
     assert writes.get(CONFIG_MAP, "ns/c0") is None
     assert writes.get(CONFIG_MAP, "ns/c4") is not None
+
+
+async def test_a_write_overtaken_by_its_watch_events_is_not_kept() -> None:
+    """Under load the watch may deliver our write, and what followed it (a Deployment
+    becoming available), before the write's response is read: the response is then older
+    than the cache and must not hide it."""
+    client, _ = scripted_client()
+    cache = Cache(client, ["ns"])
+    informer = cache.informers(CONFIG_MAP)["ns"]
+    writes = RecentWrites(cache)
+
+    async def overtaken_write() -> dict[str, Any]:
+        informer._deliver(Applied(_cm("a", "5", v="ours")))
+        informer._deliver(Applied(_cm("a", "6", v="ours, then changed")))
+        return _cm("a", "5", v="ours")  # the response, read only now
+
+    returned = await writes.track(CONFIG_MAP, "ns/a", overtaken_write())
+    assert returned["metadata"]["resourceVersion"] == "5"
+    seen = writes.get(CONFIG_MAP, "ns/a")
+    assert seen is not None
+    assert seen["data"] == {"v": "ours, then changed"}
+
+    async def write() -> dict[str, Any]:
+        return _cm("b", "7", v="ours")
+
+    await writes.track(CONFIG_MAP, "ns/b", write())  # no event yet: the response is kept
+    kept = writes.get(CONFIG_MAP, "ns/b")
+    assert kept is not None
+    assert kept["data"] == {"v": "ours"}

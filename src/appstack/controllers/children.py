@@ -22,7 +22,7 @@ from appstack.controllers.util.compare import is_subset, users_problem
 from appstack.controllers.util.conditions import Problem, previous_conditions
 from appstack.controllers.util.meta import controlled_by
 from appstack.controllers.util.written import RecentWrites
-from appstack.core.resource import Resource
+from appstack.core.resource import Resource, object_key
 from appstack.runtime import errors
 from appstack.runtime.cache import Cache
 from appstack.runtime.client import Client
@@ -133,7 +133,8 @@ class ChildWriter:
         """Server-side apply ``want``; a rejection the user must fix becomes a problem."""
         name = want["metadata"]["name"]
         try:
-            applied = await self.client.apply(resource, want)
+            key = object_key(want)
+            applied = await self.writes.track(resource, key, self.client.apply(resource, want))
         except errors.ApiError as error:
             if not users_problem(error):
                 raise
@@ -143,7 +144,6 @@ class ChildWriter:
                 else (f"{resource.kind}Rejected")
             )
             return None, Problem(reason, f"{resource.kind} {name}: {error.message}")
-        self.writes.remember(resource, applied)
         log.debug("applied", kind=resource.kind, child=name)
         return applied, None
 
@@ -282,10 +282,10 @@ class ChildWriter:
                 return wait
         self._changed_at.pop(key, None)
         with contextlib.suppress(errors.NotFound):  # deleted meanwhile
-            patched = await self.client.patch_status(
+            patch = self.client.patch_status(
                 self.owner_kind, meta["name"], status, namespace=meta["namespace"]
             )
-            self.writes.remember(self.owner_kind, patched)
+            await self.writes.track(self.owner_kind, key, patch)
             if rolling:
                 self._changed_at[key] = now
         return None

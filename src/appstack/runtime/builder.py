@@ -104,6 +104,7 @@ class Builder:
             metrics=self.manager.metrics,
             resync_period=self._resync,
             resync_source=lambda: [request_for(o) for o in cache.objects(primary)],
+            availability=self.manager.client.availability,
         )
         skip = None if self._status_changes else only_status_changed
         cache.add_handler(primary, _enqueue(controller, lambda obj: [request_for(obj)], skip))

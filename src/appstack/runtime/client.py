@@ -11,9 +11,8 @@ with ``Retry-After`` are retried a few times, as client-go does.
 Every request, watches included, passes through :meth:`Client._send`: counted in
 ``rest_client_requests_total{code,method,host}``; a write is handed to the transport with
 ``write_guard`` (set by the manager under leader election), which may refuse it right before
-it is sent (Lease calls bypass it: ``fenced=False``); ``credentials`` (:mod:`.credentials`)
-re-reads a rotated token after a 401 (the request is retried once if it changed) and
-records rejections for ``/healthz``.
+it is sent (Lease calls bypass it: ``fenced=False``); ``credentials`` re-reads a rotated
+token after a 401 (retried once if it changed); ``availability`` notes outages.
 """
 
 from __future__ import annotations
@@ -23,6 +22,7 @@ from typing import Any
 
 from appstack.runtime import apirequest, errors
 from appstack.runtime.apirequest import ApiRequest, Response, Timeouts, Transport
+from appstack.runtime.availability import Availability
 from appstack.runtime.clock import Clock, RealClock
 from appstack.runtime.credentials import Credentials
 from appstack.runtime.errors import TransportError, WatchStalled
@@ -32,8 +32,7 @@ from appstack.runtime.resources import Obj, Resource
 __all__ = ["FIELD_MANAGER", "Client", "TransportError", "WatchStalled"]
 
 FIELD_MANAGER = "appstack"
-# The API server sends a watch bookmark about every 60 s; a watch silent for 1.5 times that
-# is dead (a half-open connection) and is abandoned, well within 2 bookmark intervals.
+# Bookmarks come about every 60 s: a watch silent for 1.5 times that is dead (half-open).
 BOOKMARK_INTERVAL = 60.0
 STALL_TIMEOUT = 1.5 * BOOKMARK_INTERVAL
 _MAX_RETRIES = 5
@@ -62,6 +61,7 @@ class Client:
         self.clock = clock or RealClock()
         found = getattr(transport, "credentials", None)
         self.credentials = found if isinstance(found, Credentials) else Credentials()
+        self.availability = Availability()  # whether the server answers, for the controllers
         #: Called before every write; raises to refuse it, returns the seconds left to send.
         self.write_guard: Callable[[], float] | None = None
 
@@ -228,11 +228,10 @@ class Client:
         namespace: str | None = None,
     ) -> Obj:
         """Merge-patch the status subresource with ``{"status": status}``."""
-        return await self._call(
-            apirequest.patch_status(
-                resource, name, status, field_manager=self.field_manager, namespace=namespace
-            )
+        request = apirequest.patch_status(
+            resource, name, status, field_manager=self.field_manager, namespace=namespace
         )
+        return await self._call(request)
 
     async def delete(
         self,
@@ -293,7 +292,9 @@ class Client:
             response = await self.transport.send(request, timeouts, guard)
         except TransportError:
             self.metrics.rest_requests.labels("<error>", request.method, host).inc()
+            self.availability.failed()
             raise
         self.metrics.rest_requests.labels(str(response.status), request.method, host).inc()
+        self.availability.answered(response.status)
         self.credentials.observe(request.method, response.status)
         return response

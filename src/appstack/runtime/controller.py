@@ -9,6 +9,11 @@ Outcomes, as in controller-runtime:
 * ``Result(requeue=True)``                  → retry with the key's backoff;
 * raises                                    → logged with the object reference, counted in
   ``controller_runtime_reconcile_errors_total``, retried with backoff; other keys go on;
+* raises while the API server is unavailable (:mod:`.availability`: unreachable, 429,
+  503 — or any 5xx during such an outage) → as above, and the key is also *parked*: the
+  moment the server answers again, parked keys are re-enqueued with their backoff
+  forgotten (at most once per :data:`RECOVERY_INTERVAL`), so convergence after an outage
+  does not wait out a backoff that grew while nothing could succeed;
 * raises :class:`~appstack.runtime.errors.TerminalError` → logged and counted (also in
   ``controller_runtime_terminal_reconcile_errors_total``) but *not* retried: the key's
   backoff is forgotten and only a later event or resync reconciles it again.
@@ -32,11 +37,16 @@ from typing import Protocol
 import structlog
 
 from appstack.runtime import logging as rt_logging
+from appstack.runtime.availability import Availability, is_outage
 from appstack.runtime.errors import TerminalError
 from appstack.runtime.metrics import Metrics
 from appstack.runtime.workqueue import WorkQueue
 
 log = structlog.get_logger("appstack.controller")
+
+# Parked keys are re-enqueued at most this often (seconds), however often the server's
+# availability flaps.
+RECOVERY_INTERVAL = 5.0
 
 
 @dataclass(frozen=True, order=True)
@@ -85,6 +95,7 @@ class Controller:
         metrics: Metrics | None = None,
         resync_period: float | None = None,
         resync_source: Callable[[], Iterable[Request]] | None = None,
+        availability: Availability | None = None,
     ) -> None:
         self.name = name
         self.reconciler = reconciler
@@ -97,6 +108,10 @@ class Controller:
         self._resync: asyncio.Task[None] | None = None
         self._active = self.metrics.active_workers.labels(name)
         self.metrics.max_concurrent.labels(name).set(concurrency)
+        self.availability = availability or Availability()
+        self.availability.on_recovered(self._retry_parked)
+        self._parked: set[Request] = set()
+        self._last_recovery = float("-inf")
 
     def enqueue(self, request: Request) -> None:
         """Ask for ``request`` to be reconciled (de-duplicated with pending requests)."""
@@ -167,6 +182,8 @@ class Controller:
             retries = self.queue.num_requeues(request)
             log.error("reconcile failed", error=str(error), retries=retries, exc_info=error)
             self.queue.add_rate_limited(request)
+            if is_outage(error) and not self.availability.available:
+                self._parked.add(request)
             return
         finally:
             self.metrics.reconcile_time.labels(self.name).observe(time.perf_counter() - started)
@@ -182,3 +199,14 @@ class Controller:
         else:
             self.metrics.reconcile_total.labels(self.name, "success").inc()
             self.queue.forget(request)
+        self._parked.discard(request)
+
+    def _retry_parked(self) -> None:
+        """The API server answers again: re-enqueue the keys that failed while it did not."""
+        now = self.queue.clock.now()
+        at = max(now, self._last_recovery + RECOVERY_INTERVAL)
+        self._last_recovery = at
+        for request in self._parked:
+            self.queue.forget(request)
+            self.queue.add_after(request, at - now)
+        self._parked.clear()
