@@ -17,7 +17,14 @@ import yaml
 from appstack.controllers.appstack import APP_STACK
 from appstack.runtime import errors
 from appstack.runtime.client import Client
-from appstack.runtime.resources import CONFIG_MAP, DEPLOYMENT, EVENT, SECRET, SERVICE
+from appstack.runtime.resources import (
+    CONFIG_MAP,
+    DEPLOYMENT,
+    EVENT,
+    SECRET,
+    SERVICE,
+    STATEFUL_SET,
+)
 from tests.e2e.conftest import RunningOperator, until
 from tests.e2e.test_appstack import Timeline, _ready, _reason, _stack
 from tests.e2e.test_teardown import _until_gone
@@ -51,6 +58,7 @@ SEED_CONFIG_MAPS = {
     "trd-adapter-py",
     "web",
     "web-template",
+    "mysql-config",  # the seed's mysql-dataservice: MySQL's own configuration
 }
 
 
@@ -130,6 +138,15 @@ async def test_the_dataservice_example_has_the_seeds_services_ports_config_maps_
     config_maps, _ = await client.list(CONFIG_MAP, namespace)
     names = {c["metadata"]["name"] for c in config_maps} - {"kube-root-ca.crt"}
     assert names == {f"dataservice-{n}" for n in SEED_CONFIG_MAPS} | {"mysql-dataservice-init"}
+    mysql = await client.get(STATEFUL_SET, "dataservice-mysql", namespace)
+    pod = mysql["spec"]["template"]["spec"]
+    assert {
+        "name": "config",
+        "configMap": {"name": "dataservice-mysql-config", "defaultMode": 420},
+    } in pod["volumes"]
+    assert {"name": "config", "mountPath": "/etc/mysql/conf.d", "readOnly": True} in pod[
+        "containers"
+    ][0]["volumeMounts"]
     trd = await client.get(DEPLOYMENT, "dataservice-trd-adapter", namespace)
     assert _mounts(trd) == {
         "/app/config": ("dataservice-trd-adapter", None),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -16,7 +17,15 @@ from appstack.controllers.appstack import APP_STACK
 from appstack.controllers.appstack import mongodb_bootstrap as boot
 from appstack.runtime import errors
 from appstack.runtime.client import Client
-from appstack.runtime.resources import CONFIG_MAP, DEPLOYMENT, PVC, SECRET, SERVICE, STATEFUL_SET
+from appstack.runtime.resources import (
+    CONFIG_MAP,
+    DEPLOYMENT,
+    PDB,
+    PVC,
+    SECRET,
+    SERVICE,
+    STATEFUL_SET,
+)
 from tests.e2e.conftest import RunningOperator, until
 from tests.e2e.test_appstack import Timeline, _ready, _stack
 
@@ -111,6 +120,11 @@ async def _check_objects(client: Client, namespace: str, stack: dict[str, Any]) 
     return sts
 
 
+def _majority(n: int) -> Callable[[dict[str, Any]], bool]:
+    """The replica set's PodDisruptionBudget keeps ``n`` members through node drains."""
+    return lambda budget: budget["spec"]["minAvailable"] == n
+
+
 async def test_a_mongodb_replica_set_starts_before_its_consumers_scales_and_keeps_its_data(
     client: Client, namespace: str, operator: RunningOperator
 ) -> None:
@@ -137,6 +151,7 @@ async def test_a_mongodb_replica_set_starts_before_its_consumers_scales_and_keep
     # Consumers follow once the new members are ready (drivers find the members from any
     # one of them; the list keeps the URI honest).
     await until(client, DEPLOYMENT, "shop-api", namespace, _uri_lists(namespace, 5), 60, "URI")
+    await until(client, PDB, "shop-orders", namespace, _majority(3), 60, "a budget of 3 of 5")
 
     three = await _scale(client, namespace, 3)
     assert three["status"]["updateRevision"] == revision
@@ -145,6 +160,7 @@ async def test_a_mongodb_replica_set_starts_before_its_consumers_scales_and_keep
     # Scaled-down members' volumes stay (whenScaled: Retain): scaling up again reuses them.
     assert await _claims(client, namespace) == [f"data-shop-orders-{i}" for i in range(5)]
     await until(client, APP_STACK, "shop", namespace, _ready, 120, "Ready at 3 members")
+    await until(client, PDB, "shop-orders", namespace, _majority(2), 60, "a budget of 2 of 3")
     assert await _secrets(client, namespace) == secrets  # generated once, never rewritten
 
     # Shrinking below a majority in one change is refused, with the field named.
@@ -196,9 +212,19 @@ async def test_a_mongodb_replica_set_starts_before_its_consumers_scales_and_keep
             "spec.middleware[0].managed.initScriptsConfigMap",
             "not supported for mongodb",
         ),
+        (
+            {"name": "db", "type": "postgres", "managed": {"configFiles": {"pg.conf": "x"}}},
+            "spec.middleware[0].managed.configFiles",
+            "mysql only",
+        ),
+        (
+            {"name": "db", "type": "mysql", "managed": {"configFiles": {"my.conf": "[mysqld]"}}},
+            "spec.middleware[0].managed.configFiles",
+            "each named *.cnf",
+        ),
     ],
 )
-async def test_replicas_an_engine_does_not_support_are_refused_at_admission(
+async def test_what_an_engine_does_not_support_is_refused_at_admission(
     client: Client, namespace: str, middleware: dict[str, Any], field: str, message: str
 ) -> None:
     spec = {"middleware": [middleware], "components": [{"name": "app", "image": "web:1"}]}

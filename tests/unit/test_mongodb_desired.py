@@ -207,6 +207,22 @@ def test_the_example_renders_the_replica_set_without_its_secrets() -> None:
     assert result.exit_code == 0, result.output
     docs = list(yaml.safe_load_all(result.output))
     kinds = sorted(d["kind"] for d in docs)
-    assert kinds == ["ConfigMap", "Deployment", "Service", "Service", "Service", "StatefulSet"]
+    assert kinds == [
+        *("ConfigMap", "Deployment", "PodDisruptionBudget"),
+        *("Service", "Service", "Service", "StatefulSet"),
+    ]
     sts = next(d for d in docs if d["kind"] == "StatefulSet")
     assert sts["spec"]["replicas"] == 3
+
+
+@pytest.mark.parametrize(("replicas", "min_available"), [(2, 2), (3, 2), (5, 3), (7, 4)])
+def test_a_replica_set_keeps_a_majority_through_drains(replicas: int, min_available: int) -> None:
+    objects = _by_kind(_spec(replicas))
+    budget = objects[("PodDisruptionBudget", "shop-orders")]
+    members = objects[("StatefulSet", "shop-orders")]["spec"]["selector"]
+    assert budget["spec"] == {"minAvailable": min_available, "selector": members}
+    assert budget["metadata"]["ownerReferences"][0]["uid"] == "u-1"
+
+
+def test_a_single_member_has_no_budget_that_would_block_every_drain() -> None:
+    assert not [k for k in _by_kind(_spec(1)) if k[0] == "PodDisruptionBudget"]

@@ -12,7 +12,13 @@ from pydantic import ConfigDict, Field, model_validator
 
 from appstack.api.appstack_rules import IMMUTABLE_TYPE, STORAGE_RULES, immutable
 from appstack.api.core import KubeModel, Quantity, ResourceRequirements
-from appstack.api.managed_rules import MANAGED_RULES, MAX_MEMBERS, REPLICAS, managed_problem
+from appstack.api.managed_rules import (
+    CONFIG_FILES,
+    MANAGED_RULES,
+    MAX_MEMBERS,
+    REPLICAS,
+    managed_problem,
+)
 from appstack.api.names import DNS_1035, TAG, Image, ObjectName
 from appstack.api.security import SECURITY, SecurityContext
 from appstack.api.urls import EXAMPLE, URL_RULES, url_problem
@@ -58,6 +64,9 @@ class ManagedMiddleware(KubeModel):
     storage: Storage = Field(default_factory=lambda: Storage.model_validate({}))
     init_scripts_config_map: ObjectName | None = Field(
         None, description="ConfigMap whose files run on first start."
+    )
+    config_files: dict[str, Annotated[str, Field(max_length=262144)]] | None = Field(
+        None, max_length=16, description=CONFIG_FILES
     )
     resources: ResourceRequirements | None = None
     security_context: SecurityContext | None = Field(None, description=SECURITY)

@@ -9,7 +9,10 @@ one replica would be independent databases behind one Service — refused, with 
 A replica set shrinks by at most a minority of its members in one change, so that the
 members that stay still elect a primary and can remove the others from the set's config.
 mongodb runs no init scripts (its members start through the replica set's bootstrap, not the
-image's entrypoint): ``initScriptsConfigMap`` is refused for it.
+image's entrypoint): ``initScriptsConfigMap`` is refused for it. ``configFiles`` (the
+engine's own server configuration, seed 003's ``mysql-dataservice`` ConfigMap) is read by
+mysql only, from ``/etc/mysql/conf.d``, where mysqld includes files named ``*.cnf``: any
+other engine or file name is refused.
 """
 
 from __future__ import annotations
@@ -36,6 +39,15 @@ NO_INIT_SCRIPTS = (
     "creates the users; create collections and indexes from the application)"
 )
 
+CONFIG_FILES = (
+    "The engine's own configuration files, by file name (mysql only: mounted in "
+    "/etc/mysql/conf.d, each named *.cnf). A change restarts the instance."
+)
+NO_CONFIG_FILES = (
+    "managed.configFiles: mysql only (files in /etc/mysql/conf.d, each named *.cnf; mysqld "
+    "reads no others)"
+)
+
 _CLUSTERED_CEL = " || ".join(f"self.type == '{t}'" for t in CLUSTERED)
 MANAGED_RULES: list[dict[str, Any]] = [
     {
@@ -48,6 +60,12 @@ MANAGED_RULES: list[dict[str, Any]] = [
         "self.type != 'mongodb'",
         "message": NO_INIT_SCRIPTS,
         "fieldPath": ".managed.initScriptsConfigMap",
+    },
+    {
+        "rule": "!has(self.managed) || !has(self.managed.configFiles) || "
+        "(self.type == 'mysql' && self.managed.configFiles.all(f, f.endsWith('.cnf')))",
+        "message": NO_CONFIG_FILES,
+        "fieldPath": ".managed.configFiles",
     },
     {  # a transition rule: the middleware list is keyed by name
         "rule": "!has(self.managed) || !has(oldSelf.managed) || "
@@ -67,4 +85,7 @@ def managed_problem(engine: str, managed: Any) -> str | None:
         return ONE_INSTANCE
     if managed.init_scripts_config_map and engine == "mongodb":
         return NO_INIT_SCRIPTS
+    files = managed.config_files or {}
+    if files and (engine != "mysql" or not all(f.endswith(".cnf") for f in files)):
+        return NO_CONFIG_FILES
     return None

@@ -1,6 +1,7 @@
-"""The AppStack controller: middleware (managed StatefulSet + Secret + Services, or an
-external endpoint behind a stable Service) and components (ConfigMap + Deployment +
-Service) started in dependency order, with connection details injected.
+"""The AppStack controller: middleware (managed StatefulSet + Secret + Services, and for a
+mongodb replica set a PodDisruptionBudget; or an external endpoint behind a stable
+Service) and components (ConfigMap + Deployment + Service) started in dependency order,
+with connection details injected.
 
 :data:`CONTROLLER` registers it; :data:`RBAC_RULES` is what it uses.
 """
@@ -16,6 +17,7 @@ from appstack.runtime.resources import (
     CONFIG_MAP,
     DEPLOYMENT,
     ENDPOINT_SLICE,
+    PDB,
     POD,
     SECRET,
     STATEFUL_SET,
@@ -30,6 +32,7 @@ RBAC_RULES: list[Rule] = [
     rule(CONFIG_MAP, *_WRITE),
     rule(SECRET, "get", "create"),
     rule(ENDPOINT_SLICE, *_WRITE),
+    rule(PDB, *_WRITE),  # a managed mongodb's majority
     rule(DEPLOYMENT, "delete"),
     rule(POD, "get", "list", "watch"),  # why pods cannot start (util/pods.py)
 ]

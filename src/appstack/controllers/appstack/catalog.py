@@ -22,10 +22,20 @@ class Engine:
     data_path: str  # where the volume is mounted
     default_user: str | None
     uid: int = 999  # the image's own non-root user (mysql, postgres and redis: 999)
+    config_dir: str | None = None  # where it reads managed.configFiles (None: it does not)
 
 
 CATALOG: dict[str, Engine] = {
-    "mysql": Engine("mysql", "8.4", 3306, "MYSQL_USER", "MYSQL_PASSWORD", "/var/lib/mysql", "app"),
+    "mysql": Engine(
+        "mysql",
+        "8.4",
+        3306,
+        "MYSQL_USER",
+        "MYSQL_PASSWORD",
+        "/var/lib/mysql",
+        "app",
+        config_dir="/etc/mysql/conf.d",  # mysqld includes *.cnf from here
+    ),
     "postgres": Engine(
         "postgres",
         "16",

@@ -6,6 +6,9 @@ mongodb's replica set: :mod:`.mongodb`).
   the generated Secret ``-credentials`` (:func:`credentials`, created once by the
   reconciler, kept exactly as long as the volume, never part of :func:`children` and
   never printed by ``appstack render``);
+* managed ``configFiles`` (mysql): ConfigMap ``-config`` mounted read-only where the
+  engine reads its configuration; a digest of the files on the pod template restarts the
+  instance when they change (:func:`config_map`);
 * external: an ExternalName Service (host name) or a selector-less Service plus an
   EndpointSlice (IP), so consumers always use ``<stack>-<member>``;
 * a third-party service given by URL: nothing (its consumers get the URL itself).
@@ -13,7 +16,9 @@ mongodb's replica set: :mod:`.mongodb`).
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
+import json
 import secrets
 from typing import Any
 
@@ -110,6 +115,12 @@ def stateful_set(owner: dict[str, Any], mw: Middleware) -> dict[str, Any]:
     )
     mounts: list[dict[str, Any]] = [{"name": "data", "mountPath": engine.data_path}]
     volumes: list[dict[str, Any]] = []
+    template_meta: dict[str, Any] = {"labels": {**labels.selector(stack, mw.name), **MANAGED_BY}}
+    if managed.config_files and engine.config_dir:
+        mounts.append({"name": "config", "mountPath": engine.config_dir, "readOnly": True})
+        volumes.append({"name": "config", "configMap": {"name": _config_name(stack, mw)}})
+        digest = hashlib.sha256(json.dumps(managed.config_files, sort_keys=True).encode())
+        template_meta["annotations"] = {labels.CONFIG_HASH: digest.hexdigest()[:16]}
     if managed.init_scripts_config_map:
         mounts.append(
             {"name": "init", "mountPath": "/docker-entrypoint-initdb.d", "readOnly": True}
@@ -151,7 +162,7 @@ def stateful_set(owner: dict[str, Any], mw: Middleware) -> dict[str, Any]:
             "replicas": managed.replicas,
             "selector": {"matchLabels": sel},
             "persistentVolumeClaimRetentionPolicy": {"whenDeleted": retain, "whenScaled": "Retain"},
-            "template": {"metadata": {"labels": {**sel, **MANAGED_BY}}, "spec": pod_spec},
+            "template": {"metadata": template_meta, "spec": pod_spec},
             "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": claim_spec}],
         },
     }
@@ -204,9 +215,32 @@ def generated_secrets(owner: dict[str, Any], mw: Middleware) -> list[dict[str, A
     return [credentials(owner, mw)]
 
 
+def _config_name(stack: str, mw: Middleware) -> str:
+    return f"{service_name(stack, mw.name)}-config"
+
+
+def config_map(owner: dict[str, Any], mw: Middleware) -> list[dict[str, Any]]:
+    """The engine's configuration files (``managed.configFiles``), if any."""
+    if mw.managed is None or not mw.managed.config_files:
+        return []
+    name = _config_name(owner["metadata"]["name"], mw)
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": labels.metadata(owner, mw.name, name),
+            "data": dict(mw.managed.config_files),
+        }
+    ]
+
+
 def children(owner: dict[str, Any], mw: Middleware) -> list[dict[str, Any]]:
     """Every child of one middleware member (without its generated Secrets)."""
     if mw.external is not None:
         return external(owner, mw)
-    extra = [mongodb.config_map(owner, mw)] if mw.type == "mongodb" else []
-    return [*managed_services(owner, mw), *extra, stateful_set(owner, mw)]
+    extra = (
+        [mongodb.config_map(owner, mw), *mongodb.disruption_budget(owner, mw)]
+        if mw.type == "mongodb"
+        else []
+    )
+    return [*managed_services(owner, mw), *extra, *config_map(owner, mw), stateful_set(owner, mw)]

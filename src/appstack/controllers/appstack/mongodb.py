@@ -11,7 +11,10 @@ used by :mod:`.middleware`, :mod:`.connections` and the reconciler).
   a memory volume with mode 0400, as mongod demands;
 * the ``rs-bootstrap`` sidecar (:mod:`.mongodb_bootstrap`) initiates the set, creates the
   users and follows scaling, from the ConfigMap ``-replicaset`` (:func:`config_map`);
-* a member is ready when it is the primary or a secondary (an exec readiness probe).
+* a member is ready when it is the primary or a secondary (an exec readiness probe);
+* with more than one member, a PodDisruptionBudget ``<stack>-<member>`` keeps a majority of
+  them running through voluntary disruptions (node drains), so a drain never costs the set
+  its primary election (:func:`disruption_budget`).
 """
 
 from __future__ import annotations
@@ -177,3 +180,23 @@ def pod_spec(owner: dict[str, Any], mw: Middleware, security: dict[str, Any]) ->
             {"name": "replicaset", "configMap": {"name": f"{name}-replicaset"}},
         ],
     }
+
+
+def disruption_budget(owner: dict[str, Any], mw: Middleware) -> list[dict[str, Any]]:
+    """A majority of the members available through voluntary disruptions (none for a single
+    member: a budget that forbids evicting it would block every node drain)."""
+    assert mw.managed is not None  # noqa: S101 - callers pass managed middleware only
+    if mw.managed.replicas < 2:
+        return []
+    stack = owner["metadata"]["name"]
+    return [
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": labels.metadata(owner, mw.name, service_name(stack, mw.name)),
+            "spec": {
+                "minAvailable": mw.managed.replicas // 2 + 1,
+                "selector": {"matchLabels": labels.selector(stack, mw.name)},
+            },
+        }
+    ]

@@ -49,6 +49,7 @@ from appstack.runtime.resources import (
     CONFIG_MAP,
     DEPLOYMENT,
     ENDPOINT_SLICE,
+    PDB,
     POD,
     SECRET,
     SERVICE,
@@ -63,7 +64,7 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
     """AppStack → members started wave by wave → unwanted children pruned → status."""
 
     kind = AppStack.KIND
-    owns = (DEPLOYMENT, SERVICE, STATEFUL_SET, CONFIG_MAP, ENDPOINT_SLICE)
+    owns = (DEPLOYMENT, SERVICE, STATEFUL_SET, CONFIG_MAP, ENDPOINT_SLICE, PDB)
     watches = ((POD, pod_mapper(labels.STACK_LABEL)),)
     transforms = POD_TRANSFORMS
     finalizer = group_key(FINALIZER_NAME)

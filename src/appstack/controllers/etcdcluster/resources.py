@@ -1,7 +1,8 @@
-"""The API resources only the EtcdCluster controller uses (the PodDisruptionBudget)."""
+"""The PodDisruptionBudget resource, as the EtcdCluster controller names it (now shared:
+:data:`appstack.runtime.resources.PDB`)."""
 
 from __future__ import annotations
 
-from appstack.core.resource import Resource
+from appstack.runtime.resources import PDB
 
-PDB = Resource("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets")
+__all__ = ["PDB"]
