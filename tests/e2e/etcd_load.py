@@ -118,3 +118,32 @@ async def wait_healthy(
         client, ETCD_CLUSTER, name, namespace, healthy(replicas, **kw), timeout, f"{name} healthy"
     )
     return obj, time.monotonic() - start
+
+
+def snapshot_claim(namespace: str, name: str = "snapshots") -> dict[str, Any]:
+    """A 1Gi PVC for snapshots."""
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+    }
+
+
+async def first_snapshot(
+    client: Client, name: str, namespace: str, backup: dict[str, Any]
+) -> tuple[dict[str, Any], float]:
+    """Set ``spec.backup``; the cluster once its first snapshot is taken, and how long
+    that took."""
+    start = time.monotonic()
+    await client.patch(ETCD_CLUSTER, name, {"spec": {"backup": backup}}, namespace=namespace)
+    obj = await until(
+        client,
+        ETCD_CLUSTER,
+        name,
+        namespace,
+        lambda o: (o.get("status") or {}).get("backupsTaken") == 1,
+        120,
+        "the first snapshot",
+    )
+    return obj, time.monotonic() - start

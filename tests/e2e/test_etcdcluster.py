@@ -17,7 +17,14 @@ from appstack.runtime.client import Client
 from appstack.runtime.resources import EVENT, POD, PVC
 from appstack.testing.etcd_releases import ETCD_PREVIOUS
 from tests.e2e.conftest import RunningOperator, until
-from tests.e2e.etcd_load import Writer, retry, until_true, wait_healthy
+from tests.e2e.etcd_load import (
+    Writer,
+    first_snapshot,
+    retry,
+    snapshot_claim,
+    until_true,
+    wait_healthy,
+)
 
 NAME = "my-etcd-cluster"
 
@@ -56,16 +63,6 @@ async def members_of(client: Client, namespace: str, pod: str) -> list[Any]:
 def is_pod_ready(pod: dict[str, Any]) -> bool:
     conditions = (pod.get("status") or {}).get("conditions") or []
     return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
-
-
-def snapshot_claim(namespace: str) -> dict[str, Any]:
-    """The PVC ``snapshots`` the backup tests save onto."""
-    return {
-        "apiVersion": "v1",
-        "kind": "PersistentVolumeClaim",
-        "metadata": {"name": "snapshots", "namespace": namespace},
-        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
-    }
 
 
 def report(what: str, seconds: float) -> None:
@@ -259,19 +256,9 @@ async def test_backup_delete_and_restore_into_a_new_cluster(
     await wait_healthy(client, NAME, namespace, 3)
     async with EtcdClient() as etcd:
         await retry(lambda: etcd.put(client_endpoint(process_node, namespace), "saved", "yes"))
-    start = time.monotonic()
-    backup = {"backup": {"intervalMinutes": 60, "pvcName": "snapshots", "retention": 2}}
-    await client.patch(ETCD_CLUSTER, NAME, {"spec": backup}, namespace=namespace)
-    cluster = await until(
-        client,
-        ETCD_CLUSTER,
-        NAME,
-        namespace,
-        lambda o: (o.get("status") or {}).get("backupsTaken") == 1,
-        120,
-        "the first snapshot",
-    )
-    report("scheduled snapshot (Job on the process node)", time.monotonic() - start)
+    backup = {"intervalMinutes": 60, "pvcName": "snapshots", "retention": 2}
+    cluster, took = await first_snapshot(client, NAME, namespace, backup)
+    report("scheduled snapshot (Job on the process node)", took)
     assert cluster["status"]["lastBackup"] == f"{NAME}-0.db"
     source_id = cluster["status"]["clusterID"]
 

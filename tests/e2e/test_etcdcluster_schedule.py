@@ -15,8 +15,8 @@ from appstack.controllers.etcdcluster import ETCD_CLUSTER
 from appstack.runtime.client import Client
 from appstack.runtime.resources import EVENT, PVC, Resource
 from tests.e2e.conftest import RunningOperator, until
-from tests.e2e.etcd_load import wait_healthy
-from tests.e2e.test_etcdcluster import report, seed, snapshot_claim
+from tests.e2e.etcd_load import snapshot_claim, wait_healthy
+from tests.e2e.test_etcdcluster import report, seed
 
 PV = Resource("", "v1", "PersistentVolume", "persistentvolumes", namespaced=False)
 NAME = "sched"

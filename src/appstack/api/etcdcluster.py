@@ -4,7 +4,8 @@ The seed's example (``replicas: 3``, ``storage: 10Gi``) is valid as written, und
 ``appstack.dev/v1``. Replicas are odd (1, 3, 5, 7, 9): an even count tolerates no more
 failures than the odd count below it while needing a larger quorum, so it is refused at
 admission unless ``allowEvenReplicas`` says it is meant. Everything decidable from the
-object alone is a CEL rule with a field-level message. Types only, no I/O.
+object alone is a CEL rule with a field-level message. ``tls`` (optional, set at
+creation) names the Secrets of peer and client TLS. Types only, no I/O.
 """
 
 from __future__ import annotations
@@ -38,6 +39,26 @@ _SPEC_RULES: list[Any] = [
         "fieldPath": ".restore",
     },
     *VERSION_RULES,  # no minor downgrade, no skipped minor
+    {
+        "rule": "has(self.tls) == has(oldSelf.tls) && (!has(self.tls) || self.tls == oldSelf.tls)",
+        "message": "tls is set when the cluster is created and never changed (rotate "
+        "certificates by updating the Secrets in place)",
+        "fieldPath": ".tls",
+    },
+]
+
+_TLS_RULES: list[Any] = [
+    {
+        "rule": "has(self.peerSecretName) || has(self.clientSecretName)",
+        "message": "tls needs peerSecretName, clientSecretName or both",
+        "fieldPath": ".peerSecretName",
+    },
+    {
+        "rule": "has(self.clientSecretName) == has(self.operatorSecretName)",
+        "message": "client TLS needs both clientSecretName (the members' serving certificate) "
+        "and operatorSecretName (the client certificate the operator presents)",
+        "fieldPath": ".operatorSecretName",
+    },
 ]
 
 
@@ -60,6 +81,43 @@ class RestoreSpec(KubeModel):
         pattern=r"^[A-Za-z0-9._-]+$",
         description="The snapshot's file name on that PVC, e.g. my-etcd-cluster-0.db.",
     )
+
+
+class TLSSpec(KubeModel):
+    """TLS of member traffic from Secrets of type ``kubernetes.io/tls`` with keys
+    ``ca.crt``, ``tls.crt`` and ``tls.key``; peer and client TLS are independent."""
+
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": _TLS_RULES})
+
+    peer_secret_name: ObjectName | None = Field(
+        None,
+        description="Peer TLS: each member's certificate for peer traffic (server and client "
+        "auth) and the CA peers must be signed by.",
+    )
+    client_secret_name: ObjectName | None = Field(
+        None,
+        description="Client TLS: the certificate members serve clients with, and the CA "
+        "client certificates must be signed by (client certificates are required).",
+    )
+    operator_secret_name: ObjectName | None = Field(
+        None,
+        description="The client certificate the operator (and backup Jobs) present, and the "
+        "CA it verifies the members' serving certificate with; required with client TLS.",
+    )
+
+    @model_validator(mode="after")
+    def _pairs(self) -> TLSSpec:
+        for rule, ok in zip(
+            _TLS_RULES,
+            (
+                bool(self.peer_secret_name or self.client_secret_name),
+                bool(self.client_secret_name) == bool(self.operator_secret_name),
+            ),
+            strict=True,
+        ):
+            if not ok:
+                raise ValueError(rule["message"])
+        return self
 
 
 LabelMap = Annotated[dict[str, Annotated[str, Field(max_length=63)]], Field(max_length=64)]
@@ -105,6 +163,9 @@ class EtcdClusterSpec(KubeModel):
     restore: RestoreSpec | None = Field(
         None, description="Bootstrap from this snapshot (set at creation, never changed)."
     )
+    tls: TLSSpec | None = Field(
+        None, description="TLS for peer and/or client traffic (set at creation; default plain)."
+    )
 
     @model_validator(mode="after")
     def _odd(self) -> EtcdClusterSpec:
@@ -136,6 +197,9 @@ class EtcdClusterStatus(KubeModel):
     ready_members: int | None = Field(None, description="Healthy voting members.")
     leader: str | None = Field(None, description="Name of the leader.")
     cluster_id: str | None = Field(None, alias="clusterID", description="etcd cluster ID (hex).")
+    client_url: str | None = Field(
+        None, alias="clientURL", description="Where clients connect (the client Service)."
+    )
     version: str | None = Field(None, description="Lowest member version.")
     phase: str | None = Field(None, description="What the operator is doing now.")
     backups_taken: int | None = Field(None, description="Snapshots taken so far.")
@@ -172,4 +236,4 @@ class EtcdCluster(CustomObject):
     status: EtcdClusterStatus | None = None
 
 
-__all__ = ["BackupSpec", "EtcdCluster", "EtcdClusterSpec", "EtcdClusterStatus"]
+__all__ = ["BackupSpec", "EtcdCluster", "EtcdClusterSpec", "EtcdClusterStatus", "TLSSpec"]

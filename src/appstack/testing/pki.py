@@ -3,7 +3,8 @@
 One CA signs the API server's serving certificate and a client certificate per identity
 (admin, controller-manager, scheduler, kwok). A separate key pair signs service-account
 tokens. Everything is ECDSA P-256: quick to generate, accepted by every component.
-Used only by :class:`appstack.testing.cluster.LocalCluster` when a cluster is first created.
+Used by :class:`appstack.testing.cluster.LocalCluster` when a cluster is first created;
+:func:`new_ca` and :func:`issue` (in memory) also by :mod:`appstack.testing.etcd_pki`.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ def _key() -> ec.EllipticCurvePrivateKey:
     return ec.generate_private_key(ec.SECP256R1())
 
 
-def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+def key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
     return key.private_bytes(
         serialization.Encoding.PEM,
         serialization.PrivateFormat.PKCS8,
@@ -35,7 +36,7 @@ def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
     )
 
 
-def _name(common_name: str, organization: str | None = None) -> x509.Name:
+def x509_name(common_name: str, organization: str | None = None) -> x509.Name:
     attrs = [x509.NameAttribute(NameOID.COMMON_NAME, common_name)]
     if organization:
         attrs.append(x509.NameAttribute(NameOID.ORGANIZATION_NAME, organization))
@@ -101,7 +102,7 @@ class ClusterPKI:
             ]
             self._issue(
                 self.serving,
-                subject=_name("kube-apiserver"),
+                subject=x509_name("kube-apiserver"),
                 ca_cert=ca_cert,
                 ca_key=ca_key,
                 usage=ExtendedKeyUsageOID.SERVER_AUTH,
@@ -111,7 +112,7 @@ class ClusterPKI:
             if not self.client(stem).cert.exists():
                 self._issue(
                     self.client(stem),
-                    subject=_name(cn, org),
+                    subject=x509_name(cn, org),
                     ca_cert=ca_cert,
                     ca_key=ca_key,
                     usage=ExtendedKeyUsageOID.CLIENT_AUTH,
@@ -124,38 +125,11 @@ class ClusterPKI:
                     serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
                 )
             )
-            _write_private(self.service_account_key, _key_pem(key))
+            _write_private(self.service_account_key, key_pem(key))
 
     def _write_ca(self) -> None:
-        key = _key()
-        now = datetime.datetime.now(datetime.timezone.utc)
-        name = _name("appstack-local-ca")
-        cert = (
-            x509.CertificateBuilder()
-            .subject_name(name)
-            .issuer_name(name)
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + _VALIDITY)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .add_extension(
-                x509.KeyUsage(
-                    digital_signature=True,
-                    key_cert_sign=True,
-                    crl_sign=True,
-                    content_commitment=False,
-                    key_encipherment=False,
-                    data_encipherment=False,
-                    key_agreement=False,
-                    encipher_only=False,
-                    decipher_only=False,
-                ),
-                critical=True,
-            )
-            .sign(key, hashes.SHA256())
-        )
-        _write_private(self.ca.key, _key_pem(key))
+        cert, key = new_ca("appstack-local-ca")
+        _write_private(self.ca.key, key_pem(key))
         self.ca.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
 
     @staticmethod
@@ -168,24 +142,68 @@ class ClusterPKI:
         usage: x509.ObjectIdentifier,
         sans: list[x509.GeneralName],
     ) -> None:
-        key = _key()
-        now = datetime.datetime.now(datetime.timezone.utc)
-        builder = (
-            x509.CertificateBuilder()
-            .subject_name(subject)
-            .issuer_name(ca_cert.subject)
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + _VALIDITY)
-            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
-        )
-        if sans:
-            builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
-        cert = builder.sign(ca_key, hashes.SHA256())
-        _write_private(pair.key, _key_pem(key))
+        cert, key = issue(subject, ca_cert, ca_key, [usage], sans)
+        _write_private(pair.key, key_pem(key))
         pair.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+
+
+def new_ca(common_name: str) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+    """A self-signed CA certificate and its key (in memory)."""
+    key = _key()
+    now = datetime.datetime.now(datetime.timezone.utc)
+    subject = x509_name(common_name)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + _VALIDITY)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                key_cert_sign=True,
+                crl_sign=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .sign(key, hashes.SHA256())
+    )
+    return cert, key
+
+
+def issue(
+    subject: x509.Name,
+    ca_cert: x509.Certificate,
+    ca_key: ec.EllipticCurvePrivateKey,
+    usages: list[x509.ObjectIdentifier],
+    sans: list[x509.GeneralName],
+) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+    """A certificate signed by the CA, for ``usages`` (extended key usages), and its key."""
+    key = _key()
+    now = datetime.datetime.now(datetime.timezone.utc)
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(ca_cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + _VALIDITY)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
+    )
+    if sans:
+        builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
+    return builder.sign(ca_key, hashes.SHA256()), key
 
 
 def _write_private(path: Path, data: bytes) -> None:

@@ -14,7 +14,7 @@ from appstack.controllers.etcdcluster.reconciler import EtcdClusterReconciler
 from appstack.controllers.etcdcluster.resources import PDB
 from appstack.controllers.util.rbac import Rule, own_rules, rule
 from appstack.controllers.util.registration import Registration
-from appstack.runtime.resources import JOB, POD, PVC, SERVICE
+from appstack.runtime.resources import JOB, POD, PVC, SECRET, SERVICE
 
 ETCD_CLUSTER = EtcdCluster.KIND.resource
 
@@ -26,6 +26,7 @@ RBAC_RULES: list[Rule] = [
     rule(POD, "get", "list", "watch", "create", "patch", "delete"),
     rule(PVC, "get", "list", "watch", "create", "delete"),
     rule(JOB, "get", "list", "watch", "create", "delete"),  # snapshots (backup.py)
+    rule(SECRET, "get"),  # the Secrets spec.tls names, read by name only (tlsclient.py)
 ]
 
 CONTROLLER = Registration(

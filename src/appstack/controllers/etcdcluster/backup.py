@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from appstack.api.etcdcluster import BackupSpec, EtcdClusterSpec, RestoreSpec
-from appstack.controllers.etcdcluster import desired
+from appstack.controllers.etcdcluster import desired, tls
 from appstack.controllers.util.meta import child_labels, child_metadata
 
 BACKUP_DIR = "/backup"
@@ -52,17 +52,28 @@ def backup_job(
     target = f"{BACKUP_DIR}/{file_name(cluster, n, plan.retention)}"
     endpoint = desired.client_url(obj, leader)
     labels = child_labels(cluster, "etcd-backup")
+    tls_flags, tls_volumes, tls_mounts = tls.etcdctl_flags(spec)
     container = {
         "name": "snapshot",
         "image": spec.image,
         "command": ["etcdctl"],
-        "args": [f"--endpoints={endpoint}", "--command-timeout=60s", "snapshot", "save", target],
-        "volumeMounts": [{"name": "backup", "mountPath": BACKUP_DIR}],
+        "args": [
+            f"--endpoints={endpoint}",
+            *tls_flags,
+            "--command-timeout=60s",
+            "snapshot",
+            "save",
+            target,
+        ],
+        "volumeMounts": [{"name": "backup", "mountPath": BACKUP_DIR}, *tls_mounts],
     }
     pod_spec = {
         "restartPolicy": "OnFailure",
         "containers": [container],
-        "volumes": [{"name": "backup", "persistentVolumeClaim": {"claimName": plan.pvc_name}}],
+        "volumes": [
+            {"name": "backup", "persistentVolumeClaim": {"claimName": plan.pvc_name}},
+            *tls_volumes,
+        ],
         **desired.placement(spec),
     }
     return {
@@ -93,8 +104,7 @@ def restore_init(
             "--name=$(POD_NAME)",
             f"--initial-cluster={initial}",
             f"--initial-cluster-token={cluster}-{obj['metadata']['uid']}",
-            f"--initial-advertise-peer-urls=http://$(POD_NAME).{cluster}."
-            f"{obj['metadata']['namespace']}.svc:{desired.PEER_PORT}",
+            f"--initial-advertise-peer-urls={desired.peer_url(obj, '$(POD_NAME)')}",
             f"--data-dir={desired.DATA_DIR}/data",
         ],
         "env": [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],

@@ -7,7 +7,8 @@ PersistentVolumeClaim ``data-<pod>``. The headless Service ``<cluster>`` gives e
 member the stable peer name ``<pod>.<cluster>.<namespace>.svc``; the client Service
 ``<cluster>-client`` selects voting members only (label ``appstack.dev/etcd-voter``:
 learners refuse client requests); the PodDisruptionBudget keeps a quorum of the wanted
-members. :func:`children` is what ``appstack render`` prints (no members: they depend on
+members. URLs are ``https`` where ``spec.tls`` says so (:mod:`.tls`).
+:func:`children` is what ``appstack render`` prints (no members: they depend on
 what etcd says).
 """
 
@@ -17,6 +18,7 @@ from typing import Any
 
 from appstack.api.etcdcluster import EtcdClusterSpec
 from appstack.api.kind import group_key
+from appstack.controllers.etcdcluster import tls
 from appstack.controllers.util.meta import child_labels, child_metadata, instance_labels
 
 COMPONENT = "etcd"
@@ -32,14 +34,24 @@ def selector(cluster: str) -> dict[str, str]:
     return {**instance_labels(cluster), "app.kubernetes.io/component": COMPONENT}
 
 
-def peer_url(obj: dict[str, Any], pod: str) -> str:
+def member_host(obj: dict[str, Any], pod: str) -> str:
+    """The member's stable DNS name (on the headless Service)."""
     meta = obj["metadata"]
-    return f"http://{pod}.{meta['name']}.{meta['namespace']}.svc:{PEER_PORT}"
+    return f"{pod}.{meta['name']}.{meta['namespace']}.svc"
+
+
+def peer_url(obj: dict[str, Any], pod: str) -> str:
+    return f"{tls.peer_scheme(obj)}://{member_host(obj, pod)}:{PEER_PORT}"
 
 
 def client_url(obj: dict[str, Any], pod: str) -> str:
+    return f"{tls.client_scheme(obj)}://{member_host(obj, pod)}:{CLIENT_PORT}"
+
+
+def service_url(obj: dict[str, Any]) -> str:
+    """The client Service's URL, as clients inside the cluster use it."""
     meta = obj["metadata"]
-    return f"http://{pod}.{meta['name']}.{meta['namespace']}.svc:{CLIENT_PORT}"
+    return f"{tls.client_scheme(obj)}://{meta['name']}-client.{meta['namespace']}.svc:{CLIENT_PORT}"
 
 
 def pod_of_peer_url(obj: dict[str, Any], url: str) -> str:
@@ -140,9 +152,9 @@ def member_pod(
     args = [
         "--name=$(POD_NAME)",
         f"--data-dir={DATA_DIR}/data",
-        f"--listen-client-urls=http://$(POD_IP):{CLIENT_PORT}",
+        f"--listen-client-urls={tls.client_scheme(obj)}://$(POD_IP):{CLIENT_PORT}",
         f"--advertise-client-urls={client_url(obj, pod)}",
-        f"--listen-peer-urls=http://$(POD_IP):{PEER_PORT}",
+        f"--listen-peer-urls={tls.peer_scheme(obj)}://$(POD_IP):{PEER_PORT}",
         f"--initial-advertise-peer-urls={peer_url(obj, pod)}",
         f"--initial-cluster={cluster_flag}",
         f"--initial-cluster-state={'new' if new_cluster else 'existing'}",
@@ -194,7 +206,8 @@ def member_pod(
     labels = {**child_labels(cluster, COMPONENT), VOTER: "true" if voter else "false"}
     meta = child_metadata(obj, pod, labels)
     meta["annotations"] = {INITIAL: cluster_flag}
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": pod_spec}
+    pod_obj = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": pod_spec}
+    return tls.with_member_tls(pod_obj, spec)
 
 
 def children(obj: dict[str, Any], spec: EtcdClusterSpec) -> list[dict[str, Any]]:

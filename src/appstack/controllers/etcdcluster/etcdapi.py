@@ -3,7 +3,10 @@
 The EtcdCluster reconciler uses it to list, add, promote and remove members, read each
 member's status (leader, raft index, version), move leadership and take snapshots; the
 e2e tests use it to write and read keys. Every call names the endpoint
-(``http://<pod IP>:2379``) it goes to and fails with :class:`EtcdError` within its
+(``http://<pod IP>:2379``, or ``https://`` with client TLS: then the client presents the
+certificate of its ``ssl`` context and checks each member's certificate against the name
+:attr:`EtcdClient.server_names` gives for the endpoint, e.g. the member's DNS name while
+connecting to its pod IP) it goes to and fails with :class:`EtcdError` within its
 timeout: a reconcile never waits on etcd for longer, it requeues. Tested against real
 etcd processes (tests/integration/test_etcdapi.py).
 """
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import json
+import ssl
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -68,11 +72,18 @@ def _member(raw: dict[str, Any]) -> Member:
 
 class EtcdClient:
     """Calls the gateway of any member; one aiohttp session (closed by :meth:`close` or
-    ``async with``), ``timeout`` seconds per call."""
+    ``async with``), ``timeout`` seconds per call; ``tls`` for ``https`` endpoints."""
 
-    def __init__(self, timeout: float = 2.0) -> None:
+    def __init__(self, timeout: float = 2.0, tls: ssl.SSLContext | None = None) -> None:
         self.timeout = aiohttp.ClientTimeout(total=timeout)
+        self.tls = tls
+        self.server_names: dict[str, str] = {}  # endpoint -> name its certificate must have
         self._session: aiohttp.ClientSession | None = None
+
+    def _tls_of(self, endpoint: str) -> dict[str, Any]:
+        if not endpoint.startswith("https://"):
+            return {}
+        return {"ssl": self.tls or True, "server_hostname": self.server_names.get(endpoint)}
 
     def _open(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -96,7 +107,7 @@ class EtcdClient:
         limit = aiohttp.ClientTimeout(total=timeout) if timeout else self.timeout
         try:
             async with self._open().post(
-                f"{endpoint}/v3/{path}", json=body, timeout=limit
+                f"{endpoint}/v3/{path}", json=body, timeout=limit, **self._tls_of(endpoint)
             ) as response:
                 text = await response.text()
         except (aiohttp.ClientError, TimeoutError) as error:
@@ -166,7 +177,10 @@ class EtcdClient:
         limit = aiohttp.ClientTimeout(total=timeout)
         try:
             async with self._open().post(
-                f"{endpoint}/v3/maintenance/snapshot", json={}, timeout=limit
+                f"{endpoint}/v3/maintenance/snapshot",
+                json={},
+                timeout=limit,
+                **self._tls_of(endpoint),
             ) as response:
                 if response.status >= 400:
                     raise EtcdError(f"{endpoint}: snapshot: {(await response.text())[:200]}")

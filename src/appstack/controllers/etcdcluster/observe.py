@@ -1,6 +1,7 @@
 """What the EtcdCluster looks like now: member pods and volumes from the cache, members
 and their status from etcd itself (every member asked at once, each call bounded by the
-client's timeout). Builds the :class:`~appstack.controllers.etcdcluster.plan.Observed`
+client's timeout; over TLS each member's certificate is checked against its DNS name).
+Builds the :class:`~appstack.controllers.etcdcluster.plan.Observed`
 the plan decides from, plus the per-member facts status reports. Used by the reconciler.
 """
 
@@ -8,11 +9,11 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from appstack.api.etcdcluster import EtcdClusterSpec
-from appstack.controllers.etcdcluster import desired
+from appstack.controllers.etcdcluster import desired, tls
 from appstack.controllers.etcdcluster.etcdapi import EndpointStatus, EtcdClient, EtcdError, Member
 from appstack.controllers.etcdcluster.plan import MemberView, Observed, PodView
 
@@ -27,10 +28,10 @@ class Observation:
     members: list[Member] | None
     statuses: dict[str, EndpointStatus]  # pod name -> its member's own status
     errors: dict[str, str]  # pod name -> why it did not answer
+    endpoints: dict[str, str] = field(default_factory=dict)  # pod -> client URL at its IP
 
     def endpoint(self, pod: str) -> str:
-        ip = (self.pods[pod].get("status") or {}).get("podIP")
-        return f"http://{ip}:{desired.CLIENT_PORT}"
+        return self.endpoints[pod]
 
     def leader_endpoint(self) -> str | None:
         for pod, status in self.statuses.items():
@@ -77,11 +78,14 @@ async def observe(
     volumes: list[dict[str, Any]],
 ) -> Observation:
     by_name = {p["metadata"]["name"]: p for p in pods}
+    scheme = tls.client_scheme(obj)
     reachable = {
-        name: f"http://{p['status']['podIP']}:{desired.CLIENT_PORT}"
+        name: f"{scheme}://{p['status']['podIP']}:{desired.CLIENT_PORT}"
         for name, p in by_name.items()
         if (p.get("status") or {}).get("podIP") and not p["metadata"].get("deletionTimestamp")
     }
+    for name, url in reachable.items():  # reached at its IP, verified as its DNS name
+        client.server_names[url] = desired.member_host(obj, name)
     answers = await asyncio.gather(*(_ask(client, url) for url in reachable.values()))
     statuses: dict[str, EndpointStatus] = {}
     errors: dict[str, str] = {}
@@ -111,7 +115,7 @@ async def observe(
         bootstrap_names=tuple(part.split("=", 1)[0] for part in (initial or "").split(",") if part),
         last_size=len((obj.get("status") or {}).get("members") or []),
     )
-    return Observation(seen, by_name, cluster_id, members, statuses, errors)
+    return Observation(seen, by_name, cluster_id, members, statuses, errors, reachable)
 
 
 async def _members(

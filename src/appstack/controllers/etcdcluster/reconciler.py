@@ -5,7 +5,11 @@ the client's timeout), asks :func:`~appstack.controllers.etcdcluster.plan.next_s
 one step, carries it out, writes status and requeues — soon after a change, a little
 later while waiting (a learner catching up, a pod starting), every 30 s when idle to
 keep member health current, or sooner at the moment the next snapshot is due. No
-reconcile ever waits for etcd to converge.
+reconcile ever waits for etcd to converge. With ``spec.tls``, its Secrets are checked
+first (:mod:`.tlsclient`): one missing or malformed stops the reconcile there
+(``Available=False``, reason ``TLSSecretNotFound`` or ``TLSSecretInvalid``, one Warning
+Event) and it looks again every few seconds; so does a cluster none of whose members
+accepts the operator's TLS connection (``TLSHandshakeFailed``).
 """
 
 from __future__ import annotations
@@ -17,11 +21,12 @@ from typing import Any
 import structlog
 
 from appstack.api.etcdcluster import BackupSpec, EtcdCluster, EtcdClusterSpec
-from appstack.controllers.etcdcluster import backup, backup_schedule, desired, status
+from appstack.controllers.etcdcluster import backup, backup_schedule, desired, status, tls
 from appstack.controllers.etcdcluster.etcdapi import EtcdClient, EtcdError
 from appstack.controllers.etcdcluster.observe import Observation, observe
 from appstack.controllers.etcdcluster.plan import Step, next_step
 from appstack.controllers.etcdcluster.resources import PDB
+from appstack.controllers.etcdcluster.tlsclient import TLSSecrets
 from appstack.controllers.util.conditions import (
     Problem,
     condition,
@@ -32,7 +37,10 @@ from appstack.controllers.util.meta import controlled_by
 from appstack.controllers.util.pods import POD_INDEXERS, POD_TRANSFORMS, pods_of
 from appstack.controllers.util.reconciler import KindReconciler
 from appstack.runtime import errors
+from appstack.runtime.cache import Cache
+from appstack.runtime.client import Client
 from appstack.runtime.controller import Result
+from appstack.runtime.events import EventRecorder
 from appstack.runtime.resources import JOB, POD, PVC, SERVICE
 
 log = structlog.get_logger("appstack.etcdcluster")
@@ -48,6 +56,10 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
     owns = (SERVICE, PDB, POD, PVC, JOB)
     transforms = POD_TRANSFORMS  # the pod cache is shared: the same transform as the others
     indexers = POD_INDEXERS
+
+    def __init__(self, client: Client, cache: Cache, recorder: EventRecorder, **_: Any) -> None:
+        super().__init__(client, cache, recorder)
+        self.tls_secrets = TLSSecrets(client)
 
     def invalid_status(self, obj: dict[str, Any], problem: Problem) -> dict[str, Any]:
         generation = obj["metadata"].get("generation")
@@ -75,8 +87,14 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
         mine = desired.selector(meta["name"])
         pods = [p for p in pods_of(self.cache, meta["namespace"], mine) if _owned(p, obj)]
         volumes = [v for v in self._volumes(meta["namespace"], mine) if _owned(v, obj)]
-        async with EtcdClient(timeout=ETCD_TIMEOUT) as etcd:
+        checked = await self.tls_secrets.check(meta["namespace"], spec.tls)
+        if checked.problem is not None:  # members cannot start, or cannot be reached
+            return await self._blocked(obj, checked.problem)
+        async with EtcdClient(timeout=ETCD_TIMEOUT, tls=checked.context) as etcd:
             seen = await observe(etcd, obj, spec, pods, volumes)
+            refused = tls.handshake_problem(seen.errors, answered=len(seen.statuses))
+            if refused is not None:
+                return await self._blocked(obj, refused)
             step = next_step(seen.seen)
             log.info("etcd step", cluster=meta["name"], step=step.kind, reason=step.reason)
             try:
@@ -94,6 +112,13 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
             after = after if wait is None else min(after, wait)
         await self.writer.write_status(obj, observed)
         return Result(requeue_after=after)
+
+    async def _blocked(self, obj: dict[str, Any], problem: Problem) -> Result:
+        """Stop here: the user must fix ``problem`` (said once, then looked at again)."""
+        if status.blocked_reason(obj) != (problem.reason, problem.message):
+            await self.writer.report(obj, problem)
+        await self.writer.write_status(obj, status.blocked(obj, problem, now_rfc3339()))
+        return Result(requeue_after=AFTER["Degraded"])
 
     def _volumes(self, namespace: str, labels: dict[str, str]) -> list[dict[str, Any]]:
         return [

@@ -3,6 +3,7 @@
 ``Available``: a leader and a quorum of healthy voting members. ``Progressing``: a change
 is under way (bootstrap, scaling, replacing, upgrading; reason is the step). ``Degraded``:
 a voting member is unhealthy, or quorum is lost (then the message says what is needed).
+:func:`blocked`: a TLS Secret the user must fix stops everything (``Available=False``).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 from appstack.controllers.etcdcluster import desired
 from appstack.controllers.etcdcluster.observe import Observation
 from appstack.controllers.etcdcluster.plan import Step
-from appstack.controllers.util.conditions import condition, previous_conditions
+from appstack.controllers.util.conditions import Problem, condition, previous_conditions
 
 
 def _members(obj: dict[str, Any], seen: Observation) -> list[dict[str, Any]]:
@@ -77,6 +78,7 @@ def from_observation(
         "readyMembers": ready,
         "leader": leader,
         "clusterID": f"{seen.cluster_id:x}" if seen.cluster_id else old.get("clusterID"),
+        "clientURL": desired.service_url(obj),
         "version": versions[0] if versions else old.get("version"),
         "phase": step.kind,
         "observedGeneration": generation,
@@ -89,3 +91,34 @@ def from_observation(
     for key in ("backupsTaken", "lastBackup", "lastBackupTime"):
         status[key] = old.get(key)
     return {k: v for k, v in status.items() if v is not None}
+
+
+def blocked_reason(obj: dict[str, Any]) -> tuple[str, str] | None:
+    """Reason and message of the last ``Available=False`` written, if any."""
+    available = previous_conditions(obj).get("Available") or {}
+    if available.get("status") != "False":
+        return None
+    return available.get("reason", ""), available.get("message", "")
+
+
+def blocked(obj: dict[str, Any], problem: Problem, now: str) -> dict[str, Any]:
+    """The status while a problem only the user can fix (a TLS Secret) stops the work:
+    the last members and counts kept, not ``Available``, ``Degraded`` for the same reason."""
+    generation = obj["metadata"].get("generation")
+    previous = previous_conditions(obj)
+
+    def cond(type_: str, value: str, reason: str, message: str) -> dict[str, Any]:
+        return condition(
+            type_, value, reason, message, generation=generation, previous=previous, now=now
+        )
+
+    return {
+        **(obj.get("status") or {}),
+        "phase": "Blocked",
+        "observedGeneration": generation,
+        "conditions": [
+            cond("Available", "False", problem.reason, problem.message),
+            cond("Progressing", "False", problem.reason, "waiting for the user"),
+            cond("Degraded", "True", problem.reason, problem.message),
+        ],
+    }
