@@ -164,9 +164,12 @@ class LocalCluster:
     def start(self, component: str) -> None:
         """Start one component (if not running) and wait until it is healthy.
 
-        Starting the API server also restarts the running components that talk to it
-        (controller-manager, scheduler, kwok): during an outage their client-go reflectors
-        back off for up to 30 s, which would make the tests that follow slow and flaky.
+        Starting the API server (or etcd) also restarts the running components that talk
+        to it (controller-manager, scheduler, kwok): during an outage their client-go
+        reflectors back off for up to 30 s, which would make the tests that follow slow
+        and flaky; and on Kubernetes 1.30 the API server's watches could go silent after
+        an etcd restart (no events, no bookmarks): kwok never noticed and left pods
+        Pending for good (the operator notices after its 90 s stall timeout).
         """
         layout = self.layout()
         proc = self.process(component)
@@ -177,8 +180,9 @@ class LocalCluster:
             self._release_node_leases(layout)
         proc.start(control_plane.command(layout, component))
         self._wait_healthy(layout, component)
-        if component == "kube-apiserver":
-            for dependent in control_plane.ORDER[control_plane.ORDER.index(component) + 1 :]:
+        if component in ("etcd", "kube-apiserver"):
+            after_server = control_plane.ORDER.index("kube-apiserver") + 1
+            for dependent in control_plane.ORDER[after_server:]:
                 if self.process(dependent).running():
                     self.process(dependent).stop()
                     self.start(dependent)
