@@ -220,3 +220,14 @@ def test_a_started_learner_without_pod_restarts_with_its_volume_or_is_removed() 
     assert step == Step("RemoveMember", "member e-3 lost its volume", "e-3", 1003)
     kept = replace(seen, volumes={**seen.volumes, "data-e-3": False})
     assert (next_step(kept).kind, next_step(kept).pod) == ("CreatePod", "e-3")
+
+
+def test_members_that_answer_without_a_leader_are_electing_not_degraded() -> None:
+    """Right after the leader goes, every other member still answers but none leads yet:
+    that is an election, not a lost quorum (e2e saw "quorum lost: 3 of 3 members answer")."""
+    seen = healthy(3)
+    electing = replace(seen, leader=0, members=None, last_size=3)
+    electing = replace(electing, pods={n: replace(p, answers=True) for n, p in seen.pods.items()})
+    step = next_step(electing)
+    assert step.kind == "Wait"
+    assert "3 of 3 members answer, electing one" in step.reason
