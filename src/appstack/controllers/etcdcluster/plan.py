@@ -178,14 +178,14 @@ def _without_leader(seen: Observed) -> Step:
     alive = sum(1 for p in seen.pods.values() if p.answers)
     total = len(seen.members or []) or seen.last_size or len(kept)
     need = total // 2 + 1
-    if alive >= need:  # enough of them answer: an election is under way (a leader just went)
-        return Step("Wait", f"no leader yet: {alive} of {total} members answer, electing one")
-    return Step(
-        "Degraded",
+    lost = (
         f"quorum lost: {alive} of {total} members answer, {need} are needed; bring the "
         "missing members back with their volumes, or restore a snapshot into a new cluster "
-        "(nothing is forced)",
+        "(nothing is forced)"
     )
+    # Enough of them answer: an election is under way (a leader just went), not a loss.
+    electing = f"no leader yet: {alive} of {total} members answer, electing one"
+    return Step("Wait", electing) if alive >= need else Step("Degraded", lost)
 
 
 def _learner(seen: Observed, learner: MemberView) -> Step:
