@@ -65,7 +65,7 @@ def _mount_configs(
         spec["volumes"] = [
             {"name": "config", "configMap": {"name": f"{service_name(stack, c.name)}-config"}}
         ]
-        return hashlib.sha256(json.dumps(c.config.files, sort_keys=True).encode()).hexdigest()
+        return labels.digest(c.config.files)
     if not c.configs:
         return None
     mounts, volumes = [], []
@@ -78,7 +78,7 @@ def _mount_configs(
         volumes.append({"name": m.name, "configMap": {"name": source}})
     main["volumeMounts"], spec["volumes"] = mounts, volumes
     content = [[m.name, m.files] for m in c.configs] + [versions]
-    return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
+    return labels.digest(content)
 
 
 def used_secrets(c: Component, members: Members) -> list[str]:

@@ -9,6 +9,8 @@ Used by :mod:`.middleware`, :mod:`.desired` and the teardown.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any
 
 from appstack.api.kind import group_key
@@ -18,6 +20,12 @@ STACK_LABEL = group_key("stack")
 MEMBER_LABEL = group_key("member")
 CONFIG_HASH = group_key("config-hash")
 SECRETS_HASH = group_key("secrets-hash")
+
+
+def digest(content: Any) -> str:
+    """The SHA-256 of ``content`` as sorted JSON (hex): what a pod template carries to roll
+    when what it mounts changes."""
+    return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
 
 
 def selector(stack: str, member: str) -> dict[str, str]:

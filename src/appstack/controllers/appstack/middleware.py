@@ -16,9 +16,7 @@ mongodb's replica set: :mod:`.mongodb`).
 
 from __future__ import annotations
 
-import hashlib
 import ipaddress
-import json
 import secrets
 from typing import Any
 
@@ -119,8 +117,8 @@ def stateful_set(owner: dict[str, Any], mw: Middleware) -> dict[str, Any]:
     if managed.config_files and engine.config_dir:
         mounts.append({"name": "config", "mountPath": engine.config_dir, "readOnly": True})
         volumes.append({"name": "config", "configMap": {"name": _config_name(stack, mw)}})
-        digest = hashlib.sha256(json.dumps(managed.config_files, sort_keys=True).encode())
-        template_meta["annotations"] = {labels.CONFIG_HASH: digest.hexdigest()[:16]}
+        files_digest = labels.digest(managed.config_files)[:16]
+        template_meta["annotations"] = {labels.CONFIG_HASH: files_digest}
     if managed.init_scripts_config_map:
         mounts.append(
             {"name": "init", "mountPath": "/docker-entrypoint-initdb.d", "readOnly": True}
