@@ -78,6 +78,9 @@ def test_kwok_config_has_options_and_the_stages() -> None:
     documents = list(yaml.safe_load_all(kwok.kwok_config()))
     assert documents[0]["kind"] == "KwokConfiguration"
     assert documents[0]["options"]["nodeLeaseParallelism"] > 0
+    # Catch-up of a node's pods by LIST: Kubernetes 1.30 refuses WatchList streams
+    # (tests/e2e/test_testbed_kwok_catchup.py).
+    assert documents[0]["options"]["enablePodsOnNodeSyncStreamWatch"] is False
     stages = {d["metadata"]["name"]: d for d in documents[1:]}
     assert set(stages) == {
         "node-initialize",
@@ -125,3 +128,16 @@ def test_the_kubernetes_version_can_be_chosen_by_environment(
     older = versions.Toolchain()
     assert older.kubernetes == "v1.30.14"
     assert older.key != versions.Toolchain(kubernetes=versions.KUBERNETES).key  # own cache
+
+
+def test_kwok_reads_the_config_file_written_and_a_new_config_changes_its_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    layout = _layout(tmp_path)
+    path = control_plane.kwok_config_path(layout)
+    assert control_plane.config_files(layout)[path] == kwok.kwok_config()
+    assert f"--config={path}" in control_plane.command(layout, "kwok")
+    # LocalCluster.up() restarts a component whose command line differs from its own.
+    before = control_plane.command(layout, "kwok")
+    monkeypatch.setattr(kwok, "kwok_config", lambda: "options: {}\n")
+    assert control_plane.command(layout, "kwok") != before

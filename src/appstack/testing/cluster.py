@@ -252,7 +252,6 @@ class LocalCluster:
                 )
         for path, text in control_plane.config_files(layout).items():
             path.write_text(text)
-        layout.path("config", "kwok.yaml").write_text(kwok.kwok_config())
 
     def _bootstrap(self) -> None:
         """Fake nodes and the default StorageClass (server-side apply: idempotent)."""

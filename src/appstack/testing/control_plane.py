@@ -16,6 +16,7 @@ with :mod:`appstack.testing.audit` (e.g. "no write from the old leader after tak
 
 from __future__ import annotations
 
+import hashlib
 import os
 import random
 import socket
@@ -24,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
+
+from appstack.testing import kwok
 
 ORDER = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
 SERVICE_CIDR = "10.96.0.0/16"
@@ -123,7 +126,15 @@ def config_files(layout: Layout) -> dict[Path, str]:
     return {
         layout.path("config", "kube-scheduler.yaml"): yaml.safe_dump(scheduler),
         layout.path("config", "audit-policy.yaml"): yaml.safe_dump(audit_policy()),
+        kwok_config_path(layout): kwok.kwok_config(),
     }
+
+
+def kwok_config_path(layout: Layout) -> Path:
+    """kwok's ``--config`` file, named after its content: a changed configuration changes
+    kwok's command line, so ``LocalCluster.up()`` restarts a kwok started with another."""
+    digest = hashlib.sha256(kwok.kwok_config().encode()).hexdigest()[:12]
+    return layout.path("config", f"kwok-{digest}.yaml")
 
 
 def audit_policy() -> dict[str, object]:
@@ -249,7 +260,7 @@ def _kwok(layout: Layout) -> list[str]:
     return [
         layout.binary("kwok"),
         f"--kubeconfig={layout.kubeconfig('kwok')}",
-        f"--config={layout.path('config', 'kwok.yaml')}",
+        f"--config={kwok_config_path(layout)}",
         f"--server-address=127.0.0.1:{layout.ports['kwok']}",
         "--node-ip=10.15.0.254",
         "--cidr=10.15.128.0/17",

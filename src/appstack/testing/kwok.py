@@ -241,8 +241,13 @@ def kwok_config(*, node_lease_seconds: int = 40, parallelism: int = 16) -> str:
             "nodePlayStageParallelism": 4,
             "nodeLeaseParallelism": 4,
             "podsOnNodeSyncParallelism": 2,
+            # The catch-up of a node's pods when kwok starts managing it (the pods it saw
+            # before it held the node's Lease, e.g. right after a restart, were skipped) is
+            # a paged LIST: a WatchList stream (sendInitialEvents) is refused by servers
+            # without that feature gate (Kubernetes 1.30), kwok does not fall back, and
+            # those pods would stay Pending for good.
             "enablePodsOnNodeSyncListPager": True,
-            "enablePodsOnNodeSyncStreamWatch": True,
+            "enablePodsOnNodeSyncStreamWatch": False,
         },
     }
     return yaml.safe_dump_all([options, *stages()], sort_keys=False)
