@@ -154,3 +154,18 @@ def test_a_child_is_already_so_only_if_nothing_we_applied_is_dropped() -> None:
     assert is_subset(trimmed, current)  # every wanted field is there...
     assert not already_so(trimmed, current, "appstack")  # ...but resources must go
     assert already_so(trimmed, current, "someone-else")  # not ours to remove
+
+
+def test_equal_applied_field_sets_are_kept_once_and_unequal_ones_apart() -> None:
+    first, second = (
+        keep_applied_by(_deployment(), "appstack"),
+        keep_applied_by(_deployment(), "appstack"),
+    )
+    fields = [o["metadata"]["managedFields"][0]["fieldsV1"] for o in (first, second)]
+    assert fields[0] is fields[1]  # one copy for every child of this shape
+
+    other = _deployment()
+    other["metadata"]["managedFields"][2]["fieldsV1"] = {"f:y": {}}
+    kept = keep_applied_by(other, "appstack")
+    assert kept["metadata"]["managedFields"][0]["fieldsV1"] == {"f:y": {}}
+    assert applied_fields(first, "appstack") == {"f:x": {}}  # not changed by the other
