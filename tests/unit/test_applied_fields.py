@@ -156,16 +156,24 @@ def test_a_child_is_already_so_only_if_nothing_we_applied_is_dropped() -> None:
     assert already_so(trimmed, current, "someone-else")  # not ours to remove
 
 
-def test_equal_applied_field_sets_are_kept_once_and_unequal_ones_apart() -> None:
-    first, second = (
-        keep_applied_by(_deployment(), "appstack"),
-        keep_applied_by(_deployment(), "appstack"),
-    )
-    fields = [o["metadata"]["managedFields"][0]["fieldsV1"] for o in (first, second)]
-    assert fields[0] is fields[1]  # one copy for every child of this shape
+def test_equal_parts_of_applied_field_sets_are_kept_once_but_owners_apart() -> None:
+    def child(owner_uid: str) -> dict[str, Any]:
+        fields = json.loads(json.dumps(_APPLIED).replace("u1", owner_uid))
+        obj = _deployment()
+        obj["metadata"]["managedFields"][2]["fieldsV1"] = fields
+        return keep_applied_by(obj, "appstack")
 
-    other = _deployment()
-    other["metadata"]["managedFields"][2]["fieldsV1"] = {"f:y": {}}
-    kept = keep_applied_by(other, "appstack")
-    assert kept["metadata"]["managedFields"][0]["fieldsV1"] == {"f:y": {}}
-    assert applied_fields(first, "appstack") == {"f:x": {}}  # not changed by the other
+    first, second = (child(uid)["metadata"]["managedFields"][0]["fieldsV1"] for uid in "ab")
+    assert first["f:spec"] is second["f:spec"]  # one copy for every child of this shape
+    assert first["f:metadata"]["f:labels"] is second["f:metadata"]["f:labels"]
+    assert first["f:metadata"]["f:ownerReferences"] == {_k(uid="a"): {}}  # each its owner
+    assert second["f:metadata"]["f:ownerReferences"] == {_k(uid="b"): {}}
+    assert first == json.loads(json.dumps(_APPLIED).replace("u1", "a"))  # nothing else changed
+
+    other = json.loads(json.dumps(_APPLIED))
+    del other["f:spec"]["f:replicas"]
+    obj = _deployment()
+    obj["metadata"]["managedFields"][2]["fieldsV1"] = other
+    kept = keep_applied_by(obj, "appstack")["metadata"]["managedFields"][0]["fieldsV1"]
+    assert "f:replicas" not in kept["f:spec"]
+    assert "f:replicas" in first["f:spec"]

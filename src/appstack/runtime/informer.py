@@ -35,7 +35,7 @@ import structlog
 from appstack.runtime import errors
 from appstack.runtime.client import STALL_TIMEOUT, Client
 from appstack.runtime.clock import Clock, RealClock
-from appstack.runtime.interning import intern_strings, shared_tree
+from appstack.runtime.interning import intern_strings, shared_fields
 from appstack.runtime.ratelimit import RateLimiter
 from appstack.runtime.resources import Obj, Resource, object_key
 from appstack.runtime.store import IndexFunc, Store
@@ -70,9 +70,9 @@ def keep_applied_by(obj: Obj, manager: str) -> Obj:
         and entry.get("operation") == "Apply"
         and not entry.get("subresource")
     ]
-    for entry in entries:  # the same for every child of one shape: kept once
-        if "fieldsV1" in entry:
-            entry["fieldsV1"] = shared_tree(entry["fieldsV1"])
+    for entry in entries:
+        if isinstance(entry.get("fieldsV1"), dict):
+            entry["fieldsV1"] = shared_fields(entry["fieldsV1"])
     if entries:
         meta["managedFields"] = entries
     return obj
