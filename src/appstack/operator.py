@@ -130,7 +130,11 @@ async def _run(options: OperatorOptions) -> None:
     )
     try:
         await manager.run()
+    except LeadershipLost:
+        await recorder.close(timeout=0)  # the fence refuses its writes now: drop the queue
+        raise
     finally:
+        await recorder.close(timeout=min(5.0, options.shutdown_timeout))
         await client.close()
         if election_client is not None:
             await election_client.close()

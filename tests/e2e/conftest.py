@@ -238,10 +238,12 @@ class RunningOperator:
     manager: Manager
     client: Client
     task: asyncio.Task[None]
+    recorder: EventRecorder
 
     async def stop(self) -> None:
         self.manager.stop()
         await asyncio.wait_for(self.task, 30)
+        await self.recorder.close()
         await self.client.close()
 
 
@@ -263,7 +265,7 @@ async def start_operator(
     await wait_until(lambda: manager.ready or task.done(), timeout=30, what="caches to sync")
     if task.done():
         task.result()
-    return RunningOperator(manager, client, task)
+    return RunningOperator(manager, client, task, recorder)
 
 
 @pytest.fixture

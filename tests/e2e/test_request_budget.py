@@ -48,6 +48,7 @@ async def _settled(operator: RunningOperator, namespace: str, name: str) -> None
     before = reconciles._value.get()
     operator.manager.controllers[0].enqueue(Request(namespace, name))
     await wait_until(lambda: reconciles._value.get() > before, timeout=10)
+    await operator.recorder.flush()  # its Events are sent in the background
 
 
 def _current(image: str) -> Any:

@@ -33,8 +33,10 @@ log = structlog.get_logger("appstack.children")
 
 #: Seconds between two status writes of one owner while its rollout moves...
 STATUS_INTERVAL = 1.0
-#: ...and when only its counts and messages changed (not a condition or observedGeneration).
-PROGRESS_INTERVAL = 5.0
+#: ...and when only its counts and messages changed (not a condition or observedGeneration):
+#: seldom, as each write is a request (and an event for every watcher) while a wave of
+#: rollouts is what makes them slow; the Deployment itself shows its progress meanwhile.
+PROGRESS_INTERVAL = 15.0
 
 
 def _gist(status: dict[str, Any]) -> tuple[Any, ...]:
@@ -243,7 +245,8 @@ class ChildWriter:
         *,
         action: str = "Reconcile",
     ) -> None:
-        await self.recorder.event(owner, type_, reason, note, action=action)
+        """Record an Event about ``owner``; it is sent in the background (never waited for)."""
+        self.recorder.record(owner, type_, reason, note, action=action)
 
     async def report(self, owner: dict[str, Any], problem: Problem) -> None:
         log.warning("cannot reconcile", reason=problem.reason, problem=problem.message)

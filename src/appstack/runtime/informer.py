@@ -13,9 +13,9 @@ The protocol is the state machine of :mod:`appstack.runtime.watcher`; this modul
 Errors are logged, never raised, and backed off (0.5 s → 30 s, jittered) on the injected
 :class:`~appstack.runtime.clock.Clock`. Before an object is cached,
 ``metadata.managedFields`` (but for one field manager's own apply entry, if ``managed_by``
-names it: what that manager owns of the object) and any other declared paths are dropped,
-and a ``transform``
-(if given) keeps only what the controllers read, as controller-runtime's cache transforms
+names it: what that manager owns of the object, one shared copy per distinct field set)
+and any other declared paths are dropped, and a ``transform`` (if given) keeps only what
+the controllers read, as controller-runtime's cache transforms
 do (memory: a pod's spec is most of it); then its short strings are shared with every
 other cached object (:mod:`appstack.runtime.interning`). Handlers
 (:class:`EventHandler`) are called synchronously on each change and must be cheap —
@@ -35,7 +35,7 @@ import structlog
 from appstack.runtime import errors
 from appstack.runtime.client import STALL_TIMEOUT, Client
 from appstack.runtime.clock import Clock, RealClock
-from appstack.runtime.interning import intern_strings
+from appstack.runtime.interning import intern_strings, shared_fields
 from appstack.runtime.ratelimit import RateLimiter
 from appstack.runtime.resources import Obj, Resource, object_key
 from appstack.runtime.store import IndexFunc, Store
@@ -70,6 +70,9 @@ def keep_applied_by(obj: Obj, manager: str) -> Obj:
         and entry.get("operation") == "Apply"
         and not entry.get("subresource")
     ]
+    for entry in entries:
+        if isinstance(entry.get("fieldsV1"), dict):
+            entry["fieldsV1"] = shared_fields(entry["fieldsV1"])
     if entries:
         meta["managedFields"] = entries
     return obj

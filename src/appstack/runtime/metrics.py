@@ -9,7 +9,8 @@ Workqueue (label ``name``): ``workqueue_depth``, ``workqueue_adds_total``,
 ``workqueue_queue_duration_seconds``, ``workqueue_work_duration_seconds``,
 ``workqueue_retries_total``. Leader election: ``leader_election_master_status{name}``,
 ``leader_election_writes_refused_total{name}`` (writes the fence refused).
-Client: ``rest_client_requests_total{code,method,host}``.
+Client: ``rest_client_requests_total{code,method,host}``. Events:
+``appstack_events_dropped_total`` (Events not recorded because too many were waiting).
 
 Everything lives in one :class:`Metrics` object with its own registry (tests create as many
 managers as they like). Used by the client, the workqueue, controllers and the manager.
@@ -167,6 +168,11 @@ class Metrics:
             "rest_client_requests_total",
             "Number of HTTP requests, partitioned by status code, method, and host.",
             ["code", "method", "host"],
+            registry=r,
+        )
+        self.events_dropped = Counter(
+            "appstack_events_dropped",
+            "Kubernetes Events not recorded because too many were waiting to be sent.",
             registry=r,
         )
 

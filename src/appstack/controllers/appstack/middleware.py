@@ -21,11 +21,10 @@ import secrets
 from typing import Any
 
 from appstack.api.appstack_middleware import Middleware
-from appstack.api.kind import GROUP
 from appstack.controllers.appstack import labels, mongodb
 from appstack.controllers.appstack.catalog import CATALOG, image
 from appstack.controllers.appstack.connections import credentials_secret, service_name
-from appstack.controllers.util.meta import MANAGED_BY
+from appstack.controllers.util.meta import MANAGED_BY, SLICE_MANAGER, SLICE_MANAGER_LABEL
 from appstack.controllers.util.workloads import security_context
 
 
@@ -187,7 +186,7 @@ def external(owner: dict[str, Any], mw: Middleware) -> list[dict[str, Any]]:
         ]
     slice_meta = labels.metadata(owner, mw.name, f"{name}-external")
     slice_meta["labels"]["kubernetes.io/service-name"] = name
-    slice_meta["labels"]["endpointslice.kubernetes.io/managed-by"] = GROUP
+    slice_meta["labels"][SLICE_MANAGER_LABEL] = SLICE_MANAGER
     return [
         labels.service(
             owner,

@@ -10,8 +10,23 @@ from __future__ import annotations
 
 from typing import Any
 
+from appstack.api.kind import GROUP
+
 MANAGED_BY = {"app.kubernetes.io/managed-by": "appstack"}
 CHILD_SELECTOR = "app.kubernetes.io/managed-by=appstack"
+
+#: The label naming who maintains an EndpointSlice, and our value of it.
+SLICE_MANAGER_LABEL = "endpointslice.kubernetes.io/managed-by"
+SLICE_MANAGER = GROUP
+
+
+def child_selector(kind: str) -> str:
+    """The label selector of the cache of a child kind: :data:`CHILD_SELECTOR` — and for
+    EndpointSlices also ours by :data:`SLICE_MANAGER_LABEL`, as the endpoint controller
+    copies a Service's labels (ours too) onto each slice it maintains for it."""
+    if kind == "EndpointSlice":
+        return f"{CHILD_SELECTOR},{SLICE_MANAGER_LABEL}={SLICE_MANAGER}"
+    return CHILD_SELECTOR
 
 
 INSTANCE_LABEL = "app.kubernetes.io/instance"

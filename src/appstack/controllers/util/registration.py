@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from appstack.api.kind import CustomKind
-from appstack.controllers.util.meta import CHILD_SELECTOR
+from appstack.controllers.util.meta import child_selector
 from appstack.controllers.util.rbac import Rule
 from appstack.controllers.util.reconciler import KindReconciler
 from appstack.controllers.util.references import referrers
@@ -79,7 +79,7 @@ class Registration:
         watched, referenced = self.reconciler.watches, self.reconciler.references
         for resource in (*self.owns, *(resource for resource, _ in watched)):
             if resource not in referenced:  # a user's objects are not labelled as ours
-                manager.cache.set_label_selector(resource, CHILD_SELECTOR)
+                manager.cache.set_label_selector(resource, child_selector(resource.kind))
         for resource, transform in self.reconciler.transforms.items():
             manager.cache.set_transform(resource, transform)
         for resource, indexes in self.reconciler.indexers.items():

@@ -1,0 +1,67 @@
+"""Events are sent in the background: recording returns at once, repeats fold into one
+Event's series, a full queue drops (and counts) instead of growing, and a stopped recorder
+sends what it was given."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from appstack.runtime.client import Client
+from appstack.runtime.events import EventRecorder
+from appstack.runtime.resources import CONFIG_MAP, EVENT
+
+
+async def _regarding(client: Client, namespace: str, name: str) -> dict[str, Any]:
+    meta = {"name": name, "namespace": namespace}
+    return await client.create(
+        CONFIG_MAP, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta}
+    )
+
+
+def _posts(client: Client) -> float:
+    return sum(
+        sample.value
+        for metric in client.metrics.rest_requests.collect()
+        for sample in metric.samples
+        if sample.name.endswith("_total") and sample.labels["method"] == "POST"
+    )
+
+
+async def test_recording_sends_nothing_in_the_caller_and_repeats_fold_into_a_series(
+    client: Client, namespace: str
+) -> None:
+    regarding = await _regarding(client, namespace, "noisy")
+    recorder = EventRecorder(client, instance="test")
+    before = _posts(client)
+    for _ in range(3):  # no await between them: all three are queued before any is sent
+        recorder.record(regarding, "Warning", "SyncFailed", "port 30002 is already taken")
+    assert _posts(client) == before  # the caller sent nothing
+    await recorder.flush()
+    events, _ = await client.list(EVENT, namespace)
+    assert len(events) == 1  # created once, with the count its repeats made
+    assert events[0]["series"]["count"] == 3
+    assert events[0]["regarding"]["uid"] == regarding["metadata"]["uid"]
+
+    recorder.record(regarding, "Warning", "SyncFailed", "port 30002 is already taken")
+    await recorder.flush()
+    events, _ = await client.list(EVENT, namespace)
+    assert [e["series"]["count"] for e in events] == [4]  # a later repeat: a series update
+
+
+async def test_a_full_queue_drops_new_events_and_counts_them(
+    client: Client, namespace: str
+) -> None:
+    regarding = await _regarding(client, namespace, "burst")
+    recorder = EventRecorder(client, instance="test", senders=1, max_pending=2)
+    dropped = client.metrics.events_dropped.collect()[0].samples[0].value
+    for i in range(5):
+        recorder.record(regarding, "Normal", "Step", f"step {i}")
+    await recorder.close()
+    events, _ = await client.list(EVENT, namespace)
+    assert sorted(e["note"] for e in events) == ["step 0", "step 1"]
+    assert client.metrics.events_dropped.collect()[0].samples[0].value == dropped + 3
+
+    recorder.record(regarding, "Normal", "Step", "after the burst")  # room again
+    await recorder.close()
+    events, _ = await client.list(EVENT, namespace)
+    assert "after the burst" in {e["note"] for e in events}
