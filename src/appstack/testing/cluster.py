@@ -167,9 +167,9 @@ class LocalCluster:
         Starting the API server (or etcd) also restarts the running components that talk
         to it (controller-manager, scheduler, kwok): during an outage their client-go
         reflectors back off for up to 30 s, which would make the tests that follow slow
-        and flaky; and on Kubernetes 1.30 the API server's watches could go silent after
-        an etcd restart (no events, no bookmarks): kwok never noticed and left pods
-        Pending for good (the operator notices after its 90 s stall timeout).
+        and flaky. (Pods left Pending for good after an etcd restart on Kubernetes 1.30,
+        first blamed on silent watches, were kwok's catch-up of a node's pods, which asked
+        1.30 for a WatchList stream it refuses: see :mod:`appstack.testing.kwok`.)
         """
         layout = self.layout()
         proc = self.process(component)
