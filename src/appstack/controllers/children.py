@@ -36,7 +36,7 @@ STATUS_INTERVAL = 1.0
 #: ...and when only its counts and messages changed (not a condition or observedGeneration):
 #: seldom, as each write is a request (and an event for every watcher) while a wave of
 #: rollouts is what makes them slow; the Deployment itself shows its progress meanwhile.
-PROGRESS_INTERVAL = 15.0
+PROGRESS_INTERVAL = 60.0
 
 
 def _gist(status: dict[str, Any]) -> tuple[Any, ...]:
