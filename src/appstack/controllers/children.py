@@ -12,6 +12,7 @@ must fix into a :class:`~appstack.controllers.util.conditions.Problem`, reports 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
 from collections.abc import Iterable, Sequence
@@ -19,7 +20,13 @@ from typing import Any
 
 import structlog
 
-from appstack.controllers.util.compare import already_so, is_subset, users_problem
+from appstack.controllers.util.compare import (
+    already_so,
+    create_only,
+    status_gist,
+    unowned_with_labels,
+    users_problem,
+)
 from appstack.controllers.util.conditions import Problem, previous_conditions
 from appstack.controllers.util.meta import controlled_by
 from appstack.controllers.util.written import RecentWrites
@@ -39,28 +46,11 @@ STATUS_INTERVAL = 1.0
 PROGRESS_INTERVAL = 60.0
 
 
-def _gist(status: dict[str, Any]) -> tuple[Any, ...]:
-    """What a user acts on in a status: observedGeneration and each condition's status and
-    reason (not replica counts, not messages, which repeat the counts)."""
-    conditions = status.get("conditions") or []
-    return status.get("observedGeneration"), *(
-        (c.get("type"), c.get("status"), c.get("reason")) for c in conditions
-    )
+#: Children of one owner written at once by :meth:`ChildWriter.sync_all`.
+SYNC_CONCURRENCY = 4
 
-
-# A resourceVersion no stored object has (etcd's first write is revision 2): applied with
-# it, server-side apply creates an absent object and answers 409 for an existing one.
-_NEVER_STORED = "1"
-
-
-def _create_only(want: dict[str, Any]) -> dict[str, Any]:
-    """``want`` as an apply that creates it if absent and never touches an existing one."""
-    return {**want, "metadata": {**want["metadata"], "resourceVersion": _NEVER_STORED}}
-
-
-def _unowned_with_labels(current: dict[str, Any], meta: dict[str, Any]) -> bool:
-    ours = not meta.get("ownerReferences") and not current["metadata"].get("ownerReferences")
-    return ours and is_subset(meta.get("labels") or {}, current["metadata"].get("labels") or {})
+# What syncing one child gave: the child as now known, a problem, "Created"/"Updated".
+_Synced = tuple[dict[str, Any] | None, Problem | None, str | None]
 
 
 class ChildWriter:
@@ -107,7 +97,7 @@ class ChildWriter:
 
     async def _sync(
         self, owner: dict[str, Any], resource: Resource, want: dict[str, Any]
-    ) -> tuple[dict[str, Any] | None, Problem | None, str | None]:
+    ) -> _Synced:
         """:meth:`sync` without the Event: also returns ``Created``/``Updated`` or None."""
         meta = want["metadata"]
         current = self.writes.get(resource, f"{meta['namespace']}/{meta['name']}")
@@ -115,7 +105,7 @@ class ChildWriter:
             # Not in our label-filtered cache: create it, but only if the name is free (an
             # object we do not manage may hold it: then it is read, below, not taken over).
             try:
-                created, problem = await self._apply(resource, _create_only(want))
+                created, problem = await self._apply(resource, create_only(want))
             except errors.Conflict:
                 with contextlib.suppress(errors.NotFound):  # deleted meanwhile: apply
                     current = await self.client.get(resource, meta["name"], meta["namespace"])
@@ -155,13 +145,28 @@ class ChildWriter:
     ) -> tuple[dict[str, dict[str, Any] | None], list[Problem]]:
         """:meth:`sync` each child (of a kind in ``owns``): kind → child as now known.
 
-        One Event tells what this call changed (``Created Deployment a, Service a``):
-        ``Created`` when it only created children, else ``Updated``."""
+        The children are written concurrently (at most :data:`SYNC_CONCURRENCY` at once:
+        server-side apply needs no order among them, and a reconcile that creates a
+        Deployment and a Service then waits one round trip, not two). One Event tells what
+        this call changed (``Created Deployment a, Service a``): ``Created`` when it only
+        created children, else ``Updated``."""
+        wanted = list(children)
+        limit = asyncio.Semaphore(SYNC_CONCURRENCY)
+
+        async def one(child: dict[str, Any]) -> _Synced:
+            async with limit:
+                return await self._sync(owner, self.owns[child["kind"]], child)
+
+        outcomes = await asyncio.gather(*(one(c) for c in wanted), return_exceptions=True)
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):  # the first failure, once all are done
+                raise outcome
         synced: dict[str, dict[str, Any] | None] = {}
         problems: list[Problem] = []
         changed: list[tuple[str, str]] = []
-        for child in children:
-            current, problem, verb = await self._sync(owner, self.owns[child["kind"]], child)
+        for child, outcome in zip(wanted, outcomes, strict=True):
+            assert not isinstance(outcome, BaseException)  # noqa: S101 (raised above)
+            current, problem, verb = outcome
             if problem is not None:
                 problems.append(problem)
             if verb is not None:
@@ -206,7 +211,7 @@ class ChildWriter:
             note = f"Created {resource.kind} {meta['name']} ({what})"
             await self.event(owner, "Normal", "Created", note)
             return None
-        mine = controlled_by(current, owner) or _unowned_with_labels(current, meta)
+        mine = controlled_by(current, owner) or unowned_with_labels(current, meta)
         return None if mine else self._conflict(resource, meta["name"])
 
     async def delete_child(
@@ -278,7 +283,7 @@ class ChildWriter:
         if rolling:
             interval = (
                 PROGRESS_INTERVAL
-                if _gist(owner.get("status") or {}) == _gist(status)
+                if status_gist(owner.get("status") or {}) == status_gist(status)
                 else STATUS_INTERVAL
             )
             wait = self._changed_at.get(key, -interval) + interval - now

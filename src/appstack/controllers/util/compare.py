@@ -1,5 +1,6 @@
 """Pure judgements about child writes: is the wanted object already so (every wanted field
-set, and no field our last apply set left out of it), and is a refusal the user's to fix?
+set, and no field our last apply set left out of it), is a refusal the user's to fix, what
+of a status a user acts on (its gist), and a create-only apply?
 Used by :class:`~appstack.controllers.children.ChildWriter` (and its unit tests).
 """
 
@@ -120,3 +121,29 @@ def _keyed_item(items: Any, keys: Mapping[str, Any]) -> Any:
         ):
             return item
     return None
+
+
+def status_gist(status: dict[str, Any]) -> tuple[Any, ...]:
+    """What a user acts on in a status: observedGeneration and each condition's status and
+    reason (not replica counts, not messages, which repeat the counts)."""
+    conditions = status.get("conditions") or []
+    return status.get("observedGeneration"), *(
+        (c.get("type"), c.get("status"), c.get("reason")) for c in conditions
+    )
+
+
+# A resourceVersion no stored object has (etcd's first write is revision 2): applied with
+# it, server-side apply creates an absent object and answers 409 for an existing one.
+_NEVER_STORED = "1"
+
+
+def create_only(want: dict[str, Any]) -> dict[str, Any]:
+    """``want`` as an apply that creates it if absent and never touches an existing one."""
+    return {**want, "metadata": {**want["metadata"], "resourceVersion": _NEVER_STORED}}
+
+
+def unowned_with_labels(current: Mapping[str, Any], meta: Mapping[str, Any]) -> bool:
+    """Whether ``current`` has no owner, nor does ``meta`` want one, and it carries every
+    label of ``meta`` (kept after its owner was deleted: its successor adopts it)."""
+    ours = not meta.get("ownerReferences") and not current["metadata"].get("ownerReferences")
+    return ours and is_subset(meta.get("labels") or {}, current["metadata"].get("labels") or {})
