@@ -3,7 +3,9 @@ controller-runtime algorithm) and a kopf peer — one invocation, one cluster.
 
 For each size N and each repeat, one after another, each in a fresh namespace that is
 deleted (and waited for) before the next: the raw floor (the same 2N child creates, 64 in
-flight, then N Deployment image patches), then every peer: N AppServices of size 1
+flight, then N Deployment image patches), optionally the full floor (``floor-full``:
+also the AppService writes and a status write per app, done directly, see
+``peerbench/fullfloor.py``), then every peer: N AppServices of size 1
 created at once, timed until each has its Deployment and Service owned by it (and, for a
 peer that writes status, ``status.observedGeneration == generation``), then the image of
 all N changed, timed the same way. Per wave: seconds, apps/s, x floor, operator CPU
@@ -12,7 +14,7 @@ all N changed, timed the same way. Per wave: seconds, apps/s, x floor, operator 
 
 Usage:
   python bench/peers.py --cluster bench [--sizes 100,1000] [--repeat 2]
-      [--peers floor,appstack,appstack-tuned,go-seed,kopf] [--tuned=--concurrency=16]
+      [--peers floor,floor-full,appstack,appstack-tuned,go-seed,kopf] [--tuned=--concurrency=16]
       [--base-source DIR --peers ...,appstack-base,...]
       [--json docs/peers.json] [--plot docs/peers.png] [--docs docs/performance.md]
   python bench/peers.py --cluster bench --startup 10000   # process start -> first reconcile
@@ -74,8 +76,9 @@ async def run(args: argparse.Namespace, kubeconfig: str, cluster_dir: Path | Non
             order = wanted if repeat % 2 == 0 or not args.alternate else wanted[::-1]
             for key in order:
                 load = _load()
-                if key == "floor":
-                    record = await measure_floor(kubeconfig, n)
+                print(f"[peers] N={n} repeat {repeat}: {key} ({load})", file=sys.stderr)
+                if key in ("floor", "floor-full"):
+                    record = await measure_floor(kubeconfig, n, full=key == "floor-full")
                 else:
                     record = await measure_peer(
                         kubeconfig, known[key], n, cluster_dir=cluster_dir, log_dir=log_dir

@@ -25,7 +25,7 @@ import yaml
 from appstack.controllers.appstack import APP_STACK
 from appstack.runtime.client import Client
 from appstack.runtime.informer import Informer
-from appstack.runtime.resources import CONFIG_MAP, NAMESPACE
+from appstack.runtime.resources import CONFIG_MAP, NAMESPACE, SECRET
 
 sys.path.insert(0, str(Path(__file__).parent))
 from converge import _bounded, _proc_usage, start_operator  # shared with the AppService benchmark
@@ -39,6 +39,16 @@ def _ready(stack: dict[str, Any]) -> bool:
         c["type"] == "Ready" and c["status"] == "True"
         for c in (stack.get("status") or {}).get("conditions") or []
     )
+
+
+def _uuc_token(namespace: str) -> dict[str, Any]:
+    """The Secret the example's external ``uuc`` service reads its bearer token from."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "uuc-token", "namespace": namespace},
+        "stringData": {"token": "bench-token"},
+    }
 
 
 async def measure(kubeconfig: str, count: int, extra: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -55,6 +65,7 @@ async def measure(kubeconfig: str, count: int, extra: tuple[str, ...] = ()) -> d
         )
         init["metadata"]["namespace"] = namespace
         await client.create(CONFIG_MAP, init)
+        await client.create(SECRET, _uuc_token(namespace))  # as the example asks of its user
         operator = start_operator(kubeconfig, namespace, free_port(), list(extra))
         stacks = Informer(client, APP_STACK, namespace=namespace)
         task = asyncio.create_task(stacks.run())

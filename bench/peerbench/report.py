@@ -32,6 +32,7 @@ def _get(record: dict[str, Any], path: str) -> Any:
 def summarise(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per (n, peer), in first-seen order, with medians, spreads and ratios."""
     floors = {(r["n"], r["repeat"]): r for r in records if r["peer"] == "floor"}
+    fulls = {(r["n"], r["repeat"]): r for r in records if r["peer"] == "floor-full"}
     keys: list[tuple[int, str]] = []
     for r in records:
         if (r["n"], r["peer"]) not in keys:
@@ -43,13 +44,14 @@ def summarise(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         row["repeats"] = len(runs)
         for wave in ("create", "update"):
             row[wave] = {"seconds": spread(r[wave]["seconds"] for r in runs)}
-            ratios = [
-                r[wave]["seconds"] / floors[(n, r["repeat"])][wave]["seconds"]
-                for r in runs
-                if (n, r["repeat"]) in floors
-            ]
-            if ratios:
-                row[wave]["x_floor"] = spread(round(x, 2) for x in ratios)
+            for key, against in (("x_floor", floors), ("x_full", fulls)):
+                ratios = [
+                    r[wave]["seconds"] / against[(n, r["repeat"])][wave]["seconds"]
+                    for r in runs
+                    if (n, r["repeat"]) in against
+                ]
+                if ratios:
+                    row[wave][key] = spread(round(x, 2) for x in ratios)
             for metric in ("cpu_ms_per_app", "requests_per_app", "writes_per_app"):
                 vals = [v for r in runs if (v := _get(r, f"{wave}.{metric}")) is not None]
                 if vals:
@@ -90,9 +92,15 @@ HEADER = (
 )
 
 
+FULL_HEADER = (" x full floor (create / update) |", "---:|")
+
+
 def table(rows: list[dict[str, Any]]) -> str:
-    """The Markdown table: medians, (min-max) over the repeats."""
-    lines = [HEADER]
+    """The Markdown table: medians, (min-max) over the repeats; with a column of the
+    ratios to the full floor when it was measured."""
+    full = any("x_full" in row["create"] for row in rows)
+    title, rule = HEADER.split("\n")
+    lines = [title + FULL_HEADER[0] + "\n" + rule + FULL_HEADER[1]] if full else [HEADER]
     for row in rows:
         create, update, n = row["create"], row["update"], row["n"]
         apps_per_s = n / create["seconds"]["median"]
@@ -114,6 +122,8 @@ def table(rows: list[dict[str, Any]]) -> str:
             f"| {requests if 'requests_per_app' in create else '—'} "
             f"| {_range(update.get('requests_per_app'))} | {writes} |"
         )
+        if full:
+            lines[-1] += f" {_x(create.get('x_full'))} / {_x(update.get('x_full'))} |"
     return "\n".join(lines)
 
 

@@ -1,5 +1,5 @@
-"""One measurement: a peer (or the raw floor) at one size, in a fresh namespace that is
-deleted, and waited for, afterwards.
+"""One measurement: a peer (or the raw floor, or the full floor) at one size, in a fresh
+namespace that is deleted, and waited for, afterwards.
 
 For an operator: start it, wait until it is ready and idle, create N AppServices at once
 and time until :meth:`~peerbench.waves.Watch.converged` reaches N; wait until the process
@@ -21,11 +21,12 @@ from typing import Any
 
 from appstack.runtime.client import Client
 from appstack.testing.audit import read_audit_events
-from peerbench import promtext, waves
+from peerbench import fullfloor, promtext, waves
 from peerbench.operators import Peer, Running
 from peerbench.procstat import usage
 
 BENCH_AGENT = "appstack-bench"
+FULL_FLOOR_LABEL = "full floor: + the AppService writes and a status write, done directly"
 
 
 def _now() -> datetime.datetime:
@@ -45,16 +46,24 @@ def audit_writes(
     return dict(sorted(counts.items()))
 
 
-async def measure_floor(kubeconfig: str, n: int) -> dict[str, Any]:
+async def measure_floor(kubeconfig: str, n: int, *, full: bool = False) -> dict[str, Any]:
+    """The floor (the 2N child creates, N Deployment patches), or with ``full`` every write
+    a status-writing operator's wave holds (:mod:`peerbench.fullfloor`)."""
+    create, update = (
+        (fullfloor.full_create, fullfloor.full_update)
+        if full
+        else (waves.floor_create, waves.floor_update)
+    )
     async with await Client.connect(kubeconfig, user_agent=BENCH_AGENT) as client:
         namespace = await waves.create_namespace(client, "peers-floor")
         try:
-            create_s = await waves.floor_create(client, namespace, n)
-            update_s = await waves.floor_update(client, namespace, n)
+            create_s = await create(client, namespace, n)
+            update_s = await update(client, namespace, n)
         finally:
             await waves.delete_namespace(client, namespace)
     return {
-        "peer": "floor",
+        "peer": "floor-full" if full else "floor",
+        "label": FULL_FLOOR_LABEL if full else "floor",
         "n": n,
         "create": {"seconds": round(create_s, 2), "apps_per_s": round(n / create_s, 1)},
         "update": {"seconds": round(update_s, 2), "apps_per_s": round(n / update_s, 1)},

@@ -53,26 +53,34 @@ def app_object(name: str, namespace: str, image: str) -> dict[str, Any]:
     }
 
 
-async def bounded(count: int, make: Callable[[int], Awaitable[Any]]) -> None:
-    """``make(0..count-1)``, at most :data:`IN_FLIGHT` at a time. A request the overloaded
-    API server timed out or throttled is sent again (a create that had landed anyway then
-    answers AlreadyExists, which counts as done)."""
+async def retrying(send: Callable[[], Awaitable[Any]]) -> Any:
+    """``send()``, sent again when the overloaded API server timed it out or throttled it
+    (a create that had landed anyway then answers AlreadyExists, which counts as done:
+    None)."""
+    for attempt in range(RETRIES):
+        try:
+            return await send()
+        except AlreadyExists:
+            if attempt == 0:
+                raise
+            return None
+        except (ServerError, TooManyRequests, TransportError):
+            if attempt == RETRIES - 1:
+                raise
+            await asyncio.sleep(1.0)
+    return None
+
+
+async def bounded(
+    count: int, make: Callable[[int], Awaitable[Any]], *, retry: bool = True
+) -> None:
+    """``make(0..count-1)``, at most :data:`IN_FLIGHT` at a time, each :func:`retrying`
+    (unless ``retry`` is false: ``make`` retries its own requests)."""
     sem = asyncio.Semaphore(IN_FLIGHT)
 
     async def one(i: int) -> None:
         async with sem:
-            for attempt in range(RETRIES):
-                try:
-                    await make(i)
-                    return
-                except AlreadyExists:
-                    if attempt == 0:
-                        raise
-                    return
-                except (ServerError, TooManyRequests, TransportError):
-                    if attempt == RETRIES - 1:
-                        raise
-                    await asyncio.sleep(1.0)
+            await (retrying(lambda: make(i)) if retry else make(i))
 
     await asyncio.gather(*(one(i) for i in range(count)))
 

@@ -96,3 +96,17 @@ def test_the_marked_section_is_replaced_and_the_rest_kept() -> None:
     assert new == f"# Perf\n\nintro\n\n{report.BEGIN}\nnew table\n{report.END}\n\n## Next\ntext\n"
     appended = report.replace_section("# Perf\n", "t")
     assert appended == f"# Perf\n\n{report.BEGIN}\nt\n{report.END}\n"
+
+
+def test_with_the_full_floor_measured_each_row_gets_its_ratio_to_it_too() -> None:
+    runs = [*RUNS, _run("floor-full", 0, 12.5, 2.5), _run("floor-full", 1, 10.0, 4.0)]
+    rows = {row["peer"]: row for row in report.summarise(runs)}
+    assert rows["op"]["create"]["x_full"] == {"median": 1.5, "min": 1.0, "max": 2.0}
+    assert rows["op"]["update"]["x_full"] == {"median": 1.6, "min": 1.2, "max": 2.0}
+    assert rows["floor-full"]["create"]["x_floor"] == {"median": 0.88, "min": 0.5, "max": 1.25}
+    text = report.table(list(rows.values()))
+    assert "x full floor (create / update)" in text.splitlines()[0]
+    assert text.splitlines()[0].count("|") == text.splitlines()[1].count("|")
+    op_line = next(line for line in text.splitlines() if "| OP |" in line)
+    assert op_line.endswith(" 1.50x (1.00-2.00) / 1.60x (1.20-2.00) |")
+    assert "x full floor" not in report.table(report.summarise(RUNS))
