@@ -71,9 +71,7 @@ async def retrying(send: Callable[[], Awaitable[Any]]) -> Any:
     return None
 
 
-async def bounded(
-    count: int, make: Callable[[int], Awaitable[Any]], *, retry: bool = True
-) -> None:
+async def bounded(count: int, make: Callable[[int], Awaitable[Any]], *, retry: bool = True) -> None:
     """``make(0..count-1)``, at most :data:`IN_FLIGHT` at a time, each :func:`retrying`
     (unless ``retry`` is false: ``make`` retries its own requests)."""
     sem = asyncio.Semaphore(IN_FLIGHT)
