@@ -148,3 +148,26 @@ async def test_a_watch_refused_at_once_raises_its_typed_error() -> None:
     with pytest.raises(errors.Forbidden):
         async for _ in client.watch(CONFIG_MAP, resource_version="1"):
             pass
+
+
+def test_a_listed_item_gets_the_apiversion_and_kind_its_list_left_out() -> None:
+    page = {
+        "apiVersion": "apps/v1",
+        "kind": "DeploymentList",
+        "metadata": {"resourceVersion": "42", "continue": "next"},
+        "items": [
+            {"metadata": {"name": "a"}, "spec": {}},
+            {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "b"}},
+        ],
+    }
+    items, version, more = apirequest.decode_list_page(page)
+    assert (version, more) == ("42", "next")
+    assert [(i["apiVersion"], i["kind"], i["metadata"]["name"]) for i in items] == [
+        ("apps/v1", "Deployment", "a"),
+        ("apps/v1", "Deployment", "b"),
+    ]
+    # A list whose kind is not "<Kind>List" (a Table, say) leaves its items alone.
+    table = {"apiVersion": "meta.k8s.io/v1", "kind": "Table", "items": [{"x": 1}]}
+    odd, _, last = apirequest.decode_list_page(table)
+    assert odd == [{"x": 1}]
+    assert last is None

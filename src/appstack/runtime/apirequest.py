@@ -236,13 +236,22 @@ def decode_body(body: bytes) -> Obj:
 
 
 def decode_list_page(page: Obj) -> tuple[list[Obj], str, str | None]:
-    """A LIST answer's items, resourceVersion and ``continue`` token (None on the last page)."""
+    """A LIST answer's items, resourceVersion and ``continue`` token (None on the last page).
+
+    The API server leaves ``apiVersion`` and ``kind`` out of a list's items (the list says
+    them once: ``apps/v1``, ``DeploymentList``); they are put back, as client-go's
+    unstructured lists do, so a listed object is the same as a fetched or watched one (a
+    comparison with a wanted object, which has them, would otherwise always differ)."""
     meta = page.get("metadata") or {}
-    return (
-        list(page.get("items") or []),
-        str(meta.get("resourceVersion", "")),
-        meta.get("continue") or None,
-    )
+    items = list(page.get("items") or [])
+    list_kind, api_version = str(page.get("kind") or ""), page.get("apiVersion")
+    kind = list_kind.removesuffix("List") if list_kind.endswith("List") else None
+    for item in items if kind else ():
+        if isinstance(item, dict):
+            item.setdefault("kind", kind)
+            if api_version:
+                item.setdefault("apiVersion", api_version)
+    return items, str(meta.get("resourceVersion", "")), meta.get("continue") or None
 
 
 def decode_watch_line(line: bytes) -> Obj | None:
