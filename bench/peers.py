@@ -18,6 +18,8 @@ Usage:
       [--base-source DIR --peers ...,appstack-base,...]
       [--json docs/peers.json] [--plot docs/peers.png] [--docs docs/performance.md]
   python bench/peers.py --cluster bench --startup 10000   # process start -> first reconcile
+  python bench/peers.py --cluster bench --restart 3000 --peers appstack-base,appstack \
+      --base-source DIR   # a change made while catching up after a restart: acted on when
 
 ``--cluster NAME`` starts (or reuses) the local test bed and installs the CRDs;
 ``--kubeconfig`` uses any cluster (no audit counts then). ``--stacks 300`` instead runs
@@ -107,6 +109,9 @@ def main() -> None:
     parser.add_argument("--base-label", help="the table's name for appstack-base")
     parser.add_argument("--stacks", type=int, help="only: N DataService AppStacks (appstack)")
     parser.add_argument("--startup", type=int, help="only: start-up with N existing AppServices")
+    parser.add_argument(
+        "--restart", type=int, help="only: a change made while catching up with N converged apps"
+    )
     args = parser.parse_args()
     if args.from_log:
         lines = Path(args.from_log).read_text().splitlines()
@@ -127,17 +132,28 @@ def main() -> None:
         if args.json:
             Path(args.json).write_text(json.dumps(result, indent=1))
         return
-    if args.startup:
-        known = peers(tuple(args.tuned.split()), args.base_source)
-        wanted = [known[k] for k in args.peers.split(",") if k != "floor"]
-        results = asyncio.run(measure_startup(kubeconfig, wanted, args.startup))
-        print(startup_table(results))
-        if args.json:
-            Path(args.json).write_text(json.dumps(results, indent=1))
+    if args.restart or args.startup:
+        _starts(args, kubeconfig)
         return
     started = datetime.datetime.now(datetime.timezone.utc)
     records = asyncio.run(run(args, kubeconfig, cluster_dir))
     render(args, records, started)
+
+
+def _starts(args: argparse.Namespace, kubeconfig: str) -> None:
+    """``--startup N`` or ``--restart N``: print the table, write the JSON."""
+    from peerbench import restart  # noqa: PLC0415
+
+    known = peers(tuple(args.tuned.split()), args.base_source)
+    wanted = [known[k] for k in args.peers.split(",") if k != "floor"]
+    if args.restart:
+        results = asyncio.run(restart.measure_restart(kubeconfig, wanted[0], wanted, args.restart))
+        print(restart.table(results))
+    else:
+        results = asyncio.run(measure_startup(kubeconfig, wanted, args.startup))
+        print(startup_table(results))
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
 
 
 def render(args: argparse.Namespace, records: list[Any], started: Any) -> None:
