@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from appstack.api.appservice import AppServiceSpec
@@ -29,6 +30,7 @@ from appstack.runtime.client import Client
 from appstack.runtime.resources import DEPLOYMENT, SERVICE
 from peerbench.waves import (
     FIRST_IMAGE,
+    IMAGE_PATCH,
     SECOND_IMAGE,
     app_name,
     app_object,
@@ -37,18 +39,35 @@ from peerbench.waves import (
 )
 
 
-def _status(
-    app: dict[str, Any], deployment: dict[str, Any] | None, service: dict[str, Any] | None
-) -> Any:
-    return status.from_children(
+async def _write_status(
+    client: Client,
+    app: dict[str, Any],
+    deployment: dict[str, Any] | None,
+    service: dict[str, Any] | None,
+) -> None:
+    """The status appstack would write for these children (``observedGeneration`` too)."""
+    meta = app["metadata"]
+    observed = status.from_children(
         app,
         size=1,
         deployment=deployment,
         service_expected=True,
         service=service,
         problem=None,
-        selector=f"app.kubernetes.io/instance={app['metadata']['name']}",
+        selector=f"app.kubernetes.io/instance={meta['name']}",
     )
+    await retrying(
+        lambda: client.patch_status(
+            APP_SERVICE, meta["name"], observed, namespace=meta["namespace"]
+        )
+    )
+
+
+async def _timed(n: int, one: Callable[[int], Awaitable[None]]) -> float:
+    """Seconds for ``one(0..n-1)``, :data:`~peerbench.waves.IN_FLIGHT` apps at a time."""
+    started = time.perf_counter()
+    await bounded(n, one, retry=False)
+    return time.perf_counter() - started
 
 
 async def full_create(client: Client, namespace: str, n: int) -> float:
@@ -69,22 +88,13 @@ async def full_create(client: Client, namespace: str, n: int) -> float:
         ):
             made.append(retrying(lambda r=resource, c=child: client.create(r, c)))
         deployment, service = await asyncio.gather(*made)
-        await retrying(
-            lambda: client.patch_status(
-                APP_SERVICE, name, _status(app, deployment, service), namespace=namespace
-            )
-        )
+        await _write_status(client, app, deployment, service)
 
-    started = time.perf_counter()
-    await bounded(n, one, retry=False)
-    return time.perf_counter() - started
+    return await _timed(n, one)
 
 
 async def full_update(client: Client, namespace: str, n: int) -> float:
     """N apps, each: the AppService's image, then the Deployment's, then status."""
-    image = {
-        "spec": {"template": {"spec": {"containers": [{"name": "app", "image": SECOND_IMAGE}]}}}
-    }
 
     async def one(i: int) -> None:
         name = app_name(i)
@@ -95,16 +105,10 @@ async def full_update(client: Client, namespace: str, n: int) -> float:
         )
         deployment = await retrying(
             lambda: client.patch(
-                DEPLOYMENT, name, image, namespace=namespace, patch_type="strategic"
+                DEPLOYMENT, name, IMAGE_PATCH, namespace=namespace, patch_type="strategic"
             )
         )
         service = {"metadata": {"name": name}}  # exists: only its presence is read
-        await retrying(
-            lambda: client.patch_status(
-                APP_SERVICE, name, _status(app, deployment, service), namespace=namespace
-            )
-        )
+        await _write_status(client, app, deployment, service)
 
-    started = time.perf_counter()
-    await bounded(n, one, retry=False)
-    return time.perf_counter() - started
+    return await _timed(n, one)

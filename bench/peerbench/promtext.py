@@ -2,8 +2,9 @@
 
 appstack and controller-runtime both export ``rest_client_requests_total{code,method,host}``
 (client-go's name); :func:`requests_by_method` sums it per HTTP method so a wave's cost is
-the difference of two scrapes (:func:`diff`). Pure; unit tested. Used by
-:mod:`peerbench.run`.
+the difference of two scrapes (:func:`diff`); :func:`reconciles` counts reconciles. The
+parsing is pure and unit tested; :func:`fetch` and :func:`scrape` read a peer's endpoint.
+Used by :mod:`peerbench.run` and :mod:`peerbench.restart`.
 """
 
 from __future__ import annotations
@@ -34,6 +35,23 @@ def diff(after: dict[str, float], before: dict[str, float]) -> dict[str, int]:
     return {m: n for m, n in sorted(out.items()) if n}
 
 
-def scrape(port: int, timeout: float = 10.0) -> dict[str, float]:
+def reconciles(exposition: str) -> float:
+    """All reconciles so far (``controller_runtime_reconcile_total``, every controller and
+    result), from a Prometheus text exposition."""
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(exposition)
+        if family.name == "controller_runtime_reconcile"
+        for sample in family.samples
+        if sample.name.endswith("_total")
+    )
+
+
+def fetch(port: int, timeout: float = 10.0) -> str:
+    """The peer's ``/metrics`` text."""
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=timeout) as resp:
-        return requests_by_method(resp.read().decode())
+        return str(resp.read().decode())
+
+
+def scrape(port: int, timeout: float = 10.0) -> dict[str, float]:
+    return requests_by_method(fetch(port, timeout))

@@ -18,11 +18,8 @@ import asyncio
 import tempfile
 import time
 import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
-
-from prometheus_client.parser import text_string_to_metric_families
 
 from appstack.controllers.appservice import APP_SERVICE
 from appstack.runtime.client import Client
@@ -33,17 +30,9 @@ from peerbench.run import BENCH_AGENT
 
 def _reconciles(port: int) -> float:
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as resp:
-            text = resp.read().decode()
-    except (urllib.error.URLError, OSError):
+        return promtext.reconciles(promtext.fetch(port, timeout=2))
+    except (urllib.error.URLError, OSError):  # not serving /metrics yet
         return 0.0
-    return sum(
-        sample.value
-        for family in text_string_to_metric_families(text)
-        if family.name == "controller_runtime_reconcile"
-        for sample in family.samples
-        if sample.name.endswith("_total")
-    )
 
 
 async def _reconciling(op: Running, timeout: float = 120) -> None:
@@ -52,17 +41,6 @@ async def _reconciling(op: Running, timeout: float = 120) -> None:
         if op.proc.poll() is not None or time.perf_counter() - op.started > timeout:
             raise RuntimeError(f"{op.peer.key} never reconciled; see {op.log_path}")
         await asyncio.sleep(0.05)
-
-
-def _acted_on(watch: waves.Watch, key: str, image: str) -> bool:
-    app, dep = watch.apps.store.get(key), watch.deployments.store.get(key)
-    if app is None or dep is None:
-        return False
-    status = app.get("status") or {}
-    return bool(
-        dep["spec"]["template"]["spec"]["containers"][0]["image"] == image
-        and status.get("observedGeneration") == app["metadata"]["generation"]
-    )
 
 
 async def measure_restart(
@@ -97,7 +75,10 @@ async def measure_restart(
                         await client.patch(
                             APP_SERVICE, last, {"spec": {"image": image}}, namespace=namespace
                         )
-                        while not _acted_on(watch, f"{namespace}/{last}", image):
+                        key = f"{namespace}/{last}"
+                        while not watch.app_converged(
+                            watch.apps.store.get(key), image, status=True
+                        ):
                             if time.perf_counter() - patched > max(300.0, n / 10):
                                 raise TimeoutError(f"{peer.key}: change not acted on")
                             await asyncio.sleep(0.05)

@@ -38,6 +38,10 @@ IN_FLIGHT = 64
 RETRIES = 5
 FIRST_IMAGE = "nginx:1.27"
 SECOND_IMAGE = "nginx:1.28"
+#: The Deployment's side of the update wave (a strategic merge patch of its one container).
+IMAGE_PATCH = {
+    "spec": {"template": {"spec": {"containers": [{"name": "app", "image": SECOND_IMAGE}]}}}
+}
 
 
 def app_name(i: int) -> str:
@@ -149,23 +153,28 @@ class Watch:
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
     def converged(self, image: str, *, status: bool) -> int:
-        done = 0
-        for app in self.apps.store.objects():
-            meta = app["metadata"]
-            key = f"{meta['namespace']}/{meta['name']}"
-            dep = self.deployments.store.get(key)
-            if (
-                _owned_by(dep, meta["uid"])
-                and _owned_by(self.services.store.get(key), meta["uid"])
-                and dep is not None
-                and dep["spec"]["template"]["spec"]["containers"][0]["image"] == image
-                and (
-                    not status
-                    or (app.get("status") or {}).get("observedGeneration") == meta["generation"]
-                )
-            ):
-                done += 1
-        return done
+        return sum(
+            self.app_converged(app, image, status=status) for app in self.apps.store.objects()
+        )
+
+    def app_converged(self, app: dict[str, Any] | None, image: str, *, status: bool) -> bool:
+        """Whether ``app`` has its Deployment and Service, owned by it, the Deployment
+        running ``image`` (and, with ``status``, its observedGeneration is its generation)."""
+        if app is None:
+            return False
+        meta = app["metadata"]
+        key = f"{meta['namespace']}/{meta['name']}"
+        dep = self.deployments.store.get(key)
+        return bool(
+            _owned_by(dep, meta["uid"])
+            and _owned_by(self.services.store.get(key), meta["uid"])
+            and dep is not None
+            and dep["spec"]["template"]["spec"]["containers"][0]["image"] == image
+            and (
+                not status
+                or (app.get("status") or {}).get("observedGeneration") == meta["generation"]
+            )
+        )
 
     def child_problems(self, image: str, limit: int = 5) -> list[str]:
         """What is wrong with the children of converged apps (empty: all as the spec says:
@@ -229,16 +238,13 @@ async def floor_create(client: Client, namespace: str, n: int) -> float:
 
 async def floor_update(client: Client, namespace: str, n: int) -> float:
     """N Deployment image patches (the one write an image change needs)."""
-    image = {
-        "spec": {"template": {"spec": {"containers": [{"name": "app", "image": SECOND_IMAGE}]}}}
-    }
     started = time.perf_counter()
     await bounded(
         n,
         lambda i: client.patch(
             DEPLOYMENT,
             app_name(i),
-            image,
+            IMAGE_PATCH,
             namespace=namespace,
             patch_type="strategic",
         ),

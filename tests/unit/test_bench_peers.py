@@ -33,6 +33,17 @@ def test_requests_are_summed_per_method_across_codes() -> None:
     assert promtext.requests_by_method(EXPOSITION) == {"GET": 15.0, "POST": 20.0, "PATCH": 7.0}
 
 
+def test_reconciles_are_summed_over_controllers_and_results() -> None:
+    exposition = EXPOSITION + (
+        "# HELP controller_runtime_reconcile_total Reconciles.\n"
+        "# TYPE controller_runtime_reconcile_total counter\n"
+        'controller_runtime_reconcile_total{controller="appservice",result="success"} 4.0\n'
+        'controller_runtime_reconcile_total{controller="appstack",result="error"} 1.0\n'
+    )
+    assert promtext.reconciles(exposition) == 5.0
+    assert promtext.reconciles(EXPOSITION) == 0
+
+
 def test_a_wave_costs_the_difference_of_two_scrapes() -> None:
     before = {"GET": 15.0, "POST": 20.0}
     after = {"GET": 15.0, "POST": 60.0, "PATCH": 41.0}
