@@ -3,7 +3,7 @@
 # Multi-stage: the build stage makes the wheel and a venv with the hash-locked
 # dependencies (requirements.lock); the final stage is Debian's python3 plus that venv,
 # run as uid 65532 (deploy/operator.yaml's securityContext). `make image-oci` builds the
-# same contents without a daemon (src/appstack/testing/image.py replays these steps;
+# same contents without a daemon (testbed/src/appstack_testbed/image.py replays these steps;
 # tests/unit/test_image_spec.py keeps the two in step) and `make test` runs the operator
 # from that image.
 #

@@ -11,11 +11,11 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 .PHONY: install build lint typecheck imports unit e2e e2e-oldest test demo demo-down clean docs \
 	image image-buildx image-oci lock manifests undeploy
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml testbed/pyproject.toml
 	@echo "[appstack] installing Python dependencies into $(VENV)"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -e '.[dev]' -e ./testbed
 	@touch $@
 
 install: $(VENV)/.installed
@@ -26,8 +26,8 @@ build: install
 	$(BIN)/appstack cluster build
 
 lint: install
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src testbed/src tests bench
+	$(BIN)/ruff format --check src testbed/src tests bench
 
 typecheck: install
 	$(BIN)/mypy
@@ -42,10 +42,10 @@ e2e: build
 	$(BIN)/pytest tests/e2e
 
 # The e2e suite again on the oldest supported Kubernetes (OLDEST_KUBERNETES in
-# src/appstack/testing/versions.py), on a control plane of its own built from Go modules into
+# testbed/src/appstack_testbed/versions.py), on a control plane of its own built from Go modules into
 # its own cache directory the first time (~7.5 min), like `make build`. Tests that never talk
 # to the API server (building the wheel and sdist) ran in the first session already.
-OLDEST_K8S := $(shell sed -n 's/^OLDEST_KUBERNETES = "\(.*\)"/\1/p' src/appstack/testing/versions.py)
+OLDEST_K8S := $(shell sed -n 's/^OLDEST_KUBERNETES = "\(.*\)"/\1/p' testbed/src/appstack_testbed/versions.py)
 VERSION_INDEPENDENT := tests/e2e/test_packaging.py
 e2e-oldest: install
 	APPSTACK_K8S_VERSION=$(OLDEST_K8S) $(BIN)/appstack cluster build

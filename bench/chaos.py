@@ -6,7 +6,7 @@ ServiceAccount) run while 1,000 AppServices and 50 AppStacks (copies of
 examples/dataservice.yaml: a managed MySQL and 11 components in 8 dependency waves) are
 created in batches; between batches, in turn, the Lease holder is SIGKILLed (three times;
 a replacement starts as a Deployment would), the API server is restarted (twice) and etcd
-(once). Afterwards it checks (appstack.testing.chaos): every object converged, every child
+(once). Afterwards it checks (appstack_testbed.chaos): every object converged, every child
 exactly once and owned by its parent, nothing lost, and — from the API server's audit log —
 no write by a replica that did not hold the Lease when the write was received.
 
@@ -31,9 +31,9 @@ import yaml
 
 from appstack.runtime.client import Client
 from appstack.runtime.resources import CONFIG_MAP, NAMESPACE
-from appstack.testing import demo
-from appstack.testing.chaos_run import Outcome, Plan, run, small_stack
-from appstack.testing.cluster import LocalCluster
+from appstack_testbed import demo
+from appstack_testbed.chaos_run import Outcome, Plan, run, small_stack
+from appstack_testbed.cluster import LocalCluster
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "dataservice.yaml"
 FAULTS = "leader,kube-apiserver,leader,etcd,leader,kube-apiserver"

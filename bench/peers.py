@@ -50,7 +50,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _cluster(name: str) -> tuple[str, Path]:
-    from appstack.testing.cluster import LocalCluster  # noqa: PLC0415
+    from appstack_testbed.cluster import LocalCluster  # noqa: PLC0415
 
     cluster = LocalCluster(name)
     cluster.up()

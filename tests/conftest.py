@@ -1,3 +1,4 @@
-"""Shared test configuration: the local control plane fixtures (see appstack.testing)."""
+"""Shared test configuration: the local control plane fixtures (see appstack_testbed)."""
 
-pytest_plugins = ["appstack.testing.pytest_plugin"]
+# The fixtures come from the test bed's pytest plugin (appstack_testbed.pytest_plugin), loaded
+# through its pytest11 entry point.

@@ -18,7 +18,7 @@ import threading
 import time
 from pathlib import Path
 
-from appstack.testing.versions import cache_root
+from appstack_testbed.versions import cache_root
 
 GO_FALLBACKS = ("/usr/local/go/bin/go",)
 SOURCE = Path(__file__).resolve().parents[1] / "peers" / "go-seed"

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from appstack.runtime.client import Client
-from appstack.testing.audit import read_audit_events
+from appstack_testbed.audit import read_audit_events
 from peerbench import fullfloor, promtext, waves
 from peerbench.operators import Peer, Running
 from peerbench.procstat import usage

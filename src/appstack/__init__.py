@@ -2,8 +2,8 @@
 
 Layers (enforced by import-linter, see ``pyproject.toml``):
 ``appstack.cli`` > ``appstack.controllers`` > ``appstack.runtime`` > ``appstack.api``.
-``appstack.testing`` (the local control plane) is used only by the CLI's ``cluster``
-commands and by the tests.
+The local cluster the tests and the demo run on is another distribution of the repository
+(``appstack-testbed``, ``testbed/``): nothing here imports it.
 """
 
 __version__ = "0.1.0"

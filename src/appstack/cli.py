@@ -3,10 +3,11 @@
 Here: ``run`` (the operator: every registered controller against a cluster) and
 ``render`` (what the operator would apply, offline, as YAML or JSON). In
 :mod:`appstack.cli_install`: ``manifests`` (deploy/, the Helm chart, or an install for
-your image and namespaces), ``uninstall`` and ``status``. In :mod:`appstack.cli_cluster`:
-``appstack cluster ...``, the local control plane for development, the demo and the tests
-(:mod:`appstack.testing`). Heavy modules are imported lazily, so that ``--help`` stays
-fast and the operator image needs no testing extra.
+your image and namespaces), ``uninstall`` and ``status``. Other distributions add command
+groups through the ``appstack.cli`` entry-point group: the test bed (``appstack-testbed``, in
+``testbed/`` of the repository, not part of this distribution) adds ``appstack cluster ...``,
+the local cluster for development, the demo and the tests. Heavy modules are imported
+lazily, so that ``--help`` stays fast.
 """
 
 from __future__ import annotations
@@ -90,13 +91,20 @@ def render(filename: TextIO, output: str) -> None:
         click.echo(yaml.safe_dump_all(objects, sort_keys=False), nl=False)
 
 
+PLUGIN_GROUP = "appstack.cli"
+
+
 def _register() -> None:
     # the command groups live in their own modules; registered here, once
-    from appstack.cli_cluster import cluster  # noqa: PLC0415
+    from importlib.metadata import entry_points  # noqa: PLC0415
+
     from appstack.cli_install import manifests, status, uninstall  # noqa: PLC0415
 
-    for command in (manifests, uninstall, status, cluster):
+    for command in (manifests, uninstall, status):
         main.add_command(command)
+    # Command groups of other installed distributions (e.g. `cluster` from appstack-testbed).
+    for entry in entry_points(group=PLUGIN_GROUP):
+        main.add_command(entry.load(), entry.name)
 
 
 _register()

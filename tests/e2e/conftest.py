@@ -34,10 +34,10 @@ from appstack.runtime.client import Client
 from appstack.runtime.events import EventRecorder
 from appstack.runtime.manager import Manager
 from appstack.runtime.resources import Resource
-from appstack.testing.cluster import LocalCluster
-from appstack.testing.control_plane import SERVICE_CIDR
-from appstack.testing.pytest_plugin import ClusterHandle
-from appstack.testing.waiting import condition_status, wait_for, wait_until
+from appstack_testbed.cluster import LocalCluster
+from appstack_testbed.control_plane import SERVICE_CIDR
+from appstack_testbed.pytest_plugin import ClusterHandle
+from appstack_testbed.waiting import condition_status, wait_for, wait_until
 
 TokenRequest = ServiceAccount.Token
 
@@ -219,7 +219,7 @@ def leases_here(kube: LightClient, namespace: str, operator_kubeconfig: Path) ->
 
 
 # IP-backed external middleware allowed, except in the test bed's service and pod ranges
-# (kwok's pod range and the nodes' podCIDRs, appstack.testing.kwok), as an installer would.
+# (kwok's pod range and the nodes' podCIDRs, appstack_testbed.kwok), as an installer would.
 TEST_BED_IPS = ExternalIPPolicy(
     allow=True, deny=parse_networks([SERVICE_CIDR, "10.15.128.0/17", "10.16.0.0/15"])
 )

@@ -12,8 +12,8 @@ from typing import Any
 
 import httpx
 
-from appstack.testing.etcd_releases import ETCD_PREVIOUS
-from appstack.testing.versions import ETCD
+from appstack_testbed.etcd_releases import ETCD_PREVIOUS
+from appstack_testbed.versions import ETCD
 
 IMAGE = f"registry.k8s.io/etcd:{ETCD.removeprefix('v')}-0"
 IMAGE_PREVIOUS = f"quay.io/coreos/etcd:{ETCD_PREVIOUS}"

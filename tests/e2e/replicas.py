@@ -1,5 +1,5 @@
 """Helpers for the fault-injection tests: operator replicas as real processes (``appstack
-run --leader-elect``, :mod:`appstack.testing.replica`), the Lease's holder, AppServices,
+run --leader-elect``, :mod:`appstack_testbed.replica`), the Lease's holder, AppServices,
 and ServiceAccount tokens bound to a Secret (deleting the Secret revokes the token at once —
 the API server's minimum token lifetime of 10 minutes is too long for a test)."""
 
@@ -25,7 +25,7 @@ from appstack.manifests import rbac
 from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.resources import LEASE
-from appstack.testing.waiting import condition_status
+from appstack_testbed.waiting import condition_status
 
 
 async def holder(client: Client, namespace: str) -> str:

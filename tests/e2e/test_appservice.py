@@ -15,7 +15,7 @@ from appstack.controllers.appservice import APP_SERVICE
 from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.resources import DEPLOYMENT, EVENT, POD, SERVICE
-from appstack.testing.pytest_plugin import ClusterHandle
+from appstack_testbed.pytest_plugin import ClusterHandle
 from tests.e2e.conftest import RunningOperator, start_operator, until
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "appservice.yaml"

@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from appstack.testing.chaos_run import FAULTS, Plan, run, small_stack
-from appstack.testing.pytest_plugin import ClusterHandle
+from appstack_testbed.chaos_run import FAULTS, Plan, run, small_stack
+from appstack_testbed.pytest_plugin import ClusterHandle
 
 
 async def test_faults_under_load_lose_nothing_duplicate_nothing_and_stay_fenced(

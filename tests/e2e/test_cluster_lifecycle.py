@@ -12,9 +12,9 @@ from lightkube import Client
 from lightkube.resources.core_v1 import Node
 
 from appstack.cli import main
-from appstack.testing.cluster import LocalCluster
-from appstack.testing.process import ComponentError
-from appstack.testing.pytest_plugin import ClusterHandle
+from appstack_testbed.cluster import LocalCluster
+from appstack_testbed.process import ComponentError
+from appstack_testbed.pytest_plugin import ClusterHandle
 
 
 def test_up_on_a_running_cluster_starts_nothing_and_returns_quickly(

@@ -1,5 +1,5 @@
 """Connections that cannot hang silently: faults injected by a TCP proxy between the runtime
-client and the real API server (appstack.testing.tcpproxy). Figures: docs/reliability.md."""
+client and the real API server (appstack_testbed.tcpproxy). Figures: docs/reliability.md."""
 
 from __future__ import annotations
 
@@ -32,8 +32,8 @@ from appstack.runtime.resources import (
     STATEFUL_SET,
 )
 from appstack.runtime.transport import POOL_SIZE
-from appstack.testing.tcpproxy import TcpProxy, proxied_kubeconfig
-from appstack.testing.waiting import wait_until
+from appstack_testbed.tcpproxy import TcpProxy, proxied_kubeconfig
+from appstack_testbed.waiting import wait_until
 
 
 def _api_server(kubeconfig: Path) -> tuple[str, int]:

@@ -18,8 +18,8 @@ from lightkube.resources.core_v1 import Secret
 from appstack.controllers.appservice import APP_SERVICE
 from appstack.manifests import rbac
 from appstack.runtime.client import Client
-from appstack.testing.cluster import LocalCluster
-from appstack.testing.pytest_plugin import ClusterHandle
+from appstack_testbed.cluster import LocalCluster
+from appstack_testbed.pytest_plugin import ClusterHandle
 from tests.e2e.conftest import start_operator
 from tests.e2e.replicas import (
     app_service,

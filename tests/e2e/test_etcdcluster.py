@@ -1,5 +1,5 @@
 """EtcdCluster end to end with real etcd: its member pods run as etcd processes on the
-test bed's process node (appstack.testing.procnode). Bootstrap, a key through the client
+test bed's process node (appstack_testbed.procnode). Bootstrap, a key through the client
 Service, scaling 3 → 5 → 3 under writes, a lost pod, a lost volume, and an upgrade
 3.5 → 3.6 under writes. Timings are printed (``-s``) and recorded in docs/performance.md."""
 
@@ -15,7 +15,7 @@ from appstack.controllers.etcdcluster.etcdapi import EtcdClient
 from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.resources import EVENT, POD, PVC
-from appstack.testing.etcd_releases import ETCD_PREVIOUS
+from appstack_testbed.etcd_releases import ETCD_PREVIOUS
 from tests.e2e.conftest import RunningOperator, until
 from tests.e2e.etcd_load import (
     Writer,

@@ -19,7 +19,7 @@ from appstack.controllers.etcdcluster import ETCD_CLUSTER
 from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.resources import Resource
-from appstack.testing.waiting import condition_status, wait_for
+from appstack_testbed.waiting import condition_status, wait_for
 from tests.e2e.conftest import WIDGET_GROUP
 from tests.e2e.test_etcdcluster_kind import seed
 

@@ -2,7 +2,7 @@
 (on the process node) with peer and client TLS — healthy, a key through the client
 Service with a client certificate, plain HTTP and certificate-less requests refused, a
 scale 3 → 5 and a snapshot Job over TLS, a refused operator certificate; peer TLS alone
-across the 3.5 → 3.6 upgrade. Certificates come from appstack.testing.etcd_pki."""
+across the 3.5 → 3.6 upgrade. Certificates come from appstack_testbed.etcd_pki."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from appstack.controllers.etcdcluster.tlsclient import client_context
 from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.resources import EVENT, POD, PVC, SECRET
-from appstack.testing.etcd_pki import EtcdPKI, PEMs, etcd_tls_secrets
-from appstack.testing.etcd_releases import ETCD_PREVIOUS
+from appstack_testbed.etcd_pki import EtcdPKI, PEMs, etcd_tls_secrets
+from appstack_testbed.etcd_releases import ETCD_PREVIOUS
 from tests.e2e.conftest import RunningOperator, until
 from tests.e2e.etcd_load import first_snapshot, retry, snapshot_claim, wait_healthy
 from tests.e2e.test_etcdcluster import report, seed

@@ -29,11 +29,11 @@ from appstack.runtime.controller import Request
 from appstack.runtime.leaderelection import LeaderElectionConfig, LeadershipLost, NotLeader
 from appstack.runtime.manager import Manager
 from appstack.runtime.resources import CONFIG_MAP, DEPLOYMENT, LEASE
-from appstack.testing.audit import AuditEvent, read_audit_events
-from appstack.testing.latency_proxy import LatencyProxy
-from appstack.testing.pytest_plugin import ClusterHandle
-from appstack.testing.replica import Replica
-from appstack.testing.waiting import wait_until
+from appstack_testbed.audit import AuditEvent, read_audit_events
+from appstack_testbed.latency_proxy import LatencyProxy
+from appstack_testbed.pytest_plugin import ClusterHandle
+from appstack_testbed.replica import Replica
+from appstack_testbed.waiting import wait_until
 from tests.e2e.conftest import until
 from tests.e2e.replicas import app_service, wait_holder, wait_ready_app
 

@@ -26,8 +26,8 @@ from lightkube.resources.rbac_authorization_v1 import ClusterRole, Role
 
 from appstack.manifests import crds, dashboard, monitoring
 from appstack.manifests.install import install
-from appstack.testing.cluster import LocalCluster
-from appstack.testing.helm import Helm
+from appstack_testbed.cluster import LocalCluster
+from appstack_testbed.helm import Helm
 
 CHART = Path(__file__).resolve().parents[2] / "charts" / "appstack"
 NS = "appstack-system"

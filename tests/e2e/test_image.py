@@ -1,6 +1,6 @@
 """The operator image, built without a daemon and run from its own filesystem.
 
-The image is built like the Dockerfile builds it (:mod:`appstack.testing.image`:
+The image is built like the Dockerfile builds it (:mod:`appstack_testbed.image`:
 mmdebstrap + chroot + buildah, cached in ``$APPSTACK_CACHE/image``: about 2 minutes cold,
 nothing to do warm), the committed oci-archive is unpacked with umoci, and ``appstack
 run`` is started chrooted into that root filesystem, as uid 65532 on a read-only root, with
@@ -35,11 +35,11 @@ from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.core_v1 import Service, ServiceAccount
 
-from appstack.testing.image import UID, build_image
-from appstack.testing.oci import UnpackedImage, unpack
-from appstack.testing.rootfs import Bind, namespace_command
-from appstack.testing.versions import cache_root
-from appstack.testing.waiting import condition_status, wait_for
+from appstack_testbed.image import UID, build_image
+from appstack_testbed.oci import UnpackedImage, unpack
+from appstack_testbed.rootfs import Bind, namespace_command
+from appstack_testbed.versions import cache_root
+from appstack_testbed.waiting import condition_status, wait_for
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0,
@@ -98,6 +98,12 @@ def test_image_has_the_operator_as_non_root_and_nothing_else(image: UnpackedImag
     (site,) = (root / "opt/appstack/lib").glob("python3*/site-packages")
     assert (site / "appstack" / "py.typed").is_file()
     assert not (site / "tests").exists()
+    # No test bed: no appstack_testbed, nor the old appstack/testing, nor its tools.
+    assert not (site / "appstack_testbed").exists()
+    assert not (site / "appstack" / "testing").exists()
+    product = [p.relative_to(site).as_posix() for p in (site / "appstack").rglob("*.py")]
+    assert not [p for p in product if "procnode" in p or "pytest" in p], product
+    assert not [p for p in product if "unshare" in (site / p).read_text()]
     installed = {p.name.split("-")[0].lower() for p in site.glob("*.dist-info")}
     lock = (ROOT / "requirements.lock").read_text().splitlines()
     locked = {line.split("==")[0].replace("-", "_") for line in lock if "==" in line}

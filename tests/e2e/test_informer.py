@@ -13,8 +13,8 @@ import pytest
 from appstack.runtime.client import Client
 from appstack.runtime.informer import FuncHandler, Informer
 from appstack.runtime.resources import CONFIG_MAP
-from appstack.testing.pytest_plugin import ClusterHandle
-from appstack.testing.waiting import wait_until
+from appstack_testbed.pytest_plugin import ClusterHandle
+from appstack_testbed.waiting import wait_until
 
 
 class Recorder:

@@ -19,7 +19,7 @@ from appstack.manifests.install import InstallOptions, install
 from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.resources import DEPLOYMENT
-from appstack.testing.pytest_plugin import ClusterHandle
+from appstack_testbed.pytest_plugin import ClusterHandle
 from tests.e2e.conftest import is_ready, until
 from tests.e2e.installed import apply_install, running_operator
 

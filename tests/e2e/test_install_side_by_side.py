@@ -22,8 +22,8 @@ from appstack.manifests.install import Install, InstallOptions, install
 from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.resources import DEPLOYMENT
-from appstack.testing.cluster import LocalCluster
 from appstack.uninstall import CRD, INSTALLED, uninstall
+from appstack_testbed.cluster import LocalCluster
 from tests.e2e.conftest import is_ready, until
 from tests.e2e.installed import admin_client, apply_install, running_operator
 from tests.e2e.replicas import app_service

@@ -10,7 +10,7 @@ import re
 from appstack.controllers.appservice import APP_SERVICE
 from appstack.controllers.appstack import APP_STACK
 from appstack.runtime.client import Client
-from appstack.testing.pytest_plugin import ClusterHandle
+from appstack_testbed.pytest_plugin import ClusterHandle
 from tests.e2e.conftest import RunningOperator, is_ready, until
 
 

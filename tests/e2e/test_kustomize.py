@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from appstack.manifests.install import install
-from appstack.testing.pytest_plugin import ClusterHandle
+from appstack_testbed.pytest_plugin import ClusterHandle
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 

@@ -21,7 +21,7 @@ from appstack.runtime.controller import Request
 from appstack.runtime.leaderelection import LeaderElectionConfig
 from appstack.runtime.manager import Manager
 from appstack.runtime.resources import CONFIG_MAP, LEASE
-from appstack.testing.waiting import wait_until
+from appstack_testbed.waiting import wait_until
 
 PROGRAM = Path(__file__).with_name("leader_program.py")
 LEASE_NAME = "stamp-leader"

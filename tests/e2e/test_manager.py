@@ -18,7 +18,7 @@ from appstack.runtime.controller import Request, Result
 from appstack.runtime.events import EventRecorder
 from appstack.runtime.manager import Manager
 from appstack.runtime.resources import CONFIG_MAP, EVENT
-from appstack.testing.waiting import wait_until
+from appstack_testbed.waiting import wait_until
 
 
 class MirrorReconciler:

@@ -1,6 +1,8 @@
 """The package builds cleanly: ``python -m build`` (sdist, then the wheel from it) and
 ``twine check --strict`` pass with no warning, the license is an SPDX expression with
-its file, and the wheel carries ``py.typed`` but no tests."""
+its file, and the wheel carries ``py.typed`` but no tests and no test bed (``appstack_testbed`` is
+the distribution in ``testbed/``; the product's wheel has neither its code, nor its
+dependencies, nor its ``appstack cluster`` command)."""
 
 from __future__ import annotations
 
@@ -46,8 +48,16 @@ def test_sdist_and_wheel_build_without_warnings_and_pass_twine_check(tmp_path: P
     assert "appstack/py.typed" in names
     assert f"appstack-{__version__}.dist-info/licenses/LICENSE" in names
     assert not [n for n in names if n.startswith("tests/") or "/tests/" in n]
+    assert not [n for n in names if "testbed" in n or n.startswith("appstack/testing")]
+    assert not [n for n in names if "procnode" in n or n.endswith("pytest_plugin.py")]
+    entry_points = zipfile.ZipFile(wheel).read(f"appstack-{__version__}.dist-info/entry_points.txt")
+    assert b"cluster" not in entry_points
+    assert b"pytest11" not in entry_points
     metadata = zipfile.ZipFile(wheel).read(f"appstack-{__version__}.dist-info/METADATA").decode()
     assert "License-Expression: Apache-2.0" in metadata.splitlines()
     assert "Typing :: Typed" in metadata
+    requires = [line for line in metadata.splitlines() if line.startswith("Requires-Dist:")]
+    for test_bed_dependency in ("lightkube", "httpx", "cryptography"):
+        assert not [line for line in requires if test_bed_dependency in line], requires
     with tarfile.open(sdist) as tar:
         assert f"appstack-{__version__}/LICENSE" in tar.getnames()

@@ -1,5 +1,5 @@
 """The process-backed node runs real etcd as pods: probes, Services, StatefulSets, restarts,
-volumes and a clean stop (:mod:`appstack.testing.procnode`)."""
+volumes and a clean stop (:mod:`appstack_testbed.procnode`)."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ from lightkube import Client, codecs
 from lightkube.resources.apps_v1 import StatefulSet
 from lightkube.resources.core_v1 import Node, PersistentVolume, PersistentVolumeClaim, Pod
 
-from appstack.testing.etcd_releases import ETCD_PREVIOUS
-from appstack.testing.procnode.runner import ProcessNodes
-from appstack.testing.pytest_plugin import ClusterHandle
-from appstack.testing.versions import ETCD
-from appstack.testing.waiting import condition_status, wait_for
+from appstack_testbed.etcd_releases import ETCD_PREVIOUS
+from appstack_testbed.procnode.runner import ProcessNodes
+from appstack_testbed.pytest_plugin import ClusterHandle
+from appstack_testbed.versions import ETCD
+from appstack_testbed.waiting import condition_status, wait_for
 from tests.e2e import procnode_etcd as etcd
 
 

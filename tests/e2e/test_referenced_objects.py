@@ -16,7 +16,7 @@ import pytest
 from appstack.controllers.appstack import APP_STACK, labels
 from appstack.runtime.client import Client
 from appstack.runtime.resources import CONFIG_MAP, DEPLOYMENT, SECRET
-from appstack.testing.waiting import wait_until
+from appstack_testbed.waiting import wait_until
 from tests.e2e.conftest import TEST_BED_IPS, RunningOperator, is_ready, start_operator, until
 from tests.e2e.test_appstack import _reason, _stack
 

@@ -18,7 +18,7 @@ from appstack.runtime.apirequest import ApiRequest, Timeouts
 from appstack.runtime.client import Client
 from appstack.runtime.controller import Request
 from appstack.runtime.resources import DEPLOYMENT
-from appstack.testing.waiting import wait_until
+from appstack_testbed.waiting import wait_until
 from tests.e2e.conftest import RunningOperator, is_ready, start_operator, until
 
 

@@ -19,7 +19,7 @@ from appstack.controllers.etcdcluster import ETCD_CLUSTER
 from appstack.controllers.registry import ALL
 from appstack.runtime.client import Client
 from appstack.runtime.resources import DEPLOYMENT, SECRET
-from appstack.testing.waiting import wait_until
+from appstack_testbed.waiting import wait_until
 from tests.e2e.conftest import (
     E2E_OPTIONS,
     RunningOperator,

@@ -17,7 +17,7 @@ from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.informer import FuncHandler, Informer
 from appstack.runtime.resources import DEPLOYMENT, EVENT, POD, PVC, SECRET, STATEFUL_SET
-from appstack.testing.waiting import wait_until
+from appstack_testbed.waiting import wait_until
 from tests.e2e.conftest import RunningOperator, start_operator, until
 from tests.e2e.test_appstack import _stack
 

@@ -16,8 +16,8 @@ from lightkube.resources.core_v1 import ConfigMap, Node, PersistentVolumeClaim, 
 from lightkube.utils.quantity import parse_quantity
 
 from appstack.runtime.resources import Resource
-from appstack.testing.pytest_plugin import ClusterHandle
-from appstack.testing.waiting import condition_status, wait_for
+from appstack_testbed.pytest_plugin import ClusterHandle
+from appstack_testbed.waiting import condition_status, wait_for
 
 LABELS = {"app": "web"}
 
@@ -44,7 +44,7 @@ def test_kubectl_and_the_api_server_report_the_pinned_kubernetes_version(
 
 
 def test_nodes_are_ready_kwok_nodes_with_room_for_thousands_of_pods(kube: Client) -> None:
-    # kwok's nodes (a process node of appstack.testing.procnode may be there too)
+    # kwok's nodes (a process node of appstack_testbed.procnode may be there too)
     nodes = list(kube.list(Node, labels={"type": "kwok"}))
     assert len(nodes) >= 2
     for node in nodes:

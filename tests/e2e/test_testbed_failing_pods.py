@@ -12,7 +12,7 @@ from lightkube.models.core_v1 import Container, PodSpec
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Pod
 
-from appstack.testing.waiting import wait_for
+from appstack_testbed.waiting import wait_for
 
 
 def _pod(kube: Client, namespace: str, name: str, image: str, **spec: Any) -> None:

@@ -20,8 +20,8 @@ from lightkube.models.core_v1 import Container, PodSpec
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Node, Pod
 
-from appstack.testing import kwok
-from appstack.testing.waiting import condition_status, wait_for
+from appstack_testbed import kwok
+from appstack_testbed.waiting import condition_status, wait_for
 
 NODE_INDEX = 9  # beyond the test bed's nodes (0 and 1)
 

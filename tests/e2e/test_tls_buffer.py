@@ -13,7 +13,7 @@ from appstack.runtime.client import Client
 from appstack.runtime.informer import Informer
 from appstack.runtime.resources import CONFIG_MAP
 from appstack.runtime.tlsbuffer import TLS_READ_BUFFER, limit_tls_read_buffer, tls_read_buffer
-from appstack.testing.waiting import wait_until
+from appstack_testbed.waiting import wait_until
 
 
 @pytest.fixture

@@ -35,8 +35,8 @@ from appstack.runtime.resources import (
     SERVICE_ACCOUNT,
     STATEFUL_SET,
 )
-from appstack.testing.cluster import LocalCluster
 from appstack.uninstall import CRD, INSTALLED, SELECTOR, uninstall
+from appstack_testbed.cluster import LocalCluster
 from tests.e2e.conftest import is_ready, until
 from tests.e2e.installed import admin_client, apply_install, running_operator
 

@@ -25,9 +25,9 @@ from appstack.controllers.appservice import APP_SERVICE
 from appstack.controllers.rbac import LEASE_NAME
 from appstack.runtime.client import Client
 from appstack.runtime.resources import DEPLOYMENT
-from appstack.testing.audit import AuditEvent, read_audit_events
-from appstack.testing.pytest_plugin import ClusterHandle
-from appstack.testing.replica import Replica, Supervisor
+from appstack_testbed.audit import AuditEvent, read_audit_events
+from appstack_testbed.pytest_plugin import ClusterHandle
+from appstack_testbed.replica import Replica, Supervisor
 from tests.e2e.conftest import until
 from tests.e2e.replicas import app_service, holder, wait_ready_app
 

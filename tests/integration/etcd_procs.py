@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from appstack.testing.versions import Toolchain
+from appstack_testbed.versions import Toolchain
 
 T = TypeVar("T")
 

@@ -10,7 +10,7 @@ from appstack.runtime import controller as controller_module
 from appstack.runtime.availability import Availability, is_outage
 from appstack.runtime.controller import Controller, Request
 from appstack.runtime.errors import Conflict, ServerError, TooManyRequests, TransportError
-from appstack.testing.waiting import wait_until
+from appstack_testbed.waiting import wait_until
 from tests.unit.test_controller import Scripted
 
 

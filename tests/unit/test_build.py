@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from appstack.testing import build
-from appstack.testing.versions import Toolchain
+from appstack_testbed import build
+from appstack_testbed.versions import Toolchain
 
 GOMOD = """module k8s.io/kubernetes
 

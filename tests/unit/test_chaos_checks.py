@@ -1,4 +1,4 @@
-"""The chaos run's checks (appstack.testing.chaos) on made-up objects and audit events:
+"""The chaos run's checks (appstack_testbed.chaos) on made-up objects and audit events:
 children compared with what each parent wants, and writes checked against the Lease's
 holder at the time the API server received them."""
 
@@ -8,9 +8,9 @@ import copy
 import datetime
 from typing import Any
 
-from appstack.testing.audit import AuditEvent
-from appstack.testing.chaos import compare, converged, tenures, unfenced_writes, wanted
-from appstack.testing.chaos_run import app_service, small_stack
+from appstack_testbed.audit import AuditEvent
+from appstack_testbed.chaos import compare, converged, tenures, unfenced_writes, wanted
+from appstack_testbed.chaos_run import app_service, small_stack
 
 T0 = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
 

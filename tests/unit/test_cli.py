@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
-import pytest
 import yaml
 from click.testing import CliRunner
 
@@ -96,11 +94,14 @@ def test_log_level_is_a_choice() -> None:
     assert "'loud' is not one of" in result.output
 
 
-def test_cluster_commands_without_the_testing_extra_say_what_to_install(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setitem(sys.modules, "appstack.testing.cluster", None)  # import fails
-    result = CliRunner().invoke(main, ["cluster", "status", "--name", "x"])
-    assert result.exit_code == 1
-    assert "pip install 'appstack[testing]'" in result.output
-    assert "Traceback" not in result.output
+def test_the_cluster_commands_come_from_the_test_bed_distribution() -> None:
+    """`appstack cluster` is the test bed's (entry-point group appstack.cli), not the product's:
+    the product's wheel has no such command (tests/e2e/test_packaging.py)."""
+    from importlib.metadata import entry_points  # noqa: PLC0415
+
+    (entry,) = [e for e in entry_points(group="appstack.cli") if e.name == "cluster"]
+    assert entry.value == "appstack_testbed.cli:cluster"
+    assert entry.dist is not None
+    assert entry.dist.name == "appstack-testbed"
+    assert main.commands["cluster"].callback is not None
+    assert main.commands["cluster"].callback.__module__ == "appstack_testbed.cli"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from appstack.testing import control_plane, kwok, versions
+from appstack_testbed import control_plane, kwok, versions
 
 PORTS = {name: 21000 + i for i, name in enumerate(control_plane.PORT_NAMES)}
 

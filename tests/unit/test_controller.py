@@ -12,7 +12,7 @@ import structlog
 from appstack.runtime import logging as rt_logging
 from appstack.runtime.controller import Controller, Request, Result
 from appstack.runtime.errors import TerminalError
-from appstack.testing.waiting import wait_until
+from appstack_testbed.waiting import wait_until
 
 log = structlog.get_logger("test")
 

@@ -1,5 +1,5 @@
 """EtcdCluster TLS: the model's rules, member flags and mounts, backup Jobs, the Secret
-checks and the operator's SSLContext (pure; certificates from appstack.testing.etcd_pki)."""
+checks and the operator's SSLContext (pure; certificates from appstack_testbed.etcd_pki)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from appstack.controllers.etcdcluster.observe import Observation
 from appstack.controllers.etcdcluster.plan import MemberView, Observed, Step
 from appstack.controllers.etcdcluster.tlsclient import client_context
 from appstack.controllers.util.conditions import Problem
-from appstack.testing.etcd_pki import etcd_tls_secrets, member_names
+from appstack_testbed.etcd_pki import etcd_tls_secrets, member_names
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 TLS = {"peerSecretName": "p", "clientSecretName": "s", "operatorSecretName": "o"}

@@ -16,9 +16,9 @@ from appstack.runtime.credentials import Credentials, token_file
 from appstack.runtime.leaderelection import LeaderElectionConfig, LeaderElector, NotLeader
 from appstack.runtime.metrics import Metrics
 from appstack.runtime.resources import CONFIG_MAP
-from appstack.testing.audit import read_audit_events
-from appstack.testing.control_plane import AUDIT_LOG
-from appstack.testing.latency_proxy import LatencyProxy
+from appstack_testbed.audit import read_audit_events
+from appstack_testbed.control_plane import AUDIT_LOG
+from appstack_testbed.latency_proxy import LatencyProxy
 from tests.unit.scripted_transport import scripted_client
 
 CM = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "ns"}}

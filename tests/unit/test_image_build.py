@@ -7,9 +7,9 @@ import os
 import shlex
 from pathlib import Path
 
-from appstack.testing import image
-from appstack.testing.oci import keep_newest
-from appstack.testing.rootfs import Bind, DebianRootfs, namespace_command
+from appstack_testbed import image
+from appstack_testbed.oci import keep_newest
+from appstack_testbed.rootfs import Bind, DebianRootfs, namespace_command
 
 
 def test_rootfs_key_depends_on_the_package_set_only_not_its_order() -> None:

@@ -1,4 +1,4 @@
-"""The Dockerfile, the daemonless build (appstack.testing.image) and the lock agree.
+"""The Dockerfile, the daemonless build (appstack_testbed.image) and the lock agree.
 
 The e2e test runs the operator from the daemonless image; these checks make sure that
 image is the one the Dockerfile describes, and that ``requirements.lock`` pins exactly
@@ -18,7 +18,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from appstack import __version__
-from appstack.testing import image
+from appstack_testbed import image
 
 tomllib = pytest.importorskip("tomllib")
 

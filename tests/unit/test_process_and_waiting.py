@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from appstack.testing.process import ManagedProcess
-from appstack.testing.waiting import WaitTimeout, condition_status, wait_for
+from appstack_testbed.process import ManagedProcess
+from appstack_testbed.waiting import WaitTimeout, condition_status, wait_for
 
 
 def test_a_started_process_is_running_until_stopped_and_its_log_is_kept(tmp_path: Path) -> None:

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from appstack.testing import etcd_releases
-from appstack.testing.procnode import network, sandbox, service, spec, status
-from appstack.testing.procnode.probes import Prober, resolve_port
-from appstack.testing.procnode.volumes import Mount
+from appstack_testbed import etcd_releases
+from appstack_testbed.procnode import network, sandbox, service, spec, status
+from appstack_testbed.procnode.probes import Prober, resolve_port
+from appstack_testbed.procnode.volumes import Mount
 
 BIN = Path("/cache/etcd-v3.6.16/bin")
 

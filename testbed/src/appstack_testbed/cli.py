@@ -1,0 +1,180 @@
+"""``appstack cluster ...``: the local cluster used for development, the demo and the tests.
+
+Registered on the ``appstack`` command through the ``appstack.cli`` entry-point group (see
+``testbed/pyproject.toml``), so it exists only where the test bed is installed, never in the
+operator image. Heavy modules are imported inside the commands, so ``--help`` stays fast."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING
+
+import click
+
+from appstack import __version__
+
+if TYPE_CHECKING:
+    from appstack_testbed.cluster import LocalCluster
+
+_NAME = click.option(
+    "--name",
+    default=lambda: os.environ.get("APPSTACK_CLUSTER", "appstack"),
+    show_default="$APPSTACK_CLUSTER or appstack",
+    help="Cluster name.",
+)
+
+
+@click.group()
+def cluster() -> None:
+    """A local Kubernetes control plane (etcd, kube-apiserver, controller-manager,
+    scheduler, kwok fake nodes) running as processes on 127.0.0.1."""
+
+
+def _local(name: str, nodes: int = 2, pods_per_node: int = 5000) -> LocalCluster:
+    from appstack_testbed.cluster import LocalCluster  # noqa: PLC0415 - lazy, see above
+
+    return LocalCluster(name, nodes=nodes, pods_per_node=pods_per_node)
+
+
+@cluster.command()
+@click.option(
+    "--etcd-releases",
+    is_flag=True,
+    help="Also the etcd releases process nodes run (etcd, etcdctl, etcdutl per version).",
+)
+def build(etcd_releases: bool) -> None:
+    """Build the control-plane binaries from Go modules (cached; shows progress)."""
+    from appstack_testbed.build import GoBuilder  # noqa: PLC0415
+    from appstack_testbed.versions import Toolchain  # noqa: PLC0415
+
+    toolchain = Toolchain()
+    GoBuilder(toolchain).ensure_all()
+    click.echo(toolchain.bin_dir)
+    if etcd_releases:
+        from appstack_testbed import etcd_releases as releases  # noqa: PLC0415
+
+        for version in releases.RELEASES:
+            click.echo(releases.ensure(version))
+
+
+@cluster.command()
+@click.option("--tag", default=f"appstack:{__version__}", show_default=True, help="Image name.")
+@click.option("--refresh", is_flag=True, help="Rebuild the Debian root filesystems too.")
+def image(tag: str, refresh: bool) -> None:
+    """Build the operator image without a container daemon (root; mmdebstrap + buildah).
+
+    Same contents as the Dockerfile; prints the path of the oci-archive (cached).
+    """
+    from appstack_testbed.image import build_image  # noqa: PLC0415
+    from appstack_testbed.rootfs import ImageBuildError  # noqa: PLC0415
+
+    try:
+        built = build_image(ref=tag, refresh=refresh)
+    except ImageBuildError as error:
+        raise click.ClickException(str(error)) from error
+    click.echo(built.archive)
+    click.echo(
+        f"load or push it with: podman load -i {built.archive}  |  "
+        f"skopeo copy oci-archive:{built.archive} docker://REGISTRY/{tag}",
+        err=True,
+    )
+
+
+@cluster.command()
+@_NAME
+@click.option("--nodes", default=2, show_default=True, help="Number of kwok fake nodes.")
+@click.option("--pods-per-node", default=5000, show_default=True, help="Pod capacity per node.")
+@click.option(
+    "--process-nodes",
+    default=0,
+    show_default=True,
+    help="Process-backed nodes (appstack-proc-N) whose pods run as real processes "
+    "(etcd images; root). `cluster down` stops them.",
+)
+def up(name: str, nodes: int, pods_per_node: int, process_nodes: int) -> None:
+    """Start the cluster (idempotent: starts only what is not running)."""
+    from appstack_testbed.process import ComponentError  # noqa: PLC0415
+
+    local = _local(name, nodes=nodes, pods_per_node=pods_per_node)
+    try:
+        local.up()
+        if process_nodes:
+            from appstack_testbed.procnode.runner import ProcessNodes  # noqa: PLC0415
+
+            ProcessNodes(local, count=process_nodes).start()
+    except ComponentError as error:
+        click.echo(f"error: {error}", err=True)
+        sys.exit(1)
+    kubectl = local.toolchain.binary("kubectl")
+    click.echo(
+        f"\nCluster {name!r} is running. Use it with:\n"
+        f"  export KUBECONFIG={local.kubeconfig}\n"
+        f"  {kubectl} get nodes\n"
+        f"or: appstack cluster kubectl -- get nodes\n"
+        f"Stop it with: appstack cluster down --name {name}"
+    )
+
+
+@cluster.command()
+@_NAME
+@click.option(
+    "--example",
+    default="examples/appservice.yaml",
+    show_default=True,
+    type=click.Path(exists=True),
+    help="What to apply once the operator runs.",
+)
+@click.option(
+    "--stack-example",
+    default="examples/dataservice.yaml",
+    show_default=True,
+    type=click.Path(exists=True),
+    help="The AppStack to apply next, watching its members start in order.",
+)
+def demo(name: str, example: str, stack_example: str) -> None:
+    """Cluster up, CRDs and RBAC installed, the operator running in the background under its
+    ServiceAccount, the example applied and Ready."""
+    from pathlib import Path  # noqa: PLC0415
+
+    from appstack_testbed import demo as demo_module  # noqa: PLC0415
+
+    demo_module.run(_local(name), Path(example), click.echo, Path(stack_example))
+
+
+@cluster.command()
+@_NAME
+def down(name: str) -> None:
+    """Stop the cluster (and the demo's operator) and delete its state."""
+    _local(name).down()
+    click.echo(f"Cluster {name!r} stopped and removed.")
+
+
+@cluster.command()
+@_NAME
+def status(name: str) -> None:
+    """Show each component's process and health; exit 1 unless all are healthy."""
+    local = _local(name)
+    statuses = local.status()
+    for item in statuses:
+        click.echo(f"{item.name:<25} {item.state:<10} pid={item.pid or '-'}")
+    if local.kubeconfig.exists():
+        click.echo(f"kubeconfig: {local.kubeconfig}")
+    sys.exit(0 if all(s.healthy for s in statuses) else 1)
+
+
+@cluster.command()
+@_NAME
+def kubeconfig(name: str) -> None:
+    """Print the path of the cluster's admin kubeconfig."""
+    click.echo(_local(name).kubeconfig)
+
+
+@cluster.command(context_settings={"ignore_unknown_options": True})
+@_NAME
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def kubectl(name: str, args: tuple[str, ...]) -> None:
+    """Run the cluster's kubectl with its kubeconfig: appstack cluster kubectl -- get pods -A"""
+    local = _local(name)
+    binary = str(local.toolchain.binary("kubectl"))
+    os.execv(binary, [binary, f"--kubeconfig={local.kubeconfig}", *args])  # noqa: S606

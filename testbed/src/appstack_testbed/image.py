@@ -1,0 +1,224 @@
+"""The operator image, built without a container daemon into the cache.
+
+The ``Dockerfile`` is what users build with Docker (``make image``). This module builds an
+image with the same contents where no daemon runs (``make image-oci``, ``appstack cluster
+image``, and the image's e2e test): the constants below are the Dockerfile's packages,
+build steps, user and configuration (``tests/unit/test_image_spec.py`` checks that they
+agree), and :func:`build_image` replays the two stages:
+
+1. build stage: a Debian minbase rootfs with ``python3 python3-venv`` (mmdebstrap,
+   cached); the sources are copied in and :data:`BUILD_STEPS` run chrooted in it, as
+   root: the wheel is built with pip, then installed with the locked dependencies
+   (``requirements.lock``, hash-checked) into the venv ``/opt/appstack``;
+2. final stage: a minbase rootfs with ``python3`` (cached), :data:`USER_STEP`, the venv
+   copied over, the image configuration set, committed with buildah to an oci-archive.
+
+Everything lives in ``$APPSTACK_CACHE/image``; the archive is named after a key of all its
+inputs (rootfs keys, steps, configuration, lock and sources), so a warm call returns at
+once. Needs root (chroot, mounts); missing tools are installed with apt-get.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from appstack import __version__
+from appstack_testbed.build import _file_lock, _fmt, _stderr
+from appstack_testbed.oci import KEEP, ImageConfig, commit, keep_newest
+from appstack_testbed.rootfs import (
+    Bind,
+    DebianRootfs,
+    ImageBuildError,
+    Printer,
+    bootstrap,
+    ensure_tools,
+    namespace_command,
+    run_streaming,
+)
+from appstack_testbed.versions import cache_root
+
+SUITE = "bookworm"
+# The Dockerfile's default base: Debian 12 slim, pinned to the point release that
+# deb.debian.org served for SUITE when this was written (re-pin: see the Dockerfile).
+BASE_IMAGE = "debian:12.15-slim"
+BUILD_PACKAGES = ("python3", "python3-venv")
+RUNTIME_PACKAGES = ("python3",)
+VENV = "/opt/appstack"
+UID = GID = 65532
+PIP = "/opt/build-tools/bin/pip"
+INTO_VENV = f"{PIP} --python {VENV}/bin/python"
+BUILD_STEPS = (
+    "python3 -m venv /opt/build-tools",
+    f"{PIP} wheel --no-deps --wheel-dir /dist /src",
+    f"python3 -m venv --without-pip {VENV}",
+    f"{INTO_VENV} install --no-deps --require-hashes -r /src/requirements.lock",
+    f"{INTO_VENV} install --no-deps /dist/appstack-*.whl",
+    f"{INTO_VENV} check",
+)
+USER_STEP = (
+    f"groupadd --gid {GID} appstack && useradd --uid {UID} --gid {GID} --no-create-home "
+    "--home-dir /nonexistent --shell /usr/sbin/nologin appstack"
+)
+# What the Dockerfile COPYs into the build stage (directories recursively).
+SOURCES = ("pyproject.toml", "README.md", "LICENSE", "requirements.lock", "src")
+CONFIG = ImageConfig(
+    entrypoint=("appstack",),
+    cmd=("run", "--leader-elect"),
+    user=f"{UID}:{GID}",
+    env=(
+        f"PATH={VENV}/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        "PYTHONDONTWRITEBYTECODE=1",
+        "PYTHONUNBUFFERED=1",
+    ),
+    ports=(8080, 8081),
+    labels={
+        "org.opencontainers.image.title": "appstack",
+        "org.opencontainers.image.description": "The appstack Kubernetes operator",
+        "org.opencontainers.image.licenses": "Apache-2.0",
+        "org.opencontainers.image.version": __version__,
+    },
+)
+BUILD_ROOTFS = DebianRootfs(SUITE, BUILD_PACKAGES)
+RUNTIME_ROOTFS = DebianRootfs(SUITE, RUNTIME_PACKAGES)
+# Passed from the caller's environment into the build stage (pip's index, CA bundle, proxy).
+_PASS_ENV = (
+    *("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_TRUSTED_HOST", "PIP_DEFAULT_TIMEOUT"),
+    *("PIP_CERT", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy"),
+    "no_proxy",
+)
+
+
+def project_root() -> Path:
+    """The checkout this module runs from (it has the Dockerfile), else the working directory."""
+    here = Path(__file__).resolve().parents[3]
+    return here if (here / "Dockerfile").is_file() else Path.cwd()
+
+
+def source_files(project: Path) -> list[Path]:
+    """The files of :data:`SOURCES`, sorted, without caches and build leftovers."""
+    files: list[Path] = []
+    for name in SOURCES:
+        path = project / name
+        if path.is_dir():
+            files += [
+                p
+                for p in path.rglob("*")
+                if p.is_file()
+                and "__pycache__" not in p.parts
+                and not any(part.endswith(".egg-info") for part in p.parts)
+            ]
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise ImageBuildError(f"{path} is missing: is {project} an appstack checkout?")
+    return sorted(files)
+
+
+def image_key(project: Path) -> str:
+    """A digest of everything the image is made of."""
+    digest = hashlib.sha256()
+    spec = [BUILD_ROOTFS.key, RUNTIME_ROOTFS.key, BUILD_STEPS, USER_STEP, repr(CONFIG)]
+    digest.update(json.dumps(spec).encode())
+    for path in source_files(project):
+        digest.update(str(path.relative_to(project)).encode() + b"\0")
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class BuiltImage:
+    """An oci-archive in the cache and the reference (``name:tag``) it carries."""
+
+    archive: Path
+    ref: str
+
+
+def _build_env() -> dict[str, str]:
+    env = {
+        "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        "HOME": "/root",
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+        "PIP_PROGRESS_BAR": "off",
+        "PIP_ROOT_USER_ACTION": "ignore",
+    }
+    env.update({k: os.environ[k] for k in _PASS_ENV if os.environ.get(k)})
+    return env
+
+
+def _build_stage(project: Path, work: Path, printer: Printer) -> Path:
+    """Run :data:`BUILD_STEPS` in a fresh build-stage rootfs; return that rootfs."""
+    tarball = bootstrap(BUILD_ROOTFS, cache_root() / "image", printer)
+    builder = work / "build"
+    builder.mkdir()
+    subprocess.run(["tar", "-xpf", str(tarball), "-C", str(builder)], check=True)
+    for path in source_files(project):
+        target = builder / "src" / path.relative_to(project)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, target)
+    pip_cache = cache_root() / "image" / "pip-cache"
+    pip_cache.mkdir(parents=True, exist_ok=True)
+    binds = [
+        Bind(pip_cache, "/root/.cache/pip", read_only=False),
+        Bind(Path("/etc/resolv.conf"), "/etc/resolv.conf"),
+    ]
+    if os.environ.get("PIP_CERT"):  # a CA bundle pip must trust, at the same path inside
+        binds.append(Bind(Path(os.environ["PIP_CERT"]), os.environ["PIP_CERT"]))
+    script = " && ".join(BUILD_STEPS)
+    printer("[appstack] build stage: wheel, then the venv with the locked dependencies")
+    run_streaming(
+        namespace_command(builder, ["sh", "-exc", script], binds=binds), printer, env=_build_env()
+    )
+    return builder
+
+
+def build_image(
+    project: Path | None = None,
+    printer: Printer = _stderr,
+    *,
+    ref: str = f"appstack:{__version__}",
+    refresh: bool = False,
+) -> BuiltImage:
+    """The operator image as an oci-archive in the cache, built unless it is up to date."""
+    project = project or project_root()
+    cache = cache_root() / "image"
+    ensure_tools(printer)
+    bootstrap(BUILD_ROOTFS, cache, printer, refresh)
+    runtime_tarball = bootstrap(RUNTIME_ROOTFS, cache, printer, refresh)
+    archive = cache / f"appstack-{image_key(project)}.oci.tar"
+    stamp = archive.with_name(archive.name + ".ref")
+    if archive.is_file() and stamp.is_file() and stamp.read_text() == ref and not refresh:
+        printer(f"[appstack] image {ref} is up to date: {archive}")
+        os.utime(archive)  # recently used: kept when older ones are pruned
+        return BuiltImage(archive, ref)
+    with _file_lock(cache / ".image.lock"):
+        started = time.monotonic()
+        with tempfile.TemporaryDirectory(dir=cache, prefix=".build-") as tmp:
+            builder = _build_stage(project, Path(tmp), printer)
+
+            def populate(rootfs: Path) -> None:
+                printer("[appstack] final stage: python3 rootfs, user 65532, the venv")
+                subprocess.run(["tar", "-xpf", str(runtime_tarball), "-C", str(rootfs)], check=True)
+                run_streaming(namespace_command(rootfs, ["sh", "-ec", USER_STEP]), printer)
+                venv = builder / VENV.lstrip("/")
+                subprocess.run(["cp", "-a", str(venv), str(rootfs / "opt")], check=True)
+
+            commit(cache / "buildah", populate, CONFIG, archive, ref)
+        stamp.write_text(ref)
+        # Keep a few: other checkouts (worktrees) may be testing their own image right now.
+        for old in keep_newest(list(cache.glob("appstack-*.oci.tar")), KEEP):
+            old.unlink()
+            old.with_name(old.name + ".ref").unlink(missing_ok=True)
+    size = archive.stat().st_size / 2**20
+    printer(
+        f"[appstack] image {ref} built in {_fmt(time.monotonic() - started)} "
+        f"({size:.0f} MiB compressed) -> {archive}"
+    )
+    return BuiltImage(archive, ref)

@@ -1,0 +1,113 @@
+"""pytest fixtures for tests against a real control plane (envtest, but the whole cluster).
+
+Enable with ``pytest_plugins = ["appstack_testbed.pytest_plugin"]`` in a conftest.
+
+* ``kube_cluster`` (session): the local cluster ``$APPSTACK_TEST_CLUSTER`` (default
+  ``appstack-test``), started once per session if it is not already up and stopped at the
+  end if this session started it (``APPSTACK_KEEP_CLUSTER=1`` keeps it). With
+  ``APPSTACK_TEST_KUBECONFIG`` set, an existing cluster is used instead and nothing is
+  started or stopped (like envtest's existing-cluster mode); tests that need to stop or
+  restart components are then skipped.
+* ``kubeconfig`` (session): path of the admin kubeconfig.
+* ``kube`` (session): a lightkube ``Client`` for that kubeconfig.
+* ``process_node`` (session): a process-backed node (``appstack-proc-0``) whose pods run
+  as real processes (:mod:`appstack_testbed.procnode`); the handle has ``name``,
+  ``service_address``, ``kill``, ``pid``, ``pod_dir`` and ``processes``. Its agent is
+  stopped at the end of the session (with every process it started).
+* ``namespace``: a fresh namespace per test (with its default ServiceAccount ready),
+  deleted afterwards.
+
+When a component fails to start, the fixture error carries that component's log tail.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from lightkube import Client, KubeConfig
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.core_v1 import Namespace, ServiceAccount
+
+from appstack.api.kind import group_key
+from appstack_testbed.cluster import LocalCluster
+from appstack_testbed.procnode.runner import ProcessNodes
+from appstack_testbed.waiting import wait_for
+
+
+@dataclass(frozen=True)
+class ClusterHandle:
+    """What a test gets: the kubeconfig, and the local cluster when we run one."""
+
+    kubeconfig: Path
+    local: LocalCluster | None
+
+    def require_local(self) -> LocalCluster:
+        """The local cluster, or skip: the test controls components (restart, kill)."""
+        if self.local is None:
+            pytest.skip("needs the local control plane (APPSTACK_TEST_KUBECONFIG is set)")
+        return self.local
+
+
+def _progress(message: str) -> None:
+    # Bypass pytest's capture: a cold build takes minutes and must show progress.
+    print(message, file=sys.__stderr__, flush=True)
+
+
+@pytest.fixture(scope="session")
+def kube_cluster() -> Iterator[ClusterHandle]:
+    existing = os.environ.get("APPSTACK_TEST_KUBECONFIG")
+    if existing:
+        yield ClusterHandle(Path(existing).expanduser(), None)
+        return
+    cluster = LocalCluster(
+        os.environ.get("APPSTACK_TEST_CLUSTER", "appstack-test"), printer=_progress
+    )
+    was_up = cluster.is_up()
+    cluster.up()
+    try:
+        yield ClusterHandle(cluster.kubeconfig, cluster)
+    finally:
+        if not was_up and os.environ.get("APPSTACK_KEEP_CLUSTER") != "1":
+            cluster.down()
+
+
+@pytest.fixture(scope="session")
+def kubeconfig(kube_cluster: ClusterHandle) -> Path:
+    return kube_cluster.kubeconfig
+
+
+@pytest.fixture(scope="session")
+def kube(kubeconfig: Path) -> Client:
+    return Client(config=KubeConfig.from_file(str(kubeconfig)), field_manager="appstack-tests")
+
+
+@pytest.fixture(scope="session")
+def process_node(kube_cluster: ClusterHandle) -> Iterator[ProcessNodes]:
+    nodes = ProcessNodes(kube_cluster.require_local(), count=1, printer=_progress)
+    nodes.start()
+    try:
+        yield nodes
+    finally:
+        nodes.stop()
+
+
+@pytest.fixture
+def namespace(kube: Client, request: pytest.FixtureRequest) -> Iterator[str]:
+    base = re.sub(r"[^a-z0-9-]+", "-", request.node.name.lower()).strip("-")[:40].strip("-")
+    name = f"{base}-{uuid.uuid4().hex[:6]}"
+    kube.create(Namespace(metadata=ObjectMeta(name=name, labels={group_key("test"): "true"})))
+    # Pods are rejected until the namespace's default ServiceAccount exists.
+    wait_for(
+        lambda: kube.get(ServiceAccount, "default", namespace=name),
+        timeout=30,
+        what=f"ServiceAccount {name}/default",
+    )
+    yield name
+    kube.delete(Namespace, name)

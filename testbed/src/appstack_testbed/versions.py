@@ -1,0 +1,60 @@
+"""Pinned versions of the test-bed components and where their builds are cached.
+
+Used by :mod:`appstack_testbed.build` (what to build) and :mod:`appstack_testbed.cluster`
+(where the binaries are). Bumping a version here changes the cache directory, so an old
+build is never mixed with a new one.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+KUBERNETES = "v1.36.3"
+# The oldest supported release (admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy
+# is GA from 1.30): `make test` runs the e2e suite on it too (`make e2e-oldest`).
+OLDEST_KUBERNETES = "v1.30.14"
+# Another release for the test bed: APPSTACK_K8S_VERSION=v1.30.14 builds and runs it with
+# that version (its own cache directory; README, "Install" -> Kubernetes versions).
+K8S_VERSION_ENV = "APPSTACK_K8S_VERSION"
+
+
+def kubernetes_version() -> str:
+    """``$APPSTACK_K8S_VERSION`` or :data:`KUBERNETES`."""
+    return os.environ.get(K8S_VERSION_ENV) or KUBERNETES
+
+
+ETCD = "v3.6.16"
+KWOK = "v0.8.0"
+HELM = "v3.22.0"  # built on demand (the Helm chart tests), not by `appstack cluster build`
+
+
+def cache_root() -> Path:
+    """``$APPSTACK_CACHE`` or ``~/.cache/appstack``: heavy things live here, not in the repo."""
+    env = os.environ.get("APPSTACK_CACHE")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "appstack"
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """The set of binaries of one version combination."""
+
+    kubernetes: str = field(default_factory=kubernetes_version)
+    etcd: str = ETCD
+    kwok: str = KWOK
+
+    @property
+    def key(self) -> str:
+        return f"k8s-{self.kubernetes}_etcd-{self.etcd}_kwok-{self.kwok}"
+
+    @property
+    def root(self) -> Path:
+        return cache_root() / self.key
+
+    @property
+    def bin_dir(self) -> Path:
+        return self.root / "bin"
+
+    def binary(self, name: str) -> Path:
+        return self.bin_dir / name
