@@ -25,9 +25,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Protocol
 
-from appstack_testbed.versions import Toolchain
+from appstack_testbed.versions import SharedTools, Toolchain
 
 Printer = Callable[[str], None]
 
@@ -123,6 +123,41 @@ def components(toolchain: Toolchain) -> list[GoComponent]:
     ]
 
 
+def node_components(toolchain: Toolchain) -> list[GoComponent]:
+    """What a real node runs (kubelet, kube-proxy), from the same Kubernetes modules as the
+    control plane; a component of its own, so that its stamp leaves the control plane's alone."""
+    k8s = toolchain.kubernetes
+    return [
+        GoComponent(
+            name="kubernetes-node",
+            module="k8s.io/kubernetes",
+            version=k8s,
+            packages=tuple(f"k8s.io/kubernetes/cmd/{c}" for c in ("kubelet", "kube-proxy")),
+            ldflags=_version_ldflags(k8s),
+            replaces=kubernetes_staging_replaces(k8s),
+        )
+    ]
+
+
+def shared_components(tools: SharedTools) -> list[GoComponent]:
+    """The cluster services of a real node that do not depend on the Kubernetes version:
+    CoreDNS (cluster DNS) and the CNCF distribution registry (the local image registry)."""
+    return [
+        GoComponent(
+            name="coredns",
+            module="github.com/coredns/coredns",
+            version=tools.coredns,
+            packages=("github.com/coredns/coredns",),
+        ),
+        GoComponent(
+            name="registry",
+            module="github.com/distribution/distribution/v3",
+            version=tools.registry,
+            packages=("github.com/distribution/distribution/v3/cmd/registry",),
+        ),
+    ]
+
+
 def installed_binaries(component: GoComponent) -> list[str]:
     """Binary names, one per package (``.../server/v3`` is etcd, ``.../etcdctl/v3`` etcdctl)."""
     out = []
@@ -135,10 +170,22 @@ def installed_binaries(component: GoComponent) -> list[str]:
     return out
 
 
+class BuildRoot(Protocol):
+    """Where a set of components is built: a :class:`Toolchain` or :class:`SharedTools`."""
+
+    @property
+    def root(self) -> Path: ...
+
+    @property
+    def bin_dir(self) -> Path: ...
+
+    def binary(self, name: str) -> Path: ...
+
+
 class GoBuilder:
     """Builds :func:`components` into ``toolchain.bin_dir`` (idempotent, lock-protected)."""
 
-    def __init__(self, toolchain: Toolchain, printer: Printer = _stderr) -> None:
+    def __init__(self, toolchain: BuildRoot, printer: Printer = _stderr) -> None:
         self.toolchain = toolchain
         self.print = printer
 
@@ -156,7 +203,12 @@ class GoBuilder:
         return self.toolchain.binary(installed_binaries(component)[0])
 
     def ensure_all(self) -> None:
+        assert isinstance(self.toolchain, Toolchain)  # noqa: S101 - the control plane's root
         self._build_missing(components(self.toolchain))
+
+    def ensure_components(self, wanted: list[GoComponent]) -> None:
+        """Build those of ``wanted`` that are not built yet (one lock, progress printed)."""
+        self._build_missing(wanted)
 
     def _build_missing(self, wanted: list[GoComponent]) -> None:
         todo = [c for c in wanted if not self.is_built(c)]

@@ -31,10 +31,28 @@ def cluster() -> None:
     scheduler, kwok fake nodes) running as processes on 127.0.0.1."""
 
 
-def _local(name: str, nodes: int = 2, pods_per_node: int = 5000) -> LocalCluster:
+def _local(
+    name: str, nodes: int = 2, pods_per_node: int = 5000, real_nodes: int | None = None
+) -> LocalCluster:
     from appstack_testbed.cluster import LocalCluster  # noqa: PLC0415 - lazy, see above
 
-    return LocalCluster(name, nodes=nodes, pods_per_node=pods_per_node)
+    return LocalCluster(name, nodes=nodes, pods_per_node=pods_per_node, real_nodes=real_nodes)
+
+
+def default_real_nodes() -> int:
+    """One real node when root (it needs namespaces, mounts and cgroups), else none."""
+    return 1 if os.geteuid() == 0 else 0
+
+
+_REAL_NODES = click.option(
+    "--real-nodes",
+    type=click.IntRange(0, 32),
+    default=default_real_nodes,
+    show_default="1 as root, else 0",
+    help="Real nodes: a real kubelet, containerd and kube-proxy each, in a network namespace "
+    "of their own; images come from the local registry. Beside them the kwok nodes are "
+    "tainted (only pods that tolerate kwok.x-k8s.io/node land there). 0: kwok nodes only.",
+)
 
 
 @cluster.command()
@@ -83,6 +101,7 @@ def image(tag: str, refresh: bool) -> None:
 
 @cluster.command()
 @_NAME
+@_REAL_NODES
 @click.option("--nodes", default=2, show_default=True, help="Number of kwok fake nodes.")
 @click.option("--pods-per-node", default=5000, show_default=True, help="Pod capacity per node.")
 @click.option(
@@ -92,11 +111,11 @@ def image(tag: str, refresh: bool) -> None:
     help="Process-backed nodes (appstack-proc-N) whose pods run as real processes "
     "(etcd images; root). `cluster down` stops them.",
 )
-def up(name: str, nodes: int, pods_per_node: int, process_nodes: int) -> None:
+def up(name: str, real_nodes: int, nodes: int, pods_per_node: int, process_nodes: int) -> None:
     """Start the cluster (idempotent: starts only what is not running)."""
     from appstack_testbed.process import ComponentError  # noqa: PLC0415
 
-    local = _local(name, nodes=nodes, pods_per_node=pods_per_node)
+    local = _local(name, nodes=nodes, pods_per_node=pods_per_node, real_nodes=real_nodes)
     try:
         local.up()
         if process_nodes:

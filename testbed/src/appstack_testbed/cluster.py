@@ -1,9 +1,12 @@
 """A whole Kubernetes cluster as local processes: etcd, API server, controller-manager,
-scheduler and kwok (fake nodes whose pods become Running/Ready without containers).
+scheduler, kwok (fake nodes whose pods become Running/Ready without containers) and, as
+root, real nodes (a real kubelet, containerd and kube-proxy each: :mod:`appstack_testbed.realnode`).
 
 ``LocalCluster(name).up()`` builds the binaries if needed (cached), creates PKI and
 configuration once, starts whatever is not running, waits until every component is
-healthy, then creates the fake nodes and a default StorageClass. It is idempotent and
+healthy, then creates the fake nodes and a default StorageClass, then the real nodes
+(``real_nodes``; beside them the kwok nodes are tainted, so that ordinary pods run for
+real and only pods that tolerate the taint are faked). It is idempotent and
 the cluster keeps running after the calling process exits; ``down()`` stops it and
 deletes its state. Files live in ``$APPSTACK_CACHE/clusters/<name>/``; the admin
 kubeconfig is always ``<that dir>/kubeconfig``.
@@ -29,9 +32,12 @@ import httpx
 import yaml
 
 from appstack_testbed import control_plane, kwok
-from appstack_testbed.build import GoBuilder
+from appstack_testbed.build import GoBuilder, _file_lock
 from appstack_testbed.pki import ClusterPKI, write_kubeconfig
 from appstack_testbed.process import ComponentError, ComponentStatus, ManagedProcess
+from appstack_testbed.realnode.addressing import free_index
+from appstack_testbed.realnode.fleet import RealNodes
+from appstack_testbed.realnode.network import bridges_in_use
 from appstack_testbed.versions import Toolchain, cache_root
 
 Printer = Callable[[str], None]
@@ -71,10 +77,14 @@ class LocalCluster:
         toolchain: Toolchain | None = None,
         nodes: int = 2,
         pods_per_node: int = 5000,
+        real_nodes: int | None = None,
         extra_args: dict[str, list[str]] | None = None,
         printer: Printer = _stderr,
     ) -> None:
+        """``real_nodes``: how many real nodes to run (root only); None keeps what the
+        cluster has (0 for a new one)."""
         self.name = name
+        self.real_nodes = real_nodes
         self.extra_args = extra_args or {}
         self.toolchain = toolchain or Toolchain()
         self.directory = cache_root() / "clusters" / name
@@ -106,6 +116,23 @@ class LocalCluster:
     def process(self, component: str) -> ManagedProcess:
         return ManagedProcess(component, self.directory)
 
+    def real(self) -> RealNodes | None:
+        """The cluster's real nodes, or None if it has none."""
+        if not self._state_file.exists():
+            return None
+        state = json.loads(self._state_file.read_text())
+        if not state.get("real_nodes"):
+            return None
+        return RealNodes(
+            self.layout(),
+            self.toolchain,
+            count=state["real_nodes"],
+            index=state["network"],
+            ready_port=state["real_ports"]["coredns-ready"],
+            kubectl=self.kubectl,
+            printer=self.print,
+        )
+
     # ------------------------------------------------------------------------ lifecycle
     def build(self) -> None:
         GoBuilder(self.toolchain, self.print).ensure_all()
@@ -128,8 +155,11 @@ class LocalCluster:
                 self._wait_healthy(layout, name)
             if name == "kube-apiserver":
                 self._bootstrap()
-        # kwok's nodes only: a process node (appstack_testbed.procnode) is Ready only
-        # while its agent runs, which a test session starts after this.
+        real = self.real()
+        if real is not None:
+            real.up()
+        # kwok's nodes (and the real ones, above): a process node (appstack_testbed.procnode)
+        # is Ready only while its agent runs, which a test session starts after this.
         self.kubectl("wait", "--for=condition=Ready", "node", "-l", "type=kwok", "--timeout=60s")
         self.print(
             f"[appstack] cluster {self.name!r} is up ({time.monotonic() - started:.1f}s); "
@@ -138,6 +168,9 @@ class LocalCluster:
 
     def down(self) -> None:
         """Stop every component and delete the cluster's state (certificates, etcd data)."""
+        real = self.real()
+        if real is not None:
+            real.down()
         extra = sorted(
             p.stem
             for p in (self.directory / "pids").glob("*.pid")
@@ -147,6 +180,8 @@ class LocalCluster:
             self.process(name).stop()
         if self.directory.exists():
             shutil.rmtree(self.directory)
+        if real is not None and not _clusters_with_real_nodes():
+            real.registry.stop()  # the last cluster that used it (its images stay cached)
 
     def is_up(self) -> bool:
         return self._state_file.exists() and all(s.healthy for s in self.status())
@@ -159,6 +194,10 @@ class LocalCluster:
         for name in control_plane.ORDER:
             pid = self.process(name).pid()
             out.append(ComponentStatus(name, pid, pid is not None and self._healthy(layout, name)))
+        real = self.real()
+        for name, proc in real.components() if real is not None else []:
+            pid = proc.pid()
+            out.append(ComponentStatus(name, pid, pid is not None))
         return out
 
     def start(self, component: str) -> None:
@@ -235,6 +274,7 @@ class LocalCluster:
                 "toolchain": self.toolchain.key,
             }
             self._state_file.write_text(json.dumps(state, indent=2))
+        self._prepare_real_nodes()
         layout = self.layout()
         pki = ClusterPKI(self.directory / "pki")
         pki.ensure(control_plane.CLIENTS, control_plane.SERVICE_IP)
@@ -253,10 +293,28 @@ class LocalCluster:
         for path, text in control_plane.config_files(layout).items():
             path.write_text(text)
 
+    def _prepare_real_nodes(self) -> None:
+        """Record how many real nodes the cluster has, and claim a network for them once."""
+        state = json.loads(self._state_file.read_text())
+        wanted = state.get("real_nodes", 0) if self.real_nodes is None else self.real_nodes
+        state["real_nodes"] = wanted
+        if wanted and "network" not in state:
+            (cache_root() / "clusters").mkdir(parents=True, exist_ok=True)
+            with _file_lock(cache_root() / "clusters" / ".network.lock"):
+                taken = {i for name, i in _networks().items() if name != self.name}
+                state["network"] = free_index(taken | bridges_in_use())
+                state["real_ports"] = control_plane.free_ports(("coredns-ready",))
+                self._state_file.write_text(json.dumps(state, indent=2))
+        self._state_file.write_text(json.dumps(state, indent=2))
+
     def _bootstrap(self) -> None:
         """Fake nodes and the default StorageClass (server-side apply: idempotent)."""
         layout = self.layout()
-        objects = [kwok.fake_node(i, pods=layout.pods_per_node) for i in range(layout.nodes)]
+        tainted = self.real() is not None
+        objects = [
+            kwok.fake_node(i, pods=layout.pods_per_node, tainted=tainted)
+            for i in range(layout.nodes)
+        ]
         objects.append(STORAGE_CLASS)
         self.kubectl(
             "apply",
@@ -301,3 +359,20 @@ class LocalCluster:
                 )
             time.sleep(0.1)
         self.print(f"[appstack]   {name} healthy ({time.monotonic() - started:.1f}s)")
+
+
+def _networks() -> dict[str, int]:
+    """Cluster name -> real-node network index, for every cluster in the cache."""
+    out: dict[str, int] = {}
+    for state in (cache_root() / "clusters").glob("*/state.json"):
+        try:
+            data = json.loads(state.read_text())
+        except (OSError, ValueError):
+            continue
+        if "network" in data:
+            out[state.parent.name] = int(data["network"])
+    return out
+
+
+def _clusters_with_real_nodes() -> list[str]:
+    return sorted(_networks())

@@ -44,7 +44,19 @@ CLIENTS: dict[str, tuple[str, str | None]] = {
     "kube-controller-manager": ("system:kube-controller-manager", "system:masters"),
     "kube-scheduler": ("system:kube-scheduler", None),
     "kwok": ("kwok-controller", "system:masters"),
+    # Real nodes (appstack_testbed.realnode): the API server's identity towards kubelets
+    # (logs, exec, port-forward), kube-proxy (bound to system:node-proxier by the default
+    # RBAC) and CoreDNS (read-only RBAC of its own). Each kubelet has its own identity,
+    # system:node:<name> in system:nodes, which the Node authorizer and NodeRestriction use.
+    "kube-apiserver-kubelet-client": ("kube-apiserver-kubelet-client", "system:masters"),
+    "kube-proxy": ("system:kube-proxy", None),
+    "coredns": ("appstack:coredns", None),
 }
+
+
+def kubelet_identity(node: str) -> tuple[str, tuple[str, str]]:
+    """The file stem and (CN, O) of a real node's kubelet."""
+    return f"kubelet-{node}", (f"system:node:{node}", "system:nodes")
 
 
 @dataclass(frozen=True)
@@ -189,11 +201,18 @@ def _apiserver(layout: Layout) -> list[str]:
         f"--tls-cert-file={pki / 'apiserver.crt'}",
         f"--tls-private-key-file={pki / 'apiserver.key'}",
         f"--client-ca-file={pki / 'ca.crt'}",
-        "--authorization-mode=RBAC",
+        "--authorization-mode=Node,RBAC",
         # As on OpenShift: setting an ownerReference needs `delete` on the child, and
         # blockOwnerDeletion needs `update` on the owner's finalizers — the e2e operator
         # runs under the generated RBAC, so a missing grant fails the suite.
-        "--enable-admission-plugins=OwnerReferencesPermissionEnforcement",
+        # NodeRestriction: a real node's kubelet changes only its own Node and pods.
+        # PodNodeSelector/PodTolerationRestriction: a namespace's annotations place its pods
+        # (the e2e tests keep theirs on the kwok nodes unless they ask for a real node).
+        "--enable-admission-plugins=OwnerReferencesPermissionEnforcement,NodeRestriction,"
+        "PodNodeSelector,PodTolerationRestriction",
+        f"--kubelet-client-certificate={pki / 'kube-apiserver-kubelet-client.crt'}",
+        f"--kubelet-client-key={pki / 'kube-apiserver-kubelet-client.key'}",
+        "--kubelet-preferred-address-types=InternalIP,Hostname",
         f"--service-account-issuer={SA_ISSUER}",
         f"--api-audiences={SA_ISSUER}",
         f"--service-account-key-file={pki / 'sa.pub'}",

@@ -257,7 +257,15 @@ def node_name(index: int) -> str:
     return f"kwok-node-{index}"
 
 
-def fake_node(index: int, *, pods: int, cpu: str = "1000", memory: str = "4Ti") -> dict[str, Any]:
+# Beside real nodes, kwok's nodes are tainted so that only pods that ask land on them: the
+# examples' and the seeds' pods run for real, the scale tests (and the e2e namespaces that
+# annotate themselves for it, see the pytest plugin) keep kwok's fake pods.
+TAINT = {"key": "kwok.x-k8s.io/node", "value": "fake", "effect": "NoSchedule"}
+
+
+def fake_node(
+    index: int, *, pods: int, cpu: str = "1000", memory: str = "4Ti", tainted: bool = False
+) -> dict[str, Any]:
     """A Node that kwok manages; each node has its own pod CIDR big enough for ``pods``."""
     name = node_name(index)
     capacity = {"cpu": cpu, "memory": memory, "pods": str(pods), "ephemeral-storage": "1Ti"}
@@ -277,7 +285,11 @@ def fake_node(index: int, *, pods: int, cpu: str = "1000", memory: str = "4Ti") 
             },
         },
         # 10.(16+i).0.0/16: addresses only ever written into status, never contacted.
-        "spec": {"podCIDR": f"10.{16 + index}.0.0/16", "podCIDRs": [f"10.{16 + index}.0.0/16"]},
+        "spec": {
+            "podCIDR": f"10.{16 + index}.0.0/16",
+            "podCIDRs": [f"10.{16 + index}.0.0/16"],
+            "taints": [TAINT] if tainted else [],
+        },
         "status": {
             "capacity": capacity,
             "allocatable": capacity,

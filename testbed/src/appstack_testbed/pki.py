@@ -216,15 +216,25 @@ def _b64(path: Path) -> str:
 
 
 def write_kubeconfig(
-    path: Path, *, server: str, ca: Path, client: Pair, cluster: str, user: str
+    path: Path,
+    *,
+    server: str,
+    ca: Path,
+    client: Pair,
+    cluster: str,
+    user: str,
+    tls_server_name: str | None = None,
 ) -> None:
-    """A self-contained kubeconfig (certificates embedded) for one identity."""
+    """A self-contained kubeconfig (certificates embedded) for one identity; with
+    ``tls_server_name``, the server's certificate is checked for that name instead of the
+    address (a real node reaches the API server through its cluster's gateway)."""
+    entry = {"server": server, "certificate-authority-data": _b64(ca)}
+    if tls_server_name:
+        entry["tls-server-name"] = tls_server_name
     config = {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [
-            {"name": cluster, "cluster": {"server": server, "certificate-authority-data": _b64(ca)}}
-        ],
+        "clusters": [{"name": cluster, "cluster": entry}],
         "users": [
             {
                 "name": user,

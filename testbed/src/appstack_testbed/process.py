@@ -9,11 +9,12 @@ started, so a recycled pid is never signalled. Used by :mod:`appstack_testbed.cl
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import signal
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -90,8 +91,17 @@ class ManagedProcess:
             return None
         return None if raw is None else [a.decode() for a in raw.split(b"\0")[:-1]]
 
-    def start(self, args: Sequence[str], env: dict[str, str] | None = None) -> int:
-        """Start detached, appending to the log file; returns the pid."""
+    def start(
+        self,
+        args: Sequence[str],
+        env: dict[str, str] | None = None,
+        *,
+        netns: Path | None = None,
+    ) -> int:
+        """Start detached, appending to the log file; returns the pid. With ``netns`` (a
+        network namespace file, e.g. ``/var/run/netns/NAME``) the process runs in that
+        network namespace (entered in the child before it executes the program, so that the
+        pid is the program's own)."""
         self.pid_file.parent.mkdir(parents=True, exist_ok=True)
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
         binary = os.path.realpath(args[0])  # what /proc/<pid>/exe will show
@@ -108,6 +118,7 @@ class ManagedProcess:
                 start_new_session=True,
                 env={**os.environ, **(env or {})},
                 cwd=self.directory,
+                preexec_fn=None if netns is None else _enter_netns(netns),  # noqa: PLW1509
             )
         self.pid_file.write_text(f"{proc.pid}\n{binary}\n")
         # Reap the child if this Python process outlives it (e.g. pytest restarting a component).
@@ -140,6 +151,23 @@ class ManagedProcess:
         except FileNotFoundError:
             return "(no log)"
         return "\n".join(text.splitlines()[-lines:])
+
+
+_CLONE_NEWNET = 0x40000000
+
+
+def _enter_netns(path: Path) -> Callable[[], None]:
+    """A ``preexec_fn`` that moves the child into the network namespace at ``path``."""
+
+    def enter() -> None:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            if ctypes.CDLL(None, use_errno=True).setns(fd, _CLONE_NEWNET) != 0:
+                raise OSError(ctypes.get_errno(), f"setns({path})")
+        finally:
+            os.close(fd)
+
+    return enter
 
 
 _reapers: list[subprocess.Popen[bytes]] = []

@@ -14,14 +14,21 @@ Enable with ``pytest_plugins = ["appstack_testbed.pytest_plugin"]`` in a conftes
   as real processes (:mod:`appstack_testbed.procnode`); the handle has ``name``,
   ``service_address``, ``kill``, ``pid``, ``pod_dir`` and ``processes``. Its agent is
   stopped at the end of the session (with every process it started).
+* ``real_node`` (session): the cluster's first real node (a real kubelet, containerd and
+  kube-proxy: :mod:`appstack_testbed.realnode`) as a :class:`RealNodeHandle` (``name``,
+  ``address``: NodePorts answer there); skips where the cluster has none (not root).
+  The session's cluster has ``$APPSTACK_TEST_REAL_NODES`` of them (default: 1 as root).
 * ``namespace``: a fresh namespace per test (with its default ServiceAccount ready),
-  deleted afterwards.
+  deleted afterwards. Its pods run on the kwok nodes (fake, instant, as many as wanted:
+  the namespace selects and tolerates them) — unless the test also uses ``real_node`` or
+  ``process_node``: then they run on the real node, like a user's.
 
 When a component fails to start, the fixture error carries that component's log tail.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
@@ -36,9 +43,28 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace, ServiceAccount
 
 from appstack.api.kind import group_key
+from appstack_testbed.cli import default_real_nodes
 from appstack_testbed.cluster import LocalCluster
+from appstack_testbed.kwok import TAINT
 from appstack_testbed.procnode.runner import ProcessNodes
 from appstack_testbed.waiting import wait_for
+
+# Namespace annotations (admission plugins PodNodeSelector, PodTolerationRestriction) that
+# put every pod of the namespace on the kwok nodes.
+KWOK_PLACEMENT = {
+    "scheduler.alpha.kubernetes.io/node-selector": "type=kwok",
+    "scheduler.alpha.kubernetes.io/defaultTolerations": json.dumps(
+        [{"key": TAINT["key"], "operator": "Exists", "effect": TAINT["effect"]}]
+    ),
+}
+
+
+@dataclass(frozen=True)
+class RealNodeHandle:
+    """A real node of the session's cluster."""
+
+    name: str
+    address: str  # its InternalIP: NodePorts answer here, from the host too
 
 
 @dataclass(frozen=True)
@@ -66,8 +92,11 @@ def kube_cluster() -> Iterator[ClusterHandle]:
     if existing:
         yield ClusterHandle(Path(existing).expanduser(), None)
         return
+    real_nodes = os.environ.get("APPSTACK_TEST_REAL_NODES")
     cluster = LocalCluster(
-        os.environ.get("APPSTACK_TEST_CLUSTER", "appstack-test"), printer=_progress
+        os.environ.get("APPSTACK_TEST_CLUSTER", "appstack-test"),
+        real_nodes=int(real_nodes) if real_nodes else default_real_nodes(),
+        printer=_progress,
     )
     was_up = cluster.is_up()
     cluster.up()
@@ -98,11 +127,28 @@ def process_node(kube_cluster: ClusterHandle) -> Iterator[ProcessNodes]:
         nodes.stop()
 
 
+@pytest.fixture(scope="session")
+def real_node(kube_cluster: ClusterHandle) -> RealNodeHandle:
+    real = kube_cluster.require_local().real()
+    if real is None:
+        pytest.skip("needs a real node: the session's cluster has none (run as root)")
+    node = real.nodes()[0]
+    return RealNodeHandle(node.name, node.node.address)
+
+
 @pytest.fixture
 def namespace(kube: Client, request: pytest.FixtureRequest) -> Iterator[str]:
     base = re.sub(r"[^a-z0-9-]+", "-", request.node.name.lower()).strip("-")[:40].strip("-")
     name = f"{base}-{uuid.uuid4().hex[:6]}"
-    kube.create(Namespace(metadata=ObjectMeta(name=name, labels={group_key("test"): "true"})))
+    real = {"real_node", "process_node"} & set(request.fixturenames)
+    annotations = None if real else KWOK_PLACEMENT
+    kube.create(
+        Namespace(
+            metadata=ObjectMeta(
+                name=name, labels={group_key("test"): "true"}, annotations=annotations
+            )
+        )
+    )
     # Pods are rejected until the namespace's default ServiceAccount exists.
     wait_for(
         lambda: kube.get(ServiceAccount, "default", namespace=name),

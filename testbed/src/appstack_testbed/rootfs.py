@@ -31,8 +31,19 @@ from appstack_testbed.build import _file_lock, _fmt
 
 Printer = Callable[[str], None]
 
-# command -> the Debian package that provides it
+# command (or file) -> the Debian package that provides it
 TOOLS = {"mmdebstrap": "mmdebstrap", "buildah": "buildah", "umoci": "umoci"}
+# What a real node needs on the host (appstack_testbed.realnode), and skopeo to push images.
+NODE_TOOLS = {
+    "containerd": "containerd",
+    "runc": "runc",
+    "/usr/lib/cni/bridge": "containernetworking-plugins",
+    "iptables": "iptables",
+    "conntrack": "conntrack",
+    "skopeo": "skopeo",
+    "gcc": "gcc",
+    "/usr/lib/x86_64-linux-gnu/libc.a": "libc6-dev",
+}
 
 # What the Docker Official Images' `-slim` variants leave out (debuerreotype --slimify).
 SLIM_DPKG_OPTIONS = (
@@ -74,14 +85,19 @@ def run_streaming(
         )
 
 
-def ensure_tools(printer: Printer, commands: Sequence[str] = tuple(TOOLS)) -> None:
-    """Check for root; install the Debian packages providing ``commands`` when missing."""
+def _present(command: str) -> bool:
+    return Path(command).exists() if command.startswith("/") else shutil.which(command) is not None
+
+
+def ensure_tools(printer: Printer, tools: Mapping[str, str] = TOOLS) -> None:
+    """Check for root; install the Debian packages providing ``tools`` (command or file ->
+    package) when missing."""
     if os.geteuid() != 0:
         raise ImageBuildError(
-            "the daemonless image build needs root (chroot, mounts): run it as root, "
-            "or build with a container daemon: make image"
+            "the daemonless image build and real nodes need root (chroot, mounts, network "
+            "namespaces): run as root, or build the image with a container daemon: make image"
         )
-    missing = sorted({TOOLS[c] for c in commands if shutil.which(c) is None})
+    missing = sorted({package for command, package in tools.items() if not _present(command)})
     if not missing:
         return
     if shutil.which("apt-get") is None:

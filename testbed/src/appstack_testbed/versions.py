@@ -28,6 +28,10 @@ def kubernetes_version() -> str:
 ETCD = "v3.6.16"
 KWOK = "v0.8.0"
 HELM = "v3.22.0"  # built on demand (the Helm chart tests), not by `appstack cluster build`
+# The real node's cluster services, the same for every Kubernetes version (built once into
+# SharedTools, not per toolchain): cluster DNS and the local image registry.
+COREDNS = "v1.14.7"
+REGISTRY = "v3.0.0"  # github.com/distribution/distribution/v3, the CNCF registry
 
 
 def cache_root() -> Path:
@@ -47,6 +51,30 @@ class Toolchain:
     @property
     def key(self) -> str:
         return f"k8s-{self.kubernetes}_etcd-{self.etcd}_kwok-{self.kwok}"
+
+    @property
+    def root(self) -> Path:
+        return cache_root() / self.key
+
+    @property
+    def bin_dir(self) -> Path:
+        return self.root / "bin"
+
+    def binary(self, name: str) -> Path:
+        return self.bin_dir / name
+
+
+@dataclass(frozen=True)
+class SharedTools:
+    """Binaries that do not depend on the Kubernetes version (CoreDNS, the registry): built
+    once for every toolchain, in ``$APPSTACK_CACHE/tools-<versions>``."""
+
+    coredns: str = COREDNS
+    registry: str = REGISTRY
+
+    @property
+    def key(self) -> str:
+        return f"tools_coredns-{self.coredns}_registry-{self.registry}"
 
     @property
     def root(self) -> Path:
