@@ -197,3 +197,32 @@ def test_last_transition_time_changes_only_when_the_status_changes() -> None:
     flipped = _status(app, _deployment(2, 2, 2, 2), size=3, now="t3")
     times = {c["type"]: c["lastTransitionTime"] for c in flipped["conditions"]}
     assert times == {"Ready": "t3", "Progressing": "t3", "Degraded": "t1"}
+
+
+def test_the_seed_sample_runs_as_its_image_wants_unless_the_namespace_is_restricted() -> None:
+    """nginx:1.7.9 starts as root and binds port 80: the default hardening (no privilege
+    escalation, RuntimeDefault seccomp) lets it; a restricted namespace (or podSecurity:
+    restricted) gets the restricted profile, which a root image cannot meet."""
+    app = _app(SEED)
+    container = desired.deployment(app, AppServiceSpec.model_validate(SEED))["spec"]["template"][
+        "spec"
+    ]["containers"][0]
+    assert container["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    restricted = desired.deployment(app, AppServiceSpec.model_validate(SEED), "restricted")
+    security = restricted["spec"]["template"]["spec"]["containers"][0]["securityContext"]
+    assert security["runAsNonRoot"] is True
+    assert security["capabilities"] == {"drop": ["ALL"]}
+    asked = AppServiceSpec.model_validate({**SEED, "podSecurity": "restricted"})
+    security = desired.deployment(app, asked)["spec"]["template"]["spec"]["containers"][0][
+        "securityContext"
+    ]
+    assert security["runAsNonRoot"] is True
+    # ... and an object may keep baseline even where the namespace would make it restricted
+    kept = AppServiceSpec.model_validate({**SEED, "podSecurity": "baseline"})
+    security = desired.deployment(app, kept, "restricted")["spec"]["template"]["spec"][
+        "containers"
+    ][0]["securityContext"]
+    assert "runAsNonRoot" not in security

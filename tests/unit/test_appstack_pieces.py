@@ -14,7 +14,7 @@ from appstack.api.security import SecurityContext
 from appstack.controllers.appstack import catalog, desired, middleware, teardown
 from appstack.controllers.appstack.addresses import ExternalIPPolicy, parse_networks
 from appstack.controllers.appstack.connections import connection_env
-from appstack.controllers.util.workloads import RESTRICTED, security_context
+from appstack.controllers.util.workloads import BASELINE, RESTRICTED, security_context
 
 MYSQL = {"name": "mysql", "type": "mysql", "managed": {}}
 
@@ -195,6 +195,10 @@ def test_ip_backed_external_middleware_is_an_opt_in_that_never_reaches_the_node(
 
 def test_workloads_are_restricted_unless_the_user_overrides_a_field() -> None:
     assert security_context(None) == RESTRICTED
+    # baseline: hardening that runs any image, root ones included (no user, no capabilities)
+    assert security_context(None, level="baseline") == BASELINE
+    assert "runAsNonRoot" not in BASELINE
+    assert "capabilities" not in BASELINE
     root = SecurityContext.model_validate({"runAsNonRoot": False, "runAsUser": 0})
     merged = security_context(root, {"runAsUser": 999})
     assert merged["runAsNonRoot"] is False

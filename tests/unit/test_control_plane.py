@@ -43,8 +43,14 @@ def test_controller_manager_and_scheduler_are_sized_for_benchmarks(tmp_path: Pat
 
 def test_the_api_server_uses_rbac_and_service_account_keys(tmp_path: Path) -> None:
     apiserver = control_plane.command(_layout(tmp_path), "kube-apiserver")
-    assert "--authorization-mode=RBAC" in apiserver
-    assert "--enable-admission-plugins=OwnerReferencesPermissionEnforcement" in apiserver
+    assert "--authorization-mode=Node,RBAC" in apiserver
+    (plugins,) = [a for a in apiserver if a.startswith("--enable-admission-plugins=")]
+    assert plugins.split("=", 1)[1].split(",") == [
+        "OwnerReferencesPermissionEnforcement",
+        "NodeRestriction",
+        "PodNodeSelector",
+        "PodTolerationRestriction",
+    ]
     assert any(arg.startswith("--service-account-signing-key-file=") for arg in apiserver)
     assert f"--service-cluster-ip-range={control_plane.SERVICE_CIDR}" in apiserver
     assert f"--etcd-servers=http://127.0.0.1:{PORTS['etcd']}" in apiserver

@@ -12,7 +12,7 @@ from appstack.api.crontab import CronTabSpec, cron_problem
 from appstack.controllers.crontab import desired
 from appstack.controllers.crontab.status import from_cron_job
 from appstack.controllers.util.conditions import Problem
-from appstack.controllers.util.workloads import RESTRICTED
+from appstack.controllers.util.workloads import BASELINE, RESTRICTED
 
 
 @pytest.mark.parametrize(
@@ -113,7 +113,7 @@ def test_a_crontab_becomes_an_owned_cron_job_with_replicas_as_parallelism() -> N
         "name": "job",
         "image": "busybox",
         "command": ["date"],
-        "securityContext": RESTRICTED,  # the restricted Pod Security profile by default
+        "securityContext": BASELINE,  # outside restricted namespaces: runs root images too
     }
     assert cron["metadata"]["ownerReferences"][0]["uid"] == "u"
 
@@ -187,3 +187,13 @@ def test_a_single_nonzero_second_is_named_in_the_scheduled_message() -> None:
     (ready,) = from_cron_job(tab, cron, None, "now")["conditions"]
     assert (ready["reason"], cron["spec"]["schedule"]) == ("Scheduled", "0 3 * * *")
     assert "not at second 30" in ready["message"]
+
+
+def test_a_crontab_runs_restricted_in_a_restricted_namespace_or_when_it_asks() -> None:
+    tab = _tab()
+    spec = CronTabSpec.model_validate(tab["spec"])
+    job = desired.cron_job(tab, spec, "restricted")["spec"]["jobTemplate"]["spec"]["template"]
+    assert job["spec"]["containers"][0]["securityContext"] == RESTRICTED
+    asked = CronTabSpec.model_validate({**tab["spec"], "podSecurity": "restricted"})
+    job = desired.cron_job(tab, asked)["spec"]["jobTemplate"]["spec"]["template"]
+    assert job["spec"]["containers"][0]["securityContext"] == RESTRICTED

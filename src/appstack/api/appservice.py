@@ -28,7 +28,7 @@ from appstack.api.core import (
 )
 from appstack.api.kind import AGE, WIDE_READY, CustomObject, custom_kind
 from appstack.api.names import DNS_1035, Image, ObjectName, name_rules
-from appstack.api.security import SECURITY, SecurityContext
+from appstack.api.security import POD_SECURITY, SECURITY, PodSecurityLevel, SecurityContext
 
 ShortString = Annotated[str, Field(max_length=4096)]
 LabelMap = Annotated[dict[str, Annotated[str, Field(max_length=63)]], Field(max_length=64)]
@@ -81,6 +81,7 @@ class AppServiceSpec(KubeModel):
         None, description="CPU/memory requests and limits of the container."
     )
     security_context: SecurityContext | None = Field(None, description=SECURITY)
+    pod_security: PodSecurityLevel | None = Field(None, description=POD_SECURITY)
     service_type: ServiceType | None = Field(
         None,
         description="Service type; default NodePort when a port sets nodePort, "

@@ -23,6 +23,7 @@ from appstack.api.core import Condition, KubeModel
 from appstack.api.graph import find_cycle
 from appstack.api.kind import AGE, READY_MESSAGE, READY_REASON, CustomObject, custom_kind
 from appstack.api.names import DNS_1035, name_rules
+from appstack.api.security import POD_SECURITY, PodSecurityLevel
 
 _REFS = (
     "(self.components.exists(x, x.name == d) || (has(self.middleware) && "
@@ -73,6 +74,11 @@ class AppStackSpec(KubeModel):
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]},
     )
     components: list[Component] = Field(min_length=1, max_length=64)
+    pod_security: PodSecurityLevel | None = Field(
+        None,
+        description=f"{POD_SECURITY} For the components; managed middleware always runs "
+        "restricted, as its image's own user.",
+    )
 
     @model_validator(mode="after")
     def _graph(self) -> AppStackSpec:

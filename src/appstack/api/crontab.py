@@ -18,7 +18,7 @@ from appstack.api.cron import cron_problem
 from appstack.api.cron_rules import CRON_RULES
 from appstack.api.kind import AGE, WIDE_READY, CustomObject, custom_kind
 from appstack.api.names import DNS_LABEL, Image, name_rules
-from appstack.api.security import SECURITY, SecurityContext
+from appstack.api.security import POD_SECURITY, SECURITY, PodSecurityLevel, SecurityContext
 
 
 class CronTabSpec(KubeModel):
@@ -40,6 +40,7 @@ class CronTabSpec(KubeModel):
     command: list[str] | None = Field(None, max_length=64, description="Entrypoint.")
     args: list[str] | None = Field(None, max_length=256, description="Arguments.")
     security_context: SecurityContext | None = Field(None, description=SECURITY)
+    pod_security: PodSecurityLevel | None = Field(None, description=POD_SECURITY)
     time_zone: str | None = Field(
         None,
         max_length=64,

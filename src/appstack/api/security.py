@@ -1,10 +1,19 @@
-"""A container's security settings as users may set them (``securityContext``), pure.
+"""A container's security settings as users may set them, pure: the Pod Security level
+its pods are made to meet (``podSecurity``) and field overrides (``securityContext``).
 
-Every workload appstack creates runs under the ``restricted`` Pod Security profile by
-default (:mod:`appstack.controllers.util.workloads` fills in non-root, no privilege
-escalation, all capabilities dropped, the runtime's default seccomp profile); a field set
-here overrides that default for one AppService, component or managed middleware — e.g.
-``runAsNonRoot: false`` for an image that must start as root, in a namespace that allows it.
+Two levels (:mod:`appstack.controllers.util.workloads` fills them in):
+
+* ``baseline`` — the default outside ``restricted`` namespaces: ``allowPrivilegeEscalation:
+  false`` and the runtime's default seccomp profile, hardening that never stops an ordinary
+  image from running (the seed's ``nginx:1.7.9`` starts as root and binds port 80);
+* ``restricted`` — the Pod Security Standard's restricted profile: also non-root and every
+  capability dropped. It is the default in a namespace that enforces it (label
+  ``pod-security.kubernetes.io/enforce=restricted``), or asked for with ``podSecurity:
+  restricted``; an image that must run as root then shows ``Ready=False`` with the
+  kubelet's reason (``CreateContainerConfigError``).
+
+Managed middleware always runs restricted, as its image's own user. A ``securityContext``
+field overrides either level for one AppService, component or managed middleware.
 """
 
 from __future__ import annotations
@@ -16,9 +25,17 @@ from pydantic import Field
 from appstack.api.core import KubeModel
 
 SECURITY = (
-    "Overrides of the container's securityContext; by default it runs under the "
-    "restricted Pod Security profile (non-root, no privilege escalation, all capabilities "
-    "dropped, RuntimeDefault seccomp)."
+    "Overrides of the container's securityContext, on top of the podSecurity level "
+    "(baseline: no privilege escalation, RuntimeDefault seccomp; restricted: also non-root "
+    "and all capabilities dropped)."
+)
+PodSecurityLevel = Literal["baseline", "restricted"]
+POD_SECURITY = (
+    "The Pod Security Standard the pods are made to meet: baseline (no privilege "
+    "escalation, RuntimeDefault seccomp: never stops an ordinary image, root ones included) "
+    "or restricted (also non-root, all capabilities dropped). Default: restricted where the "
+    "namespace enforces it (label pod-security.kubernetes.io/enforce=restricted), "
+    "else baseline."
 )
 
 
@@ -33,7 +50,7 @@ class SeccompProfile(KubeModel):
 
 
 class SecurityContext(KubeModel):
-    """Overrides of the container's restricted defaults (unset fields keep the default)."""
+    """Overrides of the container's defaults (unset fields keep the level's default)."""
 
     run_as_non_root: bool | None = None
     run_as_user: int | None = Field(None, ge=0)

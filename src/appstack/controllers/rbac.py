@@ -9,11 +9,14 @@ from __future__ import annotations
 from appstack.controllers.registry import ALL
 from appstack.controllers.util.rbac import Rule, rule
 from appstack.runtime.metricsauth import SUBJECT_ACCESS_REVIEW, TOKEN_REVIEW
-from appstack.runtime.resources import EVENT, LEASE
+from appstack.runtime.resources import EVENT, LEASE, NAMESPACE
 
 LEASE_NAME = "appstack-operator"  # the operator's leader-election Lease (appstack run)
 RUNTIME_RULES: list[Rule] = [
     rule(EVENT, "create", "patch"),
+    # The Pod Security level a namespace enforces (its labels), read by name
+    # (controllers/util/podsecurity.py): a namespaced install grants it per namespace.
+    rule(NAMESPACE, "get"),
     # Who scrapes /metrics (appstack.runtime.metricsauth): check a token, ask if it may.
     rule(TOKEN_REVIEW, "create"),
     rule(SUBJECT_ACCESS_REVIEW, "create"),

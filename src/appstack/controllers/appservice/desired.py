@@ -14,6 +14,7 @@ from typing import Any
 
 from appstack.api.appservice import AppServiceSpec
 from appstack.api.core import ServicePort
+from appstack.api.security import PodSecurityLevel
 from appstack.controllers.util.meta import child_labels, child_metadata, instance_labels
 from appstack.controllers.util.workloads import container, security_context
 
@@ -37,7 +38,9 @@ def _container_port(port: ServicePort) -> dict[str, Any]:
     return out
 
 
-def deployment(app: dict[str, Any], spec: AppServiceSpec) -> dict[str, Any]:
+def deployment(
+    app: dict[str, Any], spec: AppServiceSpec, level: PodSecurityLevel = "baseline"
+) -> dict[str, Any]:
     name = app["metadata"]["name"]
     app_container = container(
         CONTAINER,
@@ -49,7 +52,7 @@ def deployment(app: dict[str, Any], spec: AppServiceSpec) -> dict[str, Any]:
         args=spec.args,
         readiness_probe=spec.readiness_probe,
         liveness_probe=spec.liveness_probe,
-        security=security_context(spec.security_context),
+        security=security_context(spec.security_context, level=spec.pod_security or level),
     )
     pod_spec: dict[str, Any] = {"containers": [app_container]}
     if spec.image_pull_secrets:
@@ -101,7 +104,10 @@ def service(app: dict[str, Any], spec: AppServiceSpec) -> dict[str, Any] | None:
     return {"apiVersion": "v1", "kind": "Service", "metadata": _metadata(app), "spec": svc_spec}
 
 
-def children(app: dict[str, Any], spec: AppServiceSpec) -> list[dict[str, Any]]:
-    """Every child the AppService wants: its Deployment, and its Service if it has ports."""
+def children(
+    app: dict[str, Any], spec: AppServiceSpec, level: PodSecurityLevel = "baseline"
+) -> list[dict[str, Any]]:
+    """Every child the AppService wants: its Deployment, and its Service if it has ports.
+    ``level``: the namespace's Pod Security level (``spec.podSecurity`` wins)."""
     service_ = service(app, spec)
-    return [deployment(app, spec), *([service_] if service_ is not None else [])]
+    return [deployment(app, spec, level), *([service_] if service_ is not None else [])]

@@ -62,7 +62,8 @@ class AppServiceReconciler(KindReconciler[AppServiceSpec]):
         )
 
     async def apply(self, obj: dict[str, Any], spec: AppServiceSpec) -> Result | None:
-        synced, problems = await self.writer.sync_all(obj, desired.children(obj, spec))
+        level = await self.pod_security.level(obj["metadata"]["namespace"], spec.pod_security)
+        synced, problems = await self.writer.sync_all(obj, desired.children(obj, spec, level))
         if "Service" not in synced:
             await self.writer.delete(obj, SERVICE, "no ports")
         # A rejected child, or a Deployment that cannot create pods (quota, admission).

@@ -20,6 +20,7 @@ from typing import Any
 from appstack.api.appstack import AppStackSpec
 from appstack.api.appstack_component import Component
 from appstack.api.appstack_middleware import Middleware
+from appstack.api.security import PodSecurityLevel
 from appstack.controllers.appstack import labels
 from appstack.controllers.appstack.connections import connection_env, service_name
 from appstack.controllers.appstack.middleware import children as middleware_children
@@ -117,9 +118,11 @@ def deployment(
     members: Members,
     secrets_hash: str | None = None,
     config_maps_version: str | None = None,
+    *,
+    level: PodSecurityLevel = "baseline",
 ) -> dict[str, Any]:
     """The component's Deployment; ``config_maps_version``: :func:`secrets_version` of the
-    existing ConfigMaps it mounts."""
+    existing ConfigMaps it mounts; ``level``: the Pod Security level of its pods."""
     stack = owner["metadata"]["name"]
     env = [{"name": k, "value": v} for k, v in sorted((c.env or {}).items())]
     env += [e.to_dict() for e in c.envs or []]
@@ -135,7 +138,7 @@ def deployment(
         resources=c.resources,
         readiness_probe=c.readiness_probe,
         liveness_probe=c.liveness_probe,
-        security=security_context(c.security_context),
+        security=security_context(c.security_context, level=level),
     )
     sel = labels.selector(stack, c.name)
     template: dict[str, Any] = {
@@ -185,22 +188,27 @@ def component_children(
     members: Members,
     secrets_hash: str | None = None,
     config_maps_version: str | None = None,
+    *,
+    level: PodSecurityLevel = "baseline",
 ) -> list[dict[str, Any]]:
     """Every child of one component: its ConfigMaps, Deployment, Service (if ports)."""
     objects = [
         *config_maps(owner, c),
-        deployment(owner, c, members, secrets_hash, config_maps_version),
+        deployment(owner, c, members, secrets_hash, config_maps_version, level=level),
         component_service(owner, c),
     ]
     return [o for o in objects if o is not None]
 
 
-def children(owner: dict[str, Any], spec: AppStackSpec) -> list[dict[str, Any]]:
+def children(
+    owner: dict[str, Any], spec: AppStackSpec, level: PodSecurityLevel = "baseline"
+) -> list[dict[str, Any]]:
     """Every member's children: middleware first, then components (credentials Secrets are
-    generated in the cluster, never here)."""
+    generated in the cluster, never here); ``level``: the namespace's Pod Security level
+    (``spec.podSecurity`` wins)."""
     middleware = {m.name: m for m in spec.middleware or []}
     out = [child for mw in middleware.values() for child in middleware_children(owner, mw)]
     members: Members = {**middleware, **{c.name: c for c in spec.components}}
     for c in spec.components:
-        out += component_children(owner, c, members)
+        out += component_children(owner, c, members, level=spec.pod_security or level)
     return out

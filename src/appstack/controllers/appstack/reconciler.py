@@ -30,6 +30,7 @@ from appstack.api.appstack_component import Component
 from appstack.api.appstack_middleware import Middleware
 from appstack.api.graph import blocked_by, start_order
 from appstack.api.kind import group_key
+from appstack.api.security import PodSecurityLevel
 from appstack.controllers.appstack import desired, labels, middleware, status
 from appstack.controllers.appstack.addresses import ExternalIPPolicy
 from appstack.controllers.appstack.connections import third_party_credentials_missing
@@ -126,6 +127,7 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
         members: list[dict[str, Any]] = []
         problems: list[Problem] = []
         stuck: list[Problem] = []  # members whose pods cannot start
+        level = await self.pod_security.level(obj["metadata"]["namespace"], spec.pod_security)
         for wave in start_order(edges) if edges else []:
             for name in wave:
                 seen = len(problems)
@@ -139,6 +141,7 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
                         waiting=blocked_by(name, edges, ready),
                         wanted=wanted,
                         problems=problems,
+                        level=level,
                     )
                 if member["state"] == "Ready":
                     ready.add(name)
@@ -223,13 +226,16 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
         waiting: list[str],
         wanted: Wanted,
         problems: list[Problem],
+        level: PodSecurityLevel,
     ) -> dict[str, Any]:
         base = {"name": c.name, "kind": "Component"}
         secrets_hash = config_version = None
         if not waiting:
             secrets_hash = await self._secrets_hash(stack, c, members, problems)
             config_version = await self._versions(stack, CONFIG_MAP, desired.used_config_maps(c))
-        objects = desired.component_children(stack, c, members, secrets_hash, config_version)
+        objects = desired.component_children(
+            stack, c, members, secrets_hash, config_version, level=level
+        )
         if waiting:
             # Hold creation and updates alike; keep what exists so nothing is pruned.
             wanted.update((o["kind"], o["metadata"]["name"]) for o in objects)

@@ -11,6 +11,7 @@ from typing import Any
 
 from appstack.api.cron import cron_job_schedule
 from appstack.api.crontab import CronTabSpec
+from appstack.api.security import PodSecurityLevel
 from appstack.controllers.util.meta import child_labels, child_metadata
 from appstack.controllers.util.workloads import container, security_context
 
@@ -21,14 +22,16 @@ def labels(name: str) -> dict[str, str]:
     return child_labels(name, COMPONENT)
 
 
-def cron_job(tab: dict[str, Any], spec: CronTabSpec) -> dict[str, Any]:
+def cron_job(
+    tab: dict[str, Any], spec: CronTabSpec, level: PodSecurityLevel = "baseline"
+) -> dict[str, Any]:
     meta = tab["metadata"]
     job = container(
         "job",
         spec.image,
         command=spec.command,
         args=spec.args,
-        security=security_context(spec.security_context),
+        security=security_context(spec.security_context, level=spec.pod_security or level),
     )
     cron_spec: dict[str, Any] = {
         "schedule": cron_job_schedule(spec.cron_spec).schedule,
@@ -58,6 +61,9 @@ def cron_job(tab: dict[str, Any], spec: CronTabSpec) -> dict[str, Any]:
     }
 
 
-def children(tab: dict[str, Any], spec: CronTabSpec) -> list[dict[str, Any]]:
-    """Every child the CronTab wants: its CronJob."""
-    return [cron_job(tab, spec)]
+def children(
+    tab: dict[str, Any], spec: CronTabSpec, level: PodSecurityLevel = "baseline"
+) -> list[dict[str, Any]]:
+    """Every child the CronTab wants: its CronJob (``level``: the namespace's Pod Security
+    level; ``spec.podSecurity`` wins)."""
+    return [cron_job(tab, spec, level)]

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 from appstack.api.kind import CustomKind
 from appstack.controllers.children import ChildWriter
 from appstack.controllers.util.conditions import Problem, describe_validation
+from appstack.controllers.util.podsecurity import NamespaceLevels
 from appstack.core.resource import Resource
 from appstack.runtime import finalizer as finalizers
 from appstack.runtime.builder import Mapper
@@ -57,6 +58,8 @@ class KindReconciler(ABC, Generic[SpecT]):
         self.cache = cache
         self.resource = self.kind.resource
         self.writer = ChildWriter(client, cache, recorder, self.resource, self.owns)
+        # The Pod Security level the kind's pods are created at (util/podsecurity.py).
+        self.pod_security = NamespaceLevels(client)
 
     async def reconcile(self, request: Request) -> Result | None:
         cached = self.cache.get(self.resource, request.key)

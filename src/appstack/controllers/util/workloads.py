@@ -1,8 +1,9 @@
 """Workload fields and readiness, the same for every controller that runs pods (pure).
 
 :func:`container` builds a container from the API's fields (env, resources, probes, ...),
-under the ``restricted`` Pod Security profile unless the user's ``securityContext`` says
-otherwise (:func:`security_context`);
+with the securityContext of a Pod Security level (:data:`BASELINE`, :data:`RESTRICTED`:
+:mod:`appstack.api.security` says which applies) and the user's overrides
+(:func:`security_context`);
 :func:`deployment_rollout` and :func:`statefulset_ready` say whether a workload has rolled
 out its current spec, from its status as the cache holds it; :func:`replica_failure`
 whether it cannot create pods at all.
@@ -15,23 +16,33 @@ from dataclasses import dataclass
 from typing import Any
 
 from appstack.api.core import Probe, ResourceRequirements
-from appstack.api.security import SecurityContext
+from appstack.api.security import PodSecurityLevel, SecurityContext
 from appstack.controllers.util.conditions import Problem
 
-# The `restricted` Pod Security profile, per container: what every workload gets by default.
+# Hardening that never stops an ordinary image (root ones included): within the `baseline`
+# Pod Security Standard, plus no privilege escalation and the runtime's seccomp profile.
+BASELINE: dict[str, Any] = {
+    "allowPrivilegeEscalation": False,
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+# The `restricted` Pod Security Standard, per container.
 RESTRICTED: dict[str, Any] = {
     "runAsNonRoot": True,
     "allowPrivilegeEscalation": False,
     "capabilities": {"drop": ["ALL"]},
     "seccompProfile": {"type": "RuntimeDefault"},
 }
+LEVELS: dict[PodSecurityLevel, dict[str, Any]] = {"baseline": BASELINE, "restricted": RESTRICTED}
 
 
 def security_context(
-    user: SecurityContext | None, base: dict[str, Any] | None = None
+    user: SecurityContext | None,
+    base: dict[str, Any] | None = None,
+    level: PodSecurityLevel = "restricted",
 ) -> dict[str, Any]:
-    """:data:`RESTRICTED`, then ``base`` (e.g. an engine's user id), then what the user set."""
-    return {**RESTRICTED, **(base or {}), **(user.to_dict() if user else {})}
+    """The ``level``'s settings, then ``base`` (e.g. an engine's user id), then what the
+    user set."""
+    return {**LEVELS[level], **(base or {}), **(user.to_dict() if user else {})}
 
 
 def container(
