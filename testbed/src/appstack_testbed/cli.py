@@ -137,6 +137,7 @@ def up(name: str, real_nodes: int, nodes: int, pods_per_node: int, process_nodes
 
 @cluster.command()
 @_NAME
+@_REAL_NODES
 @click.option(
     "--example",
     default="examples/appservice.yaml",
@@ -151,14 +152,23 @@ def up(name: str, real_nodes: int, nodes: int, pods_per_node: int, process_nodes
     type=click.Path(exists=True),
     help="The AppStack to apply next, watching its members start in order.",
 )
-def demo(name: str, example: str, stack_example: str) -> None:
-    """Cluster up, CRDs and RBAC installed, the operator running in the background under its
-    ServiceAccount, the example applied and Ready."""
+def demo(name: str, real_nodes: int, example: str, stack_example: str) -> None:
+    """Cluster up (a real node as root), CRDs and RBAC installed, the operator running in
+    the background under its ServiceAccount, the seed's AppService and the DataService
+    AppStack applied, Ready and answering over HTTP. On failure: what is not Ready and why,
+    exit status 1."""
     from pathlib import Path  # noqa: PLC0415
 
     from appstack_testbed import demo as demo_module  # noqa: PLC0415
 
-    demo_module.run(_local(name), Path(example), click.echo, Path(stack_example))
+    try:
+        demo_module.run(
+            _local(name, real_nodes=real_nodes), Path(example), click.echo, Path(stack_example)
+        )
+    except demo_module.DemoFailed as error:
+        click.echo(f"\nThe demo did not come up: {error}", err=True)
+        click.echo("Stop it with: make demo-down  (appstack cluster down)", err=True)
+        sys.exit(1)
 
 
 @cluster.command()
