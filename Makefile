@@ -1,6 +1,9 @@
 # appstack — developer entry points. Set-up is two commands: `make demo` and `make test`.
-# Both install the Python dependencies into .venv and build the local control plane from
-# Go modules into $(APPSTACK_CACHE) (default ~/.cache/appstack) the first time.
+# Both install the Python dependencies into .venv (`make venv`) and build the local cluster
+# from Go modules and Debian packages into $(APPSTACK_CACHE) (default ~/.cache/appstack)
+# the first time. The kubebuilder workflow's targets are here too: `make install`,
+# `make uninstall` (CRDs), `make run` (the operator, from here), `make deploy`,
+# `make undeploy` (IMG=...), `make docker-build`, `make docker-buildx`.
 
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -8,8 +11,9 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: install build lint typecheck imports unit e2e e2e-oldest test demo demo-down clean docs \
-	image image-buildx image-oci lock manifests undeploy
+.PHONY: venv build lint typecheck imports unit e2e e2e-oldest test demo demo-down clean docs \
+	image image-buildx image-oci lock manifests install uninstall run deploy undeploy \
+	docker-build docker-push docker-buildx
 
 $(VENV)/.installed: pyproject.toml testbed/pyproject.toml
 	@echo "[appstack] installing Python dependencies into $(VENV)"
@@ -18,24 +22,25 @@ $(VENV)/.installed: pyproject.toml testbed/pyproject.toml
 	$(BIN)/pip install -q -e '.[dev]' -e ./testbed
 	@touch $@
 
-install: $(VENV)/.installed
+venv: $(VENV)/.installed
 
 # Build (once; cached outside the repo) etcd, kube-apiserver, kube-controller-manager,
-# kube-scheduler, kubectl and kwok, printing progress.
-build: install
+# kube-scheduler, kubectl and kwok, printing progress (the real node's kubelet, kube-proxy,
+# CoreDNS, registry and images are built when a cluster first starts one).
+build: venv
 	$(BIN)/appstack cluster build
 
-lint: install
+lint: venv
 	$(BIN)/ruff check src testbed/src tests bench
 	$(BIN)/ruff format --check src testbed/src tests bench
 
-typecheck: install
+typecheck: venv
 	$(BIN)/mypy
 
-imports: install
+imports: venv
 	$(BIN)/lint-imports
 
-unit: install
+unit: venv
 	$(BIN)/pytest tests/unit
 
 e2e: build
@@ -47,7 +52,7 @@ e2e: build
 # to the API server (building the wheel and sdist) ran in the first session already.
 OLDEST_K8S := $(shell sed -n 's/^OLDEST_KUBERNETES = "\(.*\)"/\1/p' testbed/src/appstack_testbed/versions.py)
 VERSION_INDEPENDENT := tests/e2e/test_packaging.py
-e2e-oldest: install
+e2e-oldest: venv
 	APPSTACK_K8S_VERSION=$(OLDEST_K8S) $(BIN)/appstack cluster build
 	APPSTACK_K8S_VERSION=$(OLDEST_K8S) \
 	  APPSTACK_TEST_CLUSTER=$${APPSTACK_TEST_CLUSTER:-appstack-test}-oldest \
@@ -60,27 +65,53 @@ test: lint typecheck imports build
 	$(BIN)/pytest tests --durations=10
 	$(MAKE) --no-print-directory e2e-oldest
 
-# The main job: local cluster, CRDs + RBAC, the operator in the background under its
-# ServiceAccount, the seed sample (examples/appservice.yaml) applied and Ready.
+# The main job: local cluster (with a real node as root), CRDs + RBAC, the operator in the
+# background under its ServiceAccount, the seed sample (examples/appservice.yaml) and the
+# DataService stack (examples/dataservice.yaml) applied, Ready and answering over HTTP.
 demo: build
 	$(BIN)/appstack cluster demo
 
-demo-down: install
+demo-down: venv
 	$(BIN)/appstack cluster down
 
-# deploy/ (CRDs, RBAC, the operator's Deployment, install.yaml, kustomization.yaml) and the
+# deploy/ (CRDs, RBAC, the operator's Deployment, install.yaml, Kustomization) and the
 # Helm chart charts/appstack, generated from the code.
 # For your own cluster see `appstack manifests --help` (image, namespace, watched namespaces).
-manifests: install
+manifests: venv
 	$(BIN)/appstack manifests -o deploy --chart-dir charts/appstack
 
-# Remove appstack from the cluster of $KUBECONFIG: custom resources (finalized by the
-# still-running operator), then the operator, then the CRDs. Asks first; YES=1 does not.
-undeploy: install
+# --- The kubebuilder workflow (seed 001), against the current kubeconfig: $KUBECONFIG, else
+# ~/.kube/config, else the local cluster of `make demo` / `appstack cluster up`.
+APPSTACK_CACHE ?= $(HOME)/.cache/appstack
+KUBECONFIG ?= $(if $(wildcard $(HOME)/.kube/config),$(HOME)/.kube/config,$(APPSTACK_CACHE)/clusters/appstack/kubeconfig)
+export KUBECONFIG
+# kubectl on PATH, else the one the test bed built.
+TESTBED_KUBECTL = $(shell $(BIN)/python -c 'from appstack_testbed.versions import Toolchain; print(Toolchain().binary("kubectl"))')
+KUBECTL ?= $(or $(shell command -v kubectl),$(TESTBED_KUBECTL))
+
+# The CRDs into the cluster / out of it (which deletes every appstack object with them).
+install: venv
+	$(KUBECTL) apply --server-side -f deploy/crds/
+
+uninstall: venv
+	$(KUBECTL) delete --ignore-not-found -f deploy/crds/
+
+# The operator from this checkout, against the current kubeconfig, in the foreground.
+run: venv
+	$(BIN)/appstack run
+
+# The operator into the cluster, running IMG (build it first: make docker-build, or without
+# a daemon make image-oci, which also puts it into the local cluster's registry).
+deploy: venv
+	$(BIN)/appstack manifests --image $(IMG) -o - | $(KUBECTL) apply --server-side -f -
+
+# Remove appstack from the cluster: custom resources (finalized by the still-running
+# operator), then the operator, then the CRDs. Asks first; YES=1 does not.
+undeploy: venv
 	$(BIN)/appstack uninstall $(if $(YES),--yes)
 
 # The runtime's API reference (docs/runtime-api.md), generated from its docstrings.
-docs: install
+docs: venv
 	$(BIN)/python -m appstack.apidoc docs/runtime-api.md
 
 # The operator image (Dockerfile). With a Docker daemon: `make image IMG=registry/appstack:tag`;
@@ -107,12 +138,19 @@ image-buildx:
 	$(need-docker)
 	docker buildx build $(DOCKER_BUILD_ARGS) --platform=$(PLATFORMS) --tag $(IMG) --push .
 
-image-oci: install
+image-oci: venv
 	$(BIN)/appstack cluster image --tag $(IMG)
+
+# kubebuilder's names for the same.
+docker-build: image
+docker-buildx: image-buildx
+docker-push:
+	$(need-docker)
+	docker push $(IMG)
 
 # Re-pin requirements.lock (the image's Python dependencies, hash-checked) from pyproject.toml,
 # for Debian 12's Python 3.11. Run after changing [project].dependencies.
-lock: install
+lock: venv
 	$(BIN)/uv pip compile pyproject.toml --python-version 3.11 --python-platform linux \
 	  --generate-hashes --no-strip-markers --quiet -o requirements.lock
 

@@ -3,6 +3,7 @@ when a child already has the quantities asked for (controllers/children.py, util
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from decimal import Decimal
 from typing import Any
 
@@ -10,7 +11,7 @@ import pytest
 
 from appstack.controllers.util.compare import is_subset, users_problem
 from appstack.controllers.util.conditions import Problem
-from appstack.controllers.util.pods import pod_problem
+from appstack.controllers.util.pods import NOT_READY_GRACE, pod_problem, recheck_after
 from appstack.controllers.util.quantity import quantity_value, same_quantity
 from appstack.runtime import errors
 
@@ -111,3 +112,21 @@ def test_the_first_pod_that_cannot_start_says_why() -> None:
         "status": {"containerStatuses": [crash]},
     }
     assert pod_problem([going]) is None
+
+
+def test_a_container_that_runs_but_never_becomes_ready_is_reported_after_its_grace() -> None:
+    """A readiness probe that does not pass: no watch event says so, so the owner looks
+    again when the grace is over (recheck_after), then reports it."""
+    started = "2026-01-01T00:00:00Z"
+    epoch = datetime(2026, 1, 1, tzinfo=timezone.utc).timestamp()
+    unready = {"name": "app", "ready": False, "state": {"running": {"startedAt": started}}}
+    pod = _pod("web-1", containerStatuses=[unready])
+    assert pod_problem([pod], now=epoch + 5) is None
+    assert recheck_after([pod], now=epoch + 5) == NOT_READY_GRACE - 5 + 0.5
+    problem = pod_problem([pod], now=epoch + NOT_READY_GRACE + 1)
+    assert problem is not None
+    assert problem.reason == "ContainersNotReady"
+    assert "readiness probe" in problem.message
+    assert recheck_after([pod], now=epoch + NOT_READY_GRACE + 1) is None
+    ready = {**unready, "ready": True}
+    assert pod_problem([_pod("web-1", containerStatuses=[ready])], now=epoch + 99) is None

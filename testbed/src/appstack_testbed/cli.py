@@ -79,12 +79,21 @@ def build(etcd_releases: bool) -> None:
 @cluster.command()
 @click.option("--tag", default=f"appstack:{__version__}", show_default=True, help="Image name.")
 @click.option("--refresh", is_flag=True, help="Rebuild the Debian root filesystems too.")
-def image(tag: str, refresh: bool) -> None:
+@click.option(
+    "--push/--no-push",
+    default=True,
+    show_default=True,
+    help="Push it into the local registry, where every local cluster's real nodes pull it "
+    "from (as TAG: e.g. `make deploy IMG=TAG` then runs it).",
+)
+def image(tag: str, refresh: bool, push: bool) -> None:
     """Build the operator image without a container daemon (root; mmdebstrap + buildah).
 
     Same contents as the Dockerfile; prints the path of the oci-archive (cached).
     """
     from appstack_testbed.image import build_image  # noqa: PLC0415
+    from appstack_testbed.images.build import push_archive  # noqa: PLC0415
+    from appstack_testbed.registry import LocalRegistry  # noqa: PLC0415
     from appstack_testbed.rootfs import ImageBuildError  # noqa: PLC0415
 
     try:
@@ -92,8 +101,12 @@ def image(tag: str, refresh: bool) -> None:
     except ImageBuildError as error:
         raise click.ClickException(str(error)) from error
     click.echo(built.archive)
+    if push:
+        push_archive(
+            built.archive, tag, LocalRegistry(lambda m: click.echo(m, err=True)), click.echo
+        )
     click.echo(
-        f"load or push it with: podman load -i {built.archive}  |  "
+        f"elsewhere, load or push it with: podman load -i {built.archive}  |  "
         f"skopeo copy oci-archive:{built.archive} docker://REGISTRY/{tag}",
         err=True,
     )

@@ -27,6 +27,7 @@ from appstack.controllers.util.pods import (
     pod_mapper,
     pod_problem,
     pods_of,
+    recheck_after,
 )
 from appstack.controllers.util.reconciler import KindReconciler
 from appstack.controllers.util.workloads import deployment_rollout, replica_failure
@@ -68,13 +69,14 @@ class AppServiceReconciler(KindReconciler[AppServiceSpec]):
             await self.writer.delete(obj, SERVICE, "no ports")
         # A rejected child, or a Deployment that cannot create pods (quota, admission).
         rejected = problems[0] if problems else replica_failure(synced.get("Deployment"))
-        pods = None
+        pods = recheck = None
         if rejected is None and not deployment_rollout(synced.get("Deployment"), spec.size).done:
-            # Why the pods do not come up (pull, crash, scheduling), from the cached pods.
+            # Why the pods do not come up (pull, crash, scheduling, a readiness probe that
+            # does not pass), from the cached pods.
             meta = obj["metadata"]
-            pods = pod_problem(
-                pods_of(self.cache, meta["namespace"], instance_labels(meta["name"]))
-            )
+            cached = pods_of(self.cache, meta["namespace"], instance_labels(meta["name"]))
+            pods = pod_problem(cached)
+            recheck = recheck_after(cached)
         if rejected is not None:
             await self.writer.report(obj, rejected)
         elif pods is not None:
@@ -92,7 +94,9 @@ class AppServiceReconciler(KindReconciler[AppServiceSpec]):
             c["type"] == "Progressing" and c["status"] == "True" for c in observed["conditions"]
         )
         wait = await self.writer.write_status(obj, observed, rolling=rolling)
-        if wait is not None:  # a rollout step: written with the next one, or in `wait` s
-            return Result(requeue_after=wait)
+        if wait is not None or recheck is not None:
+            # a rollout step: written with the next one, or in `wait` s; a container not
+            # ready yet: looked at again when it has had its grace
+            return Result(requeue_after=min(w for w in (wait, recheck) if w is not None))
         # A rejected child is retried with backoff; pods wake us when they change.
         return Result(requeue=True) if rejected is not None else None

@@ -43,6 +43,7 @@ from appstack.controllers.util.pods import (
     pod_mapper,
     pod_problem,
     pods_of,
+    recheck_after,
 )
 from appstack.controllers.util.reconciler import KindReconciler
 from appstack.controllers.util.references import (
@@ -127,6 +128,7 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
         members: list[dict[str, Any]] = []
         problems: list[Problem] = []
         stuck: list[Problem] = []  # members whose pods cannot start
+        rechecks: list[float] = []  # when to look again at containers not ready yet
         level = await self.pod_security.level(obj["metadata"]["namespace"], spec.pod_security)
         for wave in start_order(edges) if edges else []:
             for name in wave:
@@ -145,13 +147,13 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
                     )
                 if member["state"] == "Ready":
                     ready.add(name)
-                member = self._pods(obj, member, stuck)
+                member = self._pods(obj, member, stuck, rechecks)
                 members.append(status.failed_if(member, problems[seen:]))
         for name, mw in middleware_.items():  # middleware nobody depends on
             if all(m["name"] != name for m in members):
                 seen = len(problems)
                 member = await self._middleware(obj, mw, wanted, problems)
-                member = self._pods(obj, member, stuck)
+                member = self._pods(obj, member, stuck, rechecks)
                 members.append(status.failed_if(member, problems[seen:]))
         await self._prune(obj, wanted)
         first = problems[0] if problems else None
@@ -164,17 +166,28 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
         # A rejected child is retried with backoff; pods wake us when they change, and so
         # does the Secret a stack waits for (watched: no retry).
         retry = any(p.reason not in _WATCHED for p in problems)
-        return Result(requeue=True) if retry else None
+        if retry:
+            return Result(requeue=True)
+        return Result(requeue_after=min(rechecks)) if rechecks else None
 
     def _pods(
-        self, stack: dict[str, Any], entry: dict[str, Any], stuck: list[Problem]
+        self,
+        stack: dict[str, Any],
+        entry: dict[str, Any],
+        stuck: list[Problem],
+        rechecks: list[float],
     ) -> dict[str, Any]:
-        """A member still starting, failed with the reason when its pods cannot start."""
+        """A member still starting, failed with the reason when its pods cannot start
+        (``rechecks``: when to look again at a container that is not ready yet)."""
         if entry["state"] != "Progressing":
             return entry
         meta = stack["metadata"]
         selector = labels.selector(meta["name"], entry["name"])
-        problem = pod_problem(pods_of(self.cache, meta["namespace"], selector))
+        pods = pods_of(self.cache, meta["namespace"], selector)
+        problem = pod_problem(pods)
+        recheck = recheck_after(pods)
+        if recheck is not None:
+            rechecks.append(recheck)
         if problem is None:
             return entry
         stuck.append(Problem(problem.reason, f"{entry['name']}: {problem.message}"))

@@ -2,10 +2,13 @@
 
 A Deployment or StatefulSet only counts pods (``0/1 available``); the reason is on the pods:
 a container waiting in ``ImagePullBackOff``/``ErrImagePull``/``CrashLoopBackOff`` (and the
-other kubelet reasons a user must act on), or ``PodScheduled=False`` with reason
-``Unschedulable``. :func:`pod_problem` turns the first such pod into a
-:class:`~appstack.controllers.util.conditions.Problem`, which the AppService and AppStack
-controllers report as ``Ready=False`` while their workload is not ready. Pods are watched
+other kubelet reasons a user must act on), ``PodScheduled=False`` with reason
+``Unschedulable``, or a container that has been running for :data:`NOT_READY_GRACE`
+seconds without becoming ready — its readiness probe does not pass (``ContainersNotReady``;
+before that, :func:`recheck_after` says when to look again). :func:`pod_problem` turns the
+first such pod into a :class:`~appstack.controllers.util.conditions.Problem`, which the
+AppService and AppStack controllers report as ``Ready=False`` while their workload is not
+ready. Pods are watched
 through the shared cache, labelled ``app.kubernetes.io/managed-by=appstack`` like every
 child (:func:`pod_mapper` wakes the owner when one changes; :func:`pods_of` reads them), and
 cached as :func:`cached_pod` keeps them (metadata, ``spec.nodeName`` and status only) and
@@ -14,7 +17,9 @@ indexed by label (:data:`POD_INDEXERS`, registered once when a controller is set
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime
 from typing import Any
 
 from appstack.controllers.util.conditions import Problem
@@ -50,8 +55,46 @@ def _container_problem(pod: str, status: Mapping[str, Any]) -> Problem | None:
     return Problem(str(reason), message)
 
 
-def pod_problem(pods: Iterable[Mapping[str, Any]]) -> Problem | None:
+# How long a running container may take to pass its readiness probe before its pod is
+# reported as not becoming ready (slow starts are normal; a probe that never passes is not).
+NOT_READY_GRACE = 30.0
+
+
+def _started(status: Mapping[str, Any]) -> float | None:
+    """When a running, not-ready container started (epoch seconds), else None."""
+    if status.get("ready"):
+        return None
+    started = ((status.get("state") or {}).get("running") or {}).get("startedAt")
+    if not started:
+        return None
+    return datetime.fromisoformat(str(started).replace("Z", "+00:00")).timestamp()
+
+
+def _unready(pods: Iterable[Mapping[str, Any]]) -> list[tuple[float, str, str]]:
+    """(started, pod, container) of every running container that is not ready."""
+    out = []
+    for pod in pods:
+        if pod["metadata"].get("deletionTimestamp"):
+            continue
+        for container in (pod.get("status") or {}).get("containerStatuses") or []:
+            started = _started(container)
+            if started is not None:
+                out.append((started, str(pod["metadata"]["name"]), str(container.get("name"))))
+    return sorted(out, key=lambda u: (u[1], u[2]))
+
+
+def recheck_after(pods: Iterable[Mapping[str, Any]], now: float | None = None) -> float | None:
+    """Seconds until a running, not-ready container reaches :data:`NOT_READY_GRACE` (so that
+    the owner looks again then: no watch event comes when a probe keeps failing)."""
+    now = time.time() if now is None else now
+    waits = [started + NOT_READY_GRACE - now for started, _, _ in _unready(pods)]
+    pending = [w for w in waits if w > 0]
+    return min(pending) + 0.5 if pending else None
+
+
+def pod_problem(pods: Iterable[Mapping[str, Any]], now: float | None = None) -> Problem | None:
     """The first reason (by pod name) why one of ``pods`` cannot start, or None."""
+    pods = list(pods)
     for pod in sorted(pods, key=lambda p: str(p["metadata"]["name"])):
         if pod["metadata"].get("deletionTimestamp"):
             continue
@@ -69,6 +112,14 @@ def pod_problem(pods: Iterable[Mapping[str, Any]]) -> Problem | None:
                 "Unschedulable"
             ):
                 return Problem("Unschedulable", f"pod {name}: {condition.get('message', '')}")
+    now = time.time() if now is None else now
+    for started, name, container in _unready(pods):
+        if now - started >= NOT_READY_GRACE:
+            return Problem(
+                "ContainersNotReady",
+                f"pod {name}: container {container}: running for {int(now - started)}s but "
+                "not ready (its readiness probe does not pass)",
+            )
     return None
 
 

@@ -141,3 +141,27 @@ def _add_binary(binary: str, rootfs: Path, printer: Printer) -> None:
         (rootfs / "tmp").mkdir(mode=0o1777, exist_ok=True)
     else:
         raise ImageBuildError(f"unknown binary {binary!r}")
+
+
+def repository_path(ref: str) -> tuple[str, str]:
+    """The local registry's repository and tag for an image reference, as every real
+    node's containerd asks for it: the registry host dropped, docker.io's one-part names
+    under ``library/`` (``nginx:1.7.9`` -> ``library/nginx``, ``1.7.9``;
+    ``registry.example.com/appstack:2`` -> ``appstack``, ``2``)."""
+    name, _, tag = ref.rpartition(":") if ":" in ref.rsplit("/", 1)[-1] else (ref, "", "latest")
+    parts = name.split("/")
+    host = "docker.io"
+    if len(parts) > 1 and ("." in parts[0] or ":" in parts[0] or parts[0] == "localhost"):
+        host, parts = parts[0], parts[1:]
+    if host in ("docker.io", "index.docker.io", "registry-1.docker.io") and len(parts) == 1:
+        parts = ["library", *parts]
+    return "/".join(parts), tag
+
+
+def push_archive(archive: Path, ref: str, registry: LocalRegistry, printer: Printer) -> str:
+    """Push an oci-archive (e.g. the operator's image) as ``ref``; the pulled name."""
+    registry.ensure()
+    repository, tag = repository_path(ref)
+    registry.push(archive, repository, tag)
+    printer(f"[appstack] {ref} pushed into the local registry ({repository}:{tag})")
+    return ref
