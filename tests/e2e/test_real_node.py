@@ -1,0 +1,376 @@
+"""What only a real node checks, on the test bed's real node (a real kubelet, containerd,
+runc, kube-proxy and CoreDNS; images from the local registry): the seed's AppService sample,
+unchanged, served by real nginx containers on its NodePort through kube-proxy, rolled to a
+new image and scaled; Pod Security levels met by real containers (a root image under
+``restricted`` refused by the kubelet, and reported); readiness probes really run; a
+ConfigMap or Secret change rolls real pods and the new content is inside them; the
+DataService stack on a real MariaDB, with the credentials the operator generated, its
+``conf.d`` and init scripts, answering through its web tier; a CronTab's Job running a real
+container. Every test's namespace is placed on the real node (the ``real_node`` fixture).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from appstack.controllers.appservice import APP_SERVICE
+from appstack.controllers.appstack import APP_STACK
+from appstack.controllers.crontab import CRON_TAB
+from appstack.runtime.client import Client
+from appstack.runtime.resources import (
+    CONFIG_MAP,
+    CRON_JOB,
+    DEPLOYMENT,
+    EVENT,
+    NAMESPACE,
+    POD,
+    SECRET,
+)
+from appstack_testbed.pytest_plugin import ClusterHandle, RealNodeHandle
+from tests.e2e.conftest import RunningOperator, is_ready, until
+from tests.e2e.test_dataservice import _node_ports_free
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+APP_IMAGE = "registry.example.com/appstack/stackapp:1.0"  # the test bed's app service image
+
+
+def _load(name: str, namespace: str) -> list[dict[str, Any]]:
+    objects = [o for o in yaml.safe_load_all((EXAMPLES / name).read_text()) if o]
+    for obj in objects:
+        obj["metadata"]["namespace"] = namespace
+    return objects
+
+
+def http_get(url: str, timeout: float = 60.0) -> str:
+    """The body once ``url`` answers 200 (kube-proxy programs a new Service within moments)."""
+    deadline = time.monotonic() + timeout
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:  # noqa: S310 - the node
+                return str(response.read().decode())
+        except (urllib.error.URLError, OSError) as error:
+            last = error
+            time.sleep(0.5)
+    raise AssertionError(f"GET {url} did not answer within {timeout}s: {last}")
+
+
+def kubectl(cluster: ClusterHandle, namespace: str, *args: str) -> str:
+    return cluster.require_local().kubectl(f"--namespace={namespace}", *args).stdout
+
+
+async def running_pods(client: Client, namespace: str, selector: dict[str, str]) -> list[Any]:
+    pods, _ = await client.list(POD, namespace)
+    return [
+        p
+        for p in pods
+        if selector.items() <= (p["metadata"].get("labels") or {}).items()
+        and not p["metadata"].get("deletionTimestamp")
+        and (p.get("status") or {}).get("phase") == "Running"
+    ]
+
+
+def _condition(obj: dict[str, Any], kind: str = "Ready") -> dict[str, Any]:
+    return next(
+        (c for c in (obj.get("status") or {}).get("conditions") or [] if c["type"] == kind), {}
+    )
+
+
+async def test_the_seed_sample_is_served_by_real_nginx_on_its_node_port(
+    client: Client,
+    namespace: str,
+    operator: RunningOperator,
+    real_node: RealNodeHandle,
+    kube_cluster: ClusterHandle,
+) -> None:
+    (sample,) = _load("appservice.yaml", namespace)  # the seed's sample, unchanged
+    await _node_ports_free(client, {30002})
+    await client.create(APP_SERVICE, sample)
+    await until(client, APP_SERVICE, "appservice-sample", namespace, is_ready, 120, "Ready")
+    selector = {"app.kubernetes.io/instance": "appservice-sample"}
+    pods = await running_pods(client, namespace, selector)
+    assert len(pods) == 2
+    assert {p["spec"]["nodeName"] for p in pods} == {real_node.name}
+
+    page = http_get(f"http://{real_node.address}:30002/")  # through kube-proxy's NodePort
+    assert "Welcome to nginx!" in page
+    logs = kubectl(kube_cluster, namespace, "logs", "--prefix", "-l", "app.kubernetes.io/instance")
+    assert '"GET / HTTP/1.1" 200' in logs  # nginx's own access log, from the container
+
+    # An image change rolls real pods: new ones running the new image, the old ones gone.
+    old = {p["metadata"]["name"] for p in pods}
+    await client.patch(
+        APP_SERVICE, "appservice-sample", {"spec": {"image": "nginx:1.27"}}, namespace=namespace
+    )
+
+    async def rolled() -> bool:
+        now = await running_pods(client, namespace, selector)
+        images = {c["image"] for p in now for c in p["spec"]["containers"]}
+        return (
+            len(now) == 2
+            and images == {"nginx:1.27"}
+            and not old & {p["metadata"]["name"] for p in now}
+        )
+
+    deadline = time.monotonic() + 120
+    while not await rolled():
+        assert time.monotonic() < deadline, "the image change did not roll real pods"
+        await asyncio.sleep(0.5)
+    await until(client, APP_SERVICE, "appservice-sample", namespace, is_ready, 60, "Ready again")
+    assert "Welcome to nginx!" in http_get(f"http://{real_node.address}:30002/")
+
+    # kubectl scale, the seed reader's way: a third real pod.
+    kubectl(kube_cluster, namespace, "scale", "appservice/appservice-sample", "--replicas=3")
+
+    def three(app: dict[str, Any]) -> bool:
+        return is_ready(app) and (app.get("status") or {}).get("readyReplicas") == 3
+
+    await until(client, APP_SERVICE, "appservice-sample", namespace, three, 90, "3 ready")
+    assert len(await running_pods(client, namespace, selector)) == 3
+
+
+def _app(name: str, namespace: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "appstack.dev/v1",
+        "kind": "AppService",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"size": 1, **spec},
+    }
+
+
+async def test_pods_meet_the_namespace_s_pod_security_level_and_a_root_image_is_reported(
+    client: Client, namespace: str, operator: RunningOperator, real_node: RealNodeHandle
+) -> None:
+    """The namespace enforces restricted: the operator creates restricted pods (admitted),
+    an image with its own user runs, the seed's root nginx is refused by the kubelet and
+    the AppService says so with the kubelet's reason and a Warning Event."""
+    await client.patch(
+        NAMESPACE,
+        namespace,
+        {"metadata": {"labels": {"pod-security.kubernetes.io/enforce": "restricted"}}},
+    )
+    await client.create(APP_SERVICE, _app("api", namespace, image=APP_IMAGE))
+    await client.create(APP_SERVICE, _app("root", namespace, image="nginx:1.7.9"))
+    await until(client, APP_SERVICE, "api", namespace, is_ready, 120, "api Ready")
+    deployment = await client.get(DEPLOYMENT, "api", namespace)
+    security = deployment["spec"]["template"]["spec"]["containers"][0]["securityContext"]
+    assert security["runAsNonRoot"] is True
+    assert security["capabilities"] == {"drop": ["ALL"]}
+
+    def refused(app: dict[str, Any]) -> bool:
+        return _condition(app).get("reason") == "CreateContainerConfigError"
+
+    app = await until(client, APP_SERVICE, "root", namespace, refused, 120, "the refusal")
+    assert "runAsNonRoot" in _condition(app)["message"]
+    assert "image will run as root" in _condition(app)["message"]
+    events, _ = await client.list(EVENT, namespace)
+    assert any(
+        e.get("type") == "Warning"
+        and e.get("reason") == "CreateContainerConfigError"
+        and e["regarding"]["name"] == "root"
+        for e in events
+    )
+
+
+async def test_a_readiness_probe_really_runs(
+    client: Client, namespace: str, operator: RunningOperator, real_node: RealNodeHandle
+) -> None:
+    """A probe of a path nginx serves passes; one of a path it does not keeps the app
+    Ready=False with the reason (ContainersNotReady, once the grace is over)."""
+    port = [{"port": 80}]
+
+    def probe(path: str) -> dict[str, Any]:
+        return {"httpGet": {"path": path, "port": 80}, "periodSeconds": 2}
+
+    await client.create(
+        APP_SERVICE,
+        _app("good", namespace, image="nginx:1.27", ports=port, readinessProbe=probe("/")),
+    )
+    await client.create(
+        APP_SERVICE,
+        _app("bad", namespace, image="nginx:1.27", ports=port, readinessProbe=probe("/missing")),
+    )
+    await until(client, APP_SERVICE, "good", namespace, is_ready, 120, "good Ready")
+
+    def not_ready(app: dict[str, Any]) -> bool:
+        return _condition(app).get("reason") == "ContainersNotReady"
+
+    app = await until(client, APP_SERVICE, "bad", namespace, not_ready, 120, "the reason")
+    assert _condition(app)["status"] == "False"
+    assert "readiness probe" in _condition(app)["message"]
+    (pod,) = await running_pods(client, namespace, {"app.kubernetes.io/instance": "bad"})
+    assert pod["status"]["containerStatuses"][0]["ready"] is False
+
+
+def _config_stack(namespace: str, text: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "appstack.dev/v1",
+        "kind": "AppStack",
+        "metadata": {"name": "conf", "namespace": namespace},
+        "spec": {
+            "components": [
+                {
+                    "name": "api",
+                    "image": APP_IMAGE,
+                    "ports": [{"name": "http", "port": 8080}],
+                    "configs": [
+                        {
+                            "name": "api",
+                            "mountPath": "/app/config",
+                            "files": {"application.yml": f"server.port: 8080\n# {text}\n"},
+                        }
+                    ],
+                    "envs": [
+                        {
+                            "name": "API_TOKEN",
+                            "valueFrom": {"secretKeyRef": {"name": "api-token", "key": "token"}},
+                        }
+                    ],
+                }
+            ]
+        },
+    }
+
+
+async def test_config_and_secret_changes_roll_real_pods_with_the_new_content_inside(
+    client: Client,
+    namespace: str,
+    operator: RunningOperator,
+    real_node: RealNodeHandle,
+    kube_cluster: ClusterHandle,
+) -> None:
+    selector = {"appstack.dev/member": "api"}
+    token = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "api-token"}}
+    token["metadata"]["namespace"] = namespace
+    await client.create(SECRET, {**token, "stringData": {"token": "first"}})
+    await client.create(APP_STACK, _config_stack(namespace, "version one"))
+    await until(client, APP_STACK, "conf", namespace, is_ready, 120, "Ready")
+
+    def inside(*command: str) -> str:
+        return kubectl(kube_cluster, namespace, "exec", "deploy/conf-api", "--", *command)
+
+    assert "version one" in inside("cat", "/app/config/application.yml")
+    assert inside("printenv", "API_TOKEN").strip() == "first"
+
+    async def rolled_to(check: Any) -> None:
+        deadline = time.monotonic() + 120
+        while True:
+            pods = await running_pods(client, namespace, selector)
+            if len(pods) == 1 and pods[0]["status"]["containerStatuses"][0]["ready"]:
+                try:
+                    if check():
+                        return
+                except RuntimeError:  # the old pod going away under kubectl exec
+                    pass
+            assert time.monotonic() < deadline, "the pods did not roll to the new content"
+            await asyncio.sleep(1)
+
+    first = {p["metadata"]["name"] for p in await running_pods(client, namespace, selector)}
+    await client.patch(
+        APP_STACK,
+        "conf",
+        {"spec": {"components": _config_stack(namespace, "version two")["spec"]["components"]}},
+        namespace=namespace,
+    )
+    await rolled_to(lambda: "version two" in inside("cat", "/app/config/application.yml"))
+    second = {p["metadata"]["name"] for p in await running_pods(client, namespace, selector)}
+    assert not first & second  # new pods, not a file changed under a running one
+
+    await client.patch(
+        SECRET, "api-token", {"stringData": {"token": "second"}}, namespace=namespace
+    )
+    await rolled_to(lambda: inside("printenv", "API_TOKEN").strip() == "second")
+    third = {p["metadata"]["name"] for p in await running_pods(client, namespace, selector)}
+    assert not second & third
+
+
+async def test_the_dataservice_stack_runs_on_real_mariadb_and_answers_through_its_web_tier(
+    client: Client,
+    namespace: str,
+    operator: RunningOperator,
+    real_node: RealNodeHandle,
+    kube_cluster: ClusterHandle,
+) -> None:
+    """examples/dataservice.yaml, unchanged: MariaDB starts with the credentials the
+    operator generated, its conf.d and init scripts; auth connects with exactly the
+    injected settings; a request goes web (nginx) -> proxy -> auth -> MySQL; each member
+    started only once what it depends on was really ready."""
+    await _node_ports_free(client, {30160, 30161})
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "uuc-token"}}
+    secret["metadata"]["namespace"] = namespace
+    await client.create(SECRET, {**secret, "stringData": {"token": "t0ken"}})
+    for obj in _load("dataservice.yaml", namespace):
+        await client.create(CONFIG_MAP if obj["kind"] == "ConfigMap" else APP_STACK, obj)
+    await until(client, APP_STACK, "dataservice", namespace, is_ready, 300, "the stack Ready")
+
+    answer = json.loads(
+        http_get(f"http://{real_node.address}:30160/api/call/dataservice-auth:9081/")
+    )
+    assert answer["via"].startswith("dataservice-proxy-")
+    auth = answer["answer"]
+    assert auth["service"].startswith("dataservice-auth-")
+    mysql = auth["connections"]["mysql"]
+    assert "error" not in mysql, mysql
+    assert mysql["host"] == "dataservice-mysql"
+    assert mysql["user"].startswith("app@")
+    assert "MariaDB" in mysql["server"]
+    assert "app" in mysql["databases"]
+    assert auth["connections"]["eureka"]["status"] == 200  # a component, by its Service
+
+    # MariaDB read the stack's configFiles (conf.d) and ran its init script (as root).
+    sql = "SHOW VARIABLES LIKE 'max_connections'; SHOW DATABASES;"
+    out = kubectl(
+        kube_cluster,
+        namespace,
+        "exec",
+        "statefulset/dataservice-mysql",
+        "--",
+        "sh",
+        "-c",
+        f'mariadb -uroot -p"$MYSQL_ROOT_PASSWORD" -N -e "{sql}"',
+    )
+    assert "max_connections\t500" in out
+    assert "dataservice" in out.split()
+
+    # Dependency order on real readiness: auth's pod was created after mysql's was ready.
+    pods, _ = await client.list(POD, namespace)
+
+    def member(name: str) -> dict[str, Any]:
+        return next(p for p in pods if p["metadata"]["labels"].get("appstack.dev/member") == name)
+
+    mysql_ready = next(
+        c["lastTransitionTime"]
+        for c in member("mysql")["status"]["conditions"]
+        if c["type"] == "Ready"
+    )
+    assert member("auth")["metadata"]["creationTimestamp"] >= mysql_ready
+
+
+async def test_a_crontab_job_runs_a_real_container(
+    client: Client,
+    namespace: str,
+    operator: RunningOperator,
+    real_node: RealNodeHandle,
+    kube_cluster: ClusterHandle,
+) -> None:
+    """The seed's CronTab (busybox), with a command: its CronJob's job template runs for
+    real (a Job made from it now, instead of waiting for the minute to turn)."""
+    (tab,) = _load("crontab.yaml", namespace)
+    tab["spec"]["command"] = ["sh", "-c", "echo hello from $(hostname)"]
+    await client.create(CRON_TAB, tab)
+    await until(client, CRON_TAB, "my-new-cron-object", namespace, is_ready, 60, "Ready")
+    await until(client, CRON_JOB, "my-new-cron-object", namespace, lambda _: True, 30, "CronJob")
+    kubectl(kube_cluster, namespace, "create", "job", "now", "--from=cronjob/my-new-cron-object")
+    kubectl(
+        kube_cluster, namespace, "wait", "--for=condition=Complete", "job/now", "--timeout=120s"
+    )
+    logs = kubectl(kube_cluster, namespace, "logs", "job/now")
+    assert logs.startswith("hello from now-")
