@@ -51,7 +51,7 @@ e2e: build
 # its own cache directory the first time (~7.5 min), like `make build`. Tests that never talk
 # to the API server (building the wheel and sdist) ran in the first session already.
 OLDEST_K8S := $(shell sed -n 's/^OLDEST_KUBERNETES = "\(.*\)"/\1/p' testbed/src/appstack_testbed/versions.py)
-VERSION_INDEPENDENT := tests/e2e/test_packaging.py
+VERSION_INDEPENDENT := tests/e2e/test_packaging.py tests/e2e/test_readme.py
 e2e-oldest: venv
 	APPSTACK_K8S_VERSION=$(OLDEST_K8S) $(BIN)/appstack cluster build
 	APPSTACK_K8S_VERSION=$(OLDEST_K8S) \

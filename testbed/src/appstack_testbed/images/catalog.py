@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 
 from appstack_testbed.oci import ImageConfig
+from appstack_testbed.versions import ETCD
 
 SUITE = "bookworm"
 PATH = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -225,5 +226,6 @@ def etcd(version: str, repository: str = "etcd-development/etcd") -> LocalImage:
 
 
 def standard() -> list[LocalImage]:
-    """What ``appstack cluster up`` makes available (the etcd images are built on demand)."""
-    return [PAUSE, BUSYBOX, NGINX, MYSQL, APP]
+    """What ``appstack cluster up`` makes available: every image the README, the examples
+    and the seeds name (other etcd releases are built on demand)."""
+    return [PAUSE, BUSYBOX, NGINX, MYSQL, APP, etcd(ETCD)]
