@@ -106,6 +106,25 @@ def widget_crd(kube: LightClient) -> Iterator[Resource]:
     kube.delete(CustomResourceDefinition, name)
 
 
+@pytest.fixture(scope="session")
+def previous_etcd_image(kube_cluster: ClusterHandle) -> str:
+    """The older etcd release's image (gcr.io/etcd-development/etcd:<ETCD_PREVIOUS>) in the
+    local registry, for the upgrade tests (built once, cached)."""
+    from appstack_testbed.etcd_releases import ETCD_PREVIOUS  # noqa: PLC0415
+    from appstack_testbed.images import build as images  # noqa: PLC0415
+    from appstack_testbed.images.catalog import etcd  # noqa: PLC0415
+    from appstack_testbed.registry import LocalRegistry  # noqa: PLC0415
+
+    kube_cluster.require_local()
+    say = _progress
+    images.ensure([etcd(ETCD_PREVIOUS)], LocalRegistry(say), say)
+    return ETCD_PREVIOUS
+
+
+def _progress(message: str) -> None:
+    print(message, file=sys.__stderr__, flush=True)  # a cold build takes a minute
+
+
 @pytest.fixture(scope="module")
 def fresh_cluster(kube_cluster: ClusterHandle) -> Iterator[LocalCluster]:
     """A cluster of the module's own, for tests that install and remove cluster-wide

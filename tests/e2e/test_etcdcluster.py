@@ -1,7 +1,8 @@
-"""EtcdCluster end to end with real etcd: its member pods run as etcd processes on the
-test bed's process node (appstack_testbed.procnode). Bootstrap, a key through the client
-Service, scaling 3 → 5 → 3 under writes, a lost pod, a lost volume, and an upgrade
-3.5 → 3.6 under writes. Timings are printed (``-s``) and recorded in docs/performance.md."""
+"""EtcdCluster end to end with real etcd: its member pods run as etcd containers on the
+test bed's real node (the image gcr.io/etcd-development/etcd:v<version>, built locally).
+Bootstrap, a key through the client Service, scaling 3 → 5 → 3 under writes, a lost pod, a
+lost volume, and an upgrade 3.5 → 3.6 under writes. Timings are printed (``-s``) and
+recorded in docs/performance.md."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.resources import EVENT, POD, PVC
 from appstack_testbed.etcd_releases import ETCD_PREVIOUS
+from appstack_testbed.pytest_plugin import RealNodeHandle
 from tests.e2e.conftest import RunningOperator, until
 from tests.e2e.etcd_load import (
     Writer,
@@ -30,25 +32,18 @@ NAME = "my-etcd-cluster"
 
 
 def seed(namespace: str, name: str = NAME, **spec: Any) -> dict[str, Any]:
-    """The seed's example (apiVersion changed), placed on the process node."""
+    """The seed's example (apiVersion changed): its members run as real etcd containers on
+    the test bed's real node (the tests' namespaces place them there)."""
     return {
         "apiVersion": "appstack.dev/v1",
         "kind": "EtcdCluster",
         "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "replicas": 3,
-            "storage": "10Gi",
-            "nodeSelector": {"appstack.dev/process-node": "true"},
-            "tolerations": [
-                {"key": "appstack.dev/process-node", "operator": "Exists", "effect": "NoSchedule"}
-            ],
-            **spec,
-        },
+        "spec": {"replicas": 3, "storage": "10Gi", **spec},
     }
 
 
-def client_endpoint(process_node: Any, namespace: str, name: str = NAME) -> str:
-    host, port = process_node.service_address(namespace, f"{name}-client", 2379)
+def client_endpoint(real_node: RealNodeHandle, namespace: str, name: str = NAME) -> str:
+    host, port = real_node.service_address(namespace, f"{name}-client", 2379)
     return f"http://{host}:{port}"
 
 
@@ -77,7 +72,7 @@ async def scale(client: Client, namespace: str, replicas: int) -> float:
 
 
 async def test_seed_example_is_three_real_members_serving_the_client_service(
-    client: Client, namespace: str, operator: RunningOperator, process_node: Any
+    client: Client, namespace: str, operator: RunningOperator, real_node: RealNodeHandle
 ) -> None:
     start = time.monotonic()
     await client.create(ETCD_CLUSTER, seed(namespace))
@@ -94,7 +89,7 @@ async def test_seed_example_is_three_real_members_serving_the_client_service(
     members = await members_of(client, namespace, f"{NAME}-1")
     assert sorted(m.name for m in members) == names
     assert {f"{m.id:x}" for m in members} == {m["id"] for m in status["members"]}
-    endpoint = client_endpoint(process_node, namespace)
+    endpoint = client_endpoint(real_node, namespace)
     async with EtcdClient() as etcd:
         # the Service's EndpointSlice follows the pods' readiness a moment later
         await retry(lambda: etcd.put(endpoint, "greeting", "hello from the seed"))
@@ -102,11 +97,11 @@ async def test_seed_example_is_three_real_members_serving_the_client_service(
 
 
 async def test_scale_3_5_3_under_writes_loses_nothing(
-    client: Client, namespace: str, operator: RunningOperator, process_node: Any
+    client: Client, namespace: str, operator: RunningOperator, real_node: RealNodeHandle
 ) -> None:
     await client.create(ETCD_CLUSTER, seed(namespace))
     await wait_healthy(client, NAME, namespace, 3)
-    writer = Writer(client_endpoint(process_node, namespace)).start()
+    writer = Writer(client_endpoint(real_node, namespace)).start()
     await until(client, ETCD_CLUSTER, NAME, namespace, lambda _: writer.acked > 20)
     up = await scale(client, namespace, 5)
     stall_up, writer.longest_stall = writer.longest_stall, 0.0
@@ -139,11 +134,11 @@ async def test_scale_3_5_3_under_writes_loses_nothing(
 
 
 async def test_lost_pod_rejoins_with_its_data_lost_volume_is_replaced_fresh(
-    client: Client, namespace: str, operator: RunningOperator, process_node: Any
+    client: Client, namespace: str, operator: RunningOperator, real_node: RealNodeHandle
 ) -> None:
     await client.create(ETCD_CLUSTER, seed(namespace))
     cluster, _ = await wait_healthy(client, NAME, namespace, 3)
-    endpoint = client_endpoint(process_node, namespace)
+    endpoint = client_endpoint(real_node, namespace)
     async with EtcdClient() as etcd:
         await retry(lambda: etcd.put(endpoint, "kept", "across restarts"))
     victim = next(m for m in cluster["status"]["members"] if not m["isLeader"])
@@ -202,12 +197,16 @@ async def test_lost_pod_rejoins_with_its_data_lost_volume_is_replaced_fresh(
 
 
 async def test_upgrade_3_5_to_3_6_member_by_member_under_writes(
-    client: Client, namespace: str, operator: RunningOperator, process_node: Any
+    client: Client,
+    namespace: str,
+    operator: RunningOperator,
+    real_node: RealNodeHandle,
+    previous_etcd_image: str,
 ) -> None:
     old = ETCD_PREVIOUS.removeprefix("v")
     await client.create(ETCD_CLUSTER, seed(namespace, version=old))
     await wait_healthy(client, NAME, namespace, 3, version=old)
-    writer = Writer(client_endpoint(process_node, namespace)).start()
+    writer = Writer(client_endpoint(real_node, namespace)).start()
     await until(client, ETCD_CLUSTER, NAME, namespace, lambda _: writer.acked > 20)
     patch = {"spec": {"version": "3.6.16"}}
     await client.patch(ETCD_CLUSTER, NAME, patch, namespace=namespace)
@@ -221,7 +220,7 @@ async def test_upgrade_3_5_to_3_6_member_by_member_under_writes(
 
 
 async def test_quorum_loss_is_reported_never_forced(
-    client: Client, namespace: str, operator: RunningOperator, process_node: Any
+    client: Client, namespace: str, operator: RunningOperator, real_node: RealNodeHandle
 ) -> None:
     await client.create(ETCD_CLUSTER, seed(namespace))
     await wait_healthy(client, NAME, namespace, 3)
@@ -249,16 +248,16 @@ async def test_quorum_loss_is_reported_never_forced(
 
 
 async def test_backup_delete_and_restore_into_a_new_cluster(
-    client: Client, namespace: str, operator: RunningOperator, process_node: Any
+    client: Client, namespace: str, operator: RunningOperator, real_node: RealNodeHandle
 ) -> None:
     await client.create(PVC, snapshot_claim(namespace))
     await client.create(ETCD_CLUSTER, seed(namespace))
     await wait_healthy(client, NAME, namespace, 3)
     async with EtcdClient() as etcd:
-        await retry(lambda: etcd.put(client_endpoint(process_node, namespace), "saved", "yes"))
+        await retry(lambda: etcd.put(client_endpoint(real_node, namespace), "saved", "yes"))
     backup = {"intervalMinutes": 60, "pvcName": "snapshots", "retention": 2}
     cluster, took = await first_snapshot(client, NAME, namespace, backup)
-    report("scheduled snapshot (Job on the process node)", took)
+    report("scheduled snapshot (a Job on the real node)", took)
     assert cluster["status"]["lastBackup"] == f"{NAME}-0.db"
     source_id = cluster["status"]["clusterID"]
 
@@ -275,6 +274,6 @@ async def test_backup_delete_and_restore_into_a_new_cluster(
     restored, _ = await wait_healthy(client, "restored", namespace, 3)
     report("restore into a new 3-member cluster", time.monotonic() - start)
     assert restored["status"]["clusterID"] != source_id
-    endpoint = client_endpoint(process_node, namespace, "restored")
+    endpoint = client_endpoint(real_node, namespace, "restored")
     async with EtcdClient() as etcd:
         assert await retry(lambda: etcd.get(endpoint, "saved")) == "yes"

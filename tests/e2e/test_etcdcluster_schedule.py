@@ -14,6 +14,7 @@ from typing import Any
 from appstack.controllers.etcdcluster import ETCD_CLUSTER
 from appstack.runtime.client import Client
 from appstack.runtime.resources import EVENT, PVC, Resource
+from appstack_testbed.pytest_plugin import RealNodeHandle
 from tests.e2e.conftest import RunningOperator, until
 from tests.e2e.etcd_load import snapshot_claim, wait_healthy
 from tests.e2e.test_etcdcluster import report, seed
@@ -41,7 +42,7 @@ async def job_created_at(client: Client, namespace: str) -> dict[str, datetime.d
 
 
 async def test_a_schedule_every_minute_snapshots_on_the_minute_and_rotates(
-    client: Client, namespace: str, operator: RunningOperator, process_node: Any
+    client: Client, namespace: str, operator: RunningOperator, real_node: RealNodeHandle
 ) -> None:
     await client.create(PVC, snapshot_claim(namespace))
     backup = {"intervalMinutes": 60, "pvcName": "snapshots", "retention": 2}

@@ -20,6 +20,7 @@ from appstack.runtime.client import Client
 from appstack.runtime.resources import EVENT, POD, PVC, SECRET
 from appstack_testbed.etcd_pki import EtcdPKI, PEMs, etcd_tls_secrets
 from appstack_testbed.etcd_releases import ETCD_PREVIOUS
+from appstack_testbed.pytest_plugin import RealNodeHandle
 from tests.e2e.conftest import RunningOperator, until
 from tests.e2e.etcd_load import first_snapshot, retry, snapshot_claim, wait_healthy
 from tests.e2e.test_etcdcluster import report, seed
@@ -154,7 +155,7 @@ async def refused_without_the_right_certificate(
 
 
 async def test_three_members_with_peer_and_client_tls_serve_clients_with_certificates(
-    client: Client, namespace: str, operator: RunningOperator, process_node: Any
+    client: Client, namespace: str, operator: RunningOperator, real_node: RealNodeHandle
 ) -> None:
     pki = await create_secrets(client, namespace)
     start = time.monotonic()
@@ -163,7 +164,7 @@ async def test_three_members_with_peer_and_client_tls_serve_clients_with_certifi
     report("bootstrap of 3 members with peer and client TLS", time.monotonic() - start)
     assert all(m["peerURL"].startswith("https://") for m in cluster["status"]["members"])
     assert cluster["status"]["clientURL"] == f"https://{NAME}-client.{namespace}.svc:2379"
-    host, port = process_node.service_address(namespace, f"{NAME}-client", 2379)
+    host, port = real_node.service_address(namespace, f"{NAME}-client", 2379)
     endpoint = f"https://{host}:{port}"
     service_name = f"{NAME}-client.{namespace}.svc"
     async with EtcdClient(tls=context_of(pki.user)) as etcd:
@@ -228,7 +229,11 @@ async def operator_certificate_swapped(client: Client, namespace: str, pki: Etcd
 
 
 async def test_peer_tls_alone_upgrades_3_5_to_3_6_and_serves_plain_clients(
-    client: Client, namespace: str, operator: RunningOperator, process_node: Any
+    client: Client,
+    namespace: str,
+    operator: RunningOperator,
+    real_node: RealNodeHandle,
+    previous_etcd_image: str,
 ) -> None:
     """Peer TLS without client TLS (no operator certificate needed), across the upgrade
     that changes the spelling of etcd's peer SAN flag (``experimental-`` on 3.5)."""
@@ -245,7 +250,7 @@ async def test_peer_tls_alone_upgrades_3_5_to_3_6_and_serves_plain_clients(
     await client.patch(ETCD_CLUSTER, NAME, patch, namespace=namespace)
     _, took = await wait_healthy(client, NAME, namespace, 3, timeout=300, version="3.6.16")
     report(f"upgrade {old} -> 3.6.16 with peer TLS", took)
-    host, port = process_node.service_address(namespace, f"{NAME}-client", 2379)
+    host, port = real_node.service_address(namespace, f"{NAME}-client", 2379)
     async with EtcdClient() as etcd:
         await retry(lambda: etcd.put(f"http://{host}:{port}", "plain", "clients"))
         assert await etcd.get(f"http://{host}:{port}", "plain") == "clients"

@@ -19,6 +19,7 @@ from appstack.controllers.etcdcluster import ETCD_CLUSTER
 from appstack.controllers.registry import ALL
 from appstack.runtime.client import Client
 from appstack.runtime.resources import DEPLOYMENT, SECRET
+from appstack_testbed.pytest_plugin import ClusterHandle, RealNodeHandle
 from appstack_testbed.waiting import wait_until
 from tests.e2e.conftest import (
     E2E_OPTIONS,
@@ -59,7 +60,7 @@ def _stack(name: str, namespace: str) -> dict[str, Any]:
     }
     app = {
         "name": "app",
-        "image": "app:1",
+        "image": "registry.example.com/appstack/stackapp:1.0",  # the test bed's app image
         "uses": ["db"],
         "ports": [{"port": 8080}],
         "resources": {"requests": {"cpu": "0.25", "memory": "0.5Gi"}},
@@ -113,24 +114,24 @@ async def _resync_rounds(operator: RunningOperator, objects: dict[str, int], rou
     )
 
 
-async def _etcd_healthy(client: Client, namespace: str, process_node: Any) -> None:
-    """The one-member EtcdCluster ``idle`` healthy; if not, what its member said (its log
-    and /etc/hosts on the process node), so a failure in a long run shows its cause."""
+async def _etcd_healthy(client: Client, namespace: str, cluster: ClusterHandle) -> None:
+    """The one-member EtcdCluster ``idle`` healthy; if not, what its member said (its
+    container's log), so a failure in a long run shows its cause."""
     try:
         await wait_healthy(client, "idle", namespace, 1)
     except AssertionError as error:
-        member = process_node.pod_dir(namespace, "idle-0")
-        said = {
-            name: (member / name).read_text()[-3000:] if (member / name).exists() else "(none)"
-            for name in ("etcd.log", "hosts")
-        }
-        raise AssertionError(
-            f"{error}\nmember etcd.log: {said['etcd.log']}\nhosts: {said['hosts']}"
-        ) from error
+        said = cluster.require_local().kubectl(
+            f"--namespace={namespace}", "logs", "idle-0", "--tail=40", check=False
+        )
+        raise AssertionError(f"{error}\nmember log: {said.stdout}{said.stderr}") from error
 
 
 async def test_an_idle_resync_issues_no_writes(
-    client: Client, namespace: str, fast_resync: RunningOperator, process_node: Any
+    client: Client,
+    namespace: str,
+    fast_resync: RunningOperator,
+    real_node: RealNodeHandle,
+    kube_cluster: ClusterHandle,
 ) -> None:
     # Integer and non-canonical quantities: the API server stores them as "1", "500m",
     # "1Gi"; comparing them as written would re-apply (and record Updated) on every resync.
@@ -148,18 +149,14 @@ async def test_an_idle_resync_issues_no_writes(
     await client.create(
         CRON_TAB, _obj("CronTab", "idle", namespace, cronSpec="*/10 0 0 1 1 *", image="busybox")
     )
-    # A one-member etcd, a real process on the test bed's process node: healthy and idle.
+    # A one-member etcd, a real container on the test bed's real node: healthy and idle.
     etcd = _obj("EtcdCluster", "idle", namespace, replicas=1, storage="1Gi")
-    etcd["spec"]["nodeSelector"] = {"kubernetes.io/hostname": process_node.name}
-    etcd["spec"]["tolerations"] = [
-        {"key": "appstack.dev/process-node", "operator": "Exists", "effect": "NoSchedule"}
-    ]
     await client.create(ETCD_CLUSTER, etcd)
     for i in range(3):
         await until(client, APP_SERVICE, f"idle-{i}", namespace, is_ready, 60)
     await until(client, APP_STACK, "idle", namespace, is_ready, 60)
     await until(client, CRON_TAB, "idle", namespace, is_ready, 60)
-    await _etcd_healthy(client, namespace, process_node)
+    await _etcd_healthy(client, namespace, kube_cluster)
 
     objects = {"appservice": 3, "appstack": 1, "crontab": 1, "etcdcluster": 1}
     assert set(objects) == {c.name for c in ALL}, "every kind is in this test"

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from appstack_testbed import etcd_releases
-from appstack_testbed.procnode import network, sandbox, service, spec, status
+from appstack_testbed import serviceproxy as service
+from appstack_testbed.procnode import network, sandbox, spec, status
 from appstack_testbed.procnode.probes import Prober, resolve_port
 from appstack_testbed.procnode.volumes import Mount
 

@@ -12,6 +12,14 @@ from appstack.runtime.metricsauth import SUBJECT_ACCESS_REVIEW, TOKEN_REVIEW
 from appstack.runtime.resources import EVENT, LEASE, NAMESPACE
 
 LEASE_NAME = "appstack-operator"  # the operator's leader-election Lease (appstack run)
+# A permission nothing uses, granted only by the operator's own (Cluster)Role: the admission
+# policies that bound the operator's writes select requests by it, so they follow the
+# operator's binding wherever it is installed (manifests/admission.py). CANARY is never
+# granted by name; only a wildcard (an administrator) holds it.
+MARKER_GROUP = "appstack.dev"
+MARKER_RESOURCE = "admissionguards"
+MARKER = "subject-to"
+CANARY = "held-only-through-a-wildcard"
 RUNTIME_RULES: list[Rule] = [
     rule(EVENT, "create", "patch"),
     # The Pod Security level a namespace enforces (its labels), read by name
@@ -23,9 +31,17 @@ RUNTIME_RULES: list[Rule] = [
 ]
 
 
+def marker_rule() -> Rule:
+    """The marker permission (see :data:`MARKER`): the admission policies' "this is the
+    appstack operator", carried by its own binding."""
+    return {"apiGroups": [MARKER_GROUP], "resources": [MARKER_RESOURCE], "verbs": [MARKER]}
+
+
 def operator_rules() -> list[Rule]:
-    """Every rule the operator uses, controllers first (the generated Role/ClusterRole)."""
-    return [rule_ for controller in ALL for rule_ in controller.rbac_rules] + RUNTIME_RULES
+    """Every rule the operator uses, controllers first (the generated Role/ClusterRole),
+    and the admission policies' marker."""
+    rules = [rule_ for controller in ALL for rule_ in controller.rbac_rules]
+    return [*rules, *RUNTIME_RULES, marker_rule()]
 
 
 def leader_election_rules() -> list[Rule]:

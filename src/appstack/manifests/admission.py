@@ -5,15 +5,28 @@ RBAC cannot say "only Opaque Secrets carrying our labels": with ``create`` on Se
 operator could mint a ``kubernetes.io/service-account-token`` Secret for any
 ServiceAccount (kube-system's included) and read the token back. :func:`secrets_policy`
 closes that: the operator's creates and updates of Secrets must be ``Opaque`` and labelled
-``app.kubernetes.io/managed-by=appstack``; any other writer is not matched (the policy's
-``matchConditions`` select only the operator's user name). ``admissionregistration.k8s.io/v1``
-(GA since Kubernetes 1.30). See docs/security.md.
+``app.kubernetes.io/managed-by=appstack``; any other writer is not matched.
+
+*Who is the operator* is not a user name written into the policy — kustomize's
+``namespace:`` and ``namePrefix:``, a Helm release namespace or ``serviceAccount.name`` would
+move the ServiceAccount and leave the name in the CEL behind, and the guard off. It is
+whoever the operator's own RBAC binds: the operator's (Cluster)Role grants a *marker*
+permission nothing else uses (:data:`MARKER`: verb ``subject-to`` on
+``admissionguards.appstack.dev``), and the policy's ``matchConditions`` ask the authorizer
+whether the requester holds it — in the Secret's namespace, so a namespaced install (Roles
+only) is matched too. Holders of everything (``system:masters``, ``cluster-admin``,
+wildcard roles) hold the marker as well; they are told apart by a *canary* permission no
+role grants by name (:data:`CANARY`), which only a wildcard gives, and are not matched:
+the guard bounds the operator, not the cluster's administrators. Wherever and under
+whatever name the operator is installed, its binding carries the guard with it.
+``admissionregistration.k8s.io/v1`` (GA since Kubernetes 1.30). See docs/security.md.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from appstack.controllers.rbac import CANARY, MARKER, MARKER_GROUP, MARKER_RESOURCE
 from appstack.manifests.crds import LABELS
 from appstack.manifests.rbac import NAME, NAMESPACE
 
@@ -23,16 +36,23 @@ MANAGED_BY = ("app.kubernetes.io/managed-by", "appstack")
 
 
 def operator_user(namespace: str = NAMESPACE) -> str:
-    """The user name the API server gives the operator's ServiceAccount token."""
+    """The user name the API server gives the default install's operator token."""
     return f"system:serviceaccount:{namespace}:{NAME}"
 
 
-def _only_operator(namespace: str) -> list[dict[str, str]]:
+def _holds(verb: str) -> str:
+    return (
+        f"authorizer.group('{MARKER_GROUP}').resource('{MARKER_RESOURCE}')"
+        f".namespace(request.namespace).check('{verb}').allowed()"
+    )
+
+
+def _only_operator() -> list[dict[str, str]]:
+    """Requests by whoever the operator's RBAC binds (the marker), not by holders of
+    everything (the canary)."""
     return [
-        {
-            "name": "operator-only",
-            "expression": f"request.userInfo.username == '{operator_user(namespace)}'",
-        }
+        {"name": "bound-as-the-appstack-operator", "expression": _holds(MARKER)},
+        {"name": "not-an-administrator", "expression": f"!{_holds(CANARY)}"},
     ]
 
 
@@ -58,7 +78,7 @@ def secrets_policy(namespace: str = NAMESPACE) -> dict[str, Any]:
                     }
                 ]
             },
-            "matchConditions": _only_operator(namespace),
+            "matchConditions": _only_operator(),
             "validations": [
                 {
                     "expression": "has(object.type) && object.type == 'Opaque'",

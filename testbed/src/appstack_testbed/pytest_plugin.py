@@ -40,13 +40,16 @@ from pathlib import Path
 import pytest
 from lightkube import Client, KubeConfig
 from lightkube.models.meta_v1 import ObjectMeta
-from lightkube.resources.core_v1 import Namespace, ServiceAccount
+from lightkube.resources.core_v1 import Namespace, Pod, ServiceAccount
 
 from appstack.api.kind import group_key
 from appstack_testbed.cli import default_real_nodes
 from appstack_testbed.cluster import LocalCluster
 from appstack_testbed.kwok import TAINT
 from appstack_testbed.procnode.runner import ProcessNodes
+from appstack_testbed.realnode.cleanup import kill_container
+from appstack_testbed.realnode.configs import cgroup_root
+from appstack_testbed.serviceproxy import ServiceAccess
 from appstack_testbed.waiting import wait_for
 
 # Namespace annotations (admission plugins PodNodeSelector, PodTolerationRestriction) that
@@ -59,12 +62,31 @@ KWOK_PLACEMENT = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass
 class RealNodeHandle:
-    """A real node of the session's cluster."""
+    """A real node of the session's cluster: its ``name``, its ``address`` (NodePorts
+    answer there, from the host too), a way to a Service from the host
+    (:meth:`service_address`) and to crash a container (:meth:`kill`)."""
 
     name: str
-    address: str  # its InternalIP: NodePorts answer here, from the host too
+    address: str
+    cgroup_root: str
+    services: ServiceAccess
+
+    def service_address(self, namespace: str, service: str, port: int) -> tuple[str, int]:
+        """A loopback (host, port) reaching the Service's ready endpoints (a ClusterIP is
+        routed inside the nodes only)."""
+        return self.services.address(namespace, service, port)
+
+    def kill(self, namespace: str, pod: str, container: str | None = None) -> list[int]:
+        """SIGKILL a container's processes (a crash, not a deletion: the kubelet restarts
+        it); the pids killed."""
+        obj = self.services.client.get(Pod, pod, namespace=namespace)
+        statuses = (obj.status.containerStatuses or []) if obj.status else []
+        status = next(s for s in statuses if container in (None, s.name))
+        if not status.containerID:
+            raise LookupError(f"{namespace}/{pod}: container {status.name} has no container")
+        return kill_container(self.cgroup_root, status.containerID.split("://", 1)[-1])
 
 
 @dataclass(frozen=True)
@@ -128,12 +150,16 @@ def process_node(kube_cluster: ClusterHandle) -> Iterator[ProcessNodes]:
 
 
 @pytest.fixture(scope="session")
-def real_node(kube_cluster: ClusterHandle) -> RealNodeHandle:
+def real_node(kube_cluster: ClusterHandle, kube: Client) -> Iterator[RealNodeHandle]:
     real = kube_cluster.require_local().real()
     if real is None:
         pytest.skip("needs a real node: the session's cluster has none (run as root)")
     node = real.nodes()[0]
-    return RealNodeHandle(node.name, node.node.address)
+    services = ServiceAccess(kube)
+    try:
+        yield RealNodeHandle(node.name, node.node.address, cgroup_root(node.node), services)
+    finally:
+        services.stop()
 
 
 @pytest.fixture

@@ -29,7 +29,7 @@ from appstack_testbed.process import ManagedProcess
 from appstack_testbed.procnode import network, node
 from appstack_testbed.procnode.agent import NETWORK_FILE, READY_FILE
 from appstack_testbed.procnode.sandbox import MARKER
-from appstack_testbed.procnode.service import ServiceProxy
+from appstack_testbed.serviceproxy import ServiceProxy
 from appstack_testbed.waiting import condition_status, wait_for
 
 

@@ -43,15 +43,19 @@ def ensure_cgroups(root: str) -> None:
                     own.write_text((parent / name).read_text())
 
 
+def _cgroups_below(base: Path) -> list[Path]:
+    """``base`` and every cgroup directory below it, deepest first; directories that vanish
+    meanwhile (the kubelet or runc removing them) are skipped."""
+    found = [Path(top) for top, _, _ in os.walk(base, onerror=lambda _error: None)]
+    return sorted(found, key=lambda p: len(p.parts), reverse=True)
+
+
 def _processes_in(root: str) -> set[int]:
     pids: set[int] = set()
     for mount in cgroup_mounts():
-        base = mount / root.lstrip("/")
-        if not base.is_dir():
-            continue
-        for procs in base.rglob("cgroup.procs"):
+        for group in _cgroups_below(mount / root.lstrip("/")):
             with contextlib.suppress(OSError):
-                pids.update(int(p) for p in procs.read_text().split())
+                pids.update(int(p) for p in (group / "cgroup.procs").read_text().split())
     return pids
 
 
@@ -83,6 +87,26 @@ def kill_containers(cgroup_root: str, socket: Path, timeout: float = 10.0) -> No
         time.sleep(0.1)
 
 
+def kill_container(root: str, container_id: str) -> list[int]:
+    """SIGKILL the processes of one container (its cgroup below ``root`` is named after its
+    id), as a crash would; the pids killed."""
+    killed: list[int] = []
+    for mount in cgroup_mounts():
+        for group in _cgroups_below(mount / root.lstrip("/")):
+            if group.name != container_id:
+                continue
+            with contextlib.suppress(OSError):
+                for pid in (int(p) for p in (group / "cgroup.procs").read_text().split()):
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
+                        killed.append(pid)
+        if killed:
+            break
+    if not killed:
+        raise LookupError(f"container {container_id[:12]} has no process below {root}")
+    return killed
+
+
 def mounts_under(directory: Path) -> list[str]:
     prefix = str(directory).rstrip("/") + "/"
     points = []
@@ -104,14 +128,8 @@ def remove_cgroups(root: str) -> None:
     """Remove ``root`` and everything below it in every hierarchy (empty cgroups only)."""
     for mount in cgroup_mounts():
         base = mount / root.lstrip("/")
-        if not base.is_dir():
-            continue
-        for path in sorted(
-            (p for p in base.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True
-        ):
+        for path in _cgroups_below(base):
             with contextlib.suppress(OSError):
                 path.rmdir()
-        with contextlib.suppress(OSError):
-            base.rmdir()
         with contextlib.suppress(OSError):
             base.parent.rmdir()  # /appstack, once no node of any cluster uses it

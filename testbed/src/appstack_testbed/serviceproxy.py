@@ -1,16 +1,19 @@
 """Reach a Service from the host: a loopback TCP proxy to its ready endpoints.
 
-There is no kube-proxy on the test bed, so a ClusterIP leads nowhere; a
+A Service's ClusterIP exists only inside the nodes (kube-proxy's rules live in each real
+node's network namespace), while the host reaches every pod address; a
 :class:`ServiceProxy` listens on 127.0.0.1 and sends each new connection to one of the
 Service's *ready* endpoints (from its EndpointSlices, round-robin), as kube-proxy would.
-:func:`endpoint_targets` is the pure part. Used by
-:class:`~appstack_testbed.procnode.runner.ProcessNodes` (``service_address``).
+:class:`ServiceAccess` keeps such proxies running on a loop of their own for synchronous
+callers (tests). :func:`endpoint_targets` is the pure part. Used by the pytest plugin's
+``real_node`` handle (``service_address``) and the process nodes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -77,3 +80,37 @@ class ServiceProxy(TcpProxy):
         if not targets:
             raise ValueError(f"service {self.namespace}/{self.service} has no ready endpoint")
         return targets[next(self._turn) % len(targets)]
+
+
+class ServiceAccess:
+    """Service proxies on an event loop of their own (a daemon thread), for synchronous code."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._proxies: dict[tuple[str, str, int], ServiceProxy] = {}
+
+    def _event_loop(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None:
+            self._loop = asyncio.new_event_loop()
+            threading.Thread(target=self._loop.run_forever, daemon=True).start()
+        return self._loop
+
+    def address(self, namespace: str, service: str, port: int) -> tuple[str, int]:
+        """A loopback (host, port) whose connections reach the Service's ready endpoints."""
+        key = (namespace, service, port)
+        if key not in self._proxies:
+            proxy = ServiceProxy(self.client, namespace, service, port)
+            asyncio.run_coroutine_threadsafe(proxy.start(), self._event_loop()).result(10)
+            self._proxies[key] = proxy
+        proxy = self._proxies[key]
+        return proxy.host, proxy.port
+
+    def stop(self) -> None:
+        if self._loop is None:
+            return
+        for proxy in self._proxies.values():
+            asyncio.run_coroutine_threadsafe(proxy.stop(), self._loop).result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._loop = None
+        self._proxies.clear()
