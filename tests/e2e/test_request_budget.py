@@ -1,7 +1,8 @@
 """How many API requests the operator spends per AppService, counted by its own
 client against the real API server: a created app costs two
-applies, one Event and its status writes (no GET: children are created first, a 409 would
-read the owner); an image update costs one apply and its status writes, no Event; a
+applies, one Event and its status writes (no GET of the app or its children: children are
+created first, a 409 would read the owner; one GET of its namespace, the Pod Security level
+it enforces, read once per 30 s per namespace, not per app); an image update costs one apply and its status writes, no Event; a
 restarted operator writes nothing for apps that are as wanted. Figures at scale:
 docs/performance.md."""
 
@@ -83,7 +84,8 @@ async def test_a_created_and_an_updated_appservice_cost_few_requests(
     # Status: written when the children exist and when Ready, and at most every
     # PROGRESS_INTERVAL while only counts move (a slow, loaded machine rolls out slowly).
     status_writes = 2 + int((time.monotonic() - started) / PROGRESS_INTERVAL)
-    assert created["GET"] == 0, created  # no read before creating the children
+    # no read before creating the children, but the namespace's Pod Security level (once)
+    assert created["GET"] <= 1, created
     assert created["POST"] == 1, created  # one Event: "Created Deployment budget, Service budget"
     assert 3 <= created["PATCH"] <= 2 + status_writes, created  # two applies, status
 
@@ -95,7 +97,7 @@ async def test_a_created_and_an_updated_appservice_cost_few_requests(
     assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:1.28"
     await _settled(operator, namespace, "budget")
     updated = sent.take()
-    assert updated["GET"] == 0, updated
+    assert updated["GET"] <= 1, updated  # the namespace's level again, if 30 s went by
     assert updated["POST"] == 0, updated  # the user's own change: status tells it, no Event
     status_writes = 2 + int((time.monotonic() - started) / PROGRESS_INTERVAL)
     assert 2 <= updated["PATCH"] <= 1 + status_writes, updated  # one apply, status
