@@ -66,9 +66,13 @@ def backup_job(
             target,
         ],
         "volumeMounts": [{"name": "backup", "mountPath": BACKUP_DIR}, *tls_mounts],
+        "securityContext": dict(desired.CONTAINER_SECURITY),
     }
     pod_spec = {
         "restartPolicy": "OnFailure",
+        # the members' user: the snapshot is theirs to restore, and restricted namespaces
+        # admit the Job (without it no backup would ever run there)
+        "securityContext": dict(desired.POD_SECURITY),
         "containers": [container],
         "volumes": [
             {"name": "backup", "persistentVolumeClaim": {"claimName": plan.pvc_name}},
@@ -112,6 +116,7 @@ def restore_init(
             {"name": "data", "mountPath": desired.DATA_DIR},
             {"name": "restore", "mountPath": RESTORE_DIR, "readOnly": True},
         ],
+        "securityContext": dict(desired.CONTAINER_SECURITY),
     }
 
 

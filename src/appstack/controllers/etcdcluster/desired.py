@@ -28,6 +28,20 @@ DATA_DIR = "/var/lib/etcd"
 VOTER = group_key("etcd-voter")
 INITIAL = group_key("etcd-initial-cluster")
 RUN_AS = 65532  # no root needed: the data volume is group-writable through fsGroup
+# The restricted Pod Security profile, as every pod of an EtcdCluster runs — members, backup
+# Jobs, the restore init container: one user, so a snapshot a Job writes is one a restore
+# can read, and a namespace that enforces restricted admits them all.
+POD_SECURITY: dict[str, Any] = {
+    "runAsNonRoot": True,
+    "runAsUser": RUN_AS,
+    "runAsGroup": RUN_AS,
+    "fsGroup": RUN_AS,
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+CONTAINER_SECURITY: dict[str, Any] = {
+    "allowPrivilegeEscalation": False,
+    "capabilities": {"drop": ["ALL"]},
+}
 
 
 def selector(cluster: str) -> dict[str, str]:
@@ -180,10 +194,7 @@ def member_pod(
             "failureThreshold": 3,
         },
         "volumeMounts": [{"name": "data", "mountPath": DATA_DIR}],
-        "securityContext": {
-            "allowPrivilegeEscalation": False,
-            "capabilities": {"drop": ["ALL"]},
-        },
+        "securityContext": dict(CONTAINER_SECURITY),
     }
     if spec.resources:
         container["resources"] = spec.resources.to_dict()
@@ -192,13 +203,7 @@ def member_pod(
         "subdomain": cluster,
         "restartPolicy": "Always",
         "terminationGracePeriodSeconds": 30,
-        "securityContext": {
-            "runAsNonRoot": True,
-            "runAsUser": RUN_AS,
-            "runAsGroup": RUN_AS,
-            "fsGroup": RUN_AS,
-            "seccompProfile": {"type": "RuntimeDefault"},
-        },
+        "securityContext": dict(POD_SECURITY),
         "containers": [container],
         "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": f"data-{pod}"}}],
     }
