@@ -2,8 +2,9 @@
 client against the real API server: a created app costs two
 applies, one Event and its status writes (no GET of the app or its children: children are
 created first, a 409 would read the owner; one GET of its namespace, the Pod Security level
-it enforces, read once per 30 s per namespace, not per app); an image update costs one apply and its status writes, no Event; a
-restarted operator writes nothing for apps that are as wanted. Figures at scale:
+it enforces, read once per 30 s per namespace, not per app); an image update costs one
+apply and its status writes, no Event; a restarted operator writes nothing for apps that
+are as wanted. Figures at scale:
 docs/performance.md."""
 
 from __future__ import annotations

@@ -44,7 +44,7 @@ def test_kubectl_and_the_api_server_report_the_pinned_kubernetes_version(
 
 
 def test_nodes_are_ready_kwok_nodes_with_room_for_thousands_of_pods(kube: Client) -> None:
-    # kwok's nodes (a process node of appstack_testbed.procnode may be there too)
+    # kwok's nodes (the real node is beside them: tests/e2e/test_real_node.py)
     nodes = list(kube.list(Node, labels={"type": "kwok"}))
     assert len(nodes) >= 2
     for node in nodes:

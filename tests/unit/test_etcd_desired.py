@@ -44,8 +44,8 @@ def test_peer_urls_name_member_pods_through_the_headless_service() -> None:
 
 def test_member_pod_binds_to_its_pod_ip_and_carries_the_overrides() -> None:
     overrides = spec(
-        nodeSelector={"appstack.dev/process-node": "true"},
-        tolerations=[{"key": "appstack.dev/process-node", "operator": "Exists"}],
+        nodeSelector={"disktype": "true"},
+        tolerations=[{"key": "disktype", "operator": "Exists"}],
         priorityClassName="high",
         affinity={"podAntiAffinity": {"x": 1}},
         resources={"requests": {"cpu": "100m"}},
@@ -63,10 +63,8 @@ def test_member_pod_binds_to_its_pod_ip_and_carries_the_overrides() -> None:
     assert pod["metadata"]["labels"][desired.VOTER] == "false"
     assert pod["spec"]["hostname"] == "e-1"
     assert pod["spec"]["subdomain"] == "e"
-    assert pod["spec"]["nodeSelector"] == {"appstack.dev/process-node": "true"}
-    assert pod["spec"]["tolerations"] == [
-        {"key": "appstack.dev/process-node", "operator": "Exists"}
-    ]
+    assert pod["spec"]["nodeSelector"] == {"disktype": "true"}
+    assert pod["spec"]["tolerations"] == [{"key": "disktype", "operator": "Exists"}]
     assert pod["spec"]["priorityClassName"] == "high"
     assert pod["spec"]["affinity"] == {"podAntiAffinity": {"x": 1}}
     assert container["resources"] == {"requests": {"cpu": "100m"}}

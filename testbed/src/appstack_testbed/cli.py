@@ -27,8 +27,9 @@ _NAME = click.option(
 
 @click.group()
 def cluster() -> None:
-    """A local Kubernetes control plane (etcd, kube-apiserver, controller-manager,
-    scheduler, kwok fake nodes) running as processes on 127.0.0.1."""
+    """A local Kubernetes cluster as processes: etcd, kube-apiserver, controller-manager,
+    scheduler and kwok fake nodes on 127.0.0.1, and (as root) a real node with a real
+    kubelet, containerd and kube-proxy, CoreDNS and a local image registry."""
 
 
 def _local(
@@ -59,7 +60,8 @@ _REAL_NODES = click.option(
 @click.option(
     "--etcd-releases",
     is_flag=True,
-    help="Also the etcd releases process nodes run (etcd, etcdctl, etcdutl per version).",
+    help="Also the etcd releases the local etcd images are made of (etcd, etcdctl, etcdutl "
+    "per version).",
 )
 def build(etcd_releases: bool) -> None:
     """Build the control-plane binaries from Go modules (cached; shows progress)."""
@@ -117,24 +119,13 @@ def image(tag: str, refresh: bool, push: bool) -> None:
 @_REAL_NODES
 @click.option("--nodes", default=2, show_default=True, help="Number of kwok fake nodes.")
 @click.option("--pods-per-node", default=5000, show_default=True, help="Pod capacity per node.")
-@click.option(
-    "--process-nodes",
-    default=0,
-    show_default=True,
-    help="Process-backed nodes (appstack-proc-N) whose pods run as real processes "
-    "(etcd images; root). `cluster down` stops them.",
-)
-def up(name: str, real_nodes: int, nodes: int, pods_per_node: int, process_nodes: int) -> None:
+def up(name: str, real_nodes: int, nodes: int, pods_per_node: int) -> None:
     """Start the cluster (idempotent: starts only what is not running)."""
     from appstack_testbed.process import ComponentError  # noqa: PLC0415
 
     local = _local(name, nodes=nodes, pods_per_node=pods_per_node, real_nodes=real_nodes)
     try:
         local.up()
-        if process_nodes:
-            from appstack_testbed.procnode.runner import ProcessNodes  # noqa: PLC0415
-
-            ProcessNodes(local, count=process_nodes).start()
     except ComponentError as error:
         click.echo(f"error: {error}", err=True)
         sys.exit(1)

@@ -158,8 +158,7 @@ class LocalCluster:
         real = self.real()
         if real is not None:
             real.up()
-        # kwok's nodes (and the real ones, above): a process node (appstack_testbed.procnode)
-        # is Ready only while its agent runs, which a test session starts after this.
+        # kwok's nodes (the real ones were waited for above)
         self.kubectl("wait", "--for=condition=Ready", "node", "-l", "type=kwok", "--timeout=60s")
         self.print(
             f"[appstack] cluster {self.name!r} is up ({time.monotonic() - started:.1f}s); "

@@ -1,13 +1,13 @@
 """Extra etcd releases for tests that run etcd as pods: etcd, etcdctl and etcdutl per version.
 
 The control plane's own etcd is built with the toolchain (:mod:`appstack_testbed.build`);
-the process-backed node (:mod:`appstack_testbed.procnode`) runs pods whose image is
-``.../etcd:<version>`` with the binaries of that version, built here once into
+the real nodes run pods of the image ``gcr.io/etcd-development/etcd:<version>``
+(:mod:`appstack_testbed.images`), made of the binaries of that version, built here once into
 ``$APPSTACK_CACHE/etcd-<version>/bin`` (with progress, like the toolchain). Two versions
 are offered so that upgrades can be tested: the test bed's etcd and the newest v3.5
 release the Go module proxy served when this was written.
 
-Used by the procnode's image mapping and ``appstack cluster build --etcd-releases``.
+Used by the image builds and ``appstack cluster build --etcd-releases``.
 """
 
 from __future__ import annotations

@@ -10,18 +10,14 @@ Enable with ``pytest_plugins = ["appstack_testbed.pytest_plugin"]`` in a conftes
   restart components are then skipped.
 * ``kubeconfig`` (session): path of the admin kubeconfig.
 * ``kube`` (session): a lightkube ``Client`` for that kubeconfig.
-* ``process_node`` (session): a process-backed node (``appstack-proc-0``) whose pods run
-  as real processes (:mod:`appstack_testbed.procnode`); the handle has ``name``,
-  ``service_address``, ``kill``, ``pid``, ``pod_dir`` and ``processes``. Its agent is
-  stopped at the end of the session (with every process it started).
 * ``real_node`` (session): the cluster's first real node (a real kubelet, containerd and
   kube-proxy: :mod:`appstack_testbed.realnode`) as a :class:`RealNodeHandle` (``name``,
   ``address``: NodePorts answer there); skips where the cluster has none (not root).
   The session's cluster has ``$APPSTACK_TEST_REAL_NODES`` of them (default: 1 as root).
 * ``namespace``: a fresh namespace per test (with its default ServiceAccount ready),
   deleted afterwards. Its pods run on the kwok nodes (fake, instant, as many as wanted:
-  the namespace selects and tolerates them) — unless the test also uses ``real_node`` or
-  ``process_node``: then they run on the real node, like a user's.
+  the namespace selects and tolerates them) — unless the test also uses ``real_node``:
+  then they run on the real node, like a user's.
 
 When a component fails to start, the fixture error carries that component's log tail.
 """
@@ -46,7 +42,6 @@ from appstack.api.kind import group_key
 from appstack_testbed.cli import default_real_nodes
 from appstack_testbed.cluster import LocalCluster
 from appstack_testbed.kwok import TAINT
-from appstack_testbed.procnode.runner import ProcessNodes
 from appstack_testbed.realnode.cleanup import kill_container
 from appstack_testbed.realnode.configs import cgroup_root
 from appstack_testbed.serviceproxy import ServiceAccess
@@ -140,16 +135,6 @@ def kube(kubeconfig: Path) -> Client:
 
 
 @pytest.fixture(scope="session")
-def process_node(kube_cluster: ClusterHandle) -> Iterator[ProcessNodes]:
-    nodes = ProcessNodes(kube_cluster.require_local(), count=1, printer=_progress)
-    nodes.start()
-    try:
-        yield nodes
-    finally:
-        nodes.stop()
-
-
-@pytest.fixture(scope="session")
 def real_node(kube_cluster: ClusterHandle, kube: Client) -> Iterator[RealNodeHandle]:
     real = kube_cluster.require_local().real()
     if real is None:
@@ -166,7 +151,7 @@ def real_node(kube_cluster: ClusterHandle, kube: Client) -> Iterator[RealNodeHan
 def namespace(kube: Client, request: pytest.FixtureRequest) -> Iterator[str]:
     base = re.sub(r"[^a-z0-9-]+", "-", request.node.name.lower()).strip("-")[:40].strip("-")
     name = f"{base}-{uuid.uuid4().hex[:6]}"
-    real = {"real_node", "process_node"} & set(request.fixturenames)
+    real = "real_node" in request.fixturenames
     annotations = None if real else KWOK_PLACEMENT
     kube.create(
         Namespace(
