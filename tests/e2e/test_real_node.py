@@ -374,3 +374,44 @@ async def test_a_crontab_job_runs_a_real_container(
     )
     logs = kubectl(kube_cluster, namespace, "logs", "job/now")
     assert logs.startswith("hello from now-")
+
+
+async def test_an_image_nobody_built_fails_to_pull_for_real_and_port_forward_works(
+    client: Client,
+    namespace: str,
+    operator: RunningOperator,
+    real_node: RealNodeHandle,
+    kube_cluster: ClusterHandle,
+) -> None:
+    """Pulls are real pulls from the local registry: an unknown image is ErrImagePull or
+    ImagePullBackOff on the AppService; and ``kubectl port-forward`` reaches a pod."""
+    await client.create(APP_SERVICE, _app("ghost", namespace, image="nginx:0.0.0-nobody"))
+    await client.create(APP_SERVICE, _app("web", namespace, image="nginx:1.27"))
+
+    def pull_failed(app: dict[str, Any]) -> bool:
+        return _condition(app).get("reason") in ("ErrImagePull", "ImagePullBackOff")
+
+    app = await until(client, APP_SERVICE, "ghost", namespace, pull_failed, 120, "ErrImagePull")
+    assert "nginx:0.0.0-nobody" in _condition(app)["message"]
+    await until(client, APP_SERVICE, "web", namespace, is_ready, 120, "web Ready")
+    (pod,) = await running_pods(client, namespace, {"app.kubernetes.io/instance": "web"})
+    kubectl_bin = str(kube_cluster.require_local().toolchain.binary("kubectl"))
+    forward = await asyncio.create_subprocess_exec(
+        kubectl_bin,
+        f"--kubeconfig={kube_cluster.kubeconfig}",
+        f"--namespace={namespace}",
+        "port-forward",
+        f"pod/{pod['metadata']['name']}",
+        ":80",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    try:
+        assert forward.stdout is not None
+        line = (await asyncio.wait_for(forward.stdout.readline(), 30)).decode()
+        port = int(line.split("127.0.0.1:", 1)[1].split(" ", 1)[0])  # "Forwarding from ..."
+        page = await asyncio.to_thread(http_get, f"http://127.0.0.1:{port}/", 30)
+        assert "Welcome to nginx!" in page
+    finally:
+        forward.terminate()
+        await forward.wait()
