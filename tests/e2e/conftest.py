@@ -161,29 +161,37 @@ def operator_kubeconfig(
     apply_objects(light, objects)
     path = tmp_path_factory.mktemp("operator") / "kubeconfig"
     service_account_kubeconfig(light, kube_cluster.kubeconfig, rbac.NAMESPACE, path)
-    _wait_for_the_secrets_policy(path)
+    _wait_for_the_admission_policies(path)
     return path
 
 
-def _wait_for_the_secrets_policy(operator_kubeconfig: Path) -> None:
+def _wait_for_the_admission_policies(operator_kubeconfig: Path) -> None:
     """The API server enforces a new ValidatingAdmissionPolicy a moment after it is
-    created: probe with a dry-run write (admission runs, nothing is stored) as the operator
-    until an unlabelled Secret is refused."""
-    from lightkube.resources.core_v1 import Secret  # noqa: PLC0415
+    created: probe with dry-run writes (admission runs, nothing is stored) as the operator
+    until an unlabelled Secret and an unowned ConfigMap are refused (both policies)."""
+    from lightkube.resources.core_v1 import ConfigMap, Secret  # noqa: PLC0415
 
     from appstack.manifests import rbac  # noqa: PLC0415
 
     as_operator = LightClient(config=KubeConfig.from_file(str(operator_kubeconfig)))
-    probe = Secret(metadata=ObjectMeta(generateName="policy-probe-", namespace=rbac.NAMESPACE))
+    meta = ObjectMeta(generateName="policy-probe-", namespace=rbac.NAMESPACE)
+    probes = {
+        "may only write Secrets labelled": Secret(metadata=meta),
+        "may only write objects controlled by one of its kinds": ConfigMap(metadata=meta),
+    }
 
     def refused() -> bool:
-        try:
-            as_operator.create(probe, dry_run=True)
-        except ApiError as error:
-            return "may only write Secrets labelled" in str(error.status.message)
-        return False
+        for expected, probe in probes.items():
+            try:
+                as_operator.create(probe, dry_run=True)
+            except ApiError as error:
+                if expected not in str(error.status.message):
+                    return False
+            else:
+                return False
+        return True
 
-    wait_for(refused, timeout=30, what="the Secrets admission policy in force")
+    wait_for(refused, timeout=30, what="the admission policies in force")
 
 
 def apply_objects(light: LightClient, objects: list[dict[str, Any]]) -> None:
