@@ -190,7 +190,7 @@ async def test_the_seed_example_runs_once_a_minute_and_says_so(
         15,
         "Ready reason SecondsRounded",
     )
-    (ready,) = tab["status"]["conditions"]
+    (ready,) = (c for c in tab["status"]["conditions"] if c["type"] == "Ready")
     expected = (
         "cronSpec '* * * * * *' asks for 60 runs a minute (seconds field '*'); a CronJob "
         "starts at most once a minute, so it runs on '* * * * *'"

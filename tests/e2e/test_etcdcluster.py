@@ -65,8 +65,10 @@ def report(what: str, seconds: float) -> None:
 
 
 async def scale(client: Client, namespace: str, replicas: int) -> float:
+    """As ``kubectl scale etcd/NAME --replicas=N`` does: through the scale subresource."""
     patch = {"spec": {"replicas": replicas}}
-    await client.patch(ETCD_CLUSTER, NAME, patch, namespace=namespace)
+    scaled = await client.patch(ETCD_CLUSTER, NAME, patch, namespace=namespace, subresource="scale")
+    assert scaled["kind"] == "Scale"
     _, took = await wait_healthy(client, NAME, namespace, replicas)
     return took
 
@@ -106,6 +108,9 @@ async def test_scale_3_5_3_under_writes_loses_nothing(
     up = await scale(client, namespace, 5)
     stall_up, writer.longest_stall = writer.longest_stall, 0.0
     down = await scale(client, namespace, 3)
+    status = (await client.get(ETCD_CLUSTER, NAME, namespace))["status"]
+    assert status["replicas"] == 3
+    assert "app.kubernetes.io/instance=" in status["selector"]
     await writer.stop()
     report("scale 3 -> 5", up)
     report("scale 5 -> 3", down)

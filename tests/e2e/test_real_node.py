@@ -16,6 +16,7 @@ import json
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -374,6 +375,83 @@ async def test_a_crontab_job_runs_a_real_container(
     )
     logs = kubectl(kube_cluster, namespace, "logs", "job/now")
     assert logs.startswith("hello from now-")
+
+
+async def test_a_failing_run_makes_the_crontab_degraded_with_the_jobs_reason(
+    client: Client,
+    namespace: str,
+    operator: RunningOperator,
+    real_node: RealNodeHandle,
+    kube_cluster: ClusterHandle,
+) -> None:
+    """Issue #25: a run whose program exits non-zero (backoffLimit 0: the first failure
+    fails the Job) and a run whose image cannot be pulled show on the CronTab as
+    Ready=False, Degraded=True with the Job's / pod's reason and a Warning Event, not
+    Ready=True while failed Jobs pile up; a run that succeeds clears it."""
+    (tab,) = _load("crontab.yaml", namespace)
+    tab["spec"]["command"] = ["sh", "-c", "test -e /tmp/ok || exit 3"]
+    tab["spec"]["backoffLimit"] = 0
+    await client.create(CRON_TAB, tab)
+    name = "my-new-cron-object"
+    await until(client, CRON_TAB, name, namespace, is_ready, 60, "Ready")
+    kubectl(kube_cluster, namespace, "create", "job", "fails", f"--from=cronjob/{name}")
+
+    def degraded(reason: str) -> Callable[[dict[str, Any]], bool]:
+        def check(obj: dict[str, Any]) -> bool:
+            conds = {c["type"]: c for c in (obj.get("status") or {}).get("conditions") or []}
+            bad = conds.get("Degraded") or {}
+            return bad.get("status") == "True" and bad.get("reason") == reason
+
+        return check
+
+    failed = await until(
+        client, CRON_TAB, name, namespace, degraded("BackoffLimitExceeded"), 120, "Degraded"
+    )
+    assert failed["status"]["lastRun"] == "fails"
+    assert failed["status"]["lastRunResult"] == "Failed"
+    assert not is_ready(failed)
+    events = kubectl(kube_cluster, namespace, "events", f"--for=crontab/{name}")
+    assert "BackoffLimitExceeded" in events
+    # A run that cannot start: its image does not exist.
+    patch = {"spec": {"image": "busybox:0.0.0-nobody"}}
+    await client.patch(CRON_TAB, name, patch, namespace=namespace)
+    await until(
+        client,
+        CRON_JOB,
+        name,
+        namespace,
+        lambda c: "nobody" in str(c["spec"]["jobTemplate"]),
+        30,
+        "the new image in the CronJob",
+    )
+    kubectl(kube_cluster, namespace, "create", "job", "cannot-pull", f"--from=cronjob/{name}")
+    pulling = await until(
+        client,
+        CRON_TAB,
+        name,
+        namespace,
+        lambda o: degraded("ErrImagePull")(o) or degraded("ImagePullBackOff")(o),
+        120,
+        "Degraded by the pull",
+    )
+    assert "busybox:0.0.0-nobody" in str(pulling["status"]["conditions"])
+    # Back to a working image, and a run that succeeds: Ready again.
+    fixed = {"spec": {"image": tab["spec"]["image"], "command": ["true"]}}
+    await client.patch(CRON_TAB, name, fixed, namespace=namespace)
+    await until(
+        client, CRON_JOB, name, namespace, lambda c: "nobody" not in str(c["spec"]), 30, "fixed"
+    )
+    kubectl(kube_cluster, namespace, "create", "job", "works", f"--from=cronjob/{name}")
+    healed = await until(
+        client,
+        CRON_TAB,
+        name,
+        namespace,
+        lambda o: is_ready(o) and o["status"].get("lastRunResult") == "Succeeded",
+        120,
+        "Ready again after a run that succeeded",
+    )
+    assert healed["status"]["lastRun"] == "works"
 
 
 async def test_an_image_nobody_built_fails_to_pull_for_real_and_port_forward_works(

@@ -126,7 +126,11 @@ def test_is_subset_ignores_server_defaults_but_not_removed_list_items() -> None:
     assert not is_subset(want, {"spec": {"ports": [{"port": 81}]}})
 
 
-def _deployment(replicas: int, ready: int, updated: int, available: int) -> dict[str, Any]:
+def _deployment(
+    replicas: int, ready: int, updated: int, available: int, *, minimum: bool = True
+) -> dict[str, Any]:
+    reason = "MinimumReplicasAvailable" if minimum else "MinimumReplicasUnavailable"
+    status = "True" if minimum else "False"
     return {
         "metadata": {"generation": 3},
         "status": {
@@ -135,6 +139,7 @@ def _deployment(replicas: int, ready: int, updated: int, available: int) -> dict
             "readyReplicas": ready,
             "updatedReplicas": updated,
             "availableReplicas": available,
+            "conditions": [{"type": "Available", "status": status, "reason": reason}],
         },
     }
 
@@ -170,9 +175,32 @@ def test_status_is_ready_when_every_replica_is_updated_and_available() -> None:
     assert status["observedGeneration"] == 4
     assert _conditions(status) == {
         "Ready": ("True", "Ready"),
+        "Available": ("True", "MinimumReplicasAvailable"),
         "Progressing": ("False", "RolloutComplete"),
         "Degraded": ("False", "AsExpected"),
     }
+
+
+def test_available_is_the_deployments_own_condition() -> None:
+    """``kubectl wait --for=condition=Available`` means what it means for a Deployment:
+    available during a rollout that keeps the minimum, not before the Deployment says so."""
+    rolling = _status(_app(SEED), _deployment(2, 1, 1, 1))
+    assert _conditions(rolling)["Available"] == ("True", "MinimumReplicasAvailable")
+    assert _conditions(rolling)["Ready"] == ("False", "RollingOut")
+    starting = _status(_app(SEED), _deployment(2, 0, 2, 0, minimum=False))
+    assert _conditions(starting)["Available"] == ("False", "MinimumReplicasUnavailable")
+    new = _status(_app(SEED), {"metadata": {"generation": 1}, "status": {}})
+    assert _conditions(new)["Available"][0] == "False"
+    missing = from_children(
+        _app(SEED),
+        size=1,
+        deployment=None,
+        service_expected=False,
+        service=None,
+        problem=None,
+        selector="s",
+    )
+    assert _conditions(missing)["Available"] == ("False", "DeploymentMissing")
 
 
 def test_a_rollout_in_progress_and_a_problem_are_reported() -> None:
@@ -196,7 +224,7 @@ def test_last_transition_time_changes_only_when_the_status_changes() -> None:
     assert _status(app, _deployment(2, 2, 2, 2), now="t2") == first
     flipped = _status(app, _deployment(2, 2, 2, 2), size=3, now="t3")
     times = {c["type"]: c["lastTransitionTime"] for c in flipped["conditions"]}
-    assert times == {"Ready": "t3", "Progressing": "t3", "Degraded": "t1"}
+    assert times == {"Ready": "t3", "Available": "t1", "Progressing": "t3", "Degraded": "t1"}
 
 
 def test_the_seed_sample_runs_as_its_image_wants_unless_the_namespace_is_restricted() -> None:

@@ -137,6 +137,80 @@ def test_status_reports_runs_and_the_ready_condition() -> None:
     assert failed["conditions"][0]["status"] == "False"
 
 
+def _job(name: str, created: str, condition: str | None = None, **extra: str) -> dict[str, Any]:
+    status: dict[str, Any] = {}
+    if condition:
+        status["conditions"] = [{"type": condition, "status": "True", **extra}]
+    meta = {"name": name, "creationTimestamp": created}
+    return {"metadata": meta, "status": status}
+
+
+def _conditions(status: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    return {c["type"]: (c["status"], c["reason"]) for c in status["conditions"]}
+
+
+CRON = {"spec": {"schedule": "*/5 * * * *"}, "status": {}}
+
+
+def test_the_newest_run_failing_makes_the_crontab_degraded_until_a_run_succeeds() -> None:
+    tab = _tab()
+    failed = _job(
+        "tick-2",
+        "2026-11-23T02:05:00Z",
+        "Failed",
+        reason="BackoffLimitExceeded",
+        message="Job has reached the specified backoff limit",
+    )
+    ok = _job("tick-1", "2026-11-23T02:00:00Z", "Complete")
+    status = from_cron_job(tab, CRON, None, "now", jobs=[ok, failed])
+    assert _conditions(status) == {
+        "Ready": ("False", "BackoffLimitExceeded"),
+        "Degraded": ("True", "BackoffLimitExceeded"),
+    }
+    assert (
+        "run tick-2 failed: Job has reached the specified backoff limit"
+        in (status["conditions"][1]["message"])
+    )
+    assert (status["lastRun"], status["lastRunResult"]) == ("tick-2", "Failed")
+    later = _job("tick-3", "2026-11-23T02:10:00Z", "Complete")
+    healed = from_cron_job(tab, CRON, None, "now", jobs=[ok, failed, later])
+    assert _conditions(healed) == {
+        "Ready": ("True", "Scheduled"),
+        "Degraded": ("False", "AsExpected"),
+    }
+    assert healed["lastRunResult"] == "Succeeded"
+
+
+def test_a_run_whose_pod_cannot_start_is_reported_with_the_pods_reason() -> None:
+    running = _job("tick-4", "2026-11-23T02:15:00Z")
+    waiting = {"reason": "ErrImagePull", "message": "pull access denied"}
+    pod = {
+        "metadata": {"name": "tick-4-abcde", "labels": {"job-name": "tick-4"}},
+        "status": {"containerStatuses": [{"name": "job", "state": {"waiting": waiting}}]},
+    }
+    other = {**pod, "metadata": {"name": "x", "labels": {"job-name": "tick-1"}}}
+    status = from_cron_job(_tab(), CRON, None, "now", jobs=[running], pods=[pod])
+    assert _conditions(status)["Degraded"] == ("True", "ErrImagePull")
+    assert (
+        "run tick-4: pod tick-4-abcde: container job: pull access denied"
+        in (status["conditions"][1]["message"])
+    )
+    assert status["lastRunResult"] == "Running"
+    fine = from_cron_job(_tab(), CRON, None, "now", jobs=[running], pods=[other])
+    assert _conditions(fine)["Degraded"] == ("False", "AsExpected")
+
+
+def test_job_settings_have_the_cron_jobs_meaning() -> None:
+    tab = _tab(startingDeadlineSeconds=120, backoffLimit=0, activeDeadlineSeconds=600)
+    cron = desired.cron_job(tab, CronTabSpec.model_validate(tab["spec"]))
+    assert cron["spec"]["startingDeadlineSeconds"] == 120
+    job = cron["spec"]["jobTemplate"]["spec"]
+    assert (job["backoffLimit"], job["activeDeadlineSeconds"]) == (0, 600)
+    default = desired.cron_job(_tab(), CronTabSpec.model_validate(_tab()["spec"]))
+    assert "startingDeadlineSeconds" not in default["spec"]
+    assert default["spec"]["jobTemplate"]["spec"]["backoffLimit"] == 6
+
+
 def test_the_model_rejects_four_and_seven_fields() -> None:
     for schedule in ("* * * *", "0 0 0 1 1 ? 2027"):
         with pytest.raises(ValidationError, match="takes five fields"):
@@ -175,7 +249,7 @@ def test_the_seed_example_runs_once_a_minute_and_says_so() -> None:
     tab = _tab(cronSpec="* * * * * *")
     cron = desired.cron_job(tab, CronTabSpec.model_validate(tab["spec"]))
     assert cron["spec"]["schedule"] == "* * * * *"
-    (ready,) = from_cron_job(tab, cron, None, "now")["conditions"]
+    ready, _ = from_cron_job(tab, cron, None, "now")["conditions"]
     assert (ready["status"], ready["reason"]) == ("True", "SecondsRounded")
     assert "'* * * * * *' asks for 60 runs a minute" in ready["message"]
     assert "runs on '* * * * *'" in ready["message"]
@@ -184,7 +258,7 @@ def test_the_seed_example_runs_once_a_minute_and_says_so() -> None:
 def test_a_single_nonzero_second_is_named_in_the_scheduled_message() -> None:
     tab = _tab(cronSpec="30 0 3 * * *")
     cron = desired.cron_job(tab, CronTabSpec.model_validate(tab["spec"]))
-    (ready,) = from_cron_job(tab, cron, None, "now")["conditions"]
+    ready, _ = from_cron_job(tab, cron, None, "now")["conditions"]
     assert (ready["reason"], cron["spec"]["schedule"]) == ("Scheduled", "0 3 * * *")
     assert "not at second 30" in ready["message"]
 

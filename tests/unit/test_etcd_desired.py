@@ -107,6 +107,11 @@ def test_status_lists_members_leader_and_conditions() -> None:
     assert out["readyMembers"] == 2
     assert out["clusterID"] == "abc"
     assert out["version"] == "3.5.21"  # the lowest
+    # the scale subresource's view (kubectl scale, HPA): members and their pods' selector
+    assert out["replicas"] == 3
+    assert out["selector"] == (
+        "app.kubernetes.io/component=etcd,app.kubernetes.io/instance=e,app.kubernetes.io/name=e"
+    )
     assert out["members"][1] == {
         "name": "e-1",
         "id": "2",

@@ -53,7 +53,7 @@ def test_the_lease_is_granted_by_name_in_the_operator_namespace_only() -> None:
 
 
 def test_the_secrets_policy_binds_the_operator_to_labelled_opaque_secrets() -> None:
-    policy, binding = admission.policies()
+    policy, binding, *_ = admission.policies()
     spec = policy["spec"]
     assert spec["failurePolicy"] == "Fail"
     # Who the operator is comes from its binding (a marker permission only its role
@@ -81,6 +81,33 @@ def test_the_secrets_policy_binds_the_operator_to_labelled_opaque_secrets() -> N
     }
 
 
+def test_the_writes_policy_bounds_every_resource_the_operator_may_write() -> None:
+    *_, policy, binding = admission.policies()
+    assert binding["spec"]["policyName"] == policy["metadata"]["name"]
+    spec = policy["spec"]
+    assert spec["matchConditions"] == admission.policies()[0]["spec"]["matchConditions"]
+    matched = {
+        (r["apiGroups"][0], r["resources"][0]) for r in spec["matchConstraints"]["resourceRules"]
+    }
+    written = {
+        (group, plural)
+        for r in rbac.cluster_role()["rules"]
+        if {"create", "patch", "delete"} & set(r["verbs"])
+        for group in r["apiGroups"]
+        for plural in r["resources"]
+    }
+    unbounded = written - matched
+    assert unbounded == {("events.k8s.io", "events")} | {
+        (g, p) for g, p in written if g == "appstack.dev" or p.endswith("reviews")
+    }
+    assert ("", "pods") in matched
+    assert ("discovery.k8s.io", "endpointslices") in matched
+    assert all("DELETE" in r["operations"] for r in spec["matchConstraints"]["resourceRules"])
+    text = yaml.safe_dump(spec)
+    for needle in ("kube-system", "ownerReferences", "hostPath", "privileged", "-external"):
+        assert needle in text
+
+
 def test_the_operator_runs_locked_down_with_leader_election() -> None:
     deployment = workload.deployment()
     assert deployment["spec"]["replicas"] == 2
@@ -105,7 +132,9 @@ def test_install_yaml_is_one_bundle_of_everything() -> None:
         "Role",
         "RoleBinding",
         "ClusterRole",  # appstack-metrics-reader, for scrapers
-        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicy",  # the Secrets the operator may write
+        "ValidatingAdmissionPolicyBinding",
+        "ValidatingAdmissionPolicy",  # everything else it may write
         "ValidatingAdmissionPolicyBinding",
         "Deployment",
         "Service",

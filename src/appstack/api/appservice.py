@@ -139,7 +139,7 @@ class AppServiceStatus(KubeModel):
     observed_generation: int | None = Field(None, description="Generation last reconciled.")
     conditions: list[Condition] | None = Field(
         None,
-        description="Ready, Progressing and Degraded.",
+        description="Ready, Available (the Deployment's), Progressing and Degraded.",
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
     )
 

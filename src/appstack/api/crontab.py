@@ -53,6 +53,26 @@ class CronTabSpec(KubeModel):
     )
     successful_jobs_history_limit: int = Field(3, ge=0, le=100, description="Finished runs kept.")
     failed_jobs_history_limit: int = Field(1, ge=0, le=100, description="Failed runs kept.")
+    starting_deadline_seconds: int | None = Field(
+        None,
+        ge=0,
+        le=86400,
+        description="A run that could not start within this many seconds of its time is "
+        "skipped (the CronJob's startingDeadlineSeconds; default: no deadline).",
+    )
+    backoff_limit: int = Field(
+        6,
+        ge=0,
+        le=100,
+        description="Retries of a failing run before it counts as failed (the Job's "
+        "backoffLimit). The newest run failed: Ready=False, Degraded=True.",
+    )
+    active_deadline_seconds: int | None = Field(
+        None,
+        ge=1,
+        description="A run still going after this many seconds is stopped and failed (the "
+        "Job's activeDeadlineSeconds).",
+    )
 
     @field_validator("cron_spec")
     @classmethod
@@ -70,10 +90,14 @@ class CronTabStatus(KubeModel):
     last_successful_time: str | None = Field(None, description="When a run last succeeded.")
     active_jobs: list[str] | None = Field(None, description="Jobs running now.")
     active: int | None = Field(None, description="How many Jobs are running now.")
+    last_run: str | None = Field(None, description="The newest Job of this CronTab.")
+    last_run_result: Literal["Running", "Succeeded", "Failed"] | None = Field(
+        None, description="How the newest Job is doing."
+    )
     observed_generation: int | None = None
     conditions: list[Condition] | None = Field(
         None,
-        description="Ready.",
+        description="Ready and Degraded (the newest run failed or cannot start).",
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
     )
 
@@ -86,6 +110,7 @@ class CronTabStatus(KubeModel):
         {"name": "Suspend", "type": "boolean", "jsonPath": ".spec.suspend"},
         {"name": "Active", "type": "integer", "jsonPath": ".status.active"},
         {"name": "Last Schedule", "type": "date", "jsonPath": ".status.lastScheduleTime"},
+        {"name": "Last Run", "type": "string", "jsonPath": ".status.lastRunResult"},
         *WIDE_READY,
         AGE,
     ),

@@ -194,6 +194,8 @@ class EtcdClusterStatus(KubeModel):
     """The observed cluster, written by the operator."""
 
     members: list[EtcdMember] | None = None
+    replicas: int | None = Field(None, description="Members (voters and learners; scale).")
+    selector: str | None = Field(None, description="Label selector of the member pods (scale).")
     ready_members: int | None = Field(None, description="Healthy voting members.")
     leader: str | None = Field(None, description="Name of the leader.")
     cluster_id: str | None = Field(None, alias="clusterID", description="etcd cluster ID (hex).")
@@ -216,6 +218,14 @@ class EtcdClusterStatus(KubeModel):
 @custom_kind(
     plural="etcdclusters",
     short_names=("etcd",),
+    subresources={
+        "status": {},
+        "scale": {
+            "specReplicasPath": ".spec.replicas",
+            "statusReplicasPath": ".status.replicas",
+            "labelSelectorPath": ".status.selector",
+        },
+    },
     printer_columns=(
         {"name": "Ready", "type": "integer", "jsonPath": ".status.readyMembers"},
         {"name": "Replicas", "type": "integer", "jsonPath": ".spec.replicas"},

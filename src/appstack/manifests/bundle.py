@@ -64,7 +64,9 @@ def render(options: InstallOptions | None = None) -> dict[str, str]:
     files["operator.yaml"] = _yaml(parts.namespace, parts.deployment, parts.metrics_service)
     files[KUSTOMIZATION] = kustomization(options, list(files))
     # optional, not in install.yaml: they need the Prometheus Operator's CRDs / Grafana
-    files["monitoring/service-monitor.yaml"] = _yaml(monitoring.service_monitor(options.namespace))
+    files["monitoring/service-monitor.yaml"] = _yaml(
+        monitoring.service_monitor(options.namespace), monitoring.reader_binding(options.namespace)
+    )
     files["monitoring/prometheus-rule.yaml"] = _yaml(dashboard.prometheus_rule(options.namespace))
     files["monitoring/grafana-dashboard.json"] = dashboard_json()
     files["install.yaml"] = _yaml(*parts.objects())

@@ -47,7 +47,12 @@ def values() -> dict[str, Any]:
         "leaderElection": {"enabled": True},
         "metrics": {
             "enabled": True,
-            "serviceMonitor": {"enabled": False, "interval": "30s"},
+            "serviceMonitor": {
+                "enabled": False,
+                "interval": "30s",
+                # bound to the metrics-reader role: the token the ServiceMonitor sends
+                "prometheusServiceAccount": dict(monitoring.PROMETHEUS_ACCOUNT),
+            },
             "prometheusRule": {"enabled": False},
             "grafanaDashboard": {"enabled": False},
         },
@@ -62,8 +67,10 @@ VALUES_HELP = """\
 # (a ClusterRole); otherwise a Role + RoleBinding in each (they must exist) and the operator
 # watches only those. syncPeriod: how often every object is reconciled again without an
 # event (--sync-period, e.g. 90s, 10m, 1h). metrics.serviceMonitor and .prometheusRule need
-# the Prometheus Operator's CRDs; metrics.grafanaDashboard is a ConfigMap labelled
-# grafana_dashboard=1 (for Grafana's dashboard sidecar).
+# the Prometheus Operator's CRDs; the ServiceMonitor scrapes with Prometheus' own token and
+# binds the metrics-reader role to metrics.serviceMonitor.prometheusServiceAccount;
+# metrics.grafanaDashboard is a ConfigMap labelled grafana_dashboard=1 (for Grafana's
+# dashboard sidecar).
 """
 
 
@@ -111,6 +118,27 @@ def _rbac() -> str:
         *(dump(policy) for policy in admission.policies(NS)),
     ]
     return substitute("\n---\n".join(parts).replace("}}\n---\n", "}}\n"), NAMESPACES) + "\n"
+
+
+def _service_monitor() -> str:
+    """The ServiceMonitor and the binding that lets its token read /metrics."""
+    account = ".Values.metrics.serviceMonitor.prometheusServiceAccount"
+    binding = monitoring.reader_binding(NS, sentinel("ACCOUNT"), sentinel("ACCOUNT_NS"))
+    text = "---\n".join(
+        [
+            dump(monitoring.service_monitor(NS, sentinel("INTERVAL"))),
+            dump(binding),
+        ]
+    )
+    extra = {
+        "INTERVAL": "{{ .Values.metrics.serviceMonitor.interval }}",
+        "ACCOUNT": f"{{{{ {account}.name }}}}",
+        "ACCOUNT_NS": f"{{{{ {account}.namespace }}}}",
+    }
+    return _conditional_text(
+        "and .Values.metrics.enabled .Values.metrics.serviceMonitor.enabled",
+        substitute(text, {**NAMESPACES, **extra}),
+    )
 
 
 def _conditional(condition: str, obj: dict[str, Any], extra: dict[str, str]) -> str:
@@ -230,12 +258,7 @@ def render() -> dict[str, str]:
         "templates/deployment.yaml": HEADER + _deployment(),
         "templates/service.yaml": HEADER
         + _conditional(".Values.metrics.enabled", workload.metrics_service(NS), {}),
-        "templates/servicemonitor.yaml": HEADER
-        + _conditional(
-            "and .Values.metrics.enabled .Values.metrics.serviceMonitor.enabled",
-            monitoring.service_monitor(NS, sentinel("INTERVAL")),
-            {"INTERVAL": "{{ .Values.metrics.serviceMonitor.interval }}"},
-        ),
+        "templates/servicemonitor.yaml": HEADER + _service_monitor(),
         "templates/prometheusrule.yaml": HEADER + _prometheus_rule(),
         "templates/grafana-dashboard.yaml": HEADER + _dashboard_configmap(),
         "dashboards/appstack-operator.json": bundle.dashboard_json(),

@@ -6,6 +6,9 @@ changes):
 
 * ``Ready``        True when the Deployment has reconciled this generation, every desired
                    replica is updated and available, and the Service exists (if any port);
+* ``Available``    the Deployment's own ``Available`` condition (its minimum availability:
+                   ``kubectl wait --for=condition=Available`` means what it means for a
+                   Deployment, even in the middle of a rollout);
 * ``Progressing``  True while a rollout is under way;
 * ``Degraded``     True when we cannot make it so (a problem the user must fix, such as a
                    nodePort already taken, or a rollout past its progress deadline).
@@ -74,6 +77,7 @@ def from_children(
         "RollingOut" if not rolled_out else "RolloutComplete",
         "rollout in progress" if not rolled_out else "the latest spec is rolled out",
     )
+    available = _available(deployment)
     if problem is not None:
         degraded = (True, problem.reason, problem.message)
     elif deadline_exceeded:
@@ -102,8 +106,23 @@ def from_children(
             )
             for type_, (ok, reason, message) in (
                 ("Ready", ready),
+                ("Available", available),
                 ("Progressing", progressing),
                 ("Degraded", degraded),
             )
         ],
     }
+
+
+def _available(deployment: dict[str, Any] | None) -> tuple[bool, str, str]:
+    """The Deployment's ``Available`` condition, as (status, reason, message)."""
+    if deployment is None:
+        return (False, "DeploymentMissing", "the Deployment has not been created yet")
+    for cond in (deployment.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "Available":
+            return (
+                cond.get("status") == "True",
+                cond.get("reason") or "Unknown",
+                cond.get("message") or "",
+            )
+    return (False, "MinimumReplicasUnavailable", "the Deployment reports no availability yet")

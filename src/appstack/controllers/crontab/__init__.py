@@ -1,5 +1,6 @@
 """The CronTab controller: CronTab → CronJob (owned, server-side applied, drift-corrected),
-with the last schedule/success times and active Jobs reported in status.
+with the last schedule/success times, active Jobs and how the newest run went (a failed run or
+one whose pods cannot start: ``Degraded``) reported in status.
 
 A schedule the API server or our validator rejects (e.g. minute 61) shows as
 ``Ready=False`` with reason ``InvalidSchedule`` and a Warning Event. :data:`CONTROLLER`
@@ -13,7 +14,7 @@ from appstack.controllers.crontab import desired
 from appstack.controllers.crontab.reconciler import CronTabReconciler
 from appstack.controllers.util.rbac import Rule, own_rules, rule
 from appstack.controllers.util.registration import Registration
-from appstack.runtime.resources import CRON_JOB
+from appstack.runtime.resources import CRON_JOB, JOB, POD
 
 CRON_TAB = CronTab.KIND.resource
 
@@ -21,6 +22,9 @@ RBAC_RULES: list[Rule] = [
     *own_rules(CronTab.KIND),
     # delete: setting an ownerReference requires it (OwnerReferencesPermissionEnforcement)
     rule(CRON_JOB, "get", "list", "watch", "create", "patch", "delete"),
+    # how the runs go: the CronJob's Jobs and their pods (status.py), read only
+    rule(JOB, "get", "list", "watch"),
+    rule(POD, "get", "list", "watch"),
 ]
 
 CONTROLLER = Registration(

@@ -33,24 +33,27 @@ def cron_job(
         args=spec.args,
         security=security_context(spec.security_context, level=spec.pod_security or level),
     )
+    job_spec: dict[str, Any] = {
+        "parallelism": spec.replicas,
+        "completions": spec.replicas,
+        "backoffLimit": spec.backoff_limit,
+        "template": {
+            "metadata": {"labels": labels(meta["name"])},
+            "spec": {"restartPolicy": "OnFailure", "containers": [job]},
+        },
+    }
+    if spec.active_deadline_seconds is not None:
+        job_spec["activeDeadlineSeconds"] = spec.active_deadline_seconds
     cron_spec: dict[str, Any] = {
         "schedule": cron_job_schedule(spec.cron_spec).schedule,
         "suspend": spec.suspend,
         "concurrencyPolicy": spec.concurrency_policy,
         "successfulJobsHistoryLimit": spec.successful_jobs_history_limit,
         "failedJobsHistoryLimit": spec.failed_jobs_history_limit,
-        "jobTemplate": {
-            "metadata": {"labels": labels(meta["name"])},
-            "spec": {
-                "parallelism": spec.replicas,
-                "completions": spec.replicas,
-                "template": {
-                    "metadata": {"labels": labels(meta["name"])},
-                    "spec": {"restartPolicy": "OnFailure", "containers": [job]},
-                },
-            },
-        },
+        "jobTemplate": {"metadata": {"labels": labels(meta["name"])}, "spec": job_spec},
     }
+    if spec.starting_deadline_seconds is not None:
+        cron_spec["startingDeadlineSeconds"] = spec.starting_deadline_seconds
     if spec.time_zone:
         cron_spec["timeZone"] = spec.time_zone
     return {

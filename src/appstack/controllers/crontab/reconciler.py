@@ -6,10 +6,15 @@ schedule the API server rejects is also ``InvalidSchedule``) and write status. A
 six-field schedule asking for more than one run a minute is ``Ready=True``, reason
 ``SecondsRounded``, with a Warning Event saying the same, once per new message. Deletion is
 left to the garbage collector.
+
+Its Jobs (made by the CronJob, labelled like every child) and their pods are watched too:
+the newest run failing, or its pods unable to start, makes the CronTab ``Ready=False``,
+``Degraded=True`` with the reason, and a Warning Event once per new reason (status.py).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import ValidationError
@@ -17,9 +22,19 @@ from pydantic import ValidationError
 from appstack.api.crontab import CronTab, CronTabSpec
 from appstack.controllers.crontab import desired, status
 from appstack.controllers.util.conditions import Problem, now_rfc3339, previous_conditions
+from appstack.controllers.util.meta import COMPONENT_LABEL, INSTANCE_LABEL, instance_labels
+from appstack.controllers.util.pods import POD_INDEXERS, POD_TRANSFORMS, pod_mapper, pods_of
 from appstack.controllers.util.reconciler import KindReconciler
-from appstack.runtime.controller import Result
-from appstack.runtime.resources import CRON_JOB
+from appstack.runtime.controller import Request, Result
+from appstack.runtime.resources import CRON_JOB, JOB, POD
+
+
+def _job_mapper(job: dict[str, Any]) -> list[Request]:
+    """A Job of one of our CronJobs wakes its CronTab (named by its instance label)."""
+    labels = job["metadata"].get("labels") or {}
+    if labels.get(COMPONENT_LABEL) != desired.COMPONENT or INSTANCE_LABEL not in labels:
+        return []
+    return [Request(job["metadata"].get("namespace"), labels[INSTANCE_LABEL])]
 
 
 class CronTabReconciler(KindReconciler[CronTabSpec]):
@@ -27,12 +42,18 @@ class CronTabReconciler(KindReconciler[CronTabSpec]):
 
     kind = CronTab.KIND
     owns = (CRON_JOB,)
+    watches = (
+        (JOB, _job_mapper),
+        (POD, pod_mapper(INSTANCE_LABEL, **{COMPONENT_LABEL: desired.COMPONENT})),
+    )
+    transforms = POD_TRANSFORMS
+    indexers = POD_INDEXERS
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        # uid -> the rounding message last warned about: the cached status can lag our own
-        # write by a reconcile, and that must not repeat the Event.
-        self._warned: dict[str, str] = {}
+        # (condition type, uid) -> the message last warned about: the cached status can lag
+        # our own write by a reconcile, and that must not repeat the Event.
+        self._warned: dict[tuple[str, str], str] = {}
 
     def invalid_reason(self, error: ValidationError) -> str:
         schedule = any(e["loc"] and e["loc"][0] == "cronSpec" for e in error.errors())
@@ -49,20 +70,45 @@ class CronTabReconciler(KindReconciler[CronTabSpec]):
             if "schedule" in problem.message.lower():
                 problem = Problem("InvalidSchedule", problem.message)
             await self.writer.report(obj, problem)
-        observed = status.from_cron_job(obj, synced.get("CronJob"), problem, now_rfc3339())
-        await self._warn_if_rounded(obj, observed)
+        meta = obj["metadata"]
+        selector = {**instance_labels(meta["name"]), COMPONENT_LABEL: desired.COMPONENT}
+        jobs = [
+            job
+            for job in self.cache.objects(JOB)
+            if job["metadata"].get("namespace") == meta["namespace"]
+            and selector.items() <= (job["metadata"].get("labels") or {}).items()
+        ]
+        observed = status.from_cron_job(
+            obj,
+            synced.get("CronJob"),
+            problem,
+            now_rfc3339(),
+            jobs=jobs,
+            pods=pods_of(self.cache, meta["namespace"], selector),
+        )
+        await self._warn_once(obj, observed, "Ready", lambda c: c["reason"] == "SecondsRounded")
+        # a problem writing the CronJob was reported above; a failing run is told here
+        await self._warn_once(
+            obj, observed, "Degraded", lambda c: problem is None and c["status"] == "True"
+        )
         await self.writer.write_status(obj, observed)
         return Result(requeue=True) if problem is not None else None
 
-    async def _warn_if_rounded(self, obj: dict[str, Any], observed: dict[str, Any]) -> None:
-        """A Warning Event when Ready newly says the schedule was rounded to the minute."""
-        (ready,) = (c for c in observed["conditions"] if c["type"] == "Ready")
-        uid = obj["metadata"]["uid"]
-        if ready["reason"] != "SecondsRounded":
-            self._warned.pop(uid, None)
+    async def _warn_once(
+        self,
+        obj: dict[str, Any],
+        observed: dict[str, Any],
+        type_: str,
+        warn: Callable[[dict[str, Any]], bool],
+    ) -> None:
+        """A Warning Event when condition ``type_`` newly says something ``warn`` picks."""
+        (now,) = (c for c in observed["conditions"] if c["type"] == type_)
+        key = (type_, obj["metadata"]["uid"])
+        if not warn(now):
+            self._warned.pop(key, None)
             return
-        before = previous_conditions(obj).get("Ready") or {}
-        said = (before.get("reason"), before.get("message")) == (ready["reason"], ready["message"])
-        if not said and self._warned.get(uid) != ready["message"]:
-            await self.writer.event(obj, "Warning", "SecondsRounded", ready["message"])
-        self._warned[uid] = ready["message"]
+        before = previous_conditions(obj).get(type_) or {}
+        said = (before.get("reason"), before.get("message")) == (now["reason"], now["message"])
+        if not said and self._warned.get(key) != now["message"]:
+            await self.writer.event(obj, "Warning", now["reason"], now["message"])
+        self._warned[key] = now["message"]

@@ -73,8 +73,11 @@ def from_observation(
     def cond(type_: str, value: tuple[str, str, str]) -> dict[str, Any]:
         return condition(type_, *value, generation=generation, previous=previous, now=now)
 
+    listed = _members(obj, seen)
     status: dict[str, Any] = {
-        "members": _members(obj, seen),
+        "members": listed,
+        "replicas": len(listed),
+        "selector": selector(obj),
         "readyMembers": ready,
         "leader": leader,
         "clusterID": f"{seen.cluster_id:x}" if seen.cluster_id else old.get("clusterID"),
@@ -91,6 +94,12 @@ def from_observation(
     for key in ("backupsTaken", "lastBackup", "lastBackupTime"):
         status[key] = old.get(key)
     return {k: v for k, v in status.items() if v is not None}
+
+
+def selector(obj: dict[str, Any]) -> str:
+    """The member pods' label selector, as the scale subresource reports it (HPA)."""
+    labels = desired.selector(obj["metadata"]["name"])
+    return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
 
 
 def blocked_reason(obj: dict[str, Any]) -> tuple[str, str] | None:
