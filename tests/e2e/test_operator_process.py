@@ -11,7 +11,7 @@ from pathlib import Path
 import aiohttp
 
 from appstack.controllers.appservice import APP_SERVICE
-from appstack.manifests import rbac
+from appstack.manifests import monitoring, rbac
 from appstack.runtime.client import Client
 from appstack.runtime.resources import LEASE, SERVICE_ACCOUNT, Resource
 from tests.e2e.conftest import appstack_run, program, until
@@ -45,22 +45,14 @@ async def _token(client: Client, namespace: str, name: str = "nobody") -> str:
 
 
 async def _reader_token(client: Client, namespace: str) -> str:
-    """A token of a ServiceAccount bound to the generated metrics-reader ClusterRole."""
+    """A token of a ServiceAccount bound to the generated metrics-reader ClusterRole by the
+    binding deploy/monitoring/ ships beside the ServiceMonitor (for the scraper's account:
+    the ServiceMonitor sends the scraper's own token)."""
     token = await _token(client, namespace, "scraper")
-    await client.create(  # non-resource URLs are granted by ClusterRoleBindings only
-        CLUSTER_ROLE_BINDING,
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": f"scraper-{namespace}"},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": rbac.metrics_reader()["metadata"]["name"],
-            },
-            "subjects": [{"kind": "ServiceAccount", "name": "scraper", "namespace": namespace}],
-        },
-    )
+    binding = monitoring.reader_binding(rbac.NAMESPACE, "scraper", namespace)
+    assert binding["roleRef"]["name"] == rbac.metrics_reader()["metadata"]["name"]
+    binding["metadata"]["name"] = f"scraper-{namespace}"  # one per test, not the install's
+    await client.create(CLUSTER_ROLE_BINDING, binding)
     return token
 
 

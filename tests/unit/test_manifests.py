@@ -8,7 +8,7 @@ import yaml
 
 from appstack.controllers.rbac import RUNTIME_RULES, operator_rules
 from appstack.controllers.registry import ALL
-from appstack.manifests import admission, bundle, chart, rbac, workload
+from appstack.manifests import admission, bundle, chart, monitoring, rbac, workload
 from appstack.manifests.install import InstallOptions, install
 from appstack.uninstall import INSTALLED, removal_order
 from appstack.uninstall_scope import Scope, watched_namespaces
@@ -106,6 +106,20 @@ def test_the_writes_policy_bounds_every_resource_the_operator_may_write() -> Non
     text = yaml.safe_dump(spec)
     for needle in ("kube-system", "ownerReferences", "hostPath", "privileged", "-external"):
         assert needle in text
+
+
+def test_the_service_monitor_sends_prometheus_token_and_its_account_may_read() -> None:
+    """/metrics answers 401 without a token and 403 to an unbound one: the shipped
+    ServiceMonitor sends Prometheus' token, and the binding beside it lets that read."""
+    (endpoint,) = monitoring.service_monitor()["spec"]["endpoints"]
+    assert endpoint["bearerTokenFile"] == "/var/run/secrets/kubernetes.io/serviceaccount/token"
+    docs = list(yaml.safe_load_all((DEPLOY / "monitoring/service-monitor.yaml").read_text()))
+    assert [d["kind"] for d in docs] == ["ServiceMonitor", "ClusterRoleBinding"]
+    binding = docs[1]
+    assert binding["roleRef"]["name"] == rbac.metrics_reader()["metadata"]["name"]
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "prometheus-k8s", "namespace": "monitoring"}
+    ]
 
 
 def test_the_operator_runs_locked_down_with_leader_election() -> None:
