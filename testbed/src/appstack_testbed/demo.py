@@ -17,6 +17,7 @@ The operator is a managed process of the cluster: ``appstack cluster down`` stop
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import time
 import urllib.error
@@ -28,8 +29,10 @@ from typing import Any
 import yaml
 
 from appstack.manifests import bundle, crds, rbac, workload
+from appstack_testbed.build import BuildError
 from appstack_testbed.cluster import LocalCluster
 from appstack_testbed.process import ComponentError
+from appstack_testbed.rootfs import ImageBuildError
 
 OPERATOR = "appstack-operator"
 Say = Callable[[str], None]
@@ -177,8 +180,17 @@ def run(cluster: LocalCluster, example: Path, say: Say, stack_example: Path | No
     started = time.monotonic()
     try:
         cluster.up()
-    except ComponentError as error:
-        raise DemoFailed(f"the local cluster did not start: {error}") from error
+    except (
+        ComponentError,
+        BuildError,
+        ImageBuildError,
+        OSError,
+        subprocess.SubprocessError,
+    ) as error:
+        # a build, a tool or a process of the test bed: said in one line, not a traceback
+        raise DemoFailed(
+            f"the local cluster did not start: {type(error).__name__}: {error}"
+        ) from error
     _show(cluster, say, "get", "nodes", "-o", "wide")
     real = cluster.real()
     node = real.nodes()[0].node.address if real is not None else None

@@ -28,6 +28,7 @@ from appstack_testbed.rootfs import (
     DebianRootfs,
     ImageBuildError,
     bootstrap,
+    ensure_tools,
     namespace_command,
     run_streaming,
 )
@@ -76,6 +77,7 @@ def build(image: LocalImage, printer: Printer) -> Path:
     archive = cache() / f"{image.name}-{image.key}.oci.tar"
     if archive.is_file():
         return archive
+    ensure_tools(printer)  # mmdebstrap, buildah, umoci: a fresh machine has none of them
     printer(f"[appstack] building image {image.name} ({image.config.labels})")
     tarball = (
         bootstrap(DebianRootfs(SUITE, image.packages), cache(), printer) if image.packages else None
