@@ -681,3 +681,81 @@ async def test_a_member_whose_service_is_rejected_is_failed_and_the_others_still
         30,
         "the other member to be Ready",
     )
+
+
+async def test_a_member_is_found_by_the_service_name_it_sets(
+    client: Client, namespace: str, operator: RunningOperator
+) -> None:
+    """Seed 003's services find MySQL as mysql-dataservice and each other by bare names
+    (api-manager): ``serviceName`` names the member's Service and what ``uses`` injects;
+    two members with one name are refused at admission, a name of the stack's own
+    (``<stack>-...``) is Ready=False InvalidSpec, and another stack's Service of that
+    name is not taken over (ServiceConflict)."""
+    spec = {
+        "middleware": [
+            {"name": "mysql", "serviceName": "mysql-dataservice", "type": "mysql", "managed": {}}
+        ],
+        "components": [
+            {
+                "name": "api-manager",
+                "serviceName": "api-manager",
+                "image": "app:1",
+                "ports": [{"port": 9085}],
+            },
+            {**_COMPONENT, "uses": ["mysql", "api-manager"]},
+        ],
+    }
+    await client.create(APP_STACK, _stack("dataservice", namespace, **spec))
+    await until(client, SERVICE, "mysql-dataservice", namespace, lambda s: True, 30, "mysql's")
+    await until(client, SERVICE, "api-manager", namespace, lambda s: True, 30, "api-manager's")
+    app = await until(
+        client, DEPLOYMENT, "dataservice-app", namespace, lambda d: True, 60, "the app"
+    )
+    env = {
+        e["name"]: e.get("value") for e in app["spec"]["template"]["spec"]["containers"][0]["env"]
+    }
+    assert env["MYSQL_HOST"] == "mysql-dataservice"
+    assert env["API_MANAGER_HOST"] == "api-manager"
+    assert env["API_MANAGER_URL"] == "http://api-manager:9085"
+    # the workloads keep the stack's names; only the Services are renamed
+    await until(client, STATEFUL_SET, "dataservice-mysql", namespace, lambda s: True, 30, "sts")
+    services, _ = await client.list(SERVICE, namespace)
+    assert "dataservice-api-manager" not in {s["metadata"]["name"] for s in services}
+
+    twice = {
+        "components": [
+            {**_COMPONENT, "serviceName": "x"},
+            {"name": "b", "image": "b:1", "serviceName": "x"},
+        ]
+    }
+    with pytest.raises(errors.ApiError) as refused:
+        await client.create(APP_STACK, _stack("twice", namespace, **twice))
+    assert "serviceName must be unique in the stack" in refused.value.message
+
+    own = {"components": [{**_COMPONENT, "serviceName": "mine-other"}]}
+    await client.create(APP_STACK, _stack("mine", namespace, **own))
+    stack = await until(
+        client,
+        APP_STACK,
+        "mine",
+        namespace,
+        lambda s: _reason(s) == ("False", "InvalidSpec"),
+        30,
+        "InvalidSpec",
+    )
+    (ready,) = [c for c in stack["status"]["conditions"] if c["type"] == "Ready"]
+    assert "serviceName" in ready["message"]
+
+    thief = {"components": [{**_COMPONENT, "serviceName": "api-manager", "ports": [{"port": 80}]}]}
+    await client.create(APP_STACK, _stack("thief", namespace, **thief))
+    await until(
+        client,
+        APP_STACK,
+        "thief",
+        namespace,
+        lambda s: _reason(s)[1] == "ServiceConflict",
+        30,
+        "ServiceConflict",
+    )
+    kept = await client.get(SERVICE, "api-manager", namespace)
+    assert kept["metadata"]["labels"]["appstack.dev/stack"] == "dataservice"

@@ -355,6 +355,45 @@ async def test_the_dataservice_stack_runs_on_real_mariadb_and_answers_through_it
     assert member("auth")["metadata"]["creationTimestamp"] >= mysql_ready
 
 
+async def test_members_find_each_other_by_the_seeds_bare_service_names(
+    client: Client, namespace: str, operator: RunningOperator, real_node: RealNodeHandle
+) -> None:
+    """Seed 003's configuration reaches eureka as ``eureka`` (not ``<stack>-eureka``): with
+    ``serviceName`` a real process resolves the bare name through cluster DNS and
+    kube-proxy, with exactly the settings ``uses`` injected."""
+    await _node_ports_free(client, {30165})
+    image = "registry.example.com/dataservice/{}:1.0"
+    spec = {
+        "components": [
+            {
+                "name": "eureka",
+                "serviceName": "eureka",
+                "image": image.format("eureka"),
+                "ports": [{"port": 8761}],
+            },
+            {
+                "name": "api-manager",
+                "serviceName": "api-manager",
+                "image": image.format("api-manager"),
+                "env": {"PORT": "9085"},
+                "ports": [{"port": 9085, "nodePort": 30165}],
+                "uses": ["eureka"],
+                "dependsOn": ["eureka"],
+            },
+        ]
+    }
+    stack = {
+        "apiVersion": "appstack.dev/v1",
+        "kind": "AppStack",
+        "metadata": {"name": "dataservice", "namespace": namespace},
+        "spec": spec,
+    }
+    await client.create(APP_STACK, stack)
+    await until(client, APP_STACK, "dataservice", namespace, is_ready, 180, "the stack Ready")
+    answer = json.loads(http_get(f"http://{real_node.address}:30165/"))
+    assert answer["connections"]["eureka"] == {"url": "http://eureka:8761", "status": 200}
+
+
 async def test_a_crontab_job_runs_a_real_container(
     client: Client,
     namespace: str,

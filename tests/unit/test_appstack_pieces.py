@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from appstack.api.appstack import AppStackSpec
+from appstack.api.appstack import AppStack, AppStackSpec
 from appstack.api.graph import blocked_by, find_cycle, start_order, teardown_order
 from appstack.api.security import SecurityContext
 from appstack.controllers.appstack import catalog, desired, middleware, teardown
@@ -102,6 +102,45 @@ def test_using_managed_middleware_injects_host_port_and_secret_references() -> N
         "key": "password",
     }
     assert "value" not in env["ORDER_DB_PASSWORD"]
+
+
+def test_a_service_name_names_the_service_and_what_uses_injects() -> None:
+    spec = AppStackSpec.model_validate(
+        {
+            "middleware": [{**MYSQL, "serviceName": "mysql-dataservice"}],
+            "components": [
+                {
+                    "name": "api",
+                    "serviceName": "api-manager",
+                    "image": "x",
+                    "ports": [{"port": 9085}],
+                },
+                {"name": "web", "image": "x", "uses": ["mysql", "api"]},
+            ],
+        }
+    )
+    env = {e["name"]: e.get("value") for e in connection_env("ds", spec.middleware[0])}
+    assert env["MYSQL_HOST"] == "mysql-dataservice"
+    env = {e["name"]: e.get("value") for e in connection_env("ds", spec.components[0])}
+    assert env["API_URL"] == "http://api-manager:9085"
+    owner = {"apiVersion": "appstack.dev/v1", "kind": "AppStack"}
+    owner["metadata"] = {"name": "ds", "namespace": "n", "uid": "u"}
+    service = desired.component_service(owner, spec.components[0])
+    assert service is not None
+    assert service["metadata"]["name"] == "api-manager"
+    names = [s["metadata"]["name"] for s in middleware.managed_services(owner, spec.middleware[0])]
+    assert names == ["ds-mysql-hl", "mysql-dataservice"]  # the headless one keeps the stack's
+
+
+def test_service_names_are_unique_and_not_the_stacks_own() -> None:
+    with pytest.raises(ValidationError, match="serviceName must be unique in the stack: x"):
+        _spec([{"name": "a", "image": "x", "serviceName": "x"}], [{**MYSQL, "serviceName": "x"}])
+    stack = {"apiVersion": "appstack.dev/v1", "kind": "AppStack", "metadata": {"name": "ds"}}
+    stack["spec"] = {"components": [{"name": "a", "image": "x", "serviceName": "ds-b"}]}
+    with pytest.raises(ValidationError, match="may not start with '<stack>-'"):
+        AppStack.model_validate(stack)
+    stack["spec"] = {"components": [{"name": "a", "image": "x", "serviceName": "b"}]}
+    AppStack.model_validate(stack)
 
 
 def test_external_middleware_uses_the_users_secret_and_port() -> None:

@@ -18,7 +18,7 @@ from pydantic import ConfigDict, Field, model_validator
 
 from appstack.api.appstack_component import Component
 from appstack.api.appstack_middleware import Middleware
-from appstack.api.appstack_rules import MEMBER_NAME_RULES
+from appstack.api.appstack_rules import MEMBER_NAME_RULES, SERVICE_NAME_RULE
 from appstack.api.core import Condition, KubeModel
 from appstack.api.graph import find_cycle
 from appstack.api.kind import AGE, READY_MESSAGE, READY_REASON, CustomObject, custom_kind
@@ -45,6 +45,16 @@ _STACK_RULES: list[Any] = [
         "rule": "!has(self.middleware) || self.components.all(c, "
         "!self.middleware.exists(m, m.name == c.name))",
         "message": "a component may not have the name of a middleware",
+        "fieldPath": ".components",
+    },
+    {
+        "rule": "self.components.all(c, !has(c.serviceName) || "
+        "(self.components.exists_one(d, has(d.serviceName) && d.serviceName == c.serviceName) "
+        "&& (!has(self.middleware) || "
+        "!self.middleware.exists(m, has(m.serviceName) && m.serviceName == c.serviceName))))"
+        " && (!has(self.middleware) || self.middleware.all(m, !has(m.serviceName) || "
+        "self.middleware.exists_one(n, has(n.serviceName) && n.serviceName == m.serviceName)))",
+        "message": "serviceName must be unique in the stack",
         "fieldPath": ".components",
     },
     {
@@ -86,6 +96,11 @@ class AppStackSpec(KubeModel):
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise ValueError(f"member names must be unique: {', '.join(duplicates)}")
+        services = [m.service_name for m in self.middleware or []]
+        services += [c.service_name for c in self.components]
+        taken = sorted({n for n in services if n is not None and services.count(n) > 1})
+        if taken:
+            raise ValueError(f"serviceName must be unique in the stack: {', '.join(taken)}")
         middleware = {m.name: m for m in self.middleware or []}
         with_ports = {c.name for c in self.components if c.ports}
         known = set(names)
@@ -171,6 +186,7 @@ class AppStack(CustomObject):
     NAME_RULES = (
         *name_rules(DNS_1035, 63, "it starts the name of every Service of the stack"),
         *MEMBER_NAME_RULES,
+        SERVICE_NAME_RULE,
     )
 
     spec: AppStackSpec

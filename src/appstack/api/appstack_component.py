@@ -9,7 +9,7 @@ from typing import Annotated
 
 from pydantic import ConfigDict, Field, model_validator
 
-from appstack.api.appstack_middleware import MemberName
+from appstack.api.appstack_middleware import SERVICE_NAME, MemberName, ServiceName
 from appstack.api.appstack_rules import (
     COMPONENT_RULES,
     CONFIG_RULES,
@@ -82,6 +82,7 @@ class Component(KubeModel):
     model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": COMPONENT_RULES})
 
     name: MemberName
+    service_name: ServiceName | None = Field(None, description=SERVICE_NAME)
     image: Image
     replicas: int = Field(1, ge=0, le=1000)
     ports: list[ComponentPort] | None = Field(None, max_length=32)

@@ -24,6 +24,13 @@ from appstack.api.security import SECURITY, SecurityContext
 from appstack.api.urls import EXAMPLE, URL_RULES, url_problem
 
 MemberName = Annotated[str, Field(min_length=1, max_length=40, pattern=DNS_1035)]
+ServiceName = Annotated[str, Field(min_length=1, max_length=63, pattern=DNS_1035)]
+SERVICE_NAME = (
+    "The name of the member's Service (what others find it by and what uses injects as "
+    "<MEMBER>_HOST), instead of <stack>-<member>: e.g. mysql-dataservice or api-manager, as "
+    "configuration files written for the seed expect. Unique in the stack; not starting with "
+    "'<stack>-' (the stack's own names)."
+)
 MiddlewareType = Literal["mysql", "postgres", "redis", "mongodb", "service"]
 AuthMethod = Literal["none", "basic", "bearer", "apiKey"]
 
@@ -187,6 +194,7 @@ class Middleware(KubeModel):
     )
 
     name: MemberName
+    service_name: ServiceName | None = Field(None, description=SERVICE_NAME)
     type: MiddlewareType
     managed: ManagedMiddleware | None = None
     external: ExternalMiddleware | None = None

@@ -1,5 +1,6 @@
 """The AppStack's rules that span members, as CEL for admission and in Python for the models
-(pure): names of the children derived from ``<stack>-<member>``. Used by
+(pure): names of the children derived from ``<stack>-<member>``, and members' own Service
+names (``serviceName``). Used by
 :mod:`appstack.api.appstack` and its member modules.
 """
 
@@ -36,6 +37,25 @@ MEMBER_NAME_RULES = (
         "52 characters: shorten the stack's metadata.name or the middleware's name",
         lambda name, spec: len(name) + _longest_member(spec, managed=True) <= 51,
     ),
+)
+
+
+def _own_prefix(name: str, spec: Any) -> bool:
+    members = [*(spec.middleware or []), *spec.components]
+    return not any(
+        m.service_name is not None and m.service_name.startswith(f"{name}-") for m in members
+    )
+
+
+# A member's serviceName must not be one of the stack's own Service names: every one starts
+# with <stack>- (another member's Service, a headless -hl Service, an external one).
+# (Its CEL, startsWith of every member's name against the stack's, costs five times what the
+# API server allows: checked by the models and when reconciled.)
+SERVICE_NAME_RULE = NameRule(
+    None,
+    "spec.components[*].serviceName, spec.middleware[*].serviceName: may not start with "
+    "'<stack>-', the stack's own Service names (leave it unset for <stack>-<member>)",
+    _own_prefix,
 )
 
 

@@ -47,14 +47,17 @@ Image = Annotated[
 @dataclass(frozen=True)
 class NameRule:
     """A rule on ``metadata.name``: ``cel`` for admission, ``check(name, spec)`` for the
-    models; ``message`` says what is wrong and why."""
+    models and the controllers; ``message`` says what is wrong and why. ``cel`` is None
+    for a rule whose CEL would cost more than the API server allows: it is then checked
+    when the object is reconciled (``Ready=False``, ``InvalidSpec``)."""
 
-    cel: str
+    cel: str | None
     message: str
     check: Callable[[str, Any], bool]
 
     def schema(self) -> dict[str, str]:
         """The CEL rule (no fieldPath: a CRD schema cannot name metadata fields)."""
+        assert self.cel is not None  # noqa: S101 - callers skip rules without CEL
         return {"rule": self.cel, "message": self.message}
 
 

@@ -15,7 +15,7 @@ LABELS = {"app.kubernetes.io/part-of": "appstack", "app.kubernetes.io/managed-by
 
 
 def _root_schema(model: Any, spec: Any, status: Any) -> dict[str, Any]:
-    rules = [rule.schema() for rule in model.NAME_RULES]
+    rules = [rule.schema() for rule in model.NAME_RULES if rule.cel is not None]
     return {
         "type": "object",
         "description": inspect.cleandoc(model.__doc__ or ""),

@@ -37,7 +37,14 @@ def credentials_secret(stack: str, member: str) -> str:
 
 
 def service_name(stack: str, member: str) -> str:
+    """The stack's own name for a member's children: ``<stack>-<member>``."""
     return f"{stack}-{member}"
+
+
+def member_service(stack: str, member: Middleware | Component) -> str:
+    """The name of the member's Service — what others find it by: its ``serviceName``, or
+    ``<stack>-<member>``."""
+    return member.service_name or service_name(stack, member.name)
 
 
 def _ref(name: str, secret: str, key: str) -> dict[str, Any]:
@@ -47,7 +54,7 @@ def _ref(name: str, secret: str, key: str) -> dict[str, Any]:
 def component_env(stack: str, component: Component) -> list[dict[str, Any]]:
     """What ``uses: [component]`` injects: its Service and first port."""
     assert component.ports  # noqa: S101 - admission and the models require ports
-    p, host, port = prefix(component.name), service_name(stack, component.name), component.ports[0]
+    p, host, port = prefix(component.name), member_service(stack, component), component.ports[0]
     return [
         {"name": f"{p}_HOST", "value": host},
         {"name": f"{p}_PORT", "value": str(port.port)},
@@ -87,7 +94,7 @@ def connection_env(stack: str, member: Middleware | Component) -> list[dict[str,
     engine = CATALOG[middleware.type]
     port = (middleware.external.port if middleware.external else None) or engine.port
     env: list[dict[str, Any]] = [
-        {"name": f"{p}_HOST", "value": service_name(stack, middleware.name)},
+        {"name": f"{p}_HOST", "value": member_service(stack, middleware)},
         {"name": f"{p}_PORT", "value": str(port)},
     ]
     if middleware.external is not None:

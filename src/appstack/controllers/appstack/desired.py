@@ -22,7 +22,11 @@ from appstack.api.appstack_component import Component
 from appstack.api.appstack_middleware import Middleware
 from appstack.api.security import PodSecurityLevel
 from appstack.controllers.appstack import labels
-from appstack.controllers.appstack.connections import connection_env, service_name
+from appstack.controllers.appstack.connections import (
+    connection_env,
+    member_service,
+    service_name,
+)
 from appstack.controllers.appstack.middleware import children as middleware_children
 from appstack.controllers.appstack.mongodb import uri_env
 from appstack.controllers.util.meta import MANAGED_BY
@@ -177,7 +181,7 @@ def component_service(owner: dict[str, Any], c: Component) -> dict[str, Any] | N
     return labels.service(
         owner,
         c.name,
-        service_name(stack, c.name),
+        member_service(stack, c),
         {"type": service_type, "selector": labels.selector(stack, c.name), "ports": ports},
     )
 

@@ -23,7 +23,11 @@ from typing import Any
 from appstack.api.appstack_middleware import Middleware
 from appstack.controllers.appstack import labels, mongodb
 from appstack.controllers.appstack.catalog import CATALOG, image
-from appstack.controllers.appstack.connections import credentials_secret, service_name
+from appstack.controllers.appstack.connections import (
+    credentials_secret,
+    member_service,
+    service_name,
+)
 from appstack.controllers.util.meta import MANAGED_BY, SLICE_MANAGER, SLICE_MANAGER_LABEL
 from appstack.controllers.util.workloads import security_context
 
@@ -75,7 +79,7 @@ def managed_services(owner: dict[str, Any], mw: Middleware) -> list[dict[str, An
         labels.service(
             owner,
             mw.name,
-            service_name(stack, mw.name),
+            member_service(stack, mw),
             {"type": "ClusterIP", "selector": sel, "ports": ports},
         ),
     ]
@@ -171,7 +175,7 @@ def external(owner: dict[str, Any], mw: Middleware) -> list[dict[str, Any]]:
     if host is None or port_number is None:  # given by URL: nothing to create
         return []
     stack = owner["metadata"]["name"]
-    name = service_name(stack, mw.name)
+    name = member_service(stack, mw)
     port = {"name": mw.type, "port": port_number, "protocol": "TCP"}
     try:
         ip = ipaddress.ip_address(host)

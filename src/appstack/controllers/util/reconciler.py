@@ -3,7 +3,8 @@
 Read the object from the cache (gone: nothing to do) → deletion (left to the garbage
 collector through ownerReferences, or, for a kind with a finalizer, the controller's
 :meth:`~KindReconciler.cleanup` under :func:`appstack.runtime.finalizer.finalize`) →
-validate the spec with the kind's model → on an invalid spec, report the problem (log +
+validate the spec with the kind's model (and the kind's name rules that have no CEL) → on an
+invalid spec, report the problem (log +
 Warning Event) and write a status that says so, and wait for the spec to change → else
 :meth:`~KindReconciler.apply`. Every controller's ``reconciler`` module subclasses it.
 """
@@ -85,10 +86,19 @@ class KindReconciler(ABC, Generic[SpecT]):
             spec = cast(SpecT, self.kind.spec.model_validate(obj.get("spec") or {}))
         except ValidationError as error:
             problem = Problem(self.invalid_reason(error), describe_validation(error))
-            await self.writer.report(obj, problem)
-            await self.writer.write_status(obj, self.invalid_status(obj, problem))
-            return None  # nothing to retry until the spec changes
+            await self._invalid(obj, problem)
+            return None
+        name = str(obj["metadata"]["name"])
+        for rule in self.kind.model.NAME_RULES:
+            if rule.cel is None and not rule.check(name, spec):  # the others: at admission
+                await self._invalid(obj, Problem("InvalidSpec", rule.message))
+                return None
         return await self.apply(obj, spec)
+
+    async def _invalid(self, obj: dict[str, Any], problem: Problem) -> None:
+        await self.writer.report(obj, problem)
+        await self.writer.write_status(obj, self.invalid_status(obj, problem))
+        # nothing to retry until the spec changes
 
     def invalid_reason(self, error: ValidationError) -> str:
         """The condition reason of an invalid spec."""
