@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import lupa.lua51 as lua51
 import yaml
+from lupa import lua51
 
 from appstack.controllers.appservice.status import from_children
 from appstack.controllers.appstack.status import from_members
