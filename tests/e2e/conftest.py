@@ -278,12 +278,15 @@ async def start_operator(
     kubeconfig: Path,
     namespace: str,
     controllers: dict[str, dict[str, Any]] | None = None,
+    *,
+    also_watch: tuple[str, ...] = (),
     **options: Any,
 ) -> RunningOperator:
     """All controllers in this process; ``controllers`` maps a controller's name to its
-    setup options (default :data:`E2E_OPTIONS`), ``options`` go to the :class:`Manager`."""
+    setup options (default :data:`E2E_OPTIONS`), ``options`` go to the :class:`Manager`;
+    it watches ``namespace`` and ``also_watch``."""
     client = await Client.connect(str(kubeconfig))
-    manager = Manager(client, namespaces=[namespace], **options)
+    manager = Manager(client, namespaces=[namespace, *also_watch], **options)
     recorder = EventRecorder(client, instance="e2e")
     for controller in ALL:
         own = (E2E_OPTIONS if controllers is None else controllers).get(controller.name, {})

@@ -16,7 +16,16 @@ from appstack.controllers.appstack import APP_STACK
 from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.informer import FuncHandler, Informer
-from appstack.runtime.resources import DEPLOYMENT, EVENT, POD, PVC, SECRET, STATEFUL_SET
+from appstack.runtime.resources import (
+    CONFIG_MAP,
+    DEPLOYMENT,
+    EVENT,
+    NAMESPACE,
+    POD,
+    PVC,
+    SECRET,
+    STATEFUL_SET,
+)
 from appstack_testbed.waiting import wait_until
 from tests.e2e.conftest import RunningOperator, start_operator, until
 from tests.e2e.test_appstack import _stack
@@ -215,3 +224,44 @@ async def test_a_child_held_by_a_foreign_finalizer_is_named_and_polled_with_back
     current = await client.get(DEPLOYMENT, "held-app", namespace)
     await _set_finalizers(client, DEPLOYMENT, current, [])
     await _until_gone(client, APP_STACK, "held", namespace)
+
+
+async def test_an_object_elsewhere_naming_the_stack_as_owner_does_not_hold_its_teardown(
+    client: Client, namespace: str, operator_kubeconfig: Path
+) -> None:
+    """Issue #28 P1.3: an object in another namespace (team-a), with a finalizer and an
+    ownerReference naming this namespace's AppStack uid, is not the stack's child: deleting
+    the stack (and so its namespace) is not held up by it."""
+    other = f"{namespace[:40]}-other"
+    await client.create(
+        NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": other}}
+    )
+    running = await start_operator(operator_kubeconfig, namespace, also_watch=(other,))
+    decoy: dict[str, Any] = {}
+    try:
+        spec = {"components": [{"name": "app", "image": "app:1"}]}
+        await client.create(APP_STACK, _stack("shop", namespace, **spec))
+        stack = await until(client, APP_STACK, "shop", namespace, _ready, 60, "the stack")
+        ref = {
+            "apiVersion": "appstack.dev/v1",
+            "kind": "AppStack",
+            "name": "shop",
+            "uid": stack["metadata"]["uid"],
+            "controller": True,
+        }
+        meta = {
+            "name": "shop-app",
+            "namespace": other,
+            "finalizers": [HOLD],
+            "ownerReferences": [ref],
+        }
+        decoy = await client.create(
+            CONFIG_MAP, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta}
+        )
+        await client.delete(APP_STACK, "shop", namespace)
+        await _until_gone(client, APP_STACK, "shop", namespace)
+    finally:
+        await running.stop()
+        if decoy:
+            await _set_finalizers(client, CONFIG_MAP, decoy, [])
+        await client.delete(NAMESPACE, other)

@@ -23,7 +23,10 @@ def test_objects_are_found_by_namespace_and_controller_owner() -> None:
     store.upsert(_obj("c", "two", owner="u1"))
 
     assert {o["metadata"]["name"] for o in store.by_index("namespace", "one")} == {"a", "b"}
-    assert {o["metadata"]["name"] for o in store.by_index("controller-uid", "u1")} == {"a", "c"}
+    # an owner is looked up within its namespace: "c" in namespace two naming u1 (an owner
+    # of namespace one) is not u1's child
+    assert {o["metadata"]["name"] for o in store.by_index("controller-uid", "one/u1")} == {"a"}
+    assert {o["metadata"]["name"] for o in store.by_index("controller-uid", "two/u1")} == {"c"}
 
 
 def test_updates_and_deletes_move_objects_between_index_values() -> None:
@@ -32,11 +35,11 @@ def test_updates_and_deletes_move_objects_between_index_values() -> None:
     previous = store.upsert(_obj("a", owner="u2"))
 
     assert previous is not None
-    assert store.by_index("controller-uid", "u1") == []
-    assert len(store.by_index("controller-uid", "u2")) == 1
+    assert store.by_index("controller-uid", "ns/u1") == []
+    assert len(store.by_index("controller-uid", "ns/u2")) == 1
 
     store.delete("ns/a")
-    assert store.by_index("controller-uid", "u2") == []
+    assert store.by_index("controller-uid", "ns/u2") == []
     assert len(store) == 0
 
 

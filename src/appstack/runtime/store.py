@@ -1,12 +1,12 @@
 """The informer's local cache: objects by ``namespace/name`` key, plus indexes.
 
 An index maps each object to zero or more index values (``by_namespace``,
-``by_controller_uid`` — the UID of the object's controlling owner — or any function a
-controller registers) so lookups such as "the Deployments this AppService controls" do not
-scan the cache. Objects are stored as given (plain dicts); the informer strips fields
-nobody needs before they get here. Pure, single-threaded. Filled by
-:mod:`appstack.runtime.informer`; controllers read it through the
-:class:`~appstack.runtime.cache.Cache`.
+``by_controller_uid`` — ``namespace/uid`` of the object's controlling owner, looked up with
+:func:`controller_key` — or any function a controller registers) so lookups such as "the
+Deployments this AppService controls" do not scan the cache. Objects are stored as given
+(plain dicts); the informer strips fields nobody needs before they get here. Pure,
+single-threaded. Filled by :mod:`appstack.runtime.informer`; controllers read it through
+the :class:`~appstack.runtime.cache.Cache`.
 """
 
 from __future__ import annotations
@@ -23,10 +23,18 @@ def by_namespace(obj: Obj) -> Iterable[str]:
     return [namespace] if namespace else []
 
 
+def controller_key(namespace: str | None, uid: str) -> str:
+    """The ``controller-uid`` index value of the objects an owner in ``namespace`` controls."""
+    return f"{namespace or ''}/{uid}"
+
+
 def by_controller_uid(obj: Obj) -> Iterable[str]:
+    """``namespace/uid`` of the controlling owner. An ownerReference names an owner in the
+    object's own namespace (or a cluster-scoped one): an object in team-a naming team-b's
+    AppStack uid is not that stack's child, and must not hold up its teardown (issue #28)."""
     for ref in obj["metadata"].get("ownerReferences") or []:
         if ref.get("controller"):
-            return [ref["uid"]]
+            return [controller_key(obj["metadata"].get("namespace"), ref["uid"])]
     return []
 
 

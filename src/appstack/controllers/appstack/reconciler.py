@@ -73,7 +73,7 @@ from appstack.runtime.resources import (
     STATEFUL_SET,
     Resource,
 )
-from appstack.runtime.store import IndexFunc
+from appstack.runtime.store import IndexFunc, controller_key
 
 Wanted = set[tuple[str, str]]  # (kind, name) of every child the spec still wants
 
@@ -307,6 +307,8 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
     async def _prune(self, stack: dict[str, Any], wanted: Wanted) -> None:
         uid = stack["metadata"]["uid"]
         for resource in self.owns:
-            for obj in self.cache.by_index(resource, "controller-uid", uid):
+            for obj in self.cache.by_index(
+                resource, "controller-uid", controller_key(stack["metadata"]["namespace"], uid)
+            ):
                 if (resource.kind, obj["metadata"]["name"]) not in wanted:
                     await self.writer.prune(stack, resource, obj, "no longer in spec")

@@ -31,6 +31,7 @@ from appstack.controllers.children import ChildWriter
 from appstack.core.resource import Resource
 from appstack.runtime.cache import Cache
 from appstack.runtime.controller import Result
+from appstack.runtime.store import controller_key
 
 FINALIZER_NAME = "teardown"
 WAVE_POLL = 0.5  # seconds between the first looks while a wave is being deleted
@@ -46,7 +47,9 @@ def owned(cache: Cache, kinds: Sequence[Resource], stack: dict[str, Any]) -> lis
     return [
         (resource, obj)
         for resource in kinds
-        for obj in cache.by_index(resource, "controller-uid", uid)
+        for obj in cache.by_index(
+            resource, "controller-uid", controller_key(stack["metadata"]["namespace"], uid)
+        )
     ]
 
 
