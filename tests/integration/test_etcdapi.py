@@ -137,3 +137,45 @@ async def test_unreachable_and_silent_endpoints_fail_within_the_timeout(tmp_path
     finally:
         silent.close()
         await client.close()
+
+
+async def test_a_hostile_member_cannot_make_the_operator_read_without_bound() -> None:
+    """Issue #28 P1.1: the image of an EtcdCluster is the tenant's choice, so a "member" may
+    answer anything. A gzip bomb (1 GiB of zeros in 1 MiB) is not inflated, a 2 MiB answer is
+    refused after 1 MiB, and the process's memory stays where it was."""
+    import resource  # noqa: PLC0415
+    import zlib  # noqa: PLC0415
+
+    from aiohttp import web  # noqa: PLC0415
+
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)  # gzip framing
+    zeros = b"0" * (1 << 20)
+    bomb = b"".join(packer.compress(zeros) for _ in range(1024)) + packer.flush()
+
+    async def gzipped(_: web.Request) -> web.Response:
+        headers = {"Content-Encoding": "gzip", "Content-Type": "application/json"}
+        return web.Response(body=bomb, headers=headers)
+
+    async def huge(_: web.Request) -> web.Response:
+        return web.Response(body=b'{"members": [' + b" " * (2 << 20) + b"]}")
+
+    app = web.Application()
+    app.router.add_post("/bomb/v3/cluster/member/list", gzipped)
+    app.router.add_post("/huge/v3/cluster/member/list", huge)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    client = EtcdClient(timeout=10)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    try:
+        with pytest.raises(EtcdError, match="encoded 'gzip'"):
+            await client.members(f"http://127.0.0.1:{port}/bomb")
+        with pytest.raises(EtcdError, match="answer larger than 1048576 bytes"):
+            await client.members(f"http://127.0.0.1:{port}/huge")
+    finally:
+        await client.close()
+        await runner.cleanup()
+    grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    assert grown_kib < 64 * 1024, f"peak RSS grew by {grown_kib} KiB"

@@ -56,6 +56,37 @@ class EndpointStatus:
     errors: tuple[str, ...]
 
 
+#: The most a member's answer may hold (member lists and statuses are a few KiB).
+MAX_ANSWER = 1 << 20
+#: A snapshot is at most etcd's largest backend quota (8 GiB), in lines of 64 KiB chunks.
+MAX_SNAPSHOT = 8 << 30
+MAX_SNAPSHOT_LINE = 4 << 20
+
+
+async def _bounded(response: aiohttp.ClientResponse, limit: int, what: str) -> str:
+    """The body as text, refused past ``limit`` bytes (read no further than that)."""
+    body = b""
+    async for piece in response.content.iter_chunked(1 << 16):
+        body += piece
+        if len(body) > limit:
+            raise EtcdError(f"{what}: answer larger than {limit} bytes (refused)")
+    if response.headers.get("Content-Encoding", "identity") not in ("identity", ""):
+        raise EtcdError(f"{what}: answer encoded {response.headers['Content-Encoding']!r}")
+    return body.decode("utf-8", errors="replace")
+
+
+def _snapshot_line(line: bytes, out: Any, endpoint: str) -> int:
+    """Write one ``{"result": {"blob": ...}}`` line of a snapshot; the bytes written."""
+    if not line.strip():
+        return 0
+    chunk = json.loads(line)
+    if "error" in chunk:
+        raise EtcdError(f"{endpoint}: snapshot: {chunk['error']}")
+    blob = base64.b64decode(chunk["result"].get("blob", ""))
+    out.write(blob)
+    return len(blob)
+
+
 def _b64(text: str) -> str:
     return base64.b64encode(text.encode()).decode()
 
@@ -87,7 +118,13 @@ class EtcdClient:
 
     def _open(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(timeout=self.timeout)
+            # A member's answer is untrusted (the image is the tenant's choice): never
+            # inflated (a 0.6 MiB gzip answer once cost 1.8 GiB), never read past a limit.
+            self._session = aiohttp.ClientSession(
+                timeout=self.timeout,
+                auto_decompress=False,
+                headers={"Accept-Encoding": "identity"},
+            )
         return self._session
 
     async def close(self) -> None:
@@ -109,7 +146,7 @@ class EtcdClient:
             async with self._open().post(
                 f"{endpoint}/v3/{path}", json=body, timeout=limit, **self._tls_of(endpoint)
             ) as response:
-                text = await response.text()
+                text = await _bounded(response, MAX_ANSWER, f"{endpoint}/v3/{path}")
         except (aiohttp.ClientError, TimeoutError) as error:
             raise EtcdError(f"{endpoint}: {type(error).__name__}: {error}") from error
         try:
@@ -183,20 +220,29 @@ class EtcdClient:
                 **self._tls_of(endpoint),
             ) as response:
                 if response.status >= 400:
-                    raise EtcdError(f"{endpoint}: snapshot: {(await response.text())[:200]}")
-                body = await response.read()
+                    detail = await _bounded(response, MAX_ANSWER, f"{endpoint}: snapshot")
+                    raise EtcdError(f"{endpoint}: snapshot: {detail[:200]}")
+                with partial.open("wb") as out:
+                    pending = b""
+                    async for piece in response.content.iter_chunked(1 << 16):
+                        pending += piece
+                        if len(pending) > MAX_SNAPSHOT_LINE:
+                            raise EtcdError(
+                                f"{endpoint}: snapshot: a line over {MAX_SNAPSHOT_LINE} bytes"
+                            )
+                        *lines, pending = pending.split(b"\n")
+                        for line in lines:
+                            size += _snapshot_line(line, out, endpoint)
+                        if size > MAX_SNAPSHOT:
+                            raise EtcdError(
+                                f"{endpoint}: snapshot larger than {MAX_SNAPSHOT} bytes"
+                            )
+                    size += _snapshot_line(pending, out, endpoint)
         except (aiohttp.ClientError, TimeoutError) as error:
+            partial.unlink(missing_ok=True)
             raise EtcdError(f"{endpoint}: snapshot: {error}") from error
-        with partial.open("wb") as out:
-            for line in body.splitlines():
-                if not line.strip():
-                    continue
-                chunk = json.loads(line)
-                if "error" in chunk:
-                    partial.unlink(missing_ok=True)
-                    raise EtcdError(f"{endpoint}: snapshot: {chunk['error']}")
-                blob = base64.b64decode(chunk["result"].get("blob", ""))
-                out.write(blob)
-                size += len(blob)
+        except EtcdError:
+            partial.unlink(missing_ok=True)
+            raise
         partial.rename(target)
         return size
