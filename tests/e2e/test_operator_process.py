@@ -60,6 +60,30 @@ def _bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
+async def _standby_scrape(
+    http: aiohttp.ClientSession, argv: list[str], reader: dict[str, str], tmp_path: Path
+) -> str:
+    """Start a second replica like ``argv`` (the first holds the Lease) on other ports and
+    scrape its /metrics with ``reader``: the text."""
+    metrics, health = _free_port(), _free_port()
+    flags = {"--metrics-bind-address": metrics, "--health-probe-bind-address": health}
+    standby_argv = [
+        next((f"{f}=127.0.0.1:{p}" for f, p in flags.items() if a.startswith(f"{f}=")), a)
+        for a in argv
+    ]
+    url = f"http://127.0.0.1:{metrics}/metrics"
+    with program(standby_argv, tmp_path / "standby.log") as standby:
+        for _ in range(150):
+            assert standby.proc.poll() is None, standby.tail()
+            try:
+                async with http.get(url, headers=reader) as r:
+                    assert r.status == 200, (r.status, standby.tail())
+                    return await r.text()
+            except aiohttp.ClientConnectionError:
+                await asyncio.sleep(0.2)
+        raise AssertionError(f"the standby never answered: {standby.tail()}")
+
+
 async def test_appstack_run_serves_probes_and_metrics_and_stops_cleanly_on_sigterm(
     client: Client, namespace: str, operator_kubeconfig: Path, tmp_path: Path
 ) -> None:
@@ -121,6 +145,10 @@ async def test_appstack_run_serves_probes_and_metrics_and_stops_cleanly_on_sigte
                 async with http.get(url, headers=reader) as r:
                     assert r.status == 200
                     text = await r.text()
+                # A standby replica (the Lease is held) answers scrapes too (issue #28 P1.6:
+                # its TokenReview used to be refused by its own write fence: 500).
+                standby = await _standby_scrape(http, argv, reader, tmp_path)
+                assert 'leader_election_master_status{name="appstack-operator"} 0.0' in standby
             assert (
                 'controller_runtime_reconcile_total{controller="appservice",result="success"}'
                 in text

@@ -40,6 +40,12 @@ def test_each_verb_builds_its_method_path_query_and_body() -> None:
     )
     assert not get.is_write
     assert delete.is_write
+    assert create.is_write
+    # a review is POSTed but stores nothing: not fenced (a standby answers /metrics scrapes)
+    from appstack.runtime.metricsauth import SUBJECT_ACCESS_REVIEW, TOKEN_REVIEW  # noqa: PLC0415
+
+    for review in (TOKEN_REVIEW, SUBJECT_ACCESS_REVIEW):
+        assert not apirequest.create(review, {"metadata": {}, "spec": {}}).is_write
 
 
 def test_apply_and_patches_carry_their_content_type_and_field_manager() -> None:

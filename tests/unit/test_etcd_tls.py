@@ -165,6 +165,21 @@ def test_the_operator_context_presents_its_certificate_and_trusts_the_ca() -> No
         client_context(wrong)
 
 
+def test_the_context_loads_without_a_writable_temporary_directory(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Issue #28 P1.6: under the Deployment's read-only root filesystem ``tempfile`` finds
+    no usable directory; the key is loaded from memory instead (runtime/certdata.py)."""
+    import tempfile  # noqa: PLC0415
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "not-there"))
+    with pytest.raises(FileNotFoundError):
+        tempfile.mkdtemp()
+    pki = etcd_tls_secrets("e", "ns")
+    context = client_context(pki.operator.secret("o", "ns")["data"])
+    assert context.verify_mode == ssl.CERT_REQUIRED
+
+
 def test_status_gives_https_urls_and_a_blocked_cluster_says_which_secret() -> None:
     o = {**obj(TLS), "status": {"members": [{"name": "e-0"}], "readyMembers": 1}}
     o["metadata"]["generation"] = 2

@@ -54,6 +54,11 @@ class ApiRequest:
 
     @property
     def is_write(self) -> bool:
+        """Whether it changes the cluster (and so passes the leader fence). A review
+        (TokenReview, SubjectAccessReview: POSTed, never stored) only asks: a standby replica
+        answers ``/metrics`` scrapes with them too."""
+        if self.method == "POST" and self.path.rstrip("/").endswith("reviews"):
+            return False
         return self.method not in ("GET", "HEAD", "OPTIONS")
 
 

@@ -31,9 +31,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import ssl
-import tempfile
 from collections.abc import AsyncGenerator, Callable
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -41,7 +39,7 @@ import aiohttp
 from aiohttp.helpers import get_env_proxy_for_url
 from yarl import URL
 
-from appstack.runtime import credentials
+from appstack.runtime import certdata, credentials
 from appstack.runtime import kubeconfig as kubeconfig_loader
 from appstack.runtime.apirequest import ApiRequest, Response, Timeouts
 from appstack.runtime.errors import TransportError, WatchStalled
@@ -196,14 +194,8 @@ def _ssl_context(configuration: Any) -> ssl.SSLContext:
 
 
 def _load_cert_data(context: ssl.SSLContext, cert: bytes, key: bytes | None) -> None:
-    """Client certificate and key given as data: ssl reads them only from files, so they are
-    written to private temporary files, loaded, and removed at once."""
-    with tempfile.TemporaryDirectory(prefix="appstack-tls-") as directory:
-        cert_path, key_path = Path(directory, "tls.crt"), Path(directory, "tls.key")
-        cert_path.write_bytes(cert)
-        key_path.touch(mode=0o600)
-        key_path.write_bytes(key or b"")
-        context.load_cert_chain(str(cert_path), keyfile=str(key_path) if key else None)
+    """Client certificate and key given as data (no file: see :mod:`certdata`)."""
+    certdata.load_cert_chain(context, cert, key)
 
 
 def _session(context: ssl.SSLContext, *, limit: int, fenced: bool = False) -> aiohttp.ClientSession:

@@ -15,15 +15,13 @@ from __future__ import annotations
 import asyncio
 import base64
 import ssl
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from appstack.api.etcdcluster import TLSSpec
 from appstack.controllers.etcdcluster import tls
 from appstack.controllers.util.conditions import Problem
-from appstack.runtime import errors
+from appstack.runtime import certdata, errors
 from appstack.runtime.client import Client
 from appstack.runtime.resources import SECRET
 
@@ -42,12 +40,8 @@ def client_context(data: dict[str, str]) -> ssl.SSLContext:
     or :class:`ValueError` when they do not load."""
     pem = {key: base64.b64decode(data[key]) for key in tls.KEYS}
     context = ssl.create_default_context(cadata=pem["ca.crt"].decode())
-    with tempfile.TemporaryDirectory(prefix="appstack-etcd-") as private:
-        cert, key = Path(private, "tls.crt"), Path(private, "tls.key")
-        for path, content in ((cert, pem["tls.crt"]), (key, pem["tls.key"])):
-            path.touch(mode=0o600)
-            path.write_bytes(content)
-        context.load_cert_chain(cert, key)
+    # no file: the operator's root filesystem is read-only (runtime/certdata.py)
+    certdata.load_cert_chain(context, pem["tls.crt"], pem["tls.key"])
     return context
 
 
