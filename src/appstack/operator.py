@@ -57,10 +57,15 @@ class OperatorOptions:
     sync_period: float = parse_duration(DEFAULT_SYNC_PERIOD)
     allow_external_ips: bool = False
     external_deny_cidrs: list[str] = field(default_factory=list)
+    allow_external_cluster_names: bool = False
 
     def reconciler_options(self) -> dict[str, dict[str, Any]]:
         """Per controller name: what its reconciler is configured with."""
-        policy = ExternalIPPolicy(self.allow_external_ips, parse_networks(self.external_deny_cidrs))
+        policy = ExternalIPPolicy(
+            self.allow_external_ips,
+            parse_networks(self.external_deny_cidrs),
+            self.allow_external_cluster_names,
+        )
         return {"appstack": {"external_ips": policy}}
 
 

@@ -143,6 +143,13 @@ KUBECONFIG = click.option(
     help="A range external middleware may not point at, e.g. the cluster's pod and service "
     "ranges (repeatable).",
 )
+@click.option(
+    "--allow-external-cluster-names/--no-allow-external-cluster-names",
+    default=False,
+    show_default=True,
+    help="Let external middleware be a host name inside the cluster or the node (localhost, "
+    "kubernetes.default, <svc>.<ns>.svc, *.cluster.local, metadata names).",
+)
 def run(
     *,
     kubeconfig: str | None,
@@ -163,6 +170,7 @@ def run(
     log_format: str,
     log_level: str,
     allow_external_ips: bool,
+    allow_external_cluster_names: bool,
     external_deny_cidrs: tuple[str, ...],
 ) -> None:
     """Run the operator (all controllers) against a cluster."""
@@ -195,6 +203,7 @@ def run(
         log_format=cast(Format, log_format),
         log_level=log_level,
         allow_external_ips=allow_external_ips,
+        allow_external_cluster_names=allow_external_cluster_names,
         external_deny_cidrs=list(external_deny_cidrs),
     )
     sys.exit(run_operator(options))

@@ -3,6 +3,7 @@ member pods never run here; tests/e2e/test_etcdcluster.py runs them as real etcd
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -87,3 +88,51 @@ async def test_seed_example_creates_services_budget_and_bootstrap_members(
     conditions = {c["type"]: c for c in cluster["status"]["conditions"]}
     assert conditions["Available"]["status"] == "False"
     assert conditions["Progressing"]["status"] == "True"
+
+
+async def test_a_member_name_taken_by_someone_elses_pod_or_volume_is_never_adopted(
+    client: Client, namespace: str, operator: RunningOperator
+) -> None:
+    """Issue #28 P1.4: an EtcdCluster named like another owner's StatefulSet (AppStack
+    ``shop``'s redis ``cache`` is ``shop-cache``, its volume ``data-shop-cache-0``) finds its
+    member names taken: it says so (Degraded, PersistentVolumeClaimConflict, one Warning
+    Event), never mounts or deletes the other's volume, and does not retry every 0.2 s."""
+    claim = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "data-shop-cache-0", "namespace": namespace},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+    }
+    foreign = await client.create(PVC, claim)
+    await client.create(ETCD_CLUSTER, seed("shop-cache", namespace))
+
+    def conflict(obj: dict[str, Any]) -> bool:
+        conditions = (obj.get("status") or {}).get("conditions") or []
+        return any(
+            c["type"] == "Degraded" and c["reason"] == "PersistentVolumeClaimConflict"
+            for c in conditions
+        )
+
+    cluster = await until(client, ETCD_CLUSTER, "shop-cache", namespace, conflict, 30, "conflict")
+    (degraded,) = [c for c in cluster["status"]["conditions"] if c["type"] == "Degraded"]
+    assert "data-shop-cache-0 already exists and is not managed by" in degraded["message"]
+    kept = await client.get(PVC, "data-shop-cache-0", namespace)
+    assert kept["metadata"]["uid"] == foreign["metadata"]["uid"]
+    assert not kept["metadata"].get("ownerReferences")
+    with pytest.raises(errors.NotFound):
+        await client.get(POD, "shop-cache-0", namespace)
+    before = _reconciles(operator)
+    await asyncio.sleep(4)  # measuring a rate over a span of time: nothing to wait on
+    looks = _reconciles(operator) - before
+    assert looks <= 3, f"{looks} reconciles in 4 s (a 0.2 s retry loop would be ~20)"
+
+
+def _reconciles(operator: RunningOperator) -> float:
+    registry = operator.manager.metrics.registry
+    return sum(
+        registry.get_sample_value(
+            "controller_runtime_reconcile_total", {"controller": "etcdcluster", "result": result}
+        )
+        or 0.0
+        for result in ("success", "requeue", "requeue_after", "error")
+    )

@@ -15,7 +15,15 @@ from appstack.controllers.appstack import APP_STACK
 from appstack.manifests import rbac
 from appstack.runtime import errors
 from appstack.runtime.client import Client
-from appstack.runtime.resources import ENDPOINT_SLICE, EVENT, LEASE, NAMESPACE, POD, SECRET
+from appstack.runtime.resources import (
+    ENDPOINT_SLICE,
+    EVENT,
+    LEASE,
+    NAMESPACE,
+    POD,
+    SECRET,
+    SERVICE,
+)
 from tests.e2e.conftest import RunningOperator, until
 
 
@@ -165,6 +173,43 @@ async def test_external_middleware_may_not_point_inside_the_cluster_or_at_the_no
         client, ENDPOINT_SLICE, "fine-db-external", namespace, lambda s: True, 60, "a slice"
     )
     assert slice_["endpoints"][0]["addresses"] == ["192.0.2.10"]
+
+
+async def test_addresses_in_disguise_and_names_inside_the_cluster_are_refused_too(
+    client: Client, namespace: str, operator: RunningOperator
+) -> None:
+    """Issue #28 P1.4: an IPv6 address carrying a refused IPv4 one (NAT64, 6to4), the cloud
+    metadata and platform addresses (Alibaba, Azure), and ExternalNames reaching into the
+    cluster or the node (localhost, kubernetes.default, <svc>.<ns>.svc.cluster.local,
+    metadata.google.internal) are refused; an ordinary host name is not."""
+    refused = {
+        "nat": ("64:ff9b::a9fe:a9fe", "169.254.0.0/16"),  # NAT64 of 169.254.169.254
+        "six-to-four": ("2002:7f00:1::", "127.0.0.0/8"),  # 6to4 of 127.0.0.1
+        "ali": ("100.100.100.200", "100.100.100.200/32"),
+        "azure": ("168.63.129.16", "168.63.129.16/32"),
+        "local": ("localhost", "names the node"),
+        "api": ("kubernetes.default", "names the node"),
+        "dns": ("kube-dns.kube-system.svc.cluster.local", "names the node"),
+        "gce": ("metadata.google.internal", "names the node"),
+    }
+    for name, (host, _) in refused.items():
+        await client.create(APP_STACK, _external_stack(namespace, name, host))
+    await client.create(APP_STACK, _external_stack(namespace, "fine", "db.corp.example.com"))
+    for name, (host, why) in refused.items():
+        stack = await until(
+            client,
+            APP_STACK,
+            name,
+            namespace,
+            lambda s: _ready_condition(s).get("reason") == "ExternalAddressRefused",
+            60,
+            f"{host} to be refused",
+        )
+        assert why in _ready_condition(stack)["message"], _ready_condition(stack)["message"]
+        with pytest.raises(errors.NotFound):  # nothing points there
+            await client.get(SERVICE, f"{name}-db", namespace)
+    service = await until(client, SERVICE, "fine-db", namespace, lambda s: True, 60, "fine")
+    assert service["spec"]["externalName"] == "db.corp.example.com"
 
 
 def _ready_reason(obj: dict[str, Any]) -> str:

@@ -232,6 +232,39 @@ def test_ip_backed_external_middleware_is_an_opt_in_that_never_reaches_the_node(
     assert "10.244.0.0/16" in (on.refusal("10.244.3.7") or "")
 
 
+def test_addresses_carried_in_ipv6_and_names_inside_the_cluster_are_refused() -> None:
+    on = ExternalIPPolicy(allow=True, deny=parse_networks(["10.96.0.0/12"]))
+    carried = {
+        "::ffff:169.254.169.254": "::ffff:0:0/96",
+        "64:ff9b::a9fe:a9fe": "169.254.0.0/16",  # NAT64
+        "64:ff9b::a60:1": "10.96.0.0/12",  # NAT64 of the installer's service range
+        "2002:7f00:1::": "127.0.0.0/8",  # 6to4
+        "::7f00:1": "127.0.0.0/8",  # IPv4-compatible
+        "64:ff9b:1::5": "64:ff9b:1::/48",
+        "100.100.100.200": "100.100.100.200/32",
+        "168.63.129.16": "168.63.129.16/32",
+    }
+    for host, network in carried.items():
+        assert f"is in {network}" in (on.refusal(host) or ""), host
+    assert on.refusal("64:ff9b::c000:20a") is None  # NAT64 of 192.0.2.10: fine
+    for name in (
+        "localhost",
+        "LocalHost.",
+        "api.localhost",
+        "kubernetes",
+        "kubernetes.default",
+        "kube-dns.kube-system",
+        "other.team-b.svc",
+        "kube-dns.kube-system.svc.cluster.local",
+        "metadata.google.internal",
+        "instance-data",
+    ):
+        assert "--allow-external-cluster-names" in (on.refusal(name) or ""), name
+    for name in ("db.example.com", "db", "mysql.team-a.example.org", "example.com"):
+        assert on.refusal(name) is None, name
+    assert ExternalIPPolicy(allow_cluster_names=True).refusal("kubernetes.default") is None
+
+
 def test_workloads_are_restricted_unless_the_user_overrides_a_field() -> None:
     assert security_context(None) == RESTRICTED
     # baseline: hardening that runs any image, root ones included (no user, no capabilities)

@@ -9,7 +9,12 @@ middleware is an opt-in of the installer (:attr:`ExternalIPPolicy.allow`, off by
 and even then loopback, link-local (the metadata address 169.254.169.254 among them),
 unspecified and multicast addresses are always refused, as are the ranges the installer
 adds (the cluster's pod and service ranges). Host names stay ExternalName Services and
-are not affected. See docs/security.md.
+are checked too (:meth:`ExternalIPPolicy.refusal`): an ExternalName that reaches into the
+cluster or the node — ``localhost``, ``kubernetes.default``, ``<svc>.<ns>.svc...``,
+``*.cluster.local``, cloud metadata names — is refused unless the installer allows it
+(``--allow-external-cluster-names``). An IPv6 address carrying an IPv4 one (IPv4-mapped,
+-compatible, NAT64, 6to4, Teredo) is judged by the IPv4 address it carries. See
+docs/security.md.
 """
 
 from __future__ import annotations
@@ -27,6 +32,9 @@ ALWAYS_DENIED: tuple[Network, ...] = tuple(
         "127.0.0.0/8",  # loopback
         "169.254.0.0/16",  # link-local, with the metadata address 169.254.169.254
         "224.0.0.0/4",  # multicast
+        "100.100.100.200/32",  # Alibaba Cloud's metadata service
+        "168.63.129.16/32",  # Azure's platform (wireserver) address
+        "64:ff9b:1::/48",  # local-use NAT64: where the IPv4 address sits is the site's choice
         "::/128",  # unspecified
         "::1/128",  # loopback
         "::ffff:0:0/96",  # IPv4-mapped: the same addresses in IPv6 clothing
@@ -42,25 +50,80 @@ def parse_networks(cidrs: Iterable[str]) -> tuple[Network, ...]:
     return tuple(ipaddress.ip_network(cidr.strip(), strict=False) for cidr in cidrs)
 
 
+#: Host names that reach the node, the cluster's own Services or a cloud's metadata service.
+CLUSTER_NAMES = frozenset(
+    {"localhost", "kubernetes", "kubernetes.default", "metadata", "instance-data"}
+)
+CLUSTER_SUFFIXES = (
+    ".localhost",
+    ".svc",  # <svc>.<ns>.svc, resolved with the cluster domain
+    ".cluster.local",
+    ".internal",  # metadata.google.internal, instance-data.ec2.internal, ...
+)
+#: ``<svc>.<ns>`` resolves through the pods' search path into these namespaces' Services.
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+NAT64 = ipaddress.ip_network("64:ff9b::/96")
+COMPATIBLE = ipaddress.ip_network("::/96")
+
+
+def carried_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 one carries (mapped, compatible, NAT64, 6to4, Teredo)."""
+    if ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    if ip in NAT64 or (ip in COMPATIBLE and int(ip) > 1):
+        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    if ip.sixtofour is not None:
+        return ip.sixtofour
+    if ip.teredo is not None:
+        return ip.teredo[1]  # the client's address
+    return None
+
+
+def cluster_name(host: str) -> bool:
+    """Whether host name ``host`` reaches into the cluster or the node."""
+    name = host.lower().rstrip(".")
+    labels = name.split(".")
+    return (
+        name in CLUSTER_NAMES
+        or name.endswith(CLUSTER_SUFFIXES)
+        or name in ("cluster.local", "svc")
+        or (len(labels) == 2 and labels[1] in SYSTEM_NAMESPACES)
+    )
+
+
 @dataclass(frozen=True)
 class ExternalIPPolicy:
-    """Whether IP addresses are allowed for external middleware, and which are not."""
+    """Whether IP addresses are allowed for external middleware, and which are not; whether
+    host names inside the cluster are."""
 
     allow: bool = False
     deny: tuple[Network, ...] = ()
+    allow_cluster_names: bool = False
 
     def refusal(self, host: str) -> str | None:
-        """Why ``host`` may not be used (None: a host name, or an allowed address)."""
+        """Why ``host`` may not be used (None: an allowed host name or address)."""
         try:
             ip = ipaddress.ip_address(host)
         except ValueError:
+            if cluster_name(host) and not self.allow_cluster_names:
+                return (
+                    f"{host} names the node, the cluster's own Services or a metadata service; "
+                    "external middleware may not (the operator's "
+                    "--allow-external-cluster-names)"
+                )
             return None
         if not self.allow:
             return (
                 f"{host} is an IP address; IP-backed external middleware is off in this "
                 "installation (the operator's --allow-external-ips); use a host name"
             )
-        for network in (*ALWAYS_DENIED, *self.deny):
-            if ip.version == network.version and ip in network:
-                return f"{host} is in {network}, which external middleware may not point at"
+        candidates: list[ipaddress.IPv4Address | ipaddress.IPv6Address] = [ip]
+        if isinstance(ip, ipaddress.IPv6Address):
+            carried = carried_ipv4(ip)
+            if carried is not None:
+                candidates.append(carried)
+        for candidate in candidates:
+            for network in (*ALWAYS_DENIED, *self.deny):
+                if candidate.version == network.version and candidate in network:
+                    return f"{host} is in {network}, which external middleware may not point at"
         return None

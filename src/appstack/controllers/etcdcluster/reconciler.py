@@ -96,14 +96,23 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
             if refused is not None:
                 return await self._blocked(obj, refused)
             step = next_step(seen.seen)
+            conflict: Problem | None = None
             log.info("etcd step", cluster=meta["name"], step=step.kind, reason=step.reason)
             try:
                 await self._label_voters(seen)
                 await self.execute(etcd, obj, spec, seen, step)
             except EtcdError as error:  # not now (e.g. "unhealthy cluster" after a start)
                 step = Step("Wait", f"{step.kind} {step.pod}: {error}")
+            except ChildConflict as taken:  # a name taken by someone else's object
+                conflict = taken.problem
+                step = Step("Wait", conflict.message)
         observed = status.from_observation(obj, seen, step, now_rfc3339())
         after = AFTER.get(step.kind, 0.2)
+        if conflict is not None:  # the cluster may well serve: only Degraded says it
+            if status.degraded_reason(obj) != (conflict.reason, conflict.message):
+                await self.writer.report(obj, conflict)
+            observed = status.with_problem(obj, observed, conflict, now_rfc3339())
+            after = AFTER["Degraded"]
         if spec.backup is not None:
             observed.update(await self._backup(obj, spec, spec.backup, seen, step))
             # the next snapshot's moment, exactly (no polling for it)
@@ -166,6 +175,7 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
                 obj, spec, step.pod, _initial(obj, seen, step.pod), new=False, voter=voter
             )
         elif step.kind == "AddMember":
+            await self._names_free(obj, step.pod)  # before etcd learns of the member
             added = await etcd.add_member(leader, desired.peer_url(obj, step.pod))
             await self.writer.event(
                 obj, "Normal", "MemberAdded", f"Added learner {step.pod} ({added.id:x})"
@@ -206,6 +216,7 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
         new: bool,
         voter: bool,
     ) -> None:
+        await self._names_free(obj, pod)
         await self._create(obj, PVC, desired.volume(obj, spec, pod))
         want = desired.member_pod(obj, spec, pod, initial, new_cluster=new, voter=voter)
         if new and spec.restore is not None:  # a bootstrap member starts from the snapshot
@@ -250,10 +261,26 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
         await self.writer.event(obj, "Normal", "BackupTaken", f"Saved snapshot {name}")
         return {"backupsTaken": n + 1, "lastBackup": name, "lastBackupTime": done}
 
+    async def _names_free(self, obj: dict[str, Any], pod: str) -> None:
+        """:class:`ChildConflict` if member ``pod``'s Pod or volume exists and is not ours
+        (another stack's, a tenant's): never adopted, never mounted (issue #28 P1.4)."""
+        namespace = obj["metadata"]["namespace"]
+        for resource, name in ((PVC, f"data-{pod}"), (POD, pod)):
+            try:
+                found = await self.client.get(resource, name, namespace)
+            except errors.NotFound:
+                continue
+            if not _owned(found, obj):
+                raise ChildConflict(_conflict(obj, resource.kind, name))
+
     async def _create(self, obj: dict[str, Any], resource: Any, want: dict[str, Any]) -> None:
         try:
             await self.client.create(resource, want)
         except errors.AlreadyExists:
+            name = want["metadata"]["name"]
+            found = await self.client.get(resource, name, want["metadata"]["namespace"])
+            if not _owned(found, obj):  # taken meanwhile
+                raise ChildConflict(_conflict(obj, resource.kind, name)) from None
             return
         name = want["metadata"]["name"]
         await self.writer.event(obj, "Normal", "Created", f"Created {resource.kind} {name}")
@@ -274,3 +301,19 @@ def _initial(obj: dict[str, Any], seen: Observation, pod: str) -> dict[str, str]
 
 def _owned(child: dict[str, Any], obj: dict[str, Any]) -> bool:
     return controlled_by(child, obj)
+
+
+class ChildConflict(Exception):
+    """A member's Pod or volume name is taken by an object this cluster does not control."""
+
+    def __init__(self, problem: Problem) -> None:
+        super().__init__(problem.message)
+        self.problem = problem
+
+
+def _conflict(obj: dict[str, Any], kind: str, name: str) -> Problem:
+    return Problem(
+        f"{kind}Conflict",
+        f"{kind} {name} already exists and is not managed by this EtcdCluster "
+        f"{obj['metadata']['name']}: rename or delete it (it is never adopted)",
+    )

@@ -102,6 +102,32 @@ def selector(obj: dict[str, Any]) -> str:
     return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
 
 
+def degraded_reason(obj: dict[str, Any]) -> tuple[str, str] | None:
+    """Reason and message of the last ``Degraded=True`` written, if any."""
+    degraded = previous_conditions(obj).get("Degraded") or {}
+    if degraded.get("status") != "True":
+        return None
+    return degraded.get("reason", ""), degraded.get("message", "")
+
+
+def with_problem(
+    obj: dict[str, Any], observed: dict[str, Any], problem: Problem, now: str
+) -> dict[str, Any]:
+    """``observed`` with ``Degraded=True`` for ``problem`` (the rest as observed)."""
+    generation = obj["metadata"].get("generation")
+    degraded = condition(
+        "Degraded",
+        "True",
+        problem.reason,
+        problem.message,
+        generation=generation,
+        previous=previous_conditions(obj),
+        now=now,
+    )
+    conditions = [c for c in observed["conditions"] if c["type"] != "Degraded"]
+    return {**observed, "conditions": [*conditions, degraded]}
+
+
 def blocked_reason(obj: dict[str, Any]) -> tuple[str, str] | None:
     """Reason and message of the last ``Available=False`` written, if any."""
     available = previous_conditions(obj).get("Available") or {}
