@@ -179,3 +179,43 @@ async def test_a_hostile_member_cannot_make_the_operator_read_without_bound() ->
         await runner.cleanup()
     grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
     assert grown_kib < 64 * 1024, f"peak RSS grew by {grown_kib} KiB"
+
+
+async def test_membership_changes_pass_the_leader_fence(
+    cluster: tuple[LocalEtcd, EtcdClient],
+) -> None:
+    """Issue #28 P1.5: a replica that may have lost the Lease never changes the etcd
+    cluster (a leader frozen at a RemoveMember step and woken after a takeover): the guard
+    refuses, nothing is sent; reads still work; a live guard bounds the call's timeout."""
+    from appstack.runtime.leaderelection import NotLeader  # noqa: PLC0415
+
+    etcd, _ = cluster
+
+    def lost() -> float:
+        raise NotLeader("may no longer hold the Lease")
+
+    fenced = EtcdClient(timeout=5, guard=lost)
+    try:
+        _, before = await fenced.members(etcd.client(1))  # a read: not fenced
+        with pytest.raises(NotLeader):
+            await fenced.remove_member(etcd.client(1), before[-1].id)
+        with pytest.raises(NotLeader):
+            await fenced.add_member(etcd.client(1), "http://127.0.0.1:1")
+        _, after = await fenced.members(etcd.client(1))
+        assert [m.id for m in after] == [m.id for m in before]
+    finally:
+        await fenced.close()
+    asked: list[float] = []
+
+    def leading() -> float:
+        asked.append(1.0)
+        return 1.0
+
+    live = EtcdClient(timeout=5, guard=leading)
+    try:
+        await live.put(etcd.client(1), "fenced", "yes")
+        assert asked == [1.0]
+        assert await live.get(etcd.client(1), "fenced") == "yes"
+        assert asked == [1.0]  # reads are not fenced
+    finally:
+        await live.close()

@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import json
 import ssl
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -101,13 +102,36 @@ def _member(raw: dict[str, Any]) -> Member:
     )
 
 
+#: Calls that change the etcd cluster: under leader election they pass the same fence as
+#: the operator's writes to the API server (a replica that may have lost the Lease never
+#: removes a member after a successor took over).
+CHANGES = frozenset(
+    {
+        "cluster/member/add",
+        "cluster/member/remove",
+        "cluster/member/promote",
+        "maintenance/transfer-leadership",
+        "kv/put",
+    }
+)
+
+
 class EtcdClient:
     """Calls the gateway of any member; one aiohttp session (closed by :meth:`close` or
-    ``async with``), ``timeout`` seconds per call; ``tls`` for ``https`` endpoints."""
+    ``async with``), ``timeout`` seconds per call; ``tls`` for ``https`` endpoints;
+    ``guard``: the write fence (:meth:`~appstack.runtime.leaderelection.LeaderElector.fence`:
+    seconds of leadership left, or raises), asked right before every call in
+    :data:`CHANGES`, whose timeout it also bounds."""
 
-    def __init__(self, timeout: float = 2.0, tls: ssl.SSLContext | None = None) -> None:
+    def __init__(
+        self,
+        timeout: float = 2.0,
+        tls: ssl.SSLContext | None = None,
+        guard: Callable[[], float] | None = None,
+    ) -> None:
         self.timeout = aiohttp.ClientTimeout(total=timeout)
         self.tls = tls
+        self.guard = guard
         self.server_names: dict[str, str] = {}  # endpoint -> name its certificate must have
         self._session: aiohttp.ClientSession | None = None
 
@@ -141,7 +165,11 @@ class EtcdClient:
         self, endpoint: str, path: str, body: dict[str, Any], timeout: float | None = None
     ) -> dict[str, Any]:
         """POST ``body`` to ``endpoint`` + ``/v3/`` + ``path``; the decoded answer."""
-        limit = aiohttp.ClientTimeout(total=timeout) if timeout else self.timeout
+        seconds = timeout or self.timeout.total
+        if self.guard is not None and path in CHANGES:
+            left = self.guard()  # raises once the Lease may be lost
+            seconds = left if seconds is None else min(seconds, left)
+        limit = aiohttp.ClientTimeout(total=seconds)
         try:
             async with self._open().post(
                 f"{endpoint}/v3/{path}", json=body, timeout=limit, **self._tls_of(endpoint)

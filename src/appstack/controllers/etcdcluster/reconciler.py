@@ -90,7 +90,8 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
         checked = await self.tls_secrets.check(meta["namespace"], spec.tls)
         if checked.problem is not None:  # members cannot start, or cannot be reached
             return await self._blocked(obj, checked.problem)
-        async with EtcdClient(timeout=ETCD_TIMEOUT, tls=checked.context) as etcd:
+        guard = self.client.write_guard  # membership changes pass the leader fence too
+        async with EtcdClient(timeout=ETCD_TIMEOUT, tls=checked.context, guard=guard) as etcd:
             seen = await observe(etcd, obj, spec, pods, volumes)
             refused = tls.handshake_problem(seen.errors, answered=len(seen.statuses))
             if refused is not None:
