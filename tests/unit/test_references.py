@@ -11,7 +11,6 @@ from appstack.controllers.appstack import APP_STACK
 from appstack.controllers.appstack.references import referenced
 from appstack.controllers.util.references import (
     REFERENCES,
-    children_in_full,
     metadata_only,
     reference,
     referrers,
@@ -115,7 +114,26 @@ def test_only_metadata_is_kept_of_a_secret_or_of_a_configmap_not_ours() -> None:
         },
     }
     theirs = {**_secret(), "kind": "ConfigMap", "data": {"a": "b"}}
-    assert children_in_full(theirs) == metadata_only(theirs)
-    assert "data" not in children_in_full(theirs)
-    ours = {**_secret(**{"app.kubernetes.io/managed-by": "appstack"}), "kind": "ConfigMap"}
-    assert children_in_full(ours) is ours  # compared by the child writer: kept whole
+    assert "data" not in metadata_only(theirs)
+
+
+def test_referenced_kinds_are_listed_and_watched_as_metadata_only() -> None:
+    """Issue #28 P1.2: the server sends no data for them (PartialObjectMetadata), so no page
+    of every Secret's or ConfigMap's content is ever held; the owned kind stays apart."""
+    from appstack.runtime import apirequest  # noqa: PLC0415
+    from appstack.runtime.resources import CONFIG_MAP, SECRET  # noqa: PLC0415
+
+    meta = SECRET.metadata_only()
+    assert meta != SECRET
+    assert meta.kind == "Secret"  # the same kind for references
+    listed = apirequest.list_page(meta, "ns")
+    assert listed.headers["Accept"].startswith(
+        "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+    )
+    watched = apirequest.watch(meta, "ns", resource_version="1")
+    assert "as=PartialObjectMetadata;" in watched.headers["Accept"]
+    assert apirequest.list_page(CONFIG_MAP, "ns").headers["Accept"] == "application/json"
+    from appstack.controllers.appstack.reconciler import AppStackReconciler  # noqa: PLC0415
+
+    assert all(r.only_metadata for r in AppStackReconciler.references)
+    assert CONFIG_MAP in AppStackReconciler.owns

@@ -10,7 +10,7 @@ requests with it); well-known kinds are in :mod:`appstack.runtime.resources`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import quote
 
@@ -24,6 +24,14 @@ class Resource:
     kind: str
     plural: str
     namespaced: bool = True
+    #: Listed and watched as metadata only (``PartialObjectMetadata``: no data, no spec —
+    #: controller-runtime's ``OnlyMetadata``): for objects only watched for their changes,
+    #: a user's Secrets above all. A cache of its own, apart from the full kind's.
+    only_metadata: bool = False
+
+    def metadata_only(self) -> Resource:
+        """This kind, listed and watched as metadata only."""
+        return replace(self, only_metadata=True)
 
     @property
     def api_version(self) -> str:
@@ -48,7 +56,8 @@ class Resource:
         return base
 
     def __str__(self) -> str:
-        return f"{self.plural}.{self.group}" if self.group else self.plural
+        name = f"{self.plural}.{self.group}" if self.group else self.plural
+        return f"{name} (metadata)" if self.only_metadata else name
 
 
 def object_key(obj: Mapping[str, Any]) -> str:

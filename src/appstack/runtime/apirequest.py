@@ -44,10 +44,11 @@ class ApiRequest:
     body: bytes | None = None
     content_type: str | None = None
     stream: bool = False
+    accept: str = JSON
 
     @property
     def headers(self) -> dict[str, str]:
-        headers = {"Accept": JSON}
+        headers = {"Accept": self.accept}
         if self.body is not None:
             headers["Content-Type"] = self.content_type or JSON
         return headers
@@ -128,7 +129,7 @@ def list_page(
         params["labelSelector"] = label_selector
     if continue_token:
         params["continue"] = continue_token
-    return ApiRequest("GET", resource.path(namespace), params)
+    return ApiRequest("GET", resource.path(namespace), params, accept=_accept(resource, "List"))
 
 
 def watch(
@@ -149,7 +150,16 @@ def watch(
     }
     if label_selector:
         params["labelSelector"] = label_selector
-    return ApiRequest("GET", resource.path(namespace), params, stream=True)
+    accept = _accept(resource, "")
+    return ApiRequest("GET", resource.path(namespace), params, stream=True, accept=accept)
+
+
+def _accept(resource: Resource, suffix: str) -> str:
+    """The Accept header of a list (``suffix="List"``) or watch: ``PartialObjectMetadata``
+    for a metadata-only resource (the server sends no data), else plain JSON."""
+    if not resource.only_metadata:
+        return JSON
+    return f"{JSON};as=PartialObjectMetadata{suffix};g=meta.k8s.io;v=v1,{JSON}"
 
 
 def create(resource: Resource, obj: Mapping[str, Any]) -> ApiRequest:

@@ -49,7 +49,7 @@ from appstack.controllers.util.reconciler import KindReconciler
 from appstack.controllers.util.references import (
     REFERENCES,
     Transform,
-    children_in_full,
+    metadata_only,
     secret_metadata,
 )
 from appstack.controllers.util.workloads import (
@@ -88,11 +88,14 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
     owns = (DEPLOYMENT, SERVICE, STATEFUL_SET, CONFIG_MAP, ENDPOINT_SLICE, PDB)
     watches = ((POD, pod_mapper(labels.STACK_LABEL)),)
     # Existing ConfigMaps its components mount, Secrets they read: a change wakes the stack.
-    references = (CONFIG_MAP, SECRET)
+    # Listed and watched as metadata only (never a Secret's data, never a page of every
+    # ConfigMap's content: issue #28 P1.2); read by name when their content is needed. The
+    # ConfigMaps it writes are a cache of their own, in full but only those labelled ours.
+    references = (CONFIG_MAP.metadata_only(), SECRET.metadata_only())
     transforms: ClassVar[dict[Resource, Transform]] = {
         **POD_TRANSFORMS,
-        CONFIG_MAP: children_in_full,
-        SECRET: secret_metadata,
+        CONFIG_MAP.metadata_only(): metadata_only,
+        SECRET.metadata_only(): secret_metadata,
     }
     indexers: ClassVar[dict[Resource, dict[str, IndexFunc]]] = {
         **POD_INDEXERS,

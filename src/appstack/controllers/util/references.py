@@ -4,12 +4,13 @@ change (or a missing one being created) reconciles the objects naming them at on
 A reconciler declares the kinds it refers to (``KindReconciler.references``) and an index
 of its own kind, :data:`REFERENCES`, from each object to the :func:`reference` keys of what
 it names; :func:`referrers` maps an event of a referenced object to the objects whose
-index names it (no scan). Referenced kinds are cached without a label selector — a user's
-objects are not labelled as ours — but only in the namespaces the operator watches, and
-only as :func:`metadata_only` keeps them (never a Secret's data: :func:`secret_metadata`),
-except the children we write, which the child writer compares in full
-(:func:`children_in_full`). Used by :mod:`~appstack.controllers.util.registration` and the
-AppStack controller.
+index names it (no scan). Referenced kinds are listed and watched as metadata only
+(:meth:`Resource.metadata_only <appstack.core.resource.Resource.metadata_only>`: the server
+sends no data), without a label selector — a user's objects are not labelled as ours — but
+only in the namespaces the operator watches, and cached as :func:`metadata_only` keeps them
+(no annotations: :func:`secret_metadata`); the children we write of the same kind are a
+cache of their own, in full, labelled as ours. Used by
+:mod:`~appstack.controllers.util.registration` and the AppStack controller.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from appstack.controllers.util.meta import MANAGED_BY
 from appstack.core.resource import Resource
 from appstack.runtime.builder import Mapper, request_for
 from appstack.runtime.cache import Cache
@@ -70,10 +70,3 @@ def metadata_only(obj: dict[str, Any]) -> dict[str, Any]:
 
 #: A Secret is only ever cached as its metadata; its data is read by name when needed.
 secret_metadata: Transform = metadata_only
-
-
-def children_in_full(obj: dict[str, Any]) -> dict[str, Any]:
-    """A child labelled as ours as it is (the child writer compares it), anything else
-    :func:`metadata_only`."""
-    labels = (obj.get("metadata") or {}).get("labels") or {}
-    return obj if MANAGED_BY.items() <= labels.items() else metadata_only(obj)
