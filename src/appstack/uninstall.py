@@ -30,7 +30,7 @@ from appstack.core.resource import Resource
 from appstack.manifests.install import InstallOptions, install
 from appstack.runtime import errors
 from appstack.runtime.client import Client
-from appstack.runtime.resources import DEPLOYMENT, NAMESPACE, SERVICE, SERVICE_ACCOUNT
+from appstack.runtime.resources import DEPLOYMENT, NAMESPACE, PDB, SERVICE, SERVICE_ACCOUNT
 from appstack.uninstall_scope import SELECTOR, discover
 
 _RBAC = "rbac.authorization.k8s.io"
@@ -41,6 +41,7 @@ CRD = Resource(
 _ADMISSION = "admissionregistration.k8s.io"
 INSTALLED: dict[str, Resource] = {
     "Deployment": DEPLOYMENT,
+    "PodDisruptionBudget": PDB,
     "Service": SERVICE,
     "ServiceAccount": SERVICE_ACCOUNT,
     "Role": Resource(_RBAC, "v1", "Role", "roles"),

@@ -185,6 +185,17 @@ def test_the_secrets_version_follows_uid_and_resource_version_never_the_data() -
     assert len(one) == 16
 
 
+def test_managed_middleware_pods_get_no_api_token() -> None:
+    owner = {"apiVersion": "appstack.dev/v1", "kind": "AppStack"}
+    owner["metadata"] = {"name": "shop", "namespace": "ns", "uid": "u-1"}
+    for engine in ("mysql", "postgres", "redis", "mongodb"):
+        spec = _spec([{"name": "a", "image": "x"}], [{"name": "db", "type": engine, "managed": {}}])
+        (sts,) = [
+            c for c in middleware.children(owner, spec.middleware[0]) if c["kind"] == "StatefulSet"
+        ]
+        assert sts["spec"]["template"]["spec"]["automountServiceAccountToken"] is False, engine
+
+
 def test_the_credentials_secret_lives_as_long_as_the_data_volume() -> None:
     owner = {
         "apiVersion": "appstack.dev/v1",

@@ -146,11 +146,14 @@ def test_install_yaml_is_one_bundle_of_everything() -> None:
         "Role",
         "RoleBinding",
         "ClusterRole",  # appstack-metrics-reader, for scrapers
+        "ClusterRole",  # appstack-editor, aggregated into admin and edit
+        "ClusterRole",  # appstack-viewer, aggregated into view
         "ValidatingAdmissionPolicy",  # the Secrets the operator may write
         "ValidatingAdmissionPolicyBinding",
         "ValidatingAdmissionPolicy",  # everything else it may write
         "ValidatingAdmissionPolicyBinding",
         "Deployment",
+        "PodDisruptionBudget",  # one replica evicted at a time
         "Service",
     ]
 
@@ -171,9 +174,11 @@ def test_a_namespaced_install_has_a_role_per_watched_namespace_and_flags_to_matc
         ("Role", "ops"),  # the Lease, by name
         ("RoleBinding", "ops"),
         ("ClusterRole", None),  # appstack-metrics-reader, for scrapers
+        ("ClusterRole", None),  # appstack-editor, for people (aggregated into admin, edit)
+        ("ClusterRole", None),  # appstack-viewer (aggregated into view)
     ]
     assert parts.rbac[4]["rules"] == RUNTIME_RULES
-    for binding in parts.rbac[1::2]:
+    for binding in [o for o in parts.rbac if o["kind"].endswith("Binding")]:
         assert binding["subjects"] == [
             {"kind": "ServiceAccount", "name": rbac.NAME, "namespace": "ops"}
         ]
@@ -182,11 +187,42 @@ def test_a_namespaced_install_has_a_role_per_watched_namespace_and_flags_to_matc
     assert container["args"][-2:] == ["--namespace=a", "--namespace=b"]
     assert parts.deployment["metadata"]["namespace"] == "ops"
     assert parts.namespace["metadata"]["name"] == "ops"
-    cluster_rules = [r for o in parts.objects() if o["kind"] == "ClusterRole" for r in o["rules"]]
+    bound = {b["roleRef"]["name"] for b in parts.objects() if b["kind"] == "ClusterRoleBinding"}
+    cluster_rules = [
+        r
+        for o in parts.objects()
+        if o["kind"] == "ClusterRole" and o["metadata"]["name"] in bound
+        for r in o["rules"]
+    ]
     assert {res for r in cluster_rules for res in r.get("resources", [])} == {
         "tokenreviews",
         "subjectaccessreviews",
     }
+
+
+def test_people_get_our_kinds_through_the_clusters_own_roles() -> None:
+    editor, viewer = rbac.user_roles("ops")
+    aggregate = "rbac.authorization.k8s.io/aggregate-to-"
+    assert editor["metadata"]["labels"][f"{aggregate}edit"] == "true"
+    assert editor["metadata"]["labels"][f"{aggregate}admin"] == "true"
+    assert viewer["metadata"]["labels"][f"{aggregate}view"] == "true"
+    assert f"{aggregate}edit" not in viewer["metadata"]["labels"]
+    kinds, status = viewer["rules"]
+    assert kinds["resources"] == ["appservices", "appstacks", "crontabs", "etcdclusters"]
+    assert kinds["verbs"] == ["get", "list", "watch"]
+    assert status["verbs"] == ["get"]
+    assert "create" in editor["rules"][0]["verbs"]
+    assert "patch" not in editor["rules"][1]["verbs"]  # status is the operator's
+
+
+def test_the_operator_survives_a_drain_one_replica_at_a_time() -> None:
+    parts = install()
+    assert parts.budget["spec"]["maxUnavailable"] == 1
+    selector = parts.deployment["spec"]["selector"]["matchLabels"]
+    assert parts.budget["spec"]["selector"]["matchLabels"] == selector
+    affinity = parts.deployment["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"]
+    (term,) = affinity["preferredDuringSchedulingIgnoredDuringExecution"]
+    assert term["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
 
 
 def test_watching_the_operators_own_namespace_needs_no_extra_role() -> None:
@@ -205,7 +241,15 @@ def test_uninstall_knows_every_kind_an_install_creates_and_removes_the_crds_last
 
 
 def _cluster_scoped(parts: object) -> set[tuple[str, str]]:
-    namespaced = {"ServiceAccount", "Role", "RoleBinding", "Deployment", "Service", "Namespace"}
+    namespaced = {
+        "ServiceAccount",
+        "Role",
+        "RoleBinding",
+        "Deployment",
+        "PodDisruptionBudget",
+        "Service",
+        "Namespace",
+    }
     return {
         (o["kind"], o["metadata"]["name"])
         for o in parts.objects()  # type: ignore[attr-defined]

@@ -58,10 +58,13 @@ def render(options: InstallOptions | None = None) -> dict[str, str]:
             rbac.leader_election_role_binding(options.namespace, options.namespace),
         )
         files["rbac/metrics_reader.yaml"] = _yaml(rbac.metrics_reader(options.namespace))
+        files["rbac/user_roles.yaml"] = _yaml(*rbac.user_roles(options.namespace))
     else:
         files["rbac/roles.yaml"] = _yaml(*parts.rbac)
     files["admission/policies.yaml"] = _yaml(*parts.admission)
-    files["operator.yaml"] = _yaml(parts.namespace, parts.deployment, parts.metrics_service)
+    files["operator.yaml"] = _yaml(
+        parts.namespace, parts.deployment, parts.budget, parts.metrics_service
+    )
     files[KUSTOMIZATION] = kustomization(options, list(files))
     # optional, not in install.yaml: they need the Prometheus Operator's CRDs / Grafana
     files["monitoring/service-monitor.yaml"] = _yaml(

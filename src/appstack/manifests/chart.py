@@ -256,6 +256,8 @@ def render() -> dict[str, str]:
         + substitute(dump(rbac.service_account(NS)), NAMESPACES),
         "templates/rbac.yaml": HEADER + _rbac(),
         "templates/deployment.yaml": HEADER + _deployment(),
+        "templates/poddisruptionbudget.yaml": HEADER
+        + substitute(dump(workload.disruption_budget(NS)), NAMESPACES),
         "templates/service.yaml": HEADER
         + _conditional(".Values.metrics.enabled", workload.metrics_service(NS), {}),
         "templates/servicemonitor.yaml": HEADER + _service_monitor(),

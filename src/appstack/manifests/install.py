@@ -45,6 +45,7 @@ class Install:
     rbac: list[Obj] = field(default_factory=list)
     admission: list[Obj] = field(default_factory=list)
     deployment: Obj = field(default_factory=dict)
+    budget: Obj = field(default_factory=dict)
     metrics_service: Obj = field(default_factory=dict)
 
     def objects(self) -> list[Obj]:
@@ -56,6 +57,7 @@ class Install:
             *self.rbac,
             *self.admission,
             self.deployment,
+            self.budget,
             self.metrics_service,
         ]
 
@@ -86,11 +88,13 @@ def metrics_auth_rbac(namespace: str) -> list[Obj]:
 
 def common_rbac(namespace: str) -> list[Obj]:
     """Every install: the leader-election Role (the Lease, by name, in the operator's
-    namespace) and the metrics-reader ClusterRole for scrapers."""
+    namespace), the metrics-reader ClusterRole for scrapers, and the editor and viewer
+    ClusterRoles of our kinds (aggregated into ``admin``/``edit`` and ``view``)."""
     return [
         rbac.leader_election_role(namespace),
         rbac.leader_election_role_binding(namespace, namespace),
         rbac.metrics_reader(namespace),
+        *rbac.user_roles(namespace),
     ]
 
 
@@ -126,5 +130,6 @@ def install(options: InstallOptions | None = None) -> Install:
             replicas=options.replicas,
             sync_period=options.sync_period,
         ),
+        budget=workload.disruption_budget(options.namespace),
         metrics_service=workload.metrics_service(options.namespace),
     )

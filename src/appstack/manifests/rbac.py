@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from appstack.controllers.rbac import RUNTIME_RULES, leader_election_rules, operator_rules
+from appstack.controllers.registry import ALL
 from appstack.controllers.util.rbac import Rule
 from appstack.manifests.crds import LABELS
 
@@ -103,6 +104,40 @@ def metrics_reader(namespace: str = NAMESPACE) -> dict[str, Any]:
         "metadata": _meta(cluster_name(METRICS_READER, namespace)),
         "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}],
     }
+
+
+def user_roles(namespace: str = NAMESPACE) -> list[dict[str, Any]]:
+    """``appstack-editor`` and ``appstack-viewer``: our kinds for the people who use them,
+    aggregated into the cluster's ``admin``/``edit`` and ``view`` roles (kubebuilder's
+    ``<kind>_editor_role``/``_viewer_role``), so a namespace's editors create AppStacks
+    with no binding of ours."""
+    plurals = [controller.kind.resource.plural for controller in ALL]
+    statuses = [f"{plural}/status" for plural in plurals]
+    group = ALL[0].kind.resource.group
+    aggregate = "rbac.authorization.k8s.io/aggregate-to-"
+    roles = []
+    for role, verbs, into in (
+        (
+            "editor",
+            ["get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"],
+            ("admin", "edit"),
+        ),
+        ("viewer", ["get", "list", "watch"], ("view",)),
+    ):
+        meta = _meta(cluster_name(f"appstack-{role}", namespace))
+        meta["labels"] = {**meta["labels"], **{f"{aggregate}{r}": "true" for r in into}}
+        roles.append(
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRole",
+                "metadata": meta,
+                "rules": [
+                    {"apiGroups": [group], "resources": plurals, "verbs": verbs},
+                    {"apiGroups": [group], "resources": statuses, "verbs": ["get"]},
+                ],
+            }
+        )
+    return roles
 
 
 METRICS_AUTH = f"{NAME}-metrics-auth"

@@ -123,8 +123,33 @@ def deployment(
                         "seccompProfile": {"type": "RuntimeDefault"},
                     },
                     "terminationGracePeriodSeconds": 30,
+                    # the replicas on different nodes where there are several: a node lost
+                    # takes the leader or the standby, not both
+                    "affinity": {
+                        "podAntiAffinity": {
+                            "preferredDuringSchedulingIgnoredDuringExecution": [
+                                {
+                                    "weight": 100,
+                                    "podAffinityTerm": {
+                                        "labelSelector": {"matchLabels": selector},
+                                        "topologyKey": "kubernetes.io/hostname",
+                                    },
+                                }
+                            ]
+                        }
+                    },
                     "containers": [container],
                 },
             },
         },
+    }
+
+
+def disruption_budget(namespace: str = NAMESPACE) -> dict[str, Any]:
+    """At most one replica evicted at a time (a drain leaves the other to lead)."""
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": NAME, "namespace": namespace, "labels": {**LABELS, **SELECTOR}},
+        "spec": {"maxUnavailable": 1, "selector": {"matchLabels": dict(SELECTOR)}},
     }

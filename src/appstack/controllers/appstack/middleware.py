@@ -146,6 +146,8 @@ def stateful_set(owner: dict[str, Any], mw: Middleware) -> dict[str, Any]:
         pod_spec["volumes"] = volumes
     if mw.type == "mongodb":
         pod_spec = mongodb.pod_spec(owner, mw, security)
+    # a database never talks to the Kubernetes API: no token in its pods
+    pod_spec["automountServiceAccountToken"] = False
     claim_spec: dict[str, Any] = {
         "accessModes": ["ReadWriteOnce"],
         "resources": {"requests": {"storage": managed.storage.size}},

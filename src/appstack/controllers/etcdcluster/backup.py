@@ -70,6 +70,7 @@ def backup_job(
     }
     pod_spec = {
         "restartPolicy": "OnFailure",
+        "automountServiceAccountToken": False,  # etcdctl talks to etcd only
         # the members' user: the snapshot is theirs to restore, and restricted namespaces
         # admit the Job (without it no backup would ever run there)
         "securityContext": dict(desired.POD_SECURITY),

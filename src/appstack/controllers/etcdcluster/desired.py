@@ -199,6 +199,7 @@ def member_pod(
     if spec.resources:
         container["resources"] = spec.resources.to_dict()
     pod_spec: dict[str, Any] = {
+        "automountServiceAccountToken": False,  # etcd never talks to the Kubernetes API
         "hostname": pod,
         "subdomain": cluster,
         "restartPolicy": "Always",
