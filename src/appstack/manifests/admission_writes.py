@@ -27,6 +27,7 @@ kind that starts writing a new resource is bounded without touching this module.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from appstack.controllers.rbac import MARKER_GROUP, operator_rules
@@ -45,14 +46,17 @@ WRITE_VERBS = {"create", "update", "patch", "delete"}
 #: reviews behind /metrics (nothing is stored) and the leader-election Lease (a Role in the
 #: operator's own namespace, limited by name).
 NOT_BOUNDED = {("events.k8s.io", "events"), ("coordination.k8s.io", "leases")}
-#: Pod kinds and where their pod spec is.
-TEMPLATE = "variables.target.spec.template.spec"
-POD_SPEC = (
-    "variables.target.kind == 'Pod' ? variables.target.spec"
-    " : variables.target.kind == 'CronJob' ? variables.target.spec.jobTemplate.spec.template.spec"
-    f" : {TEMPLATE}"
-)
-POD_KINDS = ("Pod", "Deployment", "StatefulSet", "Job", "CronJob", "ReplicaSet", "DaemonSet")
+#: Where each kind that makes pods has its pod spec (read from ``object`` directly: CEL's
+#: has() does not see through a composed variable).
+POD_SPECS = {
+    "Pod": "object.spec",
+    "Deployment": "object.spec.template.spec",
+    "StatefulSet": "object.spec.template.spec",
+    "ReplicaSet": "object.spec.template.spec",
+    "DaemonSet": "object.spec.template.spec",
+    "Job": "object.spec.template.spec",
+    "CronJob": "object.spec.jobTemplate.spec.template.spec",
+}
 
 
 def written_resources() -> list[tuple[str, str]]:
@@ -92,32 +96,33 @@ def _owned() -> str:
     )
 
 
-def _containers_ok() -> str:
+def _containers_ok(spec: str) -> str:
     def none_privileged(field: str) -> str:
         return (
-            f"!has(variables.pod.{field}) || variables.pod.{field}.all(c, "
+            f"(!has({spec}.{field}) || {spec}.{field}.all(c, "
             "(!has(c.securityContext) || !has(c.securityContext.privileged)"
             " || !c.securityContext.privileged)"
-            " && (!has(c.ports) || c.ports.all(p, !has(p.hostPort) || p.hostPort == 0)))"
+            " && (!has(c.ports) || c.ports.all(p, !has(p.hostPort) || p.hostPort == 0))))"
         )
 
     return " && ".join(none_privileged(field) for field in ("containers", "initContainers"))
 
 
-def _host_ok() -> str:
+def _host_ok(spec: str) -> str:
     flags = " && ".join(
-        f"(!has(variables.pod.{flag}) || !variables.pod.{flag})"
-        for flag in ("hostNetwork", "hostPID", "hostIPC")
+        f"(!has({spec}.{flag}) || !{spec}.{flag})" for flag in ("hostNetwork", "hostPID", "hostIPC")
     )
-    volumes = "(!has(variables.pod.volumes) || variables.pod.volumes.all(v, !has(v.hostPath)))"
+    volumes = f"(!has({spec}.volumes) || {spec}.volumes.all(v, !has(v.hostPath)))"
     return f"{flags} && {volumes}"
 
 
-def _pods_guarded(check: str) -> str:
-    return (
-        f"request.operation == 'DELETE' || !variables.hasPod || {_labelled(ALLOW_PRIVILEGED)}"
-        f" || ({check})"
+def _pods_guarded(check: Callable[[str], str]) -> str:
+    """``check`` of the pod spec of whichever kind is written; a delete, another kind or an
+    opted-in namespace passes."""
+    per_kind = " && ".join(
+        f"(object.kind != '{kind}' || ({check(spec)}))" for kind, spec in POD_SPECS.items()
     )
+    return f"request.operation == 'DELETE' || {_labelled(ALLOW_PRIVILEGED)} || ({per_kind})"
 
 
 def writes_policy(namespace: str = NAMESPACE) -> dict[str, Any]:
@@ -131,7 +136,6 @@ def writes_policy(namespace: str = NAMESPACE) -> dict[str, Any]:
         }
         for group, plural in written_resources()
     ]
-    pod_kinds = ", ".join(f"'{kind}'" for kind in POD_KINDS)
     system = ", ".join(f"'{name}'" for name in SYSTEM_NAMESPACES)
     slice_name = (
         "variables.target.kind != 'EndpointSlice' || ("
@@ -150,8 +154,6 @@ def writes_policy(namespace: str = NAMESPACE) -> dict[str, Any]:
                     "name": "target",
                     "expression": "request.operation == 'DELETE' ? oldObject : object",
                 },
-                {"name": "hasPod", "expression": f"variables.target.kind in [{pod_kinds}]"},
-                {"name": "pod", "expression": f"variables.hasPod ? ({POD_SPEC}) : {{}}"},
             ],
             "validations": [
                 {
@@ -180,7 +182,7 @@ def writes_policy(namespace: str = NAMESPACE) -> dict[str, Any]:
                     "reason": "Forbidden",
                 },
                 {
-                    "expression": _pods_guarded(_containers_ok()),
+                    "expression": _pods_guarded(_containers_ok),
                     "message": (
                         "the appstack operator may not write privileged containers or host "
                         f"ports (unless the namespace is labelled {ALLOW_PRIVILEGED}=true)"
@@ -188,7 +190,7 @@ def writes_policy(namespace: str = NAMESPACE) -> dict[str, Any]:
                     "reason": "Forbidden",
                 },
                 {
-                    "expression": _pods_guarded(_host_ok()),
+                    "expression": _pods_guarded(_host_ok),
                     "message": (
                         "the appstack operator may not write pods using the host's network, "
                         "PID or IPC namespaces or hostPath volumes (unless the namespace is "
