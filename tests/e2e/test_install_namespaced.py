@@ -55,7 +55,13 @@ async def test_a_namespaced_install_reconciles_in_its_namespaces_only(
     ops, team_a, team_b, team_c = namespaces
     parts = install(InstallOptions(namespace=ops, watch_namespaces=(team_a, team_b)))
     # Cluster-wide only: the reviews that guard /metrics, and the scrapers' metrics reader.
-    cluster_rules = [r for o in parts.objects() if o["kind"] == "ClusterRole" for r in o["rules"]]
+    bound = {b["roleRef"]["name"] for b in parts.objects() if b["kind"] == "ClusterRoleBinding"}
+    cluster_rules = [  # the operator's own (the editor/viewer roles are for people)
+        r
+        for o in parts.objects()
+        if o["kind"] == "ClusterRole" and o["metadata"]["name"] in bound
+        for r in o["rules"]
+    ]
     assert {res for r in cluster_rules for res in r.get("resources", [])} == {
         "tokenreviews",
         "subjectaccessreviews",

@@ -79,8 +79,10 @@ async def test_a_missing_third_party_secret_once_created_makes_the_stack_ready_a
     await until(client, APP_STACK, "tp", namespace, is_ready, 15, "Ready once the Secret exists")
     print(f"Ready {time.monotonic() - created:.1f}s after the Secret was created (resync 1h)")
 
-    cached = hourly.manager.cache.get(SECRET, f"{namespace}/idp-auth")
-    assert cached is not None  # watched, and cached as metadata only
+    # watched as metadata only: the server never sent the data (PartialObjectMetadata)
+    cached = hourly.manager.cache.get(SECRET.metadata_only(), f"{namespace}/idp-auth")
+    assert cached is not None
+    assert hourly.manager.cache.get(SECRET, f"{namespace}/idp-auth") is None  # no full cache
     assert "data" not in cached
     assert "stringData" not in cached
     assert "annotations" not in cached["metadata"]
@@ -124,9 +126,10 @@ async def test_a_changed_mounted_configmap_rolls_the_component_at_once(
     print(f"rolled {time.monotonic() - changed:.1f}s after the ConfigMap changed (resync 1h)")
 
     cache = hourly.manager.cache
-    theirs = cache.get(CONFIG_MAP, f"{namespace}/site")
+    theirs = cache.get(CONFIG_MAP.metadata_only(), f"{namespace}/site")
     assert theirs is not None
-    assert "data" not in theirs  # a user's ConfigMap: metadata only
+    assert "data" not in theirs  # a user's ConfigMap: metadata only, as the server sent it
+    assert cache.get(CONFIG_MAP, f"{namespace}/site") is None  # the full cache: ours only
     ours = cache.get(CONFIG_MAP, f"{namespace}/cm-web-conf")
     assert ours is not None
     assert ours["data"] == {"web.conf": "x = 1"}  # our child: in full, compared on resync
