@@ -9,6 +9,7 @@ from typing import cast
 
 import click
 
+from appstack.core import defaults
 from appstack.core.duration import DEFAULT_SYNC_PERIOD, parse_duration
 
 KUBECONFIG = click.option(
@@ -29,7 +30,7 @@ KUBECONFIG = click.option(
 )
 @click.option(
     "--concurrency",
-    default=32,
+    default=defaults.CONCURRENCY,
     show_default=True,
     help="Concurrent reconciles per controller (each waits on the API server most of the "
     "time: enough of them keep a burst of changes moving at the server's pace).",
@@ -126,7 +127,7 @@ KUBECONFIG = click.option(
 @click.option(
     "--log-level",
     type=click.Choice(["debug", "info", "warning", "error", "critical"], case_sensitive=False),
-    default="info",
+    default=defaults.LOG_LEVEL,
     show_default=True,
 )
 @click.option(

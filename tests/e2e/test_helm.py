@@ -31,6 +31,8 @@ from appstack_testbed.helm import Helm
 
 CHART = Path(__file__).resolve().parents[2] / "charts" / "appstack"
 NS = "appstack-system"
+# Offline, helm template assumes Kubernetes 1.20; the chart needs 1.30 (its kubeVersion).
+KUBE = "--kube-version=1.30.0"
 
 
 def _key(obj: dict[str, Any]) -> tuple[str, str, str]:
@@ -48,7 +50,7 @@ def helm(fresh_cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) 
 
 def test_helm_lint_and_template_equal_the_generated_install(helm: Helm) -> None:
     helm("lint", "--strict", str(CHART))
-    out = helm("template", "appstack", str(CHART), f"--namespace={NS}", "--skip-tests").stdout
+    out = helm("template", "appstack", str(CHART), f"--namespace={NS}", "--skip-tests", KUBE).stdout
     rendered = sorted((d for d in yaml.safe_load_all(out) if d), key=_key)
     expected = [
         o for o in install().objects() if o["kind"] not in {"Namespace", "CustomResourceDefinition"}
@@ -64,6 +66,7 @@ def test_helm_template_renders_the_optional_monitoring_objects(helm: Helm) -> No
         "appstack",
         str(CHART),
         f"--namespace={NS}",
+        KUBE,
         "--set=metrics.serviceMonitor.enabled=true",
         "--set=metrics.prometheusRule.enabled=true",
         "--set=metrics.grafanaDashboard.enabled=true",
@@ -74,6 +77,49 @@ def test_helm_template_renders_the_optional_monitoring_objects(helm: Helm) -> No
     board = json.loads(rendered["ConfigMap"]["data"]["appstack-operator.json"])
     assert board == dashboard.grafana_dashboard()
     assert rendered["Pod"]["metadata"]["annotations"]["helm.sh/hook"] == "test"
+
+
+def test_values_are_checked_by_their_schema_and_every_flag_has_one(helm: Helm) -> None:
+    """values.schema.json (from the values model): a misspelt or mistyped value fails at
+    install with its path named; the operator's flags and the scheduling settings render."""
+    typo = helm("template", "a", str(CHART), KUBE, "--set=logLevl=debug", check=False)
+    assert typo.returncode != 0
+    assert "additional properties 'logLevl' not allowed" in typo.stderr
+    wrong = helm("template", "a", str(CHART), KUBE, "--set=replicas=many", check=False)
+    assert "/replicas" in wrong.stderr
+    out = helm(
+        "template",
+        "a",
+        str(CHART),
+        f"--namespace={NS}",
+        KUBE,
+        "--set=logLevel=debug",
+        "--set=concurrency=8",
+        "--set=allowExternalIPs=true",
+        "--set=externalDenyCIDRs={10.96.0.0/12,10.244.0.0/16}",
+        "--set=allowExternalClusterNames=true",
+        "--set=extraArgs={--graceful-shutdown-timeout=30s}",
+        "--set=nodeSelector.pool=system",
+        "--set=tolerations[0].key=dedicated",
+        "--set=tolerations[0].operator=Exists",
+        "--set=priorityClassName=system-cluster-critical",
+    ).stdout
+    (deployment,) = [d for d in yaml.safe_load_all(out) if d and d["kind"] == "Deployment"]
+    pod = deployment["spec"]["template"]["spec"]
+    args = pod["containers"][0]["args"]
+    for flag in (
+        "--log-level=debug",
+        "--concurrency=8",
+        "--allow-external-ips",
+        "--external-deny-cidr=10.96.0.0/12",
+        "--external-deny-cidr=10.244.0.0/16",
+        "--allow-external-cluster-names",
+        "--graceful-shutdown-timeout=30s",
+    ):
+        assert flag in args
+    assert pod["nodeSelector"] == {"pool": "system"}
+    assert pod["tolerations"] == [{"key": "dedicated", "operator": "Exists"}]
+    assert pod["priorityClassName"] == "system-cluster-critical"
 
 
 def test_helm_install_test_upgrade_uninstall(helm: Helm, fresh_cluster: LocalCluster) -> None:

@@ -61,3 +61,43 @@ def block(text: str, key: str, name: str, values: str) -> str:
 
     pattern = rf"^(\s*){re.escape(key)}: '{re.escape(sentinel(name))}'$"
     return re.sub(pattern, replace, text, flags=re.MULTILINE)
+
+
+def if_item(text: str, name: str, item: str, condition: str) -> str:
+    """The list item ``- '@@name@@'`` becomes ``- item`` only if ``condition`` holds."""
+
+    def replace(match: re.Match[str]) -> str:
+        indent = match.group(1)
+        return f"{indent}{{{{- if {condition} }}}}\n{indent}- {item}\n{indent}{{{{- end }}}}"
+
+    pattern = rf"^(\s*)- '{re.escape(sentinel(name))}'$"
+    return re.sub(pattern, replace, text, flags=re.MULTILINE)
+
+
+def with_block(text: str, key: str, name: str, values: str) -> str:
+    """``key: '@@name@@'`` becomes ``key:`` and ``values`` as YAML, only when ``values`` is
+    not empty (``with``)."""
+
+    def replace(match: re.Match[str]) -> str:
+        indent = match.group(1)
+        nindent = len(indent) + 2
+        return (
+            f"{indent}{{{{- with {values} }}}}\n{indent}{key}:\n"
+            f"{indent}  {{{{- toYaml . | nindent {nindent} }}}}\n{indent}{{{{- end }}}}"
+        )
+
+    pattern = rf"^(\s*){re.escape(key)}: '{re.escape(sentinel(name))}'$"
+    return re.sub(pattern, replace, text, flags=re.MULTILINE)
+
+
+def with_scalar(text: str, key: str, name: str, values: str) -> str:
+    """``key: '@@name@@'`` becomes ``key: <values>`` only when ``values`` is not empty."""
+
+    def replace(match: re.Match[str]) -> str:
+        indent = match.group(1)
+        return (
+            f"{indent}{{{{- with {values} }}}}\n{indent}{key}: {{{{ . }}}}\n{indent}{{{{- end }}}}"
+        )
+
+    pattern = rf"^(\s*){re.escape(key)}: '{re.escape(sentinel(name))}'$"
+    return re.sub(pattern, replace, text, flags=re.MULTILINE)

@@ -7,11 +7,13 @@ from __future__ import annotations
 from typing import Any
 
 from appstack import __version__
+from appstack.core import defaults
 from appstack.core.duration import DEFAULT_SYNC_PERIOD
 from appstack.manifests.crds import LABELS
 from appstack.manifests.rbac import NAME, NAMESPACE
 
 IMAGE = f"appstack:{__version__}"
+CONCURRENCY = defaults.CONCURRENCY
 
 
 def namespace(name: str = NAMESPACE) -> dict[str, Any]:
@@ -59,6 +61,8 @@ def deployment(
     watch_namespaces: tuple[str, ...] = (),
     replicas: int = 2,
     sync_period: str = DEFAULT_SYNC_PERIOD,
+    log_level: str = defaults.LOG_LEVEL,
+    concurrency: int | str = defaults.CONCURRENCY,
 ) -> dict[str, Any]:
     """The operator's Deployment; it watches ``watch_namespaces`` (none: all) and resyncs
     every ``sync_period``."""
@@ -73,6 +77,8 @@ def deployment(
             "--health-probe-bind-address=:8081",
             "--log-format=json",
             f"--sync-period={sync_period}",
+            f"--log-level={log_level}",
+            f"--concurrency={concurrency}",
             *(f"--namespace={watched}" for watched in watch_namespaces),
         ],
         "env": [

@@ -1,0 +1,9 @@
+"""Defaults of ``appstack run`` that the install manifests and the Helm chart repeat, written
+once: the CLI (:mod:`appstack.run_command`) and :mod:`appstack.manifests` read them here."""
+
+from __future__ import annotations
+
+#: Concurrent reconciles per controller (``--concurrency``).
+CONCURRENCY = 32
+#: ``--log-level``.
+LOG_LEVEL = "info"

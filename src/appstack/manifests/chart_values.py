@@ -1,0 +1,119 @@
+"""The Helm chart's values as a model (pure): the defaults in values.yaml and the
+``values.schema.json`` Helm checks every install and upgrade against, so a misspelt or
+mistyped value fails at ``helm install`` with its path named instead of being ignored.
+
+Every operator flag the docs tell an installer to set has a value here (log level,
+concurrency, sync period, external addresses, watched namespaces, leader election, extra
+arguments), and the scheduling a platform team expects (nodeSelector, tolerations, affinity,
+priorityClassName, resources). Used by :mod:`appstack.manifests.chart`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from appstack.core.duration import DEFAULT_SYNC_PERIOD
+from appstack.manifests import monitoring, workload
+
+DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+DURATION = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$"
+
+
+class _Values(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+
+class Image(_Values):
+    repository: str = Field(workload.IMAGE.split(":")[0], min_length=1)
+    tag: str = Field("", description="Default: the chart's appVersion.")
+
+
+class Toggle(_Values):
+    enabled: bool = False
+
+
+class Account(_Values):
+    name: str = Field(monitoring.PROMETHEUS_ACCOUNT["name"], min_length=1)
+    namespace: str = Field(monitoring.PROMETHEUS_ACCOUNT["namespace"], pattern=DNS_LABEL)
+
+
+class ServiceMonitor(_Values):
+    enabled: bool = False
+    interval: str = Field("30s", pattern=DURATION)
+    prometheus_service_account: Account = Field(
+        default_factory=lambda: Account.model_validate({}),
+        description="Whose token Prometheus scrapes with; bound to the metrics-reader role.",
+    )
+
+
+class Metrics(_Values):
+    enabled: bool = Field(True, description="The metrics Service (and the helm test).")
+    service_monitor: ServiceMonitor = Field(
+        default_factory=lambda: ServiceMonitor.model_validate({})
+    )
+    prometheus_rule: Toggle = Field(default_factory=lambda: Toggle.model_validate({}))
+    grafana_dashboard: Toggle = Field(default_factory=lambda: Toggle.model_validate({}))
+
+
+def _resources() -> dict[str, Any]:
+    (container,) = workload.deployment()["spec"]["template"]["spec"]["containers"]
+    return dict(container["resources"])
+
+
+def _affinity() -> dict[str, Any]:
+    return dict(workload.deployment()["spec"]["template"]["spec"]["affinity"])
+
+
+class ChartValues(_Values):
+    """Everything ``--set`` and ``-f values.yaml`` may say."""
+
+    image: Image = Field(default_factory=lambda: Image.model_validate({}))
+    replicas: int = Field(2, ge=0, le=10)
+    resources: dict[str, Any] = Field(default_factory=_resources)
+    watch_namespaces: list[str] = Field(
+        default_factory=list,
+        description="Empty: all namespaces (a ClusterRole); else a Role in each (--namespace).",
+    )
+    sync_period: str = Field(DEFAULT_SYNC_PERIOD, pattern=DURATION)
+    leader_election: Toggle = Field(
+        default_factory=lambda: Toggle.model_validate({"enabled": True})
+    )
+    log_level: Literal["debug", "info", "warning", "error", "critical"] = "info"
+    concurrency: int = Field(
+        workload.CONCURRENCY, ge=1, le=1024, description="Concurrent reconciles per controller."
+    )
+    allow_external_ips: bool = Field(
+        False, alias="allowExternalIPs", description="--allow-external-ips"
+    )
+    external_deny_cidrs: list[str] = Field(
+        default_factory=list,
+        alias="externalDenyCIDRs",
+        description="--external-deny-cidr: give the cluster's pod and service ranges.",
+    )
+    allow_external_cluster_names: bool = Field(False, description="--allow-external-cluster-names")
+    extra_args: list[str] = Field(
+        default_factory=list, description="More arguments of `appstack run`."
+    )
+    node_selector: dict[str, str] = Field(default_factory=dict)
+    tolerations: list[dict[str, Any]] = Field(default_factory=list)
+    affinity: dict[str, Any] = Field(
+        default_factory=_affinity, description="Default: replicas on different nodes."
+    )
+    priority_class_name: str = ""
+    metrics: Metrics = Field(default_factory=lambda: Metrics.model_validate({}))
+
+
+def defaults() -> dict[str, Any]:
+    """values.yaml: every value with its default."""
+    return ChartValues.model_validate({}).model_dump(by_alias=True)
+
+
+def schema() -> dict[str, Any]:
+    """values.schema.json (JSON Schema 2020-12, which Helm 3.18 and later read)."""
+    generated = ChartValues.model_json_schema(by_alias=True)
+    for definition in generated.get("$defs", {}).values():
+        definition.pop("title", None)
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **generated}
