@@ -1,0 +1,30 @@
+"""One version: ``appstack.__version__``. The package reads it (pyproject's dynamic
+version), the chart and the image label are generated from it; the test bed's
+distribution and the Dockerfile repeat it, checked here."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import tomllib
+
+from appstack import __version__
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_every_place_says_the_same_version() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert "version" not in project
+    assert project["dynamic"] == ["version"]
+    testbed = tomllib.loads((ROOT / "testbed" / "pyproject.toml").read_text())["project"]
+    assert testbed["version"] == __version__
+    label = re.search(
+        r'org.opencontainers.image.version="([^"]+)"', (ROOT / "Dockerfile").read_text()
+    )
+    assert label is not None
+    assert label.group(1) == __version__
+    chart = (ROOT / "charts" / "appstack" / "Chart.yaml").read_text()
+    assert f"version: {__version__}" in chart
+    assert f"appVersion: {__version__}" in chart
