@@ -149,7 +149,7 @@ def uninstall(kubeconfig: str | None, timeout: float, yes: bool, namespace: str 
 
 
 @click.command()
-@click.argument("stack")
+@click.argument("target", metavar="[KIND/]NAME")
 @click.option("-n", "--namespace", default="default", show_default=True)
 @KUBECONFIG
 @click.option(
@@ -159,29 +159,46 @@ def uninstall(kubeconfig: str | None, timeout: float, yes: bool, namespace: str 
     default="tree",
     show_default=True,
 )
-def status(stack: str, namespace: str, kubeconfig: str | None, output: str) -> None:
-    """Show an AppStack as a tree: its members (middleware, components), the objects made
-    for each and their readiness (like `crossplane beta trace`)."""
+def status(target: str, namespace: str, kubeconfig: str | None, output: str) -> None:
+    """Show one object of ours and what it is made of: an AppStack (NAME or appstack/NAME)
+    as a tree of its members and their objects (like `crossplane beta trace`);
+    appservice/NAME with its pods and why they wait; etcd/NAME with its members, leader and
+    last backup; crontab/NAME with its schedule, newest run and Jobs."""
     import asyncio  # noqa: PLC0415
     import json  # noqa: PLC0415
 
     import yaml  # noqa: PLC0415
 
     from appstack import status as stack_status  # noqa: PLC0415
+    from appstack import status_kinds  # noqa: PLC0415
     from appstack.runtime import errors  # noqa: PLC0415
     from appstack.runtime.client import Client  # noqa: PLC0415
 
+    kind_name, _, name = target.rpartition("/")
+    resource = status_kinds.resolve(kind_name) if kind_name else None
+    if kind_name and resource is None:
+        raise click.ClickException(
+            f"{kind_name!r} is not a kind of ours (appstack, appservice, etcd, crontab)"
+        )
+    stack = resource is None or resource.kind == "AppStack"
+
     async def go() -> dict[str, object]:
         async with await Client.connect(kubeconfig) as client:
-            return await stack_status.collect(client, stack, namespace)
+            if stack:
+                return await stack_status.collect(client, name, namespace)
+            assert resource is not None  # noqa: S101 - not a stack
+            return await status_kinds.collect(client, resource, name, namespace)
 
     try:
         tree = asyncio.run(go())
     except errors.NotFound as error:
-        raise click.ClickException(f"AppStack {namespace}/{stack} not found") from error
+        what = "AppStack" if stack else resource.kind  # type: ignore[union-attr]
+        raise click.ClickException(f"{what} {namespace}/{name} not found") from error
     if output == "json":
         click.echo(json.dumps(tree, indent=2))
     elif output == "yaml":
         click.echo(yaml.safe_dump(tree, sort_keys=False), nl=False)
-    else:
+    elif stack:
         click.echo(stack_status.render_tree(tree), nl=False)
+    else:
+        click.echo(status_kinds.render(tree), nl=False)

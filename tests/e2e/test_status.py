@@ -10,6 +10,7 @@ from pathlib import Path
 from click.testing import CliRunner, Result
 
 from appstack.cli import main
+from appstack.controllers.appservice import APP_SERVICE
 from appstack.controllers.appstack import APP_STACK
 from appstack.runtime.client import Client
 from tests.e2e.conftest import RunningOperator, is_ready, until
@@ -64,3 +65,38 @@ async def test_status_shows_members_their_objects_and_readiness(
     )
     assert missing.exit_code == 1
     assert f"AppStack {namespace}/nope not found" in missing.output
+
+
+async def test_status_of_an_appservice_shows_its_pods_and_why_they_wait(
+    client: Client, namespace: str, operator: RunningOperator, kubeconfig: Path
+) -> None:
+    """``appstack status appservice/NAME``: Ready and Available, and one line per pod."""
+    app = {
+        "apiVersion": "appstack.dev/v1",
+        "kind": "AppService",
+        "metadata": {"name": "web", "namespace": namespace},
+        "spec": {"image": "nginx:1.7.9", "size": 2, "ports": [{"port": 80}]},
+    }
+    await client.create(APP_SERVICE, app)
+    await until(client, APP_SERVICE, "web", namespace, is_ready, 120, "web Ready")
+
+    def status(*args: str) -> Result:
+        argv = ["status", *args, "-n", namespace, f"--kubeconfig={kubeconfig}"]
+        return CliRunner().invoke(main, argv)
+
+    result = await asyncio.to_thread(status, "appsvc/web", "-o", "json")
+    assert result.exit_code == 0, result.output
+    tree = json.loads(result.output)
+    assert (tree["kind"], tree["ready"], tree["available"]) == ("AppService", "True", "True")
+    assert tree["count"] == "2/2"
+    assert len(tree["items"]) == 2
+    assert all(i["name"].startswith("Pod/web-") and i["ready"] == "1/1" for i in tree["items"])
+    lines = (await asyncio.to_thread(status, "appservice/web")).output.splitlines()
+    assert lines[1].startswith("AppService/web")
+    assert "available True" in lines[1]
+    unknown = await asyncio.to_thread(status, "widget/web")
+    assert unknown.exit_code == 1
+    assert "'widget' is not a kind of ours" in unknown.output
+    missing = await asyncio.to_thread(status, "etcd/nope")
+    assert missing.exit_code == 1
+    assert f"EtcdCluster {namespace}/nope not found" in missing.output
