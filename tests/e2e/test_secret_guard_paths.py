@@ -7,6 +7,9 @@ the operator's ServiceAccount ends up with, its token cannot mint a
 * ``appstack manifests --namespace``; a Helm release in another namespace;
 * a namespaced install (Roles only), attacked in the namespace it may write Secrets in.
 
+The attack mints a token of ``default``'s ServiceAccount in ``default``; in ``kube-system``
+the second policy (manifests/admission_writes.py) refuses any write of the operator first.
+
 The guard follows the operator's RBAC binding (manifests/admission.py), so cluster
 administrators and other ServiceAccounts are not affected (checked too). On a cluster of
 its own (installs cluster-wide objects).
@@ -83,6 +86,9 @@ def assert_guarded(cluster: LocalCluster, kubeconfig: Path, namespace: str) -> N
         assert time.monotonic() < deadline, answer
         time.sleep(0.5)
     assert "created" in create_as(cluster, kubeconfig, _secret(namespace, "Opaque"))
+    # kube-system: refused as well, by the writes policy before the Secret guard even looks
+    system = create_as(cluster, kubeconfig, _secret("kube-system", TOKEN_SECRET))
+    assert "forbidden" in system, system
 
 
 @pytest.fixture(scope="module")
@@ -110,7 +116,7 @@ def test_the_readme_kustomize_overlays_keep_the_guard(
         kubeconfig = token_kubeconfig(
             cluster, str(overlay["namespace"]), account, tmp_path / f"{name}.kubeconfig"
         )
-        assert_guarded(cluster, kubeconfig, "kube-system")
+        assert_guarded(cluster, kubeconfig, "default")
         cluster.kubectl("delete", "-k", str(directory), "--wait=false")
 
 
@@ -119,7 +125,7 @@ def test_appstack_manifests_and_a_namespaced_install_keep_the_guard(
 ) -> None:
     cluster.kubectl("create", "namespace", "tenant-a")
     for args, attacked in (
-        (["--namespace", "team-ops"], "kube-system"),
+        (["--namespace", "team-ops"], "default"),
         (["--namespace", "tenant-ops", "--watch-namespace", "tenant-a"], "tenant-a"),
     ):
         bundle = subprocess.run(
@@ -149,7 +155,7 @@ def test_a_helm_release_in_another_namespace_keeps_the_guard(
         "--skip-crds",
     )
     kubeconfig = token_kubeconfig(cluster, "helm-ops", "appstack-operator", tmp_path / "helm.cfg")
-    assert_guarded(cluster, kubeconfig, "kube-system")
+    assert_guarded(cluster, kubeconfig, "default")
 
 
 def test_administrators_and_other_service_accounts_are_not_affected(
