@@ -86,6 +86,15 @@ def test_children_services_and_a_quorum_keeping_budget() -> None:
 def test_pod_view_reads_readiness_ip_version_and_deletion() -> None:
     pod = desired.member_pod(OBJ, spec(), "e-0", {}, new_cluster=True, voter=True)
     assert pod["spec"]["automountServiceAccountToken"] is False  # etcd needs no API token
+    # members prefer different nodes by default (preferred: more members than nodes start)
+    (term,) = pod["spec"]["affinity"]["podAntiAffinity"][
+        "preferredDuringSchedulingIgnoredDuringExecution"
+    ]
+    assert term["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
+    assert term["podAffinityTerm"]["labelSelector"]["matchLabels"] == desired.selector("e")
+    mine = {"nodeAffinity": {}}
+    own = desired.member_pod(OBJ, spec(affinity=mine), "e-0", {}, new_cluster=True, voter=True)
+    assert own["spec"]["affinity"] == mine
     pod["status"] = {"podIP": "127.1.0.5", "conditions": [{"type": "Ready", "status": "True"}]}
     pod["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
     view = pod_view(pod)

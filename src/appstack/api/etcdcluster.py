@@ -155,7 +155,8 @@ class EtcdClusterSpec(KubeModel):
     )
     affinity: dict[str, Any] | None = Field(
         None,
-        description="Pod affinity/anti-affinity (core/v1 Affinity).",
+        description="Pod affinity/anti-affinity (core/v1 Affinity). Default: members prefer "
+        "different nodes (preferred pod anti-affinity on kubernetes.io/hostname).",
         json_schema_extra={"x-kubernetes-preserve-unknown-fields": True},
     )
     priority_class_name: ObjectName | None = Field(None, description="PriorityClass of members.")

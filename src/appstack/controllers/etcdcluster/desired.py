@@ -22,6 +22,7 @@ from appstack.controllers.etcdcluster import tls
 from appstack.controllers.util.meta import child_labels, child_metadata, instance_labels
 
 COMPONENT = "etcd"
+HOSTNAME = "kubernetes.io/hostname"
 CLIENT_PORT = 2379
 PEER_PORT = 2380
 DATA_DIR = "/var/lib/etcd"
@@ -135,6 +136,19 @@ def volume(obj: dict[str, Any], spec: EtcdClusterSpec, pod: str) -> dict[str, An
     }
 
 
+def spread(cluster: str) -> dict[str, Any]:
+    """Members of ``cluster`` prefer nodes without another member (preferred, so a cluster
+    of more members than nodes still starts); ``spec.affinity`` replaces it."""
+    term = {"labelSelector": {"matchLabels": selector(cluster)}, "topologyKey": HOSTNAME}
+    return {
+        "podAntiAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 100, "podAffinityTerm": term}
+            ]
+        }
+    }
+
+
 def placement(spec: EtcdClusterSpec) -> dict[str, Any]:
     """The members' scheduling constraints (also given to the backup Jobs' pods)."""
     out: dict[str, Any] = {}
@@ -209,6 +223,8 @@ def member_pod(
         "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": f"data-{pod}"}}],
     }
     pod_spec.update(placement(spec))
+    if not spec.affinity:  # by default, members prefer different nodes (one lost: one member)
+        pod_spec["affinity"] = spread(cluster)
     labels = {**child_labels(cluster, COMPONENT), VOTER: "true" if voter else "false"}
     meta = child_metadata(obj, pod, labels)
     meta["annotations"] = {INITIAL: cluster_flag}
