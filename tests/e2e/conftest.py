@@ -267,6 +267,18 @@ class RunningOperator:
     task: asyncio.Task[None]
     recorder: EventRecorder
 
+    def reconciles(self, controller: str, *results: str) -> float:
+        """How many reconciles ``controller`` has done (with any of ``results``: default
+        all of success, requeue, requeue_after, error)."""
+        registry = self.manager.metrics.registry
+        return sum(
+            registry.get_sample_value(
+                "controller_runtime_reconcile_total", {"controller": controller, "result": r}
+            )
+            or 0.0
+            for r in results or ("success", "requeue", "requeue_after", "error")
+        )
+
     async def stop(self) -> None:
         self.manager.stop()
         await asyncio.wait_for(self.task, 30)

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from appstack.controllers.appservice import APP_SERVICE
+from appstack.controllers.util.meta import owner_reference
 from appstack.manifests.admission_writes import ALLOW_PRIVILEGED
 from appstack.runtime import errors
 from appstack.runtime.client import Client
@@ -59,20 +60,10 @@ async def owner(client: Client, namespace: str) -> dict[str, Any]:
     return await client.create(APP_SERVICE, app)
 
 
-def _ref(owner: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "apiVersion": owner["apiVersion"],
-        "kind": owner["kind"],
-        "name": owner["metadata"]["name"],
-        "uid": owner["metadata"]["uid"],
-        "controller": True,
-    }
-
-
 def _meta(name: str, namespace: str, owner: dict[str, Any] | None) -> dict[str, Any]:
     meta: dict[str, Any] = {"name": name, "namespace": namespace}
     if owner is not None:
-        meta["ownerReferences"] = [_ref(owner)]
+        meta["ownerReferences"] = [owner_reference(owner)]  # as the operator writes it
     return meta
 
 
@@ -159,9 +150,9 @@ async def test_only_what_one_of_our_kinds_controls(
     await _refused(as_operator, SERVICE, service, NOT_OWNED)
     # An ownerReference to something that is not one of our kinds does not count either.
     foreign = {**owner, "apiVersion": "apps/v1", "kind": "Deployment"}
-    await _refused(
-        as_operator, CONFIG_MAP, {**config, "metadata": _meta("x", namespace, foreign)}, NOT_OWNED
-    )
+    elsewhere = _meta("x", namespace, foreign)
+    elsewhere["ownerReferences"][0].pop("blockOwnerDeletion")  # (needs Deployment finalizers)
+    await _refused(as_operator, CONFIG_MAP, {**config, "metadata": elsewhere}, NOT_OWNED)
     # Deleting what the operator does not own: refused (an administrator's ConfigMap).
     await client.create(CONFIG_MAP, config)
     with pytest.raises(errors.Forbidden) as refused:

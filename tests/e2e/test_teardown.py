@@ -165,17 +165,6 @@ class PodTimeline:
             task.cancel()
 
 
-def _reconciles(operator: RunningOperator) -> float:
-    registry = operator.manager.metrics.registry
-    return sum(
-        registry.get_sample_value(
-            "controller_runtime_reconcile_total", {"controller": "appstack", "result": result}
-        )
-        or 0.0
-        for result in ("success", "requeue", "requeue_after", "error")
-    )
-
-
 @pytest.fixture
 async def slow_resync_operator(
     operator_kubeconfig: Path, namespace: str
@@ -215,10 +204,14 @@ async def test_a_child_held_by_a_foreign_finalizer_is_named_and_polled_with_back
     # Blocked for 15 s already: the next looks are seconds apart (a quarter of the time
     # waited), not the half-second of a wave in progress. (The first look counted may be
     # the one our own status write triggered; after it, three scheduled looks.)
-    first = _reconciles(operator)
-    await wait_until(lambda: _reconciles(operator) >= first + 1, timeout=60, what="a look")
-    start, looked = time.monotonic(), _reconciles(operator)
-    await wait_until(lambda: _reconciles(operator) >= looked + 3, timeout=90, what="3 looks")
+    first = operator.reconciles("appstack")
+    await wait_until(
+        lambda: operator.reconciles("appstack") >= first + 1, timeout=60, what="a look"
+    )
+    start, looked = time.monotonic(), operator.reconciles("appstack")
+    await wait_until(
+        lambda: operator.reconciles("appstack") >= looked + 3, timeout=90, what="3 looks"
+    )
     assert time.monotonic() - start >= 6.0
 
     current = await client.get(DEPLOYMENT, "held-app", namespace)
