@@ -119,7 +119,7 @@ docs: venv
 # `make image-buildx IMG=registry/appstack:tag PLATFORMS=linux/amd64,linux/arm64`.
 # Without a daemon (root on Debian/Ubuntu): `make image-oci` builds the same contents with
 # mmdebstrap + buildah into an oci-archive in $(APPSTACK_CACHE)/image (what `make test` runs).
-VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+VERSION := $(shell sed -n 's/^__version__ = "\(.*\)"/\1/p' src/appstack/__init__.py)
 IMG ?= appstack:$(VERSION)
 PLATFORMS ?= linux/amd64,linux/arm64
 BASE_IMAGE ?=

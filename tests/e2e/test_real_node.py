@@ -430,6 +430,9 @@ async def test_a_failing_run_makes_the_crontab_degraded_with_the_jobs_reason(
     (tab,) = _load("crontab.yaml", namespace)
     tab["spec"]["command"] = ["sh", "-c", "test -e /tmp/ok || exit 3"]
     tab["spec"]["backoffLimit"] = 0
+    # the seed's schedule runs every minute: suspended, only the runs made here exist (a
+    # suspended CronJob still makes a Job on `kubectl create job --from`)
+    tab["spec"]["suspend"] = True
     await client.create(CRON_TAB, tab)
     name = "my-new-cron-object"
     await until(client, CRON_TAB, name, namespace, is_ready, 60, "Ready")

@@ -25,6 +25,9 @@ def test_every_place_says_the_same_version() -> None:
     )
     assert label is not None
     assert label.group(1) == __version__
+    makefile = (ROOT / "Makefile").read_text()  # IMG's default tag
+    assert "VERSION := $(shell sed -n 's/^__version__ = " in makefile
+    assert "src/appstack/__init__.py)" in makefile
     chart = (ROOT / "charts" / "appstack" / "Chart.yaml").read_text()
     assert f"version: {__version__}" in chart
     assert f"appVersion: {__version__}" in chart
