@@ -202,8 +202,9 @@ def test_status_gives_https_urls_and_a_blocked_cluster_says_which_secret() -> No
     assert conditions["Degraded"] == ("True", "TLSSecretNotFound", problem.message)
     assert conditions["Progressing"][0] == "False"
     assert blocked["readyMembers"] == 1  # the last members are kept
-    assert status.blocked_reason(o) is None
-    assert status.blocked_reason({**o, "status": blocked}) == ("TLSSecretNotFound", problem.message)
+    assert status.last_said(o, "Available", "False") is None
+    said = status.last_said({**o, "status": blocked}, "Available", "False")
+    assert said == ("TLSSecretNotFound", problem.message)
 
 
 def test_a_refused_handshake_everywhere_is_a_problem_a_refused_connection_is_not() -> None:

@@ -74,7 +74,9 @@ class ChildWriter:
         for resource in (owner_kind, *owns):
             self.writes.follow(resource)
 
-    def _conflict(self, resource: Resource, name: str) -> Problem:
+    def conflict(self, resource: Resource, name: str) -> Problem:
+        """``<Kind>Conflict``: ``name`` exists and is not controlled by an owner of ours (never
+        taken over; a controller that creates children itself says the same)."""
         return Problem(
             f"{resource.kind}Conflict",
             f"{resource.kind} {name} already exists and is not managed by this "
@@ -112,7 +114,7 @@ class ChildWriter:
             else:
                 return created, problem, "Created" if problem is None else None
         if current is not None and not controlled_by(current, owner):
-            return None, self._conflict(resource, meta["name"]), None
+            return None, self.conflict(resource, meta["name"]), None
         if current is not None and already_so(want, current, self.client.field_manager):
             return current, None, None
         applied, problem = await self._apply(resource, want)
@@ -212,7 +214,7 @@ class ChildWriter:
             await self.event(owner, "Normal", "Created", note)
             return None
         mine = controlled_by(current, owner) or unowned_with_labels(current, meta)
-        return None if mine else self._conflict(resource, meta["name"])
+        return None if mine else self.conflict(resource, meta["name"])
 
     async def delete_child(
         self, resource: Resource, child: dict[str, Any], *, propagation: str = "Background"

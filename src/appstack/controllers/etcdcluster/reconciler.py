@@ -110,7 +110,7 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
         observed = status.from_observation(obj, seen, step, now_rfc3339())
         after = AFTER.get(step.kind, 0.2)
         if conflict is not None:  # the cluster may well serve: only Degraded says it
-            if status.degraded_reason(obj) != (conflict.reason, conflict.message):
+            if status.last_said(obj, "Degraded", "True") != (conflict.reason, conflict.message):
                 await self.writer.report(obj, conflict)
             observed = status.with_problem(obj, observed, conflict, now_rfc3339())
             after = AFTER["Degraded"]
@@ -125,7 +125,7 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
 
     async def _blocked(self, obj: dict[str, Any], problem: Problem) -> Result:
         """Stop here: the user must fix ``problem`` (said once, then looked at again)."""
-        if status.blocked_reason(obj) != (problem.reason, problem.message):
+        if status.last_said(obj, "Available", "False") != (problem.reason, problem.message):
             await self.writer.report(obj, problem)
         await self.writer.write_status(obj, status.blocked(obj, problem, now_rfc3339()))
         return Result(requeue_after=AFTER["Degraded"])
@@ -272,7 +272,7 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
             except errors.NotFound:
                 continue
             if not _owned(found, obj):
-                raise ChildConflict(_conflict(obj, resource.kind, name))
+                raise ChildConflict(self.writer.conflict(resource, name))
 
     async def _create(self, obj: dict[str, Any], resource: Any, want: dict[str, Any]) -> None:
         try:
@@ -281,7 +281,7 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
             name = want["metadata"]["name"]
             found = await self.client.get(resource, name, want["metadata"]["namespace"])
             if not _owned(found, obj):  # taken meanwhile
-                raise ChildConflict(_conflict(obj, resource.kind, name)) from None
+                raise ChildConflict(self.writer.conflict(resource, name)) from None
             return
         name = want["metadata"]["name"]
         await self.writer.event(obj, "Normal", "Created", f"Created {resource.kind} {name}")
@@ -310,11 +310,3 @@ class ChildConflict(Exception):
     def __init__(self, problem: Problem) -> None:
         super().__init__(problem.message)
         self.problem = problem
-
-
-def _conflict(obj: dict[str, Any], kind: str, name: str) -> Problem:
-    return Problem(
-        f"{kind}Conflict",
-        f"{kind} {name} already exists and is not managed by this EtcdCluster "
-        f"{obj['metadata']['name']}: rename or delete it (it is never adopted)",
-    )

@@ -102,12 +102,13 @@ def selector(obj: dict[str, Any]) -> str:
     return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
 
 
-def degraded_reason(obj: dict[str, Any]) -> tuple[str, str] | None:
-    """Reason and message of the last ``Degraded=True`` written, if any."""
-    degraded = previous_conditions(obj).get("Degraded") or {}
-    if degraded.get("status") != "True":
+def last_said(obj: dict[str, Any], type_: str, value: str) -> tuple[str, str] | None:
+    """Reason and message of the last condition ``type_`` written, if it was ``value``
+    (what a problem was already reported as: ``Available=False``, ``Degraded=True``)."""
+    said = previous_conditions(obj).get(type_) or {}
+    if said.get("status") != value:
         return None
-    return degraded.get("reason", ""), degraded.get("message", "")
+    return said.get("reason", ""), said.get("message", "")
 
 
 def with_problem(
@@ -126,14 +127,6 @@ def with_problem(
     )
     conditions = [c for c in observed["conditions"] if c["type"] != "Degraded"]
     return {**observed, "conditions": [*conditions, degraded]}
-
-
-def blocked_reason(obj: dict[str, Any]) -> tuple[str, str] | None:
-    """Reason and message of the last ``Available=False`` written, if any."""
-    available = previous_conditions(obj).get("Available") or {}
-    if available.get("status") != "False":
-        return None
-    return available.get("reason", ""), available.get("message", "")
 
 
 def blocked(obj: dict[str, Any], problem: Problem, now: str) -> dict[str, Any]:
