@@ -20,7 +20,12 @@ from typing import Any
 from appstack.api.appservice import AppService, AppServiceSpec
 from appstack.controllers.appservice import desired, status
 from appstack.controllers.util.conditions import Problem
-from appstack.controllers.util.meta import COMPONENT_LABEL, INSTANCE_LABEL, instance_labels
+from appstack.controllers.util.meta import (
+    COMPONENT_LABEL,
+    INSTANCE_LABEL,
+    instance_labels,
+    label_selector,
+)
 from appstack.controllers.util.pods import (
     POD_INDEXERS,
     POD_TRANSFORMS,
@@ -37,8 +42,7 @@ from appstack.runtime.resources import DEPLOYMENT, POD, SERVICE
 
 def _selector(app: dict[str, Any]) -> str:
     """The pods' label selector, as the scale subresource reports it."""
-    labels = instance_labels(app["metadata"]["name"])
-    return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+    return label_selector(instance_labels(app["metadata"]["name"]))
 
 
 class AppServiceReconciler(KindReconciler[AppServiceSpec]):

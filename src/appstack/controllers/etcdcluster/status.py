@@ -14,6 +14,7 @@ from appstack.controllers.etcdcluster import desired
 from appstack.controllers.etcdcluster.observe import Observation
 from appstack.controllers.etcdcluster.plan import Step
 from appstack.controllers.util.conditions import Problem, condition, previous_conditions
+from appstack.controllers.util.meta import label_selector
 
 
 def _members(obj: dict[str, Any], seen: Observation) -> list[dict[str, Any]]:
@@ -98,8 +99,7 @@ def from_observation(
 
 def selector(obj: dict[str, Any]) -> str:
     """The member pods' label selector, as the scale subresource reports it (HPA)."""
-    labels = desired.selector(obj["metadata"]["name"])
-    return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+    return label_selector(desired.selector(obj["metadata"]["name"]))
 
 
 def last_said(obj: dict[str, Any], type_: str, value: str) -> tuple[str, str] | None:

@@ -33,6 +33,12 @@ INSTANCE_LABEL = "app.kubernetes.io/instance"
 COMPONENT_LABEL = "app.kubernetes.io/component"
 
 
+def label_selector(labels: dict[str, str]) -> str:
+    """``labels`` as a label selector string (``k=v,...``, sorted), as the scale subresource
+    reports its pods' and a list request asks for them."""
+    return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+
+
 def instance_labels(name: str) -> dict[str, str]:
     """The selector labels of an owner's pods: ``app.kubernetes.io/{name,instance}``."""
     return {"app.kubernetes.io/name": name, INSTANCE_LABEL: name}
