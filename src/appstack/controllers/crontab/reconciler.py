@@ -15,7 +15,7 @@ the newest run failing, or its pods unable to start, makes the CronTab ``Ready=F
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import ValidationError
 
@@ -23,10 +23,18 @@ from appstack.api.crontab import CronTab, CronTabSpec
 from appstack.controllers.crontab import desired, status
 from appstack.controllers.util.conditions import Problem, now_rfc3339, previous_conditions
 from appstack.controllers.util.meta import COMPONENT_LABEL, INSTANCE_LABEL, instance_labels
-from appstack.controllers.util.pods import POD_INDEXERS, POD_TRANSFORMS, pod_mapper, pods_of
+from appstack.controllers.util.pods import (
+    POD_INDEXERS,
+    POD_TRANSFORMS,
+    label_indexers,
+    labelled,
+    pod_mapper,
+    pods_of,
+)
 from appstack.controllers.util.reconciler import KindReconciler
 from appstack.runtime.controller import Request, Result
-from appstack.runtime.resources import CRON_JOB, JOB, POD
+from appstack.runtime.resources import CRON_JOB, JOB, POD, Resource
+from appstack.runtime.store import IndexFunc
 
 
 def _job_mapper(job: dict[str, Any]) -> list[Request]:
@@ -47,7 +55,10 @@ class CronTabReconciler(KindReconciler[CronTabSpec]):
         (POD, pod_mapper(INSTANCE_LABEL, **{COMPONENT_LABEL: desired.COMPONENT})),
     )
     transforms = POD_TRANSFORMS
-    indexers = POD_INDEXERS
+    indexers: ClassVar[dict[Resource, dict[str, IndexFunc]]] = {
+        **POD_INDEXERS,
+        **label_indexers(JOB),
+    }
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -72,18 +83,12 @@ class CronTabReconciler(KindReconciler[CronTabSpec]):
             await self.writer.report(obj, problem)
         meta = obj["metadata"]
         selector = {**instance_labels(meta["name"]), COMPONENT_LABEL: desired.COMPONENT}
-        jobs = [
-            job
-            for job in self.cache.objects(JOB)
-            if job["metadata"].get("namespace") == meta["namespace"]
-            and selector.items() <= (job["metadata"].get("labels") or {}).items()
-        ]
         observed = status.from_cron_job(
             obj,
             synced.get("CronJob"),
             problem,
             now_rfc3339(),
-            jobs=jobs,
+            jobs=labelled(self.cache, JOB, meta["namespace"], selector),
             pods=pods_of(self.cache, meta["namespace"], selector),
         )
         await self._warn_once(obj, observed, "Ready", lambda c: c["reason"] == "SecondsRounded")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-from typing import Any
+from typing import Any, ClassVar
 
 import structlog
 
@@ -34,14 +34,21 @@ from appstack.controllers.util.conditions import (
     previous_conditions,
 )
 from appstack.controllers.util.meta import controlled_by
-from appstack.controllers.util.pods import POD_INDEXERS, POD_TRANSFORMS, pods_of
+from appstack.controllers.util.pods import (
+    POD_INDEXERS,
+    POD_TRANSFORMS,
+    label_indexers,
+    labelled,
+    pods_of,
+)
 from appstack.controllers.util.reconciler import KindReconciler
 from appstack.runtime import errors
 from appstack.runtime.cache import Cache
 from appstack.runtime.client import Client
 from appstack.runtime.controller import Result
 from appstack.runtime.events import EventRecorder
-from appstack.runtime.resources import JOB, POD, PVC, SERVICE
+from appstack.runtime.resources import JOB, POD, PVC, SERVICE, Resource
+from appstack.runtime.store import IndexFunc
 
 log = structlog.get_logger("appstack.etcdcluster")
 
@@ -55,7 +62,10 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
     kind = EtcdCluster.KIND
     owns = (SERVICE, PDB, POD, PVC, JOB)
     transforms = POD_TRANSFORMS  # the pod cache is shared: the same transform as the others
-    indexers = POD_INDEXERS
+    indexers: ClassVar[dict[Resource, dict[str, IndexFunc]]] = {
+        **POD_INDEXERS,
+        **label_indexers(PVC),
+    }
 
     def __init__(self, client: Client, cache: Cache, recorder: EventRecorder, **_: Any) -> None:
         super().__init__(client, cache, recorder)
@@ -86,7 +96,7 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
         meta = obj["metadata"]
         mine = desired.selector(meta["name"])
         pods = [p for p in pods_of(self.cache, meta["namespace"], mine) if _owned(p, obj)]
-        volumes = [v for v in self._volumes(meta["namespace"], mine) if _owned(v, obj)]
+        volumes = [v for v in labelled(self.cache, PVC, meta["namespace"], mine) if _owned(v, obj)]
         checked = await self.tls_secrets.check(meta["namespace"], spec.tls)
         if checked.problem is not None:  # members cannot start, or cannot be reached
             return await self._blocked(obj, checked.problem)
@@ -129,14 +139,6 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
             await self.writer.report(obj, problem)
         await self.writer.write_status(obj, status.blocked(obj, problem, now_rfc3339()))
         return Result(requeue_after=AFTER["Degraded"])
-
-    def _volumes(self, namespace: str, labels: dict[str, str]) -> list[dict[str, Any]]:
-        return [
-            v
-            for v in self.cache.objects(PVC)
-            if v["metadata"].get("namespace") == namespace
-            and labels.items() <= (v["metadata"].get("labels") or {}).items()
-        ]
 
     async def _label_voters(self, seen: Observation) -> None:
         """Voting members' pods carry ``etcd-voter=true`` (the client Service's selector)."""

@@ -126,9 +126,9 @@ def pod_problem(pods: Iterable[Mapping[str, Any]], now: float | None = None) -> 
 _LABEL_INDEX = "namespace/label"
 
 
-def _by_label(pod: dict[str, Any]) -> Iterable[str]:
-    """Index values of a pod: ``namespace/key=value`` for each of its labels."""
-    meta = pod["metadata"]
+def _by_label(obj: dict[str, Any]) -> Iterable[str]:
+    """Index values of an object: ``namespace/key=value`` for each of its labels."""
+    meta = obj["metadata"]
     return [f"{meta.get('namespace')}/{k}={v}" for k, v in (meta.get("labels") or {}).items()]
 
 
@@ -149,22 +149,36 @@ def cached_pod(pod: dict[str, Any]) -> dict[str, Any]:
 
 #: The cache transforms of every controller that watches pods.
 POD_TRANSFORMS: dict[Resource, Callable[[dict[str, Any]], dict[str, Any]]] = {POD: cached_pod}
+
+
+def label_indexers(*resources: Resource) -> dict[Resource, dict[str, IndexFunc]]:
+    """The label index :func:`labelled` reads, for ``resources`` (register at setup)."""
+    return {resource: {_LABEL_INDEX: _by_label} for resource in resources}
+
+
 #: The cache index :func:`pods_of` reads, registered at setup by every controller using it.
-POD_INDEXERS: dict[Resource, dict[str, IndexFunc]] = {POD: {_LABEL_INDEX: _by_label}}
+POD_INDEXERS: dict[Resource, dict[str, IndexFunc]] = label_indexers(POD)
+
+
+def labelled(
+    cache: Cache, resource: Resource, namespace: str, selector: Mapping[str, str]
+) -> list[dict[str, Any]]:
+    """The cached objects of ``resource`` in ``namespace`` carrying every label of
+    ``selector`` (looked up by an index of the first label, registered at setup by
+    :func:`label_indexers`, not by scanning every cached object)."""
+    if not selector:
+        return [o for o in cache.objects(resource) if o["metadata"].get("namespace") == namespace]
+    key, value = next(iter(sorted(selector.items())))
+    return [
+        obj
+        for obj in cache.by_index(resource, _LABEL_INDEX, f"{namespace}/{key}={value}")
+        if selector.items() <= (obj["metadata"].get("labels") or {}).items()
+    ]
 
 
 def pods_of(cache: Cache, namespace: str, selector: Mapping[str, str]) -> list[dict[str, Any]]:
-    """The cached pods in ``namespace`` carrying every label of ``selector`` (looked up by
-    an index of the first label, registered at setup by :data:`POD_INDEXERS`, not by
-    scanning every cached pod)."""
-    if not selector:
-        return [p for p in cache.objects(POD) if p["metadata"].get("namespace") == namespace]
-    key, value = next(iter(sorted(selector.items())))
-    return [
-        pod
-        for pod in cache.by_index(POD, _LABEL_INDEX, f"{namespace}/{key}={value}")
-        if selector.items() <= (pod["metadata"].get("labels") or {}).items()
-    ]
+    """The cached pods in ``namespace`` carrying every label of ``selector``."""
+    return labelled(cache, POD, namespace, selector)
 
 
 def pod_mapper(owner_label: str, **required: str) -> Mapper:
