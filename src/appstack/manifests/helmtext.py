@@ -40,15 +40,21 @@ def wrap_item(text: str, item: str, before: str, after: str) -> str:
     return re.sub(rf"^(\s*)- {re.escape(item)}$", replace, text, flags=re.MULTILINE)
 
 
-def range_item(text: str, name: str, item: str, values: str) -> str:
-    """The list item ``- '@@name@@'`` becomes one ``item`` per element of ``values``."""
+def _control_item(text: str, name: str, item: str, control: str) -> str:
+    """The list item ``- '@@name@@'`` becomes ``- item`` between ``{{- control }}`` and
+    ``{{- end }}``."""
 
     def replace(match: re.Match[str]) -> str:
         indent = match.group(1)
-        return f"{indent}{{{{- range {values} }}}}\n{indent}- {item}\n{indent}{{{{- end }}}}"
+        return f"{indent}{{{{- {control} }}}}\n{indent}- {item}\n{indent}{{{{- end }}}}"
 
     pattern = rf"^(\s*)- '{re.escape(sentinel(name))}'$"
     return re.sub(pattern, replace, text, flags=re.MULTILINE)
+
+
+def range_item(text: str, name: str, item: str, values: str) -> str:
+    """The list item ``- '@@name@@'`` becomes one ``item`` per element of ``values``."""
+    return _control_item(text, name, item, f"range {values}")
 
 
 def block(text: str, key: str, name: str, values: str) -> str:
@@ -65,13 +71,7 @@ def block(text: str, key: str, name: str, values: str) -> str:
 
 def if_item(text: str, name: str, item: str, condition: str) -> str:
     """The list item ``- '@@name@@'`` becomes ``- item`` only if ``condition`` holds."""
-
-    def replace(match: re.Match[str]) -> str:
-        indent = match.group(1)
-        return f"{indent}{{{{- if {condition} }}}}\n{indent}- {item}\n{indent}{{{{- end }}}}"
-
-    pattern = rf"^(\s*)- '{re.escape(sentinel(name))}'$"
-    return re.sub(pattern, replace, text, flags=re.MULTILINE)
+    return _control_item(text, name, item, f"if {condition}")
 
 
 def with_block(text: str, key: str, name: str, values: str) -> str:
