@@ -29,9 +29,7 @@ from appstack.controllers.etcdcluster.resources import PDB
 from appstack.controllers.etcdcluster.tlsclient import TLSSecrets
 from appstack.controllers.util.conditions import (
     Problem,
-    condition,
     now_rfc3339,
-    previous_conditions,
 )
 from appstack.controllers.util.meta import controlled_by
 from appstack.controllers.util.pods import (
@@ -72,21 +70,10 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
         self.tls_secrets = TLSSecrets(client)
 
     def invalid_status(self, obj: dict[str, Any], problem: Problem) -> dict[str, Any]:
-        generation = obj["metadata"].get("generation")
         return {
             **(obj.get("status") or {}),
-            "observedGeneration": generation,
-            "conditions": [
-                condition(
-                    "Degraded",
-                    "True",
-                    problem.reason,
-                    problem.message,
-                    generation=generation,
-                    previous=previous_conditions(obj),
-                    now=now_rfc3339(),
-                )
-            ],
+            "observedGeneration": obj["metadata"].get("generation"),
+            "conditions": [status.degraded(obj, problem, now_rfc3339())],
         }
 
     async def apply(self, obj: dict[str, Any], spec: EtcdClusterSpec) -> Result | None:

@@ -111,12 +111,10 @@ def last_said(obj: dict[str, Any], type_: str, value: str) -> tuple[str, str] | 
     return said.get("reason", ""), said.get("message", "")
 
 
-def with_problem(
-    obj: dict[str, Any], observed: dict[str, Any], problem: Problem, now: str
-) -> dict[str, Any]:
-    """``observed`` with ``Degraded=True`` for ``problem`` (the rest as observed)."""
+def degraded(obj: dict[str, Any], problem: Problem, now: str) -> dict[str, Any]:
+    """The condition ``Degraded=True`` for ``problem``."""
     generation = obj["metadata"].get("generation")
-    degraded = condition(
+    return condition(
         "Degraded",
         "True",
         problem.reason,
@@ -125,8 +123,14 @@ def with_problem(
         previous=previous_conditions(obj),
         now=now,
     )
+
+
+def with_problem(
+    obj: dict[str, Any], observed: dict[str, Any], problem: Problem, now: str
+) -> dict[str, Any]:
+    """``observed`` with ``Degraded=True`` for ``problem`` (the rest as observed)."""
     conditions = [c for c in observed["conditions"] if c["type"] != "Degraded"]
-    return {**observed, "conditions": [*conditions, degraded]}
+    return {**observed, "conditions": [*conditions, degraded(obj, problem, now)]}
 
 
 def blocked(obj: dict[str, Any], problem: Problem, now: str) -> dict[str, Any]:
