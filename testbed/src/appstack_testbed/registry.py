@@ -77,8 +77,15 @@ class LocalRegistry:
             self.process.start([str(binary), "serve", str(config)])
             deadline = time.monotonic() + 30
             while not self._answers():
-                if not self.process.running() or time.monotonic() > deadline:
+                if time.monotonic() > deadline:
                     raise ComponentError("registry", "did not start", self.process.log_tail())
+                if not self.process.running():
+                    # the port is still held by the registry of a cluster just taken down
+                    # (seen right after `appstack cluster down`): start again once it is free
+                    if "address already in use" not in self.process.log_tail(3):
+                        raise ComponentError("registry", "did not start", self.process.log_tail())
+                    time.sleep(0.5)
+                    self.process.start([str(binary), "serve", str(config)])
                 time.sleep(0.1)
         self.print(f"[appstack]   registry on {self.address} ({self.directory / 'data'})")
 
