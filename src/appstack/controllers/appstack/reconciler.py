@@ -31,7 +31,7 @@ from appstack.api.appstack_middleware import Middleware
 from appstack.api.graph import blocked_by, start_order
 from appstack.api.kind import group_key
 from appstack.api.security import PodSecurityLevel
-from appstack.controllers.appstack import desired, labels, middleware, status
+from appstack.controllers.appstack import addresses, desired, labels, middleware, status
 from appstack.controllers.appstack.addresses import ExternalIPPolicy
 from appstack.controllers.appstack.connections import third_party_credentials_missing
 from appstack.controllers.appstack.references import referenced
@@ -217,12 +217,17 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
             where = f"third-party {mw.external.url}"
             return status.member(base, True, "1/1", where, ready_message=where)
         if mw.external is not None and mw.external.host is not None:
-            refused = self.external_ips.refusal(mw.external.host)
+            refused = await addresses.refusal(
+                self.external_ips, mw.external.host, self.pod_security.exists
+            )
             if refused is not None:  # nothing written for it; a slice it had is pruned
                 problems.append(Problem("ExternalAddressRefused", f"{mw.name}: {refused}"))
                 return status.member(base, False, "0/1", refused)
-            synced = await self._sync(stack, middleware.children(stack, mw), wanted, problems)
-            ok = synced.get("Service") is not None
+            # The Service first: its EndpointSlice is written only into a Service of ours.
+            objects = middleware.children(stack, mw)
+            ok = (await self._sync(stack, objects[:1], wanted, problems)).get("Service") is not None
+            if ok:
+                await self._sync(stack, objects[1:], wanted, problems)
             where = f"external {mw.external.host}:{mw.external.port}"
             return status.member(base, ok, "1/1" if ok else "0/1", where, ready_message=where)
         for secret in middleware.generated_secrets(stack, mw):
