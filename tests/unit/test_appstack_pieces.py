@@ -12,7 +12,7 @@ from appstack.api.appstack import AppStack, AppStackSpec
 from appstack.api.graph import blocked_by, find_cycle, start_order, teardown_order
 from appstack.api.security import SecurityContext
 from appstack.controllers.appstack import catalog, desired, middleware, teardown
-from appstack.controllers.appstack.addresses import ExternalIPPolicy, parse_networks
+from appstack.controllers.appstack.addresses import ExternalIPPolicy, parse_networks, refusal
 from appstack.controllers.appstack.connections import connection_env
 from appstack.controllers.util.workloads import BASELINE, RESTRICTED, security_context
 
@@ -288,3 +288,39 @@ def test_workloads_are_restricted_unless_the_user_overrides_a_field() -> None:
     assert merged["runAsUser"] == 0  # the user's word over the engine's default
     assert merged["capabilities"] == {"drop": ["ALL"]}
     assert merged["seccompProfile"] == {"type": "RuntimeDefault"}
+
+
+def test_a_privileged_override_does_not_keep_the_levels_no_escalation() -> None:
+    """The API server refuses ``privileged`` (or an added SYS_ADMIN) beside
+    ``allowPrivilegeEscalation: false`` as invalid: the level's default gives way, so the
+    refusal the user sees is the policy's or Pod Security's, about what they asked for."""
+    for asked in ({"privileged": True}, {"capabilities": {"add": ["SYS_ADMIN"]}}):
+        merged = security_context(SecurityContext.model_validate(asked), level="baseline")
+        assert "allowPrivilegeEscalation" not in merged, asked
+        assert merged["seccompProfile"] == {"type": "RuntimeDefault"}
+    said = {"privileged": True, "allowPrivilegeEscalation": False}
+    assert (
+        security_context(SecurityContext.model_validate(said))["allowPrivilegeEscalation"] is False
+    )
+    plain = security_context(SecurityContext.model_validate({"runAsUser": 0}), level="baseline")
+    assert plain["allowPrivilegeEscalation"] is False
+
+
+async def test_svc_dot_namespace_is_refused_when_that_namespace_exists() -> None:
+    """``api.team-b`` reaches team-b's Service ``api`` through the search path; ``example.com``
+    is a host (no namespace ``com``); a namespace the operator cannot read is not assumed."""
+    namespaces = {"team-b": True, "com": False, "hidden": None}
+
+    async def exists(name: str) -> bool | None:
+        return namespaces[name]
+
+    policy = ExternalIPPolicy()
+    said = await refusal(policy, "api.team-b", exists)
+    assert said is not None
+    assert "Service api of namespace team-b" in said
+    assert await refusal(policy, "example.com", exists) is None
+    assert await refusal(policy, "db.hidden", exists) is None
+    assert await refusal(policy, "db.example.com", exists) is None
+    assert await refusal(ExternalIPPolicy(allow_cluster_names=True), "api.team-b", exists) is None
+    assert "kube-system" not in namespaces  # decided without asking, as before
+    assert await refusal(policy, "kube-dns.kube-system", exists) is not None

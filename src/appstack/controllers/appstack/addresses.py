@@ -11,7 +11,8 @@ unspecified and multicast addresses are always refused, as are the ranges the in
 adds (the cluster's pod and service ranges). Host names stay ExternalName Services and
 are checked too (:meth:`ExternalIPPolicy.refusal`): an ExternalName that reaches into the
 cluster or the node — ``localhost``, ``kubernetes.default``, ``<svc>.<ns>.svc...``,
-``*.cluster.local``, cloud metadata names — is refused unless the installer allows it
+``*.cluster.local``, ``<svc>.<ns>`` of a namespace that exists (:func:`refusal` looks it
+up), cloud metadata names — is refused unless the installer allows it
 (``--allow-external-cluster-names``). An IPv6 address carrying an IPv4 one (IPv4-mapped,
 -compatible, NAT64, 6to4, Teredo) is judged by the IPv4 address it carries. See
 docs/security.md.
@@ -20,7 +21,7 @@ docs/security.md.
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -91,6 +92,19 @@ def cluster_name(host: str) -> bool:
     )
 
 
+def search_path_namespace(host: str) -> str | None:
+    """The namespace ``<svc>.<ns>`` would name through the pods' DNS search path (None: not
+    of that form). Whether it reaches a Service depends on that namespace existing, which
+    the reconciler looks up: ``example.com`` is a host unless a namespace ``com`` exists."""
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        labels = host.lower().rstrip(".").split(".")
+        if len(labels) == 2 and all(labels):
+            return labels[1]
+    return None
+
+
 @dataclass(frozen=True)
 class ExternalIPPolicy:
     """Whether IP addresses are allowed for external middleware, and which are not; whether
@@ -127,3 +141,20 @@ class ExternalIPPolicy:
                 if candidate.version == network.version and candidate in network:
                     return f"{host} is in {network}, which external middleware may not point at"
         return None
+
+
+async def refusal(
+    policy: ExternalIPPolicy, host: str, exists: Callable[[str], Awaitable[bool | None]]
+) -> str | None:
+    """:meth:`ExternalIPPolicy.refusal`, and ``<svc>.<ns>`` for any namespace that
+    ``exists`` (the pods' DNS search path turns it into that namespace's Service; one the
+    operator may not read, in a namespaced install, is not known to exist)."""
+    refused = policy.refusal(host)
+    namespace = search_path_namespace(host)
+    if refused is None and namespace and not policy.allow_cluster_names and await exists(namespace):
+        service = host.split(".", maxsplit=1)[0]
+        return (
+            f"{host} names Service {service} of namespace {namespace} (the pods' DNS search "
+            "path); external middleware may not (the operator's --allow-external-cluster-names)"
+        )
+    return refused

@@ -33,20 +33,30 @@ def level_of(labels: dict[str, str] | None) -> PodSecurityLevel:
 
 
 class NamespaceLevels:
-    """The enforced level of each namespace, cached for :data:`TTL` seconds."""
+    """The enforced level of each namespace, and whether it exists, cached for :data:`TTL`
+    seconds."""
 
     def __init__(self, client: Client, now: Callable[[], float] = time.monotonic) -> None:
         self.client = client
         self.now = now
-        self._seen: dict[str, tuple[float, PodSecurityLevel]] = {}
+        self._seen: dict[str, tuple[float, bool | None, PodSecurityLevel]] = {}
 
     async def level(self, namespace: str, asked: PodSecurityLevel | None) -> PodSecurityLevel:
         """``asked`` if the object names a level, else the namespace's."""
         if asked is not None:
             return asked
+        return (await self._read(namespace))[1]
+
+    async def exists(self, namespace: str) -> bool | None:
+        """Whether ``namespace`` exists (None: not readable with the operator's rights, as
+        in a namespaced install for a namespace it does not watch)."""
+        return (await self._read(namespace))[0]
+
+    async def _read(self, namespace: str) -> tuple[bool | None, PodSecurityLevel]:
         seen = self._seen.get(namespace)
         if seen is not None and self.now() - seen[0] < TTL:
-            return seen[1]
+            return seen[1], seen[2]
+        found: bool | None = True
         try:
             obj = await self.client.get(NAMESPACE, namespace)
             level = level_of((obj.get("metadata") or {}).get("labels"))
@@ -54,7 +64,8 @@ class NamespaceLevels:
             # Not readable (an install without the grant) or gone: the level that runs
             # ordinary images; a restricted namespace then refuses the pods, which is
             # reported as the workload's failure.
-            log.warning("namespace not readable", namespace=namespace, error=str(error))
+            log.debug("namespace not readable", namespace=namespace, error=str(error))
+            found = False if isinstance(error, errors.NotFound) else None
             level = "baseline"
-        self._seen[namespace] = (self.now(), level)
-        return level
+        self._seen[namespace] = (self.now(), found, level)
+        return found, level

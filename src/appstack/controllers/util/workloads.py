@@ -41,8 +41,19 @@ def security_context(
     level: PodSecurityLevel = "restricted",
 ) -> dict[str, Any]:
     """The ``level``'s settings, then ``base`` (e.g. an engine's user id), then what the
-    user set."""
-    return {**LEVELS[level], **(base or {}), **(user.to_dict() if user else {})}
+    user set.
+
+    A container the user makes privileged or gives ``CAP_SYS_ADMIN`` may not also have the
+    level's ``allowPrivilegeEscalation: false`` (the API server refuses that pair as invalid,
+    a message about a field the user never wrote): the default is left out then, and
+    what decides is the writes policy and the namespace's Pod Security level."""
+    own = user.to_dict() if user else {}
+    out = {**LEVELS[level], **(base or {}), **own}
+    added = (own.get("capabilities") or {}).get("add") or []
+    escalates = own.get("privileged") or {"SYS_ADMIN", "CAP_SYS_ADMIN"} & set(added)
+    if escalates and "allowPrivilegeEscalation" not in own:
+        out.pop("allowPrivilegeEscalation", None)
+    return out
 
 
 def container(
