@@ -212,23 +212,24 @@ def apply_objects(light: LightClient, objects: list[dict[str, Any]]) -> None:
 
 
 def service_account_kubeconfig(
-    light: LightClient, admin_kubeconfig: Path, namespace: str, path: Path
+    light: LightClient, admin_kubeconfig: Path, namespace: str, path: Path, account: str = ""
 ) -> Path:
-    """Write to ``path`` a kubeconfig with a token of the operator's ServiceAccount in
-    ``namespace`` (so that it runs with exactly the generated RBAC)."""
+    """Write to ``path`` a kubeconfig with a token of the operator's ServiceAccount (or
+    ``account``) in ``namespace`` (so that it runs with exactly the generated RBAC)."""
     from appstack.manifests import rbac  # noqa: PLC0415
 
+    account = account or rbac.NAME
     token = light.create(
         TokenRequest(
-            metadata=ObjectMeta(name=rbac.NAME, namespace=namespace),
+            metadata=ObjectMeta(name=account, namespace=namespace),
             spec=TokenRequestSpec(audiences=[], expirationSeconds=7200),
         ),
-        name=rbac.NAME,
+        name=account,
         namespace=namespace,
     ).status.token
     admin = yaml.safe_load(admin_kubeconfig.read_text())
-    admin["users"] = [{"name": "operator", "user": {"token": token}}]
-    admin["contexts"][0]["context"]["user"] = "operator"
+    admin["users"] = [{"name": account, "user": {"token": token}}]
+    admin["contexts"][0]["context"]["user"] = account
     path.write_text(yaml.safe_dump(admin))
     return path
 
