@@ -16,6 +16,7 @@ from appstack.manifests import rbac
 from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.resources import (
+    CONFIG_MAP,
     ENDPOINT_SLICE,
     EVENT,
     LEASE,
@@ -69,6 +70,64 @@ async def test_the_operator_token_cannot_mint_a_service_account_token(
     # What reconciling needs still works: a labelled Opaque Secret.
     created = await as_operator.create(SECRET, _secret(namespace, "Opaque", MANAGED))
     assert created["type"] == "Opaque"
+
+
+async def test_the_operator_token_changes_only_the_owners_of_its_own_secrets(
+    client: Client, as_operator: Client, namespace: str
+) -> None:
+    """RBAC grants patch and delete on Secrets so that a generated Secret's owner can follow
+    ``retainOnDelete`` (the API server wants delete to set an owner); the Secret guard keeps
+    that to exactly this: no delete, no data change, no Secret taken over by labelling it."""
+    theirs = await client.create(
+        SECRET,
+        {**_secret(namespace, "Opaque"), "stringData": {"password": "theirs"}},
+    )
+    ours = await as_operator.create(
+        SECRET, {**_secret(namespace, "Opaque", MANAGED), "stringData": {"password": "ours"}}
+    )
+    owner = await client.create(
+        CONFIG_MAP,
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"generateName": "owner-", "namespace": namespace},
+        },
+    )
+    ref = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "name": owner["metadata"]["name"],
+        "uid": owner["metadata"]["uid"],
+    }
+    attacks = {
+        "never deletes Secrets": as_operator.delete(SECRET, ours["metadata"]["name"], namespace),
+        "may not change a Secret's data": as_operator.patch(
+            SECRET,
+            ours["metadata"]["name"],
+            {"stringData": {"password": "changed"}},
+            namespace=namespace,
+        ),
+        "may only change Secrets already labelled": as_operator.patch(
+            SECRET,
+            theirs["metadata"]["name"],
+            {"metadata": {"labels": MANAGED, "ownerReferences": [ref]}},
+            namespace=namespace,
+        ),
+    }
+    for said, attack in attacks.items():
+        with pytest.raises(errors.Forbidden) as refused:
+            await attack
+        assert said in refused.value.message, refused.value.message
+    owned = await as_operator.patch(
+        SECRET,
+        ours["metadata"]["name"],
+        {"metadata": {"ownerReferences": [ref]}},
+        namespace=namespace,
+    )
+    assert owned["metadata"]["ownerReferences"][0]["uid"] == ref["uid"]
+    assert (await client.get(SECRET, theirs["metadata"]["name"], namespace))["data"] == (
+        theirs["data"]
+    )
 
 
 async def test_managed_middleware_still_gets_its_credentials_under_the_policy(

@@ -80,6 +80,68 @@ async def test_a_recreated_stack_gets_the_original_credentials_of_its_retained_v
     assert refs == {"keep-db-credentials"}
 
 
+def _owner_uids(obj: dict[str, Any]) -> list[str]:
+    return [ref["uid"] for ref in obj["metadata"].get("ownerReferences") or []]
+
+
+async def test_flipping_retain_on_delete_moves_the_credentials_with_the_volumes(
+    client: Client, namespace: str, operator: RunningOperator
+) -> None:
+    """Issue #28 P1.6: the credentials (and mongodb's keyfile) follow ``retainOnDelete`` when
+    it flips — owned by the stack exactly while its volumes go with the StatefulSet — with no
+    ``SecretConflict`` and the password unchanged; deleting the stack then takes them."""
+
+    def spec(retain: bool) -> dict[str, Any]:
+        storage = {"storage": {"retainOnDelete": retain}}
+        return {
+            "middleware": [{"name": "db", "type": "mongodb", "managed": storage}],
+            "components": [{"name": "app", "image": "app:1", "uses": ["db"]}],
+        }
+
+    await client.create(APP_STACK, _stack("flip", namespace, **spec(True)))
+    stack = await until(client, APP_STACK, "flip", namespace, _ready, 120, "the stack")
+    uid = stack["metadata"]["uid"]
+    names = ("flip-db-credentials", "flip-db-keyfile")
+    original = {n: await client.get(SECRET, n, namespace) for n in names}
+    assert all(_owner_uids(s) == [] for s in original.values())
+
+    async def secrets_owned(owned: bool) -> None:
+        for name in names:
+            await until(
+                client,
+                SECRET,
+                name,
+                namespace,
+                lambda s: _owner_uids(s) == ([uid] if owned else []),
+                60,
+                f"{name} {'owned by' if owned else 'apart from'} the stack",
+            )
+        policy = "Delete" if owned else "Retain"
+        await until(
+            client,
+            STATEFUL_SET,
+            "flip-db",
+            namespace,
+            lambda s: s["spec"]["persistentVolumeClaimRetentionPolicy"]["whenDeleted"] == policy,
+            60,
+            f"the volumes' policy {policy}",
+        )
+
+    for retain in (False, True, False):
+        await client.patch(APP_STACK, "flip", {"spec": spec(retain)}, namespace=namespace)
+        await secrets_owned(not retain)
+        stack = await until(client, APP_STACK, "flip", namespace, _ready, 60, "Ready again")
+    for name, before in original.items():
+        after = await client.get(SECRET, name, namespace)
+        assert after["data"] == before["data"]  # the same password, the same key
+        assert after["metadata"]["uid"] == before["metadata"]["uid"]
+    events, _ = await client.list(EVENT, namespace)
+    assert not [e for e in events if e.get("reason") == "SecretConflict"]
+    await client.delete(APP_STACK, "flip", namespace)
+    for name in names:
+        await _until_gone(client, SECRET, name, namespace)
+
+
 HOLD = "test.appstack.dev/hold"
 
 

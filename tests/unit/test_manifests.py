@@ -71,10 +71,12 @@ def test_the_secrets_policy_binds_the_operator_to_labelled_opaque_secrets() -> N
     assert not [r for r in rbac.cluster_role()["rules"] if "*" in str(r)]
     rules = spec["matchConstraints"]["resourceRules"]
     assert rules[0]["resources"] == ["secrets"]
-    assert rules[0]["operations"] == ["CREATE", "UPDATE"]
+    assert rules[0]["operations"] == ["CREATE", "UPDATE", "DELETE"]
     expressions = " ".join(v["expression"] for v in spec["validations"])
     assert "object.type == 'Opaque'" in expressions
     assert "app.kubernetes.io/managed-by" in expressions
+    assert "request.operation != 'DELETE'" in expressions
+    assert "object.data == oldObject.data" in expressions
     assert binding["spec"] == {
         "policyName": policy["metadata"]["name"],
         "validationActions": ["Deny"],

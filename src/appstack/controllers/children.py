@@ -23,6 +23,7 @@ import structlog
 from appstack.controllers.util.compare import (
     already_so,
     create_only,
+    owners_to_write,
     status_gist,
     unowned_with_labels,
     users_problem,
@@ -197,7 +198,8 @@ class ChildWriter:
     async def create_once(
         self, owner: dict[str, Any], resource: Resource, want: dict[str, Any], what: str
     ) -> Problem | None:
-        """Create ``want`` if absent (read by name, not from the cache); never overwrite it.
+        """Create ``want`` if absent (read by name, not from the cache); never overwrite its
+        content (its owner is made what ``want`` says: see below).
 
         An existing one is ours when we control it, or when nobody does and it carries
         every label we would give it (``want`` without an owner: kept after its owner
@@ -214,7 +216,19 @@ class ChildWriter:
             await self.event(owner, "Normal", "Created", note)
             return None
         mine = controlled_by(current, owner) or unowned_with_labels(current, meta)
-        return None if mine else self.conflict(resource, meta["name"])
+        if not mine:
+            return self.conflict(resource, meta["name"])
+        # Owned or not as ``want`` says now (e.g. a stack's credentials when its volumes'
+        # ``retainOnDelete`` flips), never anything else of it.
+        owners = owners_to_write(current, meta, owner["metadata"]["uid"])
+        if owners is not None:
+            kept = current["metadata"]["resourceVersion"]
+            patch = {"metadata": {"ownerReferences": owners or None, "resourceVersion": kept}}
+            await self.client.patch(resource, meta["name"], patch, namespace=meta["namespace"])
+            said = "owned by" if owners else "kept apart from"
+            note = f"{resource.kind} {meta['name']} ({what}) now {said} {owner['kind']}"
+            await self.event(owner, "Normal", "Updated", note)
+        return None
 
     async def delete_child(
         self, resource: Resource, child: dict[str, Any], *, propagation: str = "Background"

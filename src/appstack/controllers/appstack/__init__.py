@@ -30,7 +30,10 @@ RBAC_RULES: list[Rule] = [
     *own_rules(AppStack.KIND, finalizer=True),  # patch: the teardown finalizer
     rule(STATEFUL_SET, *_WRITE),
     rule(CONFIG_MAP, *_WRITE),
-    rule(SECRET, "get", "list", "watch", "create"),  # watched: metadata only is cached
+    # watched: metadata only is cached; patched: a generated Secret's owners only, which
+    # the API server allows only with delete (the Secret guard refuses every other change,
+    # and every delete)
+    rule(SECRET, "get", "list", "watch", "create", "patch", "delete"),
     rule(ENDPOINT_SLICE, *_WRITE),
     rule(PDB, *_WRITE),  # a managed mongodb's majority
     rule(DEPLOYMENT, "delete"),

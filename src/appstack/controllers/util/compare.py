@@ -143,7 +143,18 @@ def create_only(want: dict[str, Any]) -> dict[str, Any]:
 
 
 def unowned_with_labels(current: Mapping[str, Any], meta: Mapping[str, Any]) -> bool:
-    """Whether ``current`` has no owner, nor does ``meta`` want one, and it carries every
-    label of ``meta`` (kept after its owner was deleted: its successor adopts it)."""
-    ours = not meta.get("ownerReferences") and not current["metadata"].get("ownerReferences")
-    return ours and is_subset(meta.get("labels") or {}, current["metadata"].get("labels") or {})
+    """Whether ``current`` has no owner and carries every label of ``meta`` (kept after its
+    owner was deleted, or while its owner's data is retained: its owner adopts it)."""
+    unowned = not current["metadata"].get("ownerReferences")
+    return unowned and is_subset(meta.get("labels") or {}, current["metadata"].get("labels") or {})
+
+
+def owners_to_write(
+    current: Mapping[str, Any], meta: Mapping[str, Any], owner_uid: str
+) -> list[dict[str, Any]] | None:
+    """The ownerReferences ``current`` must get so its owner is the one ``meta`` wants (ours,
+    or none), keeping any other owner's; None when it already has them."""
+    have = list(current["metadata"].get("ownerReferences") or [])
+    others = [ref for ref in have if ref.get("uid") != owner_uid]
+    want = [*others, *(meta.get("ownerReferences") or [])]
+    return None if want == have else want
