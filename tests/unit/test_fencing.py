@@ -66,7 +66,25 @@ async def test_the_fence_counts_from_before_the_renewal_was_sent_and_closes_at_t
     assert len(transport.sent) == 3  # the refused write was never handed to the transport
     transport.answer(200, CM)
     await client.get(CONFIG_MAP, "x", "ns")  # reads are not fenced
+    assert "timeout" not in transport.sent[-1][0].params
     assert metrics.writes_refused.labels("l")._value.get() == 2
+
+
+async def test_a_fenced_write_carries_the_leadership_left_as_the_servers_timeout() -> None:
+    """A write that waits in the API server's queue past the leadership it left with is
+    dropped by the server (504), not carried out late: its ``timeout`` is the fence's
+    answer in whole seconds (at least 1)."""
+    client, transport = scripted_client()
+    left = [9.7]
+    client.write_guard = lambda: left[0]
+    for remaining, said in ((9.7, "9s"), (0.4, "1s")):
+        left[0] = remaining
+        transport.answer(201, CM)
+        await client.create(CONFIG_MAP, CM)
+        assert transport.sent[-1][0].params["timeout"] == said
+    transport.answer(200, {})
+    await client.request("PUT", "/apis/coordination.k8s.io/v1/x", body={}, fenced=False)
+    assert "timeout" not in transport.sent[-1][0].params  # a Lease renewal: its own timeout
 
 
 async def test_lease_calls_bypass_the_fence() -> None:

@@ -16,8 +16,9 @@ Used by :mod:`appstack.runtime.client`, after lightkube's ``BasicRequest``/``pro
 
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncGenerator, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import orjson
@@ -304,3 +305,12 @@ def retry_delay(error: errors.ApiError, cap: float = 10.0) -> float | None:
     ):
         return min(cap, max(0.1, error.retry_after))
     return None
+
+
+def with_server_deadline(request: ApiRequest, seconds: float) -> ApiRequest:
+    """``request`` with the API server's own ``timeout`` (whole seconds, at least 1): the
+    server gives up on it after that — waiting in its priority-and-fairness queue included —
+    instead of carrying it out late. The client sets it on a fenced write to the leadership
+    left (the Lease itself lasts 5 s longer than the renew deadline that bounds it)."""
+    whole = max(1, math.floor(seconds))
+    return replace(request, params={**request.params, "timeout": f"{whole}s"})

@@ -288,6 +288,8 @@ class Client:
         """Every request: fenced if a write, sent, counted, shown to the credentials."""
         host = self.transport.host
         guard = self.write_guard if fenced and request.is_write else None
+        if guard is not None:  # the server drops it, too, once leadership may have ended
+            request = apirequest.with_server_deadline(request, guard())
         try:
             response = await self.transport.send(request, timeouts, guard)
         except TransportError:
