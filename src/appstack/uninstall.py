@@ -58,6 +58,9 @@ INSTALLED: dict[str, Resource] = {
         "validatingadmissionpolicybindings",
         False,
     ),
+    "FlowSchema": Resource(
+        "flowcontrol.apiserver.k8s.io", "v1", "FlowSchema", "flowschemas", False
+    ),
     "CustomResourceDefinition": CRD,
     "Namespace": NAMESPACE,
 }

@@ -15,12 +15,13 @@ from typing import Any
 import pytest
 
 from appstack.runtime import errors
+from appstack.runtime.apirequest import ApiRequest, Timeouts
 from appstack.runtime.builder import Builder
 from appstack.runtime.client import Client
 from appstack.runtime.controller import Request
 from appstack.runtime.leaderelection import LeaderElectionConfig
 from appstack.runtime.manager import Manager
-from appstack.runtime.resources import CONFIG_MAP, LEASE
+from appstack.runtime.resources import CONFIG_MAP, LEASE, Resource
 from appstack_testbed.waiting import wait_until
 
 PROGRAM = Path(__file__).with_name("leader_program.py")
@@ -167,3 +168,25 @@ async def test_the_leader_gauge_follows_the_lease(client: Client, namespace: str
     assert gauge._value.get() == 0
     lease = await client.get(LEASE, "gauge", namespace)
     assert lease["spec"]["holderIdentity"] == ""
+
+
+async def test_the_operators_lease_requests_get_the_leader_election_priority(
+    client: Client, operator_kubeconfig: Path
+) -> None:
+    """Issue #28 P2: the shipped FlowSchema classifies the operator's Lease requests into the
+    cluster's ``leader-election`` priority level (the API server names the FlowSchema it
+    chose in each response's ``X-Kubernetes-PF-FlowSchema-UID``); its other requests are
+    not."""
+    from appstack.manifests import rbac  # noqa: PLC0415
+
+    schemas = Resource("flowcontrol.apiserver.k8s.io", "v1", "FlowSchema", "flowschemas", False)
+    ours = await client.get(schemas, rbac.cluster_name(rbac.LEASE_FLOW, rbac.NAMESPACE))
+    assert ours["spec"]["priorityLevelConfiguration"]["name"] == "leader-election"
+    lease = f"/apis/coordination.k8s.io/v1/namespaces/{rbac.NAMESPACE}/leases/{rbac.NAME}"
+    async with await Client.connect(str(operator_kubeconfig)) as as_operator:
+        for path, chosen in ((lease, True), (f"/api/v1/namespaces/{rbac.NAMESPACE}", False)):
+            response = await as_operator.transport.send(ApiRequest("GET", path), Timeouts())
+            assert response.status in {200, 403, 404}, response.status
+            headers = {k.lower(): v for k, v in response.headers.items()}
+            uid = headers.get("x-kubernetes-pf-flowschema-uid")
+            assert (uid == ours["metadata"]["uid"]) is chosen, (path, uid)

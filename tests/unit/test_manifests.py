@@ -150,6 +150,7 @@ def test_install_yaml_is_one_bundle_of_everything() -> None:
         "ClusterRole",  # appstack-metrics-reader, for scrapers
         "ClusterRole",  # appstack-editor, aggregated into admin and edit
         "ClusterRole",  # appstack-viewer, aggregated into view
+        "FlowSchema",  # the operator's Lease requests at the leader-election priority
         "ValidatingAdmissionPolicy",  # the Secrets the operator may write
         "ValidatingAdmissionPolicyBinding",
         "ValidatingAdmissionPolicy",  # everything else it may write
@@ -178,12 +179,16 @@ def test_a_namespaced_install_has_a_role_per_watched_namespace_and_flags_to_matc
         ("ClusterRole", None),  # appstack-metrics-reader, for scrapers
         ("ClusterRole", None),  # appstack-editor, for people (aggregated into admin, edit)
         ("ClusterRole", None),  # appstack-viewer (aggregated into view)
+        ("FlowSchema", None),  # Lease requests at the leader-election priority
     ]
     assert parts.rbac[4]["rules"] == RUNTIME_RULES
     for binding in [o for o in parts.rbac if o["kind"].endswith("Binding")]:
         assert binding["subjects"] == [
             {"kind": "ServiceAccount", "name": rbac.NAME, "namespace": "ops"}
         ]
+    (rule,) = parts.rbac[-1]["spec"]["rules"]
+    assert rule["subjects"][0]["serviceAccount"] == {"name": rbac.NAME, "namespace": "ops"}
+    assert rule["resourceRules"][0]["resources"] == ["leases"]
     (container,) = parts.deployment["spec"]["template"]["spec"]["containers"]
     assert container["image"] == "reg/op:1"
     assert container["args"][-2:] == ["--namespace=a", "--namespace=b"]

@@ -38,8 +38,19 @@ _NAME_REFERENCES = {
                     "path": "spec/policyName",
                 }
             ],
-        }
-    ]
+        },
+        {  # the FlowSchema names the operator's ServiceAccount (a namePrefix renames it)
+            "kind": "ServiceAccount",
+            "version": "v1",
+            "fieldSpecs": [
+                {
+                    "kind": "FlowSchema",
+                    "group": "flowcontrol.apiserver.k8s.io",
+                    "path": "spec/rules/subjects/serviceAccount/name",
+                }
+            ],
+        },
+    ],
 }
 
 
@@ -79,6 +90,7 @@ def render(options: InstallOptions | None = None) -> dict[str, str]:
         )
         files["rbac/metrics_reader.yaml"] = _yaml(rbac.metrics_reader(options.namespace))
         files["rbac/user_roles.yaml"] = _yaml(*rbac.user_roles(options.namespace))
+        files["rbac/lease_flow_schema.yaml"] = _yaml(rbac.lease_flow_schema(options.namespace))
     else:
         files["rbac/roles.yaml"] = _yaml(*parts.rbac)
     files["admission/policies.yaml"] = _yaml(*parts.admission)

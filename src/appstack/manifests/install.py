@@ -88,13 +88,15 @@ def metrics_auth_rbac(namespace: str) -> list[Obj]:
 
 def common_rbac(namespace: str) -> list[Obj]:
     """Every install: the leader-election Role (the Lease, by name, in the operator's
-    namespace), the metrics-reader ClusterRole for scrapers, and the editor and viewer
-    ClusterRoles of our kinds (aggregated into ``admin``/``edit`` and ``view``)."""
+    namespace), the metrics-reader ClusterRole for scrapers, the editor and viewer
+    ClusterRoles of our kinds (aggregated into ``admin``/``edit`` and ``view``), and the
+    FlowSchema that gives the operator's Lease requests the leader-election priority."""
     return [
         rbac.leader_election_role(namespace),
         rbac.leader_election_role_binding(namespace, namespace),
         rbac.metrics_reader(namespace),
         *rbac.user_roles(namespace),
+        rbac.lease_flow_schema(namespace),
     ]
 
 
