@@ -208,7 +208,13 @@ def test_people_get_our_kinds_through_the_clusters_own_roles() -> None:
     assert viewer["metadata"]["labels"][f"{aggregate}view"] == "true"
     assert f"{aggregate}edit" not in viewer["metadata"]["labels"]
     kinds, status = viewer["rules"]
-    assert kinds["resources"] == ["appservices", "appstacks", "crontabs", "etcdclusters"]
+    assert kinds["resources"] == [
+        "appservices",
+        "appstacks",
+        "crontabs",
+        "etcdclusters",
+        "mongodbcommunity",
+    ]
     assert kinds["verbs"] == ["get", "list", "watch"]
     assert status["verbs"] == ["get"]
     assert "create" in editor["rules"][0]["verbs"]

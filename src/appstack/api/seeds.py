@@ -2,7 +2,8 @@
 
 The seeds (operator-sdk, controller-runtime and kubebuilder tutorials) each serve their
 kinds in their own group: ``app.example.com`` and ``kosmos.io`` (AppService),
-``stable.example.com`` (CronTab), ``d3os-product.com.d3os`` (DataService). A document in
+``stable.example.com`` (CronTab), ``mongodbcommunity.mongodb.com`` (MongoDBCommunity),
+``d3os-product.com.d3os`` (DataService). A document in
 one of those groups, or one of our kinds in another group, would otherwise be passed
 through by ``appstack render`` as an ordinary object; :func:`foreign_problem` says what to
 change instead. Pure; used by :mod:`appstack.rendering`.
@@ -21,6 +22,9 @@ SEED_GROUPS: dict[str, dict[str, tuple[str, str]]] = {
     "app.example.com": {"AppService": ("AppService", "")},
     "kosmos.io": {"AppService": ("AppService", "")},
     "stable.example.com": {"CronTab": ("CronTab", "")},
+    # the MongoDB community operator's group (seed 004; mongodb.com in its 0.5.0 release)
+    "mongodbcommunity.mongodb.com": {"MongoDBCommunity": ("MongoDBCommunity", "")},
+    "mongodb.com": {"MongoDBCommunity": ("MongoDBCommunity", "")},
     "d3os-product.com.d3os": {
         "DataService": (
             "AppStack",
