@@ -86,7 +86,9 @@ class Authentication(KubeModel):
 
 
 class Security(KubeModel):
-    authentication: Authentication = Field(default_factory=lambda: Authentication.model_validate({}))
+    authentication: Authentication = Field(
+        default_factory=lambda: Authentication.model_validate({})
+    )
 
 
 class Storage(KubeModel):
