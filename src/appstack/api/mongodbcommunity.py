@@ -25,7 +25,7 @@ from appstack.api.names import DNS_1035, ObjectName, name_rules
 MAX_MEMBERS = 7  # voting members of one replica set
 DEFAULT_IMAGE = "mongo"  # Docker's official image: <repository>:<version>
 # A release the bootstrap can run in: 4.2 and later 4.x, 5.x to 8.x.
-SUPPORTED_VERSION = r"^(4\.([2-9]|[1-9][0-9])|[5-8]\.[0-9]+)\.[0-9]+$"
+SUPPORTED_VERSION = r"^(4[.]([2-9]|[1-9][0-9])|[5-8][.][0-9]+)[.][0-9]+$"
 VERSION_MESSAGE = (
     "version must be a MongoDB release from 4.2 to 8.x, e.g. 4.2.6 or 8.0.4 (before 5.0 the "
     "members are bootstrapped with the image's legacy mongo shell; 4.0 and older are not "
