@@ -126,12 +126,14 @@ async def _runs_with_its_secret(client: Client, namespace: str, secret: dict[str
         f"/admin?replicaSet={NAME}&ssl=false"
     )
     assert data["connectionString.standardSrv"].startswith("mongodb+srv://my-user:")
+    scram = await client.get(SECRET, "my-scram-scram-credentials", namespace)
+    assert {"sha256-salt", "sha256-stored-key", "sha256-server-key"} <= set(scram["data"])
     # The password is in that Secret only: not in status, the pod template, the ConfigMap,
     # nor an Event.
     cm = await client.get(CONFIG_MAP, f"{NAME}-replicaset", namespace)
     sts = await client.get(STATEFUL_SET, NAME, namespace)
     events, _ = await client.list(EVENT, namespace)
-    assert password not in json.dumps([running, cm, sts, events])
+    assert password not in json.dumps([running, cm, sts, events, scram])
 
 
 async def _scales(kube_cluster: ClusterHandle, client: Client, namespace: str) -> None:
@@ -173,7 +175,11 @@ async def _goes_with_its_children(client: Client, namespace: str) -> None:
             if o["metadata"]["name"].startswith(NAME)
         ]
         secrets, _ = await client.list(SECRET, namespace)
-        left += [s["metadata"]["name"] for s in secrets if s["metadata"]["name"].startswith(NAME)]
+        left += [
+            s["metadata"]["name"]
+            for s in secrets
+            if s["metadata"]["name"].startswith((NAME, "my-scram"))
+        ]
         if not left:
             break
         await asyncio.sleep(0.1)

@@ -18,7 +18,7 @@ import base64
 from typing import Any, ClassVar
 
 from appstack.api.mongodbcommunity import MongoDBCommunity, MongoDBCommunitySpec, User
-from appstack.controllers.mongodbcommunity import desired, status, users
+from appstack.controllers.mongodbcommunity import desired, scram, status, users
 from appstack.controllers.util.conditions import Problem, now_rfc3339
 from appstack.controllers.util.reconciler import KindReconciler
 from appstack.controllers.util.references import (
@@ -73,7 +73,7 @@ class MongoDBCommunityReconciler(KindReconciler[MongoDBCommunitySpec]):
             entry = {"name": user.name, "db": user.db}
             if password is not None:
                 secret = users.connection_secret(obj, spec.members, user, password)
-                wanted.append(secret)
+                wanted += [secret, *scram.secret(obj, user, password)]
                 entry["connectionStringSecretName"] = secret["metadata"]["name"]
             user_status.append(entry)
         synced, found = await self.writer.sync_all(obj, wanted)
