@@ -64,3 +64,17 @@ def foreign_problem(doc: dict[str, Any], ours: set[str]) -> str | None:
     return f"{kind} ({api_version}, a seed operator's) is served as {target} in {SERVED}; " + (
         how or "change apiVersion"
     )
+
+
+def third_party(doc: dict[str, Any]) -> str | None:
+    """A note for an object of neither Kubernetes' own API groups (``v1``, ``apps``, ...,
+    ``*.k8s.io``) nor ours (e.g. cert-manager's Certificate): passed on as it is, but said
+    (its own operator must serve it). None for built-in and our own objects."""
+    api_version, kind = str(doc.get("apiVersion", "")), str(doc.get("kind", ""))
+    group = _group(api_version)
+    if group == GROUP or "." not in group or group.endswith(".k8s.io"):
+        return None
+    return (
+        f"{kind} ({api_version}) is not a kind appstack serves: passed on as it is, for "
+        "the operator that serves it"
+    )
