@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 from appstack.api.mongodbcommunity import MongoDBCommunity, MongoDBCommunitySpec, User
 from appstack.controllers.mongodbcommunity import desired, scram, status, users
 from appstack.controllers.util.conditions import Problem, now_rfc3339
+from appstack.controllers.util.meta import CHILD_SELECTOR, COMPONENT_LABEL
 from appstack.controllers.util.reconciler import KindReconciler
 from appstack.controllers.util.references import (
     REFERENCES,
@@ -51,6 +52,12 @@ class MongoDBCommunityReconciler(KindReconciler[MongoDBCommunitySpec]):
 
     kind = MongoDBCommunity.KIND
     owns = (STATEFUL_SET, SERVICE, CONFIG_MAP, PDB, SECRET)
+    # The cache holds only the Secrets it applies (connection strings, SCRAM credentials),
+    # not every Secret labelled ours (other kinds' generated credentials); the generated
+    # keyfile and administrator Secrets are created once, read by name.
+    selectors: ClassVar[dict[Resource, str]] = {
+        SECRET: f"{CHILD_SELECTOR},{COMPONENT_LABEL} in ({users.COMPONENT},{scram.COMPONENT})"
+    }
     references = (SECRET.metadata_only(),)
     transforms: ClassVar[dict[Resource, Transform]] = {SECRET.metadata_only(): secret_metadata}
     indexers: ClassVar[dict[Resource, dict[str, IndexFunc]]] = {
@@ -125,7 +132,7 @@ class MongoDBCommunityReconciler(KindReconciler[MongoDBCommunitySpec]):
         meta = obj["metadata"]
         keep = {(o["kind"], o["metadata"]["name"]) for o in wanted}
         keep |= {("Secret", s["metadata"]["name"]) for s in desired.generated_secrets(obj)}
-        for resource in self.owns:
+        for resource in self.owns:  # (Secrets: those of the narrower selector only)
             key = controller_key(meta["namespace"], meta["uid"])
             for child in self.cache.by_index(resource, "controller-uid", key):
                 if (resource.kind, child["metadata"]["name"]) not in keep:

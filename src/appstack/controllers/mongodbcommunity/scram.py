@@ -30,6 +30,8 @@ from appstack.controllers.util.meta import child_labels, child_metadata
 # name -> (hash, iterations, salt bytes): mongod's defaults
 MECHANISMS = {"sha1": ("sha1", 10000, 16), "sha256": ("sha256", 15000, 28)}
 
+COMPONENT = "scram"  # the label of these Secrets (the reconciler caches only them)
+
 
 def verifier(password: bytes, salt: bytes, iterations: int, hash_name: str) -> tuple[bytes, bytes]:
     """``(StoredKey, ServerKey)`` of ``password``."""
@@ -77,7 +79,7 @@ def secret(obj: dict[str, Any], user: User, password: str) -> list[dict[str, Any
             "apiVersion": "v1",
             "kind": "Secret",
             "type": "Opaque",
-            "metadata": child_metadata(obj, name, child_labels(obj["metadata"]["name"], "scram")),
+            "metadata": child_metadata(obj, name, child_labels(obj["metadata"]["name"], COMPONENT)),
             "data": {k: base64.b64encode(v.encode()).decode() for k, v in data.items()},
         }
     ]

@@ -19,6 +19,8 @@ from appstack.controllers.util.meta import child_labels, child_metadata
 
 _INVALID = re.compile(r"[^a-z0-9.-]+")
 
+COMPONENT = "connection"  # the label of these Secrets (the reconciler caches only them)
+
 
 def connection_secret_name(name: str, user: User) -> str:
     """``<name>-<db>-<user>``, lowercased, other characters as ``-`` (a valid Secret name)."""
@@ -51,7 +53,7 @@ def connection_secret(
         "kind": "Secret",
         "type": "Opaque",
         "metadata": child_metadata(
-            obj, connection_secret_name(name, user), child_labels(name, "connection")
+            obj, connection_secret_name(name, user), child_labels(name, COMPONENT)
         ),
         # data, not stringData: what the API server returns, so an unchanged one is not
         # written again (compared with the child as it is)
