@@ -21,6 +21,7 @@ from appstack.controllers.util import mongodb_bootstrap as boot
 from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.resources import CONFIG_MAP, EVENT, PDB, SECRET, SERVICE, STATEFUL_SET
+from appstack.status_kinds import collect, render
 from appstack_testbed.pytest_plugin import ClusterHandle
 from tests.e2e.conftest import RunningOperator, until
 
@@ -134,6 +135,12 @@ async def _runs_with_its_secret(client: Client, namespace: str, secret: dict[str
     sts = await client.get(STATEFUL_SET, NAME, namespace)
     events, _ = await client.list(EVENT, namespace)
     assert password not in json.dumps([running, cm, sts, events, scram])
+    # appstack status mdbc/NAME: the phase, ready members and each member pod.
+    view = render(await collect(client, MONGODB_COMMUNITY, NAME, namespace)).splitlines()
+    assert view[1].startswith(f"MongoDBCommunity/{NAME}")
+    assert "3/3" in view[1]
+    assert "phase Running" in view[1]
+    assert [line.split()[1] for line in view[2:]] == [f"Pod/{NAME}-{i}" for i in range(3)]
 
 
 async def _scales(kube_cluster: ClusterHandle, client: Client, namespace: str) -> None:
