@@ -214,6 +214,19 @@ async def test_the_seed_sample_waits_for_its_secret_runs_scales_and_goes_with_it
         ({"version": "latest"}, "spec.version", "from 4.2 to 8.x"),
         ({"members": 8}, "spec.members", "less than or equal to 7"),
         (
+            {
+                "users": [
+                    {
+                        "name": "appstack-admin",
+                        "passwordSecretRef": {"name": "s"},
+                        "roles": [{"name": "root", "db": "admin"}],
+                    }
+                ]
+            },
+            "spec.users[0].name",
+            "bootstrap administrator",
+        ),
+        (
             {"security": {"authentication": {"modes": ["X509"]}}},
             "spec.security.authentication.modes[0]",
             "SCRAM",

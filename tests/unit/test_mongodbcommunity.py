@@ -71,6 +71,18 @@ def test_the_seed_sample_is_valid_with_our_api_version_and_its_own_is_explained(
             {"users": [{"name": "a", "passwordSecretRef": {"name": "s"}, "roles": []}]},
             "spec.users[0].roles: List should have at least 1 item",
         ),
+        (
+            {
+                "users": [
+                    {
+                        "name": "appstack-admin",
+                        "passwordSecretRef": {"name": "s"},
+                        "roles": [{"name": "root", "db": "admin"}],
+                    }
+                ]
+            },
+            "spec.users[0]: appstack-admin in admin is the members' bootstrap administrator",
+        ),
     ],
 )
 def test_what_is_not_served_is_refused_with_the_field_named(

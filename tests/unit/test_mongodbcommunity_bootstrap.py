@@ -236,3 +236,16 @@ def test_another_member_never_initiates_or_writes(tmp_path: Path) -> None:
     out = member.passes(2)
     assert out["world"]["config"] is None
     assert _writes(out) == [[], []]
+
+
+# What MongoDB 4.2's legacy shell (SpiderMonkey 60, ES2018) lacks, and mongosh-only globals.
+NEWER_THAN_ES2018 = ("?.", "??", ".flat(", ".flatMap(", "fromEntries", "replaceAll", "matchAll")
+MONGOSH_ONLY = ("process.env", "structuredClone", "db.hello")
+
+
+def test_the_script_keeps_to_what_the_legacy_shell_has() -> None:
+    script = bootstrap.script(27017)
+    for feature in (*NEWER_THAN_ES2018, *MONGOSH_ONLY):
+        assert feature not in script, feature
+    assert script.count('require("fs")') == 1  # behind the MONGOSH check only
+    assert 'MONGOSH ? require("fs")' in script

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from appstack.api.core import Condition, KubeModel, Quantity, ResourceRequirements
 from appstack.api.kind import AGE, WIDE_READY, CustomObject, custom_kind
@@ -56,8 +56,24 @@ class Role(KubeModel):
     db: str = Field(min_length=1, max_length=64, description="Database the role is defined in.")
 
 
+ADMIN_USER = "appstack-admin"  # the bootstrap's own administrator, in admin
+_ADMIN_MESSAGE = f"{ADMIN_USER} in admin is the members' bootstrap administrator: use another name"
+
+
 class User(KubeModel):
     """A database user the members create and keep as written (roles and password)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": f"!(self.name == '{ADMIN_USER}' && self.db == 'admin')",
+                    "message": _ADMIN_MESSAGE,
+                    "fieldPath": ".name",
+                }
+            ]
+        }
+    )
 
     name: str = Field(min_length=1, max_length=128, description="The user's name.")
     db: str = Field(
@@ -74,6 +90,12 @@ class User(KubeModel):
         description="The Secret <this>-scram-credentials gets the user's SCRAM-SHA-256 "
         "salted credentials (salt, iterations, storedKey, serverKey).",
     )
+
+    @model_validator(mode="after")
+    def _not_the_administrator(self) -> User:
+        if (self.name, self.db) == (ADMIN_USER, "admin"):
+            raise ValueError(_ADMIN_MESSAGE)
+        return self
 
 
 class Authentication(KubeModel):

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from appstack.api.mongodbcommunity import ADMIN_USER
 from appstack.controllers.util import mongodb_bootstrap as boot
 
-ADMIN_USER = "appstack-admin"
 ADMIN_PATH = "/admin"  # the generated Secret <name>-admin, key password
 PODINFO_PATH = "/podinfo"  # downward API: the pod's name in the file "name"
 USERS_PATH = "/users"  # /users/<index>/password: each user's Secret key

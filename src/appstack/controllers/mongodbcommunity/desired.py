@@ -20,7 +20,7 @@ import json
 import secrets
 from typing import Any
 
-from appstack.api.mongodbcommunity import DEFAULT_IMAGE, MongoDBCommunitySpec, User
+from appstack.api.mongodbcommunity import ADMIN_USER, DEFAULT_IMAGE, MongoDBCommunitySpec, User
 from appstack.controllers.mongodbcommunity import bootstrap
 from appstack.controllers.util import mongodb_bootstrap as boot
 from appstack.controllers.util import mongodb_replicaset as rs
@@ -187,6 +187,6 @@ def generated_secrets(obj: dict[str, Any]) -> list[dict[str, Any]]:
             "kind": "Secret",
             "type": "Opaque",
             "metadata": _meta(obj, f"{name}-admin"),
-            "stringData": {"username": bootstrap.ADMIN_USER, "password": secrets.token_urlsafe(24)},
+            "stringData": {"username": ADMIN_USER, "password": secrets.token_urlsafe(24)},
         },
     ]
