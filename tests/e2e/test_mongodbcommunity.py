@@ -242,3 +242,48 @@ async def test_what_is_not_served_is_refused_at_admission_with_the_field_named(
         await client.create(MONGODB_COMMUNITY, mdbc)
     assert field in caught.value.message, caught.value.message
     assert message in caught.value.message, caught.value.message
+
+
+async def test_a_secret_without_the_key_then_a_changed_password_are_followed(
+    client: Client, namespace: str, operator: RunningOperator
+) -> None:
+    secret, mdbc = _sample(namespace)
+    secret["stringData"] = {"pass": "first-password"}  # not the key the user names
+    await client.create(SECRET, secret)
+    mdbc["spec"]["members"] = 1
+    await client.create(MONGODB_COMMUNITY, mdbc)
+    keyless = await until(
+        client,
+        MONGODB_COMMUNITY,
+        NAME,
+        namespace,
+        lambda o: _has_ready(o) and _ready(o)[1] == "PasswordSecretKeyNotFound",
+        60,
+        "PasswordSecretKeyNotFound",
+    )
+    assert "Secret my-user-password has no key password" in _ready(keyless)[2]
+
+    def password_is(value: str) -> Any:
+        def check(s: dict[str, Any]) -> bool:
+            return base64.b64decode(s["data"]["password"]).decode() == value
+
+        return check
+
+    # The key added, then the password changed: each change of the watched Secret is followed.
+    await client.patch(
+        SECRET, "my-user-password", {"stringData": {"password": "one"}}, namespace=namespace
+    )
+    await until(client, SECRET, CONNECTION, namespace, password_is("one"), 60, "password one")
+    await until(
+        client,
+        MONGODB_COMMUNITY,
+        NAME,
+        namespace,
+        lambda o: (o.get("status") or {}).get("phase") == "Running",
+        60,
+        "Running",
+    )
+    await client.patch(
+        SECRET, "my-user-password", {"stringData": {"password": "two"}}, namespace=namespace
+    )
+    await until(client, SECRET, CONNECTION, namespace, password_is("two"), 60, "password two")
