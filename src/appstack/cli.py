@@ -68,14 +68,17 @@ def render(filename: TextIO, output: str) -> None:
     """Print what the {kinds} objects in a file become, without a cluster.
 
     The file is validated with the same rules as admission; invalid input prints
-    field-level errors and exits 1. Other objects are printed as they are.
+    field-level errors and exits 1. A seed operator's kind (its own API group) is an
+    error saying what to change. Other objects are printed as they are (another
+    operator's kind with a note on stderr naming it).
     """
     import yaml  # noqa: PLC0415
 
     from appstack.rendering import RenderError, render_documents  # noqa: PLC0415
 
+    notes: list[str] = []
     try:
-        objects = render_documents(list(yaml.safe_load_all(filename)))
+        objects = render_documents(list(yaml.safe_load_all(filename)), notes)
     except RenderError as error:
         for line in error.problems:
             click.echo(f"error: {line}", err=True)
@@ -83,6 +86,8 @@ def render(filename: TextIO, output: str) -> None:
     except yaml.YAMLError as error:
         click.echo(f"error: not valid YAML: {error}", err=True)
         sys.exit(1)
+    for line in notes:
+        click.echo(f"note: {line}", err=True)
     if output == "json":
         import json  # noqa: PLC0415
 

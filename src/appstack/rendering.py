@@ -4,7 +4,9 @@ Validates each document with the same Pydantic models (and the same rules) the C
 is generated from, so an error here is an error at admission, then prints the children
 from the same ``desired`` functions the reconcilers apply (each registered controller's
 ``children``). A seed operator's object (its own API group) or one of our kinds in another
-group is an error saying what to change (:mod:`appstack.api.seeds`), never passed through.
+group is an error saying what to change (:mod:`appstack.api.seeds`), never passed through;
+an object of another operator's kind (neither Kubernetes' nor ours) is passed on with a note
+naming it.
 Credentials Secrets are generated in the cluster and never printed. Used by
 the CLI.
 """
@@ -16,7 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from appstack.api.kind import GROUP
-from appstack.api.seeds import foreign_problem
+from appstack.api.seeds import foreign_problem, third_party
 from appstack.controllers.registry import ALL, by_kind
 from appstack.controllers.util.conditions import error_message, field_path
 
@@ -29,7 +31,9 @@ class RenderError(Exception):
         self.problems = problems
 
 
-def render_documents(documents: list[Any]) -> list[dict[str, Any]]:
+def render_documents(documents: list[Any], notes: list[str] | None = None) -> list[dict[str, Any]]:
+    """The children of our objects and the other objects as they are; ``notes`` gets a line
+    for each object of a kind neither Kubernetes nor appstack serves (passed on, said)."""
     problems: list[str] = []
     rendered: list[dict[str, Any]] = []
     supported = ", ".join(c.kind.kind for c in ALL)
@@ -44,6 +48,10 @@ def render_documents(documents: list[Any]) -> list[dict[str, Any]]:
             continue
         if isinstance(doc, dict) and not str(doc.get("apiVersion", "")).startswith(f"{GROUP}/"):
             rendered.append(doc)  # an ordinary object in the same file: applied as it is
+            note = third_party(doc)
+            if note is not None and notes is not None:
+                name = (doc.get("metadata") or {}).get("name")
+                notes.append(f"{label} ({kind} {name}): {note}")
             continue
         controller = by_kind(str(kind))
         if controller is None:

@@ -4,7 +4,8 @@ first, gathered from the object's status and what the operator made for it.
 * ``appservice/NAME`` — the Ready and Available conditions, replicas, and each pod with its
   phase, readiness and the reason a container waits (``ErrImagePull``, ``CrashLoopBackOff``);
 * ``etcd/NAME`` — members (leader, learners, health, version), the client URL, backups;
-* ``crontab/NAME`` — the schedule, the newest run and how it went, and each Job kept.
+* ``crontab/NAME`` — the schedule, the newest run and how it went, and each Job kept;
+* ``mdbc/NAME`` — the phase, ready members and each member pod.
 
 :func:`collect` reads the cluster (by the instance label every child carries);
 :func:`render` is pure and draws the same NAME/READY/STATUS tree as the AppStack view.
@@ -150,7 +151,26 @@ async def _crontab(client: Client, obj: dict[str, Any]) -> Tree:
     return tree
 
 
-VIEWS = {"AppService": _appservice, "EtcdCluster": _etcd, "CronTab": _crontab}
+async def _mongodb(client: Client, obj: dict[str, Any]) -> Tree:
+    status = obj.get("status") or {}
+    tree = _head(
+        obj, "Ready", f"{status.get('members', 0)}/{(obj.get('spec') or {}).get('members', '')}"
+    )
+    tree["phase"] = status.get("phase", "")
+    for pod in await _labelled(client, POD, obj):
+        ready, state = _pod_state(pod)
+        tree["items"].append(
+            {"name": f"Pod/{pod['metadata']['name']}", "ready": ready, "status": state}
+        )
+    return tree
+
+
+VIEWS = {
+    "AppService": _appservice,
+    "EtcdCluster": _etcd,
+    "CronTab": _crontab,
+    "MongoDBCommunity": _mongodb,
+}
 
 
 async def collect(client: Client, resource: Resource, name: str, namespace: str) -> Tree:
@@ -162,7 +182,8 @@ async def collect(client: Client, resource: Resource, name: str, namespace: str)
 
 def _detail(tree: Tree) -> str:
     parts = [f"{tree['reason'] or tree['ready']}: {tree['message']}".strip(": ")]
-    for key in ("available", "leader", "schedule", "lastRun", "lastRunResult", "lastBackup"):
+    keys = ("phase", "available", "leader", "schedule", "lastRun", "lastRunResult", "lastBackup")
+    for key in keys:
         if tree.get(key):
             parts.append(f"{key} {tree[key]}")
     return "; ".join(p for p in parts if p)

@@ -72,19 +72,32 @@ async def test_the_operator_token_cannot_mint_a_service_account_token(
     assert created["type"] == "Opaque"
 
 
-async def test_the_operator_token_changes_only_the_owners_of_its_own_secrets(
+async def test_the_operator_token_changes_and_deletes_only_its_own_secrets(
     client: Client, as_operator: Client, namespace: str
 ) -> None:
-    """RBAC grants patch and delete on Secrets so that a generated Secret's owner can follow
-    ``retainOnDelete`` (the API server wants delete to set an owner); the Secret guard keeps
-    that to exactly this: no delete, no data change, no Secret taken over by labelling it."""
+    """RBAC grants patch and delete on Secrets (a generated Secret's owner follows
+    ``retainOnDelete``, a MongoDBCommunity's connection Secrets follow its users); the
+    Secret guard keeps both to Secrets already labelled as the operator's: a foreign Secret
+    can be neither deleted nor taken over by labelling it."""
     theirs = await client.create(
-        SECRET,
-        {**_secret(namespace, "Opaque"), "stringData": {"password": "theirs"}},
+        SECRET, {**_secret(namespace, "Opaque"), "stringData": {"password": "theirs"}}
     )
-    ours = await as_operator.create(
-        SECRET, {**_secret(namespace, "Opaque", MANAGED), "stringData": {"password": "ours"}}
-    )
+    name = theirs["metadata"]["name"]
+    said = "may only change or delete Secrets already labelled"
+    for attack in (
+        as_operator.delete(SECRET, name, namespace),
+        as_operator.patch(
+            SECRET,
+            name,
+            {"metadata": {"labels": MANAGED}, "stringData": {"password": "x"}},
+            namespace=namespace,
+        ),
+    ):
+        with pytest.raises(errors.Forbidden) as refused:
+            await attack
+        assert said in refused.value.message, refused.value.message
+    assert (await client.get(SECRET, name, namespace))["data"] == theirs["data"]
+    ours = await as_operator.create(SECRET, _secret(namespace, "Opaque", MANAGED))
     owner = await client.create(
         CONFIG_MAP,
         {
@@ -99,35 +112,10 @@ async def test_the_operator_token_changes_only_the_owners_of_its_own_secrets(
         "name": owner["metadata"]["name"],
         "uid": owner["metadata"]["uid"],
     }
-    attacks = {
-        "never deletes Secrets": as_operator.delete(SECRET, ours["metadata"]["name"], namespace),
-        "may not change a Secret's data": as_operator.patch(
-            SECRET,
-            ours["metadata"]["name"],
-            {"stringData": {"password": "changed"}},
-            namespace=namespace,
-        ),
-        "may only change Secrets already labelled": as_operator.patch(
-            SECRET,
-            theirs["metadata"]["name"],
-            {"metadata": {"labels": MANAGED, "ownerReferences": [ref]}},
-            namespace=namespace,
-        ),
-    }
-    for said, attack in attacks.items():
-        with pytest.raises(errors.Forbidden) as refused:
-            await attack
-        assert said in refused.value.message, refused.value.message
-    owned = await as_operator.patch(
-        SECRET,
-        ours["metadata"]["name"],
-        {"metadata": {"ownerReferences": [ref]}},
-        namespace=namespace,
-    )
+    patch = {"metadata": {"ownerReferences": [ref]}}
+    owned = await as_operator.patch(SECRET, ours["metadata"]["name"], patch, namespace=namespace)
     assert owned["metadata"]["ownerReferences"][0]["uid"] == ref["uid"]
-    assert (await client.get(SECRET, theirs["metadata"]["name"], namespace))["data"] == (
-        theirs["data"]
-    )
+    await as_operator.delete(SECRET, ours["metadata"]["name"], namespace)
 
 
 async def test_managed_middleware_still_gets_its_credentials_under_the_policy(

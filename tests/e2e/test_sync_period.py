@@ -16,6 +16,7 @@ from appstack.controllers.appservice import APP_SERVICE
 from appstack.controllers.appstack import APP_STACK
 from appstack.controllers.crontab import CRON_TAB
 from appstack.controllers.etcdcluster import ETCD_CLUSTER
+from appstack.controllers.mongodbcommunity import MONGODB_COMMUNITY
 from appstack.controllers.registry import ALL
 from appstack.runtime.client import Client
 from appstack.runtime.resources import DEPLOYMENT, SECRET
@@ -152,13 +153,37 @@ async def test_an_idle_resync_issues_no_writes(
     # A one-member etcd, a real container on the test bed's real node: healthy and idle.
     etcd = _obj("EtcdCluster", "idle", namespace, replicas=1, storage="1Gi")
     await client.create(ETCD_CLUSTER, etcd)
+    # A one-member MongoDBCommunity with a user (its pod cannot start here: no mongo image;
+    # its status is settled, Pending, with the user's connection-string Secret written).
+    user = {
+        "name": "app",
+        "passwordSecretRef": {"name": "db-auth"},
+        "roles": [{"name": "readWrite", "db": "app"}],
+    }
+    mdbc = _obj(
+        "MongoDBCommunity", "idle", namespace, members=1, type="ReplicaSet", version="8.0.4"
+    )
+    mdbc["spec"]["users"] = [user]
+    await client.create(MONGODB_COMMUNITY, mdbc)
     for i in range(3):
         await until(client, APP_SERVICE, f"idle-{i}", namespace, is_ready, 60)
     await until(client, APP_STACK, "idle", namespace, is_ready, 60)
     await until(client, CRON_TAB, "idle", namespace, is_ready, 60)
     await _etcd_healthy(client, namespace, kube_cluster)
+    await until(
+        client,
+        MONGODB_COMMUNITY,
+        "idle",
+        namespace,
+        lambda o: bool(
+            (o.get("status") or {}).get("users", [{}])[0].get("connectionStringSecretName")
+        ),
+        60,
+        "the MongoDBCommunity's user Secret",
+    )
 
     objects = {"appservice": 3, "appstack": 1, "crontab": 1, "etcdcluster": 1}
+    objects["mongodbcommunity"] = 1
     assert set(objects) == {c.name for c in ALL}, "every kind is in this test"
     await _resync_rounds(fast_resync, objects, 1)  # what was in flight has landed
     before = _writes(fast_resync)

@@ -125,7 +125,7 @@ def test_the_shipped_patch_has_a_script_per_kind() -> None:
     assert patch["metadata"]["name"] == "argocd-cm"
     assert sorted(patch["data"]) == [
         f"resource.customizations.health.appstack.dev_{kind}"
-        for kind in ("AppService", "AppStack", "CronTab", "EtcdCluster")
+        for kind in ("AppService", "AppStack", "CronTab", "EtcdCluster", "MongoDBCommunity")
     ]
     assert patch["data"]["resource.customizations.health.appstack.dev_EtcdCluster"] == (
         argocd.health_script("EtcdCluster")

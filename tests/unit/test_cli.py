@@ -46,6 +46,20 @@ def test_render_rejects_unknown_appstack_kinds_and_passes_other_objects_through(
     assert yaml.safe_load(result.output)["kind"] == "ConfigMap"
 
 
+def test_render_names_another_operators_kind_it_passes_on() -> None:
+    other = "apiVersion: cert-manager.io/v1\nkind: Certificate\nmetadata: {name: c}\n"
+    result = CliRunner().invoke(main, ["render", "-f", "-"], input=other)
+    assert result.exit_code == 0
+    assert yaml.safe_load(result.stdout)["kind"] == "Certificate"
+    assert result.stderr == (
+        "note: document 1 (Certificate c): Certificate (cert-manager.io/v1) is not a kind "
+        "appstack serves: passed on as it is, for the operator that serves it\n"
+    )
+    for builtin in ("v1", "apps/v1", "networking.k8s.io/v1"):
+        plain = f"apiVersion: {builtin}\nkind: X\nmetadata: {{name: x}}\n"
+        assert CliRunner().invoke(main, ["render", "-f", "-"], input=plain).stderr == ""
+
+
 def test_render_prints_a_stack_in_full_but_never_its_credentials() -> None:
     result = CliRunner().invoke(main, ["render", "-f", str(ROOT / "examples/dataservice.yaml")])
     assert result.exit_code == 0, result.output

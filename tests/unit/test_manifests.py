@@ -75,8 +75,7 @@ def test_the_secrets_policy_binds_the_operator_to_labelled_opaque_secrets() -> N
     expressions = " ".join(v["expression"] for v in spec["validations"])
     assert "object.type == 'Opaque'" in expressions
     assert "app.kubernetes.io/managed-by" in expressions
-    assert "request.operation != 'DELETE'" in expressions
-    assert "object.data == oldObject.data" in expressions
+    assert "oldObject.metadata.labels['app.kubernetes.io/managed-by']" in expressions
     assert binding["spec"] == {
         "policyName": policy["metadata"]["name"],
         "validationActions": ["Deny"],
@@ -215,7 +214,13 @@ def test_people_get_our_kinds_through_the_clusters_own_roles() -> None:
     assert viewer["metadata"]["labels"][f"{aggregate}view"] == "true"
     assert f"{aggregate}edit" not in viewer["metadata"]["labels"]
     kinds, status = viewer["rules"]
-    assert kinds["resources"] == ["appservices", "appstacks", "crontabs", "etcdclusters"]
+    assert kinds["resources"] == [
+        "appservices",
+        "appstacks",
+        "crontabs",
+        "etcdclusters",
+        "mongodbcommunity",
+    ]
     assert kinds["verbs"] == ["get", "list", "watch"]
     assert status["verbs"] == ["get"]
     assert "create" in editor["rules"][0]["verbs"]

@@ -17,7 +17,7 @@ from appstack.api.appstack import AppStackSpec
 from appstack.api.managed_rules import NO_INIT_SCRIPTS, ONE_INSTANCE
 from appstack.cli import main
 from appstack.controllers.appstack import desired, middleware, mongodb
-from appstack.controllers.appstack import mongodb_bootstrap as boot
+from appstack.controllers.util import mongodb_bootstrap as boot
 
 OWNER = {
     "apiVersion": "appstack.dev/v1",

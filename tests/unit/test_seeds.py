@@ -48,6 +48,17 @@ spec:
   image: busybox
 """
 
+SEED_004_MONGODB = """\
+apiVersion: mongodbcommunity.mongodb.com/v1
+kind: MongoDBCommunity
+metadata:
+  name: example-mongodb
+spec:
+  members: 3
+  type: ReplicaSet
+  version: "4.2.6"
+"""
+
 
 @pytest.mark.parametrize(
     ("seed", "message"),
@@ -55,6 +66,7 @@ spec:
         (SEED_000, "AppService is served as appstack.dev/v1; change apiVersion"),
         (SEED_001, "AppService is served as appstack.dev/v1; change apiVersion"),
         (SEED_004, "CronTab is served as appstack.dev/v1; change apiVersion"),
+        (SEED_004_MONGODB, "MongoDBCommunity is served as appstack.dev/v1; change apiVersion"),
         (
             SEED_003,
             "DataService (d3os-product.com.d3os/v1, a seed operator's) is served as "

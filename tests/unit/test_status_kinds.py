@@ -3,7 +3,8 @@ and the tree drawn from a collected view."""
 
 from __future__ import annotations
 
-from appstack.status_kinds import render, resolve
+from appstack.controllers.registry import ALL
+from appstack.status_kinds import VIEWS, render, resolve
 
 
 def test_kinds_are_found_by_kind_plural_singular_or_short_name() -> None:
@@ -39,3 +40,10 @@ def test_an_etcd_view_shows_members_leader_and_backup() -> None:
     assert lines[2].startswith("├─ Member/e-0")
     assert lines[3].startswith("└─ Member/e-1")
     assert lines[3].endswith("leader, healthy")
+
+
+def test_every_kind_but_appstack_has_a_view() -> None:
+    assert set(VIEWS) == {c.kind.kind for c in ALL} - {"AppStack"}  # AppStack: status.py
+    mdbc = resolve("mdbc")
+    assert mdbc is not None
+    assert mdbc.kind == "MongoDBCommunity"

@@ -2,7 +2,8 @@
 
 The seeds (operator-sdk, controller-runtime and kubebuilder tutorials) each serve their
 kinds in their own group: ``app.example.com`` and ``kosmos.io`` (AppService),
-``stable.example.com`` (CronTab), ``d3os-product.com.d3os`` (DataService). A document in
+``stable.example.com`` (CronTab), ``mongodbcommunity.mongodb.com`` (MongoDBCommunity),
+``d3os-product.com.d3os`` (DataService). A document in
 one of those groups, or one of our kinds in another group, would otherwise be passed
 through by ``appstack render`` as an ordinary object; :func:`foreign_problem` says what to
 change instead. Pure; used by :mod:`appstack.rendering`.
@@ -21,6 +22,9 @@ SEED_GROUPS: dict[str, dict[str, tuple[str, str]]] = {
     "app.example.com": {"AppService": ("AppService", "")},
     "kosmos.io": {"AppService": ("AppService", "")},
     "stable.example.com": {"CronTab": ("CronTab", "")},
+    # the MongoDB community operator's group (seed 004; mongodb.com in its 0.5.0 release)
+    "mongodbcommunity.mongodb.com": {"MongoDBCommunity": ("MongoDBCommunity", "")},
+    "mongodb.com": {"MongoDBCommunity": ("MongoDBCommunity", "")},
     "d3os-product.com.d3os": {
         "DataService": (
             "AppStack",
@@ -59,4 +63,18 @@ def foreign_problem(doc: dict[str, Any], ours: set[str]) -> str | None:
     target, how = seed[kind]
     return f"{kind} ({api_version}, a seed operator's) is served as {target} in {SERVED}; " + (
         how or "change apiVersion"
+    )
+
+
+def third_party(doc: dict[str, Any]) -> str | None:
+    """A note for an object of neither Kubernetes' own API groups (``v1``, ``apps``, ...,
+    ``*.k8s.io``) nor ours (e.g. cert-manager's Certificate): passed on as it is, but said
+    (its own operator must serve it). None for built-in and our own objects."""
+    api_version, kind = str(doc.get("apiVersion", "")), str(doc.get("kind", ""))
+    group = _group(api_version)
+    if group == GROUP or "." not in group or group.endswith(".k8s.io"):
+        return None
+    return (
+        f"{kind} ({api_version}) is not a kind appstack serves: passed on as it is, for "
+        "the operator that serves it"
     )

@@ -8,7 +8,7 @@ package and one line here (see docs/design.md, "Adding a kind").
 
 from __future__ import annotations
 
-from appstack.controllers import appservice, appstack, crontab, etcdcluster
+from appstack.controllers import appservice, appstack, crontab, etcdcluster, mongodbcommunity
 from appstack.controllers.util.registration import Registration
 
 ALL: tuple[Registration, ...] = (
@@ -16,6 +16,7 @@ ALL: tuple[Registration, ...] = (
     appstack.CONTROLLER,
     crontab.CONTROLLER,
     etcdcluster.CONTROLLER,
+    mongodbcommunity.CONTROLLER,
 )
 
 

@@ -5,10 +5,9 @@ RBAC cannot say "only Opaque Secrets carrying our labels": with ``create`` on Se
 operator could mint a ``kubernetes.io/service-account-token`` Secret for any
 ServiceAccount (kube-system's included) and read the token back. :func:`secrets_policy`
 closes that: the operator's creates and updates of Secrets must be ``Opaque`` and labelled
-``app.kubernetes.io/managed-by=appstack``, and an update (the operator patches only a
-generated Secret's owners, when ``retainOnDelete`` flips) must leave the data as it was, of
-a Secret that already carried the label; it never deletes one (RBAC grants ``delete`` only
-because the API server asks for it to set an owner); any other writer is not matched.
+``app.kubernetes.io/managed-by=appstack``, and it may change or delete only a Secret that
+already carried that label (a foreign Secret is not taken over by labelling it); any other
+writer is not matched.
 
 *Who is the operator* is whoever the operator's own RBAC binds, wherever and under whatever
 name it is installed (see :mod:`appstack.manifests.admission_base`). Everything else the
@@ -55,44 +54,31 @@ def secrets_policy(namespace: str = NAMESPACE) -> dict[str, Any]:
             "matchConditions": only_operator(),
             "validations": [
                 {
-                    # RBAC's delete is there only for OwnerReferencesPermissionEnforcement
-                    # (setting an owner needs it); no Secret is ever deleted with it.
-                    "expression": "request.operation != 'DELETE'",
-                    "message": "the appstack operator never deletes Secrets",
-                    "reason": "Forbidden",
-                },
-                {
-                    "expression": "has(object.type) && object.type == 'Opaque'",
+                    "expression": (
+                        "request.operation == 'DELETE' || (has(object.type) && object.type == "
+                        "'Opaque')"
+                    ),
                     "message": "the appstack operator may only write Secrets of type Opaque",
                     "reason": "Forbidden",
                 },
                 {
                     "expression": (
-                        f"has(object.metadata.labels) && '{key}' in object.metadata.labels"
-                        f" && object.metadata.labels['{key}'] == '{value}'"
+                        f"request.operation == 'DELETE' || (has(object.metadata.labels) && "
+                        f"'{key}' in object.metadata.labels"
+                        f" && object.metadata.labels['{key}'] == '{value}')"
                     ),
                     "message": f"the appstack operator may only write Secrets labelled {label}",
                     "reason": "Forbidden",
                 },
                 {
                     "expression": (
-                        "request.operation != 'UPDATE' || (has(oldObject.metadata.labels)"
+                        "request.operation == 'CREATE' || (has(oldObject.metadata.labels)"
                         f" && '{key}' in oldObject.metadata.labels"
                         f" && oldObject.metadata.labels['{key}'] == '{value}')"
                     ),
                     "message": (
-                        f"the appstack operator may only change Secrets already labelled {label}"
-                    ),
-                    "reason": "Forbidden",
-                },
-                {
-                    "expression": (
-                        "request.operation != 'UPDATE' || (has(object.data) ? (has(oldObject.data)"
-                        " && object.data == oldObject.data) : !has(oldObject.data))"
-                    ),
-                    "message": (
-                        "the appstack operator may not change a Secret's data (only which "
-                        "object owns it)"
+                        "the appstack operator may only change or delete Secrets already "
+                        f"labelled {label}"
                     ),
                     "reason": "Forbidden",
                 },

@@ -31,8 +31,8 @@ RBAC_RULES: list[Rule] = [
     rule(STATEFUL_SET, *_WRITE),
     rule(CONFIG_MAP, *_WRITE),
     # watched: metadata only is cached; patched: a generated Secret's owners only, which
-    # the API server allows only with delete (the Secret guard refuses every other change,
-    # and every delete)
+    # the API server allows only with delete (the Secret guard keeps both to Secrets
+    # labelled as ours)
     rule(SECRET, "get", "list", "watch", "create", "patch", "delete"),
     rule(ENDPOINT_SLICE, *_WRITE),
     rule(PDB, *_WRITE),  # a managed mongodb's majority

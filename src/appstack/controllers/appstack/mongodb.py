@@ -1,17 +1,20 @@
 """Managed ``mongodb`` middleware → a replica set of ``managed.replicas`` members (pure;
 used by :mod:`.middleware`, :mod:`.connections` and the reconciler).
 
+The replica set itself (members' pod, hosts, keyfile, budget) is
+:mod:`appstack.controllers.util.mongodb_replicaset`, shared with the ``MongoDBCommunity``
+kind; this module fills it in for one middleware member:
+
 * StatefulSet ``<stack>-<member>`` (pods ``-0``, ``-1``, ... started in order, each with its
   own ``data`` volume from the claim template), whose members are named through the
   headless Service ``-hl`` (``<pod>.<stack>-<member>-hl.<namespace>.svc``, published before
   they are ready so that they find each other) and reached by clients through all of them;
-* ``mongod --replSet <stack>-<member> --keyFile ...``: the keyfile comes from the generated
-  Secret ``-keyfile`` (:func:`keyfile_secret`, created once like the credentials Secret)
-  (mounted readable by the pods' group, ``fsGroup``) and is copied by an init container into
-  a memory volume with mode 0400, as mongod demands;
-* the ``rs-bootstrap`` sidecar (:mod:`.mongodb_bootstrap`) initiates the set, creates the
-  users and follows scaling, from the ConfigMap ``-replicaset`` (:func:`config_map`);
-* a member is ready when it is the primary or a secondary (an exec readiness probe);
+* the keyfile comes from the generated Secret ``-keyfile`` (:func:`keyfile_secret`, created
+  once like the credentials Secret);
+* the ``rs-bootstrap`` sidecar (:mod:`~appstack.controllers.util.mongodb_bootstrap`)
+  initiates the set, creates the root and application users (credentials from the
+  ``-credentials`` Secret as env) and follows scaling, from the ConfigMap ``-replicaset``
+  (:func:`config_map`);
 * with more than one member, a PodDisruptionBudget ``<stack>-<member>`` keeps a majority of
   them running through voluntary disruptions (node drains), so a drain never costs the set
   its primary election (:func:`disruption_budget`).
@@ -19,22 +22,20 @@ used by :mod:`.middleware`, :mod:`.connections` and the reconciler).
 
 from __future__ import annotations
 
-import base64
 import json
-import secrets
-from copy import deepcopy
 from typing import Any
 
 from appstack.api.appstack_middleware import Middleware
 from appstack.controllers.appstack import labels
-from appstack.controllers.appstack import mongodb_bootstrap as boot
 from appstack.controllers.appstack.catalog import CATALOG, image
 from appstack.controllers.appstack.connections import credentials_secret, prefix, service_name
+from appstack.controllers.util import mongodb_bootstrap as boot
+from appstack.controllers.util import mongodb_replicaset as rs
 
-KEYFILE_KEY = "keyfile"
-KEYFILE_PATH = "/keyfile"
+KEYFILE_KEY = rs.KEYFILE_KEY
+KEYFILE_PATH = rs.KEYFILE_PATH
 DATABASE = "app"
-HOME = {"name": "HOME", "value": "/tmp"}  # noqa: S108 - the container's own /tmp
+HOME = rs.HOME
 
 
 def keyfile_secret_name(stack: str, member: str) -> str:
@@ -47,15 +48,12 @@ def hosts(owner: dict[str, Any], mw: Middleware) -> list[str]:
     meta = owner["metadata"]
     sts = service_name(meta["name"], mw.name)
     port = CATALOG[mw.type].port
-    return [
-        f"{sts}-{i}.{sts}-hl.{meta['namespace']}.svc:{port}" for i in range(mw.managed.replicas)
-    ]
+    return rs.hosts(sts, f"{sts}-hl", meta["namespace"], port, mw.managed.replicas)
 
 
 def replica_set(owner: dict[str, Any], mw: Middleware) -> dict[str, Any]:
     """The desired members: ``_id`` is the pod's ordinal, so it stays when others change."""
-    name = service_name(owner["metadata"]["name"], mw.name)
-    return {"_id": name, "members": [{"_id": i, "host": h} for i, h in enumerate(hosts(owner, mw))]}
+    return rs.replica_set(service_name(owner["metadata"]["name"], mw.name), hosts(owner, mw))
 
 
 def uri_env(owner: dict[str, Any], mw: object) -> list[dict[str, Any]]:
@@ -76,20 +74,19 @@ def uri_env(owner: dict[str, Any], mw: object) -> list[dict[str, Any]]:
 
 
 def keyfile_secret(owner: dict[str, Any], mw: Middleware) -> dict[str, Any]:
-    """The members' shared key: 756 base64 characters (mongod's limit is 1024). Generated
-    once, kept like the credentials Secret (no owner while the volumes are retained)."""
+    """The members' shared key, generated once, kept like the credentials Secret (no owner
+    while the volumes are retained)."""
     assert mw.managed is not None  # noqa: S101
     stack = owner["metadata"]["name"]
     meta = labels.metadata(owner, mw.name, keyfile_secret_name(stack, mw.name))
     if mw.managed.storage.retain_on_delete:
         del meta["ownerReferences"]
-    key = base64.b64encode(secrets.token_bytes(567)).decode()
     return {
         "apiVersion": "v1",
         "kind": "Secret",
         "type": "Opaque",
         "metadata": meta,
-        "stringData": {KEYFILE_KEY: key},
+        "stringData": rs.keyfile_data(),
     }
 
 
@@ -107,96 +104,38 @@ def config_map(owner: dict[str, Any], mw: Middleware) -> dict[str, Any]:
     }
 
 
-def _secret_env(name: str, secret: str, key: str) -> dict[str, Any]:
-    return {"name": name, "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}}
-
-
 def pod_spec(owner: dict[str, Any], mw: Middleware, security: dict[str, Any]) -> dict[str, Any]:
-    """mongod, the keyfile init container and the bootstrap sidecar, all as the image's
-    user (``security``: the restricted container securityContext for it)."""
+    """The shared members' pod (:func:`~appstack.controllers.util.mongodb_replicaset.pod_spec`)
+    with this member's image, keyfile, ConfigMap and credentials env."""
     assert mw.managed is not None  # noqa: S101
     stack = owner["metadata"]["name"]
     engine = CATALOG[mw.type]
     name = service_name(stack, mw.name)
-    img = image(mw.type, mw.managed.image, mw.managed.version)
-    keyfile = f"{KEYFILE_PATH}/{KEYFILE_KEY}"
-    mongod: dict[str, Any] = {
-        "name": "mongod",
-        "image": img,
-        "command": ["mongod", "--replSet", name, "--bind_ip_all", "--port", str(engine.port)],
-        "args": ["--dbpath", engine.data_path, "--keyFile", keyfile],
-        "env": [dict(HOME)],  # mongosh (the readiness probe) keeps its logs there, not in the data
-        "ports": [{"name": "mongodb", "containerPort": engine.port, "protocol": "TCP"}],
-        "volumeMounts": [
-            {"name": "data", "mountPath": engine.data_path},
-            {"name": "keyfile", "mountPath": KEYFILE_PATH, "readOnly": True},
-        ],
-        "readinessProbe": boot.readiness_probe(),
-        "securityContext": deepcopy(security),
-    }
-    if mw.managed.resources:
-        mongod["resources"] = mw.managed.resources.to_dict()
     credentials = credentials_secret(stack, mw.name)
     member_host = f"$(POD_NAME).{name}-hl.{owner['metadata']['namespace']}.svc:{engine.port}"
-    sidecar = {
-        "name": "rs-bootstrap",
-        "image": img,
-        "command": boot.loop_command(),
-        "env": [
-            dict(HOME),
+    members = rs.Members(
+        set_name=name,
+        image=image(mw.type, mw.managed.image, mw.managed.version),
+        port=engine.port,
+        data_path=engine.data_path,
+        uid=engine.uid,
+        keyfile_secret=keyfile_secret_name(stack, mw.name),
+        config_map=f"{name}-replicaset",
+        resources=mw.managed.resources.to_dict() if mw.managed.resources else None,
+        sidecar_env=[
             {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
             {"name": "MEMBER_HOST", "value": member_host},
-            _secret_env("ROOT_PASSWORD", credentials, "root-password"),
-            _secret_env("APP_USERNAME", credentials, "username"),
-            _secret_env("APP_PASSWORD", credentials, "password"),
+            rs.secret_env("ROOT_PASSWORD", credentials, "root-password"),
+            rs.secret_env("APP_USERNAME", credentials, "username"),
+            rs.secret_env("APP_PASSWORD", credentials, "password"),
         ],
-        "volumeMounts": [{"name": "replicaset", "mountPath": boot.MOUNT_PATH, "readOnly": True}],
-        "securityContext": deepcopy(security),
-    }
-    copy = {
-        "name": "keyfile",
-        "image": img,
-        "command": [
-            "sh",
-            "-c",
-            f"cp /keyfile-secret/{KEYFILE_KEY} {keyfile} && chmod 0400 {keyfile}",
-        ],
-        "volumeMounts": [
-            {"name": "keyfile-secret", "mountPath": "/keyfile-secret", "readOnly": True},
-            {"name": "keyfile", "mountPath": KEYFILE_PATH},
-        ],
-        "securityContext": deepcopy(security),
-    }
-    return {
-        "initContainers": [copy],
-        "containers": [mongod, sidecar],
-        "securityContext": {"fsGroup": engine.uid},
-        "volumes": [
-            {"name": "keyfile", "emptyDir": {"medium": "Memory"}},
-            {
-                "name": "keyfile-secret",
-                "secret": {"secretName": keyfile_secret_name(stack, mw.name), "defaultMode": 0o440},
-            },
-            {"name": "replicaset", "configMap": {"name": f"{name}-replicaset"}},
-        ],
-    }
+    )
+    return rs.pod_spec(members, security)
 
 
 def disruption_budget(owner: dict[str, Any], mw: Middleware) -> list[dict[str, Any]]:
-    """A majority of the members available through voluntary disruptions (none for a single
-    member: a budget that forbids evicting it would block every node drain)."""
+    """A majority of the members available through voluntary disruptions."""
     assert mw.managed is not None  # noqa: S101 - callers pass managed middleware only
-    if mw.managed.replicas < 2:
-        return []
     stack = owner["metadata"]["name"]
-    return [
-        {
-            "apiVersion": "policy/v1",
-            "kind": "PodDisruptionBudget",
-            "metadata": labels.metadata(owner, mw.name, service_name(stack, mw.name)),
-            "spec": {
-                "minAvailable": mw.managed.replicas // 2 + 1,
-                "selector": {"matchLabels": labels.selector(stack, mw.name)},
-            },
-        }
-    ]
+    meta = labels.metadata(owner, mw.name, service_name(stack, mw.name))
+    return rs.disruption_budget(meta, mw.managed.replicas, labels.selector(stack, mw.name))

@@ -51,6 +51,9 @@ class KindReconciler(ABC, Generic[SpecT]):
     status_changes: ClassVar[bool] = True
     #: Per kind, what the cache keeps of an object (e.g. pods without their spec).
     transforms: ClassVar[dict[Resource, Callable[[dict[str, Any]], dict[str, Any]]]] = {}
+    #: Per owned kind, a narrower label selector of its cache than every child of ours
+    #: (e.g. only the Secrets a controller applies, not every generated one).
+    selectors: ClassVar[dict[Resource, str]] = {}
     #: Per kind, the indexes (name → function) its reads use (e.g. pods by label).
     indexers: ClassVar[dict[Resource, dict[str, IndexFunc]]] = {}
 

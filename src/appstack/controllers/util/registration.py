@@ -77,9 +77,11 @@ class Registration:
         :meth:`resync_period` of ``sync_period`` seconds (default: 10 minutes);
         ``options`` go to the reconciler (e.g. the AppStack's ``external_ips``)."""
         watched, referenced = self.reconciler.watches, self.reconciler.references
+        selectors = self.reconciler.selectors
         for resource in (*self.owns, *(resource for resource, _ in watched)):
             if resource not in referenced:  # a user's objects are not labelled as ours
-                manager.cache.set_label_selector(resource, child_selector(resource.kind))
+                selector = selectors.get(resource) or child_selector(resource.kind)
+                manager.cache.set_label_selector(resource, selector)
         for resource, transform in self.reconciler.transforms.items():
             manager.cache.set_transform(resource, transform)
         for resource, indexes in self.reconciler.indexers.items():

@@ -1,6 +1,10 @@
-"""The MongoDB replica set's bootstrap: a mongosh script every member's ``rs-bootstrap``
-sidecar runs every :data:`PASS_SECONDS` (pure text; rendered by :func:`script`, shipped in
-the ConfigMap ``<stack>-<member>-replicaset`` by :mod:`.mongodb`).
+"""The MongoDB replica set's bootstrap: a script every member's ``rs-bootstrap`` sidecar runs
+every :data:`PASS_SECONDS` (pure text; rendered by :func:`script` for the AppStack's managed
+mongodb, shipped in the ConfigMap ``<stack>-<member>-replicaset`` by
+``controllers/appstack/mongodb.py``; the ``MongoDBCommunity`` kind runs :data:`PLAN_JS` under
+a driver of its own, ``controllers/mongodbcommunity/bootstrap.py``). The sidecar's loop and
+the readiness probe run in the image's shell (:func:`shell_for`): ``mongosh`` from MongoDB
+5.0, the legacy ``mongo`` shell before (whose images have no mongosh).
 
 One pass looks at the local mongod (and, before initiation, at its peers), decides one
 action with the pure JavaScript function ``plan`` (:data:`PLAN_JS`, unit-tested under
@@ -30,6 +34,16 @@ SCRIPT_KEY = "bootstrap.js"
 CONFIG_KEY = "replicaset.json"
 MOUNT_PATH = "/replicaset"
 ROOT_USER = "root"
+MONGOSH = "mongosh"
+LEGACY = "mongo"  # the legacy shell: MongoDB before 5.0 ships only this one
+MONGOSH_FROM = (5, 0)
+
+
+def shell_for(version: str) -> str:
+    """The shell an image of MongoDB ``version`` (``X.Y.Z``) has: mongosh from 5.0 on."""
+    major, minor = (int(part) for part in version.split(".")[:2])
+    return MONGOSH if (major, minor) >= MONGOSH_FROM else LEGACY
+
 
 # Pure: no I/O, no mongosh globals. Unit-tested by running it under node.
 PLAN_JS = r"""
@@ -161,21 +175,30 @@ def script(port: int, mount: str = MOUNT_PATH) -> str:
     return PLAN_JS.lstrip() + DRIVER_JS % values
 
 
-def loop_command() -> list[str]:
+def loop_command(shell: str = MONGOSH) -> list[str]:
     """The sidecar's command: one pass every :data:`PASS_SECONDS`, for ever; it exits at
-    once on SIGTERM (a shell as PID 1 would otherwise ignore it until the grace period ends)."""
-    run = f"mongosh --nodb --quiet --norc --file {MOUNT_PATH}/{SCRIPT_KEY}"
+    once on SIGTERM (a shell as PID 1 would otherwise ignore it until the grace period ends).
+    The legacy shell takes the script as an argument (it has no ``--file``)."""
+    path = f"{MOUNT_PATH}/{SCRIPT_KEY}"
+    run = (
+        f"mongosh --nodb --quiet --norc --file {path}"
+        if shell == MONGOSH
+        else f"mongo --nodb --quiet --norc {path}"
+    )
     pause = f"sleep {PASS_SECONDS} & wait $!"
     return ["sh", "-c", f"trap 'exit 0' TERM; while true; do {run}; {pause}; done"]
 
 
 READINESS = "const h = db.hello(); if (!(h.isWritablePrimary || h.secondary)) { quit(1); }"
+# The legacy shell before 4.2.10/4.4.2 has no hello: isMaster (still answered by every version).
+LEGACY_READINESS = "var h = db.isMaster(); if (!(h.ismaster || h.secondary)) { quit(1); }"
 
 
-def readiness_probe() -> dict[str, Any]:
+def readiness_probe(shell: str = MONGOSH) -> dict[str, Any]:
     """A member is ready when it is the primary or a secondary of the set."""
+    check = READINESS if shell == MONGOSH else LEGACY_READINESS
     return {
-        "exec": {"command": ["mongosh", "--quiet", "--norc", "--eval", READINESS]},
+        "exec": {"command": [shell, "--quiet", "--norc", "--eval", check]},
         "periodSeconds": 10,
         "timeoutSeconds": 10,
         "failureThreshold": 3,
