@@ -23,6 +23,7 @@ import structlog
 from appstack.controllers.util.compare import (
     already_so,
     create_only,
+    node_port_taken,
     owners_to_write,
     status_gist,
     unowned_with_labels,
@@ -134,11 +135,7 @@ class ChildWriter:
         except errors.ApiError as error:
             if not users_problem(error):
                 raise
-            reason = (
-                "NodePortConflict"
-                if "already allocated" in error.message
-                else (f"{resource.kind}Rejected")
-            )
+            reason = "NodePortConflict" if node_port_taken(error) else f"{resource.kind}Rejected"
             return None, Problem(reason, f"{resource.kind} {name}: {error.message}")
         log.debug("applied", kind=resource.kind, child=name)
         return applied, None

@@ -29,7 +29,20 @@ def users_problem(error: errors.ApiError) -> bool:
     )
 
 
-# What server-side apply says (HTTP 500) when the applied object itself is malformed.
+def node_port_taken(error: errors.ApiError) -> bool:
+    """Whether the API server refused a Service for a node port it asks for (taken, or
+    outside the cluster's node-port range): 422 with a ``FieldValueInvalid`` cause on
+    ``spec.ports[i].nodePort`` — read from the Status' causes, not its message text."""
+    return isinstance(error, errors.Invalid) and any(
+        cause.reason == "FieldValueInvalid"
+        and cause.field.startswith("spec.ports[")
+        and cause.field.endswith("].nodePort")
+        for cause in error.causes
+    )
+
+
+# What server-side apply says (HTTP 500, reason InternalError, no cause: the one refusal with
+# nothing but its text to tell it by) when the applied object itself is malformed.
 _SSA_MARKERS = ("failed to create typed patch object", "duplicate entries for key")
 
 
