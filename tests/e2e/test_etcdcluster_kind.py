@@ -14,6 +14,7 @@ from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.resources import POD, PVC, SERVICE
 from tests.e2e.conftest import RunningOperator, until
+from tests.e2e.etcd_load import until_true
 
 
 def seed(name: str, namespace: str, **spec: Any) -> dict[str, Any]:
@@ -125,3 +126,55 @@ async def test_a_member_name_taken_by_someone_elses_pod_or_volume_is_never_adopt
     await asyncio.sleep(4)  # measuring a rate over a span of time: nothing to wait on
     looks = operator.reconciles("etcdcluster") - before
     assert looks <= 3, f"{looks} reconciles in 4 s (a 0.2 s retry loop would be ~20)"
+
+
+async def claims_of(client: Client, namespace: str, cluster: str) -> dict[str, dict[str, Any]]:
+    claims, _ = await client.list(PVC, namespace)
+    prefix = f"data-{cluster}-"
+    return {c["metadata"]["name"]: c for c in claims if c["metadata"]["name"].startswith(prefix)}
+
+
+async def test_member_volumes_go_with_the_cluster_unless_retain_on_delete(
+    client: Client, namespace: str, operator: RunningOperator
+) -> None:
+    """Issue #28 P2: ``retainOnDelete`` (default false: today's behaviour) says what
+    deleting the EtcdCluster does to its member volumes. ``kept`` turns it on after
+    creation (its existing volumes are released), ``gone`` keeps the default."""
+    await client.create(ETCD_CLUSTER, seed("kept", namespace))
+    await client.create(ETCD_CLUSTER, seed("gone", namespace))
+    for name in ("kept", "gone"):
+        for i in range(3):
+            claim = await until(client, PVC, f"data-{name}-{i}", namespace, bool, 30)
+            assert claim["metadata"]["ownerReferences"][0]["name"] == name
+    patch = {"spec": {"retainOnDelete": True}}
+    kept_uid = (await client.patch(ETCD_CLUSTER, "kept", patch, namespace=namespace))["metadata"][
+        "uid"
+    ]
+    for i in range(3):
+        claim = await until(
+            client,
+            PVC,
+            f"data-kept-{i}",
+            namespace,
+            lambda c: not c["metadata"].get("ownerReferences"),
+            30,
+            "the volume released (no owner)",
+        )
+        assert claim["metadata"]["annotations"]["appstack.dev/etcd-cluster-uid"] == kept_uid
+    before = {
+        n: c["metadata"]["uid"] for n, c in (await claims_of(client, namespace, "kept")).items()
+    }
+
+    await client.delete(ETCD_CLUSTER, "kept", namespace)
+    await client.delete(ETCD_CLUSTER, "gone", namespace)
+
+    async def collected() -> bool:  # the garbage collector took the members and gone's volumes
+        pods, _ = await client.list(POD, namespace)
+        return not pods and not await claims_of(client, namespace, "gone")
+
+    await until_true(collected, 60, "the members and gone's volumes to be collected")
+    after = {
+        n: c["metadata"]["uid"] for n, c in (await claims_of(client, namespace, "kept")).items()
+    }
+    assert after == before  # the same three volumes, kept
+    assert len(after) == 3

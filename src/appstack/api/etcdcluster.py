@@ -148,6 +148,13 @@ class EtcdClusterSpec(KubeModel):
     storage_class_name: ObjectName | None = Field(
         None, description="StorageClass of the data volumes (default: the cluster's default)."
     )
+    retain_on_delete: bool = Field(
+        False,
+        description="Keep the members' data volumes (PVCs data-<name>-<n>) when the "
+        "EtcdCluster is deleted: they have no owner while this is true and stay, never adopted "
+        "by another cluster. Default false: they are deleted with the cluster (garbage "
+        "collected through their owner). Changing it re-owns or releases the existing volumes.",
+    )
     resources: ResourceRequirements | None = Field(None, description="Member container resources.")
     node_selector: LabelMap | None = Field(None, description="Node labels members must run on.")
     tolerations: list[Toleration] | None = Field(

@@ -31,7 +31,6 @@ from appstack.controllers.util.conditions import (
     Problem,
     now_rfc3339,
 )
-from appstack.controllers.util.meta import controlled_by
 from appstack.controllers.util.pods import (
     POD_INDEXERS,
     POD_TRANSFORMS,
@@ -84,6 +83,7 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
         mine = desired.selector(meta["name"])
         pods = [p for p in pods_of(self.cache, meta["namespace"], mine) if _owned(p, obj)]
         volumes = [v for v in labelled(self.cache, PVC, meta["namespace"], mine) if _owned(v, obj)]
+        await self._volume_owners(obj, spec, volumes)
         checked = await self.tls_secrets.check(meta["namespace"], spec.tls)
         if checked.problem is not None:  # members cannot start, or cannot be reached
             return await self._blocked(obj, checked.problem)
@@ -126,6 +126,18 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
             await self.writer.report(obj, problem)
         await self.writer.write_status(obj, status.blocked(obj, problem, now_rfc3339()))
         return Result(requeue_after=AFTER["Degraded"])
+
+    async def _volume_owners(
+        self, obj: dict[str, Any], spec: EtcdClusterSpec, volumes: list[dict[str, Any]]
+    ) -> None:
+        """Member volumes owned by the cluster, or ownerless when ``retainOnDelete`` (a
+        changed field re-owns or releases the volumes there are)."""
+        for volume in volumes:
+            going = volume["metadata"].get("deletionTimestamp")
+            if not going and desired.retained(volume) != spec.retain_on_delete:
+                patch = {"metadata": desired.volume_owner(obj, retain=spec.retain_on_delete)}
+                meta = volume["metadata"]
+                await self.client.patch(PVC, meta["name"], patch, namespace=meta["namespace"])
 
     async def _label_voters(self, seen: Observation) -> None:
         """Voting members' pods carry ``etcd-voter=true`` (the client Service's selector)."""
@@ -279,6 +291,10 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
         self, obj: dict[str, Any], resource: Any, child: dict[str, Any], why: str
     ) -> None:
         with contextlib.suppress(errors.NotFound):
+            if resource == PVC and desired.retained(child):  # ours again, then deleted
+                patch = {"metadata": desired.volume_owner(obj, retain=False)}
+                meta = child["metadata"]
+                await self.client.patch(PVC, meta["name"], patch, namespace=meta["namespace"])
             await self.writer.prune(obj, resource, child, why)
 
 
@@ -290,7 +306,7 @@ def _initial(obj: dict[str, Any], seen: Observation, pod: str) -> dict[str, str]
 
 
 def _owned(child: dict[str, Any], obj: dict[str, Any]) -> bool:
-    return controlled_by(child, obj)
+    return desired.owns_volume(obj, child)
 
 
 class ChildConflict(Exception):
