@@ -35,6 +35,11 @@ def seed(name: str, namespace: str, **spec: Any) -> dict[str, Any]:
         ({"version": "3.4.1"}, 'spec.version: Invalid value: "3.4.1"'),
         ({"storage": "ten"}, 'spec.storage: Invalid value: "ten"'),
         ({"storageClassName": "Not_Valid"}, "spec.storageClassName: Invalid value"),
+        (
+            {"disasterRecovery": {"enabled": True}},
+            "spec.disasterRecovery.enabled: Invalid value: disasterRecovery.enabled needs backup",
+        ),
+        ({"disasterRecovery": {"after": "soon"}}, "spec.disasterRecovery.after: Invalid value"),
     ],
 )
 @pytest.mark.usefixtures("operator_kubeconfig")  # installs the CRDs

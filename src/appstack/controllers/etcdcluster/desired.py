@@ -58,6 +58,14 @@ def selector(cluster: str) -> dict[str, str]:
     return {**instance_labels(cluster), "app.kubernetes.io/component": COMPONENT}
 
 
+def cluster_token(obj: dict[str, Any]) -> str:
+    """``--initial-cluster-token``: the object's, and after a disaster recovery a new one
+    per recovery (the rebuilt cluster gets a new ID; no old member can join it)."""
+    meta = obj["metadata"]
+    count = ((obj.get("status") or {}).get("recovery") or {}).get("count")
+    return f"{meta['name']}-{meta['uid']}" + (f"-{count}" if count else "")
+
+
 def member_host(obj: dict[str, Any], pod: str) -> str:
     """The member's stable DNS name (on the headless Service)."""
     meta = obj["metadata"]
@@ -214,7 +222,7 @@ def member_pod(
         f"--initial-advertise-peer-urls={peer_url(obj, pod)}",
         f"--initial-cluster={cluster_flag}",
         f"--initial-cluster-state={'new' if new_cluster else 'existing'}",
-        f"--initial-cluster-token={cluster}-{obj['metadata']['uid']}",
+        f"--initial-cluster-token={cluster_token(obj)}",
     ]
     container: dict[str, Any] = {
         "name": "etcd",

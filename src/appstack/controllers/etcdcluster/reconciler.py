@@ -21,7 +21,14 @@ from typing import Any, ClassVar
 import structlog
 
 from appstack.api.etcdcluster import BackupSpec, EtcdCluster, EtcdClusterSpec
-from appstack.controllers.etcdcluster import backup, backup_schedule, desired, status, tls
+from appstack.controllers.etcdcluster import (
+    backup,
+    backup_schedule,
+    desired,
+    recover,
+    status,
+    tls,
+)
 from appstack.controllers.etcdcluster.etcdapi import EtcdClient, EtcdError
 from appstack.controllers.etcdcluster.observe import Observation, observe
 from appstack.controllers.etcdcluster.plan import Step, next_step
@@ -67,6 +74,7 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
     def __init__(self, client: Client, cache: Cache, recorder: EventRecorder, **_: Any) -> None:
         super().__init__(client, cache, recorder)
         self.tls_secrets = TLSSecrets(client)
+        self.recoverer = recover.Recoverer(client, self.writer)
 
     def invalid_status(self, obj: dict[str, Any], problem: Problem) -> dict[str, Any]:
         return {
@@ -95,6 +103,8 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
                 return await self._blocked(obj, refused)
             step = next_step(seen.seen)
             conflict: Problem | None = None
+            # quorum lost: a disaster recovery, or why not (hopeless: it is impossible)
+            obj, step, hopeless = await self._recovery(obj, spec, seen, step)
             log.info("etcd step", cluster=meta["name"], step=step.kind, reason=step.reason)
             try:
                 await self._label_voters(seen)
@@ -105,6 +115,10 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
                 conflict = taken.problem
                 step = Step("Wait", conflict.message)
         observed = status.from_observation(obj, seen, step, now_rfc3339())
+        observed = recover.with_recovery(obj, observed, seen, step, now_rfc3339())
+        await self.recoverer.announce(obj, observed)
+        if hopeless is not None:
+            observed = recover.impossible(obj, observed, hopeless, now_rfc3339())
         after = AFTER.get(step.kind, 0.2)
         if conflict is not None:  # the cluster may well serve: only Degraded says it
             if status.last_said(obj, "Degraded", "True") != (conflict.reason, conflict.message):
@@ -119,6 +133,23 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
             after = after if wait is None else min(after, wait)
         await self.writer.write_status(obj, observed)
         return Result(requeue_after=after)
+
+    async def _recovery(
+        self, obj: dict[str, Any], spec: EtcdClusterSpec, seen: Observation, step: Step
+    ) -> tuple[dict[str, Any], Step, Problem | None]:
+        """The step of a recovery under way, or what a lost quorum leads to (recover.py);
+        ``obj`` as written when a recovery starts."""
+        if recover.phase(obj) == "TearingDown":
+            return obj, recover.tear_down_step(seen), None
+        if step.kind != "Degraded":
+            return obj, step, None
+        now = datetime.datetime.now(datetime.timezone.utc)
+        step, hopeless = await self.recoverer.quorum_lost(obj, spec, step, now)
+        if step.kind == "TearDown":  # started: its record was just written
+            key = f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
+            obj = self.writer.writes.get(self.resource, key) or obj
+            step = recover.tear_down_step(seen)
+        return obj, step, hopeless
 
     async def _blocked(self, obj: dict[str, Any], problem: Problem) -> Result:
         """Stop here: the user must fix ``problem`` (said once, then looked at again)."""
@@ -207,6 +238,23 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
                 await self._delete(obj, PVC, volume, step.reason)
         elif step.kind == "Degraded":
             await self.writer.report_new(obj, Problem("QuorumLost", step.reason))
+        elif step.kind == "TearDown":  # a disaster recovery (recover.py): the lost cluster
+            await self._tear_down(obj, seen, step)
+
+    async def _tear_down(self, obj: dict[str, Any], seen: Observation, step: Step) -> None:
+        """Delete the lost cluster's member pods and volumes named by ``step``."""
+        namespace = obj["metadata"]["namespace"]
+        for pod in step.pods:
+            found = seen.pods.get(pod)
+            if found is not None and not found["metadata"].get("deletionTimestamp"):
+                await self._delete(obj, POD, found, step.reason)
+            volume = self.cache.get(PVC, f"{namespace}/data-{pod}")
+            if (
+                volume is not None
+                and _owned(volume, obj)
+                and not volume["metadata"].get("deletionTimestamp")
+            ):
+                await self._delete(obj, PVC, volume, step.reason)
 
     async def _create_member(
         self,
@@ -221,8 +269,9 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
         await self._names_free(obj, pod)
         await self._create(obj, PVC, desired.volume(obj, spec, pod))
         want = desired.member_pod(obj, spec, pod, initial, new_cluster=new, voter=voter)
-        if new and spec.restore is not None:  # a bootstrap member starts from the snapshot
-            want = backup.with_restore(want, obj, spec, spec.restore)
+        source = recover.restore_source(obj, spec)  # spec.restore, or a recovery's snapshot
+        if new and source is not None:  # a bootstrap member starts from the snapshot
+            want = backup.with_restore(want, obj, spec, source)
         await self._create(obj, POD, want)
 
     async def _backup(
