@@ -143,29 +143,30 @@ async def test_member_volumes_go_with_the_cluster_unless_retain_on_delete(
     client: Client, namespace: str, operator: RunningOperator
 ) -> None:
     """Issue #28 P2: ``retainOnDelete`` (default false: today's behaviour) says what
-    deleting the EtcdCluster does to its member volumes. ``kept`` turns it on after
-    creation (its existing volumes are released), ``gone`` keeps the default."""
-    await client.create(ETCD_CLUSTER, seed("kept", namespace))
+    deleting the EtcdCluster does to its member volumes. ``kept`` has it from creation (its
+    volumes are released as soon as they exist) and is switched off and on again (they are
+    re-owned, then released); ``gone`` keeps the default."""
+    created = await client.create(ETCD_CLUSTER, seed("kept", namespace, retainOnDelete=True))
     await client.create(ETCD_CLUSTER, seed("gone", namespace))
-    for name in ("kept", "gone"):
-        for i in range(3):
-            claim = await until(client, PVC, f"data-{name}-{i}", namespace, bool, 30)
-            assert claim["metadata"]["ownerReferences"][0]["name"] == name
-    patch = {"spec": {"retainOnDelete": True}}
-    kept_uid = (await client.patch(ETCD_CLUSTER, "kept", patch, namespace=namespace))["metadata"][
-        "uid"
-    ]
-    for i in range(3):
-        claim = await until(
-            client,
-            PVC,
-            f"data-kept-{i}",
-            namespace,
-            lambda c: not c["metadata"].get("ownerReferences"),
-            30,
-            "the volume released (no owner)",
+    kept_uid = created["metadata"]["uid"]
+
+    def released(claim: dict[str, Any]) -> bool:
+        annotations = claim["metadata"].get("annotations") or {}
+        return not claim["metadata"].get("ownerReferences") and (
+            annotations.get("appstack.dev/etcd-cluster-uid") == kept_uid
         )
-        assert claim["metadata"]["annotations"]["appstack.dev/etcd-cluster-uid"] == kept_uid
+
+    def owned_by(name: str) -> Any:
+        return lambda c: [r["name"] for r in c["metadata"].get("ownerReferences") or []] == [name]
+
+    for i in range(3):
+        await until(client, PVC, f"data-gone-{i}", namespace, owned_by("gone"), 30)
+        await until(client, PVC, f"data-kept-{i}", namespace, released, 30, "released")
+    for value, check in ((False, owned_by("kept")), (True, released)):
+        patch = {"spec": {"retainOnDelete": value}}
+        await client.patch(ETCD_CLUSTER, "kept", patch, namespace=namespace)
+        for i in range(3):
+            await until(client, PVC, f"data-kept-{i}", namespace, check, 30, f"retain {value}")
     before = {
         n: c["metadata"]["uid"] for n, c in (await claims_of(client, namespace, "kept")).items()
     }
@@ -177,7 +178,7 @@ async def test_member_volumes_go_with_the_cluster_unless_retain_on_delete(
         pods, _ = await client.list(POD, namespace)
         return not pods and not await claims_of(client, namespace, "gone")
 
-    await until_true(collected, 60, "the members and gone's volumes to be collected")
+    await until_true(collected, 90, "the members and gone's volumes to be collected")
     after = {
         n: c["metadata"]["uid"] for n, c in (await claims_of(client, namespace, "kept")).items()
     }

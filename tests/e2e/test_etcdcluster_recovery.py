@@ -2,14 +2,14 @@
 namespace that enforces the ``restricted`` Pod Security level (issue #28 P1.6: the backup
 Job and the restore init container are admitted there, and a backup completes).
 
-A 3-member cluster with backups takes a snapshot after ``saved`` is written; ``lost`` is
-written after it. Two members are lost with their volumes (pods and PVCs deleted: the
-fault the plan never repairs, it only reports it). Without ``disasterRecovery`` the
-cluster stays Degraded (QuorumLost, saying recovery is opt-in) and nothing is re-created;
-once it is enabled, the cluster is rebuilt from the snapshot: ``saved`` is there, ``lost``
-is not, and status says which snapshot and how old it was. The time to recover is
-printed (``-s``) and recorded in docs/reliability.md. A cluster whose backup never took a
-snapshot reports that recovery is impossible."""
+A 3-member cluster with backups (and retained volumes) takes a snapshot after ``saved``
+is written; ``lost`` is written after it. Two members are lost with their volumes (pods
+and PVCs deleted: the fault the plan never repairs, it only reports it). Without
+``disasterRecovery`` the cluster stays Degraded (QuorumLost, saying recovery is opt-in)
+and nothing is re-created; once it is enabled, the cluster is rebuilt from the snapshot:
+``saved`` is there, ``lost`` is not, and status says which snapshot and how old it was.
+The time to recover is printed (``-s``) and recorded in docs/reliability.md. A cluster
+whose backup never took a snapshot reports that recovery is impossible."""
 
 from __future__ import annotations
 
@@ -51,19 +51,11 @@ async def lose_quorum(client: Client, namespace: str) -> None:
     await asyncio.gather(*(client.delete(POD, member, namespace) for member in lost))
 
 
-async def test_a_lost_quorum_is_rebuilt_from_the_newest_snapshot_only_when_opted_in(
-    client: Client, namespace: str, operator: RunningOperator, real_node: RealNodeHandle
-) -> None:
-    await restricted(client, namespace)
-    await client.create(PVC, snapshot_claim(namespace))
-    await client.create(ETCD_CLUSTER, seed(namespace, NAME))
-    await wait_healthy(client, NAME, namespace, 3)
-    endpoint = client_endpoint(real_node, namespace, NAME)
-    async with EtcdClient() as etcd:
-        await retry(lambda: etcd.put(endpoint, "saved", "before the snapshot"))
+async def snapshot(client: Client, namespace: str) -> dict[str, Any]:
+    """Backups on: the cluster once its first snapshot is taken."""
     patch = {"spec": {"backup": BACKUP}}
     await client.patch(ETCD_CLUSTER, NAME, patch, namespace=namespace)
-    snapped = await until(
+    return await until(
         client,
         ETCD_CLUSTER,
         NAME,
@@ -72,6 +64,20 @@ async def test_a_lost_quorum_is_rebuilt_from_the_newest_snapshot_only_when_opted
         120,
         "the snapshot (a Job admitted in a restricted namespace)",
     )
+
+
+async def test_a_lost_quorum_is_rebuilt_from_the_newest_snapshot_only_when_opted_in(
+    client: Client, namespace: str, operator: RunningOperator, real_node: RealNodeHandle
+) -> None:
+    await restricted(client, namespace)
+    await client.create(PVC, snapshot_claim(namespace))
+    # retained volumes: the recovery deletes them all the same (made ours again first)
+    await client.create(ETCD_CLUSTER, seed(namespace, NAME, retainOnDelete=True))
+    await wait_healthy(client, NAME, namespace, 3)
+    endpoint = client_endpoint(real_node, namespace, NAME)
+    async with EtcdClient() as etcd:
+        await retry(lambda: etcd.put(endpoint, "saved", "before the snapshot"))
+    snapped = await snapshot(client, namespace)
     snapshot_time = snapped["status"]["lastBackupTime"]
     async with EtcdClient() as etcd:
         await retry(lambda: etcd.put(endpoint, "lost", "after the snapshot"))
@@ -124,6 +130,15 @@ async def test_a_lost_quorum_is_rebuilt_from_the_newest_snapshot_only_when_opted
     assert record["count"] == 1
     assert cluster["status"]["clusterID"] != old_id  # a new cluster, from the snapshot
     assert "quorumLostSince" not in cluster["status"]
+    await rebuilt(client, namespace, endpoint)
+
+
+async def rebuilt(client: Client, namespace: str, endpoint: str) -> None:
+    """The rebuilt cluster: retained volumes again, the snapshot's data, both Events."""
+    claims, _ = await client.list(PVC, namespace)
+    members = [c for c in claims if c["metadata"]["name"].startswith(f"data-{NAME}-")]
+    assert len(members) == 3
+    assert all(not c["metadata"].get("ownerReferences") for c in members)  # still retained
     async with EtcdClient() as etcd:
         assert await retry(lambda: etcd.get(endpoint, "saved")) == "before the snapshot"
         assert await etcd.get(endpoint, "lost") is None  # written after the snapshot

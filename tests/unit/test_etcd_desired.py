@@ -171,17 +171,17 @@ def test_member_volumes_are_owned_unless_retained_on_delete() -> None:
     assert "annotations" not in owned["metadata"]
     assert not desired.retained(owned)
     assert desired.owns_volume(OBJ, owned)
-    kept = desired.volume(OBJ, spec(retainOnDelete=True), "e-0")
-    assert "ownerReferences" not in kept["metadata"]
-    assert kept["metadata"]["annotations"] == {desired.CLUSTER_UID: "u-1"}
+    # created owned all the same (the writes policy refuses an ownerless create) ...
+    assert desired.volume(OBJ, spec(retainOnDelete=True), "e-0") == owned
+    # ... then released by a merge patch
+    release = desired.volume_owner(OBJ, retain=True)
+    assert release == {"ownerReferences": None, "annotations": {desired.CLUSTER_UID: "u-1"}}
+    kept = {**owned, "metadata": {**owned["metadata"], **release}}
+    kept["metadata"].pop("ownerReferences")
     assert desired.retained(kept)
     assert desired.owns_volume(OBJ, kept)  # this cluster's, by UID ...
     namesake = {**OBJ, "metadata": {**OBJ["metadata"], "uid": "u-2"}}
     assert not desired.owns_volume(namesake, kept)  # ... not a later cluster of the same name
-    assert desired.volume_owner(OBJ, retain=True) == {
-        "ownerReferences": None,
-        "annotations": {desired.CLUSTER_UID: "u-1"},
-    }
     back = desired.volume_owner(OBJ, retain=False)
     assert back["ownerReferences"][0]["uid"] == "u-1"
     assert back["annotations"] == {desired.CLUSTER_UID: None}

@@ -145,10 +145,9 @@ def volume(obj: dict[str, Any], spec: EtcdClusterSpec, pod: str) -> dict[str, An
     }
     if spec.storage_class_name:
         claim["storageClassName"] = spec.storage_class_name
+    # Created owned even with retainOnDelete (the writes policy admits no ownerless object
+    # the operator creates); the reconciler releases it right after (volume_owner).
     meta = child_metadata(obj, f"data-{pod}", child_labels(cluster, COMPONENT))
-    if spec.retain_on_delete:  # kept when the cluster goes: no owner, its UID noted
-        del meta["ownerReferences"]
-        meta["annotations"] = {CLUSTER_UID: obj["metadata"]["uid"]}
     return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": meta, "spec": claim}
 
 

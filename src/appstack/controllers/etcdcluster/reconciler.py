@@ -5,7 +5,9 @@ the client's timeout), asks :func:`~appstack.controllers.etcdcluster.plan.next_s
 one step, carries it out, writes status and requeues — soon after a change, a little
 later while waiting (a learner catching up, a pod starting), every 30 s when idle to
 keep member health current, or sooner at the moment the next snapshot is due. No
-reconcile ever waits for etcd to converge. With ``spec.tls``, its Secrets are checked
+reconcile ever waits for etcd to converge. A lost quorum, and a disaster recovery under
+way (opt-in), are :mod:`.recover`'s; member volumes follow ``retainOnDelete``
+(:mod:`.volumes`). With ``spec.tls``, its Secrets are checked
 first (:mod:`.tlsclient`): one missing or malformed stops the reconcile there
 (``Available=False``, reason ``TLSSecretNotFound`` or ``TLSSecretInvalid``, one Warning
 Event) and it looks again every few seconds; so does a cluster none of whose members
@@ -29,6 +31,7 @@ from appstack.controllers.etcdcluster import (
     status,
     tls,
 )
+from appstack.controllers.etcdcluster import volumes as volumes_
 from appstack.controllers.etcdcluster.etcdapi import EtcdClient, EtcdError
 from appstack.controllers.etcdcluster.observe import Observation, observe
 from appstack.controllers.etcdcluster.plan import Step, next_step
@@ -74,7 +77,7 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
     def __init__(self, client: Client, cache: Cache, recorder: EventRecorder, **_: Any) -> None:
         super().__init__(client, cache, recorder)
         self.tls_secrets = TLSSecrets(client)
-        self.recoverer = recover.Recoverer(client, self.writer)
+        self.recoverer = recover.Recoverer(client, cache, self.writer)
 
     def invalid_status(self, obj: dict[str, Any], problem: Problem) -> dict[str, Any]:
         return {
@@ -91,7 +94,7 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
         mine = desired.selector(meta["name"])
         pods = [p for p in pods_of(self.cache, meta["namespace"], mine) if _owned(p, obj)]
         volumes = [v for v in labelled(self.cache, PVC, meta["namespace"], mine) if _owned(v, obj)]
-        await self._volume_owners(obj, spec, volumes)
+        await volumes_.sync_owners(self.client, obj, spec, volumes)
         checked = await self.tls_secrets.check(meta["namespace"], spec.tls)
         if checked.problem is not None:  # members cannot start, or cannot be reached
             return await self._blocked(obj, checked.problem)
@@ -104,7 +107,7 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
             step = next_step(seen.seen)
             conflict: Problem | None = None
             # quorum lost: a disaster recovery, or why not (hopeless: it is impossible)
-            obj, step, hopeless = await self._recovery(obj, spec, seen, step)
+            obj, step, hopeless = await self.recoverer.step(obj, spec, seen, step)
             log.info("etcd step", cluster=meta["name"], step=step.kind, reason=step.reason)
             try:
                 await self._label_voters(seen)
@@ -134,41 +137,12 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
         await self.writer.write_status(obj, observed)
         return Result(requeue_after=after)
 
-    async def _recovery(
-        self, obj: dict[str, Any], spec: EtcdClusterSpec, seen: Observation, step: Step
-    ) -> tuple[dict[str, Any], Step, Problem | None]:
-        """The step of a recovery under way, or what a lost quorum leads to (recover.py);
-        ``obj`` as written when a recovery starts."""
-        if recover.phase(obj) == "TearingDown":
-            return obj, recover.tear_down_step(seen), None
-        if step.kind != "Degraded":
-            return obj, step, None
-        now = datetime.datetime.now(datetime.timezone.utc)
-        step, hopeless = await self.recoverer.quorum_lost(obj, spec, step, now)
-        if step.kind == "TearDown":  # started: its record was just written
-            key = f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
-            obj = self.writer.writes.get(self.resource, key) or obj
-            step = recover.tear_down_step(seen)
-        return obj, step, hopeless
-
     async def _blocked(self, obj: dict[str, Any], problem: Problem) -> Result:
         """Stop here: the user must fix ``problem`` (said once, then looked at again)."""
         if status.last_said(obj, "Available", "False") != (problem.reason, problem.message):
             await self.writer.report(obj, problem)
         await self.writer.write_status(obj, status.blocked(obj, problem, now_rfc3339()))
         return Result(requeue_after=AFTER["Degraded"])
-
-    async def _volume_owners(
-        self, obj: dict[str, Any], spec: EtcdClusterSpec, volumes: list[dict[str, Any]]
-    ) -> None:
-        """Member volumes owned by the cluster, or ownerless when ``retainOnDelete`` (a
-        changed field re-owns or releases the volumes there are)."""
-        for volume in volumes:
-            going = volume["metadata"].get("deletionTimestamp")
-            if not going and desired.retained(volume) != spec.retain_on_delete:
-                patch = {"metadata": desired.volume_owner(obj, retain=spec.retain_on_delete)}
-                meta = volume["metadata"]
-                await self.client.patch(PVC, meta["name"], patch, namespace=meta["namespace"])
 
     async def _label_voters(self, seen: Observation) -> None:
         """Voting members' pods carry ``etcd-voter=true`` (the client Service's selector)."""
@@ -239,22 +213,7 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
         elif step.kind == "Degraded":
             await self.writer.report_new(obj, Problem("QuorumLost", step.reason))
         elif step.kind == "TearDown":  # a disaster recovery (recover.py): the lost cluster
-            await self._tear_down(obj, seen, step)
-
-    async def _tear_down(self, obj: dict[str, Any], seen: Observation, step: Step) -> None:
-        """Delete the lost cluster's member pods and volumes named by ``step``."""
-        namespace = obj["metadata"]["namespace"]
-        for pod in step.pods:
-            found = seen.pods.get(pod)
-            if found is not None and not found["metadata"].get("deletionTimestamp"):
-                await self._delete(obj, POD, found, step.reason)
-            volume = self.cache.get(PVC, f"{namespace}/data-{pod}")
-            if (
-                volume is not None
-                and _owned(volume, obj)
-                and not volume["metadata"].get("deletionTimestamp")
-            ):
-                await self._delete(obj, PVC, volume, step.reason)
+            await self.recoverer.tear_down(obj, seen, step)
 
     async def _create_member(
         self,
@@ -339,11 +298,10 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
     async def _delete(
         self, obj: dict[str, Any], resource: Any, child: dict[str, Any], why: str
     ) -> None:
+        if resource == PVC:  # a retained volume is made ours again first
+            await volumes_.delete(self.client, self.writer, obj, child, why)
+            return
         with contextlib.suppress(errors.NotFound):
-            if resource == PVC and desired.retained(child):  # ours again, then deleted
-                patch = {"metadata": desired.volume_owner(obj, retain=False)}
-                meta = child["metadata"]
-                await self.client.patch(PVC, meta["name"], patch, namespace=meta["namespace"])
             await self.writer.prune(obj, resource, child, why)
 
 

@@ -18,17 +18,21 @@ fence is also asked once before the first deletion of a recovery.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 from typing import Any
 
 from appstack.api.etcdcluster import EtcdClusterSpec, RestoreSpec
 from appstack.controllers.children import ChildWriter
-from appstack.controllers.etcdcluster import recovery, status
+from appstack.controllers.etcdcluster import desired, recovery, status, volumes
 from appstack.controllers.etcdcluster.backup_schedule import parse_time
 from appstack.controllers.etcdcluster.observe import Observation
 from appstack.controllers.etcdcluster.plan import Step
 from appstack.controllers.util.conditions import Problem
+from appstack.runtime import errors
+from appstack.runtime.cache import Cache
 from appstack.runtime.client import Client
+from appstack.runtime.resources import POD, PVC
 
 IMPOSSIBLE = "RecoveryImpossible"
 
@@ -55,9 +59,44 @@ def _stamp(at: datetime.datetime) -> str:
 class Recoverer:
     """Decides on a lost quorum and walks a recovery through its phases."""
 
-    def __init__(self, client: Client, writer: ChildWriter) -> None:
+    def __init__(self, client: Client, cache: Cache, writer: ChildWriter) -> None:
         self.client = client
+        self.cache = cache
         self.writer = writer
+
+    async def step(
+        self, obj: dict[str, Any], spec: EtcdClusterSpec, seen: Observation, step: Step
+    ) -> tuple[dict[str, Any], Step, Problem | None]:
+        """The plan's ``step``, or the step of a recovery under way, or what a lost quorum
+        leads to; ``obj`` as written when a recovery starts; the problem when recovery is
+        impossible."""
+        if phase(obj) == "TearingDown":
+            return obj, tear_down_step(seen), None
+        if step.kind != "Degraded":
+            return obj, step, None
+        now = datetime.datetime.now(datetime.timezone.utc)
+        step, hopeless = await self.quorum_lost(obj, spec, step, now)
+        if step.kind == "TearDown":  # started: its record was just written
+            key = f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
+            obj = self.writer.writes.get(self.writer.owner_kind, key) or obj
+            step = tear_down_step(seen)
+        return obj, step, hopeless
+
+    async def tear_down(self, obj: dict[str, Any], seen: Observation, step: Step) -> None:
+        """Delete the lost cluster's member pods and volumes named by ``step``."""
+        namespace = obj["metadata"]["namespace"]
+        for pod in step.pods:
+            found = seen.pods.get(pod)
+            if found is not None and not found["metadata"].get("deletionTimestamp"):
+                with contextlib.suppress(errors.NotFound):
+                    await self.writer.prune(obj, POD, found, step.reason)
+            volume = self.cache.get(PVC, f"{namespace}/data-{pod}")
+            if (
+                volume is not None
+                and desired.owns_volume(obj, volume)
+                and not volume["metadata"].get("deletionTimestamp")
+            ):
+                await volumes.delete(self.client, self.writer, obj, volume, step.reason)
 
     async def quorum_lost(
         self, obj: dict[str, Any], spec: EtcdClusterSpec, step: Step, now: datetime.datetime
