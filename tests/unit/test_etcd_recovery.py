@@ -4,7 +4,7 @@ when a lost quorum is recovered, from which snapshot, and never without the opt-
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from pydantic import ValidationError
@@ -14,6 +14,7 @@ from appstack.api.etcdcluster_recovery import DisasterRecoverySpec
 from appstack.controllers.etcdcluster import desired, recover, recovery
 from appstack.controllers.etcdcluster.observe import Observation
 from appstack.controllers.etcdcluster.plan import Observed, PodView, Step
+from appstack.runtime.leaderelection import NotLeader
 
 UTC = datetime.timezone.utc
 LOST = datetime.datetime(2026, 11, 25, 20, 0, 0, tzinfo=UTC)
@@ -183,3 +184,53 @@ def test_only_a_recovery_under_way_restores_its_snapshot() -> None:
     assert (source.pvc_name, source.path) == ("snaps", "e-1.db")
     done = cluster({"recovery": {**STARTED, "phase": "Recovered"}})
     assert recover.restore_source(done, spec) is None
+
+
+class _Writer:
+    """Records what a recovery writes (status, events) instead of sending it."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    async def write_status(self, obj: dict[str, Any], status: dict[str, Any]) -> None:
+        self.calls.append("status")
+
+    async def event(self, obj: dict[str, Any], type_: str, reason: str, note: str) -> None:
+        self.calls.append(reason)
+
+
+class _Client:
+    def __init__(self, guard: Any) -> None:
+        self.write_guard = guard
+
+
+def _refuse() -> float:
+    raise NotLeader("may no longer hold the Lease")
+
+
+async def test_a_recovery_starts_only_behind_the_leader_fence() -> None:
+    spec = EtcdClusterSpec.model_validate(
+        {
+            "replicas": 3,
+            "storage": "1Gi",
+            "backup": {"intervalMinutes": 60, "pvcName": "snaps"},
+            "disasterRecovery": {"enabled": True, "after": "1m"},
+        }
+    )
+    obj = cluster(
+        {
+            "quorumLostSince": "2026-11-25T20:00:00Z",
+            "lastBackup": "e-1.db",
+            "lastBackupTime": "2026-11-25T19:58:00Z",
+        }
+    )
+    lost = Step("Degraded", "quorum lost")
+    writer = _Writer()
+    fenced = recover.Recoverer(cast(Any, _Client(_refuse)), cast(Any, None), cast(Any, writer))
+    with pytest.raises(NotLeader):
+        await fenced.quorum_lost(obj, spec, lost, at(120))
+    assert writer.calls == []  # nothing recorded, nothing deleted
+    leader = recover.Recoverer(cast(Any, _Client(lambda: 10.0)), cast(Any, None), cast(Any, writer))
+    step, problem = await leader.quorum_lost(obj, spec, lost, at(120))
+    assert (step.kind, problem) == ("TearDown", None)
+    assert writer.calls == ["status", "DisasterRecovery"]  # recorded before any deletion
