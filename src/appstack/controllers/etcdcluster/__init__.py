@@ -24,7 +24,8 @@ RBAC_RULES: list[Rule] = [
     rule(PDB, "get", "list", "watch", "create", "patch", "delete"),
     # members are created, relabelled (voter) and deleted one by one
     rule(POD, "get", "list", "watch", "create", "patch", "delete"),
-    rule(PVC, "get", "list", "watch", "create", "delete"),
+    # member volumes; patched to be owned or ownerless (spec.retainOnDelete)
+    rule(PVC, "get", "list", "watch", "create", "patch", "delete"),
     rule(JOB, "get", "list", "watch", "create", "delete"),  # snapshots (backup.py)
     rule(SECRET, "get"),  # the Secrets spec.tls names, read by name only (tlsclient.py)
 ]
