@@ -110,9 +110,8 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
         recorder: EventRecorder,
         *,
         external_ips: ExternalIPPolicy | None = None,
-        **options: Any,
     ) -> None:
-        super().__init__(client, cache, recorder, **options)
+        super().__init__(client, cache, recorder)
         self.external_ips = external_ips or ExternalIPPolicy()
 
     def invalid_status(self, obj: dict[str, Any], problem: Problem) -> dict[str, Any]:

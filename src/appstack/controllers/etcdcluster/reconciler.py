@@ -74,7 +74,7 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
         **label_indexers(PVC),
     }
 
-    def __init__(self, client: Client, cache: Cache, recorder: EventRecorder, **_: Any) -> None:
+    def __init__(self, client: Client, cache: Cache, recorder: EventRecorder) -> None:
         super().__init__(client, cache, recorder)
         self.tls_secrets = TLSSecrets(client)
         self.recoverer = recover.Recoverer(client, cache, self.writer)
