@@ -1,5 +1,6 @@
 """The child writer's pure decisions: which rejected applies are the user's to fix, and
-when a child already has the quantities asked for (controllers/children.py, util/quantity.py)."""
+when a child already has the quantities asked for (controllers/kit/children.py,
+util/quantity.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from appstack.controllers.util.compare import is_subset, users_problem
+from appstack.controllers.kit.compare import is_subset, users_problem
 from appstack.controllers.util.conditions import Problem
 from appstack.controllers.util.pods import NOT_READY_GRACE, pod_problem, recheck_after
 from appstack.controllers.util.quantity import quantity_value, same_quantity

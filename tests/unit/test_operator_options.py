@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import inspect
 
+from appstack.controllers.kit.reconciler import KindReconciler
 from appstack.controllers.registry import ALL
-from appstack.controllers.util.reconciler import KindReconciler
 from appstack.operator import OperatorOptions
 
 

@@ -2,7 +2,7 @@
 
 Level-based: everything is read from the informer cache (the AppService, and its children
 through a cache that holds only objects labelled ``app.kubernetes.io/managed-by=appstack``).
-Children are written through :class:`~appstack.controllers.children.ChildWriter`: applied
+Children are written through :class:`~appstack.controllers.kit.children.ChildWriter`: applied
 only when the cached one differs, never taking over a same-named object we do not control.
 
 Problems the user must fix (a nodePort already taken, a child name in use, a rejected
@@ -19,6 +19,7 @@ from typing import Any
 
 from appstack.api.appservice import AppService, AppServiceSpec
 from appstack.controllers.appservice import desired, status
+from appstack.controllers.kit.reconciler import KindReconciler
 from appstack.controllers.util.conditions import Problem
 from appstack.controllers.util.meta import (
     COMPONENT_LABEL,
@@ -34,7 +35,6 @@ from appstack.controllers.util.pods import (
     pods_of,
     recheck_after,
 )
-from appstack.controllers.util.reconciler import KindReconciler
 from appstack.controllers.util.workloads import deployment_rollout, replica_failure
 from appstack.runtime.controller import Result
 from appstack.runtime.resources import DEPLOYMENT, POD, SERVICE

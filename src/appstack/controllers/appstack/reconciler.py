@@ -36,6 +36,7 @@ from appstack.controllers.appstack.addresses import ExternalIPPolicy
 from appstack.controllers.appstack.connections import third_party_credentials_missing
 from appstack.controllers.appstack.references import referenced
 from appstack.controllers.appstack.teardown import FINALIZER_NAME, teardown
+from appstack.controllers.kit.reconciler import KindReconciler
 from appstack.controllers.util.conditions import Problem
 from appstack.controllers.util.pods import (
     POD_INDEXERS,
@@ -45,7 +46,6 @@ from appstack.controllers.util.pods import (
     pods_of,
     recheck_after,
 )
-from appstack.controllers.util.reconciler import KindReconciler
 from appstack.controllers.util.references import (
     REFERENCES,
     Transform,

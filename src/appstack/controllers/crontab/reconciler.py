@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 from appstack.api.crontab import CronTab, CronTabSpec
 from appstack.controllers.crontab import desired, status
+from appstack.controllers.kit.reconciler import KindReconciler
 from appstack.controllers.util.conditions import Problem, now_rfc3339, previous_conditions
 from appstack.controllers.util.meta import COMPONENT_LABEL, INSTANCE_LABEL, instance_labels
 from appstack.controllers.util.pods import (
@@ -31,7 +32,6 @@ from appstack.controllers.util.pods import (
     pod_mapper,
     pods_of,
 )
-from appstack.controllers.util.reconciler import KindReconciler
 from appstack.runtime.cache import Cache
 from appstack.runtime.client import Client
 from appstack.runtime.controller import Request, Result

@@ -12,8 +12,8 @@ from appstack.api.etcdcluster import EtcdCluster
 from appstack.controllers.etcdcluster import desired
 from appstack.controllers.etcdcluster.reconciler import EtcdClusterReconciler
 from appstack.controllers.etcdcluster.resources import PDB
+from appstack.controllers.kit.registration import Registration
 from appstack.controllers.util.rbac import Rule, own_rules, rule
-from appstack.controllers.util.registration import Registration
 from appstack.runtime.resources import JOB, POD, PVC, SECRET, SERVICE
 
 ETCD_CLUSTER = EtcdCluster.KIND.resource

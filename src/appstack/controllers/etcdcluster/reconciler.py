@@ -37,6 +37,7 @@ from appstack.controllers.etcdcluster.observe import Observation, observe
 from appstack.controllers.etcdcluster.plan import Step, next_step
 from appstack.controllers.etcdcluster.resources import PDB
 from appstack.controllers.etcdcluster.tlsclient import TLSSecrets
+from appstack.controllers.kit.reconciler import KindReconciler
 from appstack.controllers.util.conditions import (
     Problem,
     now_rfc3339,
@@ -48,7 +49,6 @@ from appstack.controllers.util.pods import (
     labelled,
     pods_of,
 )
-from appstack.controllers.util.reconciler import KindReconciler
 from appstack.runtime import errors
 from appstack.runtime.cache import Cache
 from appstack.runtime.client import Client

@@ -23,11 +23,11 @@ import datetime
 from typing import Any
 
 from appstack.api.etcdcluster import EtcdClusterSpec, RestoreSpec
-from appstack.controllers.children import ChildWriter
 from appstack.controllers.etcdcluster import desired, recovery, status, volumes
 from appstack.controllers.etcdcluster.backup_schedule import parse_time
 from appstack.controllers.etcdcluster.observe import Observation
 from appstack.controllers.etcdcluster.plan import Step
+from appstack.controllers.kit.children import ChildWriter
 from appstack.controllers.util.conditions import Problem
 from appstack.runtime import errors
 from appstack.runtime.cache import Cache

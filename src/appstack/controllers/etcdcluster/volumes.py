@@ -11,8 +11,8 @@ import contextlib
 from typing import Any
 
 from appstack.api.etcdcluster import EtcdClusterSpec
-from appstack.controllers.children import ChildWriter
 from appstack.controllers.etcdcluster import desired
+from appstack.controllers.kit.children import ChildWriter
 from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.resources import PVC

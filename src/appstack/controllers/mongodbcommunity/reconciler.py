@@ -18,10 +18,10 @@ import base64
 from typing import Any, ClassVar
 
 from appstack.api.mongodbcommunity import MongoDBCommunity, MongoDBCommunitySpec, User
+from appstack.controllers.kit.reconciler import KindReconciler
 from appstack.controllers.mongodbcommunity import desired, scram, status, users
 from appstack.controllers.util.conditions import Problem, now_rfc3339
 from appstack.controllers.util.meta import CHILD_SELECTOR, COMPONENT_LABEL
-from appstack.controllers.util.reconciler import KindReconciler
 from appstack.controllers.util.references import (
     REFERENCES,
     Transform,

@@ -1,7 +1,7 @@
 """Pure judgements about child writes: is the wanted object already so (every wanted field
 set, and no field our last apply set left out of it), is a refusal the user's to fix, what
 of a status a user acts on (its gist), and a create-only apply?
-Used by :class:`~appstack.controllers.children.ChildWriter` (and its unit tests).
+Used by :class:`~appstack.controllers.kit.children.ChildWriter` (and its unit tests).
 """
 
 from __future__ import annotations

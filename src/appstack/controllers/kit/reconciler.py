@@ -18,7 +18,7 @@ from typing import Any, ClassVar, Generic, TypeVar, cast
 from pydantic import BaseModel, ValidationError
 
 from appstack.api.kind import CustomKind
-from appstack.controllers.children import ChildWriter
+from appstack.controllers.kit.children import ChildWriter
 from appstack.controllers.util.conditions import Problem, describe_validation
 from appstack.controllers.util.podsecurity import NamespaceLevels
 from appstack.core.resource import Resource

@@ -20,7 +20,7 @@ from typing import Any
 
 import structlog
 
-from appstack.controllers.util.compare import (
+from appstack.controllers.kit.compare import (
     already_so,
     create_only,
     node_port_taken,
@@ -29,9 +29,9 @@ from appstack.controllers.util.compare import (
     unowned_with_labels,
     users_problem,
 )
+from appstack.controllers.kit.written import RecentWrites
 from appstack.controllers.util.conditions import Problem, previous_conditions
 from appstack.controllers.util.meta import controlled_by
-from appstack.controllers.util.written import RecentWrites
 from appstack.core.resource import Resource, object_key
 from appstack.runtime import errors
 from appstack.runtime.cache import Cache
