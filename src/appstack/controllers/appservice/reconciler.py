@@ -69,12 +69,12 @@ class AppServiceReconciler(KindReconciler[AppServiceSpec]):
     async def apply(self, obj: dict[str, Any], spec: AppServiceSpec) -> Result | None:
         level = await self.pod_security.level(obj["metadata"]["namespace"], spec.pod_security)
         synced, problems = await self.writer.sync_all(obj, desired.children(obj, spec, level))
-        if "Service" not in synced:
+        if not synced.wrote("Service"):
             await self.writer.delete(obj, SERVICE, "no ports")
         # A rejected child, or a Deployment that cannot create pods (quota, admission).
-        rejected = problems[0] if problems else replica_failure(synced.get("Deployment"))
+        rejected = problems[0] if problems else replica_failure(synced.one("Deployment"))
         pods = recheck = None
-        if rejected is None and not deployment_rollout(synced.get("Deployment"), spec.size).done:
+        if rejected is None and not deployment_rollout(synced.one("Deployment"), spec.size).done:
             # Why the pods do not come up (pull, crash, scheduling, a readiness probe that
             # does not pass), from the cached pods.
             meta = obj["metadata"]
@@ -88,9 +88,9 @@ class AppServiceReconciler(KindReconciler[AppServiceSpec]):
         observed = status.from_children(
             obj,
             size=spec.size,
-            deployment=synced.get("Deployment"),
-            service_expected="Service" in synced,
-            service=synced.get("Service"),
+            deployment=synced.one("Deployment"),
+            service_expected=synced.wrote("Service"),
+            service=synced.one("Service"),
             problem=rejected or pods,
             selector=_selector(obj),
         )

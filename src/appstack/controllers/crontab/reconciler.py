@@ -88,7 +88,7 @@ class CronTabReconciler(KindReconciler[CronTabSpec]):
         selector = {**instance_labels(meta["name"]), COMPONENT_LABEL: desired.COMPONENT}
         observed = status.from_cron_job(
             obj,
-            synced.get("CronJob"),
+            synced.one("CronJob"),
             problem,
             now_rfc3339(),
             jobs=labelled(self.cache, JOB, meta["namespace"], selector),

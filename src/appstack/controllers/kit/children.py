@@ -55,6 +55,24 @@ SYNC_CONCURRENCY = 4
 _Synced = tuple[dict[str, Any] | None, Problem | None, str | None]
 
 
+class Synced(dict[tuple[str, str], dict[str, Any] | None]):
+    """The children one :meth:`ChildWriter.sync_all` wrote, by (kind, name), as now known
+    (None: not written, e.g. a name someone else holds)."""
+
+    def wrote(self, kind: str) -> bool:
+        """Whether a child of ``kind`` was among those written."""
+        return any(key[0] == kind for key in self)
+
+    def one(self, kind: str) -> dict[str, Any] | None:
+        """The only child of ``kind`` (None if there is none); several are an error — name
+        the one you mean (``synced[kind, name]``) instead of getting one at random."""
+        keys = [key for key in self if key[0] == kind]
+        if len(keys) > 1:
+            names = ", ".join(name for _, name in keys)
+            raise LookupError(f"{len(keys)} children of kind {kind} ({names}): name one")
+        return self[keys[0]] if keys else None
+
+
 class ChildWriter:
     """Writes the children (of the kinds in ``owns``), events and status of ``owner_kind``."""
 
@@ -142,8 +160,8 @@ class ChildWriter:
 
     async def sync_all(
         self, owner: dict[str, Any], children: Iterable[dict[str, Any]]
-    ) -> tuple[dict[str, dict[str, Any] | None], list[Problem]]:
-        """:meth:`sync` each child (of a kind in ``owns``): kind → child as now known.
+    ) -> tuple[Synced, list[Problem]]:
+        """:meth:`sync` each child (of a kind in ``owns``): (kind, name) → child as now known.
 
         The children are written concurrently (at most :data:`SYNC_CONCURRENCY` at once:
         server-side apply needs no order among them, and a reconcile that creates a
@@ -161,7 +179,7 @@ class ChildWriter:
         for outcome in outcomes:
             if isinstance(outcome, BaseException):  # the first failure, once all are done
                 raise outcome
-        synced: dict[str, dict[str, Any] | None] = {}
+        synced = Synced()
         problems: list[Problem] = []
         changed: list[tuple[str, str]] = []
         for child, outcome in zip(wanted, outcomes, strict=True):
@@ -171,7 +189,7 @@ class ChildWriter:
                 problems.append(problem)
             if verb is not None:
                 changed.append((verb, f"{child['kind']} {child['metadata']['name']}"))
-            synced[child["kind"]] = current
+            synced[child["kind"], child["metadata"]["name"]] = current
         if changed:
             meta = owner["metadata"]
             self._changed_at[f"{meta['namespace']}/{meta['name']}"] = time.monotonic()

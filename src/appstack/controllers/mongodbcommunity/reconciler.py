@@ -91,7 +91,7 @@ class MongoDBCommunityReconciler(KindReconciler[MongoDBCommunitySpec]):
             await self.writer.report_new(obj, first)
         observed = status.observed(
             obj,
-            synced.get("StatefulSet"),
+            synced.one("StatefulSet"),
             first,
             now_rfc3339(),
             users=user_status,
