@@ -3,7 +3,9 @@
 Read the object from the cache (gone: nothing to do) → deletion (left to the garbage
 collector through ownerReferences, or, for a kind with a finalizer, the controller's
 :meth:`~KindReconciler.cleanup` under :func:`appstack.runtime.finalizer.finalize`) →
-validate the spec with the kind's model (and the kind's name rules that have no CEL) → on an
+validate the spec with the kind's model (fields it does not know — a CRD newer than the
+operator — ignored with a Warning Event, :mod:`.tolerant`; and the kind's name rules that
+have no CEL) → on an
 invalid spec, report the problem (log +
 Warning Event) and write a status that says so, and wait for the spec to change → else
 :meth:`~KindReconciler.apply`. Every controller's ``reconciler`` module subclasses it.
@@ -19,6 +21,7 @@ from pydantic import BaseModel, ValidationError
 
 from appstack.api.kind import CustomKind
 from appstack.controllers.kit.children import ChildWriter
+from appstack.controllers.kit.tolerant import validate_tolerant
 from appstack.controllers.util.conditions import Problem, describe_validation
 from appstack.controllers.util.podsecurity import NamespaceLevels
 from appstack.core.resource import Resource
@@ -66,6 +69,7 @@ class KindReconciler(ABC, Generic[SpecT]):
         self.writer = ChildWriter(client, cache, recorder, self.resource, self.owns)
         # The Pod Security level the kind's pods are created at (util/podsecurity.py).
         self.pod_security = NamespaceLevels(client)
+        self._told_unknown: set[tuple[str, int]] = set()
 
     async def reconcile(self, request: Request) -> Result | None:
         cached = self.cache.get(self.resource, request.key)
@@ -88,17 +92,31 @@ class KindReconciler(ABC, Generic[SpecT]):
 
     async def _validated(self, obj: dict[str, Any]) -> Result | None:
         try:
-            spec = cast(SpecT, self.kind.spec.model_validate(obj.get("spec") or {}))
+            model, ignored = validate_tolerant(self.kind.spec, obj.get("spec") or {})
         except ValidationError as error:
             problem = Problem(self.invalid_reason(error), describe_validation(error))
             await self._invalid(obj, problem)
             return None
+        spec = cast(SpecT, model)
+        if ignored:
+            await self._unknown_fields(obj, ignored)
         name = str(obj["metadata"]["name"])
         for rule in self.kind.model.NAME_RULES:
             if rule.cel is None and not rule.check(name, spec):  # the others: at admission
                 await self._invalid(obj, Problem("InvalidSpec", rule.message))
                 return None
         return await self.apply(obj, spec)
+
+    async def _unknown_fields(self, obj: dict[str, Any], ignored: list[str]) -> None:
+        """Say once per generation which fields this operator ignored (a CRD newer than it)."""
+        meta = obj["metadata"]
+        seen = (meta.get("uid", ""), meta.get("generation", 0))
+        if seen in self._told_unknown:
+            return
+        self._told_unknown.add(seen)
+        fields = ", ".join(f"spec{path}" for path in ignored)
+        note = f"{fields} not known to this operator (the CRD is newer): ignored"
+        await self.writer.event(obj, "Warning", "UnknownFields", note)
 
     async def _invalid(self, obj: dict[str, Any], problem: Problem) -> None:
         await self.writer.report(obj, problem)
