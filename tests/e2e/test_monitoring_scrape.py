@@ -111,12 +111,12 @@ async def test_prometheus_scrapes_the_operator_and_alerts_only_once_it_is_gone(
         f"--metrics-bind-address=127.0.0.1:{metrics}",
         f"--health-probe-bind-address=127.0.0.1:{_free_port()}",
     )
+    started = time.monotonic()  # the times printed at the end count from the operator's start
     try:
         with (
             program(argv, tmp_path / "operator.log") as operator,
             prometheus_server.running(tmp_path / "prometheus", [job], _rule_files()) as server,
         ):
-            started = time.monotonic()
             await client.create(
                 APP_SERVICE,
                 {
@@ -134,6 +134,10 @@ async def test_prometheus_scrapes_the_operator_and_alerts_only_once_it_is_gone(
 
             await wait_until(up, timeout=60, interval=0.2, what="the target up")
             first_up = time.monotonic() - started
+            (target,) = server.targets()  # scraped as the ServiceMonitor says (http or https)
+            assert target["scrapeUrl"] == (
+                f"{endpoint.get('scheme', 'http')}://127.0.0.1:{metrics}{endpoint['path']}"
+            )
             await wait_until(
                 lambda: _value(server, LEADER) == 1 and (_value(server, RECONCILES) or 0) > 0,
                 timeout=90,
@@ -147,6 +151,7 @@ async def test_prometheus_scrapes_the_operator_and_alerts_only_once_it_is_gone(
                 interval=0.2,
                 what="a rule evaluation of the healthy operator's metrics",
             )
+            healthy = time.monotonic() - started
             rules = [r for g in server.rule_groups() for r in g["rules"]]
             assert sorted(r["name"] for r in rules) == sorted(
                 [*alert_names(_rule_files()["operator.rules.yaml"]), "AppstackNoLeader"]
@@ -176,7 +181,8 @@ async def test_prometheus_scrapes_the_operator_and_alerts_only_once_it_is_gone(
             (target,) = server.targets()
             assert target["health"] == "down"
             print(
-                f"\nfirst scrape up after {first_up:.1f}s; no-leader firing "
+                f"\nfirst scrape up after {first_up:.1f}s, rules evaluated on the leader's "
+                f"metrics after {healthy:.1f}s; no-leader firing "
                 f"({SHORT_FOR} for:) {fired_after:.1f}s after the operator stopped"
             )
     finally:

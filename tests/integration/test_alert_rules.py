@@ -25,7 +25,7 @@ RULES_NAME = "operator.rules.yaml"  # what alerts_test.yaml's rule_files names
 
 @pytest.fixture(scope="module")
 def promtool() -> prometheus.Binaries:
-    return prometheus.ensure()  # built once into the cache (about 7 minutes the first time)
+    return prometheus.ensure()  # built once into the cache (about 8 minutes the first time)
 
 
 def shipped_groups() -> dict[str, Any]:

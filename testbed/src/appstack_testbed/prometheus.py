@@ -87,7 +87,7 @@ class Binaries:
 
 
 def ensure(version: str = VERSION, printer: Printer = _stderr) -> Binaries:
-    """Build ``version`` unless cached (about 7 minutes on 2 cores); its binaries."""
+    """Build ``version`` unless cached (about 8 minutes on 2 shared cores); its binaries."""
     build = PrometheusBuild(version)
     GoBuilder(build, printer).ensure(component(version))
     return Binaries(build.binary("prometheus"), build.binary("promtool"))
