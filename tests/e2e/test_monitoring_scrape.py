@@ -18,6 +18,7 @@ from appstack.manifests import monitoring, rbac
 from appstack.runtime.client import Client
 from appstack.runtime.resources import SERVICE_ACCOUNT, Resource
 from appstack_testbed import prometheus_server
+from appstack_testbed.prometheus import Binaries
 from appstack_testbed.prometheus_config import alert_names, rule_groups, scrape_config
 from appstack_testbed.waiting import wait_until
 from tests.e2e.conftest import appstack_run, program
@@ -87,7 +88,11 @@ def _value(server: prometheus_server.PrometheusServer, expr: str) -> float | Non
 
 
 async def test_prometheus_scrapes_the_operator_and_alerts_only_once_it_is_gone(
-    client: Client, namespace: str, operator_kubeconfig: Path, tmp_path: Path
+    client: Client,
+    namespace: str,
+    operator_kubeconfig: Path,
+    tmp_path: Path,
+    prometheus_binaries: Binaries,  # built before the clock starts
 ) -> None:
     (monitor,) = [d for d in _shipped("service-monitor.yaml") if d["kind"] == "ServiceMonitor"]
     (endpoint,) = monitor["spec"]["endpoints"]

@@ -23,9 +23,9 @@ ALERTS_TEST = ROOT / "tests" / "monitoring" / "alerts_test.yaml"
 RULES_NAME = "operator.rules.yaml"  # what alerts_test.yaml's rule_files names
 
 
-@pytest.fixture(scope="module")
-def promtool() -> prometheus.Binaries:
-    return prometheus.ensure()  # built once into the cache (about 8 minutes the first time)
+@pytest.fixture
+def promtool(prometheus_binaries: prometheus.Binaries) -> prometheus.Binaries:
+    return prometheus_binaries  # built once into the cache (about 8 minutes the first time)
 
 
 def shipped_groups() -> dict[str, Any]:
