@@ -11,8 +11,8 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: venv build prometheus lint typecheck imports unit e2e e2e-oldest test demo demo-down clean docs \
-	image image-buildx image-oci lock manifests install uninstall run deploy undeploy \
+.PHONY: venv build prometheus lint typecheck imports unit e2e e2e-oldest test demo demo-down clean \
+	docs image image-buildx image-oci lock docs-site manifests install uninstall run deploy undeploy \
 	docker-build docker-push docker-buildx
 
 $(VENV)/.installed: pyproject.toml testbed/pyproject.toml
@@ -66,7 +66,7 @@ e2e-oldest: venv
 # The test command (README, .ci/run): static checks, then unit and e2e tests in one
 # pytest session (one control plane for the whole session, a namespace per test) on the
 # default Kubernetes, then the e2e suite on the oldest supported one (e2e-oldest).
-test: lint typecheck imports build prometheus
+test: lint typecheck imports docs-site build prometheus
 	$(BIN)/pytest tests --durations=10
 	$(MAKE) --no-print-directory e2e-oldest
 
@@ -118,6 +118,12 @@ undeploy: venv
 # The runtime's API reference (docs/runtime-api.md), generated from its docstrings.
 docs: venv
 	$(BIN)/python -m appstack.apidoc docs/runtime-api.md
+	$(BIN)/python -m appstack.manifests.reference docs/crd-reference.md
+
+# The documentation site (mkdocs.yml): docs/ built into build/site, every internal link and
+# anchor checked (strict: one broken link fails the build, and `make test`).
+docs-site: venv
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 # The operator image (Dockerfile). With a Docker daemon: `make image IMG=registry/appstack:tag`;
 # multi-platform, pushed (like kubebuilder's docker-buildx):

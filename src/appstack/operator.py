@@ -21,6 +21,7 @@ from typing import Any
 import structlog
 
 from appstack import __version__
+from appstack.controllers import appstack as appstack_controller
 from appstack.controllers.appstack.addresses import ExternalIPPolicy, parse_networks
 from appstack.controllers.rbac import LEASE_NAME
 from appstack.controllers.registry import ALL
@@ -66,7 +67,7 @@ class OperatorOptions:
             parse_networks(self.external_deny_cidrs),
             self.allow_external_cluster_names,
         )
-        return {"appstack": {"external_ips": policy}}
+        return {appstack_controller.CONTROLLER.name: {"external_ips": policy}}
 
 
 def identity() -> str:

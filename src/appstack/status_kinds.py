@@ -106,6 +106,12 @@ async def _etcd(client: Client, obj: dict[str, Any]) -> Tree:
     tree["clientURL"] = status.get("clientURL", "")
     tree["lastBackup"] = status.get("lastBackup", "")
     tree["lastBackupTime"] = status.get("lastBackupTime", "")
+    recovery = status.get("recovery") or {}
+    if recovery:  # the last disaster recovery, and what it lost
+        tree["recovery"] = (
+            f"{recovery.get('phase', '')} from {recovery.get('snapshot', '')} "
+            f"({recovery.get('dataLossSeconds', '?')}s of writes lost)"
+        )
     for member in status.get("members") or []:
         role = (
             "leader"
@@ -182,7 +188,16 @@ async def collect(client: Client, resource: Resource, name: str, namespace: str)
 
 def _detail(tree: Tree) -> str:
     parts = [f"{tree['reason'] or tree['ready']}: {tree['message']}".strip(": ")]
-    keys = ("phase", "available", "leader", "schedule", "lastRun", "lastRunResult", "lastBackup")
+    keys = (
+        "phase",
+        "available",
+        "leader",
+        "schedule",
+        "lastRun",
+        "lastRunResult",
+        "lastBackup",
+        "recovery",
+    )
     for key in keys:
         if tree.get(key):
             parts.append(f"{key} {tree[key]}")

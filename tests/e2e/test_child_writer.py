@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from appstack.controllers.appservice import APP_SERVICE
-from appstack.controllers.children import ChildWriter
+from appstack.controllers.kit.children import ChildWriter
 from appstack.controllers.util.meta import CHILD_SELECTOR, child_labels, child_metadata
 from appstack.runtime.cache import Cache
 from appstack.runtime.client import Client

@@ -282,3 +282,23 @@ async def test_backup_delete_and_restore_into_a_new_cluster(
     endpoint = client_endpoint(real_node, namespace, "restored")
     async with EtcdClient() as etcd:
         assert await retry(lambda: etcd.get(endpoint, "saved")) == "yes"
+
+
+async def test_scale_down_deletes_the_removed_members_retained_volumes(
+    client: Client, namespace: str, operator: RunningOperator, real_node: RealNodeHandle
+) -> None:
+    """``retainOnDelete`` keeps volumes when the cluster is deleted; a member removed by a
+    scale-down is gone from etcd, so its volume goes (made the cluster's again first: the
+    writes policy lets the operator delete only what it controls)."""
+    await client.create(ETCD_CLUSTER, seed(namespace, retainOnDelete=True))
+    await wait_healthy(client, NAME, namespace, 3)
+    await scale(client, namespace, 1)
+    (member,) = (await client.get(ETCD_CLUSTER, NAME, namespace))["status"]["members"]
+
+    async def one_volume_left() -> bool:  # the remaining member's (never the leader goes)
+        claims, _ = await client.list(PVC, namespace)
+        return [c["metadata"]["name"] for c in claims] == [f"data-{member['name']}"]
+
+    await until_true(one_volume_left, 120, "the removed members' volumes to go")
+    kept = await client.get(PVC, f"data-{member['name']}", namespace)
+    assert not kept["metadata"].get("ownerReferences")  # the remaining one still retained

@@ -14,6 +14,7 @@ from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.resources import POD, PVC, SERVICE
 from tests.e2e.conftest import RunningOperator, until
+from tests.e2e.etcd_load import until_true
 
 
 def seed(name: str, namespace: str, **spec: Any) -> dict[str, Any]:
@@ -34,6 +35,11 @@ def seed(name: str, namespace: str, **spec: Any) -> dict[str, Any]:
         ({"version": "3.4.1"}, 'spec.version: Invalid value: "3.4.1"'),
         ({"storage": "ten"}, 'spec.storage: Invalid value: "ten"'),
         ({"storageClassName": "Not_Valid"}, "spec.storageClassName: Invalid value"),
+        (
+            {"disasterRecovery": {"enabled": True}},
+            "spec.disasterRecovery.enabled: Invalid value: disasterRecovery.enabled needs backup",
+        ),
+        ({"disasterRecovery": {"after": "soon"}}, "spec.disasterRecovery.after: Invalid value"),
     ],
 )
 @pytest.mark.usefixtures("operator_kubeconfig")  # installs the CRDs
@@ -125,3 +131,56 @@ async def test_a_member_name_taken_by_someone_elses_pod_or_volume_is_never_adopt
     await asyncio.sleep(4)  # measuring a rate over a span of time: nothing to wait on
     looks = operator.reconciles("etcdcluster") - before
     assert looks <= 3, f"{looks} reconciles in 4 s (a 0.2 s retry loop would be ~20)"
+
+
+async def claims_of(client: Client, namespace: str, cluster: str) -> dict[str, dict[str, Any]]:
+    claims, _ = await client.list(PVC, namespace)
+    prefix = f"data-{cluster}-"
+    return {c["metadata"]["name"]: c for c in claims if c["metadata"]["name"].startswith(prefix)}
+
+
+async def test_member_volumes_go_with_the_cluster_unless_retain_on_delete(
+    client: Client, namespace: str, operator: RunningOperator
+) -> None:
+    """Issue #28 P2: ``retainOnDelete`` (default false: today's behaviour) says what
+    deleting the EtcdCluster does to its member volumes. ``kept`` has it from creation (its
+    volumes are released as soon as they exist) and is switched off and on again (they are
+    re-owned, then released); ``gone`` keeps the default."""
+    created = await client.create(ETCD_CLUSTER, seed("kept", namespace, retainOnDelete=True))
+    await client.create(ETCD_CLUSTER, seed("gone", namespace))
+    kept_uid = created["metadata"]["uid"]
+
+    def released(claim: dict[str, Any]) -> bool:
+        annotations = claim["metadata"].get("annotations") or {}
+        return not claim["metadata"].get("ownerReferences") and (
+            annotations.get("appstack.dev/etcd-cluster-uid") == kept_uid
+        )
+
+    def owned_by(name: str) -> Any:
+        return lambda c: [r["name"] for r in c["metadata"].get("ownerReferences") or []] == [name]
+
+    for i in range(3):
+        await until(client, PVC, f"data-gone-{i}", namespace, owned_by("gone"), 30)
+        await until(client, PVC, f"data-kept-{i}", namespace, released, 30, "released")
+    for value, check in ((False, owned_by("kept")), (True, released)):
+        patch = {"spec": {"retainOnDelete": value}}
+        await client.patch(ETCD_CLUSTER, "kept", patch, namespace=namespace)
+        for i in range(3):
+            await until(client, PVC, f"data-kept-{i}", namespace, check, 30, f"retain {value}")
+    before = {
+        n: c["metadata"]["uid"] for n, c in (await claims_of(client, namespace, "kept")).items()
+    }
+
+    await client.delete(ETCD_CLUSTER, "kept", namespace)
+    await client.delete(ETCD_CLUSTER, "gone", namespace)
+
+    async def collected() -> bool:  # the garbage collector took the members and gone's volumes
+        pods, _ = await client.list(POD, namespace)
+        return not pods and not await claims_of(client, namespace, "gone")
+
+    await until_true(collected, 90, "the members and gone's volumes to be collected")
+    after = {
+        n: c["metadata"]["uid"] for n, c in (await claims_of(client, namespace, "kept")).items()
+    }
+    assert after == before  # the same three volumes, kept
+    assert len(after) == 3

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from appstack.controllers.appservice import APP_SERVICE
-from appstack.controllers.children import PROGRESS_INTERVAL
+from appstack.controllers.kit.children import PROGRESS_INTERVAL
 from appstack.runtime.apirequest import ApiRequest, Timeouts
 from appstack.runtime.client import Client
 from appstack.runtime.controller import Request

@@ -60,6 +60,15 @@ def _reason(obj: dict[str, Any]) -> str:
     return ready[0]["reason"] if ready and ready[0]["status"] == "False" else ""
 
 
+async def _said(  # noqa: PLR0917 - read positionally, like until()
+    client: Client, resource: Any, name: str, namespace: str, reason: str, timeout: float
+) -> dict[str, Any]:
+    """Wait until the object is ``Ready=False`` with ``reason``; return it."""
+    return await until(
+        client, resource, name, namespace, lambda o: _reason(o) == reason, timeout, reason
+    )
+
+
 def _message(obj: dict[str, Any]) -> str:
     ready = [c for c in obj["status"]["conditions"] if c["type"] == "Ready"]
     return str(ready[0]["message"])
@@ -202,15 +211,7 @@ async def test_names_the_tenant_writes_resolve_in_its_namespace(
         },
     }
     await tenant.create(APP_STACK, _stack("shop", namespace, uuc))
-    stack = await until(
-        client,
-        APP_STACK,
-        "shop",
-        namespace,
-        lambda s: _reason(s) == "CredentialsNotFound",
-        60,
-        "the Secret to be missing",
-    )
+    stack = await _said(client, APP_STACK, "shop", namespace, "CredentialsNotFound", 60)
     assert "uuc-token" in _message(stack)
     assert "the-neighbours-token" not in str(stack)
     escaping = {
@@ -294,15 +295,7 @@ async def test_objects_of_others_are_neither_adopted_nor_changed(
     }
     their_service = await client.create(SERVICE, service)
     await tenant.create(APP_SERVICE, _app("web", namespace, image="nginx:1.25"))
-    app = await until(
-        client,
-        APP_SERVICE,
-        "web",
-        namespace,
-        lambda a: _reason(a) == "DeploymentConflict",
-        60,
-        "the conflict to be reported",
-    )
+    app = await _said(client, APP_SERVICE, "web", namespace, "DeploymentConflict", 60)
     assert "Deployment web already exists" in _message(app)
     after = await client.get(DEPLOYMENT, "web", namespace)
     assert after["spec"] == before["spec"]  # (its status is the deployment controller's)
@@ -312,15 +305,7 @@ async def test_objects_of_others_are_neither_adopted_nor_changed(
     assert [f["operation"] for f in after["metadata"]["managedFields"]] == ["Update", "Update"]
     db = {"name": "db", "type": "postgres", "external": {"host": "192.0.2.10", "port": 5432}}
     await tenant.create(APP_STACK, _stack("shop", namespace, db))
-    stack = await until(
-        client,
-        APP_STACK,
-        "shop",
-        namespace,
-        lambda s: _reason(s) == "ServiceConflict",
-        60,
-        "the Service conflict to be reported",
-    )
+    stack = await _said(client, APP_STACK, "shop", namespace, "ServiceConflict", 60)
     assert "Service shop-db already exists" in _message(stack)
     with pytest.raises(errors.NotFound):
         await client.get(ENDPOINT_SLICE, "shop-db-external", namespace)
@@ -351,15 +336,7 @@ async def test_addresses_inside_the_cluster_are_refused_to_a_tenant(
         db = {"name": "db", "type": "postgres", "external": {"host": host, "port": 5432}}
         await tenant.create(APP_STACK, _stack(name, namespace, db))
     for name, host in hosts.items():
-        stack = await until(
-            client,
-            APP_STACK,
-            name,
-            namespace,
-            lambda s: _reason(s) == "ExternalAddressRefused",
-            60,
-            f"{host} to be refused",
-        )
+        stack = await _said(client, APP_STACK, name, namespace, "ExternalAddressRefused", 60)
         assert host in _message(stack), _message(stack)
         with pytest.raises(errors.NotFound):
             await client.get(SERVICE, f"{name}-db", namespace)
@@ -379,15 +356,7 @@ async def test_privileged_pods_asked_through_our_kinds_are_refused_and_said(
     made, and said as ``ReplicaFailure`` with the API server's message."""
     privileged = {"privileged": True}
     await tenant.create(APP_SERVICE, _app("root", namespace, securityContext=privileged))
-    app = await until(
-        client,
-        APP_SERVICE,
-        "root",
-        namespace,
-        lambda a: _reason(a) == "DeploymentRejected",
-        60,
-        "the privileged Deployment refused",
-    )
+    app = await _said(client, APP_SERVICE, "root", namespace, "DeploymentRejected", 60)
     assert "may not write privileged containers" in _message(app), _message(app)
     with pytest.raises(errors.NotFound):
         await client.get(DEPLOYMENT, "root", namespace)
@@ -398,14 +367,6 @@ async def test_privileged_pods_asked_through_our_kinds_are_refused_and_said(
     )
     admin = {"capabilities": {"add": ["SYS_ADMIN"]}}
     await tenant.create(APP_SERVICE, _app("admin", namespace, securityContext=admin))
-    app = await until(
-        client,
-        APP_SERVICE,
-        "admin",
-        namespace,
-        lambda a: _reason(a) == "ReplicaFailure",
-        90,
-        "Pod Security's refusal to be said",
-    )
+    app = await _said(client, APP_SERVICE, "admin", namespace, "ReplicaFailure", 90)
     assert "violates PodSecurity" in _message(app), _message(app)
     assert not (await client.list(POD, namespace))[0]

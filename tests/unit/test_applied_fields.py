@@ -1,5 +1,5 @@
 """What our last apply set, and whether the wanted object leaves some of it out
-(controllers/util/compare.py): a child with every wanted field is still stale when a field
+(controllers/kit/compare.py): a child with every wanted field is still stale when a field
 we applied before (an env var, resources, a port) is no longer wanted; and the cache and
 read-your-writes keep only our own apply's managedFields entry (runtime/informer.py)."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from appstack.controllers.util.compare import already_so, applied_fields, is_subset, would_remove
+from appstack.controllers.kit.compare import already_so, applied_fields, is_subset, would_remove
 from appstack.runtime.cache import Cache
 from appstack.runtime.informer import keep_applied_by
 from appstack.runtime.resources import DEPLOYMENT

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from appstack.api.appservice import AppServiceSpec
 from appstack.controllers.appservice import desired
 from appstack.controllers.appservice.status import from_children
-from appstack.controllers.util.compare import is_subset
+from appstack.controllers.kit.compare import is_subset
 from appstack.controllers.util.conditions import Problem
 
 SEED = {

@@ -1,5 +1,6 @@
 """The child writer's pure decisions: which rejected applies are the user's to fix, and
-when a child already has the quantities asked for (controllers/children.py, util/quantity.py)."""
+when a child already has the quantities asked for (controllers/kit/children.py,
+util/quantity.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from appstack.controllers.util.compare import is_subset, users_problem
+from appstack.controllers.kit.compare import is_subset, users_problem
 from appstack.controllers.util.conditions import Problem
 from appstack.controllers.util.pods import NOT_READY_GRACE, pod_problem, recheck_after
 from appstack.controllers.util.quantity import quantity_value, same_quantity
@@ -130,3 +131,21 @@ def test_a_container_that_runs_but_never_becomes_ready_is_reported_after_its_gra
     assert recheck_after([pod], now=epoch + NOT_READY_GRACE + 1) is None
     ready = {**unready, "ready": True}
     assert pod_problem([_pod("web-1", containerStatuses=[ready])], now=epoch + 99) is None
+
+
+def test_children_written_together_are_told_apart_by_name() -> None:
+    """Two Services of one owner (a replica set's headless and client Services) are both
+    kept; asking for "the" Service then is an error, not one of them at random."""
+    from appstack.controllers.kit.children import Synced  # noqa: PLC0415
+
+    synced = Synced()
+    synced["Service", "db-hl"] = {"metadata": {"name": "db-hl"}}
+    synced["Service", "db"] = {"metadata": {"name": "db"}}
+    synced["StatefulSet", "db"] = None
+    assert synced["Service", "db-hl"] == {"metadata": {"name": "db-hl"}}
+    assert synced.wrote("Service")
+    assert not synced.wrote("Deployment")
+    assert synced.one("StatefulSet") is None
+    assert synced.one("Deployment") is None
+    with pytest.raises(LookupError, match="2 children of kind Service"):
+        synced.one("Service")

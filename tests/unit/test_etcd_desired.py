@@ -163,3 +163,26 @@ def test_without_a_member_list_the_last_one_is_kept_unhealthy() -> None:
     assert not any(m["healthy"] or m["isLeader"] for m in later["members"])
     assert later["clusterID"] == "abc"
     assert later["readyMembers"] == 0
+
+
+def test_member_volumes_are_owned_unless_retained_on_delete() -> None:
+    owned = desired.volume(OBJ, spec(), "e-0")
+    assert owned["metadata"]["ownerReferences"][0]["uid"] == "u-1"
+    assert "annotations" not in owned["metadata"]
+    assert not desired.retained(owned)
+    assert desired.owns_volume(OBJ, owned)
+    # created owned all the same (the writes policy refuses an ownerless create) ...
+    assert desired.volume(OBJ, spec(retainOnDelete=True), "e-0") == owned
+    # ... then released by a merge patch
+    release = desired.volume_owner(OBJ, retain=True)
+    assert release == {"ownerReferences": None, "annotations": {desired.CLUSTER_UID: "u-1"}}
+    kept = {**owned, "metadata": {**owned["metadata"], **release}}
+    kept["metadata"].pop("ownerReferences")
+    assert desired.retained(kept)
+    assert desired.owns_volume(OBJ, kept)  # this cluster's, by UID ...
+    namesake = {**OBJ, "metadata": {**OBJ["metadata"], "uid": "u-2"}}
+    assert not desired.owns_volume(namesake, kept)  # ... not a later cluster of the same name
+    back = desired.volume_owner(OBJ, retain=False)
+    assert back["ownerReferences"][0]["uid"] == "u-1"
+    assert back["annotations"] == {desired.CLUSTER_UID: None}
+    assert spec().retain_on_delete is False  # the default: deleted with the cluster

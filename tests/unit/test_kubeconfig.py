@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import stat
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +94,23 @@ async def test_certificate_data_and_token_files(tmp_path: Path) -> None:
 async def test_an_auth_provider_user_is_left_to_kubernetes_asyncio(tmp_path: Path) -> None:
     user = {"auth-provider": {"name": "oidc", "config": {}}}
     assert await load(str(_write(tmp_path / "k.yaml", ["x"], user, current="x"))) is None
+
+
+async def test_a_basic_auth_user_needs_the_legacy_auth_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kubernetes_asyncio is an extra (``appstack[legacy-auth]``): with it a basic-auth user
+    loads; without it the error says which extra to install, not a bare ImportError."""
+    from appstack.runtime.transport import LegacyAuthMissing, load_configuration  # noqa: PLC0415
+
+    path = _write(tmp_path / "k.yaml", ["x"], {"username": "u", "password": "p"}, current="x")
+    (tmp_path / "ca.crt").write_text("")  # named by the cluster; not read until connecting
+    configuration = await load_configuration(str(path))
+    assert configuration.host.startswith("https://k.example:6443")
+    for module in ("kubernetes_asyncio", "kubernetes_asyncio.client", "kubernetes_asyncio.config"):
+        monkeypatch.setitem(sys.modules, module, None)  # as if not installed
+    with pytest.raises(LegacyAuthMissing, match=r"pip install 'appstack\[legacy-auth\]'"):
+        await load_configuration(str(path))
 
 
 def _plugin(tmp_path: Path, expiry: str | None) -> Path:

@@ -1,4 +1,4 @@
-"""Read-your-writes (appstack.controllers.util.written.RecentWrites): a write is seen until
+"""Read-your-writes (appstack.controllers.kit.written.RecentWrites): a write is seen until
 the informer reports anything about that object, then the cache is read again — so a
 later change by someone else (an edit, a deletion) is never hidden."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from appstack.controllers.util.written import RecentWrites
+from appstack.controllers.kit.written import RecentWrites
 from appstack.runtime.cache import Cache
 from appstack.runtime.resources import CONFIG_MAP
 from appstack.runtime.watcher import Applied, Deleted

@@ -40,6 +40,12 @@ def test_an_etcd_view_shows_members_leader_and_backup() -> None:
     assert lines[2].startswith("├─ Member/e-0")
     assert lines[3].startswith("└─ Member/e-1")
     assert lines[3].endswith("leader, healthy")
+    recovered = {**tree, "recovery": "Recovered from e-0.db (24s of writes lost)"}
+    assert (
+        render(recovered)
+        .splitlines()[1]
+        .endswith("lastBackup e-4.db; recovery Recovered from e-0.db (24s of writes lost)")
+    )
 
 
 def test_every_kind_but_appstack_has_a_view() -> None:

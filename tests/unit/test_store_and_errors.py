@@ -104,3 +104,17 @@ def test_too_many_requests_honours_retry_after() -> None:
     detail = errors.from_response(429, {"kind": "Status", "details": {"retryAfterSeconds": 7}})
     assert isinstance(detail, errors.TooManyRequests)
     assert detail.retry_after == 7.0
+
+
+def test_a_taken_node_port_is_told_by_the_status_cause_not_its_text() -> None:
+    from appstack.controllers.kit.compare import node_port_taken  # noqa: PLC0415
+
+    def invalid(field: str, reason: str = "FieldValueInvalid", text: str = "") -> errors.ApiError:
+        details = {"causes": [{"reason": reason, "message": text, "field": field}]}
+        return errors.Invalid(422, "Invalid", "Service x is invalid", details)
+
+    assert node_port_taken(invalid("spec.ports[0].nodePort", text="anything at all"))
+    assert node_port_taken(invalid("spec.ports[12].nodePort"))
+    assert not node_port_taken(invalid("spec.ports[0].port", text="already allocated"))
+    assert not node_port_taken(invalid("spec.ports[0].nodePort", reason="FieldValueRequired"))
+    assert not node_port_taken(errors.Conflict(409, "Conflict", "already allocated"))

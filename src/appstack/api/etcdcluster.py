@@ -16,6 +16,11 @@ from pydantic import ConfigDict, Field, model_validator
 
 from appstack.api.core import Condition, KubeModel, Quantity, ResourceRequirements
 from appstack.api.etcdcluster_backup import BackupSpec
+from appstack.api.etcdcluster_recovery import (
+    RECOVERY_RULES,
+    DisasterRecoverySpec,
+    RecoveryStatus,
+)
 from appstack.api.etcdcluster_version import VERSION_RULES
 from appstack.api.kind import AGE, CustomObject, custom_kind
 from appstack.api.names import DNS_1035, ObjectName, name_rules
@@ -45,6 +50,7 @@ _SPEC_RULES: list[Any] = [
         "certificates by updating the Secrets in place)",
         "fieldPath": ".tls",
     },
+    *RECOVERY_RULES,  # disaster recovery needs backups
 ]
 
 _TLS_RULES: list[Any] = [
@@ -148,6 +154,13 @@ class EtcdClusterSpec(KubeModel):
     storage_class_name: ObjectName | None = Field(
         None, description="StorageClass of the data volumes (default: the cluster's default)."
     )
+    retain_on_delete: bool = Field(
+        False,
+        description="Keep the members' data volumes (PVCs data-<name>-<n>) when the "
+        "EtcdCluster is deleted: they have no owner while this is true and stay, never adopted "
+        "by another cluster. Default false: they are deleted with the cluster (garbage "
+        "collected through their owner). Changing it re-owns or releases the existing volumes.",
+    )
     resources: ResourceRequirements | None = Field(None, description="Member container resources.")
     node_selector: LabelMap | None = Field(None, description="Node labels members must run on.")
     tolerations: list[Toleration] | None = Field(
@@ -164,6 +177,11 @@ class EtcdClusterSpec(KubeModel):
     restore: RestoreSpec | None = Field(
         None, description="Bootstrap from this snapshot (set at creation, never changed)."
     )
+    disaster_recovery: DisasterRecoverySpec | None = Field(
+        None,
+        description="Opt-in: rebuild from the newest snapshot once quorum has been lost for "
+        "a stated time (needs backup). Default: quorum loss is reported, never recovered.",
+    )
     tls: TLSSpec | None = Field(
         None, description="TLS for peer and/or client traffic (set at creation; default plain)."
     )
@@ -172,6 +190,9 @@ class EtcdClusterSpec(KubeModel):
     def _odd(self) -> EtcdClusterSpec:
         if self.replicas % 2 == 0 and not self.allow_even_replicas:
             raise ValueError(_SPEC_RULES[0]["message"])
+        recovery = self.disaster_recovery
+        if recovery is not None and recovery.enabled and self.backup is None:
+            raise ValueError(RECOVERY_RULES[0]["message"])
         return self
 
     @property
@@ -208,6 +229,10 @@ class EtcdClusterStatus(KubeModel):
     backups_taken: int | None = Field(None, description="Snapshots taken so far.")
     last_backup: str | None = Field(None, description="File name of the newest snapshot.")
     last_backup_time: str | None = Field(None, description="When it was taken.")
+    quorum_lost_since: str | None = Field(
+        None, description="When quorum was found lost (gone once a leader is back)."
+    )
+    recovery: RecoveryStatus | None = Field(None, description="The last disaster recovery.")
     observed_generation: int | None = None
     conditions: list[Condition] | None = Field(
         None,
@@ -247,4 +272,11 @@ class EtcdCluster(CustomObject):
     status: EtcdClusterStatus | None = None
 
 
-__all__ = ["BackupSpec", "EtcdCluster", "EtcdClusterSpec", "EtcdClusterStatus", "TLSSpec"]
+__all__ = [
+    "BackupSpec",
+    "DisasterRecoverySpec",
+    "EtcdCluster",
+    "EtcdClusterSpec",
+    "EtcdClusterStatus",
+    "TLSSpec",
+]

@@ -9,7 +9,9 @@ this policy does. For a request by the operator (matched by its RBAC binding, se
 :mod:`appstack.manifests.admission_base`) on any of those resources:
 
 * **owned** — the object written (for a delete, the object deleted) carries a controller
-  ownerReference to one of our kinds (ownerReferences are always within the namespace).
+  ownerReference to one of our kinds (ownerReferences are always within the namespace);
+  an update may also release an object that was ours (an EtcdCluster's member volume kept
+  on delete), never take one that was not.
   Secrets are exempt here (credentials outlive their stack while their volume is retained,
   with no owner); :mod:`appstack.manifests.admission` bounds them by type and label.
 * **not a system namespace** — nothing in ``kube-system``, ``kube-public`` or
@@ -85,14 +87,22 @@ def _labelled(label: str) -> str:
     )
 
 
-def _owned() -> str:
+def _controlled(target: str) -> str:
     kinds = ", ".join(f"'{registration.kind.kind}'" for registration in ALL)
     return (
-        "variables.target.kind == 'Secret' || ("
-        "has(variables.target.metadata.ownerReferences) && "
-        "variables.target.metadata.ownerReferences.exists(r, "
+        f"(has({target}.metadata.ownerReferences) && "
+        f"{target}.metadata.ownerReferences.exists(r, "
         "has(r.controller) && r.controller && "
         f"r.apiVersion.startsWith('{MARKER_GROUP}/') && r.kind in [{kinds}]))"
+    )
+
+
+def _owned() -> str:
+    # An update of an object we control may release it (an EtcdCluster's member volume
+    # kept on delete, spec.retainOnDelete): giving up what is ours grants nothing.
+    return (
+        f"variables.target.kind == 'Secret' || {_controlled('variables.target')} || "
+        f"(request.operation == 'UPDATE' && {_controlled('oldObject')})"
     )
 
 

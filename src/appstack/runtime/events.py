@@ -18,7 +18,7 @@ leaves one Event with a growing count, not thousands; repeats while the first is
 queued only raise the count it is created with. Notes are truncated to the API's 1 kB
 limit. Callers must never put secret values in a note. Sending never fails a reconcile: API
 errors are logged and swallowed. Created once per process by the operator, used by the
-controllers through :class:`~appstack.controllers.children.ChildWriter`.
+controllers through :class:`~appstack.controllers.kit.children.ChildWriter`.
 """
 
 from __future__ import annotations

@@ -48,6 +48,10 @@ POOL_SIZE = 64
 KEEPALIVE = (30, 10, 3)  # idle seconds before probing, seconds between probes, probes lost
 
 
+class LegacyAuthMissing(RuntimeError):
+    """The kubeconfig needs kubernetes_asyncio, which is not installed."""
+
+
 async def load_configuration(kubeconfig: str | None = None, context: str | None = None) -> Any:
     """Kubeconfig (``kubeconfig`` or ``$KUBECONFIG`` or ~/.kube/config) or in-cluster config,
     read by :mod:`.kubeconfig`; users it does not handle by ``kubernetes_asyncio``."""
@@ -65,9 +69,16 @@ async def load_configuration(kubeconfig: str | None = None, context: str | None 
 
 async def _kubernetes_asyncio_configuration(kubeconfig: str | None, context: str | None) -> Any:
     """``auth-provider`` and basic-auth users: loaded by kubernetes_asyncio (≈ 38 MB, so
-    imported only for them)."""
-    from kubernetes_asyncio import client as k8s_client  # noqa: PLC0415
-    from kubernetes_asyncio import config as k8s_config  # noqa: PLC0415
+    an extra, ``appstack[legacy-auth]``, imported only for them)."""
+    try:
+        from kubernetes_asyncio import client as k8s_client  # noqa: PLC0415
+        from kubernetes_asyncio import config as k8s_config  # noqa: PLC0415
+    except ImportError as error:
+        raise LegacyAuthMissing(
+            "this kubeconfig's user authenticates with an auth-provider or basic auth, "
+            "which needs the legacy-auth extra: pip install 'appstack[legacy-auth]' "
+            "(or use a token, a client certificate or an exec plugin)"
+        ) from error
 
     configuration = k8s_client.Configuration()
     loader = await k8s_config.load_kube_config(

@@ -26,8 +26,8 @@ from typing import Any
 
 from appstack.controllers.appstack.labels import STACK_LABEL
 from appstack.controllers.appstack.middleware import generated_secrets
+from appstack.controllers.kit.registration import Registration
 from appstack.controllers.registry import by_kind
-from appstack.controllers.util.registration import Registration
 from appstack.runtime.client import Client
 from appstack.runtime.resources import SECRET
 from appstack_testbed.audit import AuditEvent

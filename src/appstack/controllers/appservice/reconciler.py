@@ -2,7 +2,7 @@
 
 Level-based: everything is read from the informer cache (the AppService, and its children
 through a cache that holds only objects labelled ``app.kubernetes.io/managed-by=appstack``).
-Children are written through :class:`~appstack.controllers.children.ChildWriter`: applied
+Children are written through :class:`~appstack.controllers.kit.children.ChildWriter`: applied
 only when the cached one differs, never taking over a same-named object we do not control.
 
 Problems the user must fix (a nodePort already taken, a child name in use, a rejected
@@ -19,6 +19,7 @@ from typing import Any
 
 from appstack.api.appservice import AppService, AppServiceSpec
 from appstack.controllers.appservice import desired, status
+from appstack.controllers.kit.reconciler import KindReconciler
 from appstack.controllers.util.conditions import Problem
 from appstack.controllers.util.meta import (
     COMPONENT_LABEL,
@@ -34,7 +35,6 @@ from appstack.controllers.util.pods import (
     pods_of,
     recheck_after,
 )
-from appstack.controllers.util.reconciler import KindReconciler
 from appstack.controllers.util.workloads import deployment_rollout, replica_failure
 from appstack.runtime.controller import Result
 from appstack.runtime.resources import DEPLOYMENT, POD, SERVICE
@@ -69,12 +69,12 @@ class AppServiceReconciler(KindReconciler[AppServiceSpec]):
     async def apply(self, obj: dict[str, Any], spec: AppServiceSpec) -> Result | None:
         level = await self.pod_security.level(obj["metadata"]["namespace"], spec.pod_security)
         synced, problems = await self.writer.sync_all(obj, desired.children(obj, spec, level))
-        if "Service" not in synced:
+        if not synced.wrote("Service"):
             await self.writer.delete(obj, SERVICE, "no ports")
         # A rejected child, or a Deployment that cannot create pods (quota, admission).
-        rejected = problems[0] if problems else replica_failure(synced.get("Deployment"))
+        rejected = problems[0] if problems else replica_failure(synced.one("Deployment"))
         pods = recheck = None
-        if rejected is None and not deployment_rollout(synced.get("Deployment"), spec.size).done:
+        if rejected is None and not deployment_rollout(synced.one("Deployment"), spec.size).done:
             # Why the pods do not come up (pull, crash, scheduling, a readiness probe that
             # does not pass), from the cached pods.
             meta = obj["metadata"]
@@ -88,9 +88,9 @@ class AppServiceReconciler(KindReconciler[AppServiceSpec]):
         observed = status.from_children(
             obj,
             size=spec.size,
-            deployment=synced.get("Deployment"),
-            service_expected="Service" in synced,
-            service=synced.get("Service"),
+            deployment=synced.one("Deployment"),
+            service_expected=synced.wrote("Service"),
+            service=synced.one("Service"),
             problem=rejected or pods,
             selector=_selector(obj),
         )

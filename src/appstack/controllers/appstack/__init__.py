@@ -11,8 +11,8 @@ from __future__ import annotations
 from appstack.api.appstack import AppStack
 from appstack.controllers.appstack import desired
 from appstack.controllers.appstack.reconciler import AppStackReconciler
+from appstack.controllers.kit.registration import Registration
 from appstack.controllers.util.rbac import Rule, own_rules, rule
-from appstack.controllers.util.registration import Registration
 from appstack.runtime.resources import (
     CONFIG_MAP,
     DEPLOYMENT,

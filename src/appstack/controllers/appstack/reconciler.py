@@ -36,6 +36,8 @@ from appstack.controllers.appstack.addresses import ExternalIPPolicy
 from appstack.controllers.appstack.connections import third_party_credentials_missing
 from appstack.controllers.appstack.references import referenced
 from appstack.controllers.appstack.teardown import FINALIZER_NAME, teardown
+from appstack.controllers.kit.children import Synced
+from appstack.controllers.kit.reconciler import KindReconciler
 from appstack.controllers.util.conditions import Problem
 from appstack.controllers.util.pods import (
     POD_INDEXERS,
@@ -45,7 +47,6 @@ from appstack.controllers.util.pods import (
     pods_of,
     recheck_after,
 )
-from appstack.controllers.util.reconciler import KindReconciler
 from appstack.controllers.util.references import (
     REFERENCES,
     Transform,
@@ -110,9 +111,8 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
         recorder: EventRecorder,
         *,
         external_ips: ExternalIPPolicy | None = None,
-        **options: Any,
     ) -> None:
-        super().__init__(client, cache, recorder, **options)
+        super().__init__(client, cache, recorder)
         self.external_ips = external_ips or ExternalIPPolicy()
 
     def invalid_status(self, obj: dict[str, Any], problem: Problem) -> dict[str, Any]:
@@ -203,7 +203,7 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
         objects: list[dict[str, Any]],
         wanted: Wanted,
         problems: list[Problem],
-    ) -> dict[str, dict[str, Any] | None]:
+    ) -> Synced:
         wanted.update((o["kind"], o["metadata"]["name"]) for o in objects)
         synced, found = await self.writer.sync_all(stack, objects)
         problems += found
@@ -225,7 +225,7 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
                 return status.member(base, False, "0/1", refused)
             # The Service first: its EndpointSlice is written only into a Service of ours.
             objects = middleware.children(stack, mw)
-            ok = (await self._sync(stack, objects[:1], wanted, problems)).get("Service") is not None
+            ok = (await self._sync(stack, objects[:1], wanted, problems)).one("Service") is not None
             if ok:
                 await self._sync(stack, objects[1:], wanted, problems)
             where = f"external {mw.external.host}:{mw.external.port}"
@@ -235,7 +235,7 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
             if problem is not None:
                 problems.append(problem)
         synced = await self._sync(stack, middleware.children(stack, mw), wanted, problems)
-        ok, count = statefulset_ready(synced.get("StatefulSet"))
+        ok, count = statefulset_ready(synced.one("StatefulSet"))
         return status.member(base, ok, count, "waiting for the StatefulSet's pods")
 
     async def _component(
@@ -264,10 +264,10 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
             current = self.cache.get(DEPLOYMENT, f"{meta['namespace']}/{meta['name']}-{c.name}")
             return status.waiting(base, deployment_ready(current)[1], waiting)
         synced = await self._sync(stack, objects, wanted, problems)
-        failure = replica_failure(synced.get("Deployment"))
+        failure = replica_failure(synced.one("Deployment"))
         if failure is not None:
             problems.append(failure)
-        ok, count = deployment_ready(synced.get("Deployment"))
+        ok, count = deployment_ready(synced.one("Deployment"))
         return status.member(base, ok, count, "rolling out")
 
     async def _secrets_hash(

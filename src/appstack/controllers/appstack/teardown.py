@@ -27,7 +27,7 @@ from appstack.api.appstack import AppStackSpec
 from appstack.api.graph import teardown_order
 from appstack.controllers.appstack import status
 from appstack.controllers.appstack.labels import member_label
-from appstack.controllers.children import ChildWriter
+from appstack.controllers.kit.children import ChildWriter
 from appstack.core.resource import Resource
 from appstack.runtime.cache import Cache
 from appstack.runtime.controller import Result

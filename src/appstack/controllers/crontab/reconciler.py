@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 from appstack.api.crontab import CronTab, CronTabSpec
 from appstack.controllers.crontab import desired, status
+from appstack.controllers.kit.reconciler import KindReconciler
 from appstack.controllers.util.conditions import Problem, now_rfc3339, previous_conditions
 from appstack.controllers.util.meta import COMPONENT_LABEL, INSTANCE_LABEL, instance_labels
 from appstack.controllers.util.pods import (
@@ -31,8 +32,10 @@ from appstack.controllers.util.pods import (
     pod_mapper,
     pods_of,
 )
-from appstack.controllers.util.reconciler import KindReconciler
+from appstack.runtime.cache import Cache
+from appstack.runtime.client import Client
 from appstack.runtime.controller import Request, Result
+from appstack.runtime.events import EventRecorder
 from appstack.runtime.resources import CRON_JOB, JOB, POD, Resource
 from appstack.runtime.store import IndexFunc
 
@@ -60,8 +63,8 @@ class CronTabReconciler(KindReconciler[CronTabSpec]):
         **label_indexers(JOB),
     }
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, client: Client, cache: Cache, recorder: EventRecorder) -> None:
+        super().__init__(client, cache, recorder)
         # (condition type, uid) -> the message last warned about: the cached status can lag
         # our own write by a reconcile, and that must not repeat the Event.
         self._warned: dict[tuple[str, str], str] = {}
@@ -85,7 +88,7 @@ class CronTabReconciler(KindReconciler[CronTabSpec]):
         selector = {**instance_labels(meta["name"]), COMPONENT_LABEL: desired.COMPONENT}
         observed = status.from_cron_job(
             obj,
-            synced.get("CronJob"),
+            synced.one("CronJob"),
             problem,
             now_rfc3339(),
             jobs=labelled(self.cache, JOB, meta["namespace"], selector),

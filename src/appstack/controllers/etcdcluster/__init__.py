@@ -12,8 +12,8 @@ from appstack.api.etcdcluster import EtcdCluster
 from appstack.controllers.etcdcluster import desired
 from appstack.controllers.etcdcluster.reconciler import EtcdClusterReconciler
 from appstack.controllers.etcdcluster.resources import PDB
+from appstack.controllers.kit.registration import Registration
 from appstack.controllers.util.rbac import Rule, own_rules, rule
-from appstack.controllers.util.registration import Registration
 from appstack.runtime.resources import JOB, POD, PVC, SECRET, SERVICE
 
 ETCD_CLUSTER = EtcdCluster.KIND.resource
@@ -24,7 +24,8 @@ RBAC_RULES: list[Rule] = [
     rule(PDB, "get", "list", "watch", "create", "patch", "delete"),
     # members are created, relabelled (voter) and deleted one by one
     rule(POD, "get", "list", "watch", "create", "patch", "delete"),
-    rule(PVC, "get", "list", "watch", "create", "delete"),
+    # member volumes; patched to be owned or ownerless (spec.retainOnDelete)
+    rule(PVC, "get", "list", "watch", "create", "patch", "delete"),
     rule(JOB, "get", "list", "watch", "create", "delete"),  # snapshots (backup.py)
     rule(SECRET, "get"),  # the Secrets spec.tls names, read by name only (tlsclient.py)
 ]

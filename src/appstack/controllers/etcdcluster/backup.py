@@ -97,7 +97,6 @@ def restore_init(
     obj: dict[str, Any], spec: EtcdClusterSpec, source: RestoreSpec, initial: str
 ) -> dict[str, Any]:
     """The init container that fills a bootstrap member's data directory from the snapshot."""
-    cluster = obj["metadata"]["name"]
     return {
         "name": "restore",
         "image": spec.image,
@@ -108,7 +107,7 @@ def restore_init(
             f"{RESTORE_DIR}/{source.path}",
             "--name=$(POD_NAME)",
             f"--initial-cluster={initial}",
-            f"--initial-cluster-token={cluster}-{obj['metadata']['uid']}",
+            f"--initial-cluster-token={desired.cluster_token(obj)}",
             f"--initial-advertise-peer-urls={desired.peer_url(obj, '$(POD_NAME)')}",
             f"--data-dir={desired.DATA_DIR}/data",
         ],

@@ -19,7 +19,13 @@ from typing import Any
 from appstack.api.etcdcluster import EtcdClusterSpec
 from appstack.api.kind import group_key
 from appstack.controllers.etcdcluster import tls
-from appstack.controllers.util.meta import child_labels, child_metadata, instance_labels
+from appstack.controllers.util.meta import (
+    child_labels,
+    child_metadata,
+    controlled_by,
+    instance_labels,
+    owner_reference,
+)
 
 COMPONENT = "etcd"
 HOSTNAME = "kubernetes.io/hostname"
@@ -28,6 +34,9 @@ PEER_PORT = 2380
 DATA_DIR = "/var/lib/etcd"
 VOTER = group_key("etcd-voter")
 INITIAL = group_key("etcd-initial-cluster")
+# A volume kept on delete (spec.retainOnDelete) has no owner: this annotation names the
+# cluster (by UID) it belongs to, so a namesake cluster created later never adopts it.
+CLUSTER_UID = group_key("etcd-cluster-uid")
 RUN_AS = 65532  # no root needed: the data volume is group-writable through fsGroup
 # The restricted Pod Security profile, as every pod of an EtcdCluster runs — members, backup
 # Jobs, the restore init container: one user, so a snapshot a Job writes is one a restore
@@ -47,6 +56,14 @@ CONTAINER_SECURITY: dict[str, Any] = {
 
 def selector(cluster: str) -> dict[str, str]:
     return {**instance_labels(cluster), "app.kubernetes.io/component": COMPONENT}
+
+
+def cluster_token(obj: dict[str, Any]) -> str:
+    """``--initial-cluster-token``: the object's, and after a disaster recovery a new one
+    per recovery (the rebuilt cluster gets a new ID; no old member can join it)."""
+    meta = obj["metadata"]
+    count = ((obj.get("status") or {}).get("recovery") or {}).get("count")
+    return f"{meta['name']}-{meta['uid']}" + (f"-{count}" if count else "")
 
 
 def member_host(obj: dict[str, Any], pod: str) -> str:
@@ -128,12 +145,30 @@ def volume(obj: dict[str, Any], spec: EtcdClusterSpec, pod: str) -> dict[str, An
     }
     if spec.storage_class_name:
         claim["storageClassName"] = spec.storage_class_name
-    return {
-        "apiVersion": "v1",
-        "kind": "PersistentVolumeClaim",
-        "metadata": child_metadata(obj, f"data-{pod}", child_labels(cluster, COMPONENT)),
-        "spec": claim,
-    }
+    # Created owned even with retainOnDelete (the writes policy admits no ownerless object
+    # the operator creates); the reconciler releases it right after (volume_owner).
+    meta = child_metadata(obj, f"data-{pod}", child_labels(cluster, COMPONENT))
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": meta, "spec": claim}
+
+
+def volume_owner(obj: dict[str, Any], *, retain: bool) -> dict[str, Any]:
+    """A merge patch of a member volume's ``metadata`` that makes it owned by the cluster
+    (deleted with it) or, retained, ownerless with the cluster's UID in an annotation."""
+    if retain:
+        return {"ownerReferences": None, "annotations": {CLUSTER_UID: obj["metadata"]["uid"]}}
+    return {"ownerReferences": [owner_reference(obj)], "annotations": {CLUSTER_UID: None}}
+
+
+def owns_volume(obj: dict[str, Any], child: dict[str, Any]) -> bool:
+    """Whether ``child`` (a member's Pod or volume) is this cluster's: controlled by it, or
+    a volume retained for it (its UID, not only its name)."""
+    annotations = child["metadata"].get("annotations") or {}
+    return controlled_by(child, obj) or annotations.get(CLUSTER_UID) == obj["metadata"]["uid"]
+
+
+def retained(volume: dict[str, Any]) -> bool:
+    """Whether a member volume is currently kept on delete (has no owner)."""
+    return not volume["metadata"].get("ownerReferences")
 
 
 def spread(cluster: str) -> dict[str, Any]:
@@ -186,7 +221,7 @@ def member_pod(
         f"--initial-advertise-peer-urls={peer_url(obj, pod)}",
         f"--initial-cluster={cluster_flag}",
         f"--initial-cluster-state={'new' if new_cluster else 'existing'}",
-        f"--initial-cluster-token={cluster}-{obj['metadata']['uid']}",
+        f"--initial-cluster-token={cluster_token(obj)}",
     ]
     container: dict[str, Any] = {
         "name": "etcd",

@@ -5,7 +5,9 @@ the client's timeout), asks :func:`~appstack.controllers.etcdcluster.plan.next_s
 one step, carries it out, writes status and requeues — soon after a change, a little
 later while waiting (a learner catching up, a pod starting), every 30 s when idle to
 keep member health current, or sooner at the moment the next snapshot is due. No
-reconcile ever waits for etcd to converge. With ``spec.tls``, its Secrets are checked
+reconcile ever waits for etcd to converge. A lost quorum, and a disaster recovery under
+way (opt-in), are :mod:`.recover`'s; member volumes follow ``retainOnDelete``
+(:mod:`.volumes`). With ``spec.tls``, its Secrets are checked
 first (:mod:`.tlsclient`): one missing or malformed stops the reconcile there
 (``Available=False``, reason ``TLSSecretNotFound`` or ``TLSSecretInvalid``, one Warning
 Event) and it looks again every few seconds; so does a cluster none of whose members
@@ -21,17 +23,25 @@ from typing import Any, ClassVar
 import structlog
 
 from appstack.api.etcdcluster import BackupSpec, EtcdCluster, EtcdClusterSpec
-from appstack.controllers.etcdcluster import backup, backup_schedule, desired, status, tls
+from appstack.controllers.etcdcluster import (
+    backup,
+    backup_schedule,
+    desired,
+    recover,
+    status,
+    tls,
+)
+from appstack.controllers.etcdcluster import volumes as volumes_
 from appstack.controllers.etcdcluster.etcdapi import EtcdClient, EtcdError
 from appstack.controllers.etcdcluster.observe import Observation, observe
 from appstack.controllers.etcdcluster.plan import Step, next_step
 from appstack.controllers.etcdcluster.resources import PDB
 from appstack.controllers.etcdcluster.tlsclient import TLSSecrets
+from appstack.controllers.kit.reconciler import KindReconciler
 from appstack.controllers.util.conditions import (
     Problem,
     now_rfc3339,
 )
-from appstack.controllers.util.meta import controlled_by
 from appstack.controllers.util.pods import (
     POD_INDEXERS,
     POD_TRANSFORMS,
@@ -39,7 +49,6 @@ from appstack.controllers.util.pods import (
     labelled,
     pods_of,
 )
-from appstack.controllers.util.reconciler import KindReconciler
 from appstack.runtime import errors
 from appstack.runtime.cache import Cache
 from appstack.runtime.client import Client
@@ -65,9 +74,10 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
         **label_indexers(PVC),
     }
 
-    def __init__(self, client: Client, cache: Cache, recorder: EventRecorder, **_: Any) -> None:
+    def __init__(self, client: Client, cache: Cache, recorder: EventRecorder) -> None:
         super().__init__(client, cache, recorder)
         self.tls_secrets = TLSSecrets(client)
+        self.recoverer = recover.Recoverer(client, cache, self.writer)
 
     def invalid_status(self, obj: dict[str, Any], problem: Problem) -> dict[str, Any]:
         return {
@@ -84,6 +94,7 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
         mine = desired.selector(meta["name"])
         pods = [p for p in pods_of(self.cache, meta["namespace"], mine) if _owned(p, obj)]
         volumes = [v for v in labelled(self.cache, PVC, meta["namespace"], mine) if _owned(v, obj)]
+        await volumes_.sync_owners(self.client, obj, spec, volumes)
         checked = await self.tls_secrets.check(meta["namespace"], spec.tls)
         if checked.problem is not None:  # members cannot start, or cannot be reached
             return await self._blocked(obj, checked.problem)
@@ -95,6 +106,8 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
                 return await self._blocked(obj, refused)
             step = next_step(seen.seen)
             conflict: Problem | None = None
+            # quorum lost: a disaster recovery, or why not (hopeless: it is impossible)
+            obj, step, hopeless = await self.recoverer.step(obj, spec, seen, step)
             log.info("etcd step", cluster=meta["name"], step=step.kind, reason=step.reason)
             try:
                 await self._label_voters(seen)
@@ -105,6 +118,10 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
                 conflict = taken.problem
                 step = Step("Wait", conflict.message)
         observed = status.from_observation(obj, seen, step, now_rfc3339())
+        observed = recover.with_recovery(obj, observed, seen, step, now_rfc3339())
+        await self.recoverer.announce(obj, observed)
+        if hopeless is not None:
+            observed = recover.impossible(obj, observed, hopeless, now_rfc3339())
         after = AFTER.get(step.kind, 0.2)
         if conflict is not None:  # the cluster may well serve: only Degraded says it
             if status.last_said(obj, "Degraded", "True") != (conflict.reason, conflict.message):
@@ -195,6 +212,8 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
                 await self._delete(obj, PVC, volume, step.reason)
         elif step.kind == "Degraded":
             await self.writer.report_new(obj, Problem("QuorumLost", step.reason))
+        elif step.kind == "TearDown":  # a disaster recovery (recover.py): the lost cluster
+            await self.recoverer.tear_down(obj, seen, step)
 
     async def _create_member(
         self,
@@ -209,8 +228,9 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
         await self._names_free(obj, pod)
         await self._create(obj, PVC, desired.volume(obj, spec, pod))
         want = desired.member_pod(obj, spec, pod, initial, new_cluster=new, voter=voter)
-        if new and spec.restore is not None:  # a bootstrap member starts from the snapshot
-            want = backup.with_restore(want, obj, spec, spec.restore)
+        source = recover.restore_source(obj, spec)  # spec.restore, or a recovery's snapshot
+        if new and source is not None:  # a bootstrap member starts from the snapshot
+            want = backup.with_restore(want, obj, spec, source)
         await self._create(obj, POD, want)
 
     async def _backup(
@@ -278,6 +298,9 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
     async def _delete(
         self, obj: dict[str, Any], resource: Any, child: dict[str, Any], why: str
     ) -> None:
+        if resource == PVC:  # a retained volume is made ours again first
+            await volumes_.delete(self.client, self.writer, obj, child, why)
+            return
         with contextlib.suppress(errors.NotFound):
             await self.writer.prune(obj, resource, child, why)
 
@@ -290,7 +313,7 @@ def _initial(obj: dict[str, Any], seen: Observation, pod: str) -> dict[str, str]
 
 
 def _owned(child: dict[str, Any], obj: dict[str, Any]) -> bool:
-    return controlled_by(child, obj)
+    return desired.owns_volume(obj, child)
 
 
 class ChildConflict(Exception):

@@ -11,10 +11,10 @@ the scale subresource's replicas and selector.
 from __future__ import annotations
 
 from appstack.api.mongodbcommunity import MongoDBCommunity
+from appstack.controllers.kit.registration import Registration
 from appstack.controllers.mongodbcommunity import desired
 from appstack.controllers.mongodbcommunity.reconciler import MongoDBCommunityReconciler
 from appstack.controllers.util.rbac import Rule, own_rules, rule
-from appstack.controllers.util.registration import Registration
 from appstack.runtime.resources import CONFIG_MAP, PDB, SECRET, SERVICE, STATEFUL_SET
 
 MONGODB_COMMUNITY = MongoDBCommunity.KIND.resource

@@ -18,10 +18,10 @@ import base64
 from typing import Any, ClassVar
 
 from appstack.api.mongodbcommunity import MongoDBCommunity, MongoDBCommunitySpec, User
+from appstack.controllers.kit.reconciler import KindReconciler
 from appstack.controllers.mongodbcommunity import desired, scram, status, users
 from appstack.controllers.util.conditions import Problem, now_rfc3339
 from appstack.controllers.util.meta import CHILD_SELECTOR, COMPONENT_LABEL
-from appstack.controllers.util.reconciler import KindReconciler
 from appstack.controllers.util.references import (
     REFERENCES,
     Transform,
@@ -91,7 +91,7 @@ class MongoDBCommunityReconciler(KindReconciler[MongoDBCommunitySpec]):
             await self.writer.report_new(obj, first)
         observed = status.observed(
             obj,
-            synced.get("StatefulSet"),
+            synced.one("StatefulSet"),
             first,
             now_rfc3339(),
             users=user_status,

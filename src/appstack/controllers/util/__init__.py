@@ -1,7 +1,7 @@
-"""What every controller shares (as controller-runtime's ``controllerutil``): child metadata
-and labels (:mod:`.meta`), conditions and validation messages (:mod:`.conditions`),
-workload fields and rollout readiness (:mod:`.workloads`), RBAC rules (:mod:`.rbac`), the
-start of every reconcile (:mod:`.reconciler`) and a controller's registration
-(:mod:`.registration`). Pure helpers, except the reconciler base, which reads the cache and
-writes through :class:`~appstack.controllers.children.ChildWriter`.
+"""Small helpers every controller shares: child metadata and labels (:mod:`.meta`),
+conditions and validation messages (:mod:`.conditions`), workload fields and rollout
+readiness (:mod:`.workloads`), RBAC rules (:mod:`.rbac`), pods, quantities, the namespace's
+Pod Security level. The framework the controllers stand on — the reconciler base, a kind's
+registration, the child writer — is :mod:`appstack.controllers.kit`, which uses these;
+they never use it.
 """

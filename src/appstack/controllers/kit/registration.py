@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from appstack.api.kind import CustomKind
+from appstack.controllers.kit.reconciler import KindReconciler
 from appstack.controllers.util.meta import child_selector
 from appstack.controllers.util.rbac import Rule
-from appstack.controllers.util.reconciler import KindReconciler
 from appstack.controllers.util.references import referrers
 from appstack.core.duration import DEFAULT_SYNC_PERIOD, parse_duration
 from appstack.core.resource import Resource

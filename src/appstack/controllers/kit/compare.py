@@ -1,7 +1,7 @@
 """Pure judgements about child writes: is the wanted object already so (every wanted field
 set, and no field our last apply set left out of it), is a refusal the user's to fix, what
 of a status a user acts on (its gist), and a create-only apply?
-Used by :class:`~appstack.controllers.children.ChildWriter` (and its unit tests).
+Used by :class:`~appstack.controllers.kit.children.ChildWriter` (and its unit tests).
 """
 
 from __future__ import annotations
@@ -29,7 +29,20 @@ def users_problem(error: errors.ApiError) -> bool:
     )
 
 
-# What server-side apply says (HTTP 500) when the applied object itself is malformed.
+def node_port_taken(error: errors.ApiError) -> bool:
+    """Whether the API server refused a Service for a node port it asks for (taken, or
+    outside the cluster's node-port range): 422 with a ``FieldValueInvalid`` cause on
+    ``spec.ports[i].nodePort`` — read from the Status' causes, not its message text."""
+    return isinstance(error, errors.Invalid) and any(
+        cause.reason == "FieldValueInvalid"
+        and cause.field.startswith("spec.ports[")
+        and cause.field.endswith("].nodePort")
+        for cause in error.causes
+    )
+
+
+# What server-side apply says (HTTP 500, reason InternalError, no cause: the one refusal with
+# nothing but its text to tell it by) when the applied object itself is malformed.
 _SSA_MARKERS = ("failed to create typed patch object", "duplicate entries for key")
 
 

@@ -18,7 +18,7 @@ from typing import Any, ClassVar, Generic, TypeVar, cast
 from pydantic import BaseModel, ValidationError
 
 from appstack.api.kind import CustomKind
-from appstack.controllers.children import ChildWriter
+from appstack.controllers.kit.children import ChildWriter
 from appstack.controllers.util.conditions import Problem, describe_validation
 from appstack.controllers.util.podsecurity import NamespaceLevels
 from appstack.core.resource import Resource
@@ -57,7 +57,9 @@ class KindReconciler(ABC, Generic[SpecT]):
     #: Per kind, the indexes (name → function) its reads use (e.g. pods by label).
     indexers: ClassVar[dict[Resource, dict[str, IndexFunc]]] = {}
 
-    def __init__(self, client: Client, cache: Cache, recorder: EventRecorder, **_: Any) -> None:
+    def __init__(self, client: Client, cache: Cache, recorder: EventRecorder) -> None:
+        """A kind's own options are keyword arguments of its subclass; an option no
+        reconciler takes is a TypeError at start-up, never silently dropped."""
         self.client = client
         self.cache = cache
         self.resource = self.kind.resource

@@ -20,17 +20,18 @@ from typing import Any
 
 import structlog
 
-from appstack.controllers.util.compare import (
+from appstack.controllers.kit.compare import (
     already_so,
     create_only,
+    node_port_taken,
     owners_to_write,
     status_gist,
     unowned_with_labels,
     users_problem,
 )
+from appstack.controllers.kit.written import RecentWrites
 from appstack.controllers.util.conditions import Problem, previous_conditions
 from appstack.controllers.util.meta import controlled_by
-from appstack.controllers.util.written import RecentWrites
 from appstack.core.resource import Resource, object_key
 from appstack.runtime import errors
 from appstack.runtime.cache import Cache
@@ -52,6 +53,24 @@ SYNC_CONCURRENCY = 4
 
 # What syncing one child gave: the child as now known, a problem, "Created"/"Updated".
 _Synced = tuple[dict[str, Any] | None, Problem | None, str | None]
+
+
+class Synced(dict[tuple[str, str], dict[str, Any] | None]):
+    """The children one :meth:`ChildWriter.sync_all` wrote, by (kind, name), as now known
+    (None: not written, e.g. a name someone else holds)."""
+
+    def wrote(self, kind: str) -> bool:
+        """Whether a child of ``kind`` was among those written."""
+        return any(key[0] == kind for key in self)
+
+    def one(self, kind: str) -> dict[str, Any] | None:
+        """The only child of ``kind`` (None if there is none); several are an error — name
+        the one you mean (``synced[kind, name]``) instead of getting one at random."""
+        keys = [key for key in self if key[0] == kind]
+        if len(keys) > 1:
+            names = ", ".join(name for _, name in keys)
+            raise LookupError(f"{len(keys)} children of kind {kind} ({names}): name one")
+        return self[keys[0]] if keys else None
 
 
 class ChildWriter:
@@ -134,19 +153,15 @@ class ChildWriter:
         except errors.ApiError as error:
             if not users_problem(error):
                 raise
-            reason = (
-                "NodePortConflict"
-                if "already allocated" in error.message
-                else (f"{resource.kind}Rejected")
-            )
+            reason = "NodePortConflict" if node_port_taken(error) else f"{resource.kind}Rejected"
             return None, Problem(reason, f"{resource.kind} {name}: {error.message}")
         log.debug("applied", kind=resource.kind, child=name)
         return applied, None
 
     async def sync_all(
         self, owner: dict[str, Any], children: Iterable[dict[str, Any]]
-    ) -> tuple[dict[str, dict[str, Any] | None], list[Problem]]:
-        """:meth:`sync` each child (of a kind in ``owns``): kind → child as now known.
+    ) -> tuple[Synced, list[Problem]]:
+        """:meth:`sync` each child (of a kind in ``owns``): (kind, name) → child as now known.
 
         The children are written concurrently (at most :data:`SYNC_CONCURRENCY` at once:
         server-side apply needs no order among them, and a reconcile that creates a
@@ -164,7 +179,7 @@ class ChildWriter:
         for outcome in outcomes:
             if isinstance(outcome, BaseException):  # the first failure, once all are done
                 raise outcome
-        synced: dict[str, dict[str, Any] | None] = {}
+        synced = Synced()
         problems: list[Problem] = []
         changed: list[tuple[str, str]] = []
         for child, outcome in zip(wanted, outcomes, strict=True):
@@ -174,7 +189,7 @@ class ChildWriter:
                 problems.append(problem)
             if verb is not None:
                 changed.append((verb, f"{child['kind']} {child['metadata']['name']}"))
-            synced[child["kind"]] = current
+            synced[child["kind"], child["metadata"]["name"]] = current
         if changed:
             meta = owner["metadata"]
             self._changed_at[f"{meta['namespace']}/{meta['name']}"] = time.monotonic()

@@ -1,0 +1,204 @@
+"""Carrying out an EtcdCluster's disaster recovery (what :mod:`.recovery` decides), for the
+reconciler: :class:`Recoverer`.
+
+A recovery is recorded in ``status.recovery`` before anything is deleted, and each phase
+is picked up again from there by the next reconcile (level-based):
+
+1. ``TearingDown`` — a Warning Event ``DisasterRecovery`` states the snapshot and the data
+   lost; every member pod and volume is deleted (the survivors' data is the lost cluster's);
+2. ``Restoring`` — once none is left, the cluster ID and member list are dropped from
+   status, so the plan bootstraps a new cluster whose members first restore the snapshot
+   (:func:`.backup.with_restore`, the machinery of ``spec.restore``) under a new token;
+3. ``Recovered`` — all members healthy: a Normal Event ``Recovered`` with the time it took.
+
+Every write goes through the operator's client, so through the leader fence
+(``Client.write_guard``): a replica that may have lost the Lease deletes nothing. The
+fence is also asked once before the first deletion of a recovery.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+from typing import Any
+
+from appstack.api.etcdcluster import EtcdClusterSpec, RestoreSpec
+from appstack.controllers.etcdcluster import desired, recovery, status, volumes
+from appstack.controllers.etcdcluster.backup_schedule import parse_time
+from appstack.controllers.etcdcluster.observe import Observation
+from appstack.controllers.etcdcluster.plan import Step
+from appstack.controllers.kit.children import ChildWriter
+from appstack.controllers.util.conditions import Problem
+from appstack.runtime import errors
+from appstack.runtime.cache import Cache
+from appstack.runtime.client import Client
+from appstack.runtime.resources import POD, PVC
+
+IMPOSSIBLE = "RecoveryImpossible"
+
+
+def phase(obj: dict[str, Any]) -> str:
+    return str(((obj.get("status") or {}).get("recovery") or {}).get("phase") or "")
+
+
+def restore_source(obj: dict[str, Any], spec: EtcdClusterSpec) -> RestoreSpec | None:
+    """The snapshot new bootstrap members start from: the recovery's while ``Restoring``,
+    else ``spec.restore``."""
+    record = (obj.get("status") or {}).get("recovery") or {}
+    if record.get("phase") == "Restoring" and spec.backup is not None:
+        return RestoreSpec.model_validate(
+            {"pvcName": spec.backup.pvc_name, "path": record["snapshot"]}
+        )
+    return spec.restore
+
+
+def _stamp(at: datetime.datetime) -> str:
+    return at.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Recoverer:
+    """Decides on a lost quorum and walks a recovery through its phases."""
+
+    def __init__(self, client: Client, cache: Cache, writer: ChildWriter) -> None:
+        self.client = client
+        self.cache = cache
+        self.writer = writer
+
+    async def step(
+        self, obj: dict[str, Any], spec: EtcdClusterSpec, seen: Observation, step: Step
+    ) -> tuple[dict[str, Any], Step, Problem | None]:
+        """The plan's ``step``, or the step of a recovery under way, or what a lost quorum
+        leads to; ``obj`` as written when a recovery starts; the problem when recovery is
+        impossible."""
+        if phase(obj) == "TearingDown":
+            return obj, tear_down_step(seen), None
+        if step.kind != "Degraded":
+            return obj, step, None
+        now = datetime.datetime.now(datetime.timezone.utc)
+        step, hopeless = await self.quorum_lost(obj, spec, step, now)
+        if step.kind == "TearDown":  # started: its record was just written
+            key = f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
+            obj = self.writer.writes.get(self.writer.owner_kind, key) or obj
+            step = tear_down_step(seen)
+        return obj, step, hopeless
+
+    async def tear_down(self, obj: dict[str, Any], seen: Observation, step: Step) -> None:
+        """Delete the lost cluster's member pods and volumes named by ``step``."""
+        namespace = obj["metadata"]["namespace"]
+        for pod in step.pods:
+            found = seen.pods.get(pod)
+            if found is not None and not found["metadata"].get("deletionTimestamp"):
+                with contextlib.suppress(errors.NotFound):
+                    await self.writer.prune(obj, POD, found, step.reason)
+            volume = self.cache.get(PVC, f"{namespace}/data-{pod}")
+            if (
+                volume is not None
+                and desired.owns_volume(obj, volume)
+                and not volume["metadata"].get("deletionTimestamp")
+            ):
+                await volumes.delete(self.client, self.writer, obj, volume, step.reason)
+
+    async def quorum_lost(
+        self, obj: dict[str, Any], spec: EtcdClusterSpec, step: Step, now: datetime.datetime
+    ) -> tuple[Step, Problem | None]:
+        """The step for a lost quorum, starting a recovery when :func:`.recovery.decide`
+        says so; with the problem to report when recovery is impossible."""
+        old = obj.get("status") or {}
+        since = parse_time(old.get("quorumLostSince") or _stamp(now))
+        snapshot = recovery.newest_snapshot(old)
+        decision = recovery.decide(spec.disaster_recovery, since, now, snapshot)
+        if decision.kind == "Impossible":
+            problem = Problem(IMPOSSIBLE, f"{step.reason}; {decision.reason}")
+            if status.last_said(obj, "Degraded", "True") != (problem.reason, problem.message):
+                await self.writer.report(obj, problem)
+            return Step("Degraded", problem.message), problem
+        if decision.kind != "Recover" or decision.snapshot is None:
+            return Step("Degraded", f"{step.reason}; {decision.reason}"), None
+        if self.client.write_guard is not None:
+            self.client.write_guard()  # raises unless still the leader
+        taken = decision.snapshot
+        record = {
+            "phase": "TearingDown",
+            "count": int((old.get("recovery") or {}).get("count") or 0) + 1,
+            "snapshot": taken.name,
+            "snapshotTime": _stamp(taken.time),
+            "dataLossSeconds": int((now - taken.time).total_seconds()),
+            "quorumLostSince": _stamp(since),
+            "startedTime": _stamp(now),
+        }
+        # said before anything is deleted: a crash from here on resumes the recovery
+        await self.writer.write_status(obj, {**old, "recovery": record})
+        await self.writer.event(obj, "Warning", "DisasterRecovery", decision.reason)
+        return Step("TearDown", decision.reason), None
+
+    async def announce(self, obj: dict[str, Any], observed: dict[str, Any]) -> None:
+        """A Normal Event ``Recovered`` when a recovery has just finished."""
+        was = phase(obj)
+        record = observed.get("recovery") or {}
+        if was == "Restoring" and record.get("phase") == "Recovered":
+            note = (
+                f"Recovered from snapshot {record['snapshot']} in "
+                f"{record['secondsToRecover']}s; writes in the {record['dataLossSeconds']}s "
+                f"before the recovery started (after {record['snapshotTime']}) are lost"
+            )
+            await self.writer.event(obj, "Normal", "Recovered", note)
+
+
+def tear_down_step(seen: Observation) -> Step:
+    """``TearingDown``: delete the lost cluster's pods and volumes (a volume goes once its
+    pod has), wait until none is left, then restore."""
+    pods = {p for p, v in seen.seen.pods.items() if not v.deleting}
+    pods |= {v.removeprefix("data-") for v, going in seen.seen.volumes.items() if not going}
+    if pods:
+        names = ", ".join(sorted(pods))
+        return Step("TearDown", f"deleting the lost cluster's {names}", pods=tuple(sorted(pods)))
+    if seen.seen.pods or seen.seen.volumes:
+        return Step("Wait", "waiting for the lost members and volumes to go")
+    return Step("Restore", "the lost cluster is gone; restoring the snapshot")
+
+
+def with_recovery(
+    obj: dict[str, Any], observed: dict[str, Any], seen: Observation, step: Step, now: str
+) -> dict[str, Any]:
+    """``observed`` status with the recovery's fields: ``quorumLostSince``, the phase moved
+    on (``Restoring`` when the lost cluster is gone, ``Recovered`` when healthy again), and
+    while restoring no cluster ID or members of the lost cluster."""
+    old = obj.get("status") or {}
+    out = dict(observed)
+    record = dict(old.get("recovery") or {})
+    since = recovery.lost_since(old, step.kind == "Degraded", bool(seen.seen.leader), now)
+    if since is not None and record.get("phase") not in ("TearingDown", "Restoring"):
+        out["quorumLostSince"] = since
+    elif "quorumLostSince" in old:
+        out["quorumLostSince"] = None  # a merge patch: removed
+    if step.kind == "Restore":
+        record["phase"] = "Restoring"
+    elif record.get("phase") == "Restoring" and step.kind == "Done":
+        started = parse_time(record["startedTime"])
+        record["phase"] = "Recovered"
+        record["recoveredTime"] = now
+        record["secondsToRecover"] = int((parse_time(now) - started).total_seconds())
+    if record:
+        out["recovery"] = record
+    if record.get("phase") in ("TearingDown", "Restoring") and not seen.seen.leader:
+        out["members"], out["replicas"] = [], 0  # the lost cluster's, not the new one's
+        if "clusterID" in old:
+            out["clusterID"] = None
+        else:
+            out.pop("clusterID", None)
+    return out
+
+
+def impossible(
+    obj: dict[str, Any], observed: dict[str, Any], problem: Problem, now: str
+) -> dict[str, Any]:
+    """``observed`` with ``Available=False`` and ``Degraded=True`` for ``problem`` (reason
+    ``RecoveryImpossible``)."""
+    out = status.with_problem(obj, observed, problem, now)
+    out["conditions"] = [
+        {**c, "reason": problem.reason, "message": problem.message}
+        if c["type"] == "Available"
+        else c
+        for c in out["conditions"]
+    ]
+    return out
