@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from appstack.controllers.appservice import APP_SERVICE
@@ -87,6 +88,9 @@ def _value(server: prometheus_server.PrometheusServer, expr: str) -> float | Non
     return float(rows[0]["value"][1]) if rows else None
 
 
+# The operator holds a Lease of its own in the test's namespace (leases_here), not the
+# session's shared appstack-system/appstack-operator.
+@pytest.mark.usefixtures("leases_here")
 async def test_prometheus_scrapes_the_operator_and_alerts_only_once_it_is_gone(
     client: Client,
     namespace: str,
@@ -112,7 +116,7 @@ async def test_prometheus_scrapes_the_operator_and_alerts_only_once_it_is_gone(
         operator_kubeconfig,
         namespace,
         "--leader-elect",
-        f"--leader-election-namespace={rbac.NAMESPACE}",
+        f"--leader-election-namespace={namespace}",
         f"--metrics-bind-address=127.0.0.1:{metrics}",
         f"--health-probe-bind-address=127.0.0.1:{_free_port()}",
     )
