@@ -8,6 +8,7 @@ import copy
 import signal
 import socket
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from appstack.runtime.resources import SERVICE_ACCOUNT, Resource
 from appstack_testbed import prometheus_server
 from appstack_testbed.prometheus import Binaries
 from appstack_testbed.prometheus_config import alert_names, rule_groups, scrape_config
-from appstack_testbed.waiting import wait_until
+from appstack_testbed.waiting import WaitTimeout, wait_until
 from tests.e2e.conftest import appstack_run, program
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -88,6 +89,23 @@ def _value(server: prometheus_server.PrometheusServer, expr: str) -> float | Non
     return float(rows[0]["value"][1]) if rows else None
 
 
+async def _until(
+    server: prometheus_server.PrometheusServer,
+    probe: Callable[[], object],
+    timeout: float,
+    what: str,
+) -> None:
+    """Wait for ``probe``; on timeout, fail with what Prometheus saw (targets with their
+    last error, alerts, its log)."""
+    try:
+        await wait_until(probe, timeout=timeout, interval=0.2, what=what)
+    except WaitTimeout as timed_out:
+        raise AssertionError(
+            f"{timed_out}\ntargets: {server.targets()}\nalerts: {server.alerts()}\n"
+            f"prometheus log:\n{server.log_tail()}"
+        ) from timed_out
+
+
 # The operator holds a Lease of its own in the test's namespace (leases_here), not the
 # session's shared appstack-system/appstack-operator.
 @pytest.mark.usefixtures("leases_here")
@@ -141,24 +159,24 @@ async def test_prometheus_scrapes_the_operator_and_alerts_only_once_it_is_gone(
                 targets = server.targets()  # empty until discovery has synced
                 return [t["health"] for t in targets] == ["up"]
 
-            await wait_until(up, timeout=60, interval=0.2, what="the target up")
+            await _until(server, up, 60, "the target up")
             first_up = time.monotonic() - started
             (target,) = server.targets()  # scraped as the ServiceMonitor says (http or https)
             assert target["scrapeUrl"] == (
                 f"{endpoint.get('scheme', 'http')}://127.0.0.1:{metrics}{endpoint['path']}"
             )
-            await wait_until(
+            await _until(
+                server,
                 lambda: _value(server, LEADER) == 1 and (_value(server, RECONCILES) or 0) > 0,
-                timeout=90,
-                interval=0.5,
-                what="the leader gauge and a reconcile in Prometheus",
+                90,
+                "the leader gauge and a reconcile in Prometheus",
             )
             healthy_at = time.time()
-            await wait_until(
+            await _until(
+                server,
                 lambda: server.evaluated_since(healthy_at),
-                timeout=30,
-                interval=0.2,
-                what="a rule evaluation of the healthy operator's metrics",
+                30,
+                "a rule evaluation of the healthy operator's metrics",
             )
             healthy = time.monotonic() - started
             rules = [r for g in server.rule_groups() for r in g["rules"]]
@@ -179,11 +197,11 @@ async def test_prometheus_scrapes_the_operator_and_alerts_only_once_it_is_gone(
                     if a["labels"]["alertname"] == "AppstackNoLeader"
                 }
 
-            await wait_until(
+            await _until(
+                server,
                 lambda: no_leader_alerts() == {"short-for": "firing", "shipped": "pending"},
-                timeout=60,
-                interval=0.2,
-                what="the no-leader alert pending (shipped) and firing (short for:)",
+                60,
+                "the no-leader alert pending (shipped) and firing (short for:)",
             )
             fired_after = time.monotonic() - stopped
             assert {a["labels"]["alertname"] for a in server.alerts()} == {"AppstackNoLeader"}
