@@ -11,8 +11,8 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: venv build lint typecheck imports unit e2e e2e-oldest test demo demo-down clean docs \
-	image image-buildx image-oci lock docs-site manifests install uninstall run deploy undeploy \
+.PHONY: venv build prometheus lint typecheck imports unit e2e e2e-oldest test demo demo-down clean \
+	docs image image-buildx image-oci lock docs-site manifests install uninstall run deploy undeploy \
 	docker-build docker-push docker-buildx
 
 $(VENV)/.installed: pyproject.toml testbed/pyproject.toml
@@ -29,6 +29,11 @@ venv: $(VENV)/.installed
 # CoreDNS, registry and images are built when a cluster first starts one).
 build: venv
 	$(BIN)/appstack cluster build
+
+# Prometheus and promtool for the monitoring tests (tests/integration/test_alert_rules.py,
+# tests/e2e/test_monitoring_scrape.py): built once from Go modules, about 8 min the first time.
+prometheus: venv
+	$(BIN)/appstack cluster build --prometheus
 
 lint: venv
 	$(BIN)/ruff check src testbed/src tests bench
@@ -61,7 +66,7 @@ e2e-oldest: venv
 # The test command (README, .ci/run): static checks, then unit and e2e tests in one
 # pytest session (one control plane for the whole session, a namespace per test) on the
 # default Kubernetes, then the e2e suite on the oldest supported one (e2e-oldest).
-test: lint typecheck imports docs-site build
+test: lint typecheck imports docs-site build prometheus
 	$(BIN)/pytest tests --durations=10
 	$(MAKE) --no-print-directory e2e-oldest
 

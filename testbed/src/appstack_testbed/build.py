@@ -47,21 +47,23 @@ class GoComponent:
     # Sibling modules released together with `module`, pinned to the same version.
     siblings: tuple[str, ...] = ()
     ldflags: tuple[str, ...] = ()
+    # Go build tags (e.g. Prometheus' ``remove_all_sd``, which leaves the cloud SDKs out).
+    tags: tuple[str, ...] = ()
     # Called with the upstream go.mod text; returns extra `replace` lines for the wrapper.
     replaces: Callable[[str], list[str]] = field(default=lambda _gomod: [])
 
     @property
     def stamp(self) -> str:
-        return json.dumps(
-            {
-                "module": self.module,
-                "version": self.version,
-                "packages": self.packages,
-                "siblings": self.siblings,
-                "ldflags": self.ldflags,
-            },
-            sort_keys=True,
-        )
+        fields: dict[str, object] = {
+            "module": self.module,
+            "version": self.version,
+            "packages": self.packages,
+            "siblings": self.siblings,
+            "ldflags": self.ldflags,
+        }
+        if self.tags:  # only when set, so that the stamps of existing builds stay valid
+            fields["tags"] = self.tags
+        return json.dumps(fields, sort_keys=True)
 
 
 _STAGING = re.compile(r"^\s*(k8s\.io/[\w.-]+)\s+=>\s+\./staging/", re.MULTILINE)
@@ -264,6 +266,7 @@ class GoBuilder:
                 "build",
                 "-v",
                 "-trimpath",
+                *(["-tags", ",".join(component.tags)] if component.tags else []),
                 "-ldflags",
                 ldflags,
                 "-o",

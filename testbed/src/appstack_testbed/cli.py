@@ -63,7 +63,13 @@ _REAL_NODES = click.option(
     help="Also the etcd releases the local etcd images are made of (etcd, etcdctl, etcdutl "
     "per version).",
 )
-def build(etcd_releases: bool) -> None:
+@click.option(
+    "--prometheus",
+    "with_prometheus",
+    is_flag=True,
+    help="Also Prometheus and promtool (the monitoring tests).",
+)
+def build(etcd_releases: bool, with_prometheus: bool) -> None:
     """Build the control-plane binaries from Go modules (cached; shows progress)."""
     from appstack_testbed.build import GoBuilder  # noqa: PLC0415
     from appstack_testbed.versions import Toolchain  # noqa: PLC0415
@@ -76,6 +82,10 @@ def build(etcd_releases: bool) -> None:
 
         for version in releases.RELEASES:
             click.echo(releases.ensure(version))
+    if with_prometheus:
+        from appstack_testbed import prometheus  # noqa: PLC0415
+
+        click.echo(prometheus.ensure().prometheus.parent)
 
 
 @cluster.command()

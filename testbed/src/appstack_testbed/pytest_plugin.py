@@ -18,6 +18,8 @@ Enable with ``pytest_plugins = ["appstack_testbed.pytest_plugin"]`` in a conftes
   deleted afterwards. Its pods run on the kwok nodes (fake, instant, as many as wanted:
   the namespace selects and tolerates them) — unless the test also uses ``real_node``:
   then they run on the real node, like a user's.
+* ``prometheus_binaries`` (session): Prometheus and promtool
+  (:class:`appstack_testbed.prometheus.Binaries`), built on first use with progress shown.
 
 When a component fails to start, the fixture error carries that component's log tail.
 """
@@ -39,6 +41,7 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace, Pod, ServiceAccount
 
 from appstack.api.kind import group_key
+from appstack_testbed import prometheus
 from appstack_testbed.cli import default_real_nodes
 from appstack_testbed.cluster import LocalCluster
 from appstack_testbed.kwok import TAINT
@@ -122,6 +125,11 @@ def kube_cluster() -> Iterator[ClusterHandle]:
     finally:
         if not was_up and os.environ.get("APPSTACK_KEEP_CLUSTER") != "1":
             cluster.down()
+
+
+@pytest.fixture(scope="session")
+def prometheus_binaries() -> prometheus.Binaries:
+    return prometheus.ensure(printer=_progress)  # minutes the first time: show progress
 
 
 @pytest.fixture(scope="session")
