@@ -27,6 +27,7 @@ from the script, and are never printed.
 
 from __future__ import annotations
 
+from importlib import resources
 from typing import Any
 
 PASS_SECONDS = 10
@@ -45,127 +46,21 @@ def shell_for(version: str) -> str:
     return MONGOSH if (major, minor) >= MONGOSH_FROM else LEGACY
 
 
-# Pure: no I/O, no mongosh globals. Unit-tested by running it under node.
-PLAN_JS = r"""
-function nextMembers(current, desired) {
-  const wanted = new Set(desired.map((m) => m.host));
-  const extra = current.filter((m) => !wanted.has(m.host)).sort((a, b) => b._id - a._id);
-  if (extra.length > 0) {
-    return current.filter((m) => m.host !== extra[0].host);
-  }
-  const have = new Set(current.map((m) => m.host));
-  const missing = desired.filter((m) => !have.has(m.host)).sort((a, b) => a._id - b._id);
-  if (missing.length > 0) {
-    return [...current, { _id: missing[0]._id, host: missing[0].host }];
-  }
-  return null;
-}
+def _js(name: str) -> str:
+    """A script of this package's ``js/`` folder (package data: linted by ``node --check``
+    in tests/unit/test_javascript.py, run under node by the bootstrap tests)."""
+    return (
+        resources.files("appstack.controllers.util")
+        .joinpath("js", name)
+        .read_text(encoding="utf-8")
+    )
 
-function plan(s) {
-  const h = s.hello;
-  if (!h) return { action: "wait", reason: "mongod does not answer yet" };
-  const first = s.desired.members[0];
-  if (!h.setName) {
-    if (s.self !== first.host) {
-      return { action: "wait", reason: "not in the set yet: the primary adds this member" };
-    }
-    if (s.peersInitiated) {
-      return { action: "wait", reason: "a peer already has the set: waiting to be added back" };
-    }
-    const members = [{ _id: first._id, host: first.host }];
-    return { action: "initiate", config: { _id: s.desired._id, version: 1, members } };
-  }
-  if (h.setName !== s.desired._id) {
-    return { action: "wait", reason: "member of set " + h.setName + ", not " + s.desired._id };
-  }
-  if (!h.isWritablePrimary) return { action: "none", reason: "not the primary" };
-  const missingUser = s.wantUsers.find((u) => !s.users.includes(u));
-  if (missingUser !== undefined) return { action: "createUser", user: missingUser };
-  if (!s.desired.members.some((m) => m.host === s.self)) {
-    return { action: "stepDown", reason: "this member is no longer wanted" };
-  }
-  const members = nextMembers(s.config.members, s.desired.members);
-  if (members === null) return { action: "none", reason: "the set has the desired members" };
-  return { action: "reconfig", config: { ...s.config, version: s.config.version + 1, members } };
-}
-"""
 
-# mongosh I/O around plan(); process.env and require('fs') are mongosh's (node's) own.
-DRIVER_JS = r"""
-const fs = require("fs");
-const env = process.env;
-const CONFIG = "%(mount)s/%(config)s";
-const ROOT = "%(root)s";
-const PEER_OPTIONS = "directConnection=true&serverSelectionTimeoutMS=2000";
+# the pure decision of one pass (no I/O, no shell globals; unit-tested under node)
+PLAN_JS = _js("plan.js")
 
-function log(message) {
-  print(new Date().toISOString() + " " + message);
-}
-
-function hello(uri) {
-  try {
-    return new Mongo(uri).getDB("admin").runCommand({ hello: 1 });
-  } catch (e) {
-    return null;
-  }
-}
-
-function look(admin, desired) {
-  const state = {
-    self: env.MEMBER_HOST,
-    desired,
-    hello: hello("mongodb://localhost:%(port)d/?directConnection=true"),
-    peersInitiated: false,
-    users: [],
-    wantUsers: [ROOT, env.APP_USERNAME],
-    config: null,
-  };
-  const h = state.hello;
-  if (h && !h.setName && state.self === desired.members[0].host) {
-    state.peersInitiated = desired.members.slice(1).some((m) => {
-      const peer = hello("mongodb://" + m.host + "/?" + PEER_OPTIONS);
-      return peer !== null && Boolean(peer.setName);
-    });
-  }
-  if (h && h.isWritablePrimary) {
-    try {
-      admin.auth(ROOT, env.ROOT_PASSWORD);
-    } catch (e) {
-      return state; // no users yet: the localhost exception lets us create root
-    }
-    state.users = admin.runCommand({ usersInfo: 1 }).users.map((u) => u.user);
-    state.config = admin.runCommand({ replSetGetConfig: 1 }).config;
-  }
-  return state;
-}
-
-function act(admin, step) {
-  if (step.action === "initiate") return admin.runCommand({ replSetInitiate: step.config });
-  if (step.action === "reconfig") return admin.runCommand({ replSetReconfig: step.config });
-  if (step.action === "stepDown") return admin.runCommand({ replSetStepDown: 60 });
-  if (step.action === "createUser") {
-    const root = step.user === ROOT;
-    return admin.runCommand({
-      createUser: step.user,
-      pwd: root ? env.ROOT_PASSWORD : env.APP_PASSWORD,
-      roles: root ? ["root"] : [{ role: "readWrite", db: "app" }],
-    });
-  }
-  return { ok: 1 };
-}
-
-const admin = new Mongo("mongodb://localhost:%(port)d/?directConnection=true").getDB("admin");
-const step = plan(look(admin, JSON.parse(fs.readFileSync(CONFIG, "utf8"))));
-if (step.action !== "none") {
-  const what = [step.action, step.user, step.reason].filter(Boolean).join(" ");
-  try {
-    const result = act(admin, step);
-    log(what + (result.ok ? " (ok)" : " failed: " + result.errmsg));
-  } catch (e) {
-    log(what + " failed: " + e.message);
-  }
-}
-"""
+# The AppStack's managed mongodb: plan() and its I/O, one pass in mongosh or the legacy shell.
+DRIVER_JS = _js("replicaset-driver.js")
 
 
 def script(port: int, mount: str = MOUNT_PATH) -> str:
