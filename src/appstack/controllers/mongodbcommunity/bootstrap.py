@@ -34,7 +34,8 @@ def _js(name: str) -> str:
     in tests/unit/test_javascript.py, run under node by the bootstrap tests)."""
     return (
         resources.files("appstack.controllers.mongodbcommunity")
-        .joinpath("js", name)
+        .joinpath("js")
+        .joinpath(name)
         .read_text(encoding="utf-8")
     )
 

@@ -51,7 +51,8 @@ def _js(name: str) -> str:
     in tests/unit/test_javascript.py, run under node by the bootstrap tests)."""
     return (
         resources.files("appstack.controllers.util")
-        .joinpath("js", name)
+        .joinpath("js")
+        .joinpath(name)
         .read_text(encoding="utf-8")
     )
 
