@@ -14,6 +14,7 @@ import asyncio
 import gc
 import os
 import socket
+import ssl
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +32,7 @@ from appstack.runtime.events import EventRecorder
 from appstack.runtime.leaderelection import LeaderElectionConfig, LeadershipLost
 from appstack.runtime.manager import Manager
 from appstack.runtime.metricsauth import MetricsAuth
+from appstack.runtime.servingcert import CertFiles, self_signed_context
 from appstack.runtime.tlsbuffer import limit_tls_read_buffer
 
 log = structlog.get_logger("appstack.operator")
@@ -51,6 +53,8 @@ class OperatorOptions:
     auth_failure_threshold: float = 60.0
     metrics_address: str | None = ":8080"
     metrics_auth: bool = True
+    metrics_secure: bool = True  # HTTPS; False: plain HTTP
+    metrics_cert_dir: str | None = None  # tls.crt + tls.key; None: self-signed in memory
     health_address: str | None = ":8081"
     log_format: rt_logging.Format = "auto"
     log_level: str = "info"
@@ -78,8 +82,19 @@ def user_agent(me: str) -> str:
     return f"appstack/{__version__} ({me})"
 
 
+def metrics_tls(options: OperatorOptions) -> tuple[ssl.SSLContext | None, CertFiles | None]:
+    """The server context /metrics is served with, and the files to watch for renewal."""
+    if not options.metrics_secure or options.metrics_address is None:
+        return None, None
+    if options.metrics_cert_dir:
+        files = CertFiles(options.metrics_cert_dir)
+        return files.context, files
+    return self_signed_context(), None
+
+
 async def _run(options: OperatorOptions) -> None:
     me = identity()
+    tls, cert_files = metrics_tls(options)
     election = (
         LeaderElectionConfig(
             LEASE_NAME,
@@ -113,6 +128,7 @@ async def _run(options: OperatorOptions) -> None:
         shutdown_timeout=options.shutdown_timeout,
         auth_failure_threshold=options.auth_failure_threshold,
         metrics_auth=MetricsAuth(client) if options.metrics_auth else None,
+        metrics_tls=tls,
     )
     recorder = EventRecorder(client, instance=me)
     reconciler_options = options.reconciler_options()
@@ -132,13 +148,17 @@ async def _run(options: OperatorOptions) -> None:
         namespaces=options.namespaces or "all",
         leader_elect=options.leader_elect,
         sync_period=options.sync_period,
+        metrics_tls="files" if cert_files else "self-signed" if tls else "off",
     )
+    renewing = asyncio.create_task(cert_files.watch()) if cert_files else None
     try:
         await manager.run()
     except LeadershipLost:
         await recorder.close(timeout=0)  # the fence refuses its writes now: drop the queue
         raise
     finally:
+        if renewing is not None:
+            renewing.cancel()
         await recorder.close(timeout=min(5.0, options.shutdown_timeout))
         await client.close()
         if election_client is not None:

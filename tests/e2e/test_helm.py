@@ -24,7 +24,7 @@ from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.core_v1 import Namespace, ServiceAccount
 from lightkube.resources.rbac_authorization_v1 import ClusterRole, Role
 
-from appstack.manifests import crds, dashboard, monitoring
+from appstack.manifests import crds, dashboard, monitoring, workload
 from appstack.manifests.install import install
 from appstack_testbed.cluster import LocalCluster
 from appstack_testbed.helm import Helm
@@ -77,6 +77,29 @@ def test_helm_template_renders_the_optional_monitoring_objects(helm: Helm) -> No
     board = json.loads(rendered["ConfigMap"]["data"]["appstack-operator.json"])
     assert board == dashboard.grafana_dashboard()
     assert rendered["Pod"]["metadata"]["annotations"]["helm.sh/hook"] == "test"
+
+
+def test_metrics_tls_values_choose_the_certificate_and_the_scrape_scheme(helm: Helm) -> None:
+    """metrics.certSecret mounts a TLS Secret for /metrics and the ServiceMonitor verifies it
+    by its CA for the Service's name; metrics.secure=false scrapes plain HTTP."""
+    common = ("template", "a", str(CHART), f"--namespace={NS}", KUBE)
+    monitor = "--set=metrics.serviceMonitor.enabled=true"
+    out = helm(*common, monitor, "--set=metrics.certSecret=metrics-tls").stdout
+    rendered = {d["kind"]: d for d in yaml.safe_load_all(out) if d}
+    assert rendered["ServiceMonitor"] == monitoring.service_monitor(NS, cert_secret="metrics-tls")
+    wanted = workload.deployment(namespace=NS, metrics_cert_secret="metrics-tls")
+    pod, wanted_pod = (d["spec"]["template"]["spec"] for d in (rendered["Deployment"], wanted))
+    assert pod["volumes"] == wanted_pod["volumes"]
+    assert pod["containers"][0]["volumeMounts"] == wanted_pod["containers"][0]["volumeMounts"]
+    assert f"--metrics-cert-dir={workload.METRICS_CERT_DIR}" in pod["containers"][0]["args"]
+    out = helm(*common, monitor, "--set=metrics.secure=false").stdout
+    rendered = {d["kind"]: d for d in yaml.safe_load_all(out) if d}
+    assert rendered["ServiceMonitor"] == monitoring.service_monitor(NS, secure=False)
+    assert (
+        "--no-metrics-secure"
+        in rendered["Deployment"]["spec"]["template"]["spec"]["containers"][0]["args"]
+    )
+    assert rendered["Pod"]["spec"]["containers"][0]["env"][0]["value"].startswith("http://")
 
 
 def test_values_are_checked_by_their_schema_and_every_flag_has_one(helm: Helm) -> None:

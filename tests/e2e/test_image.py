@@ -236,7 +236,8 @@ def test_operator_runs_from_the_image_and_reconciles_the_seed_sample(
     assert kube.get(Deployment, name, namespace=namespace).spec.replicas == sample["spec"]["size"]
     assert kube.get(Service, name, namespace=namespace).spec.ports[0].nodePort == 30002
     assert httpx.get(f"http://127.0.0.1:{health}/healthz", timeout=5).status_code == 200
-    text = httpx.get(f"http://127.0.0.1:{metrics}/metrics", timeout=5).text
+    # HTTPS with the self-signed certificate made at start-up in memory (read-only root).
+    text = httpx.get(f"https://127.0.0.1:{metrics}/metrics", timeout=5, verify=False).text  # noqa: S501
     assert 'controller_runtime_reconcile_total{controller="appservice",result="success"}' in text
     print(f"operator from the image: /readyz after {to_ready:.1f}s, sample Ready {reconciled:.1f}s")
 

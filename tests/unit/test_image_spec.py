@@ -94,7 +94,7 @@ def test_the_image_user_is_the_one_the_deployment_runs_as() -> None:
 def _lock() -> dict[str, str]:
     text = (ROOT / "requirements.lock").read_text()
     entries = re.findall(
-        r"^([A-Za-z0-9_.-]+)==(\S+) \\\n((?:\s+--hash=sha256:\w+.*\n)+)", text, re.M
+        r"^([A-Za-z0-9_.-]+)==(\S+)(?: ;[^\\\n]*)? \\\n((?:\s+--hash=sha256:\w+.*\n)+)", text, re.M
     )
     pins = {canonicalize_name(name): version for name, version, _ in entries}
     assert len(entries) == len(re.findall(r"^\S+==", text, re.M)), "every pin has hashes"

@@ -51,6 +51,16 @@ class ServiceMonitor(_Values):
 
 class Metrics(_Values):
     enabled: bool = Field(True, description="The metrics Service (and the helm test).")
+    secure: bool = Field(
+        True,
+        description="Serve /metrics over HTTPS (false: plain HTTP, --no-metrics-secure).",
+    )
+    cert_secret: str = Field(
+        "",
+        description="A kubernetes.io/tls Secret (tls.crt, tls.key, ca.crt; e.g. cert-manager's "
+        "for the metrics Service's DNS name) to serve /metrics with, verified by the "
+        "ServiceMonitor. Empty: a self-signed certificate made at start-up, not verified.",
+    )
     service_monitor: ServiceMonitor = Field(
         default_factory=lambda: ServiceMonitor.model_validate({})
     )
