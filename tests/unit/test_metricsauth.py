@@ -4,7 +4,9 @@ decision cache and the review budget bound what scrapes can cost the API server.
 from __future__ import annotations
 
 import asyncio
+import os
 import ssl
+from pathlib import Path
 from typing import Any, cast
 
 import pytest
@@ -13,7 +15,7 @@ from cryptography import x509
 from appstack.runtime.client import Client
 from appstack.runtime.metricsauth import MetricsAuth
 from appstack.runtime.reviewlimit import DecisionCache, ReviewBudget
-from appstack.runtime.servingcert import self_signed, self_signed_context
+from appstack.runtime.servingcert import CertFiles, self_signed, self_signed_context
 
 
 class Clock:
@@ -117,3 +119,22 @@ def test_the_self_signed_certificate_names_its_hosts_and_loads_from_memory() -> 
     assert [str(ip) for ip in names.get_values_for_type(x509.IPAddress)] == ["127.0.0.1"]
     assert b"PRIVATE KEY" in key
     assert isinstance(self_signed_context(), ssl.SSLContext)
+
+
+def test_mounted_certificate_files_are_loaded_again_when_they_change(tmp_path: Path) -> None:
+    def write(name: str) -> None:
+        cert, key = self_signed([name])
+        (tmp_path / "tls.crt").write_bytes(cert)
+        (tmp_path / "tls.key").write_bytes(key)
+
+    write("first")
+    files = CertFiles(tmp_path)
+    assert not files.reload_if_changed()  # nothing changed
+    (tmp_path / "tls.key").write_bytes(b"half-written")
+    os.utime(tmp_path / "tls.key", (1, 1))
+    assert not files.reload_if_changed()  # a pair that does not load is tried again later
+    write("second")
+    os.utime(tmp_path / "tls.crt", (2, 2))
+    assert files.reload_if_changed()
+    with pytest.raises(FileNotFoundError):
+        CertFiles(tmp_path / "missing")  # a missing certificate fails start-up
