@@ -5,7 +5,9 @@ the image, replicas, resources, watched namespaces, leader election and metrics.
 
 CRDs are in ``crds/``: Helm installs them with the first release and never upgrades or
 deletes them (so ``helm uninstall`` cannot delete every user's resources); an upgrade
-applies them first (``kubectl apply --server-side -f crds/``, see the README).
+applies them first (``helm show crds | kubectl apply --server-side -f -``, see the
+chart's README, :mod:`appstack.manifests.chart_readme`). Every templated object gets
+Helm's standard labels (:mod:`appstack.manifests.chart_labels`).
 """
 
 from __future__ import annotations
@@ -24,12 +26,14 @@ from appstack.manifests import (
     rbac,
     workload,
 )
+from appstack.manifests.chart_labels import HELPERS, standard_labels
 from appstack.manifests.chart_monitoring import (
     dashboard_configmap,
     prometheus_rule,
     service_monitor,
     test_pod,
 )
+from appstack.manifests.chart_readme import readme
 from appstack.manifests.chart_values import defaults as value_defaults
 from appstack.manifests.chart_values import schema as values_schema
 from appstack.manifests.helmtext import (
@@ -60,7 +64,8 @@ def values() -> dict[str, Any]:
 
 VALUES_HELP = """\
 # appstack operator. CRDs are in crds/: installed by the first `helm install`, never
-# upgraded by Helm: before `helm upgrade` run `kubectl apply --server-side -f crds/`.
+# upgraded by Helm: before `helm upgrade` run
+# `helm show crds <chart> | kubectl apply --server-side -f -` (see README.md).
 #
 # image.tag defaults to the chart's appVersion. watchNamespaces: empty = all namespaces
 # (a ClusterRole); otherwise a Role + RoleBinding in each (they must exist) and the operator
@@ -170,7 +175,8 @@ It watches all namespaces.
   kubectl apply -f examples/appservice.yaml     # from the appstack repository
   kubectl get appstack-all -A
 
-Upgrading: CRDs are not upgraded by Helm. First: kubectl apply --server-side -f crds/
+Upgrading: CRDs are not upgraded by Helm. First:
+  helm show crds <this chart> | kubectl apply --server-side -f -
 Uninstalling: delete your AppStacks/AppServices/CronTabs first (appstack uninstall does it in
 order); `helm uninstall` keeps the CRDs.
 """
@@ -206,6 +212,11 @@ def render() -> dict[str, str]:
         "dashboards/appstack-operator.json": bundle.dashboard_json(),
         "templates/tests/test-metrics.yaml": HEADER + test_pod(),
     }
+    for path, text in files.items():
+        if path.startswith("templates/") and path.endswith(".yaml"):
+            files[path] = standard_labels(text)
+    files["templates/_helpers.tpl"] = HELPERS
+    files["README.md"] = readme()
     for crd in crds.all_crds():
         files[f"crds/{crd['metadata']['name']}.yaml"] = HEADER + dump(crd)
     return files
