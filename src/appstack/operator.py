@@ -5,7 +5,8 @@ Lease calls get their own client (own connection pool, optionally their own kube
 so renewals never queue behind watches and reconciles; the main client's writes are
 fenced by the elector. Every request carries the user agent ``appstack/<version>
 (<identity>)``, so the API server's audit log tells the replicas apart. Exit codes: 0 after
-SIGTERM (bounded drain, Lease released), 1 when leadership is lost.
+SIGTERM (bounded drain, Lease released), 1 when leadership is lost, 2 at start-up when a
+CRD of ours is not installed (one clear error instead of informers retrying forever).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from appstack.controllers.registry import ALL
 from appstack.core.duration import DEFAULT_SYNC_PERIOD, parse_duration
 from appstack.runtime import logging as rt_logging
 from appstack.runtime.client import Client
+from appstack.runtime.discovery import crd_names, unserved
 from appstack.runtime.events import EventRecorder
 from appstack.runtime.leaderelection import LeaderElectionConfig, LeadershipLost
 from appstack.runtime.manager import Manager
@@ -109,6 +111,11 @@ async def _run(options: OperatorOptions) -> None:
     )
     limit_tls_read_buffer()  # before the first connection: 16 KiB instead of 256 KiB each
     client = await Client.connect(options.kubeconfig, user_agent=user_agent(me))
+    try:
+        await require_crds(client)
+    except BaseException:
+        await client.close()
+        raise
     election_client = (
         await Client.connect(
             options.leader_election_kubeconfig or options.kubeconfig,
@@ -165,6 +172,31 @@ async def _run(options: OperatorOptions) -> None:
             await election_client.close()
 
 
+class MissingCRDs(Exception):
+    """The API server does not serve some of our kinds: their CRDs are not installed."""
+
+    def __init__(self, names: list[str]) -> None:
+        super().__init__(
+            f"the API server does not serve {', '.join(names)}: install the CRDs first "
+            "(kubectl apply --server-side -f deploy/crds/, or "
+            "helm show crds charts/appstack | kubectl apply --server-side -f -)"
+        )
+        self.names = names
+
+
+async def require_crds(client: Client) -> None:
+    """Raise :class:`MissingCRDs` unless every registered kind is served — instead of
+    informers retrying list/watch forever. If the API server cannot be asked (not
+    reachable yet), go on: the informers retry as before."""
+    try:
+        missing = await unserved(client, [controller.kind.resource for controller in ALL])
+    except Exception as error:  # only a definite answer stops us
+        log.warning("cannot check which kinds the API server serves", error=str(error))
+        return
+    if missing:
+        raise MissingCRDs(crd_names(missing))
+
+
 def settle_heap() -> None:
     """Once the modules are imported and the controllers built: collect what start-up left
     behind, move every surviving object (modules, classes, validators: ~56,000 containers)
@@ -186,4 +218,7 @@ def run_operator(options: OperatorOptions) -> int:
         asyncio.run(_run(options))
     except LeadershipLost:
         return 1
+    except MissingCRDs as error:
+        log.error("cannot start", error=str(error), missing=error.names)
+        return 2
     return 0
