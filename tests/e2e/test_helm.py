@@ -83,6 +83,8 @@ def test_helm_template_renders_the_optional_monitoring_objects(helm: Helm) -> No
     board = json.loads(rendered["ConfigMap"]["data"]["appstack-operator.json"])
     assert board == dashboard.grafana_dashboard()
     assert rendered["Pod"]["metadata"]["annotations"]["helm.sh/hook"] == "test"
+    # The test pod is not selected as the operator by the Service, the PDB or the tests.
+    assert rendered["Pod"]["metadata"]["labels"]["app.kubernetes.io/name"] == "appstack"
 
 
 def test_metrics_tls_values_choose_the_certificate_and_the_scrape_scheme(helm: Helm) -> None:

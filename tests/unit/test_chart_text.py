@@ -9,7 +9,12 @@ from pathlib import Path
 import yaml
 
 from appstack.manifests import chart
-from appstack.manifests.chart_labels import INCLUDE, standard_labels, with_chart_labels
+from appstack.manifests.chart_labels import (
+    INCLUDE,
+    INCLUDE_COMMON,
+    standard_labels,
+    with_chart_labels,
+)
 from appstack.manifests.chart_readme import rows
 from appstack.manifests.chart_values import defaults
 
@@ -35,7 +40,8 @@ def test_standard_labels_replace_the_generated_ones_and_keep_the_rest() -> None:
     assert standard_labels(text) == (
         "metadata:\n"
         "  labels:\n"
-        f"    {INCLUDE % 4}\n"
+        f"    {INCLUDE_COMMON % 4}\n"  # the operator's own object: its name stays
+        "    app.kubernetes.io/name: appstack-operator\n"
         "    grafana_dashboard: '1'\n"
         "spec:\n"
         "  selector:\n"
@@ -53,11 +59,15 @@ def test_every_templated_object_gets_the_helper_and_no_generated_label_is_left()
     for path, text in files.items():
         if path.startswith("templates/") and path.endswith(".yaml"):
             assert "app.kubernetes.io/managed-by: appstack" not in text, path
-            assert INCLUDE.split(" |")[0] in text, path
+            assert 'include "appstack.' in text, path
     generated = {"metadata": {"labels": {"app.kubernetes.io/part-of": "appstack", "x": "y"}}}
     labels = with_chart_labels(generated, "r")["metadata"]["labels"]
     assert (labels["x"], labels["app.kubernetes.io/instance"]) == ("y", "r")
     assert labels["app.kubernetes.io/managed-by"] == "Helm"
+    assert labels["app.kubernetes.io/name"] == "appstack"  # not the operator's: unselected
+    pod = files["templates/tests/test-metrics.yaml"]
+    assert INCLUDE % 4 in pod
+    assert "app.kubernetes.io/name: appstack-operator" not in pod
 
 
 def test_the_chart_readme_lists_every_value_with_its_default_and_a_description() -> None:

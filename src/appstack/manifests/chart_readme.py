@@ -82,9 +82,11 @@ the custom resources first, in order, then the CRDs.
 
 ## Labels
 
-Every object the chart templates carries `app.kubernetes.io/name`, `/instance` (the
-release), `/version`, `/managed-by: Helm`, `/part-of: appstack` and `helm.sh/chart`
-(the `appstack.labels` helper in `templates/_helpers.tpl`). The CRDs, which Helm does not
+Every object the chart templates carries `app.kubernetes.io/name` (`appstack`; the
+operator's Deployment, pods, metrics Service and PodDisruptionBudget keep
+`appstack-operator`, which they select), `/instance` (the release), `/version`,
+`/managed-by: Helm`, `/part-of: appstack` and `helm.sh/chart` (the `appstack.labels`
+helper in `templates/_helpers.tpl`). The CRDs, which Helm does not
 template, keep `app.kubernetes.io/part-of: appstack`.
 
 ## Values
