@@ -36,10 +36,15 @@ COPY --from=build /opt/appstack /opt/appstack
 ENV PATH=/opt/appstack/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1
+# Provenance (`make image` passes them: the origin remote, git rev-parse HEAD, the time).
+ARG SOURCE="" REVISION="" CREATED=""
 LABEL org.opencontainers.image.title="appstack" \
       org.opencontainers.image.description="The appstack Kubernetes operator" \
       org.opencontainers.image.licenses="Apache-2.0" \
-      org.opencontainers.image.version="0.1.0"
+      org.opencontainers.image.version="0.1.0" \
+      org.opencontainers.image.source="${SOURCE}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.created="${CREATED}"
 USER 65532:65532
 WORKDIR /
 EXPOSE 8080 8081

@@ -134,7 +134,12 @@ VERSION := $(shell sed -n 's/^__version__ = "\(.*\)"/\1/p' src/appstack/__init__
 IMG ?= appstack:$(VERSION)
 PLATFORMS ?= linux/amd64,linux/arm64
 BASE_IMAGE ?=
-DOCKER_BUILD_ARGS := $(if $(BASE_IMAGE),--build-arg BASE_IMAGE=$(BASE_IMAGE))
+# The image's provenance labels (org.opencontainers.image.source/.revision/.created).
+SOURCE ?= $(shell git remote get-url origin 2>/dev/null | sed -E 's#^[^@/]+@([^:/]+):#https://\1/#; s#\.git$$##')
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)$(if $(shell git status --porcelain -- src pyproject.toml requirements.lock 2>/dev/null),-dirty)
+CREATED ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+DOCKER_BUILD_ARGS := $(if $(BASE_IMAGE),--build-arg BASE_IMAGE=$(BASE_IMAGE)) \
+	--build-arg SOURCE=$(SOURCE) --build-arg REVISION=$(REVISION) --build-arg CREATED=$(CREATED)
 define need-docker
 	@command -v docker >/dev/null && docker info >/dev/null 2>&1 || { \
 	  echo "[appstack] no Docker daemon reachable ($$(command -v docker || echo 'docker not installed'))."; \

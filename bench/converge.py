@@ -112,6 +112,7 @@ def start_operator(
             f"--namespace={namespace}",
             f"--metrics-bind-address=127.0.0.1:{port}",
             "--no-metrics-auth",
+            "--no-metrics-secure",  # read over plain HTTP, as before /metrics was HTTPS
             "--health-probe-bind-address=0",
             "--log-level=warning",
             *extra,

@@ -81,7 +81,7 @@ def command(peer: Peer, kubeconfig: str, namespace: str, port: int) -> list[str]
             sys.executable, "-c", IMAGE_MODULES + "from appstack.cli import main; main()", "run",
             f"--kubeconfig={kubeconfig}", f"--namespace={namespace}",
             f"--metrics-bind-address=127.0.0.1:{port}", "--no-metrics-auth",
-            "--health-probe-bind-address=0", "--log-level=warning",
+            "--no-metrics-secure", "--health-probe-bind-address=0", "--log-level=warning",
             *peer.extra_args,
         ]  # fmt: skip
     if peer.key == "go-seed":

@@ -7,7 +7,8 @@ your image and namespaces), ``uninstall`` and ``status``. Other distributions ad
 groups through the ``appstack.cli`` entry-point group: the test bed (``appstack-testbed``, in
 ``testbed/`` of the repository, not part of this distribution) adds ``appstack cluster ...``,
 the local cluster for development, the demo and the tests. Heavy modules are imported
-lazily, so that ``--help`` stays fast.
+lazily, so that ``--help`` stays fast. The same group is the kubectl plugin
+``kubectl-appstack`` (:func:`kubectl_plugin`).
 """
 
 from __future__ import annotations
@@ -113,3 +114,10 @@ def _register() -> None:
 
 
 _register()
+
+
+def kubectl_plugin() -> None:
+    """``kubectl-appstack``: the same commands as a kubectl plugin (``kubectl appstack
+    status NAME``) when it is on ``PATH``; kubectl passes the arguments after ``appstack``
+    and its environment (``KUBECONFIG``)."""
+    main(prog_name="kubectl appstack")

@@ -5,7 +5,8 @@ Lease calls get their own client (own connection pool, optionally their own kube
 so renewals never queue behind watches and reconciles; the main client's writes are
 fenced by the elector. Every request carries the user agent ``appstack/<version>
 (<identity>)``, so the API server's audit log tells the replicas apart. Exit codes: 0 after
-SIGTERM (bounded drain, Lease released), 1 when leadership is lost.
+SIGTERM (bounded drain, Lease released), 1 when leadership is lost, 2 at start-up when a
+CRD of ours is not installed (one clear error instead of informers retrying forever).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import asyncio
 import gc
 import os
 import socket
+import ssl
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,10 +30,12 @@ from appstack.controllers.registry import ALL
 from appstack.core.duration import DEFAULT_SYNC_PERIOD, parse_duration
 from appstack.runtime import logging as rt_logging
 from appstack.runtime.client import Client
+from appstack.runtime.discovery import crd_names, unserved
 from appstack.runtime.events import EventRecorder
 from appstack.runtime.leaderelection import LeaderElectionConfig, LeadershipLost
 from appstack.runtime.manager import Manager
 from appstack.runtime.metricsauth import MetricsAuth
+from appstack.runtime.servingcert import CertFiles, self_signed_context
 from appstack.runtime.tlsbuffer import limit_tls_read_buffer
 
 log = structlog.get_logger("appstack.operator")
@@ -52,6 +56,8 @@ class OperatorOptions:
     auth_failure_threshold: float = 60.0
     metrics_address: str | None = ":8080"
     metrics_auth: bool = True
+    metrics_secure: bool = True  # HTTPS; False: plain HTTP
+    metrics_cert_dir: str | None = None  # tls.crt + tls.key; None: self-signed in memory
     health_address: str | None = ":8081"
     log_format: rt_logging.Format = "auto"
     log_level: str = "info"
@@ -79,8 +85,19 @@ def user_agent(me: str) -> str:
     return f"appstack/{__version__} ({me})"
 
 
+def metrics_tls(options: OperatorOptions) -> tuple[ssl.SSLContext | None, CertFiles | None]:
+    """The server context /metrics is served with, and the files to watch for renewal."""
+    if not options.metrics_secure or options.metrics_address is None:
+        return None, None
+    if options.metrics_cert_dir:
+        files = CertFiles(options.metrics_cert_dir)
+        return files.context, files
+    return self_signed_context(), None
+
+
 async def _run(options: OperatorOptions) -> None:
     me = identity()
+    tls, cert_files = metrics_tls(options)
     election = (
         LeaderElectionConfig(
             LEASE_NAME,
@@ -95,6 +112,11 @@ async def _run(options: OperatorOptions) -> None:
     )
     limit_tls_read_buffer()  # before the first connection: 16 KiB instead of 256 KiB each
     client = await Client.connect(options.kubeconfig, user_agent=user_agent(me))
+    try:
+        await require_crds(client)
+    except BaseException:
+        await client.close()
+        raise
     election_client = (
         await Client.connect(
             options.leader_election_kubeconfig or options.kubeconfig,
@@ -114,6 +136,7 @@ async def _run(options: OperatorOptions) -> None:
         shutdown_timeout=options.shutdown_timeout,
         auth_failure_threshold=options.auth_failure_threshold,
         metrics_auth=MetricsAuth(client) if options.metrics_auth else None,
+        metrics_tls=tls,
     )
     recorder = EventRecorder(client, instance=me)
     reconciler_options = options.reconciler_options()
@@ -133,17 +156,46 @@ async def _run(options: OperatorOptions) -> None:
         namespaces=options.namespaces or "all",
         leader_elect=options.leader_elect,
         sync_period=options.sync_period,
+        metrics_tls="files" if cert_files else "self-signed" if tls else "off",
     )
+    renewing = asyncio.create_task(cert_files.watch()) if cert_files else None
     try:
         await manager.run()
     except LeadershipLost:
         await recorder.close(timeout=0)  # the fence refuses its writes now: drop the queue
         raise
     finally:
+        if renewing is not None:
+            renewing.cancel()
         await recorder.close(timeout=min(5.0, options.shutdown_timeout))
         await client.close()
         if election_client is not None:
             await election_client.close()
+
+
+class MissingCRDs(Exception):
+    """The API server does not serve some of our kinds: their CRDs are not installed."""
+
+    def __init__(self, names: list[str]) -> None:
+        super().__init__(
+            f"the API server does not serve {', '.join(names)}: install the CRDs first "
+            "(kubectl apply --server-side -f deploy/crds/, or "
+            "helm show crds charts/appstack | kubectl apply --server-side -f -)"
+        )
+        self.names = names
+
+
+async def require_crds(client: Client) -> None:
+    """Raise :class:`MissingCRDs` unless every registered kind is served — instead of
+    informers retrying list/watch forever. If the API server cannot be asked (not
+    reachable yet), go on: the informers retry as before."""
+    try:
+        missing = await unserved(client, [controller.kind.resource for controller in ALL])
+    except Exception as error:  # only a definite answer stops us
+        log.warning("cannot check which kinds the API server serves", error=str(error))
+        return
+    if missing:
+        raise MissingCRDs(crd_names(missing))
 
 
 def settle_heap() -> None:
@@ -167,4 +219,7 @@ def run_operator(options: OperatorOptions) -> int:
         asyncio.run(_run(options))
     except LeadershipLost:
         return 1
+    except MissingCRDs as error:
+        log.error("cannot start", error=str(error), missing=error.names)
+        return 2
     return 0

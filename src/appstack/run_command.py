@@ -112,6 +112,20 @@ KUBECONFIG = click.option(
     "SubjectAccessReview; bind appstack-metrics-reader-NAMESPACE to the scraper).",
 )
 @click.option(
+    "--metrics-secure/--no-metrics-secure",
+    default=True,
+    show_default=True,
+    help="Serve /metrics over HTTPS (--no-metrics-secure: plain HTTP, for scrapers that "
+    "cannot do TLS).",
+)
+@click.option(
+    "--metrics-cert-dir",
+    default=None,
+    help="Directory with tls.crt and tls.key for /metrics (a mounted kubernetes.io/tls "
+    "Secret, e.g. cert-manager's; reloaded when they change). Default: a self-signed "
+    "certificate made at start-up, in memory.",
+)
+@click.option(
     "--health-probe-bind-address",
     default=":8081",
     show_default=True,
@@ -167,6 +181,8 @@ def run(
     auth_failure_threshold: float,
     metrics_bind_address: str,
     metrics_auth: bool,
+    metrics_secure: bool,
+    metrics_cert_dir: str | None,
     health_probe_bind_address: str,
     log_format: str,
     log_level: str,
@@ -200,6 +216,8 @@ def run(
         auth_failure_threshold=auth_failure_threshold,
         metrics_address=None if metrics_bind_address == "0" else metrics_bind_address,
         metrics_auth=metrics_auth,
+        metrics_secure=metrics_secure,
+        metrics_cert_dir=metrics_cert_dir,
         health_address=None if health_probe_bind_address == "0" else health_probe_bind_address,
         log_format=cast(Format, log_format),
         log_level=log_level,

@@ -9,9 +9,11 @@ In this order, each step waiting until the previous one is gone:
    RBAC, ServiceAccount, ...), found by the install's labels in every namespace;
 3. the CRDs, and last the operator's Namespace.
 
-If custom resources are still there after ``timeout`` (the operator is not running, so
-nobody removes their finalizers), it stops before step 2 and says which ones and why: the
-operator and the CRDs stay, nothing is left Terminating without an owner to finish it.
+While a step waits it says, every few seconds, what it still waits for and how many
+remain (:func:`waiting_line`). If custom resources are still there after ``timeout`` (the
+operator is not running, so nobody removes their finalizers), it stops before step 2 and
+says which ones and why: the operator and the CRDs stay, nothing is left Terminating
+without an owner to finish it.
 
 With ``namespace`` only the install in that namespace goes (:mod:`appstack.uninstall_scope`):
 the custom resources in the namespaces it watches, its operator and its own RBAC and
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -121,28 +124,57 @@ async def _delete_all(
             say(f"deleted {item}")
 
 
+def waiting_line(left: list[Found], elapsed: float, timeout: float, shown: int = 3) -> str:
+    """What a wait is waiting for: how many of each kind remain, the first few by name."""
+    counts = Counter(f.resource.kind for f in left)
+    kinds = ", ".join(f"{n} {kind}" for kind, n in counts.items())
+    names = ", ".join(f"{f.namespace}/{f.name}" if f.namespace else f.name for f in left[:shown])
+    more = f" and {len(left) - shown} more" if len(left) > shown else ""
+    return f"waiting for {kinds} to go ({elapsed:.0f}s of {timeout:.0f}s): {names}{more}"
+
+
+@dataclass(frozen=True)
+class Wait:
+    """How long a step may wait, and how often it says what it still waits for."""
+
+    timeout: float
+    say: Callable[[str], None]
+    every: float = 5.0
+
+
 async def _wait_gone(
     client: Client,
     resources: list[Resource],
-    timeout: float,
+    wait: Wait,
     selector: str | None = None,
     keep: Callable[[Found], bool] = lambda _: True,
 ) -> list[Found]:
     """What is left of ``resources`` (those ``keep`` selects) after waiting up to
-    ``timeout`` for it to go."""
-    deadline = time.monotonic() + timeout
+    ``wait.timeout`` for it to go; every ``wait.every`` seconds, what remains is said."""
+    start = time.monotonic()
+    next_report = start + wait.every
     while True:
         left = [f for r in resources for f in await _find(client, r, selector) if keep(f)]
-        if not left or time.monotonic() > deadline:
+        now = time.monotonic()
+        if not left or now - start > wait.timeout:
             return left
+        if now >= next_report:
+            wait.say(waiting_line(left, now - start, wait.timeout))
+            next_report = now + wait.every
         await asyncio.sleep(0.5)
 
 
 async def uninstall(
-    client: Client, say: Callable[[str], None], timeout: float = 300, namespace: str | None = None
+    client: Client,
+    say: Callable[[str], None],
+    timeout: float = 300,
+    namespace: str | None = None,
+    progress_every: float = 5.0,
 ) -> None:
     """Custom resources, then the operator, then the CRDs (see the module docstring); only
-    the install in ``namespace`` when given."""
+    the install in ``namespace`` when given. While a step waits, what it still waits for is
+    said every ``progress_every`` seconds."""
+    wait = Wait(timeout, say, progress_every)
     scope = await discover(client, namespace)
     if not scope.alone:
         say(f"other installs stay (namespaces {', '.join(scope.others)}): the CRDs are kept")
@@ -156,7 +188,7 @@ async def uninstall(
     custom = [controller.kind.resource for controller in ALL]
     objects = [f for r in custom for f in await _find(client, r) if custom_resource(f)]
     await _delete_all(client, objects, say, "Foreground")
-    left = await _wait_gone(client, custom, timeout, keep=custom_resource)
+    left = await _wait_gone(client, custom, wait, keep=custom_resource)
     if left:
         raise UninstallError(
             f"{len(left)} custom resource(s) still there after {timeout:.0f}s; the operator "
@@ -166,6 +198,6 @@ async def uninstall(
     for resource in removal_order():
         found = [f for f in await _find(client, resource, SELECTOR) if installed(f)]
         await _delete_all(client, found, say, "Foreground")
-        left = await _wait_gone(client, [resource], timeout, SELECTOR, keep=installed)
+        left = await _wait_gone(client, [resource], wait, SELECTOR, keep=installed)
         if left:
             raise UninstallError("still there: " + ", ".join(str(f) for f in left))

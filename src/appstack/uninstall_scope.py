@@ -17,13 +17,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from appstack.manifests import rbac
+from appstack.manifests.chart_labels import PART_OF
 from appstack.manifests.crds import LABELS
 from appstack.manifests.install import InstallOptions, install
 from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.resources import DEPLOYMENT, SERVICE_ACCOUNT
 
-SELECTOR = ",".join(f"{k}={v}" for k, v in sorted(LABELS.items()))
+# part-of only: a Helm release labels its objects managed-by=Helm (chart_labels), and an
+# uninstall must still see (and spare) a Helm install in another namespace.
+SELECTOR = f"{PART_OF}={LABELS[PART_OF]}"
 WATCH_FLAG = "--namespace="
 
 Key = tuple[str, str, str | None]  # kind, name, namespace

@@ -2,9 +2,10 @@
 on a cluster of its own (the chart owns cluster-wide objects the session shares):
 ``helm lint``; ``helm template`` with default values renders exactly the generated install
 (minus the Namespace — Helm's is the release namespace — and the CRDs, which live in
-``crds/``); ``helm install``; ``helm test`` (its hook pod completes through a kwok stage:
-there is no kubelet, so this proves the hook's wiring, not the HTTP call it makes);
-``helm upgrade`` to other values; ``helm uninstall`` (which keeps the CRDs, as documented).
+``crds/``; with Helm's standard labels on every object); ``helm install``; ``helm test``
+(its hook pod completes through a kwok stage: there is no kubelet, so this proves the
+hook's wiring, not the HTTP call it makes); ``helm upgrade`` to other values; ``helm
+uninstall`` (which keeps the CRDs, as documented).
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.core_v1 import Namespace, ServiceAccount
 from lightkube.resources.rbac_authorization_v1 import ClusterRole, Role
 
-from appstack.manifests import crds, dashboard, monitoring
+from appstack.manifests import crds, dashboard, monitoring, workload
+from appstack.manifests.chart_labels import chart_labels, with_chart_labels
 from appstack.manifests.install import install
 from appstack_testbed.cluster import LocalCluster
 from appstack_testbed.helm import Helm
@@ -53,9 +55,13 @@ def test_helm_lint_and_template_equal_the_generated_install(helm: Helm) -> None:
     out = helm("template", "appstack", str(CHART), f"--namespace={NS}", "--skip-tests", KUBE).stdout
     rendered = sorted((d for d in yaml.safe_load_all(out) if d), key=_key)
     expected = [
-        o for o in install().objects() if o["kind"] not in {"Namespace", "CustomResourceDefinition"}
+        with_chart_labels(o)
+        for o in install().objects()
+        if o["kind"] not in {"Namespace", "CustomResourceDefinition"}
     ]
     assert rendered == sorted(expected, key=_key)
+    for obj in rendered:  # Helm's standard labels on every object, from one helper
+        assert obj["metadata"]["labels"].items() >= chart_labels().items(), obj["metadata"]
     chart_crds = [yaml.safe_load(p.read_text()) for p in sorted((CHART / "crds").iterdir())]
     assert chart_crds == sorted(crds.all_crds(), key=lambda c: c["metadata"]["name"])
 
@@ -72,11 +78,40 @@ def test_helm_template_renders_the_optional_monitoring_objects(helm: Helm) -> No
         "--set=metrics.grafanaDashboard.enabled=true",
     ).stdout
     rendered = {d["kind"]: d for d in yaml.safe_load_all(out) if d}
-    assert rendered["ServiceMonitor"] == monitoring.service_monitor(NS)
-    assert rendered["PrometheusRule"] == dashboard.prometheus_rule(NS)
+    assert rendered["ServiceMonitor"] == with_chart_labels(monitoring.service_monitor(NS))
+    assert rendered["PrometheusRule"] == with_chart_labels(dashboard.prometheus_rule(NS))
     board = json.loads(rendered["ConfigMap"]["data"]["appstack-operator.json"])
     assert board == dashboard.grafana_dashboard()
     assert rendered["Pod"]["metadata"]["annotations"]["helm.sh/hook"] == "test"
+    # The test pod is not selected as the operator by the Service, the PDB or the tests.
+    assert rendered["Pod"]["metadata"]["labels"]["app.kubernetes.io/name"] == "appstack"
+
+
+def test_metrics_tls_values_choose_the_certificate_and_the_scrape_scheme(helm: Helm) -> None:
+    """metrics.certSecret mounts a TLS Secret for /metrics and the ServiceMonitor verifies it
+    by its CA for the Service's name; metrics.secure=false scrapes plain HTTP."""
+    common = ("template", "a", str(CHART), f"--namespace={NS}", KUBE)
+    monitor = "--set=metrics.serviceMonitor.enabled=true"
+    out = helm(*common, monitor, "--set=metrics.certSecret=metrics-tls").stdout
+    rendered = {d["kind"]: d for d in yaml.safe_load_all(out) if d}
+    assert rendered["ServiceMonitor"] == with_chart_labels(
+        monitoring.service_monitor(NS, cert_secret="metrics-tls"), "a"
+    )
+    wanted = workload.deployment(namespace=NS, metrics_cert_secret="metrics-tls")
+    pod, wanted_pod = (d["spec"]["template"]["spec"] for d in (rendered["Deployment"], wanted))
+    assert pod["volumes"] == wanted_pod["volumes"]
+    assert pod["containers"][0]["volumeMounts"] == wanted_pod["containers"][0]["volumeMounts"]
+    assert f"--metrics-cert-dir={workload.METRICS_CERT_DIR}" in pod["containers"][0]["args"]
+    out = helm(*common, monitor, "--set=metrics.secure=false").stdout
+    rendered = {d["kind"]: d for d in yaml.safe_load_all(out) if d}
+    assert rendered["ServiceMonitor"] == with_chart_labels(
+        monitoring.service_monitor(NS, secure=False), "a"
+    )
+    assert (
+        "--no-metrics-secure"
+        in rendered["Deployment"]["spec"]["template"]["spec"]["containers"][0]["args"]
+    )
+    assert rendered["Pod"]["spec"]["containers"][0]["env"][0]["value"].startswith("http://")
 
 
 def test_values_are_checked_by_their_schema_and_every_flag_has_one(helm: Helm) -> None:

@@ -12,6 +12,7 @@ reconcile the seed sample (``examples/appservice.yaml``) to Ready.
 from __future__ import annotations
 
 import base64
+import datetime
 import json
 import os
 import signal
@@ -35,7 +36,9 @@ from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.core_v1 import Service, ServiceAccount
 
-from appstack_testbed.image import UID, build_image
+from appstack import __version__
+from appstack_testbed import image_labels
+from appstack_testbed.image import SOURCES, UID, build_image
 from appstack_testbed.oci import UnpackedImage, unpack
 from appstack_testbed.rootfs import Bind, namespace_command
 from appstack_testbed.versions import cache_root
@@ -59,6 +62,27 @@ def _progress(message: str) -> None:
 def image() -> UnpackedImage:
     built = build_image(ROOT, printer=_progress)
     return unpack(built.archive, cache_root() / "image" / "unpacked")
+
+
+def test_the_image_is_labelled_with_its_source_revision_version_and_build_time(
+    image: UnpackedImage,
+) -> None:
+    """The OCI provenance labels: the commit it was built from (this checkout's HEAD, for
+    these sources), its version, when it was built, and where its source is."""
+    labels = image.config["Labels"]
+    oci = "org.opencontainers.image."
+    assert labels[f"{oci}version"] == __version__
+    head = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert labels[f"{oci}revision"] in {head, f"{head}-dirty"}
+    assert labels[f"{oci}revision"] == image_labels.revision(ROOT, list(SOURCES))
+    built = datetime.datetime.strptime(labels[f"{oci}created"], "%Y-%m-%dT%H:%M:%SZ")
+    assert built <= datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+    # Where the source is: the origin remote, else $APPSTACK_IMAGE_SOURCE (never guessed).
+    expected = image_labels.source(ROOT)
+    assert labels.get(f"{oci}source") == expected
+    assert expected is None or expected.startswith("https://")
 
 
 @pytest.fixture(scope="module")
@@ -236,7 +260,8 @@ def test_operator_runs_from_the_image_and_reconciles_the_seed_sample(
     assert kube.get(Deployment, name, namespace=namespace).spec.replicas == sample["spec"]["size"]
     assert kube.get(Service, name, namespace=namespace).spec.ports[0].nodePort == 30002
     assert httpx.get(f"http://127.0.0.1:{health}/healthz", timeout=5).status_code == 200
-    text = httpx.get(f"http://127.0.0.1:{metrics}/metrics", timeout=5).text
+    # HTTPS with the self-signed certificate made at start-up in memory (read-only root).
+    text = httpx.get(f"https://127.0.0.1:{metrics}/metrics", timeout=5, verify=False).text  # noqa: S501
     assert 'controller_runtime_reconcile_total{controller="appservice",result="success"}' in text
     print(f"operator from the image: /readyz after {to_ready:.1f}s, sample Ready {reconciled:.1f}s")
 

@@ -5,7 +5,14 @@ lists every kind, and ``-o wide`` shows the Ready condition's reason and message
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
 
 from appstack.controllers.appservice import APP_SERVICE
 from appstack.controllers.appstack import APP_STACK
@@ -80,3 +87,39 @@ def _condition(obj: dict[str, object]) -> str:
     conditions = (obj.get("status") or {}).get("conditions") or []  # type: ignore[union-attr]
     (ready,) = [c for c in conditions if c["type"] == "Ready"]
     return str(ready["message"])
+
+
+async def test_kubectl_appstack_is_the_cli_as_a_kubectl_plugin(
+    kube_cluster: ClusterHandle, client: Client, namespace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``kubectl-appstack`` (a console script of the package) on PATH: kubectl finds it
+    and passes the arguments and its environment (KUBECONFIG) on."""
+    local = kube_cluster.require_local()
+    scripts = Path(sys.executable).parent
+    assert (scripts / "kubectl-appstack").is_file()
+    monkeypatch.setenv("PATH", f"{scripts}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("KUBECONFIG", str(local.kubeconfig))
+    kubectl = str(local.toolchain.binary("kubectl"))
+
+    def run(*args: str) -> str:
+        proc = subprocess.run([kubectl, *args], capture_output=True, text=True, check=False)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
+    assert (await asyncio.to_thread(run, "appstack", "--help")).startswith(
+        "Usage: kubectl appstack [OPTIONS] COMMAND [ARGS]..."
+    )
+    assert "kubectl-appstack" in await asyncio.to_thread(run, "plugin", "list")
+    await client.create(
+        APP_SERVICE,
+        {
+            "apiVersion": "appstack.dev/v1",
+            "kind": "AppService",
+            "metadata": {"name": "blog", "namespace": namespace},
+            "spec": {"image": "blog:1", "ports": [{"port": 80}]},
+        },
+    )
+    shown = await asyncio.to_thread(
+        run, "appstack", "status", "appservice/blog", f"--namespace={namespace}", "-o", "json"
+    )
+    assert json.loads(shown)["name"] == "blog", shown

@@ -71,7 +71,7 @@ async def _standby_scrape(
         next((f"{f}=127.0.0.1:{p}" for f, p in flags.items() if a.startswith(f"{f}=")), a)
         for a in argv
     ]
-    url = f"http://127.0.0.1:{metrics}/metrics"
+    url = f"https://127.0.0.1:{metrics}/metrics"
     with program(standby_argv, tmp_path / "standby.log") as standby:
         for _ in range(150):
             assert standby.proc.poll() is None, standby.tail()
@@ -100,7 +100,8 @@ async def test_appstack_run_serves_probes_and_metrics_and_stops_cleanly_on_sigte
     )
     with program(argv, tmp_path / "operator.log") as operator:
         try:
-            async with aiohttp.ClientSession() as http:
+            unverified = aiohttp.TCPConnector(ssl=False)
+            async with aiohttp.ClientSession(connector=unverified) as http:
                 for _ in range(150):
                     try:
                         async with http.get(f"http://127.0.0.1:{health}/readyz") as r:
@@ -136,7 +137,9 @@ async def test_appstack_run_serves_probes_and_metrics_and_stops_cleanly_on_sigte
                 )
                 async with http.get(f"http://127.0.0.1:{health}/healthz") as r:
                     assert r.status == 200
-                url = f"http://127.0.0.1:{metrics}/metrics"
+                # HTTPS with the self-signed certificate made at start-up (unverifiable:
+                # the ServiceMonitor's insecureSkipVerify), guarded as before.
+                url = f"https://127.0.0.1:{metrics}/metrics"
                 async with http.get(url) as r:
                     assert r.status == 401  # anonymous
                 async with http.get(url, headers=_bearer(await _token(client, namespace))) as r:

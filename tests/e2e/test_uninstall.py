@@ -140,7 +140,8 @@ async def test_uninstall_removes_resources_then_operator_then_crds_leaving_nothi
     first_operator_object = next(i for i, line in enumerate(said) if "appstack-operator" in line)
     assert len(custom) == 2
     assert said.index(custom[-1]) < first_operator_object
-    assert said[-1].startswith("deleted Namespace appstack-system")
+    deleted = [line for line in said if line.startswith("deleted ")]
+    assert deleted[-1].startswith("deleted Namespace appstack-system")
 
 
 async def test_uninstall_without_a_running_operator_stops_before_removing_it(
@@ -156,8 +157,14 @@ async def test_uninstall_without_a_running_operator_stops_before_removing_it(
         app = _app(namespace)
         app["metadata"]["finalizers"] = ["appstack.dev/test-held"]
         await client.create(APP_SERVICE, app)
+        said: list[str] = []
         with pytest.raises(Exception, match="the operator and the CRDs were left in place"):
-            await uninstall(client, lambda _: None, timeout=3)
+            await uninstall(client, said.append, timeout=3, progress_every=1)
+        # While it waits it says what for, and how many remain (not silent for minutes).
+        waiting = [line for line in said if line.startswith("waiting for")]
+        assert len(waiting) >= 2, said
+        assert waiting[0].startswith("waiting for 1 AppService to go (")
+        assert waiting[0].endswith(f"s of 3s): {namespace}/blog"), waiting
         assert (await client.get(CRD, "appservices.appstack.dev"))["metadata"]["name"]
         assert await client.get(
             SERVICE_ACCOUNT, parts.service_account["metadata"]["name"], "appstack-system"

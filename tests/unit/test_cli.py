@@ -119,3 +119,15 @@ def test_the_cluster_commands_come_from_the_test_bed_distribution() -> None:
     assert entry.dist.name == "appstack-testbed"
     assert main.commands["cluster"].callback is not None
     assert main.commands["cluster"].callback.__module__ == "appstack_testbed.cli"
+
+
+def test_an_uninstall_wait_says_how_many_of_each_kind_remain_and_names_the_first() -> None:
+    from appstack.controllers.appservice import APP_SERVICE  # noqa: PLC0415
+    from appstack.uninstall import CRD, Found, waiting_line  # noqa: PLC0415
+
+    left = [Found(APP_SERVICE, f"app-{i}", "shop", ()) for i in range(5)]
+    left.append(Found(CRD, "appservices.appstack.dev", None, ()))
+    assert waiting_line(left, 12.4, 300) == (
+        "waiting for 5 AppService, 1 CustomResourceDefinition to go (12s of 300s): "
+        "shop/app-0, shop/app-1, shop/app-2 and 3 more"
+    )

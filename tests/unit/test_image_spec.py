@@ -7,6 +7,7 @@ the runtime dependencies of ``pyproject.toml`` (no dev or testing extras), with 
 
 from __future__ import annotations
 
+import datetime
 import json
 import re
 import shlex
@@ -18,7 +19,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from appstack import __version__
-from appstack_testbed import image
+from appstack_testbed import image, image_labels
 
 tomllib = pytest.importorskip("tomllib")
 
@@ -75,7 +76,13 @@ def test_final_stage_matches_the_daemonless_build() -> None:
     config = image.CONFIG
     assert instructions["COPY"] == f"--from=build {image.VENV} {image.VENV}"
     assert tuple(shlex.split(instructions["ENV"])) == config.env
-    assert dict(kv.split("=", 1) for kv in shlex.split(instructions["LABEL"])) == config.labels
+    provenance = {
+        f"org.opencontainers.image.{key}": f"${{{arg}}}"
+        for key, arg in (("source", "SOURCE"), ("revision", "REVISION"), ("created", "CREATED"))
+    }
+    labels = dict(kv.split("=", 1) for kv in shlex.split(instructions["LABEL"]))
+    assert labels == {**config.labels, **provenance}  # the build arguments give those three
+    assert shlex.split(instructions["ARG"]) == ["SOURCE=", "REVISION=", "CREATED="]
     assert config.labels["org.opencontainers.image.version"] == __version__
     assert instructions["USER"] == config.user == "65532:65532"
     assert instructions["WORKDIR"] == config.workdir
@@ -94,7 +101,7 @@ def test_the_image_user_is_the_one_the_deployment_runs_as() -> None:
 def _lock() -> dict[str, str]:
     text = (ROOT / "requirements.lock").read_text()
     entries = re.findall(
-        r"^([A-Za-z0-9_.-]+)==(\S+) \\\n((?:\s+--hash=sha256:\w+.*\n)+)", text, re.M
+        r"^([A-Za-z0-9_.-]+)==(\S+)(?: ;[^\\\n]*)? \\\n((?:\s+--hash=sha256:\w+.*\n)+)", text, re.M
     )
     pins = {canonicalize_name(name): version for name, version, _ in entries}
     assert len(entries) == len(re.findall(r"^\S+==", text, re.M)), "every pin has hashes"
@@ -116,3 +123,18 @@ def test_the_lock_pins_every_runtime_dependency_and_nothing_else() -> None:
     } - {canonicalize_name(Requirement(s).name) for s in project["dependencies"]}
     assert not (extras_only & set(pins)), "dev/testing extras do not belong in the image"
     assert "--python-version 3.11" in (ROOT / "requirements.lock").read_text()  # bookworm's
+
+
+def test_the_source_label_is_the_remote_as_an_https_url_without_credentials() -> None:
+    for remote in (
+        "git@github.com:o/r.git",
+        "ssh://git@github.com/o/r.git",
+        "https://github.com/o/r.git",
+        "https://user:secret@github.com/o/r",
+        "https://github.com/o/r/",
+    ):
+        assert image_labels.https_url(remote) == "https://github.com/o/r", remote
+    assert (
+        image_labels.created(datetime.datetime(2026, 1, 2, 3, 4, 5, tzinfo=datetime.timezone.utc))
+        == "2026-01-02T03:04:05Z"
+    )

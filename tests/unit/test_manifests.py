@@ -116,6 +116,8 @@ def test_the_service_monitor_sends_prometheus_token_and_its_account_may_read() -
     assert endpoint["bearerTokenFile"] == "/var/run/secrets/kubernetes.io/serviceaccount/token"
     docs = list(yaml.safe_load_all((DEPLOY / "monitoring/service-monitor.yaml").read_text()))
     assert [d["kind"] for d in docs] == ["ServiceMonitor", "ClusterRoleBinding"]
+    (shipped,) = docs[0]["spec"]["endpoints"]  # HTTPS, the self-signed default unverified
+    assert (shipped["scheme"], shipped["tlsConfig"]) == ("https", {"insecureSkipVerify": True})
     binding = docs[1]
     assert binding["roleRef"]["name"] == rbac.metrics_reader()["metadata"]["name"]
     assert binding["subjects"] == [

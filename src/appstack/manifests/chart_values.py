@@ -27,7 +27,9 @@ class _Values(BaseModel):
 
 
 class Image(_Values):
-    repository: str = Field(workload.IMAGE.split(":")[0], min_length=1)
+    repository: str = Field(
+        workload.IMAGE.split(":")[0], min_length=1, description="The operator image's repository."
+    )
     tag: str = Field("", description="Default: the chart's appVersion.")
 
 
@@ -36,13 +38,17 @@ class Toggle(_Values):
 
 
 class Account(_Values):
-    name: str = Field(monitoring.PROMETHEUS_ACCOUNT["name"], min_length=1)
-    namespace: str = Field(monitoring.PROMETHEUS_ACCOUNT["namespace"], pattern=DNS_LABEL)
+    name: str = Field(monitoring.PROMETHEUS_ACCOUNT["name"], min_length=1, description="Its name.")
+    namespace: str = Field(
+        monitoring.PROMETHEUS_ACCOUNT["namespace"], pattern=DNS_LABEL, description="Its namespace."
+    )
 
 
 class ServiceMonitor(_Values):
-    enabled: bool = False
-    interval: str = Field("30s", pattern=DURATION)
+    enabled: bool = Field(
+        False, description="A ServiceMonitor (needs the Prometheus Operator's CRDs)."
+    )
+    interval: str = Field("30s", pattern=DURATION, description="How often Prometheus scrapes.")
     prometheus_service_account: Account = Field(
         default_factory=lambda: Account.model_validate({}),
         description="Whose token Prometheus scrapes with; bound to the metrics-reader role.",
@@ -51,11 +57,27 @@ class ServiceMonitor(_Values):
 
 class Metrics(_Values):
     enabled: bool = Field(True, description="The metrics Service (and the helm test).")
+    secure: bool = Field(
+        True,
+        description="Serve /metrics over HTTPS (false: plain HTTP, --no-metrics-secure).",
+    )
+    cert_secret: str = Field(
+        "",
+        description="A kubernetes.io/tls Secret (tls.crt, tls.key, ca.crt; e.g. cert-manager's "
+        "for the metrics Service's DNS name) to serve /metrics with, verified by the "
+        "ServiceMonitor. Empty: a self-signed certificate made at start-up, not verified.",
+    )
     service_monitor: ServiceMonitor = Field(
         default_factory=lambda: ServiceMonitor.model_validate({})
     )
-    prometheus_rule: Toggle = Field(default_factory=lambda: Toggle.model_validate({}))
-    grafana_dashboard: Toggle = Field(default_factory=lambda: Toggle.model_validate({}))
+    prometheus_rule: Toggle = Field(
+        default_factory=lambda: Toggle.model_validate({}),
+        description="The alerts, a PrometheusRule (needs the Prometheus Operator's CRDs).",
+    )
+    grafana_dashboard: Toggle = Field(
+        default_factory=lambda: Toggle.model_validate({}),
+        description="The dashboard, a ConfigMap labelled grafana_dashboard=1 (Grafana's sidecar).",
+    )
 
 
 def _resources() -> dict[str, Any]:
@@ -71,17 +93,26 @@ class ChartValues(_Values):
     """Everything ``--set`` and ``-f values.yaml`` may say."""
 
     image: Image = Field(default_factory=lambda: Image.model_validate({}))
-    replicas: int = Field(2, ge=0, le=10)
-    resources: dict[str, Any] = Field(default_factory=_resources)
+    replicas: int = Field(2, ge=0, le=10, description="Operator replicas (one leads).")
+    resources: dict[str, Any] = Field(
+        default_factory=_resources, description="The operator container's resources."
+    )
     watch_namespaces: list[str] = Field(
         default_factory=list,
         description="Empty: all namespaces (a ClusterRole); else a Role in each (--namespace).",
     )
-    sync_period: str = Field(DEFAULT_SYNC_PERIOD, pattern=DURATION)
-    leader_election: Toggle = Field(
-        default_factory=lambda: Toggle.model_validate({"enabled": True})
+    sync_period: str = Field(
+        DEFAULT_SYNC_PERIOD,
+        pattern=DURATION,
+        description="--sync-period: every object reconciled again this often without an event.",
     )
-    log_level: Literal["debug", "info", "warning", "error", "critical"] = "info"
+    leader_election: Toggle = Field(
+        default_factory=lambda: Toggle.model_validate({"enabled": True}),
+        description="--leader-elect: only one replica reconciles.",
+    )
+    log_level: Literal["debug", "info", "warning", "error", "critical"] = Field(
+        "info", description="--log-level"
+    )
     concurrency: int = Field(
         workload.CONCURRENCY, ge=1, le=1024, description="Concurrent reconciles per controller."
     )
@@ -97,12 +128,16 @@ class ChartValues(_Values):
     extra_args: list[str] = Field(
         default_factory=list, description="More arguments of `appstack run`."
     )
-    node_selector: dict[str, str] = Field(default_factory=dict)
-    tolerations: list[dict[str, Any]] = Field(default_factory=list)
+    node_selector: dict[str, str] = Field(
+        default_factory=dict, description="The operator pods' nodeSelector."
+    )
+    tolerations: list[dict[str, Any]] = Field(
+        default_factory=list, description="The operator pods' tolerations."
+    )
     affinity: dict[str, Any] = Field(
         default_factory=_affinity, description="Default: replicas on different nodes."
     )
-    priority_class_name: str = ""
+    priority_class_name: str = Field("", description="The operator pods' priorityClassName.")
     metrics: Metrics = Field(default_factory=lambda: Metrics.model_validate({}))
 
 

@@ -101,3 +101,43 @@ def with_scalar(text: str, key: str, name: str, values: str) -> str:
 
     pattern = rf"^(\s*){re.escape(key)}: '{re.escape(sentinel(name))}'$"
     return re.sub(pattern, replace, text, flags=re.MULTILINE)
+
+
+def wrap_key(text: str, key: str, before: str, after: str) -> str:
+    """Surround the mapping entry ``key:`` and everything under it (deeper lines, and a
+    list's ``- `` items at its own indentation) with template lines at its indentation."""
+    lines = text.split("\n")
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        match = re.match(rf"^(\s*){re.escape(key)}:", lines[i])
+        if match is None:
+            out.append(lines[i])
+            i += 1
+            continue
+        indent = match.group(1)
+        end = i + 1
+        while end < len(lines) and (
+            lines[end].startswith(indent + " ") or lines[end].startswith(indent + "- ")
+        ):
+            end += 1
+        out += [f"{indent}{before}", *lines[i:end], f"{indent}{after}"]
+        i = end
+    return "\n".join(out)
+
+
+#: The release's namespace where the generated objects have ``NS`` (see :data:`NAMESPACES`).
+NS = sentinel("NS")
+RELEASE_NS = "{{ .Release.Namespace }}"
+NAMESPACES = {"NS": RELEASE_NS, "WATCHED": "{{ . }}", "RELEASE_NS": "{{ $.Release.Namespace }}"}
+IMAGE = '"{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}"'
+
+
+def conditional_text(condition: str, text: str) -> str:
+    """``text`` (namespaces substituted) only if ``condition`` holds."""
+    return f"{{{{- if {condition} }}}}\n" + substitute(text, NAMESPACES) + "{{- end }}\n"
+
+
+def conditional(condition: str, obj: Mapping[str, Any], extra: Mapping[str, str]) -> str:
+    """The object ``obj`` with ``extra`` sentinels substituted, only if ``condition`` holds."""
+    return conditional_text(condition, substitute(dump(obj), {**NAMESPACES, **extra}))

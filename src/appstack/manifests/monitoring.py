@@ -8,6 +8,12 @@ default): a scrape without a token gets 401, one whose ServiceAccount is not bou
 metrics-reader ClusterRole 403. So the ServiceMonitor sends the token Prometheus' pod has
 mounted (``bearerTokenFile``), and :func:`reader_binding` binds the metrics-reader role to
 Prometheus' ServiceAccount (kube-prometheus' ``monitoring/prometheus-k8s`` by default).
+
+``/metrics`` is served over HTTPS (``--metrics-secure``, the default): with a self-signed
+certificate made at start-up, which nothing can verify — the scrape encrypts but skips
+verification (``insecureSkipVerify``) and relies on the bearer token check — or with a
+certificate from a Secret (``--metrics-cert-dir``, e.g. issued by cert-manager), verified
+against the Secret's ``ca.crt`` for the Service's DNS name (:func:`tls_config`).
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from typing import Any
 
 from appstack.manifests.crds import LABELS
 from appstack.manifests.rbac import METRICS_READER, NAME, NAMESPACE, cluster_name
-from appstack.manifests.workload import SELECTOR
+from appstack.manifests.workload import METRICS_SERVICE, SELECTOR
 
 #: The token every pod has mounted (Prometheus' own ServiceAccount's).
 TOKEN_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/token"  # noqa: S105 - a path
@@ -24,14 +30,41 @@ TOKEN_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/token"  # noqa: S105
 PROMETHEUS_ACCOUNT = {"name": "prometheus-k8s", "namespace": "monitoring"}
 
 
-def service_monitor(namespace: str = NAMESPACE, interval: str = "30s") -> dict[str, Any]:
-    """Scrape ``/metrics`` of every Pod behind the metrics Service, with Prometheus' token."""
-    endpoint = {
+def server_name(namespace: str = NAMESPACE) -> str:
+    """The metrics Service's DNS name: what a mounted certificate must name."""
+    return f"{METRICS_SERVICE}.{namespace}.svc"
+
+
+def tls_config(namespace: str = NAMESPACE, cert_secret: str | None = None) -> dict[str, Any]:
+    """How Prometheus checks the operator's certificate: against ``ca.crt`` of
+    ``cert_secret`` (in the operator's namespace, as cert-manager writes it), or not at all
+    for the self-signed default."""
+    if not cert_secret:
+        return {"insecureSkipVerify": True}
+    return {
+        "ca": {"secret": {"name": cert_secret, "key": "ca.crt"}},
+        "serverName": server_name(namespace),
+    }
+
+
+def service_monitor(
+    namespace: str = NAMESPACE,
+    interval: str = "30s",
+    *,
+    secure: bool = True,
+    cert_secret: str | None = None,
+) -> dict[str, Any]:
+    """Scrape ``/metrics`` of every Pod behind the metrics Service, with Prometheus' token,
+    over HTTPS unless ``secure`` is False (``--no-metrics-secure``)."""
+    endpoint: dict[str, Any] = {
         "port": "metrics",
         "path": "/metrics",
         "interval": interval,
         "bearerTokenFile": TOKEN_FILE,
+        "scheme": "https" if secure else "http",
     }
+    if secure:
+        endpoint["tlsConfig"] = tls_config(namespace, cert_secret)
     return {
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "ServiceMonitor",

@@ -28,6 +28,8 @@ def namespace(name: str = NAMESPACE) -> dict[str, Any]:
 
 
 METRICS_SERVICE = f"{NAME}-metrics"
+#: Where a metrics certificate Secret is mounted (--metrics-cert-dir).
+METRICS_CERT_DIR = "/etc/appstack/metrics-certs"
 SELECTOR = {"app.kubernetes.io/name": NAME}
 
 
@@ -63,10 +65,17 @@ def deployment(
     sync_period: str = DEFAULT_SYNC_PERIOD,
     log_level: str = defaults.LOG_LEVEL,
     concurrency: int | str = defaults.CONCURRENCY,
+    metrics_cert_secret: str | None = None,
 ) -> dict[str, Any]:
     """The operator's Deployment; it watches ``watch_namespaces`` (none: all) and resyncs
-    every ``sync_period``."""
+    every ``sync_period``. /metrics is HTTPS with a self-signed certificate made at
+    start-up, or with ``metrics_cert_secret`` (a ``kubernetes.io/tls`` Secret) mounted."""
     selector = SELECTOR
+    certs = (
+        {"name": "metrics-certs", "secret": {"secretName": metrics_cert_secret}}
+        if metrics_cert_secret
+        else None
+    )
     container = {
         "name": "operator",
         "image": image,
@@ -79,6 +88,7 @@ def deployment(
             f"--sync-period={sync_period}",
             f"--log-level={log_level}",
             f"--concurrency={concurrency}",
+            *([f"--metrics-cert-dir={METRICS_CERT_DIR}"] if certs else []),
             *(f"--namespace={watched}" for watched in watch_namespaces),
         ],
         "env": [
@@ -111,6 +121,11 @@ def deployment(
             "seccompProfile": {"type": "RuntimeDefault"},
         },
     }
+    pod: dict[str, Any] = {}
+    if certs:
+        mount = {"name": "metrics-certs", "mountPath": METRICS_CERT_DIR, "readOnly": True}
+        container["volumeMounts"] = [mount]
+        pod["volumes"] = [certs]
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -145,6 +160,7 @@ def deployment(
                         }
                     },
                     "containers": [container],
+                    **pod,
                 },
             },
         },

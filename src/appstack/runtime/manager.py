@@ -4,7 +4,9 @@
    credentials for ``auth_failure_threshold`` seconds, so the kubelet restarts us),
    ``/readyz`` (200 once caches have synced), ``/metrics`` (Prometheus; may be on its own
    address, as controller-runtime's :8080/:8081; only for authorised scrapers when given
-   ``metrics_auth``, :mod:`.metricsauth`);
+   ``metrics_auth``, :mod:`.metricsauth`; over HTTPS when given ``metrics_tls``, a server
+   :class:`ssl.SSLContext`, e.g. from :mod:`.servingcert` — shared with the probes if
+   both are on one address);
 2. the shared informers (:class:`~appstack.runtime.cache.Cache`), waiting until all have
    synced — no reconcile ever sees a half-filled cache;
 3. leader election, when enabled: only the holder of the Lease starts its controllers,
@@ -25,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import ssl
 from collections.abc import Awaitable, Sequence
 from typing import Any
 
@@ -38,6 +41,7 @@ from appstack.runtime.leaderelection import LeaderElectionConfig, LeaderElector,
 from appstack.runtime.metricsauth import MetricsAuth
 
 log = structlog.get_logger("appstack.manager")
+_RETRY = {"Retry-After": "1"}
 
 
 def _split_address(address: str) -> tuple[str, int]:
@@ -65,6 +69,7 @@ class Manager:
         shutdown_timeout: float = 20.0,
         auth_failure_threshold: float = 60.0,
         metrics_auth: MetricsAuth | None = None,
+        metrics_tls: ssl.SSLContext | None = None,
     ) -> None:
         self.client = client
         self.metrics = client.metrics
@@ -83,6 +88,7 @@ class Manager:
         self.metrics_address = metrics_address
         self.health_address = health_address
         self.metrics_auth = metrics_auth  # None: /metrics is served to anyone who reaches it
+        self.metrics_tls = metrics_tls  # None: plain HTTP
         self.bound: dict[str, int] = {}  # "metrics"/"health" -> port actually bound
         self._stop = asyncio.Event()
         self._runners: list[web.AppRunner] = []
@@ -167,10 +173,12 @@ class Manager:
             "health": [web.get("/healthz", self._healthz), web.get("/readyz", self._readyz)],
         }
         addresses = {"metrics": self.metrics_address, "health": self.health_address}
+        tls = {"metrics": self.metrics_tls, "health": None}
         same = addresses["metrics"] and addresses["metrics"] == addresses["health"]
         if same and not str(addresses["metrics"]).endswith(":0"):  # one server for both
             routes["health"] += routes.pop("metrics")
             addresses.pop("metrics")
+            tls["health"] = self.metrics_tls
         for name, address in addresses.items():
             if not address:
                 continue
@@ -179,7 +187,7 @@ class Manager:
             runner = web.AppRunner(app, access_log=None)
             await runner.setup()
             host, port = _split_address(address)
-            site = web.TCPSite(runner, host, port)
+            site = web.TCPSite(runner, host, port, ssl_context=tls[name])
             await site.start()
             self.bound[name] = int(runner.addresses[-1][1])  # the real port when port was 0
             self._runners.append(runner)
@@ -189,6 +197,8 @@ class Manager:
     async def _metrics(self, request: web.Request) -> web.Response:
         if self.metrics_auth is not None:
             status = await self.metrics_auth.check(request.headers.get("Authorization"))
+            if status == 429:  # over the review budget: no review was asked
+                return web.Response(status=429, text="Too Many Requests", headers=_RETRY)
             if status != 200:
                 text = "Unauthorized" if status == 401 else "Forbidden"
                 return web.Response(status=status, text=text)

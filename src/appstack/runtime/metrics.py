@@ -11,6 +11,10 @@ Workqueue (label ``name``): ``workqueue_depth``, ``workqueue_adds_total``,
 ``leader_election_writes_refused_total{name}`` (writes the fence refused).
 Client: ``rest_client_requests_total{code,method,host}``. Events:
 ``appstack_events_dropped_total`` (Events not recorded because too many were waiting).
+Scrapes: ``appstack_metrics_auth_reviews_total{result}`` (TokenReviews asked to check a
+scraper's token: allowed, unauthenticated, forbidden, error) and
+``appstack_metrics_auth_throttled_total`` (scrapes answered 429 without a review: over
+the review budget, :mod:`.metricsauth`).
 
 Everything lives in one :class:`Metrics` object with its own registry (tests create as many
 managers as they like). Used by the client, the workqueue, controllers and the manager.
@@ -173,6 +177,17 @@ class Metrics:
         self.events_dropped = Counter(
             "appstack_events_dropped",
             "Kubernetes Events not recorded because too many were waiting to be sent.",
+            registry=r,
+        )
+        self.metrics_auth_reviews = Counter(
+            "appstack_metrics_auth_reviews",
+            "TokenReviews asked to check a /metrics scraper's token, by result.",
+            ["result"],
+            registry=r,
+        )
+        self.metrics_auth_throttled = Counter(
+            "appstack_metrics_auth_throttled",
+            "/metrics scrapes answered 429 without a TokenReview: over the review budget.",
             registry=r,
         )
 

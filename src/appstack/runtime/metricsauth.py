@@ -4,17 +4,25 @@ kubebuilder's scaffolds do (``WithAuthenticationAndAuthorization``).
 A scrape must carry ``Authorization: Bearer <token>``; the token is checked with a
 TokenReview, and the user it names must be allowed ``get`` on the non-resource URL
 ``/metrics`` by a SubjectAccessReview (the generated ``appstack-metrics-reader-<namespace>``
-ClusterRole grants exactly that). Decisions are remembered for :attr:`MetricsAuth.ttl`
-seconds per token (keyed by its SHA-256, never the token itself), so a scrape every few
-seconds costs two API calls a minute. The operator needs ``create`` on ``tokenreviews``
-and ``subjectaccessreviews``. :class:`~appstack.runtime.manager.Manager` calls it for
-every ``/metrics`` request when given ``metrics_auth``.
+ClusterRole grants exactly that). The operator needs ``create`` on ``tokenreviews`` and
+``subjectaccessreviews``. :class:`~appstack.runtime.manager.Manager` calls it for every
+``/metrics`` request when given ``metrics_auth``.
+
+What it may cost the API server is bounded (:mod:`.reviewlimit`): decisions are remembered
+per token (keyed by its SHA-256, never the token itself) for ``ttl`` seconds if allowed,
+``failure_ttl`` if refused, in a cache of at most ``cache_size`` tokens; the same token
+arriving again while its review is under way waits for that review; and at most ``rate``
+reviews a second are asked (bursts of ``burst``): a scrape with an unknown token beyond
+that is answered 429 without asking. So a scrape every few seconds costs two API calls
+every ``ttl`` seconds, and a flood of made-up tokens no more than the budget. Counted in
+``appstack_metrics_auth_reviews_total{result}`` and
+``appstack_metrics_auth_throttled_total``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
-import time
 from typing import Any
 
 import structlog
@@ -22,6 +30,7 @@ import structlog
 from appstack.core.resource import Resource
 from appstack.runtime import errors
 from appstack.runtime.client import Client
+from appstack.runtime.reviewlimit import Clock, DecisionCache, ReviewBudget
 
 log = structlog.get_logger("appstack.metrics")
 
@@ -32,34 +41,82 @@ SUBJECT_ACCESS_REVIEW = Resource(
     "authorization.k8s.io", "v1", "SubjectAccessReview", "subjectaccessreviews", namespaced=False
 )
 MAX_REMEMBERED = 1024
+THROTTLED = 429
+_RESULTS = {200: "allowed", 401: "unauthenticated", 403: "forbidden"}
 
 
 class MetricsAuth:
-    """``await auth.check(authorization_header)`` → an HTTP status: 200, 401 or 403."""
+    """``await auth.check(authorization_header)`` → an HTTP status: 200, 401, 403 or 429."""
 
-    def __init__(self, client: Client, *, path: str = "/metrics", ttl: float = 30.0) -> None:
+    def __init__(
+        self,
+        client: Client,
+        *,
+        path: str = "/metrics",
+        ttl: float = 30.0,
+        failure_ttl: float = 10.0,
+        cache_size: int = MAX_REMEMBERED,
+        rate: float = 5.0,
+        burst: int = 10,
+        clock: Clock | None = None,
+    ) -> None:
         self.client = client
         self.path = path
         self.ttl = ttl
-        self._decisions: dict[str, tuple[float, int]] = {}
+        self.failure_ttl = failure_ttl
+        clocked = {"clock": clock} if clock is not None else {}
+        self.decisions = DecisionCache(cache_size, ttl, **clocked)
+        self.budget = ReviewBudget(rate, burst, **clocked)
+        self._pending: dict[str, asyncio.Future[int]] = {}
 
     async def check(self, authorization: str | None) -> int:
         scheme, _, token = (authorization or "").partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
+        token = token.strip()
+        if scheme.lower() != "bearer" or not token:
             return 401
-        key = hashlib.sha256(token.strip().encode()).hexdigest()
-        remembered = self._decisions.get(key)
-        if remembered is not None and remembered[0] > time.monotonic():
-            return remembered[1]
+        key = hashlib.sha256(token.encode()).hexdigest()
+        remembered = self.decisions.get(key)
+        if remembered is not None:
+            return remembered
+        pending = self._pending.get(key)
+        if pending is not None:  # the same token is being reviewed: its answer is ours
+            return await asyncio.shield(pending)
+        if not self.budget.take():
+            self._count_throttled()
+            return THROTTLED
+        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self._pending[key] = future
         try:
-            decision = await self._decide(token.strip())
+            decision = await self._review(token)
+            future.set_result(decision)
+        except BaseException:
+            future.set_result(403)
+            raise
+        finally:
+            del self._pending[key]
+        return decision
+
+    async def _review(self, token: str) -> int:
+        try:
+            decision = await self._decide(token)
         except errors.ApiError as error:  # cannot tell: refuse, and do not remember
             log.warning("cannot check a metrics scrape", error=str(error))
+            self._count("error")
             return 403
-        if len(self._decisions) >= MAX_REMEMBERED:
-            self._decisions.clear()
-        self._decisions[key] = (time.monotonic() + self.ttl, decision)
+        self._count(_RESULTS[decision])
+        key = hashlib.sha256(token.encode()).hexdigest()
+        self.decisions.put(key, decision, self.ttl if decision == 200 else self.failure_ttl)
         return decision
+
+    def _count(self, result: str) -> None:
+        metrics = getattr(self.client, "metrics", None)
+        if metrics is not None:
+            metrics.metrics_auth_reviews.labels(result).inc()
+
+    def _count_throttled(self) -> None:
+        metrics = getattr(self.client, "metrics", None)
+        if metrics is not None:
+            metrics.metrics_auth_throttled.inc()
 
     async def _decide(self, token: str) -> int:
         review = await self.client.create(

@@ -11,7 +11,9 @@ agree), and :func:`build_image` replays the two stages:
    root: the wheel is built with pip, then installed with the locked dependencies
    (``requirements.lock``, hash-checked) into the venv ``/opt/appstack``;
 2. final stage: a minbase rootfs with ``python3`` (cached), :data:`USER_STEP`, the venv
-   copied over, the image configuration set, committed with buildah to an oci-archive.
+   copied over, the image configuration set (with the provenance labels of
+   :mod:`appstack_testbed.image_labels`: source, revision, created), committed with
+   buildah to an oci-archive.
 
 Everything lives in ``$APPSTACK_CACHE/image``; the archive is named after a key of all its
 inputs (rootfs keys, steps, configuration, lock and sources), so a warm call returns at
@@ -20,6 +22,7 @@ once. Needs root (chroot, mounts); missing tools are installed with apt-get.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -31,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from appstack import __version__
+from appstack_testbed import image_labels
 from appstack_testbed.build import _file_lock, _fmt, _stderr
 from appstack_testbed.oci import KEEP, ImageConfig, commit, keep_newest
 from appstack_testbed.rootfs import (
@@ -123,9 +127,12 @@ def source_files(project: Path) -> list[Path]:
 
 
 def image_key(project: Path) -> str:
-    """A digest of everything the image is made of."""
+    """A digest of everything the image is made of (its provenance labels included, but
+    for the build time)."""
     digest = hashlib.sha256()
+    provenance = image_labels.provenance(project, list(SOURCES))
     spec = [BUILD_ROOTFS.key, RUNTIME_ROOTFS.key, BUILD_STEPS, USER_STEP, repr(CONFIG)]
+    spec.append(json.dumps(provenance, sort_keys=True))
     digest.update(json.dumps(spec).encode())
     for path in source_files(project):
         digest.update(str(path.relative_to(project)).encode() + b"\0")
@@ -210,7 +217,13 @@ def build_image(
                 venv = builder / VENV.lstrip("/")
                 subprocess.run(["cp", "-a", str(venv), str(rootfs / "opt")], check=True)
 
-            commit(cache / "buildah", populate, CONFIG, archive, ref)
+            labels = {
+                **CONFIG.labels,
+                **image_labels.provenance(project, list(SOURCES)),
+                f"{image_labels.PREFIX}created": image_labels.created(),
+            }
+            config = dataclasses.replace(CONFIG, labels=labels)
+            commit(cache / "buildah", populate, config, archive, ref)
         stamp.write_text(ref)
         # Keep a few: other checkouts (worktrees) may be testing their own image right now.
         for old in keep_newest(list(cache.glob("appstack-*.oci.tar")), KEEP):

@@ -1,0 +1,157 @@
+"""The Helm chart's monitoring templates (pure; used by :mod:`appstack.manifests.chart`):
+the metrics Service's ServiceMonitor and its reader binding, the ``helm test`` pod that
+GETs ``/metrics``, the PrometheusRule and the Grafana dashboard ConfigMap — each from the
+same function as deploy/monitoring/ (:mod:`appstack.manifests.monitoring`,
+:mod:`appstack.manifests.dashboard`), with Helm's control flow where values choose.
+
+``metrics.secure`` (HTTPS, the default) and ``metrics.certSecret`` (a mounted certificate
+instead of the self-signed one) decide the ServiceMonitor's ``scheme`` and ``tlsConfig``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from appstack.manifests import crds, dashboard, monitoring, rbac, workload
+from appstack.manifests.helmtext import (
+    IMAGE,
+    NAMESPACES,
+    NS,
+    RELEASE_NS,
+    block,
+    conditional,
+    conditional_text,
+    dump,
+    sentinel,
+    substitute,
+)
+
+SECURE = ".Values.metrics.secure"
+CERT_SECRET = ".Values.metrics.certSecret"  # noqa: S105 - a value's path
+
+
+def _scheme_and_tls(text: str) -> str:
+    """``scheme: '@@SCHEME@@'`` → https with the tlsConfig the values choose, or http."""
+    checked = dump({"tlsConfig": monitoring.tls_config(NS, sentinel("CERT_SECRET"))})
+    skipped = dump({"tlsConfig": monitoring.tls_config(NS)})
+
+    def replace(match: re.Match[str]) -> str:
+        i = match.group(1)
+
+        def indented(yaml_text: str) -> str:
+            return "\n".join(f"{i}{line}" for line in yaml_text.rstrip("\n").split("\n"))
+
+        return "\n".join(
+            [
+                f"{i}{{{{- if {SECURE} }}}}",
+                f"{i}scheme: https",
+                f"{i}{{{{- if {CERT_SECRET} }}}}",
+                indented(checked),
+                f"{i}{{{{- else }}}}",
+                indented(skipped),
+                f"{i}{{{{- end }}}}",
+                f"{i}{{{{- else }}}}",
+                f"{i}scheme: http",
+                f"{i}{{{{- end }}}}",
+            ]
+        )
+
+    text = re.sub(r"^(\s*)tlsConfig:\n(\1 .*\n)*", "", text, flags=re.MULTILINE)
+    return re.sub(r"^(\s*)scheme: https$", replace, text, flags=re.MULTILINE)
+
+
+def service_monitor() -> str:
+    """The ServiceMonitor and the binding that lets its token read /metrics."""
+    account = ".Values.metrics.serviceMonitor.prometheusServiceAccount"
+    binding = monitoring.reader_binding(NS, sentinel("ACCOUNT"), sentinel("ACCOUNT_NS"))
+    text = "---\n".join(
+        [
+            _scheme_and_tls(dump(monitoring.service_monitor(NS, sentinel("INTERVAL")))),
+            dump(binding),
+        ]
+    )
+    extra = {
+        "INTERVAL": "{{ .Values.metrics.serviceMonitor.interval }}",
+        "ACCOUNT": f"{{{{ {account}.name }}}}",
+        "ACCOUNT_NS": f"{{{{ {account}.namespace }}}}",
+        "CERT_SECRET": f"{{{{ {CERT_SECRET} }}}}",
+    }
+    return conditional_text(
+        "and .Values.metrics.enabled .Values.metrics.serviceMonitor.enabled",
+        substitute(text, {**NAMESPACES, **extra}),
+    )
+
+
+def test_pod() -> str:
+    url = f"{sentinel('SCHEME')}://{workload.METRICS_SERVICE}.{RELEASE_NS}.svc:8080/metrics"
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"{rbac.NAME}-test-metrics",
+            "namespace": NS,
+            "labels": dict(crds.LABELS),
+            "annotations": {
+                "helm.sh/hook": "test",
+                "helm.sh/hook-delete-policy": "before-hook-creation",
+            },
+        },
+        "spec": {
+            "restartPolicy": "Never",
+            "securityContext": {"runAsNonRoot": True, "runAsUser": 65532},
+            "containers": [
+                {
+                    "name": "metrics",
+                    "image": sentinel("IMAGE"),
+                    "command": [
+                        "python3",
+                        "-c",
+                        # /metrics answers; 401/403 is an answer too: it is guarded by
+                        # TokenReview + SubjectAccessReview (--metrics-auth, the default).
+                        # HTTPS: the connection is what is tested, not who signed it.
+                        "import os, ssl, urllib.error, urllib.request\n"
+                        "unverified = ssl._create_unverified_context()\n"
+                        "try:\n"
+                        "    urllib.request.urlopen(\n"
+                        "        os.environ['METRICS_URL'], timeout=10, context=unverified\n"
+                        "    )\n"
+                        "except urllib.error.HTTPError as error:\n"
+                        "    assert error.code in (401, 403), error\n",
+                    ],
+                    "env": [{"name": "METRICS_URL", "value": url}],
+                    "securityContext": {
+                        "allowPrivilegeEscalation": False,
+                        "capabilities": {"drop": ["ALL"]},
+                        "seccompProfile": {"type": "RuntimeDefault"},
+                    },
+                }
+            ],
+        },
+    }
+    scheme = f"{{{{ if {SECURE} }}}}https{{{{ else }}}}http{{{{ end }}}}"
+    return conditional(".Values.metrics.enabled", pod, {"IMAGE": IMAGE, "SCHEME": scheme})
+
+
+def prometheus_rule() -> str:
+    """The alerts; their own ``{{ $labels.x }}`` templates pass through Helm as literals."""
+    text = conditional(".Values.metrics.prometheusRule.enabled", dashboard.prometheus_rule(NS), {})
+    return re.sub(r"\{\{ (\$labels\.\w+) \}\}", r'{{ "{{ \1 }}" }}', text)
+
+
+def dashboard_configmap() -> str:
+    configmap = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": f"{rbac.NAME}-dashboard",
+            "namespace": NS,
+            "labels": {**crds.LABELS, "grafana_dashboard": "1"},
+        },
+        "data": {"appstack-operator.json": sentinel("DASHBOARD")},
+    }
+    text = block(dump(configmap), "appstack-operator.json", "DASHBOARD", "x")
+    text = text.replace(
+        "{{- toYaml x | nindent 4 }}",
+        '{{- .Files.Get "dashboards/appstack-operator.json" | nindent 4 }}',
+    ).replace("appstack-operator.json:\n", "appstack-operator.json: |-\n")
+    return conditional_text(".Values.metrics.grafanaDashboard.enabled", text)

@@ -1,0 +1,122 @@
+"""The TLS server context ``/metrics`` is served with (controller-runtime's secure metrics
+serving): a certificate and key from files (``--metrics-cert-dir``: ``tls.crt`` and
+``tls.key``, as a ``kubernetes.io/tls`` Secret mounts them, e.g. one cert-manager keeps
+renewed), or else a self-signed certificate made at start-up, in memory only.
+
+The self-signed key never touches a disk (the operator's root filesystem is read-only):
+it is loaded through :func:`appstack.runtime.certdata.load_cert_chain`. Files are loaded
+again when they change (:meth:`CertFiles.watch`, every ``interval`` seconds), so a renewed
+Secret is served without a restart: new connections get the new certificate. Used by
+:mod:`appstack.operator`, which passes the context to the
+:class:`~appstack.runtime.manager.Manager`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import ipaddress
+import socket
+import ssl
+from pathlib import Path
+
+import structlog
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from appstack.runtime.certdata import load_cert_chain
+
+log = structlog.get_logger("appstack.metrics")
+
+CERT_FILE, KEY_FILE = "tls.crt", "tls.key"
+VALIDITY = datetime.timedelta(days=365)
+
+
+def self_signed(names: list[str]) -> tuple[bytes, bytes]:
+    """A self-signed ECDSA P-256 server certificate for ``names`` (DNS names or IP
+    addresses; the first is the subject), valid for a year: (certificate PEM, key PEM)."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, names[0][:64])])
+    sans: list[x509.GeneralName] = []
+    for name in dict.fromkeys(names):
+        try:
+            sans.append(x509.IPAddress(ipaddress.ip_address(name)))
+        except ValueError:
+            sans.append(x509.DNSName(name))
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + VALIDITY)
+        .add_extension(x509.SubjectAlternativeName(sans), critical=False)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    return cert.public_bytes(serialization.Encoding.PEM), key_pem
+
+
+def default_names() -> list[str]:
+    """What a self-signed certificate names: this host, localhost and loopback."""
+    return [socket.gethostname(), "localhost", "127.0.0.1", "::1"]
+
+
+def _server_context() -> ssl.SSLContext:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    return context
+
+
+def self_signed_context(names: list[str] | None = None) -> ssl.SSLContext:
+    """A server context with a fresh self-signed certificate (kept in memory only)."""
+    context = _server_context()
+    cert, key = self_signed(names or default_names())
+    load_cert_chain(context, cert, key)
+    return context
+
+
+class CertFiles:
+    """``tls.crt`` and ``tls.key`` in ``directory``, loaded into :attr:`context`, and
+    loaded again by :meth:`watch` whenever either file changes."""
+
+    def __init__(self, directory: str | Path) -> None:
+        self.cert = Path(directory, CERT_FILE)
+        self.key = Path(directory, KEY_FILE)
+        self.context = _server_context()
+        self._seen = self._stamp()
+        self.context.load_cert_chain(self.cert, self.key)  # a missing/bad file fails start-up
+
+    def _stamp(self) -> tuple[float, float]:
+        return self.cert.stat().st_mtime, self.key.stat().st_mtime
+
+    def reload_if_changed(self) -> bool:
+        """Load the files again if they changed since the last load; True if so. A pair
+        that does not load (e.g. caught between the two writes) is tried again later."""
+        try:
+            stamp = self._stamp()
+            if stamp == self._seen:
+                return False
+            self.context.load_cert_chain(self.cert, self.key)
+        except (OSError, ssl.SSLError) as error:
+            log.warning("cannot load the metrics certificate yet", error=str(error))
+            return False
+        self._seen = stamp
+        log.info("metrics certificate reloaded", cert=str(self.cert))
+        return True
+
+    async def watch(self, interval: float = 30.0) -> None:
+        """Until cancelled: reload the files when they change."""
+        while True:
+            await asyncio.sleep(interval)
+            self.reload_if_changed()
