@@ -25,6 +25,7 @@ import structlog
 from appstack import __version__
 from appstack.controllers import appstack as appstack_controller
 from appstack.controllers.appstack.addresses import ExternalIPPolicy, parse_networks
+from appstack.controllers.kind_metrics import KindMetrics
 from appstack.controllers.rbac import LEASE_NAME
 from appstack.controllers.registry import ALL
 from appstack.core.duration import DEFAULT_SYNC_PERIOD, parse_duration
@@ -139,6 +140,8 @@ async def _run(options: OperatorOptions) -> None:
         metrics_tls=tls,
     )
     recorder = EventRecorder(client, instance=me)
+    # What users run, per kind, read from the cache at each scrape (kind_metrics.py).
+    manager.metrics.registry.register(KindMetrics(manager.cache))
     reconciler_options = options.reconciler_options()
     for controller in ALL:
         controller.setup(

@@ -171,6 +171,9 @@ async def test_prometheus_scrapes_the_operator_and_alerts_only_once_it_is_gone(
                 90,
                 "the leader gauge and a reconcile in Prometheus",
             )
+            # What users run, per kind (controllers/kind_metrics.py): the AppService Ready.
+            ready = f'appstack_object_ready{{kind="AppService",namespace="{namespace}"}}'
+            await _until(server, lambda: _value(server, ready) == 1, 60, "the AppService Ready")
             healthy_at = time.time()
             await _until(
                 server,

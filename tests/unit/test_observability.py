@@ -60,6 +60,7 @@ def test_the_operators_registry_exports_process_and_python_metrics() -> None:
 
 
 def _exported_samples() -> set[str]:
+    from appstack.controllers.kind_metrics import FAMILIES  # noqa: PLC0415
     from appstack.runtime.metrics import Metrics  # noqa: PLC0415
 
     suffixes = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count")}
@@ -67,7 +68,7 @@ def _exported_samples() -> set[str]:
         family.name + suffix
         for family in Metrics().registry.collect()
         for suffix in suffixes.get(family.type, ("",))
-    }
+    } | set(FAMILIES)
 
 
 def test_the_dashboard_and_alerts_reference_only_metrics_the_operator_exports() -> None:
@@ -75,7 +76,7 @@ def test_the_dashboard_and_alerts_reference_only_metrics_the_operator_exports() 
 
     exported = _exported_samples()
     ours = re.compile(
-        r"\b((?:controller_runtime|workqueue|leader_election|rest_client|process|python)_\w+)"
+        r"\b((?:controller_runtime|workqueue|leader_election|rest_client|process|python|appstack)_\w+)"
     )
     for expr in dashboard.expressions():
         names = ours.findall(expr)
@@ -84,4 +85,12 @@ def test_the_dashboard_and_alerts_reference_only_metrics_the_operator_exports() 
     panels = dashboard.grafana_dashboard()["panels"]
     assert len({p["id"] for p in panels}) == len(panels)
     alerts = {r["alert"] for r in dashboard.prometheus_rule()["spec"]["groups"][0]["rules"]}
-    assert alerts == {"AppstackReconcileErrors", "AppstackWorkqueueStuck", "AppstackNoLeader"}
+    assert alerts == {
+        "AppstackReconcileErrors",
+        "AppstackWorkqueueStuck",
+        "AppstackNoLeader",
+        "AppstackObjectNotReady",
+        "AppstackEtcdQuorumLost",
+        "AppstackEtcdBackupOverdue",
+        "AppstackCronTabFailing",
+    }

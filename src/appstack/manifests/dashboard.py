@@ -1,5 +1,6 @@
 """What users watch the operator with, from the metrics it exports (controller-runtime's
-names, :mod:`appstack.runtime.metrics`): a Grafana dashboard (JSON) and PrometheusRule
+names, :mod:`appstack.runtime.metrics`, and what users run, per kind,
+:mod:`appstack.controllers.kind_metrics`): a Grafana dashboard (JSON) and PrometheusRule
 alerts. Generated into ``deploy/monitoring/`` and the Helm chart; a unit test checks that
 every metric they reference is one the operator's registry exports. Pure."""
 
@@ -50,6 +51,46 @@ PANELS: list[tuple[str, str, list[str]]] = [
     ),
     ("Memory (RSS)", "bytes", ["process_resident_memory_bytes"]),
     ("CPU", "percentunit", ["rate(process_cpu_seconds_total[5m])"]),
+    # What users run (controllers/kind_metrics.py): one row of panels per kind.
+    (
+        "Objects per kind: Ready / not Ready",
+        "short",
+        [
+            "sum by (kind) (appstack_object_ready)",
+            "count by (kind) (appstack_object_ready == 0)",
+        ],
+    ),
+    (
+        "AppStack members by state",
+        "short",
+        ["sum by (namespace, name, state) (appstack_appstack_members)"],
+    ),
+    (
+        "EtcdCluster healthy voters / members",
+        "short",
+        [
+            "max by (namespace, name) (appstack_etcdcluster_ready_members)",
+            "max by (namespace, name) (appstack_etcdcluster_members)",
+        ],
+    ),
+    (
+        "EtcdCluster quorum and leader (1 = yes)",
+        "short",
+        [
+            "min by (namespace, name) (appstack_etcdcluster_quorum)",
+            "min by (namespace, name) (appstack_etcdcluster_has_leader)",
+        ],
+    ),
+    (
+        "EtcdCluster age of the newest snapshot",
+        "s",
+        ["time() - max by (namespace, name) (appstack_etcdcluster_last_backup_timestamp_seconds)"],
+    ),
+    (
+        "CronTabs whose newest run failed",
+        "short",
+        ["max by (namespace, name) (appstack_crontab_last_run_failed) == 1"],
+    ),
 ]
 
 
@@ -125,6 +166,55 @@ ALERTS: list[dict[str, Any]] = [
         "labels": {"severity": "critical"},
         "annotations": {
             "summary": "No appstack operator replica holds the leader Lease: nothing reconciles",
+        },
+    },
+    # What users run (controllers/kind_metrics.py). ``max by`` keeps one series per object
+    # when both replicas are scraped (each exports what its cache holds).
+    {
+        "alert": "AppstackObjectNotReady",
+        "expr": "max by (kind, namespace, name) (appstack_object_ready) == 0",
+        "for": "15m",
+        "labels": {"severity": "warning"},
+        "annotations": {
+            "summary": "{{ $labels.kind }} {{ $labels.namespace }}/{{ $labels.name }} has not "
+            "been Ready for 15 minutes",
+            "description": "Its Ready condition and Events say why (kubectl describe, or "
+            "appstack status KIND/NAME).",
+        },
+    },
+    {
+        "alert": "AppstackEtcdQuorumLost",
+        "expr": "min by (namespace, name) (appstack_etcdcluster_quorum) == 0",
+        "for": "2m",
+        "labels": {"severity": "critical"},
+        "annotations": {
+            "summary": "EtcdCluster {{ $labels.namespace }}/{{ $labels.name }} has lost its "
+            "quorum: it takes no writes",
+            "description": "Fewer than half of its voters are healthy. With "
+            "spec.disasterRecovery enabled it is rebuilt from the newest snapshot; see "
+            "docs/etcdcluster.md.",
+        },
+    },
+    {
+        "alert": "AppstackEtcdBackupOverdue",
+        "expr": "time() - max by (namespace, name) "
+        "(appstack_etcdcluster_next_backup_due_timestamp_seconds) > 1800",
+        "for": "10m",
+        "labels": {"severity": "warning"},
+        "annotations": {
+            "summary": "EtcdCluster {{ $labels.namespace }}/{{ $labels.name }}: a scheduled "
+            "snapshot is more than 30 minutes overdue",
+            "description": "Its backup Jobs do not complete (kubectl get jobs -n "
+            "{{ $labels.namespace }}); the newest snapshot is getting old.",
+        },
+    },
+    {
+        "alert": "AppstackCronTabFailing",
+        "expr": "max by (namespace, name) (appstack_crontab_last_run_failed) == 1",
+        "for": "5m",
+        "labels": {"severity": "warning"},
+        "annotations": {
+            "summary": "CronTab {{ $labels.namespace }}/{{ $labels.name }}: its newest run failed",
         },
     },
 ]

@@ -1,0 +1,100 @@
+"""What users run, as metrics (controllers/kind_metrics.py): pure samples per kind, and the
+collector over a cache."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prometheus_client import CollectorRegistry, generate_latest
+
+from appstack.controllers.kind_metrics import FAMILIES, KindMetrics, samples
+from appstack.runtime.resources import Resource
+
+
+def _obj(kind: str, name: str, status: dict[str, Any], spec: dict[str, Any] | None = None) -> Any:
+    meta = {"name": name, "namespace": "ns", "creationTimestamp": "2026-11-25T00:00:00Z"}
+    return {"kind": kind, "metadata": meta, "spec": spec or {}, "status": status}
+
+
+def _ready(status: str, kind: str = "Ready") -> dict[str, Any]:
+    return {"conditions": [{"type": kind, "status": status}]}
+
+
+def test_readiness_per_object_and_kind() -> None:
+    got = list(
+        samples(
+            "AppService",
+            [
+                _obj("AppService", "a", _ready("True")),
+                _obj("AppService", "b", _ready("False")),
+                _obj("AppService", "c", {}),
+            ],
+        )
+    )
+    assert [(s[1]["name"], s[2]) for s in got] == [("a", 1.0), ("b", 0.0), ("c", 0.0)]
+    assert got[0][1] == {"kind": "AppService", "namespace": "ns", "name": "a"}
+    # an EtcdCluster is Ready when Available
+    (etcd, *_) = samples("EtcdCluster", [_obj("EtcdCluster", "e", _ready("True", "Available"))])
+    assert etcd == (
+        "appstack_object_ready",
+        {"kind": "EtcdCluster", "namespace": "ns", "name": "e"},
+        1.0,
+    )
+
+
+def test_an_appstacks_members_by_state() -> None:
+    members = [{"state": "Ready"}, {"state": "Ready"}, {"state": "Failed"}]
+    got = {
+        s[1].get("state"): s[2]
+        for s in samples("AppStack", [_obj("AppStack", "s", {"members": members})])
+        if s[0] == "appstack_appstack_members"
+    }
+    assert got == {"Ready": 2, "Progressing": 0, "WaitingForDependencies": 0, "Failed": 1}
+
+
+def test_an_etcd_clusters_quorum_leader_and_backups() -> None:
+    status = {
+        "members": [{}, {}, {}],
+        "readyMembers": 1,
+        "leader": "",
+        "lastBackupTime": "2026-11-25T10:00:00Z",
+    }
+    spec = {"replicas": 3, "backup": {"intervalMinutes": 60, "pvcName": "b"}}
+    got = {s[0]: s[2] for s in samples("EtcdCluster", [_obj("EtcdCluster", "e", status, spec)])}
+    assert got["appstack_etcdcluster_members"] == 3
+    assert got["appstack_etcdcluster_quorum"] == 0.0  # 1 of 3 voters healthy
+    assert got["appstack_etcdcluster_has_leader"] == 0.0
+    last = got["appstack_etcdcluster_last_backup_timestamp_seconds"]
+    assert got["appstack_etcdcluster_next_backup_due_timestamp_seconds"] == last + 3600
+    healthy = {**status, "readyMembers": 2, "leader": "e-0"}
+    got = {s[0]: s[2] for s in samples("EtcdCluster", [_obj("EtcdCluster", "e", healthy, spec)])}
+    assert got["appstack_etcdcluster_quorum"] == 1.0
+    assert got["appstack_etcdcluster_has_leader"] == 1.0
+    without = {
+        s[0] for s in samples("EtcdCluster", [_obj("EtcdCluster", "e", {}, {"replicas": 3})])
+    }
+    assert "appstack_etcdcluster_next_backup_due_timestamp_seconds" not in without
+
+
+def test_a_crontabs_failed_run() -> None:
+    got = [
+        s
+        for s in samples("CronTab", [_obj("CronTab", "c", {"lastRunResult": "Failed"})])
+        if s[0] == "appstack_crontab_last_run_failed"
+    ]
+    assert got == [("appstack_crontab_last_run_failed", {"namespace": "ns", "name": "c"}, 1.0)]
+
+
+def test_the_collector_exports_every_family_from_the_cache() -> None:
+    class Cache:
+        def objects(self, resource: Resource) -> list[Any]:
+            if resource.kind == "AppService":
+                return [_obj("AppService", "web", _ready("True"))]
+            return []
+
+    registry = CollectorRegistry()
+    registry.register(KindMetrics(Cache()))  # type: ignore[arg-type]
+    text = generate_latest(registry).decode()
+    for name in FAMILIES:
+        assert f"# TYPE {name} gauge" in text
+    assert 'appstack_object_ready{kind="AppService",name="web",namespace="ns"} 1.0' in text
