@@ -17,12 +17,12 @@ from lightkube import codecs
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace
 
+from appstack.cli.uninstall import CRD, INSTALLED, uninstall
 from appstack.controllers.appservice import APP_SERVICE
 from appstack.manifests.install import Install, InstallOptions, install
 from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.resources import DEPLOYMENT
-from appstack.uninstall import CRD, INSTALLED, uninstall
 from appstack_testbed.cluster import LocalCluster
 from tests.e2e.conftest import is_ready, until
 from tests.e2e.installed import admin_client, apply_install, running_operator

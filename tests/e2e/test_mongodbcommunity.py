@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 import yaml
 
+from appstack.cli.status_kinds import collect, render
 from appstack.controllers.mongodbcommunity import MONGODB_COMMUNITY
 from appstack.controllers.util import mongodb_bootstrap as boot
 from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.resources import CONFIG_MAP, EVENT, PDB, SECRET, SERVICE, STATEFUL_SET
-from appstack.status_kinds import collect, render
 from appstack_testbed.pytest_plugin import ClusterHandle
 from tests.e2e.conftest import RunningOperator, until
 

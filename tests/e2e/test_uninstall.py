@@ -20,6 +20,7 @@ from lightkube import codecs
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace
 
+from appstack.cli.uninstall import CRD, INSTALLED, SELECTOR, uninstall
 from appstack.controllers.appservice import APP_SERVICE
 from appstack.controllers.appstack import APP_STACK
 from appstack.controllers.util.meta import CHILD_SELECTOR
@@ -35,7 +36,6 @@ from appstack.runtime.resources import (
     SERVICE_ACCOUNT,
     STATEFUL_SET,
 )
-from appstack.uninstall import CRD, INSTALLED, SELECTOR, uninstall
 from appstack_testbed.cluster import LocalCluster
 from tests.e2e.conftest import is_ready, until
 from tests.e2e.installed import admin_client, apply_install, running_operator

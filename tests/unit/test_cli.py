@@ -122,8 +122,8 @@ def test_the_cluster_commands_come_from_the_test_bed_distribution() -> None:
 
 
 def test_an_uninstall_wait_says_how_many_of_each_kind_remain_and_names_the_first() -> None:
+    from appstack.cli.uninstall import CRD, Found, waiting_line  # noqa: PLC0415
     from appstack.controllers.appservice import APP_SERVICE  # noqa: PLC0415
-    from appstack.uninstall import CRD, Found, waiting_line  # noqa: PLC0415
 
     left = [Found(APP_SERVICE, f"app-{i}", "shop", ()) for i in range(5)]
     left.append(Found(CRD, "appservices.appstack.dev", None, ()))

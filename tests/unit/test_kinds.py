@@ -12,10 +12,10 @@ from pydantic import ValidationError
 
 from appstack.api.appservice import AppService
 from appstack.api.kind import GROUP, group_key
+from appstack.cli.render import PLACEHOLDER_UID, render_documents
 from appstack.controllers.registry import ALL, by_kind
 from appstack.controllers.util.workloads import deployment_ready, deployment_rollout
 from appstack.manifests import crds, rbac
-from appstack.rendering import PLACEHOLDER_UID, render_documents
 
 ROOT = Path(__file__).resolve().parents[2]
 

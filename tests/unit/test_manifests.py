@@ -6,12 +6,12 @@ from pathlib import Path
 
 import yaml
 
+from appstack.cli.uninstall import INSTALLED, removal_order
+from appstack.cli.uninstall_scope import Scope, watched_namespaces
 from appstack.controllers.rbac import RUNTIME_RULES, operator_rules
 from appstack.controllers.registry import ALL
 from appstack.manifests import admission, bundle, chart, monitoring, rbac, workload
 from appstack.manifests.install import InstallOptions, install
-from appstack.uninstall import INSTALLED, removal_order
-from appstack.uninstall_scope import Scope, watched_namespaces
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 CHART = DEPLOY.parent / "charts" / "appstack"

@@ -3,8 +3,8 @@ and the tree drawn from a collected view."""
 
 from __future__ import annotations
 
+from appstack.cli.status_kinds import VIEWS, render, resolve
 from appstack.controllers.registry import ALL
-from appstack.status_kinds import VIEWS, render, resolve
 
 
 def test_kinds_are_found_by_kind_plural_singular_or_short_name() -> None:

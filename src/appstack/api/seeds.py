@@ -6,7 +6,7 @@ kinds in their own group: ``app.example.com`` and ``kosmos.io`` (AppService),
 ``d3os-product.com.d3os`` (DataService). A document in
 one of those groups, or one of our kinds in another group, would otherwise be passed
 through by ``appstack render`` as an ordinary object; :func:`foreign_problem` says what to
-change instead. Pure; used by :mod:`appstack.rendering`.
+change instead. Pure; used by :mod:`appstack.cli.render`.
 """
 
 from __future__ import annotations

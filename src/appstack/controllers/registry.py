@@ -1,7 +1,7 @@
 """Every controller of the operator, in one list: :data:`ALL`.
 
 The operator process (:mod:`appstack.operator`), the generated CRDs and RBAC
-(:mod:`appstack.manifests`), ``appstack render`` (:mod:`appstack.rendering`), the CLI help
+(:mod:`appstack.manifests`), ``appstack render`` (:mod:`appstack.cli.render`), the CLI help
 and the e2e fixtures iterate over it. Adding a kind is one api module, one controller
 package and one line here (see docs/design.md, "Adding a kind").
 """

@@ -1,5 +1,5 @@
 """Defaults of ``appstack run`` that the install manifests and the Helm chart repeat, written
-once: the CLI (:mod:`appstack.run_command`) and :mod:`appstack.manifests` read them here."""
+once: the CLI (:mod:`appstack.cli.run`) and :mod:`appstack.manifests` read them here."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Durations as the operator's flags take them (Go's ``time.ParseDuration`` style, as
 controller-runtime's flags do): ``90s``, ``10m``, ``1h30m``, ``2.5m``, or plain seconds.
 Also the default sync period, shared by ``appstack run`` and the generated install. Pure;
-used by :mod:`appstack.run_command`, :mod:`appstack.operator` and the manifests.
+used by :mod:`appstack.cli.run`, :mod:`appstack.operator` and the manifests.
 """
 
 from __future__ import annotations

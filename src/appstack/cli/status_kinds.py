@@ -9,7 +9,7 @@ first, gathered from the object's status and what the operator made for it.
 
 :func:`collect` reads the cluster (by the instance label every child carries);
 :func:`render` is pure and draws the same NAME/READY/STATUS tree as the AppStack view.
-Used by ``appstack status`` (:mod:`appstack.cli_install`).
+Used by ``appstack status`` (:mod:`appstack.cli.install`).
 """
 
 from __future__ import annotations

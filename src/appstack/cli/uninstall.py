@@ -15,7 +15,7 @@ operator is not running, so nobody removes their finalizers), it stops before st
 says which ones and why: the operator and the CRDs stay, nothing is left Terminating
 without an owner to finish it.
 
-With ``namespace`` only the install in that namespace goes (:mod:`appstack.uninstall_scope`):
+With ``namespace`` only the install in that namespace goes (:mod:`appstack.cli.uninstall_scope`):
 the custom resources in the namespaces it watches, its operator and its own RBAC and
 policies; the CRDs too only when no other install remains.
 """
@@ -28,13 +28,13 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from appstack.cli.uninstall_scope import SELECTOR, discover
 from appstack.controllers.registry import ALL
 from appstack.core.resource import Resource
 from appstack.manifests.install import InstallOptions, install
 from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.resources import DEPLOYMENT, NAMESPACE, PDB, SERVICE, SERVICE_ACCOUNT
-from appstack.uninstall_scope import SELECTOR, discover
 
 _RBAC = "rbac.authorization.k8s.io"
 CRD = Resource(

@@ -2,7 +2,7 @@
 
 Here: ``run`` (the operator: every registered controller against a cluster) and
 ``render`` (what the operator would apply, offline, as YAML or JSON). In
-:mod:`appstack.cli_install`: ``manifests`` (deploy/, the Helm chart, or an install for
+:mod:`appstack.cli.install`: ``manifests`` (deploy/, the Helm chart, or an install for
 your image and namespaces), ``uninstall`` and ``status``. Other distributions add command
 groups through the ``appstack.cli`` entry-point group: the test bed (``appstack-testbed``, in
 ``testbed/`` of the repository, not part of this distribution) adds ``appstack cluster ...``,
@@ -18,7 +18,8 @@ from typing import TextIO
 
 import click
 
-from appstack import __version__, run_command
+from appstack import __version__
+from appstack.cli import run as run_command
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -75,7 +76,7 @@ def render(filename: TextIO, output: str) -> None:
     """
     import yaml  # noqa: PLC0415
 
-    from appstack.rendering import RenderError, render_documents  # noqa: PLC0415
+    from appstack.cli.render import RenderError, render_documents  # noqa: PLC0415
 
     notes: list[str] = []
     try:
@@ -104,7 +105,7 @@ def _register() -> None:
     # the command groups live in their own modules; registered here, once
     from importlib.metadata import entry_points  # noqa: PLC0415
 
-    from appstack.cli_install import manifests, status, uninstall  # noqa: PLC0415
+    from appstack.cli.install import manifests, status, uninstall  # noqa: PLC0415
 
     for command in (manifests, uninstall, status):
         main.add_command(command)

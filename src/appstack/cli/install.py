@@ -8,8 +8,8 @@ import sys
 
 import click
 
+from appstack.cli.run import KUBECONFIG
 from appstack.core.duration import DEFAULT_SYNC_PERIOD, parse_duration
-from appstack.run_command import KUBECONFIG
 
 
 def _duration(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
@@ -124,7 +124,7 @@ def uninstall(kubeconfig: str | None, timeout: float, yes: bool, namespace: str 
     With --namespace, only that install (other installs keep working)."""
     import asyncio  # noqa: PLC0415
 
-    from appstack import uninstall as removal  # noqa: PLC0415
+    from appstack.cli import uninstall as removal  # noqa: PLC0415
     from appstack.runtime.client import Client  # noqa: PLC0415
 
     if not yes:
@@ -169,8 +169,8 @@ def status(target: str, namespace: str, kubeconfig: str | None, output: str) -> 
 
     import yaml  # noqa: PLC0415
 
-    from appstack import status as stack_status  # noqa: PLC0415
-    from appstack import status_kinds  # noqa: PLC0415
+    from appstack.cli import status as stack_status  # noqa: PLC0415
+    from appstack.cli import status_kinds  # noqa: PLC0415
     from appstack.runtime import errors  # noqa: PLC0415
     from appstack.runtime.client import Client  # noqa: PLC0415
 

@@ -1,5 +1,5 @@
 """Which of a cluster's appstack objects belong to one install, for ``appstack uninstall
---namespace NS`` (:mod:`appstack.uninstall`).
+--namespace NS`` (:mod:`appstack.cli.uninstall`).
 
 Installs in different namespaces share only the CRDs: their cluster-scoped objects are
 named after their namespace (:func:`appstack.manifests.rbac.cluster_name`). One install is
