@@ -18,7 +18,6 @@ is written when everything is as wanted. Users removed from the spec are left in
 
 from __future__ import annotations
 
-from importlib import resources
 from typing import Any
 
 from appstack.api.mongodbcommunity import ADMIN_USER
@@ -29,22 +28,11 @@ PODINFO_PATH = "/podinfo"  # downward API: the pod's name in the file "name"
 USERS_PATH = "/users"  # /users/<index>/password: each user's Secret key
 
 
-def _js(name: str) -> str:
-    """A script of this package's ``js/`` folder (package data: linted by ``node --check``
-    in tests/unit/test_javascript.py, run under node by the bootstrap tests)."""
-    return (
-        resources.files("appstack.controllers.mongodbcommunity")
-        .joinpath("js")
-        .joinpath(name)
-        .read_text(encoding="utf-8")
-    )
-
-
 # Pure: which spec user to create or update, if any. Unit-tested under node.
-USERS_JS = _js("users.js")
+USERS_JS = boot.script_file(__package__, "users.js")
 
 # Shell I/O around plan() and planUsers(): the same text in mongo (legacy) and mongosh.
-DRIVER_JS = _js("driver.js")
+DRIVER_JS = boot.script_file(__package__, "driver.js")
 
 
 def script(port: int, mount: str = boot.MOUNT_PATH, root: str = "") -> str:

@@ -46,22 +46,17 @@ def shell_for(version: str) -> str:
     return MONGOSH if (major, minor) >= MONGOSH_FROM else LEGACY
 
 
-def _js(name: str) -> str:
-    """A script of this package's ``js/`` folder (package data: linted by ``node --check``
-    in tests/unit/test_javascript.py, run under node by the bootstrap tests)."""
-    return (
-        resources.files("appstack.controllers.util")
-        .joinpath("js")
-        .joinpath(name)
-        .read_text(encoding="utf-8")
-    )
+def script_file(package: str, name: str) -> str:
+    """A script of ``package``'s ``js/`` folder (package data: linted by ``node --check`` in
+    tests/unit/test_javascript.py, run under node by the bootstrap tests)."""
+    return resources.files(package).joinpath("js").joinpath(name).read_text(encoding="utf-8")
 
 
 # the pure decision of one pass (no I/O, no shell globals; unit-tested under node)
-PLAN_JS = _js("plan.js")
+PLAN_JS = script_file(__package__, "plan.js")
 
 # The AppStack's managed mongodb: plan() and its I/O, one pass in mongosh or the legacy shell.
-DRIVER_JS = _js("replicaset-driver.js")
+DRIVER_JS = script_file(__package__, "replicaset-driver.js")
 
 
 def script(port: int, mount: str = MOUNT_PATH) -> str:
