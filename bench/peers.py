@@ -1,5 +1,6 @@
-"""Side by side: appstack against the API server's raw write floor, a Go peer (the seed's
-controller-runtime algorithm) and a kopf peer — one invocation, one cluster.
+"""Side by side: appstack against the API server's raw write floor, the seed's own
+controller (kosmos-io/simple-controller, built from its repository) and a kopf peer — one
+invocation, one cluster. Our Go re-implementation of the seed is a peer too, labelled so.
 
 For each size N and each repeat, one after another, each in a fresh namespace that is
 deleted (and waited for) before the next: the raw floor (the same 2N child creates, 64 in
@@ -14,7 +15,8 @@ all N changed, timed the same way. Per wave: seconds, apps/s, x floor, operator 
 
 Usage:
   python bench/peers.py --cluster bench [--sizes 100,1000] [--repeat 2]
-      [--peers floor,floor-full,appstack,appstack-tuned,go-seed,kopf] [--tuned=--concurrency=16]
+      [--peers floor,floor-full,appstack,appstack-tuned,seed,go-seed-reimplementation,kopf]
+      [--seed-binary PATH --seed-crd PATH] [--tuned=--concurrency=16]
       [--base-source DIR --peers ...,appstack-base,...]
       [--json docs/peers.json] [--plot docs/peers.png] [--docs docs/performance.md]
   python bench/peers.py --cluster bench --startup 10000   # process start -> first reconcile
@@ -22,8 +24,11 @@ Usage:
       --base-source DIR   # a change made while catching up after a restart: acted on when
 
 ``--cluster NAME`` starts (or reuses) the local test bed and installs the CRDs;
-``--kubeconfig`` uses any cluster (no audit counts then). ``--stacks 300`` instead runs
-bench/stacks.py's AppStack measurement (appstack only, default flags).
+``--kubeconfig`` uses any cluster (no audit counts then). The ``seed`` peer needs the
+seed's binary and CRD by path (``--seed-binary``/``--seed-crd`` or $APPSTACK_SEED_BINARY/
+$APPSTACK_SEED_CRD; how to build them: docs/performance.md); its CRD is installed too.
+``--stacks 300`` instead runs bench/stacks.py's AppStack measurement (appstack only,
+default flags).
 """
 
 from __future__ import annotations
@@ -40,8 +45,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from peerbench import report
-from peerbench.operators import peers
+from peerbench import report, seed
+from peerbench.operators import LEGACY_KEYS, REIMPLEMENTATION_LABEL, peers
 from peerbench.run import measure_floor, measure_peer
 from peerbench.startup import measure_startup
 from peerbench.startup import table as startup_table
@@ -68,7 +73,7 @@ def _load() -> str:
 
 
 async def run(args: argparse.Namespace, kubeconfig: str, cluster_dir: Path | None) -> list[Any]:
-    known = peers(tuple(args.tuned.split()), args.base_source)
+    known = peers(tuple(args.tuned.split()), args.base_source, args.seed_binary)
     wanted = args.peers.split(",")
     log_dir = Path(tempfile.mkdtemp(prefix="peers-logs-"))
     print(f"[peers] operator logs in {log_dir}", file=sys.stderr)
@@ -98,7 +103,9 @@ def main() -> None:
     target.add_argument("--kubeconfig")
     parser.add_argument("--sizes", default="100,1000")
     parser.add_argument("--repeat", type=int, default=2)
-    parser.add_argument("--peers", default="floor,appstack,appstack-tuned,go-seed,kopf")
+    parser.add_argument("--peers", default="floor,appstack,appstack-tuned,seed,kopf")
+    parser.add_argument("--seed-binary", help=f"the seed's controller (or ${seed.BINARY_ENV})")
+    parser.add_argument("--seed-crd", help=f"the seed's deploy/crd.yaml (or ${seed.CRD_ENV})")
     parser.add_argument("--tuned", default="--concurrency=16", help="appstack-tuned's flags")
     parser.add_argument("--base-source", help="appstack-base's source tree (holds src/)")
     parser.add_argument("--alternate", action="store_true", help="odd repeats in reverse order")
@@ -120,10 +127,16 @@ def main() -> None:
         return
     if not (args.cluster or args.kubeconfig):
         parser.error("one of --cluster, --kubeconfig (or --from-log) is required")
+    try:
+        crd = seed_peer(args)
+    except seed.SeedError as err:
+        parser.error(str(err))
     if args.cluster:
         kubeconfig, cluster_dir = _cluster(args.cluster)
     else:
         kubeconfig, cluster_dir = args.kubeconfig, None
+    if crd is not None:
+        asyncio.run(_install_seed_crd(kubeconfig, crd))
     if args.stacks:
         from stacks import measure as measure_stacks  # noqa: PLC0415 - bench/stacks.py
 
@@ -140,11 +153,39 @@ def main() -> None:
     render(args, records, started)
 
 
+def seed_peer(args: argparse.Namespace) -> dict[str, Any] | None:
+    """With ``seed`` among ``--peers``: resolve its binary and CRD paths into ``args`` and
+    return its CRD (:class:`~peerbench.seed.SeedError` if either is missing or not the
+    seed's); else None."""
+    if "seed" not in args.peers.split(","):
+        return None
+    binary, crd = seed.paths(args.seed_binary, args.seed_crd)
+    args.seed_binary, args.seed_crd = str(binary), str(crd)
+    return seed.read_crd(crd.read_text())
+
+
+async def _install_seed_crd(kubeconfig: str, crd: dict[str, Any]) -> None:
+    from appstack.runtime.client import Client  # noqa: PLC0415
+
+    async with await Client.connect(kubeconfig) as client:
+        await seed.install_crd(client, crd)
+
+
+def relabel(records: list[dict[str, Any]], base_label: str | None = None) -> None:
+    """Older runs called our Go re-implementation ``go-seed``: give it its name and label
+    (no table calls it the seed); name appstack-base as ``--base-label`` says."""
+    for record in records:
+        if record["peer"] in LEGACY_KEYS:
+            record.update(peer=LEGACY_KEYS[record["peer"]], label=REIMPLEMENTATION_LABEL)
+        if record["peer"] == "appstack-base" and base_label:
+            record["label"] = base_label
+
+
 def _starts(args: argparse.Namespace, kubeconfig: str) -> None:
     """``--startup N`` or ``--restart N``: print the table, write the JSON."""
     from peerbench import restart  # noqa: PLC0415
 
-    known = peers(tuple(args.tuned.split()), args.base_source)
+    known = peers(tuple(args.tuned.split()), args.base_source, args.seed_binary)
     wanted = [known[k] for k in args.peers.split(",") if k != "floor"]
     if args.restart:
         results = asyncio.run(restart.measure_restart(kubeconfig, wanted[0], wanted, args.restart))
@@ -158,9 +199,7 @@ def _starts(args: argparse.Namespace, kubeconfig: str) -> None:
 
 def render(args: argparse.Namespace, records: list[Any], started: Any) -> None:
     """Print the table; write the JSON, the plot and the docs section as asked."""
-    for record in records:
-        if record["peer"] == "appstack-base" and args.base_label:
-            record["label"] = args.base_label
+    relabel(records, args.base_label)
     rows = report.summarise(records)
     text = report.table(rows)
     print(text)

@@ -1,4 +1,6 @@
-"""Build the Go peer (``bench/peers/go-seed``) once, from the Go module proxy, into the cache.
+"""Build our Go re-implementation of the seed's controller
+(``bench/peers/go-seed-reimplementation``; not the seed: that one is built from its own
+repository, :mod:`peerbench.seed`) once, from the Go module proxy, into the cache.
 
 The binary lands in ``$APPSTACK_CACHE/peers/go-seed-<hash>/go-seed`` (default
 ``~/.cache/appstack``), where ``<hash>`` covers the peer's sources, go.mod, go.sum and the
@@ -21,7 +23,7 @@ from pathlib import Path
 from appstack_testbed.versions import cache_root
 
 GO_FALLBACKS = ("/usr/local/go/bin/go",)
-SOURCE = Path(__file__).resolve().parents[1] / "peers" / "go-seed"
+SOURCE = Path(__file__).resolve().parents[1] / "peers" / "go-seed-reimplementation"
 
 
 def _say(message: str) -> None:
@@ -39,7 +41,7 @@ def _fingerprint(go: str) -> str:
 
 
 def ensure_go_seed() -> Path:
-    """The path of the built Go peer, building it first when the cache has none."""
+    """The path of the built re-implementation, building it first when the cache has none."""
     go = shutil.which("go") or next((p for p in GO_FALLBACKS if Path(p).is_file()), None)
     if go is None:
         raise RuntimeError("the Go peer needs Go (go is not on PATH)")

@@ -5,11 +5,15 @@ namespace, and how to start, probe and stop them.
   given with ``--tuned`` (default ``--concurrency=16``); ``appstack-base`` runs another
   source tree (``--base-source``, e.g. ``git archive main`` unpacked) with defaults, to
   show what a change bought in the same run;
-* ``go-seed``: the seed's controller-runtime algorithm (``bench/peers/go-seed``, built
-  by :mod:`peerbench.gobuild`), cluster-wide as the seed was;
+* ``seed``: the seed's own controller, kosmos-io/simple-controller built from its
+  repository (:mod:`peerbench.seed`: binary and CRD by path), on its own ``kosmos.io``
+  AppServices, cluster-wide, metrics on ``:8080`` as its ``main.go`` fixes;
+* ``go-seed-reimplementation``: OUR re-implementation of the seed's algorithm against
+  ``appstack.dev`` (``bench/peers/go-seed-reimplementation``, built by
+  :mod:`peerbench.gobuild`) — not the seed; kept to compare with it;
 * ``kopf``: ``bench/peers/kopf_peer.py`` under ``kopf run --standalone``.
 
-appstack and the Go peer serve ``/metrics`` (``rest_client_requests_total``) on a free
+appstack and the Go peers serve ``/metrics`` (``rest_client_requests_total``) on a free
 loopback port; kopf serves a liveness endpoint only. Used by :mod:`peerbench.run`.
 """
 
@@ -26,6 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from appstack.controllers.appservice import APP_SERVICE
+from appstack.core.resource import Resource
+from peerbench import seed
 from peerbench.gobuild import ensure_go_seed
 from peerbench.procstat import usage
 
@@ -49,10 +56,29 @@ class Peer:
     extra_args: tuple[str, ...] = field(default=())
     # Run appstack from this source tree (``PYTHONPATH``), e.g. an export of main.
     source: str | None = None
+    # The kind of the AppServices it reconciles (the bench creates and watches those).
+    app_resource: Resource = APP_SERVICE
+    # A binary given by path (the seed's own controller).
+    binary: str | None = None
+    # Its /metrics port when the peer fixes it (else a free one is passed to it).
+    metrics_port: int | None = None
 
 
-def peers(tuned: tuple[str, ...], base_source: str | None = None) -> dict[str, Peer]:
-    return {
+#: Our Go re-implementation of the seed, under a name and label no table mistakes for it.
+REIMPLEMENTATION = "go-seed-reimplementation"
+REIMPLEMENTATION_LABEL = (
+    "our Go re-implementation of the seed's controller (appstack.dev, controller-runtime "
+    "0.16.3, 1 worker)"
+)
+#: What older runs (JSON lines, ``--from-log``) called the re-implementation.
+LEGACY_KEYS = {"go-seed": REIMPLEMENTATION}
+
+
+def peers(
+    tuned: tuple[str, ...], base_source: str | None = None, seed_binary: str | None = None
+) -> dict[str, Peer]:
+    """The peers by key (``seed`` only with ``seed_binary``)."""
+    known = {
         "appstack-base": Peer(
             "appstack-base", f"appstack, defaults, at {base_source}", True, True, source=base_source
         ),
@@ -60,13 +86,22 @@ def peers(tuned: tuple[str, ...], base_source: str | None = None) -> dict[str, P
         "appstack-tuned": Peer(
             "appstack-tuned", f"appstack `{' '.join(tuned)}`", True, True, tuned
         ),
-        "go-seed": Peer(
-            "go-seed", "the seed's Go controller (controller-runtime 0.16.3, 1 worker)", False, True
-        ),
+        REIMPLEMENTATION: Peer(REIMPLEMENTATION, REIMPLEMENTATION_LABEL, False, True),
         "kopf": Peer(
             "kopf", "a straightforward kopf operator (kopf 1.45, sync handlers)", True, False
         ),
     }
+    if seed_binary:
+        known["seed"] = Peer(
+            "seed",
+            seed.LABEL,
+            False,
+            True,
+            app_resource=seed.APP_SERVICE,
+            binary=seed_binary,
+            metrics_port=seed.METRICS_PORT,
+        )
+    return known
 
 
 def free_port() -> int:
@@ -84,7 +119,9 @@ def command(peer: Peer, kubeconfig: str, namespace: str, port: int) -> list[str]
             "--no-metrics-secure", "--health-probe-bind-address=0", "--log-level=warning",
             *peer.extra_args,
         ]  # fmt: skip
-    if peer.key == "go-seed":
+    if peer.key == "seed" and peer.binary:
+        return [peer.binary]  # it parses no flags: $KUBECONFIG, metrics on :8080
+    if peer.key == REIMPLEMENTATION:
         return [
             str(ensure_go_seed()), f"--kubeconfig={kubeconfig}",
             f"--metrics-bind-address=127.0.0.1:{port}", "--zap-log-level=error",
@@ -101,7 +138,9 @@ class Running:
 
     def __init__(self, peer: Peer, kubeconfig: str, namespace: str, log_dir: Path) -> None:
         self.peer = peer
-        self.port = free_port()
+        if peer.metrics_port is not None and not seed.port_free(peer.metrics_port):
+            raise RuntimeError(f"{peer.key} serves :{peer.metrics_port}, which is taken")
+        self.port = peer.metrics_port or free_port()
         self.log_path = log_dir / f"{peer.key}-{namespace}.log"
         self._log: IO[bytes] = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
         env = {**os.environ, "KUBECONFIG": kubeconfig}

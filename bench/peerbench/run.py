@@ -87,9 +87,9 @@ async def _wave(
     since = _now()
     started = time.perf_counter()
     if create:
-        await waves.create_apps(client, namespace, n)
+        await waves.create_apps(client, namespace, n, op.peer.app_resource)
     else:
-        await waves.update_apps(client, namespace, n)
+        await waves.update_apps(client, namespace, n, op.peer.app_resource)
     image = waves.FIRST_IMAGE if create else waves.SECOND_IMAGE
     seconds = await watch.until_converged(
         n, image, status=op.peer.writes_status, started=started, timeout=timeout
@@ -122,7 +122,7 @@ async def measure_peer(
         op = Running(peer, kubeconfig, namespace, log_dir)
         try:
             ready_s = await loop.run_in_executor(None, op.wait_ready)
-            async with waves.Watch(client, namespace) as watch:
+            async with waves.Watch(client, namespace, peer.app_resource) as watch:
                 kw: dict[str, Any] = {"cluster_dir": cluster_dir, "timeout": timeout}
                 created = await _wave(client, op, watch, namespace, n, create=True, **kw)
                 updated = await _wave(client, op, watch, namespace, n, create=False, **kw)

@@ -2,9 +2,10 @@
 operator starts; time from the operator's process start until its first reconcile shows
 (the first Deployment owned by one of them), with its CPU and RSS at that moment.
 
-One namespace serves every peer: after each, the peer is stopped and the few children it
-made are deleted (and waited for) before the next starts. Used by ``bench/peers.py
---startup N``.
+One namespace serves every peer (the N apps exist once per AppService kind the peers
+serve: appstack's, and the seed's ``kosmos.io`` one when it runs): after each, the peer is
+stopped and the few children it made are deleted (and waited for) before the next starts.
+Used by ``bench/peers.py --startup N``.
 """
 
 from __future__ import annotations
@@ -48,9 +49,11 @@ async def measure_startup(kubeconfig: str, wanted: list[Peer], n: int) -> list[d
     async with await Client.connect(kubeconfig, user_agent=BENCH_AGENT) as client:
         namespace = await waves.create_namespace(client, "peers-startup")
         try:
-            started = time.perf_counter()
-            await waves.create_apps(client, namespace, n)
-            print(f"[peers] {n} AppServices created in {time.perf_counter() - started:.0f} s")
+            for kind in dict.fromkeys(peer.app_resource for peer in wanted):
+                started = time.perf_counter()
+                await waves.create_apps(client, namespace, n, kind)
+                took = time.perf_counter() - started
+                print(f"[peers] {n} AppServices ({kind}) created in {took:.0f} s")
             async with waves.Watch(client, namespace) as watch:
                 for peer in wanted:
                     op = Running(peer, kubeconfig, namespace, log_dir)

@@ -3,6 +3,8 @@
 * :func:`create_apps` / :func:`update_apps`: N AppServices of size 1 created at once (or
   their image changed), :data:`IN_FLIGHT` requests in flight;
 * :class:`Watch`: informers on the namespace's AppServices, Deployments and Services;
+  the AppServices are appstack's ``appstack.dev`` kind unless a peer serves its own
+  (the seed's ``kosmos.io``: the same spec, so the same objects in another group);
   :meth:`Watch.converged` counts the apps whose Deployment and Service exist, are owned by
   that app (its uid) and run the wanted image — and, for a peer that writes status, whose
   ``status.observedGeneration == metadata.generation``;
@@ -32,7 +34,7 @@ from appstack.runtime.errors import (
     TransportError,
 )
 from appstack.runtime.informer import Informer
-from appstack.runtime.resources import DEPLOYMENT, NAMESPACE, SERVICE
+from appstack.runtime.resources import DEPLOYMENT, NAMESPACE, SERVICE, Resource
 
 IN_FLIGHT = 64
 RETRIES = 5
@@ -48,10 +50,13 @@ def app_name(i: int) -> str:
     return f"app-{i:05d}"
 
 
-def app_object(name: str, namespace: str, image: str) -> dict[str, Any]:
+def app_object(
+    name: str, namespace: str, image: str, resource: Resource = APP_SERVICE
+) -> dict[str, Any]:
+    """One app of size 1 (``resource``: the AppService kind of the peer under test)."""
     return {
-        "apiVersion": "appstack.dev/v1",
-        "kind": "AppService",
+        "apiVersion": resource.api_version,
+        "kind": resource.kind,
         "metadata": {"name": name, "namespace": namespace},
         "spec": {"size": 1, "image": image, "ports": [{"port": 80, "targetPort": 8080}]},
     }
@@ -111,17 +116,24 @@ async def delete_namespace(client: Client, name: str, timeout: float = 1800) -> 
     raise TimeoutError(f"namespace {name} still there after {timeout}s")
 
 
-async def create_apps(client: Client, namespace: str, n: int) -> None:
+async def create_apps(
+    client: Client, namespace: str, n: int, resource: Resource = APP_SERVICE
+) -> None:
     await bounded(
-        n, lambda i: client.create(APP_SERVICE, app_object(app_name(i), namespace, FIRST_IMAGE))
+        n,
+        lambda i: client.create(
+            resource, app_object(app_name(i), namespace, FIRST_IMAGE, resource)
+        ),
     )
 
 
-async def update_apps(client: Client, namespace: str, n: int) -> None:
+async def update_apps(
+    client: Client, namespace: str, n: int, resource: Resource = APP_SERVICE
+) -> None:
     await bounded(
         n,
         lambda i: client.patch(
-            APP_SERVICE, app_name(i), {"spec": {"image": SECOND_IMAGE}}, namespace=namespace
+            resource, app_name(i), {"spec": {"image": SECOND_IMAGE}}, namespace=namespace
         ),
     )
 
@@ -134,8 +146,8 @@ def _owned_by(obj: dict[str, Any] | None, uid: str) -> bool:
 class Watch:
     """Informers on the AppServices, Deployments and Services of one namespace."""
 
-    def __init__(self, client: Client, namespace: str) -> None:
-        self.apps = Informer(client, APP_SERVICE, namespace=namespace)
+    def __init__(self, client: Client, namespace: str, resource: Resource = APP_SERVICE) -> None:
+        self.apps = Informer(client, resource, namespace=namespace)
         self.deployments = Informer(client, DEPLOYMENT, namespace=namespace)
         self.services = Informer(client, SERVICE, namespace=namespace)
         self._informers = (self.apps, self.deployments, self.services)
