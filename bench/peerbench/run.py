@@ -119,8 +119,10 @@ async def measure_peer(
     async with await Client.connect(kubeconfig, user_agent=BENCH_AGENT) as client:
         namespace = await waves.create_namespace(client, f"peers-{peer.key}")
         loop = asyncio.get_running_loop()
-        op = Running(peer, kubeconfig, namespace, log_dir)
+        op: Running | None = None
         try:
+            # Inside: a peer that cannot start (its fixed port taken) leaves no namespace.
+            op = Running(peer, kubeconfig, namespace, log_dir)
             ready_s = await loop.run_in_executor(None, op.wait_ready)
             async with waves.Watch(client, namespace, peer.app_resource) as watch:
                 kw: dict[str, Any] = {"cluster_dir": cluster_dir, "timeout": timeout}
@@ -128,7 +130,8 @@ async def measure_peer(
                 updated = await _wave(client, op, watch, namespace, n, create=False, **kw)
             peak = usage(op.proc.pid).peak_rss_kib
         finally:
-            op.stop()
+            if op is not None:
+                op.stop()
             await waves.delete_namespace(client, namespace)
     return {
         "peer": peer.key,
