@@ -44,13 +44,13 @@ def ensure_go_seed() -> Path:
     """The path of the built re-implementation, building it first when the cache has none."""
     go = shutil.which("go") or next((p for p in GO_FALLBACKS if Path(p).is_file()), None)
     if go is None:
-        raise RuntimeError("the Go peer needs Go (go is not on PATH)")
+        raise RuntimeError("the Go re-implementation needs Go (go is not on PATH)")
     out_dir = cache_root() / "peers" / f"go-seed-{_fingerprint(go)}"
     binary = out_dir / "go-seed"
     if binary.is_file():
         return binary
     out_dir.mkdir(parents=True, exist_ok=True)
-    _say(f"building the Go peer from Go modules into {out_dir} (minutes when cold)")
+    _say(f"building our Go re-implementation of the seed into {out_dir} (minutes when cold)")
     env = {**os.environ, "CGO_ENABLED": "0", "GOFLAGS": "-mod=readonly"}
     started = time.monotonic()
     compiled = [0]
@@ -76,7 +76,7 @@ def ensure_go_seed() -> Path:
     done.set()
     ticker.join()
     if rc != 0:
-        raise RuntimeError(f"building the Go peer failed:\n{''.join(tail)}")
+        raise RuntimeError(f"building the Go re-implementation failed:\n{''.join(tail)}")
     os.replace(tmp, binary)
-    _say(f"Go peer built in {time.monotonic() - started:.0f} s -> {binary}")
+    _say(f"Go re-implementation built in {time.monotonic() - started:.0f} s -> {binary}")
     return binary
