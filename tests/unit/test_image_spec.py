@@ -134,6 +134,8 @@ def test_the_source_label_is_the_remote_as_an_https_url_without_credentials() ->
         "https://github.com/o/r/",
     ):
         assert image_labels.https_url(remote) == "https://github.com/o/r", remote
+    for local in ("/work/main", "file:///work/main", "../appstack"):  # a clone of a clone
+        assert image_labels.https_url(local) is None, local
     assert (
         image_labels.created(datetime.datetime(2026, 1, 2, 3, 4, 5, tzinfo=datetime.timezone.utc))
         == "2026-01-02T03:04:05Z"

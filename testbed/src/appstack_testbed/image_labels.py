@@ -33,22 +33,25 @@ def _git(project: Path, *args: str) -> str | None:
     return proc.stdout.strip() if proc.returncode == 0 else None
 
 
-def https_url(remote: str) -> str:
-    """A git remote as the https URL a browser opens (scp-like and ssh forms too)."""
+def https_url(remote: str) -> str | None:
+    """A git remote as the https URL a browser opens (scp-like and ssh forms too); None for
+    a remote that is no network address (a local path, ``file://``: a clone of a clone)."""
     url = remote.strip()
     scp = re.fullmatch(r"(?:[\w.-]+@)?([\w.-]+):(?!//)(.+)", url)
     if scp:
         url = f"https://{scp.group(1)}/{scp.group(2)}"
     url = re.sub(r"^(ssh|git)://(?:[\w.-]+@)?", "https://", url)
     url = re.sub(r"^https?://[^/@]+@", "https://", url)  # no credentials in a label
+    url = re.sub(r"^http://", "https://", url)
+    if not url.startswith("https://"):
+        return None
     return url.removesuffix("/").removesuffix(".git")
 
 
 def source(project: Path) -> str | None:
     remote = _git(project, "remote", "get-url", "origin")
-    if remote:
-        return https_url(remote)
-    return os.environ.get(SOURCE_ENV) or None
+    url = https_url(remote) if remote else None
+    return url or os.environ.get(SOURCE_ENV) or None
 
 
 def revision(project: Path, sources: list[str]) -> str | None:
