@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from appstack_testbed.build import GoBuilder, GoComponent, Printer, _stderr
-from appstack_testbed.versions import cache_root
+from appstack_testbed.versions import CacheDirectory
 
 # github.com/prometheus/prometheus v0.316.0 is Prometheus 3.16.0 (its VERSION file).
 VERSION = "v0.316.0"
@@ -50,21 +50,14 @@ def component(version: str = VERSION) -> GoComponent:
 
 
 @dataclass(frozen=True)
-class PrometheusBuild:
+class PrometheusBuild(CacheDirectory):
     """The cache directory of one Prometheus version (a build root for :class:`GoBuilder`)."""
 
     version: str = VERSION
 
     @property
-    def root(self) -> Path:
-        return cache_root() / f"prometheus-{self.version}"
-
-    @property
-    def bin_dir(self) -> Path:
-        return self.root / "bin"
-
-    def binary(self, name: str) -> Path:
-        return self.bin_dir / name
+    def key(self) -> str:
+        return f"prometheus-{self.version}"
 
 
 @dataclass(frozen=True)

@@ -40,8 +40,27 @@ def cache_root() -> Path:
     return Path(env).expanduser() if env else Path.home() / ".cache" / "appstack"
 
 
+class CacheDirectory:
+    """A build's directory in the cache, ``$APPSTACK_CACHE/<key>``, binaries in ``bin/``."""
+
+    @property
+    def key(self) -> str:
+        raise NotImplementedError
+
+    @property
+    def root(self) -> Path:
+        return cache_root() / self.key
+
+    @property
+    def bin_dir(self) -> Path:
+        return self.root / "bin"
+
+    def binary(self, name: str) -> Path:
+        return self.bin_dir / name
+
+
 @dataclass(frozen=True)
-class Toolchain:
+class Toolchain(CacheDirectory):
     """The set of binaries of one version combination."""
 
     kubernetes: str = field(default_factory=kubernetes_version)
@@ -52,20 +71,9 @@ class Toolchain:
     def key(self) -> str:
         return f"k8s-{self.kubernetes}_etcd-{self.etcd}_kwok-{self.kwok}"
 
-    @property
-    def root(self) -> Path:
-        return cache_root() / self.key
-
-    @property
-    def bin_dir(self) -> Path:
-        return self.root / "bin"
-
-    def binary(self, name: str) -> Path:
-        return self.bin_dir / name
-
 
 @dataclass(frozen=True)
-class SharedTools:
+class SharedTools(CacheDirectory):
     """Binaries that do not depend on the Kubernetes version (CoreDNS, the registry): built
     once for every toolchain, in ``$APPSTACK_CACHE/tools-<versions>``."""
 
@@ -75,14 +83,3 @@ class SharedTools:
     @property
     def key(self) -> str:
         return f"tools_coredns-{self.coredns}_registry-{self.registry}"
-
-    @property
-    def root(self) -> Path:
-        return cache_root() / self.key
-
-    @property
-    def bin_dir(self) -> Path:
-        return self.root / "bin"
-
-    def binary(self, name: str) -> Path:
-        return self.bin_dir / name
