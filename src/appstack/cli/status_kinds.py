@@ -85,16 +85,21 @@ def _pod_state(pod: dict[str, Any]) -> tuple[str, str]:
     return ready, str(status.get("phase", "Pending"))
 
 
+async def _pod_rows(client: Client, obj: dict[str, Any]) -> list[Tree]:
+    """One row per pod labelled as the object's: its name, ready count and state."""
+    rows = []
+    for pod in await _labelled(client, POD, obj):
+        ready, state = _pod_state(pod)
+        rows.append({"name": f"Pod/{pod['metadata']['name']}", "ready": ready, "status": state})
+    return rows
+
+
 async def _appservice(client: Client, obj: dict[str, Any]) -> Tree:
     status = obj.get("status") or {}
     tree = _head(obj, "Ready", status.get("ready", ""))
     available = _conditions(obj).get("Available") or {}
     tree["available"] = available.get("status", "Unknown")
-    for pod in await _labelled(client, POD, obj):
-        ready, state = _pod_state(pod)
-        tree["items"].append(
-            {"name": f"Pod/{pod['metadata']['name']}", "ready": ready, "status": state}
-        )
+    tree["items"] += await _pod_rows(client, obj)
     return tree
 
 
@@ -163,11 +168,7 @@ async def _mongodb(client: Client, obj: dict[str, Any]) -> Tree:
         obj, "Ready", f"{status.get('members', 0)}/{(obj.get('spec') or {}).get('members', '')}"
     )
     tree["phase"] = status.get("phase", "")
-    for pod in await _labelled(client, POD, obj):
-        ready, state = _pod_state(pod)
-        tree["items"].append(
-            {"name": f"Pod/{pod['metadata']['name']}", "ready": ready, "status": state}
-        )
+    tree["items"] += await _pod_rows(client, obj)
     return tree
 
 
