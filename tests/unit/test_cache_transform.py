@@ -3,6 +3,8 @@ spec), applied to every object the informer stores; one transform per kind."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
 from appstack.controllers.util.pods import cached_pod, pod_mapper, pod_problem
@@ -11,6 +13,10 @@ from appstack.runtime.controller import Request
 from appstack.runtime.resources import CONFIG_MAP, POD
 from appstack.runtime.watcher import Applied
 from tests.unit.scripted_transport import scripted_client
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _pod() -> dict[str, object]:
@@ -66,13 +72,23 @@ def test_the_cache_stores_transformed_objects() -> None:
         cache.set_transform(CONFIG_MAP, lambda obj: obj)
 
 
-def test_a_pod_wakes_its_owner_only_while_it_has_a_problem() -> None:
+def test_a_pod_wakes_its_owner_only_while_it_has_a_problem_or_waits_for_readiness() -> None:
     mapper = pod_mapper("app.kubernetes.io/instance")
     troubled = _pod()
     assert list(mapper(troubled)) == [Request("ns", "web")]
     healthy = _pod()
     healthy["status"] = {"containerStatuses": [{"name": "web", "state": {"running": {}}}]}
     assert list(mapper(healthy)) == []  # its readiness reaches the owner via the workload
+    # Running but not ready: no event will come when its readiness grace is over, so the
+    # owner is woken now to schedule that look (seen: a probe that never passes left the
+    # owner RollingOut when the Deployment's last status change came before the start).
+    started = _pod()
+    started["status"] = {
+        "containerStatuses": [
+            {"name": "web", "ready": False, "state": {"running": {"startedAt": _now()}}}
+        ]
+    }
+    assert list(mapper(started)) == [Request("ns", "web")]
     unlabelled = _pod()
     unlabelled["metadata"]["labels"] = {}
     assert list(mapper(unlabelled)) == []

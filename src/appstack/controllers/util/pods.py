@@ -183,15 +183,18 @@ def pods_of(cache: Cache, namespace: str, selector: Mapping[str, str]) -> list[d
 
 def pod_mapper(owner_label: str, **required: str) -> Mapper:
     """Map a pod to its owner, named by the pod's ``owner_label``, if it has ``required``
-    labels and a problem: an update wakes the owner when its old or new state has one
-    (a problem appears, changes or goes away), not for each step of a healthy pod (its
-    readiness reaches the owner through the workload's status)."""
+    labels and a problem, or a container running but not ready yet: an update wakes the
+    owner when its old or new state has one (a problem appears, changes or goes away; a
+    container starts waiting out its readiness grace, which the owner then schedules a
+    look at — no event comes when the grace is over), not for each step of a healthy pod
+    (its readiness reaches the owner through the workload's status)."""
 
     def mapper(pod: dict[str, Any]) -> Iterable[Request]:
         labels = pod["metadata"].get("labels") or {}
         if owner_label not in labels or any(labels.get(k) != v for k, v in required.items()):
             return []
-        if pod_problem([pod]) is None:  # the owner reads its pods only for their problems
+        # the owner reads its pods only for their problems, present or to come
+        if pod_problem([pod]) is None and not _unready([pod]):
             return []
         return [Request(pod["metadata"].get("namespace"), labels[owner_label])]
 
