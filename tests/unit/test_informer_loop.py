@@ -10,6 +10,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+import structlog
+
+from appstack.runtime.errors import WatchStalled
 from appstack.runtime.informer import Informer
 from appstack.runtime.resources import CONFIG_MAP
 from appstack.runtime.watcher import Streaming, Watching
@@ -75,3 +78,23 @@ async def test_a_cancelled_informer_closes_its_stream_and_resumes_watching_where
     assert _count(transport, watch=False) == 1  # no second LIST
     watches = [request for request, _ in transport.sent if request.stream]
     assert watches[1].params["resourceVersion"] == "3"
+
+
+async def test_a_quiet_watch_is_opened_again_from_where_it_was_without_a_warning() -> None:
+    """A server sends no bookmark for a resource nobody changed (Kubernetes 1.30): the watch
+    goes quiet past the inactivity timeout. That is routine: the watch is opened again from
+    the same resourceVersion, with no re-list and nothing logged above debug."""
+    clock = RecordingClock()
+    client, transport = scripted_client()
+    transport.page(["a"], "7").stream(WatchStalled("no watch event for 90s"))
+    transport.stream(event("ADDED", cm("b", "8")), hold=True)
+    informer = Informer(client, CONFIG_MAP, clock=clock)
+    with structlog.testing.capture_logs() as logs:
+        await _run_until(informer, lambda: "ns/b" in informer.store)
+
+    assert "ns/b" in informer.store
+    assert _count(transport, watch=False) == 1  # no re-list
+    watches = [r for r, _ in transport.sent if r.stream]
+    assert [dict(r.params).get("resourceVersion") for r in watches] == ["7", "7"]
+    assert informer.stalls == 1
+    assert [e["event"] for e in logs if e["log_level"] != "debug"] == []

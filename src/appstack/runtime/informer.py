@@ -146,7 +146,8 @@ class Informer:
         self.backoff = backoff
         self.store = Store()
         self.state: State = Empty()
-        self.relists = 0
+        self.relists = 0  # 410 Gone: listed afresh
+        self.stalls = 0  # a watch quiet past its inactivity timeout, opened again
         self._handlers: list[EventHandler] = []
         self._synced = asyncio.Event()
 
@@ -211,6 +212,18 @@ class Informer:
                 "resourceVersion expired, re-listing",
                 resource=str(self.resource),
                 reason=error.message,
+            )
+        elif isinstance(error, errors.WatchStalled):
+            # Routine, not a fault: a server may send no bookmark for a resource nobody has
+            # changed since it started (seen on Kubernetes 1.30), and a half-open connection
+            # looks the same. Either way the watch is opened again from the same
+            # resourceVersion (no re-list); a failure to do so is reported below.
+            self.stalls += 1
+            log.debug(
+                "watch quiet, opened again",
+                resource=str(self.resource),
+                error=str(error),
+                retry_in=round(retry_in, 2),
             )
         elif isinstance(result.state, Empty):
             log.error(
