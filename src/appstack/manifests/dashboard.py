@@ -151,7 +151,10 @@ ALERTS: list[dict[str, Any]] = [
     },
     {
         "alert": "AppstackWorkqueueStuck",
-        "expr": "max by (name) (workqueue_depth) > 0 and "
+        # A standby replica (leader_election_master_status 0) queues what its warm cache
+        # sees and works on none of it until it leads: its depth is not a stuck queue.
+        "expr": "max by (name) (workqueue_depth unless on (instance) "
+        f"({LEADER} == 0)) > 0 and "
         "sum by (name) (rate(workqueue_work_duration_seconds_count[10m])) == 0",
         "for": "15m",
         "labels": {"severity": "warning"},
