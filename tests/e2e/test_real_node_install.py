@@ -31,6 +31,7 @@ from appstack_testbed.image import build_image
 from appstack_testbed.images.build import push_archive
 from appstack_testbed.pytest_plugin import ClusterHandle
 from appstack_testbed.registry import LocalRegistry
+from tests.e2e.scrape_installed import scrape_installed
 from tests.e2e.test_real_node import http_get
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -153,7 +154,9 @@ def test_helm_install_runs_the_operator_image_on_the_real_node_end_to_end(
     assert "appservices.appstack.dev" in crds  # kept by Helm (crds/), as documented
 
 
-def test_install_yaml_and_appstack_uninstall_leave_nothing(cluster: LocalCluster) -> None:
+def test_install_yaml_and_appstack_uninstall_leave_nothing(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
     kubectl(
         cluster,
         "apply",
@@ -164,6 +167,9 @@ def test_install_yaml_and_appstack_uninstall_leave_nothing(cluster: LocalCluster
     )
     kubectl(cluster, "-n", NS, "rollout", "status", "deployment/appstack-operator", "--timeout=4m")
     seed_sample_served(cluster, "shop", 1)
+    # The default install's metrics, scraped for real with the shipped ServiceMonitor's
+    # settings and binding: every pod up, one leader, no alert pending or firing.
+    print(scrape_installed(cluster, tmp_path / "scrape", replicas=2))
     env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig)}
     out = subprocess.run(
         [sys.executable, "-m", "appstack", "uninstall", "--yes"],
