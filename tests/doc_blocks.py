@@ -33,7 +33,7 @@ from typing import Any
 
 import yaml
 
-from tests.e2e.shell_blocks import SHELLS, _console_commands
+from tests.e2e.shell_blocks import SHELLS, console_commands
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "CONTRIBUTING.md", ROOT / "SECURITY.md"]
@@ -68,7 +68,7 @@ class Fenced:
     def commands(self) -> list[str]:
         """A shell block's commands (``console``: the lines after ``$ ``)."""
         if self.language == "console":
-            return _console_commands(list(self.lines))
+            return console_commands(list(self.lines))
         return [line for line in self.lines if line.strip()]
 
 
