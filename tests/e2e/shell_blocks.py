@@ -9,7 +9,8 @@ it, and is not run::
     <!-- not run: it starts the operator in the foreground (tests/e2e/test_operator_process.py) -->
 
 Every skip must give a reason; :func:`blocks` returns them with it, so the test lists what it
-did not run. Used by tests/e2e/test_readme.py (the README) and the docs pages' tests.
+did not run. Used by tests/e2e/test_readme.py (the README) and tests/doc_blocks.py (the
+docs pages).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ class Block:
         return f"{self.path.name}:{self.line}: {first[:60]}"
 
 
-def _console_commands(lines: list[str]) -> list[str]:
+def console_commands(lines: list[str]) -> list[str]:
     commands: list[str] = []
     continuing = False
     for line in lines:
@@ -76,7 +77,7 @@ def blocks(path: Path) -> list[Block]:
             continue
         previous = next((lines[i] for i in range(start - 1, -1, -1) if lines[i].strip()), "")
         skip = SKIP.match(previous.strip())
-        commands = _console_commands(body) if language == "console" else body
+        commands = console_commands(body) if language == "console" else body
         out.append(
             Block(
                 path=path,

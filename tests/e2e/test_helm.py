@@ -25,7 +25,7 @@ from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.core_v1 import Namespace, ServiceAccount
 from lightkube.resources.rbac_authorization_v1 import ClusterRole, Role
 
-from appstack.manifests import crds, dashboard, monitoring, workload
+from appstack.manifests import crds, dashboard, grafana, monitoring, workload
 from appstack.manifests.chart_labels import chart_labels, with_chart_labels
 from appstack.manifests.install import install
 from appstack_testbed.cluster import LocalCluster
@@ -80,8 +80,8 @@ def test_helm_template_renders_the_optional_monitoring_objects(helm: Helm) -> No
     rendered = {d["kind"]: d for d in yaml.safe_load_all(out) if d}
     assert rendered["ServiceMonitor"] == with_chart_labels(monitoring.service_monitor(NS))
     assert rendered["PrometheusRule"] == with_chart_labels(dashboard.prometheus_rule(NS))
-    board = json.loads(rendered["ConfigMap"]["data"]["appstack-operator.json"])
-    assert board == dashboard.grafana_dashboard()
+    boards = {k: json.loads(v) for k, v in rendered["ConfigMap"]["data"].items()}
+    assert boards == grafana.dashboards()
     assert rendered["Pod"]["metadata"]["annotations"]["helm.sh/hook"] == "test"
     # The test pod is not selected as the operator by the Service, the PDB or the tests.
     assert rendered["Pod"]["metadata"]["labels"]["app.kubernetes.io/name"] == "appstack"

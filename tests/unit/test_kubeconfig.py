@@ -165,3 +165,17 @@ async def test_a_failing_exec_plugin_says_why(tmp_path: Path) -> None:
     user = {"exec": {"command": "sh", "args": ["-c", "echo denied >&2; exit 3"]}}
     with pytest.raises(KubeconfigError, match="failed \\(3\\): denied"):
         await load(str(_write(tmp_path / "k.yaml", ["x"], user, current="x")))
+
+
+def test_the_current_namespace_is_the_current_contexts_else_default(tmp_path: Path) -> None:
+    from appstack.runtime.kubeconfig import current_namespace  # noqa: PLC0415
+
+    path = _write(tmp_path / "a.yaml", ["one", "two"], {"token": "t"}, current="two")
+    document = yaml.safe_load(path.read_text())
+    document["contexts"][1]["context"]["namespace"] = "team-a"
+    path.write_text(yaml.safe_dump(document))
+    assert current_namespace(str(path)) == "team-a"
+    document["current-context"] = "one"
+    path.write_text(yaml.safe_dump(document))
+    assert current_namespace(str(path)) == "default"
+    assert current_namespace(str(tmp_path / "missing.yaml")) == "default"

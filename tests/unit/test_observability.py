@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from collections.abc import Iterator
 
 import pytest
@@ -57,40 +56,3 @@ def test_the_operators_registry_exports_process_and_python_metrics() -> None:
     text = Metrics().exposition().decode()
     for name in ("process_resident_memory_bytes", "process_cpu_seconds_total", "python_info"):
         assert f"\n{name}" in text
-
-
-def _exported_samples() -> set[str]:
-    from appstack.controllers.kind_metrics import FAMILIES  # noqa: PLC0415
-    from appstack.runtime.metrics import Metrics  # noqa: PLC0415
-
-    suffixes = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count")}
-    return {
-        family.name + suffix
-        for family in Metrics().registry.collect()
-        for suffix in suffixes.get(family.type, ("",))
-    } | set(FAMILIES)
-
-
-def test_the_dashboard_and_alerts_reference_only_metrics_the_operator_exports() -> None:
-    from appstack.manifests import dashboard  # noqa: PLC0415
-
-    exported = _exported_samples()
-    ours = re.compile(
-        r"\b((?:controller_runtime|workqueue|leader_election|rest_client|process|python|appstack)_\w+)"
-    )
-    for expr in dashboard.expressions():
-        names = ours.findall(expr)
-        assert names, expr
-        assert set(names) <= exported, (expr, set(names) - exported)
-    panels = dashboard.grafana_dashboard()["panels"]
-    assert len({p["id"] for p in panels}) == len(panels)
-    alerts = {r["alert"] for r in dashboard.prometheus_rule()["spec"]["groups"][0]["rules"]}
-    assert alerts == {
-        "AppstackReconcileErrors",
-        "AppstackWorkqueueStuck",
-        "AppstackNoLeader",
-        "AppstackObjectNotReady",
-        "AppstackEtcdQuorumLost",
-        "AppstackEtcdBackupOverdue",
-        "AppstackCronTabFailing",
-    }

@@ -150,7 +150,12 @@ def uninstall(kubeconfig: str | None, timeout: float, yes: bool, namespace: str 
 
 @click.command()
 @click.argument("target", metavar="[KIND/]NAME")
-@click.option("-n", "--namespace", default="default", show_default=True)
+@click.option(
+    "-n",
+    "--namespace",
+    default=None,
+    help="Default: the kubeconfig's current namespace, else default (as kubectl).",
+)
 @KUBECONFIG
 @click.option(
     "-o",
@@ -159,7 +164,7 @@ def uninstall(kubeconfig: str | None, timeout: float, yes: bool, namespace: str 
     default="tree",
     show_default=True,
 )
-def status(target: str, namespace: str, kubeconfig: str | None, output: str) -> None:
+def status(target: str, namespace: str | None, kubeconfig: str | None, output: str) -> None:
     """Show one object of ours and what it is made of: an AppStack (NAME or appstack/NAME)
     as a tree of its members and their objects (like `crossplane beta trace`);
     appservice/NAME with its pods and why they wait; etcd/NAME with its members, leader and
@@ -173,7 +178,9 @@ def status(target: str, namespace: str, kubeconfig: str | None, output: str) -> 
     from appstack.cli import status_kinds  # noqa: PLC0415
     from appstack.runtime import errors  # noqa: PLC0415
     from appstack.runtime.client import Client  # noqa: PLC0415
+    from appstack.runtime.kubeconfig import current_namespace  # noqa: PLC0415
 
+    namespace = namespace or current_namespace(kubeconfig)
     kind_name, _, name = target.rpartition("/")
     resource = status_kinds.resolve(kind_name) if kind_name else None
     if kind_name and resource is None:

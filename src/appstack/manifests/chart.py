@@ -76,8 +76,8 @@ VALUES_HELP = """\
 # .prometheusRule need the Prometheus Operator's CRDs; the ServiceMonitor scrapes with
 # Prometheus' own token and binds the metrics-reader role to
 # metrics.serviceMonitor.prometheusServiceAccount;
-# metrics.grafanaDashboard is a ConfigMap labelled grafana_dashboard=1 (for Grafana's
-# dashboard sidecar). logLevel, concurrency, allowExternalIPs, externalDenyCIDRs (give the
+# metrics.grafanaDashboard is a ConfigMap of the dashboards labelled grafana_dashboard=1 (for
+# Grafana's dashboard sidecar). logLevel, concurrency, allowExternalIPs, externalDenyCIDRs (give the
 # cluster's pod and service ranges), allowExternalClusterNames and extraArgs are the flags
 # of `appstack run`; nodeSelector, tolerations, affinity (default: replicas on different
 # nodes), priorityClassName schedule the operator. values.schema.json checks every value:
@@ -209,7 +209,7 @@ def render() -> dict[str, str]:
         "templates/servicemonitor.yaml": HEADER + service_monitor(),
         "templates/prometheusrule.yaml": HEADER + prometheus_rule(),
         "templates/grafana-dashboard.yaml": HEADER + dashboard_configmap(),
-        "dashboards/appstack-operator.json": bundle.dashboard_json(),
+        **{f"dashboards/{name}": text for name, text in bundle.dashboard_files().items()},
         "templates/tests/test-metrics.yaml": HEADER + test_pod(),
     }
     for path, text in files.items():

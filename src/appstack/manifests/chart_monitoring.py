@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import re
 
-from appstack.manifests import crds, dashboard, monitoring, rbac, workload
+from appstack.manifests import crds, dashboard, grafana, monitoring, rbac, workload
 from appstack.manifests.helmtext import (
     IMAGE,
     NAMESPACES,
     NS,
     RELEASE_NS,
-    block,
     conditional,
     conditional_text,
     dump,
@@ -139,6 +138,8 @@ def prometheus_rule() -> str:
 
 
 def dashboard_configmap() -> str:
+    """One ConfigMap holding every dashboard file (chart ``dashboards/``), each key read
+    with ``.Files.Get`` so the JSON is shipped as generated."""
     configmap = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -147,11 +148,12 @@ def dashboard_configmap() -> str:
             "namespace": NS,
             "labels": {**crds.LABELS, "grafana_dashboard": "1"},
         },
-        "data": {"appstack-operator.json": sentinel("DASHBOARD")},
+        "data": {name: sentinel("DASHBOARD") for name in grafana.dashboards()},
     }
-    text = block(dump(configmap), "appstack-operator.json", "DASHBOARD", "x")
-    text = text.replace(
-        "{{- toYaml x | nindent 4 }}",
-        '{{- .Files.Get "dashboards/appstack-operator.json" | nindent 4 }}',
-    ).replace("appstack-operator.json:\n", "appstack-operator.json: |-\n")
+    text = dump(configmap)
+    for name in grafana.dashboards():
+        text = text.replace(
+            f"  {name}: '{sentinel('DASHBOARD')}'\n",
+            f"  {name}: |-\n" + f'    {{{{- .Files.Get "dashboards/{name}" | nindent 4 }}}}\n',
+        )
     return conditional_text(".Values.metrics.grafanaDashboard.enabled", text)

@@ -76,7 +76,10 @@ class Metrics(_Values):
     )
     grafana_dashboard: Toggle = Field(
         default_factory=lambda: Toggle.model_validate({}),
-        description="The dashboard, a ConfigMap labelled grafana_dashboard=1 (Grafana's sidecar).",
+        description=(
+            "The Grafana dashboards (the operator's, one per kind), a ConfigMap labelled "
+            "grafana_dashboard=1 (Grafana's sidecar)."
+        ),
     )
 
 

@@ -112,6 +112,17 @@ def _files(kubeconfig: str | None) -> list[Path]:
     return found
 
 
+def current_namespace(kubeconfig: str | None = None) -> str:
+    """The current context's namespace (what kubectl uses without ``-n``), else
+    ``default`` (also without a kubeconfig). Used by ``appstack status``."""
+    try:
+        config = merged(_files(kubeconfig))
+    except (KubeconfigError, OSError, yaml.YAMLError):
+        return "default"
+    ctx, _ = config["contexts"].get(config.get("current-context"), ({}, None))
+    return str(ctx.get("namespace") or "default")
+
+
 def _path(base: Path, value: str | None) -> str | None:
     return None if not value else str((base / Path(value).expanduser()).resolve())
 

@@ -1,0 +1,233 @@
+"""The Grafana dashboards users watch appstack with: one for the operator itself (its
+controllers, workqueues, leader, API requests, CPU and memory: controller-runtime's names,
+:mod:`appstack.runtime.metrics`) and one per kind (AppService, AppStack, CronTab,
+EtcdCluster, MongoDBCommunity) from what users run (:mod:`appstack.controllers.kind_metrics`)
+and that kind's controller. Generated into ``deploy/monitoring/dashboards/`` and the Helm
+chart (:mod:`appstack.manifests.bundle`, :mod:`appstack.manifests.chart_monitoring`); a
+unit test checks that every expression only names metrics the operator exports. Pure."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from appstack.controllers.registry import ALL
+from appstack.manifests.rbac import NAME
+
+LEADER = f'leader_election_master_status{{name="{NAME}"}}'
+Panel = tuple[str, str, list[str]]  # title, unit, expressions (legend from the labels kept)
+
+OPERATOR: list[Panel] = [
+    (
+        "Reconciles / s",
+        "ops",
+        ["sum by (controller, result) (rate(controller_runtime_reconcile_total[5m]))"],
+    ),
+    (
+        "Reconcile errors / s",
+        "ops",
+        ["sum by (controller) (rate(controller_runtime_reconcile_errors_total[5m]))"],
+    ),
+    (
+        "Reconcile time (p50, p99)",
+        "s",
+        [
+            f"histogram_quantile({q}, sum by (le, controller) "
+            "(rate(controller_runtime_reconcile_time_seconds_bucket[5m])))"
+            for q in ("0.5", "0.99")
+        ],
+    ),
+    ("Workqueue depth", "short", ["sum by (name) (workqueue_depth)"]),
+    (
+        "Workqueue wait (p99)",
+        "s",
+        [
+            "histogram_quantile(0.99, sum by (le, name) "
+            "(rate(workqueue_queue_duration_seconds_bucket[5m])))"
+        ],
+    ),
+    ("Workqueue retries / s", "ops", ["sum by (name) (rate(workqueue_retries_total[5m]))"]),
+    ("Leader (1 = this replica leads)", "short", [LEADER]),
+    (
+        "API requests / s by method and code",
+        "reqps",
+        ["sum by (method, code) (rate(rest_client_requests_total[5m]))"],
+    ),
+    ("Memory (RSS)", "bytes", ["process_resident_memory_bytes"]),
+    ("CPU", "percentunit", ["rate(process_cpu_seconds_total[5m])"]),
+    (
+        "Objects per kind: Ready / not Ready",
+        "short",
+        [
+            "sum by (kind) (appstack_object_ready)",
+            "count by (kind) (appstack_object_ready == 0)",
+        ],
+    ),
+]
+
+# The template variables of a kind's dashboard, in its selectors.
+WHO = 'namespace=~"$namespace", name=~"$name"'
+
+
+def _kind_panels(kind: str, controller: str) -> list[Panel]:
+    """What every kind's dashboard shows: its objects' readiness and its controller."""
+    ready = f'appstack_object_ready{{kind="{kind}", {WHO}}}'
+    mine = f'controller="{controller}"'
+    return [
+        (f"{kind}s Ready / not Ready", "short", [f"sum({ready})", f"count({ready} == 0)"]),
+        (f"{kind}s not Ready", "short", [f"max by (namespace, name) ({ready}) == 0"]),
+        (
+            "Reconciles / s by result",
+            "ops",
+            [f"sum by (result) (rate(controller_runtime_reconcile_total{{{mine}}}[5m]))"],
+        ),
+        (
+            "Reconcile time (p50, p99)",
+            "s",
+            [
+                f"histogram_quantile({q}, sum by (le) "
+                f"(rate(controller_runtime_reconcile_time_seconds_bucket{{{mine}}}[5m])))"
+                for q in ("0.5", "0.99")
+            ],
+        ),
+        (
+            "Workqueue depth and retries / s",
+            "short",
+            [
+                f'sum(workqueue_depth{{name="{controller}"}})',
+                f'sum(rate(workqueue_retries_total{{name="{controller}"}}[5m]))',
+            ],
+        ),
+    ]
+
+
+def _by_object(metric: str, how: str = "max") -> str:
+    return f"{how} by (namespace, name) ({metric}{{{WHO}}})"
+
+
+#: Per kind, the panels of its own metrics (kind_metrics.FAMILIES) after the common ones.
+OWN: dict[str, list[Panel]] = {
+    "AppStack": [
+        (
+            "Members by state",
+            "short",
+            [f"sum by (namespace, name, state) (appstack_appstack_members{{{WHO}}})"],
+        ),
+    ],
+    "EtcdCluster": [
+        (
+            "Healthy voters / members",
+            "short",
+            [
+                _by_object("appstack_etcdcluster_ready_members"),
+                _by_object("appstack_etcdcluster_members"),
+            ],
+        ),
+        (
+            "Quorum and leader (1 = yes)",
+            "short",
+            [
+                _by_object("appstack_etcdcluster_quorum", "min"),
+                _by_object("appstack_etcdcluster_has_leader", "min"),
+            ],
+        ),
+        (
+            "Age of the newest snapshot",
+            "s",
+            [f"time() - {_by_object('appstack_etcdcluster_last_backup_timestamp_seconds')}"],
+        ),
+        (
+            "Next snapshot due in (negative: overdue)",
+            "s",
+            [f"{_by_object('appstack_etcdcluster_next_backup_due_timestamp_seconds')} - time()"],
+        ),
+    ],
+    "CronTab": [
+        (
+            "Newest run failed (1 = yes)",
+            "short",
+            [_by_object("appstack_crontab_last_run_failed")],
+        ),
+    ],
+}
+
+
+def _panel(index: int, title: str, unit: str, exprs: list[str]) -> dict[str, Any]:
+    source = {"type": "prometheus", "uid": "${datasource}"}
+    return {
+        "id": index + 1,
+        "type": "timeseries",
+        "title": title,
+        "datasource": source,
+        "gridPos": {"h": 8, "w": 12, "x": 12 * (index % 2), "y": 8 * (index // 2)},
+        "fieldConfig": {"defaults": {"unit": unit}, "overrides": []},
+        "targets": [
+            {"refId": chr(ord("A") + i), "expr": expr, "datasource": source}
+            for i, expr in enumerate(exprs)
+        ],
+    }
+
+
+def _variables(kind: str | None) -> list[dict[str, Any]]:
+    variables: list[dict[str, Any]] = [
+        {"name": "datasource", "type": "datasource", "query": "prometheus", "label": "Data source"}
+    ]
+    if kind is None:
+        return variables
+    ready = f'appstack_object_ready{{kind="{kind}"'
+    for name, query in (
+        ("namespace", f"label_values({ready}}}, namespace)"),
+        ("name", f'label_values({ready}, namespace=~"$namespace"}}, name)'),
+    ):
+        variables.append(
+            {
+                "name": name,
+                "type": "query",
+                "label": name.capitalize(),
+                "datasource": {"type": "prometheus", "uid": "${datasource}"},
+                "query": {"query": query, "refId": name},
+                "refresh": 2,
+                "includeAll": True,
+                "allValue": ".*",
+                "multi": True,
+                "current": {"text": "All", "value": "$__all"},
+            }
+        )
+    return variables
+
+
+def _dashboard(uid: str, title: str, kind: str | None, panels: list[Panel]) -> dict[str, Any]:
+    """A Grafana dashboard (schema 39) with a Prometheus data source variable."""
+    return {
+        "uid": uid,
+        "title": title,
+        "tags": ["appstack", "kubernetes", "operator"] + ([kind] if kind else []),
+        "schemaVersion": 39,
+        "editable": True,
+        "time": {"from": "now-6h", "to": "now"},
+        "refresh": "30s",
+        "templating": {"list": _variables(kind)},
+        "panels": [_panel(i, *panel) for i, panel in enumerate(panels)],
+    }
+
+
+def dashboards() -> dict[str, dict[str, Any]]:
+    """File name → dashboard: ``appstack-operator.json``, then ``appstack-<kind>.json`` for
+    every kind the operator serves (:data:`appstack.controllers.registry.ALL`)."""
+    out = {"appstack-operator.json": _dashboard(NAME, "appstack operator", None, OPERATOR)}
+    for controller in ALL:
+        kind = controller.kind.resource.kind
+        panels = _kind_panels(kind, controller.name) + OWN.get(kind, [])
+        out[f"appstack-{controller.name}.json"] = _dashboard(
+            f"appstack-{controller.name}", f"appstack {kind}", kind, panels
+        )
+    return out
+
+
+def expressions() -> list[str]:
+    """Every PromQL expression of every dashboard (panels and variables' queries aside)."""
+    return [e for _, _, exprs in OPERATOR for e in exprs] + [
+        e
+        for kind, controller in ((c.kind.resource.kind, c.name) for c in ALL)
+        for _, _, exprs in _kind_panels(kind, controller) + OWN.get(kind, [])
+        for e in exprs
+    ]
