@@ -194,6 +194,13 @@ APPSTACK_CASES: tuple[Case, ...] = (
         ((f"{_DB}.managed.configFiles", {"a.cnf": "x"}),),
         f"{_DB}.managed.configFiles",
     ),
+    Case(  # present but empty is still set (the models once took {} for unset)
+        _K,
+        _MW,
+        "managed.configFiles",
+        ((f"{_DB}.managed.configFiles", {}),),
+        f"{_DB}.managed.configFiles",
+    ),
     Case(
         _K,
         _MW,

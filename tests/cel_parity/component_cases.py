@@ -206,3 +206,22 @@ MEMBER_CASES: tuple[Case, ...] = (
         f"{_API}.livenessProbe",
     ),
 )
+
+
+def _url(url: str, message: str, *, refused: bool = True) -> Case:
+    field = f"{_UUC}.external.url"
+    return Case(_K, _URL, message, ((field, url),), field, refused=refused)
+
+
+# URLs the two sides once disagreed on: RE2's $ ends the text (Python's also matches before
+# a final newline), a port that is not a number or is empty, IPv6 literals, leading zeros,
+# a bad escape after a port (the API server's url() refused it).
+URL_EDGES: tuple[Case, ...] = (
+    _url("https://uuc.example.com\n", "url must be absolute"),
+    _url("https://uuc.example.com:abc/uuc", "url: the port must be"),
+    _url("https://uuc.example.com:/uuc", "url: the port must be"),
+    _url("https://[::1]:8443/x", "url: the port must be", refused=False),
+    _url("https://[::1]/x", "url: the port must be", refused=False),
+    _url("https://uuc.example.com:08443/x", "url: the port must be", refused=False),
+    _url("https://uuc.example.com:8443/a%zz", "url: the port must be", refused=False),
+)

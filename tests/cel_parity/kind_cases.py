@@ -133,6 +133,13 @@ KIND_CASES: tuple[Case, ...] = (
         (("spec.version", "9.0.0"),),
         "spec.version",
     ),
+    Case(  # RE2's $ ends the text; Python's re.match('...$') took a final newline
+        "MongoDBCommunity",
+        ".spec.version",
+        "version must be a MongoDB",
+        (("spec.version", "4.2.6\n"),),
+        "spec.version",
+    ),
     Case(
         "MongoDBCommunity",
         ".spec.version",

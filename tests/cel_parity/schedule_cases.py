@@ -41,6 +41,7 @@ def _cron(kind: str, path: str, label: str, field: str, *, seconds: bool) -> tup
     shape = "* * * *" if seconds else "* * * * * *"
     cases = [
         Case(kind, path, f"{label} takes five fields", ((at, "@often"),), at),
+        Case(kind, path, f"{label} takes five fields", ((at, "@every 1s\n"),), at),
         # A wrong number of fields breaks the characters rule too (it counts them).
         Case(kind, path, f"{label} takes five fields", ((at, shape),), at, also=True),
         Case(kind, path, f"{label} fields may only", ((at, "0 * * * %"),), at),
