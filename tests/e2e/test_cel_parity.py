@@ -2,7 +2,8 @@
 (tests/cel_parity, one or more per CEL rule of every CRD we serve), a server-side dry-run
 create — or, for a transition rule, a dry-run update of an object created first — is refused
 with that rule's message, on the field the rule names, and the model the reconciler uses
-refuses the same object naming the same field; boundary cases are accepted by both. The
+refuses the same object naming the same field; boundary cases are accepted by both; what
+only the models check (tests/cel_parity/model_only.py) is accepted by the API server. The
 table's coverage (every rule has a case) is checked by tests/unit/test_cel_parity.py."""
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.resources import Resource
 from tests.cel_parity import BASES, CASES
+from tests.cel_parity.model_only import MODEL_ONLY, ModelOnly
 from tests.cel_parity.table import Case, crd_rules, model_of, names_field, python_refusal, rule_of
 
 pytestmark = pytest.mark.usefixtures("operator_kubeconfig")  # installs the CRDs
@@ -65,3 +67,15 @@ async def test_the_api_server_and_the_models_agree(
     if case.python is None:
         assert python is not None, f"the models accept what {rule} refuses"
         assert names_field(python, case.field), python
+
+
+@pytest.mark.parametrize("one_sided", MODEL_ONLY, ids=lambda m: m.says)
+async def test_what_only_the_models_refuse_the_api_server_accepts(
+    client: Client, namespace: str, one_sided: ModelOnly
+) -> None:
+    case = Case(one_sided.kind, "", "", one_sided.edits, refused=False)
+    written = await _write(client, case, namespace)
+    assert written["metadata"]["uid"]
+    errors = python_refusal(case.kind, case.obj(BASES[case.kind]))
+    assert errors is not None
+    assert any(one_sided.says in e for e in errors), errors

@@ -8,7 +8,15 @@ from __future__ import annotations
 import pytest
 
 from tests.cel_parity import BASES, CASES
-from tests.cel_parity.table import Case, crd_rules, names_field, python_refusal, rule_of
+from tests.cel_parity.model_only import MODEL_ONLY, ModelOnly
+from tests.cel_parity.table import (
+    Case,
+    crd_rules,
+    edited,
+    names_field,
+    python_refusal,
+    rule_of,
+)
 
 RULES = crd_rules()
 
@@ -45,3 +53,10 @@ def test_the_models_agree(case: Case) -> None:
         return
     assert errors is not None, f"the models accept what {rule_of(case, RULES)} refuses"
     assert names_field(errors, case.field), errors
+
+
+@pytest.mark.parametrize("one_sided", MODEL_ONLY, ids=lambda m: m.says)
+def test_what_only_the_models_refuse(one_sided: ModelOnly) -> None:
+    errors = python_refusal(one_sided.kind, edited(BASES[one_sided.kind], one_sided.edits))
+    assert errors is not None
+    assert any(one_sided.says in e for e in errors), errors
