@@ -152,6 +152,13 @@ APPSTACK_CASES: tuple[Case, ...] = (
     Case(
         _K, ".spec", "uses must name middleware", ((f"{_WEB}.uses", ["nope"]),), "spec.components"
     ),
+    Case(  # ports: [] is no ports (the API server once took it for some)
+        _K,
+        ".spec",
+        "uses must name middleware",
+        (("spec.components[0].ports", []),),
+        "spec.components",
+    ),
     # one middleware entry
     Case(_K, _MW, "set exactly one of managed", ((f"{_CACHE}.managed", {"replicas": 1}),), _CACHE),
     Case(

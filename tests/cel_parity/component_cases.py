@@ -105,6 +105,13 @@ MEMBER_CASES: tuple[Case, ...] = (
         ((f"{_API}.config", {"mountPath": "/c", "files": {"a": "b"}}),),
         f"{_API}.configs",
     ),
+    Case(  # configs: [] is set (the models once took it for unset)
+        _K,
+        _C,
+        "set config (one ConfigMap)",
+        ((f"{_API}.config", {"mountPath": "/c", "files": {"a": "b"}}), (f"{_API}.configs", [])),
+        f"{_API}.configs",
+    ),
     Case(
         _K,
         _C,

@@ -65,7 +65,7 @@ _STACK_RULES: list[Any] = [
     {
         "rule": "self.components.all(c, !has(c.uses) || c.uses.all(u, (has(self.middleware) && "
         "self.middleware.exists(m, m.name == u)) || "
-        "self.components.exists(d, d.name == u && has(d.ports))))",
+        "self.components.exists(d, d.name == u && has(d.ports) && size(d.ports) > 0)))",
         "message": "uses must name middleware, or a component with ports, of this stack",
         "fieldPath": ".components",
     },

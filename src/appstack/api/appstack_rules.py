@@ -170,7 +170,7 @@ def config_problem(m: Any) -> str | None:
 
 
 def _configs_problem(c: Any) -> str | None:
-    if c.config is not None and c.configs:
+    if c.config is not None and c.configs is not None:  # configs: [] is set, as for CEL
         return "set config (one ConfigMap) or configs (several), not both"
     configs = c.configs or []
     for attr in ("name", "mount_path"):
