@@ -21,6 +21,7 @@ class ModelOnly:
 
 _COST = "its CEL costs more than the API server allows"
 _BOUNDS = "values outside a field's bounds: Ready=False, InvalidSchedule, by design"
+_FORM = "an item's form beyond its characters: Ready=False, InvalidSchedule, by design"
 
 MODEL_ONLY: tuple[ModelOnly, ...] = (
     ModelOnly(
@@ -38,5 +39,7 @@ MODEL_ONLY: tuple[ModelOnly, ...] = (
         "Python's urlsplit refuses an unbalanced IPv6 bracket; no CEL rule looks for one",
     ),
     ModelOnly("CronTab", (("spec.cronSpec", "*/5 * * * 7"),), "outside 0-6", _BOUNDS),
+    ModelOnly("CronTab", (("spec.cronSpec", "0 0 L * *"),), "'L' is outside 1-31", _BOUNDS),
+    ModelOnly("CronTab", (("spec.cronSpec", "*/15-30 * * * *"),), "is not a value", _FORM),
     ModelOnly("EtcdCluster", (("spec.backup.schedule", "0 25 * * *"),), "outside 0-23", _BOUNDS),
 )
