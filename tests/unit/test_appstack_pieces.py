@@ -56,7 +56,7 @@ def test_a_dataservice_like_stack_is_valid_and_starts_in_dependency_order() -> N
         ),
         ([{"name": "a", "image": "x", "dependsOn": ["nope"]}], "dependsOn 'nope' is not a member"),
         ([{"name": "a", "image": "x", "uses": ["a"]}], "uses 'a' is not middleware"),
-        ([{"name": "mysql", "image": "x"}], "member names must be unique: mysql"),
+        ([{"name": "mysql", "image": "x"}], "may not have the name of a middleware: mysql"),
         ([{"name": "Bad_Name", "image": "x"}], "String should match pattern"),
     ],
 )

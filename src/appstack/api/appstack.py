@@ -65,7 +65,7 @@ _STACK_RULES: list[Any] = [
     {
         "rule": "self.components.all(c, !has(c.uses) || c.uses.all(u, (has(self.middleware) && "
         "self.middleware.exists(m, m.name == u)) || "
-        "self.components.exists(d, d.name == u && has(d.ports))))",
+        "self.components.exists(d, d.name == u && has(d.ports) && size(d.ports) > 0)))",
         "message": "uses must name middleware, or a component with ports, of this stack",
         "fieldPath": ".components",
     },
@@ -93,29 +93,27 @@ class AppStackSpec(KubeModel):
     @model_validator(mode="after")
     def _graph(self) -> AppStackSpec:
         names = [m.name for m in self.middleware or []] + [c.name for c in self.components]
-        duplicates = sorted({n for n in names if names.count(n) > 1})
-        if duplicates:
-            raise ValueError(f"member names must be unique: {', '.join(duplicates)}")
+        _unique_names(self)
         services = [m.service_name for m in self.middleware or []]
         services += [c.service_name for c in self.components]
         taken = sorted({n for n in services if n is not None and services.count(n) > 1})
         if taken:
-            raise ValueError(f"serviceName must be unique in the stack: {', '.join(taken)}")
+            raise ValueError(
+                f"components: serviceName must be unique in the stack: {', '.join(taken)}"
+            )
         middleware = {m.name: m for m in self.middleware or []}
         with_ports = {c.name for c in self.components if c.ports}
         known = set(names)
-        for component in self.components:
+        for i, component in enumerate(self.components):
+            where = f"components[{i}] ({component.name})"
             for ref in component.depends_on or []:
                 if ref not in known:
-                    raise ValueError(
-                        f"component {component.name}: dependsOn {ref!r} is not a "
-                        f"member of this stack"
-                    )
+                    raise ValueError(f"{where}: dependsOn {ref!r} is not a member of this stack")
             for ref in component.uses or []:
                 if ref not in middleware and ref not in with_ports:
                     raise ValueError(
-                        f"component {component.name}: uses {ref!r} is not middleware, or a "
-                        f"component with ports, of this stack"
+                        f"{where}: uses {ref!r} is not middleware, or a component with ports, "
+                        "of this stack"
                     )
             defined = set(component.env or {}) | {e.name for e in component.envs or []}
             clash = sorted(defined & self._url_injected(component))
@@ -143,6 +141,21 @@ class AppStackSpec(KubeModel):
             if mw is None or (mw.external is not None and mw.external.url is not None):
                 names |= {f"{p}_URL", f"{p}_TOKEN", f"{p}_AUTH_METHOD"}
         return names
+
+
+def _unique_names(spec: AppStackSpec) -> None:
+    """The three name rules of :data:`_STACK_RULES`, each naming its field."""
+    components = [c.name for c in spec.components]
+    middleware = [m.name for m in spec.middleware or []]
+    for label, names in (("components: component", components), ("middleware", middleware)):
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"{label} names must be unique: {', '.join(twice)}")
+    both = sorted(set(components) & set(middleware))
+    if both:
+        raise ValueError(
+            f"components: a component may not have the name of a middleware: {', '.join(both)}"
+        )
 
 
 class MemberStatus(KubeModel):

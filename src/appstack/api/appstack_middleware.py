@@ -161,7 +161,7 @@ class ExternalMiddleware(KubeModel):
     def problem(self) -> str | None:
         """:data:`_EXTERNAL_RULES` and the URL rules in Python."""
         if self.password is not None:
-            return "credentials are never inline: use secretRef"
+            return "password: credentials are never inline: use secretRef"
         if (self.host is None) == (self.url is None):
             return "set exactly one of host (with port) or url"
         if (self.host is None) != (self.port is None):

@@ -170,7 +170,7 @@ def config_problem(m: Any) -> str | None:
 
 
 def _configs_problem(c: Any) -> str | None:
-    if c.config is not None and c.configs:
+    if c.config is not None and c.configs is not None:  # configs: [] is set, as for CEL
         return "set config (one ConfigMap) or configs (several), not both"
     configs = c.configs or []
     for attr in ("name", "mount_path"):
@@ -210,6 +210,6 @@ def _ports_problem(c: Any) -> str | None:
     names = [p.name for p in ports if p.name]
     if len(set(names)) != len(names):
         return "ports: port names must be unique (a port without a name is named p<port>)"
-    if any(re.match(r"^p[0-9]+$", name) for name in names):
+    if any(re.fullmatch(r"p[0-9]+", name) for name in names):
         return "ports: port names p<number> are kept for ports without a name"
     return None

@@ -91,7 +91,7 @@ def five_fields(label: str) -> str:
 def cron_problem(spec: str, *, label: str = "cronSpec", seconds: bool = True) -> str | None:
     """Why ``spec`` is not a schedule we accept, or None. ``label`` names the field in the
     messages; ``seconds=False`` accepts five fields and the macros only (no ``@every``)."""
-    if spec in MACROS or (seconds and re.match(EVERY, spec)):
+    if spec in MACROS or (seconds and re.fullmatch(EVERY, spec)):
         return None
     fields = spec.split()
     counts = (5, 6) if seconds else (5,)

@@ -85,7 +85,7 @@ def managed_problem(engine: str, managed: Any) -> str | None:
         return ONE_INSTANCE
     if managed.init_scripts_config_map and engine == "mongodb":
         return NO_INIT_SCRIPTS
-    files = managed.config_files or {}
-    if files and (engine != "mysql" or not all(f.endswith(".cnf") for f in files)):
+    files = managed.config_files
+    if files is not None and (engine != "mysql" or not all(f.endswith(".cnf") for f in files)):
         return NO_CONFIG_FILES
     return None

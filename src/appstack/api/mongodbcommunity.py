@@ -158,7 +158,7 @@ class MongoDBCommunitySpec(KubeModel):
     @field_validator("version")
     @classmethod
     def _supported(cls, value: str) -> str:
-        if not re.match(SUPPORTED_VERSION, value):
+        if not re.fullmatch(SUPPORTED_VERSION, value):  # RE2: $ ends the text
             raise ValueError(VERSION_MESSAGE)
         return value
 

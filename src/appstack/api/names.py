@@ -75,7 +75,7 @@ def name_rules(pattern: str, max_length: int, why: str) -> tuple[NameRule, ...]:
         NameRule(
             f"self.metadata.name.matches('{pattern}')",
             f"metadata.name must {_SPELLING[pattern]}: {why}",
-            lambda name, _spec: compiled.match(name) is not None,
+            lambda name, _spec: compiled.fullmatch(name) is not None,
         ),
         NameRule(
             f"size(self.metadata.name) <= {max_length}",

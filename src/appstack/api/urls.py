@@ -15,7 +15,14 @@ from urllib.parse import urlsplit
 EXAMPLE = "e.g. https://uuc.example.com:8443/uuc"
 ABSOLUTE = r"^[a-zA-Z][a-zA-Z0-9+.-]*://[^/?#\s]+([/?#]\S*)?$"
 _USERINFO = r"^[^:/?#]+://[^/?#]*@"
-_PORT = r"^[^:/?#]+://[^/?#]*:([0-9]+)([/?#]|$)"
+# A port: whatever follows the authority's last ':' outside an IPv6 literal's brackets and
+# the userinfo (_PORT), which must be a number in 1..65535, leading zeros allowed
+# (_GOOD_PORT). Plain regular expressions, the same in RE2 (CEL) and Python.
+_PORT = r"^[^:/?#]+://[^/?#]*:[^/?#\]@]*([/?#]|$)"
+_NUMBER = (
+    r"0*(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3})"
+)
+_GOOD_PORT = rf"^[^:/?#]+://[^/?#]*:{_NUMBER}([/?#]|$)"
 
 ABSOLUTE_MESSAGE = f"url must be absolute, scheme://host[:port][/path], {EXAMPLE}"
 INLINE_MESSAGE = "credentials are never inline in url: use secretRef"
@@ -25,9 +32,7 @@ URL_RULES: list[Any] = [
     {"rule": f"self.matches(r'{ABSOLUTE}')", "message": ABSOLUTE_MESSAGE},
     {"rule": f"!self.matches(r'{_USERINFO}')", "message": INLINE_MESSAGE},
     {
-        "rule": f"!self.matches(r'{_PORT}') || "
-        "(isURL(self) && url(self).getPort() != '' && int(url(self).getPort()) >= 1 && "
-        "int(url(self).getPort()) <= 65535)",
+        "rule": f"!self.matches(r'{_PORT}') || self.matches(r'{_GOOD_PORT}')",
         "message": PORT_MESSAGE,
     },
 ]
@@ -35,12 +40,11 @@ URL_RULES: list[Any] = [
 
 def url_problem(url: str) -> str | None:
     """:data:`URL_RULES` in Python: the first one ``url`` breaks (None: a good URL)."""
-    if not re.match(ABSOLUTE, url):
+    if not re.fullmatch(ABSOLUTE, url):  # RE2, as CEL's matches(): $ ends the text
         return ABSOLUTE_MESSAGE
     if re.match(_USERINFO, url):
         return INLINE_MESSAGE
-    port = re.match(_PORT, url)
-    if port and not 1 <= int(port.group(1)) <= 65535:
+    if re.match(_PORT, url) and not re.match(_GOOD_PORT, url):
         return PORT_MESSAGE
     try:
         urlsplit(url).port  # noqa: B018 - parsing is the check

@@ -1,0 +1,81 @@
+"""CEL parity against the real API server: for every case of the parity table
+(tests/cel_parity, one or more per CEL rule of every CRD we serve), a server-side dry-run
+create — or, for a transition rule, a dry-run update of an object created first — is refused
+with that rule's message, on the field the rule names, and the model the reconciler uses
+refuses the same object naming the same field; boundary cases are accepted by both; what
+only the models check (tests/cel_parity/model_only.py) is accepted by the API server. The
+table's coverage (every rule has a case) is checked by tests/unit/test_cel_parity.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from appstack.runtime import errors
+from appstack.runtime.client import Client
+from appstack.runtime.resources import Resource
+from tests.cel_parity import BASES, CASES
+from tests.cel_parity.model_only import MODEL_ONLY, ModelOnly
+from tests.cel_parity.table import Case, crd_rules, model_of, names_field, python_refusal, rule_of
+
+pytestmark = pytest.mark.usefixtures("operator_kubeconfig")  # installs the CRDs
+
+RULES = crd_rules()
+DRY_RUN = {"dryRun": "All"}
+
+
+def _placed(obj: dict[str, Any], namespace: str) -> dict[str, Any]:
+    return {**obj, "metadata": {**obj["metadata"], "namespace": namespace}}
+
+
+async def _write(client: Client, case: Case, namespace: str) -> dict[str, Any]:
+    """The case's write, dry-run: a create, or an update of ``case.old`` (created first)."""
+    resource: Resource = model_of(case.kind).KIND.resource
+    base = BASES[case.kind]
+    obj = _placed(case.obj(base), namespace)
+    old = case.old_obj(base)
+    if old is None:
+        return await client.request("POST", resource.path(namespace), params=DRY_RUN, body=obj)
+    created = await client.create(resource, _placed(old, namespace))
+    obj["metadata"]["resourceVersion"] = created["metadata"]["resourceVersion"]
+    path = resource.path(namespace, obj["metadata"]["name"])
+    return await client.request("PUT", path, params=DRY_RUN, body=obj)
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.server is None], ids=lambda c: c.id)
+async def test_the_api_server_and_the_models_agree(
+    client: Client, namespace: str, case: Case
+) -> None:
+    (rule,) = rule_of(case, RULES)
+    python = python_refusal(case.kind, case.obj(BASES[case.kind]))
+    if not case.refused:
+        written = await _write(client, case, namespace)
+        assert written["metadata"]["name"] == case.obj(BASES[case.kind])["metadata"]["name"]
+        assert python is None
+        return
+    with pytest.raises(errors.Invalid) as refused:
+        await _write(client, case, namespace)
+    causes = refused.value.causes
+    said = [c for c in causes if rule.message in c.message]
+    assert said, f"refused, but not by {rule}: {refused.value}"
+    assert any(c.field == (case.field or "<nil>") for c in said), [str(c) for c in said]
+    others = {r.message for r in RULES if r.kind == case.kind and r != rule}
+    others -= {m for m in others if m in rule.message}  # a shorter message inside this one
+    broken = [str(c) for c in causes if any(m in c.message for m in others)]
+    assert broken == [] or case.also, f"{rule} and more: {broken}"
+    if case.python is None:
+        assert python is not None, f"the models accept what {rule} refuses"
+        assert names_field(python, case.field), python
+
+
+@pytest.mark.parametrize("one_sided", MODEL_ONLY, ids=lambda m: m.says)
+async def test_what_only_the_models_refuse_the_api_server_accepts(
+    client: Client, namespace: str, one_sided: ModelOnly
+) -> None:
+    case = Case(one_sided.kind, "", "", one_sided.edits, refused=False)
+    written = await _write(client, case, namespace)
+    assert written["metadata"]["uid"]
+    errors = python_refusal(case.kind, case.obj(BASES[case.kind]))
+    assert errors is not None
+    assert any(one_sided.says in e for e in errors), errors
