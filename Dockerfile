@@ -4,7 +4,7 @@
 # dependencies (requirements.lock); the final stage is Debian's python3 plus that venv,
 # run as uid 65532 (deploy/operator.yaml's securityContext). `make image-oci` builds the
 # same contents without a daemon (testbed/src/appstack_testbed/image.py replays these steps;
-# tests/unit/test_image_spec.py keeps the two in step) and `make test` runs the operator
+# tests/unit/testbed/test_image_spec.py keeps the two in step) and `make test` runs the operator
 # from that image.
 #
 # Base: Debian 12 (bookworm) slim, pinned to a point release. To pin it by digest:

@@ -4,7 +4,7 @@ numbers the plot uses.
 
 Each repeat of a size measures the floor and every peer one after another, so ratios to
 the floor are taken within a repeat and then summarised (median and min-max over the
-repeats). Pure; unit tested (``tests/unit/test_bench_peers.py``). Used by ``bench/peers.py``.
+repeats). Pure; unit tested (``tests/unit/bench/test_peers.py``). Used by ``bench/peers.py``.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ leader election, and watches its kind cluster-wide: ``kosmos.io/v1`` AppService
 (:data:`APP_SERVICE`), whose objects the bench creates for it.
 
 Pure but for :func:`install_crd` and :func:`port_free`; used by ``bench/peers.py`` and
-:mod:`peerbench.operators`, unit tested in ``tests/unit/test_bench_seed_peer.py``.
+:mod:`peerbench.operators`, unit tested in ``tests/unit/bench/test_seed_peer.py``.
 """
 
 from __future__ import annotations

@@ -11,7 +11,6 @@ import contextlib
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -38,6 +37,7 @@ from appstack_testbed.cluster import LocalCluster
 from appstack_testbed.control_plane import SERVICE_CIDR
 from appstack_testbed.pytest_plugin import ClusterHandle
 from appstack_testbed.waiting import condition_status, wait_for, wait_until
+from tests.support.eventually import eventually
 
 TokenRequest = ServiceAccount.Token
 
@@ -361,6 +361,15 @@ def is_ready(obj: dict[str, Any]) -> bool:
     return condition_status(obj, "Ready") == "True"
 
 
+async def absent(client: Client, res: Any, name: str, namespace: str) -> bool:
+    """A probe for :func:`eventually`: ``res`` ``namespace/name`` is not there (any more)."""
+    try:
+        await client.get(res, name, namespace)
+    except errors.NotFound:
+        return True
+    return False
+
+
 async def until(  # noqa: PLR0917 - read positionally
     client: Client,
     res: Any,
@@ -370,15 +379,13 @@ async def until(  # noqa: PLR0917 - read positionally
     timeout: float = 30,
     what: str = "",
 ) -> dict[str, Any]:
-    """Poll ``res`` ``namespace/name`` until ``check(obj)`` holds; fail with the last state."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        try:
-            last = await client.get(res, name, namespace)
-            if check(last):
-                return dict(last)
-        except errors.NotFound:
-            last = "NotFound"
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what or name}; last: {str(last)[:1500]}")
+    """``res`` ``namespace/name`` once ``check(obj)`` holds (NotFound is "not yet"); fails
+    with the last state seen."""
+    obj = await eventually(
+        lambda: client.get(res, name, namespace),
+        check,
+        timeout=timeout,
+        what=what or name,
+        retry_on=(errors.NotFound,),
+    )
+    return dict(obj)

@@ -19,6 +19,7 @@ from appstack.controllers.etcdcluster import ETCD_CLUSTER
 from appstack.controllers.etcdcluster.etcdapi import EtcdClient, EtcdError
 from appstack.runtime.client import Client
 from tests.e2e.conftest import until
+from tests.support.eventually import eventually
 
 T = TypeVar("T")
 
@@ -73,23 +74,15 @@ class Writer:
 
 
 async def retry(call: Callable[[], Awaitable[T]], timeout: float = 30) -> T:
-    """``call`` until it does not raise :class:`EtcdError` (the last error on timeout)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            return await call()
-        except EtcdError:
-            if time.monotonic() > deadline:
-                raise
-            await asyncio.sleep(0.2)
-
-
-async def until_true(probe: Callable[[], Awaitable[bool]], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not await probe():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        await asyncio.sleep(0.2)
+    """``call``'s answer once it does not raise :class:`EtcdError` (the last one on timeout)."""
+    return await eventually(
+        call,
+        lambda _: True,
+        timeout=timeout,
+        what="etcd to answer",
+        interval=0.2,
+        retry_on=(EtcdError,),
+    )
 
 
 def healthy(replicas: int, version: str | None = None) -> Any:

@@ -11,7 +11,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,6 +22,7 @@ from lightkube import KubeConfig
 
 from appstack.manifests.install import Install
 from tests.e2e.conftest import apply_objects, service_account_kubeconfig
+from tests.support.eventually import eventually_sync
 
 
 def _free_port() -> int:
@@ -76,11 +76,18 @@ def running_operator(
             env=env,
         )
     try:
-        deadline = time.monotonic() + 60
-        while not _ready(health):
+
+        def ready() -> bool:
             assert proc.poll() is None, f"operator exited: {log.read_text()[-3000:]}"
-            assert time.monotonic() < deadline, f"never ready: {log.read_text()[-3000:]}"
-            time.sleep(0.2)
+            return _ready(health)
+
+        eventually_sync(
+            ready,
+            timeout=60,
+            what="the operator ready",
+            interval=0.2,
+            diagnose=lambda: log.read_text()[-3000:],
+        )
         yield proc
         # still running, or stopped by the test with SIGTERM (a clean exit): never crashed
         assert proc.poll() in {None, 0}, f"operator died: {log.read_text()[-3000:]}"

@@ -5,9 +5,7 @@ the API server's minimum token lifetime of 10 minutes is too long for a test).""
 
 from __future__ import annotations
 
-import asyncio
 import ssl
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -26,6 +24,7 @@ from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.resources import LEASE
 from appstack_testbed.waiting import condition_status
+from tests.support.eventually import eventually
 
 
 async def holder(client: Client, namespace: str) -> str:
@@ -38,12 +37,13 @@ async def holder(client: Client, namespace: str) -> str:
 
 async def wait_holder(client: Client, namespace: str, prefix: str, timeout: float) -> str:
     """Wait until the operator's Lease is held by an identity starting with ``prefix``."""
-    deadline = time.monotonic() + timeout
-    while not (current := await holder(client, namespace)).startswith(prefix + "_"):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"lease held by {current!r}, not {prefix}_* after {timeout}s")
-        await asyncio.sleep(0.05)
-    return current
+    return await eventually(
+        lambda: holder(client, namespace),
+        lambda current: current.startswith(prefix + "_"),
+        timeout=timeout,
+        what=f"the lease held by {prefix}_*",
+        interval=0.05,
+    )
 
 
 def app_service(name: str, namespace: str, image: str = "nginx:1.27") -> dict[str, Any]:
@@ -56,14 +56,12 @@ def app_service(name: str, namespace: str, image: str = "nginx:1.27") -> dict[st
 
 
 async def wait_ready_app(client: Client, name: str, namespace: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    obj: Any = None
-    while time.monotonic() < deadline:
-        obj = await client.get(APP_SERVICE, name, namespace)
-        if condition_status(obj, "Ready") == "True":
-            return
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"AppService {name} not Ready after {timeout}s: {obj}")
+    await eventually(
+        lambda: client.get(APP_SERVICE, name, namespace),
+        lambda obj: condition_status(obj, "Ready") == "True",
+        timeout=timeout,
+        what=f"AppService {name} Ready",
+    )
 
 
 def bound_token(light: LightClient) -> tuple[str, str]:

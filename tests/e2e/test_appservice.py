@@ -16,7 +16,8 @@ from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.resources import DEPLOYMENT, EVENT, POD, SERVICE
 from appstack_testbed.pytest_plugin import ClusterHandle
-from tests.e2e.conftest import RunningOperator, start_operator, until
+from tests.e2e.conftest import RunningOperator, absent, start_operator, until
+from tests.support.eventually import eventually
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "appservice.yaml"
 
@@ -212,15 +213,12 @@ async def test_deleting_the_appservice_garbage_collects_its_children(
     # The garbage collector learns about a newly installed CRD's kind on its discovery
     # resync (every 30 s), so the first cascade after installing the CRD can take that long.
     for res in (DEPLOYMENT, SERVICE):
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            try:
-                await client.get(res, "doomed", namespace)
-            except errors.NotFound:
-                break
-            await asyncio.sleep(0.2)
-        else:
-            raise AssertionError(f"{res.kind} doomed was not garbage-collected")
+        await eventually(
+            lambda res=res: absent(client, res, "doomed", namespace),
+            timeout=120,
+            what=f"{res.kind} doomed garbage-collected",
+            interval=0.2,
+        )
 
 
 async def test_changing_the_service_type_keeps_the_cluster_ip(
@@ -485,10 +483,7 @@ async def test_a_restart_during_a_burst_of_200_creates_converges_without_duplica
             apps, _ = await client.list(APP_SERVICE, namespace)
             return len(apps) == 200 and all(_ready(a) for a in apps)
 
-        deadline = time.monotonic() + 180
-        while not await all_ready():
-            assert time.monotonic() < deadline, "not all 200 AppServices became Ready"
-            await asyncio.sleep(0.5)
+        await eventually(all_ready, timeout=180, what="all 200 AppServices Ready", interval=0.5)
     finally:
         await running.stop()
     deployments, _ = await client.list(DEPLOYMENT, namespace)

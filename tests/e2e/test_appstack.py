@@ -23,7 +23,8 @@ from appstack.runtime.resources import (
     SERVICE,
     STATEFUL_SET,
 )
-from tests.e2e.conftest import RunningOperator, until
+from tests.e2e.conftest import RunningOperator, absent, until
+from tests.support.eventually import eventually
 
 _COMPONENT = {"name": "app", "image": "web:1"}
 
@@ -523,26 +524,30 @@ async def test_a_deleted_member_workload_is_restored_and_deleting_the_stack_keep
     await _small_stack(client, namespace)
     old = await client.get(DEPLOYMENT, "shop-worker", namespace)
     await client.delete(DEPLOYMENT, "shop-worker", namespace)
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            new = await client.get(DEPLOYMENT, "shop-worker", namespace)
-            if new["metadata"]["uid"] != old["metadata"]["uid"]:
-                break
-        except errors.NotFound:
-            pass
-        assert time.monotonic() < deadline, "the deleted Deployment was not restored"
-        await asyncio.sleep(0.1)
+    await until(
+        client,
+        DEPLOYMENT,
+        "shop-worker",
+        namespace,
+        lambda new: new["metadata"]["uid"] != old["metadata"]["uid"],
+        10,
+        "the deleted Deployment restored",
+    )
 
     await client.delete(APP_STACK, "shop", namespace)
-    deadline = time.monotonic() + 120
-    while True:  # children go with the stack (garbage collector)
+
+    async def children() -> list[dict[str, Any]]:  # they go with the stack (garbage collector)
         deployments, _ = await client.list(DEPLOYMENT, namespace)
         sets, _ = await client.list(STATEFUL_SET, namespace)
-        if not deployments and not sets:
-            break
-        assert time.monotonic() < deadline, "children were not garbage-collected"
-        await asyncio.sleep(0.5)
+        return deployments + sets
+
+    await eventually(
+        children,
+        lambda left: not left,
+        timeout=120,
+        what="children garbage-collected",
+        interval=0.5,
+    )
     claims, _ = await client.list(PVC, namespace)
     assert len(claims) == 1  # the database's data is retained
 
@@ -556,14 +561,12 @@ async def test_deleting_a_stack_tears_down_consumers_before_what_they_use(
 
     await client.delete(APP_STACK, "shop", namespace)
 
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            await client.get(APP_STACK, "shop", namespace)
-        except errors.NotFound:
-            break
-        assert time.monotonic() < deadline, "the stack's finalizer was not removed"
-        await asyncio.sleep(0.2)
+    await eventually(
+        lambda: absent(client, APP_STACK, "shop", namespace),
+        timeout=120,
+        what="the stack gone (its finalizer removed)",
+        interval=0.2,
+    )
     timeline.stop()
     assert set(timeline.deleted) == {"api", "web", "worker", "db"}
     assert timeline.deleted["web"] <= timeline.deleted["api"]  # web depends on api
@@ -623,11 +626,15 @@ async def test_a_changed_secret_rolls_the_pods_of_the_components_that_use_it(
 
     await client.patch(SECRET, "db-auth", {"stringData": {"password": "two"}}, namespace=namespace)
 
-    deadline = time.monotonic() + 30
-    while annotations(app).get("appstack.dev/secrets-hash") == before:
-        assert time.monotonic() < deadline, "the Secret change did not roll the pods"
-        await asyncio.sleep(0.3)
-        app = await client.get(DEPLOYMENT, "rot-app", namespace)
+    await until(
+        client,
+        DEPLOYMENT,
+        "rot-app",
+        namespace,
+        lambda app: annotations(app).get("appstack.dev/secrets-hash") != before,
+        30,
+        "the Secret change to roll the pods",
+    )
     unchanged = await client.get(DEPLOYMENT, "rot-other", namespace)
     assert unchanged["metadata"]["generation"] == other["metadata"]["generation"]
 

@@ -5,9 +5,7 @@ once (the API server will not mint tokens shorter than 10 minutes)."""
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import aiohttp
@@ -29,6 +27,7 @@ from tests.e2e.replicas import (
     wait_ready_app,
     write_atomically,
 )
+from tests.support.eventually import eventually
 
 
 class Tokens:
@@ -47,14 +46,9 @@ class Tokens:
         """Delete the Secret the token is bound to; wait until the API server rejects it."""
         self.kube.delete(Secret, secret, namespace=rbac.NAMESPACE)
         ca, url = self.local.directory / "pki" / "ca.crt", self.local.layout().api_url
-        await wait_until_async(lambda: token_rejected(url, ca, token), "the token rejected")
-
-
-async def wait_until_async(probe: Callable[[], Awaitable[bool]], what: str) -> None:
-    deadline = time.monotonic() + 30
-    while not await probe():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.1)
+        await eventually(
+            lambda: token_rejected(url, ca, token), timeout=30, what="the token rejected"
+        )
 
 
 @pytest.fixture
@@ -114,13 +108,17 @@ async def test_healthz_fails_once_the_credentials_are_rejected_for_longer_than_t
             revoked = time.monotonic()
             # Something to do: every request it makes is now rejected.
             await client.create(APP_SERVICE, app_service("orphan", namespace))
-            while True:
+
+            async def healthz() -> tuple[int, str]:
                 async with http.get(url) as response:
-                    if response.status == 503:
-                        body = await response.text()
-                        break
-                assert time.monotonic() - revoked < threshold + 30, "/healthz never failed"
-                await asyncio.sleep(0.1)
+                    return response.status, await response.text()
+
+            _, body = await eventually(
+                healthz,
+                lambda answer: answer[0] == 503,
+                timeout=threshold + 30,
+                what="/healthz 503",
+            )
             unhealthy = time.monotonic() - revoked
             async with http.get(url.replace("healthz", "readyz")) as response:
                 ready = response.status

@@ -3,8 +3,6 @@ schedule validation at admission, suspend, drift and cascading delete."""
 
 from __future__ import annotations
 
-import asyncio
-import time
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +14,7 @@ from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.resources import CRON_JOB, EVENT, JOB, POD
 from tests.e2e.conftest import RunningOperator
+from tests.support.eventually import eventually
 
 
 def _tab(name: str, namespace: str, **spec: Any) -> dict[str, Any]:
@@ -34,25 +33,18 @@ def _ready(obj: dict[str, Any]) -> tuple[str, str]:
     return "", ""
 
 
-async def _until(probe: Any, timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            value = await probe()
-        except errors.NotFound:
-            value = None
-        if value:
-            return value
-        await asyncio.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-
-
 async def test_every_minute_runs_a_job_whose_pods_complete(
     client: Client, namespace: str, operator: RunningOperator
 ) -> None:
     await client.create(CRON_TAB, _tab("tick", namespace, replicas=2))
 
-    cron = await _until(lambda: client.get(CRON_JOB, "tick", namespace), 15, "the CronJob")
+    cron = await eventually(
+        lambda: client.get(CRON_JOB, "tick", namespace),
+        timeout=15,
+        what="the CronJob",
+        interval=0.2,
+        retry_on=(errors.NotFound,),
+    )
     assert cron["spec"]["schedule"] == "* * * * *"
     assert cron["metadata"]["ownerReferences"][0]["kind"] == "CronTab"
 
@@ -60,15 +52,25 @@ async def test_every_minute_runs_a_job_whose_pods_complete(
         jobs, _ = await client.list(JOB, namespace)
         return [j for j in jobs if (j.get("status") or {}).get("succeeded") == 2]
 
-    (job,) = (await _until(completed_job, 120, "a Job with 2 succeeded pods"))[:1]
+    (job,) = (
+        await eventually(
+            completed_job,
+            timeout=120,
+            what="a Job with 2 succeeded pods",
+            interval=0.2,
+            retry_on=(errors.NotFound,),
+        )
+    )[:1]
     assert job["spec"]["parallelism"] == 2
     pods, _ = await client.list(POD, namespace)
     assert any(p["status"]["phase"] == "Succeeded" for p in pods)
 
-    tab = await _until(
+    tab = await eventually(
         lambda: _with_status(client, "tick", namespace, "lastScheduleTime"),
-        30,
-        "status.lastScheduleTime",
+        timeout=30,
+        what="status.lastScheduleTime",
+        interval=0.2,
+        retry_on=(errors.NotFound,),
     )
     assert _ready(tab) == ("True", "Scheduled")
 
@@ -82,26 +84,40 @@ async def test_suspend_drift_and_delete(
     client: Client, namespace: str, operator: RunningOperator
 ) -> None:
     await client.create(CRON_TAB, _tab("nightly", namespace, cronSpec="0 3 * * *"))
-    await _until(lambda: client.get(CRON_JOB, "nightly", namespace), 15, "the CronJob")
+    await eventually(
+        lambda: client.get(CRON_JOB, "nightly", namespace),
+        timeout=15,
+        what="the CronJob",
+        interval=0.2,
+        retry_on=(errors.NotFound,),
+    )
 
     await client.patch(CRON_TAB, "nightly", {"spec": {"suspend": True}}, namespace=namespace)
-    await _until(
+    await eventually(
         lambda: _field(client, CRON_JOB, "nightly", namespace, "suspend", value=True),
-        15,
-        "the CronJob to be suspended",
+        timeout=15,
+        what="the CronJob to be suspended",
+        interval=0.2,
+        retry_on=(errors.NotFound,),
     )
-    tab = await _until(
-        lambda: _reason(client, "nightly", namespace, "Suspended"), 15, "Ready reason Suspended"
+    tab = await eventually(
+        lambda: _reason(client, "nightly", namespace, "Suspended"),
+        timeout=15,
+        what="Ready reason Suspended",
+        interval=0.2,
+        retry_on=(errors.NotFound,),
     )
     assert _ready(tab) == ("True", "Suspended")
 
     await client.patch(
         CRON_JOB, "nightly", {"spec": {"schedule": "*/1 * * * *"}}, namespace=namespace
     )  # a hand edit
-    await _until(
+    await eventually(
         lambda: _field(client, CRON_JOB, "nightly", namespace, "schedule", value="0 3 * * *"),
-        10,
-        "the schedule to be restored",
+        timeout=10,
+        what="the schedule to be restored",
+        interval=0.2,
+        retry_on=(errors.NotFound,),
     )
 
     await client.delete(CRON_TAB, "nightly", namespace)
@@ -113,7 +129,13 @@ async def test_suspend_drift_and_delete(
             return True
         return False
 
-    await _until(gone, 120, "the CronJob to be garbage-collected")
+    await eventually(
+        gone,
+        timeout=120,
+        what="the CronJob to be garbage-collected",
+        interval=0.2,
+        retry_on=(errors.NotFound,),
+    )
 
 
 async def _field(
@@ -131,10 +153,12 @@ async def test_a_schedule_out_of_range_is_reported_as_invalid_schedule(
     client: Client, namespace: str, operator: RunningOperator
 ) -> None:
     await client.create(CRON_TAB, _tab("late", namespace, cronSpec="61 * * * *"))
-    tab = await _until(
+    tab = await eventually(
         lambda: _reason(client, "late", namespace, "InvalidSchedule"),
-        15,
-        "Ready=False InvalidSchedule",
+        timeout=15,
+        what="Ready=False InvalidSchedule",
+        interval=0.2,
+        retry_on=(errors.NotFound,),
     )
     assert _ready(tab) == ("False", "InvalidSchedule")
     assert "outside 0-59" in tab["status"]["conditions"][0]["message"]
@@ -181,14 +205,20 @@ async def test_the_seed_example_runs_once_a_minute_and_says_so(
     tab["metadata"]["namespace"] = namespace
     await client.create(CRON_TAB, tab)
 
-    cron = await _until(
-        lambda: client.get(CRON_JOB, "my-new-cron-object", namespace), 15, "the CronJob"
+    cron = await eventually(
+        lambda: client.get(CRON_JOB, "my-new-cron-object", namespace),
+        timeout=15,
+        what="the CronJob",
+        interval=0.2,
+        retry_on=(errors.NotFound,),
     )
     assert cron["spec"]["schedule"] == "* * * * *"
-    tab = await _until(
+    tab = await eventually(
         lambda: _reason(client, "my-new-cron-object", namespace, "SecondsRounded"),
-        15,
-        "Ready reason SecondsRounded",
+        timeout=15,
+        what="Ready reason SecondsRounded",
+        interval=0.2,
+        retry_on=(errors.NotFound,),
     )
     (ready,) = (c for c in tab["status"]["conditions"] if c["type"] == "Ready")
     expected = (
@@ -214,7 +244,12 @@ async def test_the_seed_example_runs_once_a_minute_and_says_so(
     def reconciles() -> float:
         return registry.get_sample_value("controller_runtime_reconcile_total", sample) or 0
 
-    await _until(lambda: _true(reconciles() >= 2), 15, "the reconcile that follows the first")
+    await eventually(
+        lambda: reconciles() >= 2,
+        timeout=15,
+        what="the reconcile that follows the first",
+        interval=0.2,
+    )
     before = reconciles()
     await client.patch(
         CRON_TAB,
@@ -222,14 +257,17 @@ async def test_the_seed_example_runs_once_a_minute_and_says_so(
         {"metadata": {"labels": {"touched": "yes"}}},
         namespace=namespace,
     )
-    await _until(lambda: _true(reconciles() > before), 15, "the reconcile after a label change")
-    (event,) = await _until(warning, 15, "the Warning Event")
+    await eventually(
+        lambda: reconciles() > before,
+        timeout=15,
+        what="the reconcile after a label change",
+        interval=0.2,
+    )
+    (event,) = await eventually(
+        warning, timeout=15, what="the Warning Event", interval=0.2, retry_on=(errors.NotFound,)
+    )
     assert (event["reason"], event["note"]) == ("SecondsRounded", expected)
     assert "series" not in event, "said once, not on every reconcile"
-
-
-async def _true(value: bool) -> bool:
-    return value
 
 
 @pytest.mark.parametrize(
@@ -248,9 +286,21 @@ async def test_schedules_kubernetes_accepts_become_a_cron_job(
     client: Client, namespace: str, operator: RunningOperator, cron_spec: str, schedule: str
 ) -> None:
     await client.create(CRON_TAB, _tab("spaced", namespace, cronSpec=cron_spec))
-    cron = await _until(lambda: client.get(CRON_JOB, "spaced", namespace), 15, "the CronJob")
+    cron = await eventually(
+        lambda: client.get(CRON_JOB, "spaced", namespace),
+        timeout=15,
+        what="the CronJob",
+        interval=0.2,
+        retry_on=(errors.NotFound,),
+    )
     assert cron["spec"]["schedule"] == schedule
-    tab = await _until(lambda: _reason(client, "spaced", namespace, "Scheduled"), 15, "Ready")
+    tab = await eventually(
+        lambda: _reason(client, "spaced", namespace, "Scheduled"),
+        timeout=15,
+        what="Ready",
+        interval=0.2,
+        retry_on=(errors.NotFound,),
+    )
     assert _ready(tab) == ("True", "Scheduled")
 
 

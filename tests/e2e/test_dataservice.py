@@ -7,7 +7,6 @@ from a component to a third-party service without touching its consumers."""
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,7 @@ from appstack.runtime.resources import (
 from tests.e2e.conftest import RunningOperator, until
 from tests.e2e.test_appstack import Timeline, _ready, _reason, _stack
 from tests.e2e.test_teardown import _until_gone
+from tests.support.eventually import eventually
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "dataservice.yaml"
 
@@ -85,15 +85,18 @@ def _mounts(deployment: dict[str, Any]) -> dict[str, tuple[str, str | None]]:
 
 async def _node_ports_free(client: Client, ports: set[int], timeout: float = 120) -> None:
     """Node ports are cluster-wide: wait until no Service (of an earlier test) holds them."""
-    deadline = time.monotonic() + timeout
-    held: set[int] = set()
-    while time.monotonic() < deadline:
+
+    async def held() -> set[int]:
         services, _ = await client.list(SERVICE)
-        held = {p.get("nodePort") for s in services for p in s["spec"].get("ports", [])} & ports
-        if not held:
-            return
-        await asyncio.sleep(0.2)
-    raise AssertionError(f"node ports {held} still held after {timeout}s")
+        return {p.get("nodePort") for s in services for p in s["spec"].get("ports", [])} & ports
+
+    await eventually(
+        held,
+        lambda taken: not taken,
+        timeout=timeout,
+        what=f"node ports {ports} free",
+        interval=0.2,
+    )
 
 
 async def test_the_dataservice_example_has_the_seeds_services_ports_config_maps_and_pods(

@@ -24,9 +24,9 @@ from tests.e2e.etcd_load import (
     first_snapshot,
     retry,
     snapshot_claim,
-    until_true,
     wait_healthy,
 )
+from tests.support.eventually import eventually
 
 NAME = "my-etcd-cluster"
 
@@ -272,7 +272,7 @@ async def test_backup_delete_and_restore_into_a_new_cluster(
         pods, _ = await client.list(POD, namespace)
         return not [p for p in pods if p["metadata"]["name"].startswith(f"{NAME}-")]
 
-    await until_true(members_gone, 120, "the old members to go")
+    await eventually(members_gone, timeout=120, what="the old members to go", interval=0.2)
     start = time.monotonic()
     restore = {"restore": {"pvcName": "snapshots", "path": f"{NAME}-0.db"}}
     await client.create(ETCD_CLUSTER, seed(namespace, "restored", **restore))
@@ -299,6 +299,8 @@ async def test_scale_down_deletes_the_removed_members_retained_volumes(
         claims, _ = await client.list(PVC, namespace)
         return [c["metadata"]["name"] for c in claims] == [f"data-{member['name']}"]
 
-    await until_true(one_volume_left, 120, "the removed members' volumes to go")
+    await eventually(
+        one_volume_left, timeout=120, what="the removed members' volumes to go", interval=0.2
+    )
     kept = await client.get(PVC, f"data-{member['name']}", namespace)
     assert not kept["metadata"].get("ownerReferences")  # the remaining one still retained

@@ -4,7 +4,6 @@ minor version downgrade or a skipped minor (CEL transition rules on ``.version``
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -22,6 +21,7 @@ from appstack.runtime.resources import Resource
 from appstack_testbed.waiting import condition_status, wait_for
 from tests.e2e.conftest import WIDGET_GROUP
 from tests.e2e.test_etcdcluster_kind import seed
+from tests.support.eventually import eventually
 
 pytestmark = pytest.mark.usefixtures("operator_kubeconfig")  # installs the CRDs
 
@@ -123,7 +123,13 @@ async def test_version_rules_on_the_api_server(
         "metadata": {"name": "x", "namespace": namespace},
         "spec": {"version": old},
     }
-    await wait_for_create(client, versioned_crd, obj)
+    await eventually(  # the new CRD's resource is served (Established can come first)
+        lambda: client.create(versioned_crd, obj),
+        lambda _: True,
+        timeout=10,
+        what=f"{versioned_crd.plural} served",
+        retry_on=(errors.NotFound,),
+    )
     patch = {"spec": {"version": new}}
     if refusal is None:
         patched = await client.patch(versioned_crd, "x", patch, namespace=namespace)
@@ -132,17 +138,6 @@ async def test_version_rules_on_the_api_server(
     with pytest.raises(errors.Invalid) as refused:
         await client.patch(versioned_crd, "x", patch, namespace=namespace)
     assert f"spec.version: Invalid value: {refusal}" in said(refused.value)
-
-
-async def wait_for_create(client: Client, resource: Resource, obj: dict[str, Any]) -> None:
-    """Create ``obj`` once the new CRD's resource is served (Established can come first)."""
-    for _ in range(100):
-        try:
-            await client.create(resource, obj)
-            return
-        except errors.NotFound:
-            await asyncio.sleep(0.1)
-    raise AssertionError(f"{resource.plural} never served")
 
 
 @pytest.mark.parametrize(

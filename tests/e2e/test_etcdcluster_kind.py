@@ -14,7 +14,7 @@ from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.resources import POD, PVC, SERVICE
 from tests.e2e.conftest import RunningOperator, until
-from tests.e2e.etcd_load import until_true
+from tests.support.eventually import eventually
 
 
 def seed(name: str, namespace: str, **spec: Any) -> dict[str, Any]:
@@ -178,7 +178,9 @@ async def test_member_volumes_go_with_the_cluster_unless_retain_on_delete(
         pods, _ = await client.list(POD, namespace)
         return not pods and not await claims_of(client, namespace, "gone")
 
-    await until_true(collected, 90, "the members and gone's volumes to be collected")
+    await eventually(
+        collected, timeout=90, what="the members and gone's volumes to be collected", interval=0.2
+    )
     after = {
         n: c["metadata"]["uid"] for n, c in (await claims_of(client, namespace, "kept")).items()
     }

@@ -24,8 +24,9 @@ from appstack.runtime.client import Client
 from appstack.runtime.resources import EVENT, NAMESPACE, POD, PVC
 from appstack_testbed.pytest_plugin import RealNodeHandle
 from tests.e2e.conftest import RunningOperator, until
-from tests.e2e.etcd_load import retry, snapshot_claim, until_true, wait_healthy
+from tests.e2e.etcd_load import retry, snapshot_claim, wait_healthy
 from tests.e2e.test_etcdcluster import client_endpoint, report, seed
+from tests.support.eventually import eventually
 
 NAME = "dr"
 BACKUP = {"intervalMinutes": 60, "pvcName": "snapshots", "retention": 2}
@@ -107,7 +108,9 @@ async def test_a_lost_quorum_is_rebuilt_from_the_newest_snapshot_only_when_opted
         assert alive == [f"{NAME}-0"]  # nothing re-created, nothing torn down
         return time.time() - since.timestamp() > 20
 
-    await until_true(lost_for_20s_and_nothing_forced, 60, "20 s of quorum loss")
+    await eventually(
+        lost_for_20s_and_nothing_forced, timeout=60, what="20 s of quorum loss", interval=0.2
+    )
 
     start = time.monotonic()
     opt_in = {"spec": {"disasterRecovery": {"enabled": True, "after": "10s"}}}

@@ -36,6 +36,7 @@ from appstack_testbed.replica import Replica
 from appstack_testbed.waiting import wait_until
 from tests.e2e.conftest import until
 from tests.e2e.replicas import app_service, wait_holder, wait_ready_app
+from tests.support.eventually import eventually
 
 LEASE_DURATION = 15.0
 LEASE_NAME = "frozen"
@@ -129,10 +130,13 @@ async def test_a_frozen_leader_writes_nothing_after_the_takeover_and_exits_non_z
 
 
 async def _wait_deployments(client: Client, namespace: str, count: int) -> None:
-    deadline = time.monotonic() + 30
-    while len((await client.list(DEPLOYMENT, namespace))[0]) < count:
-        assert time.monotonic() < deadline, "the leader did not start on the burst"
-        await asyncio.sleep(0.02)
+    await eventually(
+        lambda: client.list(DEPLOYMENT, namespace),
+        lambda listed: len(listed[0]) >= count,
+        timeout=30,
+        what=f"{count} Deployments (the leader started on the burst)",
+        interval=0.02,
+    )
 
 
 @contextlib.asynccontextmanager
@@ -277,10 +281,13 @@ def _annotated(key: str) -> Callable[[dict[str, Any]], bool]:
 
 
 async def _wait_lease(client: Client, namespace: str, identity: str, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while (await client.get(LEASE, LEASE_NAME, namespace))["spec"]["holderIdentity"] != identity:
-        assert time.monotonic() < deadline, f"{identity} did not take the Lease"
-        await asyncio.sleep(0.05)
+    await eventually(
+        lambda: client.get(LEASE, LEASE_NAME, namespace),
+        lambda lease: lease["spec"]["holderIdentity"] == identity,
+        timeout=timeout,
+        what=f"{identity} to take the Lease",
+        interval=0.05,
+    )
 
 
 async def test_a_write_after_a_freeze_longer_than_the_renew_deadline_is_refused(

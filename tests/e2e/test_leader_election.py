@@ -23,6 +23,7 @@ from appstack.runtime.leaderelection import LeaderElectionConfig
 from appstack.runtime.manager import Manager
 from appstack.runtime.resources import CONFIG_MAP, LEASE, Resource
 from appstack_testbed.waiting import wait_until
+from tests.support.eventually import eventually
 
 PROGRAM = Path(__file__).with_name("leader_program.py")
 LEASE_NAME = "stamp-leader"
@@ -83,11 +84,14 @@ async def _holder(client: Client, namespace: str) -> str | None:
 
 
 async def _wait_holder(client: Client, namespace: str, identity: str, timeout: float) -> float:
+    """Wait until ``identity`` holds the Lease; how long that took."""
     started = time.monotonic()
-    while (holder := await _holder(client, namespace)) != identity:
-        if time.monotonic() - started > timeout:
-            raise AssertionError(f"lease held by {holder!r}, not {identity!r} after {timeout}s")
-        await asyncio.sleep(0.1)
+    await eventually(
+        lambda: _holder(client, namespace),
+        lambda holder: holder == identity,
+        timeout=timeout,
+        what=f"the lease held by {identity!r}",
+    )
     return time.monotonic() - started
 
 
@@ -98,15 +102,13 @@ async def _stamped_by(client: Client, namespace: str, name: str, timeout: float 
         "metadata": {"name": name, "namespace": namespace, "labels": {"stamp": "yes"}},
     }
     await client.create(CONFIG_MAP, cm)
-    started = time.monotonic()
-    while True:
-        obj = await client.get(CONFIG_MAP, name, namespace)
-        stamp = (obj["metadata"].get("annotations") or {}).get("reconciled-by")
-        if stamp:
-            return str(stamp)
-        if time.monotonic() - started > timeout:
-            raise AssertionError(f"{name} was not reconciled within {timeout}s")
-        await asyncio.sleep(0.1)
+    obj = await eventually(
+        lambda: client.get(CONFIG_MAP, name, namespace),
+        lambda obj: (obj["metadata"].get("annotations") or {}).get("reconciled-by"),
+        timeout=timeout,
+        what=f"{name} reconciled",
+    )
+    return str(obj["metadata"]["annotations"]["reconciled-by"])
 
 
 async def test_only_the_leader_reconciles_and_a_killed_leader_is_replaced_within_the_lease(

@@ -33,6 +33,7 @@ from tests.e2e.test_operator_process import (
     _free_port,
     _reader_token,
 )
+from tests.support.eventually import eventually
 
 FLOOD = 300
 
@@ -60,16 +61,20 @@ def _cert_dir(directory: Path) -> Path:
 
 
 async def _ready(http: aiohttp.ClientSession, operator: Program, health: int) -> None:
-    for _ in range(150):
+
+    async def ready() -> bool:
         assert operator.proc.poll() is None, operator.tail()
-        try:
-            async with http.get(f"http://127.0.0.1:{health}/readyz") as r:
-                if r.status == 200:
-                    return
-        except aiohttp.ClientError:
-            pass
-        await asyncio.sleep(0.2)
-    raise AssertionError(f"never ready: {operator.tail()}")
+        async with http.get(f"http://127.0.0.1:{health}/readyz") as r:
+            return r.status == 200
+
+    await eventually(
+        ready,
+        timeout=30,
+        what="the operator ready",
+        interval=0.2,
+        retry_on=(aiohttp.ClientError,),
+        diagnose=operator.tail,
+    )
 
 
 def _metric(text: str, name: str) -> float:

@@ -5,15 +5,14 @@ and the mount."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from appstack.controllers.appstack import APP_STACK
-from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.resources import CONFIG_MAP, STATEFUL_SET
-from tests.e2e.conftest import RunningOperator, until
+from tests.e2e.conftest import RunningOperator, absent, until
 from tests.e2e.test_appstack import _ready, _stack
+from tests.support.eventually import eventually
 
 CNF = "[mysqld]\nmax_connections = 500\n"
 
@@ -79,16 +78,9 @@ async def test_mysql_config_files_are_mounted_rolled_and_pruned(
         client, STATEFUL_SET, "ds-mysql", namespace, lambda s: not _mounted(s), 60, "unmounted"
     )
 
-    async def pruned() -> bool:
-        try:
-            await client.get(CONFIG_MAP, "ds-mysql-config", namespace)
-        except errors.NotFound:
-            return True
-        return False
-
-    for _ in range(300):
-        if await pruned():
-            break
-        await asyncio.sleep(0.2)
-    else:
-        raise AssertionError("the ConfigMap was not pruned")
+    await eventually(
+        lambda: absent(client, CONFIG_MAP, "ds-mysql-config", namespace),
+        timeout=60,
+        what="the ConfigMap pruned",
+        interval=0.2,
+    )

@@ -28,6 +28,7 @@ from appstack.runtime.resources import (
 )
 from tests.e2e.conftest import RunningOperator, until
 from tests.e2e.test_appstack import Timeline, _ready, _stack
+from tests.support.eventually import eventually
 
 SECRETS = ("shop-orders-credentials", "shop-orders-keyfile")
 
@@ -172,14 +173,17 @@ async def test_a_mongodb_replica_set_starts_before_its_consumers_scales_and_keep
     # Deleting the stack keeps every member's volume and the Secrets that open them.
     await client.delete(APP_STACK, "shop", namespace)
 
-    for _ in range(1200):  # the stack and its StatefulSet go (generous: shared CPU)
+    async def left() -> list[dict[str, Any]]:
         sets, _ = await client.list(STATEFUL_SET, namespace)
         stacks, _ = await client.list(APP_STACK, namespace)
-        if not sets and not stacks:
-            break
-        await asyncio.sleep(0.1)
-    else:
-        raise AssertionError("the stack and its StatefulSet were not deleted")
+        return sets + stacks
+
+    await eventually(
+        left,
+        lambda objects: not objects,
+        timeout=120,  # generous: shared CPU
+        what="the stack and its StatefulSet deleted",
+    )
     assert await _claims(client, namespace) == [f"data-shop-orders-{i}" for i in range(5)]
     assert await _secrets(client, namespace) == secrets
 

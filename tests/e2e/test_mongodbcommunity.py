@@ -24,6 +24,7 @@ from appstack.runtime.client import Client
 from appstack.runtime.resources import CONFIG_MAP, EVENT, PDB, SECRET, SERVICE, STATEFUL_SET
 from appstack_testbed.pytest_plugin import ClusterHandle
 from tests.e2e.conftest import RunningOperator, until
+from tests.support.eventually import eventually
 
 ROOT = Path(__file__).resolve().parents[2]
 NAME = "example-mongodb"
@@ -173,25 +174,27 @@ async def _scales(kube_cluster: ClusterHandle, client: Client, namespace: str) -
 async def _goes_with_its_children(client: Client, namespace: str) -> None:
     # Deleting it takes every child with it (owned; the claims go with the StatefulSet).
     await client.delete(MONGODB_COMMUNITY, NAME, namespace)
-    left: list[str] = []
-    for _ in range(1200):  # generous: shared CPU
-        left = [
+
+    async def left() -> list[str]:
+        children = [
             o["metadata"]["name"]
             for resource in (STATEFUL_SET, SERVICE, CONFIG_MAP, PDB)
             for o in (await client.list(resource, namespace))[0]
             if o["metadata"]["name"].startswith(NAME)
         ]
         secrets, _ = await client.list(SECRET, namespace)
-        left += [
+        return children + [
             s["metadata"]["name"]
             for s in secrets
             if s["metadata"]["name"].startswith((NAME, "my-scram"))
         ]
-        if not left:
-            break
-        await asyncio.sleep(0.1)
-    else:
-        raise AssertionError(f"not deleted with the MongoDBCommunity: {left}")
+
+    await eventually(
+        left,
+        lambda names: not names,
+        timeout=120,  # generous: shared CPU
+        what="its children deleted with the MongoDBCommunity",
+    )
     assert await client.get(SECRET, "my-user-password", namespace)  # the user's own: kept
 
 

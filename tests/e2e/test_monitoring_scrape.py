@@ -8,7 +8,6 @@ import copy
 import signal
 import socket
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +21,8 @@ from appstack.runtime.resources import SERVICE_ACCOUNT, Resource
 from appstack_testbed import prometheus_server
 from appstack_testbed.prometheus import Binaries
 from appstack_testbed.prometheus_config import alert_names, rule_groups, scrape_config
-from appstack_testbed.waiting import WaitTimeout, wait_until
 from tests.e2e.conftest import appstack_run, program
+from tests.support.eventually import eventually
 
 ROOT = Path(__file__).resolve().parents[2]
 MONITORING = ROOT / "deploy" / "monitoring"
@@ -89,21 +88,13 @@ def _value(server: prometheus_server.PrometheusServer, expr: str) -> float | Non
     return float(rows[0]["value"][1]) if rows else None
 
 
-async def _until(
-    server: prometheus_server.PrometheusServer,
-    probe: Callable[[], object],
-    timeout: float,
-    what: str,
-) -> None:
-    """Wait for ``probe``; on timeout, fail with what Prometheus saw (targets with their
-    last error, alerts, its log)."""
-    try:
-        await wait_until(probe, timeout=timeout, interval=0.2, what=what)
-    except WaitTimeout as timed_out:
-        raise AssertionError(
-            f"{timed_out}\ntargets: {server.targets()}\nalerts: {server.alerts()}\n"
-            f"prometheus log:\n{server.log_tail()}"
-        ) from timed_out
+def _seen(server: prometheus_server.PrometheusServer) -> str:
+    """What Prometheus saw, for a wait that timed out: targets with their last error,
+    alerts, its log."""
+    return (
+        f"targets: {server.targets()}\nalerts: {server.alerts()}\n"
+        f"prometheus log:\n{server.log_tail()}"
+    )
 
 
 # The operator holds a Lease of its own in the test's namespace (leases_here), not the
@@ -159,27 +150,37 @@ async def test_prometheus_scrapes_the_operator_and_alerts_only_once_it_is_gone(
                 targets = server.targets()  # empty until discovery has synced
                 return [t["health"] for t in targets] == ["up"]
 
-            await _until(server, up, 60, "the target up")
+            await eventually(
+                up, timeout=60, what="the target up", interval=0.2, diagnose=lambda: _seen(server)
+            )
             first_up = time.monotonic() - started
             (target,) = server.targets()  # scraped as the ServiceMonitor says (http or https)
             assert target["scrapeUrl"] == (
                 f"{endpoint.get('scheme', 'http')}://127.0.0.1:{metrics}{endpoint['path']}"
             )
-            await _until(
-                server,
+            await eventually(
                 lambda: _value(server, LEADER) == 1 and (_value(server, RECONCILES) or 0) > 0,
-                90,
-                "the leader gauge and a reconcile in Prometheus",
+                timeout=90,
+                what="the leader gauge and a reconcile in Prometheus",
+                interval=0.2,
+                diagnose=lambda: _seen(server),
             )
             # What users run, per kind (controllers/kind_metrics.py): the AppService Ready.
             ready = f'appstack_object_ready{{kind="AppService",namespace="{namespace}"}}'
-            await _until(server, lambda: _value(server, ready) == 1, 60, "the AppService Ready")
+            await eventually(
+                lambda: _value(server, ready) == 1,
+                timeout=60,
+                what="the AppService Ready",
+                interval=0.2,
+                diagnose=lambda: _seen(server),
+            )
             healthy_at = time.time()
-            await _until(
-                server,
+            await eventually(
                 lambda: server.evaluated_since(healthy_at),
-                30,
-                "a rule evaluation of the healthy operator's metrics",
+                timeout=30,
+                what="a rule evaluation of the healthy operator's metrics",
+                interval=0.2,
+                diagnose=lambda: _seen(server),
             )
             healthy = time.monotonic() - started
             rules = [r for g in server.rule_groups() for r in g["rules"]]
@@ -200,11 +201,12 @@ async def test_prometheus_scrapes_the_operator_and_alerts_only_once_it_is_gone(
                     if a["labels"]["alertname"] == "AppstackNoLeader"
                 }
 
-            await _until(
-                server,
+            await eventually(
                 lambda: no_leader_alerts() == {"short-for": "firing", "shipped": "pending"},
-                60,
-                "the no-leader alert pending (shipped) and firing (short for:)",
+                timeout=60,
+                what="the no-leader alert pending (shipped) and firing (short for:)",
+                interval=0.2,
+                diagnose=lambda: _seen(server),
             )
             fired_after = time.monotonic() - stopped
             assert {a["labels"]["alertname"] for a in server.alerts()} == {"AppstackNoLeader"}

@@ -3,7 +3,6 @@ and a clean exit on SIGTERM that releases the Lease."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import socket
 from pathlib import Path
@@ -15,6 +14,7 @@ from appstack.manifests import monitoring, rbac
 from appstack.runtime.client import Client
 from appstack.runtime.resources import LEASE, SERVICE_ACCOUNT, Resource
 from tests.e2e.conftest import appstack_run, program, until
+from tests.support.eventually import eventually
 
 CLUSTER_ROLE_BINDING = Resource(
     "rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", namespaced=False
@@ -73,15 +73,22 @@ async def _standby_scrape(
     ]
     url = f"https://127.0.0.1:{metrics}/metrics"
     with program(standby_argv, tmp_path / "standby.log") as standby:
-        for _ in range(150):
+
+        async def scrape() -> str:
             assert standby.proc.poll() is None, standby.tail()
-            try:
-                async with http.get(url, headers=reader) as r:
-                    assert r.status == 200, (r.status, standby.tail())
-                    return await r.text()
-            except aiohttp.ClientConnectionError:
-                await asyncio.sleep(0.2)
-        raise AssertionError(f"the standby never answered: {standby.tail()}")
+            async with http.get(url, headers=reader) as r:
+                assert r.status == 200, (r.status, standby.tail())
+                return await r.text()
+
+        return await eventually(
+            scrape,
+            lambda _: True,
+            timeout=30,
+            what="the standby to answer",
+            interval=0.2,
+            retry_on=(aiohttp.ClientConnectionError,),
+            diagnose=standby.tail,
+        )
 
 
 async def test_appstack_run_serves_probes_and_metrics_and_stops_cleanly_on_sigterm(
@@ -102,17 +109,20 @@ async def test_appstack_run_serves_probes_and_metrics_and_stops_cleanly_on_sigte
         try:
             unverified = aiohttp.TCPConnector(ssl=False)
             async with aiohttp.ClientSession(connector=unverified) as http:
-                for _ in range(150):
-                    try:
-                        async with http.get(f"http://127.0.0.1:{health}/readyz") as r:
-                            if r.status == 200:
-                                break
-                    except aiohttp.ClientError:
-                        pass
+
+                async def ready() -> bool:
                     assert operator.proc.poll() is None, operator.tail()
-                    await asyncio.sleep(0.2)
-                else:
-                    raise AssertionError(f"never ready: {operator.tail()}")
+                    async with http.get(f"http://127.0.0.1:{health}/readyz") as r:
+                        return r.status == 200
+
+                await eventually(
+                    ready,
+                    timeout=30,
+                    what="the operator ready",
+                    interval=0.2,
+                    retry_on=(aiohttp.ClientError,),
+                    diagnose=operator.tail,
+                )
 
                 await client.create(
                     APP_SERVICE,

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
@@ -38,6 +37,7 @@ from appstack.runtime.resources import (
 from appstack_testbed.pytest_plugin import ClusterHandle, RealNodeHandle
 from tests.e2e.conftest import RunningOperator, is_ready, until
 from tests.e2e.test_dataservice import _node_ports_free
+from tests.support.eventually import eventually, eventually_sync
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 APP_IMAGE = "registry.example.com/appstack/stackapp:1.0"  # the test bed's app service image
@@ -52,16 +52,19 @@ def _load(name: str, namespace: str) -> list[dict[str, Any]]:
 
 def http_get(url: str, timeout: float = 60.0) -> str:
     """The body once ``url`` answers 200 (kube-proxy programs a new Service within moments)."""
-    deadline = time.monotonic() + timeout
-    last: Exception | None = None
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(url, timeout=5) as response:  # noqa: S310 - the node
-                return str(response.read().decode())
-        except (urllib.error.URLError, OSError) as error:
-            last = error
-            time.sleep(0.5)
-    raise AssertionError(f"GET {url} did not answer within {timeout}s: {last}")
+
+    def get() -> str:
+        with urllib.request.urlopen(url, timeout=5) as response:  # noqa: S310 - the node
+            return str(response.read().decode())
+
+    return eventually_sync(
+        get,
+        lambda _: True,
+        timeout=timeout,
+        what=f"GET {url} to answer",
+        interval=0.5,
+        retry_on=(urllib.error.URLError, OSError),
+    )
 
 
 def kubectl(cluster: ClusterHandle, namespace: str, *args: str) -> str:
@@ -121,10 +124,7 @@ async def test_the_seed_sample_is_served_by_real_nginx_on_its_node_port(
             and not old & {p["metadata"]["name"] for p in now}
         )
 
-    deadline = time.monotonic() + 120
-    while not await rolled():
-        assert time.monotonic() < deadline, "the image change did not roll real pods"
-        await asyncio.sleep(0.5)
+    await eventually(rolled, timeout=120, what="the image change to roll real pods", interval=0.5)
     await until(client, APP_SERVICE, "appservice-sample", namespace, is_ready, 60, "Ready again")
     assert "Welcome to nginx!" in http_get(f"http://{real_node.address}:30002/")
 
@@ -262,17 +262,18 @@ async def test_config_and_secret_changes_roll_real_pods_with_the_new_content_ins
     assert inside("printenv", "API_TOKEN").strip() == "first"
 
     async def rolled_to(check: Any) -> None:
-        deadline = time.monotonic() + 120
-        while True:
+        async def rolled() -> bool:
             pods = await running_pods(client, namespace, selector)
-            if len(pods) == 1 and pods[0]["status"]["containerStatuses"][0]["ready"]:
-                try:
-                    if check():
-                        return
-                except RuntimeError:  # the old pod going away under kubectl exec
-                    pass
-            assert time.monotonic() < deadline, "the pods did not roll to the new content"
-            await asyncio.sleep(1)
+            ready = len(pods) == 1 and pods[0]["status"]["containerStatuses"][0]["ready"]
+            return bool(ready and check())
+
+        await eventually(
+            rolled,
+            timeout=120,
+            what="the pods to roll to the new content",
+            interval=1,
+            retry_on=(RuntimeError,),  # the old pod going away under kubectl exec
+        )
 
     first = {p["metadata"]["name"] for p in await running_pods(client, namespace, selector)}
     await client.patch(

@@ -16,7 +16,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,6 +32,7 @@ from appstack_testbed.pytest_plugin import ClusterHandle
 from appstack_testbed.registry import LocalRegistry
 from tests.e2e.scrape_installed import scrape_installed
 from tests.e2e.test_real_node import http_get
+from tests.support.eventually import eventually_sync
 
 ROOT = Path(__file__).resolve().parents[2]
 NS = "appstack-system"
@@ -81,17 +81,21 @@ def seed_sample_served(cluster: LocalCluster, namespace: str, size: int) -> None
     sample = ROOT / "examples" / "appservice.yaml"
     kubectl(cluster, "-n", namespace, "apply", "-f", str(sample))
     kubectl(cluster, "-n", namespace, "scale", "appservice/appservice-sample", f"--replicas={size}")
-    deadline = time.monotonic() + 180
-    while True:
-        app = get(cluster, "-n", namespace, "appservice/appservice-sample")
+
+    def reconciled(app: dict[str, Any]) -> bool:
         status = app.get("status") or {}
         ready = any(
             c["type"] == "Ready" and c["status"] == "True" for c in status.get("conditions") or []
         )
-        if ready and status.get("readyReplicas") == size:
-            break
-        assert time.monotonic() < deadline, f"not reconciled by the installed operator: {status}"
-        time.sleep(1)
+        return ready and status.get("readyReplicas") == size
+
+    eventually_sync(
+        lambda: get(cluster, "-n", namespace, "appservice/appservice-sample"),
+        reconciled,
+        timeout=180,
+        what="the sample reconciled by the installed operator",
+        interval=1,
+    )
     real = cluster.real()
     assert real is not None
     assert "Welcome to nginx!" in http_get(f"http://{real.nodes()[0].node.address}:30002/")

@@ -21,7 +21,6 @@ import json
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +29,7 @@ import yaml
 
 from appstack_testbed.cluster import LocalCluster
 from appstack_testbed.helm import Helm
+from tests.support.eventually import eventually_sync
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN_SECRET = "kubernetes.io/service-account-token"
@@ -75,16 +75,13 @@ def create_as(cluster: LocalCluster, kubeconfig: Path, obj: dict[str, Any]) -> s
 def assert_guarded(cluster: LocalCluster, kubeconfig: Path, namespace: str) -> None:
     """The token is refused a token Secret (once the new policy is in force) and still
     writes what reconciling needs: a labelled Opaque Secret."""
-    deadline = time.monotonic() + 30
-    while True:
-        answer = create_as(cluster, kubeconfig, _secret(namespace, TOKEN_SECRET))
-        if REFUSED in answer:
-            break
-        assert "created" not in answer or time.monotonic() < deadline, (
-            f"a service-account-token Secret was created with the operator's token: {answer}"
-        )
-        assert time.monotonic() < deadline, answer
-        time.sleep(0.5)
+    eventually_sync(
+        lambda: create_as(cluster, kubeconfig, _secret(namespace, TOKEN_SECRET)),
+        lambda answer: REFUSED in answer,
+        timeout=30,
+        what="a service-account-token Secret refused to the operator's token",
+        interval=0.5,
+    )
     assert "created" in create_as(cluster, kubeconfig, _secret(namespace, "Opaque"))
     # kube-system: refused as well (both policies cover it)
     system = create_as(cluster, kubeconfig, _secret("kube-system", TOKEN_SECRET))

@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from appstack.controllers.appstack import APP_STACK
-from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.informer import FuncHandler, Informer
 from appstack.runtime.resources import (
@@ -27,8 +26,9 @@ from appstack.runtime.resources import (
     STATEFUL_SET,
 )
 from appstack_testbed.waiting import wait_until
-from tests.e2e.conftest import RunningOperator, start_operator, until
+from tests.e2e.conftest import RunningOperator, absent, start_operator, until
 from tests.e2e.test_appstack import _stack
+from tests.support.eventually import eventually
 
 
 def _ready(obj: dict[str, Any]) -> bool:
@@ -39,14 +39,13 @@ def _ready(obj: dict[str, Any]) -> bool:
 async def _until_gone(
     client: Client, resource: Any, name: str, namespace: str, timeout: float = 120
 ) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            await client.get(resource, name, namespace)
-        except errors.NotFound:
-            return
-        await asyncio.sleep(0.2)
-    raise AssertionError(f"{resource.kind} {name} was not deleted within {timeout}s")
+    """Wait until ``resource`` ``namespace/name`` is deleted."""
+    await eventually(
+        lambda: absent(client, resource, name, namespace),
+        timeout=timeout,
+        what=f"{resource.kind} {name} deleted",
+        interval=0.2,
+    )
 
 
 async def test_a_recreated_stack_gets_the_original_credentials_of_its_retained_volume(

@@ -11,11 +11,9 @@ Lease to expire.
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 import signal
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,6 +28,7 @@ from appstack_testbed.pytest_plugin import ClusterHandle
 from appstack_testbed.replica import Replica, Supervisor
 from tests.e2e.conftest import until
 from tests.e2e.replicas import app_service, holder, wait_ready_app
+from tests.support.eventually import eventually
 
 LEASE_DURATION = 15.0  # appstack run's default: a hand-over must be much faster
 
@@ -43,22 +42,24 @@ def supervisor(operator_kubeconfig: Path, leases_here: str, tmp_path: Path) -> I
 
 async def _leader(client: Client, supervisor: Supervisor, namespace: str, prefix: str) -> Replica:
     """The replica holding the Lease, once it is one whose name starts with ``prefix``."""
-    deadline = time.monotonic() + 30
-    while True:
+
+    async def leader() -> Replica | None:
         replica = supervisor.by_identity(await holder(client, namespace))
-        if replica is not None and replica.name.startswith(prefix):
-            return replica
-        assert time.monotonic() < deadline, (
-            f"no {prefix}* leader: {await holder(client, namespace)!r}"
-        )
-        await asyncio.sleep(0.05)
+        return replica if replica is not None and replica.name.startswith(prefix) else None
+
+    found = await eventually(leader, timeout=30, what=f"a {prefix}* leader", interval=0.05)
+    assert found is not None
+    return found
 
 
 async def _shutting_down(replica: Replica, timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while '"shutting down"' not in replica.log():
-        assert time.monotonic() < deadline, f"{replica.name} never shut down: {replica.log()}"
-        await asyncio.sleep(0.02)
+    await eventually(
+        lambda: '"shutting down"' in replica.log(),
+        timeout=timeout,
+        what=f"{replica.name} to shut down",
+        interval=0.02,
+        diagnose=replica.log,
+    )
 
 
 def _first(events: list[AuditEvent], replica: Replica, resource: str, name: str) -> AuditEvent:

@@ -7,18 +7,12 @@ by the tests of the etcd client (test_etcdapi.py) — never a mock.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import subprocess
-import time
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
 
 from appstack_testbed.versions import Toolchain
-
-T = TypeVar("T")
 
 
 def subnet() -> str:
@@ -79,20 +73,3 @@ class LocalEtcd:
     def stop_all(self) -> None:
         for name in list(self.procs):
             self.stop(int(name[1:]))
-
-
-async def until(probe: Callable[[], Awaitable[T]], timeout: float = 30, what: str = "it") -> T:
-    """Await ``probe`` until it returns something truthy without raising."""
-    deadline = time.monotonic() + timeout
-    last: object = None
-    while True:
-        try:
-            value = await probe()
-            if value:
-                return value
-            last = value
-        except Exception as error:
-            last = error
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}; last: {last!r}")
-        await asyncio.sleep(0.1)

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from appstack.controllers.etcdcluster.etcdapi import EtcdClient, EtcdError
-from tests.integration.etcd_procs import LocalEtcd, until
+from tests.integration.etcd_procs import LocalEtcd
+from tests.support.eventually import eventually
 
 
 @pytest.fixture
@@ -21,7 +22,12 @@ async def cluster(tmp_path: Path) -> AsyncIterator[tuple[LocalEtcd, EtcdClient]]
         etcd.start(n, initial)
     client = EtcdClient(timeout=2)
     try:
-        await until(lambda: _leader(client, etcd.client(1)), what="a leader")
+        await eventually(
+            lambda: _leader(client, etcd.client(1)),
+            timeout=30,
+            what="a leader",
+            retry_on=(Exception,),
+        )
         yield etcd, client
     finally:
         await client.close()
@@ -57,8 +63,11 @@ async def test_learner_added_caught_up_promoted_then_removed(
         await client.put(etcd.client(1), f"k{i}", "v" * 100)
     # etcd refuses reconfiguration ("unhealthy cluster") until its peers have been
     # connected for a while after start: the reconciler requeues; here we retry.
-    learner = await until(
-        lambda: client.add_member(etcd.client(1), etcd.peer(4), learner=True), what="add"
+    learner = await eventually(
+        lambda: client.add_member(etcd.client(1), etcd.peer(4), learner=True),
+        timeout=30,
+        what="add",
+        retry_on=(Exception,),
     )
     assert learner.is_learner
     assert not learner.started
@@ -67,15 +76,27 @@ async def test_learner_added_caught_up_promoted_then_removed(
     with pytest.raises(EtcdError, match="learner"):  # not started: not in sync
         await client.promote_member(etcd.client(1), learner.id)
     etcd.start(4, {n: etcd.peer(n) for n in (1, 2, 3, 4)}, state="existing")
-    status = await until(lambda: client.status(etcd.client(4)), what="the learner to answer")
+    status = await eventually(
+        lambda: client.status(etcd.client(4)),
+        timeout=30,
+        what="the learner to answer",
+        retry_on=(Exception,),
+    )
     assert status.is_learner
-    await until(lambda: _promoted(client, etcd, learner.id), what="promotion")
+    await eventually(
+        lambda: _promoted(client, etcd, learner.id),
+        timeout=30,
+        what="promotion",
+        retry_on=(Exception,),
+    )
 
     async def promoted_here() -> list[bool]:  # the new member applies its promotion a bit later
         _, members = await client.members(etcd.client(4))
         return [m.is_learner for m in members if m.id == learner.id]
 
-    assert await until(promoted_here, what="the member to see itself promoted") == [False]
+    assert await eventually(
+        promoted_here, timeout=30, what="the member to see itself promoted", retry_on=(Exception,)
+    ) == [False]
     assert await client.get(etcd.client(4), "k49") == "v" * 100
     await client.remove_member(etcd.client(1), learner.id)
     _, members = await client.members(etcd.client(1))
@@ -98,7 +119,12 @@ async def test_move_leader(cluster: tuple[LocalEtcd, EtcdClient]) -> None:
     with pytest.raises(EtcdError):  # only the leader can hand over
         await client.move_leader(target.client_urls[0], target.id)
     await client.move_leader(leader_endpoint, target.id)
-    assert await until(lambda: _is(client, etcd.client(1), target.id), what="new leader")
+    assert await eventually(
+        lambda: _is(client, etcd.client(1), target.id),
+        timeout=30,
+        what="new leader",
+        retry_on=(Exception,),
+    )
 
 
 async def _is(client: EtcdClient, endpoint: str, member_id: int) -> bool:

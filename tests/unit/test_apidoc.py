@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from appstack import apidoc, runtime
+from tests.support.paths import REPO_ROOT
 
-REFERENCE = Path(__file__).parents[2] / "docs" / "runtime-api.md"
+REFERENCE = REPO_ROOT / "docs" / "runtime-api.md"
 
 
 def test_the_committed_reference_is_current() -> None:

@@ -5,13 +5,11 @@ distribution and the Dockerfile repeat it, checked here."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import tomllib
 
 from appstack import __version__
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.paths import REPO_ROOT as ROOT
 
 
 def test_every_place_says_the_same_version() -> None:

@@ -8,7 +8,7 @@ one-value ``enum``; no ``title`` or ``additionalProperties: false``; maps as
 pass through (CEL rules, list types). Model docstrings and field descriptions become
 ``description`` (what ``kubectl explain`` shows). Pure; :mod:`appstack.manifests.crds`
 applies it to the spec and status models of every declared kind
-(:class:`~appstack.api.kind.CustomKind`); tested in tests/unit/test_schema.py and pinned
+(:class:`~appstack.api.kind.CustomKind`); tested in tests/unit/api/test_schema.py and pinned
 by the ``deploy/`` staleness test.
 """
 

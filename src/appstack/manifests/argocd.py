@@ -7,7 +7,7 @@ condition means "up" (``Ready``; ``Available`` for EtcdCluster): the operator ha
 seen the latest generation → ``Progressing``; ``Degraded=True`` → ``Degraded`` with its
 message; the up condition True → ``Healthy`` (``Suspended`` for a suspended CronTab);
 anything else → ``Progressing`` with the up condition's message. Tested against the status
-the controllers' own status functions write (tests/unit/test_argocd_health.py).
+the controllers' own status functions write (tests/unit/manifests/test_argocd_health.py).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 The ``Dockerfile`` is what users build with Docker (``make image``). This module builds an
 image with the same contents where no daemon runs (``make image-oci``, ``appstack cluster
 image``, and the image's e2e test): the constants below are the Dockerfile's packages,
-build steps, user and configuration (``tests/unit/test_image_spec.py`` checks that they
+build steps, user and configuration (``tests/unit/testbed/test_image_spec.py`` checks that they
 agree), and :func:`build_image` replays the two stages:
 
 1. build stage: a Debian minbase rootfs with ``python3 python3-venv`` (mmdebstrap,

@@ -48,7 +48,7 @@ def shell_for(version: str) -> str:
 
 def script_file(package: str, name: str) -> str:
     """A script of ``package``'s ``js/`` folder (package data: linted by ``node --check`` in
-    tests/unit/test_javascript.py, run under node by the bootstrap tests)."""
+    tests/unit/controllers/util/test_javascript.py, run under node by the bootstrap tests)."""
     return resources.files(package).joinpath("js").joinpath(name).read_text(encoding="utf-8")
 
 

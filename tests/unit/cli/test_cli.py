@@ -1,0 +1,132 @@
+"""The CLI without a cluster: `render`, `manifests`, option validation, missing extras."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+from click.testing import CliRunner
+
+from appstack.cli import main
+from tests.support.paths import REPO_ROOT as ROOT
+
+
+def test_render_prints_the_children_of_the_seed_sample() -> None:
+    result = CliRunner().invoke(main, ["render", "-f", str(ROOT / "examples/appservice.yaml")])
+    assert result.exit_code == 0, result.output
+    deployment, service = yaml.safe_load_all(result.output)
+    assert deployment["kind"] == "Deployment"
+    assert deployment["spec"]["replicas"] == 2
+    assert service["spec"]["ports"][0]["nodePort"] == 30002
+
+
+def test_render_reports_field_level_errors_and_fails() -> None:
+    bad = (
+        "apiVersion: appstack.dev/v1\nkind: AppService\nmetadata: {name: bad}\n"
+        "spec: {image: x, size: -2}\n---\n"
+        "apiVersion: appstack.dev/v1\nkind: AppService\nmetadata: {name: ports}\n"
+        "spec: {image: x, ports: [{port: 80}, {port: 81}]}\n"
+    )
+    result = CliRunner().invoke(main, ["render", "-f", "-"], input=bad)
+    assert result.exit_code == 1
+    assert "AppService bad: spec.size: Input should be greater than or equal to 0" in result.output
+    assert "AppService ports: spec: ports: every port needs a name" in result.output
+
+
+def test_render_rejects_unknown_appstack_kinds_and_passes_other_objects_through() -> None:
+    unknown = "apiVersion: appstack.dev/v1\nkind: AppServcie\nmetadata: {name: x}\n"
+    result = CliRunner().invoke(main, ["render", "-f", "-"], input=unknown)
+    assert result.exit_code == 1
+    assert "not supported" in result.output
+    plain = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"
+    result = CliRunner().invoke(main, ["render", "-f", "-"], input=plain)
+    assert result.exit_code == 0
+    assert yaml.safe_load(result.output)["kind"] == "ConfigMap"
+
+
+def test_render_names_another_operators_kind_it_passes_on() -> None:
+    other = "apiVersion: cert-manager.io/v1\nkind: Certificate\nmetadata: {name: c}\n"
+    result = CliRunner().invoke(main, ["render", "-f", "-"], input=other)
+    assert result.exit_code == 0
+    assert yaml.safe_load(result.stdout)["kind"] == "Certificate"
+    assert result.stderr == (
+        "note: document 1 (Certificate c): Certificate (cert-manager.io/v1) is not a kind "
+        "appstack serves: passed on as it is, for the operator that serves it\n"
+    )
+    for builtin in ("v1", "apps/v1", "networking.k8s.io/v1"):
+        plain = f"apiVersion: {builtin}\nkind: X\nmetadata: {{name: x}}\n"
+        assert CliRunner().invoke(main, ["render", "-f", "-"], input=plain).stderr == ""
+
+
+def test_render_prints_a_stack_in_full_but_never_its_credentials() -> None:
+    result = CliRunner().invoke(main, ["render", "-f", str(ROOT / "examples/dataservice.yaml")])
+    assert result.exit_code == 0, result.output
+    kinds = [d["kind"] for d in yaml.safe_load_all(result.output)]
+    assert kinds.count("Deployment") == 10  # the seed's pods: uuc is third-party
+    assert kinds.count("StatefulSet") == 1
+    assert "Secret" not in kinds
+
+
+def test_manifests_check_passes_on_the_committed_files(tmp_path: Path) -> None:
+    assert (
+        CliRunner()
+        .invoke(main, ["manifests", "--check", "--output-dir", str(ROOT / "deploy")])
+        .exit_code
+        == 0
+    )
+    stale = CliRunner().invoke(main, ["manifests", "--check", "--output-dir", str(tmp_path)])
+    assert stale.exit_code == 1
+    written = CliRunner().invoke(main, ["manifests", "--output-dir", str(tmp_path)])
+    assert "install.yaml" in written.output
+
+
+def test_manifests_prints_a_namespaced_install_bundle_to_stdout() -> None:
+    args = ["manifests", "--image", "reg/op:2", "-n", "ops", "--watch-namespace", "a", "-o", "-"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    docs = list(yaml.safe_load_all(result.output))
+    assert ("Role", "a") in [(d["kind"], d["metadata"].get("namespace")) for d in docs]
+    (deployment,) = [d for d in docs if d["kind"] == "Deployment"]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == "reg/op:2"
+    assert "--namespace=a" in container["args"]
+
+
+def test_render_prints_json_too() -> None:
+    args = ["render", "-f", str(ROOT / "examples/appservice.yaml"), "-o", "json"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    listed = json.loads(result.output)
+    assert [o["kind"] for o in listed["items"]] == ["Deployment", "Service"]
+
+
+def test_log_level_is_a_choice() -> None:
+    result = CliRunner().invoke(main, ["run", "--log-level", "loud"])
+    assert result.exit_code == 2
+    assert "'loud' is not one of" in result.output
+
+
+def test_the_cluster_commands_come_from_the_test_bed_distribution() -> None:
+    """`appstack cluster` is the test bed's (entry-point group appstack.cli), not the product's:
+    the product's wheel has no such command (tests/e2e/test_packaging.py)."""
+    from importlib.metadata import entry_points  # noqa: PLC0415
+
+    (entry,) = [e for e in entry_points(group="appstack.cli") if e.name == "cluster"]
+    assert entry.value == "appstack_testbed.cli:cluster"
+    assert entry.dist is not None
+    assert entry.dist.name == "appstack-testbed"
+    assert main.commands["cluster"].callback is not None
+    assert main.commands["cluster"].callback.__module__ == "appstack_testbed.cli"
+
+
+def test_an_uninstall_wait_says_how_many_of_each_kind_remain_and_names_the_first() -> None:
+    from appstack.cli.uninstall import CRD, Found, waiting_line  # noqa: PLC0415
+    from appstack.controllers.appservice import APP_SERVICE  # noqa: PLC0415
+
+    left = [Found(APP_SERVICE, f"app-{i}", "shop", ()) for i in range(5)]
+    left.append(Found(CRD, "appservices.appstack.dev", None, ()))
+    assert waiting_line(left, 12.4, 300) == (
+        "waiting for 5 AppService, 1 CustomResourceDefinition to go (12s of 300s): "
+        "shop/app-0, shop/app-1, shop/app-2 and 3 more"
+    )

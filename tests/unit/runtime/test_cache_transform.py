@@ -1,0 +1,94 @@
+"""Cache transforms: a kind's cache keeps only what the controllers read (pods without their
+spec), applied to every object the informer stores; one transform per kind."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from appstack.controllers.util.pods import cached_pod, pod_mapper, pod_problem
+from appstack.runtime.cache import Cache
+from appstack.runtime.controller import Request
+from appstack.runtime.resources import CONFIG_MAP, POD
+from appstack.runtime.watcher import Applied
+from tests.support.scripted_transport import scripted_client
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _pod() -> dict[str, object]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "web-1",
+            "namespace": "ns",
+            "resourceVersion": "3",
+            "labels": {"app.kubernetes.io/instance": "web"},
+            "managedFields": [{"manager": "kubelet"}],
+        },
+        "spec": {"nodeName": "node-1", "containers": [{"name": "web", "image": "nginx"}]},
+        "status": {
+            "containerStatuses": [
+                {"name": "web", "state": {"waiting": {"reason": "ImagePullBackOff"}}}
+            ]
+        },
+    }
+
+
+def test_a_cached_pod_keeps_metadata_node_images_and_status_only() -> None:
+    raw = _pod()
+    raw["spec"]["volumes"] = [{"name": "data", "emptyDir": {}}]
+    raw["spec"]["containers"][0]["env"] = [{"name": "A", "value": "b"}]
+    pod = cached_pod(raw)
+    assert pod["spec"] == {"nodeName": "node-1", "containers": [{"name": "web", "image": "nginx"}]}
+    assert pod["metadata"]["labels"] == {"app.kubernetes.io/instance": "web"}
+    problem = pod_problem([pod])  # what the controllers read still answers
+    assert problem is not None
+    assert problem.reason == "ImagePullBackOff"
+    assert cached_pod({"metadata": {"name": "p"}})["spec"] == {}
+
+
+def test_the_cache_stores_transformed_objects() -> None:
+    client, _ = scripted_client()
+    cache = Cache(client, ["ns"])
+    cache.set_transform(POD, cached_pod)
+    cache.set_transform(POD, cached_pod)  # the same again: fine (two controllers)
+    with pytest.raises(RuntimeError):
+        cache.set_transform(POD, lambda obj: obj)
+    cache.informers(POD)["ns"]._deliver(Applied(_pod()))
+    stored = cache.get(POD, "ns/web-1")
+    assert stored is not None
+    assert stored["spec"] == {
+        "nodeName": "node-1",
+        "containers": [{"name": "web", "image": "nginx"}],
+    }
+    assert "managedFields" not in stored["metadata"]
+    cache.informers(CONFIG_MAP)
+    with pytest.raises(RuntimeError):  # too late: its informers exist
+        cache.set_transform(CONFIG_MAP, lambda obj: obj)
+
+
+def test_a_pod_wakes_its_owner_only_while_it_has_a_problem_or_waits_for_readiness() -> None:
+    mapper = pod_mapper("app.kubernetes.io/instance")
+    troubled = _pod()
+    assert list(mapper(troubled)) == [Request("ns", "web")]
+    healthy = _pod()
+    healthy["status"] = {"containerStatuses": [{"name": "web", "state": {"running": {}}}]}
+    assert list(mapper(healthy)) == []  # its readiness reaches the owner via the workload
+    # Running but not ready: no event will come when its readiness grace is over, so the
+    # owner is woken now to schedule that look (seen: a probe that never passes left the
+    # owner RollingOut when the Deployment's last status change came before the start).
+    started = _pod()
+    started["status"] = {
+        "containerStatuses": [
+            {"name": "web", "ready": False, "state": {"running": {"startedAt": _now()}}}
+        ]
+    }
+    assert list(mapper(started)) == [Request("ns", "web")]
+    unlabelled = _pod()
+    unlabelled["metadata"]["labels"] = {}
+    assert list(mapper(unlabelled)) == []
