@@ -2,7 +2,7 @@
 that rule (and boundaries both sides accept), with the checks both sides share (pure, no
 I/O).
 
-:data:`CASES` is read by tests/unit/test_cel_parity.py (the Python models refuse each case
+:data:`CASES` is read by tests/unit/api/test_cel_parity.py (the Python models refuse each case
 and name the field; every rule of the generated CRDs has a case) and by
 tests/e2e/test_cel_parity.py (the API server refuses each case with the rule's message and
 field, with server-side dry-run writes). The rules are enumerated from the generated CRDs

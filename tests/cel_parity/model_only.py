@@ -1,7 +1,7 @@
 """What only the models refuse (pure data): checks with no CEL rule — over the API server's
 CEL cost budget, or reported as a condition by design — each a change of a base object of
 the parity table that the API server accepts and the models refuse, saying ``says``. Read
-by tests/unit/test_cel_parity.py and tests/e2e/test_cel_parity.py, so the list of known
+by tests/unit/api/test_cel_parity.py and tests/e2e/test_cel_parity.py, so the list of known
 one-sided checks is tested, not just written down (docs/design.md, "CEL parity")."""
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ create — or, for a transition rule, a dry-run update of an object created firs
 with that rule's message, on the field the rule names, and the model the reconciler uses
 refuses the same object naming the same field; boundary cases are accepted by both; what
 only the models check (tests/cel_parity/model_only.py) is accepted by the API server. The
-table's coverage (every rule has a case) is checked by tests/unit/test_cel_parity.py."""
+table's coverage (every rule has a case) is checked by tests/unit/api/test_cel_parity.py."""
 
 from __future__ import annotations
 
