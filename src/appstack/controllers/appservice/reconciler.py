@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from appstack.api.appservice import AppService, AppServiceSpec
+from appstack.api.appservice import AppService, AppServiceSpec, AppServiceStatus
 from appstack.controllers.appservice import desired, status
 from appstack.controllers.kit.reconciler import KindReconciler
 from appstack.controllers.util.conditions import Problem
@@ -55,7 +55,7 @@ class AppServiceReconciler(KindReconciler[AppServiceSpec]):
     indexers = POD_INDEXERS
     status_changes = False  # its status is ours, computed from the children
 
-    def invalid_status(self, obj: dict[str, Any], problem: Problem) -> dict[str, Any]:
+    def invalid_status(self, obj: dict[str, Any], problem: Problem) -> AppServiceStatus:
         return status.from_children(
             obj,
             size=int((obj.get("spec") or {}).get("size") or 0),
@@ -95,7 +95,7 @@ class AppServiceReconciler(KindReconciler[AppServiceSpec]):
             selector=_selector(obj),
         )
         rolling = any(
-            c["type"] == "Progressing" and c["status"] == "True" for c in observed["conditions"]
+            c.type == "Progressing" and c.status == "True" for c in observed.conditions or []
         )
         wait = await self.writer.write_status(obj, observed, rolling=rolling)
         if wait is not None or recheck is not None:

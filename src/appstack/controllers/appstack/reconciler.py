@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from appstack.api.appstack import AppStack, AppStackSpec
+from appstack.api.appstack import AppStack, AppStackSpec, AppStackStatus, MemberStatus
 from appstack.api.appstack_component import Component
 from appstack.api.appstack_middleware import Middleware
 from appstack.api.graph import blocked_by, start_order
@@ -115,7 +115,7 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
         super().__init__(client, cache, recorder)
         self.external_ips = external_ips or ExternalIPPolicy()
 
-    def invalid_status(self, obj: dict[str, Any], problem: Problem) -> dict[str, Any]:
+    def invalid_status(self, obj: dict[str, Any], problem: Problem) -> AppStackStatus:
         return status.from_members(obj, [], problem)
 
     async def cleanup(self, obj: dict[str, Any]) -> Result | None:
@@ -128,7 +128,7 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
         edges = {c.name: c.dependencies() for c in spec.components}
         wanted: Wanted = set()
         ready: set[str] = set()
-        members: list[dict[str, Any]] = []
+        members: list[MemberStatus] = []
         problems: list[Problem] = []
         stuck: list[Problem] = []  # members whose pods cannot start
         rechecks: list[float] = []  # when to look again at containers not ready yet
@@ -148,12 +148,12 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
                         problems=problems,
                         level=level,
                     )
-                if member["state"] == "Ready":
+                if member.state == "Ready":
                     ready.add(name)
                 member = self._pods(obj, member, stuck, rechecks)
                 members.append(status.failed_if(member, problems[seen:]))
         for name, mw in middleware_.items():  # middleware nobody depends on
-            if all(m["name"] != name for m in members):
+            if all(m.name != name for m in members):
                 seen = len(problems)
                 member = await self._middleware(obj, mw, wanted, problems)
                 member = self._pods(obj, member, stuck, rechecks)
@@ -176,16 +176,16 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
     def _pods(
         self,
         stack: dict[str, Any],
-        entry: dict[str, Any],
+        entry: MemberStatus,
         stuck: list[Problem],
         rechecks: list[float],
-    ) -> dict[str, Any]:
+    ) -> MemberStatus:
         """A member still starting, failed with the reason when its pods cannot start
         (``rechecks``: when to look again at a container that is not ready yet)."""
-        if entry["state"] != "Progressing":
+        if entry.state != "Progressing":
             return entry
         meta = stack["metadata"]
-        selector = labels.selector(meta["name"], entry["name"])
+        selector = labels.selector(meta["name"], entry.name)
         pods = pods_of(self.cache, meta["namespace"], selector)
         problem = pod_problem(pods)
         recheck = recheck_after(pods)
@@ -193,7 +193,7 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
             rechecks.append(recheck)
         if problem is None:
             return entry
-        stuck.append(Problem(problem.reason, f"{entry['name']}: {problem.message}"))
+        stuck.append(Problem(problem.reason, f"{entry.name}: {problem.message}"))
         return status.failed_if(entry, [problem])
 
     # ----------------------------------------------------------------------- members
@@ -211,8 +211,8 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
 
     async def _middleware(
         self, stack: dict[str, Any], mw: Middleware, wanted: Wanted, problems: list[Problem]
-    ) -> dict[str, Any]:
-        base = {"name": mw.name, "kind": f"Middleware/{mw.type}"}
+    ) -> MemberStatus:
+        base = (mw.name, f"Middleware/{mw.type}")
         if mw.external is not None and mw.external.url is not None:  # nothing to create
             where = f"third-party {mw.external.url}"
             return status.member(base, True, "1/1", where, ready_message=where)
@@ -248,8 +248,8 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
         wanted: Wanted,
         problems: list[Problem],
         level: PodSecurityLevel,
-    ) -> dict[str, Any]:
-        base = {"name": c.name, "kind": "Component"}
+    ) -> MemberStatus:
+        base = (c.name, "Component")
         secrets_hash = config_version = None
         if not waiting:
             secrets_hash = await self._secrets_hash(stack, c, members, problems)

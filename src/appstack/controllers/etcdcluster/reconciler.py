@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 
 import structlog
 
-from appstack.api.etcdcluster import BackupSpec, EtcdCluster, EtcdClusterSpec
+from appstack.api.etcdcluster import BackupSpec, EtcdCluster, EtcdClusterSpec, EtcdClusterStatus
 from appstack.controllers.etcdcluster import (
     backup,
     backup_schedule,
@@ -79,12 +79,8 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
         self.tls_secrets = TLSSecrets(client)
         self.recoverer = recover.Recoverer(client, cache, self.writer)
 
-    def invalid_status(self, obj: dict[str, Any], problem: Problem) -> dict[str, Any]:
-        return {
-            **(obj.get("status") or {}),
-            "observedGeneration": obj["metadata"].get("generation"),
-            "conditions": [status.degraded(obj, problem, now_rfc3339())],
-        }
+    def invalid_status(self, obj: dict[str, Any], problem: Problem) -> EtcdClusterStatus:
+        return status.invalid(obj, problem, now_rfc3339())
 
     async def apply(self, obj: dict[str, Any], spec: EtcdClusterSpec) -> Result | None:
         _, problems = await self.writer.sync_all(obj, desired.children(obj, spec))
@@ -129,9 +125,10 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
             observed = status.with_problem(obj, observed, conflict, now_rfc3339())
             after = AFTER["Degraded"]
         if spec.backup is not None:
-            observed.update(await self._backup(obj, spec, spec.backup, seen, step))
+            snapshots = await self._backup(obj, spec, spec.backup, seen, step)
+            observed = status.with_backups(observed, snapshots)
             # the next snapshot's moment, exactly (no polling for it)
-            last, now = observed.get("lastBackupTime"), datetime.datetime.now(datetime.timezone.utc)
+            last, now = observed.last_backup_time, datetime.datetime.now(datetime.timezone.utc)
             wait = backup_schedule.wait(spec.backup, last, meta["creationTimestamp"], now)
             after = after if wait is None else min(after, wait)
         await self.writer.write_status(obj, observed)
@@ -240,8 +237,9 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
         plan: BackupSpec,
         seen: Observation,
         step: Step,
-    ) -> dict[str, Any]:
-        """Start a due snapshot Job, or record the outcome of the running one."""
+    ) -> EtcdClusterStatus:
+        """Start a due snapshot Job, or record the outcome of the running one (the
+        snapshot fields of the status: none while nothing new was taken)."""
         old = obj.get("status") or {}
         meta = obj["metadata"]
         n = int(old.get("backupsTaken") or 0)
@@ -257,19 +255,19 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
                 )
             ):
                 await self._create(obj, JOB, backup.backup_job(obj, spec, plan, n, leader))
-            return {}
+            return EtcdClusterStatus()
         result = backup.outcome(job)
         if result == "Running":
-            return {}
+            return EtcdClusterStatus()
         await self._delete(obj, JOB, job, f"snapshot {n} {result.lower()}")
         if result == "Failed":
             note = f"snapshot {n} failed; Job {job['metadata']['name']} gave up, retrying"
             await self.writer.event(obj, "Warning", "BackupFailed", note)
-            return {}
+            return EtcdClusterStatus()
         done = (job.get("status") or {}).get("completionTime") or now_rfc3339()
         name = backup.file_name(meta["name"], n, plan.retention)
         await self.writer.event(obj, "Normal", "BackupTaken", f"Saved snapshot {name}")
-        return {"backupsTaken": n + 1, "lastBackup": name, "lastBackupTime": done}
+        return EtcdClusterStatus(backups_taken=n + 1, last_backup=name, last_backup_time=done)
 
     async def _names_free(self, obj: dict[str, Any], pod: str) -> None:
         """:class:`ChildConflict` if member ``pod``'s Pod or volume exists and is not ours

@@ -22,7 +22,8 @@ import contextlib
 import datetime
 from typing import Any
 
-from appstack.api.etcdcluster import EtcdClusterSpec, RestoreSpec
+from appstack.api.etcdcluster import EtcdClusterSpec, EtcdClusterStatus, RestoreSpec
+from appstack.api.etcdcluster_recovery import RecoveryStatus
 from appstack.controllers.etcdcluster import desired, recovery, status, volumes
 from appstack.controllers.etcdcluster.backup_schedule import parse_time
 from appstack.controllers.etcdcluster.observe import Observation
@@ -117,29 +118,31 @@ class Recoverer:
         if self.client.write_guard is not None:
             self.client.write_guard()  # raises unless still the leader
         taken = decision.snapshot
-        record = {
-            "phase": "TearingDown",
-            "count": int((old.get("recovery") or {}).get("count") or 0) + 1,
-            "snapshot": taken.name,
-            "snapshotTime": _stamp(taken.time),
-            "dataLossSeconds": int((now - taken.time).total_seconds()),
-            "quorumLostSince": _stamp(since),
-            "startedTime": _stamp(now),
-        }
+        record = RecoveryStatus(
+            phase="TearingDown",
+            count=int((old.get("recovery") or {}).get("count") or 0) + 1,
+            snapshot=taken.name,
+            snapshot_time=_stamp(taken.time),
+            data_loss_seconds=int((now - taken.time).total_seconds()),
+            quorum_lost_since=_stamp(since),
+            started_time=_stamp(now),
+        )
         # said before anything is deleted: a crash from here on resumes the recovery
-        await self.writer.write_status(obj, {**old, "recovery": record})
+        written = EtcdClusterStatus.model_validate(old)
+        written.recovery = record
+        await self.writer.write_status(obj, written)
         await self.writer.event(obj, "Warning", "DisasterRecovery", decision.reason)
         return Step("TearDown", decision.reason), None
 
-    async def announce(self, obj: dict[str, Any], observed: dict[str, Any]) -> None:
+    async def announce(self, obj: dict[str, Any], observed: EtcdClusterStatus) -> None:
         """A Normal Event ``Recovered`` when a recovery has just finished."""
         was = phase(obj)
-        record = observed.get("recovery") or {}
-        if was == "Restoring" and record.get("phase") == "Recovered":
+        record = observed.recovery or RecoveryStatus()
+        if was == "Restoring" and record.phase == "Recovered":
             note = (
-                f"Recovered from snapshot {record['snapshot']} in "
-                f"{record['secondsToRecover']}s; writes in the {record['dataLossSeconds']}s "
-                f"before the recovery started (after {record['snapshotTime']}) are lost"
+                f"Recovered from snapshot {record.snapshot} in "
+                f"{record.seconds_to_recover}s; writes in the {record.data_loss_seconds}s "
+                f"before the recovery started (after {record.snapshot_time}) are lost"
             )
             await self.writer.event(obj, "Normal", "Recovered", note)
 
@@ -158,47 +161,47 @@ def tear_down_step(seen: Observation) -> Step:
 
 
 def with_recovery(
-    obj: dict[str, Any], observed: dict[str, Any], seen: Observation, step: Step, now: str
-) -> dict[str, Any]:
+    obj: dict[str, Any], observed: EtcdClusterStatus, seen: Observation, step: Step, now: str
+) -> EtcdClusterStatus:
     """``observed`` status with the recovery's fields: ``quorumLostSince``, the phase moved
     on (``Restoring`` when the lost cluster is gone, ``Recovered`` when healthy again), and
     while restoring no cluster ID or members of the lost cluster."""
     old = obj.get("status") or {}
-    out = dict(observed)
-    record = dict(old.get("recovery") or {})
+    out = observed.model_copy()
+    known = old.get("recovery")
+    record = RecoveryStatus.model_validate(known) if known else None
     since = recovery.lost_since(old, step.kind == "Degraded", bool(seen.seen.leader), now)
-    if since is not None and record.get("phase") not in ("TearingDown", "Restoring"):
-        out["quorumLostSince"] = since
+    going = record is not None and record.phase in ("TearingDown", "Restoring")
+    if since is not None and not going:
+        out.quorum_lost_since = since
     elif "quorumLostSince" in old:
-        out["quorumLostSince"] = None  # a merge patch: removed
+        out.quorum_lost_since = None  # set to None: removed (the merge patch says null)
     if step.kind == "Restore":
-        record["phase"] = "Restoring"
-    elif record.get("phase") == "Restoring" and step.kind == "Done":
-        started = parse_time(record["startedTime"])
-        record["phase"] = "Recovered"
-        record["recoveredTime"] = now
-        record["secondsToRecover"] = int((parse_time(now) - started).total_seconds())
-    if record:
-        out["recovery"] = record
-    if record.get("phase") in ("TearingDown", "Restoring") and not seen.seen.leader:
-        out["members"], out["replicas"] = [], 0  # the lost cluster's, not the new one's
-        if "clusterID" in old:
-            out["clusterID"] = None
-        else:
-            out.pop("clusterID", None)
+        record = record or RecoveryStatus()
+        record.phase = "Restoring"
+    elif record is not None and record.phase == "Restoring" and step.kind == "Done":
+        started = parse_time(record.started_time or now)
+        record.phase = "Recovered"
+        record.recovered_time = now
+        record.seconds_to_recover = int((parse_time(now) - started).total_seconds())
+    if record is not None:
+        out.recovery = record
+    if record is not None and record.phase in ("TearingDown", "Restoring") and not seen.seen.leader:
+        out.members, out.replicas = [], 0  # the lost cluster's, not the new one's
+        out.cluster_id = None  # removed if written, else left out
     return out
 
 
 def impossible(
-    obj: dict[str, Any], observed: dict[str, Any], problem: Problem, now: str
-) -> dict[str, Any]:
+    obj: dict[str, Any], observed: EtcdClusterStatus, problem: Problem, now: str
+) -> EtcdClusterStatus:
     """``observed`` with ``Available=False`` and ``Degraded=True`` for ``problem`` (reason
     ``RecoveryImpossible``)."""
     out = status.with_problem(obj, observed, problem, now)
-    out["conditions"] = [
-        {**c, "reason": problem.reason, "message": problem.message}
-        if c["type"] == "Available"
+    out.conditions = [
+        c.model_copy(update={"reason": problem.reason, "message": problem.message})
+        if c.type == "Available"
         else c
-        for c in out["conditions"]
+        for c in out.conditions or []
     ]
     return out

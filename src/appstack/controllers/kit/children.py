@@ -20,12 +20,14 @@ from typing import Any
 
 import structlog
 
+from appstack.api.core import KubeModel
 from appstack.controllers.kit.compare import (
     already_so,
     create_only,
     node_port_taken,
     owners_to_write,
     status_gist,
+    status_patch,
     unowned_with_labels,
     users_problem,
 )
@@ -296,9 +298,10 @@ class ChildWriter:
             await self.report(owner, problem)
 
     async def write_status(
-        self, owner: dict[str, Any], status: dict[str, Any], *, rolling: bool = False
+        self, owner: dict[str, Any], typed: KubeModel, *, rolling: bool = False
     ) -> float | None:
-        """Merge-patch the status subresource, only if it changed.
+        """Merge-patch the status subresource with ``typed`` (the kind's status model, as
+        :func:`~.compare.status_patch`), only if it changed.
 
         While ``rolling`` (a rollout moves and nothing is wrong), one owner's status is
         written at most once per :data:`STATUS_INTERVAL` — :data:`PROGRESS_INTERVAL` when
@@ -306,6 +309,7 @@ class ChildWriter:
         write due sooner is put off and the seconds to wait are returned
         — the caller looks again then and writes the status as it is by then, so the steps
         of a rollout cost one patch, and the final state is never lost."""
+        status = status_patch(owner.get("status") or {}, typed)
         if (owner.get("status") or {}) == status:
             return None
         meta = owner["metadata"]

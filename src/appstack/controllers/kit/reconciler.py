@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Generic, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
 
+from appstack.api.core import KubeModel
 from appstack.api.kind import CustomKind
 from appstack.controllers.kit.children import ChildWriter
 from appstack.controllers.kit.tolerant import validate_tolerant
@@ -128,8 +129,8 @@ class KindReconciler(ABC, Generic[SpecT]):
         return "InvalidSpec"
 
     @abstractmethod
-    def invalid_status(self, obj: dict[str, Any], problem: Problem) -> dict[str, Any]:
-        """The status of an object whose spec is invalid."""
+    def invalid_status(self, obj: dict[str, Any], problem: Problem) -> KubeModel:
+        """The status (the kind's status model) of an object whose spec is invalid."""
 
     @abstractmethod
     async def apply(self, obj: dict[str, Any], spec: SpecT) -> Result | None:

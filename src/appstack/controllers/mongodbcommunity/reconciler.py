@@ -17,7 +17,13 @@ from __future__ import annotations
 import base64
 from typing import Any, ClassVar
 
-from appstack.api.mongodbcommunity import MongoDBCommunity, MongoDBCommunitySpec, User
+from appstack.api.mongodbcommunity import (
+    MongoDBCommunity,
+    MongoDBCommunitySpec,
+    MongoDBCommunityStatus,
+    User,
+    UserStatus,
+)
 from appstack.controllers.kit.reconciler import KindReconciler
 from appstack.controllers.mongodbcommunity import desired, scram, status, users
 from appstack.controllers.util.conditions import Problem, now_rfc3339
@@ -64,7 +70,7 @@ class MongoDBCommunityReconciler(KindReconciler[MongoDBCommunitySpec]):
         MongoDBCommunity.KIND.resource: {REFERENCES: referenced},
     }
 
-    def invalid_status(self, obj: dict[str, Any], problem: Problem) -> dict[str, Any]:
+    def invalid_status(self, obj: dict[str, Any], problem: Problem) -> MongoDBCommunityStatus:
         return status.observed(obj, None, problem, now_rfc3339())
 
     async def apply(self, obj: dict[str, Any], spec: MongoDBCommunitySpec) -> Result | None:
@@ -74,14 +80,14 @@ class MongoDBCommunityReconciler(KindReconciler[MongoDBCommunitySpec]):
             if problem is not None:
                 problems.append(problem)
         wanted = desired.children(obj, spec)
-        user_status = []
+        user_status: list[UserStatus] = []
         for i, user in enumerate(spec.users):
             password = await self._password(obj, i, user, problems)
-            entry = {"name": user.name, "db": user.db}
+            entry = UserStatus(name=user.name, db=user.db)
             if password is not None:
                 secret = users.connection_secret(obj, spec.members, user, password)
                 wanted += [secret, *scram.secret(obj, user, password)]
-                entry["connectionStringSecretName"] = secret["metadata"]["name"]
+                entry.connection_string_secret_name = secret["metadata"]["name"]
             user_status.append(entry)
         synced, found = await self.writer.sync_all(obj, wanted)
         problems += found

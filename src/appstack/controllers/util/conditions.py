@@ -11,9 +11,14 @@ from __future__ import annotations
 
 import datetime
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ValidationError
+
+from appstack.api.core import Condition
+
+#: The ``status`` of a condition.
+Truth = Literal["True", "False", "Unknown"]
 
 
 @dataclass(frozen=True)
@@ -47,28 +52,28 @@ def describe_validation(error: ValidationError) -> str:
 
 def condition(
     type_: str,
-    status: str,
+    status: Truth,
     reason: str,
     message: str,
     *,
     generation: int | None,
     previous: dict[str, dict[str, Any]],
     now: str,
-) -> dict[str, Any]:
+) -> Condition:
     """A condition per the API conventions: ``lastTransitionTime`` moves only when the
     status flips (``previous`` maps type -> the condition as last written)."""
     old = previous.get(type_)
     since = now
     if old is not None and old.get("status") == status:
         since = old.get("lastTransitionTime", now)
-    return {
-        "type": type_,
-        "status": status,
-        "reason": reason,
-        "message": message,
-        "observedGeneration": generation,
-        "lastTransitionTime": since,
-    }
+    return Condition(
+        type=type_,
+        status=status,
+        reason=reason,
+        message=message,
+        observed_generation=generation,
+        last_transition_time=since,
+    )
 
 
 def previous_conditions(owner: dict[str, Any]) -> dict[str, dict[str, Any]]:
