@@ -15,6 +15,7 @@ from typing import Any
 from appstack.api.appservice import AppServiceSpec
 from appstack.api.core import ServicePort
 from appstack.api.security import PodSecurityLevel
+from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import child_labels, child_metadata, instance_labels
 from appstack.controllers.util.workloads import container, security_context
 
@@ -22,7 +23,7 @@ CONTAINER = "app"
 COMPONENT = "appservice"
 
 
-def _metadata(app: dict[str, Any]) -> dict[str, Any]:
+def _metadata(app: KubeObject) -> dict[str, Any]:
     name = app["metadata"]["name"]
     return child_metadata(app, name, child_labels(name, COMPONENT))
 
@@ -39,7 +40,7 @@ def _container_port(port: ServicePort) -> dict[str, Any]:
 
 
 def deployment(
-    app: dict[str, Any], spec: AppServiceSpec, level: PodSecurityLevel = "baseline"
+    app: KubeObject, spec: AppServiceSpec, level: PodSecurityLevel = "baseline"
 ) -> dict[str, Any]:
     name = app["metadata"]["name"]
     app_container = container(
@@ -77,7 +78,7 @@ def deployment(
     }
 
 
-def service(app: dict[str, Any], spec: AppServiceSpec) -> dict[str, Any] | None:
+def service(app: KubeObject, spec: AppServiceSpec) -> dict[str, Any] | None:
     """The Service, or None when the application exposes no ports (nothing to serve)."""
     if not spec.ports:
         return None
@@ -105,7 +106,7 @@ def service(app: dict[str, Any], spec: AppServiceSpec) -> dict[str, Any] | None:
 
 
 def children(
-    app: dict[str, Any], spec: AppServiceSpec, level: PodSecurityLevel = "baseline"
+    app: KubeObject, spec: AppServiceSpec, level: PodSecurityLevel = "baseline"
 ) -> list[dict[str, Any]]:
     """Every child the AppService wants: its Deployment, and its Service if it has ports.
     ``level``: the namespace's Pod Security level (``spec.podSecurity`` wins)."""

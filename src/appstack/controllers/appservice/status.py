@@ -26,11 +26,12 @@ from appstack.controllers.util.conditions import (
     now_rfc3339,
     previous_conditions,
 )
+from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.workloads import deployment_rollout
 
 
 def from_children(
-    app: dict[str, Any],
+    app: KubeObject,
     *,
     size: int,
     deployment: dict[str, Any] | None,

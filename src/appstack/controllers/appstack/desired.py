@@ -29,13 +29,14 @@ from appstack.controllers.appstack.connections import (
 )
 from appstack.controllers.appstack.middleware import children as middleware_children
 from appstack.controllers.appstack.mongodb import uri_env
+from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import MANAGED_BY
 from appstack.controllers.util.workloads import container, security_context
 
 Members = Mapping[str, Middleware | Component]  # what ``uses`` may name
 
 
-def config_maps(owner: dict[str, Any], c: Component) -> list[dict[str, Any]]:
+def config_maps(owner: KubeObject, c: Component) -> list[dict[str, Any]]:
     """The ConfigMaps we write for ``c``: ``<stack>-<c>-config`` (``config``), or
     ``<stack>-<name>`` for each entry of ``configs`` with files."""
     stack = owner["metadata"]["name"]
@@ -117,7 +118,7 @@ def secrets_version(used: Sequence[tuple[str, dict[str, Any] | None]]) -> str:
 
 
 def deployment(
-    owner: dict[str, Any],
+    owner: KubeObject,
     c: Component,
     members: Members,
     secrets_hash: str | None = None,
@@ -162,7 +163,7 @@ def deployment(
     }
 
 
-def component_service(owner: dict[str, Any], c: Component) -> dict[str, Any] | None:
+def component_service(owner: KubeObject, c: Component) -> dict[str, Any] | None:
     if not c.ports:
         return None
     stack = owner["metadata"]["name"]
@@ -187,7 +188,7 @@ def component_service(owner: dict[str, Any], c: Component) -> dict[str, Any] | N
 
 
 def component_children(
-    owner: dict[str, Any],
+    owner: KubeObject,
     c: Component,
     members: Members,
     secrets_hash: str | None = None,
@@ -205,7 +206,7 @@ def component_children(
 
 
 def children(
-    owner: dict[str, Any], spec: AppStackSpec, level: PodSecurityLevel = "baseline"
+    owner: KubeObject, spec: AppStackSpec, level: PodSecurityLevel = "baseline"
 ) -> list[dict[str, Any]]:
     """Every member's children: middleware first, then components (credentials Secrets are
     generated in the cluster, never here); ``level``: the namespace's Pod Security level

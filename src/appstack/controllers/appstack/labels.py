@@ -14,6 +14,7 @@ import json
 from typing import Any
 
 from appstack.api.kind import group_key
+from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import MANAGED_BY, child_metadata
 
 STACK_LABEL = group_key("stack")
@@ -37,7 +38,7 @@ def member_label(obj: dict[str, Any]) -> str:
     return str(obj["metadata"].get("labels", {}).get(MEMBER_LABEL, ""))
 
 
-def metadata(owner: dict[str, Any], member: str, name: str) -> dict[str, Any]:
+def metadata(owner: KubeObject, member: str, name: str) -> dict[str, Any]:
     stack = owner["metadata"]["name"]
     labels = {
         **selector(stack, member),
@@ -48,6 +49,6 @@ def metadata(owner: dict[str, Any], member: str, name: str) -> dict[str, Any]:
     return child_metadata(owner, name, labels)
 
 
-def service(owner: dict[str, Any], member: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+def service(owner: KubeObject, member: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
     meta = metadata(owner, member, name)
     return {"apiVersion": "v1", "kind": "Service", "metadata": meta, "spec": spec}

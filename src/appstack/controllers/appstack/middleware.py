@@ -28,11 +28,12 @@ from appstack.controllers.appstack.connections import (
     member_service,
     service_name,
 )
+from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import MANAGED_BY, SLICE_MANAGER, SLICE_MANAGER_LABEL
 from appstack.controllers.util.workloads import security_context
 
 
-def credentials(owner: dict[str, Any], mw: Middleware) -> dict[str, Any]:
+def credentials(owner: KubeObject, mw: Middleware) -> dict[str, Any]:
     """Generated once; the controller creates it only if absent and never overwrites it.
 
     It lives exactly as long as the data volume it unlocks: when the volume is retained
@@ -59,7 +60,7 @@ def credentials(owner: dict[str, Any], mw: Middleware) -> dict[str, Any]:
     }
 
 
-def managed_services(owner: dict[str, Any], mw: Middleware) -> list[dict[str, Any]]:
+def managed_services(owner: KubeObject, mw: Middleware) -> list[dict[str, Any]]:
     stack = owner["metadata"]["name"]
     port = CATALOG[mw.type].port
     ports = [{"name": mw.type, "port": port, "targetPort": port, "protocol": "TCP"}]
@@ -105,7 +106,7 @@ def _middleware_env(stack: str, mw: Middleware) -> list[dict[str, Any]]:
     return env
 
 
-def stateful_set(owner: dict[str, Any], mw: Middleware) -> dict[str, Any]:
+def stateful_set(owner: KubeObject, mw: Middleware) -> dict[str, Any]:
     assert mw.managed is not None  # noqa: S101 - callers pass managed middleware only
     stack = owner["metadata"]["name"]
     engine = CATALOG[mw.type]
@@ -171,7 +172,7 @@ def stateful_set(owner: dict[str, Any], mw: Middleware) -> dict[str, Any]:
     }
 
 
-def external(owner: dict[str, Any], mw: Middleware) -> list[dict[str, Any]]:
+def external(owner: KubeObject, mw: Middleware) -> list[dict[str, Any]]:
     assert mw.external is not None  # noqa: S101
     host, port_number = mw.external.host, mw.external.port
     if host is None or port_number is None:  # given by URL: nothing to create
@@ -211,7 +212,7 @@ def external(owner: dict[str, Any], mw: Middleware) -> list[dict[str, Any]]:
     ]
 
 
-def generated_secrets(owner: dict[str, Any], mw: Middleware) -> list[dict[str, Any]]:
+def generated_secrets(owner: KubeObject, mw: Middleware) -> list[dict[str, Any]]:
     """The Secrets managed middleware generates once: credentials (and mongodb's keyfile)."""
     if mw.type == "mongodb":
         return [credentials(owner, mw), mongodb.keyfile_secret(owner, mw)]
@@ -222,7 +223,7 @@ def _config_name(stack: str, mw: Middleware) -> str:
     return f"{service_name(stack, mw.name)}-config"
 
 
-def config_map(owner: dict[str, Any], mw: Middleware) -> list[dict[str, Any]]:
+def config_map(owner: KubeObject, mw: Middleware) -> list[dict[str, Any]]:
     """The engine's configuration files (``managed.configFiles``), if any."""
     if mw.managed is None or not mw.managed.config_files:
         return []
@@ -237,7 +238,7 @@ def config_map(owner: dict[str, Any], mw: Middleware) -> list[dict[str, Any]]:
     ]
 
 
-def children(owner: dict[str, Any], mw: Middleware) -> list[dict[str, Any]]:
+def children(owner: KubeObject, mw: Middleware) -> list[dict[str, Any]]:
     """Every child of one middleware member (without its generated Secrets)."""
     if mw.external is not None:
         return external(owner, mw)

@@ -39,6 +39,7 @@ from appstack.controllers.appstack.teardown import FINALIZER_NAME, teardown
 from appstack.controllers.kit.children import Synced
 from appstack.controllers.kit.reconciler import KindReconciler
 from appstack.controllers.util.conditions import Problem
+from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.pods import (
     POD_INDEXERS,
     POD_TRANSFORMS,
@@ -115,13 +116,13 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
         super().__init__(client, cache, recorder)
         self.external_ips = external_ips or ExternalIPPolicy()
 
-    def invalid_status(self, obj: dict[str, Any], problem: Problem) -> AppStackStatus:
+    def invalid_status(self, obj: KubeObject, problem: Problem) -> AppStackStatus:
         return status.from_members(obj, [], problem)
 
-    async def cleanup(self, obj: dict[str, Any]) -> Result | None:
+    async def cleanup(self, obj: KubeObject) -> Result | None:
         return await teardown(self.writer, self.cache, self.owns, obj)
 
-    async def apply(self, obj: dict[str, Any], spec: AppStackSpec) -> Result | None:
+    async def apply(self, obj: KubeObject, spec: AppStackSpec) -> Result | None:
         middleware_ = {m.name: m for m in spec.middleware or []}
         components = {c.name: c for c in spec.components}
         lookup: desired.Members = {**middleware_, **components}
@@ -175,7 +176,7 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
 
     def _pods(
         self,
-        stack: dict[str, Any],
+        stack: KubeObject,
         entry: MemberStatus,
         stuck: list[Problem],
         rechecks: list[float],
@@ -199,7 +200,7 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
     # ----------------------------------------------------------------------- members
     async def _sync(
         self,
-        stack: dict[str, Any],
+        stack: KubeObject,
         objects: list[dict[str, Any]],
         wanted: Wanted,
         problems: list[Problem],
@@ -210,7 +211,7 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
         return synced
 
     async def _middleware(
-        self, stack: dict[str, Any], mw: Middleware, wanted: Wanted, problems: list[Problem]
+        self, stack: KubeObject, mw: Middleware, wanted: Wanted, problems: list[Problem]
     ) -> MemberStatus:
         base = (mw.name, f"Middleware/{mw.type}")
         if mw.external is not None and mw.external.url is not None:  # nothing to create
@@ -240,7 +241,7 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
 
     async def _component(
         self,
-        stack: dict[str, Any],
+        stack: KubeObject,
         c: Component,
         members: desired.Members,
         *,
@@ -272,7 +273,7 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
 
     async def _secrets_hash(
         self,
-        stack: dict[str, Any],
+        stack: KubeObject,
         c: Component,
         members: desired.Members,
         problems: list[Problem],
@@ -293,13 +294,13 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
         return desired.secrets_version(found)
 
     async def _versions(
-        self, stack: dict[str, Any], resource: Resource, names: list[str]
+        self, stack: KubeObject, resource: Resource, names: list[str]
     ) -> str | None:
         """:func:`.desired.secrets_version` of the named objects (None: no names)."""
         return desired.secrets_version(await self._read(stack, resource, names)) if names else None
 
     async def _read(
-        self, stack: dict[str, Any], resource: Resource, names: list[str]
+        self, stack: KubeObject, resource: Resource, names: list[str]
     ) -> list[tuple[str, dict[str, Any] | None]]:
         """The named objects of the stack's namespace, read by name (None: missing)."""
         read: list[tuple[str, dict[str, Any] | None]] = []
@@ -312,7 +313,7 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
                 read.append((name, None))
         return read
 
-    async def _prune(self, stack: dict[str, Any], wanted: Wanted) -> None:
+    async def _prune(self, stack: KubeObject, wanted: Wanted) -> None:
         uid = stack["metadata"]["uid"]
         for resource in self.owns:
             for obj in self.cache.by_index(

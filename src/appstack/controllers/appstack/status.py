@@ -9,8 +9,6 @@ first problem the user must fix.
 
 from __future__ import annotations
 
-from typing import Any
-
 from appstack.api.appstack import AppStackStatus, MemberStatus
 from appstack.controllers.util.conditions import (
     Problem,
@@ -19,6 +17,7 @@ from appstack.controllers.util.conditions import (
     now_rfc3339,
     previous_conditions,
 )
+from appstack.controllers.util.kubeobject import KubeObject
 
 #: A member's name and kind (``Component``, ``Middleware/<type>``).
 Base = tuple[str, str]
@@ -59,7 +58,7 @@ def failed_if(entry: MemberStatus, problems: list[Problem]) -> MemberStatus:
 
 
 def from_members(
-    stack: dict[str, Any], members: list[MemberStatus], problem: Problem | None
+    stack: KubeObject, members: list[MemberStatus], problem: Problem | None
 ) -> AppStackStatus:
     """The AppStack's status: its members, how many are ready, and the conditions."""
     ready = sum(1 for m in members if m.state == "Ready")
@@ -106,7 +105,7 @@ def from_members(
     )
 
 
-def deleting(stack: dict[str, Any], reason: str, message: str) -> AppStackStatus:
+def deleting(stack: KubeObject, reason: str, message: str) -> AppStackStatus:
     """The status while the stack is torn down: ``Ready=False`` with ``reason``
     (``TearingDown``, or ``DeletionBlocked`` naming what does not go); the rest as it was."""
     old = AppStackStatus.model_validate(stack.get("status") or {})

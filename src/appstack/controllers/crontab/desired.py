@@ -12,6 +12,7 @@ from typing import Any
 from appstack.api.cron import cron_job_schedule
 from appstack.api.crontab import CronTabSpec
 from appstack.api.security import PodSecurityLevel
+from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import child_labels, child_metadata
 from appstack.controllers.util.workloads import container, security_context
 
@@ -23,7 +24,7 @@ def labels(name: str) -> dict[str, str]:
 
 
 def cron_job(
-    tab: dict[str, Any], spec: CronTabSpec, level: PodSecurityLevel = "baseline"
+    tab: KubeObject, spec: CronTabSpec, level: PodSecurityLevel = "baseline"
 ) -> dict[str, Any]:
     meta = tab["metadata"]
     job = container(
@@ -65,7 +66,7 @@ def cron_job(
 
 
 def children(
-    tab: dict[str, Any], spec: CronTabSpec, level: PodSecurityLevel = "baseline"
+    tab: KubeObject, spec: CronTabSpec, level: PodSecurityLevel = "baseline"
 ) -> list[dict[str, Any]]:
     """Every child the CronTab wants: its CronJob (``level``: the namespace's Pod Security
     level; ``spec.podSecurity`` wins)."""

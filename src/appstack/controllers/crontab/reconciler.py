@@ -24,6 +24,7 @@ from appstack.api.crontab import CronTab, CronTabSpec, CronTabStatus
 from appstack.controllers.crontab import desired, status
 from appstack.controllers.kit.reconciler import KindReconciler
 from appstack.controllers.util.conditions import Problem, now_rfc3339, previous_conditions
+from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import COMPONENT_LABEL, INSTANCE_LABEL, instance_labels
 from appstack.controllers.util.pods import (
     POD_INDEXERS,
@@ -74,10 +75,10 @@ class CronTabReconciler(KindReconciler[CronTabSpec]):
         schedule = any(e["loc"] and e["loc"][0] == "cronSpec" for e in error.errors())
         return "InvalidSchedule" if schedule else "InvalidSpec"
 
-    def invalid_status(self, obj: dict[str, Any], problem: Problem) -> CronTabStatus:
+    def invalid_status(self, obj: KubeObject, problem: Problem) -> CronTabStatus:
         return status.from_cron_job(obj, None, problem, now_rfc3339())
 
-    async def apply(self, obj: dict[str, Any], spec: CronTabSpec) -> Result | None:
+    async def apply(self, obj: KubeObject, spec: CronTabSpec) -> Result | None:
         level = await self.pod_security.level(obj["metadata"]["namespace"], spec.pod_security)
         synced, problems = await self.writer.sync_all(obj, desired.children(obj, spec, level))
         problem = problems[0] if problems else None
@@ -105,7 +106,7 @@ class CronTabReconciler(KindReconciler[CronTabSpec]):
 
     async def _warn_once(
         self,
-        obj: dict[str, Any],
+        obj: KubeObject,
         observed: CronTabStatus,
         type_: str,
         warn: Callable[[Condition], bool],

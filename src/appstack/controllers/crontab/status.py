@@ -19,6 +19,7 @@ from typing import Any, Literal
 from appstack.api.cron import cron_job_schedule
 from appstack.api.crontab import CronTabStatus
 from appstack.controllers.util.conditions import Problem, Truth, condition, previous_conditions
+from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.pods import pod_problem
 
 #: A condition as (status, reason, message).
@@ -83,7 +84,7 @@ def run_problem(
 
 
 def from_cron_job(
-    tab: dict[str, Any],
+    tab: KubeObject,
     cron: dict[str, Any] | None,
     problem: Problem | None,
     now: str,

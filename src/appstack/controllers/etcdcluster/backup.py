@@ -22,6 +22,7 @@ from typing import Any
 
 from appstack.api.etcdcluster import BackupSpec, EtcdClusterSpec, RestoreSpec
 from appstack.controllers.etcdcluster import desired, tls
+from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import child_labels, child_metadata
 
 BACKUP_DIR = "/backup"
@@ -45,7 +46,7 @@ def outcome(job: dict[str, Any]) -> str:
 
 
 def backup_job(
-    obj: dict[str, Any], spec: EtcdClusterSpec, plan: BackupSpec, n: int, leader: str
+    obj: KubeObject, spec: EtcdClusterSpec, plan: BackupSpec, n: int, leader: str
 ) -> dict[str, Any]:
     """Job ``n``: ``etcdctl snapshot save`` from member ``leader`` onto the backup PVC."""
     cluster = obj["metadata"]["name"]
@@ -94,7 +95,7 @@ def backup_job(
 
 
 def restore_init(
-    obj: dict[str, Any], spec: EtcdClusterSpec, source: RestoreSpec, initial: str
+    obj: KubeObject, spec: EtcdClusterSpec, source: RestoreSpec, initial: str
 ) -> dict[str, Any]:
     """The init container that fills a bootstrap member's data directory from the snapshot."""
     return {
@@ -121,7 +122,7 @@ def restore_init(
 
 
 def with_restore(
-    pod: dict[str, Any], obj: dict[str, Any], spec: EtcdClusterSpec, source: RestoreSpec
+    pod: dict[str, Any], obj: KubeObject, spec: EtcdClusterSpec, source: RestoreSpec
 ) -> dict[str, Any]:
     """A bootstrap member ``pod`` that first restores the snapshot ``source``."""
     initial = pod["metadata"]["annotations"][desired.INITIAL]

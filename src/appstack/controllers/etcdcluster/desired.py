@@ -19,6 +19,7 @@ from typing import Any
 from appstack.api.etcdcluster import EtcdClusterSpec
 from appstack.api.kind import group_key
 from appstack.controllers.etcdcluster import tls
+from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import (
     child_labels,
     child_metadata,
@@ -58,7 +59,7 @@ def selector(cluster: str) -> dict[str, str]:
     return {**instance_labels(cluster), "app.kubernetes.io/component": COMPONENT}
 
 
-def cluster_token(obj: dict[str, Any]) -> str:
+def cluster_token(obj: KubeObject) -> str:
     """``--initial-cluster-token``: the object's, and after a disaster recovery a new one
     per recovery (the rebuilt cluster gets a new ID; no old member can join it)."""
     meta = obj["metadata"]
@@ -66,27 +67,27 @@ def cluster_token(obj: dict[str, Any]) -> str:
     return f"{meta['name']}-{meta['uid']}" + (f"-{count}" if count else "")
 
 
-def member_host(obj: dict[str, Any], pod: str) -> str:
+def member_host(obj: KubeObject, pod: str) -> str:
     """The member's stable DNS name (on the headless Service)."""
     meta = obj["metadata"]
     return f"{pod}.{meta['name']}.{meta['namespace']}.svc"
 
 
-def peer_url(obj: dict[str, Any], pod: str) -> str:
+def peer_url(obj: KubeObject, pod: str) -> str:
     return f"{tls.peer_scheme(obj)}://{member_host(obj, pod)}:{PEER_PORT}"
 
 
-def client_url(obj: dict[str, Any], pod: str) -> str:
+def client_url(obj: KubeObject, pod: str) -> str:
     return f"{tls.client_scheme(obj)}://{member_host(obj, pod)}:{CLIENT_PORT}"
 
 
-def service_url(obj: dict[str, Any]) -> str:
+def service_url(obj: KubeObject) -> str:
     """The client Service's URL, as clients inside the cluster use it."""
     meta = obj["metadata"]
     return f"{tls.client_scheme(obj)}://{meta['name']}-client.{meta['namespace']}.svc:{CLIENT_PORT}"
 
 
-def pod_of_peer_url(obj: dict[str, Any], url: str) -> str:
+def pod_of_peer_url(obj: KubeObject, url: str) -> str:
     """The member pod a peer URL names, or "" when it is not one of ours."""
     meta = obj["metadata"]
     host = url.removeprefix("http://").removeprefix("https://").rsplit(":", 1)[0]
@@ -101,7 +102,7 @@ def _ports() -> list[dict[str, Any]]:
     ]
 
 
-def services(obj: dict[str, Any]) -> list[dict[str, Any]]:
+def services(obj: KubeObject) -> list[dict[str, Any]]:
     name = obj["metadata"]["name"]
     labels = child_labels(name, COMPONENT)
     headless = {
@@ -124,7 +125,7 @@ def services(obj: dict[str, Any]) -> list[dict[str, Any]]:
     return [headless, client]
 
 
-def disruption_budget(obj: dict[str, Any], spec: EtcdClusterSpec) -> dict[str, Any]:
+def disruption_budget(obj: KubeObject, spec: EtcdClusterSpec) -> dict[str, Any]:
     name = obj["metadata"]["name"]
     return {
         "apiVersion": "policy/v1",
@@ -137,7 +138,7 @@ def disruption_budget(obj: dict[str, Any], spec: EtcdClusterSpec) -> dict[str, A
     }
 
 
-def volume(obj: dict[str, Any], spec: EtcdClusterSpec, pod: str) -> dict[str, Any]:
+def volume(obj: KubeObject, spec: EtcdClusterSpec, pod: str) -> dict[str, Any]:
     cluster = obj["metadata"]["name"]
     claim: dict[str, Any] = {
         "accessModes": ["ReadWriteOnce"],
@@ -151,7 +152,7 @@ def volume(obj: dict[str, Any], spec: EtcdClusterSpec, pod: str) -> dict[str, An
     return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": meta, "spec": claim}
 
 
-def volume_owner(obj: dict[str, Any], *, retain: bool) -> dict[str, Any]:
+def volume_owner(obj: KubeObject, *, retain: bool) -> dict[str, Any]:
     """A merge patch of a member volume's ``metadata`` that makes it owned by the cluster
     (deleted with it) or, retained, ownerless with the cluster's UID in an annotation."""
     if retain:
@@ -159,7 +160,7 @@ def volume_owner(obj: dict[str, Any], *, retain: bool) -> dict[str, Any]:
     return {"ownerReferences": [owner_reference(obj)], "annotations": {CLUSTER_UID: None}}
 
 
-def owns_volume(obj: dict[str, Any], child: dict[str, Any]) -> bool:
+def owns_volume(obj: KubeObject, child: dict[str, Any]) -> bool:
     """Whether ``child`` (a member's Pod or volume) is this cluster's: controlled by it, or
     a volume retained for it (its UID, not only its name)."""
     annotations = child["metadata"].get("annotations") or {}
@@ -199,7 +200,7 @@ def placement(spec: EtcdClusterSpec) -> dict[str, Any]:
 
 
 def member_pod(
-    obj: dict[str, Any],
+    obj: KubeObject,
     spec: EtcdClusterSpec,
     pod: str,
     initial: dict[str, str],
@@ -267,7 +268,7 @@ def member_pod(
     return tls.with_member_tls(pod_obj, spec)
 
 
-def children(obj: dict[str, Any], spec: EtcdClusterSpec) -> list[dict[str, Any]]:
+def children(obj: KubeObject, spec: EtcdClusterSpec) -> list[dict[str, Any]]:
     """The fixed children: both Services and the PodDisruptionBudget (members are
     created one at a time by the reconciler, from what etcd reports)."""
     return [*services(obj), disruption_budget(obj, spec)]

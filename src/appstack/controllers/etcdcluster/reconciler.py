@@ -42,6 +42,7 @@ from appstack.controllers.util.conditions import (
     Problem,
     now_rfc3339,
 )
+from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.pods import (
     POD_INDEXERS,
     POD_TRANSFORMS,
@@ -79,10 +80,10 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
         self.tls_secrets = TLSSecrets(client)
         self.recoverer = recover.Recoverer(client, cache, self.writer)
 
-    def invalid_status(self, obj: dict[str, Any], problem: Problem) -> EtcdClusterStatus:
+    def invalid_status(self, obj: KubeObject, problem: Problem) -> EtcdClusterStatus:
         return status.invalid(obj, problem, now_rfc3339())
 
-    async def apply(self, obj: dict[str, Any], spec: EtcdClusterSpec) -> Result | None:
+    async def apply(self, obj: KubeObject, spec: EtcdClusterSpec) -> Result | None:
         _, problems = await self.writer.sync_all(obj, desired.children(obj, spec))
         for problem in problems:
             await self.writer.report(obj, problem)
@@ -134,7 +135,7 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
         await self.writer.write_status(obj, observed)
         return Result(requeue_after=after)
 
-    async def _blocked(self, obj: dict[str, Any], problem: Problem) -> Result:
+    async def _blocked(self, obj: KubeObject, problem: Problem) -> Result:
         """Stop here: the user must fix ``problem`` (said once, then looked at again)."""
         if status.last_said(obj, "Available", "False") != (problem.reason, problem.message):
             await self.writer.report(obj, problem)
@@ -154,7 +155,7 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
     async def execute(
         self,
         etcd: EtcdClient,
-        obj: dict[str, Any],
+        obj: KubeObject,
         spec: EtcdClusterSpec,
         seen: Observation,
         step: Step,
@@ -214,7 +215,7 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
 
     async def _create_member(
         self,
-        obj: dict[str, Any],
+        obj: KubeObject,
         spec: EtcdClusterSpec,
         pod: str,
         initial: dict[str, str],
@@ -232,7 +233,7 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
 
     async def _backup(
         self,
-        obj: dict[str, Any],
+        obj: KubeObject,
         spec: EtcdClusterSpec,
         plan: BackupSpec,
         seen: Observation,
@@ -269,7 +270,7 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
         await self.writer.event(obj, "Normal", "BackupTaken", f"Saved snapshot {name}")
         return EtcdClusterStatus(backups_taken=n + 1, last_backup=name, last_backup_time=done)
 
-    async def _names_free(self, obj: dict[str, Any], pod: str) -> None:
+    async def _names_free(self, obj: KubeObject, pod: str) -> None:
         """:class:`ChildConflict` if member ``pod``'s Pod or volume exists and is not ours
         (another stack's, a tenant's): never adopted, never mounted (issue #28 P1.4)."""
         namespace = obj["metadata"]["namespace"]
@@ -281,7 +282,7 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
             if not _owned(found, obj):
                 raise ChildConflict(self.writer.conflict(resource, name))
 
-    async def _create(self, obj: dict[str, Any], resource: Any, want: dict[str, Any]) -> None:
+    async def _create(self, obj: KubeObject, resource: Any, want: dict[str, Any]) -> None:
         try:
             await self.client.create(resource, want)
         except errors.AlreadyExists:
@@ -294,7 +295,7 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
         await self.writer.event(obj, "Normal", "Created", f"Created {resource.kind} {name}")
 
     async def _delete(
-        self, obj: dict[str, Any], resource: Any, child: dict[str, Any], why: str
+        self, obj: KubeObject, resource: Any, child: dict[str, Any], why: str
     ) -> None:
         if resource == PVC:  # a retained volume is made ours again first
             await volumes_.delete(self.client, self.writer, obj, child, why)
@@ -303,14 +304,14 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
             await self.writer.prune(obj, resource, child, why)
 
 
-def _initial(obj: dict[str, Any], seen: Observation, pod: str) -> dict[str, str]:
+def _initial(obj: KubeObject, seen: Observation, pod: str) -> dict[str, str]:
     """``--initial-cluster`` of a member joining a running cluster: the started members
     and itself."""
     initial = {m.name: m.peer_urls[0] for m in seen.members or [] if m.name and m.peer_urls}
     return {**initial, pod: desired.peer_url(obj, pod)}
 
 
-def _owned(child: dict[str, Any], obj: dict[str, Any]) -> bool:
+def _owned(child: dict[str, Any], obj: KubeObject) -> bool:
     return desired.owns_volume(obj, child)
 
 

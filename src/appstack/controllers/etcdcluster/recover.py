@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-from typing import Any
 
 from appstack.api.etcdcluster import EtcdClusterSpec, EtcdClusterStatus, RestoreSpec
 from appstack.api.etcdcluster_recovery import RecoveryStatus
@@ -30,6 +29,7 @@ from appstack.controllers.etcdcluster.observe import Observation
 from appstack.controllers.etcdcluster.plan import Step
 from appstack.controllers.kit.children import ChildWriter
 from appstack.controllers.util.conditions import Problem
+from appstack.controllers.util.kubeobject import KubeObject, as_object
 from appstack.runtime import errors
 from appstack.runtime.cache import Cache
 from appstack.runtime.client import Client
@@ -38,11 +38,11 @@ from appstack.runtime.resources import POD, PVC
 IMPOSSIBLE = "RecoveryImpossible"
 
 
-def phase(obj: dict[str, Any]) -> str:
+def phase(obj: KubeObject) -> str:
     return str(((obj.get("status") or {}).get("recovery") or {}).get("phase") or "")
 
 
-def restore_source(obj: dict[str, Any], spec: EtcdClusterSpec) -> RestoreSpec | None:
+def restore_source(obj: KubeObject, spec: EtcdClusterSpec) -> RestoreSpec | None:
     """The snapshot new bootstrap members start from: the recovery's while ``Restoring``,
     else ``spec.restore``."""
     record = (obj.get("status") or {}).get("recovery") or {}
@@ -66,8 +66,8 @@ class Recoverer:
         self.writer = writer
 
     async def step(
-        self, obj: dict[str, Any], spec: EtcdClusterSpec, seen: Observation, step: Step
-    ) -> tuple[dict[str, Any], Step, Problem | None]:
+        self, obj: KubeObject, spec: EtcdClusterSpec, seen: Observation, step: Step
+    ) -> tuple[KubeObject, Step, Problem | None]:
         """The plan's ``step``, or the step of a recovery under way, or what a lost quorum
         leads to; ``obj`` as written when a recovery starts; the problem when recovery is
         impossible."""
@@ -79,11 +79,12 @@ class Recoverer:
         step, hopeless = await self.quorum_lost(obj, spec, step, now)
         if step.kind == "TearDown":  # started: its record was just written
             key = f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
-            obj = self.writer.writes.get(self.writer.owner_kind, key) or obj
+            written = self.writer.writes.get(self.writer.owner_kind, key)
+            obj = obj if written is None else as_object(written)
             step = tear_down_step(seen)
         return obj, step, hopeless
 
-    async def tear_down(self, obj: dict[str, Any], seen: Observation, step: Step) -> None:
+    async def tear_down(self, obj: KubeObject, seen: Observation, step: Step) -> None:
         """Delete the lost cluster's member pods and volumes named by ``step``."""
         namespace = obj["metadata"]["namespace"]
         for pod in step.pods:
@@ -100,7 +101,7 @@ class Recoverer:
                 await volumes.delete(self.client, self.writer, obj, volume, step.reason)
 
     async def quorum_lost(
-        self, obj: dict[str, Any], spec: EtcdClusterSpec, step: Step, now: datetime.datetime
+        self, obj: KubeObject, spec: EtcdClusterSpec, step: Step, now: datetime.datetime
     ) -> tuple[Step, Problem | None]:
         """The step for a lost quorum, starting a recovery when :func:`.recovery.decide`
         says so; with the problem to report when recovery is impossible."""
@@ -134,7 +135,7 @@ class Recoverer:
         await self.writer.event(obj, "Warning", "DisasterRecovery", decision.reason)
         return Step("TearDown", decision.reason), None
 
-    async def announce(self, obj: dict[str, Any], observed: EtcdClusterStatus) -> None:
+    async def announce(self, obj: KubeObject, observed: EtcdClusterStatus) -> None:
         """A Normal Event ``Recovered`` when a recovery has just finished."""
         was = phase(obj)
         record = observed.recovery or RecoveryStatus()
@@ -161,7 +162,7 @@ def tear_down_step(seen: Observation) -> Step:
 
 
 def with_recovery(
-    obj: dict[str, Any], observed: EtcdClusterStatus, seen: Observation, step: Step, now: str
+    obj: KubeObject, observed: EtcdClusterStatus, seen: Observation, step: Step, now: str
 ) -> EtcdClusterStatus:
     """``observed`` status with the recovery's fields: ``quorumLostSince``, the phase moved
     on (``Restoring`` when the lost cluster is gone, ``Recovered`` when healthy again), and
@@ -193,7 +194,7 @@ def with_recovery(
 
 
 def impossible(
-    obj: dict[str, Any], observed: EtcdClusterStatus, problem: Problem, now: str
+    obj: KubeObject, observed: EtcdClusterStatus, problem: Problem, now: str
 ) -> EtcdClusterStatus:
     """``observed`` with ``Available=False`` and ``Degraded=True`` for ``problem`` (reason
     ``RecoveryImpossible``)."""

@@ -8,8 +8,6 @@ a voting member is unhealthy, or quorum is lost (then the message says what is n
 
 from __future__ import annotations
 
-from typing import Any
-
 from appstack.api.core import Condition
 from appstack.api.etcdcluster import EtcdClusterStatus, EtcdMember
 from appstack.controllers.etcdcluster import desired
@@ -21,13 +19,14 @@ from appstack.controllers.util.conditions import (
     condition,
     previous_conditions,
 )
+from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import label_selector
 
 #: A condition as (status, reason, message).
 Said = tuple[Truth, str, str]
 
 
-def _members(obj: dict[str, Any], seen: Observation) -> list[EtcdMember]:
+def _members(obj: KubeObject, seen: Observation) -> list[EtcdMember]:
     if seen.seen.members is None:  # no member list without a leader: keep the last one
         last = (obj.get("status") or {}).get("members") or []
         return [EtcdMember.model_validate({**m, "healthy": False, "isLeader": False}) for m in last]
@@ -51,9 +50,7 @@ def _version_key(version: str) -> tuple[int, ...]:
     return tuple(int(p) for p in version.split(".") if p.isdigit())
 
 
-def from_observation(
-    obj: dict[str, Any], seen: Observation, step: Step, now: str
-) -> EtcdClusterStatus:
+def from_observation(obj: KubeObject, seen: Observation, step: Step, now: str) -> EtcdClusterStatus:
     old = obj.get("status") or {}
     members = seen.seen.members or []
     voters = [m for m in members if not m.learner]
@@ -130,12 +127,12 @@ def with_backups(status: EtcdClusterStatus, taken: EtcdClusterStatus) -> EtcdClu
     return status
 
 
-def selector(obj: dict[str, Any]) -> str:
+def selector(obj: KubeObject) -> str:
     """The member pods' label selector, as the scale subresource reports it (HPA)."""
     return label_selector(desired.selector(obj["metadata"]["name"]))
 
 
-def last_said(obj: dict[str, Any], type_: str, value: str) -> tuple[str, str] | None:
+def last_said(obj: KubeObject, type_: str, value: str) -> tuple[str, str] | None:
     """Reason and message of the last condition ``type_`` written, if it was ``value``
     (what a problem was already reported as: ``Available=False``, ``Degraded=True``)."""
     said = previous_conditions(obj).get(type_) or {}
@@ -144,7 +141,7 @@ def last_said(obj: dict[str, Any], type_: str, value: str) -> tuple[str, str] | 
     return said.get("reason", ""), said.get("message", "")
 
 
-def degraded(obj: dict[str, Any], problem: Problem, now: str) -> Condition:
+def degraded(obj: KubeObject, problem: Problem, now: str) -> Condition:
     """The condition ``Degraded=True`` for ``problem``."""
     generation = obj["metadata"].get("generation")
     return condition(
@@ -159,7 +156,7 @@ def degraded(obj: dict[str, Any], problem: Problem, now: str) -> Condition:
 
 
 def with_problem(
-    obj: dict[str, Any], observed: EtcdClusterStatus, problem: Problem, now: str
+    obj: KubeObject, observed: EtcdClusterStatus, problem: Problem, now: str
 ) -> EtcdClusterStatus:
     """``observed`` with ``Degraded=True`` for ``problem`` (the rest as observed)."""
     conditions = [c for c in observed.conditions or [] if c.type != "Degraded"]
@@ -168,7 +165,7 @@ def with_problem(
     return out
 
 
-def blocked(obj: dict[str, Any], problem: Problem, now: str) -> EtcdClusterStatus:
+def blocked(obj: KubeObject, problem: Problem, now: str) -> EtcdClusterStatus:
     """The status while a problem only the user can fix (a TLS Secret) stops the work:
     the last members and counts kept, not ``Available``, ``Degraded`` for the same reason."""
     generation = obj["metadata"].get("generation")
@@ -190,7 +187,7 @@ def blocked(obj: dict[str, Any], problem: Problem, now: str) -> EtcdClusterStatu
     return out
 
 
-def invalid(obj: dict[str, Any], problem: Problem, now: str) -> EtcdClusterStatus:
+def invalid(obj: KubeObject, problem: Problem, now: str) -> EtcdClusterStatus:
     """The status of a cluster whose spec is invalid: the rest as it was, ``Degraded``."""
     out = EtcdClusterStatus.model_validate(obj.get("status") or {})
     out.observed_generation = obj["metadata"].get("generation")

@@ -29,6 +29,7 @@ from typing import Any
 
 from appstack.api.etcdcluster import EtcdClusterSpec, TLSSpec
 from appstack.controllers.util.conditions import Problem
+from appstack.controllers.util.kubeobject import KubeObject
 
 KEYS = ("ca.crt", "tls.crt", "tls.key")
 ROOT = "/etc/etcd/tls"
@@ -36,16 +37,16 @@ HEALTH_PORT = 2381
 _PEM = {"ca.crt": "CERTIFICATE-----", "tls.crt": "CERTIFICATE-----", "tls.key": "PRIVATE KEY-----"}
 
 
-def _tls(obj: dict[str, Any]) -> dict[str, Any]:
+def _tls(obj: KubeObject) -> dict[str, Any]:
     return (obj.get("spec") or {}).get("tls") or {}
 
 
-def peer_scheme(obj: dict[str, Any]) -> str:
+def peer_scheme(obj: KubeObject) -> str:
     """``https`` when the cluster's peer traffic is TLS (``spec.tls`` is immutable)."""
     return "https" if _tls(obj).get("peerSecretName") else "http"
 
 
-def client_scheme(obj: dict[str, Any]) -> str:
+def client_scheme(obj: KubeObject) -> str:
     return "https" if _tls(obj).get("clientSecretName") else "http"
 
 

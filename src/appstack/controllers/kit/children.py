@@ -33,6 +33,7 @@ from appstack.controllers.kit.compare import (
 )
 from appstack.controllers.kit.written import RecentWrites
 from appstack.controllers.util.conditions import Problem, previous_conditions
+from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import controlled_by
 from appstack.core.resource import Resource, object_key
 from appstack.runtime import errors
@@ -107,7 +108,7 @@ class ChildWriter:
 
     async def sync(
         self,
-        owner: dict[str, Any],
+        owner: KubeObject,
         resource: Resource,
         want: dict[str, Any],
     ) -> tuple[dict[str, Any] | None, Problem | None]:
@@ -119,9 +120,7 @@ class ChildWriter:
             )
         return current, problem
 
-    async def _sync(
-        self, owner: dict[str, Any], resource: Resource, want: dict[str, Any]
-    ) -> _Synced:
+    async def _sync(self, owner: KubeObject, resource: Resource, want: dict[str, Any]) -> _Synced:
         """:meth:`sync` without the Event: also returns ``Created``/``Updated`` or None."""
         meta = want["metadata"]
         current = self.writes.get(resource, f"{meta['namespace']}/{meta['name']}")
@@ -161,7 +160,7 @@ class ChildWriter:
         return applied, None
 
     async def sync_all(
-        self, owner: dict[str, Any], children: Iterable[dict[str, Any]]
+        self, owner: KubeObject, children: Iterable[dict[str, Any]]
     ) -> tuple[Synced, list[Problem]]:
         """:meth:`sync` each child (of a kind in ``owns``): (kind, name) → child as now known.
 
@@ -198,7 +197,7 @@ class ChildWriter:
             await self._record(owner, changed)
         return synced, problems
 
-    async def _record(self, owner: dict[str, Any], changed: list[tuple[str, str]]) -> None:
+    async def _record(self, owner: KubeObject, changed: list[tuple[str, str]]) -> None:
         """One Event for what one reconcile changed: ``Created Deployment a, Service a``, or
         ``Updated Deployment a`` when it repaired drift. Applying the user's own spec change
         (``generation`` not yet observed) is logged only: the status's
@@ -213,7 +212,7 @@ class ChildWriter:
             await self.event(owner, "Normal", reason, note)
 
     async def create_once(
-        self, owner: dict[str, Any], resource: Resource, want: dict[str, Any], what: str
+        self, owner: KubeObject, resource: Resource, want: dict[str, Any], what: str
     ) -> Problem | None:
         """Create ``want`` if absent (read by name, not from the cache); never overwrite its
         content (its owner is made what ``want`` says: see below).
@@ -256,7 +255,7 @@ class ChildWriter:
             resource, meta["name"], meta["namespace"], propagation=propagation, uid=meta["uid"]
         )
 
-    async def delete(self, owner: dict[str, Any], resource: Resource, why: str) -> None:
+    async def delete(self, owner: KubeObject, resource: Resource, why: str) -> None:
         """Delete the owner's child of kind ``resource`` (named like the owner) if we
         control it."""
         meta = owner["metadata"]
@@ -267,7 +266,7 @@ class ChildWriter:
             await self.event(owner, "Normal", "Deleted", note)
 
     async def prune(
-        self, owner: dict[str, Any], resource: Resource, child: dict[str, Any], why: str
+        self, owner: KubeObject, resource: Resource, child: dict[str, Any], why: str
     ) -> None:
         """Delete a child that is no longer wanted, with a ``Pruned`` Event."""
         await self.delete_child(resource, child)
@@ -276,7 +275,7 @@ class ChildWriter:
 
     async def event(
         self,
-        owner: dict[str, Any],
+        owner: KubeObject,
         type_: EventType,
         reason: str,
         note: str,
@@ -286,11 +285,11 @@ class ChildWriter:
         """Record an Event about ``owner``; it is sent in the background (never waited for)."""
         self.recorder.record(owner, type_, reason, note, action=action)
 
-    async def report(self, owner: dict[str, Any], problem: Problem) -> None:
+    async def report(self, owner: KubeObject, problem: Problem) -> None:
         log.warning("cannot reconcile", reason=problem.reason, problem=problem.message)
         await self.event(owner, "Warning", problem.reason, problem.message)
 
-    async def report_new(self, owner: dict[str, Any], problem: Problem) -> None:
+    async def report_new(self, owner: KubeObject, problem: Problem) -> None:
         """:meth:`report`, unless the owner's Ready condition already says so (pod states
         wake the owner often; one Warning Event per new reason or message)."""
         ready = previous_conditions(owner).get("Ready") or {}
@@ -298,7 +297,7 @@ class ChildWriter:
             await self.report(owner, problem)
 
     async def write_status(
-        self, owner: dict[str, Any], typed: KubeModel, *, rolling: bool = False
+        self, owner: KubeObject, typed: KubeModel, *, rolling: bool = False
     ) -> float | None:
         """Merge-patch the status subresource with ``typed`` (the kind's status model, as
         :func:`~.compare.status_patch`), only if it changed.

@@ -17,6 +17,7 @@ from typing import Any
 
 from appstack.api.kind import CustomKind
 from appstack.controllers.kit.reconciler import KindReconciler
+from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import child_selector
 from appstack.controllers.util.rbac import Rule
 from appstack.controllers.util.references import referrers
@@ -27,7 +28,7 @@ from appstack.runtime.controller import Controller
 from appstack.runtime.events import EventRecorder
 from appstack.runtime.manager import Manager
 
-Children = Callable[[dict[str, Any], Any], list[dict[str, Any]]]
+Children = Callable[[KubeObject, Any], list[dict[str, Any]]]
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from appstack.api.mongodbcommunity import ADMIN_USER, DEFAULT_IMAGE, MongoDBComm
 from appstack.controllers.mongodbcommunity import bootstrap
 from appstack.controllers.util import mongodb_bootstrap as boot
 from appstack.controllers.util import mongodb_replicaset as rs
+from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import child_labels, child_metadata, instance_labels
 from appstack.controllers.util.workloads import security_context
 
@@ -37,7 +38,7 @@ def selector(name: str) -> dict[str, str]:
     return {**instance_labels(name), "app.kubernetes.io/component": COMPONENT}
 
 
-def _meta(obj: dict[str, Any], name: str) -> dict[str, Any]:
+def _meta(obj: KubeObject, name: str) -> dict[str, Any]:
     return child_metadata(obj, name, child_labels(obj["metadata"]["name"], COMPONENT))
 
 
@@ -45,7 +46,7 @@ def service_name(name: str) -> str:
     return f"{name}-svc"
 
 
-def hosts(obj: dict[str, Any], members: int) -> list[str]:
+def hosts(obj: KubeObject, members: int) -> list[str]:
     meta = obj["metadata"]
     return rs.hosts(meta["name"], service_name(meta["name"]), meta["namespace"], PORT, members)
 
@@ -62,7 +63,7 @@ def user_config(users: list[User]) -> list[dict[str, Any]]:
     ]
 
 
-def config_map(obj: dict[str, Any], spec: MongoDBCommunitySpec) -> dict[str, Any]:
+def config_map(obj: KubeObject, spec: MongoDBCommunitySpec) -> dict[str, Any]:
     meta = obj["metadata"]
     suffix = f".{service_name(meta['name'])}.{meta['namespace']}.svc:{PORT}"
     members = rs.replica_set(meta["name"], hosts(obj, spec.members))
@@ -78,7 +79,7 @@ def config_map(obj: dict[str, Any], spec: MongoDBCommunitySpec) -> dict[str, Any
     }
 
 
-def service(obj: dict[str, Any]) -> dict[str, Any]:
+def service(obj: KubeObject) -> dict[str, Any]:
     name = obj["metadata"]["name"]
     return {
         "apiVersion": "v1",
@@ -107,7 +108,7 @@ def _user_volumes(users: list[User]) -> tuple[list[dict[str, Any]], list[dict[st
     return mounts, volumes
 
 
-def stateful_set(obj: dict[str, Any], spec: MongoDBCommunitySpec) -> dict[str, Any]:
+def stateful_set(obj: KubeObject, spec: MongoDBCommunitySpec) -> dict[str, Any]:
     name = obj["metadata"]["name"]
     mounts, volumes = _user_volumes(spec.users)
     members = rs.Members(
@@ -164,14 +165,14 @@ def stateful_set(obj: dict[str, Any], spec: MongoDBCommunitySpec) -> dict[str, A
     }
 
 
-def children(obj: dict[str, Any], spec: MongoDBCommunitySpec) -> list[dict[str, Any]]:
+def children(obj: KubeObject, spec: MongoDBCommunitySpec) -> list[dict[str, Any]]:
     """Every child but the generated and per-user Secrets (``appstack render`` prints these)."""
     name = obj["metadata"]["name"]
     budget = rs.disruption_budget(_meta(obj, name), spec.members, selector(name))
     return [service(obj), config_map(obj, spec), *budget, stateful_set(obj, spec)]
 
 
-def generated_secrets(obj: dict[str, Any]) -> list[dict[str, Any]]:
+def generated_secrets(obj: KubeObject) -> list[dict[str, Any]]:
     """Created once and kept (owned: they go with the object and its volumes)."""
     name = obj["metadata"]["name"]
     return [

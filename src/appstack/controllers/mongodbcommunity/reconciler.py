@@ -27,6 +27,7 @@ from appstack.api.mongodbcommunity import (
 from appstack.controllers.kit.reconciler import KindReconciler
 from appstack.controllers.mongodbcommunity import desired, scram, status, users
 from appstack.controllers.util.conditions import Problem, now_rfc3339
+from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import CHILD_SELECTOR, COMPONENT_LABEL
 from appstack.controllers.util.references import (
     REFERENCES,
@@ -70,10 +71,10 @@ class MongoDBCommunityReconciler(KindReconciler[MongoDBCommunitySpec]):
         MongoDBCommunity.KIND.resource: {REFERENCES: referenced},
     }
 
-    def invalid_status(self, obj: dict[str, Any], problem: Problem) -> MongoDBCommunityStatus:
+    def invalid_status(self, obj: KubeObject, problem: Problem) -> MongoDBCommunityStatus:
         return status.observed(obj, None, problem, now_rfc3339())
 
-    async def apply(self, obj: dict[str, Any], spec: MongoDBCommunitySpec) -> Result | None:
+    async def apply(self, obj: KubeObject, spec: MongoDBCommunitySpec) -> Result | None:
         problems: list[Problem] = []
         for secret in desired.generated_secrets(obj):
             problem = await self.writer.create_once(obj, SECRET, secret, "generated")
@@ -109,7 +110,7 @@ class MongoDBCommunityReconciler(KindReconciler[MongoDBCommunitySpec]):
         return None
 
     async def _password(
-        self, obj: dict[str, Any], index: int, user: User, problems: list[Problem]
+        self, obj: KubeObject, index: int, user: User, problems: list[Problem]
     ) -> str | None:
         """The user's password, read by name (None and a problem when it cannot be)."""
         ref = user.password_secret_ref
@@ -132,7 +133,7 @@ class MongoDBCommunityReconciler(KindReconciler[MongoDBCommunitySpec]):
             return None
         return base64.b64decode(value).decode()
 
-    async def _prune(self, obj: dict[str, Any], wanted: list[dict[str, Any]]) -> None:
+    async def _prune(self, obj: KubeObject, wanted: list[dict[str, Any]]) -> None:
         """Delete children no longer wanted (a removed user's Secret, the budget of a single
         member); the generated Secrets are kept."""
         meta = obj["metadata"]

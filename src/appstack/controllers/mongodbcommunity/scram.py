@@ -25,6 +25,7 @@ import hmac
 from typing import Any
 
 from appstack.api.mongodbcommunity import User
+from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import child_labels, child_metadata
 
 # name -> (hash, iterations, salt bytes): mongod's defaults
@@ -68,7 +69,7 @@ def credentials(uid: str, user: User, password: str) -> dict[str, str]:
     return out
 
 
-def secret(obj: dict[str, Any], user: User, password: str) -> list[dict[str, Any]]:
+def secret(obj: KubeObject, user: User, password: str) -> list[dict[str, Any]]:
     """The Secret, if the user names one."""
     if user.scram_credentials_secret_name is None:
         return []

@@ -12,12 +12,13 @@ from typing import Any, Literal
 from appstack.api.mongodbcommunity import MongoDBCommunityStatus, UserStatus
 from appstack.controllers.mongodbcommunity import desired
 from appstack.controllers.util.conditions import Problem, Truth, condition, previous_conditions
+from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import label_selector
 from appstack.controllers.util.workloads import statefulset_ready
 
 
 def observed(
-    obj: dict[str, Any],
+    obj: KubeObject,
     sts: dict[str, Any] | None,
     problem: Problem | None,
     now: str,

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from appstack.api.core import Condition
+from appstack.controllers.util.kubeobject import KubeObject
 
 #: The ``status`` of a condition.
 Truth = Literal["True", "False", "Unknown"]
@@ -76,7 +77,7 @@ def condition(
     )
 
 
-def previous_conditions(owner: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def previous_conditions(owner: KubeObject) -> dict[str, dict[str, Any]]:
     return {c["type"]: c for c in (owner.get("status") or {}).get("conditions") or []}
 
 
