@@ -17,25 +17,24 @@ from appstack.api.core import ServicePort
 from appstack.api.security import PodSecurityLevel
 from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import child_labels, child_metadata, instance_labels
+from appstack.controllers.util.parts import ChildMeta, ContainerPort, user_env
 from appstack.controllers.util.workloads import container, security_context
 
 CONTAINER = "app"
 COMPONENT = "appservice"
 
 
-def _metadata(app: KubeObject) -> dict[str, Any]:
+def _metadata(app: KubeObject) -> ChildMeta:
     name = app["metadata"]["name"]
     return child_metadata(app, name, child_labels(name, COMPONENT))
 
 
-def _container_port(port: ServicePort) -> dict[str, Any]:
-    out: dict[str, Any] = {"protocol": port.protocol}
+def _container_port(port: ServicePort) -> ContainerPort:
     if isinstance(port.target_port, str):  # a named port: the container declares the name
-        out.update(name=port.target_port, containerPort=port.port)
-    else:
-        out["containerPort"] = port.target_port or port.port
-        if port.name:
-            out["name"] = port.name
+        return {"protocol": port.protocol, "name": port.target_port, "containerPort": port.port}
+    out: ContainerPort = {"protocol": port.protocol, "containerPort": port.target_port or port.port}
+    if port.name:
+        out["name"] = port.name
     return out
 
 
@@ -47,7 +46,7 @@ def deployment(
         CONTAINER,
         spec.image,
         ports=[_container_port(p) for p in spec.ports or []],
-        env=[e.to_dict() for e in spec.envs or []],
+        env=user_env(spec.envs or []),
         resources=spec.resources,
         command=spec.command,
         args=spec.args,

@@ -31,6 +31,7 @@ from appstack.controllers.appstack.middleware import children as middleware_chil
 from appstack.controllers.appstack.mongodb import uri_env
 from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import MANAGED_BY
+from appstack.controllers.util.parts import EnvVar, user_env
 from appstack.controllers.util.workloads import container, security_context
 
 Members = Mapping[str, Middleware | Component]  # what ``uses`` may name
@@ -129,8 +130,8 @@ def deployment(
     """The component's Deployment; ``config_maps_version``: :func:`secrets_version` of the
     existing ConfigMaps it mounts; ``level``: the Pod Security level of its pods."""
     stack = owner["metadata"]["name"]
-    env = [{"name": k, "value": v} for k, v in sorted((c.env or {}).items())]
-    env += [e.to_dict() for e in c.envs or []]
+    env: list[EnvVar] = [{"name": k, "value": v} for k, v in sorted((c.env or {}).items())]
+    env += user_env(c.envs or [])
     for used in c.uses or []:
         env += connection_env(stack, members[used]) + uri_env(owner, members[used])
     main = container(

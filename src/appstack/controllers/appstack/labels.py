@@ -16,6 +16,7 @@ from typing import Any
 from appstack.api.kind import group_key
 from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import MANAGED_BY, child_metadata
+from appstack.controllers.util.parts import ChildMeta
 
 STACK_LABEL = group_key("stack")
 MEMBER_LABEL = group_key("member")
@@ -38,7 +39,7 @@ def member_label(obj: dict[str, Any]) -> str:
     return str(obj["metadata"].get("labels", {}).get(MEMBER_LABEL, ""))
 
 
-def metadata(owner: KubeObject, member: str, name: str) -> dict[str, Any]:
+def metadata(owner: KubeObject, member: str, name: str) -> ChildMeta:
     stack = owner["metadata"]["name"]
     labels = {
         **selector(stack, member),

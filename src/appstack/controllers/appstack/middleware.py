@@ -30,6 +30,7 @@ from appstack.controllers.appstack.connections import (
 )
 from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import MANAGED_BY, SLICE_MANAGER, SLICE_MANAGER_LABEL
+from appstack.controllers.util.parts import EnvVar, secret_env
 from appstack.controllers.util.workloads import security_context
 
 
@@ -86,12 +87,12 @@ def managed_services(owner: KubeObject, mw: Middleware) -> list[dict[str, Any]]:
     ]
 
 
-def _middleware_env(stack: str, mw: Middleware) -> list[dict[str, Any]]:
+def _middleware_env(stack: str, mw: Middleware) -> list[EnvVar]:
     engine = CATALOG[mw.type]
     secret = credentials_secret(stack, mw.name)
 
-    def ref(name: str, key: str) -> dict[str, Any]:
-        return {"name": name, "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}}
+    def ref(name: str, key: str) -> EnvVar:
+        return secret_env(name, secret, key)
 
     env = [ref(engine.password_env, "password")]
     if engine.user_env:

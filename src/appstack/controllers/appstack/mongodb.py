@@ -32,6 +32,7 @@ from appstack.controllers.appstack.connections import credentials_secret, prefix
 from appstack.controllers.util import mongodb_bootstrap as boot
 from appstack.controllers.util import mongodb_replicaset as rs
 from appstack.controllers.util.kubeobject import KubeObject
+from appstack.controllers.util.parts import EnvVar, secret_env
 
 KEYFILE_KEY = rs.KEYFILE_KEY
 KEYFILE_PATH = rs.KEYFILE_PATH
@@ -57,7 +58,7 @@ def replica_set(owner: KubeObject, mw: Middleware) -> dict[str, Any]:
     return rs.replica_set(service_name(owner["metadata"]["name"], mw.name), hosts(owner, mw))
 
 
-def uri_env(owner: KubeObject, mw: object) -> list[dict[str, Any]]:
+def uri_env(owner: KubeObject, mw: object) -> list[EnvVar]:
     """``<NAME>_URI`` for a consumer of managed mongodb (nothing for any other member): every
     member and the set's name, the credentials as ``$(VAR)`` references to the secretKeyRef
     env ``<NAME>_USERNAME``/``_PASSWORD`` injected before it (expanded by the kubelet, so
@@ -126,9 +127,9 @@ def pod_spec(owner: KubeObject, mw: Middleware, security: dict[str, Any]) -> dic
         sidecar_env=[
             {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
             {"name": "MEMBER_HOST", "value": member_host},
-            rs.secret_env("ROOT_PASSWORD", credentials, "root-password"),
-            rs.secret_env("APP_USERNAME", credentials, "username"),
-            rs.secret_env("APP_PASSWORD", credentials, "password"),
+            secret_env("ROOT_PASSWORD", credentials, "root-password"),
+            secret_env("APP_USERNAME", credentials, "username"),
+            secret_env("APP_PASSWORD", credentials, "password"),
         ],
     )
     return rs.pod_spec(members, security)

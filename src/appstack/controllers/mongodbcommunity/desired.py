@@ -26,6 +26,7 @@ from appstack.controllers.util import mongodb_bootstrap as boot
 from appstack.controllers.util import mongodb_replicaset as rs
 from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import child_labels, child_metadata, instance_labels
+from appstack.controllers.util.parts import ChildMeta
 from appstack.controllers.util.workloads import security_context
 
 COMPONENT = "mongodb"
@@ -38,7 +39,7 @@ def selector(name: str) -> dict[str, str]:
     return {**instance_labels(name), "app.kubernetes.io/component": COMPONENT}
 
 
-def _meta(obj: KubeObject, name: str) -> dict[str, Any]:
+def _meta(obj: KubeObject, name: str) -> ChildMeta:
     return child_metadata(obj, name, child_labels(obj["metadata"]["name"], COMPONENT))
 
 

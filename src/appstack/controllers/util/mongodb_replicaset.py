@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from appstack.controllers.util import mongodb_bootstrap as boot
+from appstack.controllers.util.parts import ChildMeta, EnvVar
 
 KEYFILE_KEY = "keyfile"
 KEYFILE_PATH = "/keyfile"
@@ -45,10 +46,6 @@ def keyfile_data() -> dict[str, str]:
     return {KEYFILE_KEY: base64.b64encode(secrets.token_bytes(567)).decode()}
 
 
-def secret_env(name: str, secret: str, key: str) -> dict[str, Any]:
-    return {"name": name, "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}}
-
-
 @dataclass(frozen=True)
 class Members:
     """What differs between the replica sets built on :func:`pod_spec`."""
@@ -62,7 +59,7 @@ class Members:
     config_map: str  # the bootstrap script and replicaset.json
     resources: dict[str, Any] | None = None
     shell: str = boot.MONGOSH
-    sidecar_env: list[dict[str, Any]] = field(default_factory=list)
+    sidecar_env: list[EnvVar] = field(default_factory=list)
     sidecar_mounts: list[dict[str, Any]] = field(default_factory=list)
     volumes: list[dict[str, Any]] = field(default_factory=list)
 
@@ -129,7 +126,7 @@ def pod_spec(m: Members, security: dict[str, Any]) -> dict[str, Any]:
 
 
 def disruption_budget(
-    metadata: dict[str, Any], members: int, selector: dict[str, str]
+    metadata: ChildMeta, members: int, selector: dict[str, str]
 ) -> list[dict[str, Any]]:
     """A majority of the members available through voluntary disruptions (none for a single
     member: a budget that forbids evicting it would block every node drain)."""

@@ -18,6 +18,7 @@ from typing import Any
 from appstack.api.core import Probe, ResourceRequirements
 from appstack.api.security import PodSecurityLevel, SecurityContext
 from appstack.controllers.util.conditions import Problem
+from appstack.controllers.util.parts import ContainerPort, EnvVar
 
 # Hardening that never stops an ordinary image (root ones included): within the `baseline`
 # Pod Security Standard, plus no privilege escalation and the runtime's seccomp profile.
@@ -60,8 +61,8 @@ def container(
     name: str,
     image: str,
     *,
-    ports: list[dict[str, Any]] | None = None,
-    env: list[dict[str, Any]] | None = None,
+    ports: list[ContainerPort] | None = None,
+    env: list[EnvVar] | None = None,
     resources: ResourceRequirements | None = None,
     command: Sequence[str] | None = None,
     args: Sequence[str] | None = None,
@@ -90,16 +91,22 @@ def container(
     return out
 
 
-def unique_ports(ports: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def unique_ports(ports: list[ContainerPort]) -> list[ContainerPort]:
     """Container ports without repeats: Service ports sharing a target port declare it once
     (a container port is keyed by number and protocol, and names are unique)."""
-    out: list[dict[str, Any]] = []
+    out: list[ContainerPort] = []
     for port in ports:
         key = (port["containerPort"], port.get("protocol", "TCP"))
         if any((p["containerPort"], p.get("protocol", "TCP")) == key for p in out):
             continue
         named = port.get("name") and any(p.get("name") == port["name"] for p in out)
-        out.append({k: v for k, v in port.items() if k != "name"} if named else port)
+        out.append(_unnamed(port) if named else port)
+    return out
+
+
+def _unnamed(port: ContainerPort) -> ContainerPort:
+    out = port.copy()
+    out.pop("name", None)
     return out
 
 

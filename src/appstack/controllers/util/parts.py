@@ -1,0 +1,82 @@
+"""Typed parts of the children the controllers' pure ``desired`` functions build: a child's
+metadata and owner reference, environment variables, container and Service ports, volume
+mounts — so a misspelt key (``valueFrm``, ``containerport``) is a type error. They are
+the wire form (camelCase keys), put as-is into the child objects.
+Used by :mod:`.meta`, :mod:`.workloads` and every kind's ``desired`` modules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import cast
+
+from typing_extensions import Required, TypedDict
+
+from appstack.api.core import KubeModel
+
+
+class OwnerReference(TypedDict):
+    apiVersion: str
+    kind: str
+    name: str
+    uid: str
+    controller: bool
+    blockOwnerDeletion: bool
+
+
+class ChildMeta(TypedDict, total=False):
+    """``metadata`` of a child we apply."""
+
+    name: Required[str]
+    namespace: Required[str]
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    ownerReferences: list[OwnerReference]
+
+
+class KeyRef(TypedDict):
+    """A key of a Secret (``secretKeyRef``) or ConfigMap (``configMapKeyRef``)."""
+
+    name: str
+    key: str
+
+
+class FieldRef(TypedDict):
+    fieldPath: str
+
+
+class EnvSource(TypedDict, total=False):
+    secretKeyRef: KeyRef
+    configMapKeyRef: KeyRef
+    fieldRef: FieldRef
+
+
+class EnvVar(TypedDict, total=False):
+    """A container's environment variable: a value, or where it comes from."""
+
+    name: Required[str]
+    value: str
+    valueFrom: EnvSource
+
+
+class ContainerPort(TypedDict, total=False):
+    containerPort: Required[int]
+    name: str
+    protocol: str
+
+
+class VolumeMount(TypedDict, total=False):
+    name: Required[str]
+    mountPath: Required[str]
+    readOnly: bool
+    subPath: str
+
+
+def user_env(env: Iterable[KubeModel]) -> list[EnvVar]:
+    """The variables a spec lists (``envs``: the API's EnvVar models), in wire form."""
+    return [cast(EnvVar, e.to_dict()) for e in env]
+
+
+def secret_env(name: str, secret: str, key: str) -> EnvVar:
+    """The variable ``name`` from ``key`` of Secret ``secret``."""
+    return {"name": name, "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}}
