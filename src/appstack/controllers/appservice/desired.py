@@ -17,7 +17,7 @@ from appstack.api.core import ServicePort
 from appstack.api.security import PodSecurityLevel
 from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import child_labels, child_metadata, instance_labels
-from appstack.controllers.util.parts import ChildMeta, ContainerPort, user_env
+from appstack.controllers.util.parts import ChildMeta, ContainerPort, Manifest, user_env
 from appstack.controllers.util.workloads import container, security_context
 
 CONTAINER = "app"
@@ -40,7 +40,7 @@ def _container_port(port: ServicePort) -> ContainerPort:
 
 def deployment(
     app: KubeObject, spec: AppServiceSpec, level: PodSecurityLevel = "baseline"
-) -> dict[str, Any]:
+) -> Manifest:
     name = app["metadata"]["name"]
     app_container = container(
         CONTAINER,
@@ -77,7 +77,7 @@ def deployment(
     }
 
 
-def service(app: KubeObject, spec: AppServiceSpec) -> dict[str, Any] | None:
+def service(app: KubeObject, spec: AppServiceSpec) -> Manifest | None:
     """The Service, or None when the application exposes no ports (nothing to serve)."""
     if not spec.ports:
         return None
@@ -106,7 +106,7 @@ def service(app: KubeObject, spec: AppServiceSpec) -> dict[str, Any] | None:
 
 def children(
     app: KubeObject, spec: AppServiceSpec, level: PodSecurityLevel = "baseline"
-) -> list[dict[str, Any]]:
+) -> list[Manifest]:
     """Every child the AppService wants: its Deployment, and its Service if it has ports.
     ``level``: the namespace's Pod Security level (``spec.podSecurity`` wins)."""
     service_ = service(app, spec)

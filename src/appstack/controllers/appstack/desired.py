@@ -31,13 +31,13 @@ from appstack.controllers.appstack.middleware import children as middleware_chil
 from appstack.controllers.appstack.mongodb import uri_env
 from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import MANAGED_BY
-from appstack.controllers.util.parts import EnvVar, user_env
+from appstack.controllers.util.parts import EnvVar, Manifest, user_env
 from appstack.controllers.util.workloads import container, security_context
 
 Members = Mapping[str, Middleware | Component]  # what ``uses`` may name
 
 
-def config_maps(owner: KubeObject, c: Component) -> list[dict[str, Any]]:
+def config_maps(owner: KubeObject, c: Component) -> list[Manifest]:
     """The ConfigMaps we write for ``c``: ``<stack>-<c>-config`` (``config``), or
     ``<stack>-<name>`` for each entry of ``configs`` with files."""
     stack = owner["metadata"]["name"]
@@ -126,7 +126,7 @@ def deployment(
     config_maps_version: str | None = None,
     *,
     level: PodSecurityLevel = "baseline",
-) -> dict[str, Any]:
+) -> Manifest:
     """The component's Deployment; ``config_maps_version``: :func:`secrets_version` of the
     existing ConfigMaps it mounts; ``level``: the Pod Security level of its pods."""
     stack = owner["metadata"]["name"]
@@ -164,7 +164,7 @@ def deployment(
     }
 
 
-def component_service(owner: KubeObject, c: Component) -> dict[str, Any] | None:
+def component_service(owner: KubeObject, c: Component) -> Manifest | None:
     if not c.ports:
         return None
     stack = owner["metadata"]["name"]
@@ -196,7 +196,7 @@ def component_children(
     config_maps_version: str | None = None,
     *,
     level: PodSecurityLevel = "baseline",
-) -> list[dict[str, Any]]:
+) -> list[Manifest]:
     """Every child of one component: its ConfigMaps, Deployment, Service (if ports)."""
     objects = [
         *config_maps(owner, c),
@@ -208,7 +208,7 @@ def component_children(
 
 def children(
     owner: KubeObject, spec: AppStackSpec, level: PodSecurityLevel = "baseline"
-) -> list[dict[str, Any]]:
+) -> list[Manifest]:
     """Every member's children: middleware first, then components (credentials Secrets are
     generated in the cluster, never here); ``level``: the namespace's Pod Security level
     (``spec.podSecurity`` wins)."""

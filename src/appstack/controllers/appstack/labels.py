@@ -16,7 +16,7 @@ from typing import Any
 from appstack.api.kind import group_key
 from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import MANAGED_BY, child_metadata
-from appstack.controllers.util.parts import ChildMeta
+from appstack.controllers.util.parts import ChildMeta, Manifest
 
 STACK_LABEL = group_key("stack")
 MEMBER_LABEL = group_key("member")
@@ -50,6 +50,6 @@ def metadata(owner: KubeObject, member: str, name: str) -> ChildMeta:
     return child_metadata(owner, name, labels)
 
 
-def service(owner: KubeObject, member: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+def service(owner: KubeObject, member: str, name: str, spec: dict[str, Any]) -> Manifest:
     meta = metadata(owner, member, name)
     return {"apiVersion": "v1", "kind": "Service", "metadata": meta, "spec": spec}

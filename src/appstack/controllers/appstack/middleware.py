@@ -30,11 +30,11 @@ from appstack.controllers.appstack.connections import (
 )
 from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import MANAGED_BY, SLICE_MANAGER, SLICE_MANAGER_LABEL
-from appstack.controllers.util.parts import EnvVar, secret_env
+from appstack.controllers.util.parts import EnvVar, Manifest, secret_env
 from appstack.controllers.util.workloads import security_context
 
 
-def credentials(owner: KubeObject, mw: Middleware) -> dict[str, Any]:
+def credentials(owner: KubeObject, mw: Middleware) -> Manifest:
     """Generated once; the controller creates it only if absent and never overwrites it.
 
     It lives exactly as long as the data volume it unlocks: when the volume is retained
@@ -61,7 +61,7 @@ def credentials(owner: KubeObject, mw: Middleware) -> dict[str, Any]:
     }
 
 
-def managed_services(owner: KubeObject, mw: Middleware) -> list[dict[str, Any]]:
+def managed_services(owner: KubeObject, mw: Middleware) -> list[Manifest]:
     stack = owner["metadata"]["name"]
     port = CATALOG[mw.type].port
     ports = [{"name": mw.type, "port": port, "targetPort": port, "protocol": "TCP"}]
@@ -107,7 +107,7 @@ def _middleware_env(stack: str, mw: Middleware) -> list[EnvVar]:
     return env
 
 
-def stateful_set(owner: KubeObject, mw: Middleware) -> dict[str, Any]:
+def stateful_set(owner: KubeObject, mw: Middleware) -> Manifest:
     assert mw.managed is not None  # noqa: S101 - callers pass managed middleware only
     stack = owner["metadata"]["name"]
     engine = CATALOG[mw.type]
@@ -173,7 +173,7 @@ def stateful_set(owner: KubeObject, mw: Middleware) -> dict[str, Any]:
     }
 
 
-def external(owner: KubeObject, mw: Middleware) -> list[dict[str, Any]]:
+def external(owner: KubeObject, mw: Middleware) -> list[Manifest]:
     assert mw.external is not None  # noqa: S101
     host, port_number = mw.external.host, mw.external.port
     if host is None or port_number is None:  # given by URL: nothing to create
@@ -213,7 +213,7 @@ def external(owner: KubeObject, mw: Middleware) -> list[dict[str, Any]]:
     ]
 
 
-def generated_secrets(owner: KubeObject, mw: Middleware) -> list[dict[str, Any]]:
+def generated_secrets(owner: KubeObject, mw: Middleware) -> list[Manifest]:
     """The Secrets managed middleware generates once: credentials (and mongodb's keyfile)."""
     if mw.type == "mongodb":
         return [credentials(owner, mw), mongodb.keyfile_secret(owner, mw)]
@@ -224,7 +224,7 @@ def _config_name(stack: str, mw: Middleware) -> str:
     return f"{service_name(stack, mw.name)}-config"
 
 
-def config_map(owner: KubeObject, mw: Middleware) -> list[dict[str, Any]]:
+def config_map(owner: KubeObject, mw: Middleware) -> list[Manifest]:
     """The engine's configuration files (``managed.configFiles``), if any."""
     if mw.managed is None or not mw.managed.config_files:
         return []
@@ -239,7 +239,7 @@ def config_map(owner: KubeObject, mw: Middleware) -> list[dict[str, Any]]:
     ]
 
 
-def children(owner: KubeObject, mw: Middleware) -> list[dict[str, Any]]:
+def children(owner: KubeObject, mw: Middleware) -> list[Manifest]:
     """Every child of one middleware member (without its generated Secrets)."""
     if mw.external is not None:
         return external(owner, mw)

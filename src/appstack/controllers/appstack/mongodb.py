@@ -32,7 +32,7 @@ from appstack.controllers.appstack.connections import credentials_secret, prefix
 from appstack.controllers.util import mongodb_bootstrap as boot
 from appstack.controllers.util import mongodb_replicaset as rs
 from appstack.controllers.util.kubeobject import KubeObject
-from appstack.controllers.util.parts import EnvVar, secret_env
+from appstack.controllers.util.parts import EnvVar, Manifest, secret_env
 
 KEYFILE_KEY = rs.KEYFILE_KEY
 KEYFILE_PATH = rs.KEYFILE_PATH
@@ -75,7 +75,7 @@ def uri_env(owner: KubeObject, mw: object) -> list[EnvVar]:
     return [{"name": f"{p}_URI", "value": value}]
 
 
-def keyfile_secret(owner: KubeObject, mw: Middleware) -> dict[str, Any]:
+def keyfile_secret(owner: KubeObject, mw: Middleware) -> Manifest:
     """The members' shared key, generated once, kept like the credentials Secret (no owner
     while the volumes are retained)."""
     assert mw.managed is not None  # noqa: S101
@@ -92,7 +92,7 @@ def keyfile_secret(owner: KubeObject, mw: Middleware) -> dict[str, Any]:
     }
 
 
-def config_map(owner: KubeObject, mw: Middleware) -> dict[str, Any]:
+def config_map(owner: KubeObject, mw: Middleware) -> Manifest:
     """The bootstrap script and the desired members it reads on every pass."""
     stack = owner["metadata"]["name"]
     return {
@@ -135,7 +135,7 @@ def pod_spec(owner: KubeObject, mw: Middleware, security: dict[str, Any]) -> dic
     return rs.pod_spec(members, security)
 
 
-def disruption_budget(owner: KubeObject, mw: Middleware) -> list[dict[str, Any]]:
+def disruption_budget(owner: KubeObject, mw: Middleware) -> list[Manifest]:
     """A majority of the members available through voluntary disruptions."""
     assert mw.managed is not None  # noqa: S101 - callers pass managed middleware only
     stack = owner["metadata"]["name"]

@@ -40,6 +40,7 @@ from appstack.controllers.kit.children import Synced
 from appstack.controllers.kit.reconciler import KindReconciler
 from appstack.controllers.util.conditions import Problem
 from appstack.controllers.util.kubeobject import KubeObject
+from appstack.controllers.util.parts import Manifest
 from appstack.controllers.util.pods import (
     POD_INDEXERS,
     POD_TRANSFORMS,
@@ -201,7 +202,7 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
     async def _sync(
         self,
         stack: KubeObject,
-        objects: list[dict[str, Any]],
+        objects: list[Manifest],
         wanted: Wanted,
         problems: list[Problem],
     ) -> Synced:

@@ -27,6 +27,7 @@ from appstack.controllers.util.meta import (
     instance_labels,
     owner_reference,
 )
+from appstack.controllers.util.parts import Manifest
 
 COMPONENT = "etcd"
 HOSTNAME = "kubernetes.io/hostname"
@@ -102,10 +103,10 @@ def _ports() -> list[dict[str, Any]]:
     ]
 
 
-def services(obj: KubeObject) -> list[dict[str, Any]]:
+def services(obj: KubeObject) -> list[Manifest]:
     name = obj["metadata"]["name"]
     labels = child_labels(name, COMPONENT)
-    headless = {
+    headless: Manifest = {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": child_metadata(obj, name, labels),
@@ -116,7 +117,7 @@ def services(obj: KubeObject) -> list[dict[str, Any]]:
             "ports": _ports(),
         },
     }
-    client = {
+    client: Manifest = {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": child_metadata(obj, f"{name}-client", labels),
@@ -125,7 +126,7 @@ def services(obj: KubeObject) -> list[dict[str, Any]]:
     return [headless, client]
 
 
-def disruption_budget(obj: KubeObject, spec: EtcdClusterSpec) -> dict[str, Any]:
+def disruption_budget(obj: KubeObject, spec: EtcdClusterSpec) -> Manifest:
     name = obj["metadata"]["name"]
     return {
         "apiVersion": "policy/v1",
@@ -138,7 +139,7 @@ def disruption_budget(obj: KubeObject, spec: EtcdClusterSpec) -> dict[str, Any]:
     }
 
 
-def volume(obj: KubeObject, spec: EtcdClusterSpec, pod: str) -> dict[str, Any]:
+def volume(obj: KubeObject, spec: EtcdClusterSpec, pod: str) -> Manifest:
     cluster = obj["metadata"]["name"]
     claim: dict[str, Any] = {
         "accessModes": ["ReadWriteOnce"],
@@ -207,7 +208,7 @@ def member_pod(
     *,
     new_cluster: bool,
     voter: bool,
-) -> dict[str, Any]:
+) -> Manifest:
     """Member ``pod``: etcd bound to its pod IP, peers named through the headless
     Service; ``initial`` (name → peer URL) only matters on its first start (etcd ignores
     it once its data directory exists)."""
@@ -264,11 +265,11 @@ def member_pod(
     labels = {**child_labels(cluster, COMPONENT), VOTER: "true" if voter else "false"}
     meta = child_metadata(obj, pod, labels)
     meta["annotations"] = {INITIAL: cluster_flag}
-    pod_obj = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": pod_spec}
+    pod_obj: Manifest = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": pod_spec}
     return tls.with_member_tls(pod_obj, spec)
 
 
-def children(obj: KubeObject, spec: EtcdClusterSpec) -> list[dict[str, Any]]:
+def children(obj: KubeObject, spec: EtcdClusterSpec) -> list[Manifest]:
     """The fixed children: both Services and the PodDisruptionBudget (members are
     created one at a time by the reconciler, from what etcd reports)."""
     return [*services(obj), disruption_budget(obj, spec)]

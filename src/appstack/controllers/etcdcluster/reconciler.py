@@ -43,6 +43,7 @@ from appstack.controllers.util.conditions import (
     now_rfc3339,
 )
 from appstack.controllers.util.kubeobject import KubeObject
+from appstack.controllers.util.parts import Manifest, wire
 from appstack.controllers.util.pods import (
     POD_INDEXERS,
     POD_TRANSFORMS,
@@ -282,9 +283,9 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
             if not _owned(found, obj):
                 raise ChildConflict(self.writer.conflict(resource, name))
 
-    async def _create(self, obj: KubeObject, resource: Any, want: dict[str, Any]) -> None:
+    async def _create(self, obj: KubeObject, resource: Any, want: Manifest) -> None:
         try:
-            await self.client.create(resource, want)
+            await self.client.create(resource, wire(want))
         except errors.AlreadyExists:
             name = want["metadata"]["name"]
             found = await self.client.get(resource, name, want["metadata"]["namespace"])

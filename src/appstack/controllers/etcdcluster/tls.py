@@ -30,6 +30,7 @@ from typing import Any
 from appstack.api.etcdcluster import EtcdClusterSpec, TLSSpec
 from appstack.controllers.util.conditions import Problem
 from appstack.controllers.util.kubeobject import KubeObject
+from appstack.controllers.util.parts import Manifest
 
 KEYS = ("ca.crt", "tls.crt", "tls.key")
 ROOT = "/etc/etcd/tls"
@@ -102,7 +103,7 @@ def member_flags(spec: EtcdClusterSpec) -> list[str]:
     return flags
 
 
-def with_member_tls(pod: dict[str, Any], spec: EtcdClusterSpec) -> dict[str, Any]:
+def with_member_tls(pod: Manifest, spec: EtcdClusterSpec) -> Manifest:
     """Member ``pod`` with its TLS flags, the Secrets mounted and (client TLS) its
     readiness probe on the plain health port."""
     names = secret_names(spec.tls)

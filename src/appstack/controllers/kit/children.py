@@ -35,6 +35,7 @@ from appstack.controllers.kit.written import RecentWrites
 from appstack.controllers.util.conditions import Problem, previous_conditions
 from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import controlled_by
+from appstack.controllers.util.parts import Manifest, wire
 from appstack.core.resource import Resource, object_key
 from appstack.runtime import errors
 from appstack.runtime.cache import Cache
@@ -110,7 +111,7 @@ class ChildWriter:
         self,
         owner: KubeObject,
         resource: Resource,
-        want: dict[str, Any],
+        want: Manifest,
     ) -> tuple[dict[str, Any] | None, Problem | None]:
         """Make the child ``want`` so; returns the child as now known and any problem."""
         current, problem, verb = await self._sync(owner, resource, want)
@@ -120,7 +121,7 @@ class ChildWriter:
             )
         return current, problem
 
-    async def _sync(self, owner: KubeObject, resource: Resource, want: dict[str, Any]) -> _Synced:
+    async def _sync(self, owner: KubeObject, resource: Resource, want: Manifest) -> _Synced:
         """:meth:`sync` without the Event: also returns ``Created``/``Updated`` or None."""
         meta = want["metadata"]
         current = self.writes.get(resource, f"{meta['namespace']}/{meta['name']}")
@@ -128,7 +129,7 @@ class ChildWriter:
             # Not in our label-filtered cache: create it, but only if the name is free (an
             # object we do not manage may hold it: then it is read, below, not taken over).
             try:
-                created, problem = await self._apply(resource, create_only(want))
+                created, problem = await self._apply(resource, create_only(wire(want)))
             except errors.Conflict:
                 with contextlib.suppress(errors.NotFound):  # deleted meanwhile: apply
                     current = await self.client.get(resource, meta["name"], meta["namespace"])
@@ -136,9 +137,9 @@ class ChildWriter:
                 return created, problem, "Created" if problem is None else None
         if current is not None and not controlled_by(current, owner):
             return None, self.conflict(resource, meta["name"]), None
-        if current is not None and already_so(want, current, self.client.field_manager):
+        if current is not None and already_so(wire(want), current, self.client.field_manager):
             return current, None, None
-        applied, problem = await self._apply(resource, want)
+        applied, problem = await self._apply(resource, wire(want))
         if problem is not None:
             return current, problem, None
         return applied, None, "Created" if current is None else "Updated"
@@ -160,7 +161,7 @@ class ChildWriter:
         return applied, None
 
     async def sync_all(
-        self, owner: KubeObject, children: Iterable[dict[str, Any]]
+        self, owner: KubeObject, children: Iterable[Manifest]
     ) -> tuple[Synced, list[Problem]]:
         """:meth:`sync` each child (of a kind in ``owns``): (kind, name) → child as now known.
 
@@ -172,7 +173,7 @@ class ChildWriter:
         wanted = list(children)
         limit = asyncio.Semaphore(SYNC_CONCURRENCY)
 
-        async def one(child: dict[str, Any]) -> _Synced:
+        async def one(child: Manifest) -> _Synced:
             async with limit:
                 return await self._sync(owner, self.owns[child["kind"]], child)
 
@@ -212,7 +213,7 @@ class ChildWriter:
             await self.event(owner, "Normal", reason, note)
 
     async def create_once(
-        self, owner: KubeObject, resource: Resource, want: dict[str, Any], what: str
+        self, owner: KubeObject, resource: Resource, want: Manifest, what: str
     ) -> Problem | None:
         """Create ``want`` if absent (read by name, not from the cache); never overwrite its
         content (its owner is made what ``want`` says: see below).
@@ -225,7 +226,7 @@ class ChildWriter:
             current = await self.client.get(resource, meta["name"], meta["namespace"])
         except errors.NotFound:
             try:
-                await self.client.create(resource, want)
+                await self.client.create(resource, wire(want))
             except errors.AlreadyExists:
                 return None
             note = f"Created {resource.kind} {meta['name']} ({what})"

@@ -26,7 +26,7 @@ from appstack.controllers.util import mongodb_bootstrap as boot
 from appstack.controllers.util import mongodb_replicaset as rs
 from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import child_labels, child_metadata, instance_labels
-from appstack.controllers.util.parts import ChildMeta
+from appstack.controllers.util.parts import ChildMeta, Manifest
 from appstack.controllers.util.workloads import security_context
 
 COMPONENT = "mongodb"
@@ -64,7 +64,7 @@ def user_config(users: list[User]) -> list[dict[str, Any]]:
     ]
 
 
-def config_map(obj: KubeObject, spec: MongoDBCommunitySpec) -> dict[str, Any]:
+def config_map(obj: KubeObject, spec: MongoDBCommunitySpec) -> Manifest:
     meta = obj["metadata"]
     suffix = f".{service_name(meta['name'])}.{meta['namespace']}.svc:{PORT}"
     members = rs.replica_set(meta["name"], hosts(obj, spec.members))
@@ -80,7 +80,7 @@ def config_map(obj: KubeObject, spec: MongoDBCommunitySpec) -> dict[str, Any]:
     }
 
 
-def service(obj: KubeObject) -> dict[str, Any]:
+def service(obj: KubeObject) -> Manifest:
     name = obj["metadata"]["name"]
     return {
         "apiVersion": "v1",
@@ -109,7 +109,7 @@ def _user_volumes(users: list[User]) -> tuple[list[dict[str, Any]], list[dict[st
     return mounts, volumes
 
 
-def stateful_set(obj: KubeObject, spec: MongoDBCommunitySpec) -> dict[str, Any]:
+def stateful_set(obj: KubeObject, spec: MongoDBCommunitySpec) -> Manifest:
     name = obj["metadata"]["name"]
     mounts, volumes = _user_volumes(spec.users)
     members = rs.Members(
@@ -166,14 +166,14 @@ def stateful_set(obj: KubeObject, spec: MongoDBCommunitySpec) -> dict[str, Any]:
     }
 
 
-def children(obj: KubeObject, spec: MongoDBCommunitySpec) -> list[dict[str, Any]]:
+def children(obj: KubeObject, spec: MongoDBCommunitySpec) -> list[Manifest]:
     """Every child but the generated and per-user Secrets (``appstack render`` prints these)."""
     name = obj["metadata"]["name"]
     budget = rs.disruption_budget(_meta(obj, name), spec.members, selector(name))
     return [service(obj), config_map(obj, spec), *budget, stateful_set(obj, spec)]
 
 
-def generated_secrets(obj: KubeObject) -> list[dict[str, Any]]:
+def generated_secrets(obj: KubeObject) -> list[Manifest]:
     """Created once and kept (owned: they go with the object and its volumes)."""
     name = obj["metadata"]["name"]
     return [

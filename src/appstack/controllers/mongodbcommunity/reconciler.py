@@ -29,6 +29,7 @@ from appstack.controllers.mongodbcommunity import desired, scram, status, users
 from appstack.controllers.util.conditions import Problem, now_rfc3339
 from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import CHILD_SELECTOR, COMPONENT_LABEL
+from appstack.controllers.util.parts import Manifest
 from appstack.controllers.util.references import (
     REFERENCES,
     Transform,
@@ -133,7 +134,7 @@ class MongoDBCommunityReconciler(KindReconciler[MongoDBCommunitySpec]):
             return None
         return base64.b64decode(value).decode()
 
-    async def _prune(self, obj: KubeObject, wanted: list[dict[str, Any]]) -> None:
+    async def _prune(self, obj: KubeObject, wanted: list[Manifest]) -> None:
         """Delete children no longer wanted (a removed user's Secret, the budget of a single
         member); the generated Secrets are kept."""
         meta = obj["metadata"]

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import base64
 import re
-from typing import Any
 from urllib.parse import quote
 
 from appstack.api.mongodbcommunity import User
 from appstack.controllers.mongodbcommunity import desired
 from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import child_labels, child_metadata
+from appstack.controllers.util.parts import Manifest
 
 _INVALID = re.compile(r"[^a-z0-9.-]+")
 
@@ -43,7 +43,7 @@ def connection_strings(obj: KubeObject, members: int, user: User, password: str)
     }
 
 
-def connection_secret(obj: KubeObject, members: int, user: User, password: str) -> dict[str, Any]:
+def connection_secret(obj: KubeObject, members: int, user: User, password: str) -> Manifest:
     name = obj["metadata"]["name"]
     return {
         "apiVersion": "v1",

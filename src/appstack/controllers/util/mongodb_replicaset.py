@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from appstack.controllers.util import mongodb_bootstrap as boot
-from appstack.controllers.util.parts import ChildMeta, EnvVar
+from appstack.controllers.util.parts import ChildMeta, EnvVar, Manifest
 
 KEYFILE_KEY = "keyfile"
 KEYFILE_PATH = "/keyfile"
@@ -127,7 +127,7 @@ def pod_spec(m: Members, security: dict[str, Any]) -> dict[str, Any]:
 
 def disruption_budget(
     metadata: ChildMeta, members: int, selector: dict[str, str]
-) -> list[dict[str, Any]]:
+) -> list[Manifest]:
     """A majority of the members available through voluntary disruptions (none for a single
     member: a budget that forbids evicting it would block every node drain)."""
     if members < 2:

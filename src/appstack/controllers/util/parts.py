@@ -8,7 +8,7 @@ Used by :mod:`.meta`, :mod:`.workloads` and every kind's ``desired`` modules.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import cast
+from typing import Any, cast
 
 from typing_extensions import Required, TypedDict
 
@@ -80,3 +80,25 @@ def user_env(env: Iterable[KubeModel]) -> list[EnvVar]:
 def secret_env(name: str, secret: str, key: str) -> EnvVar:
     """The variable ``name`` from ``key`` of Secret ``secret``."""
     return {"name": name, "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}}
+
+
+class Manifest(TypedDict, total=False):
+    """A child object as a controller wants it (what it applies): kind, metadata and the
+    kind's own top-level fields."""
+
+    apiVersion: Required[str]
+    kind: Required[str]
+    metadata: Required[ChildMeta]
+    spec: dict[str, Any]
+    data: dict[str, str]
+    stringData: dict[str, str]
+    type: str
+    immutable: bool
+    addressType: str
+    endpoints: list[dict[str, Any]]
+    ports: list[dict[str, Any]]
+
+
+def wire(child: Manifest) -> dict[str, Any]:
+    """``child`` as the API client sends it (a JSON object)."""
+    return cast(dict[str, Any], child)
