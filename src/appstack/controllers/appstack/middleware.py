@@ -30,7 +30,14 @@ from appstack.controllers.appstack.connections import (
 )
 from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import MANAGED_BY, SLICE_MANAGER, SLICE_MANAGER_LABEL
-from appstack.controllers.util.parts import EnvVar, Manifest, secret_env
+from appstack.controllers.util.parts import (
+    ClaimSpec,
+    EnvVar,
+    Manifest,
+    Volume,
+    VolumeMount,
+    secret_env,
+)
 from appstack.controllers.util.workloads import security_context
 
 
@@ -116,8 +123,8 @@ def stateful_set(owner: KubeObject, mw: Middleware) -> Manifest:
     security = security_context(
         managed.security_context, {"runAsUser": engine.uid, "runAsGroup": engine.uid}
     )
-    mounts: list[dict[str, Any]] = [{"name": "data", "mountPath": engine.data_path}]
-    volumes: list[dict[str, Any]] = []
+    mounts: list[VolumeMount] = [{"name": "data", "mountPath": engine.data_path}]
+    volumes: list[Volume] = []
     template_meta: dict[str, Any] = {"labels": {**labels.selector(stack, mw.name), **MANAGED_BY}}
     if managed.config_files and engine.config_dir:
         mounts.append({"name": "config", "mountPath": engine.config_dir, "readOnly": True})
@@ -150,7 +157,7 @@ def stateful_set(owner: KubeObject, mw: Middleware) -> Manifest:
         pod_spec = mongodb.pod_spec(owner, mw, security)
     # a database never talks to the Kubernetes API: no token in its pods
     pod_spec["automountServiceAccountToken"] = False
-    claim_spec: dict[str, Any] = {
+    claim_spec: ClaimSpec = {
         "accessModes": ["ReadWriteOnce"],
         "resources": {"requests": {"storage": managed.storage.size}},
     }

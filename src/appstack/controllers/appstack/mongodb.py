@@ -32,7 +32,7 @@ from appstack.controllers.appstack.connections import credentials_secret, prefix
 from appstack.controllers.util import mongodb_bootstrap as boot
 from appstack.controllers.util import mongodb_replicaset as rs
 from appstack.controllers.util.kubeobject import KubeObject
-from appstack.controllers.util.parts import EnvVar, Manifest, secret_env
+from appstack.controllers.util.parts import ContainerSecurity, EnvVar, Manifest, secret_env
 
 KEYFILE_KEY = rs.KEYFILE_KEY
 KEYFILE_PATH = rs.KEYFILE_PATH
@@ -106,7 +106,7 @@ def config_map(owner: KubeObject, mw: Middleware) -> Manifest:
     }
 
 
-def pod_spec(owner: KubeObject, mw: Middleware, security: dict[str, Any]) -> dict[str, Any]:
+def pod_spec(owner: KubeObject, mw: Middleware, security: ContainerSecurity) -> dict[str, Any]:
     """The shared members' pod (:func:`~appstack.controllers.util.mongodb_replicaset.pod_spec`)
     with this member's image, keyfile, ConfigMap and credentials env."""
     assert mw.managed is not None  # noqa: S101

@@ -27,7 +27,11 @@ from appstack.controllers.util.meta import (
     instance_labels,
     owner_reference,
 )
-from appstack.controllers.util.parts import Manifest
+from appstack.controllers.util.parts import (
+    ContainerSecurity,
+    Manifest,
+    PodSecurityContext,
+)
 
 COMPONENT = "etcd"
 HOSTNAME = "kubernetes.io/hostname"
@@ -43,14 +47,14 @@ RUN_AS = 65532  # no root needed: the data volume is group-writable through fsGr
 # The restricted Pod Security profile, as every pod of an EtcdCluster runs — members, backup
 # Jobs, the restore init container: one user, so a snapshot a Job writes is one a restore
 # can read, and a namespace that enforces restricted admits them all.
-POD_SECURITY: dict[str, Any] = {
+POD_SECURITY: PodSecurityContext = {
     "runAsNonRoot": True,
     "runAsUser": RUN_AS,
     "runAsGroup": RUN_AS,
     "fsGroup": RUN_AS,
     "seccompProfile": {"type": "RuntimeDefault"},
 }
-CONTAINER_SECURITY: dict[str, Any] = {
+CONTAINER_SECURITY: ContainerSecurity = {
     "allowPrivilegeEscalation": False,
     "capabilities": {"drop": ["ALL"]},
 }

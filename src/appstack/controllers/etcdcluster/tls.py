@@ -30,7 +30,7 @@ from typing import Any
 from appstack.api.etcdcluster import EtcdClusterSpec, TLSSpec
 from appstack.controllers.util.conditions import Problem
 from appstack.controllers.util.kubeobject import KubeObject
-from appstack.controllers.util.parts import Manifest
+from appstack.controllers.util.parts import Manifest, Volume, VolumeMount
 
 KEYS = ("ca.crt", "tls.crt", "tls.key")
 ROOT = "/etc/etcd/tls"
@@ -68,11 +68,11 @@ def _files(role: str) -> tuple[str, str, str]:
     return f"{ROOT}/{role}/ca.crt", f"{ROOT}/{role}/tls.crt", f"{ROOT}/{role}/tls.key"
 
 
-def _volume(role: str, secret: str) -> dict[str, Any]:
+def _volume(role: str, secret: str) -> Volume:
     return {"name": f"tls-{role}", "secret": {"secretName": secret, "defaultMode": 0o440}}
 
 
-def _mount(role: str) -> dict[str, Any]:
+def _mount(role: str) -> VolumeMount:
     return {"name": f"tls-{role}", "mountPath": f"{ROOT}/{role}", "readOnly": True}
 
 
@@ -121,7 +121,7 @@ def with_member_tls(pod: Manifest, spec: EtcdClusterSpec) -> Manifest:
     return pod
 
 
-def etcdctl_flags(spec: EtcdClusterSpec) -> tuple[list[str], list[dict[str, Any]], list[Any]]:
+def etcdctl_flags(spec: EtcdClusterSpec) -> tuple[list[str], list[Volume], list[VolumeMount]]:
     """What an ``etcdctl`` container needs to reach the members with client TLS: its
     flags, the operator Secret's volume and mount (all empty for plain clients)."""
     if spec.tls is None or not spec.tls.operator_secret_name:

@@ -26,7 +26,15 @@ from appstack.controllers.util import mongodb_bootstrap as boot
 from appstack.controllers.util import mongodb_replicaset as rs
 from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import child_labels, child_metadata, instance_labels
-from appstack.controllers.util.parts import ChildMeta, Manifest
+from appstack.controllers.util.parts import (
+    ChildMeta,
+    ClaimSpec,
+    KeyToPath,
+    Manifest,
+    SecretVolume,
+    Volume,
+    VolumeMount,
+)
 from appstack.controllers.util.workloads import security_context
 
 COMPONENT = "mongodb"
@@ -95,16 +103,21 @@ def service(obj: KubeObject) -> Manifest:
     }
 
 
-def _user_volumes(users: list[User]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _user_volumes(users: list[User]) -> tuple[list[VolumeMount], list[Volume]]:
     """Each user's password as ``/users/<i>/password`` (optional: the Secret may come later)."""
-    mounts: list[dict[str, Any]] = []
-    volumes: list[dict[str, Any]] = []
+    mounts: list[VolumeMount] = []
+    volumes: list[Volume] = []
     for i, u in enumerate(users):
         ref = u.password_secret_ref
         path = f"{bootstrap.USERS_PATH}/{i}"
         mounts.append({"name": f"user-{i}", "mountPath": path, "readOnly": True})
-        items = [{"key": ref.key, "path": "password"}]
-        source = {"secretName": ref.name, "items": items, "optional": True, "defaultMode": 0o440}
+        items: list[KeyToPath] = [{"key": ref.key, "path": "password"}]
+        source: SecretVolume = {
+            "secretName": ref.name,
+            "items": items,
+            "optional": True,
+            "defaultMode": 0o440,
+        }
         volumes.append({"name": f"user-{i}", "secret": source})
     return mounts, volumes
 
@@ -141,7 +154,7 @@ def stateful_set(obj: KubeObject, spec: MongoDBCommunitySpec) -> Manifest:
     security = security_context(None, {"runAsUser": UID, "runAsGroup": UID})
     pod = rs.pod_spec(members, security)
     pod["automountServiceAccountToken"] = False  # a database never talks to the API
-    claim: dict[str, Any] = {
+    claim: ClaimSpec = {
         "accessModes": ["ReadWriteOnce"],
         "resources": {"requests": {"storage": spec.storage.size}},
     }

@@ -24,7 +24,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from appstack.controllers.util import mongodb_bootstrap as boot
-from appstack.controllers.util.parts import ChildMeta, EnvVar, Manifest
+from appstack.controllers.util.parts import (
+    ChildMeta,
+    ContainerSecurity,
+    EnvVar,
+    Manifest,
+    Volume,
+    VolumeMount,
+)
 
 KEYFILE_KEY = "keyfile"
 KEYFILE_PATH = "/keyfile"
@@ -60,11 +67,11 @@ class Members:
     resources: dict[str, Any] | None = None
     shell: str = boot.MONGOSH
     sidecar_env: list[EnvVar] = field(default_factory=list)
-    sidecar_mounts: list[dict[str, Any]] = field(default_factory=list)
-    volumes: list[dict[str, Any]] = field(default_factory=list)
+    sidecar_mounts: list[VolumeMount] = field(default_factory=list)
+    volumes: list[Volume] = field(default_factory=list)
 
 
-def pod_spec(m: Members, security: dict[str, Any]) -> dict[str, Any]:
+def pod_spec(m: Members, security: ContainerSecurity) -> dict[str, Any]:
     """mongod, the keyfile init container and the bootstrap sidecar, all as the image's
     user (``security``: the restricted container securityContext for it)."""
     keyfile = f"{KEYFILE_PATH}/{KEYFILE_KEY}"

@@ -72,9 +72,101 @@ class VolumeMount(TypedDict, total=False):
     subPath: str
 
 
+class KeyToPath(TypedDict):
+    key: str
+    path: str
+
+
+class SecretVolume(TypedDict, total=False):
+    secretName: Required[str]
+    items: list[KeyToPath]
+    optional: bool
+    defaultMode: int
+
+
+class ConfigMapVolume(TypedDict, total=False):
+    name: Required[str]
+    items: list[KeyToPath]
+    optional: bool
+
+
+class ClaimVolume(TypedDict, total=False):
+    claimName: Required[str]
+    readOnly: bool
+
+
+class FieldFile(TypedDict):
+    path: str
+    fieldRef: FieldRef
+
+
+class DownwardVolume(TypedDict):
+    items: list[FieldFile]
+
+
+class EmptyDir(TypedDict, total=False):
+    medium: str
+    sizeLimit: str
+
+
+class Volume(TypedDict, total=False):
+    """A pod's volume: one of the sources the controllers use."""
+
+    name: Required[str]
+    secret: SecretVolume
+    configMap: ConfigMapVolume
+    persistentVolumeClaim: ClaimVolume
+    downwardAPI: DownwardVolume
+    emptyDir: EmptyDir
+
+
+class Capabilities(TypedDict, total=False):
+    add: list[str]
+    drop: list[str]
+
+
+class SeccompProfile(TypedDict, total=False):
+    type: Required[str]
+    localhostProfile: str
+
+
+class ContainerSecurity(TypedDict, total=False):
+    """A container's securityContext (the fields the API's SecurityContext model has)."""
+
+    runAsNonRoot: bool
+    runAsUser: int
+    runAsGroup: int
+    allowPrivilegeEscalation: bool
+    readOnlyRootFilesystem: bool
+    privileged: bool
+    capabilities: Capabilities
+    seccompProfile: SeccompProfile
+
+
+class PodSecurityContext(TypedDict, total=False):
+    runAsNonRoot: bool
+    runAsUser: int
+    runAsGroup: int
+    fsGroup: int
+    seccompProfile: SeccompProfile
+
+
+class ClaimSpec(TypedDict, total=False):
+    """A PersistentVolumeClaim's spec (or a StatefulSet's volumeClaimTemplate's)."""
+
+    accessModes: Required[list[str]]
+    resources: Required[dict[str, dict[str, int | str]]]  # requests: storage
+    storageClassName: str
+
+
 def user_env(env: Iterable[KubeModel]) -> list[EnvVar]:
     """The variables a spec lists (``envs``: the API's EnvVar models), in wire form."""
     return [cast(EnvVar, e.to_dict()) for e in env]
+
+
+def user_security(model: KubeModel | None) -> ContainerSecurity:
+    """The securityContext a spec sets (the API's SecurityContext model), in wire form."""
+    return cast(ContainerSecurity, model.to_dict()) if model else {}
 
 
 def secret_env(name: str, secret: str, key: str) -> EnvVar:

@@ -18,29 +18,34 @@ from typing import Any
 from appstack.api.core import Probe, ResourceRequirements
 from appstack.api.security import PodSecurityLevel, SecurityContext
 from appstack.controllers.util.conditions import Problem
-from appstack.controllers.util.parts import ContainerPort, EnvVar
+from appstack.controllers.util.parts import (
+    ContainerPort,
+    ContainerSecurity,
+    EnvVar,
+    user_security,
+)
 
 # Hardening that never stops an ordinary image (root ones included): within the `baseline`
 # Pod Security Standard, plus no privilege escalation and the runtime's seccomp profile.
-BASELINE: dict[str, Any] = {
+BASELINE: ContainerSecurity = {
     "allowPrivilegeEscalation": False,
     "seccompProfile": {"type": "RuntimeDefault"},
 }
 # The `restricted` Pod Security Standard, per container.
-RESTRICTED: dict[str, Any] = {
+RESTRICTED: ContainerSecurity = {
     "runAsNonRoot": True,
     "allowPrivilegeEscalation": False,
     "capabilities": {"drop": ["ALL"]},
     "seccompProfile": {"type": "RuntimeDefault"},
 }
-LEVELS: dict[PodSecurityLevel, dict[str, Any]] = {"baseline": BASELINE, "restricted": RESTRICTED}
+LEVELS: dict[PodSecurityLevel, ContainerSecurity] = {"baseline": BASELINE, "restricted": RESTRICTED}
 
 
 def security_context(
     user: SecurityContext | None,
-    base: dict[str, Any] | None = None,
+    base: ContainerSecurity | None = None,
     level: PodSecurityLevel = "restricted",
-) -> dict[str, Any]:
+) -> ContainerSecurity:
     """The ``level``'s settings, then ``base`` (e.g. an engine's user id), then what the
     user set.
 
@@ -48,8 +53,8 @@ def security_context(
     level's ``allowPrivilegeEscalation: false`` (the API server refuses that pair as invalid,
     a message about a field the user never wrote): the default is left out then, and
     what decides is the writes policy and the namespace's Pod Security level."""
-    own = user.to_dict() if user else {}
-    out = {**LEVELS[level], **(base or {}), **own}
+    own = user_security(user)
+    out: ContainerSecurity = {**LEVELS[level], **(base or {}), **own}
     added = (own.get("capabilities") or {}).get("add") or []
     escalates = own.get("privileged") or {"SYS_ADMIN", "CAP_SYS_ADMIN"} & set(added)
     if escalates and "allowPrivilegeEscalation" not in own:
@@ -68,7 +73,7 @@ def container(
     args: Sequence[str] | None = None,
     readiness_probe: Probe | None = None,
     liveness_probe: Probe | None = None,
-    security: dict[str, Any] | None = None,
+    security: ContainerSecurity | None = None,
 ) -> dict[str, Any]:
     """A container with only the fields that are set (server-side apply owns no others),
     and a securityContext (``security``, default: :data:`RESTRICTED`)."""
