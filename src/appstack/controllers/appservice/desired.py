@@ -17,7 +17,14 @@ from appstack.api.core import ServicePort
 from appstack.api.security import PodSecurityLevel
 from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import child_labels, child_metadata, instance_labels
-from appstack.controllers.util.parts import ChildMeta, ContainerPort, Manifest, user_env
+from appstack.controllers.util.parts import (
+    ChildMeta,
+    ContainerPort,
+    Manifest,
+    ServicePortSpec,
+    TemplateMeta,
+    user_env,
+)
 from appstack.controllers.util.workloads import container, security_context
 
 CONTAINER = "app"
@@ -59,7 +66,7 @@ def deployment(
         pod_spec["imagePullSecrets"] = [s.to_dict() for s in spec.image_pull_secrets]
     if spec.service_account_name:
         pod_spec["serviceAccountName"] = spec.service_account_name
-    template_meta: dict[str, Any] = {
+    template_meta: TemplateMeta = {
         # Selector labels last: pod labels cannot break the selector.
         "labels": {**(spec.pod_labels or {}), **child_labels(name, COMPONENT)},
     }
@@ -84,7 +91,7 @@ def service(app: KubeObject, spec: AppServiceSpec) -> Manifest | None:
     service_type = spec.effective_service_type()
     ports = []
     for port in spec.ports or []:
-        entry: dict[str, Any] = {
+        entry: ServicePortSpec = {
             "protocol": port.protocol,
             "port": port.port,
             "targetPort": port.target_port if port.target_port is not None else port.port,

@@ -31,7 +31,15 @@ from appstack.controllers.appstack.middleware import children as middleware_chil
 from appstack.controllers.appstack.mongodb import uri_env
 from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import MANAGED_BY
-from appstack.controllers.util.parts import EnvVar, Manifest, user_env
+from appstack.controllers.util.parts import (
+    Container,
+    EnvVar,
+    Manifest,
+    ServicePortSpec,
+    Volume,
+    VolumeMount,
+    user_env,
+)
 from appstack.controllers.util.workloads import container, security_context
 
 Members = Mapping[str, Middleware | Component]  # what ``uses`` may name
@@ -62,7 +70,7 @@ def used_config_maps(c: Component) -> list[str]:
 
 
 def _mount_configs(
-    stack: str, c: Component, main: dict[str, Any], spec: dict[str, Any], versions: str | None
+    stack: str, c: Component, main: Container, spec: dict[str, Any], versions: str | None
 ) -> str | None:
     """Mount the component's ConfigMaps; the digest of what they hold (None: no config)."""
     if c.config is not None:  # the short form, digest unchanged since it was the only one
@@ -75,9 +83,10 @@ def _mount_configs(
         return labels.digest(c.config.files)
     if not c.configs:
         return None
-    mounts, volumes = [], []
+    mounts: list[VolumeMount] = []
+    volumes: list[Volume] = []
     for m in c.configs:
-        mount = {"name": m.name, "mountPath": m.mount_path, "readOnly": True}
+        mount: VolumeMount = {"name": m.name, "mountPath": m.mount_path, "readOnly": True}
         if m.sub_path:
             mount["subPath"] = m.sub_path
         mounts.append(mount)
@@ -171,7 +180,7 @@ def component_service(owner: KubeObject, c: Component) -> Manifest | None:
     service_type = c.effective_service_type()
     ports = []
     for p in c.ports:
-        entry: dict[str, Any] = {
+        entry: ServicePortSpec = {
             "name": p.name or f"p{p.port}",
             "port": p.port,
             "targetPort": p.target_port or p.port,

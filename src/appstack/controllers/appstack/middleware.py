@@ -32,11 +32,14 @@ from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import MANAGED_BY, SLICE_MANAGER, SLICE_MANAGER_LABEL
 from appstack.controllers.util.parts import (
     ClaimSpec,
+    Container,
     EnvVar,
     Manifest,
+    TemplateMeta,
     Volume,
     VolumeMount,
     secret_env,
+    user_resources,
 )
 from appstack.controllers.util.workloads import security_context
 
@@ -125,7 +128,7 @@ def stateful_set(owner: KubeObject, mw: Middleware) -> Manifest:
     )
     mounts: list[VolumeMount] = [{"name": "data", "mountPath": engine.data_path}]
     volumes: list[Volume] = []
-    template_meta: dict[str, Any] = {"labels": {**labels.selector(stack, mw.name), **MANAGED_BY}}
+    template_meta: TemplateMeta = {"labels": {**labels.selector(stack, mw.name), **MANAGED_BY}}
     if managed.config_files and engine.config_dir:
         mounts.append({"name": "config", "mountPath": engine.config_dir, "readOnly": True})
         volumes.append({"name": "config", "configMap": {"name": _config_name(stack, mw)}})
@@ -136,7 +139,7 @@ def stateful_set(owner: KubeObject, mw: Middleware) -> Manifest:
             {"name": "init", "mountPath": "/docker-entrypoint-initdb.d", "readOnly": True}
         )
         volumes.append({"name": "init", "configMap": {"name": managed.init_scripts_config_map}})
-    container: dict[str, Any] = {
+    container: Container = {
         "name": mw.type,
         "image": image(mw.type, managed.image, managed.version),
         "ports": [{"name": mw.type, "containerPort": engine.port, "protocol": "TCP"}],
@@ -146,7 +149,7 @@ def stateful_set(owner: KubeObject, mw: Middleware) -> Manifest:
         "securityContext": security,
     }
     if managed.resources:
-        container["resources"] = managed.resources.to_dict()
+        container["resources"] = user_resources(managed.resources)
     pod_spec: dict[str, Any] = {
         "containers": [container],
         "securityContext": {"fsGroup": engine.uid},  # the data volume writable by that user

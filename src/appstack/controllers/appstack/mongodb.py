@@ -32,7 +32,13 @@ from appstack.controllers.appstack.connections import credentials_secret, prefix
 from appstack.controllers.util import mongodb_bootstrap as boot
 from appstack.controllers.util import mongodb_replicaset as rs
 from appstack.controllers.util.kubeobject import KubeObject
-from appstack.controllers.util.parts import ContainerSecurity, EnvVar, Manifest, secret_env
+from appstack.controllers.util.parts import (
+    ContainerSecurity,
+    EnvVar,
+    Manifest,
+    secret_env,
+    user_resources,
+)
 
 KEYFILE_KEY = rs.KEYFILE_KEY
 KEYFILE_PATH = rs.KEYFILE_PATH
@@ -123,7 +129,7 @@ def pod_spec(owner: KubeObject, mw: Middleware, security: ContainerSecurity) -> 
         uid=engine.uid,
         keyfile_secret=keyfile_secret_name(stack, mw.name),
         config_map=f"{name}-replicaset",
-        resources=mw.managed.resources.to_dict() if mw.managed.resources else None,
+        resources=user_resources(mw.managed.resources) if mw.managed.resources else None,
         sidecar_env=[
             {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
             {"name": "MEMBER_HOST", "value": member_host},

@@ -28,9 +28,12 @@ from appstack.controllers.util.meta import (
     owner_reference,
 )
 from appstack.controllers.util.parts import (
+    Container,
     ContainerSecurity,
     Manifest,
     PodSecurityContext,
+    ServicePortSpec,
+    user_resources,
 )
 
 COMPONENT = "etcd"
@@ -100,7 +103,7 @@ def pod_of_peer_url(obj: KubeObject, url: str) -> str:
     return pod if rest == f"{meta['name']}.{meta['namespace']}.svc" else ""
 
 
-def _ports() -> list[dict[str, Any]]:
+def _ports() -> list[ServicePortSpec]:
     return [
         {"name": "client", "port": CLIENT_PORT, "targetPort": CLIENT_PORT},
         {"name": "peer", "port": PEER_PORT, "targetPort": PEER_PORT},
@@ -229,7 +232,7 @@ def member_pod(
         f"--initial-cluster-state={'new' if new_cluster else 'existing'}",
         f"--initial-cluster-token={cluster_token(obj)}",
     ]
-    container: dict[str, Any] = {
+    container: Container = {
         "name": "etcd",
         "image": spec.image,
         "command": ["etcd"],
@@ -249,10 +252,10 @@ def member_pod(
             "failureThreshold": 3,
         },
         "volumeMounts": [{"name": "data", "mountPath": DATA_DIR}],
-        "securityContext": dict(CONTAINER_SECURITY),
+        "securityContext": CONTAINER_SECURITY.copy(),
     }
     if spec.resources:
-        container["resources"] = spec.resources.to_dict()
+        container["resources"] = user_resources(spec.resources)
     pod_spec: dict[str, Any] = {
         "automountServiceAccountToken": False,  # etcd never talks to the Kubernetes API
         "hostname": pod,

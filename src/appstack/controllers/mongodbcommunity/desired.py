@@ -34,6 +34,7 @@ from appstack.controllers.util.parts import (
     SecretVolume,
     Volume,
     VolumeMount,
+    user_resources,
 )
 from appstack.controllers.util.workloads import security_context
 
@@ -133,7 +134,7 @@ def stateful_set(obj: KubeObject, spec: MongoDBCommunitySpec) -> Manifest:
         uid=UID,
         keyfile_secret=f"{name}-keyfile",
         config_map=f"{name}-replicaset",
-        resources=spec.resources.to_dict() if spec.resources else None,
+        resources=user_resources(spec.resources) if spec.resources else None,
         shell=boot.shell_for(spec.version),
         sidecar_mounts=[
             {"name": "admin", "mountPath": bootstrap.ADMIN_PATH, "readOnly": True},

@@ -26,16 +26,18 @@ from typing import Any
 from appstack.controllers.util import mongodb_bootstrap as boot
 from appstack.controllers.util.parts import (
     ChildMeta,
+    Container,
     ContainerSecurity,
     EnvVar,
     Manifest,
+    Resources,
     Volume,
     VolumeMount,
 )
 
 KEYFILE_KEY = "keyfile"
 KEYFILE_PATH = "/keyfile"
-HOME = {"name": "HOME", "value": "/tmp"}  # noqa: S108 - the container's own /tmp
+HOME: EnvVar = {"name": "HOME", "value": "/tmp"}  # noqa: S108 - the container's own /tmp
 
 
 def hosts(sts: str, headless: str, namespace: str, port: int, count: int) -> list[str]:
@@ -64,7 +66,7 @@ class Members:
     uid: int  # the image's user; the pods' fsGroup
     keyfile_secret: str
     config_map: str  # the bootstrap script and replicaset.json
-    resources: dict[str, Any] | None = None
+    resources: Resources | None = None
     shell: str = boot.MONGOSH
     sidecar_env: list[EnvVar] = field(default_factory=list)
     sidecar_mounts: list[VolumeMount] = field(default_factory=list)
@@ -75,12 +77,12 @@ def pod_spec(m: Members, security: ContainerSecurity) -> dict[str, Any]:
     """mongod, the keyfile init container and the bootstrap sidecar, all as the image's
     user (``security``: the restricted container securityContext for it)."""
     keyfile = f"{KEYFILE_PATH}/{KEYFILE_KEY}"
-    mongod: dict[str, Any] = {
+    mongod: Container = {
         "name": "mongod",
         "image": m.image,
         "command": ["mongod", "--replSet", m.set_name, "--bind_ip_all", "--port", str(m.port)],
         "args": ["--dbpath", m.data_path, "--keyFile", keyfile],
-        "env": [dict(HOME)],  # the shell (readiness probe) keeps its logs there, not in data
+        "env": [HOME.copy()],  # the shell (readiness probe) keeps its logs there, not in data
         "ports": [{"name": "mongodb", "containerPort": m.port, "protocol": "TCP"}],
         "volumeMounts": [
             {"name": "data", "mountPath": m.data_path},

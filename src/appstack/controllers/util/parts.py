@@ -159,6 +159,82 @@ class ClaimSpec(TypedDict, total=False):
     storageClassName: str
 
 
+class ServicePortSpec(TypedDict, total=False):
+    """A port of a Service we apply."""
+
+    port: Required[int]
+    name: str
+    protocol: str
+    targetPort: int | str
+    nodePort: int
+    appProtocol: str
+
+
+class TemplateMeta(TypedDict, total=False):
+    """``metadata`` of a pod template."""
+
+    labels: Required[dict[str, str]]
+    annotations: dict[str, str]
+
+
+class ExecAction(TypedDict):
+    command: list[str]
+
+
+class HTTPGetAction(TypedDict, total=False):
+    path: str
+    port: Required[int | str]
+    scheme: str
+
+
+class TCPSocketAction(TypedDict):
+    port: int | str
+
+
+class Probe(TypedDict, total=False):
+    exec: ExecAction
+    httpGet: HTTPGetAction
+    tcpSocket: TCPSocketAction
+    initialDelaySeconds: int
+    periodSeconds: int
+    timeoutSeconds: int
+    successThreshold: int
+    failureThreshold: int
+
+
+class Resources(TypedDict, total=False):
+    """A container's resources: quantities by resource name."""
+
+    requests: dict[str, int | str]
+    limits: dict[str, int | str]
+
+
+class Container(TypedDict, total=False):
+    """A container of a pod we apply (only the fields that are set)."""
+
+    name: Required[str]
+    image: Required[str]
+    command: list[str]
+    args: list[str]
+    env: list[EnvVar]
+    ports: list[ContainerPort]
+    volumeMounts: list[VolumeMount]
+    resources: Resources
+    readinessProbe: Probe
+    livenessProbe: Probe
+    securityContext: ContainerSecurity
+
+
+def user_resources(model: KubeModel) -> Resources:
+    """The resources a spec sets (the API's ResourceRequirements model), in wire form."""
+    return cast(Resources, model.to_dict())
+
+
+def user_probe(model: KubeModel) -> Probe:
+    """A probe a spec sets (the API's Probe model), in wire form."""
+    return cast(Probe, model.to_dict())
+
+
 def user_env(env: Iterable[KubeModel]) -> list[EnvVar]:
     """The variables a spec lists (``envs``: the API's EnvVar models), in wire form."""
     return [cast(EnvVar, e.to_dict()) for e in env]

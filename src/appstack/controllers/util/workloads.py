@@ -19,9 +19,12 @@ from appstack.api.core import Probe, ResourceRequirements
 from appstack.api.security import PodSecurityLevel, SecurityContext
 from appstack.controllers.util.conditions import Problem
 from appstack.controllers.util.parts import (
+    Container,
     ContainerPort,
     ContainerSecurity,
     EnvVar,
+    user_probe,
+    user_resources,
     user_security,
 )
 
@@ -74,25 +77,25 @@ def container(
     readiness_probe: Probe | None = None,
     liveness_probe: Probe | None = None,
     security: ContainerSecurity | None = None,
-) -> dict[str, Any]:
+) -> Container:
     """A container with only the fields that are set (server-side apply owns no others),
     and a securityContext (``security``, default: :data:`RESTRICTED`)."""
-    out: dict[str, Any] = {"name": name, "image": image}
+    out: Container = {"name": name, "image": image}
     if ports:
         out["ports"] = unique_ports(ports)
     if env:
         out["env"] = env
     if resources:
-        out["resources"] = resources.to_dict()
+        out["resources"] = user_resources(resources)
     if command:
         out["command"] = list(command)
     if args:
         out["args"] = list(args)
     if readiness_probe:
-        out["readinessProbe"] = readiness_probe.to_dict()
+        out["readinessProbe"] = user_probe(readiness_probe)
     if liveness_probe:
-        out["livenessProbe"] = liveness_probe.to_dict()
-    out["securityContext"] = security or dict(RESTRICTED)
+        out["livenessProbe"] = user_probe(liveness_probe)
+    out["securityContext"] = security or RESTRICTED.copy()
     return out
 
 
