@@ -59,7 +59,7 @@ def hosts(owner: KubeObject, mw: Middleware) -> list[str]:
     return rs.hosts(sts, f"{sts}-hl", meta["namespace"], port, mw.managed.replicas)
 
 
-def replica_set(owner: KubeObject, mw: Middleware) -> dict[str, Any]:
+def replica_set(owner: KubeObject, mw: Middleware) -> rs.ReplicaSetConfig:
     """The desired members: ``_id`` is the pod's ordinal, so it stays when others change."""
     return rs.replica_set(service_name(owner["metadata"]["name"], mw.name), hosts(owner, mw))
 

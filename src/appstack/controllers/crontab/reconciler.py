@@ -23,7 +23,11 @@ from appstack.api.core import Condition
 from appstack.api.crontab import CronTab, CronTabSpec, CronTabStatus
 from appstack.controllers.crontab import desired, status
 from appstack.controllers.kit.reconciler import KindReconciler
-from appstack.controllers.util.conditions import Problem, now_rfc3339, previous_conditions
+from appstack.controllers.util.conditions import (
+    Problem,
+    last_condition,
+    now_rfc3339,
+)
 from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import COMPONENT_LABEL, INSTANCE_LABEL, instance_labels
 from appstack.controllers.util.pods import (
@@ -117,7 +121,7 @@ class CronTabReconciler(KindReconciler[CronTabSpec]):
         if not warn(now):
             self._warned.pop(key, None)
             return
-        before = previous_conditions(obj).get(type_) or {}
+        before = last_condition(obj, type_)
         said = (before.get("reason"), before.get("message")) == (now.reason, now.message)
         if not said and self._warned.get(key) != now.message:
             await self.writer.event(obj, "Warning", now.reason, now.message)

@@ -17,6 +17,7 @@ from appstack.controllers.util.conditions import (
     Problem,
     Truth,
     condition,
+    last_condition,
     previous_conditions,
 )
 from appstack.controllers.util.kubeobject import KubeObject
@@ -135,7 +136,7 @@ def selector(obj: KubeObject) -> str:
 def last_said(obj: KubeObject, type_: str, value: str) -> tuple[str, str] | None:
     """Reason and message of the last condition ``type_`` written, if it was ``value``
     (what a problem was already reported as: ``Available=False``, ``Degraded=True``)."""
-    said = previous_conditions(obj).get(type_) or {}
+    said = last_condition(obj, type_)
     if said.get("status") != value:
         return None
     return said.get("reason", ""), said.get("message", "")

@@ -32,7 +32,7 @@ from appstack.controllers.kit.compare import (
     users_problem,
 )
 from appstack.controllers.kit.written import RecentWrites
-from appstack.controllers.util.conditions import Problem, previous_conditions
+from appstack.controllers.util.conditions import Problem, last_condition
 from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import controlled_by
 from appstack.controllers.util.parts import Manifest, wire
@@ -293,7 +293,7 @@ class ChildWriter:
     async def report_new(self, owner: KubeObject, problem: Problem) -> None:
         """:meth:`report`, unless the owner's Ready condition already says so (pod states
         wake the owner often; one Warning Event per new reason or message)."""
-        ready = previous_conditions(owner).get("Ready") or {}
+        ready = last_condition(owner, "Ready")
         if (ready.get("reason"), ready.get("message")) != (problem.reason, problem.message):
             await self.report(owner, problem)
 

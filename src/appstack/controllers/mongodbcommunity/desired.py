@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import secrets
-from typing import Any
 
 from appstack.api.mongodbcommunity import ADMIN_USER, DEFAULT_IMAGE, MongoDBCommunitySpec, User
 from appstack.controllers.mongodbcommunity import bootstrap
@@ -65,7 +64,7 @@ def image(spec: MongoDBCommunitySpec) -> str:
     return f"{spec.image or DEFAULT_IMAGE}:{spec.version}"
 
 
-def user_config(users: list[User]) -> list[dict[str, Any]]:
+def user_config(users: list[User]) -> list[bootstrap.UserConfig]:
     """The users as the bootstrap creates them: roles as MongoDB spells them."""
     return [
         {"name": u.name, "db": u.db, "roles": [{"role": r.name, "db": r.db} for r in u.roles]}

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import ValidationError
+from typing_extensions import Required, TypedDict
 
 from appstack.api.core import Condition
 from appstack.controllers.util.kubeobject import KubeObject
@@ -58,7 +59,7 @@ def condition(
     message: str,
     *,
     generation: int | None,
-    previous: dict[str, dict[str, Any]],
+    previous: dict[str, StoredCondition],
     now: str,
 ) -> Condition:
     """A condition per the API conventions: ``lastTransitionTime`` moves only when the
@@ -77,8 +78,24 @@ def condition(
     )
 
 
-def previous_conditions(owner: KubeObject) -> dict[str, dict[str, Any]]:
+class StoredCondition(TypedDict, total=False):
+    """A condition as the API server stored it (what the last status write said)."""
+
+    type: Required[str]
+    status: str
+    reason: str
+    message: str
+    lastTransitionTime: str
+    observedGeneration: int
+
+
+def previous_conditions(owner: KubeObject) -> dict[str, StoredCondition]:
     return {c["type"]: c for c in (owner.get("status") or {}).get("conditions") or []}
+
+
+def last_condition(owner: KubeObject, type_: str) -> StoredCondition:
+    """The condition ``type_`` as last written (only its type when there is none)."""
+    return previous_conditions(owner).get(type_) or {"type": type_}
 
 
 def now_rfc3339() -> str:

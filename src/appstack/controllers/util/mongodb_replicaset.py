@@ -23,6 +23,8 @@ from copy import deepcopy
 from dataclasses import dataclass, field
 from typing import Any
 
+from typing_extensions import TypedDict
+
 from appstack.controllers.util import mongodb_bootstrap as boot
 from appstack.controllers.util.parts import (
     ChildMeta,
@@ -45,7 +47,19 @@ def hosts(sts: str, headless: str, namespace: str, port: int, count: int) -> lis
     return [f"{sts}-{i}.{headless}.{namespace}.svc:{port}" for i in range(count)]
 
 
-def replica_set(set_name: str, member_hosts: list[str]) -> dict[str, Any]:
+class ReplicaMember(TypedDict):
+    _id: int
+    host: str
+
+
+class ReplicaSetConfig(TypedDict):
+    """The desired replica set as the bootstrap script reads it."""
+
+    _id: str
+    members: list[ReplicaMember]
+
+
+def replica_set(set_name: str, member_hosts: list[str]) -> ReplicaSetConfig:
     """The desired members: ``_id`` is the pod's ordinal, so it stays when others change."""
     return {"_id": set_name, "members": [{"_id": i, "host": h} for i, h in enumerate(member_hosts)]}
 
