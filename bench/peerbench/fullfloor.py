@@ -58,7 +58,7 @@ async def _write_status(
     )
     await retrying(
         lambda: client.patch_status(
-            APP_SERVICE, meta["name"], observed, namespace=meta["namespace"]
+            APP_SERVICE, meta["name"], observed.to_dict(), namespace=meta["namespace"]
         )
     )
 

@@ -70,38 +70,44 @@ class AppServiceSpec(KubeModel):
     size: int = Field(1, ge=0, le=10000, description="Number of replicas (pods).")
     image: Image = Field(description="Container image, e.g. nginx:1.27.")
     ports: list[ServicePort] | None = Field(
-        None,
+        default=None,
         max_length=64,
         description="Ports of the application, exposed by its Service (ServicePort fields).",
     )
     envs: EnvList | None = Field(
-        None, max_length=256, description="Environment variables of the container."
+        default=None, max_length=256, description="Environment variables of the container."
     )
     resources: ResourceRequirements | None = Field(
-        None, description="CPU/memory requests and limits of the container."
+        default=None, description="CPU/memory requests and limits of the container."
     )
-    security_context: SecurityContext | None = Field(None, description=SECURITY)
-    pod_security: PodSecurityLevel | None = Field(None, description=POD_SECURITY)
+    security_context: SecurityContext | None = Field(default=None, description=SECURITY)
+    pod_security: PodSecurityLevel | None = Field(default=None, description=POD_SECURITY)
     service_type: ServiceType | None = Field(
-        None,
+        default=None,
         description="Service type; default NodePort when a port sets nodePort, "
         "otherwise ClusterIP.",
     )
     command: list[ShortString] | None = Field(
-        None, max_length=64, description="Entrypoint (replaces the image's ENTRYPOINT)."
+        default=None, max_length=64, description="Entrypoint (replaces the image's ENTRYPOINT)."
     )
     args: list[ShortString] | None = Field(
-        None, max_length=256, description="Arguments (replace the image's CMD)."
+        default=None, max_length=256, description="Arguments (replace the image's CMD)."
     )
-    readiness_probe: Probe | None = Field(None, description="When a pod is ready for traffic.")
-    liveness_probe: Probe | None = Field(None, description="When a pod must be restarted.")
-    pod_labels: LabelMap | None = Field(None, description="Extra labels for the pods.")
-    pod_annotations: AnnotationMap | None = Field(None, description="Annotations for the pods.")
+    readiness_probe: Probe | None = Field(
+        default=None, description="When a pod is ready for traffic."
+    )
+    liveness_probe: Probe | None = Field(default=None, description="When a pod must be restarted.")
+    pod_labels: LabelMap | None = Field(default=None, description="Extra labels for the pods.")
+    pod_annotations: AnnotationMap | None = Field(
+        default=None, description="Annotations for the pods."
+    )
     image_pull_secrets: list[LocalObjectReference] | None = Field(
-        None, max_length=16, description="Secrets for pulling the image from a private registry."
+        default=None,
+        max_length=16,
+        description="Secrets for pulling the image from a private registry.",
     )
     service_account_name: ObjectName | None = Field(
-        None, description="ServiceAccount the pods run as."
+        default=None, description="ServiceAccount the pods run as."
     )
 
     @model_validator(mode="after")
@@ -129,16 +135,20 @@ class AppServiceSpec(KubeModel):
 class AppServiceStatus(KubeModel):
     """The observed state, written by the operator."""
 
-    replicas: int | None = Field(None, description="Pods (any state) of the Deployment.")
-    ready_replicas: int | None = Field(None, description="Pods that are Ready.")
-    available_replicas: int | None = Field(None, description="Pods ready for minReadySeconds.")
-    updated_replicas: int | None = Field(None, description="Pods of the current template.")
-    unavailable_replicas: int | None = Field(None, description="Pods still missing.")
-    ready: str | None = Field(None, description="ready/desired, e.g. 2/2 (printed by kubectl).")
-    selector: str | None = Field(None, description="Label selector of the pods (scale).")
-    observed_generation: int | None = Field(None, description="Generation last reconciled.")
+    replicas: int | None = Field(default=None, description="Pods (any state) of the Deployment.")
+    ready_replicas: int | None = Field(default=None, description="Pods that are Ready.")
+    available_replicas: int | None = Field(
+        default=None, description="Pods ready for minReadySeconds."
+    )
+    updated_replicas: int | None = Field(default=None, description="Pods of the current template.")
+    unavailable_replicas: int | None = Field(default=None, description="Pods still missing.")
+    ready: str | None = Field(
+        default=None, description="ready/desired, e.g. 2/2 (printed by kubectl)."
+    )
+    selector: str | None = Field(default=None, description="Label selector of the pods (scale).")
+    observed_generation: int | None = Field(default=None, description="Generation last reconciled.")
     conditions: list[Condition] | None = Field(
-        None,
+        default=None,
         description="Ready, Available (the Deployment's), Progressing and Degraded.",
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
     )

@@ -78,14 +78,14 @@ class AppStackSpec(KubeModel):
     model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": _STACK_RULES})
 
     middleware: list[Middleware] | None = Field(
-        None,
+        default=None,
         max_length=16,
         # Keyed by name, so that changes are compared per middleware (immutable fields).
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]},
     )
     components: list[Component] = Field(min_length=1, max_length=64)
     pod_security: PodSecurityLevel | None = Field(
-        None,
+        default=None,
         description=f"{POD_SECURITY} For the components; managed middleware always runs "
         "restricted, as its image's own user.",
     )
@@ -170,10 +170,10 @@ class AppStackStatus(KubeModel):
     """The observed state, written by the operator."""
 
     observed_generation: int | None = None
-    ready_members: str | None = Field(None, description="Ready members / all, e.g. 9/11.")
+    ready_members: str | None = Field(default=None, description="Ready members / all, e.g. 9/11.")
     members: list[MemberStatus] | None = None
     conditions: list[Condition] | None = Field(
-        None,
+        default=None,
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
     )
 

@@ -29,10 +29,10 @@ from appstack.api.security import SECURITY, SecurityContext
 
 
 class ComponentPort(KubeModel):
-    name: str | None = Field(None, max_length=15, pattern=DNS_LABEL)
+    name: str | None = Field(default=None, max_length=15, pattern=DNS_LABEL)
     port: int = Field(ge=1, le=65535)
-    target_port: int | None = Field(None, ge=1, le=65535)
-    node_port: int | None = Field(None, ge=30000, le=32767)
+    target_port: int | None = Field(default=None, ge=1, le=65535)
+    node_port: int | None = Field(default=None, ge=30000, le=32767)
 
 
 Files = dict[str, Annotated[str, Field(max_length=262144)]]
@@ -59,12 +59,12 @@ class ConfigMount(KubeModel):
         "component's name or starts with it and '-' (web, web-template).",
     )
     mount_path: MountPath
-    files: Files | None = Field(None, max_length=64, description="Files we write.")
+    files: Files | None = Field(default=None, max_length=64, description="Files we write.")
     config_map: ObjectName | None = Field(
-        None, description="An existing ConfigMap of the namespace (not written by us)."
+        default=None, description="An existing ConfigMap of the namespace (not written by us)."
     )
     sub_path: str | None = Field(
-        None,
+        default=None,
         max_length=253,
         pattern=r"^[-._a-zA-Z0-9]+$",
         description="Mount only this key, as the file mountPath.",
@@ -82,28 +82,30 @@ class Component(KubeModel):
     model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": COMPONENT_RULES})
 
     name: MemberName
-    service_name: ServiceName | None = Field(None, description=SERVICE_NAME)
+    service_name: ServiceName | None = Field(default=None, description=SERVICE_NAME)
     image: Image
     replicas: int = Field(1, ge=0, le=1000)
-    ports: list[ComponentPort] | None = Field(None, max_length=32)
-    env: dict[str, str] | None = Field(None, max_length=128, description="Literal variables.")
-    envs: EnvList | None = Field(None, max_length=128, description="EnvVar entries.")
+    ports: list[ComponentPort] | None = Field(default=None, max_length=32)
+    env: dict[str, str] | None = Field(
+        default=None, max_length=128, description="Literal variables."
+    )
+    envs: EnvList | None = Field(default=None, max_length=128, description="EnvVar entries.")
     config: ConfigFiles | None = Field(
-        None, description="Files mounted from one ConfigMap (the short form of configs)."
+        default=None, description="Files mounted from one ConfigMap (the short form of configs)."
     )
     configs: list[ConfigMount] | None = Field(
-        None,
+        default=None,
         max_length=16,
         description="Several ConfigMaps at several paths; a change rolls this component only.",
     )
     resources: ResourceRequirements | None = None
     readiness_probe: Probe | None = None
     liveness_probe: Probe | None = None
-    security_context: SecurityContext | None = Field(None, description=SECURITY)
+    security_context: SecurityContext | None = Field(default=None, description=SECURITY)
     service_type: ServiceType | None = None
-    depends_on: list[MemberName] | None = Field(None, max_length=16)
+    depends_on: list[MemberName] | None = Field(default=None, max_length=16)
     uses: list[MemberName] | None = Field(
-        None,
+        default=None,
         max_length=8,
         description="Middleware, or components with ports, whose connection details are "
         "injected (implies dependsOn).",

@@ -47,7 +47,7 @@ class Storage(KubeModel):
         json_schema_extra=immutable("managed.storage.size"),
     )
     storage_class_name: ObjectName | None = Field(
-        None,
+        default=None,
         description="StorageClass (default: the cluster's).",
         json_schema_extra=immutable("managed.storage.storageClassName"),
     )
@@ -63,20 +63,20 @@ class Storage(KubeModel):
 class ManagedMiddleware(KubeModel):
     """Deployed by appstack: StatefulSet, Services, a generated credentials Secret, storage."""
 
-    image: Image | None = Field(None, description="Override the catalog image.")
+    image: Image | None = Field(default=None, description="Override the catalog image.")
     version: str | None = Field(
-        None, max_length=128, pattern=f"^{TAG}$", description="Override the image tag."
+        default=None, max_length=128, pattern=f"^{TAG}$", description="Override the image tag."
     )
     replicas: int = Field(1, ge=1, le=MAX_MEMBERS, description=REPLICAS)
     storage: Storage = Field(default_factory=lambda: Storage.model_validate({}))
     init_scripts_config_map: ObjectName | None = Field(
-        None, description="ConfigMap whose files run on first start."
+        default=None, description="ConfigMap whose files run on first start."
     )
     config_files: dict[str, Annotated[str, Field(max_length=262144)]] | None = Field(
-        None, max_length=16, description=CONFIG_FILES
+        default=None, max_length=16, description=CONFIG_FILES
     )
     resources: ResourceRequirements | None = None
-    security_context: SecurityContext | None = Field(None, description=SECURITY)
+    security_context: SecurityContext | None = Field(default=None, description=SECURITY)
 
 
 class SecretRef(KubeModel):
@@ -121,27 +121,27 @@ class ExternalMiddleware(KubeModel):
     model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": _EXTERNAL_RULES})
 
     host: str | None = Field(
-        None,
+        default=None,
         min_length=1,
         max_length=253,
         description="Host name (ExternalName Service) or IP (Service + EndpointSlice).",
     )
-    port: int | None = Field(None, ge=1, le=65535, description="The port of host.")
+    port: int | None = Field(default=None, ge=1, le=65535, description="The port of host.")
     url: str | None = Field(
-        None,
+        default=None,
         max_length=2048,
         description=f"The URL of the service ({EXAMPLE}); nothing is created for it.",
         json_schema_extra={"x-kubernetes-validations": URL_RULES},
     )
     auth_method: AuthMethod | None = Field(
-        None,
+        default=None,
         description="How consumers authenticate (with url): basic injects USERNAME and "
         "PASSWORD, bearer and apiKey inject TOKEN, all by secretKeyRef.",
     )
-    secret_ref: SecretRef | None = Field(None, description="Credentials; never inline.")
+    secret_ref: SecretRef | None = Field(default=None, description="Credentials; never inline.")
 
     password: str | None = Field(
-        None,
+        default=None,
         max_length=1024,
         description="Not allowed: credentials go in a Secret (secretRef).",
         json_schema_extra={
@@ -194,7 +194,7 @@ class Middleware(KubeModel):
     )
 
     name: MemberName
-    service_name: ServiceName | None = Field(None, description=SERVICE_NAME)
+    service_name: ServiceName | None = Field(default=None, description=SERVICE_NAME)
     type: MiddlewareType
     managed: ManagedMiddleware | None = None
     external: ExternalMiddleware | None = None

@@ -51,7 +51,7 @@ class ServicePort(KubeModel):
     """A port the application listens on, exposed by its Service."""
 
     name: str | None = Field(
-        None,
+        default=None,
         max_length=15,
         pattern=DNS_LABEL,
         description="Name of the port (IANA_SVC_NAME); required when there is more than one port.",
@@ -59,33 +59,38 @@ class ServicePort(KubeModel):
     protocol: Literal["TCP", "UDP", "SCTP"] = Field("TCP", description="Protocol of the port.")
     port: Port = Field(description="Port the Service exposes.")
     target_port: IntOrString | None = Field(
-        None, description="Port (number or container port name) on the pods; defaults to port."
+        default=None,
+        description="Port (number or container port name) on the pods; defaults to port.",
     )
     node_port: int | None = Field(
-        None,
+        default=None,
         ge=30000,
         le=32767,
         description="Port on every node (30000-32767); needs serviceType NodePort or LoadBalancer.",
     )
     app_protocol: str | None = Field(
-        None, max_length=256, description="Application protocol (e.g. http, kubernetes.io/h2c)."
+        default=None,
+        max_length=256,
+        description="Application protocol (e.g. http, kubernetes.io/h2c).",
     )
 
 
 class KeySelector(KubeModel):
     name: ObjectName = Field(description="Name of the object.")
     key: str = Field(min_length=1, max_length=253, description="Key in the object's data.")
-    optional: bool | None = Field(None, description="Do not fail if the object or key is missing.")
+    optional: bool | None = Field(
+        default=None, description="Do not fail if the object or key is missing."
+    )
 
 
 class FieldSelector(KubeModel):
     field_path: str = Field(max_length=256, description="Pod field, e.g. metadata.name.")
-    api_version: str | None = Field(None, max_length=64)
+    api_version: str | None = Field(default=None, max_length=64)
 
 
 class ResourceFieldSelector(KubeModel):
     resource: str = Field(max_length=64, description="e.g. limits.cpu, requests.memory.")
-    container_name: str | None = Field(None, max_length=63)
+    container_name: str | None = Field(default=None, max_length=63)
     divisor: Quantity | None = None
 
 
@@ -120,11 +125,13 @@ class EnvVarSource(KubeModel):
             )
         return self
 
-    secret_key_ref: KeySelector | None = Field(None, description="A key of a Secret.")
-    config_map_key_ref: KeySelector | None = Field(None, description="A key of a ConfigMap.")
-    field_ref: FieldSelector | None = Field(None, description="A field of the pod.")
+    secret_key_ref: KeySelector | None = Field(default=None, description="A key of a Secret.")
+    config_map_key_ref: KeySelector | None = Field(
+        default=None, description="A key of a ConfigMap."
+    )
+    field_ref: FieldSelector | None = Field(default=None, description="A field of the pod.")
     resource_field_ref: ResourceFieldSelector | None = Field(
-        None, description="A resource limit or request of the container."
+        default=None, description="A resource limit or request of the container."
     )
 
 
@@ -151,9 +158,9 @@ class EnvVar(KubeModel):
     name: str = Field(
         min_length=1, max_length=256, pattern=r"^[^=]+$", description="Variable name (no '=')."
     )
-    value: str | None = Field(None, max_length=32768, description="Literal value.")
+    value: str | None = Field(default=None, max_length=32768, description="Literal value.")
     value_from: EnvVarSource | None = Field(
-        None,
+        default=None,
         description="Value from a Secret, ConfigMap "
         "or the pod (Secrets are referenced, never copied).",
     )
@@ -182,15 +189,17 @@ class ResourceRequirements(KubeModel):
     """CPU/memory requests and limits of the application's container."""
 
     limits: dict[str, Quantity] | None = Field(
-        None, max_length=16, description="Maximum resources, e.g. {cpu: 500m, memory: 256Mi}."
+        default=None,
+        max_length=16,
+        description="Maximum resources, e.g. {cpu: 500m, memory: 256Mi}.",
     )
     requests: dict[str, Quantity] | None = Field(
-        None, max_length=16, description="Guaranteed resources, used for scheduling."
+        default=None, max_length=16, description="Guaranteed resources, used for scheduling."
     )
 
 
 class HTTPGetAction(KubeModel):
-    path: str | None = Field(None, max_length=2048)
+    path: str | None = Field(default=None, max_length=2048)
     port: IntOrString = Field(description="Port number or name.")
     scheme: Literal["HTTP", "HTTPS"] | None = None
 
@@ -205,7 +214,7 @@ class ExecAction(KubeModel):
 
 class GRPCAction(KubeModel):
     port: Port
-    service: str | None = Field(None, max_length=256)
+    service: str | None = Field(default=None, max_length=256)
 
 
 class Probe(KubeModel):
@@ -234,11 +243,11 @@ class Probe(KubeModel):
     tcp_socket: TCPSocketAction | None = None
     exec: ExecAction | None = None
     grpc: GRPCAction | None = None
-    initial_delay_seconds: int | None = Field(None, ge=0, le=3600)
-    period_seconds: int | None = Field(None, ge=1, le=3600)
-    timeout_seconds: int | None = Field(None, ge=1, le=3600)
-    success_threshold: int | None = Field(None, ge=1, le=100)
-    failure_threshold: int | None = Field(None, ge=1, le=100)
+    initial_delay_seconds: int | None = Field(default=None, ge=0, le=3600)
+    period_seconds: int | None = Field(default=None, ge=1, le=3600)
+    timeout_seconds: int | None = Field(default=None, ge=1, le=3600)
+    success_threshold: int | None = Field(default=None, ge=1, le=100)
+    failure_threshold: int | None = Field(default=None, ge=1, le=100)
 
 
 class LocalObjectReference(KubeModel):
@@ -253,7 +262,7 @@ class Condition(KubeModel):
     reason: str = Field(max_length=1024)
     message: str = Field("", max_length=32768)
     last_transition_time: str
-    observed_generation: int | None = Field(None, ge=0)
+    observed_generation: int | None = Field(default=None, ge=0)
 
 
 class _MaybeNodePort(Protocol):

@@ -37,12 +37,12 @@ class CronTabSpec(KubeModel):
     replicas: int = Field(
         1, ge=1, le=1000, description="Pods per run (the Job's parallelism and completions)."
     )
-    command: list[str] | None = Field(None, max_length=64, description="Entrypoint.")
-    args: list[str] | None = Field(None, max_length=256, description="Arguments.")
-    security_context: SecurityContext | None = Field(None, description=SECURITY)
-    pod_security: PodSecurityLevel | None = Field(None, description=POD_SECURITY)
+    command: list[str] | None = Field(default=None, max_length=64, description="Entrypoint.")
+    args: list[str] | None = Field(default=None, max_length=256, description="Arguments.")
+    security_context: SecurityContext | None = Field(default=None, description=SECURITY)
+    pod_security: PodSecurityLevel | None = Field(default=None, description=POD_SECURITY)
     time_zone: str | None = Field(
-        None,
+        default=None,
         max_length=64,
         pattern=r"^[A-Za-z0-9_+\-]+(/[A-Za-z0-9_+\-]+)*$",
         description="IANA time zone of the schedule, e.g. Europe/Berlin (default: UTC).",
@@ -54,7 +54,7 @@ class CronTabSpec(KubeModel):
     successful_jobs_history_limit: int = Field(3, ge=0, le=100, description="Finished runs kept.")
     failed_jobs_history_limit: int = Field(1, ge=0, le=100, description="Failed runs kept.")
     starting_deadline_seconds: int | None = Field(
-        None,
+        default=None,
         ge=0,
         le=86400,
         description="A run that could not start within this many seconds of its time is "
@@ -68,7 +68,7 @@ class CronTabSpec(KubeModel):
         "backoffLimit). The newest run failed: Ready=False, Degraded=True.",
     )
     active_deadline_seconds: int | None = Field(
-        None,
+        default=None,
         ge=1,
         description="A run still going after this many seconds is stopped and failed (the "
         "Job's activeDeadlineSeconds).",
@@ -86,17 +86,17 @@ class CronTabSpec(KubeModel):
 class CronTabStatus(KubeModel):
     """The observed state, written by the operator."""
 
-    last_schedule_time: str | None = Field(None, description="When a run was last started.")
-    last_successful_time: str | None = Field(None, description="When a run last succeeded.")
-    active_jobs: list[str] | None = Field(None, description="Jobs running now.")
-    active: int | None = Field(None, description="How many Jobs are running now.")
-    last_run: str | None = Field(None, description="The newest Job of this CronTab.")
+    last_schedule_time: str | None = Field(default=None, description="When a run was last started.")
+    last_successful_time: str | None = Field(default=None, description="When a run last succeeded.")
+    active_jobs: list[str] | None = Field(default=None, description="Jobs running now.")
+    active: int | None = Field(default=None, description="How many Jobs are running now.")
+    last_run: str | None = Field(default=None, description="The newest Job of this CronTab.")
     last_run_result: Literal["Running", "Succeeded", "Failed"] | None = Field(
-        None, description="How the newest Job is doing."
+        default=None, description="How the newest Job is doing."
     )
     observed_generation: int | None = None
     conditions: list[Condition] | None = Field(
-        None,
+        default=None,
         description="Ready and Degraded (the newest run failed or cannot start).",
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
     )

@@ -71,9 +71,9 @@ _TLS_RULES: list[Any] = [
 class Toleration(KubeModel):
     """A toleration of the member pods (core/v1 Toleration)."""
 
-    key: str | None = Field(None, max_length=316)
+    key: str | None = Field(default=None, max_length=316)
     operator: Literal["Exists", "Equal"] | None = None
-    value: str | None = Field(None, max_length=63)
+    value: str | None = Field(default=None, max_length=63)
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
     toleration_seconds: int | None = None
 
@@ -96,17 +96,17 @@ class TLSSpec(KubeModel):
     model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": _TLS_RULES})
 
     peer_secret_name: ObjectName | None = Field(
-        None,
+        default=None,
         description="Peer TLS: each member's certificate for peer traffic (server and client "
         "auth) and the CA peers must be signed by.",
     )
     client_secret_name: ObjectName | None = Field(
-        None,
+        default=None,
         description="Client TLS: the certificate members serve clients with, and the CA "
         "client certificates must be signed by (client certificates are required).",
     )
     operator_secret_name: ObjectName | None = Field(
-        None,
+        default=None,
         description="The client certificate the operator (and backup Jobs) present, and the "
         "CA it verifies the members' serving certificate with; required with client TLS.",
     )
@@ -152,7 +152,8 @@ class EtcdClusterSpec(KubeModel):
     )
     storage: Quantity = Field(description="Size of each member's data volume, e.g. 10Gi.")
     storage_class_name: ObjectName | None = Field(
-        None, description="StorageClass of the data volumes (default: the cluster's default)."
+        default=None,
+        description="StorageClass of the data volumes (default: the cluster's default).",
     )
     retain_on_delete: bool = Field(
         False,
@@ -161,29 +162,36 @@ class EtcdClusterSpec(KubeModel):
         "by another cluster. Default false: they are deleted with the cluster (garbage "
         "collected through their owner). Changing it re-owns or releases the existing volumes.",
     )
-    resources: ResourceRequirements | None = Field(None, description="Member container resources.")
-    node_selector: LabelMap | None = Field(None, description="Node labels members must run on.")
+    resources: ResourceRequirements | None = Field(
+        default=None, description="Member container resources."
+    )
+    node_selector: LabelMap | None = Field(
+        default=None, description="Node labels members must run on."
+    )
     tolerations: list[Toleration] | None = Field(
-        None, max_length=32, description="Taints the members tolerate."
+        default=None, max_length=32, description="Taints the members tolerate."
     )
     affinity: dict[str, Any] | None = Field(
-        None,
+        default=None,
         description="Pod affinity/anti-affinity (core/v1 Affinity). Default: members prefer "
         "different nodes (preferred pod anti-affinity on kubernetes.io/hostname).",
         json_schema_extra={"x-kubernetes-preserve-unknown-fields": True},
     )
-    priority_class_name: ObjectName | None = Field(None, description="PriorityClass of members.")
-    backup: BackupSpec | None = Field(None, description="Scheduled snapshots (optional).")
+    priority_class_name: ObjectName | None = Field(
+        default=None, description="PriorityClass of members."
+    )
+    backup: BackupSpec | None = Field(default=None, description="Scheduled snapshots (optional).")
     restore: RestoreSpec | None = Field(
-        None, description="Bootstrap from this snapshot (set at creation, never changed)."
+        default=None, description="Bootstrap from this snapshot (set at creation, never changed)."
     )
     disaster_recovery: DisasterRecoverySpec | None = Field(
-        None,
+        default=None,
         description="Opt-in: rebuild from the newest snapshot once quorum has been lost for "
         "a stated time (needs backup). Default: quorum loss is reported, never recovered.",
     )
     tls: TLSSpec | None = Field(
-        None, description="TLS for peer and/or client traffic (set at creation; default plain)."
+        default=None,
+        description="TLS for peer and/or client traffic (set at creation; default plain).",
     )
 
     @model_validator(mode="after")
@@ -205,7 +213,7 @@ class EtcdMember(KubeModel):
 
     name: str = Field(description="Member (and pod) name.")
     id: str = Field(description="Member ID (hex).")
-    peer_url: str | None = Field(None, alias="peerURL")
+    peer_url: str | None = Field(default=None, alias="peerURL")
     healthy: bool = False
     is_leader: bool = False
     is_learner: bool = False
@@ -216,26 +224,30 @@ class EtcdClusterStatus(KubeModel):
     """The observed cluster, written by the operator."""
 
     members: list[EtcdMember] | None = None
-    replicas: int | None = Field(None, description="Members (voters and learners; scale).")
-    selector: str | None = Field(None, description="Label selector of the member pods (scale).")
-    ready_members: int | None = Field(None, description="Healthy voting members.")
-    leader: str | None = Field(None, description="Name of the leader.")
-    cluster_id: str | None = Field(None, alias="clusterID", description="etcd cluster ID (hex).")
+    replicas: int | None = Field(default=None, description="Members (voters and learners; scale).")
+    selector: str | None = Field(
+        default=None, description="Label selector of the member pods (scale)."
+    )
+    ready_members: int | None = Field(default=None, description="Healthy voting members.")
+    leader: str | None = Field(default=None, description="Name of the leader.")
+    cluster_id: str | None = Field(
+        default=None, alias="clusterID", description="etcd cluster ID (hex)."
+    )
     client_url: str | None = Field(
-        None, alias="clientURL", description="Where clients connect (the client Service)."
+        default=None, alias="clientURL", description="Where clients connect (the client Service)."
     )
-    version: str | None = Field(None, description="Lowest member version.")
-    phase: str | None = Field(None, description="What the operator is doing now.")
-    backups_taken: int | None = Field(None, description="Snapshots taken so far.")
-    last_backup: str | None = Field(None, description="File name of the newest snapshot.")
-    last_backup_time: str | None = Field(None, description="When it was taken.")
+    version: str | None = Field(default=None, description="Lowest member version.")
+    phase: str | None = Field(default=None, description="What the operator is doing now.")
+    backups_taken: int | None = Field(default=None, description="Snapshots taken so far.")
+    last_backup: str | None = Field(default=None, description="File name of the newest snapshot.")
+    last_backup_time: str | None = Field(default=None, description="When it was taken.")
     quorum_lost_since: str | None = Field(
-        None, description="When quorum was found lost (gone once a leader is back)."
+        default=None, description="When quorum was found lost (gone once a leader is back)."
     )
-    recovery: RecoveryStatus | None = Field(None, description="The last disaster recovery.")
+    recovery: RecoveryStatus | None = Field(default=None, description="The last disaster recovery.")
     observed_generation: int | None = None
     conditions: list[Condition] | None = Field(
-        None,
+        default=None,
         description="Available, Progressing, Degraded.",
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
     )

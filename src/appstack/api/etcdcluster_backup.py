@@ -45,7 +45,7 @@ class BackupSpec(KubeModel):
     model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": BACKUP_RULES})
 
     schedule: str | None = Field(
-        None,
+        default=None,
         min_length=1,
         max_length=128,
         description="When to take snapshots, in UTC: five cron fields (minute hour "
@@ -55,7 +55,7 @@ class BackupSpec(KubeModel):
         json_schema_extra={"x-kubernetes-validations": cron_rules(SCHEDULE, seconds=False)},
     )
     interval_minutes: int | None = Field(
-        None,
+        default=None,
         ge=1,
         le=10080,
         description="Minutes between snapshots (at most a week); the older form of schedule, "

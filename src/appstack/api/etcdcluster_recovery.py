@@ -51,19 +51,20 @@ class RecoveryStatus(KubeModel):
     """The last disaster recovery: from which snapshot, what it lost, how long it took."""
 
     phase: str | None = Field(
-        None, description="TearingDown, Restoring, then Recovered (when members serve again)."
+        default=None,
+        description="TearingDown, Restoring, then Recovered (when members serve again).",
     )
-    count: int | None = Field(None, description="Recoveries of this cluster so far.")
-    snapshot: str | None = Field(None, description="The snapshot file restored.")
-    snapshot_time: str | None = Field(None, description="When that snapshot was taken.")
+    count: int | None = Field(default=None, description="Recoveries of this cluster so far.")
+    snapshot: str | None = Field(default=None, description="The snapshot file restored.")
+    snapshot_time: str | None = Field(default=None, description="When that snapshot was taken.")
     data_loss_seconds: int | None = Field(
-        None,
+        default=None,
         description="Age of the snapshot when recovery started: writes in this window before "
         "quorum loss (and any since) are lost.",
     )
-    quorum_lost_since: str | None = Field(None, description="When quorum was found lost.")
-    started_time: str | None = Field(None, description="When the recovery started.")
-    recovered_time: str | None = Field(None, description="When the members served again.")
+    quorum_lost_since: str | None = Field(default=None, description="When quorum was found lost.")
+    started_time: str | None = Field(default=None, description="When the recovery started.")
+    recovered_time: str | None = Field(default=None, description="When the members served again.")
     seconds_to_recover: int | None = Field(
-        None, description="From the start of the recovery to a healthy cluster."
+        default=None, description="From the start of the recovery to a healthy cluster."
     )

@@ -85,7 +85,7 @@ class User(KubeModel):
     )
     roles: list[Role] = Field(min_length=1, max_length=64, description="Roles granted.")
     scram_credentials_secret_name: ObjectName | None = Field(
-        None,
+        default=None,
         max_length=200,
         description="The Secret <this>-scram-credentials gets the user's SCRAM-SHA-256 "
         "salted credentials (salt, iterations, storedKey, serverKey).",
@@ -117,7 +117,9 @@ class Storage(KubeModel):
     """Each member's data volume."""
 
     size: Quantity = Field("10Gi", description="Size of each member's data volume.")
-    storage_class_name: ObjectName | None = Field(None, description="StorageClass (default).")
+    storage_class_name: ObjectName | None = Field(
+        default=None, description="StorageClass (default)."
+    )
 
 
 class MongoDBCommunitySpec(KubeModel):
@@ -133,7 +135,7 @@ class MongoDBCommunitySpec(KubeModel):
         json_schema_extra={"x-kubernetes-validations": _VERSION_RULES},
     )
     image: str | None = Field(
-        None,
+        default=None,
         max_length=512,
         pattern=r"^[a-z0-9.:/_-]+$",
         description="Image repository (default mongo); the image is <image>:<version>.",
@@ -153,7 +155,7 @@ class MongoDBCommunitySpec(KubeModel):
         },
     )
     storage: Storage = Field(default_factory=lambda: Storage.model_validate({}))
-    resources: ResourceRequirements | None = Field(None, description="mongod's resources.")
+    resources: ResourceRequirements | None = Field(default=None, description="mongod's resources.")
 
     @field_validator("version")
     @classmethod
@@ -175,7 +177,7 @@ class UserStatus(KubeModel):
     name: str
     db: str
     connection_string_secret_name: str | None = Field(
-        None, description="Secret with connectionString.standard(Srv), username, password."
+        default=None, description="Secret with connectionString.standard(Srv), username, password."
     )
 
 
@@ -183,15 +185,17 @@ class MongoDBCommunityStatus(KubeModel):
     """The observed replica set, written by the operator."""
 
     phase: Literal["Running", "Pending", "Failed"] | None = None
-    members: int | None = Field(None, description="Members ready (primary or secondary).")
-    replicas: int | None = Field(None, description="Member pods (scale).")
-    selector: str | None = Field(None, description="Label selector of the member pods (scale).")
+    members: int | None = Field(default=None, description="Members ready (primary or secondary).")
+    replicas: int | None = Field(default=None, description="Member pods (scale).")
+    selector: str | None = Field(
+        default=None, description="Label selector of the member pods (scale)."
+    )
     version: str | None = None
-    mongo_uri: str | None = Field(None, description="The members, without credentials.")
+    mongo_uri: str | None = Field(default=None, description="The members, without credentials.")
     users: list[UserStatus] | None = None
     observed_generation: int | None = None
     conditions: list[Condition] | None = Field(
-        None,
+        default=None,
         description="Ready.",
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
     )

@@ -40,21 +40,21 @@ POD_SECURITY = (
 
 
 class Capabilities(KubeModel):
-    add: list[str] | None = Field(None, max_length=64, description="Capabilities to add.")
-    drop: list[str] | None = Field(None, max_length=64, description="Capabilities to drop.")
+    add: list[str] | None = Field(default=None, max_length=64, description="Capabilities to add.")
+    drop: list[str] | None = Field(default=None, max_length=64, description="Capabilities to drop.")
 
 
 class SeccompProfile(KubeModel):
     type: Literal["RuntimeDefault", "Localhost", "Unconfined"]
-    localhost_profile: str | None = Field(None, max_length=4096)
+    localhost_profile: str | None = Field(default=None, max_length=4096)
 
 
 class SecurityContext(KubeModel):
     """Overrides of the container's defaults (unset fields keep the level's default)."""
 
     run_as_non_root: bool | None = None
-    run_as_user: int | None = Field(None, ge=0)
-    run_as_group: int | None = Field(None, ge=0)
+    run_as_user: int | None = Field(default=None, ge=0)
+    run_as_group: int | None = Field(default=None, ge=0)
     allow_privilege_escalation: bool | None = None
     read_only_root_filesystem: bool | None = None
     privileged: bool | None = None

@@ -28,6 +28,7 @@ import contextlib
 import time
 import uuid
 from collections import OrderedDict, deque
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -101,7 +102,7 @@ class EventRecorder:
     # ------------------------------------------------------------------------- public
     def record(
         self,
-        regarding: dict[str, Any],
+        regarding: Mapping[str, Any],
         type_: EventType,
         reason: str,
         note: str,
@@ -146,7 +147,7 @@ class EventRecorder:
 
     async def event(
         self,
-        regarding: dict[str, Any],
+        regarding: Mapping[str, Any],
         type_: EventType,
         reason: str,
         note: str,

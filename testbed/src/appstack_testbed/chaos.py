@@ -28,6 +28,7 @@ from appstack.controllers.appstack.labels import STACK_LABEL
 from appstack.controllers.appstack.middleware import generated_secrets
 from appstack.controllers.kit.registration import Registration
 from appstack.controllers.registry import by_kind
+from appstack.controllers.util.kubeobject import as_object
 from appstack.runtime.client import Client
 from appstack.runtime.resources import SECRET
 from appstack_testbed.audit import AuditEvent
@@ -75,10 +76,11 @@ def wanted(parent: dict[str, Any]) -> set[Key]:
     managed middleware, the Secrets the reconciler generates (credentials, mongodb's keyfile)."""
     registration = _registration(parent["kind"])
     spec = registration.kind.model.model_validate(parent).spec
-    keys = {(c["kind"], c["metadata"]["name"]) for c in registration.children(parent, spec)}
+    owner = as_object(parent)
+    keys = {(c["kind"], c["metadata"]["name"]) for c in registration.children(owner, spec)}
     for member in getattr(spec, "middleware", None) or []:
         if member.managed is not None:
-            keys |= {("Secret", s["metadata"]["name"]) for s in generated_secrets(parent, member)}
+            keys |= {("Secret", s["metadata"]["name"]) for s in generated_secrets(owner, member)}
     return keys
 
 

@@ -8,6 +8,7 @@ from typing import Any
 import yaml
 from lupa import lua51
 
+from appstack.api.appstack import MemberStatus
 from appstack.controllers.appservice.status import from_children
 from appstack.controllers.appstack.status import from_members
 from appstack.controllers.crontab.status import from_cron_job
@@ -57,7 +58,7 @@ def _appservice(
         service=None,
         problem=problem,
         selector="s",
-    )
+    ).to_dict()
     return {**app, "status": status}
 
 
@@ -78,35 +79,37 @@ def test_an_appservice_is_healthy_progressing_or_degraded_as_its_status_says() -
 
 
 def test_an_appstack_and_a_crontab() -> None:
-    member = {"name": "db", "state": "Ready"}
+    member = MemberStatus(name="db", kind="Component", ready="1/1", state="Ready")
     stack = _obj(1, None)
-    assert health("AppStack", {**stack, "status": from_members(stack, [member], None)})[0] == (
-        "Healthy"
-    )
-    waiting = {"name": "web", "state": "Progressing"}
-    up = from_members(stack, [member, waiting], None)
+    assert health("AppStack", {**stack, "status": from_members(stack, [member], None).to_dict()})[
+        0
+    ] == ("Healthy")
+    waiting = MemberStatus(name="web", kind="Component", ready="0/1", state="Progressing")
+    up = from_members(stack, [member, waiting], None).to_dict()
     assert health("AppStack", {**stack, "status": up})[0] == "Progressing"
-    bad = from_members(stack, [member], Problem("CredentialsNotFound", "Secret s not found"))
+    bad = from_members(
+        stack, [member], Problem("CredentialsNotFound", "Secret s not found")
+    ).to_dict()
     assert health("AppStack", {**stack, "status": bad})[0] == "Degraded"
 
     tab = _obj(1, None)
     tab["spec"] = {"cronSpec": "*/5 * * * *", "suspend": False}
     cron = {"spec": {"schedule": "*/5 * * * *"}, "status": {}}
-    assert health("CronTab", {**tab, "status": from_cron_job(tab, cron, None, "t")})[0] == (
-        "Healthy"
-    )
+    assert health("CronTab", {**tab, "status": from_cron_job(tab, cron, None, "t").to_dict()})[
+        0
+    ] == ("Healthy")
     failed = {
         "metadata": {"name": "x-1", "creationTimestamp": "t"},
         "status": {
             "conditions": [{"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded"}]
         },
     }
-    status = from_cron_job(tab, cron, None, "t", jobs=[failed])
+    status = from_cron_job(tab, cron, None, "t", jobs=[failed]).to_dict()
     assert health("CronTab", {**tab, "status": status})[0] == "Degraded"
     tab["spec"]["suspend"] = True
-    assert health("CronTab", {**tab, "status": from_cron_job(tab, cron, None, "t")})[0] == (
-        "Suspended"
-    )
+    assert health("CronTab", {**tab, "status": from_cron_job(tab, cron, None, "t").to_dict()})[
+        0
+    ] == ("Suspended")
 
 
 def test_an_etcd_cluster_is_healthy_when_available() -> None:

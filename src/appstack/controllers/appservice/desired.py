@@ -15,38 +15,45 @@ from typing import Any
 from appstack.api.appservice import AppServiceSpec
 from appstack.api.core import ServicePort
 from appstack.api.security import PodSecurityLevel
+from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import child_labels, child_metadata, instance_labels
+from appstack.controllers.util.parts import (
+    ChildMeta,
+    ContainerPort,
+    Manifest,
+    ServicePortSpec,
+    TemplateMeta,
+    user_env,
+)
 from appstack.controllers.util.workloads import container, security_context
 
 CONTAINER = "app"
 COMPONENT = "appservice"
 
 
-def _metadata(app: dict[str, Any]) -> dict[str, Any]:
+def _metadata(app: KubeObject) -> ChildMeta:
     name = app["metadata"]["name"]
     return child_metadata(app, name, child_labels(name, COMPONENT))
 
 
-def _container_port(port: ServicePort) -> dict[str, Any]:
-    out: dict[str, Any] = {"protocol": port.protocol}
+def _container_port(port: ServicePort) -> ContainerPort:
     if isinstance(port.target_port, str):  # a named port: the container declares the name
-        out.update(name=port.target_port, containerPort=port.port)
-    else:
-        out["containerPort"] = port.target_port or port.port
-        if port.name:
-            out["name"] = port.name
+        return {"protocol": port.protocol, "name": port.target_port, "containerPort": port.port}
+    out: ContainerPort = {"protocol": port.protocol, "containerPort": port.target_port or port.port}
+    if port.name:
+        out["name"] = port.name
     return out
 
 
 def deployment(
-    app: dict[str, Any], spec: AppServiceSpec, level: PodSecurityLevel = "baseline"
-) -> dict[str, Any]:
+    app: KubeObject, spec: AppServiceSpec, level: PodSecurityLevel = "baseline"
+) -> Manifest:
     name = app["metadata"]["name"]
     app_container = container(
         CONTAINER,
         spec.image,
         ports=[_container_port(p) for p in spec.ports or []],
-        env=[e.to_dict() for e in spec.envs or []],
+        env=user_env(spec.envs or []),
         resources=spec.resources,
         command=spec.command,
         args=spec.args,
@@ -59,7 +66,7 @@ def deployment(
         pod_spec["imagePullSecrets"] = [s.to_dict() for s in spec.image_pull_secrets]
     if spec.service_account_name:
         pod_spec["serviceAccountName"] = spec.service_account_name
-    template_meta: dict[str, Any] = {
+    template_meta: TemplateMeta = {
         # Selector labels last: pod labels cannot break the selector.
         "labels": {**(spec.pod_labels or {}), **child_labels(name, COMPONENT)},
     }
@@ -77,14 +84,14 @@ def deployment(
     }
 
 
-def service(app: dict[str, Any], spec: AppServiceSpec) -> dict[str, Any] | None:
+def service(app: KubeObject, spec: AppServiceSpec) -> Manifest | None:
     """The Service, or None when the application exposes no ports (nothing to serve)."""
     if not spec.ports:
         return None
     service_type = spec.effective_service_type()
     ports = []
     for port in spec.ports or []:
-        entry: dict[str, Any] = {
+        entry: ServicePortSpec = {
             "protocol": port.protocol,
             "port": port.port,
             "targetPort": port.target_port if port.target_port is not None else port.port,
@@ -105,8 +112,8 @@ def service(app: dict[str, Any], spec: AppServiceSpec) -> dict[str, Any] | None:
 
 
 def children(
-    app: dict[str, Any], spec: AppServiceSpec, level: PodSecurityLevel = "baseline"
-) -> list[dict[str, Any]]:
+    app: KubeObject, spec: AppServiceSpec, level: PodSecurityLevel = "baseline"
+) -> list[Manifest]:
     """Every child the AppService wants: its Deployment, and its Service if it has ports.
     ``level``: the namespace's Pod Security level (``spec.podSecurity`` wins)."""
     service_ = service(app, spec)

@@ -15,12 +15,11 @@ garbage collector (children carry a controller ownerReference).
 
 from __future__ import annotations
 
-from typing import Any
-
-from appstack.api.appservice import AppService, AppServiceSpec
+from appstack.api.appservice import AppService, AppServiceSpec, AppServiceStatus
 from appstack.controllers.appservice import desired, status
 from appstack.controllers.kit.reconciler import KindReconciler
 from appstack.controllers.util.conditions import Problem
+from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import (
     COMPONENT_LABEL,
     INSTANCE_LABEL,
@@ -40,7 +39,7 @@ from appstack.runtime.controller import Result
 from appstack.runtime.resources import DEPLOYMENT, POD, SERVICE
 
 
-def _selector(app: dict[str, Any]) -> str:
+def _selector(app: KubeObject) -> str:
     """The pods' label selector, as the scale subresource reports it."""
     return label_selector(instance_labels(app["metadata"]["name"]))
 
@@ -55,7 +54,7 @@ class AppServiceReconciler(KindReconciler[AppServiceSpec]):
     indexers = POD_INDEXERS
     status_changes = False  # its status is ours, computed from the children
 
-    def invalid_status(self, obj: dict[str, Any], problem: Problem) -> dict[str, Any]:
+    def invalid_status(self, obj: KubeObject, problem: Problem) -> AppServiceStatus:
         return status.from_children(
             obj,
             size=int((obj.get("spec") or {}).get("size") or 0),
@@ -66,7 +65,7 @@ class AppServiceReconciler(KindReconciler[AppServiceSpec]):
             selector=_selector(obj),
         )
 
-    async def apply(self, obj: dict[str, Any], spec: AppServiceSpec) -> Result | None:
+    async def apply(self, obj: KubeObject, spec: AppServiceSpec) -> Result | None:
         level = await self.pod_security.level(obj["metadata"]["namespace"], spec.pod_security)
         synced, problems = await self.writer.sync_all(obj, desired.children(obj, spec, level))
         if not synced.wrote("Service"):
@@ -95,7 +94,7 @@ class AppServiceReconciler(KindReconciler[AppServiceSpec]):
             selector=_selector(obj),
         )
         rolling = any(
-            c["type"] == "Progressing" and c["status"] == "True" for c in observed["conditions"]
+            c.type == "Progressing" and c.status == "True" for c in observed.conditions or []
         )
         wait = await self.writer.write_status(obj, observed, rolling=rolling)
         if wait is not None or recheck is not None:

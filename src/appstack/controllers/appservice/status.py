@@ -18,17 +18,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from appstack.api.appservice import AppServiceStatus
 from appstack.controllers.util.conditions import (
     Problem,
+    Truth,
     condition,
     now_rfc3339,
     previous_conditions,
 )
+from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.workloads import deployment_rollout
 
 
 def from_children(
-    app: dict[str, Any],
+    app: KubeObject,
     *,
     size: int,
     deployment: dict[str, Any] | None,
@@ -37,19 +40,12 @@ def from_children(
     problem: Problem | None,
     selector: str,
     now: str | None = None,
-) -> dict[str, Any]:
+) -> AppServiceStatus:
     """The AppService's status from its Deployment and Service as now known."""
     now = now or now_rfc3339()
     generation = int(app["metadata"].get("generation") or 0)
     previous = previous_conditions(app)
     rollout = deployment_rollout(deployment, want=size)
-    counts = {
-        "replicas": rollout.replicas,
-        "readyReplicas": rollout.ready,
-        "availableReplicas": rollout.available,
-        "updatedReplicas": rollout.updated,
-        "unavailableReplicas": rollout.unavailable,
-    }
     deadline_exceeded = any(
         c.get("type") == "Progressing" and c.get("reason") == "ProgressDeadlineExceeded"
         for c in ((deployment or {}).get("status") or {}).get("conditions") or []
@@ -62,15 +58,14 @@ def from_children(
     elif deployment is None:
         ready = (False, "DeploymentMissing", "the Deployment has not been created yet")
     elif rolled_out and service_ok:
-        ready = (True, "Ready", f"{counts['availableReplicas']}/{size} replicas available")
+        ready = (True, "Ready", f"{rollout.available}/{size} replicas available")
     elif not service_ok:
         ready = (False, "ServiceMissing", "the Service has not been created yet")
     else:
         ready = (
             False,
             "RollingOut",
-            f"{counts['availableReplicas']}/{size} replicas available, "
-            f"{counts['updatedReplicas']}/{size} updated",
+            f"{rollout.available}/{size} replicas available, {rollout.updated}/{size} updated",
         )
     progressing = (
         not rolled_out and problem is None and not deadline_exceeded,
@@ -89,15 +84,22 @@ def from_children(
     else:
         degraded = (False, "AsExpected", "no problems")
 
-    return {
-        **counts,
-        "ready": f"{counts['readyReplicas']}/{size}",
-        "selector": selector,
-        "observedGeneration": generation,
-        "conditions": [
+    def truth(ok: bool) -> Truth:
+        return "True" if ok else "False"
+
+    return AppServiceStatus(
+        replicas=rollout.replicas,
+        ready_replicas=rollout.ready,
+        available_replicas=rollout.available,
+        updated_replicas=rollout.updated,
+        unavailable_replicas=rollout.unavailable,
+        ready=f"{rollout.ready}/{size}",
+        selector=selector,
+        observed_generation=generation,
+        conditions=[
             condition(
                 type_,
-                "True" if ok else "False",
+                truth(ok),
                 reason,
                 message,
                 generation=generation,
@@ -111,7 +113,7 @@ def from_children(
                 ("Degraded", degraded),
             )
         ],
-    }
+    )
 
 
 def _available(deployment: dict[str, Any] | None) -> tuple[bool, str, str]:

@@ -26,6 +26,7 @@ from typing import Any
 from appstack.api.appstack_component import Component
 from appstack.api.appstack_middleware import Middleware
 from appstack.controllers.appstack.catalog import CATALOG
+from appstack.controllers.util.parts import EnvVar, secret_env
 
 
 def prefix(member: str) -> str:
@@ -47,11 +48,7 @@ def member_service(stack: str, member: Middleware | Component) -> str:
     return member.service_name or service_name(stack, member.name)
 
 
-def _ref(name: str, secret: str, key: str) -> dict[str, Any]:
-    return {"name": name, "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}}
-
-
-def component_env(stack: str, component: Component) -> list[dict[str, Any]]:
+def component_env(stack: str, component: Component) -> list[EnvVar]:
     """What ``uses: [component]`` injects: its Service and first port."""
     assert component.ports  # noqa: S101 - admission and the models require ports
     p, host, port = prefix(component.name), member_service(stack, component), component.ports[0]
@@ -62,13 +59,13 @@ def component_env(stack: str, component: Component) -> list[dict[str, Any]]:
     ]
 
 
-def url_env(middleware: Middleware) -> list[dict[str, Any]]:
+def url_env(middleware: Middleware) -> list[EnvVar]:
     """What ``uses`` injects for a third-party service given by URL."""
     external = middleware.external
     assert external is not None  # noqa: S101 - callers check
     assert external.url is not None  # noqa: S101
     p = prefix(middleware.name)
-    env: list[dict[str, Any]] = [{"name": f"{p}_URL", "value": external.url}]
+    env: list[EnvVar] = [{"name": f"{p}_URL", "value": external.url}]
     if external.auth_method is not None:
         env.append({"name": f"{p}_AUTH_METHOD", "value": external.auth_method})
     ref = external.secret_ref
@@ -77,13 +74,13 @@ def url_env(middleware: Middleware) -> list[dict[str, Any]]:
     if external.auth_method == "basic":
         return [
             *env,
-            _ref(f"{p}_USERNAME", ref.name, ref.username_key),
-            _ref(f"{p}_PASSWORD", ref.name, ref.password_key),
+            secret_env(f"{p}_USERNAME", ref.name, ref.username_key),
+            secret_env(f"{p}_PASSWORD", ref.name, ref.password_key),
         ]
-    return [*env, _ref(f"{p}_TOKEN", ref.name, ref.token_key)]
+    return [*env, secret_env(f"{p}_TOKEN", ref.name, ref.token_key)]
 
 
-def connection_env(stack: str, member: Middleware | Component) -> list[dict[str, Any]]:
+def connection_env(stack: str, member: Middleware | Component) -> list[EnvVar]:
     """The variables ``uses: [member]`` injects."""
     if isinstance(member, Component):
         return component_env(stack, member)
@@ -93,7 +90,7 @@ def connection_env(stack: str, member: Middleware | Component) -> list[dict[str,
     p = prefix(middleware.name)
     engine = CATALOG[middleware.type]
     port = (middleware.external.port if middleware.external else None) or engine.port
-    env: list[dict[str, Any]] = [
+    env: list[EnvVar] = [
         {"name": f"{p}_HOST", "value": member_service(stack, middleware)},
         {"name": f"{p}_PORT", "value": str(port)},
     ]
@@ -109,8 +106,8 @@ def connection_env(stack: str, member: Middleware | Component) -> list[dict[str,
             "password",
         )
     if engine.user_env is not None:
-        env.append(_ref(f"{p}_USERNAME", secret, user_key))
-    env.append(_ref(f"{p}_PASSWORD", secret, password_key))
+        env.append(secret_env(f"{p}_USERNAME", secret, user_key))
+    env.append(secret_env(f"{p}_PASSWORD", secret, password_key))
     return env
 
 

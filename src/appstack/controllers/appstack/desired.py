@@ -29,13 +29,23 @@ from appstack.controllers.appstack.connections import (
 )
 from appstack.controllers.appstack.middleware import children as middleware_children
 from appstack.controllers.appstack.mongodb import uri_env
+from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import MANAGED_BY
+from appstack.controllers.util.parts import (
+    Container,
+    EnvVar,
+    Manifest,
+    ServicePortSpec,
+    Volume,
+    VolumeMount,
+    user_env,
+)
 from appstack.controllers.util.workloads import container, security_context
 
 Members = Mapping[str, Middleware | Component]  # what ``uses`` may name
 
 
-def config_maps(owner: dict[str, Any], c: Component) -> list[dict[str, Any]]:
+def config_maps(owner: KubeObject, c: Component) -> list[Manifest]:
     """The ConfigMaps we write for ``c``: ``<stack>-<c>-config`` (``config``), or
     ``<stack>-<name>`` for each entry of ``configs`` with files."""
     stack = owner["metadata"]["name"]
@@ -60,7 +70,7 @@ def used_config_maps(c: Component) -> list[str]:
 
 
 def _mount_configs(
-    stack: str, c: Component, main: dict[str, Any], spec: dict[str, Any], versions: str | None
+    stack: str, c: Component, main: Container, spec: dict[str, Any], versions: str | None
 ) -> str | None:
     """Mount the component's ConfigMaps; the digest of what they hold (None: no config)."""
     if c.config is not None:  # the short form, digest unchanged since it was the only one
@@ -73,9 +83,10 @@ def _mount_configs(
         return labels.digest(c.config.files)
     if not c.configs:
         return None
-    mounts, volumes = [], []
+    mounts: list[VolumeMount] = []
+    volumes: list[Volume] = []
     for m in c.configs:
-        mount = {"name": m.name, "mountPath": m.mount_path, "readOnly": True}
+        mount: VolumeMount = {"name": m.name, "mountPath": m.mount_path, "readOnly": True}
         if m.sub_path:
             mount["subPath"] = m.sub_path
         mounts.append(mount)
@@ -117,19 +128,19 @@ def secrets_version(used: Sequence[tuple[str, dict[str, Any] | None]]) -> str:
 
 
 def deployment(
-    owner: dict[str, Any],
+    owner: KubeObject,
     c: Component,
     members: Members,
     secrets_hash: str | None = None,
     config_maps_version: str | None = None,
     *,
     level: PodSecurityLevel = "baseline",
-) -> dict[str, Any]:
+) -> Manifest:
     """The component's Deployment; ``config_maps_version``: :func:`secrets_version` of the
     existing ConfigMaps it mounts; ``level``: the Pod Security level of its pods."""
     stack = owner["metadata"]["name"]
-    env = [{"name": k, "value": v} for k, v in sorted((c.env or {}).items())]
-    env += [e.to_dict() for e in c.envs or []]
+    env: list[EnvVar] = [{"name": k, "value": v} for k, v in sorted((c.env or {}).items())]
+    env += user_env(c.envs or [])
     for used in c.uses or []:
         env += connection_env(stack, members[used]) + uri_env(owner, members[used])
     main = container(
@@ -162,14 +173,14 @@ def deployment(
     }
 
 
-def component_service(owner: dict[str, Any], c: Component) -> dict[str, Any] | None:
+def component_service(owner: KubeObject, c: Component) -> Manifest | None:
     if not c.ports:
         return None
     stack = owner["metadata"]["name"]
     service_type = c.effective_service_type()
     ports = []
     for p in c.ports:
-        entry: dict[str, Any] = {
+        entry: ServicePortSpec = {
             "name": p.name or f"p{p.port}",
             "port": p.port,
             "targetPort": p.target_port or p.port,
@@ -187,14 +198,14 @@ def component_service(owner: dict[str, Any], c: Component) -> dict[str, Any] | N
 
 
 def component_children(
-    owner: dict[str, Any],
+    owner: KubeObject,
     c: Component,
     members: Members,
     secrets_hash: str | None = None,
     config_maps_version: str | None = None,
     *,
     level: PodSecurityLevel = "baseline",
-) -> list[dict[str, Any]]:
+) -> list[Manifest]:
     """Every child of one component: its ConfigMaps, Deployment, Service (if ports)."""
     objects = [
         *config_maps(owner, c),
@@ -205,8 +216,8 @@ def component_children(
 
 
 def children(
-    owner: dict[str, Any], spec: AppStackSpec, level: PodSecurityLevel = "baseline"
-) -> list[dict[str, Any]]:
+    owner: KubeObject, spec: AppStackSpec, level: PodSecurityLevel = "baseline"
+) -> list[Manifest]:
     """Every member's children: middleware first, then components (credentials Secrets are
     generated in the cluster, never here); ``level``: the namespace's Pod Security level
     (``spec.podSecurity`` wins)."""

@@ -14,7 +14,9 @@ import json
 from typing import Any
 
 from appstack.api.kind import group_key
+from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import MANAGED_BY, child_metadata
+from appstack.controllers.util.parts import ChildMeta, Manifest
 
 STACK_LABEL = group_key("stack")
 MEMBER_LABEL = group_key("member")
@@ -37,7 +39,7 @@ def member_label(obj: dict[str, Any]) -> str:
     return str(obj["metadata"].get("labels", {}).get(MEMBER_LABEL, ""))
 
 
-def metadata(owner: dict[str, Any], member: str, name: str) -> dict[str, Any]:
+def metadata(owner: KubeObject, member: str, name: str) -> ChildMeta:
     stack = owner["metadata"]["name"]
     labels = {
         **selector(stack, member),
@@ -48,6 +50,6 @@ def metadata(owner: dict[str, Any], member: str, name: str) -> dict[str, Any]:
     return child_metadata(owner, name, labels)
 
 
-def service(owner: dict[str, Any], member: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+def service(owner: KubeObject, member: str, name: str, spec: dict[str, Any]) -> Manifest:
     meta = metadata(owner, member, name)
     return {"apiVersion": "v1", "kind": "Service", "metadata": meta, "spec": spec}

@@ -28,11 +28,23 @@ from appstack.controllers.appstack.connections import (
     member_service,
     service_name,
 )
+from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import MANAGED_BY, SLICE_MANAGER, SLICE_MANAGER_LABEL
+from appstack.controllers.util.parts import (
+    ClaimSpec,
+    Container,
+    EnvVar,
+    Manifest,
+    TemplateMeta,
+    Volume,
+    VolumeMount,
+    secret_env,
+    user_resources,
+)
 from appstack.controllers.util.workloads import security_context
 
 
-def credentials(owner: dict[str, Any], mw: Middleware) -> dict[str, Any]:
+def credentials(owner: KubeObject, mw: Middleware) -> Manifest:
     """Generated once; the controller creates it only if absent and never overwrites it.
 
     It lives exactly as long as the data volume it unlocks: when the volume is retained
@@ -59,7 +71,7 @@ def credentials(owner: dict[str, Any], mw: Middleware) -> dict[str, Any]:
     }
 
 
-def managed_services(owner: dict[str, Any], mw: Middleware) -> list[dict[str, Any]]:
+def managed_services(owner: KubeObject, mw: Middleware) -> list[Manifest]:
     stack = owner["metadata"]["name"]
     port = CATALOG[mw.type].port
     ports = [{"name": mw.type, "port": port, "targetPort": port, "protocol": "TCP"}]
@@ -85,12 +97,12 @@ def managed_services(owner: dict[str, Any], mw: Middleware) -> list[dict[str, An
     ]
 
 
-def _middleware_env(stack: str, mw: Middleware) -> list[dict[str, Any]]:
+def _middleware_env(stack: str, mw: Middleware) -> list[EnvVar]:
     engine = CATALOG[mw.type]
     secret = credentials_secret(stack, mw.name)
 
-    def ref(name: str, key: str) -> dict[str, Any]:
-        return {"name": name, "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}}
+    def ref(name: str, key: str) -> EnvVar:
+        return secret_env(name, secret, key)
 
     env = [ref(engine.password_env, "password")]
     if engine.user_env:
@@ -105,7 +117,7 @@ def _middleware_env(stack: str, mw: Middleware) -> list[dict[str, Any]]:
     return env
 
 
-def stateful_set(owner: dict[str, Any], mw: Middleware) -> dict[str, Any]:
+def stateful_set(owner: KubeObject, mw: Middleware) -> Manifest:
     assert mw.managed is not None  # noqa: S101 - callers pass managed middleware only
     stack = owner["metadata"]["name"]
     engine = CATALOG[mw.type]
@@ -114,9 +126,9 @@ def stateful_set(owner: dict[str, Any], mw: Middleware) -> dict[str, Any]:
     security = security_context(
         managed.security_context, {"runAsUser": engine.uid, "runAsGroup": engine.uid}
     )
-    mounts: list[dict[str, Any]] = [{"name": "data", "mountPath": engine.data_path}]
-    volumes: list[dict[str, Any]] = []
-    template_meta: dict[str, Any] = {"labels": {**labels.selector(stack, mw.name), **MANAGED_BY}}
+    mounts: list[VolumeMount] = [{"name": "data", "mountPath": engine.data_path}]
+    volumes: list[Volume] = []
+    template_meta: TemplateMeta = {"labels": {**labels.selector(stack, mw.name), **MANAGED_BY}}
     if managed.config_files and engine.config_dir:
         mounts.append({"name": "config", "mountPath": engine.config_dir, "readOnly": True})
         volumes.append({"name": "config", "configMap": {"name": _config_name(stack, mw)}})
@@ -127,7 +139,7 @@ def stateful_set(owner: dict[str, Any], mw: Middleware) -> dict[str, Any]:
             {"name": "init", "mountPath": "/docker-entrypoint-initdb.d", "readOnly": True}
         )
         volumes.append({"name": "init", "configMap": {"name": managed.init_scripts_config_map}})
-    container: dict[str, Any] = {
+    container: Container = {
         "name": mw.type,
         "image": image(mw.type, managed.image, managed.version),
         "ports": [{"name": mw.type, "containerPort": engine.port, "protocol": "TCP"}],
@@ -137,7 +149,7 @@ def stateful_set(owner: dict[str, Any], mw: Middleware) -> dict[str, Any]:
         "securityContext": security,
     }
     if managed.resources:
-        container["resources"] = managed.resources.to_dict()
+        container["resources"] = user_resources(managed.resources)
     pod_spec: dict[str, Any] = {
         "containers": [container],
         "securityContext": {"fsGroup": engine.uid},  # the data volume writable by that user
@@ -148,7 +160,7 @@ def stateful_set(owner: dict[str, Any], mw: Middleware) -> dict[str, Any]:
         pod_spec = mongodb.pod_spec(owner, mw, security)
     # a database never talks to the Kubernetes API: no token in its pods
     pod_spec["automountServiceAccountToken"] = False
-    claim_spec: dict[str, Any] = {
+    claim_spec: ClaimSpec = {
         "accessModes": ["ReadWriteOnce"],
         "resources": {"requests": {"storage": managed.storage.size}},
     }
@@ -171,7 +183,7 @@ def stateful_set(owner: dict[str, Any], mw: Middleware) -> dict[str, Any]:
     }
 
 
-def external(owner: dict[str, Any], mw: Middleware) -> list[dict[str, Any]]:
+def external(owner: KubeObject, mw: Middleware) -> list[Manifest]:
     assert mw.external is not None  # noqa: S101
     host, port_number = mw.external.host, mw.external.port
     if host is None or port_number is None:  # given by URL: nothing to create
@@ -211,7 +223,7 @@ def external(owner: dict[str, Any], mw: Middleware) -> list[dict[str, Any]]:
     ]
 
 
-def generated_secrets(owner: dict[str, Any], mw: Middleware) -> list[dict[str, Any]]:
+def generated_secrets(owner: KubeObject, mw: Middleware) -> list[Manifest]:
     """The Secrets managed middleware generates once: credentials (and mongodb's keyfile)."""
     if mw.type == "mongodb":
         return [credentials(owner, mw), mongodb.keyfile_secret(owner, mw)]
@@ -222,7 +234,7 @@ def _config_name(stack: str, mw: Middleware) -> str:
     return f"{service_name(stack, mw.name)}-config"
 
 
-def config_map(owner: dict[str, Any], mw: Middleware) -> list[dict[str, Any]]:
+def config_map(owner: KubeObject, mw: Middleware) -> list[Manifest]:
     """The engine's configuration files (``managed.configFiles``), if any."""
     if mw.managed is None or not mw.managed.config_files:
         return []
@@ -237,7 +249,7 @@ def config_map(owner: dict[str, Any], mw: Middleware) -> list[dict[str, Any]]:
     ]
 
 
-def children(owner: dict[str, Any], mw: Middleware) -> list[dict[str, Any]]:
+def children(owner: KubeObject, mw: Middleware) -> list[Manifest]:
     """Every child of one middleware member (without its generated Secrets)."""
     if mw.external is not None:
         return external(owner, mw)

@@ -31,6 +31,14 @@ from appstack.controllers.appstack.catalog import CATALOG, image
 from appstack.controllers.appstack.connections import credentials_secret, prefix, service_name
 from appstack.controllers.util import mongodb_bootstrap as boot
 from appstack.controllers.util import mongodb_replicaset as rs
+from appstack.controllers.util.kubeobject import KubeObject
+from appstack.controllers.util.parts import (
+    ContainerSecurity,
+    EnvVar,
+    Manifest,
+    secret_env,
+    user_resources,
+)
 
 KEYFILE_KEY = rs.KEYFILE_KEY
 KEYFILE_PATH = rs.KEYFILE_PATH
@@ -42,7 +50,7 @@ def keyfile_secret_name(stack: str, member: str) -> str:
     return f"{stack}-{member}-keyfile"
 
 
-def hosts(owner: dict[str, Any], mw: Middleware) -> list[str]:
+def hosts(owner: KubeObject, mw: Middleware) -> list[str]:
     """Every member's stable host:port, in ordinal order."""
     assert mw.managed is not None  # noqa: S101 - callers pass managed middleware only
     meta = owner["metadata"]
@@ -51,12 +59,12 @@ def hosts(owner: dict[str, Any], mw: Middleware) -> list[str]:
     return rs.hosts(sts, f"{sts}-hl", meta["namespace"], port, mw.managed.replicas)
 
 
-def replica_set(owner: dict[str, Any], mw: Middleware) -> dict[str, Any]:
+def replica_set(owner: KubeObject, mw: Middleware) -> rs.ReplicaSetConfig:
     """The desired members: ``_id`` is the pod's ordinal, so it stays when others change."""
     return rs.replica_set(service_name(owner["metadata"]["name"], mw.name), hosts(owner, mw))
 
 
-def uri_env(owner: dict[str, Any], mw: object) -> list[dict[str, Any]]:
+def uri_env(owner: KubeObject, mw: object) -> list[EnvVar]:
     """``<NAME>_URI`` for a consumer of managed mongodb (nothing for any other member): every
     member and the set's name, the credentials as ``$(VAR)`` references to the secretKeyRef
     env ``<NAME>_USERNAME``/``_PASSWORD`` injected before it (expanded by the kubelet, so
@@ -73,7 +81,7 @@ def uri_env(owner: dict[str, Any], mw: object) -> list[dict[str, Any]]:
     return [{"name": f"{p}_URI", "value": value}]
 
 
-def keyfile_secret(owner: dict[str, Any], mw: Middleware) -> dict[str, Any]:
+def keyfile_secret(owner: KubeObject, mw: Middleware) -> Manifest:
     """The members' shared key, generated once, kept like the credentials Secret (no owner
     while the volumes are retained)."""
     assert mw.managed is not None  # noqa: S101
@@ -90,7 +98,7 @@ def keyfile_secret(owner: dict[str, Any], mw: Middleware) -> dict[str, Any]:
     }
 
 
-def config_map(owner: dict[str, Any], mw: Middleware) -> dict[str, Any]:
+def config_map(owner: KubeObject, mw: Middleware) -> Manifest:
     """The bootstrap script and the desired members it reads on every pass."""
     stack = owner["metadata"]["name"]
     return {
@@ -104,7 +112,7 @@ def config_map(owner: dict[str, Any], mw: Middleware) -> dict[str, Any]:
     }
 
 
-def pod_spec(owner: dict[str, Any], mw: Middleware, security: dict[str, Any]) -> dict[str, Any]:
+def pod_spec(owner: KubeObject, mw: Middleware, security: ContainerSecurity) -> dict[str, Any]:
     """The shared members' pod (:func:`~appstack.controllers.util.mongodb_replicaset.pod_spec`)
     with this member's image, keyfile, ConfigMap and credentials env."""
     assert mw.managed is not None  # noqa: S101
@@ -121,19 +129,19 @@ def pod_spec(owner: dict[str, Any], mw: Middleware, security: dict[str, Any]) ->
         uid=engine.uid,
         keyfile_secret=keyfile_secret_name(stack, mw.name),
         config_map=f"{name}-replicaset",
-        resources=mw.managed.resources.to_dict() if mw.managed.resources else None,
+        resources=user_resources(mw.managed.resources) if mw.managed.resources else None,
         sidecar_env=[
             {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
             {"name": "MEMBER_HOST", "value": member_host},
-            rs.secret_env("ROOT_PASSWORD", credentials, "root-password"),
-            rs.secret_env("APP_USERNAME", credentials, "username"),
-            rs.secret_env("APP_PASSWORD", credentials, "password"),
+            secret_env("ROOT_PASSWORD", credentials, "root-password"),
+            secret_env("APP_USERNAME", credentials, "username"),
+            secret_env("APP_PASSWORD", credentials, "password"),
         ],
     )
     return rs.pod_spec(members, security)
 
 
-def disruption_budget(owner: dict[str, Any], mw: Middleware) -> list[dict[str, Any]]:
+def disruption_budget(owner: KubeObject, mw: Middleware) -> list[Manifest]:
     """A majority of the members available through voluntary disruptions."""
     assert mw.managed is not None  # noqa: S101 - callers pass managed middleware only
     stack = owner["metadata"]["name"]

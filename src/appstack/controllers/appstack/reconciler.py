@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from appstack.api.appstack import AppStack, AppStackSpec
+from appstack.api.appstack import AppStack, AppStackSpec, AppStackStatus, MemberStatus
 from appstack.api.appstack_component import Component
 from appstack.api.appstack_middleware import Middleware
 from appstack.api.graph import blocked_by, start_order
@@ -39,6 +39,8 @@ from appstack.controllers.appstack.teardown import FINALIZER_NAME, teardown
 from appstack.controllers.kit.children import Synced
 from appstack.controllers.kit.reconciler import KindReconciler
 from appstack.controllers.util.conditions import Problem
+from appstack.controllers.util.kubeobject import KubeObject
+from appstack.controllers.util.parts import Manifest
 from appstack.controllers.util.pods import (
     POD_INDEXERS,
     POD_TRANSFORMS,
@@ -115,20 +117,20 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
         super().__init__(client, cache, recorder)
         self.external_ips = external_ips or ExternalIPPolicy()
 
-    def invalid_status(self, obj: dict[str, Any], problem: Problem) -> dict[str, Any]:
+    def invalid_status(self, obj: KubeObject, problem: Problem) -> AppStackStatus:
         return status.from_members(obj, [], problem)
 
-    async def cleanup(self, obj: dict[str, Any]) -> Result | None:
+    async def cleanup(self, obj: KubeObject) -> Result | None:
         return await teardown(self.writer, self.cache, self.owns, obj)
 
-    async def apply(self, obj: dict[str, Any], spec: AppStackSpec) -> Result | None:
+    async def apply(self, obj: KubeObject, spec: AppStackSpec) -> Result | None:
         middleware_ = {m.name: m for m in spec.middleware or []}
         components = {c.name: c for c in spec.components}
         lookup: desired.Members = {**middleware_, **components}
         edges = {c.name: c.dependencies() for c in spec.components}
         wanted: Wanted = set()
         ready: set[str] = set()
-        members: list[dict[str, Any]] = []
+        members: list[MemberStatus] = []
         problems: list[Problem] = []
         stuck: list[Problem] = []  # members whose pods cannot start
         rechecks: list[float] = []  # when to look again at containers not ready yet
@@ -148,12 +150,12 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
                         problems=problems,
                         level=level,
                     )
-                if member["state"] == "Ready":
+                if member.state == "Ready":
                     ready.add(name)
                 member = self._pods(obj, member, stuck, rechecks)
                 members.append(status.failed_if(member, problems[seen:]))
         for name, mw in middleware_.items():  # middleware nobody depends on
-            if all(m["name"] != name for m in members):
+            if all(m.name != name for m in members):
                 seen = len(problems)
                 member = await self._middleware(obj, mw, wanted, problems)
                 member = self._pods(obj, member, stuck, rechecks)
@@ -175,17 +177,17 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
 
     def _pods(
         self,
-        stack: dict[str, Any],
-        entry: dict[str, Any],
+        stack: KubeObject,
+        entry: MemberStatus,
         stuck: list[Problem],
         rechecks: list[float],
-    ) -> dict[str, Any]:
+    ) -> MemberStatus:
         """A member still starting, failed with the reason when its pods cannot start
         (``rechecks``: when to look again at a container that is not ready yet)."""
-        if entry["state"] != "Progressing":
+        if entry.state != "Progressing":
             return entry
         meta = stack["metadata"]
-        selector = labels.selector(meta["name"], entry["name"])
+        selector = labels.selector(meta["name"], entry.name)
         pods = pods_of(self.cache, meta["namespace"], selector)
         problem = pod_problem(pods)
         recheck = recheck_after(pods)
@@ -193,14 +195,14 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
             rechecks.append(recheck)
         if problem is None:
             return entry
-        stuck.append(Problem(problem.reason, f"{entry['name']}: {problem.message}"))
+        stuck.append(Problem(problem.reason, f"{entry.name}: {problem.message}"))
         return status.failed_if(entry, [problem])
 
     # ----------------------------------------------------------------------- members
     async def _sync(
         self,
-        stack: dict[str, Any],
-        objects: list[dict[str, Any]],
+        stack: KubeObject,
+        objects: list[Manifest],
         wanted: Wanted,
         problems: list[Problem],
     ) -> Synced:
@@ -210,9 +212,9 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
         return synced
 
     async def _middleware(
-        self, stack: dict[str, Any], mw: Middleware, wanted: Wanted, problems: list[Problem]
-    ) -> dict[str, Any]:
-        base = {"name": mw.name, "kind": f"Middleware/{mw.type}"}
+        self, stack: KubeObject, mw: Middleware, wanted: Wanted, problems: list[Problem]
+    ) -> MemberStatus:
+        base = (mw.name, f"Middleware/{mw.type}")
         if mw.external is not None and mw.external.url is not None:  # nothing to create
             where = f"third-party {mw.external.url}"
             return status.member(base, True, "1/1", where, ready_message=where)
@@ -240,7 +242,7 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
 
     async def _component(
         self,
-        stack: dict[str, Any],
+        stack: KubeObject,
         c: Component,
         members: desired.Members,
         *,
@@ -248,8 +250,8 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
         wanted: Wanted,
         problems: list[Problem],
         level: PodSecurityLevel,
-    ) -> dict[str, Any]:
-        base = {"name": c.name, "kind": "Component"}
+    ) -> MemberStatus:
+        base = (c.name, "Component")
         secrets_hash = config_version = None
         if not waiting:
             secrets_hash = await self._secrets_hash(stack, c, members, problems)
@@ -272,7 +274,7 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
 
     async def _secrets_hash(
         self,
-        stack: dict[str, Any],
+        stack: KubeObject,
         c: Component,
         members: desired.Members,
         problems: list[Problem],
@@ -293,13 +295,13 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
         return desired.secrets_version(found)
 
     async def _versions(
-        self, stack: dict[str, Any], resource: Resource, names: list[str]
+        self, stack: KubeObject, resource: Resource, names: list[str]
     ) -> str | None:
         """:func:`.desired.secrets_version` of the named objects (None: no names)."""
         return desired.secrets_version(await self._read(stack, resource, names)) if names else None
 
     async def _read(
-        self, stack: dict[str, Any], resource: Resource, names: list[str]
+        self, stack: KubeObject, resource: Resource, names: list[str]
     ) -> list[tuple[str, dict[str, Any] | None]]:
         """The named objects of the stack's namespace, read by name (None: missing)."""
         read: list[tuple[str, dict[str, Any] | None]] = []
@@ -312,7 +314,7 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
                 read.append((name, None))
         return read
 
-    async def _prune(self, stack: dict[str, Any], wanted: Wanted) -> None:
+    async def _prune(self, stack: KubeObject, wanted: Wanted) -> None:
         uid = stack["metadata"]["uid"]
         for resource in self.owns:
             for obj in self.cache.by_index(

@@ -28,6 +28,7 @@ from appstack.api.graph import teardown_order
 from appstack.controllers.appstack import status
 from appstack.controllers.appstack.labels import member_label
 from appstack.controllers.kit.children import ChildWriter
+from appstack.controllers.util.kubeobject import KubeObject
 from appstack.core.resource import Resource
 from appstack.runtime.cache import Cache
 from appstack.runtime.controller import Result
@@ -41,7 +42,7 @@ BLOCKED_AFTER = 15.0  # seconds terminating before the stack names the blocking 
 Child = tuple[Resource, dict[str, Any]]
 
 
-def owned(cache: Cache, kinds: Sequence[Resource], stack: dict[str, Any]) -> list[Child]:
+def owned(cache: Cache, kinds: Sequence[Resource], stack: KubeObject) -> list[Child]:
     """Every cached child the stack controls, with its kind."""
     uid = stack["metadata"]["uid"]
     return [
@@ -53,7 +54,7 @@ def owned(cache: Cache, kinds: Sequence[Resource], stack: dict[str, Any]) -> lis
     ]
 
 
-def waves(stack: dict[str, Any]) -> list[list[str]]:
+def waves(stack: KubeObject) -> list[list[str]]:
     try:
         spec = AppStackSpec.model_validate(stack.get("spec") or {})
         return teardown_order({c.name: c.dependencies() for c in spec.components})
@@ -80,7 +81,7 @@ def describe(resource: Resource, obj: dict[str, Any]) -> str:
 
 
 async def teardown(
-    writer: ChildWriter, cache: Cache, kinds: Sequence[Resource], stack: dict[str, Any]
+    writer: ChildWriter, cache: Cache, kinds: Sequence[Resource], stack: KubeObject
 ) -> Result | None:
     """Delete the next wave; None once nothing is left."""
     children = owned(cache, kinds, stack)
@@ -91,7 +92,7 @@ async def teardown(
     return None
 
 
-async def _wave(writer: ChildWriter, stack: dict[str, Any], batch: list[Child]) -> Result:
+async def _wave(writer: ChildWriter, stack: KubeObject, batch: list[Child]) -> Result:
     members = ", ".join(sorted({member_label(obj) for _, obj in batch}))
     fresh = [(r, obj) for r, obj in batch if not obj["metadata"].get("deletionTimestamp")]
     for resource, obj in fresh:

@@ -12,7 +12,9 @@ from typing import Any
 from appstack.api.cron import cron_job_schedule
 from appstack.api.crontab import CronTabSpec
 from appstack.api.security import PodSecurityLevel
+from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import child_labels, child_metadata
+from appstack.controllers.util.parts import Manifest
 from appstack.controllers.util.workloads import container, security_context
 
 COMPONENT = "crontab"
@@ -22,9 +24,7 @@ def labels(name: str) -> dict[str, str]:
     return child_labels(name, COMPONENT)
 
 
-def cron_job(
-    tab: dict[str, Any], spec: CronTabSpec, level: PodSecurityLevel = "baseline"
-) -> dict[str, Any]:
+def cron_job(tab: KubeObject, spec: CronTabSpec, level: PodSecurityLevel = "baseline") -> Manifest:
     meta = tab["metadata"]
     job = container(
         "job",
@@ -65,8 +65,8 @@ def cron_job(
 
 
 def children(
-    tab: dict[str, Any], spec: CronTabSpec, level: PodSecurityLevel = "baseline"
-) -> list[dict[str, Any]]:
+    tab: KubeObject, spec: CronTabSpec, level: PodSecurityLevel = "baseline"
+) -> list[Manifest]:
     """Every child the CronTab wants: its CronJob (``level``: the namespace's Pod Security
     level; ``spec.podSecurity`` wins)."""
     return [cron_job(tab, spec, level)]

@@ -19,10 +19,16 @@ from typing import Any, ClassVar
 
 from pydantic import ValidationError
 
-from appstack.api.crontab import CronTab, CronTabSpec
+from appstack.api.core import Condition
+from appstack.api.crontab import CronTab, CronTabSpec, CronTabStatus
 from appstack.controllers.crontab import desired, status
 from appstack.controllers.kit.reconciler import KindReconciler
-from appstack.controllers.util.conditions import Problem, now_rfc3339, previous_conditions
+from appstack.controllers.util.conditions import (
+    Problem,
+    last_condition,
+    now_rfc3339,
+)
+from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import COMPONENT_LABEL, INSTANCE_LABEL, instance_labels
 from appstack.controllers.util.pods import (
     POD_INDEXERS,
@@ -73,10 +79,10 @@ class CronTabReconciler(KindReconciler[CronTabSpec]):
         schedule = any(e["loc"] and e["loc"][0] == "cronSpec" for e in error.errors())
         return "InvalidSchedule" if schedule else "InvalidSpec"
 
-    def invalid_status(self, obj: dict[str, Any], problem: Problem) -> dict[str, Any]:
+    def invalid_status(self, obj: KubeObject, problem: Problem) -> CronTabStatus:
         return status.from_cron_job(obj, None, problem, now_rfc3339())
 
-    async def apply(self, obj: dict[str, Any], spec: CronTabSpec) -> Result | None:
+    async def apply(self, obj: KubeObject, spec: CronTabSpec) -> Result | None:
         level = await self.pod_security.level(obj["metadata"]["namespace"], spec.pod_security)
         synced, problems = await self.writer.sync_all(obj, desired.children(obj, spec, level))
         problem = problems[0] if problems else None
@@ -94,29 +100,29 @@ class CronTabReconciler(KindReconciler[CronTabSpec]):
             jobs=labelled(self.cache, JOB, meta["namespace"], selector),
             pods=pods_of(self.cache, meta["namespace"], selector),
         )
-        await self._warn_once(obj, observed, "Ready", lambda c: c["reason"] == "SecondsRounded")
+        await self._warn_once(obj, observed, "Ready", lambda c: c.reason == "SecondsRounded")
         # a problem writing the CronJob was reported above; a failing run is told here
         await self._warn_once(
-            obj, observed, "Degraded", lambda c: problem is None and c["status"] == "True"
+            obj, observed, "Degraded", lambda c: problem is None and c.status == "True"
         )
         await self.writer.write_status(obj, observed)
         return Result(requeue=True) if problem is not None else None
 
     async def _warn_once(
         self,
-        obj: dict[str, Any],
-        observed: dict[str, Any],
+        obj: KubeObject,
+        observed: CronTabStatus,
         type_: str,
-        warn: Callable[[dict[str, Any]], bool],
+        warn: Callable[[Condition], bool],
     ) -> None:
         """A Warning Event when condition ``type_`` newly says something ``warn`` picks."""
-        (now,) = (c for c in observed["conditions"] if c["type"] == type_)
+        (now,) = (c for c in observed.conditions or [] if c.type == type_)
         key = (type_, obj["metadata"]["uid"])
         if not warn(now):
             self._warned.pop(key, None)
             return
-        before = previous_conditions(obj).get(type_) or {}
-        said = (before.get("reason"), before.get("message")) == (now["reason"], now["message"])
-        if not said and self._warned.get(key) != now["message"]:
-            await self.writer.event(obj, "Warning", now["reason"], now["message"])
-        self._warned[key] = now["message"]
+        before = last_condition(obj, type_)
+        said = (before.get("reason"), before.get("message")) == (now.reason, now.message)
+        if not said and self._warned.get(key) != now.message:
+            await self.writer.event(obj, "Warning", now.reason, now.message)
+        self._warned[key] = now.message

@@ -14,14 +14,19 @@ reported too.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 from appstack.api.cron import cron_job_schedule
-from appstack.controllers.util.conditions import Problem, condition, previous_conditions
+from appstack.api.crontab import CronTabStatus
+from appstack.controllers.util.conditions import Problem, Truth, condition, previous_conditions
+from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.pods import pod_problem
 
+#: A condition as (status, reason, message).
+Said = tuple[Truth, str, str]
 
-def _scheduled(cron_spec: str, schedule: str) -> tuple[str, str, str]:
+
+def _scheduled(cron_spec: str, schedule: str) -> Said:
     """Ready for a CronJob that runs: what it runs on, and what was asked if different."""
     asked = cron_job_schedule(cron_spec)
     if asked.rounded:
@@ -49,7 +54,7 @@ def newest(jobs: Iterable[Mapping[str, Any]]) -> Mapping[str, Any] | None:
     )
 
 
-def run_result(job: Mapping[str, Any]) -> str:
+def run_result(job: Mapping[str, Any]) -> Literal["Running", "Succeeded", "Failed"]:
     """``Succeeded``, ``Failed`` or ``Running``."""
     if _condition_of(job, "Complete") is not None:
         return "Succeeded"
@@ -79,18 +84,19 @@ def run_problem(
 
 
 def from_cron_job(
-    tab: dict[str, Any],
+    tab: KubeObject,
     cron: dict[str, Any] | None,
     problem: Problem | None,
     now: str,
     *,
     jobs: Iterable[Mapping[str, Any]] = (),
     pods: Iterable[Mapping[str, Any]] = (),
-) -> dict[str, Any]:
+) -> CronTabStatus:
     observed = (cron or {}).get("status") or {}
     active = [ref["name"] for ref in observed.get("active") or []]
     last = newest(jobs)
     failing = run_problem(last, pods)
+    ready: Said
     if problem is not None:
         ready = ("False", problem.reason, problem.message)
     elif cron is None:
@@ -102,26 +108,28 @@ def from_cron_job(
     else:
         ready = _scheduled(tab["spec"]["cronSpec"], cron["spec"]["schedule"])
     wrong = problem or failing
-    degraded = (
+    degraded: Said = (
         ("True", wrong.reason, wrong.message)
         if wrong is not None
         else ("False", "AsExpected", "no problems")
     )
     generation = tab["metadata"].get("generation")
     previous = previous_conditions(tab)
-    out: dict[str, Any] = {
-        "active": len(active),
-        "activeJobs": active,
-        "observedGeneration": generation,
-        "conditions": [
+    out = CronTabStatus(
+        active=len(active),
+        active_jobs=active,
+        observed_generation=generation,
+        conditions=[
             condition(type_, *value, generation=generation, previous=previous, now=now)
             for type_, value in (("Ready", ready), ("Degraded", degraded))
         ],
-    }
-    for field in ("lastScheduleTime", "lastSuccessfulTime"):
-        if observed.get(field):
-            out[field] = observed[field]
+    )
+    # what is not known now is left out (the merge patch keeps what was written)
+    if observed.get("lastScheduleTime"):
+        out.last_schedule_time = observed["lastScheduleTime"]
+    if observed.get("lastSuccessfulTime"):
+        out.last_successful_time = observed["lastSuccessfulTime"]
     if last is not None:
-        out["lastRun"] = last["metadata"]["name"]
-        out["lastRunResult"] = run_result(last)
+        out.last_run = last["metadata"]["name"]
+        out.last_run_result = run_result(last)
     return out

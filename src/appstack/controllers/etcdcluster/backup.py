@@ -22,7 +22,9 @@ from typing import Any
 
 from appstack.api.etcdcluster import BackupSpec, EtcdClusterSpec, RestoreSpec
 from appstack.controllers.etcdcluster import desired, tls
+from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import child_labels, child_metadata
+from appstack.controllers.util.parts import Manifest
 
 BACKUP_DIR = "/backup"
 RESTORE_DIR = "/restore"
@@ -45,8 +47,8 @@ def outcome(job: dict[str, Any]) -> str:
 
 
 def backup_job(
-    obj: dict[str, Any], spec: EtcdClusterSpec, plan: BackupSpec, n: int, leader: str
-) -> dict[str, Any]:
+    obj: KubeObject, spec: EtcdClusterSpec, plan: BackupSpec, n: int, leader: str
+) -> Manifest:
     """Job ``n``: ``etcdctl snapshot save`` from member ``leader`` onto the backup PVC."""
     cluster = obj["metadata"]["name"]
     target = f"{BACKUP_DIR}/{file_name(cluster, n, plan.retention)}"
@@ -94,7 +96,7 @@ def backup_job(
 
 
 def restore_init(
-    obj: dict[str, Any], spec: EtcdClusterSpec, source: RestoreSpec, initial: str
+    obj: KubeObject, spec: EtcdClusterSpec, source: RestoreSpec, initial: str
 ) -> dict[str, Any]:
     """The init container that fills a bootstrap member's data directory from the snapshot."""
     return {
@@ -121,8 +123,8 @@ def restore_init(
 
 
 def with_restore(
-    pod: dict[str, Any], obj: dict[str, Any], spec: EtcdClusterSpec, source: RestoreSpec
-) -> dict[str, Any]:
+    pod: Manifest, obj: KubeObject, spec: EtcdClusterSpec, source: RestoreSpec
+) -> Manifest:
     """A bootstrap member ``pod`` that first restores the snapshot ``source``."""
     initial = pod["metadata"]["annotations"][desired.INITIAL]
     pod["spec"]["initContainers"] = [restore_init(obj, spec, source, initial)]

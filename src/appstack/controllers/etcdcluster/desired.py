@@ -19,12 +19,21 @@ from typing import Any
 from appstack.api.etcdcluster import EtcdClusterSpec
 from appstack.api.kind import group_key
 from appstack.controllers.etcdcluster import tls
+from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import (
     child_labels,
     child_metadata,
     controlled_by,
     instance_labels,
     owner_reference,
+)
+from appstack.controllers.util.parts import (
+    Container,
+    ContainerSecurity,
+    Manifest,
+    PodSecurityContext,
+    ServicePortSpec,
+    user_resources,
 )
 
 COMPONENT = "etcd"
@@ -41,14 +50,14 @@ RUN_AS = 65532  # no root needed: the data volume is group-writable through fsGr
 # The restricted Pod Security profile, as every pod of an EtcdCluster runs — members, backup
 # Jobs, the restore init container: one user, so a snapshot a Job writes is one a restore
 # can read, and a namespace that enforces restricted admits them all.
-POD_SECURITY: dict[str, Any] = {
+POD_SECURITY: PodSecurityContext = {
     "runAsNonRoot": True,
     "runAsUser": RUN_AS,
     "runAsGroup": RUN_AS,
     "fsGroup": RUN_AS,
     "seccompProfile": {"type": "RuntimeDefault"},
 }
-CONTAINER_SECURITY: dict[str, Any] = {
+CONTAINER_SECURITY: ContainerSecurity = {
     "allowPrivilegeEscalation": False,
     "capabilities": {"drop": ["ALL"]},
 }
@@ -58,7 +67,7 @@ def selector(cluster: str) -> dict[str, str]:
     return {**instance_labels(cluster), "app.kubernetes.io/component": COMPONENT}
 
 
-def cluster_token(obj: dict[str, Any]) -> str:
+def cluster_token(obj: KubeObject) -> str:
     """``--initial-cluster-token``: the object's, and after a disaster recovery a new one
     per recovery (the rebuilt cluster gets a new ID; no old member can join it)."""
     meta = obj["metadata"]
@@ -66,27 +75,27 @@ def cluster_token(obj: dict[str, Any]) -> str:
     return f"{meta['name']}-{meta['uid']}" + (f"-{count}" if count else "")
 
 
-def member_host(obj: dict[str, Any], pod: str) -> str:
+def member_host(obj: KubeObject, pod: str) -> str:
     """The member's stable DNS name (on the headless Service)."""
     meta = obj["metadata"]
     return f"{pod}.{meta['name']}.{meta['namespace']}.svc"
 
 
-def peer_url(obj: dict[str, Any], pod: str) -> str:
+def peer_url(obj: KubeObject, pod: str) -> str:
     return f"{tls.peer_scheme(obj)}://{member_host(obj, pod)}:{PEER_PORT}"
 
 
-def client_url(obj: dict[str, Any], pod: str) -> str:
+def client_url(obj: KubeObject, pod: str) -> str:
     return f"{tls.client_scheme(obj)}://{member_host(obj, pod)}:{CLIENT_PORT}"
 
 
-def service_url(obj: dict[str, Any]) -> str:
+def service_url(obj: KubeObject) -> str:
     """The client Service's URL, as clients inside the cluster use it."""
     meta = obj["metadata"]
     return f"{tls.client_scheme(obj)}://{meta['name']}-client.{meta['namespace']}.svc:{CLIENT_PORT}"
 
 
-def pod_of_peer_url(obj: dict[str, Any], url: str) -> str:
+def pod_of_peer_url(obj: KubeObject, url: str) -> str:
     """The member pod a peer URL names, or "" when it is not one of ours."""
     meta = obj["metadata"]
     host = url.removeprefix("http://").removeprefix("https://").rsplit(":", 1)[0]
@@ -94,17 +103,17 @@ def pod_of_peer_url(obj: dict[str, Any], url: str) -> str:
     return pod if rest == f"{meta['name']}.{meta['namespace']}.svc" else ""
 
 
-def _ports() -> list[dict[str, Any]]:
+def _ports() -> list[ServicePortSpec]:
     return [
         {"name": "client", "port": CLIENT_PORT, "targetPort": CLIENT_PORT},
         {"name": "peer", "port": PEER_PORT, "targetPort": PEER_PORT},
     ]
 
 
-def services(obj: dict[str, Any]) -> list[dict[str, Any]]:
+def services(obj: KubeObject) -> list[Manifest]:
     name = obj["metadata"]["name"]
     labels = child_labels(name, COMPONENT)
-    headless = {
+    headless: Manifest = {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": child_metadata(obj, name, labels),
@@ -115,7 +124,7 @@ def services(obj: dict[str, Any]) -> list[dict[str, Any]]:
             "ports": _ports(),
         },
     }
-    client = {
+    client: Manifest = {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": child_metadata(obj, f"{name}-client", labels),
@@ -124,7 +133,7 @@ def services(obj: dict[str, Any]) -> list[dict[str, Any]]:
     return [headless, client]
 
 
-def disruption_budget(obj: dict[str, Any], spec: EtcdClusterSpec) -> dict[str, Any]:
+def disruption_budget(obj: KubeObject, spec: EtcdClusterSpec) -> Manifest:
     name = obj["metadata"]["name"]
     return {
         "apiVersion": "policy/v1",
@@ -137,7 +146,7 @@ def disruption_budget(obj: dict[str, Any], spec: EtcdClusterSpec) -> dict[str, A
     }
 
 
-def volume(obj: dict[str, Any], spec: EtcdClusterSpec, pod: str) -> dict[str, Any]:
+def volume(obj: KubeObject, spec: EtcdClusterSpec, pod: str) -> Manifest:
     cluster = obj["metadata"]["name"]
     claim: dict[str, Any] = {
         "accessModes": ["ReadWriteOnce"],
@@ -151,7 +160,7 @@ def volume(obj: dict[str, Any], spec: EtcdClusterSpec, pod: str) -> dict[str, An
     return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": meta, "spec": claim}
 
 
-def volume_owner(obj: dict[str, Any], *, retain: bool) -> dict[str, Any]:
+def volume_owner(obj: KubeObject, *, retain: bool) -> dict[str, Any]:
     """A merge patch of a member volume's ``metadata`` that makes it owned by the cluster
     (deleted with it) or, retained, ownerless with the cluster's UID in an annotation."""
     if retain:
@@ -159,7 +168,7 @@ def volume_owner(obj: dict[str, Any], *, retain: bool) -> dict[str, Any]:
     return {"ownerReferences": [owner_reference(obj)], "annotations": {CLUSTER_UID: None}}
 
 
-def owns_volume(obj: dict[str, Any], child: dict[str, Any]) -> bool:
+def owns_volume(obj: KubeObject, child: dict[str, Any]) -> bool:
     """Whether ``child`` (a member's Pod or volume) is this cluster's: controlled by it, or
     a volume retained for it (its UID, not only its name)."""
     annotations = child["metadata"].get("annotations") or {}
@@ -199,14 +208,14 @@ def placement(spec: EtcdClusterSpec) -> dict[str, Any]:
 
 
 def member_pod(
-    obj: dict[str, Any],
+    obj: KubeObject,
     spec: EtcdClusterSpec,
     pod: str,
     initial: dict[str, str],
     *,
     new_cluster: bool,
     voter: bool,
-) -> dict[str, Any]:
+) -> Manifest:
     """Member ``pod``: etcd bound to its pod IP, peers named through the headless
     Service; ``initial`` (name → peer URL) only matters on its first start (etcd ignores
     it once its data directory exists)."""
@@ -223,7 +232,7 @@ def member_pod(
         f"--initial-cluster-state={'new' if new_cluster else 'existing'}",
         f"--initial-cluster-token={cluster_token(obj)}",
     ]
-    container: dict[str, Any] = {
+    container: Container = {
         "name": "etcd",
         "image": spec.image,
         "command": ["etcd"],
@@ -243,10 +252,10 @@ def member_pod(
             "failureThreshold": 3,
         },
         "volumeMounts": [{"name": "data", "mountPath": DATA_DIR}],
-        "securityContext": dict(CONTAINER_SECURITY),
+        "securityContext": CONTAINER_SECURITY.copy(),
     }
     if spec.resources:
-        container["resources"] = spec.resources.to_dict()
+        container["resources"] = user_resources(spec.resources)
     pod_spec: dict[str, Any] = {
         "automountServiceAccountToken": False,  # etcd never talks to the Kubernetes API
         "hostname": pod,
@@ -263,11 +272,11 @@ def member_pod(
     labels = {**child_labels(cluster, COMPONENT), VOTER: "true" if voter else "false"}
     meta = child_metadata(obj, pod, labels)
     meta["annotations"] = {INITIAL: cluster_flag}
-    pod_obj = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": pod_spec}
+    pod_obj: Manifest = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": pod_spec}
     return tls.with_member_tls(pod_obj, spec)
 
 
-def children(obj: dict[str, Any], spec: EtcdClusterSpec) -> list[dict[str, Any]]:
+def children(obj: KubeObject, spec: EtcdClusterSpec) -> list[Manifest]:
     """The fixed children: both Services and the PodDisruptionBudget (members are
     created one at a time by the reconciler, from what etcd reports)."""
     return [*services(obj), disruption_budget(obj, spec)]

@@ -16,6 +16,7 @@ from appstack.api.etcdcluster import EtcdClusterSpec
 from appstack.controllers.etcdcluster import desired, tls
 from appstack.controllers.etcdcluster.etcdapi import EndpointStatus, EtcdClient, EtcdError, Member
 from appstack.controllers.etcdcluster.plan import MemberView, Observed, PodView
+from appstack.controllers.util.kubeobject import KubeObject
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ async def _ask(client: EtcdClient, endpoint: str) -> EndpointStatus | str:
 
 async def observe(
     client: EtcdClient,
-    obj: dict[str, Any],
+    obj: KubeObject,
     spec: EtcdClusterSpec,
     pods: list[dict[str, Any]],
     volumes: list[dict[str, Any]],
@@ -134,7 +135,7 @@ async def _members(
     return 0, None
 
 
-def _view(obj: dict[str, Any], member: Member, statuses: dict[str, EndpointStatus]) -> MemberView:
+def _view(obj: KubeObject, member: Member, statuses: dict[str, EndpointStatus]) -> MemberView:
     pod = next((desired.pod_of_peer_url(obj, u) for u in member.peer_urls), "")
     own = statuses.get(pod)
     mine = own is not None and own.member_id == member.id

@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 
 import structlog
 
-from appstack.api.etcdcluster import BackupSpec, EtcdCluster, EtcdClusterSpec
+from appstack.api.etcdcluster import BackupSpec, EtcdCluster, EtcdClusterSpec, EtcdClusterStatus
 from appstack.controllers.etcdcluster import (
     backup,
     backup_schedule,
@@ -42,6 +42,8 @@ from appstack.controllers.util.conditions import (
     Problem,
     now_rfc3339,
 )
+from appstack.controllers.util.kubeobject import KubeObject
+from appstack.controllers.util.parts import Manifest, wire
 from appstack.controllers.util.pods import (
     POD_INDEXERS,
     POD_TRANSFORMS,
@@ -79,14 +81,10 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
         self.tls_secrets = TLSSecrets(client)
         self.recoverer = recover.Recoverer(client, cache, self.writer)
 
-    def invalid_status(self, obj: dict[str, Any], problem: Problem) -> dict[str, Any]:
-        return {
-            **(obj.get("status") or {}),
-            "observedGeneration": obj["metadata"].get("generation"),
-            "conditions": [status.degraded(obj, problem, now_rfc3339())],
-        }
+    def invalid_status(self, obj: KubeObject, problem: Problem) -> EtcdClusterStatus:
+        return status.invalid(obj, problem, now_rfc3339())
 
-    async def apply(self, obj: dict[str, Any], spec: EtcdClusterSpec) -> Result | None:
+    async def apply(self, obj: KubeObject, spec: EtcdClusterSpec) -> Result | None:
         _, problems = await self.writer.sync_all(obj, desired.children(obj, spec))
         for problem in problems:
             await self.writer.report(obj, problem)
@@ -129,15 +127,16 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
             observed = status.with_problem(obj, observed, conflict, now_rfc3339())
             after = AFTER["Degraded"]
         if spec.backup is not None:
-            observed.update(await self._backup(obj, spec, spec.backup, seen, step))
+            snapshots = await self._backup(obj, spec, spec.backup, seen, step)
+            observed = status.with_backups(observed, snapshots)
             # the next snapshot's moment, exactly (no polling for it)
-            last, now = observed.get("lastBackupTime"), datetime.datetime.now(datetime.timezone.utc)
+            last, now = observed.last_backup_time, datetime.datetime.now(datetime.timezone.utc)
             wait = backup_schedule.wait(spec.backup, last, meta["creationTimestamp"], now)
             after = after if wait is None else min(after, wait)
         await self.writer.write_status(obj, observed)
         return Result(requeue_after=after)
 
-    async def _blocked(self, obj: dict[str, Any], problem: Problem) -> Result:
+    async def _blocked(self, obj: KubeObject, problem: Problem) -> Result:
         """Stop here: the user must fix ``problem`` (said once, then looked at again)."""
         if status.last_said(obj, "Available", "False") != (problem.reason, problem.message):
             await self.writer.report(obj, problem)
@@ -157,7 +156,7 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
     async def execute(
         self,
         etcd: EtcdClient,
-        obj: dict[str, Any],
+        obj: KubeObject,
         spec: EtcdClusterSpec,
         seen: Observation,
         step: Step,
@@ -217,7 +216,7 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
 
     async def _create_member(
         self,
-        obj: dict[str, Any],
+        obj: KubeObject,
         spec: EtcdClusterSpec,
         pod: str,
         initial: dict[str, str],
@@ -235,13 +234,14 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
 
     async def _backup(
         self,
-        obj: dict[str, Any],
+        obj: KubeObject,
         spec: EtcdClusterSpec,
         plan: BackupSpec,
         seen: Observation,
         step: Step,
-    ) -> dict[str, Any]:
-        """Start a due snapshot Job, or record the outcome of the running one."""
+    ) -> EtcdClusterStatus:
+        """Start a due snapshot Job, or record the outcome of the running one (the
+        snapshot fields of the status: none while nothing new was taken)."""
         old = obj.get("status") or {}
         meta = obj["metadata"]
         n = int(old.get("backupsTaken") or 0)
@@ -257,21 +257,21 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
                 )
             ):
                 await self._create(obj, JOB, backup.backup_job(obj, spec, plan, n, leader))
-            return {}
+            return EtcdClusterStatus()
         result = backup.outcome(job)
         if result == "Running":
-            return {}
+            return EtcdClusterStatus()
         await self._delete(obj, JOB, job, f"snapshot {n} {result.lower()}")
         if result == "Failed":
             note = f"snapshot {n} failed; Job {job['metadata']['name']} gave up, retrying"
             await self.writer.event(obj, "Warning", "BackupFailed", note)
-            return {}
+            return EtcdClusterStatus()
         done = (job.get("status") or {}).get("completionTime") or now_rfc3339()
         name = backup.file_name(meta["name"], n, plan.retention)
         await self.writer.event(obj, "Normal", "BackupTaken", f"Saved snapshot {name}")
-        return {"backupsTaken": n + 1, "lastBackup": name, "lastBackupTime": done}
+        return EtcdClusterStatus(backups_taken=n + 1, last_backup=name, last_backup_time=done)
 
-    async def _names_free(self, obj: dict[str, Any], pod: str) -> None:
+    async def _names_free(self, obj: KubeObject, pod: str) -> None:
         """:class:`ChildConflict` if member ``pod``'s Pod or volume exists and is not ours
         (another stack's, a tenant's): never adopted, never mounted (issue #28 P1.4)."""
         namespace = obj["metadata"]["namespace"]
@@ -283,9 +283,9 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
             if not _owned(found, obj):
                 raise ChildConflict(self.writer.conflict(resource, name))
 
-    async def _create(self, obj: dict[str, Any], resource: Any, want: dict[str, Any]) -> None:
+    async def _create(self, obj: KubeObject, resource: Any, want: Manifest) -> None:
         try:
-            await self.client.create(resource, want)
+            await self.client.create(resource, wire(want))
         except errors.AlreadyExists:
             name = want["metadata"]["name"]
             found = await self.client.get(resource, name, want["metadata"]["namespace"])
@@ -296,7 +296,7 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
         await self.writer.event(obj, "Normal", "Created", f"Created {resource.kind} {name}")
 
     async def _delete(
-        self, obj: dict[str, Any], resource: Any, child: dict[str, Any], why: str
+        self, obj: KubeObject, resource: Any, child: dict[str, Any], why: str
     ) -> None:
         if resource == PVC:  # a retained volume is made ours again first
             await volumes_.delete(self.client, self.writer, obj, child, why)
@@ -305,14 +305,14 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
             await self.writer.prune(obj, resource, child, why)
 
 
-def _initial(obj: dict[str, Any], seen: Observation, pod: str) -> dict[str, str]:
+def _initial(obj: KubeObject, seen: Observation, pod: str) -> dict[str, str]:
     """``--initial-cluster`` of a member joining a running cluster: the started members
     and itself."""
     initial = {m.name: m.peer_urls[0] for m in seen.members or [] if m.name and m.peer_urls}
     return {**initial, pod: desired.peer_url(obj, pod)}
 
 
-def _owned(child: dict[str, Any], obj: dict[str, Any]) -> bool:
+def _owned(child: dict[str, Any], obj: KubeObject) -> bool:
     return desired.owns_volume(obj, child)
 
 

@@ -20,15 +20,16 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-from typing import Any
 
-from appstack.api.etcdcluster import EtcdClusterSpec, RestoreSpec
+from appstack.api.etcdcluster import EtcdClusterSpec, EtcdClusterStatus, RestoreSpec
+from appstack.api.etcdcluster_recovery import RecoveryStatus
 from appstack.controllers.etcdcluster import desired, recovery, status, volumes
 from appstack.controllers.etcdcluster.backup_schedule import parse_time
 from appstack.controllers.etcdcluster.observe import Observation
 from appstack.controllers.etcdcluster.plan import Step
 from appstack.controllers.kit.children import ChildWriter
 from appstack.controllers.util.conditions import Problem
+from appstack.controllers.util.kubeobject import KubeObject, as_object
 from appstack.runtime import errors
 from appstack.runtime.cache import Cache
 from appstack.runtime.client import Client
@@ -37,11 +38,11 @@ from appstack.runtime.resources import POD, PVC
 IMPOSSIBLE = "RecoveryImpossible"
 
 
-def phase(obj: dict[str, Any]) -> str:
+def phase(obj: KubeObject) -> str:
     return str(((obj.get("status") or {}).get("recovery") or {}).get("phase") or "")
 
 
-def restore_source(obj: dict[str, Any], spec: EtcdClusterSpec) -> RestoreSpec | None:
+def restore_source(obj: KubeObject, spec: EtcdClusterSpec) -> RestoreSpec | None:
     """The snapshot new bootstrap members start from: the recovery's while ``Restoring``,
     else ``spec.restore``."""
     record = (obj.get("status") or {}).get("recovery") or {}
@@ -65,8 +66,8 @@ class Recoverer:
         self.writer = writer
 
     async def step(
-        self, obj: dict[str, Any], spec: EtcdClusterSpec, seen: Observation, step: Step
-    ) -> tuple[dict[str, Any], Step, Problem | None]:
+        self, obj: KubeObject, spec: EtcdClusterSpec, seen: Observation, step: Step
+    ) -> tuple[KubeObject, Step, Problem | None]:
         """The plan's ``step``, or the step of a recovery under way, or what a lost quorum
         leads to; ``obj`` as written when a recovery starts; the problem when recovery is
         impossible."""
@@ -78,11 +79,12 @@ class Recoverer:
         step, hopeless = await self.quorum_lost(obj, spec, step, now)
         if step.kind == "TearDown":  # started: its record was just written
             key = f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
-            obj = self.writer.writes.get(self.writer.owner_kind, key) or obj
+            written = self.writer.writes.get(self.writer.owner_kind, key)
+            obj = obj if written is None else as_object(written)
             step = tear_down_step(seen)
         return obj, step, hopeless
 
-    async def tear_down(self, obj: dict[str, Any], seen: Observation, step: Step) -> None:
+    async def tear_down(self, obj: KubeObject, seen: Observation, step: Step) -> None:
         """Delete the lost cluster's member pods and volumes named by ``step``."""
         namespace = obj["metadata"]["namespace"]
         for pod in step.pods:
@@ -99,7 +101,7 @@ class Recoverer:
                 await volumes.delete(self.client, self.writer, obj, volume, step.reason)
 
     async def quorum_lost(
-        self, obj: dict[str, Any], spec: EtcdClusterSpec, step: Step, now: datetime.datetime
+        self, obj: KubeObject, spec: EtcdClusterSpec, step: Step, now: datetime.datetime
     ) -> tuple[Step, Problem | None]:
         """The step for a lost quorum, starting a recovery when :func:`.recovery.decide`
         says so; with the problem to report when recovery is impossible."""
@@ -117,29 +119,31 @@ class Recoverer:
         if self.client.write_guard is not None:
             self.client.write_guard()  # raises unless still the leader
         taken = decision.snapshot
-        record = {
-            "phase": "TearingDown",
-            "count": int((old.get("recovery") or {}).get("count") or 0) + 1,
-            "snapshot": taken.name,
-            "snapshotTime": _stamp(taken.time),
-            "dataLossSeconds": int((now - taken.time).total_seconds()),
-            "quorumLostSince": _stamp(since),
-            "startedTime": _stamp(now),
-        }
+        record = RecoveryStatus(
+            phase="TearingDown",
+            count=int((old.get("recovery") or {}).get("count") or 0) + 1,
+            snapshot=taken.name,
+            snapshot_time=_stamp(taken.time),
+            data_loss_seconds=int((now - taken.time).total_seconds()),
+            quorum_lost_since=_stamp(since),
+            started_time=_stamp(now),
+        )
         # said before anything is deleted: a crash from here on resumes the recovery
-        await self.writer.write_status(obj, {**old, "recovery": record})
+        written = EtcdClusterStatus.model_validate(old)
+        written.recovery = record
+        await self.writer.write_status(obj, written)
         await self.writer.event(obj, "Warning", "DisasterRecovery", decision.reason)
         return Step("TearDown", decision.reason), None
 
-    async def announce(self, obj: dict[str, Any], observed: dict[str, Any]) -> None:
+    async def announce(self, obj: KubeObject, observed: EtcdClusterStatus) -> None:
         """A Normal Event ``Recovered`` when a recovery has just finished."""
         was = phase(obj)
-        record = observed.get("recovery") or {}
-        if was == "Restoring" and record.get("phase") == "Recovered":
+        record = observed.recovery or RecoveryStatus()
+        if was == "Restoring" and record.phase == "Recovered":
             note = (
-                f"Recovered from snapshot {record['snapshot']} in "
-                f"{record['secondsToRecover']}s; writes in the {record['dataLossSeconds']}s "
-                f"before the recovery started (after {record['snapshotTime']}) are lost"
+                f"Recovered from snapshot {record.snapshot} in "
+                f"{record.seconds_to_recover}s; writes in the {record.data_loss_seconds}s "
+                f"before the recovery started (after {record.snapshot_time}) are lost"
             )
             await self.writer.event(obj, "Normal", "Recovered", note)
 
@@ -158,47 +162,47 @@ def tear_down_step(seen: Observation) -> Step:
 
 
 def with_recovery(
-    obj: dict[str, Any], observed: dict[str, Any], seen: Observation, step: Step, now: str
-) -> dict[str, Any]:
+    obj: KubeObject, observed: EtcdClusterStatus, seen: Observation, step: Step, now: str
+) -> EtcdClusterStatus:
     """``observed`` status with the recovery's fields: ``quorumLostSince``, the phase moved
     on (``Restoring`` when the lost cluster is gone, ``Recovered`` when healthy again), and
     while restoring no cluster ID or members of the lost cluster."""
     old = obj.get("status") or {}
-    out = dict(observed)
-    record = dict(old.get("recovery") or {})
+    out = observed.model_copy()
+    known = old.get("recovery")
+    record = RecoveryStatus.model_validate(known) if known else None
     since = recovery.lost_since(old, step.kind == "Degraded", bool(seen.seen.leader), now)
-    if since is not None and record.get("phase") not in ("TearingDown", "Restoring"):
-        out["quorumLostSince"] = since
+    going = record is not None and record.phase in ("TearingDown", "Restoring")
+    if since is not None and not going:
+        out.quorum_lost_since = since
     elif "quorumLostSince" in old:
-        out["quorumLostSince"] = None  # a merge patch: removed
+        out.quorum_lost_since = None  # set to None: removed (the merge patch says null)
     if step.kind == "Restore":
-        record["phase"] = "Restoring"
-    elif record.get("phase") == "Restoring" and step.kind == "Done":
-        started = parse_time(record["startedTime"])
-        record["phase"] = "Recovered"
-        record["recoveredTime"] = now
-        record["secondsToRecover"] = int((parse_time(now) - started).total_seconds())
-    if record:
-        out["recovery"] = record
-    if record.get("phase") in ("TearingDown", "Restoring") and not seen.seen.leader:
-        out["members"], out["replicas"] = [], 0  # the lost cluster's, not the new one's
-        if "clusterID" in old:
-            out["clusterID"] = None
-        else:
-            out.pop("clusterID", None)
+        record = record or RecoveryStatus()
+        record.phase = "Restoring"
+    elif record is not None and record.phase == "Restoring" and step.kind == "Done":
+        started = parse_time(record.started_time or now)
+        record.phase = "Recovered"
+        record.recovered_time = now
+        record.seconds_to_recover = int((parse_time(now) - started).total_seconds())
+    if record is not None:
+        out.recovery = record
+    if record is not None and record.phase in ("TearingDown", "Restoring") and not seen.seen.leader:
+        out.members, out.replicas = [], 0  # the lost cluster's, not the new one's
+        out.cluster_id = None  # removed if written, else left out
     return out
 
 
 def impossible(
-    obj: dict[str, Any], observed: dict[str, Any], problem: Problem, now: str
-) -> dict[str, Any]:
+    obj: KubeObject, observed: EtcdClusterStatus, problem: Problem, now: str
+) -> EtcdClusterStatus:
     """``observed`` with ``Available=False`` and ``Degraded=True`` for ``problem`` (reason
     ``RecoveryImpossible``)."""
     out = status.with_problem(obj, observed, problem, now)
-    out["conditions"] = [
-        {**c, "reason": problem.reason, "message": problem.message}
-        if c["type"] == "Available"
+    out.conditions = [
+        c.model_copy(update={"reason": problem.reason, "message": problem.message})
+        if c.type == "Available"
         else c
-        for c in out["conditions"]
+        for c in out.conditions or []
     ]
     return out

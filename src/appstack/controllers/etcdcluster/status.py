@@ -8,42 +8,50 @@ a voting member is unhealthy, or quorum is lost (then the message says what is n
 
 from __future__ import annotations
 
-from typing import Any
-
+from appstack.api.core import Condition
+from appstack.api.etcdcluster import EtcdClusterStatus, EtcdMember
 from appstack.controllers.etcdcluster import desired
 from appstack.controllers.etcdcluster.observe import Observation
 from appstack.controllers.etcdcluster.plan import Step
-from appstack.controllers.util.conditions import Problem, condition, previous_conditions
+from appstack.controllers.util.conditions import (
+    Problem,
+    Truth,
+    condition,
+    last_condition,
+    previous_conditions,
+)
+from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import label_selector
 
+#: A condition as (status, reason, message).
+Said = tuple[Truth, str, str]
 
-def _members(obj: dict[str, Any], seen: Observation) -> list[dict[str, Any]]:
+
+def _members(obj: KubeObject, seen: Observation) -> list[EtcdMember]:
     if seen.seen.members is None:  # no member list without a leader: keep the last one
         last = (obj.get("status") or {}).get("members") or []
-        return [{**m, "healthy": False, "isLeader": False} for m in last]
+        return [EtcdMember.model_validate({**m, "healthy": False, "isLeader": False}) for m in last]
     out = []
     for m in seen.seen.members or []:
-        out.append(
-            {
-                "name": m.pod or "",
-                "id": f"{m.id:x}",
-                "peerURL": desired.peer_url(obj, m.pod) if m.pod else "",
-                "healthy": m.healthy,
-                "isLeader": m.id == seen.seen.leader,
-                "isLearner": m.learner,
-                **({"version": m.version} if m.version else {}),
-            }
+        member = EtcdMember(
+            name=m.pod or "",
+            id=f"{m.id:x}",
+            peerURL=desired.peer_url(obj, m.pod) if m.pod else "",
+            healthy=m.healthy,
+            is_leader=m.id == seen.seen.leader,
+            is_learner=m.learner,
         )
-    return sorted(out, key=lambda m: str(m["name"]))
+        if m.version:
+            member.version = m.version
+        out.append(member)
+    return sorted(out, key=lambda m: m.name)
 
 
 def _version_key(version: str) -> tuple[int, ...]:
     return tuple(int(p) for p in version.split(".") if p.isdigit())
 
 
-def from_observation(
-    obj: dict[str, Any], seen: Observation, step: Step, now: str
-) -> dict[str, Any]:
+def from_observation(obj: KubeObject, seen: Observation, step: Step, now: str) -> EtcdClusterStatus:
     old = obj.get("status") or {}
     members = seen.seen.members or []
     voters = [m for m in members if not m.learner]
@@ -53,6 +61,8 @@ def from_observation(
     versions = sorted({m.version for m in members if m.version}, key=_version_key)
     available = bool(seen.seen.leader) and ready >= quorum
     sick = sorted(m.pod or f"{m.id:x}" for m in voters if not m.healthy)
+    degraded: Said
+    progressing: Said
     if step.kind == "Degraded":
         degraded = ("True", "QuorumLost", step.reason)
     elif sick:
@@ -63,7 +73,7 @@ def from_observation(
         progressing = ("False", "Idle", step.reason)
     else:
         progressing = ("True", step.kind, step.reason)
-    avail = (
+    avail: Said = (
         ("True", "Quorum", f"{ready} of {len(voters)} voting members healthy, leader {leader}")
         if available
         else ("False", "NoQuorum", step.reason)
@@ -71,47 +81,68 @@ def from_observation(
     generation = obj["metadata"].get("generation")
     previous = previous_conditions(obj)
 
-    def cond(type_: str, value: tuple[str, str, str]) -> dict[str, Any]:
+    def cond(type_: str, value: Said) -> Condition:
         return condition(type_, *value, generation=generation, previous=previous, now=now)
 
     listed = _members(obj, seen)
-    status: dict[str, Any] = {
-        "members": listed,
-        "replicas": len(listed),
-        "selector": selector(obj),
-        "readyMembers": ready,
-        "leader": leader,
-        "clusterID": f"{seen.cluster_id:x}" if seen.cluster_id else old.get("clusterID"),
-        "clientURL": desired.service_url(obj),
-        "version": versions[0] if versions else old.get("version"),
-        "phase": step.kind,
-        "observedGeneration": generation,
-        "conditions": [
+    status = EtcdClusterStatus(
+        members=listed,
+        replicas=len(listed),
+        selector=selector(obj),
+        ready_members=ready,
+        leader=leader,
+        clientURL=desired.service_url(obj),
+        phase=step.kind,
+        observed_generation=generation,
+        conditions=[
             cond("Available", avail),
             cond("Progressing", progressing),
             cond("Degraded", degraded),
         ],
-    }
-    for key in ("backupsTaken", "lastBackup", "lastBackupTime"):
-        status[key] = old.get(key)
-    return {k: v for k, v in status.items() if v is not None}
+    )
+    # what is not known now is left out (the merge patch keeps what was written)
+    kept = EtcdClusterStatus.model_validate(
+        {k: old[k] for k in ("clusterID", "version", *BACKUP_FIELDS) if old.get(k) is not None}
+    )
+    cluster_id = f"{seen.cluster_id:x}" if seen.cluster_id else kept.cluster_id
+    if cluster_id is not None:
+        status.cluster_id = cluster_id
+    version = versions[0] if versions else kept.version
+    if version is not None:
+        status.version = version
+    return with_backups(status, kept)
 
 
-def selector(obj: dict[str, Any]) -> str:
+#: The status fields that record the snapshots taken.
+BACKUP_FIELDS = ("backupsTaken", "lastBackup", "lastBackupTime")
+
+
+def with_backups(status: EtcdClusterStatus, taken: EtcdClusterStatus) -> EtcdClusterStatus:
+    """``status`` with the snapshot fields ``taken`` has (those it does not: unchanged)."""
+    if taken.backups_taken is not None:
+        status.backups_taken = taken.backups_taken
+    if taken.last_backup is not None:
+        status.last_backup = taken.last_backup
+    if taken.last_backup_time is not None:
+        status.last_backup_time = taken.last_backup_time
+    return status
+
+
+def selector(obj: KubeObject) -> str:
     """The member pods' label selector, as the scale subresource reports it (HPA)."""
     return label_selector(desired.selector(obj["metadata"]["name"]))
 
 
-def last_said(obj: dict[str, Any], type_: str, value: str) -> tuple[str, str] | None:
+def last_said(obj: KubeObject, type_: str, value: str) -> tuple[str, str] | None:
     """Reason and message of the last condition ``type_`` written, if it was ``value``
     (what a problem was already reported as: ``Available=False``, ``Degraded=True``)."""
-    said = previous_conditions(obj).get(type_) or {}
+    said = last_condition(obj, type_)
     if said.get("status") != value:
         return None
     return said.get("reason", ""), said.get("message", "")
 
 
-def degraded(obj: dict[str, Any], problem: Problem, now: str) -> dict[str, Any]:
+def degraded(obj: KubeObject, problem: Problem, now: str) -> Condition:
     """The condition ``Degraded=True`` for ``problem``."""
     generation = obj["metadata"].get("generation")
     return condition(
@@ -126,31 +157,40 @@ def degraded(obj: dict[str, Any], problem: Problem, now: str) -> dict[str, Any]:
 
 
 def with_problem(
-    obj: dict[str, Any], observed: dict[str, Any], problem: Problem, now: str
-) -> dict[str, Any]:
+    obj: KubeObject, observed: EtcdClusterStatus, problem: Problem, now: str
+) -> EtcdClusterStatus:
     """``observed`` with ``Degraded=True`` for ``problem`` (the rest as observed)."""
-    conditions = [c for c in observed["conditions"] if c["type"] != "Degraded"]
-    return {**observed, "conditions": [*conditions, degraded(obj, problem, now)]}
+    conditions = [c for c in observed.conditions or [] if c.type != "Degraded"]
+    out = observed.model_copy()
+    out.conditions = [*conditions, degraded(obj, problem, now)]
+    return out
 
 
-def blocked(obj: dict[str, Any], problem: Problem, now: str) -> dict[str, Any]:
+def blocked(obj: KubeObject, problem: Problem, now: str) -> EtcdClusterStatus:
     """The status while a problem only the user can fix (a TLS Secret) stops the work:
     the last members and counts kept, not ``Available``, ``Degraded`` for the same reason."""
     generation = obj["metadata"].get("generation")
     previous = previous_conditions(obj)
 
-    def cond(type_: str, value: str, reason: str, message: str) -> dict[str, Any]:
+    def cond(type_: str, value: Truth, reason: str, message: str) -> Condition:
         return condition(
             type_, value, reason, message, generation=generation, previous=previous, now=now
         )
 
-    return {
-        **(obj.get("status") or {}),
-        "phase": "Blocked",
-        "observedGeneration": generation,
-        "conditions": [
-            cond("Available", "False", problem.reason, problem.message),
-            cond("Progressing", "False", problem.reason, "waiting for the user"),
-            cond("Degraded", "True", problem.reason, problem.message),
-        ],
-    }
+    out = EtcdClusterStatus.model_validate(obj.get("status") or {})
+    out.phase = "Blocked"
+    out.observed_generation = generation
+    out.conditions = [
+        cond("Available", "False", problem.reason, problem.message),
+        cond("Progressing", "False", problem.reason, "waiting for the user"),
+        cond("Degraded", "True", problem.reason, problem.message),
+    ]
+    return out
+
+
+def invalid(obj: KubeObject, problem: Problem, now: str) -> EtcdClusterStatus:
+    """The status of a cluster whose spec is invalid: the rest as it was, ``Degraded``."""
+    out = EtcdClusterStatus.model_validate(obj.get("status") or {})
+    out.observed_generation = obj["metadata"].get("generation")
+    out.conditions = [degraded(obj, problem, now)]
+    return out

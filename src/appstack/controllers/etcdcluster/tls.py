@@ -29,6 +29,8 @@ from typing import Any
 
 from appstack.api.etcdcluster import EtcdClusterSpec, TLSSpec
 from appstack.controllers.util.conditions import Problem
+from appstack.controllers.util.kubeobject import KubeObject
+from appstack.controllers.util.parts import Manifest, Volume, VolumeMount
 
 KEYS = ("ca.crt", "tls.crt", "tls.key")
 ROOT = "/etc/etcd/tls"
@@ -36,16 +38,16 @@ HEALTH_PORT = 2381
 _PEM = {"ca.crt": "CERTIFICATE-----", "tls.crt": "CERTIFICATE-----", "tls.key": "PRIVATE KEY-----"}
 
 
-def _tls(obj: dict[str, Any]) -> dict[str, Any]:
+def _tls(obj: KubeObject) -> dict[str, Any]:
     return (obj.get("spec") or {}).get("tls") or {}
 
 
-def peer_scheme(obj: dict[str, Any]) -> str:
+def peer_scheme(obj: KubeObject) -> str:
     """``https`` when the cluster's peer traffic is TLS (``spec.tls`` is immutable)."""
     return "https" if _tls(obj).get("peerSecretName") else "http"
 
 
-def client_scheme(obj: dict[str, Any]) -> str:
+def client_scheme(obj: KubeObject) -> str:
     return "https" if _tls(obj).get("clientSecretName") else "http"
 
 
@@ -66,11 +68,11 @@ def _files(role: str) -> tuple[str, str, str]:
     return f"{ROOT}/{role}/ca.crt", f"{ROOT}/{role}/tls.crt", f"{ROOT}/{role}/tls.key"
 
 
-def _volume(role: str, secret: str) -> dict[str, Any]:
+def _volume(role: str, secret: str) -> Volume:
     return {"name": f"tls-{role}", "secret": {"secretName": secret, "defaultMode": 0o440}}
 
 
-def _mount(role: str) -> dict[str, Any]:
+def _mount(role: str) -> VolumeMount:
     return {"name": f"tls-{role}", "mountPath": f"{ROOT}/{role}", "readOnly": True}
 
 
@@ -101,7 +103,7 @@ def member_flags(spec: EtcdClusterSpec) -> list[str]:
     return flags
 
 
-def with_member_tls(pod: dict[str, Any], spec: EtcdClusterSpec) -> dict[str, Any]:
+def with_member_tls(pod: Manifest, spec: EtcdClusterSpec) -> Manifest:
     """Member ``pod`` with its TLS flags, the Secrets mounted and (client TLS) its
     readiness probe on the plain health port."""
     names = secret_names(spec.tls)
@@ -119,7 +121,7 @@ def with_member_tls(pod: dict[str, Any], spec: EtcdClusterSpec) -> dict[str, Any
     return pod
 
 
-def etcdctl_flags(spec: EtcdClusterSpec) -> tuple[list[str], list[dict[str, Any]], list[Any]]:
+def etcdctl_flags(spec: EtcdClusterSpec) -> tuple[list[str], list[Volume], list[VolumeMount]]:
     """What an ``etcdctl`` container needs to reach the members with client TLS: its
     flags, the operator Secret's volume and mount (all empty for plain clients)."""
     if spec.tls is None or not spec.tls.operator_secret_name:

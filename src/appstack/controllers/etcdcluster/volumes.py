@@ -13,19 +13,20 @@ from typing import Any
 from appstack.api.etcdcluster import EtcdClusterSpec
 from appstack.controllers.etcdcluster import desired
 from appstack.controllers.kit.children import ChildWriter
+from appstack.controllers.util.kubeobject import KubeObject
 from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.resources import PVC
 
 
-async def _own(client: Client, obj: dict[str, Any], volume: dict[str, Any], retain: bool) -> None:
+async def _own(client: Client, obj: KubeObject, volume: dict[str, Any], retain: bool) -> None:
     patch = {"metadata": desired.volume_owner(obj, retain=retain)}
     meta = volume["metadata"]
     await client.patch(PVC, meta["name"], patch, namespace=meta["namespace"])
 
 
 async def sync_owners(
-    client: Client, obj: dict[str, Any], spec: EtcdClusterSpec, volumes: list[dict[str, Any]]
+    client: Client, obj: KubeObject, spec: EtcdClusterSpec, volumes: list[dict[str, Any]]
 ) -> None:
     """Member ``volumes`` owned by the cluster, or ownerless when ``retainOnDelete`` (a
     changed field re-owns or releases the volumes there are)."""
@@ -36,7 +37,7 @@ async def sync_owners(
 
 
 async def delete(
-    client: Client, writer: ChildWriter, obj: dict[str, Any], volume: dict[str, Any], why: str
+    client: Client, writer: ChildWriter, obj: KubeObject, volume: dict[str, Any], why: str
 ) -> None:
     """Delete member ``volume`` (made the cluster's again first if it is retained)."""
     with contextlib.suppress(errors.NotFound):

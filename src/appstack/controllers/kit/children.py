@@ -20,18 +20,22 @@ from typing import Any
 
 import structlog
 
+from appstack.api.core import KubeModel
 from appstack.controllers.kit.compare import (
     already_so,
     create_only,
     node_port_taken,
     owners_to_write,
     status_gist,
+    status_patch,
     unowned_with_labels,
     users_problem,
 )
 from appstack.controllers.kit.written import RecentWrites
-from appstack.controllers.util.conditions import Problem, previous_conditions
+from appstack.controllers.util.conditions import Problem, last_condition
+from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import controlled_by
+from appstack.controllers.util.parts import Manifest, wire
 from appstack.core.resource import Resource, object_key
 from appstack.runtime import errors
 from appstack.runtime.cache import Cache
@@ -105,9 +109,9 @@ class ChildWriter:
 
     async def sync(
         self,
-        owner: dict[str, Any],
+        owner: KubeObject,
         resource: Resource,
-        want: dict[str, Any],
+        want: Manifest,
     ) -> tuple[dict[str, Any] | None, Problem | None]:
         """Make the child ``want`` so; returns the child as now known and any problem."""
         current, problem, verb = await self._sync(owner, resource, want)
@@ -117,9 +121,7 @@ class ChildWriter:
             )
         return current, problem
 
-    async def _sync(
-        self, owner: dict[str, Any], resource: Resource, want: dict[str, Any]
-    ) -> _Synced:
+    async def _sync(self, owner: KubeObject, resource: Resource, want: Manifest) -> _Synced:
         """:meth:`sync` without the Event: also returns ``Created``/``Updated`` or None."""
         meta = want["metadata"]
         current = self.writes.get(resource, f"{meta['namespace']}/{meta['name']}")
@@ -127,7 +129,7 @@ class ChildWriter:
             # Not in our label-filtered cache: create it, but only if the name is free (an
             # object we do not manage may hold it: then it is read, below, not taken over).
             try:
-                created, problem = await self._apply(resource, create_only(want))
+                created, problem = await self._apply(resource, create_only(wire(want)))
             except errors.Conflict:
                 with contextlib.suppress(errors.NotFound):  # deleted meanwhile: apply
                     current = await self.client.get(resource, meta["name"], meta["namespace"])
@@ -135,9 +137,9 @@ class ChildWriter:
                 return created, problem, "Created" if problem is None else None
         if current is not None and not controlled_by(current, owner):
             return None, self.conflict(resource, meta["name"]), None
-        if current is not None and already_so(want, current, self.client.field_manager):
+        if current is not None and already_so(wire(want), current, self.client.field_manager):
             return current, None, None
-        applied, problem = await self._apply(resource, want)
+        applied, problem = await self._apply(resource, wire(want))
         if problem is not None:
             return current, problem, None
         return applied, None, "Created" if current is None else "Updated"
@@ -159,7 +161,7 @@ class ChildWriter:
         return applied, None
 
     async def sync_all(
-        self, owner: dict[str, Any], children: Iterable[dict[str, Any]]
+        self, owner: KubeObject, children: Iterable[Manifest]
     ) -> tuple[Synced, list[Problem]]:
         """:meth:`sync` each child (of a kind in ``owns``): (kind, name) → child as now known.
 
@@ -171,7 +173,7 @@ class ChildWriter:
         wanted = list(children)
         limit = asyncio.Semaphore(SYNC_CONCURRENCY)
 
-        async def one(child: dict[str, Any]) -> _Synced:
+        async def one(child: Manifest) -> _Synced:
             async with limit:
                 return await self._sync(owner, self.owns[child["kind"]], child)
 
@@ -196,7 +198,7 @@ class ChildWriter:
             await self._record(owner, changed)
         return synced, problems
 
-    async def _record(self, owner: dict[str, Any], changed: list[tuple[str, str]]) -> None:
+    async def _record(self, owner: KubeObject, changed: list[tuple[str, str]]) -> None:
         """One Event for what one reconcile changed: ``Created Deployment a, Service a``, or
         ``Updated Deployment a`` when it repaired drift. Applying the user's own spec change
         (``generation`` not yet observed) is logged only: the status's
@@ -211,7 +213,7 @@ class ChildWriter:
             await self.event(owner, "Normal", reason, note)
 
     async def create_once(
-        self, owner: dict[str, Any], resource: Resource, want: dict[str, Any], what: str
+        self, owner: KubeObject, resource: Resource, want: Manifest, what: str
     ) -> Problem | None:
         """Create ``want`` if absent (read by name, not from the cache); never overwrite its
         content (its owner is made what ``want`` says: see below).
@@ -224,7 +226,7 @@ class ChildWriter:
             current = await self.client.get(resource, meta["name"], meta["namespace"])
         except errors.NotFound:
             try:
-                await self.client.create(resource, want)
+                await self.client.create(resource, wire(want))
             except errors.AlreadyExists:
                 return None
             note = f"Created {resource.kind} {meta['name']} ({what})"
@@ -254,7 +256,7 @@ class ChildWriter:
             resource, meta["name"], meta["namespace"], propagation=propagation, uid=meta["uid"]
         )
 
-    async def delete(self, owner: dict[str, Any], resource: Resource, why: str) -> None:
+    async def delete(self, owner: KubeObject, resource: Resource, why: str) -> None:
         """Delete the owner's child of kind ``resource`` (named like the owner) if we
         control it."""
         meta = owner["metadata"]
@@ -265,7 +267,7 @@ class ChildWriter:
             await self.event(owner, "Normal", "Deleted", note)
 
     async def prune(
-        self, owner: dict[str, Any], resource: Resource, child: dict[str, Any], why: str
+        self, owner: KubeObject, resource: Resource, child: dict[str, Any], why: str
     ) -> None:
         """Delete a child that is no longer wanted, with a ``Pruned`` Event."""
         await self.delete_child(resource, child)
@@ -274,7 +276,7 @@ class ChildWriter:
 
     async def event(
         self,
-        owner: dict[str, Any],
+        owner: KubeObject,
         type_: EventType,
         reason: str,
         note: str,
@@ -284,21 +286,22 @@ class ChildWriter:
         """Record an Event about ``owner``; it is sent in the background (never waited for)."""
         self.recorder.record(owner, type_, reason, note, action=action)
 
-    async def report(self, owner: dict[str, Any], problem: Problem) -> None:
+    async def report(self, owner: KubeObject, problem: Problem) -> None:
         log.warning("cannot reconcile", reason=problem.reason, problem=problem.message)
         await self.event(owner, "Warning", problem.reason, problem.message)
 
-    async def report_new(self, owner: dict[str, Any], problem: Problem) -> None:
+    async def report_new(self, owner: KubeObject, problem: Problem) -> None:
         """:meth:`report`, unless the owner's Ready condition already says so (pod states
         wake the owner often; one Warning Event per new reason or message)."""
-        ready = previous_conditions(owner).get("Ready") or {}
+        ready = last_condition(owner, "Ready")
         if (ready.get("reason"), ready.get("message")) != (problem.reason, problem.message):
             await self.report(owner, problem)
 
     async def write_status(
-        self, owner: dict[str, Any], status: dict[str, Any], *, rolling: bool = False
+        self, owner: KubeObject, typed: KubeModel, *, rolling: bool = False
     ) -> float | None:
-        """Merge-patch the status subresource, only if it changed.
+        """Merge-patch the status subresource with ``typed`` (the kind's status model, as
+        :func:`~.compare.status_patch`), only if it changed.
 
         While ``rolling`` (a rollout moves and nothing is wrong), one owner's status is
         written at most once per :data:`STATUS_INTERVAL` — :data:`PROGRESS_INTERVAL` when
@@ -306,6 +309,7 @@ class ChildWriter:
         write due sooner is put off and the seconds to wait are returned
         — the caller looks again then and writes the status as it is by then, so the steps
         of a rollout cost one patch, and the final state is never lost."""
+        status = status_patch(owner.get("status") or {}, typed)
         if (owner.get("status") or {}) == status:
             return None
         meta = owner["metadata"]

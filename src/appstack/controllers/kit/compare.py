@@ -1,6 +1,7 @@
 """Pure judgements about child writes: is the wanted object already so (every wanted field
 set, and no field our last apply set left out of it), is a refusal the user's to fix, what
-of a status a user acts on (its gist), and a create-only apply?
+of a status a user acts on (its gist), the merge patch of a typed status, and a
+create-only apply?
 Used by :class:`~appstack.controllers.kit.children.ChildWriter` (and its unit tests).
 """
 
@@ -10,6 +11,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from appstack.api.core import KubeModel
 from appstack.controllers.util.quantity import same_quantity
 from appstack.runtime import errors
 
@@ -143,6 +145,20 @@ def status_gist(status: dict[str, Any]) -> tuple[Any, ...]:
     return status.get("observedGeneration"), *(
         (c.get("type"), c.get("status"), c.get("reason")) for c in conditions
     )
+
+
+def status_patch(old: Mapping[str, Any], status: KubeModel) -> dict[str, Any]:
+    """The merge patch that writes ``status`` (a kind's typed status model): its wire form
+    without the fields left unset or None — the stored value of those is kept — except a
+    top-level field explicitly set to None that ``old`` (the stored status) has, sent as
+    null: the merge patch removes it."""
+    out = status.to_dict()
+    fields = type(status).model_fields
+    for name in status.model_fields_set:
+        key = fields[name].alias or name
+        if getattr(status, name) is None and key in old:
+            out[key] = None
+    return out
 
 
 # A resourceVersion no stored object has (etcd's first write is revision 2): applied with

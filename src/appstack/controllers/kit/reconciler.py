@@ -19,10 +19,12 @@ from typing import Any, ClassVar, Generic, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
 
+from appstack.api.core import KubeModel
 from appstack.api.kind import CustomKind
 from appstack.controllers.kit.children import ChildWriter
 from appstack.controllers.kit.tolerant import validate_tolerant
 from appstack.controllers.util.conditions import Problem, describe_validation
+from appstack.controllers.util.kubeobject import KubeObject, as_object
 from appstack.controllers.util.podsecurity import NamespaceLevels
 from appstack.core.resource import Resource
 from appstack.runtime import finalizer as finalizers
@@ -76,7 +78,8 @@ class KindReconciler(ABC, Generic[SpecT]):
         if cached is None:
             return None
         # Our last status write, if the cache has not caught up with it yet.
-        obj = self.writer.writes.get(self.resource, request.key) or cached
+        raw = self.writer.writes.get(self.resource, request.key) or cached
+        obj = as_object(raw)
         if self.finalizer is None:
             if obj["metadata"].get("deletionTimestamp"):
                 return None  # going: the garbage collector removes the children
@@ -84,13 +87,13 @@ class KindReconciler(ABC, Generic[SpecT]):
         return await finalizers.finalize(
             self.client,
             self.resource,
-            obj,
+            raw,
             self.finalizer,
-            apply=self._validated,
-            cleanup=self.cleanup,
+            apply=lambda raw: self._validated(as_object(raw)),
+            cleanup=lambda raw: self.cleanup(as_object(raw)),
         )
 
-    async def _validated(self, obj: dict[str, Any]) -> Result | None:
+    async def _validated(self, obj: KubeObject) -> Result | None:
         try:
             model, ignored = validate_tolerant(self.kind.spec, obj.get("spec") or {})
         except ValidationError as error:
@@ -107,7 +110,7 @@ class KindReconciler(ABC, Generic[SpecT]):
                 return None
         return await self.apply(obj, spec)
 
-    async def _unknown_fields(self, obj: dict[str, Any], ignored: list[str]) -> None:
+    async def _unknown_fields(self, obj: KubeObject, ignored: list[str]) -> None:
         """Say once per generation which fields this operator ignored (a CRD newer than it)."""
         meta = obj["metadata"]
         seen = (meta.get("uid", ""), meta.get("generation", 0))
@@ -118,7 +121,7 @@ class KindReconciler(ABC, Generic[SpecT]):
         note = f"{fields} not known to this operator (the CRD is newer): ignored"
         await self.writer.event(obj, "Warning", "UnknownFields", note)
 
-    async def _invalid(self, obj: dict[str, Any], problem: Problem) -> None:
+    async def _invalid(self, obj: KubeObject, problem: Problem) -> None:
         await self.writer.report(obj, problem)
         await self.writer.write_status(obj, self.invalid_status(obj, problem))
         # nothing to retry until the spec changes
@@ -128,13 +131,13 @@ class KindReconciler(ABC, Generic[SpecT]):
         return "InvalidSpec"
 
     @abstractmethod
-    def invalid_status(self, obj: dict[str, Any], problem: Problem) -> dict[str, Any]:
-        """The status of an object whose spec is invalid."""
+    def invalid_status(self, obj: KubeObject, problem: Problem) -> KubeModel:
+        """The status (the kind's status model) of an object whose spec is invalid."""
 
     @abstractmethod
-    async def apply(self, obj: dict[str, Any], spec: SpecT) -> Result | None:
+    async def apply(self, obj: KubeObject, spec: SpecT) -> Result | None:
         """Make the children match a valid spec and write status."""
 
-    async def cleanup(self, obj: dict[str, Any]) -> Result | None:
+    async def cleanup(self, obj: KubeObject) -> Result | None:
         """Deletion work while ``finalizer`` holds the object; None when done."""
         return None

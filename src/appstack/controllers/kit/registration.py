@@ -17,7 +17,9 @@ from typing import Any
 
 from appstack.api.kind import CustomKind
 from appstack.controllers.kit.reconciler import KindReconciler
+from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import child_selector
+from appstack.controllers.util.parts import Manifest
 from appstack.controllers.util.rbac import Rule
 from appstack.controllers.util.references import referrers
 from appstack.core.duration import DEFAULT_SYNC_PERIOD, parse_duration
@@ -27,7 +29,7 @@ from appstack.runtime.controller import Controller
 from appstack.runtime.events import EventRecorder
 from appstack.runtime.manager import Manager
 
-Children = Callable[[dict[str, Any], Any], list[dict[str, Any]]]
+Children = Callable[[KubeObject, Any], list[Manifest]]
 
 
 @dataclass(frozen=True)

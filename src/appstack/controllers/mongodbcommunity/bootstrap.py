@@ -18,10 +18,11 @@ is written when everything is as wanted. Users removed from the spec are left in
 
 from __future__ import annotations
 
-from typing import Any
+from typing_extensions import TypedDict
 
 from appstack.api.mongodbcommunity import ADMIN_USER
 from appstack.controllers.util import mongodb_bootstrap as boot
+from appstack.controllers.util.mongodb_replicaset import ReplicaSetConfig
 
 ADMIN_PATH = "/admin"  # the generated Secret <name>-admin, key password
 PODINFO_PATH = "/podinfo"  # downward API: the pod's name in the file "name"
@@ -49,9 +50,29 @@ def script(port: int, mount: str = boot.MOUNT_PATH, root: str = "") -> str:
     return boot.PLAN_JS.lstrip() + USERS_JS + DRIVER_JS % values
 
 
+class Role(TypedDict):
+    role: str
+    db: str
+
+
+class UserConfig(TypedDict):
+    """A user as the bootstrap creates it (roles as MongoDB spells them)."""
+
+    name: str
+    db: str
+    roles: list[Role]
+
+
+class BootstrapConfig(ReplicaSetConfig):
+    """``replicaset.json`` of a MongoDBCommunity."""
+
+    hostSuffix: str
+    users: list[UserConfig]
+
+
 def config(
-    replica_set: dict[str, Any], host_suffix: str, users: list[dict[str, Any]]
-) -> dict[str, Any]:
+    replica_set: ReplicaSetConfig, host_suffix: str, users: list[UserConfig]
+) -> BootstrapConfig:
     """``replicaset.json``: the desired members (``_id``, ``members``), the suffix that makes
     a pod's name its member host, and the users (name, db, roles as MongoDB spells them),
     in spec order: user ``i``'s password is mounted at ``/users/<i>/password``."""

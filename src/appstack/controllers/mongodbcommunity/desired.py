@@ -18,13 +18,23 @@ from __future__ import annotations
 
 import json
 import secrets
-from typing import Any
 
 from appstack.api.mongodbcommunity import ADMIN_USER, DEFAULT_IMAGE, MongoDBCommunitySpec, User
 from appstack.controllers.mongodbcommunity import bootstrap
 from appstack.controllers.util import mongodb_bootstrap as boot
 from appstack.controllers.util import mongodb_replicaset as rs
+from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import child_labels, child_metadata, instance_labels
+from appstack.controllers.util.parts import (
+    ChildMeta,
+    ClaimSpec,
+    KeyToPath,
+    Manifest,
+    SecretVolume,
+    Volume,
+    VolumeMount,
+    user_resources,
+)
 from appstack.controllers.util.workloads import security_context
 
 COMPONENT = "mongodb"
@@ -37,7 +47,7 @@ def selector(name: str) -> dict[str, str]:
     return {**instance_labels(name), "app.kubernetes.io/component": COMPONENT}
 
 
-def _meta(obj: dict[str, Any], name: str) -> dict[str, Any]:
+def _meta(obj: KubeObject, name: str) -> ChildMeta:
     return child_metadata(obj, name, child_labels(obj["metadata"]["name"], COMPONENT))
 
 
@@ -45,7 +55,7 @@ def service_name(name: str) -> str:
     return f"{name}-svc"
 
 
-def hosts(obj: dict[str, Any], members: int) -> list[str]:
+def hosts(obj: KubeObject, members: int) -> list[str]:
     meta = obj["metadata"]
     return rs.hosts(meta["name"], service_name(meta["name"]), meta["namespace"], PORT, members)
 
@@ -54,7 +64,7 @@ def image(spec: MongoDBCommunitySpec) -> str:
     return f"{spec.image or DEFAULT_IMAGE}:{spec.version}"
 
 
-def user_config(users: list[User]) -> list[dict[str, Any]]:
+def user_config(users: list[User]) -> list[bootstrap.UserConfig]:
     """The users as the bootstrap creates them: roles as MongoDB spells them."""
     return [
         {"name": u.name, "db": u.db, "roles": [{"role": r.name, "db": r.db} for r in u.roles]}
@@ -62,7 +72,7 @@ def user_config(users: list[User]) -> list[dict[str, Any]]:
     ]
 
 
-def config_map(obj: dict[str, Any], spec: MongoDBCommunitySpec) -> dict[str, Any]:
+def config_map(obj: KubeObject, spec: MongoDBCommunitySpec) -> Manifest:
     meta = obj["metadata"]
     suffix = f".{service_name(meta['name'])}.{meta['namespace']}.svc:{PORT}"
     members = rs.replica_set(meta["name"], hosts(obj, spec.members))
@@ -78,7 +88,7 @@ def config_map(obj: dict[str, Any], spec: MongoDBCommunitySpec) -> dict[str, Any
     }
 
 
-def service(obj: dict[str, Any]) -> dict[str, Any]:
+def service(obj: KubeObject) -> Manifest:
     name = obj["metadata"]["name"]
     return {
         "apiVersion": "v1",
@@ -93,21 +103,26 @@ def service(obj: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _user_volumes(users: list[User]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _user_volumes(users: list[User]) -> tuple[list[VolumeMount], list[Volume]]:
     """Each user's password as ``/users/<i>/password`` (optional: the Secret may come later)."""
-    mounts: list[dict[str, Any]] = []
-    volumes: list[dict[str, Any]] = []
+    mounts: list[VolumeMount] = []
+    volumes: list[Volume] = []
     for i, u in enumerate(users):
         ref = u.password_secret_ref
         path = f"{bootstrap.USERS_PATH}/{i}"
         mounts.append({"name": f"user-{i}", "mountPath": path, "readOnly": True})
-        items = [{"key": ref.key, "path": "password"}]
-        source = {"secretName": ref.name, "items": items, "optional": True, "defaultMode": 0o440}
+        items: list[KeyToPath] = [{"key": ref.key, "path": "password"}]
+        source: SecretVolume = {
+            "secretName": ref.name,
+            "items": items,
+            "optional": True,
+            "defaultMode": 0o440,
+        }
         volumes.append({"name": f"user-{i}", "secret": source})
     return mounts, volumes
 
 
-def stateful_set(obj: dict[str, Any], spec: MongoDBCommunitySpec) -> dict[str, Any]:
+def stateful_set(obj: KubeObject, spec: MongoDBCommunitySpec) -> Manifest:
     name = obj["metadata"]["name"]
     mounts, volumes = _user_volumes(spec.users)
     members = rs.Members(
@@ -118,7 +133,7 @@ def stateful_set(obj: dict[str, Any], spec: MongoDBCommunitySpec) -> dict[str, A
         uid=UID,
         keyfile_secret=f"{name}-keyfile",
         config_map=f"{name}-replicaset",
-        resources=spec.resources.to_dict() if spec.resources else None,
+        resources=user_resources(spec.resources) if spec.resources else None,
         shell=boot.shell_for(spec.version),
         sidecar_mounts=[
             {"name": "admin", "mountPath": bootstrap.ADMIN_PATH, "readOnly": True},
@@ -139,7 +154,7 @@ def stateful_set(obj: dict[str, Any], spec: MongoDBCommunitySpec) -> dict[str, A
     security = security_context(None, {"runAsUser": UID, "runAsGroup": UID})
     pod = rs.pod_spec(members, security)
     pod["automountServiceAccountToken"] = False  # a database never talks to the API
-    claim: dict[str, Any] = {
+    claim: ClaimSpec = {
         "accessModes": ["ReadWriteOnce"],
         "resources": {"requests": {"storage": spec.storage.size}},
     }
@@ -164,14 +179,14 @@ def stateful_set(obj: dict[str, Any], spec: MongoDBCommunitySpec) -> dict[str, A
     }
 
 
-def children(obj: dict[str, Any], spec: MongoDBCommunitySpec) -> list[dict[str, Any]]:
+def children(obj: KubeObject, spec: MongoDBCommunitySpec) -> list[Manifest]:
     """Every child but the generated and per-user Secrets (``appstack render`` prints these)."""
     name = obj["metadata"]["name"]
     budget = rs.disruption_budget(_meta(obj, name), spec.members, selector(name))
     return [service(obj), config_map(obj, spec), *budget, stateful_set(obj, spec)]
 
 
-def generated_secrets(obj: dict[str, Any]) -> list[dict[str, Any]]:
+def generated_secrets(obj: KubeObject) -> list[Manifest]:
     """Created once and kept (owned: they go with the object and its volumes)."""
     name = obj["metadata"]["name"]
     return [

@@ -17,11 +17,19 @@ from __future__ import annotations
 import base64
 from typing import Any, ClassVar
 
-from appstack.api.mongodbcommunity import MongoDBCommunity, MongoDBCommunitySpec, User
+from appstack.api.mongodbcommunity import (
+    MongoDBCommunity,
+    MongoDBCommunitySpec,
+    MongoDBCommunityStatus,
+    User,
+    UserStatus,
+)
 from appstack.controllers.kit.reconciler import KindReconciler
 from appstack.controllers.mongodbcommunity import desired, scram, status, users
 from appstack.controllers.util.conditions import Problem, now_rfc3339
+from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import CHILD_SELECTOR, COMPONENT_LABEL
+from appstack.controllers.util.parts import Manifest
 from appstack.controllers.util.references import (
     REFERENCES,
     Transform,
@@ -64,24 +72,24 @@ class MongoDBCommunityReconciler(KindReconciler[MongoDBCommunitySpec]):
         MongoDBCommunity.KIND.resource: {REFERENCES: referenced},
     }
 
-    def invalid_status(self, obj: dict[str, Any], problem: Problem) -> dict[str, Any]:
+    def invalid_status(self, obj: KubeObject, problem: Problem) -> MongoDBCommunityStatus:
         return status.observed(obj, None, problem, now_rfc3339())
 
-    async def apply(self, obj: dict[str, Any], spec: MongoDBCommunitySpec) -> Result | None:
+    async def apply(self, obj: KubeObject, spec: MongoDBCommunitySpec) -> Result | None:
         problems: list[Problem] = []
         for secret in desired.generated_secrets(obj):
             problem = await self.writer.create_once(obj, SECRET, secret, "generated")
             if problem is not None:
                 problems.append(problem)
         wanted = desired.children(obj, spec)
-        user_status = []
+        user_status: list[UserStatus] = []
         for i, user in enumerate(spec.users):
             password = await self._password(obj, i, user, problems)
-            entry = {"name": user.name, "db": user.db}
+            entry = UserStatus(name=user.name, db=user.db)
             if password is not None:
                 secret = users.connection_secret(obj, spec.members, user, password)
                 wanted += [secret, *scram.secret(obj, user, password)]
-                entry["connectionStringSecretName"] = secret["metadata"]["name"]
+                entry.connection_string_secret_name = secret["metadata"]["name"]
             user_status.append(entry)
         synced, found = await self.writer.sync_all(obj, wanted)
         problems += found
@@ -103,7 +111,7 @@ class MongoDBCommunityReconciler(KindReconciler[MongoDBCommunitySpec]):
         return None
 
     async def _password(
-        self, obj: dict[str, Any], index: int, user: User, problems: list[Problem]
+        self, obj: KubeObject, index: int, user: User, problems: list[Problem]
     ) -> str | None:
         """The user's password, read by name (None and a problem when it cannot be)."""
         ref = user.password_secret_ref
@@ -126,7 +134,7 @@ class MongoDBCommunityReconciler(KindReconciler[MongoDBCommunitySpec]):
             return None
         return base64.b64decode(value).decode()
 
-    async def _prune(self, obj: dict[str, Any], wanted: list[dict[str, Any]]) -> None:
+    async def _prune(self, obj: KubeObject, wanted: list[Manifest]) -> None:
         """Delete children no longer wanted (a removed user's Secret, the budget of a single
         member); the generated Secrets are kept."""
         meta = obj["metadata"]

@@ -22,10 +22,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-from typing import Any
 
 from appstack.api.mongodbcommunity import User
+from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import child_labels, child_metadata
+from appstack.controllers.util.parts import Manifest
 
 # name -> (hash, iterations, salt bytes): mongod's defaults
 MECHANISMS = {"sha1": ("sha1", 10000, 16), "sha256": ("sha256", 15000, 28)}
@@ -68,7 +69,7 @@ def credentials(uid: str, user: User, password: str) -> dict[str, str]:
     return out
 
 
-def secret(obj: dict[str, Any], user: User, password: str) -> list[dict[str, Any]]:
+def secret(obj: KubeObject, user: User, password: str) -> list[Manifest]:
     """The Secret, if the user names one."""
     if user.scram_credentials_secret_name is None:
         return []

@@ -7,27 +7,31 @@ users' connection-string Secrets, and ``observedGeneration``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
+from appstack.api.mongodbcommunity import MongoDBCommunityStatus, UserStatus
 from appstack.controllers.mongodbcommunity import desired
-from appstack.controllers.util.conditions import Problem, condition, previous_conditions
+from appstack.controllers.util.conditions import Problem, Truth, condition, previous_conditions
+from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import label_selector
 from appstack.controllers.util.workloads import statefulset_ready
 
 
 def observed(
-    obj: dict[str, Any],
+    obj: KubeObject,
     sts: dict[str, Any] | None,
     problem: Problem | None,
     now: str,
     *,
-    users: list[dict[str, Any]] | None = None,
+    users: list[UserStatus] | None = None,
     mongo_uri: str | None = None,
-) -> dict[str, Any]:
+) -> MongoDBCommunityStatus:
     meta = obj["metadata"]
     generation = meta.get("generation")
     ready, count = statefulset_ready(sts)
     sts_status = (sts or {}).get("status") or {}
+    phase: Literal["Running", "Pending", "Failed"]
+    state: Truth
     if problem is not None:
         phase, state, reason, message = "Failed", "False", problem.reason, problem.message
     elif ready:
@@ -36,14 +40,14 @@ def observed(
     else:
         phase, state, reason = "Pending", "False", "Progressing"
         message = f"{count} members ready"
-    out: dict[str, Any] = {
-        "phase": phase,
-        "members": int(sts_status.get("readyReplicas") or 0),
-        "replicas": int(sts_status.get("replicas") or 0),
-        "selector": label_selector(desired.selector(meta["name"])),
-        "version": (obj.get("spec") or {}).get("version"),
-        "observedGeneration": generation,
-        "conditions": [
+    out = MongoDBCommunityStatus(
+        phase=phase,
+        members=int(sts_status.get("readyReplicas") or 0),
+        replicas=int(sts_status.get("replicas") or 0),
+        selector=label_selector(desired.selector(meta["name"])),
+        version=(obj.get("spec") or {}).get("version"),
+        observed_generation=generation,
+        conditions=[
             condition(
                 "Ready",
                 state,
@@ -54,9 +58,9 @@ def observed(
                 now=now,
             )
         ],
-    }
+    )
     if mongo_uri is not None:
-        out["mongoUri"] = mongo_uri
+        out.mongo_uri = mongo_uri
     if users is not None:
-        out["users"] = users
+        out.users = users
     return out

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import base64
 import re
-from typing import Any
 from urllib.parse import quote
 
 from appstack.api.mongodbcommunity import User
 from appstack.controllers.mongodbcommunity import desired
+from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import child_labels, child_metadata
+from appstack.controllers.util.parts import Manifest
 
 _INVALID = re.compile(r"[^a-z0-9.-]+")
 
@@ -28,9 +29,7 @@ def connection_secret_name(name: str, user: User) -> str:
     return raw.strip("-.")[:253].rstrip("-.")
 
 
-def connection_strings(
-    obj: dict[str, Any], members: int, user: User, password: str
-) -> dict[str, str]:
+def connection_strings(obj: KubeObject, members: int, user: User, password: str) -> dict[str, str]:
     meta = obj["metadata"]
     login = f"{quote(user.name, safe='')}:{quote(password, safe='')}"
     options = f"replicaSet={meta['name']}&ssl=false"
@@ -44,9 +43,7 @@ def connection_strings(
     }
 
 
-def connection_secret(
-    obj: dict[str, Any], members: int, user: User, password: str
-) -> dict[str, Any]:
+def connection_secret(obj: KubeObject, members: int, user: User, password: str) -> Manifest:
     name = obj["metadata"]["name"]
     return {
         "apiVersion": "v1",
@@ -64,7 +61,7 @@ def connection_secret(
     }
 
 
-def mongo_uri(obj: dict[str, Any], members: int) -> str:
+def mongo_uri(obj: KubeObject, members: int) -> str:
     """Where clients connect, without credentials (status.mongoUri)."""
     hosts = ",".join(desired.hosts(obj, members))
     return f"mongodb://{hosts}/?replicaSet={obj['metadata']['name']}"

@@ -11,9 +11,16 @@ from __future__ import annotations
 
 import datetime
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ValidationError
+from typing_extensions import Required, TypedDict
+
+from appstack.api.core import Condition
+from appstack.controllers.util.kubeobject import KubeObject
+
+#: The ``status`` of a condition.
+Truth = Literal["True", "False", "Unknown"]
 
 
 @dataclass(frozen=True)
@@ -47,32 +54,48 @@ def describe_validation(error: ValidationError) -> str:
 
 def condition(
     type_: str,
-    status: str,
+    status: Truth,
     reason: str,
     message: str,
     *,
     generation: int | None,
-    previous: dict[str, dict[str, Any]],
+    previous: dict[str, StoredCondition],
     now: str,
-) -> dict[str, Any]:
+) -> Condition:
     """A condition per the API conventions: ``lastTransitionTime`` moves only when the
     status flips (``previous`` maps type -> the condition as last written)."""
     old = previous.get(type_)
     since = now
     if old is not None and old.get("status") == status:
         since = old.get("lastTransitionTime", now)
-    return {
-        "type": type_,
-        "status": status,
-        "reason": reason,
-        "message": message,
-        "observedGeneration": generation,
-        "lastTransitionTime": since,
-    }
+    return Condition(
+        type=type_,
+        status=status,
+        reason=reason,
+        message=message,
+        observed_generation=generation,
+        last_transition_time=since,
+    )
 
 
-def previous_conditions(owner: dict[str, Any]) -> dict[str, dict[str, Any]]:
+class StoredCondition(TypedDict, total=False):
+    """A condition as the API server stored it (what the last status write said)."""
+
+    type: Required[str]
+    status: str
+    reason: str
+    message: str
+    lastTransitionTime: str
+    observedGeneration: int
+
+
+def previous_conditions(owner: KubeObject) -> dict[str, StoredCondition]:
     return {c["type"]: c for c in (owner.get("status") or {}).get("conditions") or []}
+
+
+def last_condition(owner: KubeObject, type_: str) -> StoredCondition:
+    """The condition ``type_`` as last written (only its type when there is none)."""
+    return previous_conditions(owner).get(type_) or {"type": type_}
 
 
 def now_rfc3339() -> str:

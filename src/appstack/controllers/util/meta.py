@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from appstack.api.kind import GROUP
+from appstack.controllers.util.kubeobject import KubeObject
+from appstack.controllers.util.parts import ChildMeta, OwnerReference
 
 MANAGED_BY = {"app.kubernetes.io/managed-by": "appstack"}
 CHILD_SELECTOR = "app.kubernetes.io/managed-by=appstack"
@@ -49,7 +51,7 @@ def child_labels(name: str, component: str) -> dict[str, str]:
     return {**instance_labels(name), **MANAGED_BY, COMPONENT_LABEL: component}
 
 
-def owner_reference(owner: dict[str, Any]) -> dict[str, Any]:
+def owner_reference(owner: KubeObject) -> OwnerReference:
     return {
         "apiVersion": owner["apiVersion"],
         "kind": owner["kind"],
@@ -60,7 +62,7 @@ def owner_reference(owner: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def child_metadata(owner: dict[str, Any], name: str, labels: dict[str, str]) -> dict[str, Any]:
+def child_metadata(owner: KubeObject, name: str, labels: dict[str, str]) -> ChildMeta:
     """``metadata`` of a child ``name`` in the owner's namespace, controlled by the owner."""
     return {
         "name": name,
@@ -70,7 +72,7 @@ def child_metadata(owner: dict[str, Any], name: str, labels: dict[str, str]) -> 
     }
 
 
-def controlled_by(obj: dict[str, Any], owner: dict[str, Any]) -> bool:
+def controlled_by(obj: dict[str, Any], owner: KubeObject) -> bool:
     uid = owner["metadata"]["uid"]
     return any(
         ref.get("controller") and ref.get("uid") == uid

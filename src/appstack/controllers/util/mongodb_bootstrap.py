@@ -28,7 +28,8 @@ from the script, and are never printed.
 from __future__ import annotations
 
 from importlib import resources
-from typing import Any
+
+from appstack.controllers.util.parts import Probe
 
 PASS_SECONDS = 10
 SCRIPT_KEY = "bootstrap.js"
@@ -85,7 +86,7 @@ READINESS = "const h = db.hello(); if (!(h.isWritablePrimary || h.secondary)) { 
 LEGACY_READINESS = "var h = db.isMaster(); if (!(h.ismaster || h.secondary)) { quit(1); }"
 
 
-def readiness_probe(shell: str = MONGOSH) -> dict[str, Any]:
+def readiness_probe(shell: str = MONGOSH) -> Probe:
     """A member is ready when it is the primary or a secondary of the set."""
     check = READINESS if shell == MONGOSH else LEGACY_READINESS
     return {

@@ -23,11 +23,23 @@ from copy import deepcopy
 from dataclasses import dataclass, field
 from typing import Any
 
+from typing_extensions import TypedDict
+
 from appstack.controllers.util import mongodb_bootstrap as boot
+from appstack.controllers.util.parts import (
+    ChildMeta,
+    Container,
+    ContainerSecurity,
+    EnvVar,
+    Manifest,
+    Resources,
+    Volume,
+    VolumeMount,
+)
 
 KEYFILE_KEY = "keyfile"
 KEYFILE_PATH = "/keyfile"
-HOME = {"name": "HOME", "value": "/tmp"}  # noqa: S108 - the container's own /tmp
+HOME: EnvVar = {"name": "HOME", "value": "/tmp"}  # noqa: S108 - the container's own /tmp
 
 
 def hosts(sts: str, headless: str, namespace: str, port: int, count: int) -> list[str]:
@@ -35,7 +47,19 @@ def hosts(sts: str, headless: str, namespace: str, port: int, count: int) -> lis
     return [f"{sts}-{i}.{headless}.{namespace}.svc:{port}" for i in range(count)]
 
 
-def replica_set(set_name: str, member_hosts: list[str]) -> dict[str, Any]:
+class ReplicaMember(TypedDict):
+    _id: int
+    host: str
+
+
+class ReplicaSetConfig(TypedDict):
+    """The desired replica set as the bootstrap script reads it."""
+
+    _id: str
+    members: list[ReplicaMember]
+
+
+def replica_set(set_name: str, member_hosts: list[str]) -> ReplicaSetConfig:
     """The desired members: ``_id`` is the pod's ordinal, so it stays when others change."""
     return {"_id": set_name, "members": [{"_id": i, "host": h} for i, h in enumerate(member_hosts)]}
 
@@ -43,10 +67,6 @@ def replica_set(set_name: str, member_hosts: list[str]) -> dict[str, Any]:
 def keyfile_data() -> dict[str, str]:
     """The members' shared key: 756 base64 characters (mongod's limit is 1024)."""
     return {KEYFILE_KEY: base64.b64encode(secrets.token_bytes(567)).decode()}
-
-
-def secret_env(name: str, secret: str, key: str) -> dict[str, Any]:
-    return {"name": name, "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}}
 
 
 @dataclass(frozen=True)
@@ -60,23 +80,23 @@ class Members:
     uid: int  # the image's user; the pods' fsGroup
     keyfile_secret: str
     config_map: str  # the bootstrap script and replicaset.json
-    resources: dict[str, Any] | None = None
+    resources: Resources | None = None
     shell: str = boot.MONGOSH
-    sidecar_env: list[dict[str, Any]] = field(default_factory=list)
-    sidecar_mounts: list[dict[str, Any]] = field(default_factory=list)
-    volumes: list[dict[str, Any]] = field(default_factory=list)
+    sidecar_env: list[EnvVar] = field(default_factory=list)
+    sidecar_mounts: list[VolumeMount] = field(default_factory=list)
+    volumes: list[Volume] = field(default_factory=list)
 
 
-def pod_spec(m: Members, security: dict[str, Any]) -> dict[str, Any]:
+def pod_spec(m: Members, security: ContainerSecurity) -> dict[str, Any]:
     """mongod, the keyfile init container and the bootstrap sidecar, all as the image's
     user (``security``: the restricted container securityContext for it)."""
     keyfile = f"{KEYFILE_PATH}/{KEYFILE_KEY}"
-    mongod: dict[str, Any] = {
+    mongod: Container = {
         "name": "mongod",
         "image": m.image,
         "command": ["mongod", "--replSet", m.set_name, "--bind_ip_all", "--port", str(m.port)],
         "args": ["--dbpath", m.data_path, "--keyFile", keyfile],
-        "env": [dict(HOME)],  # the shell (readiness probe) keeps its logs there, not in data
+        "env": [HOME.copy()],  # the shell (readiness probe) keeps its logs there, not in data
         "ports": [{"name": "mongodb", "containerPort": m.port, "protocol": "TCP"}],
         "volumeMounts": [
             {"name": "data", "mountPath": m.data_path},
@@ -129,8 +149,8 @@ def pod_spec(m: Members, security: dict[str, Any]) -> dict[str, Any]:
 
 
 def disruption_budget(
-    metadata: dict[str, Any], members: int, selector: dict[str, str]
-) -> list[dict[str, Any]]:
+    metadata: ChildMeta, members: int, selector: dict[str, str]
+) -> list[Manifest]:
     """A majority of the members available through voluntary disruptions (none for a single
     member: a budget that forbids evicting it would block every node drain)."""
     if members < 2:

@@ -18,28 +18,37 @@ from typing import Any
 from appstack.api.core import Probe, ResourceRequirements
 from appstack.api.security import PodSecurityLevel, SecurityContext
 from appstack.controllers.util.conditions import Problem
+from appstack.controllers.util.parts import (
+    Container,
+    ContainerPort,
+    ContainerSecurity,
+    EnvVar,
+    user_probe,
+    user_resources,
+    user_security,
+)
 
 # Hardening that never stops an ordinary image (root ones included): within the `baseline`
 # Pod Security Standard, plus no privilege escalation and the runtime's seccomp profile.
-BASELINE: dict[str, Any] = {
+BASELINE: ContainerSecurity = {
     "allowPrivilegeEscalation": False,
     "seccompProfile": {"type": "RuntimeDefault"},
 }
 # The `restricted` Pod Security Standard, per container.
-RESTRICTED: dict[str, Any] = {
+RESTRICTED: ContainerSecurity = {
     "runAsNonRoot": True,
     "allowPrivilegeEscalation": False,
     "capabilities": {"drop": ["ALL"]},
     "seccompProfile": {"type": "RuntimeDefault"},
 }
-LEVELS: dict[PodSecurityLevel, dict[str, Any]] = {"baseline": BASELINE, "restricted": RESTRICTED}
+LEVELS: dict[PodSecurityLevel, ContainerSecurity] = {"baseline": BASELINE, "restricted": RESTRICTED}
 
 
 def security_context(
     user: SecurityContext | None,
-    base: dict[str, Any] | None = None,
+    base: ContainerSecurity | None = None,
     level: PodSecurityLevel = "restricted",
-) -> dict[str, Any]:
+) -> ContainerSecurity:
     """The ``level``'s settings, then ``base`` (e.g. an engine's user id), then what the
     user set.
 
@@ -47,8 +56,8 @@ def security_context(
     level's ``allowPrivilegeEscalation: false`` (the API server refuses that pair as invalid,
     a message about a field the user never wrote): the default is left out then, and
     what decides is the writes policy and the namespace's Pod Security level."""
-    own = user.to_dict() if user else {}
-    out = {**LEVELS[level], **(base or {}), **own}
+    own = user_security(user)
+    out: ContainerSecurity = {**LEVELS[level], **(base or {}), **own}
     added = (own.get("capabilities") or {}).get("add") or []
     escalates = own.get("privileged") or {"SYS_ADMIN", "CAP_SYS_ADMIN"} & set(added)
     if escalates and "allowPrivilegeEscalation" not in own:
@@ -60,46 +69,52 @@ def container(
     name: str,
     image: str,
     *,
-    ports: list[dict[str, Any]] | None = None,
-    env: list[dict[str, Any]] | None = None,
+    ports: list[ContainerPort] | None = None,
+    env: list[EnvVar] | None = None,
     resources: ResourceRequirements | None = None,
     command: Sequence[str] | None = None,
     args: Sequence[str] | None = None,
     readiness_probe: Probe | None = None,
     liveness_probe: Probe | None = None,
-    security: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+    security: ContainerSecurity | None = None,
+) -> Container:
     """A container with only the fields that are set (server-side apply owns no others),
     and a securityContext (``security``, default: :data:`RESTRICTED`)."""
-    out: dict[str, Any] = {"name": name, "image": image}
+    out: Container = {"name": name, "image": image}
     if ports:
         out["ports"] = unique_ports(ports)
     if env:
         out["env"] = env
     if resources:
-        out["resources"] = resources.to_dict()
+        out["resources"] = user_resources(resources)
     if command:
         out["command"] = list(command)
     if args:
         out["args"] = list(args)
     if readiness_probe:
-        out["readinessProbe"] = readiness_probe.to_dict()
+        out["readinessProbe"] = user_probe(readiness_probe)
     if liveness_probe:
-        out["livenessProbe"] = liveness_probe.to_dict()
-    out["securityContext"] = security or dict(RESTRICTED)
+        out["livenessProbe"] = user_probe(liveness_probe)
+    out["securityContext"] = security or RESTRICTED.copy()
     return out
 
 
-def unique_ports(ports: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def unique_ports(ports: list[ContainerPort]) -> list[ContainerPort]:
     """Container ports without repeats: Service ports sharing a target port declare it once
     (a container port is keyed by number and protocol, and names are unique)."""
-    out: list[dict[str, Any]] = []
+    out: list[ContainerPort] = []
     for port in ports:
         key = (port["containerPort"], port.get("protocol", "TCP"))
         if any((p["containerPort"], p.get("protocol", "TCP")) == key for p in out):
             continue
         named = port.get("name") and any(p.get("name") == port["name"] for p in out)
-        out.append({k: v for k, v in port.items() if k != "name"} if named else port)
+        out.append(_unnamed(port) if named else port)
+    return out
+
+
+def _unnamed(port: ContainerPort) -> ContainerPort:
+    out = port.copy()
+    out.pop("name", None)
     return out
 
 

@@ -166,7 +166,7 @@ def _status(
         problem=problem,
         selector="s",
         now=now,
-    )
+    ).to_dict()
 
 
 def test_status_is_ready_when_every_replica_is_updated_and_available() -> None:
@@ -199,7 +199,7 @@ def test_available_is_the_deployments_own_condition() -> None:
         service=None,
         problem=None,
         selector="s",
-    )
+    ).to_dict()
     assert _conditions(missing)["Available"] == ("False", "DeploymentMissing")
 
 

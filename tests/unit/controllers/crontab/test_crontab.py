@@ -128,12 +128,12 @@ def test_status_reports_runs_and_the_ready_condition() -> None:
             "lastSuccessfulTime": "2026-11-23T01:55:07Z",
         },
     }
-    status = from_cron_job(tab, cron, None, "now")
+    status = from_cron_job(tab, cron, None, "now").to_dict()
     assert status["active"] == 1
     assert status["activeJobs"] == ["tick-1"]
     assert status["lastScheduleTime"] == "2026-11-23T02:00:00Z"
     assert status["conditions"][0]["reason"] == "Scheduled"
-    failed = from_cron_job(tab, cron, Problem("InvalidSchedule", "bad"), "later")
+    failed = from_cron_job(tab, cron, Problem("InvalidSchedule", "bad"), "later").to_dict()
     assert failed["conditions"][0]["status"] == "False"
 
 
@@ -162,7 +162,7 @@ def test_the_newest_run_failing_makes_the_crontab_degraded_until_a_run_succeeds(
         message="Job has reached the specified backoff limit",
     )
     ok = _job("tick-1", "2026-11-23T02:00:00Z", "Complete")
-    status = from_cron_job(tab, CRON, None, "now", jobs=[ok, failed])
+    status = from_cron_job(tab, CRON, None, "now", jobs=[ok, failed]).to_dict()
     assert _conditions(status) == {
         "Ready": ("False", "BackoffLimitExceeded"),
         "Degraded": ("True", "BackoffLimitExceeded"),
@@ -173,7 +173,7 @@ def test_the_newest_run_failing_makes_the_crontab_degraded_until_a_run_succeeds(
     )
     assert (status["lastRun"], status["lastRunResult"]) == ("tick-2", "Failed")
     later = _job("tick-3", "2026-11-23T02:10:00Z", "Complete")
-    healed = from_cron_job(tab, CRON, None, "now", jobs=[ok, failed, later])
+    healed = from_cron_job(tab, CRON, None, "now", jobs=[ok, failed, later]).to_dict()
     assert _conditions(healed) == {
         "Ready": ("True", "Scheduled"),
         "Degraded": ("False", "AsExpected"),
@@ -189,14 +189,14 @@ def test_a_run_whose_pod_cannot_start_is_reported_with_the_pods_reason() -> None
         "status": {"containerStatuses": [{"name": "job", "state": {"waiting": waiting}}]},
     }
     other = {**pod, "metadata": {"name": "x", "labels": {"job-name": "tick-1"}}}
-    status = from_cron_job(_tab(), CRON, None, "now", jobs=[running], pods=[pod])
+    status = from_cron_job(_tab(), CRON, None, "now", jobs=[running], pods=[pod]).to_dict()
     assert _conditions(status)["Degraded"] == ("True", "ErrImagePull")
     assert (
         "run tick-4: pod tick-4-abcde: container job: pull access denied"
         in (status["conditions"][1]["message"])
     )
     assert status["lastRunResult"] == "Running"
-    fine = from_cron_job(_tab(), CRON, None, "now", jobs=[running], pods=[other])
+    fine = from_cron_job(_tab(), CRON, None, "now", jobs=[running], pods=[other]).to_dict()
     assert _conditions(fine)["Degraded"] == ("False", "AsExpected")
 
 
@@ -249,7 +249,7 @@ def test_the_seed_example_runs_once_a_minute_and_says_so() -> None:
     tab = _tab(cronSpec="* * * * * *")
     cron = desired.cron_job(tab, CronTabSpec.model_validate(tab["spec"]))
     assert cron["spec"]["schedule"] == "* * * * *"
-    ready, _ = from_cron_job(tab, cron, None, "now")["conditions"]
+    ready, _ = from_cron_job(tab, cron, None, "now").to_dict()["conditions"]
     assert (ready["status"], ready["reason"]) == ("True", "SecondsRounded")
     assert "'* * * * * *' asks for 60 runs a minute" in ready["message"]
     assert "runs on '* * * * *'" in ready["message"]
@@ -258,7 +258,7 @@ def test_the_seed_example_runs_once_a_minute_and_says_so() -> None:
 def test_a_single_nonzero_second_is_named_in_the_scheduled_message() -> None:
     tab = _tab(cronSpec="30 0 3 * * *")
     cron = desired.cron_job(tab, CronTabSpec.model_validate(tab["spec"]))
-    ready, _ = from_cron_job(tab, cron, None, "now")["conditions"]
+    ready, _ = from_cron_job(tab, cron, None, "now").to_dict()["conditions"]
     assert (ready["reason"], cron["spec"]["schedule"]) == ("Scheduled", "0 3 * * *")
     assert "not at second 30" in ready["message"]
 

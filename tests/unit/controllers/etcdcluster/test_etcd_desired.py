@@ -112,7 +112,7 @@ def test_status_lists_members_leader_and_conditions() -> None:
         MemberView(2, "e-1", True, False, True, 10, "3.5.21"),
         MemberView(3, "e-2", True, False, False, 0, ""),
     ]
-    out = status.from_observation(OBJ, _observation(members, 2), Step("Wait", "w"), "now")
+    out = status.from_observation(OBJ, _observation(members, 2), Step("Wait", "w"), "now").to_dict()
     assert out["leader"] == "e-1"
     assert out["readyMembers"] == 2
     assert out["clusterID"] == "abc"
@@ -145,7 +145,7 @@ def test_status_lists_members_leader_and_conditions() -> None:
 def test_status_of_a_cluster_without_quorum() -> None:
     members = [MemberView(i, f"e-{i}", True, False, i == 0, 0, "") for i in range(3)]
     lost = Step("Degraded", "quorum lost: 1 of 3 members answer, 2 are needed; restore ...")
-    out = status.from_observation(OBJ, _observation(members, 0), lost, "now")
+    out = status.from_observation(OBJ, _observation(members, 0), lost, "now").to_dict()
     conditions = {c["type"]: (c["status"], c["reason"], c["message"]) for c in out["conditions"]}
     assert conditions["Available"][:2] == ("False", "NoQuorum")
     assert conditions["Degraded"] == ("True", "QuorumLost", lost.reason)
@@ -154,11 +154,15 @@ def test_status_of_a_cluster_without_quorum() -> None:
 
 def test_without_a_member_list_the_last_one_is_kept_unhealthy() -> None:
     members = [MemberView(i, f"e-{i}", True, False, True, 10, "3.6.16") for i in range(3)]
-    first = status.from_observation(OBJ, _observation(members, 1), Step("Done", "ok"), "t1")
+    first = status.from_observation(
+        OBJ, _observation(members, 1), Step("Done", "ok"), "t1"
+    ).to_dict()
     unknown = Observation(
         Observed("e", 3, "3.6.16", {}, {}, None, bootstrapped=True), {}, 0, None, {}, {}
     )
-    later = status.from_observation({**OBJ, "status": first}, unknown, Step("Degraded", "q"), "t2")
+    later = status.from_observation(
+        {**OBJ, "status": first}, unknown, Step("Degraded", "q"), "t2"
+    ).to_dict()
     assert [m["name"] for m in later["members"]] == ["e-0", "e-1", "e-2"]
     assert not any(m["healthy"] or m["isLeader"] for m in later["members"])
     assert later["clusterID"] == "abc"

@@ -9,11 +9,12 @@ from typing import Any, cast
 import pytest
 from pydantic import ValidationError
 
-from appstack.api.etcdcluster import EtcdClusterSpec
+from appstack.api.etcdcluster import EtcdClusterSpec, EtcdClusterStatus
 from appstack.api.etcdcluster_recovery import DisasterRecoverySpec
 from appstack.controllers.etcdcluster import desired, recover, recovery
 from appstack.controllers.etcdcluster.observe import Observation
 from appstack.controllers.etcdcluster.plan import Observed, PodView, Step
+from appstack.controllers.kit.compare import status_patch
 from appstack.runtime.leaderelection import NotLeader
 
 UTC = datetime.timezone.utc
@@ -138,10 +139,20 @@ def cluster(status: dict[str, Any]) -> dict[str, Any]:
     return {"metadata": {"name": "e", "uid": "u-1"}, "status": status}
 
 
+def _with_recovery(
+    old: dict[str, Any], observed: dict[str, Any], seen: Observation, step: Step, now: str
+) -> dict[str, Any]:
+    """The status patch :func:`recover.with_recovery` makes of ``observed``."""
+    out = recover.with_recovery(
+        cluster(old), EtcdClusterStatus.model_validate(observed), seen, step, now
+    )
+    return status_patch(old, out)
+
+
 def test_status_walks_the_recovery_through_its_phases() -> None:
     now = "2026-11-25T20:02:30Z"
-    lost = recover.with_recovery(
-        cluster({"clusterID": "abc"}),
+    lost = _with_recovery(
+        {"clusterID": "abc"},
         {"clusterID": "abc"},
         observation({"e-0": False}, {}),
         Step("Degraded", "quorum lost"),
@@ -149,9 +160,9 @@ def test_status_walks_the_recovery_through_its_phases() -> None:
     )
     assert lost["quorumLostSince"] == now
     old = {"clusterID": "abc", "quorumLostSince": "x", "recovery": STARTED}
-    restoring = recover.with_recovery(
-        cluster(old),
-        {"clusterID": "abc", "members": [{"name": "e-0"}]},
+    restoring = _with_recovery(
+        old,
+        {"clusterID": "abc", "members": [{"name": "e-0", "id": "a1"}]},
         observation({}, {}),
         Step("Restore", "gone"),
         now,
@@ -160,8 +171,8 @@ def test_status_walks_the_recovery_through_its_phases() -> None:
     assert restoring["clusterID"] is None  # removed: the plan bootstraps a new cluster
     assert restoring["members"] == []
     assert restoring["quorumLostSince"] is None
-    done = recover.with_recovery(
-        cluster({"recovery": restoring["recovery"]}),
+    done = _with_recovery(
+        {"recovery": restoring["recovery"]},
         {"clusterID": "def"},
         observation({"e-0": False}, {}, leader=7),
         Step("Done", "3 healthy members"),

@@ -182,20 +182,20 @@ def test_the_context_loads_without_a_writable_temporary_directory(
 
 
 def test_status_gives_https_urls_and_a_blocked_cluster_says_which_secret() -> None:
-    o = {**obj(TLS), "status": {"members": [{"name": "e-0"}], "readyMembers": 1}}
+    o = {**obj(TLS), "status": {"members": [{"name": "e-0", "id": "1"}], "readyMembers": 1}}
     o["metadata"]["generation"] = 2
     seen = Observed("e", 1, "3.6.16", {}, {}, [MemberView(1, "e-0", True, False, True)], 1, True)
     out = status.from_observation(
         o, Observation(seen, {}, 0xABC, None, {}, {}), Step("Done", "ok"), "t"
-    )
+    ).to_dict()
     assert out["clientURL"] == "https://e-client.ns.svc:2379"
     assert out["members"][0]["peerURL"] == "https://e-0.e.ns.svc:2380"
     plain = status.from_observation(
         obj(None), Observation(seen, {}, 1, None, {}, {}), Step("Done", "ok"), "t"
-    )
+    ).to_dict()
     assert plain["clientURL"] == "http://e-client.ns.svc:2379"
     problem = Problem("TLSSecretNotFound", "Secret s (client TLS) not found")
-    blocked = status.blocked(o, problem, "t")
+    blocked = status.blocked(o, problem, "t").to_dict()
     conditions = {
         c["type"]: (c["status"], c["reason"], c["message"]) for c in blocked["conditions"]
     }

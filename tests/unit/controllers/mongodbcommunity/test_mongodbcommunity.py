@@ -213,16 +213,16 @@ def _sts(ready: int, replicas: int) -> dict[str, Any]:
 
 def test_status_phase_members_and_scale_fields() -> None:
     obj = _obj(_spec())
-    running = status.observed(obj, _sts(3, 3), None, "t")
+    running = status.observed(obj, _sts(3, 3), None, "t").to_dict()
     assert (running["phase"], running["members"], running["replicas"]) == ("Running", 3, 3)
     assert running["selector"] == (
         "app.kubernetes.io/component=mongodb,app.kubernetes.io/instance=example-mongodb,"
         "app.kubernetes.io/name=example-mongodb"
     )
     assert running["observedGeneration"] == 2
-    assert status.observed(obj, _sts(1, 3), None, "t")["phase"] == "Pending"
+    assert status.observed(obj, _sts(1, 3), None, "t").to_dict()["phase"] == "Pending"
     missing = Problem("PasswordSecretNotFound", "Secret my-user-password not found")
-    failed = status.observed(obj, _sts(3, 3), missing, "t")
+    failed = status.observed(obj, _sts(3, 3), missing, "t").to_dict()
     assert failed["phase"] == "Failed"
     (ready,) = failed["conditions"]
     assert (ready["status"], ready["reason"]) == ("False", "PasswordSecretNotFound")
