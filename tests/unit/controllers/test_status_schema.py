@@ -26,7 +26,7 @@ from appstack.controllers.etcdcluster.plan import MemberView, Observed, Step
 from appstack.controllers.kit.compare import status_patch
 from appstack.controllers.mongodbcommunity import status as mongodb
 from appstack.controllers.util.conditions import Problem
-from tests.unit.status_schema import status_schema, violations
+from tests.support.status_schema import status_schema, violations
 
 PROBLEM = Problem("InvalidSpec", "spec.size: must be at least 0")
 
