@@ -19,6 +19,7 @@ from typing import Any
 
 from appstack.api.appservice import AppService, AppServiceSpec
 from appstack.controllers.appservice import desired, status
+from appstack.controllers.kit.applied import CHILD_AND_POD_TRANSFORMS
 from appstack.controllers.kit.reconciler import KindReconciler
 from appstack.controllers.util.conditions import Problem
 from appstack.controllers.util.meta import (
@@ -29,7 +30,6 @@ from appstack.controllers.util.meta import (
 )
 from appstack.controllers.util.pods import (
     POD_INDEXERS,
-    POD_TRANSFORMS,
     pod_mapper,
     pod_problem,
     pods_of,
@@ -51,7 +51,7 @@ class AppServiceReconciler(KindReconciler[AppServiceSpec]):
     kind = AppService.KIND
     owns = (DEPLOYMENT, SERVICE)
     watches = ((POD, pod_mapper(INSTANCE_LABEL, **{COMPONENT_LABEL: desired.COMPONENT})),)
-    transforms = POD_TRANSFORMS
+    transforms = CHILD_AND_POD_TRANSFORMS
     indexers = POD_INDEXERS
     status_changes = False  # its status is ours, computed from the children
 

@@ -18,6 +18,7 @@ import base64
 from typing import Any, ClassVar
 
 from appstack.api.mongodbcommunity import MongoDBCommunity, MongoDBCommunitySpec, User
+from appstack.controllers.kit.applied import CHILD_TRANSFORMS
 from appstack.controllers.kit.reconciler import KindReconciler
 from appstack.controllers.mongodbcommunity import desired, scram, status, users
 from appstack.controllers.util.conditions import Problem, now_rfc3339
@@ -59,7 +60,10 @@ class MongoDBCommunityReconciler(KindReconciler[MongoDBCommunitySpec]):
         SECRET: f"{CHILD_SELECTOR},{COMPONENT_LABEL} in ({users.COMPONENT},{scram.COMPONENT})"
     }
     references = (SECRET.metadata_only(),)
-    transforms: ClassVar[dict[Resource, Transform]] = {SECRET.metadata_only(): secret_metadata}
+    transforms: ClassVar[dict[Resource, Transform]] = {
+        **CHILD_TRANSFORMS,
+        SECRET.metadata_only(): secret_metadata,
+    }
     indexers: ClassVar[dict[Resource, dict[str, IndexFunc]]] = {
         MongoDBCommunity.KIND.resource: {REFERENCES: referenced},
     }
