@@ -14,57 +14,45 @@ Secret is served without a restart: new connections get the new certificate. Use
 from __future__ import annotations
 
 import asyncio
-import datetime
-import ipaddress
+import json
 import socket
 import ssl
+import subprocess
+import sys
 from pathlib import Path
 
 import structlog
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from appstack.runtime.certdata import load_cert_chain
 
 log = structlog.get_logger("appstack.metrics")
 
 CERT_FILE, KEY_FILE = "tls.crt", "tls.key"
-VALIDITY = datetime.timedelta(days=365)
 
 
 def self_signed(names: list[str]) -> tuple[bytes, bytes]:
     """A self-signed ECDSA P-256 server certificate for ``names`` (DNS names or IP
-    addresses; the first is the subject), valid for a year: (certificate PEM, key PEM)."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, names[0][:64])])
-    sans: list[x509.GeneralName] = []
-    for name in dict.fromkeys(names):
-        try:
-            sans.append(x509.IPAddress(ipaddress.ip_address(name)))
-        except ValueError:
-            sans.append(x509.DNSName(name))
-    now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + VALIDITY)
-        .add_extension(x509.SubjectAlternativeName(sans), critical=False)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .sign(key, hashes.SHA256())
+    addresses; the first is the subject), valid for a year: (certificate PEM, key PEM).
+
+    Made by :mod:`appstack.runtime.selfsigned` in a child process, its PEMs read from the
+    child's output (no file): the ``cryptography`` modules it needs hold ≈ 10 MiB for as
+    long as a process lives, and the operator needs them once, at start-up."""
+    made = subprocess.run(
+        [sys.executable, "-c", _RUN_FILE, str(Path(__file__).with_name("selfsigned.py")), *names],
+        capture_output=True,
+        check=True,
+        timeout=60,
     )
-    key_pem = key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    )
-    return cert.public_bytes(serialization.Encoding.PEM), key_pem
+    pems = json.loads(made.stdout)
+    return pems["cert"].encode(), pems["key"].encode()
+
+
+# The module run by path, without this package (whose __init__ imports the runtime) and
+# without the current directory on sys.path.
+_RUN_FILE = (
+    "import sys; del sys.path[0]; del sys.argv[0]; import runpy; "
+    "runpy.run_path(sys.argv[0], run_name='__main__')"
+)
 
 
 def default_names() -> list[str]:

@@ -51,7 +51,10 @@ class Store:
         self._items: dict[str, Obj] = {}
         self._indexers: dict[str, IndexFunc] = dict(DEFAULT_INDEXERS)
         self._indexers.update(indexers or {})
-        self._indices: dict[str, dict[str, set[str]]] = {n: {} for n in self._indexers}
+        # value -> the key of its one object, or the set of keys of several: most index
+        # values (an owner's uid, an app's instance label) name one object, and a set of
+        # one costs 216 bytes more than the key itself
+        self._indices: dict[str, dict[str, str | set[str]]] = {n: {} for n in self._indexers}
 
     def add_indexer(self, name: str, func: IndexFunc) -> None:
         """Register an index; existing objects are indexed at once."""
@@ -91,7 +94,12 @@ class Store:
         return list(self._items.values())
 
     def by_index(self, name: str, value: str) -> list[Obj]:
-        return [self._items[k] for k in self._indices[name].get(value, ())]
+        keys = self._indices[name].get(value)
+        if keys is None:
+            return []
+        if isinstance(keys, str):
+            return [self._items[keys]]
+        return [self._items[k] for k in keys]
 
     def __len__(self) -> int:
         return len(self._items)
@@ -107,14 +115,28 @@ class Store:
     def _index(self, name: str, key: str, obj: Obj) -> None:
         index = self._indices[name]
         for value in self._indexers[name](obj):
-            index.setdefault(value, set()).add(key)
+            keys = index.get(value)
+            if keys is None:
+                index[value] = key
+            elif isinstance(keys, str):
+                if keys != key:
+                    index[value] = {keys, key}
+            else:
+                keys.add(key)
 
     def _unindex(self, key: str, obj: Obj) -> None:
         for name, func in self._indexers.items():
             index = self._indices[name]
             for value in func(obj):
                 keys = index.get(value)
-                if keys is not None:
-                    keys.discard(key)
-                    if not keys:
+                if keys is None:
+                    continue
+                if isinstance(keys, str):
+                    if keys == key:
                         del index[value]
+                    continue
+                keys.discard(key)
+                if len(keys) == 1:
+                    index[value] = next(iter(keys))
+                elif not keys:
+                    del index[value]

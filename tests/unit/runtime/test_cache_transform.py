@@ -92,3 +92,64 @@ def test_a_pod_wakes_its_owner_only_while_it_has_a_problem_or_waits_for_readines
     unlabelled = _pod()
     unlabelled["metadata"]["labels"] = {}
     assert list(mapper(unlabelled)) == []
+
+
+def test_a_cached_pod_keeps_of_its_status_what_is_read() -> None:
+    raw = _pod()
+    running = {"running": {"startedAt": "2026-11-25T00:00:00Z"}}
+    raw["status"] = {
+        "phase": "Running",
+        "podIP": "10.0.0.5",
+        "podIPs": [{"ip": "10.0.0.5"}],
+        "hostIP": "10.1.0.1",
+        "startTime": "2026-11-25T00:00:00Z",
+        "qosClass": "BestEffort",
+        "conditions": [
+            {"type": "Initialized", "status": "True", "lastTransitionTime": "2026-11-25T00:00:00Z"},
+            {
+                "type": "Ready",
+                "status": "False",
+                "reason": "ContainersNotReady",
+                "message": "containers with unready status: [web]",
+                "lastProbeTime": None,
+                "lastTransitionTime": "2026-11-25T00:00:00Z",
+            },
+        ],
+        "containerStatuses": [
+            {
+                "name": "web",
+                "ready": False,
+                "started": True,
+                "restartCount": 2,
+                "state": running,
+                "lastState": {"terminated": {"exitCode": 1}},
+                "image": "nginx",
+                "imageID": "docker.io/library/nginx@sha256:abc",
+                "containerID": "containerd://0123",
+            }
+        ],
+    }
+    status = cached_pod(raw)["status"]
+    assert status == {
+        "phase": "Running",
+        "podIP": "10.0.0.5",
+        "conditions": [
+            {
+                "type": "Ready",
+                "status": "False",
+                "reason": "ContainersNotReady",
+                "message": "containers with unready status: [web]",
+            }
+        ],
+        "containerStatuses": [
+            {
+                "name": "web",
+                "ready": False,
+                "started": True,
+                "restartCount": 2,
+                "state": running,
+                "lastState": {"terminated": {"exitCode": 1}},
+            }
+        ],
+    }
+    assert cached_pod({"metadata": {"name": "p"}, "status": {}})["status"] == {}

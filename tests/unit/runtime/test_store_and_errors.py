@@ -43,6 +43,31 @@ def test_updates_and_deletes_move_objects_between_index_values() -> None:
     assert len(store) == 0
 
 
+def test_an_index_value_goes_from_one_object_to_several_and_back_and_is_forgotten() -> None:
+    store = Store()
+
+    def names(value: str) -> set[str]:
+        return {o["metadata"]["name"] for o in store.by_index("namespace", value)}
+
+    store.upsert(_obj("a"))
+    store.upsert(_obj("a"))  # the same object again: still one
+    assert names("ns") == {"a"}
+    store.upsert(_obj("b"))
+    store.upsert(_obj("c"))
+    assert names("ns") == {"a", "b", "c"}
+    store.delete("ns/b")
+    store.delete("ns/a")
+    assert names("ns") == {"c"}
+    store.upsert(_obj("d"))
+    assert names("ns") == {"c", "d"}
+    store.delete("ns/c")
+    store.delete("ns/d")
+    assert names("ns") == set()
+    store.delete("ns/d")  # gone already: nothing to do
+    # a value no object has any more is not kept (deleted objects' owners and labels)
+    assert "ns" not in store._indices["namespace"]
+
+
 def test_a_custom_index_added_later_covers_existing_objects() -> None:
     store = Store()
     store.upsert(_obj("a"))

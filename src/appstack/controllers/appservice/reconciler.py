@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from appstack.api.appservice import AppService, AppServiceSpec, AppServiceStatus
 from appstack.controllers.appservice import desired, status
+from appstack.controllers.kit.applied import CHILD_AND_POD_TRANSFORMS
 from appstack.controllers.kit.reconciler import KindReconciler
 from appstack.controllers.util.conditions import Problem
 from appstack.controllers.util.kubeobject import KubeObject
@@ -28,7 +29,6 @@ from appstack.controllers.util.meta import (
 )
 from appstack.controllers.util.pods import (
     POD_INDEXERS,
-    POD_TRANSFORMS,
     pod_mapper,
     pod_problem,
     pods_of,
@@ -50,7 +50,7 @@ class AppServiceReconciler(KindReconciler[AppServiceSpec]):
     kind = AppService.KIND
     owns = (DEPLOYMENT, SERVICE)
     watches = ((POD, pod_mapper(INSTANCE_LABEL, **{COMPONENT_LABEL: desired.COMPONENT})),)
-    transforms = POD_TRANSFORMS
+    transforms = CHILD_AND_POD_TRANSFORMS
     indexers = POD_INDEXERS
     status_changes = False  # its status is ours, computed from the children
 

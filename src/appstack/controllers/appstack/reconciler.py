@@ -36,6 +36,7 @@ from appstack.controllers.appstack.addresses import ExternalIPPolicy
 from appstack.controllers.appstack.connections import third_party_credentials_missing
 from appstack.controllers.appstack.references import referenced
 from appstack.controllers.appstack.teardown import FINALIZER_NAME, teardown
+from appstack.controllers.kit.applied import CHILD_TRANSFORMS
 from appstack.controllers.kit.children import Synced
 from appstack.controllers.kit.reconciler import KindReconciler
 from appstack.controllers.util.conditions import Problem
@@ -97,6 +98,7 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
     references = (CONFIG_MAP.metadata_only(), SECRET.metadata_only())
     transforms: ClassVar[dict[Resource, Transform]] = {
         **POD_TRANSFORMS,
+        **CHILD_TRANSFORMS,
         CONFIG_MAP.metadata_only(): metadata_only,
         SECRET.metadata_only(): secret_metadata,
     }

@@ -37,6 +37,7 @@ from appstack.controllers.etcdcluster.observe import Observation, observe
 from appstack.controllers.etcdcluster.plan import Step, next_step
 from appstack.controllers.etcdcluster.resources import PDB
 from appstack.controllers.etcdcluster.tlsclient import TLSSecrets
+from appstack.controllers.kit.applied import CHILD_AND_POD_TRANSFORMS
 from appstack.controllers.kit.reconciler import KindReconciler
 from appstack.controllers.util.conditions import (
     Problem,
@@ -46,7 +47,6 @@ from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.parts import Manifest, wire
 from appstack.controllers.util.pods import (
     POD_INDEXERS,
-    POD_TRANSFORMS,
     label_indexers,
     labelled,
     pods_of,
@@ -70,7 +70,8 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
 
     kind = EtcdCluster.KIND
     owns = (SERVICE, PDB, POD, PVC, JOB)
-    transforms = POD_TRANSFORMS  # the pod cache is shared: the same transform as the others
+    # the pod and Service caches are shared: the same transforms as the others
+    transforms = CHILD_AND_POD_TRANSFORMS
     indexers: ClassVar[dict[Resource, dict[str, IndexFunc]]] = {
         **POD_INDEXERS,
         **label_indexers(PVC),

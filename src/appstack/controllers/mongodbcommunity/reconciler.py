@@ -24,6 +24,7 @@ from appstack.api.mongodbcommunity import (
     User,
     UserStatus,
 )
+from appstack.controllers.kit.applied import CHILD_TRANSFORMS
 from appstack.controllers.kit.reconciler import KindReconciler
 from appstack.controllers.mongodbcommunity import desired, scram, status, users
 from appstack.controllers.util.conditions import Problem, now_rfc3339
@@ -67,7 +68,10 @@ class MongoDBCommunityReconciler(KindReconciler[MongoDBCommunitySpec]):
         SECRET: f"{CHILD_SELECTOR},{COMPONENT_LABEL} in ({users.COMPONENT},{scram.COMPONENT})"
     }
     references = (SECRET.metadata_only(),)
-    transforms: ClassVar[dict[Resource, Transform]] = {SECRET.metadata_only(): secret_metadata}
+    transforms: ClassVar[dict[Resource, Transform]] = {
+        **CHILD_TRANSFORMS,
+        SECRET.metadata_only(): secret_metadata,
+    }
     indexers: ClassVar[dict[Resource, dict[str, IndexFunc]]] = {
         MongoDBCommunity.KIND.resource: {REFERENCES: referenced},
     }

@@ -132,11 +132,36 @@ def _by_label(obj: dict[str, Any]) -> Iterable[str]:
     return [f"{meta.get('namespace')}/{k}={v}" for k, v in (meta.get("labels") or {}).items()]
 
 
+#: What is read of a pod's status (:func:`pod_problem`, :func:`_unready`, EtcdCluster's
+#: ``pod_view``): the rest (``hostIP(s)``, ``podIPs``, ``startTime``, ``qosClass``, each
+#: container's ``image``, ``imageID``, ``containerID``, ``volumeMounts``, ``resources``, the
+#: conditions' times, conditions other than ``Ready`` and ``PodScheduled``) is read by nothing.
+_POD_STATUS = ("phase", "podIP", "conditions", "containerStatuses", "initContainerStatuses")
+_CONDITION = ("type", "status", "reason", "message")
+_CONDITION_TYPES = frozenset({"Ready", "PodScheduled"})
+_CONTAINER = ("name", "ready", "started", "restartCount", "state", "lastState")
+
+
+def _cached_status(status: dict[str, Any]) -> dict[str, Any]:
+    kept = {k: status[k] for k in _POD_STATUS if k in status}
+    if "conditions" in kept:
+        kept["conditions"] = [
+            {k: c[k] for k in _CONDITION if k in c}
+            for c in kept["conditions"] or []
+            if c.get("type") in _CONDITION_TYPES
+        ]
+    for key in ("containerStatuses", "initContainerStatuses"):
+        if key in kept:
+            kept[key] = [{k: c[k] for k in _CONTAINER if k in c} for c in kept[key] or []]
+    return kept
+
+
 def cached_pod(pod: dict[str, Any]) -> dict[str, Any]:
     """What the controllers read of a pod, the only part the cache keeps of it: metadata,
     ``spec.nodeName``, each container's name and image (EtcdCluster reads a member's
-    version from it) and status — the rest of the spec is most of a pod, and nothing here
-    reads it. One transform for every controller: the cache of a kind is shared."""
+    version from it) and what is read of its status — the rest of the spec is most of a
+    pod, and nothing here reads it. One transform for every controller: the cache of a
+    kind is shared."""
     spec = pod.get("spec") or {}
     kept: dict[str, Any] = {"nodeName": spec["nodeName"]} if "nodeName" in spec else {}
     if "containers" in spec:
@@ -144,6 +169,8 @@ def cached_pod(pod: dict[str, Any]) -> dict[str, Any]:
             {k: c[k] for k in ("name", "image") if k in c} for c in spec["containers"]
         ]
     pod["spec"] = kept
+    if isinstance(pod.get("status"), dict):
+        pod["status"] = _cached_status(pod["status"])
     return pod
 
 

@@ -1,0 +1,152 @@
+"""What the operator's cache holds per object, by kind (issue #26).
+
+N AppServices (size 1, one port) are created in a fresh namespace and the operator
+(``appstack run``, its own process) reconciles them until every one has its Deployment and
+Service and the Deployment's pod exists; the operator's idle and peak RSS are read from
+``/proc``. Then this process sets up every controller on a manager of its own, as the
+operator does (the same label selectors, transforms and field manager), without starting
+them, and starts the cache's informers one at a time: ``tracemalloc`` gives the memory each
+kind's store holds once synced, divided by its objects. Strings interned or trees shared
+across kinds are charged to the first kind that holds them (the AppServices first).
+
+    python bench/cachesize.py --kubeconfig "$(appstack cluster kubeconfig --name NAME)" --n 1000
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import sys
+import time
+import tracemalloc
+import uuid
+from typing import Any
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+
+from converge import _bounded, _free_port, _metrics_up, _proc_usage, start_operator
+
+from appstack.controllers.appservice import APP_SERVICE
+from appstack.controllers.registry import ALL
+from appstack.runtime.client import Client
+from appstack.runtime.events import EventRecorder
+from appstack.runtime.manager import Manager
+from appstack.runtime.resources import DEPLOYMENT, NAMESPACE, POD, SERVICE
+from appstack.runtime.tlsbuffer import limit_tls_read_buffer
+
+
+def _app(name: str, namespace: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "appstack.dev/v1",
+        "kind": "AppService",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"size": 1, "image": "nginx:1.27", "ports": [{"port": 80, "targetPort": 8080}]},
+    }
+
+
+async def _count(client: Client, resource: Any, namespace: str) -> int:
+    return len((await client.list(resource, namespace=namespace))[0])
+
+
+async def populate(client: Client, kubeconfig: str, namespace: str, n: int) -> dict[str, float]:
+    """Create N AppServices with the operator running; its RSS once all are reconciled."""
+    port = _free_port()
+    operator = start_operator(kubeconfig, namespace, port, [])
+    try:
+        await _metrics_up(port)
+        await asyncio.sleep(3.0)  # its caches sync, its heap settles
+        _, idle = _proc_usage(operator.pid)
+        await _bounded(n, lambda i: client.create(APP_SERVICE, _app(f"app-{i:04d}", namespace)))
+        deadline = time.monotonic() + 1800
+        while time.monotonic() < deadline:
+            counts = [await _count(client, r, namespace) for r in (DEPLOYMENT, SERVICE, POD)]
+            if min(counts) >= n:
+                break
+            await asyncio.sleep(2.0)
+        await asyncio.sleep(10.0)  # the status writes of the last rollouts
+        _, peak = _proc_usage(operator.pid)
+    finally:
+        operator.terminate()
+        operator.wait(timeout=30)
+    return {
+        "operator_idle_rss_mib": round(idle / 1024, 1),
+        "operator_peak_rss_mib": round(peak / 1024, 1),
+    }
+
+
+async def per_kind(kubeconfig: str, namespace: str) -> list[dict[str, Any]]:
+    """Bytes per cached object of each kind the operator caches, in ``namespace``."""
+    limit_tls_read_buffer()  # as the operator: 16 KiB per watch connection, not 256
+    client = await Client.connect(kubeconfig)
+    manager = Manager(client, namespaces=[namespace])
+    recorder = EventRecorder(client)
+    for controller in ALL:
+        controller.setup(manager, recorder)
+    rows = []
+    tasks = []
+    resources = sorted(manager.cache._informers, key=lambda r: r != APP_SERVICE)
+    tracemalloc.start()
+    for resource in resources:
+        for informer in manager.cache._informers[resource].values():
+            gc.collect()
+            before = tracemalloc.get_traced_memory()[0]
+            tasks.append(asyncio.create_task(informer.run()))
+            await informer.wait_synced()
+            await asyncio.sleep(0.5)
+            gc.collect()
+            held = tracemalloc.get_traced_memory()[0] - before
+            objects = len(informer.store.objects())
+            rows.append(
+                {
+                    "kind": resource.kind,
+                    "objects": objects,
+                    "kib_per_object": round(held / objects / 1024, 2) if objects else None,
+                    "mib": round(held / 2**20, 2),
+                }
+            )
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    await recorder.close(timeout=0)
+    await client.close()
+    return rows
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--kubeconfig", required=True)
+    parser.add_argument("--n", type=int, default=1000)
+    parser.add_argument("--namespace", help="measure an existing namespace (no operator run)")
+    parser.add_argument("--keep", action="store_true", help="leave the namespace")
+    parser.add_argument("--json", help="write the results here")
+    args = parser.parse_args()
+    result: dict[str, Any] = {"n": args.n}
+    namespace = args.namespace or f"bench-cache-{uuid.uuid4().hex[:6]}"
+    async with await Client.connect(args.kubeconfig) as client:
+        if not args.namespace:
+            await client.create(
+                NAMESPACE,
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+            )
+            result.update(await populate(client, args.kubeconfig, namespace, args.n))
+        result["namespace"] = namespace
+        result["kinds"] = await per_kind(args.kubeconfig, namespace)
+        total = sum(row["mib"] for row in result["kinds"])
+        result["kib_per_app"] = round(total * 1024 / args.n, 2)
+        if not args.namespace and not args.keep:
+            await client.delete(NAMESPACE, namespace)
+    print(f"{'kind':<16}{'objects':>8}{'KiB/object':>12}{'MiB':>8}")
+    for row in result["kinds"]:
+        print(
+            f"{row['kind']:<16}{row['objects']:>8}{row['kib_per_object'] or 0:>12}{row['mib']:>8}"
+        )
+    print(json.dumps({k: v for k, v in result.items() if k != "kinds"}))
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump(result, out, indent=1)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

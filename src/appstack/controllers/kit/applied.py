@@ -1,0 +1,104 @@
+"""Cache transforms for the children we write: keep of the spec only what our own apply set.
+
+What the controllers read of a cached Deployment or Service (grep of ``controllers/``):
+:func:`~appstack.controllers.kit.compare.already_so` compares the wanted child with it —
+every wanted field must be so, and our apply entry says what our last apply set
+(``managedFields``, kept by the informer); the status functions read ``spec.replicas``
+(which we set), the whole ``status``, and ``metadata`` (name, namespace, uid,
+resourceVersion, generation, labels, ownerReferences, deletionTimestamp). What the API
+server defaults into the spec (``strategy``, ``revisionHistoryLimit``, a container's
+``terminationMessagePath``, a Service's ``clusterIP``, ``ipFamilies``, ...) and other
+managers' annotations are read by nobody: :func:`applied_only` drops them, keeping the
+spec projected onto our apply entry's ``fieldsV1`` (a wanted field we never applied is
+then missing, so the comparison writes it, as it must). An object without our apply
+entry (not written by us yet) is kept whole. Registered by every controller owning these
+kinds (:data:`CHILD_TRANSFORMS`: the cache of a kind is shared, one transform per kind).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from appstack.controllers.kit.compare import applied_fields
+from appstack.controllers.util.pods import POD_TRANSFORMS
+from appstack.runtime.client import FIELD_MANAGER
+from appstack.runtime.resources import DEPLOYMENT, SERVICE, Resource
+
+
+def project(value: Any, fields: Mapping[str, Any]) -> Any:
+    """The part of ``value`` that the ``fieldsV1`` tree ``fields`` names (``f:`` a map
+    key, ``k:`` a list item by its keys, ``v:`` a list item by value, ``i:`` by index);
+    a leaf (``{}`` or only ``.``) keeps the whole value."""
+    below = {k: v for k, v in fields.items() if k != "."}
+    if not below:
+        return value
+    if isinstance(value, dict):  # the value's own keys kept: orjson shares them
+        return {
+            key: project(item, below[f"f:{key}"])
+            for key, item in value.items()
+            if f"f:{key}" in below
+        }
+    if isinstance(value, list):
+        return [project(item, sub) for item, sub in _items(value, below) if sub is not None]
+    return value
+
+
+def _items(items: list[Any], fields: Mapping[str, Any]) -> list[tuple[Any, Any]]:
+    """Each item of ``items`` with the ``fieldsV1`` subtree naming it (None if none does)."""
+    keyed = []
+    values = []
+    for key, sub in fields.items():
+        kind, _, name = key.partition(":")
+        if kind == "k":
+            keyed.append((json.loads(name), sub))
+        elif kind == "v":
+            values.append(json.loads(name))
+    out: list[tuple[Any, Any]] = []
+    for index, item in enumerate(items):
+        sub = fields.get(f"i:{index}")
+        if sub is None and isinstance(item, dict):
+            sub = next((s for k, s in keyed if all(item.get(n) == v for n, v in k.items())), None)
+        if sub is None and item in values:
+            sub = {}
+        out.append((item, sub))
+    return out
+
+
+_ENTRY_KEYS = ("manager", "operation", "subresource", "fieldsV1")
+
+
+def applied_only(obj: dict[str, Any]) -> dict[str, Any]:
+    """``obj`` with its spec (and annotations) cut to what our own apply set; status and
+    the rest of its metadata kept. Unchanged when we never applied it."""
+    fields = applied_fields(obj, FIELD_MANAGER)
+    if not fields:
+        return obj
+    spec_fields = fields.get("f:spec")
+    obj["spec"] = project(obj.get("spec") or {}, spec_fields) if spec_fields else {}
+    meta = obj.get("metadata") or {}
+    # of our entry, what applied_fields reads (not its time, apiVersion, fieldsType)
+    meta["managedFields"] = [
+        {k: entry[k] for k in _ENTRY_KEYS if k in entry}
+        for entry in meta.get("managedFields") or []
+    ]
+    annotations = meta.get("annotations")
+    if annotations:
+        ours = (fields.get("f:metadata") or {}).get("f:annotations") or {}
+        kept = project(annotations, ours) if ours else {}
+        if kept:
+            meta["annotations"] = kept
+        else:
+            del meta["annotations"]
+    return obj
+
+
+Transform = Callable[[dict[str, Any]], dict[str, Any]]
+
+#: The cache transforms of every controller that owns Deployments or Services.
+CHILD_TRANSFORMS: dict[Resource, Transform] = {DEPLOYMENT: applied_only, SERVICE: applied_only}
+
+#: Those and the pod transform, for the controllers that own Deployments or Services and
+#: watch pods.
+CHILD_AND_POD_TRANSFORMS: dict[Resource, Transform] = {**POD_TRANSFORMS, **CHILD_TRANSFORMS}
