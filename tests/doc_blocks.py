@@ -33,12 +33,11 @@ from typing import Any
 
 import yaml
 
-from tests.e2e.shell_blocks import SHELLS, console_commands
+from tests.e2e.shell_blocks import SHELLS, console_commands, fences
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "CONTRIBUTING.md", ROOT / "SECURITY.md"]
 LANGUAGES = {*SHELLS, "yaml", "python", "text"}
-FENCE = re.compile(r"^```(\S*)\s*$")
 NOTE = re.compile(r"^<!--\s*(not run|refused):\s*(.+?)\s*-->$")
 SIGNATURE = re.compile(r"^\w+\(.*\)( -> .+)?$")
 TUTORIAL = re.compile(r"^# [\w.]+\.py$")
@@ -74,26 +73,15 @@ class Fenced:
 
 def fenced(path: Path) -> list[Fenced]:
     """Every fenced block of ``path``, in order."""
-    lines = path.read_text().splitlines()
     out: list[Fenced] = []
-    index = 0
-    while index < len(lines):
-        fence = FENCE.match(lines[index])
-        if fence is None:
-            index += 1
-            continue
-        start = index
-        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("```")), None)
-        assert end is not None, f"{path.name}:{start + 1}: a code block that never closes"
-        index = end + 1
-        previous = next((lines[i] for i in range(start - 1, -1, -1) if lines[i].strip()), "")
-        note = NOTE.match(previous.strip())
+    for fence in fences(path):
+        note = NOTE.match(fence.before)
         out.append(
             Fenced(
                 path=path,
-                line=start + 1,
-                language=fence.group(1),
-                lines=tuple(lines[start + 1 : end]),
+                line=fence.line,
+                language=fence.language,
+                lines=fence.body,
                 note=note.group(1) if note else None,
                 reason=note.group(2) if note else "",
             )

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SHELLS = {"bash", "sh", "shell", "console"}
-FENCE = re.compile(r"^```(\w*)\s*$")
+FENCE = re.compile(r"^```(\S*)\s*$")
 SKIP = re.compile(r"^<!--\s*not run:\s*(.+?)\s*-->$")
 
 
@@ -57,31 +57,50 @@ def console_commands(lines: list[str]) -> list[str]:
     return commands
 
 
-def blocks(path: Path) -> list[Block]:
-    """Every shell block of ``path``, in order."""
+@dataclass(frozen=True)
+class Fence:
+    """One fenced block of a Markdown page as written: where it opens (1-based), its info
+    string, its lines, and the non-blank line just before it (where a note would be)."""
+
+    line: int
+    language: str
+    body: tuple[str, ...]
+    before: str
+
+
+def fences(path: Path) -> list[Fence]:
+    """Every fenced block of ``path``, in order (the one scanner of pages: :func:`blocks`
+    here and tests/doc_blocks.py read their blocks from it)."""
     lines = path.read_text().splitlines()
-    out: list[Block] = []
+    out: list[Fence] = []
     index = 0
     while index < len(lines):
         fence = FENCE.match(lines[index])
         if fence is None:
             index += 1
             continue
-        language, start = fence.group(1), index
-        end = next(
-            (i for i in range(start + 1, len(lines)) if lines[i].startswith("```")), len(lines)
-        )
-        body = lines[start + 1 : end]
+        start = index
+        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("```")), None)
+        assert end is not None, f"{path.name}:{start + 1}: a code block that never closes"
         index = end + 1
-        if language not in SHELLS:
+        before = next((lines[i] for i in range(start - 1, -1, -1) if lines[i].strip()), "")
+        out.append(Fence(start + 1, fence.group(1), tuple(lines[start + 1 : end]), before.strip()))
+    return out
+
+
+def blocks(path: Path) -> list[Block]:
+    """Every shell block of ``path``, in order."""
+    out: list[Block] = []
+    for fence in fences(path):
+        if fence.language not in SHELLS:
             continue
-        previous = next((lines[i] for i in range(start - 1, -1, -1) if lines[i].strip()), "")
-        skip = SKIP.match(previous.strip())
-        commands = console_commands(body) if language == "console" else body
+        skip = SKIP.match(fence.before)
+        body = list(fence.body)
+        commands = console_commands(body) if fence.language == "console" else body
         out.append(
             Block(
                 path=path,
-                line=start + 1,
+                line=fence.line,
                 commands=tuple(c for c in commands if c.strip()),
                 skip=skip.group(1) if skip else None,
             )
