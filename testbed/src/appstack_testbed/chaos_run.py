@@ -25,7 +25,7 @@ from appstack.controllers.appstack import APP_STACK
 from appstack.controllers.rbac import LEASE_NAME
 from appstack.runtime import errors
 from appstack.runtime.client import Client
-from appstack.runtime.resources import LEASE, Resource
+from appstack.runtime.resources import DEPLOYMENT, LEASE, Resource
 from appstack_testbed import chaos
 from appstack_testbed.audit import AuditEvent, read_audit_events
 from appstack_testbed.cluster import LocalCluster
@@ -126,6 +126,7 @@ class _Run:
         self.created = 0
         self.faults: list[dict[str, Any]] = []
         self.t0 = time.monotonic()
+        self.children_before = 0  # Deployments when the current batch began
 
     def clock(self) -> str:
         return f"{time.monotonic() - self.t0:6.1f}s"
@@ -171,7 +172,26 @@ class _Run:
                 return replica
             await asyncio.sleep(0.1)
 
+    async def children(self) -> int:
+        """How many Deployments the namespace holds (only the leader writes them)."""
+        try:
+            items, _ = await self.client.list(DEPLOYMENT, self.plan.namespace)
+        except RETRYABLE:
+            return -1
+        return len(items)
+
+    async def leader_working(self, before: int, timeout: float = 30.0) -> None:
+        """Until the leader has written a child since ``before`` was counted (at most
+        ``timeout`` s): killed earlier, it would leave no write of its own, and the run
+        would prove nothing about a Lease moving away from a replica at work (seen: the
+        first leader killed 0.1 s into a run on a loaded machine, before its first write)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and await self.children() <= before:
+            await asyncio.sleep(0.1)
+
     async def inject(self, fault: str) -> dict[str, Any]:
+        if fault == "leader":
+            await self.leader_working(self.children_before)
         start = time.monotonic()
         record: dict[str, Any] = {"fault": fault, "at_s": round(start - self.t0, 1)}
         if fault == "leader":
@@ -204,12 +224,14 @@ class _Run:
             for k in range(parts)
         ]
         self.t0 = time.monotonic()
+        self.children_before = await self.children()
         await self.create(batches[0])
         for k, fault in enumerate(self.plan.faults):
             await self.live_leader()
             say(f"[chaos] {self.clock()} fault {k + 1}: {fault} ({self.created} created)")
             record, _ = await asyncio.gather(self.inject(fault), self.create(batches[k + 1]))
             self.faults.append(record)
+            self.children_before = await self.children()
         last = self.faults[-1]["end"] if self.faults else self.t0
         while True:
             try:
