@@ -38,6 +38,7 @@ from appstack_testbed.control_plane import SERVICE_CIDR
 from appstack_testbed.pytest_plugin import ClusterHandle
 from appstack_testbed.waiting import condition_status, wait_for, wait_until
 from tests.support.eventually import eventually
+from tests.support.paths import REPO_ROOT
 
 TokenRequest = ServiceAccount.Token
 
@@ -389,3 +390,15 @@ async def until(  # noqa: PLR0917 - read positionally
         retry_on=(errors.NotFound,),
     )
     return dict(obj)
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The checkout's files (linked) in a directory of the test's own, so that files a
+    command writes (certificates, say) do not land in the checkout: where the README's and
+    the docs' commands run (test_readme.py, test_doc_blocks.py)."""
+    work = tmp_path_factory.mktemp("reader")
+    for entry in REPO_ROOT.iterdir():
+        if entry.name != ".git":
+            (work / entry.name).symlink_to(entry)
+    return work

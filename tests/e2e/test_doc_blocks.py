@@ -22,19 +22,7 @@ from tests.doc_blocks import Fenced, fenced, objects_to_create, on_cluster, page
 from tests.e2e.conftest import RunningOperator
 from tests.e2e.shell_blocks import SHELLS
 
-ROOT = Path(__file__).resolve().parents[2]
 PAGES = pages_on_cluster()
-
-
-@pytest.fixture(scope="module")
-def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The checkout's files (linked) in a directory of the test's own, so that files a
-    command writes (certificates, say) do not land in the checkout."""
-    work = tmp_path_factory.mktemp("reader")
-    for entry in ROOT.iterdir():
-        if entry.name != ".git":
-            (work / entry.name).symlink_to(entry)
-    return work
 
 
 def _reader_env(

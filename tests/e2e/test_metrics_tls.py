@@ -26,14 +26,14 @@ from appstack_testbed.audit import read_audit_events
 from appstack_testbed.pki import issue, key_pem, new_ca, x509_name
 from appstack_testbed.pytest_plugin import ClusterHandle
 from appstack_testbed.waiting import wait_for
-from tests.e2e.conftest import Program, appstack_run, program
+from tests.e2e.conftest import appstack_run, program
 from tests.e2e.test_operator_process import (
     CLUSTER_ROLE_BINDING,
     _bearer,
     _free_port,
     _reader_token,
+    operator_ready,
 )
-from tests.support.eventually import eventually
 
 FLOOD = 300
 
@@ -58,23 +58,6 @@ def _cert_dir(directory: Path) -> Path:
     (directory / "tls.crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     (directory / "tls.key").write_bytes(key_pem(key))
     return directory
-
-
-async def _ready(http: aiohttp.ClientSession, operator: Program, health: int) -> None:
-
-    async def ready() -> bool:
-        assert operator.proc.poll() is None, operator.tail()
-        async with http.get(f"http://127.0.0.1:{health}/readyz") as r:
-            return r.status == 200
-
-    await eventually(
-        ready,
-        timeout=30,
-        what="the operator ready",
-        interval=0.2,
-        retry_on=(aiohttp.ClientError,),
-        diagnose=operator.tail,
-    )
 
 
 def _metric(text: str, name: str) -> float:
@@ -113,7 +96,7 @@ async def test_metrics_over_https_with_a_mounted_certificate_and_a_review_budget
         with program(argv, tmp_path / "operator.log") as operator:
             connector = aiohttp.TCPConnector(ssl=verified, limit=50)
             async with aiohttp.ClientSession(connector=connector) as http:
-                await _ready(http, operator, health)
+                await operator_ready(http, operator, health)
                 async with http.get(url) as r:
                     assert r.status == 401  # anonymous, over a verified TLS connection
                 async with http.get(url, headers=reader) as r:
@@ -163,6 +146,6 @@ async def test_no_metrics_secure_serves_plain_http(
     )
     with program(argv, tmp_path / "operator.log") as operator:
         async with aiohttp.ClientSession() as http:
-            await _ready(http, operator, health)
+            await operator_ready(http, operator, health)
             async with http.get(f"http://127.0.0.1:{metrics}/metrics") as r:
                 assert r.status == 401  # plain HTTP, still guarded

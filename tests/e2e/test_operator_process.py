@@ -13,7 +13,7 @@ from appstack.controllers.appservice import APP_SERVICE
 from appstack.manifests import monitoring, rbac
 from appstack.runtime.client import Client
 from appstack.runtime.resources import LEASE, SERVICE_ACCOUNT, Resource
-from tests.e2e.conftest import appstack_run, program, until
+from tests.e2e.conftest import Program, appstack_run, program, until
 from tests.support.eventually import eventually
 
 CLUSTER_ROLE_BINDING = Resource(
@@ -91,6 +91,24 @@ async def _standby_scrape(
         )
 
 
+async def operator_ready(http: aiohttp.ClientSession, operator: Program, health: int) -> None:
+    """Until the operator's ``/readyz`` answers 200 (failing at once if it exited)."""
+
+    async def ready() -> bool:
+        assert operator.proc.poll() is None, operator.tail()
+        async with http.get(f"http://127.0.0.1:{health}/readyz") as r:
+            return r.status == 200
+
+    await eventually(
+        ready,
+        timeout=30,
+        what="the operator ready",
+        interval=0.2,
+        retry_on=(aiohttp.ClientError,),
+        diagnose=operator.tail,
+    )
+
+
 async def test_appstack_run_serves_probes_and_metrics_and_stops_cleanly_on_sigterm(
     client: Client, namespace: str, operator_kubeconfig: Path, tmp_path: Path
 ) -> None:
@@ -109,20 +127,7 @@ async def test_appstack_run_serves_probes_and_metrics_and_stops_cleanly_on_sigte
         try:
             unverified = aiohttp.TCPConnector(ssl=False)
             async with aiohttp.ClientSession(connector=unverified) as http:
-
-                async def ready() -> bool:
-                    assert operator.proc.poll() is None, operator.tail()
-                    async with http.get(f"http://127.0.0.1:{health}/readyz") as r:
-                        return r.status == 200
-
-                await eventually(
-                    ready,
-                    timeout=30,
-                    what="the operator ready",
-                    interval=0.2,
-                    retry_on=(aiohttp.ClientError,),
-                    diagnose=operator.tail,
-                )
+                await operator_ready(http, operator, health)
 
                 await client.create(
                     APP_SERVICE,

@@ -57,17 +57,6 @@ def reader_cluster(kube_cluster: ClusterHandle) -> Iterator[LocalCluster]:
 
 
 @pytest.fixture(scope="module")
-def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The checkout's files (linked) in a directory of the test's own, so that files a
-    command writes (certificates, say) do not land in the checkout."""
-    work = tmp_path_factory.mktemp("reader")
-    for entry in ROOT.iterdir():
-        if entry.name != ".git":
-            (work / entry.name).symlink_to(entry)
-    return work
-
-
-@pytest.fixture(scope="module")
 def reader_env(
     reader_cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, str]:
