@@ -28,7 +28,9 @@ MONITORING = Path(__file__).resolve().parents[2] / "deploy" / "monitoring"
 LEADER = 'sum(leader_election_master_status{name="appstack-operator"})'
 
 
-def _shipped(name: str) -> list[dict[str, Any]]:
+def shipped_documents(name: str) -> list[dict[str, Any]]:
+    """The documents of a shipped ``deploy/monitoring`` file (also read by
+    tests/e2e/test_monitoring_scrape.py)."""
     return [d for d in yaml.safe_load_all((MONITORING / name).read_text()) if d]
 
 
@@ -80,7 +82,7 @@ def scrape_installed(cluster: LocalCluster, directory: Path, replicas: int) -> s
     that; fail unless every rule is healthy and no alert is pending or firing. Returns a
     line of what was measured."""
     directory.mkdir(parents=True, exist_ok=True)
-    docs = _shipped("service-monitor.yaml")
+    docs = shipped_documents("service-monitor.yaml")
     (monitor,) = [d for d in docs if d["kind"] == "ServiceMonitor"]
     (binding,) = [d for d in docs if d["kind"] == "ClusterRoleBinding"]
     (endpoint,) = monitor["spec"]["endpoints"]
@@ -103,7 +105,7 @@ def scrape_installed(cluster: LocalCluster, directory: Path, replicas: int) -> s
         # Only the pace is changed (30 s shipped), so that the test takes seconds.
         overrides={"scrape_interval": "1s", "scrape_timeout": "1s"},
     )
-    (rule,) = _shipped("prometheus-rule.yaml")
+    (rule,) = shipped_documents("prometheus-rule.yaml")
     rules = {"operator.rules.yaml": rule_groups(rule)}
     started = time.monotonic()
     with prometheus_server.running(directory / "prometheus", [job], rules) as server:

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from appstack.controllers.appservice import APP_SERVICE
 from appstack.manifests import monitoring, rbac
@@ -22,10 +21,9 @@ from appstack_testbed import prometheus_server
 from appstack_testbed.prometheus import Binaries
 from appstack_testbed.prometheus_config import alert_names, rule_groups, scrape_config
 from tests.e2e.conftest import appstack_run, program
+from tests.e2e.scrape_installed import shipped_documents
 from tests.support.eventually import eventually
 
-ROOT = Path(__file__).resolve().parents[2]
-MONITORING = ROOT / "deploy" / "monitoring"
 CLUSTER_ROLE_BINDING = Resource(
     "rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", namespaced=False
 )
@@ -42,14 +40,10 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _shipped(name: str) -> list[dict[str, Any]]:
-    return [d for d in yaml.safe_load_all((MONITORING / name).read_text()) if d]
-
-
 def _rule_files() -> dict[str, dict[str, Any]]:
     """The shipped groups unchanged, plus the no-leader alert again with a short ``for:``
     and a label telling it apart."""
-    (rule,) = _shipped("prometheus-rule.yaml")
+    (rule,) = shipped_documents("prometheus-rule.yaml")
     shipped = rule_groups(rule)
     (no_leader,) = [
         copy.deepcopy(r)
@@ -66,7 +60,9 @@ def _rule_files() -> dict[str, dict[str, Any]]:
 async def _scraper_token(client: Client, namespace: str) -> str:
     """A token of a ServiceAccount bound to the metrics-reader ClusterRole by the shipped
     ClusterRoleBinding (its subject swapped for this test's account)."""
-    (binding,) = [d for d in _shipped("service-monitor.yaml") if d["kind"] == "ClusterRoleBinding"]
+    (binding,) = [
+        d for d in shipped_documents("service-monitor.yaml") if d["kind"] == "ClusterRoleBinding"
+    ]
     assert binding["roleRef"]["name"] == rbac.metrics_reader()["metadata"]["name"]
     binding["metadata"]["name"] = f"prometheus-{namespace}"
     binding["subjects"] = [{"kind": "ServiceAccount", "name": "prometheus", "namespace": namespace}]
@@ -107,7 +103,9 @@ async def test_prometheus_scrapes_the_operator_and_alerts_only_once_it_is_gone(
     tmp_path: Path,
     prometheus_binaries: Binaries,  # built before the clock starts
 ) -> None:
-    (monitor,) = [d for d in _shipped("service-monitor.yaml") if d["kind"] == "ServiceMonitor"]
+    (monitor,) = [
+        d for d in shipped_documents("service-monitor.yaml") if d["kind"] == "ServiceMonitor"
+    ]
     (endpoint,) = monitor["spec"]["endpoints"]
     token = tmp_path / "token"
     token.write_text(await _scraper_token(client, namespace))
