@@ -139,7 +139,7 @@ async def _run(options: OperatorOptions) -> None:
         metrics_auth=MetricsAuth(client) if options.metrics_auth else None,
         metrics_tls=tls,
     )
-    recorder = EventRecorder(client, instance=me)
+    recorder = EventRecorder(client, instance=me, busy=manager.backlog)
     # What users run, per kind, read from the cache at each scrape (kind_metrics.py).
     manager.metrics.registry.register(KindMetrics(manager.cache))
     reconciler_options = options.reconciler_options()

@@ -1,9 +1,10 @@
 """Events are sent in the background: recording returns at once, repeats fold into one
 Event's series, a full queue drops (and counts) instead of growing, and a stopped recorder
-sends what it was given."""
+sends what it was given; while reconciles wait, they give way (one at a time, paced)."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from appstack.runtime.client import Client
@@ -65,3 +66,21 @@ async def test_a_full_queue_drops_new_events_and_counts_them(
     await recorder.close()
     events, _ = await client.list(EVENT, namespace)
     assert "after the burst" in {e["note"] for e in events}
+
+
+async def test_events_give_way_while_reconciles_wait_and_catch_up_after(
+    client: Client, namespace: str
+) -> None:
+    regarding = await _regarding(client, namespace, "wave")
+    waiting = True  # what Manager.backlog would say during a wave
+    recorder = EventRecorder(client, instance="test", busy=lambda: waiting, busy_interval=0.4)
+    before = _posts(client)
+    for i in range(6):
+        recorder.record(regarding, "Normal", "Created", f"Created Deployment app-{i}")
+    # one sender, one Event per 0.4 s: within 1 s at most two are sent, not six at once
+    await asyncio.sleep(1.0)
+    assert _posts(client) - before <= 2
+    waiting = False  # the queues are empty: the rest go at full speed
+    await asyncio.wait_for(recorder.flush(), 2.0)
+    events, _ = await client.list(EVENT, namespace)
+    assert sorted(e["note"] for e in events) == [f"Created Deployment app-{i}" for i in range(6)]

@@ -1,24 +1,28 @@
-"""Kubernetes Events (``events.k8s.io/v1``) about the objects we reconcile: de-duplicated,
-and sent in the background so that they never hold a reconcile up.
+"""Kubernetes Events (``events.k8s.io/v1``) about the objects we reconcile: de-duplicated, and
+sent in the background so that they never hold a reconcile up.
 
 :meth:`EventRecorder.record` returns at once: the Event is queued and sent by at most
 ``senders`` background tasks (started when there is something to send, gone when there is
 not). During a wave of thousands of reconciles the API server's capacity then goes first to
 the writes that converge objects, and the Events follow as it allows — as client-go's event
-broadcaster does. At most ``max_pending`` Events wait; beyond that new ones are dropped
-(counted in ``appstack_events_dropped_total``, one warning per burst): Events are
-best-effort in Kubernetes. :meth:`EventRecorder.event` records and waits until everything
-queued so far is sent; :meth:`~EventRecorder.flush` waits for the queue;
-:meth:`~EventRecorder.close` flushes within a deadline at shutdown.
+broadcaster does. While ``busy()`` says reconciles are waiting (the operator passes
+:meth:`~appstack.runtime.manager.Manager.backlog`), Events yield further: one sender, one
+Event per ``busy_interval`` seconds (without the pause once half of ``max_pending`` wait, so
+that none is dropped for it), so a wave's Events mostly follow its writes instead of
+competing with them; at full speed again once the queues are empty. At most ``max_pending``
+Events wait; beyond that new ones are dropped (counted in ``appstack_events_dropped_total``,
+one warning per burst): Events are best-effort in Kubernetes. :meth:`EventRecorder.event`
+records and waits until everything queued so far is sent; :meth:`~EventRecorder.flush` waits
+for the queue; :meth:`~EventRecorder.close` flushes within a deadline at shutdown.
 
 The first occurrence of an event (same object, type, reason, action and note) creates an
 Event; repeats within ``series_window`` update that Event's ``series`` (count and last
 observed time) instead of creating new objects — a reconcile that fails every few seconds
 leaves one Event with a growing count, not thousands; repeats while the first is still
-queued only raise the count it is created with. Notes are truncated to the API's 1 kB
-limit. Callers must never put secret values in a note. Sending never fails a reconcile: API
-errors are logged and swallowed. Created once per process by the operator, used by the
-controllers through :class:`~appstack.controllers.kit.children.ChildWriter`.
+queued only raise the count it is created with. Notes are truncated to the API's 1 kB limit.
+Callers must never put secret values in a note. Sending never fails a reconcile: API errors
+are logged and swallowed. Created once per process by the operator, used by the controllers
+through :class:`~appstack.controllers.kit.children.ChildWriter`.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ import contextlib
 import time
 import uuid
 from collections import OrderedDict, deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -83,6 +87,8 @@ class EventRecorder:
         max_tracked: int = 4096,
         senders: int = 4,
         max_pending: int = 4096,
+        busy: Callable[[], bool] | None = None,
+        busy_interval: float = 0.2,
     ) -> None:
         self.client = client
         self.controller = controller
@@ -91,6 +97,8 @@ class EventRecorder:
         self.max_tracked = max_tracked
         self.senders = senders
         self.max_pending = max_pending
+        self.busy = busy
+        self.busy_interval = busy_interval
         self._seen: OrderedDict[tuple[str, ...], _Seen] = OrderedDict()
         self._queue: deque[_Seen] = deque()
         self._active = 0
@@ -183,16 +191,27 @@ class EventRecorder:
         seen.busy = True
         self._queue.append(seen)
         self._drained.clear()
-        if self._active < self.senders:
+        if self._active < (1 if self._yielding() else self.senders):
             self._active += 1
             task = asyncio.get_running_loop().create_task(self._send_loop())
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
         return True
 
+    def _yielding(self) -> bool:
+        """Whether reconciles are waiting, so Events give way to their writes."""
+        return self.busy is not None and self.busy()
+
     async def _send_loop(self) -> None:
         try:
             while self._queue:
+                if self._yielding():
+                    if self._active > 1:
+                        return  # one sender is enough while reconciles wait
+                    if len(self._queue) < self.max_pending // 2:  # else: none is lost
+                        await asyncio.sleep(self.busy_interval)
+                    if not self._queue:  # closed meanwhile
+                        break
                 await self._send(self._queue.popleft())
         finally:
             self._active -= 1

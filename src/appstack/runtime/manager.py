@@ -96,6 +96,14 @@ class Manager:
     def add(self, controller: Controller) -> None:
         self.controllers.append(controller)
 
+    def backlog(self) -> bool:
+        """Whether any controller has keys waiting for a worker (those being worked on not
+        counted): the Event recorder yields to reconciles while it is so."""
+        return any(
+            len(controller.queue) and not controller.queue.shutting_down
+            for controller in self.controllers
+        )
+
     def stop(self) -> None:
         """Ask :meth:`run` to shut down gracefully (safe from a signal handler)."""
         self._stop.set()
