@@ -35,7 +35,7 @@ from appstack.controllers.kit.compare import applied_fields
 from appstack.controllers.util.pods import POD_TRANSFORMS
 from appstack.runtime.client import FIELD_MANAGER
 from appstack.runtime.interning import share_below, shared_value
-from appstack.runtime.resources import DEPLOYMENT, SERVICE, Resource
+from appstack.runtime.resources import DEPLOYMENT, JOB, PVC, SERVICE, STATEFUL_SET, Resource
 
 
 def project(value: Any, fields: Mapping[str, Any]) -> Any:
@@ -151,13 +151,70 @@ def cached_service(obj: dict[str, Any]) -> dict[str, Any]:
     return obj
 
 
+#: What is read of a StatefulSet's status (``statefulset_ready``, MongoDBCommunity's status).
+STATEFUL_SET_STATUS = (
+    "observedGeneration",
+    "replicas",
+    "readyReplicas",
+    "currentRevision",
+    "updateRevision",
+)
+
+
+def cached_statefulset(obj: dict[str, Any]) -> dict[str, Any]:
+    """A StatefulSet as cached (AppStack's managed middleware, MongoDBCommunity):
+    :func:`applied_only`, of its status what is read (not its conditions, not the counts
+    of current, updated and available replicas, not ``collisionCount``)."""
+    obj = applied_only(obj)
+    status = obj.get("status")
+    if isinstance(status, dict):
+        obj["status"] = shared_value({k: status[k] for k in STATEFUL_SET_STATUS if k in status})
+    return obj
+
+
+#: What is read of a Job's status (CronTab's runs, EtcdCluster's snapshots).
+JOB_STATUS = ("conditions", "completionTime")
+
+
+def cached_job(obj: dict[str, Any]) -> dict[str, Any]:
+    """A Job as cached: its metadata, and of its status each condition's type, status,
+    reason and message and ``completionTime``; its spec (a pod template) is read by
+    nothing — CronTab's Jobs are the CronJob's, EtcdCluster's are created, never compared."""
+    obj["spec"] = {}
+    status = obj.get("status")
+    if isinstance(status, dict):
+        kept = {k: status[k] for k in JOB_STATUS if k in status}
+        if kept.get("conditions"):
+            kept["conditions"] = [
+                {k: c[k] for k in ("type", "status", "reason", "message") if k in c}
+                for c in kept["conditions"]
+            ]
+        obj["status"] = shared_value(share_below(kept))
+    return obj
+
+
+def cached_claim(obj: dict[str, Any]) -> dict[str, Any]:
+    """A PersistentVolumeClaim as cached (EtcdCluster's member volumes): its metadata only
+    (name, owner, the cluster's annotation, labels, deletion) — its spec and status are
+    read by nothing, and a claim is created, never compared."""
+    obj["spec"] = {}
+    obj.pop("status", None)
+    return obj
+
+
 Transform = Callable[[dict[str, Any]], dict[str, Any]]
 
-#: The cache transforms of every controller that owns Deployments or Services.
+#: The cache transforms of every controller that owns Deployments, Services or
+#: StatefulSets.
 CHILD_TRANSFORMS: dict[Resource, Transform] = {
     DEPLOYMENT: cached_deployment,
     SERVICE: cached_service,
+    STATEFUL_SET: cached_statefulset,
 }
+
+#: The cache transforms of Jobs and claims (CronTab, EtcdCluster).
+JOB_TRANSFORMS: dict[Resource, Transform] = {JOB: cached_job}
+CLAIM_TRANSFORMS: dict[Resource, Transform] = {PVC: cached_claim}
 
 #: Those and the pod transform, for the controllers that own Deployments or Services and
 #: watch pods.
