@@ -160,6 +160,7 @@ def test_a_cached_pod_keeps_of_its_status_what_is_read() -> None:
 def _running_pod(name: str, *, ready: bool, started: str) -> dict[str, Any]:
     pod = _pod()
     pod["metadata"]["name"] = name
+    pod["metadata"]["generateName"] = "web-"
     pod["status"] = {
         "phase": "Running",
         "conditions": [
@@ -186,6 +187,7 @@ def test_a_ready_containers_start_is_dropped_equal_statuses_are_one_copy() -> No
     assert a["status"]["containerStatuses"][0]["state"] == {"running": {}}
     assert a["status"] is b["status"]
     assert a["spec"] is b["spec"]
+    assert "generateName" not in a["metadata"]
     # not ready: its start is read (how long it has waited for its readiness probe)
     c = cached_pod(_running_pod("web-3", ready=False, started="2026-11-25T00:00:07Z"))
     assert c["status"]["containerStatuses"][0]["state"] == {

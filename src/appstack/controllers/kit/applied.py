@@ -202,6 +202,14 @@ def cached_claim(obj: dict[str, Any]) -> dict[str, Any]:
     return obj
 
 
+def shared_spec(obj: dict[str, Any]) -> dict[str, Any]:
+    """One of our kinds as cached: whole (its spec, status and metadata are all read), the
+    parts of its spec that repeat across objects (an AppService's ports) one copy."""
+    if isinstance(obj.get("spec"), dict):
+        share_below(obj["spec"])
+    return obj
+
+
 Transform = Callable[[dict[str, Any]], dict[str, Any]]
 
 #: The cache transforms of every controller that owns Deployments, Services or

@@ -171,7 +171,8 @@ def _cached_container(status: dict[str, Any]) -> dict[str, Any]:
 
 
 def cached_pod(pod: dict[str, Any]) -> dict[str, Any]:
-    """What the controllers read of a pod, the only part the cache keeps of it: metadata,
+    """What the controllers read of a pod, the only part the cache keeps of it: metadata
+    (not ``generateName``),
     ``spec.nodeName``, each container's name and image (EtcdCluster reads a member's
     version from it) and what is read of its status — the rest of the spec is most of a
     pod, and nothing here reads it. One transform for every controller: the cache of a
@@ -183,6 +184,8 @@ def cached_pod(pod: dict[str, Any]) -> dict[str, Any]:
             {k: c[k] for k in ("name", "image") if k in c} for c in spec["containers"]
         ]
     pod["spec"] = shared_value(share_below(kept))
+    if isinstance(pod.get("metadata"), dict):
+        pod["metadata"].pop("generateName", None)  # read by nothing
     if isinstance(pod.get("status"), dict):
         pod["status"] = _cached_status(pod["status"])
     return pod

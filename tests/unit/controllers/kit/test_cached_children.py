@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from appstack.controllers.appservice.status import from_children
-from appstack.controllers.kit.applied import cached_deployment, cached_service
+from appstack.controllers.kit.applied import cached_deployment, cached_service, shared_spec
 from appstack.controllers.kit.compare import already_so
 from appstack.controllers.util.workloads import (
     deployment_ready,
@@ -247,3 +247,13 @@ def test_a_cached_service_keeps_its_status_one_copy_for_equal_ones() -> None:
     a, b = cached_service(service()), cached_service(service())
     assert a["status"] == {"loadBalancer": {}}
     assert a["status"] is b["status"]
+
+
+def test_an_appservice_is_cached_whole_its_repeated_spec_parts_one_copy() -> None:
+    def app(name: str) -> dict[str, Any]:
+        ports = [{"port": 80, "protocol": "TCP", "targetPort": 8080}]
+        return {"metadata": {"name": name}, "spec": {"size": 1, "ports": ports}, "status": {}}
+
+    apps = [shared_spec(app(f"shared-spec-{i}")) for i in range(4)]
+    assert apps == [app(f"shared-spec-{i}") for i in range(4)]
+    assert apps[2]["spec"]["ports"] is apps[3]["spec"]["ports"]
