@@ -16,8 +16,9 @@ Errors are logged, never raised, and backed off (0.5 s → 30 s, jittered) on th
 names it: what that manager owns of the object, one shared copy per distinct field set)
 and any other declared paths are dropped, and a ``transform`` (if given) keeps only what
 the controllers read, as controller-runtime's cache transforms
-do (memory: a pod's spec is most of it); then its short strings are shared with every
-other cached object (:mod:`appstack.runtime.interning`). Handlers
+do (memory: a pod's spec is most of it); then its short strings, labels and
+ownerReferences are shared with every other cached object
+(:mod:`appstack.runtime.interning`). Handlers
 (:class:`EventHandler`) are called synchronously on each change and must be cheap —
 controllers only enqueue keys. Shared per kind through :class:`~appstack.runtime.cache.Cache`.
 """
@@ -35,7 +36,7 @@ import structlog
 from appstack.runtime import errors
 from appstack.runtime.client import STALL_TIMEOUT, Client
 from appstack.runtime.clock import Clock, RealClock
-from appstack.runtime.interning import intern_strings, shared_fields
+from appstack.runtime.interning import intern_strings, shared_fields, shared_metadata
 from appstack.runtime.ratelimit import RateLimiter
 from appstack.runtime.resources import Obj, Resource, object_key
 from appstack.runtime.store import IndexFunc, Store
@@ -293,7 +294,7 @@ class Informer:
                 parent.pop(path[-1], None)
         if self.transform is not None:
             obj = self.transform(obj)
-        return intern_strings(obj) if self.intern else obj
+        return shared_metadata(intern_strings(obj)) if self.intern else obj
 
 
 def _rv(obj: Obj) -> str:

@@ -3,11 +3,13 @@ spec), applied to every object the informer stores; one transform per kind."""
 
 from __future__ import annotations
 
+import copy
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
-from appstack.controllers.util.pods import cached_pod, pod_mapper, pod_problem
+from appstack.controllers.util.pods import cached_pod, pod_mapper, pod_problem, recheck_after
 from appstack.runtime.cache import Cache
 from appstack.runtime.controller import Request
 from appstack.runtime.resources import CONFIG_MAP, POD
@@ -153,3 +155,54 @@ def test_a_cached_pod_keeps_of_its_status_what_is_read() -> None:
         ],
     }
     assert cached_pod({"metadata": {"name": "p"}, "status": {}})["status"] == {}
+
+
+def _running_pod(name: str, *, ready: bool, started: str) -> dict[str, Any]:
+    pod = _pod()
+    pod["metadata"]["name"] = name
+    pod["metadata"]["generateName"] = "web-"
+    pod["status"] = {
+        "phase": "Running",
+        "conditions": [
+            {"type": "Ready", "status": str(ready), "lastTransitionTime": started},
+            {"type": "PodScheduled", "status": "True", "lastTransitionTime": started},
+        ],
+        "containerStatuses": [
+            {
+                "name": "web",
+                "ready": ready,
+                "started": True,
+                "restartCount": 0,
+                "state": {"running": {"startedAt": started}},
+                "lastState": {},
+            }
+        ],
+    }
+    return pod
+
+
+def test_a_ready_containers_start_is_dropped_equal_statuses_are_one_copy() -> None:
+    a = cached_pod(_running_pod("web-1", ready=True, started="2026-11-25T00:00:00Z"))
+    b = cached_pod(_running_pod("web-2", ready=True, started="2026-11-25T00:00:07Z"))
+    assert a["status"]["containerStatuses"][0]["state"] == {"running": {}}
+    assert a["status"] is b["status"]
+    assert a["spec"] is b["spec"]
+    assert "generateName" not in a["metadata"]
+    # not ready: its start is read (how long it has waited for its readiness probe)
+    c = cached_pod(_running_pod("web-3", ready=False, started="2026-11-25T00:00:07Z"))
+    assert c["status"]["containerStatuses"][0]["state"] == {
+        "running": {"startedAt": "2026-11-25T00:00:07Z"}
+    }
+
+
+@pytest.mark.parametrize("ready", [True, False])
+@pytest.mark.parametrize("age", [5.0, 120.0])
+def test_the_pod_readers_answer_on_a_cached_pod_as_on_the_full_one(ready: bool, age: float) -> None:
+    now = datetime.now(UTC).timestamp()
+    started = datetime.fromtimestamp(now - age, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    full = _running_pod("web-1", ready=ready, started=started)
+    cached = cached_pod(copy.deepcopy(full))
+    assert pod_problem([cached], now=now) == pod_problem([full], now=now)
+    assert recheck_after([cached], now=now) == recheck_after([full], now=now)
+    mapper = pod_mapper("app.kubernetes.io/instance")
+    assert list(mapper(cached)) == list(mapper(full))

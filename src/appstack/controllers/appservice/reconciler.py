@@ -15,9 +15,11 @@ garbage collector (children carry a controller ownerReference).
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from appstack.api.appservice import AppService, AppServiceSpec, AppServiceStatus
 from appstack.controllers.appservice import desired, status
-from appstack.controllers.kit.applied import CHILD_AND_POD_TRANSFORMS
+from appstack.controllers.kit.applied import CHILD_AND_POD_TRANSFORMS, Transform, shared_spec
 from appstack.controllers.kit.reconciler import KindReconciler
 from appstack.controllers.util.conditions import Problem
 from appstack.controllers.util.kubeobject import KubeObject
@@ -36,7 +38,7 @@ from appstack.controllers.util.pods import (
 )
 from appstack.controllers.util.workloads import deployment_rollout, replica_failure
 from appstack.runtime.controller import Result
-from appstack.runtime.resources import DEPLOYMENT, POD, SERVICE
+from appstack.runtime.resources import DEPLOYMENT, POD, SERVICE, Resource
 
 
 def _selector(app: KubeObject) -> str:
@@ -50,7 +52,10 @@ class AppServiceReconciler(KindReconciler[AppServiceSpec]):
     kind = AppService.KIND
     owns = (DEPLOYMENT, SERVICE)
     watches = ((POD, pod_mapper(INSTANCE_LABEL, **{COMPONENT_LABEL: desired.COMPONENT})),)
-    transforms = CHILD_AND_POD_TRANSFORMS
+    transforms: ClassVar[dict[Resource, Transform]] = {
+        **CHILD_AND_POD_TRANSFORMS,
+        AppService.KIND.resource: shared_spec,
+    }
     indexers = POD_INDEXERS
     status_changes = False  # its status is ours, computed from the children
 

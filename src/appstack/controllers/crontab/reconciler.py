@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from appstack.api.core import Condition
 from appstack.api.crontab import CronTab, CronTabSpec, CronTabStatus
 from appstack.controllers.crontab import desired, status
+from appstack.controllers.kit.applied import JOB_TRANSFORMS, Transform
 from appstack.controllers.kit.reconciler import KindReconciler
 from appstack.controllers.util.conditions import (
     Problem,
@@ -63,7 +64,7 @@ class CronTabReconciler(KindReconciler[CronTabSpec]):
         (JOB, _job_mapper),
         (POD, pod_mapper(INSTANCE_LABEL, **{COMPONENT_LABEL: desired.COMPONENT})),
     )
-    transforms = POD_TRANSFORMS
+    transforms: ClassVar[dict[Resource, Transform]] = {**POD_TRANSFORMS, **JOB_TRANSFORMS}
     indexers: ClassVar[dict[Resource, dict[str, IndexFunc]]] = {
         **POD_INDEXERS,
         **label_indexers(JOB),

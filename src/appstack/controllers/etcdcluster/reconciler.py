@@ -37,7 +37,12 @@ from appstack.controllers.etcdcluster.observe import Observation, observe
 from appstack.controllers.etcdcluster.plan import Step, next_step
 from appstack.controllers.etcdcluster.resources import PDB
 from appstack.controllers.etcdcluster.tlsclient import TLSSecrets
-from appstack.controllers.kit.applied import CHILD_AND_POD_TRANSFORMS
+from appstack.controllers.kit.applied import (
+    CHILD_AND_POD_TRANSFORMS,
+    CLAIM_TRANSFORMS,
+    JOB_TRANSFORMS,
+    Transform,
+)
 from appstack.controllers.kit.reconciler import KindReconciler
 from appstack.controllers.util.conditions import (
     Problem,
@@ -70,8 +75,12 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
 
     kind = EtcdCluster.KIND
     owns = (SERVICE, PDB, POD, PVC, JOB)
-    # the pod and Service caches are shared: the same transforms as the others
-    transforms = CHILD_AND_POD_TRANSFORMS
+    # the pod, Service and Job caches are shared: the same transforms as the others
+    transforms: ClassVar[dict[Resource, Transform]] = {
+        **CHILD_AND_POD_TRANSFORMS,
+        **JOB_TRANSFORMS,
+        **CLAIM_TRANSFORMS,
+    }
     indexers: ClassVar[dict[Resource, dict[str, IndexFunc]]] = {
         **POD_INDEXERS,
         **label_indexers(PVC),

@@ -11,7 +11,17 @@ server defaults into the spec (``strategy``, ``revisionHistoryLimit``, a contain
 managers' annotations are read by nobody: :func:`applied_only` drops them, keeping the
 spec projected onto our apply entry's ``fieldsV1`` (a wanted field we never applied is
 then missing, so the comparison writes it, as it must). An object without our apply
-entry (not written by us yet) is kept whole. Registered by every controller owning these
+entry (not written by us yet) is kept whole. The parts of the spec kept are the copies
+other cached objects hold when equal (a Deployment's selector is its Service's, its
+template labels its own labels; a container's ports and security context repeat).
+
+Of a Deployment's status (:func:`cached_deployment`) the status functions read the replica
+counts, ``observedGeneration`` and each condition's type, status and reason, and the
+message of ``Available`` and ``ReplicaFailure`` (``util/workloads.py``,
+``appservice/status.py``); the rest (times, ``Progressing``'s message naming the
+ReplicaSet, ``terminatingReplicas``, ``collisionCount``) is dropped, and the conditions
+left are one copy shared by every Deployment in the same state. A Service's status is
+kept as it is, one copy for all equal ones. Registered by every controller owning these
 kinds (:data:`CHILD_TRANSFORMS`: the cache of a kind is shared, one transform per kind).
 """
 
@@ -24,7 +34,8 @@ from typing import Any
 from appstack.controllers.kit.compare import applied_fields
 from appstack.controllers.util.pods import POD_TRANSFORMS
 from appstack.runtime.client import FIELD_MANAGER
-from appstack.runtime.resources import DEPLOYMENT, SERVICE, Resource
+from appstack.runtime.interning import share_below, shared_value
+from appstack.runtime.resources import DEPLOYMENT, JOB, PVC, SERVICE, STATEFUL_SET, Resource
 
 
 def project(value: Any, fields: Mapping[str, Any]) -> Any:
@@ -83,6 +94,7 @@ def applied_only(obj: dict[str, Any]) -> dict[str, Any]:
         {k: entry[k] for k in _ENTRY_KEYS if k in entry}
         for entry in meta.get("managedFields") or []
     ]
+    share_below(obj["spec"])
     annotations = meta.get("annotations")
     if annotations:
         ours = (fields.get("f:metadata") or {}).get("f:annotations") or {}
@@ -94,10 +106,123 @@ def applied_only(obj: dict[str, Any]) -> dict[str, Any]:
     return obj
 
 
+#: What the status functions read of a Deployment's status (``util/workloads.py``).
+DEPLOYMENT_STATUS = (
+    "observedGeneration",
+    "replicas",
+    "readyReplicas",
+    "availableReplicas",
+    "updatedReplicas",
+    "unavailableReplicas",
+)
+#: The Deployment conditions whose message is read (into the owner's status).
+MESSAGES_READ = frozenset({"Available", "ReplicaFailure"})
+
+
+def deployment_status(status: dict[str, Any]) -> dict[str, Any]:
+    """What is read of a Deployment's ``status``: the counts, each condition's type, status
+    and reason, the message of those in :data:`MESSAGES_READ`; one copy for equal ones."""
+    kept = {k: status[k] for k in DEPLOYMENT_STATUS if k in status}
+    if status.get("conditions"):
+        kept["conditions"] = [
+            {
+                k: c[k]
+                for k in ("type", "status", "reason", "message")
+                if k in c and (k != "message" or c.get("type") in MESSAGES_READ)
+            }
+            for c in status["conditions"]
+        ]
+    return shared_value(share_below(kept))
+
+
+def cached_deployment(obj: dict[str, Any]) -> dict[str, Any]:
+    """A Deployment as cached: :func:`applied_only`, its status cut to what is read."""
+    obj = applied_only(obj)
+    if isinstance(obj.get("status"), dict):
+        obj["status"] = deployment_status(obj["status"])
+    return obj
+
+
+def cached_service(obj: dict[str, Any]) -> dict[str, Any]:
+    """A Service as cached: :func:`applied_only`, its status one shared copy."""
+    obj = applied_only(obj)
+    if obj.get("status"):
+        obj["status"] = shared_value(share_below(obj["status"]))
+    return obj
+
+
+#: What is read of a StatefulSet's status (``statefulset_ready``, MongoDBCommunity's status).
+STATEFUL_SET_STATUS = (
+    "observedGeneration",
+    "replicas",
+    "readyReplicas",
+    "currentRevision",
+    "updateRevision",
+)
+
+
+def cached_statefulset(obj: dict[str, Any]) -> dict[str, Any]:
+    """A StatefulSet as cached (AppStack's managed middleware, MongoDBCommunity):
+    :func:`applied_only`, of its status what is read (not its conditions, not the counts
+    of current, updated and available replicas, not ``collisionCount``)."""
+    obj = applied_only(obj)
+    status = obj.get("status")
+    if isinstance(status, dict):
+        obj["status"] = shared_value({k: status[k] for k in STATEFUL_SET_STATUS if k in status})
+    return obj
+
+
+#: What is read of a Job's status (CronTab's runs, EtcdCluster's snapshots).
+JOB_STATUS = ("conditions", "completionTime")
+
+
+def cached_job(obj: dict[str, Any]) -> dict[str, Any]:
+    """A Job as cached: its metadata, and of its status each condition's type, status,
+    reason and message and ``completionTime``; its spec (a pod template) is read by
+    nothing — CronTab's Jobs are the CronJob's, EtcdCluster's are created, never compared."""
+    obj["spec"] = {}
+    status = obj.get("status")
+    if isinstance(status, dict):
+        kept = {k: status[k] for k in JOB_STATUS if k in status}
+        if kept.get("conditions"):
+            kept["conditions"] = [
+                {k: c[k] for k in ("type", "status", "reason", "message") if k in c}
+                for c in kept["conditions"]
+            ]
+        obj["status"] = shared_value(share_below(kept))
+    return obj
+
+
+def cached_claim(obj: dict[str, Any]) -> dict[str, Any]:
+    """A PersistentVolumeClaim as cached (EtcdCluster's member volumes): its metadata only
+    (name, owner, the cluster's annotation, labels, deletion) — its spec and status are
+    read by nothing, and a claim is created, never compared."""
+    obj["spec"] = {}
+    obj.pop("status", None)
+    return obj
+
+
+def shared_spec(obj: dict[str, Any]) -> dict[str, Any]:
+    """One of our kinds as cached: whole (its spec, status and metadata are all read), the
+    parts of its spec that repeat across objects (an AppService's ports) one copy."""
+    if isinstance(obj.get("spec"), dict):
+        share_below(obj["spec"])
+    return obj
+
+
 Transform = Callable[[dict[str, Any]], dict[str, Any]]
 
-#: The cache transforms of every controller that owns Deployments or Services.
-CHILD_TRANSFORMS: dict[Resource, Transform] = {DEPLOYMENT: applied_only, SERVICE: applied_only}
+#: The cache transforms of every controller that owns Deployments, Services or
+#: StatefulSets.
+CHILD_TRANSFORMS: dict[Resource, Transform] = {
+    DEPLOYMENT: cached_deployment,
+    SERVICE: cached_service,
+    STATEFUL_SET: cached_statefulset,
+}
+
+#: The cache transforms of Jobs and claims (CronTab, EtcdCluster).
+JOB_TRANSFORMS: dict[Resource, Transform] = {JOB: cached_job}
+CLAIM_TRANSFORMS: dict[Resource, Transform] = {PVC: cached_claim}
 
 #: Those and the pod transform, for the controllers that own Deployments or Services and
 #: watch pods.

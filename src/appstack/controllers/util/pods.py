@@ -26,6 +26,7 @@ from appstack.controllers.util.conditions import Problem
 from appstack.runtime.builder import Mapper
 from appstack.runtime.cache import Cache
 from appstack.runtime.controller import Request
+from appstack.runtime.interning import share_below, shared_value
 from appstack.runtime.resources import POD, Resource
 from appstack.runtime.store import IndexFunc
 
@@ -152,12 +153,26 @@ def _cached_status(status: dict[str, Any]) -> dict[str, Any]:
         ]
     for key in ("containerStatuses", "initContainerStatuses"):
         if key in kept:
-            kept[key] = [{k: c[k] for k in _CONTAINER if k in c} for c in kept[key] or []]
+            kept[key] = [_cached_container(c) for c in kept[key] or []]
+    return shared_value(share_below(kept))  # equal statuses: one copy
+
+
+def _cached_container(status: dict[str, Any]) -> dict[str, Any]:
+    """A container's status as read; of a ready container's running state not its start
+    (read only while it is not ready: :func:`_started`), so equal ones are shared."""
+    kept = {k: status[k] for k in _CONTAINER if k in status}
+    running = (kept.get("state") or {}).get("running")
+    if kept.get("ready") and isinstance(running, dict) and "startedAt" in running:
+        kept["state"] = {
+            **kept["state"],
+            "running": {k: v for k, v in running.items() if k != "startedAt"},
+        }
     return kept
 
 
 def cached_pod(pod: dict[str, Any]) -> dict[str, Any]:
-    """What the controllers read of a pod, the only part the cache keeps of it: metadata,
+    """What the controllers read of a pod, the only part the cache keeps of it: metadata
+    (not ``generateName``),
     ``spec.nodeName``, each container's name and image (EtcdCluster reads a member's
     version from it) and what is read of its status — the rest of the spec is most of a
     pod, and nothing here reads it. One transform for every controller: the cache of a
@@ -168,7 +183,9 @@ def cached_pod(pod: dict[str, Any]) -> dict[str, Any]:
         kept["containers"] = [
             {k: c[k] for k in ("name", "image") if k in c} for c in spec["containers"]
         ]
-    pod["spec"] = kept
+    pod["spec"] = shared_value(share_below(kept))
+    if isinstance(pod.get("metadata"), dict):
+        pod["metadata"].pop("generateName", None)  # read by nothing
     if isinstance(pod.get("status"), dict):
         pod["status"] = _cached_status(pod["status"])
     return pod

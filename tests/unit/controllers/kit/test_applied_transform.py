@@ -7,7 +7,13 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from appstack.controllers.kit.applied import CHILD_TRANSFORMS, applied_only, project
+from appstack.controllers.kit.applied import (
+    CHILD_TRANSFORMS,
+    applied_only,
+    cached_deployment,
+    cached_service,
+    project,
+)
 from appstack.controllers.kit.compare import already_so
 from appstack.controllers.util.workloads import deployment_rollout, replica_failure
 from appstack.runtime.client import FIELD_MANAGER
@@ -201,4 +207,5 @@ def test_a_service_keeps_its_applied_ports_not_its_cluster_ip() -> None:
         "selector": {"app": "web"},
         "ports": [{"port": 80, "protocol": "TCP", "targetPort": 8080}],
     }
-    assert CHILD_TRANSFORMS[DEPLOYMENT] is CHILD_TRANSFORMS[SERVICE] is applied_only
+    assert CHILD_TRANSFORMS[SERVICE] is cached_service
+    assert CHILD_TRANSFORMS[DEPLOYMENT] is cached_deployment
