@@ -53,6 +53,7 @@ STEPS: list[tuple[str, list[str]]] = [
     ("pydantic", ["pydantic"]),
     ("the first kind's model (BaseModel's machinery)", ["appstack.api.appservice"]),
     ("appstack.runtime", ["appstack.runtime.manager", "appstack.runtime.client"]),
+    ("the client's transport and kubeconfig loader", ["appstack.runtime.transport"]),
     ("the controllers and kinds", ["appstack.controllers.registry"]),
     ("appstack.operator", ["appstack.operator"]),
 ]
