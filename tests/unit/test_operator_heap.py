@@ -5,6 +5,7 @@ that way are still freed when nothing refers to them."""
 from __future__ import annotations
 
 import gc
+import linecache
 import weakref
 from collections.abc import Iterator
 
@@ -34,3 +35,10 @@ def test_start_up_objects_are_frozen_and_young_collections_are_rarer() -> None:
     assert gc.get_threshold()[0] == 10_000
     del thing  # frozen, yet freed by reference counting
     assert alive() is None
+
+
+@pytest.mark.usefixtures("restored_gc")
+def test_the_source_lines_read_at_start_up_are_dropped() -> None:
+    assert linecache.getlines(__file__)  # as pydantic reads a model's module for docstrings
+    settle_heap()
+    assert __file__ not in linecache.cache

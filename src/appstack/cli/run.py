@@ -9,6 +9,7 @@ from typing import cast
 
 import click
 
+from appstack.cli import lean
 from appstack.core import defaults
 from appstack.core.duration import DEFAULT_SYNC_PERIOD, parse_duration
 
@@ -191,6 +192,7 @@ def run(
     external_deny_cidrs: tuple[str, ...],
 ) -> None:
     """Run the operator (all controllers) against a cluster."""
+    lean.import_aiohttp()  # before the operator's modules import it
     from appstack.operator import OperatorOptions, run_operator  # noqa: PLC0415
     from appstack.runtime.leaderelection import LeaderElectionConfig  # noqa: PLC0415
     from appstack.runtime.logging import Format  # noqa: PLC0415

@@ -30,8 +30,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from appstack.runtime import credentials
 
 IN_CLUSTER_CA = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
@@ -90,6 +88,8 @@ def in_cluster() -> tuple[Connection, credentials.Reload]:
 def merged(paths: list[Path]) -> dict[str, Any]:
     """The kubeconfig files merged: the first file naming a cluster, user or context wins;
     each entry's relative paths are made absolute against its own file's directory."""
+    import yaml  # noqa: PLC0415 - files only: in a pod the operator never holds YAML (0.6 MiB)
+
     result: dict[str, Any] = {"clusters": {}, "users": {}, "contexts": {}}
     for path in paths:
         document = yaml.safe_load(path.read_text()) or {}
@@ -115,6 +115,8 @@ def _files(kubeconfig: str | None) -> list[Path]:
 def current_namespace(kubeconfig: str | None = None) -> str:
     """The current context's namespace (what kubectl uses without ``-n``), else
     ``default`` (also without a kubeconfig). Used by ``appstack status``."""
+    import yaml  # noqa: PLC0415
+
     try:
         config = merged(_files(kubeconfig))
     except (KubeconfigError, OSError, yaml.YAMLError):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import click
 import yaml
 from click.testing import CliRunner
 
@@ -116,8 +117,10 @@ def test_the_cluster_commands_come_from_the_test_bed_distribution() -> None:
     assert entry.value == "appstack_testbed.cli:cluster"
     assert entry.dist is not None
     assert entry.dist.name == "appstack-testbed"
-    assert main.commands["cluster"].callback is not None
-    assert main.commands["cluster"].callback.__module__ == "appstack_testbed.cli"
+    cluster = main.get_command(click.Context(main), "cluster")
+    assert cluster is not None
+    assert cluster.callback is not None
+    assert cluster.callback.__module__ == "appstack_testbed.cli"
 
 
 def test_an_uninstall_wait_says_how_many_of_each_kind_remain_and_names_the_first() -> None:
