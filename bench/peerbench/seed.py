@@ -95,8 +95,11 @@ async def install_crd(client: Client, crd: dict[str, Any], timeout: float = 60) 
 
 
 def port_free(port: int = METRICS_PORT) -> bool:
-    """Whether nothing listens on ``port`` (the seed binds ``:port``, every interface)."""
+    """Whether nothing listens on ``port`` (the seed binds ``:port``, every interface). With
+    ``SO_REUSEADDR``, as Go's listener binds: the bench's own scrapes of a seed that ran just
+    before leave connections in TIME_WAIT on the port, which do not keep the seed out."""
     with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind(("0.0.0.0", port))  # noqa: S104 - the address the seed itself binds
         except OSError:
