@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from appstack.controllers.kit.compare import applied_fields
+from appstack.controllers.util.conditions import condition_read
 from appstack.controllers.util.pods import POD_TRANSFORMS
 from appstack.runtime.client import FIELD_MANAGER
 from appstack.runtime.interning import share_below, shared_value
@@ -125,12 +126,7 @@ def deployment_status(status: dict[str, Any]) -> dict[str, Any]:
     kept = {k: status[k] for k in DEPLOYMENT_STATUS if k in status}
     if status.get("conditions"):
         kept["conditions"] = [
-            {
-                k: c[k]
-                for k in ("type", "status", "reason", "message")
-                if k in c and (k != "message" or c.get("type") in MESSAGES_READ)
-            }
-            for c in status["conditions"]
+            condition_read(c, message=c.get("type") in MESSAGES_READ) for c in status["conditions"]
         ]
     return shared_value(share_below(kept))
 
@@ -185,10 +181,7 @@ def cached_job(obj: dict[str, Any]) -> dict[str, Any]:
     if isinstance(status, dict):
         kept = {k: status[k] for k in JOB_STATUS if k in status}
         if kept.get("conditions"):
-            kept["conditions"] = [
-                {k: c[k] for k in ("type", "status", "reason", "message") if k in c}
-                for c in kept["conditions"]
-            ]
+            kept["conditions"] = [condition_read(c) for c in kept["conditions"]]
         obj["status"] = shared_value(share_below(kept))
     return obj
 

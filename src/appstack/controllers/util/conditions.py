@@ -100,3 +100,16 @@ def last_condition(owner: KubeObject, type_: str) -> StoredCondition:
 
 def now_rfc3339() -> str:
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+#: What is read of a child's condition (a pod's, a Deployment's, a Job's): its times are
+#: read by nothing, so the cache transforms drop them.
+CONDITION_READ = ("type", "status", "reason", "message")
+
+
+def condition_read(condition: dict[str, Any], *, message: bool = True) -> dict[str, Any]:
+    """A child's condition as cached: its type, status, reason and, if ``message``, its
+    message (:data:`CONDITION_READ`)."""
+    return {
+        k: condition[k] for k in CONDITION_READ if k in condition and (message or k != "message")
+    }

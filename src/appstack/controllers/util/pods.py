@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from appstack.controllers.util.conditions import Problem
+from appstack.controllers.util.conditions import Problem, condition_read
 from appstack.runtime.builder import Mapper
 from appstack.runtime.cache import Cache
 from appstack.runtime.controller import Request
@@ -138,7 +138,6 @@ def _by_label(obj: dict[str, Any]) -> Iterable[str]:
 #: container's ``image``, ``imageID``, ``containerID``, ``volumeMounts``, ``resources``, the
 #: conditions' times, conditions other than ``Ready`` and ``PodScheduled``) is read by nothing.
 _POD_STATUS = ("phase", "podIP", "conditions", "containerStatuses", "initContainerStatuses")
-_CONDITION = ("type", "status", "reason", "message")
 _CONDITION_TYPES = frozenset({"Ready", "PodScheduled"})
 _CONTAINER = ("name", "ready", "started", "restartCount", "state", "lastState")
 
@@ -147,9 +146,7 @@ def _cached_status(status: dict[str, Any]) -> dict[str, Any]:
     kept = {k: status[k] for k in _POD_STATUS if k in status}
     if "conditions" in kept:
         kept["conditions"] = [
-            {k: c[k] for k in _CONDITION if k in c}
-            for c in kept["conditions"] or []
-            if c.get("type") in _CONDITION_TYPES
+            condition_read(c) for c in kept["conditions"] or [] if c.get("type") in _CONDITION_TYPES
         ]
     for key in ("containerStatuses", "initContainerStatuses"):
         if key in kept:
