@@ -50,15 +50,28 @@ def _ready(obj: dict[str, Any]) -> bool:
 
 
 class Timeline:
-    """When each member's workload was first seen, and first seen ready."""
+    """When each member's workload was first seen, first seen ready, and deleted — and,
+    for ordering, what the API held at those moments.
+
+    Two watches (Deployments, StatefulSets) deliver in no common order, so comparing their
+    arrival times can put a consumer "before" a StatefulSet the operator had already seen
+    ready. Ordering is judged instead from a read made right after the event arrives: when
+    the operator created a consumer after its dependency was ready, a read made after the
+    consumer is seen must find the dependency ready (``ready_when_added``); when it deleted
+    a dependency after its consumers were gone, a read made after the deletion is seen must
+    not find them (``present_when_deleted``)."""
 
     def __init__(self, client: Client, namespace: str) -> None:
+        self.client, self.namespace = client, namespace
         self.added: dict[str, float] = {}
         self.ready: dict[str, float] = {}
+        self.deleted: dict[str, float] = {}
+        self.ready_when_added: dict[str, set[str]] = {}
+        self.present_when_deleted: dict[str, set[str]] = {}
+        self.reads: list[asyncio.Future[None]] = []
         self.informers = [
             Informer(client, res, namespace=namespace) for res in (DEPLOYMENT, STATEFUL_SET)
         ]
-        self.deleted: dict[str, float] = {}
         for informer in self.informers:
             informer.add_handler(
                 FuncHandler(add=self._seen, update=lambda _o, n: self._seen(n), delete=self._gone)
@@ -70,19 +83,40 @@ class Timeline:
         if not member:
             return
         now = time.monotonic()
-        self.added.setdefault(member, now)
-        status, want = obj.get("status") or {}, obj["spec"].get("replicas", 0)
-        if status.get("readyReplicas") == want and status.get("availableReplicas", want) == want:
+        if member not in self.added:
+            self.added[member] = now
+            self._read(self.ready_when_added, member, ready_only=True)
+        if _workload_ready(obj):
             self.ready.setdefault(member, now)
 
     def _gone(self, obj: dict[str, Any]) -> None:
         member = obj["metadata"].get("labels", {}).get("appstack.dev/member")
-        if member:
-            self.deleted.setdefault(member, time.monotonic())
+        if member and member not in self.deleted:
+            self.deleted[member] = time.monotonic()
+            self._read(self.present_when_deleted, member, ready_only=False)
 
-    def stop(self) -> None:
+    def _read(self, into: dict[str, set[str]], member: str, *, ready_only: bool) -> None:
+        async def read() -> None:
+            found: set[str] = set()
+            for resource in (DEPLOYMENT, STATEFUL_SET):
+                items, _ = await self.client.list(resource, self.namespace)
+                for obj in items:
+                    name = obj["metadata"].get("labels", {}).get("appstack.dev/member")
+                    if name and (not ready_only or _workload_ready(obj)):
+                        found.add(name)
+            into[member] = found
+
+        self.reads.append(asyncio.ensure_future(read()))
+
+    async def stop(self) -> None:
         for task in self.tasks:
             task.cancel()
+        await asyncio.gather(*self.reads)
+
+
+def _workload_ready(obj: dict[str, Any]) -> bool:
+    status, want = obj.get("status") or {}, obj["spec"].get("replicas", 0)
+    return status.get("readyReplicas") == want and status.get("availableReplicas", want) == want
 
 
 async def _small_stack(client: Client, namespace: str) -> None:
@@ -567,11 +601,11 @@ async def test_deleting_a_stack_tears_down_consumers_before_what_they_use(
         what="the stack gone (its finalizer removed)",
         interval=0.2,
     )
-    timeline.stop()
+    await timeline.stop()
     assert set(timeline.deleted) == {"api", "web", "worker", "db"}
-    assert timeline.deleted["web"] <= timeline.deleted["api"]  # web depends on api
-    assert timeline.deleted["api"] <= timeline.deleted["db"]  # api uses db
-    assert timeline.deleted["worker"] <= timeline.deleted["db"]
+    gone_before = timeline.present_when_deleted
+    assert "web" not in gone_before["api"]  # web depends on api
+    assert not {"api", "worker"} & gone_before["db"]  # api and worker use db
     events, _ = await client.list(EVENT, namespace)
     teardown = [e for e in events if e.get("reason") == "TearingDown"]
     waves = [e["note"] for e in sorted(teardown, key=lambda e: e["eventTime"])]
