@@ -193,18 +193,24 @@ async def test_teardown_waits_for_a_consumers_pods_before_deleting_what_it_uses(
             client, POD, await client.get(POD, pod["metadata"]["name"], namespace), []
         )
     await _until_gone(client, APP_STACK, "order", namespace)
-    timeline.stop()
+    await timeline.stop()
     assert len(timeline.app_pods_gone) == 2
     assert timeline.db_deleting is not None
-    assert max(timeline.app_pods_gone) <= timeline.db_deleting
+    assert timeline.app_pods_when_db_deleting == 0  # the db went only once the pods were gone
 
 
 class PodTimeline:
-    """When the app's pods were deleted and when the db StatefulSet began to go."""
+    """When the app's pods were deleted, when the db StatefulSet began to go, and how many
+    of the app's pods the API still held at that moment (a read made right after the
+    StatefulSet's change arrives: two watches deliver in no common order, so their arrival
+    times alone cannot say which came first)."""
 
     def __init__(self, client: Client, namespace: str) -> None:
+        self.client, self.namespace = client, namespace
         self.app_pods_gone: list[float] = []
         self.db_deleting: float | None = None
+        self.app_pods_when_db_deleting: int | None = None
+        self.reads: list[asyncio.Future[None]] = []
         self.informer = Informer(client, POD, namespace=namespace)
         self.informer.add_handler(FuncHandler(delete=self._pod_gone))
         self.sets = Informer(client, STATEFUL_SET, namespace=namespace)
@@ -220,10 +226,18 @@ class PodTimeline:
     def _set(self, sts: dict[str, Any], deleted: bool = False) -> None:
         if (deleted or sts["metadata"].get("deletionTimestamp")) and self.db_deleting is None:
             self.db_deleting = time.monotonic()
+            self.reads.append(asyncio.ensure_future(self._count_app_pods()))
 
-    def stop(self) -> None:
+    async def _count_app_pods(self) -> None:
+        pods, _ = await self.client.list(
+            POD, self.namespace, label_selector="appstack.dev/member=app"
+        )
+        self.app_pods_when_db_deleting = len(pods)
+
+    async def stop(self) -> None:
         for task in self.tasks:
             task.cancel()
+        await asyncio.gather(*self.reads)
 
 
 @pytest.fixture
