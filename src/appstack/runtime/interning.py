@@ -38,6 +38,10 @@ MAX_LENGTH = 64
 #: Keys whose values are unique per object or per version: interning them shares nothing.
 UNIQUE_KEYS = frozenset({"uid", "resourceVersion"})
 
+#: Keys whose values hold no string values to intern: a ``fieldsV1`` tree names fields in
+#: its keys, its values are ``{}``.
+NO_STRINGS = frozenset({"fieldsV1"})
+
 #: Distinct trees :func:`shared_tree` remembers (the least recently seen are forgotten).
 MAX_SHARED = 1024
 
@@ -134,14 +138,15 @@ def sweep_values() -> None:
 
 def intern_strings(node: Any, _intern: Any = sys.intern) -> Any:
     """Replace every short string value in ``node`` (nested dicts and lists) by its
-    interned copy, in place; returns ``node``."""
+    interned copy, in place; returns ``node``. ``fieldsV1`` trees are not walked: they hold
+    no string values (half the dicts of a cached Deployment, for nothing)."""
     if type(node) is dict:
         for key, value in node.items():
             kind = type(value)
             if kind is str:
                 if len(value) <= MAX_LENGTH and key not in UNIQUE_KEYS:
                     node[key] = _intern(value)
-            elif kind is dict or kind is list:
+            elif (kind is dict or kind is list) and key not in NO_STRINGS:
                 intern_strings(value)
     elif type(node) is list:
         for index, value in enumerate(node):

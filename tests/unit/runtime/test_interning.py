@@ -4,11 +4,13 @@ the cache stores interned objects."""
 
 from __future__ import annotations
 
+import sys
 import tracemalloc
 from typing import Any
 
 import orjson
 
+from appstack.runtime import interning
 from appstack.runtime.cache import Cache
 from appstack.runtime.interning import MAX_LENGTH, intern_strings
 from appstack.runtime.resources import DEPLOYMENT
@@ -101,3 +103,25 @@ def test_the_informer_caches_interned_objects() -> None:
     assert b is not None
     assert a["spec"]["strategy"]["type"] is b["spec"]["strategy"]["type"]
     assert set(map(id, _strings(a))) & set(map(id, _strings(b)))
+
+
+def test_fields_v1_is_not_walked_for_strings() -> None:
+    """A ``fieldsV1`` tree names fields in its keys and holds no string values: walking it
+    (half the dicts of a cached Deployment) would intern nothing."""
+    entry = orjson.loads('{"manager": "appstack", "fieldsV1": {"f:spec": {"f:x": {}}}}')
+    fields = entry["fieldsV1"]
+    walked: list[Any] = []
+    original = interning.intern_strings
+
+    def counting(part: Any, *args: Any) -> Any:
+        walked.append(part)
+        return original(part, *args)
+
+    interning.intern_strings = counting  # type: ignore[assignment]
+    try:
+        original(entry)
+    finally:
+        interning.intern_strings = original  # type: ignore[assignment]
+    assert not any(part is fields for part in walked)
+    assert entry["manager"] is sys.intern("appstack")
+    assert entry["fieldsV1"] == {"f:spec": {"f:x": {}}}
