@@ -4,7 +4,6 @@ changes, pruning, external middleware, validation, drift and deletion."""
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 
 import pytest
@@ -50,8 +49,8 @@ def _ready(obj: dict[str, Any]) -> bool:
 
 
 class Timeline:
-    """When each member's workload was first seen, first seen ready, and deleted — and,
-    for ordering, what the API held at those moments.
+    """Which members' workloads were seen and deleted — and, for ordering, what the API
+    held at those moments.
 
     Two watches (Deployments, StatefulSets) deliver in no common order, so comparing their
     arrival times can put a consumer "before" a StatefulSet the operator had already seen
@@ -63,9 +62,8 @@ class Timeline:
 
     def __init__(self, client: Client, namespace: str) -> None:
         self.client, self.namespace = client, namespace
-        self.added: dict[str, float] = {}
-        self.ready: dict[str, float] = {}
-        self.deleted: dict[str, float] = {}
+        self.added: set[str] = set()
+        self.deleted: set[str] = set()
         self.ready_when_added: dict[str, set[str]] = {}
         self.present_when_deleted: dict[str, set[str]] = {}
         self.reads: list[asyncio.Future[None]] = []
@@ -80,19 +78,14 @@ class Timeline:
 
     def _seen(self, obj: dict[str, Any]) -> None:
         member = obj["metadata"].get("labels", {}).get("appstack.dev/member")
-        if not member:
-            return
-        now = time.monotonic()
-        if member not in self.added:
-            self.added[member] = now
+        if member and member not in self.added:
+            self.added.add(member)
             self._read(self.ready_when_added, member, ready_only=True)
-        if _workload_ready(obj):
-            self.ready.setdefault(member, now)
 
     def _gone(self, obj: dict[str, Any]) -> None:
         member = obj["metadata"].get("labels", {}).get("appstack.dev/member")
         if member and member not in self.deleted:
-            self.deleted[member] = time.monotonic()
+            self.deleted.add(member)
             self._read(self.present_when_deleted, member, ready_only=False)
 
     def _read(self, into: dict[str, set[str]], member: str, *, ready_only: bool) -> None:
@@ -602,7 +595,7 @@ async def test_deleting_a_stack_tears_down_consumers_before_what_they_use(
         interval=0.2,
     )
     await timeline.stop()
-    assert set(timeline.deleted) == {"api", "web", "worker", "db"}
+    assert timeline.deleted == {"api", "web", "worker", "db"}
     gone_before = timeline.present_when_deleted
     assert "web" not in gone_before["api"]  # web depends on api
     assert not {"api", "worker"} & gone_before["db"]  # api and worker use db

@@ -9,6 +9,7 @@ import tracemalloc
 from typing import Any
 
 import orjson
+import pytest
 
 from appstack.runtime import interning
 from appstack.runtime.cache import Cache
@@ -105,23 +106,19 @@ def test_the_informer_caches_interned_objects() -> None:
     assert set(map(id, _strings(a))) & set(map(id, _strings(b)))
 
 
-def test_fields_v1_is_not_walked_for_strings() -> None:
+def test_fields_v1_is_not_walked_for_strings(monkeypatch: pytest.MonkeyPatch) -> None:
     """A ``fieldsV1`` tree names fields in its keys and holds no string values: walking it
     (half the dicts of a cached Deployment) would intern nothing."""
     entry = orjson.loads('{"manager": "appstack", "fieldsV1": {"f:spec": {"f:x": {}}}}')
     fields = entry["fieldsV1"]
     walked: list[Any] = []
-    original = interning.intern_strings
 
     def counting(part: Any, *args: Any) -> Any:
         walked.append(part)
-        return original(part, *args)
+        return intern_strings(part, *args)
 
-    interning.intern_strings = counting  # type: ignore[assignment]
-    try:
-        original(entry)
-    finally:
-        interning.intern_strings = original  # type: ignore[assignment]
+    monkeypatch.setattr(interning, "intern_strings", counting)  # the recursive calls
+    intern_strings(entry)
     assert not any(part is fields for part in walked)
     assert entry["manager"] is sys.intern("appstack")
     assert entry["fieldsV1"] == {"f:spec": {"f:x": {}}}
