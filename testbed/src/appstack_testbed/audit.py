@@ -4,7 +4,8 @@ The test bed's audit policy (:func:`appstack_testbed.control_plane.audit_policy`
 every write (create/update/patch/delete) at Metadata level, except Events and the control
 plane's own clients. Tests use :func:`read_audit_events` to prove e.g. that a replica
 which lost the Lease wrote nothing after its successor's first write. Reads the rotated
-backup too, so a test does not miss events when the log rotates under it.
+backup too, so a test does not miss events when the log rotates under it, and leaves out a
+last line the API server is still writing (no newline yet: the reader raced the write).
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def read_audit_events(cluster_directory: Path, *, namespace: str | None = None) 
     for path in audit_log_files(cluster_directory):
         with open(path, "rb") as log:
             for line in log:
-                if line.strip():
+                if line.endswith(b"\n") and line.strip():
                     event = _parse(json.loads(line))
                     if event and (namespace is None or event.namespace == namespace):
                         events.append(event)
