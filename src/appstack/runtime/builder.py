@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from appstack.runtime.controller import Controller, Reconciler, Request
 from appstack.runtime.informer import FuncHandler
-from appstack.runtime.resources import Obj, Resource
+from appstack.runtime.resources import Obj, Resource, split_key
 
 if TYPE_CHECKING:
     from appstack.runtime.manager import Manager
@@ -103,7 +103,7 @@ class Builder:
             concurrency=self._concurrency,
             metrics=self.manager.metrics,
             resync_period=self._resync,
-            resync_source=lambda: [request_for(o) for o in cache.objects(primary)],
+            resync_source=lambda: [Request(*split_key(k)) for k in cache.keys(primary)],
             availability=self.manager.client.availability,
         )
         skip = None if self._status_changes else only_status_changed

@@ -95,6 +95,10 @@ class Cache:
         informer = informers.get(namespace) or informers.get(None)
         return informer.store.get(key) if informer else None
 
+    def keys(self, resource: Resource) -> list[str]:
+        """The key of every cached object of ``resource`` (no object unpacked)."""
+        return [k for i in self.informers(resource).values() for k in i.store]
+
     def objects(self, resource: Resource) -> list[Obj]:
         """Every cached object of ``resource``."""
         return [o for i in self.informers(resource).values() for o in i.store.objects()]

@@ -13,12 +13,10 @@ The protocol is the state machine of :mod:`appstack.runtime.watcher`; this modul
 Errors are logged, never raised, and backed off (0.5 s → 30 s, jittered) on the injected
 :class:`~appstack.runtime.clock.Clock`. Before an object is cached,
 ``metadata.managedFields`` (but for one field manager's own apply entry, if ``managed_by``
-names it: what that manager owns of the object, one shared copy per distinct field set)
-and any other declared paths are dropped, and a ``transform`` (if given) keeps only what
-the controllers read, as controller-runtime's cache transforms
-do (memory: a pod's spec is most of it); then its short strings, labels and
-ownerReferences are shared with every other cached object
-(:mod:`appstack.runtime.interning`). Handlers
+names it: what that manager owns of the object) and any other declared paths are
+dropped, and a ``transform`` (if given) keeps only what the controllers read, as
+controller-runtime's cache transforms do (memory: a pod's spec is most of it); the store
+keeps it packed (:mod:`appstack.runtime.packing`). Handlers
 (:class:`EventHandler`) are called synchronously on each change and must be cheap —
 controllers only enqueue keys. Shared per kind through :class:`~appstack.runtime.cache.Cache`.
 """
@@ -36,7 +34,6 @@ import structlog
 from appstack.runtime import errors
 from appstack.runtime.client import STALL_TIMEOUT, Client
 from appstack.runtime.clock import Clock, RealClock
-from appstack.runtime.interning import intern_strings, shared_fields, shared_metadata
 from appstack.runtime.ratelimit import RateLimiter
 from appstack.runtime.resources import Obj, Resource, object_key
 from appstack.runtime.store import IndexFunc, Store
@@ -71,9 +68,6 @@ def keep_applied_by(obj: Obj, manager: str) -> Obj:
         and entry.get("operation") == "Apply"
         and not entry.get("subresource")
     ]
-    for entry in entries:
-        if isinstance(entry.get("fieldsV1"), dict):
-            entry["fieldsV1"] = shared_fields(entry["fieldsV1"])
     if entries:
         meta["managedFields"] = entries
     return obj
@@ -122,7 +116,6 @@ class Informer:
         drop: Sequence[Sequence[str]] = DEFAULT_DROP,
         transform: Callable[[Obj], Obj] | None = None,
         managed_by: str | None = None,
-        intern: bool = True,
         page_size: int = 500,
         watch_timeout: int = 290,
         inactivity_timeout: float | None = None,
@@ -142,7 +135,6 @@ class Informer:
         self.drop = [tuple(path) for path in drop]
         self.transform = transform
         self.managed_by = managed_by
-        self.intern = intern
         self.clock = clock or RealClock()
         self.backoff = backoff
         self.store = Store()
@@ -187,17 +179,8 @@ class Informer:
         stepper = StepBackoff(self.clock, self.backoff() if self.backoff else None)
         try:
             while True:
-                result = await stepper.step(self.state, self.client, self.query)
-                self.state = result.state
-                if result.error is not None:
-                    self._report(result, stepper.delay)
-                try:
-                    for event in result.events:
-                        self._deliver(event)
-                except Exception:  # a bug must not end the informer: list afresh, later
-                    log.exception("informer failed, re-listing", resource=str(self.resource))
-                    self.state = Empty()
-                    stepper.failed()
+                # a helper's locals: a LIST's decoded objects are not held while watching
+                self._take(await stepper.step(self.state, self.client, self.query), stepper)
         finally:
             if isinstance(self.state, Streaming):  # cancelled mid-stream: resume with a watch
                 stream, self.state = self.state.stream, Watching(self.state.resource_version)
@@ -205,6 +188,18 @@ class Informer:
                     await stream.aclose()
 
     # ---------------------------------------------------------------------- internals
+    def _take(self, result: Step, stepper: StepBackoff) -> None:
+        self.state = result.state
+        if result.error is not None:
+            self._report(result, stepper.delay)
+        try:
+            for event in result.events:
+                self._deliver(event)
+        except Exception:  # a bug must not end the informer: list afresh, later
+            log.exception("informer failed, re-listing", resource=str(self.resource))
+            self.state = Empty()
+            stepper.failed()
+
     def _report(self, result: Step, retry_in: float) -> None:
         error = result.error
         if isinstance(error, errors.Gone):
@@ -292,9 +287,7 @@ class Informer:
                     break
             if isinstance(parent, dict):
                 parent.pop(path[-1], None)
-        if self.transform is not None:
-            obj = self.transform(obj)
-        return shared_metadata(intern_strings(obj)) if self.intern else obj
+        return self.transform(obj) if self.transform is not None else obj
 
 
 def _rv(obj: Obj) -> str:

@@ -3,16 +3,19 @@
 An index maps each object to zero or more index values (``by_namespace``,
 ``by_controller_uid`` — ``namespace/uid`` of the object's controlling owner, looked up with
 :func:`controller_key` — or any function a controller registers) so lookups such as "the
-Deployments this AppService controls" do not scan the cache. Objects are stored as given
-(plain dicts); the informer strips fields nobody needs before they get here. Pure,
-single-threaded. Filled by :mod:`appstack.runtime.informer`; controllers read it through
-the :class:`~appstack.runtime.cache.Cache`.
+Deployments this AppService controls" do not scan the cache. Objects are kept packed
+(:mod:`appstack.runtime.packing`: compressed JSON, ≈ 100-150 bytes for an operator's
+child) and unpacked on every read: each reader gets an object of its own. The informer
+strips fields nobody needs before they get here. Pure, single-threaded. Filled by
+:mod:`appstack.runtime.informer`; controllers read it through the
+:class:`~appstack.runtime.cache.Cache`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 
+from appstack.runtime.packing import Packer
 from appstack.runtime.resources import Obj, object_key
 
 IndexFunc = Callable[[Obj], Iterable[str]]
@@ -45,10 +48,13 @@ DEFAULT_INDEXERS: Mapping[str, IndexFunc] = {
 
 
 class Store:
-    """Objects of one kind by ``namespace/name`` key, with named indexes (not thread-safe)."""
+    """Objects of one kind by ``namespace/name`` key, with named indexes (not thread-safe).
+
+    Reads return a new object each time (unpacked from the store's bytes)."""
 
     def __init__(self, indexers: Mapping[str, IndexFunc] | None = None) -> None:
-        self._items: dict[str, Obj] = {}
+        self._items: dict[str, bytes] = {}
+        self._packer = Packer()
         self._indexers: dict[str, IndexFunc] = dict(DEFAULT_INDEXERS)
         self._indexers.update(indexers or {})
         # value -> the key of its one object, or the set of keys of several: most index
@@ -62,44 +68,51 @@ class Store:
             return
         self._indexers[name] = func
         self._indices[name] = {}
-        for key, obj in self._items.items():
-            self._index(name, key, obj)
+        for key, packed in self._items.items():
+            self._index(name, key, self._packer.unpack(packed))
 
     # ------------------------------------------------------------------------ writing
     def upsert(self, obj: Obj) -> Obj | None:
-        """Insert or replace; returns the previous object (None if new)."""
+        """Insert or replace; returns the previous object (None if new). ``obj`` is packed:
+        changing it afterwards does not change the store."""
         key = object_key(obj)
-        old = self._items.get(key)
+        packed = self._items.get(key)
+        old = None if packed is None else self._packer.unpack(packed)
         if old is not None:
             self._unindex(key, old)
-        self._items[key] = obj
+        self._items[key] = self._packer.pack(obj)
         for name in self._indexers:
             self._index(name, key, obj)
         return old
 
     def delete(self, key: str) -> Obj | None:
-        old = self._items.pop(key, None)
-        if old is not None:
-            self._unindex(key, old)
+        packed = self._items.pop(key, None)
+        if packed is None:
+            return None
+        old: Obj = self._packer.unpack(packed)
+        self._unindex(key, old)
         return old
 
     # ------------------------------------------------------------------------ reading
     def get(self, key: str) -> Obj | None:
-        return self._items.get(key)
+        packed = self._items.get(key)
+        return None if packed is None else self._packer.unpack(packed)
 
     def keys(self) -> list[str]:
         return list(self._items)
 
     def objects(self) -> list[Obj]:
-        return list(self._items.values())
+        unpack = self._packer.unpack
+        return [unpack(packed) for packed in self._items.values()]
 
     def by_index(self, name: str, value: str) -> list[Obj]:
         keys = self._indices[name].get(value)
         if keys is None:
             return []
+        unpack = self._packer.unpack
         if isinstance(keys, str):
-            return [self._items[keys]]
-        return [self._items[k] for k in keys]
+            return [unpack(self._items[keys])]
+        return [unpack(self._items[k]) for k in keys]
 
     def __len__(self) -> int:
         return len(self._items)

@@ -19,7 +19,7 @@ from typing import ClassVar
 
 from appstack.api.appservice import AppService, AppServiceSpec, AppServiceStatus
 from appstack.controllers.appservice import desired, status
-from appstack.controllers.kit.applied import CHILD_AND_POD_TRANSFORMS, Transform, shared_spec
+from appstack.controllers.kit.applied import CHILD_AND_POD_TRANSFORMS, Transform
 from appstack.controllers.kit.reconciler import KindReconciler
 from appstack.controllers.util.conditions import Problem
 from appstack.controllers.util.kubeobject import KubeObject
@@ -52,10 +52,7 @@ class AppServiceReconciler(KindReconciler[AppServiceSpec]):
     kind = AppService.KIND
     owns = (DEPLOYMENT, SERVICE)
     watches = ((POD, pod_mapper(INSTANCE_LABEL, **{COMPONENT_LABEL: desired.COMPONENT})),)
-    transforms: ClassVar[dict[Resource, Transform]] = {
-        **CHILD_AND_POD_TRANSFORMS,
-        AppService.KIND.resource: shared_spec,
-    }
+    transforms: ClassVar[dict[Resource, Transform]] = CHILD_AND_POD_TRANSFORMS
     indexers = POD_INDEXERS
     status_changes = False  # its status is ours, computed from the children
 

@@ -11,17 +11,15 @@ server defaults into the spec (``strategy``, ``revisionHistoryLimit``, a contain
 managers' annotations are read by nobody: :func:`applied_only` drops them, keeping the
 spec projected onto our apply entry's ``fieldsV1`` (a wanted field we never applied is
 then missing, so the comparison writes it, as it must). An object without our apply
-entry (not written by us yet) is kept whole. The parts of the spec kept are the copies
-other cached objects hold when equal (a Deployment's selector is its Service's, its
-template labels its own labels; a container's ports and security context repeat).
+entry (not written by us yet) is kept whole.
 
 Of a Deployment's status (:func:`cached_deployment`) the status functions read the replica
 counts, ``observedGeneration`` and each condition's type, status and reason, and the
 message of ``Available`` and ``ReplicaFailure`` (``util/workloads.py``,
 ``appservice/status.py``); the rest (times, ``Progressing``'s message naming the
-ReplicaSet, ``terminatingReplicas``, ``collisionCount``) is dropped, and the conditions
-left are one copy shared by every Deployment in the same state. A Service's status is
-kept as it is, one copy for all equal ones. Registered by every controller owning these
+ReplicaSet, ``terminatingReplicas``, ``collisionCount``) is dropped. A Service's status is
+kept as it is. What is kept is packed by the cache's store
+(:mod:`appstack.runtime.packing`). Registered by every controller owning these
 kinds (:data:`CHILD_TRANSFORMS`: the cache of a kind is shared, one transform per kind).
 """
 
@@ -35,7 +33,6 @@ from appstack.controllers.kit.compare import applied_fields
 from appstack.controllers.util.conditions import condition_read
 from appstack.controllers.util.pods import POD_TRANSFORMS
 from appstack.runtime.client import FIELD_MANAGER
-from appstack.runtime.interning import share_below, shared_value
 from appstack.runtime.resources import DEPLOYMENT, JOB, PVC, SERVICE, STATEFUL_SET, Resource
 
 
@@ -95,7 +92,6 @@ def applied_only(obj: dict[str, Any]) -> dict[str, Any]:
         {k: entry[k] for k in _ENTRY_KEYS if k in entry}
         for entry in meta.get("managedFields") or []
     ]
-    share_below(obj["spec"])
     annotations = meta.get("annotations")
     if annotations:
         ours = (fields.get("f:metadata") or {}).get("f:annotations") or {}
@@ -122,13 +118,13 @@ MESSAGES_READ = frozenset({"Available", "ReplicaFailure"})
 
 def deployment_status(status: dict[str, Any]) -> dict[str, Any]:
     """What is read of a Deployment's ``status``: the counts, each condition's type, status
-    and reason, the message of those in :data:`MESSAGES_READ`; one copy for equal ones."""
+    and reason, the message of those in :data:`MESSAGES_READ`."""
     kept = {k: status[k] for k in DEPLOYMENT_STATUS if k in status}
     if status.get("conditions"):
         kept["conditions"] = [
             condition_read(c, message=c.get("type") in MESSAGES_READ) for c in status["conditions"]
         ]
-    return shared_value(share_below(kept))
+    return kept
 
 
 def cached_deployment(obj: dict[str, Any]) -> dict[str, Any]:
@@ -140,11 +136,8 @@ def cached_deployment(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def cached_service(obj: dict[str, Any]) -> dict[str, Any]:
-    """A Service as cached: :func:`applied_only`, its status one shared copy."""
-    obj = applied_only(obj)
-    if obj.get("status"):
-        obj["status"] = shared_value(share_below(obj["status"]))
-    return obj
+    """A Service as cached: :func:`applied_only`, its status as it is."""
+    return applied_only(obj)
 
 
 #: What is read of a StatefulSet's status (``statefulset_ready``, MongoDBCommunity's status).
@@ -164,7 +157,7 @@ def cached_statefulset(obj: dict[str, Any]) -> dict[str, Any]:
     obj = applied_only(obj)
     status = obj.get("status")
     if isinstance(status, dict):
-        obj["status"] = shared_value({k: status[k] for k in STATEFUL_SET_STATUS if k in status})
+        obj["status"] = {k: status[k] for k in STATEFUL_SET_STATUS if k in status}
     return obj
 
 
@@ -182,7 +175,7 @@ def cached_job(obj: dict[str, Any]) -> dict[str, Any]:
         kept = {k: status[k] for k in JOB_STATUS if k in status}
         if kept.get("conditions"):
             kept["conditions"] = [condition_read(c) for c in kept["conditions"]]
-        obj["status"] = shared_value(share_below(kept))
+        obj["status"] = kept
     return obj
 
 
@@ -192,14 +185,6 @@ def cached_claim(obj: dict[str, Any]) -> dict[str, Any]:
     read by nothing, and a claim is created, never compared."""
     obj["spec"] = {}
     obj.pop("status", None)
-    return obj
-
-
-def shared_spec(obj: dict[str, Any]) -> dict[str, Any]:
-    """One of our kinds as cached: whole (its spec, status and metadata are all read), the
-    parts of its spec that repeat across objects (an AppService's ports) one copy."""
-    if isinstance(obj.get("spec"), dict):
-        share_below(obj["spec"])
     return obj
 
 

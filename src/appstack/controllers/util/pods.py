@@ -26,7 +26,6 @@ from appstack.controllers.util.conditions import Problem, condition_read
 from appstack.runtime.builder import Mapper
 from appstack.runtime.cache import Cache
 from appstack.runtime.controller import Request
-from appstack.runtime.interning import share_below, shared_value
 from appstack.runtime.resources import POD, Resource
 from appstack.runtime.store import IndexFunc
 
@@ -151,12 +150,12 @@ def _cached_status(status: dict[str, Any]) -> dict[str, Any]:
     for key in ("containerStatuses", "initContainerStatuses"):
         if key in kept:
             kept[key] = [_cached_container(c) for c in kept[key] or []]
-    return shared_value(share_below(kept))  # equal statuses: one copy
+    return kept
 
 
 def _cached_container(status: dict[str, Any]) -> dict[str, Any]:
     """A container's status as read; of a ready container's running state not its start
-    (read only while it is not ready: :func:`_started`), so equal ones are shared."""
+    (read only while it is not ready: :func:`_started`)."""
     kept = {k: status[k] for k in _CONTAINER if k in status}
     running = (kept.get("state") or {}).get("running")
     if kept.get("ready") and isinstance(running, dict) and "startedAt" in running:
@@ -180,7 +179,7 @@ def cached_pod(pod: dict[str, Any]) -> dict[str, Any]:
         kept["containers"] = [
             {k: c[k] for k in ("name", "image") if k in c} for c in spec["containers"]
         ]
-    pod["spec"] = shared_value(share_below(kept))
+    pod["spec"] = kept
     if isinstance(pod.get("metadata"), dict):
         pod["metadata"].pop("generateName", None)  # read by nothing
     if isinstance(pod.get("status"), dict):

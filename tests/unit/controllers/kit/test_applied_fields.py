@@ -156,24 +156,9 @@ def test_a_child_is_already_so_only_if_nothing_we_applied_is_dropped() -> None:
     assert already_so(trimmed, current, "someone-else")  # not ours to remove
 
 
-def test_equal_parts_of_applied_field_sets_are_kept_once_but_owners_apart() -> None:
-    def child(owner_uid: str) -> dict[str, Any]:
-        fields = json.loads(json.dumps(_APPLIED).replace("u1", owner_uid))
-        obj = _deployment()
-        obj["metadata"]["managedFields"][2]["fieldsV1"] = fields
-        return keep_applied_by(obj, "appstack")
-
-    first, second = (child(uid)["metadata"]["managedFields"][0]["fieldsV1"] for uid in "ab")
-    assert first["f:spec"] is second["f:spec"]  # one copy for every child of this shape
-    assert first["f:metadata"]["f:labels"] is second["f:metadata"]["f:labels"]
-    assert first["f:metadata"]["f:ownerReferences"] == {_k(uid="a"): {}}  # each its owner
-    assert second["f:metadata"]["f:ownerReferences"] == {_k(uid="b"): {}}
-    assert first == json.loads(json.dumps(_APPLIED).replace("u1", "a"))  # nothing else changed
-
-    other = json.loads(json.dumps(_APPLIED))
-    del other["f:spec"]["f:replicas"]
+def test_only_our_apply_entry_is_kept_with_its_fields_as_written() -> None:
     obj = _deployment()
-    obj["metadata"]["managedFields"][2]["fieldsV1"] = other
-    kept = keep_applied_by(obj, "appstack")["metadata"]["managedFields"][0]["fieldsV1"]
-    assert "f:replicas" not in kept["f:spec"]
-    assert "f:replicas" in first["f:spec"]
+    obj["metadata"]["managedFields"][2]["fieldsV1"] = json.loads(json.dumps(_APPLIED))
+    entries = keep_applied_by(obj, "appstack")["metadata"]["managedFields"]
+    assert [e["manager"] for e in entries] == ["appstack"]
+    assert entries[0]["fieldsV1"] == _APPLIED

@@ -1,0 +1,113 @@
+"""The store keeps objects packed (appstack.runtime.packing): small, equal on the way out,
+and every read an object of its own."""
+
+from __future__ import annotations
+
+import copy
+import os
+from typing import Any
+
+import orjson
+import pytest
+
+from appstack.runtime.packing import WINDOW, Packer
+from appstack.runtime.store import Store
+
+
+def _deployment(name: str, uid: str) -> dict[str, Any]:
+    labels = {"app.kubernetes.io/instance": name, "app.kubernetes.io/managed-by": "appstack"}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "name": name,
+            "namespace": "team-a",
+            "uid": uid,
+            "resourceVersion": str(1000 + len(name)),
+            "generation": 1,
+            "labels": labels,
+            "ownerReferences": [
+                {
+                    "apiVersion": "appstack.dev/v1",
+                    "kind": "AppService",
+                    "name": name,
+                    "uid": uid[::-1],
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "app",
+                            "image": "nginx:1.7.9",
+                            "ports": [{"containerPort": 80, "protocol": "TCP"}],
+                        }
+                    ]
+                },
+            },
+        },
+        "status": {
+            "observedGeneration": 1,
+            "replicas": 1,
+            "readyReplicas": 1,
+            "conditions": [
+                {"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable"}
+            ],
+        },
+    }
+
+
+def test_objects_come_back_equal_and_alike_objects_pack_small() -> None:
+    packer = Packer()
+    objects = [_deployment(f"app-{i}", os.urandom(16).hex()) for i in range(50)]
+    packed = [packer.pack(obj) for obj in objects]
+    assert [packer.unpack(p) for p in packed] == objects
+    # the first object is the dictionary: the others differ in name, uid and version only
+    average = sum(map(len, packed[1:])) / len(packed[1:])
+    assert average < len(orjson.dumps(objects[1])) / 5, average
+
+
+def test_values_of_every_json_type_survive() -> None:
+    packer = Packer()
+    obj = {"s": "ü ✓ \u0000", "i": -(2**62), "f": 0.25, "t": True, "n": None, "l": [[], {}]}
+    assert packer.unpack(packer.pack(obj)) == obj
+
+
+def test_an_object_larger_than_the_window_packs_and_unpacks() -> None:
+    packer = Packer()
+    big = {"metadata": {"name": "big"}, "data": {"blob": os.urandom(WINDOW).hex()}}
+    assert packer.unpack(packer.pack(big)) == big
+    assert packer.dictionary is not None
+    assert len(packer.dictionary) == WINDOW
+    small = _deployment("app", "u1")
+    assert packer.unpack(packer.pack(small)) == small
+
+
+def test_unpacking_before_anything_was_packed_is_refused() -> None:
+    with pytest.raises(ValueError, match="nothing was packed"):
+        Packer().unpack(b"\x03\x00")
+
+
+def test_each_read_of_the_store_is_an_object_of_its_own() -> None:
+    store = Store()
+    obj = _deployment("web", "u1")
+    given = copy.deepcopy(obj)
+    store.upsert(given)
+    given["spec"]["replicas"] = 9  # the caller's object is not the store's
+    read = store.get("team-a/web")
+    assert read == obj
+    assert read is not None
+    read["metadata"]["labels"]["x"] = "y"  # neither is a reader's
+    assert store.get("team-a/web") == obj
+    assert store.by_index("namespace", "team-a") == [obj]
+    assert store.objects() == [obj]
+    assert store.upsert(_deployment("web", "u2")) == obj  # the previous object, unpacked
+    assert store.delete("team-a/web") == _deployment("web", "u2")
+    assert store.get("team-a/web") is None
