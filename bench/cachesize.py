@@ -6,8 +6,8 @@ Service and the Deployment's pod exists; the operator's idle and peak RSS are re
 ``/proc``. Then this process sets up every controller on a manager of its own, as the
 operator does (the same label selectors, transforms and field manager), without starting
 them, and starts the cache's informers one at a time: ``tracemalloc`` gives the memory each
-kind's store holds once synced, divided by its objects. Strings interned or trees shared
-across kinds are charged to the first kind that holds them (the AppServices first).
+kind's store holds once synced, divided by its objects, and the store how many of those
+bytes are the packed objects themselves (the rest: keys and indexes).
 
     python bench/cachesize.py --kubeconfig "$(appstack cluster kubeconfig --name NAME)" --n 1000
 """
@@ -97,12 +97,14 @@ async def per_kind(kubeconfig: str, namespace: str) -> list[dict[str, Any]]:
             await asyncio.sleep(0.5)
             gc.collect()
             held = tracemalloc.get_traced_memory()[0] - before
-            objects = len(informer.store.objects())
+            objects = len(informer.store)
+            packed = informer.store.packed_bytes()
             rows.append(
                 {
                     "kind": resource.kind,
                     "objects": objects,
                     "kib_per_object": round(held / objects / 1024, 2) if objects else None,
+                    "packed_bytes_per_object": round(packed / objects) if objects else None,
                     "mib": round(held / 2**20, 2),
                 }
             )
@@ -137,10 +139,11 @@ async def main() -> None:
         result["kib_per_app"] = round(total * 1024 / args.n, 2)
         if not args.namespace and not args.keep:
             await client.delete(NAMESPACE, namespace)
-    print(f"{'kind':<16}{'objects':>8}{'KiB/object':>12}{'MiB':>8}")
+    print(f"{'kind':<22}{'objects':>8}{'KiB/object':>12}{'packed B':>10}{'MiB':>8}")
     for row in result["kinds"]:
         print(
-            f"{row['kind']:<16}{row['objects']:>8}{row['kib_per_object'] or 0:>12}{row['mib']:>8}"
+            f"{row['kind']:<22}{row['objects']:>8}{row['kib_per_object'] or 0:>12}"
+            f"{row['packed_bytes_per_object'] or 0:>10}{row['mib']:>8}"
         )
     print(json.dumps({k: v for k, v in result.items() if k != "kinds"}))
     if args.json:

@@ -114,6 +114,11 @@ class Store:
             return [unpack(self._items[keys])]
         return [unpack(self._items[k]) for k in keys]
 
+    def packed_bytes(self) -> int:
+        """The bytes of every object as packed (what the objects themselves take; keys and
+        indexes apart): for measuring."""
+        return sum(len(packed) for packed in self._items.values())
+
     def __len__(self) -> int:
         return len(self._items)
 

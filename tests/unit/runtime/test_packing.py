@@ -111,3 +111,14 @@ def test_each_read_of_the_store_is_an_object_of_its_own() -> None:
     assert store.upsert(_deployment("web", "u2")) == obj  # the previous object, unpacked
     assert store.delete("team-a/web") == _deployment("web", "u2")
     assert store.get("team-a/web") is None
+
+
+def test_the_store_tells_the_bytes_its_packed_objects_take() -> None:
+    store = Store()
+    assert store.packed_bytes() == 0
+    for i in range(10):
+        store.upsert(_deployment(f"app-{i}", os.urandom(16).hex()))
+    one_json = len(orjson.dumps(_deployment("app-1", "u1")))
+    assert 0 < store.packed_bytes() < 10 * one_json / 3
+    store.delete("team-a/app-0")
+    assert len(store) == 9
