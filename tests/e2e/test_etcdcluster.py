@@ -229,6 +229,8 @@ async def test_quorum_loss_is_reported_never_forced(
 ) -> None:
     await client.create(ETCD_CLUSTER, seed(namespace))
     await wait_healthy(client, NAME, namespace, 3)
+    before, _ = await client.list(POD, namespace)
+    uids = {p["metadata"]["name"]: p["metadata"]["uid"] for p in before}
     lost = (f"{NAME}-1", f"{NAME}-2")
     for member in lost:  # claims first: they go once their pods are gone
         await client.delete(PVC, f"data-{member}", namespace)
@@ -246,6 +248,25 @@ async def test_quorum_loss_is_reported_never_forced(
     message = conditions["Degraded"]["message"]
     assert re.search(r"\b1 of [23] members answer, 2 are needed", message), message
     assert conditions["Available"]["status"] == "False"
+
+    def recreated(pods: list[dict[str, Any]]) -> list[str]:
+        """Member pods that are not the originals (a lost one may still be terminating)."""
+        return [
+            meta["name"]
+            for meta in (p["metadata"] for p in pods)
+            if meta["uid"] != uids.get(meta["name"])
+            or (meta["name"] in lost and not meta.get("deletionTimestamp"))
+        ]
+
+    pods, _ = await client.list(POD, namespace)
+    assert not recreated(pods)
+
+    async def lost_pods_gone() -> bool:
+        pods, _ = await client.list(POD, namespace)
+        assert not recreated(pods)
+        return [p["metadata"]["name"] for p in pods] == [f"{NAME}-0"]
+
+    await eventually(lost_pods_gone, timeout=120, what="the lost members' pods to go")
     pods, _ = await client.list(POD, namespace)
     assert [p["metadata"]["name"] for p in pods] == [f"{NAME}-0"]  # nothing re-created
     events, _ = await client.list(EVENT, namespace)
