@@ -35,8 +35,8 @@ class Packer:
 
     __slots__ = ("_dictionary",)
 
-    def __init__(self, dictionary: bytes | None = None) -> None:
-        self._dictionary = dictionary[-WINDOW:] if dictionary else None
+    def __init__(self) -> None:
+        self._dictionary: bytes | None = None
 
     @property
     def dictionary(self) -> bytes | None:
