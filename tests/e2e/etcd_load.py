@@ -73,6 +73,11 @@ class Writer:
             return missing
 
 
+def alive_pod_names(pods: list[dict[str, Any]]) -> list[str]:
+    """The names of ``pods`` not being deleted (a real pod may take a while to terminate)."""
+    return [p["metadata"]["name"] for p in pods if not p["metadata"].get("deletionTimestamp")]
+
+
 async def retry(call: Callable[[], Awaitable[T]], timeout: float = 30) -> T:
     """``call``'s answer once it does not raise :class:`EtcdError` (the last one on timeout)."""
     return await eventually(

@@ -24,7 +24,7 @@ from appstack.runtime.client import Client
 from appstack.runtime.resources import EVENT, NAMESPACE, POD, PVC
 from appstack_testbed.pytest_plugin import RealNodeHandle
 from tests.e2e.conftest import RunningOperator, until
-from tests.e2e.etcd_load import retry, snapshot_claim, wait_healthy
+from tests.e2e.etcd_load import alive_pod_names, retry, snapshot_claim, wait_healthy
 from tests.e2e.test_etcdcluster import client_endpoint, report, seed
 from tests.support.eventually import eventually
 
@@ -104,8 +104,7 @@ async def test_a_lost_quorum_is_rebuilt_from_the_newest_snapshot_only_when_opted
         obj = await client.get(ETCD_CLUSTER, NAME, namespace)
         assert "recovery" not in obj["status"]
         pods, _ = await client.list(POD, namespace)
-        alive = [p["metadata"]["name"] for p in pods if not p["metadata"].get("deletionTimestamp")]
-        assert alive == [f"{NAME}-0"]  # nothing re-created, nothing torn down
+        assert alive_pod_names(pods) == [f"{NAME}-0"]  # nothing re-created, nothing torn down
         return time.time() - since.timestamp() > 20
 
     await eventually(
@@ -181,5 +180,4 @@ async def test_recovery_without_a_snapshot_is_reported_impossible(
     assert "recovery" not in hopeless["status"]
     assert (await client.get(POD, f"{NAME}-0", namespace))["metadata"]["uid"] == survivor
     pods, _ = await client.list(POD, namespace)
-    alive = [p["metadata"]["name"] for p in pods if not p["metadata"].get("deletionTimestamp")]
-    assert alive == [f"{NAME}-0"]  # nothing torn down, nothing forced
+    assert alive_pod_names(pods) == [f"{NAME}-0"]  # nothing torn down, nothing forced
