@@ -112,17 +112,20 @@ class KindMetrics(Collector):
         self.cache = cache
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        found: dict[str, list[tuple[dict[str, str], float]]] = {name: [] for name in FAMILIES}
+        """One family per name of :data:`FAMILIES`; every object is read from the cache one
+        at a time and its samples added at once (a scrape holds the samples, never the
+        cache decoded)."""
+        families: dict[str, tuple[GaugeMetricFamily, list[str]]] = {}
         for controller in ALL:
             resource = controller.kind.resource
-            for name, labels, value in samples(resource.kind, self.cache.objects(resource)):
-                found[name].append((labels, value))
-        for name, rows in found.items():
-            keys = sorted(rows[0][0]) if rows else []
-            family = GaugeMetricFamily(name, FAMILIES[name], labels=keys)
-            for row, value in rows:
-                family.add_metric([row[key] for key in keys], value)
-            yield family
+            for name, labels, value in samples(resource.kind, self.cache.iter_objects(resource)):
+                if name not in families:
+                    keys = sorted(labels)
+                    families[name] = GaugeMetricFamily(name, FAMILIES[name], labels=keys), keys
+                family, keys = families[name]
+                family.add_metric([labels[key] for key in keys], value)
+        for name, help_text in FAMILIES.items():
+            yield families[name][0] if name in families else GaugeMetricFamily(name, help_text)
 
     def describe(self) -> Iterator[GaugeMetricFamily]:
         """The families, without reading the cache (prometheus_client calls this at

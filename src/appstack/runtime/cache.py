@@ -11,7 +11,7 @@ set; the children we write): the controllers compare it with what they want now.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from appstack.runtime.client import Client
 from appstack.runtime.informer import EventHandler, Informer
@@ -102,6 +102,13 @@ class Cache:
     def objects(self, resource: Resource) -> list[Obj]:
         """Every cached object of ``resource``."""
         return [o for i in self.informers(resource).values() for o in i.store.objects()]
+
+    def iter_objects(self, resource: Resource) -> Iterator[Obj]:
+        """Every cached object of ``resource``, each unpacked only when reached: what a
+        reader of all of them (a metrics scrape) should use, so it never holds the whole
+        cache decoded at once."""
+        for informer in list(self.informers(resource).values()):
+            yield from informer.store.iter_objects()
 
     def by_index(self, resource: Resource, index: str, value: str) -> list[Obj]:
         """The cached objects whose index ``index`` maps to ``value``."""

@@ -153,7 +153,7 @@ class Informer:
     def add_handler(self, handler: EventHandler) -> None:
         """Register a handler; it is first told about every object already cached."""
         self._handlers.append(handler)
-        for obj in self.store.objects():
+        for obj in self.store.iter_objects():
             _call(handler.on_add, obj)
 
     def add_indexer(self, name: str, func: IndexFunc) -> None:

@@ -105,6 +105,14 @@ class Store:
         unpack = self._packer.unpack
         return [unpack(packed) for packed in self._items.values()]
 
+    def iter_objects(self) -> Iterator[Obj]:
+        """Every object, each unpacked only when reached: a reader of all of them holds one
+        decoded object at a time, not the whole store decoded (:meth:`objects`). Objects
+        stored or deleted after the call are not seen."""
+        unpack = self._packer.unpack
+        for packed in list(self._items.values()):
+            yield unpack(packed)
+
     def by_index(self, name: str, value: str) -> list[Obj]:
         keys = self._indices[name].get(value)
         if keys is None:

@@ -3,6 +3,9 @@ collector over a cache."""
 
 from __future__ import annotations
 
+import gc
+import weakref
+from collections.abc import Iterator
 from typing import Any
 
 from prometheus_client import CollectorRegistry, generate_latest
@@ -87,10 +90,9 @@ def test_a_crontabs_failed_run() -> None:
 
 def test_the_collector_exports_every_family_from_the_cache() -> None:
     class Cache:
-        def objects(self, resource: Resource) -> list[Any]:
+        def iter_objects(self, resource: Resource) -> Iterator[Any]:
             if resource.kind == "AppService":
-                return [_obj("AppService", "web", _ready("True"))]
-            return []
+                yield _obj("AppService", "web", _ready("True"))
 
     registry = CollectorRegistry()
     registry.register(KindMetrics(Cache()))  # type: ignore[arg-type]
@@ -98,3 +100,31 @@ def test_the_collector_exports_every_family_from_the_cache() -> None:
     for name in FAMILIES:
         assert f"# TYPE {name} gauge" in text
     assert 'appstack_object_ready{kind="AppService",name="web",namespace="ns"} 1.0' in text
+
+
+def test_a_scrape_holds_one_cached_object_at_a_time() -> None:
+    """The cache keeps objects packed; a scrape that decoded them all at once would hold
+    the whole cache decoded (10,000 AppServices: tens of MiB) at every scrape."""
+
+    class Decoded(dict[str, Any]):
+        """A dict that can be weakly referenced."""
+
+    held: list[weakref.ref[Decoded]] = []
+
+    class Cache:
+        def iter_objects(self, resource: Resource) -> Iterator[Any]:
+            if resource.kind != "AppService":
+                return
+            for i in range(50):
+                gc.collect()  # every object but the last one read (the reader's loop
+                assert not [ref for ref in held[:-1] if ref() is not None]  # holds it) is gone
+                obj = Decoded(_obj("AppService", f"web-{i}", _ready("True")))
+                held.append(weakref.ref(obj))
+                yield obj
+                del obj
+
+    registry = CollectorRegistry()
+    registry.register(KindMetrics(Cache()))  # type: ignore[arg-type]
+    text = generate_latest(registry).decode()
+    assert len(held) == 50
+    assert 'appstack_object_ready{kind="AppService",name="web-49",namespace="ns"} 1.0' in text

@@ -29,6 +29,21 @@ def test_objects_are_found_by_namespace_and_controller_owner() -> None:
     assert {o["metadata"]["name"] for o in store.by_index("controller-uid", "two/u1")} == {"c"}
 
 
+def test_iter_objects_unpacks_one_at_a_time_and_sees_the_store_as_it_was() -> None:
+    store = Store()
+    for name in ("a", "b", "c"):
+        store.upsert(_obj(name))
+    reading = store.iter_objects()
+    first = next(reading)
+    store.delete("ns/c")  # changed while read: no error, and what was there is still read
+    store.upsert(_obj("d"))
+    rest = list(reading)
+    assert [o["metadata"]["name"] for o in [first, *rest]] == ["a", "b", "c"]
+    assert sorted(o["metadata"]["name"] for o in store.iter_objects()) == ["a", "b", "d"]
+    first["metadata"]["name"] = "changed"  # a reader's copy is its own
+    assert store.get("ns/a") == _obj("a")
+
+
 def test_updates_and_deletes_move_objects_between_index_values() -> None:
     store = Store()
     store.upsert(_obj("a", owner="u1"))

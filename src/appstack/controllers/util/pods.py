@@ -207,7 +207,7 @@ def labelled(
     ``selector`` (looked up by an index of the first label, registered at setup by
     :func:`label_indexers`, not by scanning every cached object)."""
     if not selector:
-        return [o for o in cache.objects(resource) if o["metadata"].get("namespace") == namespace]
+        return cache.by_index(resource, "namespace", namespace)
     key, value = next(iter(sorted(selector.items())))
     return [
         obj
