@@ -9,6 +9,7 @@ requests with it); well-known kinds are in :mod:`appstack.runtime.resources`.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -61,10 +62,13 @@ class Resource:
 
 
 def object_key(obj: Mapping[str, Any]) -> str:
-    """``namespace/name`` (or ``name`` for cluster-scoped objects): the cache and queue key."""
+    """``namespace/name`` (or ``name`` for cluster-scoped objects): the cache and queue key.
+
+    Interned: an owner and its children of the same name (an AppService, its Deployment and
+    its Service) are kept in three stores under one string, not three equal ones."""
     meta = obj["metadata"]
     namespace = meta.get("namespace")
-    return f"{namespace}/{meta['name']}" if namespace else str(meta["name"])
+    return sys.intern(f"{namespace}/{meta['name']}" if namespace else str(meta["name"]))
 
 
 def split_key(key: str) -> tuple[str | None, str]:

@@ -13,6 +13,7 @@ strips fields nobody needs before they get here. Pure, single-threaded. Filled b
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from appstack.runtime.packing import Packer
@@ -27,8 +28,9 @@ def by_namespace(obj: Obj) -> Iterable[str]:
 
 
 def controller_key(namespace: str | None, uid: str) -> str:
-    """The ``controller-uid`` index value of the objects an owner in ``namespace`` controls."""
-    return f"{namespace or ''}/{uid}"
+    """The ``controller-uid`` index value of the objects an owner in ``namespace`` controls
+    (interned: the index of each child kind keeps one string per owner, not one each)."""
+    return sys.intern(f"{namespace or ''}/{uid}")
 
 
 def by_controller_uid(obj: Obj) -> Iterable[str]:
