@@ -95,6 +95,7 @@ class ChildWriter:
         self.owns = {resource.kind: resource for resource in owns}
         self.writes = RecentWrites(cache)
         self._changed_at: dict[str, float] = {}  # owner key → last status write/child change
+        self._swept_at_size = 0
         for resource in (owner_kind, *owns):
             self.writes.follow(resource)
 
@@ -193,8 +194,7 @@ class ChildWriter:
                 changed.append((verb, f"{child['kind']} {child['metadata']['name']}"))
             synced[child["kind"], child["metadata"]["name"]] = current
         if changed:
-            meta = owner["metadata"]
-            self._changed_at[f"{meta['namespace']}/{meta['name']}"] = time.monotonic()
+            self._mark_changed(object_key(owner), time.monotonic())
             await self._record(owner, changed)
         return synced, problems
 
@@ -313,7 +313,7 @@ class ChildWriter:
         if (owner.get("status") or {}) == status:
             return None
         meta = owner["metadata"]
-        key = f"{meta['namespace']}/{meta['name']}"
+        key = object_key(owner)
         now = time.monotonic()
         if rolling:
             interval = (
@@ -331,5 +331,16 @@ class ChildWriter:
             )
             await self.writes.track(self.owner_kind, key, patch)
             if rolling:
-                self._changed_at[key] = now
+                self._mark_changed(key, now)
         return None
+
+    def _mark_changed(self, key: str, now: float) -> None:
+        """Note when ``key``'s status was written or a child of it changed. An entry older
+        than :data:`PROGRESS_INTERVAL` puts nothing off: those are swept whenever the map
+        has doubled since the last sweep, so owners deleted meanwhile are not kept for good."""
+        self._changed_at[key] = now
+        if len(self._changed_at) > 2 * self._swept_at_size:
+            stale = [k for k, at in self._changed_at.items() if now - at >= PROGRESS_INTERVAL]
+            for k in stale:
+                del self._changed_at[k]
+            self._swept_at_size = max(len(self._changed_at), 64)
