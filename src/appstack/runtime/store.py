@@ -4,7 +4,7 @@ An index maps each object to zero or more index values (``by_namespace``,
 ``by_controller_uid`` — ``namespace/uid`` of the object's controlling owner, looked up with
 :func:`controller_key` — or any function a controller registers) so lookups such as "the
 Deployments this AppService controls" do not scan the cache. Objects are kept packed
-(:mod:`appstack.runtime.packing`: compressed JSON, ≈ 100-150 bytes for an operator's
+(:mod:`appstack.runtime.packing`: compressed JSON, ≈ 100-160 bytes for an operator's
 child) and unpacked on every read: each reader gets an object of its own. The informer
 strips fields nobody needs before they get here. Pure, single-threaded. Filled by
 :mod:`appstack.runtime.informer`; controllers read it through the
@@ -83,6 +83,8 @@ class Store:
         if old is not None:
             self._unindex(key, old)
         self._items[key] = self._packer.pack(obj)
+        if self._packer.grow_due:
+            self._items = self._packer.grow(self._items)
         for name in self._indexers:
             self._index(name, key, obj)
         return old
@@ -111,7 +113,7 @@ class Store:
         """Every object, each unpacked only when reached: a reader of all of them holds one
         decoded object at a time, not the whole store decoded (:meth:`objects`). Objects
         stored or deleted after the call are not seen."""
-        unpack = self._packer.unpack
+        unpack = self._packer.unpacker()  # what is read was packed with today's dictionary
         for packed in list(self._items.values()):
             yield unpack(packed)
 

@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 import pytest
 
-from appstack.runtime.packing import WINDOW, Packer
+from appstack.runtime.packing import DICTIONARY_LIMIT, GROW_AT, PIECE_LIMIT, Packer
 from appstack.runtime.store import Store
 
 
@@ -82,12 +82,70 @@ def test_values_of_every_json_type_survive() -> None:
 
 def test_an_object_larger_than_the_window_packs_and_unpacks() -> None:
     packer = Packer()
-    big = {"metadata": {"name": "big"}, "data": {"blob": os.urandom(WINDOW).hex()}}
+    big = {"metadata": {"name": "big"}, "data": {"blob": os.urandom(16 * 1024).hex()}}
     assert packer.unpack(packer.pack(big)) == big
     assert packer.dictionary is not None
-    assert len(packer.dictionary) == WINDOW
+    assert len(packer.dictionary) == DICTIONARY_LIMIT
     small = _deployment("app", "u1")
     assert packer.unpack(packer.pack(small)) == small
+
+
+def _young(name: str, uid: str) -> dict[str, Any]:
+    """A Deployment as first seen: no status, no generation yet."""
+    obj = _deployment(name, uid)
+    del obj["status"], obj["metadata"]["generation"]
+    return obj
+
+
+def test_the_dictionary_grows_by_what_packed_worst_and_the_store_repacks() -> None:
+    """The first object is young; the store soon holds grown-up ones, which pack against a
+    dictionary that has one of them (after the first growth) far smaller than against the
+    young one alone — and everything held before a growth still reads back equal."""
+    store = Store()
+    young = [_young(f"young-{i}", os.urandom(16).hex()) for i in range(10)]
+    for obj in young:
+        store.upsert(obj)
+    first_dictionary = store._packer.dictionary
+    assert first_dictionary is not None
+    grown = [_deployment(f"app-{i}", os.urandom(16).hex()) for i in range(max(GROW_AT) + 10)]
+    for obj in grown:
+        store.upsert(obj)
+    assert store._packer.dictionary != first_dictionary
+    assert len(store._packer.dictionary or b"") <= DICTIONARY_LIMIT
+    assert store.objects() == young + grown
+    against_young = Packer()
+    against_young.pack(young[0])
+    before = sum(len(against_young.pack(obj)) for obj in grown) / len(grown)
+    after = sum(len(store._items[f"team-a/{o['metadata']['name']}"]) for o in grown) / len(grown)
+    assert after < before * 0.75, (after, before)
+
+
+def test_an_object_larger_than_a_piece_never_joins_the_dictionary() -> None:
+    packer = Packer()
+    packer.pack(_deployment("app-0", "u0"))
+    big = _deployment("big", "u1")
+    big["metadata"]["annotations"] = {"blob": os.urandom(PIECE_LIMIT).hex()}
+    for i in range(1, min(GROW_AT)):
+        packer.pack(big if i == 1 else _deployment(f"app-{i}", f"u{i}"))
+    assert packer.grow_due
+    dictionary = packer.dictionary
+    repacked = packer.grow({})
+    assert repacked == {}
+    assert packer.dictionary is not None
+    assert dictionary is not None
+    assert b"blob" not in packer.dictionary
+    assert len(packer.dictionary) > len(dictionary)
+
+
+def test_a_reader_of_every_object_is_not_upset_by_a_growth_meanwhile() -> None:
+    store = Store()
+    for i in range(min(GROW_AT) - 2):
+        store.upsert(_young(f"app-{i}", f"u{i}"))
+    reading = store.iter_objects()
+    first = next(reading)
+    for i in range(100, 110):  # a growth happens in here
+        store.upsert(_deployment(f"app-{i}", f"u{i}"))
+    assert [first, *reading] == [_young(f"app-{i}", f"u{i}") for i in range(min(GROW_AT) - 2)]
 
 
 def test_unpacking_before_anything_was_packed_is_refused() -> None:
