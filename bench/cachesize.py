@@ -10,6 +10,13 @@ kind's store holds once synced, divided by its objects, and the store how many o
 bytes are the packed objects themselves (the rest: keys and indexes).
 
     python bench/cachesize.py --kubeconfig "$(appstack cluster kubeconfig --name NAME)" --n 1000
+
+``--during`` measures instead what the operator's stores pack to when they were filled by
+a wave, as the operator's are: this process's informers (the operator's, set up the same
+way) start on the empty namespace before the N AppServices are created, see every event
+of the create wave and of an image-update wave after it, and then report per kind the
+packed bytes per object and the size of the store's dictionary. (Without ``--during`` the
+stores are filled by one LIST of objects that have settled.)
 """
 
 from __future__ import annotations
@@ -50,8 +57,22 @@ async def _count(client: Client, resource: Any, namespace: str) -> int:
     return len((await client.list(resource, namespace=namespace))[0])
 
 
-async def populate(client: Client, kubeconfig: str, namespace: str, n: int) -> dict[str, float]:
-    """Create N AppServices with the operator running; its RSS once all are reconciled."""
+async def _updated(client: Client, namespace: str, image: str) -> int:
+    """Pods running ``image`` that are not being deleted."""
+    pods = (await client.list(POD, namespace=namespace))[0]
+    return sum(
+        1
+        for pod in pods
+        if not pod["metadata"].get("deletionTimestamp")
+        and pod["spec"]["containers"][0]["image"] == image
+    )
+
+
+async def populate(
+    client: Client, kubeconfig: str, namespace: str, n: int, *, update: bool = False
+) -> dict[str, float]:
+    """Create N AppServices with the operator running (then, with ``update``, change the
+    image of all); its RSS once all are reconciled."""
     port = _free_port()
     operator = start_operator(kubeconfig, namespace, port, [])
     try:
@@ -65,6 +86,15 @@ async def populate(client: Client, kubeconfig: str, namespace: str, n: int) -> d
             if min(counts) >= n:
                 break
             await asyncio.sleep(2.0)
+        if update:
+            patch = {"spec": {"image": "nginx:1.28"}}
+            await _bounded(
+                n, lambda i: client.patch(APP_SERVICE, f"app-{i:04d}", patch, namespace=namespace)
+            )
+            while time.monotonic() < deadline:
+                if await _updated(client, namespace, "nginx:1.28") >= n:
+                    break
+                await asyncio.sleep(2.0)
         await asyncio.sleep(10.0)  # the status writes of the last rollouts
         _, peak = _proc_usage(operator.pid)
     finally:
@@ -74,6 +104,41 @@ async def populate(client: Client, kubeconfig: str, namespace: str, n: int) -> d
         "operator_idle_rss_mib": round(idle / 1024, 1),
         "operator_peak_rss_mib": round(peak / 1024, 1),
     }
+
+
+async def during_wave(kubeconfig: str, namespace: str, n: int) -> list[dict[str, Any]]:
+    """Packed bytes per object of each kind, in stores that saw the waves' every event."""
+    limit_tls_read_buffer()
+    async with await Client.connect(kubeconfig) as client:
+        manager = Manager(client, namespaces=[namespace])
+        recorder = EventRecorder(client)
+        for controller in ALL:
+            controller.setup(manager, recorder)
+        informers = [i for group in manager.cache._informers.values() for i in group.values()]
+        tasks = [asyncio.create_task(informer.run()) for informer in informers]
+        try:
+            for informer in informers:
+                await informer.wait_synced()
+            await populate(client, kubeconfig, namespace, n, update=True)
+            rows = []
+            for informer in informers:
+                store = informer.store
+                if not len(store):
+                    continue
+                rows.append(
+                    {
+                        "kind": informer.resource.kind,
+                        "objects": len(store),
+                        "packed_bytes_per_object": round(store.packed_bytes() / len(store)),
+                        "dictionary_bytes": len(store._packer.dictionary or b""),
+                    }
+                )
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await recorder.close(timeout=0)
+    return rows
 
 
 async def per_kind(kubeconfig: str, namespace: str) -> list[dict[str, Any]]:
@@ -123,7 +188,13 @@ async def main() -> None:
     parser.add_argument("--namespace", help="measure an existing namespace (no operator run)")
     parser.add_argument("--keep", action="store_true", help="leave the namespace")
     parser.add_argument("--json", help="write the results here")
+    parser.add_argument(
+        "--during", action="store_true", help="stores filled by a create and an update wave"
+    )
     args = parser.parse_args()
+    if args.during:
+        await _during(args)
+        return
     result: dict[str, Any] = {"n": args.n}
     namespace = args.namespace or f"bench-cache-{uuid.uuid4().hex[:6]}"
     async with await Client.connect(args.kubeconfig) as client:
@@ -149,6 +220,28 @@ async def main() -> None:
     if args.json:
         with open(args.json, "w") as out:
             json.dump(result, out, indent=1)
+
+
+async def _during(args: argparse.Namespace) -> None:
+    namespace = f"bench-cache-{uuid.uuid4().hex[:6]}"
+    async with await Client.connect(args.kubeconfig) as client:
+        await client.create(
+            NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+        )
+        try:
+            rows = await during_wave(args.kubeconfig, namespace, args.n)
+        finally:
+            if not args.keep:
+                await client.delete(NAMESPACE, namespace)
+    print(f"{'kind':<22}{'objects':>8}{'packed B':>10}{'dictionary B':>14}")
+    for row in rows:
+        print(
+            f"{row['kind']:<22}{row['objects']:>8}{row['packed_bytes_per_object']:>10}"
+            f"{row['dictionary_bytes']:>14}"
+        )
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump({"n": args.n, "during": True, "kinds": rows}, out, indent=1)
 
 
 if __name__ == "__main__":
