@@ -29,7 +29,7 @@ import orjson
 
 #: Raw deflate (no zlib header and checksum: 6 bytes an object) with an 8 KiB window:
 #: the dictionary and an object of up to 2 KiB fit in it, and deflate's state for it
-#: (≈ 32 KiB with :data:`MEM_LEVEL`, made for every pack) costs 10-20 µs a pack where
+#: (≈ 64 KiB with :data:`MEM_LEVEL`, made for every pack) costs 10-20 µs a pack where
 #: zlib's default 32 KiB window and memory level 8 (≈ 260 KiB of state) cost 40-65 µs,
 #: for the same bytes (measured on the objects of a 1,000-app wave).
 WBITS = -13
