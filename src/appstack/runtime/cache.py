@@ -101,7 +101,7 @@ class Cache:
 
     def objects(self, resource: Resource) -> list[Obj]:
         """Every cached object of ``resource``."""
-        return [o for i in self.informers(resource).values() for o in i.store.objects()]
+        return list(self.iter_objects(resource))
 
     def iter_objects(self, resource: Resource) -> Iterator[Obj]:
         """Every cached object of ``resource``, each unpacked only when reached: what a

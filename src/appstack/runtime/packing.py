@@ -21,6 +21,7 @@ Used by :mod:`appstack.runtime.store` only; pure, no I/O.
 
 from __future__ import annotations
 
+import functools
 import zlib
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
@@ -62,6 +63,10 @@ def _deflate(data: bytes, dictionary: bytes) -> bytes:
 def _inflate(packed: bytes, dictionary: bytes) -> bytes:
     unpacker = zlib.decompressobj(WBITS, zdict=dictionary)
     return unpacker.decompress(packed) + unpacker.flush()
+
+
+def _unpack(packed: bytes, dictionary: bytes) -> Any:
+    return orjson.loads(_inflate(packed, dictionary))
 
 
 class Packer:
@@ -114,16 +119,11 @@ class Packer:
         """The object ``packed`` holds: a new tree on every call."""
         if self._dictionary is None:
             raise ValueError("nothing was packed with this packer")
-        return orjson.loads(_inflate(packed, self._dictionary))
+        return _unpack(packed, self._dictionary)
 
     def unpacker(self) -> Callable[[bytes], Any]:
         """:meth:`unpack` with today's dictionary: for a reader that holds packed bytes
         while the store may grow its dictionary (and repack what it holds)."""
-        dictionary = self._dictionary
-        if dictionary is None:
+        if self._dictionary is None:
             return self.unpack  # nothing packed yet: nothing to unpack either
-
-        def unpack(packed: bytes) -> Any:
-            return orjson.loads(_inflate(packed, dictionary))
-
-        return unpack
+        return functools.partial(_unpack, dictionary=self._dictionary)

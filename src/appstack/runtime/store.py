@@ -106,8 +106,7 @@ class Store:
         return list(self._items)
 
     def objects(self) -> list[Obj]:
-        unpack = self._packer.unpack
-        return [unpack(packed) for packed in self._items.values()]
+        return list(self.iter_objects())
 
     def iter_objects(self) -> Iterator[Obj]:
         """Every object, each unpacked only when reached: a reader of all of them holds one
