@@ -53,6 +53,12 @@ def _app(name: str, namespace: str) -> dict[str, Any]:
     }
 
 
+async def _create_namespace(client: Client, namespace: str) -> None:
+    await client.create(
+        NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+    )
+
+
 async def _count(client: Client, resource: Any, namespace: str) -> int:
     return len((await client.list(resource, namespace=namespace))[0])
 
@@ -106,14 +112,21 @@ async def populate(
     }
 
 
+def _operators_manager(client: Client, namespace: str) -> tuple[Manager, EventRecorder]:
+    """A manager with every controller set up as the operator sets them up (the same label
+    selectors, transforms and field manager), not started."""
+    manager = Manager(client, namespaces=[namespace])
+    recorder = EventRecorder(client)
+    for controller in ALL:
+        controller.setup(manager, recorder)
+    return manager, recorder
+
+
 async def during_wave(kubeconfig: str, namespace: str, n: int) -> list[dict[str, Any]]:
     """Packed bytes per object of each kind, in stores that saw the waves' every event."""
     limit_tls_read_buffer()
     async with await Client.connect(kubeconfig) as client:
-        manager = Manager(client, namespaces=[namespace])
-        recorder = EventRecorder(client)
-        for controller in ALL:
-            controller.setup(manager, recorder)
+        manager, recorder = _operators_manager(client, namespace)
         informers = [i for group in manager.cache._informers.values() for i in group.values()]
         tasks = [asyncio.create_task(informer.run()) for informer in informers]
         try:
@@ -145,10 +158,7 @@ async def per_kind(kubeconfig: str, namespace: str) -> list[dict[str, Any]]:
     """Bytes per cached object of each kind the operator caches, in ``namespace``."""
     limit_tls_read_buffer()  # as the operator: 16 KiB per watch connection, not 256
     client = await Client.connect(kubeconfig)
-    manager = Manager(client, namespaces=[namespace])
-    recorder = EventRecorder(client)
-    for controller in ALL:
-        controller.setup(manager, recorder)
+    manager, recorder = _operators_manager(client, namespace)
     rows = []
     tasks = []
     resources = sorted(manager.cache._informers, key=lambda r: r != APP_SERVICE)
@@ -199,10 +209,7 @@ async def main() -> None:
     namespace = args.namespace or f"bench-cache-{uuid.uuid4().hex[:6]}"
     async with await Client.connect(args.kubeconfig) as client:
         if not args.namespace:
-            await client.create(
-                NAMESPACE,
-                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
-            )
+            await _create_namespace(client, namespace)
             result.update(await populate(client, args.kubeconfig, namespace, args.n))
         result["namespace"] = namespace
         result["kinds"] = await per_kind(args.kubeconfig, namespace)
@@ -225,9 +232,7 @@ async def main() -> None:
 async def _during(args: argparse.Namespace) -> None:
     namespace = f"bench-cache-{uuid.uuid4().hex[:6]}"
     async with await Client.connect(args.kubeconfig) as client:
-        await client.create(
-            NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
-        )
+        await _create_namespace(client, namespace)
         try:
             rows = await during_wave(args.kubeconfig, namespace, args.n)
         finally:
