@@ -10,18 +10,19 @@ mongodb's replica set: :mod:`.mongodb`).
   engine reads its configuration; a digest of the files on the pod template restarts the
   instance when they change (:func:`config_map`);
 * external: an ExternalName Service (host name) or a selector-less Service plus an
-  EndpointSlice (IP), so consumers always use ``<stack>-<member>``;
+  EndpointSlice (IP, however spelt: :func:`.addresses.address`; the slice holds its
+  canonical form), so consumers always use ``<stack>-<member>``;
 * a third-party service given by URL: nothing (its consumers get the URL itself).
 """
 
 from __future__ import annotations
 
-import ipaddress
 import secrets
 from typing import Any
 
 from appstack.api.appstack_middleware import Middleware
 from appstack.controllers.appstack import labels, mongodb
+from appstack.controllers.appstack.addresses import address
 from appstack.controllers.appstack.catalog import CATALOG, image
 from appstack.controllers.appstack.connections import (
     credentials_secret,
@@ -191,9 +192,8 @@ def external(owner: KubeObject, mw: Middleware) -> list[Manifest]:
     stack = owner["metadata"]["name"]
     name = member_service(stack, mw)
     port = {"name": mw.type, "port": port_number, "protocol": "TCP"}
-    try:
-        ip = ipaddress.ip_address(host)
-    except ValueError:
+    ip = address(host)  # however spelt: 10.96.0.1. and 0x7f.1 are addresses, not names
+    if ip is None:
         return [
             labels.service(
                 owner,

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import datetime
+import ipaddress
+import platform
+import socket
 from typing import Any
 
 import pytest
@@ -12,7 +15,12 @@ from appstack.api.appstack import AppStack, AppStackSpec
 from appstack.api.graph import blocked_by, find_cycle, start_order, teardown_order
 from appstack.api.security import SecurityContext
 from appstack.controllers.appstack import catalog, desired, middleware, teardown
-from appstack.controllers.appstack.addresses import ExternalIPPolicy, parse_networks, refusal
+from appstack.controllers.appstack.addresses import (
+    ExternalIPPolicy,
+    address,
+    parse_networks,
+    refusal,
+)
 from appstack.controllers.appstack.connections import connection_env
 from appstack.controllers.util.workloads import BASELINE, RESTRICTED, security_context
 
@@ -274,6 +282,120 @@ def test_addresses_carried_in_ipv6_and_names_inside_the_cluster_are_refused() ->
     for name in ("db.example.com", "db", "mysql.team-a.example.org", "example.com"):
         assert on.refusal(name) is None, name
     assert ExternalIPPolicy(allow_cluster_names=True).refusal("kubernetes.default") is None
+
+
+# Each is 169.254.169.254, 127.0.0.1 or 10.96.0.1 to some client (issue #34): inet_aton's
+# forms to glibc's and musl's getaddrinfo, a trailing dot to WHATWG URL parsers (Node's
+# fetch), IPv6 with a zone or in brackets. Before, ipaddress.ip_address refused them and
+# they were judged as host names.
+SPELLINGS = {
+    "169.254.169.254.": "169.254.0.0/16",
+    "10.96.0.1.": "10.96.0.0/12",
+    "127.1": "127.0.0.0/8",
+    "2130706433": "127.0.0.0/8",
+    "0x7f.0.0.1": "127.0.0.0/8",
+    "0177.0.0.1": "127.0.0.0/8",
+    "127.000.000.001": "127.0.0.0/8",
+    "0xa9.0xfe.0xa9.0xfe": "169.254.0.0/16",
+    "169.254.43518": "169.254.0.0/16",
+    "2852039166.": "169.254.0.0/16",
+    "012.0140.0.1": "10.96.0.0/12",  # octal: 10.96.0.1
+    "[::1]": "::1/128",
+    "fe80::1%eth0": "fe80::/10",
+    "[fe80::a9fe:a9fe%1]": "fe80::/10",
+    "::ffff:169.254.169.254.": "::ffff:0:0/96",
+}
+
+
+def test_every_spelling_of_an_address_is_judged_as_that_address() -> None:
+    on = ExternalIPPolicy(allow=True, deny=parse_networks(["10.96.0.0/12"]))
+    off = ExternalIPPolicy()
+    for host, network in SPELLINGS.items():
+        said = on.refusal(host) or ""
+        assert f"is in {network}" in said, host
+        assert said.startswith(host), said  # the user's spelling, then the address
+        assert "--allow-external-ips" in (off.refusal(host) or ""), host
+    assert on.refusal("192.0.2.10.") is None  # an allowed address stays allowed
+    assert "(the address 192.0.2.10)" in (off.refusal("0xc0.0.2.10") or "")
+    # Host names stay host names: what they resolve to cannot be judged here (docs)
+    for name in (
+        "169.254.169.254.nip.io",
+        "1.2.3.4.5",
+        "db.example.com.",
+        "0x7f.example",
+        "08.0.0.1",
+    ):
+        assert address(name) is None, name
+        assert off.refusal(name) is None, name
+
+
+async def test_an_address_spelt_as_a_name_is_not_taken_for_service_dot_namespace() -> None:
+    """``10.96`` is 10.0.0.96, not Service ``10`` of a namespace ``96``."""
+
+    async def exists(name: str) -> bool | None:
+        raise AssertionError(f"asked about namespace {name}")
+
+    policy = ExternalIPPolicy()
+    assert "--allow-external-ips" in (await refusal(policy, "10.96", exists) or "")
+    assert "--allow-external-ips" in (await refusal(policy, "169.254.169.254.", exists) or "")
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="compared with glibc's parser")
+def test_addresses_are_read_as_glibc_getaddrinfo_reads_them() -> None:
+    """:func:`address` agrees with the resolver the pods' images mostly carry (numeric
+    hosts only, nothing looked up). Ours on top: a trailing dot, brackets, and a zone naming
+    any interface (glibc takes only the pod's own: unknown here)."""
+    corpus = [
+        *(h for h in SPELLINGS if not h.endswith(".") and h[0] != "[" and "%" not in h),
+        *("1.2.3.4", "4294967295", "4294967296", "1.16777215", "1.16777216", "1.2.65535"),
+        *("1.2.65536", "256.1.1.1", "0", "0x", "0x.1.1.1", "1..2", "09.1.1.1", "0x1g"),
+        *("1.2.3.4.5", "01.02.03.004", "0XFF.1", "::ffff:1.2.3.4", "::ffff:0x7f.0.0.1"),
+        *("2001:db8::1", "2001:db8::1%1", "fe80::1%lo", "1:2:3:4:5:6:7:8:9", "-1.2.3.4"),
+    ]
+
+    def glibc(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+        numeric = {"type": socket.SOCK_STREAM, "flags": socket.AI_NUMERICHOST}
+        try:  # bytes: no IDNA encoding on the way
+            info, *_ = socket.getaddrinfo(host.encode(), None, **numeric)
+        except socket.gaierror:
+            return None
+        return ipaddress.ip_address(str(info[4][0]).split("%", 1)[0])
+
+    for host in corpus:
+        assert address(host) == glibc(host), host
+
+
+def test_an_address_however_spelt_is_written_as_an_endpoint_slice() -> None:
+    owner = {
+        "apiVersion": "appstack.dev/v1",
+        "kind": "AppStack",
+        "metadata": {"name": "shop", "namespace": "ns", "uid": "u-1"},
+    }
+
+    def written(host: str) -> list[dict[str, Any]]:
+        spec = _spec(
+            [{"name": "api", "image": "x", "uses": ["db"]}],
+            [{"name": "db", "type": "postgres", "external": {"host": host, "port": 5432}}],
+        )
+        return middleware.children(owner, spec.middleware[0])
+
+    for host, (family, canonical) in {
+        "192.0.2.10.": ("IPv4", "192.0.2.10"),
+        "0xc0.0.2.10": ("IPv4", "192.0.2.10"),
+        "3221225994": ("IPv4", "192.0.2.10"),
+        "[2001:db8::1]": ("IPv6", "2001:db8::1"),
+        "2001:db8::1%eth0": ("IPv6", "2001:db8::1"),
+    }.items():
+        service, endpoints = written(host)
+        assert service["spec"]["type"] == "ClusterIP", host
+        assert endpoints["addressType"] == family
+        assert endpoints["endpoints"][0]["addresses"] == [canonical], host
+    (service,) = written("db.example.com.")
+    assert service["spec"] == {
+        "type": "ExternalName",
+        "externalName": "db.example.com.",
+        "ports": [{"name": "postgres", "port": 5432, "protocol": "TCP"}],
+    }
 
 
 def test_workloads_are_restricted_unless_the_user_overrides_a_field() -> None:
