@@ -6,6 +6,15 @@ namespaces, a namespaced kind gets one informer per namespace and lookups are ro
 the key's namespace; cluster-scoped kinds always get a single informer. Of each object's
 ``managedFields`` the cache keeps only our client's own apply entry (what our last apply
 set; the children we write): the controllers compare it with what they want now.
+
+What a kind's cache may cost is set per kind before it is used: a label selector, a
+transform, the LIST page size (:meth:`Cache.set_page_size`; by default 25 full objects or
+500 of metadata only, :func:`~appstack.runtime.watcher.page_size_for`), and whose children
+it keeps in full (:meth:`Cache.keep_children_of`: the kinds a controller owns; any other
+object there — anyone may put a label on their own object — is cached as metadata only).
+The informers list full objects one page at a time, all kinds together (``pages_at_once``):
+what a LIST holds before its objects are cut down is one page, however many kinds someone
+fills with big objects at once.
 """
 
 from __future__ import annotations
@@ -24,14 +33,21 @@ class Cache:
 
     ``get(resource, "ns/name")``, ``objects(resource)``, ``by_index(resource, index, value)``
     read the local cache (never the API server); a kind's informers start on first use.
+    Its informers ask for at most ``pages_at_once`` LIST pages of full objects at a time
+    (each held until its objects are transformed); pages of metadata only are not counted.
     """
 
-    def __init__(self, client: Client, namespaces: Sequence[str] | None = None) -> None:
+    def __init__(
+        self, client: Client, namespaces: Sequence[str] | None = None, *, pages_at_once: int = 1
+    ) -> None:
         self.client = client
         self.namespaces = list(namespaces) if namespaces else None
+        self._list_gate = asyncio.Semaphore(pages_at_once)
         self._informers: dict[Resource, dict[str | None, Informer]] = {}
         self._selectors: dict[Resource, str] = {}
         self._transforms: dict[Resource, Callable[[Obj], Obj]] = {}
+        self._page_sizes: dict[Resource, int] = {}
+        self._owners: dict[Resource, list[Resource | None]] = {}  # None: every object
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
 
@@ -52,6 +68,36 @@ class Cache:
             raise RuntimeError(f"the cache of {resource} already exists or is transformed")
         self._transforms[resource] = transform
 
+    def set_page_size(self, resource: Resource, size: int) -> None:
+        """List ``resource`` ``size`` objects a page (call before use). A page is held
+        decoded until its objects are transformed: the default
+        (:func:`~appstack.runtime.watcher.page_size_for`) is 25 full objects — ≈ 110 MiB at
+        its peak if each is as large as etcd takes (≈ 1.5 MiB) — and 500 of metadata only."""
+        if size < 1:
+            raise ValueError(f"a page of {size} objects")
+        if resource in self._informers and self._page_sizes.get(resource) != size:
+            raise RuntimeError(f"the informers of {resource} already exist")
+        self._page_sizes[resource] = size
+
+    def keep_children_of(self, resource: Resource, owner: Resource) -> None:
+        """Cache in full (transformed) only the objects of ``resource`` controlled by an
+        ``owner`` (a controller ownerReference with its exact apiVersion and kind) or by
+        another kind given here for ``resource``; every other one as metadata only
+        (:func:`~appstack.runtime.informer.foreign_metadata`: name, uid, versions, times,
+        labels, owners, and the annotations under the owners' API groups). A controller
+        calls this for each kind it owns, before the cache starts."""
+        for informer in self._informers.get(resource, {}).values():
+            informer.keep_children_of(owner)  # raises once it has listed
+        self._owners.setdefault(resource, []).append(owner)
+
+    def keep_everything(self, resource: Resource) -> None:
+        """Cache every object of ``resource`` in full, whoever controls it (for a kind a
+        controller reads objects of that it does not control: the pods of its Deployments),
+        whatever :meth:`keep_children_of` said."""
+        for informer in self._informers.get(resource, {}).values():
+            informer.keep_everything()
+        self._owners.setdefault(resource, []).append(None)
+
     def informers(self, resource: Resource) -> dict[str | None, Informer]:
         """The informers of ``resource`` (created on first use; started with the cache)."""
         existing = self._informers.get(resource)
@@ -69,9 +115,17 @@ class Cache:
                 label_selector=selector,
                 transform=self._transforms.get(resource),
                 managed_by=self.client.field_manager,
+                page_size=self._page_sizes.get(resource),
+                list_gate=None if resource.only_metadata else self._list_gate,
             )
             for ns in scopes
         }
+        for owner in self._owners.get(resource, []):
+            for informer in created.values():
+                if owner is None:
+                    informer.keep_everything()
+                else:
+                    informer.keep_children_of(owner)
         self._informers[resource] = created
         if self._started:
             for informer in created.values():

@@ -16,7 +16,12 @@ Errors are logged, never raised, and backed off (0.5 s → 30 s, jittered) on th
 names it: what that manager owns of the object) and any other declared paths are
 dropped, and a ``transform`` (if given) keeps only what the controllers read, as
 controller-runtime's cache transforms do (memory: a pod's spec is most of it); the store
-keeps it packed (:mod:`appstack.runtime.packing`). Handlers
+keeps it packed (:mod:`appstack.runtime.packing`). This is the watcher's ``prepare``
+(:class:`~appstack.runtime.watcher.ListWatch`): it runs on each object as its LIST page or
+watch event arrives, so a LIST never holds more than one page of objects as the server
+sent them. An informer told whose children it keeps (:meth:`Informer.keep_children_of`)
+caches any other object as :func:`foreign_metadata` only — what a label selector lets in
+is anyone's to label. Handlers
 (:class:`EventHandler`) are called synchronously on each change and must be cheap —
 controllers only enqueue keys. Shared per kind through :class:`~appstack.runtime.cache.Cache`.
 """
@@ -25,7 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -49,6 +54,7 @@ from appstack.runtime.watcher import (
     Streaming,
     WatchEvent,
     Watching,
+    page_size_for,
 )
 
 log = structlog.get_logger("appstack.informer")
@@ -71,6 +77,48 @@ def keep_applied_by(obj: Obj, manager: str) -> Obj:
     if entries:
         meta["managedFields"] = entries
     return obj
+
+
+#: What :func:`foreign_metadata` keeps of an object's ``metadata``.
+FOREIGN_METADATA = (
+    "name",
+    "namespace",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "labels",
+    "ownerReferences",
+)
+
+
+def foreign_metadata(obj: Obj, annotations: Iterable[str] = ()) -> Obj:
+    """What is cached of an object the informer does not keep in full: its ``apiVersion``,
+    ``kind`` and of its metadata :data:`FOREIGN_METADATA` and the annotations whose key
+    starts with one of the ``annotations`` prefixes (e.g. ``example.com/``) — no data, no
+    spec, no status. A new object: ``obj`` is left as it is."""
+    meta = obj.get("metadata") or {}
+    kept: Obj = {key: meta[key] for key in FOREIGN_METADATA if key in meta}
+    prefixes = tuple(annotations)
+    ours = {
+        key: value
+        for key, value in (meta.get("annotations") or {}).items()
+        if prefixes and key.startswith(prefixes)
+    }
+    if ours:
+        kept["annotations"] = ours
+    head: Obj = {key: obj[key] for key in ("apiVersion", "kind") if key in obj}
+    return {**head, "metadata": kept}
+
+
+def controlled_by_kind(obj: Obj, kinds: Collection[tuple[str, str]]) -> bool:
+    """Whether ``obj`` has a controller ownerReference whose ``(apiVersion, kind)`` is one of
+    ``kinds`` (exactly: another version of the group is another kind)."""
+    for ref in obj.get("metadata", {}).get("ownerReferences") or []:
+        if isinstance(ref, dict) and ref.get("controller"):
+            return (ref.get("apiVersion"), ref.get("kind")) in kinds
+    return False
 
 
 class EventHandler(Protocol):
@@ -104,7 +152,12 @@ class FuncHandler:
 
 class Informer:
     """A local cache of one kind (optionally one namespace or label selector) kept current by
-    LIST then WATCH, telling its handlers about every change. Run with :meth:`run`."""
+    LIST then WATCH, telling its handlers about every change. Run with :meth:`run`.
+
+    ``page_size`` objects per LIST page (default: :func:`~appstack.runtime.watcher.page_size_for`
+    the resource — 25 full objects, 500 of metadata only); ``list_gate``, if given, is held
+    for each page until its objects are prepared (the :class:`~appstack.runtime.cache.Cache`
+    shares one among its informers)."""
 
     def __init__(
         self,
@@ -116,11 +169,12 @@ class Informer:
         drop: Sequence[Sequence[str]] = DEFAULT_DROP,
         transform: Callable[[Obj], Obj] | None = None,
         managed_by: str | None = None,
-        page_size: int = 500,
+        page_size: int | None = None,
         watch_timeout: int = 290,
         inactivity_timeout: float | None = None,
         clock: Clock | None = None,
         backoff: Callable[[], RateLimiter] | None = None,
+        list_gate: asyncio.Semaphore | None = None,
     ) -> None:
         self.client = client
         self.resource = resource
@@ -128,13 +182,20 @@ class Informer:
             resource,
             namespace,
             label_selector,
-            page_size,
+            page_size or page_size_for(resource),
             watch_timeout,
             inactivity_timeout or STALL_TIMEOUT,
+            prepare=self._prepare,
+            gate=list_gate,
         )
         self.drop = [tuple(path) for path in drop]
         self.transform = transform
         self.managed_by = managed_by
+        # (apiVersion, kind) of the owners whose children are kept in full (None: every
+        # object), and the annotation prefixes a foreign object keeps (their groups')
+        self.owners: frozenset[tuple[str, str]] | None = None
+        self._foreign_annotations: tuple[str, ...] = ()
+        self._everything = False  # asked for every object in full: owners stay None
         self.clock = clock or RealClock()
         self.backoff = backoff
         self.store = Store()
@@ -165,6 +226,31 @@ class Informer:
         for path in paths:
             if tuple(path) not in self.drop:
                 self.drop.append(tuple(path))
+
+    def keep_children_of(self, owner: Resource) -> None:
+        """Keep in full (stripped and transformed) only the objects controlled by an
+        ``owner`` — a controller ownerReference with its exact ``apiVersion`` and ``kind`` —
+        or by an owner kind given before; cache every other one as :func:`foreign_metadata`,
+        keeping its annotations under the owners' API groups (``<group>/``: what their
+        controllers write on an object they keep without owning it). No effect once
+        :meth:`keep_everything` was asked. Call before the informer runs."""
+        self._before_listing()
+        if self._everything:
+            return
+        self.owners = (self.owners or frozenset()) | {(owner.api_version, owner.kind)}
+        if owner.group and f"{owner.group}/" not in self._foreign_annotations:
+            self._foreign_annotations += (f"{owner.group}/",)
+
+    def keep_everything(self) -> None:
+        """Keep every object in full, whoever controls it (a controller reads objects it
+        does not control: the pods of its Deployments). Call before the informer runs."""
+        self._before_listing()
+        self._everything = True
+        self.owners = None
+
+    def _before_listing(self) -> None:
+        if not isinstance(self.state, Empty) or self.has_synced():
+            raise RuntimeError(f"the informer of {self.resource} has listed already")
 
     def has_synced(self) -> bool:
         """True once the first LIST has been delivered."""
@@ -242,18 +328,15 @@ class Informer:
             self._replace(event.objects)
             self._synced.set()
         elif isinstance(event, Applied):
-            obj = self._strip(event.obj)
-            self._dispatch_upsert(self.store.upsert(obj), obj)
+            self._dispatch_upsert(self.store.upsert(event.obj), event.obj)
         elif isinstance(event, Deleted):
-            obj = self._strip(event.obj)
-            self.store.delete(object_key(obj))
-            self._dispatch("on_delete", obj)
+            self.store.delete(object_key(event.obj))
+            self._dispatch("on_delete", event.obj)
 
     def _replace(self, items: list[Obj]) -> None:
         """Make the cache equal to a fresh list, delivering only the differences."""
         seen: set[str] = set()
-        for item in items:
-            obj = self._strip(item)
+        for obj in items:
             seen.add(object_key(obj))
             old = self.store.upsert(obj)
             if old is None or _rv(old) != _rv(obj):
@@ -273,6 +356,14 @@ class Informer:
     def _dispatch(self, method: str, obj: Obj) -> None:
         for handler in self._handlers:
             _call(getattr(handler, method), obj)
+
+    def _prepare(self, obj: Obj) -> Obj:
+        """What is cached of ``obj`` (the watcher calls this once per listed or watched
+        object, as it arrives): :func:`foreign_metadata` of an object none of
+        :attr:`owners` controls, else ``obj`` stripped and transformed."""
+        if self.owners is not None and not controlled_by_kind(obj, self.owners):
+            return foreign_metadata(obj, self._foreign_annotations)
+        return self._strip(obj)
 
     def _strip(self, obj: Obj) -> Obj:
         if self.managed_by is not None:

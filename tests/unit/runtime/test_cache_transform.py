@@ -61,7 +61,8 @@ def test_the_cache_stores_transformed_objects() -> None:
     cache.set_transform(POD, cached_pod)  # the same again: fine (two controllers)
     with pytest.raises(RuntimeError):
         cache.set_transform(POD, lambda obj: obj)
-    cache.informers(POD)["ns"]._deliver(Applied(_pod()))
+    informer = cache.informers(POD)["ns"]
+    informer._deliver(Applied(informer._prepare(_pod())))  # as the watcher hands it
     stored = cache.get(POD, "ns/web-1")
     assert stored is not None
     assert stored["spec"] == {

@@ -243,6 +243,77 @@ async def test_a_malformed_event_closes_the_stream_and_lists_afresh(
         await anext(opened.state.stream)
 
 
+# ---------------------------------------------------------------------------- prepare
+def _keep_name(obj: dict[str, object]) -> dict[str, object]:
+    """A ``prepare`` that keeps of an object its name and resourceVersion, marked."""
+    meta = obj["metadata"]
+    assert isinstance(meta, dict)
+    return {"metadata": {"name": meta["name"], "resourceVersion": meta["resourceVersion"]}, "p": 1}
+
+
+def _prepared(name: str, rv: str) -> dict[str, object]:
+    return {"metadata": {"name": name, "resourceVersion": rv}, "p": 1}
+
+
+async def test_each_page_is_prepared_as_it_arrives_and_the_listing_holds_only_prepared_objects(
+    clock: RecordingClock,
+) -> None:
+    client, transport = scripted_client()
+    transport.page(["a", "b"], "7", token="t1").page(["c"], "7")
+    seen: list[str] = []
+
+    def prepare(obj: dict[str, object]) -> dict[str, object]:
+        seen.append(f"{obj['metadata']['name']}@{len(transport.sent)}")  # type: ignore[index]
+        return _keep_name(obj)
+
+    query = ListWatch(CONFIG_MAP, "ns", page_size=2, prepare=prepare)
+    first = await step(Empty(), client, query, clock)
+    assert seen == ["a@1", "b@1"]  # before the second page was asked for
+    assert first.state == Listing("t1", [_prepared("a", "7"), _prepared("b", "7")])
+    last = await step(first.state, client, query, clock)
+
+    assert seen == ["a@1", "b@1", "c@2"]  # once each
+    assert last.events == (
+        Restarted([_prepared("a", "7"), _prepared("b", "7"), _prepared("c", "7")], "7"),
+    )
+
+
+async def test_watch_events_carry_prepared_objects_and_bookmarks_are_left_alone(
+    clock: RecordingClock,
+) -> None:
+    client, transport = scripted_client()
+    transport.stream(event("ADDED", cm("a", "8")), bookmark("9"), event("DELETED", cm("a", "10")))
+    query = ListWatch(CONFIG_MAP, "ns", prepare=_keep_name)
+
+    opened = await step(Watching("5"), client, query, clock)
+    marked = await step(opened.state, client, query, clock)
+    deleted = await step(marked.state, client, query, clock)
+
+    assert opened.events == (Applied(_prepared("a", "8")),)
+    assert marked.events == (Bookmarked("9"),)
+    assert deleted.events == (Deleted(_prepared("a", "10")),)
+    assert deleted.state.resource_version == "10"  # type: ignore[union-attr]
+
+
+async def test_a_prepare_that_fails_lists_afresh_after_backoff(clock: RecordingClock) -> None:
+    client, transport = scripted_client()
+    transport.page(["a"], "7", token="t1")
+    transport.stream(event("ADDED", cm("a", "8")), event("ADDED", cm("b", "9")))
+
+    def broken(obj: dict[str, object]) -> dict[str, object]:
+        raise KeyError("spec")
+
+    query = ListWatch(CONFIG_MAP, "ns", prepare=broken)
+    listed = await step(Listing("t0", [_prepared("z", "6")]), client, query, clock)
+    opened = await step(Watching("5"), client, query, clock)
+
+    for result in (listed, opened):
+        assert result.state == Empty()
+        assert isinstance(result.error, KeyError)
+        assert result.backoff
+    assert transport.open_streams == 0  # the stream was closed: "b" is never read
+
+
 # ---------------------------------------------------------------------------- backoff
 async def test_the_backoff_wrapper_waits_on_its_clock_after_failures_and_resets_on_progress(
     clock: RecordingClock,

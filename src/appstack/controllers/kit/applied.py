@@ -31,7 +31,7 @@ from typing import Any
 
 from appstack.controllers.kit.compare import applied_fields
 from appstack.controllers.util.conditions import condition_read
-from appstack.controllers.util.pods import POD_TRANSFORMS
+from appstack.controllers.util.pods import POD_TRANSFORMS, keep_our_annotations
 from appstack.runtime.client import FIELD_MANAGER
 from appstack.runtime.resources import DEPLOYMENT, JOB, PVC, SERVICE, STATEFUL_SET, Resource
 
@@ -166,10 +166,14 @@ JOB_STATUS = ("conditions", "completionTime")
 
 
 def cached_job(obj: dict[str, Any]) -> dict[str, Any]:
-    """A Job as cached: its metadata, and of its status each condition's type, status,
-    reason and message and ``completionTime``; its spec (a pod template) is read by
-    nothing — CronTab's Jobs are the CronJob's, EtcdCluster's are created, never compared."""
+    """A Job as cached: its metadata (of its annotations only ours: the cache keeps every
+    labelled Job, and anyone who may create one may label it ours), and of its status each
+    condition's type, status, reason and message and ``completionTime``; its spec (a pod
+    template) is read by nothing — CronTab's Jobs are the CronJob's, EtcdCluster's are
+    created, never compared."""
     obj["spec"] = {}
+    if isinstance(obj.get("metadata"), dict):
+        keep_our_annotations(obj["metadata"])
     status = obj.get("status")
     if isinstance(status, dict):
         kept = {k: status[k] for k in JOB_STATUS if k in status}

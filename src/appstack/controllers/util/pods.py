@@ -13,6 +13,11 @@ through the shared cache, labelled ``app.kubernetes.io/managed-by=appstack`` lik
 child (:func:`pod_mapper` wakes the owner when one changes; :func:`pods_of` reads them), and
 cached as :func:`cached_pod` keeps them (metadata, ``spec.nodeName`` and status only) and
 indexed by label (:data:`POD_INDEXERS`, registered once when a controller is set up).
+The pod cache keeps every labelled pod, not only those of our kinds (ours are their
+ReplicaSets' or StatefulSets'), and anyone who may create a pod may label it ours: so what
+is kept of one is bounded whoever made it — our annotations only, at most
+:data:`MAX_CONTAINERS` containers, images and messages of at most :data:`MAX_TEXT`
+characters.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
+from appstack.api.kind import GROUP
 from appstack.controllers.util.conditions import Problem, condition_read
 from appstack.runtime.builder import Mapper
 from appstack.runtime.cache import Cache
@@ -141,21 +147,48 @@ _CONDITION_TYPES = frozenset({"Ready", "PodScheduled"})
 _CONTAINER = ("name", "ready", "started", "restartCount", "state", "lastState")
 
 
+#: At most this many containers (and statuses of each list) are kept of a pod: ours have one
+#: or two; a pod someone labelled ours with thousands must not cost thousands.
+MAX_CONTAINERS = 32
+#: At most this many characters of an image or a message kept of a pod: an image reference
+#: is at most a few hundred, and a container's waiting message may repeat it.
+MAX_TEXT = 1024
+#: The annotations kept of a pod: ours (``appstack.dev/etcd-initial-cluster`` is read by
+#: the EtcdCluster controller); the others — kubectl's, the user's — are read by nothing.
+OUR_ANNOTATIONS = f"{GROUP}/"
+
+
+def _text(value: Any) -> Any:
+    """``value``, cut to :data:`MAX_TEXT` characters if it is a longer text."""
+    return value[:MAX_TEXT] if isinstance(value, str) and len(value) > MAX_TEXT else value
+
+
 def _cached_status(status: dict[str, Any]) -> dict[str, Any]:
     kept = {k: status[k] for k in _POD_STATUS if k in status}
     if "conditions" in kept:
         kept["conditions"] = [
-            condition_read(c) for c in kept["conditions"] or [] if c.get("type") in _CONDITION_TYPES
+            _cut_message(condition_read(c))
+            for c in kept["conditions"] or []
+            if c.get("type") in _CONDITION_TYPES
         ]
     for key in ("containerStatuses", "initContainerStatuses"):
         if key in kept:
-            kept[key] = [_cached_container(c) for c in kept[key] or []]
+            kept[key] = [_cached_container(c) for c in (kept[key] or [])[:MAX_CONTAINERS]]
     return kept
+
+
+def _cut_message(detail: dict[str, Any]) -> dict[str, Any]:
+    """``detail`` (a condition, a container state) with its message cut to :data:`MAX_TEXT`
+    characters (in place)."""
+    if "message" in detail:
+        detail["message"] = _text(detail["message"])
+    return detail
 
 
 def _cached_container(status: dict[str, Any]) -> dict[str, Any]:
     """A container's status as read; of a ready container's running state not its start
-    (read only while it is not ready: :func:`_started`)."""
+    (read only while it is not ready: :func:`_started`); the states' messages cut (a
+    message may repeat the image)."""
     kept = {k: status[k] for k in _CONTAINER if k in status}
     running = (kept.get("state") or {}).get("running")
     if kept.get("ready") and isinstance(running, dict) and "startedAt" in running:
@@ -163,28 +196,49 @@ def _cached_container(status: dict[str, Any]) -> dict[str, Any]:
             **kept["state"],
             "running": {k: v for k, v in running.items() if k != "startedAt"},
         }
+    for key in ("state", "lastState"):
+        for detail in (kept.get(key) or {}).values():
+            if isinstance(detail, dict):
+                _cut_message(detail)
     return kept
 
 
 def cached_pod(pod: dict[str, Any]) -> dict[str, Any]:
     """What the controllers read of a pod, the only part the cache keeps of it: metadata
-    (not ``generateName``),
+    (not ``generateName``, of the annotations only ours: :data:`OUR_ANNOTATIONS`),
     ``spec.nodeName``, each container's name and image (EtcdCluster reads a member's
     version from it) and what is read of its status — the rest of the spec is most of a
-    pod, and nothing here reads it. One transform for every controller: the cache of a
-    kind is shared."""
+    pod, and nothing here reads it; at most :data:`MAX_CONTAINERS` containers, images and
+    messages of at most :data:`MAX_TEXT` characters. One transform for every controller:
+    the cache of a kind is shared."""
     spec = pod.get("spec") or {}
     kept: dict[str, Any] = {"nodeName": spec["nodeName"]} if "nodeName" in spec else {}
     if "containers" in spec:
         kept["containers"] = [
-            {k: c[k] for k in ("name", "image") if k in c} for c in spec["containers"]
+            {k: _text(c[k]) for k in ("name", "image") if k in c}
+            for c in (spec["containers"] or [])[:MAX_CONTAINERS]
         ]
     pod["spec"] = kept
     if isinstance(pod.get("metadata"), dict):
-        pod["metadata"].pop("generateName", None)  # read by nothing
+        meta = pod["metadata"]
+        meta.pop("generateName", None)  # read by nothing
+        keep_our_annotations(meta)
     if isinstance(pod.get("status"), dict):
         pod["status"] = _cached_status(pod["status"])
     return pod
+
+
+def keep_our_annotations(meta: dict[str, Any]) -> None:
+    """Drop from ``meta`` every annotation not under :data:`OUR_ANNOTATIONS` (the key too
+    when none is left)."""
+    annotations = meta.get("annotations")
+    if not isinstance(annotations, dict):
+        return
+    ours = {k: v for k, v in annotations.items() if k.startswith(OUR_ANNOTATIONS)}
+    if ours:
+        meta["annotations"] = ours
+    else:
+        del meta["annotations"]
 
 
 #: The cache transforms of every controller that watches pods.

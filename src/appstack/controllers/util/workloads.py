@@ -153,7 +153,8 @@ def deployment_rollout(deployment: dict[str, Any] | None, want: int | None = Non
         return Rollout(want=want or 0)
     status = deployment.get("status") or {}
     return Rollout(
-        want=int(deployment["spec"].get("replicas") or 0) if want is None else want,
+        # (no spec: a Deployment none of our kinds controls is cached as metadata only)
+        want=int((deployment.get("spec") or {}).get("replicas") or 0) if want is None else want,
         replicas=int(status.get("replicas") or 0),
         ready=int(status.get("readyReplicas") or 0),
         available=int(status.get("availableReplicas") or 0),
@@ -185,7 +186,7 @@ def statefulset_ready(sts: dict[str, Any] | None) -> tuple[bool, str]:
     if sts is None:
         return False, "0/1"
     status = sts.get("status") or {}
-    want = int(sts["spec"].get("replicas") or 0)
+    want = int((sts.get("spec") or {}).get("replicas") or 0)
     ready = int(status.get("readyReplicas") or 0)
     current = status.get("currentRevision") == status.get("updateRevision")
     return generation_seen(sts) and ready == want and current, f"{ready}/{want}"

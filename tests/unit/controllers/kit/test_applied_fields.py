@@ -137,7 +137,8 @@ def test_only_our_own_apply_entry_is_kept_and_read() -> None:
 def test_the_cache_keeps_only_its_clients_apply_entry() -> None:
     client, _ = scripted_client()
     cache = Cache(client, ["ns"])
-    cache.informers(DEPLOYMENT)["ns"]._deliver(Applied(_deployment()))
+    informer = cache.informers(DEPLOYMENT)["ns"]
+    informer._deliver(Applied(informer._prepare(_deployment())))  # as the watcher hands it
     stored = cache.get(DEPLOYMENT, "ns/web")
     assert stored is not None
     assert stored["metadata"]["managedFields"] == [_entry(client.field_manager, "Apply")]
