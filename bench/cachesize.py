@@ -35,6 +35,7 @@ sys.path.insert(0, __file__.rsplit("/", 1)[0])
 
 from converge import _bounded, _free_port, _metrics_up, _proc_usage, start_operator
 
+from appstack.api.namespaces import ENABLED
 from appstack.controllers.appservice import APP_SERVICE
 from appstack.controllers.registry import ALL
 from appstack.runtime.client import Client
@@ -55,7 +56,12 @@ def _app(name: str, namespace: str) -> dict[str, Any]:
 
 async def _create_namespace(client: Client, namespace: str) -> None:
     await client.create(
-        NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+        NAMESPACE,
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": namespace, "labels": {ENABLED: "true"}},
+        },
     )
 
 

@@ -29,6 +29,7 @@ from typing import Any
 
 import yaml
 
+from appstack.api.namespaces import ENABLED
 from appstack.runtime.client import Client
 from appstack.runtime.resources import CONFIG_MAP, NAMESPACE
 from appstack_testbed import demo
@@ -124,7 +125,11 @@ async def main() -> int:
             timeout=args.timeout,
         )
         async with await Client.connect(str(cluster.kubeconfig)) as client:
-            body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+            body = {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": namespace, "labels": {ENABLED: "true"}},
+            }
             await client.create(NAMESPACE, body)
         logs = Path(tempfile.mkdtemp(prefix="chaos-logs-"))
         outcome = await run(cluster, operator_kubeconfig, plan, logs, say=print)

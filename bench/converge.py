@@ -38,6 +38,7 @@ import uuid
 from typing import Any
 
 from appstack.api.appservice import AppServiceSpec
+from appstack.api.namespaces import ENABLED
 from appstack.controllers.appservice import APP_SERVICE, desired
 from appstack.runtime import errors
 from appstack.runtime.client import Client
@@ -224,7 +225,12 @@ async def _floor(client: Client, n: int) -> tuple[float, float]:
     operator cannot avoid, without it (seconds for each wave)."""
     namespace = f"bench-floor-{uuid.uuid4().hex[:6]}"
     await client.create(
-        NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+        NAMESPACE,
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": namespace, "labels": {ENABLED: "true"}},
+        },
     )
 
     async def create(i: int) -> None:
@@ -288,7 +294,12 @@ async def measure(kubeconfig: str, n: int, extra: list[str]) -> dict[str, Any]:
     async with await Client.connect(kubeconfig) as client:
         floor_create, floor_update = await _floor(client, n)
         await client.create(
-            NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+            NAMESPACE,
+            {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": namespace, "labels": {ENABLED: "true"}},
+            },
         )
         port = _free_port()
         operator = start_operator(kubeconfig, namespace, port, extra)

@@ -25,6 +25,7 @@ import time
 import uuid
 from typing import Any
 
+from appstack.api.namespaces import ENABLED
 from appstack.runtime.client import Client
 from appstack.runtime.informer import FuncHandler, Informer
 from appstack.runtime.resources import CONFIG_MAP, NAMESPACE
@@ -168,7 +169,12 @@ async def main() -> None:
     namespace = f"bench-informer-{uuid.uuid4().hex[:6]}"
     async with await Client.connect(args.kubeconfig) as client:
         await client.create(
-            NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+            NAMESPACE,
+            {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": namespace, "labels": {ENABLED: "true"}},
+            },
         )
         create_s = await _apply_all(client, namespace, args.objects, "initial")
         print(f"created {args.objects} ConfigMaps in {create_s:.1f}s", file=sys.stderr)

@@ -31,6 +31,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from appstack.api.namespaces import ENABLED
 from appstack.controllers.appservice import APP_SERVICE
 from appstack.runtime.client import Client
 from appstack.runtime.resources import DEPLOYMENT, NAMESPACE, POD
@@ -57,7 +58,7 @@ def percentiles(values: list[float]) -> dict[str, float]:
 
 
 async def _namespace(client: Client, name: str, kwok: bool) -> str:
-    meta: dict[str, Any] = {"name": name}
+    meta: dict[str, Any] = {"name": name, "labels": {ENABLED: "true"}}
     if kwok:
         meta["annotations"] = dict(KWOK_PLACEMENT)
     await client.create(NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": meta})

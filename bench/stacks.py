@@ -22,6 +22,7 @@ from typing import Any
 
 import yaml
 
+from appstack.api.namespaces import ENABLED
 from appstack.controllers.appstack import APP_STACK
 from appstack.runtime.client import Client
 from appstack.runtime.informer import Informer
@@ -62,7 +63,12 @@ async def measure(kubeconfig: str, count: int, extra: tuple[str, ...] = ()) -> d
     namespace = f"bench-stacks-{uuid.uuid4().hex[:6]}"
     async with await Client.connect(kubeconfig) as client:
         await client.create(
-            NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+            NAMESPACE,
+            {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": namespace, "labels": {ENABLED: "true"}},
+            },
         )
         init["metadata"]["namespace"] = namespace
         await client.create(CONFIG_MAP, init)

@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from appstack.api.appservice import AppServiceSpec
+from appstack.api.namespaces import ENABLED
 from appstack.controllers.appservice import APP_SERVICE, desired
 from appstack.runtime.client import Client
 from appstack.runtime.errors import (
@@ -95,7 +96,12 @@ async def bounded(count: int, make: Callable[[int], Awaitable[Any]], *, retry: b
 async def create_namespace(client: Client, prefix: str) -> str:
     name = f"{prefix}-{uuid.uuid4().hex[:6]}"
     await client.create(
-        NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+        NAMESPACE,
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": name, "labels": {ENABLED: "true"}},
+        },
     )
     return name
 

@@ -67,6 +67,7 @@ class OperatorOptions:
     allow_external_ips: bool = False
     external_deny_cidrs: list[str] = field(default_factory=list)
     allow_external_cluster_names: bool = False
+    enable_all_namespaces: bool = False  # else only namespaces labelled appstack.dev/enabled
 
     def reconciler_options(self) -> dict[str, dict[str, Any]]:
         """Per controller name: what its reconciler is configured with."""
@@ -150,6 +151,7 @@ async def _run(options: OperatorOptions) -> None:
             recorder,
             concurrency=controller.workers(options.concurrency),
             sync_period=options.sync_period,
+            enable_all_namespaces=options.enable_all_namespaces,
             **reconciler_options.get(controller.name, {}),
         )
     manager.install_signal_handlers()
@@ -158,6 +160,7 @@ async def _run(options: OperatorOptions) -> None:
         "starting",
         identity=me,
         namespaces=options.namespaces or "all",
+        enabled="all" if options.enable_all_namespaces else "labelled",
         leader_elect=options.leader_elect,
         sync_period=options.sync_period,
         metrics_tls="files" if cert_files else "self-signed" if tls else "off",

@@ -168,8 +168,9 @@ def operator_kubeconfig(
 
 def _wait_for_the_admission_policies(operator_kubeconfig: Path) -> None:
     """The API server enforces a new ValidatingAdmissionPolicy a moment after it is
-    created: probe with dry-run writes (admission runs, nothing is stored) as the operator
-    until an unlabelled Secret and an unowned ConfigMap are refused (both policies)."""
+    created: probe with dry-run writes (admission runs, nothing is stored) as the operator,
+    in its own namespace (not enabled for appstack), until a Secret and a ConfigMap are
+    refused (the Secrets and the writes policies)."""
     from lightkube.resources.core_v1 import ConfigMap, Secret  # noqa: PLC0415
 
     from appstack.manifests import rbac  # noqa: PLC0415
@@ -177,8 +178,8 @@ def _wait_for_the_admission_policies(operator_kubeconfig: Path) -> None:
     as_operator = LightClient(config=KubeConfig.from_file(str(operator_kubeconfig)))
     meta = ObjectMeta(generateName="policy-probe-", namespace=rbac.NAMESPACE)
     probes = {
-        "may only write Secrets labelled": Secret(metadata=meta),
-        "may only write objects controlled by one of its kinds": ConfigMap(metadata=meta),
+        "may not write Secrets in namespace": Secret(metadata=meta),
+        "may not write in namespace": ConfigMap(metadata=meta),
     }
 
     def refused() -> bool:

@@ -11,7 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -57,10 +57,15 @@ def operator_command(deployment: dict[str, Any], kubeconfig: Path, health: int) 
 
 @contextmanager
 def running_operator(
-    light: LightClient, admin_kubeconfig: Path, parts: Install, workdir: Path
+    light: LightClient,
+    admin_kubeconfig: Path,
+    parts: Install,
+    workdir: Path,
+    started: Callable[[subprocess.Popen[bytes]], None] | None = None,
 ) -> Iterator[subprocess.Popen[bytes]]:
     """The operator of ``parts`` running (ready) as its ServiceAccount until the block ends,
-    then stopped with SIGTERM; fails with its log when it exits early or never gets ready."""
+    then stopped with SIGTERM; fails with its log when it exits early or never gets ready.
+    ``started`` is told about the process as soon as it is started (before it is ready)."""
     namespace = parts.deployment["metadata"]["namespace"]
     kubeconfig = service_account_kubeconfig(
         light, admin_kubeconfig, namespace, workdir / "operator-kubeconfig"
@@ -76,6 +81,8 @@ def running_operator(
             env=env,
         )
     try:
+        if started is not None:
+            started(proc)
 
         def ready() -> bool:
             assert proc.poll() is None, f"operator exited: {log.read_text()[-3000:]}"

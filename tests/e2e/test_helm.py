@@ -25,7 +25,9 @@ from lightkube.resources.apps_v1 import Deployment
 from lightkube.resources.core_v1 import Namespace, ServiceAccount
 from lightkube.resources.rbac_authorization_v1 import ClusterRole, Role
 
+from appstack.api.namespaces import ENABLED
 from appstack.manifests import crds, dashboard, grafana, monitoring, workload
+from appstack.manifests.admission_base import enabled_check
 from appstack.manifests.chart_labels import chart_labels, with_chart_labels
 from appstack.manifests.install import install
 from appstack_testbed.cluster import LocalCluster
@@ -157,9 +159,35 @@ def test_values_are_checked_by_their_schema_and_every_flag_has_one(helm: Helm) -
     assert pod["priorityClassName"] == "system-cluster-critical"
 
 
+def test_enable_all_namespaces_sets_the_flag_and_the_policies_alike(helm: Helm) -> None:
+    """``enableAllNamespaces``: the operator's flag and the admission policies' "enabled"
+    variable follow one value, so the two never disagree (the operator acting where its
+    policies refuse it, or the other way round); the default asks for the label."""
+
+    def rendered(*values: str) -> tuple[list[str], set[str]]:
+        out = helm("template", "a", str(CHART), f"--namespace={NS}", KUBE, *values).stdout
+        objects = [o for o in yaml.safe_load_all(out) if o]
+        (deployment,) = [o for o in objects if o["kind"] == "Deployment"]
+        enabled = {
+            v["expression"]
+            for o in objects
+            if o["kind"] == "ValidatingAdmissionPolicy"
+            for v in o["spec"].get("variables") or []
+            if v["name"] == "enabled"
+        }
+        return deployment["spec"]["template"]["spec"]["containers"][0]["args"], enabled
+
+    args, enabled = rendered()
+    assert "--enable-all-namespaces" not in args
+    assert enabled == {enabled_check()}
+    args, enabled = rendered("--set=enableAllNamespaces=true")
+    assert "--enable-all-namespaces" in args
+    assert enabled == {"true"}
+
+
 def test_helm_install_test_upgrade_uninstall(helm: Helm, fresh_cluster: LocalCluster) -> None:
     kube = LightClient(config=KubeConfig.from_file(str(fresh_cluster.kubeconfig)))
-    kube.create(Namespace(metadata=ObjectMeta(name="team-a")))
+    kube.create(Namespace(metadata=ObjectMeta(name="team-a", labels={ENABLED: "true"})))
     release = ("appstack", str(CHART), f"--namespace={NS}")
 
     helm("install", *release, "--create-namespace", "--wait", "--timeout=2m")

@@ -14,6 +14,7 @@ from lightkube import Client as LightClient
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace
 
+from appstack.api.namespaces import ENABLED
 from appstack.controllers.appservice import APP_SERVICE
 from appstack.manifests.install import InstallOptions, install
 from appstack.runtime import errors
@@ -30,7 +31,7 @@ def namespaces(kube: LightClient) -> Iterator[list[str]]:
     suffix = uuid.uuid4().hex[:6]
     names = [f"{n}-{suffix}" for n in ("ops", "team-a", "team-b", "team-c")]
     for name in names[1:]:  # the install creates its own namespace
-        kube.create(Namespace(metadata=ObjectMeta(name=name)))
+        kube.create(Namespace(metadata=ObjectMeta(name=name, labels={ENABLED: "true"})))
     yield names
     for name in names:
         kube.delete(Namespace, name)

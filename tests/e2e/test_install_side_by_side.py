@@ -17,6 +17,7 @@ from lightkube import codecs
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace
 
+from appstack.api.namespaces import ENABLED
 from appstack.cli.uninstall import CRD, INSTALLED, uninstall
 from appstack.controllers.appservice import APP_SERVICE
 from appstack.manifests.install import Install, InstallOptions, install
@@ -47,7 +48,7 @@ async def test_two_namespaced_installs_side_by_side_and_uninstalling_one(
 ) -> None:
     light = admin_client(fresh_cluster.kubeconfig)
     for name in ("team-a", "team-b"):
-        light.create(Namespace(metadata=ObjectMeta(name=name)))
+        light.create(Namespace(metadata=ObjectMeta(name=name, labels={ENABLED: "true"})))
     one = install(InstallOptions(namespace="ops1", watch_namespaces=("team-a",)))
     two = install(InstallOptions(namespace="ops2", watch_namespaces=("team-b",)))
     for parts in (one, two):

@@ -1,5 +1,13 @@
 """deploy/ is a kustomize base: ``kubectl kustomize deploy`` yields exactly the objects of
-install.yaml, and an overlay can change the image and the namespace the usual way."""
+install.yaml, and an overlay can change the image and the namespace the usual way.
+
+An overlay's ``namespace`` also names its cluster-scoped objects (issue #34, P2): two
+overlays (team-a, team-b) share none, each binding points at its own overlay's role or
+policy, and each FlowSchema names its own overlay's ServiceAccount — before, both kept
+``-appstack-system`` and the second overwrote the first's ClusterRoleBinding (manifests/
+kustomize.py). Built with the session's kubectl: 1.36's kustomize, and 1.30's in the
+oldest-version session (``make e2e-oldest``).
+"""
 
 from __future__ import annotations
 
@@ -9,10 +17,17 @@ from typing import Any
 
 import yaml
 
+from appstack.manifests import rbac
 from appstack.manifests.install import install
 from appstack_testbed.pytest_plugin import ClusterHandle
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+#: The kinds of the base's own cluster-scoped objects (the CRDs are every install's).
+CLUSTER_KINDS = {
+    obj["kind"]
+    for obj in install().objects()
+    if "namespace" not in obj["metadata"] and obj["kind"] != "CustomResourceDefinition"
+}
 
 
 def _key(obj: dict[str, Any]) -> tuple[str, str, str]:
@@ -50,3 +65,88 @@ def test_an_overlay_sets_the_image_and_namespace(
     assert container["image"] == "reg.example/appstack:9"
     binding = built["ClusterRoleBinding", ""]
     assert binding["subjects"][0]["namespace"] == "platform-ops"
+
+
+def _overlays(tmp_path: Path, *namespaces: str) -> dict[str, Path]:
+    """A copy of deploy/ and, per namespace, an overlay of it with only ``namespace:``."""
+    shutil.copytree(DEPLOY, tmp_path / "base", dirs_exist_ok=True)
+    overlays = {}
+    for namespace in namespaces:
+        overlays[namespace] = tmp_path / namespace
+        overlays[namespace].mkdir()
+        (overlays[namespace] / "kustomization.yaml").write_text(
+            yaml.safe_dump({"resources": ["../base"], "namespace": namespace})
+        )
+    return overlays
+
+
+def _cluster_scoped(built: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """kind -> the overlay's objects of the base's cluster-scoped kinds (kustomize gives
+    some of them a ``metadata.namespace`` it does not know better of: by kind, not by it)."""
+    kinds: dict[str, list[dict[str, Any]]] = {kind: [] for kind in CLUSTER_KINDS}
+    for obj in built:
+        if obj["kind"] in kinds:
+            kinds[obj["kind"]].append(obj)
+    return kinds
+
+
+def _names(objects: list[dict[str, Any]]) -> set[str]:
+    return {o["metadata"]["name"] for o in objects}
+
+
+def test_two_overlays_name_their_cluster_scoped_objects_after_their_namespace(
+    kube_cluster: ClusterHandle, tmp_path: Path
+) -> None:
+    overlays = _overlays(tmp_path, "team-a", "team-b")
+    built = {ns: _kustomize(kube_cluster, directory) for ns, directory in overlays.items()}
+    names = {}
+    for namespace, objects in built.items():
+        assert rbac.NAMESPACE not in yaml.safe_dump_all(objects), namespace  # no trace left
+        scoped = _cluster_scoped(objects)
+        names[namespace] = {(kind, name) for kind, objs in scoped.items() for name in _names(objs)}
+        for kind, name in names[namespace]:
+            assert name.endswith(f"-{namespace}") or kind == "Namespace", (kind, name)
+        # every binding points at its own overlay's role or policy
+        roles = _names(scoped["ClusterRole"])
+        for binding in scoped["ClusterRoleBinding"]:
+            assert binding["roleRef"]["name"] in roles, binding["metadata"]["name"]
+            assert {s["namespace"] for s in binding["subjects"]} == {namespace}
+        policies = _names(scoped["ValidatingAdmissionPolicy"])
+        assert scoped["ValidatingAdmissionPolicyBinding"]
+        for binding in scoped["ValidatingAdmissionPolicyBinding"]:
+            assert binding["spec"]["policyName"] in policies, binding["metadata"]["name"]
+        # the Lease FlowSchema names this overlay's ServiceAccount
+        (flow,) = scoped["FlowSchema"]
+        subjects = [s for rule in flow["spec"]["rules"] for s in rule["subjects"]]
+        assert [s["serviceAccount"] for s in subjects] == [
+            {"name": rbac.NAME, "namespace": namespace}
+        ]
+    assert names["team-a"], "no cluster-scoped objects found"
+    assert not names["team-a"] & names["team-b"]
+
+
+def test_both_overlays_rbac_is_accepted_by_the_api_server(
+    kube_cluster: ClusterHandle, tmp_path: Path
+) -> None:
+    """Their ClusterRoles, ClusterRoleBindings and FlowSchemas, server-side dry run: the
+    names the var makes are valid, and nothing is written."""
+    cluster = kube_cluster.require_local()
+    for namespace, directory in _overlays(tmp_path, "team-a", "team-b").items():
+        objects = [
+            o
+            for o in _kustomize(kube_cluster, directory)
+            if o["apiVersion"].split("/")[0]
+            in {"rbac.authorization.k8s.io", "flowcontrol.apiserver.k8s.io"}
+            and o["kind"] in CLUSTER_KINDS
+        ]
+        applied = cluster.kubectl(
+            "apply",
+            "--server-side",
+            "--dry-run=server",
+            "--field-manager=test-kustomize",
+            "-f",
+            "-",
+            stdin=yaml.safe_dump_all(objects),
+        ).stdout
+        assert applied.count("(server dry run)") == len(objects), applied
+        assert f"clusterrolebinding.rbac.authorization.k8s.io/{rbac.NAME}-{namespace}" in applied

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from appstack.api.namespaces import ENABLED
 from appstack_testbed import demo
 from appstack_testbed.cluster import LocalCluster
 from appstack_testbed.helm import Helm
@@ -123,6 +124,7 @@ def test_make_install_and_make_run_reconcile_the_seed_sample(
         kubectl = str(reader_cluster.toolchain.binary("kubectl"))
         steps = [
             [kubectl, "create", "namespace", "seed-workflow"],
+            [kubectl, "label", "namespace", "seed-workflow", f"{ENABLED}=true"],
             [kubectl, "-n", "seed-workflow", "apply", "-f", "examples/appservice.yaml"],
             [
                 kubectl,

@@ -7,7 +7,7 @@ With the Helm chart: install, the operator reconciling the seed's sample end to 
 nginx answering), ``helm test`` really GETting ``/metrics``, an upgrade to another image,
 and an uninstall that leaves nothing of the operator (the CRDs stay, as documented). Then
 with ``deploy/install.yaml`` and ``appstack uninstall``, which leaves nothing at all.
-On a cluster of its own: an installed operator reconciles every namespace.
+On a cluster of its own: an installed operator reconciles every enabled namespace.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from appstack import __version__
+from appstack.api.namespaces import ENABLED
 from appstack_testbed.cluster import LocalCluster
 from appstack_testbed.helm import Helm
 from appstack_testbed.image import build_image
@@ -78,6 +79,8 @@ def seed_sample_served(cluster: LocalCluster, namespace: str, size: int) -> None
     """The seed's sample, reconciled by the installed operator, answering on its NodePort."""
     if cluster.kubectl("get", "namespace", namespace, check=False).returncode != 0:
         kubectl(cluster, "create", "namespace", namespace)
+        # as the platform team does once (docs/install.md): opted in for appstack
+        kubectl(cluster, "label", "namespace", namespace, f"{ENABLED}=true")
     sample = ROOT / "examples" / "appservice.yaml"
     kubectl(cluster, "-n", namespace, "apply", "-f", str(sample))
     kubectl(cluster, "-n", namespace, "scale", "appservice/appservice-sample", f"--replicas={size}")

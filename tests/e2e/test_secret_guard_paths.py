@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 import yaml
 
+from appstack.api.namespaces import ENABLED
 from appstack_testbed.cluster import LocalCluster
 from appstack_testbed.helm import Helm
 from tests.support.eventually import eventually_sync
@@ -40,7 +41,12 @@ def _secret(namespace: str, type_: str) -> dict[str, Any]:
     meta: dict[str, Any] = {"generateName": "attack-", "namespace": namespace}
     if type_ == TOKEN_SECRET:
         meta["annotations"] = {"kubernetes.io/service-account.name": "default"}
-    meta["labels"] = {"app.kubernetes.io/managed-by": "appstack"}
+    # what the operator writes: ours, kept for a stack member
+    meta["labels"] = {
+        "app.kubernetes.io/managed-by": "appstack",
+        "appstack.dev/stack": "shop",
+        "appstack.dev/member": "db",
+    }
     return {"apiVersion": "v1", "kind": "Secret", "type": type_, "metadata": meta}
 
 
@@ -92,6 +98,8 @@ def assert_guarded(cluster: LocalCluster, kubeconfig: Path, namespace: str) -> N
 def cluster(fresh_cluster: LocalCluster) -> LocalCluster:
     crds = ROOT / "deploy" / "crds"
     fresh_cluster.kubectl("apply", "--server-side", "-f", str(crds))
+    # the namespaces attacked are enabled for appstack (elsewhere every write is refused)
+    fresh_cluster.kubectl("label", "namespace", "default", f"{ENABLED}=true")
     return fresh_cluster
 
 
@@ -124,6 +132,7 @@ def test_appstack_manifests_and_a_namespaced_install_keep_the_guard(
     cluster: LocalCluster, tmp_path: Path
 ) -> None:
     cluster.kubectl("create", "namespace", "tenant-a")
+    cluster.kubectl("label", "namespace", "tenant-a", f"{ENABLED}=true")
     for args, attacked in (
         (["--namespace", "team-ops"], "default"),
         (["--namespace", "tenant-ops", "--watch-namespace", "tenant-a"], "tenant-a"),

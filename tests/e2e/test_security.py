@@ -45,6 +45,8 @@ def _secret(namespace: str, type_: str, labels: dict[str, str] | None = None) ->
 
 
 MANAGED = {"app.kubernetes.io/managed-by": "appstack"}
+# credentials kept for a stack member (ownerless): what a retained volume's Secret carries
+KEPT = {**MANAGED, "appstack.dev/stack": "shop", "appstack.dev/member": "db"}
 
 
 async def test_the_operator_token_cannot_mint_a_service_account_token(
@@ -56,19 +58,24 @@ async def test_the_operator_token_cannot_mint_a_service_account_token(
                 SECRET, _secret(where, "kubernetes.io/service-account-token", MANAGED)
             )
         assert isinstance(refused.value, errors.Forbidden), refused.value
-        # kube-system: both policies refuse it (the Secret guard, and the writes policy's
-        # no system namespaces); which one the API server names first is not fixed
+        # kube-system: not enabled for appstack (both policies say so); which one the API
+        # server names first is not fixed
         said = refused.value.message
         assert "of type Opaque" in said or (
-            where == "kube-system" and "may not write in namespace kube-system" in said
+            where == "kube-system" and "may not write" in said and "kube-system" in said
         ), said
     with pytest.raises(errors.ApiError) as unlabelled:
         await as_operator.create(SECRET, _secret(namespace, "Opaque"))
     assert "may only write Secrets labelled app.kubernetes.io/managed-by=appstack" in (
         unlabelled.value.message
     )
-    # What reconciling needs still works: a labelled Opaque Secret.
-    created = await as_operator.create(SECRET, _secret(namespace, "Opaque", MANAGED))
+    # Labelled but neither controlled by one of our kinds nor kept for a stack member:
+    # refused too (issue #34: nothing of a tenant's is the operator's by a label alone).
+    with pytest.raises(errors.Forbidden) as loose:
+        await as_operator.create(SECRET, _secret(namespace, "Opaque", MANAGED))
+    assert "controlled by one of its kinds" in loose.value.message, loose.value.message
+    # What reconciling needs still works: credentials kept for a stack member.
+    created = await as_operator.create(SECRET, _secret(namespace, "Opaque", KEPT))
     assert created["type"] == "Opaque"
 
 
@@ -77,8 +84,10 @@ async def test_the_operator_token_changes_and_deletes_only_its_own_secrets(
 ) -> None:
     """RBAC grants patch and delete on Secrets (a generated Secret's owner follows
     ``retainOnDelete``, a MongoDBCommunity's connection Secrets follow its users); the
-    Secret guard keeps both to Secrets already labelled as the operator's: a foreign Secret
-    can be neither deleted nor taken over by labelling it."""
+    Secret guard keeps both to Secrets that already were the operator's: a foreign Secret
+    can be neither deleted nor taken over by labelling it, the owner of one of ours cannot
+    be made something else than one of our kinds, and the data of generated credentials
+    never changes (a stolen token cannot rewrite a tenant's password)."""
     theirs = await client.create(
         SECRET, {**_secret(namespace, "Opaque"), "stringData": {"password": "theirs"}}
     )
@@ -89,7 +98,7 @@ async def test_the_operator_token_changes_and_deletes_only_its_own_secrets(
         as_operator.patch(
             SECRET,
             name,
-            {"metadata": {"labels": MANAGED}, "stringData": {"password": "x"}},
+            {"metadata": {"labels": KEPT}, "stringData": {"password": "x"}},
             namespace=namespace,
         ),
     ):
@@ -97,7 +106,15 @@ async def test_the_operator_token_changes_and_deletes_only_its_own_secrets(
             await attack
         assert said in refused.value.message, refused.value.message
     assert (await client.get(SECRET, name, namespace))["data"] == theirs["data"]
-    ours = await as_operator.create(SECRET, _secret(namespace, "Opaque", MANAGED))
+    ours = await as_operator.create(
+        SECRET, {**_secret(namespace, "Opaque", KEPT), "stringData": {"password": "generated"}}
+    )
+    ours_name = ours["metadata"]["name"]
+    with pytest.raises(errors.Forbidden) as rewritten:
+        await as_operator.patch(
+            SECRET, ours_name, {"stringData": {"password": "stolen"}}, namespace=namespace
+        )
+    assert "never changes a Secret's data" in rewritten.value.message, rewritten.value.message
     owner = await client.create(
         CONFIG_MAP,
         {
@@ -111,11 +128,28 @@ async def test_the_operator_token_changes_and_deletes_only_its_own_secrets(
         "kind": "ConfigMap",
         "name": owner["metadata"]["name"],
         "uid": owner["metadata"]["uid"],
+        "controller": True,
     }
-    patch = {"metadata": {"ownerReferences": [ref]}}
-    owned = await as_operator.patch(SECRET, ours["metadata"]["name"], patch, namespace=namespace)
-    assert owned["metadata"]["ownerReferences"][0]["uid"] == ref["uid"]
-    await as_operator.delete(SECRET, ours["metadata"]["name"], namespace)
+    with pytest.raises(errors.Forbidden):  # not one of our kinds
+        await as_operator.patch(
+            SECRET, ours_name, {"metadata": {"ownerReferences": [ref]}}, namespace=namespace
+        )
+    app = await client.create(
+        APP_SERVICE,
+        {
+            "apiVersion": "appstack.dev/v1",
+            "kind": "AppService",
+            "metadata": {"generateName": "owner-", "namespace": namespace},
+            "spec": {"image": "nginx:1.7.9", "size": 1},
+        },
+    )
+    mine = {**ref, "apiVersion": "appstack.dev/v1", "kind": "AppService"}
+    mine.update(name=app["metadata"]["name"], uid=app["metadata"]["uid"])
+    patch = {"metadata": {"ownerReferences": [mine]}}
+    owned = await as_operator.patch(SECRET, ours_name, patch, namespace=namespace)
+    assert owned["metadata"]["ownerReferences"][0]["uid"] == app["metadata"]["uid"]
+    assert owned["data"] == ours["data"]
+    await as_operator.delete(SECRET, ours_name, namespace)
 
 
 async def test_managed_middleware_still_gets_its_credentials_under_the_policy(

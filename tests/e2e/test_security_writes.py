@@ -1,44 +1,69 @@
-"""The operator's token is not cluster-admin (issue #28, P0.2): attacks made with the
-installed operator ServiceAccount's token, each refused by the writes policy
-(manifests/admission_writes.py), beside the same write shaped as the operator makes it,
+"""The operator's token is not cluster-admin (issues #28 P0.2 and #34 P0): attacks made
+with the installed operator ServiceAccount's token, each refused by the writes policy
+(manifests/admission_writes.py) or the policies on our kinds and Events
+(manifests/admission_kinds.py), beside the same write shaped as the operator makes it,
 which passes. docs/security.md lists them.
 
 * a privileged ``hostPath`` pod (and a Deployment of one) in ``kube-system``;
-* an unowned Deployment, ConfigMap, Service in a tenant namespace; deleting an object the
-  operator does not own;
-* an EndpointSlice added to ``kube-dns``, or to a Service in the namespace it did not name;
-* privileged containers, host namespaces, host ports and ``hostPath`` even under an owner of
-  ours — unless the namespace opted in.
+* anything in a namespace not enabled for appstack: a pod running as a namespace's
+  cluster-admin ServiceAccount under a made-up owner, an Event, a Secret;
+* an unowned Deployment, ConfigMap, Service in a tenant namespace; an owner of ours with an
+  apiVersion that is not served; a forged owner patched onto an administrator's
+  ConfigMap, Deployment or PVC (a take-over, or a deletion by the garbage collector);
+  deleting an object the operator does not own;
+* an EndpointSlice added to ``kube-dns``, to ``kubernetes``, or to a Service in the
+  namespace it did not name, or without our managed-by;
+* anything beyond the Pod Security baseline (privileged, host namespaces and ports,
+  ``hostPath``, capabilities, Unconfined seccomp or AppArmor, unsafe sysctls, procMount,
+  SELinux) even under an owner of ours — unless the namespace opted in; a pod naming its
+  node;
+* a tenant's object of our kinds: its spec, labels or annotations changed; its status set
+  where the namespace is not enabled; Events about anything but our objects, or in
+  ``kube-system``.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from appstack.api.namespaces import ALLOW_PRIVILEGED, ENABLED, NOT_ENABLED_REASON
 from appstack.controllers.appservice import APP_SERVICE
-from appstack.controllers.util.meta import owner_reference
-from appstack.manifests.admission_writes import ALLOW_PRIVILEGED
+from appstack.controllers.appstack import APP_STACK
+from appstack.controllers.util.meta import (
+    MANAGED_BY,
+    SLICE_MANAGER,
+    SLICE_MANAGER_LABEL,
+    owner_reference,
+)
 from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.resources import (
     CONFIG_MAP,
     DEPLOYMENT,
     ENDPOINT_SLICE,
+    EVENT,
     NAMESPACE,
     POD,
+    PVC,
+    SECRET,
     SERVICE,
+    SERVICE_ACCOUNT,
 )
 from tests.support.eventually import eventually
 
 NOT_OWNED = "may only write objects controlled by one of its kinds"
 SYSTEM = "may not write in namespace kube-system"
+NOT_ENABLED = "it is not enabled for appstack"
 PRIVILEGED = "may not write privileged containers or host ports"
 HOST = "may not write pods using the host's network"
-SLICE = "may only write EndpointSlices named <service>-external"
+BASELINE = "may not write pods beyond the Pod Security baseline"
+NODE = "may not name a pod's node"
+SLICE = "may only write EndpointSlices of its own"
 
 
 @pytest.fixture
@@ -61,8 +86,9 @@ async def owner(client: Client, namespace: str) -> dict[str, Any]:
 
 def _meta(name: str, namespace: str, owner: dict[str, Any] | None) -> dict[str, Any]:
     meta: dict[str, Any] = {"name": name, "namespace": namespace}
-    if owner is not None:
-        meta["ownerReferences"] = [owner_reference(owner)]  # as the operator writes it
+    if owner is not None:  # as the operator writes it
+        meta["ownerReferences"] = [owner_reference(owner)]
+        meta["labels"] = dict(MANAGED_BY)
     return meta
 
 
@@ -99,7 +125,11 @@ def _deployment(
 
 def _slice(name: str, namespace: str, service: str, owner: dict[str, Any] | None) -> dict[str, Any]:
     meta = _meta(name, namespace, owner)
-    meta["labels"] = {"kubernetes.io/service-name": service}
+    meta["labels"] = {
+        **meta.get("labels", {}),
+        "kubernetes.io/service-name": service,
+        SLICE_MANAGER_LABEL: SLICE_MANAGER,
+    }
     return {
         "apiVersion": "discovery.k8s.io/v1",
         "kind": "EndpointSlice",
@@ -216,3 +246,325 @@ async def test_no_privileged_or_host_pods_unless_the_namespace_opts_in(
 
     await eventually(allowed, timeout=30, what="allowed once the namespace opted in", interval=0.2)
     assert not refusals or PRIVILEGED in refusals[-1]
+
+
+# ------------------------------------------------------------------ issue #34, round four
+@pytest.fixture
+async def closed_namespace(client: Client, namespace: str) -> AsyncIterator[str]:
+    """A namespace nobody enabled for appstack, like a CI system's, with a ServiceAccount
+    ``deployer`` bound to cluster-admin (as CI and GitOps namespaces have)."""
+    name = f"{namespace[:40]}-ci"
+    await client.create(
+        NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+    )
+    await client.create(
+        SERVICE_ACCOUNT,
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": "deployer", "namespace": name},
+        },
+    )
+    yield name
+    await client.delete(NAMESPACE, name)
+
+
+def _ghost(namespace: str, version: str = "v1") -> dict[str, Any]:
+    """An owner that does not exist: an AppService ``ghost`` with a made-up uid."""
+    return {
+        "apiVersion": f"appstack.dev/{version}",
+        "kind": "AppService",
+        "metadata": {"name": "ghost", "namespace": namespace, "uid": str(uuid.uuid4())},
+    }
+
+
+async def test_nothing_in_a_namespace_not_enabled(
+    as_operator: Client, closed_namespace: str
+) -> None:
+    """The P0 reproduction: a pod as the namespace's cluster-admin ServiceAccount under a
+    made-up owner of ours; also an Event and a Secret there."""
+    pod = _pod("attack", closed_namespace, _ghost(closed_namespace), serviceAccountName="deployer")
+    await _refused(as_operator, POD, pod, NOT_ENABLED)
+    config = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": _meta("c", closed_namespace, _ghost(closed_namespace)),
+    }
+    await _refused(as_operator, CONFIG_MAP, config, NOT_ENABLED)
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "Opaque",
+        "metadata": _meta("s", closed_namespace, _ghost(closed_namespace)),
+    }
+    await _refused(as_operator, SECRET, secret, NOT_ENABLED)
+    await _refused(
+        as_operator, EVENT, _event(closed_namespace, _ghost(closed_namespace)), NOT_ENABLED
+    )
+
+
+async def test_an_owner_must_be_of_a_served_version(
+    as_operator: Client, namespace: str, owner: dict[str, Any]
+) -> None:
+    """``appstack.dev/v1alpha1`` names nothing the API serves: the garbage collector would
+    never remove what it "owns"."""
+    forged = {**owner, "apiVersion": "appstack.dev/v1alpha1"}
+    for obj, resource in (
+        (_pod("p", namespace, forged), POD),
+        (_deployment("d", namespace, forged), DEPLOYMENT),
+    ):
+        # as the attack wrote it: blockOwnerDeletion needs the owner's kind to exist
+        obj["metadata"]["ownerReferences"][0].pop("blockOwnerDeletion")
+        await _refused(as_operator, resource, obj, NOT_OWNED)
+    await as_operator.create(POD, _pod("p", namespace, owner))  # v1: as the operator writes
+
+
+async def test_a_forged_owner_takes_over_or_deletes_nothing(
+    as_operator: Client, client: Client, namespace: str, owner: dict[str, Any]
+) -> None:
+    """One PATCH adding an owner of ours (a real one, or a made-up uid the garbage collector
+    would delete the object for) to an administrator's ConfigMap, Deployment or PVC:
+    refused, and so is deleting them afterwards; nothing of them changed."""
+    config = await client.create(
+        CONFIG_MAP,
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "settings", "namespace": namespace},
+            "data": {"k": "admin"},
+        },
+    )
+    deployment = await client.create(DEPLOYMENT, _deployment("web", namespace, None))
+    claim = await client.create(
+        PVC,
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "data", "namespace": namespace},
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": "1Gi"}},
+            },
+        },
+    )
+    for forged in (owner, _ghost(namespace)):
+        ref = owner_reference(forged)
+        ref.pop("blockOwnerDeletion")
+        take = {"metadata": {"ownerReferences": [ref], "labels": dict(MANAGED_BY)}}
+        for resource, obj, extra in (
+            (CONFIG_MAP, config, {"data": {"k": "attacker"}}),
+            (
+                DEPLOYMENT,
+                deployment,
+                {"spec": {"template": {"spec": {"serviceAccountName": "deployer"}}}},
+            ),
+            (PVC, claim, {}),
+        ):
+            with pytest.raises(errors.Forbidden) as refused:
+                await as_operator.patch(
+                    resource, obj["metadata"]["name"], {**take, **extra}, namespace=namespace
+                )
+            assert NOT_OWNED in refused.value.message, refused.value.message
+            with pytest.raises(errors.Forbidden) as deleting:
+                await as_operator.delete(resource, obj["metadata"]["name"], namespace)
+            assert NOT_OWNED in deleting.value.message
+    for resource, obj in ((CONFIG_MAP, config), (DEPLOYMENT, deployment), (PVC, claim)):
+        now = await client.get(resource, obj["metadata"]["name"], namespace)
+        assert not now["metadata"].get("ownerReferences")
+        assert now["metadata"].get("labels") == obj["metadata"].get("labels")
+        assert now.get("data") == obj.get("data")
+        if resource == DEPLOYMENT:
+            assert now["spec"]["template"] == obj["spec"]["template"]
+
+
+async def test_a_slice_never_feeds_kubernetes_and_is_always_ours(
+    as_operator: Client, namespace: str, owner: dict[str, Any]
+) -> None:
+    await _refused(
+        as_operator,
+        ENDPOINT_SLICE,
+        _slice("kubernetes-external", namespace, "kubernetes", owner),
+        SLICE,
+    )
+    foreign = _slice("db-external", namespace, "db", owner)
+    del foreign["metadata"]["labels"][SLICE_MANAGER_LABEL]  # the endpoint controller's own
+    await _refused(as_operator, ENDPOINT_SLICE, foreign, SLICE)
+    await as_operator.create(ENDPOINT_SLICE, _slice("db-external", namespace, "db", owner))
+
+
+BEYOND_BASELINE: dict[str, dict[str, Any]] = {
+    "capabilities": {
+        "container": {
+            "securityContext": {
+                "capabilities": {"add": ["SYS_ADMIN", "SYS_MODULE", "DAC_READ_SEARCH"]}
+            }
+        }
+    },
+    "seccomp (pod)": {"securityContext": {"seccompProfile": {"type": "Unconfined"}}},
+    "seccomp (container)": {
+        "container": {"securityContext": {"seccompProfile": {"type": "Unconfined"}}}
+    },
+    "apparmor (pod)": {"securityContext": {"appArmorProfile": {"type": "Unconfined"}}},
+    "apparmor (container)": {
+        "container": {"securityContext": {"appArmorProfile": {"type": "Unconfined"}}}
+    },
+    "sysctl": {"securityContext": {"sysctls": [{"name": "kernel.msgmax", "value": "65536"}]}},
+    "selinux type": {"securityContext": {"seLinuxOptions": {"type": "spc_t"}}},
+    "selinux user": {"container": {"securityContext": {"seLinuxOptions": {"user": "system_u"}}}},
+}
+APPARMOR_ANNOTATION = {"container.apparmor.security.beta.kubernetes.io/c": "unconfined"}
+
+
+async def test_nothing_beyond_the_pod_security_baseline_unless_opted_in(
+    as_operator: Client, client: Client, namespace: str, owner: dict[str, Any]
+) -> None:
+    """What together gives root on the node (capabilities, no seccomp or AppArmor), each
+    refused in a pod and a pod template under an owner of ours; a pod naming its node;
+    all allowed where the namespace opted in to privileged pods (but the node name)."""
+    for n, spec in enumerate(BEYOND_BASELINE.values()):
+        pod = _pod(f"p{n}", namespace, owner, **spec)
+        await _refused(as_operator, POD, pod, BASELINE)
+        await _refused(
+            as_operator, DEPLOYMENT, _deployment(f"d{n}", namespace, owner, **spec), BASELINE
+        )
+    annotated = _pod("annotated", namespace, owner)
+    annotated["metadata"]["annotations"] = APPARMOR_ANNOTATION
+    await _refused(as_operator, POD, annotated, BASELINE)
+    template = _deployment("annotated", namespace, owner)
+    template["spec"]["template"]["metadata"]["annotations"] = APPARMOR_ANNOTATION
+    await _refused(as_operator, DEPLOYMENT, template, BASELINE)
+    await _refused(as_operator, POD, _pod("placed", namespace, owner, nodeName="kwok-node-0"), NODE)
+    await _refused(
+        as_operator, DEPLOYMENT, _deployment("placed", namespace, owner, nodeName="x"), NODE
+    )
+    # baseline itself passes: its own capabilities, RuntimeDefault, a safe sysctl
+    fine = {
+        "container": {
+            "securityContext": {
+                "capabilities": {"add": ["NET_BIND_SERVICE", "CHOWN"]},
+                "seccompProfile": {"type": "RuntimeDefault"},
+            }
+        },
+        "securityContext": {
+            "sysctls": [{"name": "net.ipv4.ip_unprivileged_port_start", "value": "0"}]
+        },
+    }
+    await as_operator.create(DEPLOYMENT, _deployment("fine", namespace, owner, **fine))
+    await client.patch(NAMESPACE, namespace, {"metadata": {"labels": {ALLOW_PRIVILEGED: "true"}}})
+
+    async def allowed() -> bool:
+        try:
+            await as_operator.create(
+                DEPLOYMENT,
+                _deployment("o0", namespace, owner, **BEYOND_BASELINE["capabilities"]),
+            )
+        except errors.Forbidden:
+            return False
+        return True
+
+    await eventually(allowed, timeout=30, what="allowed once the namespace opted in", interval=0.2)
+    for n, spec in list(enumerate(BEYOND_BASELINE.values()))[1:]:
+        await as_operator.create(DEPLOYMENT, _deployment(f"o{n}", namespace, owner, **spec))
+    await _refused(as_operator, POD, _pod("placed", namespace, owner, nodeName="x"), NODE)
+
+
+def _event(namespace: str, regarding: dict[str, Any], note: str = "x") -> dict[str, Any]:
+    meta = regarding["metadata"]
+    return {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {"generateName": "probe-", "namespace": namespace},
+        "eventTime": "2026-01-01T00:00:00.000000Z",
+        "reportingController": "appstack.dev/operator",
+        "reportingInstance": "attack",
+        "action": "Reconcile",
+        "reason": "Probe",
+        "type": "Normal",
+        "note": note,
+        "regarding": {
+            "apiVersion": regarding["apiVersion"],
+            "kind": regarding["kind"],
+            "name": meta["name"],
+            "namespace": meta.get("namespace", namespace),
+            "uid": meta.get("uid", ""),
+        },
+    }
+
+
+async def test_events_only_about_our_objects_in_enabled_namespaces(
+    as_operator: Client, client: Client, namespace: str, owner: dict[str, Any]
+) -> None:
+    system_pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "kube-apiserver", "namespace": "kube-system"},
+    }
+    await _refused(
+        as_operator, EVENT, _event("kube-system", system_pod), "Events in namespace kube-system"
+    )
+    pod = await client.create(POD, _pod("someone", namespace, None))
+    await _refused(as_operator, EVENT, _event(namespace, pod), "Events about objects of its kinds")
+    await as_operator.create(EVENT, _event(namespace, owner))  # what the operator writes
+
+
+async def test_a_tenants_object_keeps_its_spec_and_its_status_says_the_truth(
+    as_operator: Client, client: Client, namespace: str, closed_namespace: str
+) -> None:
+    """The token cannot change a tenant's AppStack spec (image) or labels; where the
+    namespace is not enabled it can write no status but "not enabled", so not Ready=True
+    on another tenant's object there; in an enabled namespace the status is the
+    operator's to write (docs/security.md says so)."""
+    stack = {
+        "apiVersion": "appstack.dev/v1",
+        "kind": "AppStack",
+        "metadata": {"name": "shop", "namespace": namespace},
+        "spec": {"components": [{"name": "web", "image": "nginx:1.7.9"}]},
+    }
+    await client.create(APP_STACK, stack)
+    for patch in (
+        {"spec": {"components": [{"name": "web", "image": "evil:1"}]}},
+        {"metadata": {"labels": {"team": "attacker"}}},
+        {"metadata": {"annotations": {"x": "y"}}},
+    ):
+        with pytest.raises(errors.Forbidden) as refused:
+            await as_operator.patch(APP_STACK, "shop", patch, namespace=namespace)
+        assert "only the finalizers and the status" in refused.value.message
+    await as_operator.patch(
+        APP_STACK, "shop", {"metadata": {"finalizers": ["appstack.dev/x"]}}, namespace=namespace
+    )
+    await as_operator.patch(
+        APP_STACK, "shop", {"metadata": {"finalizers": None}}, namespace=namespace
+    )
+    await client.create(
+        APP_STACK, {**stack, "metadata": {"name": "shop", "namespace": closed_namespace}}
+    )
+
+    def ready(status: str, reason: str) -> dict[str, Any]:
+        condition = {
+            "type": "Ready",
+            "status": status,
+            "reason": reason,
+            "message": "",
+            "lastTransitionTime": "2026-01-01T00:00:00Z",
+        }
+        return {"conditions": [condition]}
+
+    with pytest.raises(errors.Forbidden) as lying:
+        await as_operator.patch_status(
+            APP_STACK, "shop", ready("True", "Ready"), namespace=closed_namespace
+        )
+    assert "only write a status that says so" in lying.value.message
+    with pytest.raises(errors.Forbidden):  # no finalizer added where not enabled
+        await as_operator.patch(
+            APP_STACK,
+            "shop",
+            {"metadata": {"finalizers": ["appstack.dev/x"]}},
+            namespace=closed_namespace,
+        )
+    await as_operator.patch_status(
+        APP_STACK, "shop", ready("False", NOT_ENABLED_REASON), namespace=closed_namespace
+    )
+    await as_operator.patch_status(APP_STACK, "shop", ready("True", "Ready"), namespace=namespace)
+    assert ENABLED not in (
+        (await client.get(NAMESPACE, closed_namespace))["metadata"].get("labels") or {}
+    )

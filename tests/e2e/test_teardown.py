@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from appstack.api.namespaces import ENABLED
 from appstack.controllers.appstack import APP_STACK
 from appstack.runtime.client import Client
 from appstack.runtime.informer import FuncHandler, Informer
@@ -302,7 +303,12 @@ async def test_an_object_elsewhere_naming_the_stack_as_owner_does_not_hold_its_t
     the stack (and so its namespace) is not held up by it."""
     other = f"{namespace[:40]}-other"
     await client.create(
-        NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": other}}
+        NAMESPACE,
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": other, "labels": {ENABLED: "true"}},
+        },
     )
     running = await start_operator(operator_kubeconfig, namespace, also_watch=(other,))
     decoy: dict[str, Any] = {}

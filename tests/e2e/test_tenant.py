@@ -14,8 +14,9 @@ neighbour's. docs/security.md ("Tenants: what creating each kind amounts to") li
   Service the stack does not own;
 * addresses inside the cluster (the neighbour's Service, ``kubernetes.default``, metadata)
   are refused;
-* privileged pods asked through our kinds are refused by the writes policy and said in
-  status (``DeploymentRejected``); what Pod Security refuses shows as ``ReplicaFailure``.
+* pods beyond the Pod Security baseline asked through our kinds are refused at admission
+  with the field named (unless the namespace opted in); what the namespace's Pod Security
+  level still refuses shows as ``ReplicaFailure``.
 """
 
 from __future__ import annotations
@@ -31,8 +32,10 @@ from lightkube.models.rbac_v1 import RoleRef, Subject
 from lightkube.resources.core_v1 import ServiceAccount
 from lightkube.resources.rbac_authorization_v1 import RoleBinding
 
+from appstack.api.namespaces import ALLOW_PRIVILEGED
 from appstack.controllers.appservice import APP_SERVICE
 from appstack.controllers.appstack import APP_STACK
+from appstack.controllers.crontab import CRON_TAB
 from appstack.controllers.util.meta import SLICE_MANAGER, SLICE_MANAGER_LABEL
 from appstack.manifests import rbac
 from appstack.runtime import errors
@@ -51,6 +54,7 @@ from tests.e2e.conftest import (
     start_operator,
     until,
 )
+from tests.support.eventually import eventually
 
 EDITOR = rbac.cluster_name("appstack-editor", rbac.NAMESPACE)
 
@@ -141,6 +145,15 @@ def _app(name: str, namespace: str, **spec: Any) -> dict[str, Any]:
         "kind": "AppService",
         "metadata": {"name": name, "namespace": namespace},
         "spec": {"image": "nginx:1.7.9", "size": 1, "ports": [{"port": 80}], **spec},
+    }
+
+
+def _cron(name: str, namespace: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "appstack.dev/v1",
+        "kind": "CronTab",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"cronSpec": "* * * * *", "image": "busybox", **spec},
     }
 
 
@@ -344,29 +357,64 @@ async def test_addresses_inside_the_cluster_are_refused_to_a_tenant(
             await client.get(ENDPOINT_SLICE, f"{name}-db-external", namespace)
 
 
-async def test_privileged_pods_asked_through_our_kinds_are_refused_and_said(
+async def test_pods_beyond_baseline_asked_through_our_kinds_are_refused_at_admission(
     client: Client,
     tenant: Client,
     namespace: str,
     operator_here_and_next_door: RunningOperator,
 ) -> None:
-    """A privileged container is refused by the writes policy before any pod exists
-    (``DeploymentRejected`` with the policy's message); what the namespace's Pod Security
-    level refuses (an added ``SYS_ADMIN`` under baseline) is refused when the pods are
-    made, and said as ``ReplicaFailure`` with the API server's message."""
-    privileged = {"privileged": True}
-    await tenant.create(APP_SERVICE, _app("root", namespace, securityContext=privileged))
-    app = await _said(client, APP_SERVICE, "root", namespace, "DeploymentRejected", 60)
-    assert "may not write privileged containers" in _message(app), _message(app)
-    with pytest.raises(errors.NotFound):
-        await client.get(DEPLOYMENT, "root", namespace)
+    """Privileged, capabilities beyond the baseline (``SYS_ADMIN``: with no seccomp and
+    AppArmor, root on the node), an Unconfined seccomp profile or an AppArmor-unconfined
+    pod annotation in an AppService, a stack's component or managed middleware, or a
+    CronTab: refused at admission with the field named (issue #34), nothing written.
+    Where the namespace opted in to privileged pods they are admitted; what the
+    namespace's Pod Security level still refuses (``SYS_ADMIN`` under baseline) is refused
+    when the pods are made, and said as ``ReplicaFailure`` with the API server's message."""
+    admin = {"capabilities": {"add": ["SYS_ADMIN"]}}
+    unconfined = {"seccompProfile": {"type": "Unconfined"}}
+    apparmor = {"container.apparmor.security.beta.kubernetes.io/app": "unconfined"}
+    component = {"name": "app", "image": "app:1", "securityContext": admin}
+    stack = _stack("shop", namespace, {"name": "db", "type": "postgres", "managed": {}})
+    stack["spec"]["components"] = [component]
+    redis = {"name": "db", "type": "redis", "managed": {"securityContext": admin}}
+    attempts = [
+        ("spec.securityContext", _app("root", namespace, securityContext={"privileged": True})),
+        ("spec.securityContext", _app("admin", namespace, securityContext=admin)),
+        ("spec.securityContext", _app("loose", namespace, securityContext=unconfined)),
+        ("spec.podAnnotations", _app("armor", namespace, podAnnotations=apparmor)),
+        ("spec.components[*].securityContext", stack),
+        ("spec.middleware[*].managed.securityContext", _stack("shop2", namespace, redis)),
+        ("CronTab spec.securityContext", _cron("tab", namespace, securityContext=admin)),
+    ]
+    kinds = {"AppStack": APP_STACK, "AppService": APP_SERVICE, "CronTab": CRON_TAB}
+    for field, obj in attempts:
+        resource = kinds[obj["kind"]]
+        refused = await _refused(tenant.create(resource, obj))
+        assert field in refused.message, refused.message
+        assert "allow-privileged-pods=true" in refused.message
+    assert not (await client.list(APP_SERVICE, namespace))[0]
+    assert not (await client.list(DEPLOYMENT, namespace))[0]
     await client.patch(
         NAMESPACE,
         namespace,
-        {"metadata": {"labels": {"pod-security.kubernetes.io/enforce": "baseline"}}},
+        {
+            "metadata": {
+                "labels": {
+                    ALLOW_PRIVILEGED: "true",
+                    "pod-security.kubernetes.io/enforce": "baseline",
+                }
+            }
+        },
     )
-    admin = {"capabilities": {"add": ["SYS_ADMIN"]}}
-    await tenant.create(APP_SERVICE, _app("admin", namespace, securityContext=admin))
+
+    async def admitted() -> bool:
+        try:
+            await tenant.create(APP_SERVICE, _app("admin", namespace, securityContext=admin))
+        except errors.Forbidden:
+            return False
+        return True
+
+    await eventually(admitted, timeout=30, what="admitted once opted in", interval=0.2)
     app = await _said(client, APP_SERVICE, "admin", namespace, "ReplicaFailure", 90)
     assert "violates PodSecurity" in _message(app), _message(app)
     assert not (await client.list(POD, namespace))[0]

@@ -20,6 +20,7 @@ from lightkube import codecs
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace
 
+from appstack.api.namespaces import ENABLED
 from appstack.cli.uninstall import CRD, INSTALLED, SELECTOR, uninstall
 from appstack.controllers.appservice import APP_SERVICE
 from appstack.controllers.appstack import APP_STACK
@@ -116,7 +117,7 @@ async def test_uninstall_removes_resources_then_operator_then_crds_leaving_nothi
     apply_install(light, parts)
     light.apply(codecs.from_dict(parts.deployment), force=True)  # kwok "runs" its pods
     namespace = "shop"
-    light.create(Namespace(metadata=ObjectMeta(name=namespace)))
+    light.create(Namespace(metadata=ObjectMeta(name=namespace, labels={ENABLED: "true"})))
     said: list[str] = []
 
     async with await Client.connect(str(fresh_cluster.kubeconfig)) as client:
@@ -152,7 +153,7 @@ async def test_uninstall_without_a_running_operator_stops_before_removing_it(
     parts = install()
     apply_install(light, parts)
     namespace = f"stuck-{uuid.uuid4().hex[:6]}"
-    light.create(Namespace(metadata=ObjectMeta(name=namespace)))
+    light.create(Namespace(metadata=ObjectMeta(name=namespace, labels={ENABLED: "true"})))
     async with await Client.connect(str(fresh_cluster.kubeconfig)) as client:
         app = _app(namespace)
         app["metadata"]["finalizers"] = ["appstack.dev/test-held"]

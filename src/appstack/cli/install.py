@@ -53,6 +53,13 @@ def _duration(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
     help="The operator's --sync-period (how often every object is reconciled again).",
 )
 @click.option(
+    "--enable-all-namespaces",
+    is_flag=True,
+    help="The operator acts in every namespace, not only those a cluster administrator "
+    "labelled appstack.dev/enabled=true (single-team clusters: whoever may create our kinds "
+    "anywhere gets the operator's writes there; docs/security.md).",
+)
+@click.option(
     "--chart-dir",
     default=None,
     type=click.Path(),
@@ -66,6 +73,7 @@ def manifests(
     namespace: str,
     watch_namespaces: tuple[str, ...],
     sync_period: str,
+    enable_all_namespaces: bool,
     chart_dir: str | None,
 ) -> None:
     """Generate the install: CRDs (from the API models), RBAC (from what the controllers
@@ -88,6 +96,7 @@ def manifests(
         image=image or IMAGE,
         watch_namespaces=tuple(watch_namespaces),
         sync_period=sync_period,
+        enable_all_namespaces=enable_all_namespaces,
     )
     if output_dir == "-":
         click.echo(bundle.bundle_text(options), nl=False)

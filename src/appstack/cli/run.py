@@ -166,6 +166,15 @@ KUBECONFIG = click.option(
     help="Let external middleware be a host name inside the cluster or the node (localhost, "
     "kubernetes.default, <svc>.<ns>.svc, *.cluster.local, metadata names).",
 )
+@click.option(
+    "--enable-all-namespaces/--no-enable-all-namespaces",
+    default=False,
+    show_default=True,
+    help="Act in every watched namespace, not only those a cluster administrator labelled "
+    "appstack.dev/enabled=true. For single-team clusters: whoever may create our kinds "
+    "anywhere then gets the operator's writes there. Install with the same flag "
+    "(appstack manifests --enable-all-namespaces), or its admission policies refuse them.",
+)
 def run(
     *,
     kubeconfig: str | None,
@@ -190,6 +199,7 @@ def run(
     allow_external_ips: bool,
     allow_external_cluster_names: bool,
     external_deny_cidrs: tuple[str, ...],
+    enable_all_namespaces: bool,
 ) -> None:
     """Run the operator (all controllers) against a cluster."""
     lean.import_aiohttp()  # before the operator's modules import it
@@ -226,5 +236,6 @@ def run(
         allow_external_ips=allow_external_ips,
         allow_external_cluster_names=allow_external_cluster_names,
         external_deny_cidrs=list(external_deny_cidrs),
+        enable_all_namespaces=enable_all_namespaces,
     )
     sys.exit(run_operator(options))

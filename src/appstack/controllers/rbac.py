@@ -22,13 +22,18 @@ MARKER = "subject-to"
 CANARY = "held-only-through-a-wildcard"
 RUNTIME_RULES: list[Rule] = [
     rule(EVENT, "create", "patch"),
-    # The Pod Security level a namespace enforces (its labels), read by name
-    # (controllers/util/podsecurity.py): a namespaced install grants it per namespace.
+    # Whether a namespace is enabled, and the Pod Security level it enforces (its labels),
+    # read by name (controllers/kit/namespaces.py): a namespaced install grants it per
+    # namespace; cluster-wide, the enabled namespaces are also watched (NAMESPACE_WATCH).
     rule(NAMESPACE, "get"),
     # Who scrapes /metrics (appstack.runtime.metricsauth): check a token, ask if it may.
     rule(TOKEN_REVIEW, "create"),
     rule(SUBJECT_ACCESS_REVIEW, "create"),
 ]
+
+
+#: Cluster-wide only: the operator watches the enabled namespaces (a Role cannot list them).
+NAMESPACE_WATCH: Rule = rule(NAMESPACE, "list", "watch")
 
 
 def marker_rule() -> Rule:
@@ -37,11 +42,12 @@ def marker_rule() -> Rule:
     return {"apiGroups": [MARKER_GROUP], "resources": [MARKER_RESOURCE], "verbs": [MARKER]}
 
 
-def operator_rules() -> list[Rule]:
-    """Every rule the operator uses, controllers first (the generated Role/ClusterRole),
-    and the admission policies' marker."""
+def operator_rules(*, cluster_wide: bool = True) -> list[Rule]:
+    """Every rule the operator uses, controllers first (the generated ClusterRole, or
+    without the namespaces' watch a Role), and the admission policies' marker."""
     rules = [rule_ for controller in ALL for rule_ in controller.rbac_rules]
-    return [*rules, *RUNTIME_RULES, marker_rule()]
+    watch = [NAMESPACE_WATCH] if cluster_wide else []
+    return [*rules, *RUNTIME_RULES, *watch, marker_rule()]
 
 
 def leader_election_rules() -> list[Rule]:

@@ -20,10 +20,76 @@ from __future__ import annotations
 
 from typing import Any
 
+from appstack.api.namespaces import ENABLED
 from appstack.controllers.rbac import CANARY, MARKER, MARKER_GROUP, MARKER_RESOURCE
+from appstack.controllers.registry import ALL
+from appstack.controllers.util.meta import MANAGED_BY
 from appstack.manifests.crds import LABELS
 
 API_VERSION = "admissionregistration.k8s.io/v1"
+#: Whether the operator may act in every namespace: True, False (only labelled ones), or a
+#: CEL expression of a boolean (the chart's value, as a template sentinel).
+EnableAll = bool | str
+
+
+def labelled(label: str, value: str = "true", meta: str = "namespaceObject.metadata") -> str:
+    """CEL: the object whose metadata is ``meta`` carries ``label=value``."""
+    labels = f"{meta}.labels"
+    return f"(has({labels}) && '{label}' in {labels} && {labels}['{label}'] == '{value}')"
+
+
+def enabled_check() -> str:
+    """CEL: the request's namespace is labelled as enabled (:mod:`appstack.api.namespaces`)."""
+    return labelled(ENABLED)
+
+
+def enabled_variable(enable_all: EnableAll) -> dict[str, str]:
+    """The policy variable ``enabled``: may the operator act in the request's namespace."""
+    if isinstance(enable_all, bool):
+        return {"name": "enabled", "expression": "true" if enable_all else enabled_check()}
+    return {"name": "enabled", "expression": enable_all}
+
+
+def our_owner_versions() -> str:
+    """CEL list of ``apiVersion/Kind`` of every kind of ours, exactly as served."""
+    return "[" + ", ".join(f"'{c.kind.api_version}/{c.kind.kind}'" for c in ALL) + "]"
+
+
+def controlled(target: str) -> str:
+    """CEL: ``target`` has a controller ownerReference to one of our kinds, with the exact
+    served apiVersion (``appstack.dev/v1alpha1`` names nothing: the garbage collector would
+    never remove what it "owns")."""
+    return (
+        f"(has({target}.metadata.ownerReferences) && "
+        f"{target}.metadata.ownerReferences.exists(r, "
+        "has(r.controller) && r.controller && "
+        f"(r.apiVersion + '/' + r.kind) in {our_owner_versions()}))"
+    )
+
+
+def ownerless(target: str) -> str:
+    """CEL: ``target`` has no controller ownerReference at all."""
+    return (
+        f"(!has({target}.metadata.ownerReferences) || "
+        f"!{target}.metadata.ownerReferences.exists(r, has(r.controller) && r.controller))"
+    )
+
+
+def ours(target: str) -> str:
+    """CEL: ``target`` carries our managed-by label."""
+    ((key, value),) = MANAGED_BY.items()
+    return labelled(key, value, f"{target}.metadata")
+
+
+def unchanged(field: str) -> str:
+    """CEL: ``object.<field>`` equals ``oldObject.<field>`` (both absent counts)."""
+    *parent, last = field.split(".")
+    new = ".".join(["object", *parent])
+    old = ".".join(["oldObject", *parent])
+    return (
+        f"(has({new}.{last}) == has({old}.{last}) && "
+        f"(!has({new}.{last}) || {new}.{last} == {old}.{last}))"
+    )
 
 
 def _holds(verb: str) -> str:

@@ -1,27 +1,31 @@
 """The ValidatingAdmissionPolicy that bounds every write of the operator's token to what
-the operator itself would write (pure; part of the install bundle). Issue #28, P0.2.
+the operator itself would write (pure; part of the install bundle). Issues #28 and #34.
 
 RBAC gives the operator ``create``/``patch``/``delete`` on Pods, Deployments, StatefulSets,
 Jobs, CronJobs, Services, EndpointSlices, ConfigMaps, PVCs and PDBs in every namespace:
-with the token alone one could run a privileged hostPath pod in ``kube-system``, or add an
-EndpointSlice to ``kube-dns``. RBAC cannot say "only objects owned by one of our kinds";
-this policy does. For a request by the operator (matched by its RBAC binding, see
+with the token alone one could run a pod as any ServiceAccount, take over an
+administrator's Deployment, or slice into the ``kubernetes`` Service. RBAC cannot say "only
+objects owned by one of our kinds"; this policy says as much as admission can see. For a
+request by the operator (matched by its RBAC binding, see
 :mod:`appstack.manifests.admission_base`) on any of those resources:
 
-* **owned** — the object written (for a delete, the object deleted) carries a controller
-  ownerReference to one of our kinds (ownerReferences are always within the namespace);
-  an update may also release an object that was ours (an EtcdCluster's member volume kept
-  on delete), never take one that was not.
-  Secrets are exempt here (credentials outlive their stack while their volume is retained,
-  with no owner); :mod:`appstack.manifests.admission` bounds them by type and label.
-* **not a system namespace** — nothing in ``kube-system``, ``kube-public`` or
-  ``kube-node-lease`` unless the namespace is labelled :data:`MAY_WRITE` ``=true``.
-* **EndpointSlices** are named ``<service>-external`` for the Service they feed (what the
-  AppStack controller writes for an external middleware address): never a slice of a
-  Service it did not name.
-* **pods as the baseline allows** — a pod, or the pod template of a workload, is never
-  privileged, never uses the host's network, PID or IPC namespaces, host ports or
-  ``hostPath`` volumes, unless the namespace is labelled :data:`ALLOW_PRIVILEGED` ``=true``.
+* **only in enabled namespaces** — labelled ``appstack.dev/enabled=true`` by a platform
+  team (:mod:`appstack.api.namespaces`), unless the install enables every namespace; and
+  nothing in ``kube-system``, ``kube-public`` or ``kube-node-lease`` unless also labelled
+  :data:`MAY_WRITE` ``=true``.
+* **owned, before and after** — a created object carries a controller ownerReference to
+  one of our kinds with the exact served apiVersion, and our managed-by label; an update or
+  delete is only of an object that *already* was ours (both), so a forged owner cannot take
+  over or delete anything; an update keeps the label and may release an object that was
+  ours (an EtcdCluster's member volume kept on delete). The one way back: a member volume
+  released by an EtcdCluster (its UID in the volume's annotation) may be owned again by
+  that very cluster (the UID, not a name). Secrets are bounded by
+  :mod:`appstack.manifests.admission` instead.
+* **EndpointSlices** are named ``<service>-external`` for the Service they feed, carry our
+  ``endpointslice.kubernetes.io/managed-by``, and never feed ``kubernetes``.
+* **pods at the Pod Security baseline** (:mod:`.admission_pods`), in a Pod and the pod
+  template of a workload, unless the namespace is labelled :data:`ALLOW_PRIVILEGED`
+  ``=true``; and a pod never names its node.
 
 The resources come from the operator's own RBAC rules (:func:`written_resources`), so a
 kind that starts writing a new resource is bounded without touching this module.
@@ -29,36 +33,34 @@ kind that starts writing a new resource is bounded without touching this module.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
+from appstack.api.namespaces import ALLOW_PRIVILEGED, MAY_WRITE, SYSTEM_NAMESPACES
+from appstack.controllers.etcdcluster.desired import CLUSTER_UID
 from appstack.controllers.rbac import MARKER_GROUP, operator_rules
-from appstack.controllers.registry import ALL
-from appstack.manifests.admission_base import only_operator, policy
+from appstack.controllers.util.meta import SLICE_MANAGER, SLICE_MANAGER_LABEL
+from appstack.manifests.admission_base import (
+    EnableAll,
+    controlled,
+    enabled_variable,
+    labelled,
+    only_operator,
+    ours,
+    ownerless,
+    policy,
+)
+from appstack.manifests.admission_pods import CHECKS, no_node_name, per_kind
 from appstack.manifests.rbac import NAME, NAMESPACE
 
+__all__ = ["ALLOW_PRIVILEGED", "MAY_WRITE", "WRITES_POLICY", "writes_policy", "written_resources"]
+
 WRITES_POLICY = f"{NAME}-writes"
-#: Namespace label that lets the operator write in a system namespace.
-MAY_WRITE = "appstack.dev/operator-may-write"
-#: Namespace label that lets the operator write privileged / host pods there.
-ALLOW_PRIVILEGED = "appstack.dev/allow-privileged-pods"
-SYSTEM_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease")
 WRITE_VERBS = {"create", "update", "patch", "delete"}
-#: Written by the operator but not bounded here: Events (about our own objects), the
-#: reviews behind /metrics (nothing is stored) and the leader-election Lease (a Role in the
-#: operator's own namespace, limited by name).
+#: Written by the operator but not bounded here: Events and our own kinds
+#: (:mod:`.admission_kinds`), the reviews behind /metrics (nothing is stored) and the
+#: leader-election Lease (a Role in the operator's own namespace, limited by name).
 NOT_BOUNDED = {("events.k8s.io", "events"), ("coordination.k8s.io", "leases")}
-#: Where each kind that makes pods has its pod spec (read from ``object`` directly: CEL's
-#: has() does not see through a composed variable).
-POD_SPECS = {
-    "Pod": "object.spec",
-    "Deployment": "object.spec.template.spec",
-    "StatefulSet": "object.spec.template.spec",
-    "ReplicaSet": "object.spec.template.spec",
-    "DaemonSet": "object.spec.template.spec",
-    "Job": "object.spec.template.spec",
-    "CronJob": "object.spec.jobTemplate.spec.template.spec",
-}
+ETCD_CLUSTER = "appstack.dev/v1/EtcdCluster"
 
 
 def written_resources() -> list[tuple[str, str]]:
@@ -80,63 +82,63 @@ def written_resources() -> list[tuple[str, str]]:
     return found
 
 
-def _labelled(label: str) -> str:
+def _reowned_volume() -> str:
+    """An EtcdCluster's released member volume made that same cluster's again."""
+    uid = f"oldObject.metadata.annotations['{CLUSTER_UID}']"
     return (
-        f"has(namespaceObject.metadata.labels) && '{label}' in namespaceObject.metadata.labels"
-        f" && namespaceObject.metadata.labels['{label}'] == 'true'"
-    )
-
-
-def _controlled(target: str) -> str:
-    kinds = ", ".join(f"'{registration.kind.kind}'" for registration in ALL)
-    return (
-        f"(has({target}.metadata.ownerReferences) && "
-        f"{target}.metadata.ownerReferences.exists(r, "
+        "(object.kind == 'PersistentVolumeClaim' && "
+        f"{ownerless('oldObject')} && has(oldObject.metadata.annotations) && "
+        f"'{CLUSTER_UID}' in oldObject.metadata.annotations && "
+        "has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, "
         "has(r.controller) && r.controller && "
-        f"r.apiVersion.startsWith('{MARKER_GROUP}/') && r.kind in [{kinds}]))"
+        f"(r.apiVersion + '/' + r.kind) == '{ETCD_CLUSTER}' && r.uid == {uid}))"
     )
 
 
-def _owned() -> str:
-    # An update of an object we control may release it (an EtcdCluster's member volume
-    # kept on delete, spec.retainOnDelete): giving up what is ours grants nothing.
+def owned() -> str:
+    """CEL: the object is ours on CREATE (and stays ours), was ours on UPDATE and DELETE."""
+    secrets = "variables.target.kind == 'Secret'"  # bounded by the Secrets policy
+    create = f"({controlled('object')} && {ours('object')})"
+    old = f"({controlled('oldObject')} && {ours('oldObject')})"
+    # an update of an object we control may release it (giving up grants nothing)
+    update = f"({ours('object')} && ({old} || ({ours('oldObject')} && {_reowned_volume()})))"
     return (
-        f"variables.target.kind == 'Secret' || {_controlled('variables.target')} || "
-        f"(request.operation == 'UPDATE' && {_controlled('oldObject')})"
+        f"{secrets} || (request.operation == 'CREATE' ? {create} : "
+        f"request.operation == 'DELETE' ? {old} : {update})"
     )
 
 
-def _containers_ok(spec: str) -> str:
-    def none_privileged(field: str) -> str:
-        return (
-            f"(!has({spec}.{field}) || {spec}.{field}.all(c, "
-            "(!has(c.securityContext) || !has(c.securityContext.privileged)"
-            " || !c.securityContext.privileged)"
-            " && (!has(c.ports) || c.ports.all(p, !has(p.hostPort) || p.hostPort == 0))))"
-        )
-
-    return " && ".join(none_privileged(field) for field in ("containers", "initContainers"))
-
-
-def _host_ok(spec: str) -> str:
-    flags = " && ".join(
-        f"(!has({spec}.{flag}) || !{spec}.{flag})" for flag in ("hostNetwork", "hostPID", "hostIPC")
+def _slice_ok(target: str) -> str:
+    service = "'kubernetes.io/service-name'"
+    labels = f"{target}.metadata.labels"
+    return (
+        f"({target}.kind != 'EndpointSlice' || ("
+        f"has({labels}) && {service} in {labels} && {labels}[{service}] != 'kubernetes' && "
+        f"{target}.metadata.name == {labels}[{service}] + '-external' && "
+        f"{labelled(SLICE_MANAGER_LABEL, SLICE_MANAGER, f'{target}.metadata')}))"
     )
-    volumes = f"(!has({spec}.volumes) || {spec}.volumes.all(v, !has(v.hostPath)))"
-    return f"{flags} && {volumes}"
 
 
-def _pods_guarded(check: Callable[[str], str]) -> str:
-    """``check`` of the pod spec of whichever kind is written; a delete, another kind or an
-    opted-in namespace passes."""
-    per_kind = " && ".join(
-        f"(object.kind != '{kind}' || ({check(spec)}))" for kind, spec in POD_SPECS.items()
+def slices_ok() -> str:
+    """CEL: an EndpointSlice written (and the one it replaces or deletes) is one of ours."""
+    return (
+        "(request.operation == 'DELETE' || "
+        f"{_slice_ok('object')}) && (request.operation == 'CREATE' || {_slice_ok('oldObject')})"
     )
-    return f"request.operation == 'DELETE' || {_labelled(ALLOW_PRIVILEGED)} || ({per_kind})"
 
 
-def writes_policy(namespace: str = NAMESPACE) -> dict[str, Any]:
-    """The bounds above, for the operator installed in ``namespace`` (the policy's name)."""
+def _pods(check: str) -> str:
+    """``check`` unless deleting or in a namespace opted in to privileged pods."""
+    return f"request.operation == 'DELETE' || variables.privileged || ({check})"
+
+
+def _refusal(expression: str, message: str) -> dict[str, str]:
+    return {"expression": expression, "message": message, "reason": "Forbidden"}
+
+
+def writes_policy(namespace: str = NAMESPACE, *, enable_all: EnableAll = False) -> dict[str, Any]:
+    """The bounds above, for the operator installed in ``namespace`` (the policy's name);
+    ``enable_all``: in every namespace, not only labelled ones."""
     rules = [
         {
             "apiGroups": [group],
@@ -147,13 +149,14 @@ def writes_policy(namespace: str = NAMESPACE) -> dict[str, Any]:
         for group, plural in written_resources()
     ]
     system = ", ".join(f"'{name}'" for name in SYSTEM_NAMESPACES)
-    slice_name = (
-        "variables.target.kind != 'EndpointSlice' || ("
-        "has(variables.target.metadata.labels) && "
-        "'kubernetes.io/service-name' in variables.target.metadata.labels && "
-        "variables.target.metadata.name == "
-        "variables.target.metadata.labels['kubernetes.io/service-name'] + '-external')"
-    )
+    pods = [
+        _refusal(
+            _pods(per_kind(check)),
+            f"the appstack operator may not write {check.message} "
+            f"(unless the namespace is labelled {ALLOW_PRIVILEGED}=true)",
+        )
+        for check in CHECKS
+    ]
     return policy(
         f"{WRITES_POLICY}-{namespace}",
         {
@@ -164,10 +167,20 @@ def writes_policy(namespace: str = NAMESPACE) -> dict[str, Any]:
                     "name": "target",
                     "expression": "request.operation == 'DELETE' ? oldObject : object",
                 },
+                enabled_variable(enable_all),
+                {"name": "privileged", "expression": labelled(ALLOW_PRIVILEGED)},
             ],
             "validations": [
                 {
-                    "expression": f"!(request.namespace in [{system}]) || {_labelled(MAY_WRITE)}",
+                    "expression": "variables.enabled",
+                    "messageExpression": (
+                        "'the appstack operator may not write in namespace ' + "
+                        "request.namespace + ': it is not enabled for appstack'"
+                    ),
+                    "reason": "Forbidden",
+                },
+                {
+                    "expression": (f"!(request.namespace in [{system}]) || {labelled(MAY_WRITE)}"),
                     "messageExpression": (
                         "'the appstack operator may not write in namespace ' + request.namespace"
                         f" + ' (unless it is labelled {MAY_WRITE}=true)'"
@@ -175,39 +188,25 @@ def writes_policy(namespace: str = NAMESPACE) -> dict[str, Any]:
                     "reason": "Forbidden",
                 },
                 {
-                    "expression": _owned(),
+                    "expression": owned(),
                     "messageExpression": (
                         "'the appstack operator may only write objects controlled by one of "
-                        "its kinds; ' + variables.target.kind + ' ' + "
-                        "variables.target.metadata.name + ' is not'"
+                        "its kinds (and labelled as its own, before and after); ' + "
+                        "variables.target.kind + ' ' + variables.target.metadata.name + ' is not'"
                     ),
                     "reason": "Forbidden",
                 },
-                {
-                    "expression": slice_name,
-                    "message": (
-                        "the appstack operator may only write EndpointSlices named "
-                        "<service>-external for the Service they name"
-                    ),
-                    "reason": "Forbidden",
-                },
-                {
-                    "expression": _pods_guarded(_containers_ok),
-                    "message": (
-                        "the appstack operator may not write privileged containers or host "
-                        f"ports (unless the namespace is labelled {ALLOW_PRIVILEGED}=true)"
-                    ),
-                    "reason": "Forbidden",
-                },
-                {
-                    "expression": _pods_guarded(_host_ok),
-                    "message": (
-                        "the appstack operator may not write pods using the host's network, "
-                        "PID or IPC namespaces or hostPath volumes (unless the namespace is "
-                        f"labelled {ALLOW_PRIVILEGED}=true)"
-                    ),
-                    "reason": "Forbidden",
-                },
+                _refusal(
+                    slices_ok(),
+                    "the appstack operator may only write EndpointSlices of its own, named "
+                    "<service>-external for the Service they name, never for kubernetes",
+                ),
+                *pods,
+                _refusal(
+                    f"request.operation == 'DELETE' || {no_node_name()}",
+                    "the appstack operator may not name a pod's node (spec.nodeName): pods "
+                    "go through the scheduler",
+                ),
             ],
         },
     )

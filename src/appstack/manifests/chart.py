@@ -26,6 +26,7 @@ from appstack.manifests import (
     rbac,
     workload,
 )
+from appstack.manifests.admission_base import enabled_check
 from appstack.manifests.chart_labels import HELPERS, standard_labels
 from appstack.manifests.chart_monitoring import (
     dashboard_configmap,
@@ -98,7 +99,7 @@ def _deployment() -> str:
     (container,) = pod["containers"]
     container["image"] = sentinel("IMAGE")
     container["resources"] = sentinel("RESOURCES")
-    flags = ("INSECURE", "IPS", "DENY", "NAMES", "EXTRA", "WATCH")
+    flags = ("INSECURE", "IPS", "DENY", "NAMES", "ENABLE_FLAG", "EXTRA", "WATCH")
     container["args"] += [sentinel(flag) for flag in flags]
     pod["affinity"] = sentinel("AFFINITY")
     pod["nodeSelector"] = sentinel("NODE_SELECTOR")
@@ -118,6 +119,7 @@ def _deployment() -> str:
     text = if_item(
         text, "NAMES", "--allow-external-cluster-names", ".Values.allowExternalClusterNames"
     )
+    text = if_item(text, "ENABLE_FLAG", "--enable-all-namespaces", ".Values.enableAllNamespaces")
     text = range_item(text, "EXTRA", "{{ . | quote }}", ".Values.extraArgs")
     text = range_item(text, "WATCH", "--namespace={{ . }}", ".Values.watchNamespaces")
     text = block(text, "resources", "RESOURCES", ".Values.resources")
@@ -158,9 +160,13 @@ def _rbac() -> str:
         *objects(install.metrics_auth_rbac(NS)),
         "{{- end }}",
         *objects(install.common_rbac(NS)),
-        *(dump(policy) for policy in admission.policies(NS)),
+        *(dump(policy) for policy in admission.policies(NS, enable_all=sentinel("ENABLE_ALL"))),
     ]
-    return substitute("\n---\n".join(parts).replace("}}\n---\n", "}}\n"), NAMESPACES) + "\n"
+    text = "\n---\n".join(parts).replace("}}\n---\n", "}}\n")
+    # the policies' "enabled" variable: every namespace, or only labelled ones
+    enabled = json.dumps(enabled_check())
+    choice = f"{{{{ if .Values.enableAllNamespaces }}}}'true'{{{{ else }}}}{enabled}{{{{ end }}}}"
+    return substitute(text, {**NAMESPACES, "ENABLE_ALL": choice}) + "\n"
 
 
 NOTES = f"""\
@@ -172,6 +178,14 @@ It watches all namespaces.
 {{{{- end }}}}
 
   kubectl -n {{{{ .Release.Namespace }}}} rollout status deployment/{rbac.NAME}
+{{{{- if .Values.enableAllNamespaces }}}}
+
+It acts in every namespace it watches (enableAllNamespaces=true).
+{{{{- else }}}}
+
+It acts only in namespaces a cluster administrator enabled; enable one with:
+  kubectl label namespace NAME appstack.dev/enabled=true
+{{{{- end }}}}
   kubectl apply -f examples/appservice.yaml     # from the appstack repository
   kubectl get appstack-all -A
 

@@ -128,6 +128,11 @@ class ChartValues(_Values):
         description="--external-deny-cidr: give the cluster's pod and service ranges.",
     )
     allow_external_cluster_names: bool = Field(False, description="--allow-external-cluster-names")
+    enable_all_namespaces: bool = Field(
+        False,
+        description="--enable-all-namespaces: act in every namespace, not only those labelled "
+        "appstack.dev/enabled=true (single-team clusters; docs/security.md).",
+    )
     extra_args: list[str] = Field(
         default_factory=list, description="More arguments of `appstack run`."
     )

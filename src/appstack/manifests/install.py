@@ -14,7 +14,7 @@ from typing import Any
 
 from appstack.controllers.rbac import RUNTIME_RULES
 from appstack.core.duration import DEFAULT_SYNC_PERIOD
-from appstack.manifests import admission, crds, rbac, workload
+from appstack.manifests import admission, admission_namespaces, crds, rbac, workload
 
 Obj = dict[str, Any]
 
@@ -29,6 +29,8 @@ class InstallOptions:
     watch_namespaces: tuple[str, ...] = ()
     replicas: int = 2
     sync_period: str = DEFAULT_SYNC_PERIOD
+    #: Act in every namespace, not only those labelled ``appstack.dev/enabled=true``.
+    enable_all_namespaces: bool = False
 
     @property
     def cluster_wide(self) -> bool:
@@ -96,6 +98,7 @@ def common_rbac(namespace: str) -> list[Obj]:
         rbac.leader_election_role_binding(namespace, namespace),
         rbac.metrics_reader(namespace),
         *rbac.user_roles(namespace),
+        admission_namespaces.enabler_role(namespace),
         rbac.lease_flow_schema(namespace),
     ]
 
@@ -124,13 +127,14 @@ def install(options: InstallOptions | None = None) -> Install:
         crds=crds.all_crds(),
         service_account=rbac.service_account(options.namespace),
         rbac=rbac_objects(options),
-        admission=admission.policies(options.namespace),
+        admission=admission.policies(options.namespace, enable_all=options.enable_all_namespaces),
         deployment=workload.deployment(
             options.image,
             namespace=options.namespace,
             watch_namespaces=options.watch_namespaces,
             replicas=options.replicas,
             sync_period=options.sync_period,
+            enable_all_namespaces=options.enable_all_namespaces,
         ),
         budget=workload.disruption_budget(options.namespace),
         metrics_service=workload.metrics_service(options.namespace),

@@ -65,7 +65,7 @@ def role(namespace: str, name: str = NAME, rules: list[Rule] | None = None) -> d
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "Role",
         "metadata": _meta(name, namespace),
-        "rules": operator_rules() if rules is None else rules,
+        "rules": operator_rules(cluster_wide=False) if rules is None else rules,
     }
 
 

@@ -66,6 +66,7 @@ def deployment(
     log_level: str = defaults.LOG_LEVEL,
     concurrency: int | str = defaults.CONCURRENCY,
     metrics_cert_secret: str | None = None,
+    enable_all_namespaces: bool = False,
 ) -> dict[str, Any]:
     """The operator's Deployment; it watches ``watch_namespaces`` (none: all) and resyncs
     every ``sync_period``. /metrics is HTTPS with a self-signed certificate made at
@@ -90,6 +91,7 @@ def deployment(
             f"--concurrency={concurrency}",
             *([f"--metrics-cert-dir={METRICS_CERT_DIR}"] if certs else []),
             *(f"--namespace={watched}" for watched in watch_namespaces),
+            *(["--enable-all-namespaces"] if enable_all_namespaces else []),
         ],
         "env": [
             _field_env("POD_NAMESPACE", "metadata.namespace"),

@@ -3,7 +3,9 @@ the seed's examples running for real on its real node.
 
 :func:`run`: the cluster up (a real node when root); the generated CRDs, RBAC and admission
 policies installed; ``appstack run`` in the background with a token of its ServiceAccount
-(so it has exactly the generated permissions); ``examples/appservice.yaml`` (the seed
+(so it has exactly the generated permissions); namespace ``default`` enabled for appstack
+(``kubectl label namespace default appstack.dev/enabled=true``, the platform team's step);
+``examples/appservice.yaml`` (the seed
 operator's sample, unchanged) applied and Ready, and its nginx answering on NodePort 30002;
 the ``uuc-token`` Secret the DataService example asks its user for, created as its comment
 says; ``examples/dataservice.yaml`` (an AppStack of 12 members) applied, its members shown
@@ -28,6 +30,7 @@ from typing import Any
 
 import yaml
 
+from appstack.api.namespaces import ENABLED
 from appstack.manifests import bundle, crds, rbac, workload
 from appstack_testbed.build import BuildError
 from appstack_testbed.cluster import LocalCluster
@@ -200,6 +203,8 @@ def run(cluster: LocalCluster, example: Path, say: Say, stack_example: Path | No
         f"\noperator running (pid {pid}) as ServiceAccount {rbac.NAMESPACE}/{rbac.NAME}; "
         f"log: {cluster.process(OPERATOR).log_file}"
     )
+    # the platform team's step: the operator acts only in namespaces opted in
+    _show(cluster, say, "label", "namespace", "default", f"{ENABLED}=true", "--overwrite")
     say(f"\n$ kubectl apply -f {example}")
     say(cluster.kubectl("apply", "-f", str(example)).stdout.rstrip())
     name = yaml.safe_load(example.read_text())["metadata"]["name"]

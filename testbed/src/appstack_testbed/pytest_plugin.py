@@ -15,9 +15,10 @@ Enable with ``pytest_plugins = ["appstack_testbed.pytest_plugin"]`` in a conftes
   ``address``: NodePorts answer there); skips where the cluster has none (not root).
   The session's cluster has ``$APPSTACK_TEST_REAL_NODES`` of them (default: 1 as root).
 * ``namespace``: a fresh namespace per test (with its default ServiceAccount ready),
-  deleted afterwards. Its pods run on the kwok nodes (fake, instant, as many as wanted:
-  the namespace selects and tolerates them) — unless the test also uses ``real_node``:
-  then they run on the real node, like a user's.
+  enabled for the operator (``appstack.dev/enabled=true``, as a platform team labels the
+  namespaces it opens to appstack), deleted afterwards. Its pods run on the kwok nodes
+  (fake, instant, as many as wanted: the namespace selects and tolerates them) — unless
+  the test also uses ``real_node``: then they run on the real node, like a user's.
 * ``prometheus_binaries`` (session): Prometheus and promtool
   (:class:`appstack_testbed.prometheus.Binaries`), built on first use with progress shown.
 
@@ -41,6 +42,7 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace, Pod, ServiceAccount
 
 from appstack.api.kind import group_key
+from appstack.api.namespaces import ENABLED
 from appstack_testbed import prometheus
 from appstack_testbed.cli import default_real_nodes
 from appstack_testbed.cluster import LocalCluster
@@ -164,7 +166,9 @@ def namespace(kube: Client, request: pytest.FixtureRequest) -> Iterator[str]:
     kube.create(
         Namespace(
             metadata=ObjectMeta(
-                name=name, labels={group_key("test"): "true"}, annotations=annotations
+                name=name,
+                labels={group_key("test"): "true", ENABLED: "true"},
+                annotations=annotations,
             )
         )
     )

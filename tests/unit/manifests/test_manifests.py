@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import yaml
 
 from appstack.cli.uninstall import INSTALLED, removal_order
@@ -51,8 +53,18 @@ def test_the_lease_is_granted_by_name_in_the_operator_namespace_only() -> None:
     assert "resourceNames" not in create
 
 
+def _policy_and_binding(prefix: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    every = admission.policies()
+    (at,) = [
+        n
+        for n, obj in enumerate(every)
+        if obj["kind"] == "ValidatingAdmissionPolicy" and obj["metadata"]["name"].startswith(prefix)
+    ]
+    return every[at], every[at + 1]
+
+
 def test_the_secrets_policy_binds_the_operator_to_labelled_opaque_secrets() -> None:
-    policy, binding, *_ = admission.policies()
+    policy, binding = _policy_and_binding("appstack-operator-secrets-")
     spec = policy["spec"]
     assert spec["failurePolicy"] == "Fail"
     # Who the operator is comes from its binding (a marker permission only its role
@@ -82,10 +94,11 @@ def test_the_secrets_policy_binds_the_operator_to_labelled_opaque_secrets() -> N
 
 
 def test_the_writes_policy_bounds_every_resource_the_operator_may_write() -> None:
-    *_, policy, binding = admission.policies()
+    policy, binding = _policy_and_binding("appstack-operator-writes-")
     assert binding["spec"]["policyName"] == policy["metadata"]["name"]
     spec = policy["spec"]
-    assert spec["matchConditions"] == admission.policies()[0]["spec"]["matchConditions"]
+    secrets, _ = _policy_and_binding("appstack-operator-secrets-")
+    assert spec["matchConditions"] == secrets["spec"]["matchConditions"]
     matched = {
         (r["apiGroups"][0], r["resources"][0]) for r in spec["matchConstraints"]["resourceRules"]
     }
@@ -150,10 +163,19 @@ def test_install_yaml_is_one_bundle_of_everything() -> None:
         "ClusterRole",  # appstack-metrics-reader, for scrapers
         "ClusterRole",  # appstack-editor, aggregated into admin and edit
         "ClusterRole",  # appstack-viewer, aggregated into view
+        "ClusterRole",  # appstack-namespace-enabler, for a platform team
         "FlowSchema",  # the operator's Lease requests at the leader-election priority
+        "ValidatingAdmissionPolicy",  # who may label a namespace enabled
+        "ValidatingAdmissionPolicyBinding",
         "ValidatingAdmissionPolicy",  # the Secrets the operator may write
         "ValidatingAdmissionPolicyBinding",
         "ValidatingAdmissionPolicy",  # everything else it may write
+        "ValidatingAdmissionPolicyBinding",
+        "ValidatingAdmissionPolicy",  # what it may change of our kinds
+        "ValidatingAdmissionPolicyBinding",
+        "ValidatingAdmissionPolicy",  # its Events
+        "ValidatingAdmissionPolicyBinding",
+        "ValidatingAdmissionPolicy",  # everyone's objects of our kinds at baseline
         "ValidatingAdmissionPolicyBinding",
         "Deployment",
         "PodDisruptionBudget",  # one replica evicted at a time
@@ -179,6 +201,7 @@ def test_a_namespaced_install_has_a_role_per_watched_namespace_and_flags_to_matc
         ("ClusterRole", None),  # appstack-metrics-reader, for scrapers
         ("ClusterRole", None),  # appstack-editor, for people (aggregated into admin, edit)
         ("ClusterRole", None),  # appstack-viewer (aggregated into view)
+        ("ClusterRole", None),  # appstack-namespace-enabler (a platform team)
         ("FlowSchema", None),  # Lease requests at the leader-election priority
     ]
     assert parts.rbac[4]["rules"] == RUNTIME_RULES
@@ -242,7 +265,7 @@ def test_watching_the_operators_own_namespace_needs_no_extra_role() -> None:
     parts = install(InstallOptions(namespace="ops", watch_namespaces=("ops",)))
     assert [o["kind"] for o in parts.rbac][:2] == ["Role", "RoleBinding"]
     assert [o["kind"] for o in parts.rbac][2:4] == ["ClusterRole", "ClusterRoleBinding"]
-    assert parts.rbac[0]["rules"] == operator_rules()
+    assert parts.rbac[0]["rules"] == operator_rules(cluster_wide=False)
 
 
 def test_uninstall_knows_every_kind_an_install_creates_and_removes_the_crds_last() -> None:

@@ -68,7 +68,7 @@ class AppServiceReconciler(KindReconciler[AppServiceSpec]):
         )
 
     async def apply(self, obj: KubeObject, spec: AppServiceSpec) -> Result | None:
-        level = await self.pod_security.level(obj["metadata"]["namespace"], spec.pod_security)
+        level = await self.namespaces.level(obj["metadata"]["namespace"], spec.pod_security)
         synced, problems = await self.writer.sync_all(obj, desired.children(obj, spec, level))
         if not synced.wrote("Service"):
             await self.writer.delete(obj, SERVICE, "no ports")

@@ -136,7 +136,7 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
         problems: list[Problem] = []
         stuck: list[Problem] = []  # members whose pods cannot start
         rechecks: list[float] = []  # when to look again at containers not ready yet
-        level = await self.pod_security.level(obj["metadata"]["namespace"], spec.pod_security)
+        level = await self.namespaces.level(obj["metadata"]["namespace"], spec.pod_security)
         for wave in start_order(edges) if edges else []:
             for name in wave:
                 seen = len(problems)
@@ -222,7 +222,7 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
             return status.member(base, True, "1/1", where, ready_message=where)
         if mw.external is not None and mw.external.host is not None:
             refused = await addresses.refusal(
-                self.external_ips, mw.external.host, self.pod_security.exists
+                self.external_ips, mw.external.host, self.namespaces.exists
             )
             if refused is not None:  # nothing written for it; a slice it had is pruned
                 problems.append(Problem("ExternalAddressRefused", f"{mw.name}: {refused}"))

@@ -84,7 +84,7 @@ class CronTabReconciler(KindReconciler[CronTabSpec]):
         return status.from_cron_job(obj, None, problem, now_rfc3339())
 
     async def apply(self, obj: KubeObject, spec: CronTabSpec) -> Result | None:
-        level = await self.pod_security.level(obj["metadata"]["namespace"], spec.pod_security)
+        level = await self.namespaces.level(obj["metadata"]["namespace"], spec.pod_security)
         synced, problems = await self.writer.sync_all(obj, desired.children(obj, spec, level))
         problem = problems[0] if problems else None
         if problem is not None:

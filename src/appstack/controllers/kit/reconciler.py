@@ -21,11 +21,12 @@ from pydantic import BaseModel, ValidationError
 
 from appstack.api.core import KubeModel
 from appstack.api.kind import CustomKind
+from appstack.api.namespaces import NOT_ENABLED_REASON, not_enabled_message
 from appstack.controllers.kit.children import ChildWriter
+from appstack.controllers.kit.namespaces import NamespaceGate
 from appstack.controllers.kit.tolerant import validate_tolerant
 from appstack.controllers.util.conditions import Problem, describe_validation
 from appstack.controllers.util.kubeobject import KubeObject, as_object
-from appstack.controllers.util.podsecurity import NamespaceLevels
 from appstack.core.resource import Resource
 from appstack.runtime import finalizer as finalizers
 from appstack.runtime.builder import Mapper
@@ -69,8 +70,9 @@ class KindReconciler(ABC, Generic[SpecT]):
         self.cache = cache
         self.resource = self.kind.resource
         self.writer = ChildWriter(client, cache, recorder, self.resource, self.owns)
-        # The Pod Security level the kind's pods are created at (util/podsecurity.py).
-        self.pod_security = NamespaceLevels(client)
+        # Where it may act, and each namespace's Pod Security level (kit/namespaces.py):
+        # the operator's shared gate replaces this one at setup (registration.py).
+        self.namespaces = NamespaceGate(client, cache, watch=False)
         self._told_unknown: set[tuple[str, int]] = set()
 
     async def reconcile(self, request: Request) -> Result | None:
@@ -80,6 +82,9 @@ class KindReconciler(ABC, Generic[SpecT]):
         # Our last status write, if the cache has not caught up with it yet.
         raw = self.writer.writes.get(self.resource, request.key) or cached
         obj = as_object(raw)
+        namespace = obj["metadata"].get("namespace")
+        if namespace and not await self.namespaces.enabled(namespace):
+            return await self._not_enabled(obj, namespace)
         if self.finalizer is None:
             if obj["metadata"].get("deletionTimestamp"):
                 return None  # going: the garbage collector removes the children
@@ -92,6 +97,21 @@ class KindReconciler(ABC, Generic[SpecT]):
             apply=lambda raw: self._validated(as_object(raw)),
             cleanup=lambda raw: self.cleanup(as_object(raw)),
         )
+
+    async def _not_enabled(self, obj: KubeObject, namespace: str) -> Result | None:
+        """Outside the enabled namespaces: say so in status and do nothing else — no child,
+        no Event (the admission policies refuse them there too). An object going away is
+        let go (our finalizer removed, nothing torn down: the garbage collector removes
+        what it owns)."""
+        meta = obj["metadata"]
+        if meta.get("deletionTimestamp"):
+            if self.finalizer is not None:
+                await finalizers.remove(self.client, self.resource, dict(obj), self.finalizer)
+            return None
+        problem = Problem(NOT_ENABLED_REASON, not_enabled_message(namespace))
+        await self.writer.write_status(obj, self.invalid_status(obj, problem))
+        after = self.namespaces.requeue_after
+        return Result(requeue_after=after) if after is not None else None
 
     async def _validated(self, obj: KubeObject) -> Result | None:
         try:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from appstack.api.kind import CustomKind
+from appstack.controllers.kit.namespaces import NAMESPACES, shared_gate
 from appstack.controllers.kit.reconciler import KindReconciler
 from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import child_selector
@@ -70,20 +71,30 @@ class Registration:
         *,
         concurrency: int | None = None,
         sync_period: float | None = None,
+        enable_all_namespaces: bool = False,
         **options: Any,
     ) -> Controller:
         """Wire the reconciler into ``manager``: watch the kind, the children it owns and
-        the objects it watches (cached only when labelled as ours), the objects its spec
+        the objects it watches (cached only when labelled as ours; of a child kind, an
+        object none of the kinds owning it controls is cached as metadata only:
+        :meth:`~appstack.runtime.cache.Cache.keep_children_of`), the objects its spec
         names (``references``), register its cache indexes, ``concurrency``
         workers (default: its share of 4), every object reconciled again every
-        :meth:`resync_period` of ``sync_period`` seconds (default: 10 minutes);
-        ``options`` go to the reconciler (e.g. the AppStack's ``external_ips``)."""
+        :meth:`resync_period` of ``sync_period`` seconds (default: 10 minutes), only in
+        the namespaces a platform team enabled (every one with
+        ``enable_all_namespaces``: :mod:`.namespaces`, shared by the controllers of one
+        manager); ``options`` go to the reconciler (e.g. the AppStack's ``external_ips``)."""
+        gate = shared_gate(manager.client, manager.cache, enable_all=enable_all_namespaces)
         watched, referenced = self.reconciler.watches, self.reconciler.references
         selectors = self.reconciler.selectors
         for resource in (*self.owns, *(resource for resource, _ in watched)):
             if resource not in referenced:  # a user's objects are not labelled as ours
                 selector = selectors.get(resource) or child_selector(resource.kind)
                 manager.cache.set_label_selector(resource, selector)
+        for resource in self.owns:  # of the others labelled ours, only their metadata
+            manager.cache.keep_children_of(resource, self.kind.resource)
+        for resource in {resource for resource, _ in watched} | set(referenced):
+            manager.cache.keep_everything(resource)  # read though we do not control them
         for resource, transform in self.reconciler.transforms.items():
             manager.cache.set_transform(resource, transform)
         for resource, indexes in self.reconciler.indexers.items():
@@ -100,8 +111,12 @@ class Registration:
             builder = builder.watches(
                 resource, referrers(manager.cache, self.kind.resource, resource)
             )
+        if gate.watching:  # a namespace labelled (or not any more): its objects, at once
+            builder = builder.watches(NAMESPACES, gate.mapper(self.kind.resource))
+        reconciler = self.reconciler(manager.client, manager.cache, recorder, **options)
+        reconciler.namespaces = gate
         return (
             builder.with_concurrency(concurrency or self.workers(4))
             .with_resync(self.resync_period(sync_period))
-            .complete(self.reconciler(manager.client, manager.cache, recorder, **options))
+            .complete(reconciler)
         )

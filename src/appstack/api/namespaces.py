@@ -1,0 +1,47 @@
+"""The namespace labels by which a platform team tells the operator where it may act (pure).
+
+Namespaces are opted in, not out (issue #34): the operator reconciles our kinds, writes
+their children, their status and Events only in a namespace labelled :data:`ENABLED`
+``=true`` — elsewhere an object of ours gets ``Ready=False``, reason
+:data:`NOT_ENABLED_REASON`, and nothing else — unless the installer enabled every namespace
+(``appstack run --enable-all-namespaces``, the same flag of ``appstack manifests`` and the
+chart's ``enableAllNamespaces``). The install's admission policies hold the operator's
+token to the same rule, and a third policy lets only holders of
+:data:`LABEL_GRANT` (and cluster administrators) set any of :data:`GUARDED` on a namespace,
+so a tenant — or whoever may create namespaces — cannot opt a namespace in themselves.
+Read by the operator (:mod:`appstack.controllers.kit.namespaces`) and the install
+(:mod:`appstack.manifests.admission_writes`, :mod:`appstack.manifests.admission_namespaces`).
+"""
+
+from __future__ import annotations
+
+from appstack.api.kind import GROUP, group_key
+
+#: ``=true``: the operator acts in this namespace.
+ENABLED = group_key("enabled")
+#: ``=true``: the operator may write privileged or host pods (beyond Pod Security baseline).
+ALLOW_PRIVILEGED = group_key("allow-privileged-pods")
+#: ``=true``: the operator may write in a system namespace (``kube-*``), if also enabled.
+MAY_WRITE = group_key("operator-may-write")
+#: The labels only a platform team may set.
+GUARDED = (ENABLED, ALLOW_PRIVILEGED, MAY_WRITE)
+#: The permission (verb on a resource of our group that nothing else uses) that lets a
+#: non-administrator set :data:`GUARDED` labels: the generated ClusterRole
+#: ``appstack-namespace-enabler-<install namespace>`` grants it.
+LABEL_GRANT = (GROUP, "namespaces", "enable")
+#: The Ready condition's reason on an object in a namespace that is not enabled.
+NOT_ENABLED_REASON = "NamespaceNotEnabled"
+SYSTEM_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease")
+
+
+def is_enabled(labels: dict[str, str] | None) -> bool:
+    """Whether a namespace with ``labels`` is opted in."""
+    return (labels or {}).get(ENABLED) == "true"
+
+
+def not_enabled_message(namespace: str) -> str:
+    """What the Ready condition says in a namespace that is not enabled."""
+    return (
+        f"namespace {namespace} is not enabled for appstack: a cluster administrator runs "
+        f"kubectl label namespace {namespace} {ENABLED}=true"
+    )

@@ -1,0 +1,191 @@
+"""Where the operator may act: :class:`NamespaceGate`, one per operator process, asked by
+every reconcile (:mod:`.reconciler`) before it reads a spec.
+
+A namespace is enabled when a platform team labelled it ``appstack.dev/enabled=true``
+(:mod:`appstack.api.namespaces`), or when the installer enabled every namespace. The gate
+also tells each namespace's labels (the Pod Security level pods are created at,
+:mod:`appstack.controllers.util.podsecurity`) and whether a namespace exists (the AppStack's
+external address check). Two ways to know, by how the operator is installed:
+
+* **cluster-wide** (no ``--namespace``): a metadata-only informer of the enabled namespaces
+  (label selector; of every namespace with ``enable_all``), so labelling a namespace wakes
+  every object of ours in it at once (:meth:`NamespaceGate.mapper`) — RBAC ``list`` and
+  ``watch`` on namespaces;
+* **namespaced** (``--namespace`` given, Roles only: a namespace can be read by name only):
+  a GET per namespace kept :data:`TTL` seconds, and an object in a namespace not enabled is
+  looked at again after that long (:attr:`NamespaceGate.requeue_after`).
+
+Existence (:meth:`NamespaceGate.exists`) is always a GET, kept :data:`TTL` seconds in a
+cache of at most :data:`MAX_REMEMBERED` names that forgets the least recently used (a
+tenant naming made-up namespaces cannot grow it).
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import structlog
+
+from appstack.api.namespaces import ENABLED, is_enabled
+from appstack.api.security import PodSecurityLevel
+from appstack.controllers.util.podsecurity import level_of
+from appstack.core.resource import Resource, split_key
+from appstack.runtime import errors
+from appstack.runtime.builder import Mapper
+from appstack.runtime.cache import Cache
+from appstack.runtime.client import Client
+from appstack.runtime.controller import Request
+from appstack.runtime.resources import NAMESPACE
+
+TTL = 30.0
+MAX_REMEMBERED = 4096
+#: The namespaces' cache: metadata only (no spec, no status).
+NAMESPACES = NAMESPACE.metadata_only()
+log = structlog.get_logger("appstack.namespaces")
+
+Labels = dict[str, str]
+
+
+def _kept(obj: dict[str, Any]) -> dict[str, Any]:
+    """What the gate keeps of a namespace: its name, version and labels."""
+    meta = obj.get("metadata") or {}
+    kept = {k: meta[k] for k in ("name", "uid", "resourceVersion", "labels") if k in meta}
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": kept}
+
+
+class _Remembered:
+    """A bounded, time-limited memory of GETs: name -> (when, value)."""
+
+    def __init__(self, now: Callable[[], float], ttl: float, size: int) -> None:
+        self.now, self.ttl, self.size = now, ttl, size
+        self._seen: OrderedDict[str, tuple[float, Any]] = OrderedDict()
+
+    def get(self, name: str) -> tuple[bool, Any]:
+        seen = self._seen.get(name)
+        if seen is None or self.now() - seen[0] >= self.ttl:
+            return False, None
+        self._seen.move_to_end(name)
+        return True, seen[1]
+
+    def put(self, name: str, value: Any) -> None:
+        self._seen[name] = (self.now(), value)
+        self._seen.move_to_end(name)
+        while len(self._seen) > self.size:
+            self._seen.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._seen)
+
+
+class NamespaceGate:
+    """Whether the operator may act in a namespace, and that namespace's labels."""
+
+    def __init__(
+        self,
+        client: Client,
+        cache: Cache,
+        *,
+        enable_all: bool = False,
+        watch: bool | None = None,
+        now: Callable[[], float] = time.monotonic,
+        ttl: float = TTL,
+        max_remembered: int = MAX_REMEMBERED,
+    ) -> None:
+        self.client = client
+        self.cache = cache
+        self.enable_all = enable_all
+        #: Cluster-wide: namespaces come from an informer (else from GETs). The default is
+        #: by the cache's scope: a cache of some namespaces cannot list namespaces.
+        self.watching = not cache.namespaces if watch is None else watch
+        self._labels = _Remembered(now, ttl, max_remembered)
+        self._exists = _Remembered(now, ttl, max_remembered)
+        self._ttl = ttl
+        if self.watching:
+            if not enable_all:
+                cache.set_label_selector(NAMESPACES, f"{ENABLED}=true")
+            cache.set_transform(NAMESPACES, _kept)
+
+    @property
+    def requeue_after(self) -> float | None:
+        """After how long an object in a namespace not enabled is looked at again (None:
+        when its namespace is labelled, the informer says so)."""
+        return None if self.watching else self._ttl
+
+    async def labels(self, namespace: str) -> Labels | None:
+        """The labels of an enabled ``namespace`` (None: not enabled, or gone)."""
+        if self.watching:
+            obj = self.cache.get(NAMESPACES, namespace)
+            found = None if obj is None else dict(obj["metadata"].get("labels") or {})
+            return (
+                found if found is not None or not self.enable_all else await self._read(namespace)
+            )
+        found = await self._read(namespace)
+        return found if self.enable_all or is_enabled(found) else None
+
+    async def enabled(self, namespace: str) -> bool:
+        """Whether the operator may act in ``namespace``."""
+        return self.enable_all or await self.labels(namespace) is not None
+
+    async def exists(self, namespace: str) -> bool | None:
+        """Whether ``namespace`` exists (None: not readable with the operator's rights, as
+        in a namespaced install for a namespace it does not watch)."""
+        known, found = self._exists.get(namespace)
+        if known:
+            return found  # type: ignore[no-any-return]
+        await self._read(namespace)
+        return self._exists.get(namespace)[1]  # type: ignore[no-any-return]
+
+    async def level(self, namespace: str, asked: PodSecurityLevel | None) -> PodSecurityLevel:
+        """The Pod Security level pods are created at in ``namespace``: ``asked`` if the
+        object names one, else the namespace's
+        (:func:`~appstack.controllers.util.podsecurity.level_of`)."""
+        return asked if asked is not None else level_of(await self.labels(namespace))
+
+    def mapper(self, primary: Resource) -> Mapper:
+        """A namespace's change -> every cached object of ``primary`` in it."""
+
+        def mapper(obj: dict[str, Any]) -> Iterable[Request]:
+            name = obj["metadata"]["name"]
+            return [
+                Request(namespace, key_name)
+                for namespace, key_name in map(split_key, self.cache.keys(primary))
+                if namespace == name
+            ]
+
+        return mapper
+
+    async def _read(self, namespace: str) -> Labels | None:
+        """The namespace's labels by GET (remembered :data:`TTL` seconds); None when it
+        cannot be read."""
+        known, remembered = self._labels.get(namespace)
+        if known:
+            return remembered  # type: ignore[no-any-return]
+        found: bool | None = True
+        labels: Labels | None
+        try:
+            obj = await self.client.get(NAMESPACE, namespace)
+            labels = dict((obj.get("metadata") or {}).get("labels") or {})
+        except (errors.Forbidden, errors.NotFound) as error:
+            log.debug("namespace not readable", namespace=namespace, error=str(error))
+            found = False if isinstance(error, errors.NotFound) else None
+            labels = None
+        self._labels.put(namespace, labels)
+        self._exists.put(namespace, found)
+        return labels
+
+
+_SHARED: weakref.WeakKeyDictionary[Cache, NamespaceGate] = weakref.WeakKeyDictionary()
+
+
+def shared_gate(client: Client, cache: Cache, *, enable_all: bool = False) -> NamespaceGate:
+    """The one gate of the controllers sharing ``cache`` (one namespace informer)."""
+    gate = _SHARED.get(cache)
+    if gate is None:
+        gate = _SHARED[cache] = NamespaceGate(client, cache, enable_all=enable_all)
+    elif gate.enable_all != enable_all:
+        raise ValueError("the controllers of one cache disagree on enable_all")
+    return gate
