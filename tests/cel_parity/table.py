@@ -13,9 +13,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from appstack.api.kind import CustomObject
 from appstack.controllers.registry import ALL
 from appstack.manifests.crds import all_crds
+from appstack.sdk.kind import CustomObject
 
 DELETE = object()  # an edit's value: remove the field
 Edits = tuple[tuple[str, Any], ...]

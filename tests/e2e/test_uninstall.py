@@ -2,7 +2,8 @@
 tests share): install (the generated objects; the operator as a local process under the
 generated ServiceAccount, with its Deployment's arguments), an AppStack with managed
 middleware and an AppService, then uninstall — after which nothing with our labels and no
-CRD of our group is left, and nothing is stuck Terminating.
+CRD of our group is left, and nothing is stuck Terminating; another operator's CRD, made
+with the SDK (even labelled part-of=appstack), and its objects are left alone.
 
 There is no kubelet here, so when uninstall deletes the operator's Deployment the test
 stops the local operator process, as the kubelet would stop the pod.
@@ -37,7 +38,11 @@ from appstack.runtime.resources import (
     SERVICE_ACCOUNT,
     STATEFUL_SET,
 )
+from appstack.sdk.crd import crd
+from appstack.sdk.kind import CustomObject, custom_kind
+from appstack.sdk.model import KubeModel
 from appstack_testbed.cluster import LocalCluster
+from appstack_testbed.waiting import condition_status
 from tests.e2e.conftest import is_ready, until
 from tests.e2e.installed import admin_client, apply_install, running_operator
 
@@ -77,8 +82,11 @@ def _app(namespace: str) -> dict[str, Any]:
 
 def _kept_data(kind: str, obj: dict[str, Any]) -> bool:
     """A managed database's credentials Secret, kept (unowned) exactly as long as its
-    retained volume, like the PersistentVolumeClaim itself (docs/security.md)."""
+    retained volume, like the PersistentVolumeClaim itself (docs/security.md); another
+    operator's CRD is not ours to remove."""
     meta = obj["metadata"]
+    if kind == "CustomResourceDefinition":  # another operator's, whatever its labels
+        return obj["spec"]["group"] != "appstack.dev"
     return (
         kind == "Secret"
         and meta["name"].endswith("-credentials")
@@ -133,16 +141,63 @@ async def test_uninstall_removes_resources_then_operator_then_crds_leaving_nothi
                 if line.startswith("deleted Deployment appstack-system/appstack-operator"):
                     operator.terminate()  # the kubelet would stop the pod now
 
+            # Another operator's kind, declared with the SDK — its CRD even labelled
+            # part-of=appstack, as the SDK's crd() used to label every CRD (issue #35)
+            greeting = await _other_operators_kind(client, namespace)
             await uninstall(client, say, timeout=120)
             assert operator.wait(timeout=30) == 0
 
         assert await _leftovers(client) == []
+        kept = await client.get(CRD, Greeting.KIND.crd_name)
+        assert kept["metadata"]["uid"] == greeting["crd"]
+        hello = await client.get(Greeting.KIND.resource, "hello", namespace)
+        assert hello["metadata"]["uid"] == greeting["object"]
     custom = [line for line in said if line.startswith(("deleted AppStack", "deleted AppService"))]
     first_operator_object = next(i for i, line in enumerate(said) if "appstack-operator" in line)
     assert len(custom) == 2
     assert said.index(custom[-1]) < first_operator_object
     deleted = [line for line in said if line.startswith("deleted ")]
     assert deleted[-1].startswith("deleted Namespace appstack-system")
+
+
+class GreetingSpec(KubeModel):
+    message: str
+
+
+class GreetingStatus(KubeModel):
+    said: str | None = None
+
+
+@custom_kind(group="tutorial.example.com", plural="greetings")
+class Greeting(CustomObject):
+    """Another operator's kind (the tutorial's, docs/runtime.md)."""
+
+    spec: GreetingSpec
+    status: GreetingStatus | None = None
+
+
+async def _other_operators_kind(client: Client, namespace: str) -> dict[str, str]:
+    """Install the other operator's CRD (labelled like ours) and one object of it."""
+    definition = crd(Greeting.KIND, {"app.kubernetes.io/part-of": "appstack"})
+    created = await client.create(CRD, definition)
+    await until(
+        client,
+        CRD,
+        Greeting.KIND.crd_name,
+        "",
+        lambda c: condition_status(c, "Established") == "True",
+        30,
+        "the other CRD established",
+    )
+    resource = Greeting.KIND.resource
+    obj = {
+        "apiVersion": resource.api_version,
+        "kind": "Greeting",
+        "metadata": {"name": "hello", "namespace": namespace},
+        "spec": {"message": "hello"},
+    }
+    hello = await client.create(resource, obj)
+    return {"crd": created["metadata"]["uid"], "object": hello["metadata"]["uid"]}
 
 
 async def test_uninstall_without_a_running_operator_stops_before_removing_it(

@@ -15,7 +15,10 @@ from typing import Annotated, Any
 
 from pydantic import ConfigDict, Field, model_validator
 
-from appstack.api.core import (
+from appstack.api.kind import custom_kind
+from appstack.api.security import POD_SECURITY, SECURITY, PodSecurityLevel, SecurityContext
+from appstack.sdk.kind import AGE, WIDE_READY, CustomObject
+from appstack.sdk.model import (
     Condition,
     EnvList,
     KubeModel,
@@ -26,9 +29,7 @@ from appstack.api.core import (
     ServiceType,
     default_service_type,
 )
-from appstack.api.kind import AGE, WIDE_READY, CustomObject, custom_kind
-from appstack.api.names import DNS_1035, Image, ObjectName, name_rules
-from appstack.api.security import POD_SECURITY, SECURITY, PodSecurityLevel, SecurityContext
+from appstack.sdk.names import DNS_1035, Image, ObjectName, name_rules
 
 ShortString = Annotated[str, Field(max_length=4096)]
 LabelMap = Annotated[dict[str, Annotated[str, Field(max_length=63)]], Field(max_length=64)]

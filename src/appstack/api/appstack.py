@@ -19,11 +19,12 @@ from pydantic import ConfigDict, Field, model_validator
 from appstack.api.appstack_component import Component
 from appstack.api.appstack_middleware import Middleware
 from appstack.api.appstack_rules import MEMBER_NAME_RULES, SERVICE_NAME_RULE
-from appstack.api.core import Condition, KubeModel
 from appstack.api.graph import find_cycle
-from appstack.api.kind import AGE, READY_MESSAGE, READY_REASON, CustomObject, custom_kind
-from appstack.api.names import DNS_1035, name_rules
+from appstack.api.kind import custom_kind
 from appstack.api.security import POD_SECURITY, PodSecurityLevel
+from appstack.sdk.kind import AGE, READY_MESSAGE, READY_REASON, CustomObject
+from appstack.sdk.model import Condition, KubeModel
+from appstack.sdk.names import DNS_1035, name_rules
 
 _REFS = (
     "(self.components.exists(x, x.name == d) || (has(self.middleware) && "

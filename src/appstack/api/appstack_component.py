@@ -16,7 +16,8 @@ from appstack.api.appstack_rules import (
     component_problem,
     config_problem,
 )
-from appstack.api.core import (
+from appstack.api.security import SECURITY, SecurityContext
+from appstack.sdk.model import (
     EnvList,
     KubeModel,
     Probe,
@@ -24,8 +25,7 @@ from appstack.api.core import (
     ServiceType,
     default_service_type,
 )
-from appstack.api.names import DNS_LABEL, Image, ObjectName
-from appstack.api.security import SECURITY, SecurityContext
+from appstack.sdk.names import DNS_LABEL, Image, ObjectName
 
 
 class ComponentPort(KubeModel):

@@ -11,7 +11,6 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Field, model_validator
 
 from appstack.api.appstack_rules import IMMUTABLE_TYPE, STORAGE_RULES, immutable
-from appstack.api.core import KubeModel, Quantity, ResourceRequirements
 from appstack.api.managed_rules import (
     CONFIG_FILES,
     MANAGED_RULES,
@@ -19,9 +18,10 @@ from appstack.api.managed_rules import (
     REPLICAS,
     managed_problem,
 )
-from appstack.api.names import DNS_1035, TAG, Image, ObjectName
 from appstack.api.security import SECURITY, SecurityContext
 from appstack.api.urls import EXAMPLE, URL_RULES, url_problem
+from appstack.sdk.model import KubeModel, Quantity, ResourceRequirements
+from appstack.sdk.names import DNS_1035, TAG, Image, ObjectName
 
 MemberName = Annotated[str, Field(min_length=1, max_length=40, pattern=DNS_1035)]
 ServiceName = Annotated[str, Field(min_length=1, max_length=63, pattern=DNS_1035)]

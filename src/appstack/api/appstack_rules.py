@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from appstack.api.names import NameRule
+from appstack.sdk.names import NameRule
 
 
 def _longest_member(spec: Any, managed: bool) -> int:

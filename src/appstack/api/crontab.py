@@ -13,12 +13,13 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from appstack.api.core import Condition, KubeModel
 from appstack.api.cron import cron_problem
 from appstack.api.cron_rules import CRON_RULES
-from appstack.api.kind import AGE, WIDE_READY, CustomObject, custom_kind
-from appstack.api.names import DNS_LABEL, Image, name_rules
+from appstack.api.kind import custom_kind
 from appstack.api.security import POD_SECURITY, SECURITY, PodSecurityLevel, SecurityContext
+from appstack.sdk.kind import AGE, WIDE_READY, CustomObject
+from appstack.sdk.model import Condition, KubeModel
+from appstack.sdk.names import DNS_LABEL, Image, name_rules
 
 
 class CronTabSpec(KubeModel):

@@ -14,7 +14,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
-from appstack.api.core import Condition, KubeModel, Quantity, ResourceRequirements
 from appstack.api.etcdcluster_backup import BackupSpec
 from appstack.api.etcdcluster_recovery import (
     RECOVERY_RULES,
@@ -22,8 +21,10 @@ from appstack.api.etcdcluster_recovery import (
     RecoveryStatus,
 )
 from appstack.api.etcdcluster_version import VERSION_RULES
-from appstack.api.kind import AGE, CustomObject, custom_kind
-from appstack.api.names import DNS_1035, ObjectName, name_rules
+from appstack.api.kind import custom_kind
+from appstack.sdk.kind import AGE, CustomObject
+from appstack.sdk.model import Condition, KubeModel, Quantity, ResourceRequirements
+from appstack.sdk.names import DNS_1035, ObjectName, name_rules
 
 # Versions with a release the operator knows how to run (etcd's own images are tagged vX.Y.Z).
 VERSION_PATTERN = r"^3\.[56]\.[0-9]+$"

@@ -16,10 +16,10 @@ from typing import Any
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from appstack.api.core import KubeModel
 from appstack.api.cron import cron_problem
 from appstack.api.cron_rules import cron_rules
-from appstack.api.names import ObjectName
+from appstack.sdk.model import KubeModel
+from appstack.sdk.names import ObjectName
 
 SCHEDULE = "schedule"
 BACKUP_RULES: list[Any] = [

@@ -1,137 +1,27 @@
-"""A custom kind, declared once next to its model (as kube-derive's ``#[kube(...)]``).
-
-:func:`custom_kind` decorates the top-level model of a custom resource with what the API
-server needs to serve it — group, version, kind, plural, singular, short names,
-categories, scope, subresources, printer columns — as a :class:`CustomKind`, reachable as
-``Model.KIND``. The CRD (:mod:`appstack.manifests.crds`), the controllers'
-:class:`~appstack.core.resource.Resource`, their RBAC rules and ``appstack render`` are all
-derived from it, so a kind's names are typed in one place, and the API group (:data:`GROUP`)
-in exactly one. Pure, no I/O.
+"""appstack's API group and how its kinds are declared: :func:`custom_kind` is the SDK's
+(:func:`appstack.sdk.kind.custom_kind`) with appstack's group (:data:`GROUP`, typed here
+only) and category (``kubectl get appstack-all``). :func:`group_key` names labels,
+annotations and finalizers under the group. Pure, no I/O; used by every kind of
+:mod:`appstack.api`.
 """
 
 from __future__ import annotations
 
-import types
-import typing
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, ClassVar, TypeVar
+from typing import Any
 
-from pydantic import BaseModel, Field, field_validator, model_validator
-
-from appstack.api.core import KubeModel
-from appstack.api.names import NameRule
-from appstack.core.resource import Resource
+from appstack.sdk.kind import VERSION, ModelT
+from appstack.sdk.kind import custom_kind as sdk_custom_kind
 
 GROUP = "appstack.dev"
-VERSION = "v1"
-AGE = {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
 # Every kind's category (``kubectl get appstack-all``); not ``appstack``, which is
 # AppStack's singular name: a category of that name made ``kubectl get appstack NAME`` fail.
 CATEGORY = "appstack-all"
-_READY = '.status.conditions[?(@.type=="Ready")]'
-READY_REASON = {"name": "Reason", "type": "string", "jsonPath": f"{_READY}.reason"}
-READY_MESSAGE = {
-    "name": "Message",
-    "type": "string",
-    "jsonPath": f"{_READY}.message",
-    "priority": 1,
-}
-# The Ready condition's reason and message, shown by ``kubectl get -o wide``.
-WIDE_READY = ({**READY_REASON, "priority": 1}, READY_MESSAGE)
 
 
 def group_key(name: str) -> str:
     """A label, annotation or finalizer name under our group: ``<GROUP>/<name>``."""
     return f"{GROUP}/{name}"
-
-
-@dataclass(frozen=True)
-class CustomKind:
-    """Everything about one custom kind: how it is routed, named, printed and validated."""
-
-    kind: str
-    plural: str
-    model: type[CustomObject]
-    spec: type[BaseModel]
-    status: type[BaseModel]
-    short_names: tuple[str, ...] = ()
-    printer_columns: tuple[Mapping[str, Any], ...] = ()
-    subresources: Mapping[str, Any] = field(default_factory=lambda: {"status": {}})
-    categories: tuple[str, ...] = (CATEGORY,)
-    namespaced: bool = True
-    group: str = GROUP
-    version: str = VERSION
-
-    @property
-    def singular(self) -> str:
-        return self.kind.lower()
-
-    @property
-    def api_version(self) -> str:
-        return f"{self.group}/{self.version}"
-
-    @property
-    def resource(self) -> Resource:
-        return Resource(self.group, self.version, self.kind, self.plural, self.namespaced)
-
-    @property
-    def crd_name(self) -> str:
-        return f"{self.plural}.{self.group}"
-
-
-class CustomObject(KubeModel):
-    """Base of a custom resource's top-level model: ``apiVersion`` and ``kind`` default to
-    the declared ones and must equal them; ``KIND`` is set by :func:`custom_kind`;
-    ``NAME_RULES`` keep ``metadata.name`` fit for every child derived from it (checked here
-    and, as CEL at the schema's root, at admission)."""
-
-    KIND: ClassVar[CustomKind]
-    NAME_RULES: ClassVar[tuple[NameRule, ...]] = ()
-
-    api_version: str = Field("", validate_default=True)
-    kind: str = Field("", validate_default=True)
-    metadata: dict[str, Any] = Field(default_factory=dict)
-    spec: Any  # each kind's model narrows this to its spec model
-
-    @field_validator("api_version")
-    @classmethod
-    def _declared_api_version(cls, value: str) -> str:
-        return _declared(value, cls.KIND.api_version)
-
-    @field_validator("kind")
-    @classmethod
-    def _declared_kind(cls, value: str) -> str:
-        return _declared(value, cls.KIND.kind)
-
-    @model_validator(mode="after")
-    def _name_rules(self) -> CustomObject:
-        name = self.metadata.get("name")
-        for rule in self.NAME_RULES if isinstance(name, str) else ():
-            if not rule.check(str(name), self.spec):
-                raise ValueError(rule.message)
-        return self
-
-
-def _declared(value: str, want: str) -> str:
-    if value and value != want:
-        raise ValueError(f"Input should be {want!r}")
-    return want
-
-
-def _model_of(model: type[BaseModel], name: str) -> type[BaseModel]:
-    """The model class of field ``name`` (``X | None`` → ``X``)."""
-    annotation = model.model_fields[name].annotation
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        for arg in typing.get_args(annotation):
-            if isinstance(arg, type) and issubclass(arg, BaseModel):
-                return arg
-    raise TypeError(f"{model.__name__}.{name} is not a model")
-
-
-ModelT = TypeVar("ModelT", bound=type[CustomObject])
 
 
 def custom_kind(
@@ -141,29 +31,16 @@ def custom_kind(
     printer_columns: tuple[Mapping[str, Any], ...] = (),
     subresources: Mapping[str, Any] | None = None,
     namespaced: bool = True,
-    categories: tuple[str, ...] = (CATEGORY,),
-    group: str = GROUP,
-    version: str = VERSION,
 ) -> Callable[[ModelT], ModelT]:
-    """Declare the decorated model (named like its kind, with ``spec`` and ``status``
-    fields) as a custom kind, of :data:`GROUP`/:data:`VERSION` unless told otherwise
-    (users of the runtime declare kinds of their own group, see docs/runtime.md)."""
-
-    def declare(model: ModelT) -> ModelT:
-        model.KIND = CustomKind(
-            kind=model.__name__,
-            plural=plural,
-            model=model,
-            spec=_model_of(model, "spec"),
-            status=_model_of(model, "status"),
-            short_names=short_names,
-            printer_columns=printer_columns,
-            subresources=subresources if subresources is not None else {"status": {}},
-            namespaced=namespaced,
-            categories=categories,
-            group=group,
-            version=version,
-        )
-        return model
-
-    return declare
+    """Declare one of appstack's kinds: :data:`GROUP`, version ``v1``, category
+    :data:`CATEGORY` (see :func:`appstack.sdk.kind.custom_kind`)."""
+    return sdk_custom_kind(
+        group=GROUP,
+        version=VERSION,
+        plural=plural,
+        short_names=short_names,
+        printer_columns=printer_columns,
+        subresources=subresources,
+        namespaced=namespaced,
+        categories=(CATEGORY,),
+    )

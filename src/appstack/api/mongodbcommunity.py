@@ -18,9 +18,10 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from appstack.api.core import Condition, KubeModel, Quantity, ResourceRequirements
-from appstack.api.kind import AGE, WIDE_READY, CustomObject, custom_kind
-from appstack.api.names import DNS_1035, ObjectName, name_rules
+from appstack.api.kind import custom_kind
+from appstack.sdk.kind import AGE, WIDE_READY, CustomObject
+from appstack.sdk.model import Condition, KubeModel, Quantity, ResourceRequirements
+from appstack.sdk.names import DNS_1035, ObjectName, name_rules
 
 MAX_MEMBERS = 7  # voting members of one replica set
 DEFAULT_IMAGE = "mongo"  # Docker's official image: <repository>:<version>

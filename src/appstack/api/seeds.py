@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from appstack.api.kind import GROUP, VERSION
+from appstack.api.kind import GROUP
+from appstack.sdk.kind import VERSION
 
 SERVED = f"{GROUP}/{VERSION}"
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from appstack.manifests import rbac
 from appstack.manifests.chart_labels import PART_OF
-from appstack.manifests.crds import LABELS
+from appstack.manifests.crds import LABELS, crd_names
 from appstack.manifests.install import InstallOptions, install
 from appstack.runtime import errors
 from appstack.runtime.client import Client
@@ -28,6 +28,7 @@ from appstack.runtime.resources import DEPLOYMENT, SERVICE_ACCOUNT
 # uninstall must still see (and spare) a Helm install in another namespace.
 SELECTOR = f"{PART_OF}={LABELS[PART_OF]}"
 WATCH_FLAG = "--namespace="
+OWN_CRDS = frozenset(crd_names())
 
 Key = tuple[str, str, str | None]  # kind, name, namespace
 
@@ -52,11 +53,13 @@ class Scope:
         return self.alone or namespace in self.watched
 
     def owns(self, kind: str, name: str, namespace: str | None) -> bool:
-        """Whether the install's object ``kind`` ``namespace/name`` goes."""
+        """Whether the install's object ``kind`` ``namespace/name`` goes. A CRD goes only if
+        it is one of appstack's own kinds (by name: a CRD another operator generated with
+        the SDK, or labelled like ours by hand, is never ours to delete)."""
+        if kind == "CustomResourceDefinition":
+            return name in OWN_CRDS and self.alone
         if self.namespace is None:
             return True
-        if kind == "CustomResourceDefinition":
-            return self.alone
         if kind == "Namespace":
             return name == self.namespace
         return namespace == self.namespace or (kind, name, namespace) in self.own

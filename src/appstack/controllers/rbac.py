@@ -7,9 +7,9 @@ operator's own namespace (a Role), never cluster-wide."""
 from __future__ import annotations
 
 from appstack.controllers.registry import ALL
-from appstack.controllers.util.rbac import Rule, rule
 from appstack.runtime.metricsauth import SUBJECT_ACCESS_REVIEW, TOKEN_REVIEW
 from appstack.runtime.resources import EVENT, LEASE, NAMESPACE
+from appstack.sdk.rbac import Rule, rule
 
 LEASE_NAME = "appstack-operator"  # the operator's leader-election Lease (appstack run)
 # A permission nothing uses, granted only by the operator's own (Cluster)Role: the admission

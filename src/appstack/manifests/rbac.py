@@ -14,8 +14,8 @@ from typing import Any
 
 from appstack.controllers.rbac import RUNTIME_RULES, leader_election_rules, operator_rules
 from appstack.controllers.registry import ALL
-from appstack.controllers.util.rbac import Rule
 from appstack.manifests.crds import LABELS
+from appstack.sdk.rbac import Rule
 
 NAMESPACE = "appstack-system"
 REVIEWS = ("tokenreviews", "subjectaccessreviews")

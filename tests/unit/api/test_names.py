@@ -1,4 +1,4 @@
-"""Names, references and images: the models refuse what admission refuses (api/names.py and
+"""Names, references and images: the models refuse what admission refuses (sdk/names.py and
 the kinds' NAME_RULES), so ``appstack render`` gives the same message."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pydantic import ValidationError
 from appstack.api.appservice import AppService
 from appstack.api.appstack import AppStack
 from appstack.api.crontab import CronTab
-from appstack.api.names import DNS_SUBDOMAIN, IMAGE
 from appstack.controllers.util.workloads import unique_ports
+from appstack.sdk.names import DNS_SUBDOMAIN, IMAGE
 
 _DIGEST = "sha256:" + "a" * 64
 

@@ -1,4 +1,4 @@
-"""The structural schema generator (api/schema.py) on a small model, without a cluster."""
+"""The structural schema generator (sdk/schema.py) on a small model, without a cluster."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from appstack.api.core import IntOrString, KubeModel
-from appstack.api.schema import structural_schema
+from appstack.sdk.model import IntOrString, KubeModel
+from appstack.sdk.schema import structural_schema
 
 
 class _Inner(KubeModel):

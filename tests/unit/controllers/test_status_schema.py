@@ -12,7 +12,6 @@ from pydantic import ValidationError
 
 from appstack.api.appservice import AppServiceStatus
 from appstack.api.appstack import AppStackStatus, MemberStatus
-from appstack.api.core import KubeModel
 from appstack.api.crontab import CronTabStatus
 from appstack.api.etcdcluster import EtcdClusterStatus
 from appstack.api.mongodbcommunity import MongoDBCommunityStatus, UserStatus
@@ -26,6 +25,7 @@ from appstack.controllers.etcdcluster.plan import MemberView, Observed, Step
 from appstack.controllers.kit.compare import status_patch
 from appstack.controllers.mongodbcommunity import status as mongodb
 from appstack.controllers.util.conditions import Problem
+from appstack.sdk.model import KubeModel
 from tests.support.status_schema import status_schema, violations
 
 PROBLEM = Problem("InvalidSpec", "spec.size: must be at least 0")

@@ -328,3 +328,8 @@ def test_an_uninstall_scope_keeps_the_other_installs_and_the_crds() -> None:
     assert last.owns("CustomResourceDefinition", "appservices.appstack.dev", None)
     assert last.removes_custom_resources_in("b")
     assert Scope().owns("ClusterRole", "anything", None)
+    # Only appstack's own CRDs, even labelled part-of=appstack: a tutorial user's CRD is
+    # theirs (issue #35: crd() used to stamp the label on every CRD it generated).
+    assert Scope().owns("CustomResourceDefinition", "appstacks.appstack.dev", None)
+    assert not Scope().owns("CustomResourceDefinition", "greetings.tutorial.example.com", None)
+    assert not last.owns("CustomResourceDefinition", "guestbooks.webapp.example.com", None)

@@ -10,8 +10,8 @@ from appstack.api.appservice import AppService
 from appstack.controllers.appservice import desired
 from appstack.controllers.appservice.reconciler import AppServiceReconciler
 from appstack.controllers.kit.registration import Registration
-from appstack.controllers.util.rbac import Rule, own_rules, rule
 from appstack.runtime.resources import DEPLOYMENT, POD, SERVICE
+from appstack.sdk.rbac import Rule, own_rules, rule
 
 APP_SERVICE = AppService.KIND.resource
 

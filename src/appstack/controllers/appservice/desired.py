@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any
 
 from appstack.api.appservice import AppServiceSpec
-from appstack.api.core import ServicePort
 from appstack.api.security import PodSecurityLevel
 from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import child_labels, child_metadata, instance_labels
@@ -26,6 +25,7 @@ from appstack.controllers.util.parts import (
     user_env,
 )
 from appstack.controllers.util.workloads import container, security_context
+from appstack.sdk.model import ServicePort
 
 CONTAINER = "app"
 COMPONENT = "appservice"

@@ -12,7 +12,6 @@ from appstack.api.appstack import AppStack
 from appstack.controllers.appstack import desired
 from appstack.controllers.appstack.reconciler import AppStackReconciler
 from appstack.controllers.kit.registration import Registration
-from appstack.controllers.util.rbac import Rule, own_rules, rule
 from appstack.runtime.resources import (
     CONFIG_MAP,
     DEPLOYMENT,
@@ -22,6 +21,7 @@ from appstack.runtime.resources import (
     SECRET,
     STATEFUL_SET,
 )
+from appstack.sdk.rbac import Rule, own_rules, rule
 
 APP_STACK = AppStack.KIND.resource
 

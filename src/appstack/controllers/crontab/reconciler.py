@@ -19,7 +19,6 @@ from typing import Any, ClassVar
 
 from pydantic import ValidationError
 
-from appstack.api.core import Condition
 from appstack.api.crontab import CronTab, CronTabSpec, CronTabStatus
 from appstack.controllers.crontab import desired, status
 from appstack.controllers.kit.applied import JOB_TRANSFORMS, Transform
@@ -45,6 +44,7 @@ from appstack.runtime.controller import Request, Result
 from appstack.runtime.events import EventRecorder
 from appstack.runtime.resources import CRON_JOB, JOB, POD, Resource
 from appstack.runtime.store import IndexFunc
+from appstack.sdk.model import Condition
 
 
 def _job_mapper(job: dict[str, Any]) -> list[Request]:

@@ -8,7 +8,6 @@ a voting member is unhealthy, or quorum is lost (then the message says what is n
 
 from __future__ import annotations
 
-from appstack.api.core import Condition
 from appstack.api.etcdcluster import EtcdClusterStatus, EtcdMember
 from appstack.controllers.etcdcluster import desired
 from appstack.controllers.etcdcluster.observe import Observation
@@ -22,6 +21,7 @@ from appstack.controllers.util.conditions import (
 )
 from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import label_selector
+from appstack.sdk.model import Condition
 
 #: A condition as (status, reason, message).
 Said = tuple[Truth, str, str]

@@ -20,7 +20,6 @@ from typing import Any
 
 import structlog
 
-from appstack.api.core import KubeModel
 from appstack.controllers.kit.compare import (
     already_so,
     create_only,
@@ -41,6 +40,7 @@ from appstack.runtime import errors
 from appstack.runtime.cache import Cache
 from appstack.runtime.client import Client
 from appstack.runtime.events import EventRecorder, EventType
+from appstack.sdk.model import KubeModel
 
 log = structlog.get_logger("appstack.children")
 

@@ -11,9 +11,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from appstack.api.core import KubeModel
 from appstack.controllers.util.quantity import same_quantity
 from appstack.runtime import errors
+from appstack.sdk.model import KubeModel
 
 
 def users_problem(error: errors.ApiError) -> bool:

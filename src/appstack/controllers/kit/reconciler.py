@@ -19,8 +19,6 @@ from typing import Any, ClassVar, Generic, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
 
-from appstack.api.core import KubeModel
-from appstack.api.kind import CustomKind
 from appstack.api.namespaces import NOT_ENABLED_REASON, not_enabled_message
 from appstack.controllers.kit.children import ChildWriter
 from appstack.controllers.kit.namespaces import NamespaceGate
@@ -35,6 +33,8 @@ from appstack.runtime.client import Client
 from appstack.runtime.controller import Request, Result
 from appstack.runtime.events import EventRecorder
 from appstack.runtime.store import IndexFunc
+from appstack.sdk.kind import CustomKind
+from appstack.sdk.model import KubeModel
 
 SpecT = TypeVar("SpecT", bound=BaseModel)
 

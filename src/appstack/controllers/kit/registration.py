@@ -15,13 +15,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from appstack.api.kind import CustomKind
 from appstack.controllers.kit.namespaces import NAMESPACES, shared_gate
 from appstack.controllers.kit.reconciler import KindReconciler
 from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import child_selector
 from appstack.controllers.util.parts import Manifest
-from appstack.controllers.util.rbac import Rule
 from appstack.controllers.util.references import referrers
 from appstack.core.duration import DEFAULT_SYNC_PERIOD, parse_duration
 from appstack.core.resource import Resource
@@ -29,6 +27,8 @@ from appstack.runtime.builder import Builder
 from appstack.runtime.controller import Controller
 from appstack.runtime.events import EventRecorder
 from appstack.runtime.manager import Manager
+from appstack.sdk.kind import CustomKind
+from appstack.sdk.rbac import Rule
 
 Children = Callable[[KubeObject, Any], list[Manifest]]
 

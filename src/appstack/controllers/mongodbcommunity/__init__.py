@@ -14,8 +14,8 @@ from appstack.api.mongodbcommunity import MongoDBCommunity
 from appstack.controllers.kit.registration import Registration
 from appstack.controllers.mongodbcommunity import desired
 from appstack.controllers.mongodbcommunity.reconciler import MongoDBCommunityReconciler
-from appstack.controllers.util.rbac import Rule, own_rules, rule
 from appstack.runtime.resources import CONFIG_MAP, PDB, SECRET, SERVICE, STATEFUL_SET
+from appstack.sdk.rbac import Rule, own_rules, rule
 
 MONGODB_COMMUNITY = MongoDBCommunity.KIND.resource
 

@@ -16,8 +16,8 @@ from typing import Any, Literal
 from pydantic import ValidationError
 from typing_extensions import Required, TypedDict
 
-from appstack.api.core import Condition
 from appstack.controllers.util.kubeobject import KubeObject
+from appstack.sdk.model import Condition
 
 #: The ``status`` of a condition.
 Truth = Literal["True", "False", "Unknown"]

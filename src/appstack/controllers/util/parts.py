@@ -12,7 +12,7 @@ from typing import Any, cast
 
 from typing_extensions import Required, TypedDict
 
-from appstack.api.core import KubeModel
+from appstack.sdk.model import KubeModel
 
 
 class OwnerReference(TypedDict):

@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from appstack.api.core import Probe, ResourceRequirements
 from appstack.api.security import PodSecurityLevel, SecurityContext
 from appstack.controllers.util.conditions import Problem
 from appstack.controllers.util.parts import (
@@ -27,6 +26,7 @@ from appstack.controllers.util.parts import (
     user_resources,
     user_security,
 )
+from appstack.sdk.model import Probe, ResourceRequirements
 
 # Hardening that never stops an ordinary image (root ones included): within the `baseline`
 # Pod Security Standard, plus no privilege escalation and the runtime's seccomp profile.

@@ -3,7 +3,7 @@ Probe, LocalObjectReference), as Pydantic models with the bounds the API server 
 
 Field names are camelCase on the wire (``targetPort``), snake_case in Python. Extra
 ``json_schema_extra`` keys (``x-kubernetes-*``) flow into the generated CRD schema
-(:mod:`appstack.api.schema`). Types only, no I/O.
+(:mod:`appstack.sdk.schema`). Types only, no I/O.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal, Protocol
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
-from appstack.api.names import DNS_LABEL, ObjectName
+from appstack.sdk.names import DNS_LABEL, ObjectName
 
 QUANTITY = (
     r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|"

@@ -1,0 +1,147 @@
+"""RBAC rules as controllers declare them: explicit verbs on one resource, no wildcards —
+and the rules *derived* from a controller's declaration, as controller-tools derives them
+from kubebuilder markers, but from the code itself.
+
+:func:`rule` names a resource the way the API server routes it (the descriptor's group and
+plural); :func:`own_rules` are what every controller needs on its own kind (read and
+watch it, patch its status, block its deletion from its children). Under
+OwnerReferencesPermissionEnforcement, writing a child's ownerReferences also needs
+``delete`` on the child, so every kind a controller creates with an owner is deletable.
+:func:`derived_rules` is a controller's whole Role from what it declares (``for_``,
+``owns``, ``watches`` and explicit extras), merged per resource; :func:`cluster_role` and
+:func:`role` wrap rules in RBAC objects. appstack's operator concatenates its controllers'
+rules (:mod:`appstack.controllers.rbac`); an SDK user's ``make manifests`` derives them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from appstack.core.resource import Resource
+from appstack.sdk.kind import CustomKind
+
+Rule = dict[str, Any]
+
+
+def rule(resource: Resource, *verbs: str, subresource: str | None = None) -> Rule:
+    plural = f"{resource.plural}/{subresource}" if subresource else resource.plural
+    return {"apiGroups": [resource.group], "resources": [plural], "verbs": list(verbs)}
+
+
+def own_rules(kind: CustomKind, *, finalizer: bool = False) -> list[Rule]:
+    """Read and watch ``kind`` (and patch it, for a ``finalizer``), patch its status, and
+    ``update`` its ``finalizers`` subresource: our children's ownerReferences set
+    ``blockOwnerDeletion``, which the OwnerReferencesPermissionEnforcement admission
+    plugin (OpenShift, and our test bed) allows only to whoever may update the owner's
+    finalizers. Nothing calls that subresource; the grant is checked, never used."""
+    verbs = ("get", "list", "watch", "patch") if finalizer else ("get", "list", "watch")
+    return [
+        rule(kind.resource, *verbs),
+        rule(kind.resource, "patch", subresource="status"),
+        rule(kind.resource, "update", subresource="finalizers"),
+    ]
+
+
+#: What a controller does with the children it owns: creates and server-side applies them,
+#: deletes them (pruning; and setting their ownerReference needs it), reads them.
+CHILD_VERBS = ("get", "list", "watch", "create", "patch", "delete")
+READ_VERBS = ("get", "list", "watch")
+
+
+def derived_rules(
+    kind: CustomKind,
+    *,
+    owns: Iterable[Resource] = (),
+    watches: Iterable[Resource] = (),
+    finalizer: bool = False,
+    extra: Iterable[Rule] = (),
+) -> list[Rule]:
+    """A controller's rules from its declaration: :func:`own_rules` of its ``kind``,
+    :data:`CHILD_VERBS` on each kind it ``owns``, :data:`READ_VERBS` on each it
+    ``watches``, and ``extra`` rules as given — merged, so each (group, resource) appears
+    once with the union of its verbs, in first-seen order."""
+    rules = [
+        *own_rules(kind, finalizer=finalizer),
+        *(rule(resource, *CHILD_VERBS) for resource in owns),
+        *(rule(resource, *READ_VERBS) for resource in watches),
+        *extra,
+    ]
+    return merged(rules)
+
+
+def merged(rules: Iterable[Rule]) -> list[Rule]:
+    """``rules`` with the verbs of each (apiGroups, resources, resourceNames) united."""
+    out: dict[tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]], Rule] = {}
+    for each in rules:
+        key = (
+            tuple(each["apiGroups"]),
+            tuple(each["resources"]),
+            tuple(each.get("resourceNames", ())),
+        )
+        if key in out:
+            verbs = out[key]["verbs"]
+            verbs.extend(v for v in each["verbs"] if v not in verbs)
+        else:
+            out[key] = {**each, "verbs": list(each["verbs"])}
+    return list(out.values())
+
+
+def cluster_role(name: str, rules: list[Rule], labels: Mapping[str, str] | None = None) -> Rule:
+    """A ClusterRole ``name`` of ``rules``."""
+    return {
+        "apiVersion": RBAC_API,
+        "kind": "ClusterRole",
+        "metadata": _meta(name, None, labels),
+        "rules": rules,
+    }
+
+
+def role(
+    name: str, namespace: str, rules: list[Rule], labels: Mapping[str, str] | None = None
+) -> Rule:
+    """A Role ``name`` in ``namespace`` of ``rules``."""
+    return {
+        "apiVersion": RBAC_API,
+        "kind": "Role",
+        "metadata": _meta(name, namespace, labels),
+        "rules": rules,
+    }
+
+
+def binding(
+    name: str,
+    role_ref: Rule,
+    account: tuple[str, str],
+    labels: Mapping[str, str] | None = None,
+) -> Rule:
+    """Binds ``role_ref`` (a Role or ClusterRole made above) to ServiceAccount
+    ``account`` (namespace, name): a RoleBinding in the Role's namespace, else a
+    ClusterRoleBinding."""
+    namespace = role_ref["metadata"].get("namespace")
+    namespace_of_account, account_name = account
+    return {
+        "apiVersion": RBAC_API,
+        "kind": "RoleBinding" if namespace else "ClusterRoleBinding",
+        "metadata": _meta(name, namespace, labels),
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": role_ref["kind"],
+            "name": role_ref["metadata"]["name"],
+        },
+        "subjects": [
+            {"kind": "ServiceAccount", "name": account_name, "namespace": namespace_of_account}
+        ],
+    }
+
+
+RBAC_API = "rbac.authorization.k8s.io/v1"
+
+
+def _meta(name: str, namespace: str | None, labels: Mapping[str, str] | None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
+    if namespace:
+        meta["namespace"] = namespace
+    if labels:
+        meta["labels"] = dict(labels)
+    return meta
