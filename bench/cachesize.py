@@ -38,11 +38,17 @@ from converge import _bounded, _free_port, _metrics_up, _proc_usage, start_opera
 from appstack.api.namespaces import ENABLED
 from appstack.controllers.appservice import APP_SERVICE
 from appstack.controllers.registry import ALL
-from appstack.runtime.client import Client
-from appstack.runtime.events import EventRecorder
-from appstack.runtime.manager import Manager
-from appstack.runtime.resources import DEPLOYMENT, NAMESPACE, POD, SERVICE
-from appstack.runtime.tlsbuffer import limit_tls_read_buffer
+from appstack.operator import EVENT_SOURCE, FIELD_MANAGER
+from appstack.runtime import (
+    DEPLOYMENT,
+    NAMESPACE,
+    POD,
+    SERVICE,
+    Client,
+    EventRecorder,
+    Manager,
+    limit_tls_read_buffer,
+)
 
 
 def _app(name: str, namespace: str) -> dict[str, Any]:
@@ -120,9 +126,9 @@ async def populate(
 
 def _operators_manager(client: Client, namespace: str) -> tuple[Manager, EventRecorder]:
     """A manager with every controller set up as the operator sets them up (the same label
-    selectors, transforms and field manager), not started."""
+    selectors and transforms; ``client`` connected with its field manager), not started."""
     manager = Manager(client, namespaces=[namespace])
-    recorder = EventRecorder(client)
+    recorder = EventRecorder(client, controller=EVENT_SOURCE)
     for controller in ALL:
         controller.setup(manager, recorder)
     return manager, recorder
@@ -131,7 +137,7 @@ def _operators_manager(client: Client, namespace: str) -> tuple[Manager, EventRe
 async def during_wave(kubeconfig: str, namespace: str, n: int) -> list[dict[str, Any]]:
     """Packed bytes per object of each kind, in stores that saw the waves' every event."""
     limit_tls_read_buffer()
-    async with await Client.connect(kubeconfig) as client:
+    async with await Client.connect(kubeconfig, field_manager=FIELD_MANAGER) as client:
         manager, recorder = _operators_manager(client, namespace)
         informers = [i for group in manager.cache._informers.values() for i in group.values()]
         tasks = [asyncio.create_task(informer.run()) for informer in informers]
@@ -163,7 +169,7 @@ async def during_wave(kubeconfig: str, namespace: str, n: int) -> list[dict[str,
 async def per_kind(kubeconfig: str, namespace: str) -> list[dict[str, Any]]:
     """Bytes per cached object of each kind the operator caches, in ``namespace``."""
     limit_tls_read_buffer()  # as the operator: 16 KiB per watch connection, not 256
-    client = await Client.connect(kubeconfig)
+    client = await Client.connect(kubeconfig, field_manager=FIELD_MANAGER)
     manager, recorder = _operators_manager(client, namespace)
     rows = []
     tasks = []

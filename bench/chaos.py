@@ -30,8 +30,7 @@ from typing import Any
 import yaml
 
 from appstack.api.namespaces import ENABLED
-from appstack.runtime.client import Client
-from appstack.runtime.resources import CONFIG_MAP, NAMESPACE
+from appstack.runtime import CONFIG_MAP, NAMESPACE, Client
 from appstack_testbed import demo
 from appstack_testbed.chaos_run import Outcome, Plan, run, small_stack
 from appstack_testbed.cluster import LocalCluster

@@ -40,10 +40,7 @@ from typing import Any
 from appstack.api.appservice import AppServiceSpec
 from appstack.api.namespaces import ENABLED
 from appstack.controllers.appservice import APP_SERVICE, desired
-from appstack.runtime import errors
-from appstack.runtime.client import Client
-from appstack.runtime.informer import Informer
-from appstack.runtime.resources import DEPLOYMENT, NAMESPACE, SERVICE
+from appstack.runtime import DEPLOYMENT, NAMESPACE, SERVICE, Client, Informer, errors
 
 DEV_IMPORTS = "--dev-imports" in sys.argv
 CONCURRENCY = 64  # in flight, for the AppServices created and for the floor's writes

@@ -26,9 +26,7 @@ import uuid
 from typing import Any
 
 from appstack.api.namespaces import ENABLED
-from appstack.runtime.client import Client
-from appstack.runtime.informer import FuncHandler, Informer
-from appstack.runtime.resources import CONFIG_MAP, NAMESPACE
+from appstack.runtime import CONFIG_MAP, NAMESPACE, Client, FuncHandler, Informer
 
 CONCURRENCY = 64
 

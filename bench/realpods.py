@@ -33,8 +33,7 @@ from typing import Any
 
 from appstack.api.namespaces import ENABLED
 from appstack.controllers.appservice import APP_SERVICE
-from appstack.runtime.client import Client
-from appstack.runtime.resources import DEPLOYMENT, NAMESPACE, POD
+from appstack.runtime import DEPLOYMENT, NAMESPACE, POD, Client
 from appstack_testbed import demo
 from appstack_testbed.cluster import LocalCluster
 from appstack_testbed.pytest_plugin import KWOK_PLACEMENT

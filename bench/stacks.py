@@ -24,9 +24,7 @@ import yaml
 
 from appstack.api.namespaces import ENABLED
 from appstack.controllers.appstack import APP_STACK
-from appstack.runtime.client import Client
-from appstack.runtime.informer import Informer
-from appstack.runtime.resources import CONFIG_MAP, NAMESPACE, SECRET
+from appstack.runtime import CONFIG_MAP, NAMESPACE, SECRET, Client, Informer
 
 sys.path.insert(0, str(Path(__file__).parent))
 from converge import _bounded, _proc_usage, start_operator  # shared with the AppService benchmark

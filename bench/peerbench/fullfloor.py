@@ -26,8 +26,7 @@ from typing import Any
 
 from appstack.api.appservice import AppServiceSpec
 from appstack.controllers.appservice import APP_SERVICE, desired, status
-from appstack.runtime.client import Client
-from appstack.runtime.resources import DEPLOYMENT, SERVICE
+from appstack.runtime import DEPLOYMENT, SERVICE, Client
 from peerbench.waves import (
     FIRST_IMAGE,
     IMAGE_PATCH,

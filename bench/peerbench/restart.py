@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from appstack.controllers.appservice import APP_SERVICE
-from appstack.runtime.client import Client
+from appstack.runtime import Client
 from peerbench import promtext, waves
 from peerbench.operators import Peer, Running
 from peerbench.run import BENCH_AGENT

@@ -19,7 +19,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from appstack.runtime.client import Client
+from appstack.runtime import Client
 from appstack_testbed.audit import read_audit_events
 from peerbench import fullfloor, promtext, waves
 from peerbench.operators import Peer, Running

@@ -28,7 +28,7 @@ from typing import Any
 import yaml
 
 from appstack.core.resource import Resource
-from appstack.runtime.client import Client
+from appstack.runtime import Client
 
 APP_SERVICE = Resource("kosmos.io", "v1", "AppService", "appservices")
 CRD = Resource(

@@ -16,8 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from appstack.runtime.client import Client
-from appstack.runtime.resources import DEPLOYMENT, SERVICE
+from appstack.runtime import DEPLOYMENT, SERVICE, Client
 from peerbench import waves
 from peerbench.operators import Peer, Running
 from peerbench.procstat import usage

@@ -26,16 +26,19 @@ from typing import Any
 from appstack.api.appservice import AppServiceSpec
 from appstack.api.namespaces import ENABLED
 from appstack.controllers.appservice import APP_SERVICE, desired
-from appstack.runtime.client import Client
-from appstack.runtime.errors import (
+from appstack.runtime import (
+    DEPLOYMENT,
+    NAMESPACE,
+    SERVICE,
     AlreadyExists,
+    Client,
+    Informer,
     NotFound,
+    Resource,
     ServerError,
     TooManyRequests,
     TransportError,
 )
-from appstack.runtime.informer import Informer
-from appstack.runtime.resources import DEPLOYMENT, NAMESPACE, SERVICE, Resource
 
 IN_FLIGHT = 64
 RETRIES = 5

@@ -26,11 +26,32 @@ def _doc(obj: Any) -> str:
     return inspect.cleandoc(inspect.getdoc(obj) or "(undocumented)")
 
 
+class _Text:
+    """An annotation as written: postponed (a string), shown without quotes."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def _bare(annotation: Any) -> Any:
+    return _Text(annotation) if isinstance(annotation, str) else annotation
+
+
 def _signature(obj: Any, name: str) -> str:
+    """``name(parameters) -> return``, as Python: annotations unquoted, defaults as repr
+    (``path: str = '/metrics'``), so a signature compiles as a ``def``."""
     try:
-        return f"{name}{inspect.signature(obj)}".replace("'", "")
+        signature = inspect.signature(obj)
     except (TypeError, ValueError):
         return name
+    parameters = [p.replace(annotation=_bare(p.annotation)) for p in signature.parameters.values()]
+    bare = signature.replace(
+        parameters=parameters, return_annotation=_bare(signature.return_annotation)
+    )
+    return f"{name}{bare}"
 
 
 def _members(cls: type) -> list[tuple[str, Any]]:
@@ -69,17 +90,20 @@ def _summary(obj: Any) -> str:
 
 def render() -> str:
     """The whole reference, one section per exported name, in ``__all__`` order."""
-    classes, functions, errors = [], [], []
+    classes, functions, errors, constants = [], [], [], []
     for name in runtime.__all__:
         obj = getattr(runtime, name)
         if inspect.isclass(obj) and issubclass(obj, BaseException):
             errors.append(f"- **`{name}`** ({obj.__bases__[0].__name__}) — {_summary(obj)}")
         elif inspect.isclass(obj):
             classes += _class(name, obj)
-        else:
+        elif inspect.isfunction(obj):
             functions += [f"### `{_signature(obj, name)}`", "", _doc(obj), ""]
+        else:  # a constant (a well-known kind) or a type alias: what it is
+            constants.append(f"- **`{name}`** = `{obj!r}`")
     parts = [HEADER, "## Classes", "", *classes, "## Functions", "", *functions]
     parts += ["## Errors", "", *errors, ""]
+    parts += ["## Constants and types", "", *constants, ""]
     return "\n".join(parts)
 
 

@@ -36,11 +36,20 @@ from appstack.runtime.discovery import crd_names, unserved
 from appstack.runtime.events import EventRecorder
 from appstack.runtime.leaderelection import LeaderElectionConfig, LeadershipLost
 from appstack.runtime.manager import Manager
+from appstack.runtime.metrics import Metrics
 from appstack.runtime.metricsauth import MetricsAuth
 from appstack.runtime.servingcert import CertFiles, self_signed_context
 from appstack.runtime.tlsbuffer import limit_tls_read_buffer
 
 log = structlog.get_logger("appstack.operator")
+
+# Who the operator is to the API server and to Prometheus; the runtime names no product.
+#: The field manager of its server-side applies and patches (managedFields' owner).
+FIELD_MANAGER = "appstack"
+#: The reportingController of its Events.
+EVENT_SOURCE = "appstack.dev/operator"
+#: The prefix of the runtime's own metrics: appstack_events_dropped_total, ...
+METRIC_PREFIX = "appstack"
 
 
 @dataclass
@@ -114,7 +123,12 @@ async def _run(options: OperatorOptions) -> None:
         else None
     )
     limit_tls_read_buffer()  # before the first connection: 16 KiB instead of 256 KiB each
-    client = await Client.connect(options.kubeconfig, user_agent=user_agent(me))
+    client = await Client.connect(
+        options.kubeconfig,
+        user_agent=user_agent(me),
+        field_manager=FIELD_MANAGER,
+        metrics=Metrics(prefix=METRIC_PREFIX),
+    )
     try:
         await require_crds(client)
     except BaseException:
@@ -124,6 +138,7 @@ async def _run(options: OperatorOptions) -> None:
         await Client.connect(
             options.leader_election_kubeconfig or options.kubeconfig,
             user_agent=user_agent(me),
+            field_manager=FIELD_MANAGER,
             metrics=client.metrics,
         )
         if election
@@ -141,7 +156,7 @@ async def _run(options: OperatorOptions) -> None:
         metrics_auth=MetricsAuth(client) if options.metrics_auth else None,
         metrics_tls=tls,
     )
-    recorder = EventRecorder(client, instance=me, busy=manager.backlog)
+    recorder = EventRecorder(client, controller=EVENT_SOURCE, instance=me, busy=manager.backlog)
     # What users run, per kind, read from the cache at each scrape (kind_metrics.py).
     manager.metrics.registry.register(KindMetrics(manager.cache))
     reconciler_options = options.reconciler_options()

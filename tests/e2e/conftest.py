@@ -28,10 +28,12 @@ from lightkube.resources.core_v1 import ServiceAccount
 
 from appstack.controllers.appstack.addresses import ExternalIPPolicy, parse_networks
 from appstack.controllers.registry import ALL
+from appstack.operator import EVENT_SOURCE, FIELD_MANAGER, METRIC_PREFIX
 from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.events import EventRecorder
 from appstack.runtime.manager import Manager
+from appstack.runtime.metrics import Metrics
 from appstack.runtime.resources import Resource
 from appstack_testbed.cluster import LocalCluster
 from appstack_testbed.control_plane import SERVICE_CIDR
@@ -53,7 +55,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture
 async def client(kubeconfig: Path) -> AsyncIterator[Client]:
-    async with await Client.connect(str(kubeconfig)) as runtime_client:
+    """The runtime's client as the cluster's admin, writing as the operator's field manager
+    (as it always has: the tests check managedFields owners and share the operator's)."""
+    connecting = Client.connect(str(kubeconfig), field_manager=FIELD_MANAGER)
+    async with await connecting as runtime_client:
         yield runtime_client
 
 
@@ -297,12 +302,15 @@ async def start_operator(
     also_watch: tuple[str, ...] = (),
     **options: Any,
 ) -> RunningOperator:
-    """All controllers in this process; ``controllers`` maps a controller's name to its
+    """All controllers in this process, with the operator's identity (field manager, Event
+    source, metric prefix); ``controllers`` maps a controller's name to its
     setup options (default :data:`E2E_OPTIONS`), ``options`` go to the :class:`Manager`;
     it watches ``namespace`` and ``also_watch``."""
-    client = await Client.connect(str(kubeconfig))
+    client = await Client.connect(
+        str(kubeconfig), field_manager=FIELD_MANAGER, metrics=Metrics(prefix=METRIC_PREFIX)
+    )
     manager = Manager(client, namespaces=[namespace, *also_watch], **options)
-    recorder = EventRecorder(client, instance="e2e")
+    recorder = EventRecorder(client, controller=EVENT_SOURCE, instance="e2e")
     for controller in ALL:
         own = (E2E_OPTIONS if controllers is None else controllers).get(controller.name, {})
         controller.setup(manager, recorder, **{"concurrency": controller.workers(4), **own})

@@ -9,6 +9,7 @@ from typing import Any
 from appstack.controllers.appservice import APP_SERVICE
 from appstack.controllers.kit.children import ChildWriter
 from appstack.controllers.util.meta import CHILD_SELECTOR, child_labels, child_metadata
+from appstack.operator import EVENT_SOURCE
 from appstack.runtime.cache import Cache
 from appstack.runtime.client import Client
 from appstack.runtime.events import EventRecorder
@@ -49,9 +50,8 @@ async def test_an_apply_refused_with_http_500_for_duplicate_keys_is_a_problem(
     await cache.start()
     try:
         await cache.wait_synced()
-        writer = ChildWriter(
-            client, cache, EventRecorder(client, instance="e2e"), APP_SERVICE, (DEPLOYMENT,)
-        )
+        recorder = EventRecorder(client, controller=EVENT_SOURCE, instance="e2e")
+        writer = ChildWriter(client, cache, recorder, APP_SERVICE, (DEPLOYMENT,))
         twice = [{"name": "A", "value": "1"}, {"name": "A", "value": "2"}]
         current, problem = await writer.sync(owner, DEPLOYMENT, _deployment(owner, twice))
         assert current is None

@@ -13,6 +13,7 @@ import pytest
 from appstack.controllers.appservice import APP_SERVICE
 from appstack.controllers.appstack import APP_STACK
 from appstack.manifests import rbac
+from appstack.operator import FIELD_MANAGER
 from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.resources import (
@@ -30,8 +31,9 @@ from tests.e2e.conftest import RunningOperator, until
 
 @pytest.fixture
 async def as_operator(operator_kubeconfig: Path) -> AsyncIterator[Client]:
-    """A client holding the operator ServiceAccount's token."""
-    async with await Client.connect(str(operator_kubeconfig)) as operator_client:
+    """A client holding the operator ServiceAccount's token, writing as its field manager."""
+    connecting = Client.connect(str(operator_kubeconfig), field_manager=FIELD_MANAGER)
+    async with await connecting as operator_client:
         yield operator_client
 
 

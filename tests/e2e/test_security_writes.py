@@ -40,6 +40,7 @@ from appstack.controllers.util.meta import (
     SLICE_MANAGER_LABEL,
     owner_reference,
 )
+from appstack.operator import FIELD_MANAGER
 from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.resources import (
@@ -68,7 +69,8 @@ SLICE = "may only write EndpointSlices of its own"
 
 @pytest.fixture
 async def as_operator(operator_kubeconfig: Path) -> AsyncIterator[Client]:
-    async with await Client.connect(str(operator_kubeconfig)) as operator_client:
+    connecting = Client.connect(str(operator_kubeconfig), field_manager=FIELD_MANAGER)
+    async with await connecting as operator_client:
         yield operator_client
 
 

@@ -118,6 +118,8 @@ class RecordingClock:
         await asyncio.sleep(0)
 
 
-def scripted_client(clock: Clock | None = None) -> tuple[Client, ScriptedTransport]:
+def scripted_client(
+    clock: Clock | None = None, *, field_manager: str | None = None
+) -> tuple[Client, ScriptedTransport]:
     transport = ScriptedTransport()
-    return Client(transport, clock=clock), transport
+    return Client(transport, clock=clock, field_manager=field_manager), transport

@@ -72,5 +72,6 @@ def object_key(obj: Mapping[str, Any]) -> str:
 
 
 def split_key(key: str) -> tuple[str | None, str]:
+    """``(namespace, name)`` of a key :func:`object_key` made (namespace None if none)."""
     namespace, _, name = key.rpartition("/")
     return (namespace or None), name

@@ -15,14 +15,34 @@ What a user needs to write a controller is importable from here (see ``__all__``
         Builder(manager, "widget").for_(WIDGET).complete(WidgetReconciler())
         await manager.run()
 
-It depends on no other part of appstack; the controllers are built on it.
+It names no product: who writes (the client's ``field_manager`` and ``user_agent``), who
+reports Events (``EventRecorder(controller=..., instance=...)``) and the prefix of its own
+metrics (``Metrics(prefix=...)``) are the program's to pass; without them, the program's
+name (``sys.argv[0]``, as client-go) and no prefix (the controller-runtime, workqueue,
+leader-election and REST client metrics keep controller-runtime's names).
+
+Of the rest of its distribution it imports only :mod:`appstack.core.resource`
+(:class:`Resource` and the cache keys, below every other package); the operator and its
+controllers are built on it, never the other way round (import-linter contracts). Its
+third-party dependencies: ``aiohttp`` (the client's transport and the ``/healthz``,
+``/readyz``, ``/metrics`` server), ``orjson``, ``structlog``, ``prometheus-client``,
+``PyYAML`` (kubeconfig files) and ``cryptography`` (a self-signed ``/metrics`` certificate,
+made in a child process); ``kubernetes_asyncio`` only for kubeconfig users it does not read
+itself (``auth-provider``, basic auth: the ``legacy-auth`` extra).
+
+Every name the operator, its controllers, its CLI, the test bed and the benchmarks import
+from the runtime's modules is exported here (``__all__``, kept exact by
+``tests/unit/runtime/test_runtime_api.py``), but for one transitional constant
+(``client.FIELD_MANAGER``); the modules' other names are details.
 """
 
-from appstack.runtime.builder import Builder
+from appstack.runtime.builder import Builder, Mapper, request_for
 from appstack.runtime.cache import Cache
+from appstack.runtime.certdata import load_cert_chain
 from appstack.runtime.client import Client
 from appstack.runtime.clock import Clock, FakeClock, RealClock
 from appstack.runtime.controller import Controller, Reconciler, Request, Result
+from appstack.runtime.discovery import crd_names, unserved
 from appstack.runtime.errors import (
     AlreadyExists,
     ApiError,
@@ -41,38 +61,92 @@ from appstack.runtime.errors import (
     Unauthorized,
     WatchStalled,
 )
-from appstack.runtime.events import EventRecorder
-from appstack.runtime.informer import EventHandler, FuncHandler, Informer
+from appstack.runtime.events import EventRecorder, EventType
+from appstack.runtime.finalizer import add as add_finalizer
+from appstack.runtime.finalizer import finalize
+from appstack.runtime.finalizer import remove as remove_finalizer
+from appstack.runtime.informer import EventHandler, FuncHandler, Informer, keep_applied_by
+from appstack.runtime.kubeconfig import current_namespace
 from appstack.runtime.leaderelection import LeaderElectionConfig, LeadershipLost, NotLeader
+from appstack.runtime.logging import Format as LogFormat
+from appstack.runtime.logging import configure as configure_logging
 from appstack.runtime.manager import Manager
 from appstack.runtime.metrics import Metrics
-from appstack.runtime.resources import Resource, object_key, split_key
+from appstack.runtime.metricsauth import SUBJECT_ACCESS_REVIEW, TOKEN_REVIEW, MetricsAuth
+from appstack.runtime.resources import (
+    CONFIG_MAP,
+    CRON_JOB,
+    DEPLOYMENT,
+    ENDPOINT_SLICE,
+    EVENT,
+    JOB,
+    LEASE,
+    NAMESPACE,
+    PDB,
+    POD,
+    PVC,
+    SECRET,
+    SERVICE,
+    SERVICE_ACCOUNT,
+    STATEFUL_SET,
+    Obj,
+    Resource,
+    object_key,
+    split_key,
+)
+from appstack.runtime.servingcert import CertFiles, self_signed_context
+from appstack.runtime.store import IndexFunc, controller_key
+from appstack.runtime.tlsbuffer import limit_tls_read_buffer
 
 __all__ = [
+    "CONFIG_MAP",
+    "CRON_JOB",
+    "DEPLOYMENT",
+    "ENDPOINT_SLICE",
+    "EVENT",
+    "JOB",
+    "LEASE",
+    "NAMESPACE",
+    "PDB",
+    "POD",
+    "PVC",
+    "SECRET",
+    "SERVICE",
+    "SERVICE_ACCOUNT",
+    "STATEFUL_SET",
+    "SUBJECT_ACCESS_REVIEW",
+    "TOKEN_REVIEW",
     "AlreadyExists",
     "ApiError",
     "BadRequest",
     "Builder",
     "Cache",
+    "CertFiles",
     "Client",
     "Clock",
     "Conflict",
     "Controller",
     "EventHandler",
     "EventRecorder",
+    "EventType",
     "FakeClock",
     "Forbidden",
     "FuncHandler",
     "Gone",
+    "IndexFunc",
     "Informer",
     "Invalid",
     "LeaderElectionConfig",
     "LeadershipLost",
+    "LogFormat",
     "Manager",
+    "Mapper",
     "MethodNotAllowed",
     "Metrics",
+    "MetricsAuth",
     "NotFound",
     "NotLeader",
+    "Obj",
     "RealClock",
     "Reconciler",
     "Request",
@@ -85,6 +159,19 @@ __all__ = [
     "TransportError",
     "Unauthorized",
     "WatchStalled",
+    "add_finalizer",
+    "configure_logging",
+    "controller_key",
+    "crd_names",
+    "current_namespace",
+    "finalize",
+    "keep_applied_by",
+    "limit_tls_read_buffer",
+    "load_cert_chain",
     "object_key",
+    "remove_finalizer",
+    "request_for",
+    "self_signed_context",
     "split_key",
+    "unserved",
 ]

@@ -24,7 +24,7 @@ import structlog
 
 from appstack.runtime import errors
 
-log = structlog.get_logger("appstack.availability")
+log = structlog.get_logger(__name__)
 
 
 def is_outage(error: BaseException) -> bool:

@@ -27,6 +27,8 @@ Mapper = Callable[[Obj], Iterable[Request]]
 
 
 def request_for(obj: Obj) -> Request:
+    """The request that reconciles ``obj`` itself (its namespace and name): what a
+    :data:`Mapper` returns for an object that names the one to reconcile."""
     meta = obj["metadata"]
     return Request(meta.get("namespace"), meta["name"])
 

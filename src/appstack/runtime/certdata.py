@@ -7,7 +7,7 @@ temporary directory found"), and a private key should not touch a disk anyway. O
 bytes go into anonymous memory files (``memfd_create``), read through ``/proc/self/fd``, and
 closed at once; elsewhere into a private temporary directory, removed at once. Used by the
 API client (:mod:`appstack.runtime.transport`, a kubeconfig's client certificate data) and
-the EtcdCluster controller's etcd client (client TLS).
+any other TLS client a controller builds (an etcd client's certificate, say).
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ import ssl
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+
+from appstack.runtime.program import program_name
 
 
 @contextlib.contextmanager
@@ -36,7 +38,7 @@ def _memory_files(cert: bytes, key: bytes) -> Iterator[tuple[str, str]]:
 
 @contextlib.contextmanager
 def _temporary_files(cert: bytes, key: bytes) -> Iterator[tuple[str, str]]:
-    with tempfile.TemporaryDirectory(prefix="appstack-tls-") as directory:
+    with tempfile.TemporaryDirectory(prefix=f"{program_name()}-tls-") as directory:
         cert_path, key_path = Path(directory, "tls.crt"), Path(directory, "tls.key")
         for path, content in ((cert_path, cert), (key_path, key)):
             path.touch(mode=0o600)

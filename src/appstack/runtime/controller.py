@@ -42,7 +42,7 @@ from appstack.runtime.errors import TerminalError
 from appstack.runtime.metrics import Metrics
 from appstack.runtime.workqueue import WorkQueue
 
-log = structlog.get_logger("appstack.controller")
+log = structlog.get_logger(__name__)
 
 # Parked keys are re-enqueued at most this often (seconds), however often the server's
 # availability flaps.

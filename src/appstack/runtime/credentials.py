@@ -22,7 +22,7 @@ from typing import Any
 
 import structlog
 
-log = structlog.get_logger("appstack.credentials")
+log = structlog.get_logger(__name__)
 
 REFRESH_PERIOD = 60.0
 IN_CLUSTER_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"  # noqa: S105 - a path

@@ -1,8 +1,8 @@
 """Which kinds the API server serves (its discovery documents), asked once before the
 informers start: a kind that is not served — its CRD not installed, or an older CRD
 without that version — would otherwise make its informer retry list/watch forever
-("list/watch failed, retrying") while the process looks alive. Used by
-:mod:`appstack.operator`, which stops with one clear error naming the missing CRDs.
+("list/watch failed, retrying") while the process looks alive. An operator asks it at
+start-up and stops with one clear error naming the missing CRDs (:func:`crd_names`).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ broadcaster does. While ``busy()`` says reconciles are waiting (the operator pas
 Event per ``busy_interval`` seconds (without the pause once half of ``max_pending`` wait, so
 that none is dropped for it), so a wave's Events mostly follow its writes instead of
 competing with them; at full speed again once the queues are empty. At most ``max_pending``
-Events wait; beyond that new ones are dropped (counted in ``appstack_events_dropped_total``,
+Events wait; beyond that new ones are dropped (counted in ``<prefix>_events_dropped_total``,
 one warning per burst): Events are best-effort in Kubernetes. :meth:`EventRecorder.event`
 records and waits until everything queued so far is sent; :meth:`~EventRecorder.flush` waits
 for the queue; :meth:`~EventRecorder.close` flushes within a deadline at shutdown.
@@ -21,14 +21,15 @@ observed time) instead of creating new objects — a reconcile that fails every 
 leaves one Event with a growing count, not thousands; repeats while the first is still
 queued only raise the count it is created with. Notes are truncated to the API's 1 kB limit.
 Callers must never put secret values in a note. Sending never fails a reconcile: API errors
-are logged and swallowed. Created once per process by the operator, used by the controllers
-through :class:`~appstack.controllers.kit.children.ChildWriter`.
+are logged and swallowed. Created once per process, shared by the controllers; the Events
+name who reports them (``reportingController``, ``reportingInstance``) as the recorder is told.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 import time
 import uuid
 from collections import OrderedDict, deque
@@ -42,12 +43,14 @@ from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.clock import micro_time
 from appstack.runtime.errors import TransportError
+from appstack.runtime.program import program_name
 from appstack.runtime.resources import EVENT
 
-log = structlog.get_logger("appstack.events")
+log = structlog.get_logger(__name__)
 
 EventType = Literal["Normal", "Warning"]
 _NOTE_LIMIT = 1024
+_INSTANCE_LIMIT = 128  # the API's limit on reportingInstance
 
 
 @dataclass
@@ -75,14 +78,19 @@ class EventRecorder:
     ``recorder.record(obj, "Warning", "InvalidSpec", "spec.image is empty")`` queues it and
     returns; ``await recorder.event(...)`` also waits until it is sent. Never raises for
     the API server's answers (failures are logged).
+
+    ``controller`` is the Events' ``reportingController`` (a qualified name, e.g.
+    ``example.com/widget-operator``; default: the program's name,
+    :func:`~appstack.runtime.program.program_name`), ``instance`` their
+    ``reportingInstance`` (default: ``<controller>-<host name>``, as client-go's).
     """
 
     def __init__(
         self,
         client: Client,
         *,
-        controller: str = "appstack.dev/operator",
-        instance: str = "appstack",
+        controller: str | None = None,
+        instance: str | None = None,
         series_window: float = 1800.0,
         max_tracked: int = 4096,
         senders: int = 4,
@@ -91,8 +99,8 @@ class EventRecorder:
         busy_interval: float = 0.2,
     ) -> None:
         self.client = client
-        self.controller = controller
-        self.instance = instance
+        self.controller = controller or program_name()
+        self.instance = instance or f"{self.controller}-{socket.gethostname()}"[:_INSTANCE_LIMIT]
         self.series_window = series_window
         self.max_tracked = max_tracked
         self.senders = senders

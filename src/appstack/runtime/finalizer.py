@@ -9,8 +9,8 @@
 
 :func:`add` and :func:`remove` patch ``metadata.finalizers`` with the object's
 ``resourceVersion``: a concurrent change fails with a conflict instead of dropping someone
-else's finalizer; the cache then brings the newer object and another reconcile. Used by
-the AppStack controller (teardown in dependency order).
+else's finalizer; the cache then brings the newer object and another reconcile. For a
+controller whose cleanup takes several reconciles (a teardown in dependency order).
 """
 
 from __future__ import annotations
@@ -60,7 +60,9 @@ async def finalize(
     apply: Step,
     cleanup: Step,
 ) -> Result | None:
-    """One reconcile of ``obj`` guarded by ``finalizer`` (see the module docstring)."""
+    """One reconcile of ``obj`` guarded by ``finalizer``: not being deleted, add the
+    finalizer, then ``apply(obj)``; being deleted, ``cleanup(obj)``, and once it returns
+    None remove the finalizer (kube-rs's ``finalizer``; :mod:`appstack.runtime.finalizer`)."""
     if obj["metadata"].get("deletionTimestamp"):
         if not has(obj, finalizer):
             return None

@@ -57,7 +57,7 @@ from appstack.runtime.watcher import (
     page_size_for,
 )
 
-log = structlog.get_logger("appstack.informer")
+log = structlog.get_logger(__name__)
 
 DEFAULT_DROP: tuple[tuple[str, ...], ...] = (("metadata", "managedFields"),)
 

@@ -114,7 +114,7 @@ def _files(kubeconfig: str | None) -> list[Path]:
 
 def current_namespace(kubeconfig: str | None = None) -> str:
     """The current context's namespace (what kubectl uses without ``-n``), else
-    ``default`` (also without a kubeconfig). Used by ``appstack status``."""
+    ``default`` (also without a kubeconfig): a command-line tool's default namespace."""
     import yaml  # noqa: PLC0415
 
     try:

@@ -40,7 +40,7 @@ from appstack.runtime.clock import Clock, RealClock, micro_time
 from appstack.runtime.metrics import Metrics
 from appstack.runtime.resources import LEASE
 
-log = structlog.get_logger("appstack.leaderelection")
+log = structlog.get_logger(__name__)
 
 
 class LeadershipLost(Exception):

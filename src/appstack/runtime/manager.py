@@ -40,7 +40,7 @@ from appstack.runtime.controller import Controller
 from appstack.runtime.leaderelection import LeaderElectionConfig, LeaderElector, LeadershipLost
 from appstack.runtime.metricsauth import MetricsAuth
 
-log = structlog.get_logger("appstack.manager")
+log = structlog.get_logger(__name__)
 _RETRY = {"Retry-After": "1"}
 
 

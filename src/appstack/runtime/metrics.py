@@ -9,12 +9,15 @@ Workqueue (label ``name``): ``workqueue_depth``, ``workqueue_adds_total``,
 ``workqueue_queue_duration_seconds``, ``workqueue_work_duration_seconds``,
 ``workqueue_retries_total``. Leader election: ``leader_election_master_status{name}``,
 ``leader_election_writes_refused_total{name}`` (writes the fence refused).
-Client: ``rest_client_requests_total{code,method,host}``. Events:
-``appstack_events_dropped_total`` (Events not recorded because too many were waiting).
-Scrapes: ``appstack_metrics_auth_reviews_total{result}`` (TokenReviews asked to check a
-scraper's token: allowed, unauthenticated, forbidden, error) and
-``appstack_metrics_auth_throttled_total`` (scrapes answered 429 without a review: over
-the review budget, :mod:`.metricsauth`).
+Client: ``rest_client_requests_total{code,method,host}``.
+
+The runtime's own metrics, which controller-runtime does not have, are named with the
+``prefix`` the program gives :class:`Metrics` (its Prometheus namespace: ``<prefix>_...``;
+none by default). Events: ``<prefix>_events_dropped_total`` (Events not recorded because
+too many were waiting). Scrapes: ``<prefix>_metrics_auth_reviews_total{result}``
+(TokenReviews asked to check a scraper's token: allowed, unauthenticated, forbidden,
+error) and ``<prefix>_metrics_auth_throttled_total`` (scrapes answered 429 without a
+review: over the review budget, :mod:`.metricsauth`).
 
 Everything lives in one :class:`Metrics` object with its own registry (tests create as many
 managers as they like). Used by the client, the workqueue, controllers and the manager.
@@ -79,9 +82,15 @@ _QUEUE_BUCKETS = tuple(10.0**e for e in range(-8, 2))  # 10ns .. 10s, as client-
 
 
 class Metrics:
-    """Every metric of one manager, in its own Prometheus registry (:meth:`exposition`)."""
+    """Every metric of one manager, in its own Prometheus registry (:meth:`exposition`).
 
-    def __init__(self) -> None:
+    ``prefix`` (e.g. ``"my_operator"``) names the metrics that are the runtime's own rather
+    than controller-runtime's: ``my_operator_events_dropped_total``; without one,
+    ``events_dropped_total``. The controller-runtime, workqueue, leader-election and REST
+    client metrics keep controller-runtime's names whatever the prefix."""
+
+    def __init__(self, prefix: str = "") -> None:
+        self.prefix = prefix
         self.registry = CollectorRegistry()
         r = self.registry
         # process_* (CPU, memory, fds, start time) and python_* (version, GC), as every
@@ -175,19 +184,22 @@ class Metrics:
             registry=r,
         )
         self.events_dropped = Counter(
-            "appstack_events_dropped",
+            "events_dropped",
             "Kubernetes Events not recorded because too many were waiting to be sent.",
+            namespace=prefix,
             registry=r,
         )
         self.metrics_auth_reviews = Counter(
-            "appstack_metrics_auth_reviews",
+            "metrics_auth_reviews",
             "TokenReviews asked to check a /metrics scraper's token, by result.",
             ["result"],
+            namespace=prefix,
             registry=r,
         )
         self.metrics_auth_throttled = Counter(
-            "appstack_metrics_auth_throttled",
+            "metrics_auth_throttled",
             "/metrics scrapes answered 429 without a TokenReview: over the review budget.",
+            namespace=prefix,
             registry=r,
         )
 

@@ -3,10 +3,10 @@ kubebuilder's scaffolds do (``WithAuthenticationAndAuthorization``).
 
 A scrape must carry ``Authorization: Bearer <token>``; the token is checked with a
 TokenReview, and the user it names must be allowed ``get`` on the non-resource URL
-``/metrics`` by a SubjectAccessReview (the generated ``appstack-metrics-reader-<namespace>``
-ClusterRole grants exactly that). The operator needs ``create`` on ``tokenreviews`` and
-``subjectaccessreviews``. :class:`~appstack.runtime.manager.Manager` calls it for every
-``/metrics`` request when given ``metrics_auth``.
+``/metrics`` by a SubjectAccessReview (a ClusterRole granting exactly that, bound to the
+scraper, as kubebuilder's ``metrics-reader``). The operator needs ``create`` on
+``tokenreviews`` and ``subjectaccessreviews``. :class:`~appstack.runtime.manager.Manager`
+calls it for every ``/metrics`` request when given ``metrics_auth``.
 
 What it may cost the API server is bounded (:mod:`.reviewlimit`): decisions are remembered
 per token (keyed by its SHA-256, never the token itself) for ``ttl`` seconds if allowed,
@@ -15,8 +15,8 @@ arriving again while its review is under way waits for that review; and at most 
 reviews a second are asked (bursts of ``burst``): a scrape with an unknown token beyond
 that is answered 429 without asking. So a scrape every few seconds costs two API calls
 every ``ttl`` seconds, and a flood of made-up tokens no more than the budget. Counted in
-``appstack_metrics_auth_reviews_total{result}`` and
-``appstack_metrics_auth_throttled_total``.
+``<prefix>_metrics_auth_reviews_total{result}`` and ``<prefix>_metrics_auth_throttled_total``
+(:class:`~appstack.runtime.metrics.Metrics`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.reviewlimit import Clock, DecisionCache, ReviewBudget
 
-log = structlog.get_logger("appstack.metrics")
+log = structlog.get_logger(__name__)
 
 TOKEN_REVIEW = Resource(
     "authentication.k8s.io", "v1", "TokenReview", "tokenreviews", namespaced=False

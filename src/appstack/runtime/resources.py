@@ -1,8 +1,8 @@
 """Well-known Kubernetes kinds as :class:`~appstack.core.resource.Resource` descriptors.
 
 The descriptor type and the cache keys (:func:`object_key`, :func:`split_key`) live in
-:mod:`appstack.core.resource` (below ``appstack.api``, which declares the custom kinds
-with them) and are re-exported here for the runtime's users.
+:mod:`appstack.core.resource` (below the runtime, so that kinds are declared with them
+without it) and are re-exported here for the runtime's users.
 """
 
 from __future__ import annotations

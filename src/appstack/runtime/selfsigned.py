@@ -1,7 +1,7 @@
 """Makes the self-signed certificate ``/metrics`` is served with when no certificate files
 are given: run by :func:`appstack.runtime.servingcert.self_signed` as a child process
 (``python -c ... selfsigned.py NAME...``), it prints ``{"cert": PEM, "key": PEM}`` as JSON
-on its standard output. Kept apart, importing nothing of appstack, so that the operator
+on its standard output. Kept apart, importing nothing of this package, so that the operator
 process never loads ``cryptography`` (≈ 10 MiB held for the process's lifetime, for one
 certificate made at start-up; docs/performance.md).
 """

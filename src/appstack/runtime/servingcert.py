@@ -6,9 +6,8 @@ renewed), or else a self-signed certificate made at start-up, in memory only.
 The self-signed key never touches a disk (the operator's root filesystem is read-only):
 it is loaded through :func:`appstack.runtime.certdata.load_cert_chain`. Files are loaded
 again when they change (:meth:`CertFiles.watch`, every ``interval`` seconds), so a renewed
-Secret is served without a restart: new connections get the new certificate. Used by
-:mod:`appstack.operator`, which passes the context to the
-:class:`~appstack.runtime.manager.Manager`.
+Secret is served without a restart: new connections get the new certificate. The operator
+passes the context to the :class:`~appstack.runtime.manager.Manager` (``metrics_tls``).
 """
 
 from __future__ import annotations
@@ -25,7 +24,7 @@ import structlog
 
 from appstack.runtime.certdata import load_cert_chain
 
-log = structlog.get_logger("appstack.metrics")
+log = structlog.get_logger(__name__)
 
 CERT_FILE, KEY_FILE = "tls.crt", "tls.key"
 

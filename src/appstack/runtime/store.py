@@ -35,8 +35,9 @@ def controller_key(namespace: str | None, uid: str) -> str:
 
 def by_controller_uid(obj: Obj) -> Iterable[str]:
     """``namespace/uid`` of the controlling owner. An ownerReference names an owner in the
-    object's own namespace (or a cluster-scoped one): an object in team-a naming team-b's
-    AppStack uid is not that stack's child, and must not hold up its teardown (issue #28)."""
+    object's own namespace (or a cluster-scoped one): an object in team-a naming the uid of
+    an owner in team-b is not that owner's child, and must not hold up its teardown
+    (issue #28)."""
     for ref in obj["metadata"].get("ownerReferences") or []:
         if ref.get("controller"):
             return [controller_key(obj["metadata"].get("namespace"), ref["uid"])]

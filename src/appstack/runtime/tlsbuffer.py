@@ -9,8 +9,8 @@ load: 48 connections to the API server cost 14.6 MiB with it and 3.7 MiB with 16
 returns anyway; a large LIST is read in more, smaller socket reads (the kernel's socket
 buffer holds the rest), with the same bytes delivered.
 
-:func:`limit_tls_read_buffer` is a process-wide setting, applied by the operator
-(:mod:`appstack.operator`) before it opens its first connection.
+:func:`limit_tls_read_buffer` is a process-wide setting: an operator applies it once,
+before it opens its first connection.
 """
 
 from __future__ import annotations

@@ -43,6 +43,7 @@ from appstack.runtime import certdata, credentials
 from appstack.runtime import kubeconfig as kubeconfig_loader
 from appstack.runtime.apirequest import ApiRequest, Response, Timeouts
 from appstack.runtime.errors import TransportError, WatchStalled
+from appstack.runtime.program import program_name
 
 POOL_SIZE = 64
 KEEPALIVE = (30, 10, 3)  # idle seconds before probing, seconds between probes, probes lost
@@ -91,18 +92,19 @@ async def _kubernetes_asyncio_configuration(kubeconfig: str | None, context: str
 class AiohttpTransport:
     """Sends requests over two aiohttp pools (requests, watches) configured from a
     kubeconfig: TLS, client certificates, bearer tokens, proxy, TLS server name. The token
-    is asked for on every request, so a rotated one is used (:attr:`credentials`)."""
+    is asked for on every request, so a rotated one is used (:attr:`credentials`).
+    ``user_agent`` goes with every request (default: the program's name)."""
 
     def __init__(
         self,
         configuration: Any,
         *,
-        user_agent: str = "appstack",
+        user_agent: str | None = None,
         connect_timeout: float = 10.0,
         pool_size: int = POOL_SIZE,
     ) -> None:
         self.configuration = configuration
-        self.user_agent = user_agent
+        self.user_agent = user_agent or program_name()
         self.connect_timeout = connect_timeout
         self.base_url = str(configuration.host or "").rstrip("/")
         self.host = urlsplit(self.base_url).netloc

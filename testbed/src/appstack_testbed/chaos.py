@@ -29,8 +29,7 @@ from appstack.controllers.appstack.middleware import generated_secrets
 from appstack.controllers.kit.registration import Registration
 from appstack.controllers.registry import by_kind
 from appstack.controllers.util.kubeobject import as_object
-from appstack.runtime.client import Client
-from appstack.runtime.resources import SECRET
+from appstack.runtime import SECRET, Client
 from appstack_testbed.audit import AuditEvent
 from appstack_testbed.waiting import condition_status
 

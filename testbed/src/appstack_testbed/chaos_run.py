@@ -23,9 +23,7 @@ import yaml
 from appstack.controllers.appservice import APP_SERVICE
 from appstack.controllers.appstack import APP_STACK
 from appstack.controllers.rbac import LEASE_NAME
-from appstack.runtime import errors
-from appstack.runtime.client import Client
-from appstack.runtime.resources import DEPLOYMENT, LEASE, Resource
+from appstack.runtime import DEPLOYMENT, LEASE, Client, Resource, errors
 from appstack_testbed import chaos
 from appstack_testbed.audit import AuditEvent, read_audit_events
 from appstack_testbed.cluster import LocalCluster

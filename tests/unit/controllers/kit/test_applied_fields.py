@@ -135,7 +135,7 @@ def test_only_our_own_apply_entry_is_kept_and_read() -> None:
 
 
 def test_the_cache_keeps_only_its_clients_apply_entry() -> None:
-    client, _ = scripted_client()
+    client, _ = scripted_client(field_manager="appstack")  # the entries above are "appstack"'s
     cache = Cache(client, ["ns"])
     informer = cache.informers(DEPLOYMENT)["ns"]
     informer._deliver(Applied(informer._prepare(_deployment())))  # as the watcher hands it
