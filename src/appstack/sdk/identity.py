@@ -1,0 +1,78 @@
+"""Who an operator is: :class:`OperatorIdentity`, passed in to everything below the
+operator's assembly that names the operator — never hard-coded there (issue #35).
+
+One value says it all: the project (``appstack``, ``guestbook``), the API domain its kinds
+and labels live under (``appstack.dev``, ``webapp.example.com``), the install's default
+namespace and image. From them come the field manager and user agent its requests carry,
+its leader-election Lease, the source of its Events, its metrics' prefix, the labels of
+what it installs (``app.kubernetes.io/part-of``) and of the children it makes
+(``app.kubernetes.io/managed-by``: its caches select them by it), and the namespace label
+by which a platform team enables it in a namespace. Pure; used by the SDK's operator
+assembly (:mod:`appstack.sdk.operator`), its generators, and appstack's own operator
+(:data:`appstack.api.identity.IDENTITY`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+@dataclass(frozen=True)
+class OperatorIdentity:
+    """An operator's names. ``project`` and ``domain`` are required; the rest default
+    from them (``<project>-operator``, ``<project>-system``, ``<project>:latest``...)."""
+
+    project: str
+    domain: str
+    name: str = ""
+    namespace: str = ""
+    image: str = ""
+    field_manager: str = ""
+    lease_name: str = ""
+    event_source: str = ""
+    metric_prefix: str = ""
+
+    def __post_init__(self) -> None:
+        if not _DNS_LABEL.match(self.project):
+            raise ValueError(f"project {self.project!r} is not a DNS label (a-z, 0-9, -)")
+        if not self.domain or any(not _DNS_LABEL.match(p) for p in self.domain.split(".")):
+            raise ValueError(f"domain {self.domain!r} is not a DNS name")
+        defaults = {
+            "name": f"{self.project}-operator",
+            "namespace": f"{self.project}-system",
+            "image": f"{self.project}:latest",
+            "field_manager": self.project,
+            "lease_name": f"{self.project}-operator",
+            "event_source": f"{self.domain}/operator",
+            "metric_prefix": self.project.replace("-", "_"),
+        }
+        for attribute, value in defaults.items():
+            if not getattr(self, attribute):
+                object.__setattr__(self, attribute, value)
+
+    def key(self, name: str) -> str:
+        """A label, annotation or finalizer name under the domain: ``<domain>/<name>``."""
+        return f"{self.domain}/{name}"
+
+    @property
+    def managed_by(self) -> dict[str, str]:
+        """The label of every child the operator makes (its caches select children by it)."""
+        return {"app.kubernetes.io/managed-by": self.project}
+
+    @property
+    def install_labels(self) -> dict[str, str]:
+        """The labels of what its install creates (CRDs, RBAC, policies, the Deployment)."""
+        return {"app.kubernetes.io/part-of": self.project, **self.managed_by}
+
+    @property
+    def enabled_label(self) -> str:
+        """The namespace label (``=true``) by which a platform team enables the operator
+        in a namespace."""
+        return self.key("enabled")
+
+    def user_agent(self, version: str, instance: str = "") -> str:
+        """``<project>/<version> (<instance>)``: what the API server's audit log shows."""
+        return f"{self.project}/{version}" + (f" ({instance})" if instance else "")
