@@ -35,6 +35,7 @@ sys.path.insert(0, __file__.rsplit("/", 1)[0])
 
 from converge import _bounded, _free_port, _metrics_up, _proc_usage, start_operator
 
+from appstack.api.identity import IDENTITY
 from appstack.api.namespaces import ENABLED
 from appstack.controllers.appservice import APP_SERVICE
 from appstack.controllers.registry import ALL
@@ -130,7 +131,7 @@ def _operators_manager(client: Client, namespace: str) -> tuple[Manager, EventRe
     manager = Manager(client, namespaces=[namespace])
     recorder = EventRecorder(client, controller=EVENT_SOURCE)
     for controller in ALL:
-        controller.setup(manager, recorder)
+        controller.setup(manager, recorder, identity=IDENTITY)
     return manager, recorder
 
 

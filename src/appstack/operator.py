@@ -24,6 +24,7 @@ from typing import Any
 import structlog
 
 from appstack import __version__
+from appstack.api.identity import IDENTITY
 from appstack.controllers import appstack as appstack_controller
 from appstack.controllers.appstack.addresses import ExternalIPPolicy, parse_networks
 from appstack.controllers.kind_metrics import KindMetrics
@@ -164,6 +165,7 @@ async def _run(options: OperatorOptions) -> None:
         controller.setup(
             manager,
             recorder,
+            identity=IDENTITY,
             concurrency=controller.workers(options.concurrency),
             sync_period=options.sync_period,
             enable_all_namespaces=options.enable_all_namespaces,

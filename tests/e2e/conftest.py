@@ -26,6 +26,7 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 from lightkube.resources.core_v1 import ServiceAccount
 
+from appstack.api.identity import IDENTITY
 from appstack.controllers.appstack.addresses import ExternalIPPolicy, parse_networks
 from appstack.controllers.registry import ALL
 from appstack.operator import EVENT_SOURCE, FIELD_MANAGER, METRIC_PREFIX
@@ -313,7 +314,12 @@ async def start_operator(
     recorder = EventRecorder(client, controller=EVENT_SOURCE, instance="e2e")
     for controller in ALL:
         own = (E2E_OPTIONS if controllers is None else controllers).get(controller.name, {})
-        controller.setup(manager, recorder, **{"concurrency": controller.workers(4), **own})
+        controller.setup(
+            manager,
+            recorder,
+            identity=IDENTITY,
+            **{"concurrency": controller.workers(4), **own},
+        )
     task = asyncio.create_task(manager.run())
     await wait_until(lambda: manager.ready or task.done(), timeout=30, what="caches to sync")
     if task.done():

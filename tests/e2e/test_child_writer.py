@@ -7,13 +7,14 @@ from __future__ import annotations
 from typing import Any
 
 from appstack.controllers.appservice import APP_SERVICE
-from appstack.controllers.kit.children import ChildWriter
-from appstack.controllers.util.meta import CHILD_SELECTOR, child_labels, child_metadata
+from appstack.controllers.util.meta import CHILD_SELECTOR, child_labels
 from appstack.operator import EVENT_SOURCE
 from appstack.runtime.cache import Cache
 from appstack.runtime.client import Client
 from appstack.runtime.events import EventRecorder
 from appstack.runtime.resources import DEPLOYMENT
+from appstack.sdk.kit.children import ChildWriter
+from appstack.sdk.kit.meta import child_metadata
 
 
 def _deployment(owner: dict[str, Any], env: list[dict[str, str]]) -> dict[str, Any]:

@@ -9,10 +9,10 @@ import pytest
 
 from appstack.controllers.appstack import APP_STACK
 from appstack.controllers.registry import ALL
-from appstack.controllers.util.pods import POD_INDEXERS, pods_of
 from appstack.runtime.cache import Cache
 from appstack.runtime.client import Client
 from appstack.runtime.resources import POD
+from appstack.sdk.kit.pods import POD_INDEXERS, pods_of
 from tests.e2e.conftest import RunningOperator
 
 

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from appstack.controllers.appservice import APP_SERVICE
-from appstack.controllers.kit.children import PROGRESS_INTERVAL
 from appstack.runtime.apirequest import ApiRequest, Timeouts
 from appstack.runtime.client import Client
 from appstack.runtime.controller import Request
 from appstack.runtime.resources import DEPLOYMENT
+from appstack.sdk.kit.children import PROGRESS_INTERVAL
 from appstack_testbed.waiting import wait_until
 from tests.e2e.conftest import RunningOperator, is_ready, start_operator, until
 

@@ -34,12 +34,7 @@ import pytest
 from appstack.api.namespaces import ALLOW_PRIVILEGED, ENABLED, NOT_ENABLED_REASON
 from appstack.controllers.appservice import APP_SERVICE
 from appstack.controllers.appstack import APP_STACK
-from appstack.controllers.util.meta import (
-    MANAGED_BY,
-    SLICE_MANAGER,
-    SLICE_MANAGER_LABEL,
-    owner_reference,
-)
+from appstack.controllers.util.meta import MANAGED_BY, SLICE_MANAGER
 from appstack.operator import FIELD_MANAGER
 from appstack.runtime import errors
 from appstack.runtime.client import Client
@@ -55,6 +50,7 @@ from appstack.runtime.resources import (
     SERVICE,
     SERVICE_ACCOUNT,
 )
+from appstack.sdk.kit.meta import SLICE_MANAGER_LABEL, owner_reference
 from tests.support.eventually import eventually
 
 NOT_OWNED = "may only write objects controlled by one of its kinds"

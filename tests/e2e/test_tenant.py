@@ -36,7 +36,7 @@ from appstack.api.namespaces import ALLOW_PRIVILEGED
 from appstack.controllers.appservice import APP_SERVICE
 from appstack.controllers.appstack import APP_STACK
 from appstack.controllers.crontab import CRON_TAB
-from appstack.controllers.util.meta import SLICE_MANAGER, SLICE_MANAGER_LABEL
+from appstack.controllers.util.meta import SLICE_MANAGER
 from appstack.manifests import rbac
 from appstack.runtime import errors
 from appstack.runtime.client import Client
@@ -48,6 +48,7 @@ from appstack.runtime.resources import (
     SECRET,
     SERVICE,
 )
+from appstack.sdk.kit.meta import SLICE_MANAGER_LABEL
 from tests.e2e.conftest import (
     RunningOperator,
     service_account_kubeconfig,

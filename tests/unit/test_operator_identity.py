@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from appstack import operator
-from appstack.controllers.kit import applied
 from appstack.runtime import Client
 from tests.support.scripted_transport import ScriptedTransport
 
@@ -20,8 +19,6 @@ def test_the_operator_passes_the_identity_the_runtime_had() -> None:
     assert operator.FIELD_MANAGER == "appstack"
     assert operator.EVENT_SOURCE == "appstack.dev/operator"
     assert operator.METRIC_PREFIX == "appstack"
-    # What the controllers' kit still reads from the runtime must be the operator's.
-    assert applied.FIELD_MANAGER == operator.FIELD_MANAGER
 
 
 class _Built(Exception):

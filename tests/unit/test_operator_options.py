@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import inspect
 
-from appstack.controllers.kit.reconciler import KindReconciler
 from appstack.controllers.registry import ALL
 from appstack.operator import OperatorOptions
+from appstack.sdk.kit.reconciler import KindReconciler
 
 
 def test_every_option_is_a_parameter_of_its_controllers_reconciler() -> None:

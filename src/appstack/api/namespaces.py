@@ -9,16 +9,30 @@ chart's ``enableAllNamespaces``). The install's admission policies hold the oper
 token to the same rule, and a third policy lets only holders of
 :data:`LABEL_GRANT` (and cluster administrators) set any of :data:`GUARDED` on a namespace,
 so a tenant — or whoever may create namespaces — cannot opt a namespace in themselves.
-Read by the operator (:mod:`appstack.controllers.kit.namespaces`) and the install
+Read by the operator (:mod:`appstack.sdk.kit.namespaces`) and the install
 (:mod:`appstack.manifests.admission_writes`, :mod:`appstack.manifests.admission_namespaces`).
 """
 
 from __future__ import annotations
 
+from appstack.api.identity import IDENTITY
 from appstack.api.kind import GROUP, group_key
+from appstack.sdk.identity import NOT_ENABLED_REASON
 
-#: ``=true``: the operator acts in this namespace.
-ENABLED = group_key("enabled")
+__all__ = [
+    "ALLOW_PRIVILEGED",
+    "ENABLED",
+    "GUARDED",
+    "LABEL_GRANT",
+    "MAY_WRITE",
+    "NOT_ENABLED_REASON",
+    "SYSTEM_NAMESPACES",
+    "is_enabled",
+    "not_enabled_message",
+]
+
+#: ``=true``: the operator acts in this namespace (its identity's enabled label).
+ENABLED = IDENTITY.enabled_label
 #: ``=true``: the operator may write privileged or host pods (beyond Pod Security baseline).
 ALLOW_PRIVILEGED = group_key("allow-privileged-pods")
 #: ``=true``: the operator may write in a system namespace (``kube-*``), if also enabled.
@@ -29,8 +43,6 @@ GUARDED = (ENABLED, ALLOW_PRIVILEGED, MAY_WRITE)
 #: non-administrator set :data:`GUARDED` labels: the generated ClusterRole
 #: ``appstack-namespace-enabler-<install namespace>`` grants it.
 LABEL_GRANT = (GROUP, "namespaces", "enable")
-#: The Ready condition's reason on an object in a namespace that is not enabled.
-NOT_ENABLED_REASON = "NamespaceNotEnabled"
 SYSTEM_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease")
 
 
@@ -41,7 +53,4 @@ def is_enabled(labels: dict[str, str] | None) -> bool:
 
 def not_enabled_message(namespace: str) -> str:
     """What the Ready condition says in a namespace that is not enabled."""
-    return (
-        f"namespace {namespace} is not enabled for appstack: a cluster administrator runs "
-        f"kubectl label namespace {namespace} {ENABLED}=true"
-    )
+    return IDENTITY.not_enabled_message(namespace)

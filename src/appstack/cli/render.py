@@ -20,9 +20,9 @@ from pydantic import ValidationError
 from appstack.api.kind import GROUP
 from appstack.api.seeds import foreign_problem, third_party
 from appstack.controllers.registry import ALL, by_kind
-from appstack.controllers.util.conditions import error_message, field_path
-from appstack.controllers.util.kubeobject import as_object
-from appstack.controllers.util.parts import wire
+from appstack.sdk.kit.conditions import error_message, field_path
+from appstack.sdk.kit.kubeobject import as_object
+from appstack.sdk.kit.parts import wire
 
 PLACEHOLDER_UID = "00000000-0000-0000-0000-000000000000"  # assigned by the API server
 
@@ -73,7 +73,8 @@ def render_documents(documents: list[Any], notes: list[str] | None = None) -> li
             continue
         obj = parsed.to_dict()
         obj["metadata"] = {"namespace": "default", **obj["metadata"], "uid": PLACEHOLDER_UID}
-        rendered += map(wire, controller.children(as_object(obj), parsed.spec))
+        if controller.children is not None:  # every appstack kind declares its children
+            rendered += map(wire, controller.children(as_object(obj), parsed.spec))
     if problems:
         raise RenderError(problems)
     return rendered

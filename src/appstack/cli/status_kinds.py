@@ -17,11 +17,11 @@ from __future__ import annotations
 from typing import Any
 
 from appstack.controllers.registry import ALL
-from appstack.controllers.util.meta import INSTANCE_LABEL
 from appstack.core.resource import Resource
 from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.resources import JOB, POD
+from appstack.sdk.kit.meta import INSTANCE_LABEL
 
 Tree = dict[str, Any]
 

@@ -3,8 +3,8 @@
 
 Each ``controllers/<kind>/`` package has ``desired`` (spec → children, pure), ``status``
 (observed children → status, pure), ``reconciler`` (a
-:class:`~appstack.controllers.kit.reconciler.KindReconciler`) and an ``__init__`` that
-exports its :class:`~appstack.controllers.kit.registration.Registration`. What they share
-is in :mod:`appstack.controllers.util` and :mod:`appstack.controllers.kit.children` (the only
+:class:`~appstack.sdk.kit.reconciler.KindReconciler`) and an ``__init__`` that
+exports its :class:`~appstack.sdk.kit.registration.Registration`. What they share
+is in :mod:`appstack.controllers.util` and :mod:`appstack.sdk.kit.children` (the only
 writer). Controllers use ``appstack.runtime`` and ``appstack.api``, never each other.
 """

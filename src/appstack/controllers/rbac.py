@@ -23,7 +23,7 @@ CANARY = "held-only-through-a-wildcard"
 RUNTIME_RULES: list[Rule] = [
     rule(EVENT, "create", "patch"),
     # Whether a namespace is enabled, and the Pod Security level it enforces (its labels),
-    # read by name (controllers/kit/namespaces.py): a namespaced install grants it per
+    # read by name (sdk/kit/namespaces.py): a namespaced install grants it per
     # namespace; cluster-wide, the enabled namespaces are also watched (NAMESPACE_WATCH).
     rule(NAMESPACE, "get"),
     # Who scrapes /metrics (appstack.runtime.metricsauth): check a token, ask if it may.
@@ -45,7 +45,7 @@ def marker_rule() -> Rule:
 def operator_rules(*, cluster_wide: bool = True) -> list[Rule]:
     """Every rule the operator uses, controllers first (the generated ClusterRole, or
     without the namespaces' watch a Role), and the admission policies' marker."""
-    rules = [rule_ for controller in ALL for rule_ in controller.rbac_rules]
+    rules = [rule_ for controller in ALL for rule_ in controller.rules]
     watch = [NAMESPACE_WATCH] if cluster_wide else []
     return [*rules, *RUNTIME_RULES, *watch, marker_rule()]
 

@@ -9,7 +9,7 @@ package and one line here (see docs/design.md, "Adding a kind").
 from __future__ import annotations
 
 from appstack.controllers import appservice, appstack, crontab, etcdcluster, mongodbcommunity
-from appstack.controllers.kit.registration import Registration
+from appstack.sdk.kit.registration import Registration
 
 ALL: tuple[Registration, ...] = (
     appservice.CONTROLLER,

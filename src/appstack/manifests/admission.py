@@ -27,7 +27,7 @@ from typing import Any
 
 from appstack.controllers.appstack.labels import MEMBER_LABEL, STACK_LABEL
 from appstack.controllers.mongodbcommunity import scram, users
-from appstack.controllers.util.meta import COMPONENT_LABEL, MANAGED_BY
+from appstack.controllers.util.meta import MANAGED_BY
 from appstack.manifests.admission_base import (
     EnableAll,
     binding,
@@ -42,6 +42,7 @@ from appstack.manifests.admission_kinds import kinds_policies
 from appstack.manifests.admission_namespaces import namespaces_policy
 from appstack.manifests.admission_writes import writes_policy
 from appstack.manifests.rbac import NAME, NAMESPACE
+from appstack.sdk.kit.meta import COMPONENT_LABEL
 
 SECRETS_POLICY = f"{NAME}-secrets"
 MONGODB = "appstack.dev/v1/MongoDBCommunity"

@@ -38,7 +38,7 @@ from typing import Any
 from appstack.api.namespaces import ALLOW_PRIVILEGED, MAY_WRITE, SYSTEM_NAMESPACES
 from appstack.controllers.etcdcluster.desired import CLUSTER_UID
 from appstack.controllers.rbac import MARKER_GROUP, operator_rules
-from appstack.controllers.util.meta import SLICE_MANAGER, SLICE_MANAGER_LABEL
+from appstack.controllers.util.meta import SLICE_MANAGER
 from appstack.manifests.admission_base import (
     EnableAll,
     controlled,
@@ -51,6 +51,7 @@ from appstack.manifests.admission_base import (
 )
 from appstack.manifests.admission_pods import CHECKS, no_node_name, per_kind
 from appstack.manifests.rbac import NAME, NAMESPACE
+from appstack.sdk.kit.meta import SLICE_MANAGER_LABEL
 
 __all__ = ["ALLOW_PRIVILEGED", "MAY_WRITE", "WRITES_POLICY", "writes_policy", "written_resources"]
 

@@ -32,8 +32,7 @@ itself (``auth-provider``, basic auth: the ``legacy-auth`` extra).
 
 Every name the operator, its controllers, its CLI, the test bed and the benchmarks import
 from the runtime's modules is exported here (``__all__``, kept exact by
-``tests/unit/runtime/test_runtime_api.py``), but for one transitional constant
-(``client.FIELD_MANAGER``); the modules' other names are details.
+``tests/unit/runtime/test_runtime_api.py``); the modules' other names are details.
 """
 
 from appstack.runtime.builder import Builder, Mapper, request_for

@@ -32,10 +32,6 @@ from appstack.runtime.resources import Obj, Resource
 
 __all__ = ["Client", "TransportError", "WatchStalled"]
 
-# Transitional, not the runtime's: the operator's field manager, still read from here by
-# the controllers' kit (controllers/kit/applied.py; issue #35). The runtime's default is
-# program_name() and the operator passes its own. Remove once the kit takes the client's.
-FIELD_MANAGER = "appstack"
 # Bookmarks come about every 60 s: a watch silent for 1.5 times that is dead (half-open).
 BOOKMARK_INTERVAL = 60.0
 STALL_TIMEOUT = 1.5 * BOOKMARK_INTERVAL

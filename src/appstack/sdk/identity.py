@@ -18,6 +18,8 @@ import re
 from dataclasses import dataclass
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+#: The Ready condition's reason on an object in a namespace the operator is not enabled in.
+NOT_ENABLED_REASON = "NamespaceNotEnabled"
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,13 @@ class OperatorIdentity:
         """The namespace label (``=true``) by which a platform team enables the operator
         in a namespace."""
         return self.key("enabled")
+
+    def not_enabled_message(self, namespace: str) -> str:
+        """What the Ready condition says in a namespace the operator is not enabled in."""
+        return (
+            f"namespace {namespace} is not enabled for {self.project}: a cluster "
+            f"administrator runs kubectl label namespace {namespace} {self.enabled_label}=true"
+        )
 
     def user_agent(self, version: str, instance: str = "") -> str:
         """``<project>/<version> (<instance>)``: what the API server's audit log shows."""

@@ -25,12 +25,8 @@ from appstack.core.resource import Resource
 from appstack.sdk.model import KubeModel
 from appstack.sdk.names import NameRule
 
-GROUP = "appstack.dev"
 VERSION = "v1"
 AGE = {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
-# Every kind's category (``kubectl get appstack-all``); not ``appstack``, which is
-# AppStack's singular name: a category of that name made ``kubectl get appstack NAME`` fail.
-CATEGORY = "appstack-all"
 _READY = '.status.conditions[?(@.type=="Ready")]'
 READY_REASON = {"name": "Reason", "type": "string", "jsonPath": f"{_READY}.reason"}
 READY_MESSAGE = {

@@ -26,10 +26,10 @@ from typing import Any
 
 from appstack.controllers.appstack.labels import STACK_LABEL
 from appstack.controllers.appstack.middleware import generated_secrets
-from appstack.controllers.kit.registration import Registration
 from appstack.controllers.registry import by_kind
-from appstack.controllers.util.kubeobject import as_object
 from appstack.runtime import SECRET, Client
+from appstack.sdk.kit.kubeobject import as_object
+from appstack.sdk.kit.registration import Registration
 from appstack_testbed.audit import AuditEvent
 from appstack_testbed.waiting import condition_status
 
@@ -76,7 +76,9 @@ def wanted(parent: dict[str, Any]) -> set[Key]:
     registration = _registration(parent["kind"])
     spec = registration.kind.model.model_validate(parent).spec
     owner = as_object(parent)
-    keys = {(c["kind"], c["metadata"]["name"]) for c in registration.children(owner, spec)}
+    children = registration.children
+    assert children is not None, f"{parent['kind']} declares no children"  # noqa: S101
+    keys = {(c["kind"], c["metadata"]["name"]) for c in children(owner, spec)}
     for member in getattr(spec, "middleware", None) or []:
         if member.managed is not None:
             keys |= {("Secret", s["metadata"]["name"]) for s in generated_secrets(owner, member)}

@@ -22,9 +22,9 @@ from appstack.controllers.etcdcluster import recover
 from appstack.controllers.etcdcluster import status as etcd
 from appstack.controllers.etcdcluster.observe import Observation
 from appstack.controllers.etcdcluster.plan import MemberView, Observed, Step
-from appstack.controllers.kit.compare import status_patch
 from appstack.controllers.mongodbcommunity import status as mongodb
-from appstack.controllers.util.conditions import Problem
+from appstack.sdk.kit.compare import status_patch
+from appstack.sdk.kit.conditions import Problem
 from appstack.sdk.model import KubeModel
 from tests.support.status_schema import status_schema, violations
 

@@ -12,8 +12,8 @@ from appstack.api.appstack import MemberStatus
 from appstack.controllers.appservice.status import from_children
 from appstack.controllers.appstack.status import from_members
 from appstack.controllers.crontab.status import from_cron_job
-from appstack.controllers.util.conditions import Problem
 from appstack.manifests import argocd
+from appstack.sdk.kit.conditions import Problem
 
 DEPLOY = argocd.__file__.rsplit("/src/", 1)[0] + "/deploy/argocd/health-patch.yaml"
 

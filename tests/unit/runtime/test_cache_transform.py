@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from appstack.controllers.util.pods import cached_pod, pod_mapper, pod_problem, recheck_after
 from appstack.runtime.cache import Cache
 from appstack.runtime.controller import Request
 from appstack.runtime.resources import CONFIG_MAP, POD
 from appstack.runtime.watcher import Applied
+from appstack.sdk.kit.pods import cached_pod, pod_mapper, pod_problem, recheck_after
 from tests.support.scripted_transport import scripted_client
 
 

@@ -26,11 +26,7 @@ ALLOWED = (
 )
 #: Whole lines allowed for now, by file; each fails the test once it is gone (then delete
 #: it here): the runtime's last identity literal, waiting for the code that reads it.
-TRANSITIONAL = {
-    # controllers/kit/applied.py compares cached children's managedFields with it; it is to
-    # take the client's field_manager instead (the SDK work of issue #35).
-    ("client.py", 'FIELD_MANAGER = "appstack"'),
-}
+TRANSITIONAL: set[tuple[str, str]] = set()
 WORD = re.compile("appstack", re.IGNORECASE)
 
 

@@ -19,11 +19,7 @@ PRODUCT = [REPO_ROOT / "src" / "appstack", REPO_ROOT / "testbed" / "src", REPO_R
 RUNTIME = REPO_ROOT / "src" / "appstack" / "runtime"
 #: Imports of names the runtime does not export, allowed for now; each fails the test once
 #: it is gone (then delete it here). (file, module, name)
-PENDING = {
-    # appstack's field manager: the kit is to take the client's field_manager instead (the
-    # SDK work of issue #35); the runtime keeps the constant until then (client.py).
-    ("src/appstack/controllers/kit/applied.py", "appstack.runtime.client", "FIELD_MANAGER"),
-}
+PENDING: set[tuple[str, str, str]] = set()
 
 
 def test_every_public_name_is_exported_and_every_public_class_has_its_own_docstring() -> None:

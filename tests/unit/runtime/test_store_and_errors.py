@@ -147,7 +147,7 @@ def test_too_many_requests_honours_retry_after() -> None:
 
 
 def test_a_taken_node_port_is_told_by_the_status_cause_not_its_text() -> None:
-    from appstack.controllers.kit.compare import node_port_taken  # noqa: PLC0415
+    from appstack.sdk.kit.compare import node_port_taken  # noqa: PLC0415
 
     def invalid(field: str, reason: str = "FieldValueInvalid", text: str = "") -> errors.ApiError:
         details = {"causes": [{"reason": reason, "message": text, "field": field}]}

@@ -9,8 +9,8 @@ from __future__ import annotations
 from appstack.api.appservice import AppService
 from appstack.controllers.appservice import desired
 from appstack.controllers.appservice.reconciler import AppServiceReconciler
-from appstack.controllers.kit.registration import Registration
 from appstack.runtime.resources import DEPLOYMENT, POD, SERVICE
+from appstack.sdk.kit.registration import Registration
 from appstack.sdk.rbac import Rule, own_rules, rule
 
 APP_SERVICE = AppService.KIND.resource

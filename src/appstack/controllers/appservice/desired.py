@@ -14,9 +14,11 @@ from typing import Any
 
 from appstack.api.appservice import AppServiceSpec
 from appstack.api.security import PodSecurityLevel
-from appstack.controllers.util.kubeobject import KubeObject
-from appstack.controllers.util.meta import child_labels, child_metadata, instance_labels
-from appstack.controllers.util.parts import (
+from appstack.controllers.util.meta import child_labels
+from appstack.controllers.util.workloads import container, security_context
+from appstack.sdk.kit.kubeobject import KubeObject
+from appstack.sdk.kit.meta import child_metadata, instance_labels
+from appstack.sdk.kit.parts import (
     ChildMeta,
     ContainerPort,
     Manifest,
@@ -24,7 +26,6 @@ from appstack.controllers.util.parts import (
     TemplateMeta,
     user_env,
 )
-from appstack.controllers.util.workloads import container, security_context
 from appstack.sdk.model import ServicePort
 
 CONTAINER = "app"

@@ -2,7 +2,7 @@
 
 Level-based: everything is read from the informer cache (the AppService, and its children
 through a cache that holds only objects labelled ``app.kubernetes.io/managed-by=appstack``).
-Children are written through :class:`~appstack.controllers.kit.children.ChildWriter`: applied
+Children are written through :class:`~appstack.sdk.kit.children.ChildWriter`: applied
 only when the cached one differs, never taking over a same-named object we do not control.
 
 Problems the user must fix (a nodePort already taken, a child name in use, a rejected
@@ -18,27 +18,25 @@ from __future__ import annotations
 from typing import ClassVar
 
 from appstack.api.appservice import AppService, AppServiceSpec, AppServiceStatus
+from appstack.api.kind import GROUP
 from appstack.controllers.appservice import desired, status
-from appstack.controllers.kit.applied import CHILD_AND_POD_TRANSFORMS, Transform
-from appstack.controllers.kit.reconciler import KindReconciler
-from appstack.controllers.util.conditions import Problem
-from appstack.controllers.util.kubeobject import KubeObject
-from appstack.controllers.util.meta import (
-    COMPONENT_LABEL,
-    INSTANCE_LABEL,
-    instance_labels,
-    label_selector,
-)
-from appstack.controllers.util.pods import (
+from appstack.controllers.util import podsecurity
+from appstack.controllers.util.workloads import deployment_rollout, replica_failure
+from appstack.runtime.controller import Result
+from appstack.runtime.resources import DEPLOYMENT, POD, SERVICE, Resource
+from appstack.sdk.kit.applied import child_and_pod_transforms
+from appstack.sdk.kit.conditions import Problem
+from appstack.sdk.kit.kubeobject import KubeObject
+from appstack.sdk.kit.meta import COMPONENT_LABEL, INSTANCE_LABEL, instance_labels, label_selector
+from appstack.sdk.kit.pods import (
     POD_INDEXERS,
+    Transform,
     pod_mapper,
     pod_problem,
     pods_of,
     recheck_after,
 )
-from appstack.controllers.util.workloads import deployment_rollout, replica_failure
-from appstack.runtime.controller import Result
-from appstack.runtime.resources import DEPLOYMENT, POD, SERVICE, Resource
+from appstack.sdk.kit.reconciler import KindReconciler
 
 
 def _selector(app: KubeObject) -> str:
@@ -52,7 +50,7 @@ class AppServiceReconciler(KindReconciler[AppServiceSpec]):
     kind = AppService.KIND
     owns = (DEPLOYMENT, SERVICE)
     watches = ((POD, pod_mapper(INSTANCE_LABEL, **{COMPONENT_LABEL: desired.COMPONENT})),)
-    transforms: ClassVar[dict[Resource, Transform]] = CHILD_AND_POD_TRANSFORMS
+    transforms: ClassVar[dict[Resource, Transform]] = child_and_pod_transforms(GROUP)
     indexers = POD_INDEXERS
     status_changes = False  # its status is ours, computed from the children
 
@@ -68,7 +66,9 @@ class AppServiceReconciler(KindReconciler[AppServiceSpec]):
         )
 
     async def apply(self, obj: KubeObject, spec: AppServiceSpec) -> Result | None:
-        level = await self.namespaces.level(obj["metadata"]["namespace"], spec.pod_security)
+        level = await podsecurity.level(
+            self.namespaces, obj["metadata"]["namespace"], spec.pod_security
+        )
         synced, problems = await self.writer.sync_all(obj, desired.children(obj, spec, level))
         if not synced.wrote("Service"):
             await self.writer.delete(obj, SERVICE, "no ports")

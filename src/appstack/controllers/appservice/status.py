@@ -19,15 +19,15 @@ from __future__ import annotations
 from typing import Any
 
 from appstack.api.appservice import AppServiceStatus
-from appstack.controllers.util.conditions import (
+from appstack.controllers.util.workloads import deployment_rollout
+from appstack.sdk.kit.conditions import (
     Problem,
     Truth,
     condition,
     now_rfc3339,
     previous_conditions,
 )
-from appstack.controllers.util.kubeobject import KubeObject
-from appstack.controllers.util.workloads import deployment_rollout
+from appstack.sdk.kit.kubeobject import KubeObject
 
 
 def from_children(

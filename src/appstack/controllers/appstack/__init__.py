@@ -11,7 +11,6 @@ from __future__ import annotations
 from appstack.api.appstack import AppStack
 from appstack.controllers.appstack import desired
 from appstack.controllers.appstack.reconciler import AppStackReconciler
-from appstack.controllers.kit.registration import Registration
 from appstack.runtime.resources import (
     CONFIG_MAP,
     DEPLOYMENT,
@@ -21,6 +20,7 @@ from appstack.runtime.resources import (
     SECRET,
     STATEFUL_SET,
 )
+from appstack.sdk.kit.registration import Registration
 from appstack.sdk.rbac import Rule, own_rules, rule
 
 APP_STACK = AppStack.KIND.resource

@@ -26,7 +26,7 @@ from typing import Any
 from appstack.api.appstack_component import Component
 from appstack.api.appstack_middleware import Middleware
 from appstack.controllers.appstack.catalog import CATALOG
-from appstack.controllers.util.parts import EnvVar, secret_env
+from appstack.sdk.kit.parts import EnvVar, secret_env
 
 
 def prefix(member: str) -> str:

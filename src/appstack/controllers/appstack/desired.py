@@ -29,9 +29,10 @@ from appstack.controllers.appstack.connections import (
 )
 from appstack.controllers.appstack.middleware import children as middleware_children
 from appstack.controllers.appstack.mongodb import uri_env
-from appstack.controllers.util.kubeobject import KubeObject
 from appstack.controllers.util.meta import MANAGED_BY
-from appstack.controllers.util.parts import (
+from appstack.controllers.util.workloads import container, security_context
+from appstack.sdk.kit.kubeobject import KubeObject
+from appstack.sdk.kit.parts import (
     Container,
     EnvVar,
     Manifest,
@@ -40,7 +41,6 @@ from appstack.controllers.util.parts import (
     VolumeMount,
     user_env,
 )
-from appstack.controllers.util.workloads import container, security_context
 
 Members = Mapping[str, Middleware | Component]  # what ``uses`` may name
 

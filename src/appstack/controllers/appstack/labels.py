@@ -14,9 +14,10 @@ import json
 from typing import Any
 
 from appstack.api.kind import group_key
-from appstack.controllers.util.kubeobject import KubeObject
-from appstack.controllers.util.meta import MANAGED_BY, child_metadata
-from appstack.controllers.util.parts import ChildMeta, Manifest
+from appstack.controllers.util.meta import MANAGED_BY
+from appstack.sdk.kit.kubeobject import KubeObject
+from appstack.sdk.kit.meta import child_metadata
+from appstack.sdk.kit.parts import ChildMeta, Manifest
 
 STACK_LABEL = group_key("stack")
 MEMBER_LABEL = group_key("member")

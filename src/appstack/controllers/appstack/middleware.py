@@ -29,9 +29,11 @@ from appstack.controllers.appstack.connections import (
     member_service,
     service_name,
 )
-from appstack.controllers.util.kubeobject import KubeObject
-from appstack.controllers.util.meta import MANAGED_BY, SLICE_MANAGER, SLICE_MANAGER_LABEL
-from appstack.controllers.util.parts import (
+from appstack.controllers.util.meta import MANAGED_BY, SLICE_MANAGER
+from appstack.controllers.util.workloads import security_context
+from appstack.sdk.kit.kubeobject import KubeObject
+from appstack.sdk.kit.meta import SLICE_MANAGER_LABEL
+from appstack.sdk.kit.parts import (
     ClaimSpec,
     Container,
     EnvVar,
@@ -42,7 +44,6 @@ from appstack.controllers.util.parts import (
     secret_env,
     user_resources,
 )
-from appstack.controllers.util.workloads import security_context
 
 
 def credentials(owner: KubeObject, mw: Middleware) -> Manifest:

@@ -31,8 +31,8 @@ from appstack.controllers.appstack.catalog import CATALOG, image
 from appstack.controllers.appstack.connections import credentials_secret, prefix, service_name
 from appstack.controllers.util import mongodb_bootstrap as boot
 from appstack.controllers.util import mongodb_replicaset as rs
-from appstack.controllers.util.kubeobject import KubeObject
-from appstack.controllers.util.parts import (
+from appstack.sdk.kit.kubeobject import KubeObject
+from appstack.sdk.kit.parts import (
     ContainerSecurity,
     EnvVar,
     Manifest,

@@ -29,33 +29,14 @@ from appstack.api.appstack import AppStack, AppStackSpec, AppStackStatus, Member
 from appstack.api.appstack_component import Component
 from appstack.api.appstack_middleware import Middleware
 from appstack.api.graph import blocked_by, start_order
-from appstack.api.kind import group_key
+from appstack.api.kind import GROUP, group_key
 from appstack.api.security import PodSecurityLevel
 from appstack.controllers.appstack import addresses, desired, labels, middleware, status
 from appstack.controllers.appstack.addresses import ExternalIPPolicy
 from appstack.controllers.appstack.connections import third_party_credentials_missing
 from appstack.controllers.appstack.references import referenced
 from appstack.controllers.appstack.teardown import FINALIZER_NAME, teardown
-from appstack.controllers.kit.applied import CHILD_TRANSFORMS
-from appstack.controllers.kit.children import Synced
-from appstack.controllers.kit.reconciler import KindReconciler
-from appstack.controllers.util.conditions import Problem
-from appstack.controllers.util.kubeobject import KubeObject
-from appstack.controllers.util.parts import Manifest
-from appstack.controllers.util.pods import (
-    POD_INDEXERS,
-    POD_TRANSFORMS,
-    pod_mapper,
-    pod_problem,
-    pods_of,
-    recheck_after,
-)
-from appstack.controllers.util.references import (
-    REFERENCES,
-    Transform,
-    metadata_only,
-    secret_metadata,
-)
+from appstack.controllers.util import podsecurity
 from appstack.controllers.util.workloads import (
     deployment_ready,
     replica_failure,
@@ -78,6 +59,26 @@ from appstack.runtime.resources import (
     Resource,
 )
 from appstack.runtime.store import IndexFunc, controller_key
+from appstack.sdk.kit.applied import CHILD_TRANSFORMS
+from appstack.sdk.kit.children import Synced
+from appstack.sdk.kit.conditions import Problem
+from appstack.sdk.kit.kubeobject import KubeObject
+from appstack.sdk.kit.parts import Manifest
+from appstack.sdk.kit.pods import (
+    POD_INDEXERS,
+    pod_mapper,
+    pod_problem,
+    pod_transforms,
+    pods_of,
+    recheck_after,
+)
+from appstack.sdk.kit.reconciler import KindReconciler
+from appstack.sdk.kit.references import (
+    REFERENCES,
+    Transform,
+    metadata_only,
+    secret_metadata,
+)
 
 Wanted = set[tuple[str, str]]  # (kind, name) of every child the spec still wants
 
@@ -97,7 +98,7 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
     # ConfigMaps it writes are a cache of their own, in full but only those labelled ours.
     references = (CONFIG_MAP.metadata_only(), SECRET.metadata_only())
     transforms: ClassVar[dict[Resource, Transform]] = {
-        **POD_TRANSFORMS,
+        **pod_transforms(GROUP),
         **CHILD_TRANSFORMS,
         CONFIG_MAP.metadata_only(): metadata_only,
         SECRET.metadata_only(): secret_metadata,
@@ -136,7 +137,9 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
         problems: list[Problem] = []
         stuck: list[Problem] = []  # members whose pods cannot start
         rechecks: list[float] = []  # when to look again at containers not ready yet
-        level = await self.namespaces.level(obj["metadata"]["namespace"], spec.pod_security)
+        level = await podsecurity.level(
+            self.namespaces, obj["metadata"]["namespace"], spec.pod_security
+        )
         for wave in start_order(edges) if edges else []:
             for name in wave:
                 seen = len(problems)

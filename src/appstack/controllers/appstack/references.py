@@ -14,14 +14,14 @@ from appstack.api.appstack import AppStackSpec
 from appstack.api.appstack_component import Component
 from appstack.api.appstack_middleware import Middleware
 from appstack.controllers.appstack import desired
-from appstack.controllers.util.references import reference
 from appstack.runtime.resources import CONFIG_MAP, SECRET
+from appstack.sdk.kit.references import reference
 
 
 def referenced(stack: dict[str, Any]) -> list[str]:
     """Index values of ``stack``: each existing ConfigMap its components mount and each
     Secret they read (``secretKeyRef`` env, a third-party or external service's
-    ``secretRef``), as :func:`~appstack.controllers.util.references.reference` keys."""
+    ``secretRef``), as :func:`~appstack.sdk.kit.references.reference` keys."""
     try:
         spec = AppStackSpec.model_validate(stack.get("spec") or {})
     except ValidationError:

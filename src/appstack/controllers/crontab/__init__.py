@@ -12,8 +12,8 @@ from __future__ import annotations
 from appstack.api.crontab import CronTab
 from appstack.controllers.crontab import desired
 from appstack.controllers.crontab.reconciler import CronTabReconciler
-from appstack.controllers.kit.registration import Registration
 from appstack.runtime.resources import CRON_JOB, JOB, POD
+from appstack.sdk.kit.registration import Registration
 from appstack.sdk.rbac import Rule, own_rules, rule
 
 CRON_TAB = CronTab.KIND.resource

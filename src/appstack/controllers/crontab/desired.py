@@ -12,10 +12,11 @@ from typing import Any
 from appstack.api.cron import cron_job_schedule
 from appstack.api.crontab import CronTabSpec
 from appstack.api.security import PodSecurityLevel
-from appstack.controllers.util.kubeobject import KubeObject
-from appstack.controllers.util.meta import child_labels, child_metadata
-from appstack.controllers.util.parts import Manifest
+from appstack.controllers.util.meta import child_labels
 from appstack.controllers.util.workloads import container, security_context
+from appstack.sdk.kit.kubeobject import KubeObject
+from appstack.sdk.kit.meta import child_metadata
+from appstack.sdk.kit.parts import Manifest
 
 COMPONENT = "crontab"
 

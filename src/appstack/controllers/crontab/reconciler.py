@@ -20,30 +20,33 @@ from typing import Any, ClassVar
 from pydantic import ValidationError
 
 from appstack.api.crontab import CronTab, CronTabSpec, CronTabStatus
+from appstack.api.kind import GROUP
 from appstack.controllers.crontab import desired, status
-from appstack.controllers.kit.applied import JOB_TRANSFORMS, Transform
-from appstack.controllers.kit.reconciler import KindReconciler
-from appstack.controllers.util.conditions import (
-    Problem,
-    last_condition,
-    now_rfc3339,
-)
-from appstack.controllers.util.kubeobject import KubeObject
-from appstack.controllers.util.meta import COMPONENT_LABEL, INSTANCE_LABEL, instance_labels
-from appstack.controllers.util.pods import (
-    POD_INDEXERS,
-    POD_TRANSFORMS,
-    label_indexers,
-    labelled,
-    pod_mapper,
-    pods_of,
-)
+from appstack.controllers.util import podsecurity
 from appstack.runtime.cache import Cache
 from appstack.runtime.client import Client
 from appstack.runtime.controller import Request, Result
 from appstack.runtime.events import EventRecorder
 from appstack.runtime.resources import CRON_JOB, JOB, POD, Resource
 from appstack.runtime.store import IndexFunc
+from appstack.sdk.kit.applied import job_transforms
+from appstack.sdk.kit.conditions import (
+    Problem,
+    last_condition,
+    now_rfc3339,
+)
+from appstack.sdk.kit.kubeobject import KubeObject
+from appstack.sdk.kit.meta import COMPONENT_LABEL, INSTANCE_LABEL, instance_labels
+from appstack.sdk.kit.pods import (
+    POD_INDEXERS,
+    Transform,
+    label_indexers,
+    labelled,
+    pod_mapper,
+    pod_transforms,
+    pods_of,
+)
+from appstack.sdk.kit.reconciler import KindReconciler
 from appstack.sdk.model import Condition
 
 
@@ -64,7 +67,10 @@ class CronTabReconciler(KindReconciler[CronTabSpec]):
         (JOB, _job_mapper),
         (POD, pod_mapper(INSTANCE_LABEL, **{COMPONENT_LABEL: desired.COMPONENT})),
     )
-    transforms: ClassVar[dict[Resource, Transform]] = {**POD_TRANSFORMS, **JOB_TRANSFORMS}
+    transforms: ClassVar[dict[Resource, Transform]] = {
+        **pod_transforms(GROUP),
+        **job_transforms(GROUP),
+    }
     indexers: ClassVar[dict[Resource, dict[str, IndexFunc]]] = {
         **POD_INDEXERS,
         **label_indexers(JOB),
@@ -84,7 +90,9 @@ class CronTabReconciler(KindReconciler[CronTabSpec]):
         return status.from_cron_job(obj, None, problem, now_rfc3339())
 
     async def apply(self, obj: KubeObject, spec: CronTabSpec) -> Result | None:
-        level = await self.namespaces.level(obj["metadata"]["namespace"], spec.pod_security)
+        level = await podsecurity.level(
+            self.namespaces, obj["metadata"]["namespace"], spec.pod_security
+        )
         synced, problems = await self.writer.sync_all(obj, desired.children(obj, spec, level))
         problem = problems[0] if problems else None
         if problem is not None:

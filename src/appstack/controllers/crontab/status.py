@@ -5,7 +5,7 @@ six-field ``cronSpec`` asks for more than one run a minute, saying what runs ins
 ``Suspended`` while runs are suspended) — unless the newest run went wrong: a Job that
 failed (the Job's own reason, e.g. ``BackoffLimitExceeded``, ``DeadlineExceeded``) or whose
 pods cannot start (``ErrImagePull``, ``CrashLoopBackOff``, ... from
-:func:`~appstack.controllers.util.pods.pod_problem`) makes ``Ready=False`` and
+:func:`~appstack.sdk.kit.pods.pod_problem`) makes ``Ready=False`` and
 ``Degraded=True`` with that reason, until a newer run succeeds. The active Jobs, the last
 schedule/success times, the newest run and how it went (``lastRun``, ``lastRunResult``) are
 reported too.
@@ -18,9 +18,9 @@ from typing import Any, Literal
 
 from appstack.api.cron import cron_job_schedule
 from appstack.api.crontab import CronTabStatus
-from appstack.controllers.util.conditions import Problem, Truth, condition, previous_conditions
-from appstack.controllers.util.kubeobject import KubeObject
-from appstack.controllers.util.pods import pod_problem
+from appstack.sdk.kit.conditions import Problem, Truth, condition, previous_conditions
+from appstack.sdk.kit.kubeobject import KubeObject
+from appstack.sdk.kit.pods import pod_problem
 
 #: A condition as (status, reason, message).
 Said = tuple[Truth, str, str]

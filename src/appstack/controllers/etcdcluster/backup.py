@@ -22,9 +22,10 @@ from typing import Any
 
 from appstack.api.etcdcluster import BackupSpec, EtcdClusterSpec, RestoreSpec
 from appstack.controllers.etcdcluster import desired, tls
-from appstack.controllers.util.kubeobject import KubeObject
-from appstack.controllers.util.meta import child_labels, child_metadata
-from appstack.controllers.util.parts import Manifest
+from appstack.controllers.util.meta import child_labels
+from appstack.sdk.kit.kubeobject import KubeObject
+from appstack.sdk.kit.meta import child_metadata
+from appstack.sdk.kit.parts import Manifest
 
 BACKUP_DIR = "/backup"
 RESTORE_DIR = "/restore"

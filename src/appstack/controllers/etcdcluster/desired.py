@@ -19,15 +19,10 @@ from typing import Any
 from appstack.api.etcdcluster import EtcdClusterSpec
 from appstack.api.kind import group_key
 from appstack.controllers.etcdcluster import tls
-from appstack.controllers.util.kubeobject import KubeObject
-from appstack.controllers.util.meta import (
-    child_labels,
-    child_metadata,
-    controlled_by,
-    instance_labels,
-    owner_reference,
-)
-from appstack.controllers.util.parts import (
+from appstack.controllers.util.meta import child_labels
+from appstack.sdk.kit.kubeobject import KubeObject
+from appstack.sdk.kit.meta import child_metadata, controlled_by, instance_labels, owner_reference
+from appstack.sdk.kit.parts import (
     Container,
     ContainerSecurity,
     Manifest,

@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 import structlog
 
 from appstack.api.etcdcluster import BackupSpec, EtcdCluster, EtcdClusterSpec, EtcdClusterStatus
+from appstack.api.kind import GROUP
 from appstack.controllers.etcdcluster import (
     backup,
     backup_schedule,
@@ -37,25 +38,6 @@ from appstack.controllers.etcdcluster.observe import Observation, observe
 from appstack.controllers.etcdcluster.plan import Step, next_step
 from appstack.controllers.etcdcluster.resources import PDB
 from appstack.controllers.etcdcluster.tlsclient import TLSSecrets
-from appstack.controllers.kit.applied import (
-    CHILD_AND_POD_TRANSFORMS,
-    CLAIM_TRANSFORMS,
-    JOB_TRANSFORMS,
-    Transform,
-)
-from appstack.controllers.kit.reconciler import KindReconciler
-from appstack.controllers.util.conditions import (
-    Problem,
-    now_rfc3339,
-)
-from appstack.controllers.util.kubeobject import KubeObject
-from appstack.controllers.util.parts import Manifest, wire
-from appstack.controllers.util.pods import (
-    POD_INDEXERS,
-    label_indexers,
-    labelled,
-    pods_of,
-)
 from appstack.runtime import errors
 from appstack.runtime.cache import Cache
 from appstack.runtime.client import Client
@@ -63,6 +45,25 @@ from appstack.runtime.controller import Result
 from appstack.runtime.events import EventRecorder
 from appstack.runtime.resources import JOB, POD, PVC, SERVICE, Resource
 from appstack.runtime.store import IndexFunc
+from appstack.sdk.kit.applied import (
+    CLAIM_TRANSFORMS,
+    child_and_pod_transforms,
+    job_transforms,
+)
+from appstack.sdk.kit.conditions import (
+    Problem,
+    now_rfc3339,
+)
+from appstack.sdk.kit.kubeobject import KubeObject
+from appstack.sdk.kit.parts import Manifest, wire
+from appstack.sdk.kit.pods import (
+    POD_INDEXERS,
+    Transform,
+    label_indexers,
+    labelled,
+    pods_of,
+)
+from appstack.sdk.kit.reconciler import KindReconciler
 
 log = structlog.get_logger("appstack.etcdcluster")
 
@@ -77,8 +78,8 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
     owns = (SERVICE, PDB, POD, PVC, JOB)
     # the pod, Service and Job caches are shared: the same transforms as the others
     transforms: ClassVar[dict[Resource, Transform]] = {
-        **CHILD_AND_POD_TRANSFORMS,
-        **JOB_TRANSFORMS,
+        **child_and_pod_transforms(GROUP),
+        **job_transforms(GROUP),
         **CLAIM_TRANSFORMS,
     }
     indexers: ClassVar[dict[Resource, dict[str, IndexFunc]]] = {

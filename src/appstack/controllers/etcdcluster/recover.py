@@ -27,13 +27,13 @@ from appstack.controllers.etcdcluster import desired, recovery, status, volumes
 from appstack.controllers.etcdcluster.backup_schedule import parse_time
 from appstack.controllers.etcdcluster.observe import Observation
 from appstack.controllers.etcdcluster.plan import Step
-from appstack.controllers.kit.children import ChildWriter
-from appstack.controllers.util.conditions import Problem
-from appstack.controllers.util.kubeobject import KubeObject, as_object
 from appstack.runtime import errors
 from appstack.runtime.cache import Cache
 from appstack.runtime.client import Client
 from appstack.runtime.resources import POD, PVC
+from appstack.sdk.kit.children import ChildWriter
+from appstack.sdk.kit.conditions import Problem
+from appstack.sdk.kit.kubeobject import KubeObject, as_object
 
 IMPOSSIBLE = "RecoveryImpossible"
 

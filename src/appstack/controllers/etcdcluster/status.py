@@ -12,15 +12,15 @@ from appstack.api.etcdcluster import EtcdClusterStatus, EtcdMember
 from appstack.controllers.etcdcluster import desired
 from appstack.controllers.etcdcluster.observe import Observation
 from appstack.controllers.etcdcluster.plan import Step
-from appstack.controllers.util.conditions import (
+from appstack.sdk.kit.conditions import (
     Problem,
     Truth,
     condition,
     last_condition,
     previous_conditions,
 )
-from appstack.controllers.util.kubeobject import KubeObject
-from appstack.controllers.util.meta import label_selector
+from appstack.sdk.kit.kubeobject import KubeObject
+from appstack.sdk.kit.meta import label_selector
 from appstack.sdk.model import Condition
 
 #: A condition as (status, reason, message).

@@ -20,10 +20,10 @@ from typing import Any
 
 from appstack.api.etcdcluster import TLSSpec
 from appstack.controllers.etcdcluster import tls
-from appstack.controllers.util.conditions import Problem
 from appstack.runtime import certdata, errors
 from appstack.runtime.client import Client
 from appstack.runtime.resources import SECRET
+from appstack.sdk.kit.conditions import Problem
 
 
 @dataclass(frozen=True)

@@ -12,11 +12,11 @@ from typing import Any
 
 from appstack.api.etcdcluster import EtcdClusterSpec
 from appstack.controllers.etcdcluster import desired
-from appstack.controllers.kit.children import ChildWriter
-from appstack.controllers.util.kubeobject import KubeObject
 from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.resources import PVC
+from appstack.sdk.kit.children import ChildWriter
+from appstack.sdk.kit.kubeobject import KubeObject
 
 
 async def _own(client: Client, obj: KubeObject, volume: dict[str, Any], retain: bool) -> None:

@@ -23,9 +23,11 @@ from appstack.api.mongodbcommunity import ADMIN_USER, DEFAULT_IMAGE, MongoDBComm
 from appstack.controllers.mongodbcommunity import bootstrap
 from appstack.controllers.util import mongodb_bootstrap as boot
 from appstack.controllers.util import mongodb_replicaset as rs
-from appstack.controllers.util.kubeobject import KubeObject
-from appstack.controllers.util.meta import child_labels, child_metadata, instance_labels
-from appstack.controllers.util.parts import (
+from appstack.controllers.util.meta import child_labels
+from appstack.controllers.util.workloads import security_context
+from appstack.sdk.kit.kubeobject import KubeObject
+from appstack.sdk.kit.meta import child_metadata, instance_labels
+from appstack.sdk.kit.parts import (
     ChildMeta,
     ClaimSpec,
     KeyToPath,
@@ -35,7 +37,6 @@ from appstack.controllers.util.parts import (
     VolumeMount,
     user_resources,
 )
-from appstack.controllers.util.workloads import security_context
 
 COMPONENT = "mongodb"
 PORT = 27017

@@ -24,23 +24,24 @@ from appstack.api.mongodbcommunity import (
     User,
     UserStatus,
 )
-from appstack.controllers.kit.applied import CHILD_TRANSFORMS
-from appstack.controllers.kit.reconciler import KindReconciler
 from appstack.controllers.mongodbcommunity import desired, scram, status, users
-from appstack.controllers.util.conditions import Problem, now_rfc3339
-from appstack.controllers.util.kubeobject import KubeObject
-from appstack.controllers.util.meta import CHILD_SELECTOR, COMPONENT_LABEL
-from appstack.controllers.util.parts import Manifest
-from appstack.controllers.util.references import (
+from appstack.controllers.util.meta import CHILD_SELECTOR
+from appstack.runtime import errors
+from appstack.runtime.controller import Result
+from appstack.runtime.resources import CONFIG_MAP, PDB, SECRET, SERVICE, STATEFUL_SET, Resource
+from appstack.runtime.store import IndexFunc, controller_key
+from appstack.sdk.kit.applied import CHILD_TRANSFORMS
+from appstack.sdk.kit.conditions import Problem, now_rfc3339
+from appstack.sdk.kit.kubeobject import KubeObject
+from appstack.sdk.kit.meta import COMPONENT_LABEL
+from appstack.sdk.kit.parts import Manifest
+from appstack.sdk.kit.reconciler import KindReconciler
+from appstack.sdk.kit.references import (
     REFERENCES,
     Transform,
     reference,
     secret_metadata,
 )
-from appstack.runtime import errors
-from appstack.runtime.controller import Result
-from appstack.runtime.resources import CONFIG_MAP, PDB, SECRET, SERVICE, STATEFUL_SET, Resource
-from appstack.runtime.store import IndexFunc, controller_key
 
 _WATCHED = frozenset({"PasswordSecretNotFound", "PasswordSecretKeyNotFound"})
 

@@ -24,9 +24,10 @@ import hashlib
 import hmac
 
 from appstack.api.mongodbcommunity import User
-from appstack.controllers.util.kubeobject import KubeObject
-from appstack.controllers.util.meta import child_labels, child_metadata
-from appstack.controllers.util.parts import Manifest
+from appstack.controllers.util.meta import child_labels
+from appstack.sdk.kit.kubeobject import KubeObject
+from appstack.sdk.kit.meta import child_metadata
+from appstack.sdk.kit.parts import Manifest
 
 # name -> (hash, iterations, salt bytes): mongod's defaults
 MECHANISMS = {"sha1": ("sha1", 10000, 16), "sha256": ("sha256", 15000, 28)}

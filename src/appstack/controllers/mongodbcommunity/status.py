@@ -11,10 +11,10 @@ from typing import Any, Literal
 
 from appstack.api.mongodbcommunity import MongoDBCommunityStatus, UserStatus
 from appstack.controllers.mongodbcommunity import desired
-from appstack.controllers.util.conditions import Problem, Truth, condition, previous_conditions
-from appstack.controllers.util.kubeobject import KubeObject
-from appstack.controllers.util.meta import label_selector
 from appstack.controllers.util.workloads import statefulset_ready
+from appstack.sdk.kit.conditions import Problem, Truth, condition, previous_conditions
+from appstack.sdk.kit.kubeobject import KubeObject
+from appstack.sdk.kit.meta import label_selector
 
 
 def observed(

@@ -14,9 +14,10 @@ from urllib.parse import quote
 
 from appstack.api.mongodbcommunity import User
 from appstack.controllers.mongodbcommunity import desired
-from appstack.controllers.util.kubeobject import KubeObject
-from appstack.controllers.util.meta import child_labels, child_metadata
-from appstack.controllers.util.parts import Manifest
+from appstack.controllers.util.meta import child_labels
+from appstack.sdk.kit.kubeobject import KubeObject
+from appstack.sdk.kit.meta import child_metadata
+from appstack.sdk.kit.parts import Manifest
 
 _INVALID = re.compile(r"[^a-z0-9.-]+")
 

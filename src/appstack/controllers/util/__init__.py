@@ -2,6 +2,6 @@
 conditions and validation messages (:mod:`.conditions`), workload fields and rollout
 readiness (:mod:`.workloads`), RBAC rules (:mod:`.rbac`), pods, quantities, the namespace's
 Pod Security level. The framework the controllers stand on — the reconciler base, a kind's
-registration, the child writer — is :mod:`appstack.controllers.kit`, which uses these;
+registration, the child writer — is :mod:`appstack.sdk.kit`, which uses these;
 they never use it.
 """

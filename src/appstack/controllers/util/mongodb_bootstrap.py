@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from importlib import resources
 
-from appstack.controllers.util.parts import Probe
+from appstack.sdk.kit.parts import Probe
 
 PASS_SECONDS = 10
 SCRIPT_KEY = "bootstrap.js"

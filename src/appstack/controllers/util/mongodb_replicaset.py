@@ -26,7 +26,7 @@ from typing import Any
 from typing_extensions import TypedDict
 
 from appstack.controllers.util import mongodb_bootstrap as boot
-from appstack.controllers.util.parts import (
+from appstack.sdk.kit.parts import (
     ChildMeta,
     Container,
     ContainerSecurity,

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from appstack.api.security import PodSecurityLevel, SecurityContext
-from appstack.controllers.util.conditions import Problem
-from appstack.controllers.util.parts import (
+from appstack.sdk.kit.conditions import Problem
+from appstack.sdk.kit.parts import (
     Container,
     ContainerPort,
     ContainerSecurity,

@@ -10,8 +10,8 @@ from pydantic import ValidationError
 from appstack.api.appservice import AppServiceSpec
 from appstack.controllers.appservice import desired
 from appstack.controllers.appservice.status import from_children
-from appstack.controllers.kit.compare import is_subset
-from appstack.controllers.util.conditions import Problem
+from appstack.sdk.kit.compare import is_subset
+from appstack.sdk.kit.conditions import Problem
 
 SEED = {
     "size": 2,

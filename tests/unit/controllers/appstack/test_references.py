@@ -1,5 +1,5 @@
 """The objects an AppStack names without owning them (controllers/appstack/references.py,
-controllers/util/references.py): the index from a stack to each ConfigMap and Secret it
+sdk/kit/references.py): the index from a stack to each ConfigMap and Secret it
 reads, the mapper from one of them back to the stacks, and what the cache keeps of them —
 metadata only, never a Secret's data — while our own children stay whole."""
 
@@ -9,17 +9,17 @@ from typing import Any
 
 from appstack.controllers.appstack import APP_STACK
 from appstack.controllers.appstack.references import referenced
-from appstack.controllers.util.references import (
+from appstack.runtime.cache import Cache
+from appstack.runtime.controller import Request
+from appstack.runtime.resources import CONFIG_MAP, SECRET
+from appstack.runtime.watcher import Applied
+from appstack.sdk.kit.references import (
     REFERENCES,
     metadata_only,
     reference,
     referrers,
     secret_metadata,
 )
-from appstack.runtime.cache import Cache
-from appstack.runtime.controller import Request
-from appstack.runtime.resources import CONFIG_MAP, SECRET
-from appstack.runtime.watcher import Applied
 from tests.support.scripted_transport import scripted_client
 
 

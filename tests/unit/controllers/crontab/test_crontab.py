@@ -11,8 +11,8 @@ from appstack.api.cron import cron_job_schedule
 from appstack.api.crontab import CronTabSpec, cron_problem
 from appstack.controllers.crontab import desired
 from appstack.controllers.crontab.status import from_cron_job
-from appstack.controllers.util.conditions import Problem
 from appstack.controllers.util.workloads import BASELINE, RESTRICTED
+from appstack.sdk.kit.conditions import Problem
 
 
 @pytest.mark.parametrize(

@@ -14,8 +14,8 @@ from appstack.api.etcdcluster_recovery import DisasterRecoverySpec
 from appstack.controllers.etcdcluster import desired, recover, recovery
 from appstack.controllers.etcdcluster.observe import Observation
 from appstack.controllers.etcdcluster.plan import Observed, PodView, Step
-from appstack.controllers.kit.compare import status_patch
 from appstack.runtime.leaderelection import NotLeader
+from appstack.sdk.kit.compare import status_patch
 
 UTC = datetime.timezone.utc
 LOST = datetime.datetime(2026, 11, 25, 20, 0, 0, tzinfo=UTC)

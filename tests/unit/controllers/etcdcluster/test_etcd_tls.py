@@ -16,7 +16,7 @@ from appstack.controllers.etcdcluster import backup, desired, status, tls
 from appstack.controllers.etcdcluster.observe import Observation
 from appstack.controllers.etcdcluster.plan import MemberView, Observed, Step
 from appstack.controllers.etcdcluster.tlsclient import client_context
-from appstack.controllers.util.conditions import Problem
+from appstack.sdk.kit.conditions import Problem
 from appstack_testbed.etcd_pki import etcd_tls_secrets, member_names
 from tests.support.paths import REPO_ROOT
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from appstack.api.identity import IDENTITY
 from appstack.controllers.appservice import APP_SERVICE
 from appstack.controllers.appstack import APP_STACK
 from appstack.controllers.etcdcluster import ETCD_CLUSTER, desired
 from appstack.controllers.mongodbcommunity import MONGODB_COMMUNITY
 from appstack.controllers.registry import ALL
-from appstack.controllers.util.pods import labelled, pods_of
 from appstack.runtime.events import EventRecorder
 from appstack.runtime.informer import Informer
 from appstack.runtime.manager import Manager
@@ -31,6 +31,7 @@ from appstack.runtime.resources import (
     Resource,
 )
 from appstack.runtime.watcher import Applied
+from appstack.sdk.kit.pods import labelled, pods_of
 from tests.support.scripted_transport import scripted_client
 
 
@@ -39,7 +40,7 @@ def _manager() -> Manager:
     manager = Manager(client, namespaces=["ns"])
     recorder = EventRecorder(client)
     for controller in ALL:
-        controller.setup(manager, recorder)
+        controller.setup(manager, recorder, identity=IDENTITY)
     return manager
 
 

@@ -21,7 +21,7 @@ from appstack.cli import main
 from appstack.controllers.mongodbcommunity import desired, status, users
 from appstack.controllers.registry import ALL
 from appstack.controllers.util import mongodb_bootstrap as boot
-from appstack.controllers.util.conditions import Problem, describe_validation
+from appstack.sdk.kit.conditions import Problem, describe_validation
 from tests.support.paths import REPO_ROOT as ROOT
 
 EXAMPLE = ROOT / "examples/mongodbcommunity.yaml"

@@ -1,5 +1,5 @@
 """The child writer's pure decisions: which rejected applies are the user's to fix, and
-when a child already has the quantities asked for (controllers/kit/children.py,
+when a child already has the quantities asked for (sdk/kit/children.py,
 util/quantity.py)."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from appstack.controllers.kit.compare import is_subset, users_problem
-from appstack.controllers.util.conditions import Problem
-from appstack.controllers.util.pods import NOT_READY_GRACE, pod_problem, recheck_after
-from appstack.controllers.util.quantity import quantity_value, same_quantity
 from appstack.runtime import errors
+from appstack.sdk.kit.compare import is_subset, users_problem
+from appstack.sdk.kit.conditions import Problem
+from appstack.sdk.kit.pods import NOT_READY_GRACE, pod_problem, recheck_after
+from appstack.sdk.kit.quantity import quantity_value, same_quantity
 
 _SSA_500 = (
     "failed to create typed patch object (apps/v1, Kind=Deployment): .spec.template.spec"
@@ -136,7 +136,7 @@ def test_a_container_that_runs_but_never_becomes_ready_is_reported_after_its_gra
 def test_children_written_together_are_told_apart_by_name() -> None:
     """Two Services of one owner (a replica set's headless and client Services) are both
     kept; asking for "the" Service then is an error, not one of them at random."""
-    from appstack.controllers.kit.children import Synced  # noqa: PLC0415
+    from appstack.sdk.kit.children import Synced  # noqa: PLC0415
 
     synced = Synced()
     synced["Service", "db-hl"] = {"metadata": {"name": "db-hl"}}

@@ -1,11 +1,11 @@
 """Where the operator may act: :class:`NamespaceGate`, one per operator process, asked by
 every reconcile (:mod:`.reconciler`) before it reads a spec.
 
-A namespace is enabled when a platform team labelled it ``appstack.dev/enabled=true``
-(:mod:`appstack.api.namespaces`), or when the installer enabled every namespace. The gate
-also tells each namespace's labels (the Pod Security level pods are created at,
-:mod:`appstack.controllers.util.podsecurity`) and whether a namespace exists (the AppStack's
-external address check). Two ways to know, by how the operator is installed:
+A namespace is enabled when a platform team labelled it with the operator's enabled label
+(``<domain>/enabled=true``, :attr:`appstack.sdk.identity.OperatorIdentity.enabled_label`),
+or when the installer enabled every namespace. The gate also tells each namespace's labels
+(e.g. the Pod Security level pods are created at) and whether a namespace exists (e.g. an
+address check). Two ways to know, by how the operator is installed:
 
 * **cluster-wide** (no ``--namespace``): a metadata-only informer of the enabled namespaces
   (label selector; of every namespace with ``enable_all``), so labelling a namespace wakes
@@ -30,9 +30,6 @@ from typing import Any
 
 import structlog
 
-from appstack.api.namespaces import ENABLED, is_enabled
-from appstack.api.security import PodSecurityLevel
-from appstack.controllers.util.podsecurity import level_of
 from appstack.core.resource import Resource, split_key
 from appstack.runtime import errors
 from appstack.runtime.builder import Mapper
@@ -45,7 +42,7 @@ TTL = 30.0
 MAX_REMEMBERED = 4096
 #: The namespaces' cache: metadata only (no spec, no status).
 NAMESPACES = NAMESPACE.metadata_only()
-log = structlog.get_logger("appstack.namespaces")
+log = structlog.get_logger(__name__)
 
 Labels = dict[str, str]
 
@@ -89,14 +86,19 @@ class NamespaceGate:
         client: Client,
         cache: Cache,
         *,
+        label: str = "",
         enable_all: bool = False,
         watch: bool | None = None,
         now: Callable[[], float] = time.monotonic,
         ttl: float = TTL,
         max_remembered: int = MAX_REMEMBERED,
     ) -> None:
+        if not label and not enable_all:
+            raise ValueError("a namespace gate needs the enabled label, or enable_all")
         self.client = client
         self.cache = cache
+        #: The namespace label (``=true``) that enables the operator there.
+        self.label = label
         self.enable_all = enable_all
         #: Cluster-wide: namespaces come from an informer (else from GETs). The default is
         #: by the cache's scope: a cache of some namespaces cannot list namespaces.
@@ -106,7 +108,7 @@ class NamespaceGate:
         self._ttl = ttl
         if self.watching:
             if not enable_all:
-                cache.set_label_selector(NAMESPACES, f"{ENABLED}=true")
+                cache.set_label_selector(NAMESPACES, f"{label}=true")
             cache.set_transform(NAMESPACES, _kept)
 
     @property
@@ -124,7 +126,7 @@ class NamespaceGate:
                 found if found is not None or not self.enable_all else await self._read(namespace)
             )
         found = await self._read(namespace)
-        return found if self.enable_all or is_enabled(found) else None
+        return found if self.enable_all or (found or {}).get(self.label) == "true" else None
 
     async def enabled(self, namespace: str) -> bool:
         """Whether the operator may act in ``namespace``."""
@@ -138,12 +140,6 @@ class NamespaceGate:
             return found  # type: ignore[no-any-return]
         await self._read(namespace)
         return self._exists.get(namespace)[1]  # type: ignore[no-any-return]
-
-    async def level(self, namespace: str, asked: PodSecurityLevel | None) -> PodSecurityLevel:
-        """The Pod Security level pods are created at in ``namespace``: ``asked`` if the
-        object names one, else the namespace's
-        (:func:`~appstack.controllers.util.podsecurity.level_of`)."""
-        return asked if asked is not None else level_of(await self.labels(namespace))
 
     def mapper(self, primary: Resource) -> Mapper:
         """A namespace's change -> every cached object of ``primary`` in it."""
@@ -181,11 +177,13 @@ class NamespaceGate:
 _SHARED: weakref.WeakKeyDictionary[Cache, NamespaceGate] = weakref.WeakKeyDictionary()
 
 
-def shared_gate(client: Client, cache: Cache, *, enable_all: bool = False) -> NamespaceGate:
+def shared_gate(
+    client: Client, cache: Cache, *, label: str, enable_all: bool = False
+) -> NamespaceGate:
     """The one gate of the controllers sharing ``cache`` (one namespace informer)."""
     gate = _SHARED.get(cache)
     if gate is None:
-        gate = _SHARED[cache] = NamespaceGate(client, cache, enable_all=enable_all)
+        gate = _SHARED[cache] = NamespaceGate(client, cache, label=label, enable_all=enable_all)
     elif gate.enable_all != enable_all:
         raise ValueError("the controllers of one cache disagree on enable_all")
     return gate

@@ -1,12 +1,15 @@
-"""A controller as the rest of appstack sees it: :class:`Registration`.
+"""A controller as an operator sees it: :class:`Registration` — its reconciler (whose class
+declares the kind, what it owns and watches), its RBAC rules, and how it is wired into a
+manager (:meth:`Registration.setup`).
 
-Each controller package exports one (``CONTROLLER``) and
-:data:`appstack.controllers.registry.ALL` lists them; the operator process, the generated
-CRDs and RBAC, ``appstack render``, the CLI help and the e2e fixtures iterate over that
-list, so a new kind is registered in one line. Every controller resyncs: each object is
-reconciled again every sync period (``appstack run --sync-period``, default
-:data:`~appstack.core.duration.DEFAULT_SYNC_PERIOD`), or more often if the kind needs it
-(:attr:`Registration.resync`).
+An operator lists its registrations (appstack: :data:`appstack.controllers.registry.ALL`;
+a scaffolded project: its ``controllers`` registry); the operator's assembly
+(:func:`appstack.sdk.operator.run_operator`), the generated CRDs and RBAC and the tests
+iterate over that list, so a new kind is registered in one line. The RBAC rules are the
+ones given, or derived from the reconciler's declaration (:func:`appstack.sdk.rbac.derived_rules`).
+Every controller resyncs: each object is reconciled again every sync period
+(``--sync-period``, default :data:`~appstack.core.duration.DEFAULT_SYNC_PERIOD`), or more
+often if the kind needs it (:attr:`Registration.resync`).
 """
 
 from __future__ import annotations
@@ -15,33 +18,35 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from appstack.controllers.kit.namespaces import NAMESPACES, shared_gate
-from appstack.controllers.kit.reconciler import KindReconciler
-from appstack.controllers.util.kubeobject import KubeObject
-from appstack.controllers.util.meta import child_selector
-from appstack.controllers.util.parts import Manifest
-from appstack.controllers.util.references import referrers
 from appstack.core.duration import DEFAULT_SYNC_PERIOD, parse_duration
 from appstack.core.resource import Resource
 from appstack.runtime.builder import Builder
 from appstack.runtime.controller import Controller
 from appstack.runtime.events import EventRecorder
 from appstack.runtime.manager import Manager
+from appstack.sdk.identity import OperatorIdentity
 from appstack.sdk.kind import CustomKind
-from appstack.sdk.rbac import Rule
+from appstack.sdk.kit.kubeobject import KubeObject
+from appstack.sdk.kit.meta import child_selector
+from appstack.sdk.kit.namespaces import NAMESPACES, shared_gate
+from appstack.sdk.kit.parts import Manifest
+from appstack.sdk.kit.reconciler import KindReconciler
+from appstack.sdk.kit.references import referrers
+from appstack.sdk.rbac import Rule, derived_rules
 
 Children = Callable[[KubeObject, Any], list[Manifest]]
 
 
 @dataclass(frozen=True)
 class Registration:
-    """One controller: its kind (model, CRD names), reconciler, RBAC rules, and the pure
-    function from an object and its validated spec to the children it wants."""
+    """One controller: its kind (model, CRD names), reconciler, RBAC rules (None: derived
+    from the reconciler's declaration), and the pure function from an object and its
+    validated spec to the children it wants (for ``render``-like previews; optional)."""
 
     name: str
     reconciler: type[KindReconciler[Any]]
-    rbac_rules: Sequence[Rule]
-    children: Children
+    rbac_rules: Sequence[Rule] | None = None
+    children: Children | None = None
     share: float = 1.0  # of the operator's --concurrency
     # At most this many seconds between looks at every object, whatever the sync period
     # (for inputs that are not watched; None: the sync period alone).
@@ -54,6 +59,20 @@ class Registration:
     @property
     def owns(self) -> tuple[Resource, ...]:
         return self.reconciler.owns
+
+    @property
+    def rules(self) -> list[Rule]:
+        """Its RBAC rules: as given, or derived from what its reconciler declares (its
+        kind, the kinds it owns, watches and refers to; its finalizer)."""
+        if self.rbac_rules is not None:
+            return list(self.rbac_rules)
+        watched = [resource for resource, _ in self.reconciler.watches]
+        return derived_rules(
+            self.kind,
+            owns=self.owns,
+            watches=[*watched, *self.reconciler.references],
+            finalizer=self.reconciler.finalizer is not None,
+        )
 
     def workers(self, concurrency: int) -> int:
         return max(1, int(concurrency * self.share))
@@ -69,6 +88,7 @@ class Registration:
         manager: Manager,
         recorder: EventRecorder,
         *,
+        identity: OperatorIdentity,
         concurrency: int | None = None,
         sync_period: float | None = None,
         enable_all_namespaces: bool = False,
@@ -84,12 +104,17 @@ class Registration:
         the namespaces a platform team enabled (every one with
         ``enable_all_namespaces``: :mod:`.namespaces`, shared by the controllers of one
         manager); ``options`` go to the reconciler (e.g. the AppStack's ``external_ips``)."""
-        gate = shared_gate(manager.client, manager.cache, enable_all=enable_all_namespaces)
+        gate = shared_gate(
+            manager.client,
+            manager.cache,
+            label=identity.enabled_label,
+            enable_all=enable_all_namespaces,
+        )
         watched, referenced = self.reconciler.watches, self.reconciler.references
         selectors = self.reconciler.selectors
         for resource in (*self.owns, *(resource for resource, _ in watched)):
             if resource not in referenced:  # a user's objects are not labelled as ours
-                selector = selectors.get(resource) or child_selector(resource.kind)
+                selector = selectors.get(resource) or child_selector(resource.kind, identity)
                 manager.cache.set_label_selector(resource, selector)
         for resource in self.owns:  # of the others labelled ours, only their metadata
             manager.cache.keep_children_of(resource, self.kind.resource)
@@ -115,6 +140,7 @@ class Registration:
             builder = builder.watches(NAMESPACES, gate.mapper(self.kind.resource))
         reconciler = self.reconciler(manager.client, manager.cache, recorder, **options)
         reconciler.namespaces = gate
+        reconciler.not_enabled_message = identity.not_enabled_message
         return (
             builder.with_concurrency(concurrency or self.workers(4))
             .with_resync(self.resync_period(sync_period))

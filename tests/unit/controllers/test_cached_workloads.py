@@ -13,18 +13,19 @@ import pytest
 from appstack.controllers.crontab.status import newest, run_problem, run_result
 from appstack.controllers.etcdcluster import desired as etcd
 from appstack.controllers.etcdcluster.backup import outcome
-from appstack.controllers.kit.applied import (
+from appstack.controllers.util.workloads import statefulset_ready
+from appstack.runtime.resources import JOB, PVC, STATEFUL_SET
+from appstack.sdk.kit.applied import (
     CHILD_TRANSFORMS,
     CLAIM_TRANSFORMS,
-    JOB_TRANSFORMS,
     cached_claim,
     cached_job,
     cached_statefulset,
+    job_transforms,
 )
-from appstack.controllers.kit.compare import already_so
-from appstack.controllers.util.workloads import statefulset_ready
-from appstack.runtime.client import FIELD_MANAGER
-from appstack.runtime.resources import JOB, PVC, STATEFUL_SET
+from appstack.sdk.kit.compare import already_so
+
+FIELD_MANAGER = "appstack"  # the field manager of the cached objects below
 
 WANT: dict[str, Any] = {
     "apiVersion": "apps/v1",
@@ -225,5 +226,7 @@ def test_a_cached_claim_keeps_what_etcdcluster_reads_of_a_volume(retain: bool) -
 
 def test_one_transform_per_kind_for_every_controller() -> None:
     assert CHILD_TRANSFORMS[STATEFUL_SET] is cached_statefulset
-    assert {JOB: cached_job} == JOB_TRANSFORMS
+    jobs = job_transforms("appstack.dev")
+    assert jobs is job_transforms("appstack.dev")  # one function per domain: one cache
+    assert jobs[JOB].func is cached_job  # type: ignore[attr-defined]
     assert {PVC: cached_claim} == CLAIM_TRANSFORMS

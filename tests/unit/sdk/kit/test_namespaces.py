@@ -1,4 +1,4 @@
-"""The namespace gate (controllers/kit/namespaces.py): which namespaces the operator may
+"""The namespace gate (sdk/kit/namespaces.py): which namespaces the operator may
 act in, their labels, whether one exists — read by GET (a namespaced install) with a
 bounded, time-limited memory, or from the cache of the enabled namespaces."""
 
@@ -7,10 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 from appstack.api.namespaces import ENABLED
-from appstack.controllers.kit.namespaces import NAMESPACES, TTL, NamespaceGate
+from appstack.controllers.util.podsecurity import level_of
 from appstack.runtime import errors
 from appstack.runtime.cache import Cache
 from appstack.runtime.resources import Resource
+from appstack.sdk.kit.namespaces import NAMESPACES, TTL, NamespaceGate
 
 ON = {ENABLED: "true"}
 RESTRICTED = {**ON, "pod-security.kubernetes.io/enforce": "restricted"}
@@ -35,6 +36,7 @@ class FakeClient:
 
 def _gate(client: FakeClient, now: list[float], **kwargs: Any) -> NamespaceGate:
     cache = Cache(client, namespaces=["team"])  # type: ignore[arg-type]
+    kwargs.setdefault("label", ENABLED)
     return NamespaceGate(client, cache, now=lambda: now[0], **kwargs)  # type: ignore[arg-type]
 
 
@@ -44,8 +46,7 @@ async def test_only_a_labelled_namespace_is_enabled_read_once_per_ttl() -> None:
     gate = _gate(client, now)
     assert not gate.watching  # a namespaced install cannot list namespaces
     assert await gate.enabled("team")
-    assert await gate.level("team", None) == "restricted"
-    assert await gate.level("team", "baseline") == "baseline"  # the object's word wins
+    assert level_of(await gate.labels("team")) == "restricted"
     assert not await gate.enabled("other")
     assert not await gate.enabled("gone")
     assert client.gets == ["team", "other", "gone"]
@@ -60,7 +61,7 @@ async def test_every_namespace_when_the_installer_says_so() -> None:
     client = FakeClient({"plain": {"pod-security.kubernetes.io/enforce": "restricted"}})
     gate = _gate(client, [0.0], enable_all=True)
     assert await gate.enabled("plain")
-    assert await gate.level("plain", None) == "restricted"
+    assert level_of(await gate.labels("plain")) == "restricted"
 
 
 async def test_existence_without_the_right_to_read_is_unknown() -> None:
@@ -68,7 +69,7 @@ async def test_existence_without_the_right_to_read_is_unknown() -> None:
     gate = _gate(FakeClient({}, forbidden), [0.0])
     assert await gate.exists("team") is None
     assert not await gate.enabled("team")
-    assert await gate.level("team", None) == "baseline"
+    assert level_of(await gate.labels("team")) == "baseline"
     assert await _gate(FakeClient({}), [0.0]).exists("nope") is False
 
 
@@ -88,14 +89,14 @@ async def test_the_memory_is_bounded_least_recently_used_first() -> None:
 async def test_cluster_wide_the_enabled_namespaces_come_from_the_cache() -> None:
     client = FakeClient({})
     cache = Cache(client)  # type: ignore[arg-type]
-    gate = NamespaceGate(client, cache)  # type: ignore[arg-type]
+    gate = NamespaceGate(client, cache, label=ENABLED)  # type: ignore[arg-type]
     assert gate.watching
     assert gate.requeue_after is None
     assert cache._selectors[NAMESPACES] == f"{ENABLED}=true"
     informer = cache.informers(NAMESPACES)[None]
     informer.store.upsert({"metadata": {"name": "team", "labels": RESTRICTED}})
     assert await gate.enabled("team")
-    assert await gate.level("team", None) == "restricted"
+    assert level_of(await gate.labels("team")) == "restricted"
     assert not await gate.enabled("other")  # not in the cache of enabled namespaces
     assert client.gets == []
     apps = Resource("x.dev", "v1", "App", "apps")

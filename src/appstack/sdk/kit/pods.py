@@ -6,10 +6,10 @@ other kubelet reasons a user must act on), ``PodScheduled=False`` with reason
 ``Unschedulable``, or a container that has been running for :data:`NOT_READY_GRACE`
 seconds without becoming ready — its readiness probe does not pass (``ContainersNotReady``;
 before that, :func:`recheck_after` says when to look again). :func:`pod_problem` turns the
-first such pod into a :class:`~appstack.controllers.util.conditions.Problem`, which the
+first such pod into a :class:`~appstack.sdk.kit.conditions.Problem`, which the
 AppService and AppStack controllers report as ``Ready=False`` while their workload is not
 ready. Pods are watched
-through the shared cache, labelled ``app.kubernetes.io/managed-by=appstack`` like every
+through the shared cache, labelled with the operator's managed-by label like every
 child (:func:`pod_mapper` wakes the owner when one changes; :func:`pods_of` reads them), and
 cached as :func:`cached_pod` keeps them (metadata, ``spec.nodeName`` and status only) and
 indexed by label (:data:`POD_INDEXERS`, registered once when a controller is set up).
@@ -22,18 +22,18 @@ characters.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from appstack.api.kind import GROUP
-from appstack.controllers.util.conditions import Problem, condition_read
 from appstack.runtime.builder import Mapper
 from appstack.runtime.cache import Cache
 from appstack.runtime.controller import Request
 from appstack.runtime.resources import POD, Resource
 from appstack.runtime.store import IndexFunc
+from appstack.sdk.kit.conditions import Problem, condition_read
 
 WAITING = frozenset(
     {
@@ -153,9 +153,6 @@ MAX_CONTAINERS = 32
 #: At most this many characters of an image or a message kept of a pod: an image reference
 #: is at most a few hundred, and a container's waiting message may repeat it.
 MAX_TEXT = 1024
-#: The annotations kept of a pod: ours (``appstack.dev/etcd-initial-cluster`` is read by
-#: the EtcdCluster controller); the others — kubectl's, the user's — are read by nothing.
-OUR_ANNOTATIONS = f"{GROUP}/"
 
 
 def _text(value: Any) -> Any:
@@ -203,9 +200,10 @@ def _cached_container(status: dict[str, Any]) -> dict[str, Any]:
     return kept
 
 
-def cached_pod(pod: dict[str, Any]) -> dict[str, Any]:
+def cached_pod(pod: dict[str, Any], domain: str = "") -> dict[str, Any]:
     """What the controllers read of a pod, the only part the cache keeps of it: metadata
-    (not ``generateName``, of the annotations only ours: :data:`OUR_ANNOTATIONS`),
+    (not ``generateName``, of the annotations only those under the operator's ``domain``
+    — e.g. ``appstack.dev/etcd-initial-cluster`` — none without one),
     ``spec.nodeName``, each container's name and image (EtcdCluster reads a member's
     version from it) and what is read of its status — the rest of the spec is most of a
     pod, and nothing here reads it; at most :data:`MAX_CONTAINERS` containers, images and
@@ -222,27 +220,36 @@ def cached_pod(pod: dict[str, Any]) -> dict[str, Any]:
     if isinstance(pod.get("metadata"), dict):
         meta = pod["metadata"]
         meta.pop("generateName", None)  # read by nothing
-        keep_our_annotations(meta)
+        keep_annotations_under(meta, domain)
     if isinstance(pod.get("status"), dict):
         pod["status"] = _cached_status(pod["status"])
     return pod
 
 
-def keep_our_annotations(meta: dict[str, Any]) -> None:
-    """Drop from ``meta`` every annotation not under :data:`OUR_ANNOTATIONS` (the key too
-    when none is left)."""
+def keep_annotations_under(meta: dict[str, Any], domain: str) -> None:
+    """Drop from ``meta`` every annotation not under ``<domain>/`` (the key too when none
+    is left; every one without a domain): the others — kubectl's, the user's — are read
+    by nothing, and anyone may label a pod of theirs as ours."""
     annotations = meta.get("annotations")
     if not isinstance(annotations, dict):
         return
-    ours = {k: v for k, v in annotations.items() if k.startswith(OUR_ANNOTATIONS)}
+    prefix = f"{domain}/" if domain else None
+    ours = {k: v for k, v in annotations.items() if prefix and k.startswith(prefix)}
     if ours:
         meta["annotations"] = ours
     else:
         del meta["annotations"]
 
 
-#: The cache transforms of every controller that watches pods.
-POD_TRANSFORMS: dict[Resource, Callable[[dict[str, Any]], dict[str, Any]]] = {POD: cached_pod}
+Transform = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+@functools.cache
+def pod_transforms(domain: str) -> dict[Resource, Transform]:
+    """The cache transforms of every controller that watches pods, keeping the annotations
+    under ``domain`` (the operator's): one function per domain, as the cache of a kind is
+    shared and takes one transform."""
+    return {POD: functools.partial(cached_pod, domain=domain)}
 
 
 def label_indexers(*resources: Resource) -> dict[Resource, dict[str, IndexFunc]]:

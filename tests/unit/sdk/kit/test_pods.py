@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from appstack.controllers.kit.applied import cached_job
-from appstack.controllers.util.pods import MAX_CONTAINERS, MAX_TEXT, cached_pod, pod_problem
+from appstack.sdk.kit.applied import cached_job
+from appstack.sdk.kit.pods import MAX_CONTAINERS, MAX_TEXT, cached_pod, pod_problem
 
 HUGE = "r" * 200_000
 
@@ -44,7 +44,7 @@ def _pod(containers: int) -> dict[str, Any]:
 
 
 def test_a_foreign_labelled_pod_is_cached_bounded() -> None:
-    pod = cached_pod(_pod(containers=100))
+    pod = cached_pod(_pod(containers=100), domain="appstack.dev")
 
     assert pod["metadata"]["annotations"] == {"appstack.dev/etcd-initial-cluster": "new"}
     assert len(pod["spec"]["containers"]) == MAX_CONTAINERS == 32
@@ -60,7 +60,7 @@ def test_a_foreign_labelled_pod_is_cached_bounded() -> None:
 def test_a_pod_without_annotations_of_ours_keeps_none() -> None:
     pod = _pod(containers=1)
     del pod["metadata"]["annotations"]["appstack.dev/etcd-initial-cluster"]
-    assert "annotations" not in cached_pod(pod)["metadata"]
+    assert "annotations" not in cached_pod(pod, domain="appstack.dev")["metadata"]
 
 
 def test_a_labelled_job_keeps_only_our_annotations() -> None:

@@ -2,7 +2,7 @@
 set, and no field our last apply set left out of it), is a refusal the user's to fix, what
 of a status a user acts on (its gist), the merge patch of a typed status, and a
 create-only apply?
-Used by :class:`~appstack.controllers.kit.children.ChildWriter` (and its unit tests).
+Used by :class:`~appstack.sdk.kit.children.ChildWriter` (and its unit tests).
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from appstack.controllers.util.quantity import same_quantity
 from appstack.runtime import errors
+from appstack.sdk.kit.quantity import same_quantity
 from appstack.sdk.model import KubeModel
 
 

@@ -4,7 +4,7 @@ A :class:`Problem` is something only the user can fix (an invalid spec, a name i
 rejected child): it is reported as ``Ready=False`` with its reason and a Warning Event.
 :func:`condition` follows the API conventions (``lastTransitionTime`` moves only when the
 status flips); :func:`describe_validation` turns Pydantic errors into ``spec.<field>:
-<message>`` for status, events and ``appstack render``.
+<message>`` for status, events and previews (``render``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 from typing_extensions import Required, TypedDict
 
-from appstack.controllers.util.kubeobject import KubeObject
+from appstack.sdk.kit.kubeobject import KubeObject
 from appstack.sdk.model import Condition
 
 #: The ``status`` of a condition.

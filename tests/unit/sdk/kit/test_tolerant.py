@@ -1,5 +1,5 @@
 """A spec written against a newer CRD: unknown fields are dropped and named, real errors
-still fail (controllers/kit/tolerant.py)."""
+still fail (sdk/kit/tolerant.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pydantic import ValidationError
 
 from appstack.api.appservice import AppServiceSpec
 from appstack.api.appstack import AppStackSpec
-from appstack.controllers.kit.tolerant import validate_tolerant
+from appstack.sdk.kit.tolerant import validate_tolerant
 
 
 def test_unknown_fields_at_any_depth_are_ignored_and_named() -> None:

@@ -19,12 +19,6 @@ from typing import Any, ClassVar, Generic, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
 
-from appstack.api.namespaces import NOT_ENABLED_REASON, not_enabled_message
-from appstack.controllers.kit.children import ChildWriter
-from appstack.controllers.kit.namespaces import NamespaceGate
-from appstack.controllers.kit.tolerant import validate_tolerant
-from appstack.controllers.util.conditions import Problem, describe_validation
-from appstack.controllers.util.kubeobject import KubeObject, as_object
 from appstack.core.resource import Resource
 from appstack.runtime import finalizer as finalizers
 from appstack.runtime.builder import Mapper
@@ -33,7 +27,13 @@ from appstack.runtime.client import Client
 from appstack.runtime.controller import Request, Result
 from appstack.runtime.events import EventRecorder
 from appstack.runtime.store import IndexFunc
+from appstack.sdk.identity import NOT_ENABLED_REASON
 from appstack.sdk.kind import CustomKind
+from appstack.sdk.kit.children import ChildWriter
+from appstack.sdk.kit.conditions import Problem, describe_validation
+from appstack.sdk.kit.kubeobject import KubeObject, as_object
+from appstack.sdk.kit.namespaces import NamespaceGate
+from appstack.sdk.kit.tolerant import validate_tolerant
 from appstack.sdk.model import KubeModel
 
 SpecT = TypeVar("SpecT", bound=BaseModel)
@@ -43,7 +43,7 @@ class KindReconciler(ABC, Generic[SpecT]):
     """Reconciles one custom kind (``kind``) whose children are of the kinds in ``owns``;
     ``watches`` are other objects labelled as ours (pods) that wake the owner their mapper
     names; ``references`` are kinds its spec names objects of (a user's ConfigMap or
-    Secret: :mod:`~appstack.controllers.util.references`), which wake the objects whose
+    Secret: :mod:`~appstack.sdk.kit.references`), which wake the objects whose
     ``REFERENCES`` index names them; ``indexers`` are registered on the cache once, at
     setup; ``transforms`` keep only what is read of a cached kind; ``finalizer``
     (optional) holds deletion until :meth:`cleanup` is done."""
@@ -70,9 +70,14 @@ class KindReconciler(ABC, Generic[SpecT]):
         self.cache = cache
         self.resource = self.kind.resource
         self.writer = ChildWriter(client, cache, recorder, self.resource, self.owns)
-        # Where it may act, and each namespace's Pod Security level (kit/namespaces.py):
-        # the operator's shared gate replaces this one at setup (registration.py).
-        self.namespaces = NamespaceGate(client, cache, watch=False)
+        # Where it may act, and each namespace's labels (kit/namespaces.py): the operator's
+        # shared gate replaces this one at setup (registration.py); alone, everywhere.
+        self.namespaces = NamespaceGate(client, cache, enable_all=True, watch=False)
+        #: What the Ready condition says where the namespace is not enabled (setup sets it
+        #: from the operator's identity).
+        self.not_enabled_message: Callable[[str], str] = lambda namespace: (
+            f"namespace {namespace} is not enabled for this operator"
+        )
         self._told_unknown: set[tuple[str, int]] = set()
 
     async def reconcile(self, request: Request) -> Result | None:
@@ -108,7 +113,7 @@ class KindReconciler(ABC, Generic[SpecT]):
             if self.finalizer is not None:
                 await finalizers.remove(self.client, self.resource, dict(obj), self.finalizer)
             return None
-        problem = Problem(NOT_ENABLED_REASON, not_enabled_message(namespace))
+        problem = Problem(NOT_ENABLED_REASON, self.not_enabled_message(namespace))
         await self.writer.write_status(obj, self.invalid_status(obj, problem))
         after = self.namespaces.requeue_after
         return Result(requeue_after=after) if after is not None else None

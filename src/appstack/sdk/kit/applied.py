@@ -1,7 +1,7 @@
 """Cache transforms for the children we write: keep of the spec only what our own apply set.
 
 What the controllers read of a cached Deployment or Service (grep of ``controllers/``):
-:func:`~appstack.controllers.kit.compare.already_so` compares the wanted child with it —
+:func:`~appstack.sdk.kit.compare.already_so` compares the wanted child with it —
 every wanted field must be so, and our apply entry says what our last apply set
 (``managedFields``, kept by the informer); the status functions read ``spec.replicas``
 (which we set), the whole ``status``, and ``metadata`` (name, namespace, uid,
@@ -25,15 +25,14 @@ kinds (:data:`CHILD_TRANSFORMS`: the cache of a kind is shared, one transform pe
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from appstack.controllers.kit.compare import applied_fields
-from appstack.controllers.util.conditions import condition_read
-from appstack.controllers.util.pods import POD_TRANSFORMS, keep_our_annotations
-from appstack.runtime.client import FIELD_MANAGER
 from appstack.runtime.resources import DEPLOYMENT, JOB, PVC, SERVICE, STATEFUL_SET, Resource
+from appstack.sdk.kit.conditions import condition_read
+from appstack.sdk.kit.pods import Transform, keep_annotations_under, pod_transforms
 
 
 def project(value: Any, fields: Mapping[str, Any]) -> Any:
@@ -78,10 +77,20 @@ def _items(items: list[Any], fields: Mapping[str, Any]) -> list[tuple[Any, Any]]
 _ENTRY_KEYS = ("manager", "operation", "subresource", "fieldsV1")
 
 
+def own_apply_fields(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The fields (``fieldsV1``) of the one server-side apply entry a cached object keeps:
+    the cache's own client's (the informer drops every other manager's entry before a
+    transform sees the object); empty when it never applied it."""
+    for entry in obj.get("metadata", {}).get("managedFields") or []:
+        if entry.get("operation") == "Apply" and not entry.get("subresource"):
+            return dict(entry.get("fieldsV1") or {})
+    return {}
+
+
 def applied_only(obj: dict[str, Any]) -> dict[str, Any]:
     """``obj`` with its spec (and annotations) cut to what our own apply set; status and
     the rest of its metadata kept. Unchanged when we never applied it."""
-    fields = applied_fields(obj, FIELD_MANAGER)
+    fields = own_apply_fields(obj)
     if not fields:
         return obj
     spec_fields = fields.get("f:spec")
@@ -165,15 +174,16 @@ def cached_statefulset(obj: dict[str, Any]) -> dict[str, Any]:
 JOB_STATUS = ("conditions", "completionTime")
 
 
-def cached_job(obj: dict[str, Any]) -> dict[str, Any]:
-    """A Job as cached: its metadata (of its annotations only ours: the cache keeps every
-    labelled Job, and anyone who may create one may label it ours), and of its status each
+def cached_job(obj: dict[str, Any], domain: str = "") -> dict[str, Any]:
+    """A Job as cached: its metadata (of its annotations only those under the operator's
+    ``domain``: the cache keeps every labelled Job, and anyone who may create one may label
+    it ours), and of its status each
     condition's type, status, reason and message and ``completionTime``; its spec (a pod
     template) is read by nothing — CronTab's Jobs are the CronJob's, EtcdCluster's are
     created, never compared."""
     obj["spec"] = {}
     if isinstance(obj.get("metadata"), dict):
-        keep_our_annotations(obj["metadata"])
+        keep_annotations_under(obj["metadata"], domain)
     status = obj.get("status")
     if isinstance(status, dict):
         kept = {k: status[k] for k in JOB_STATUS if k in status}
@@ -192,8 +202,6 @@ def cached_claim(obj: dict[str, Any]) -> dict[str, Any]:
     return obj
 
 
-Transform = Callable[[dict[str, Any]], dict[str, Any]]
-
 #: The cache transforms of every controller that owns Deployments, Services or
 #: StatefulSets.
 CHILD_TRANSFORMS: dict[Resource, Transform] = {
@@ -202,10 +210,18 @@ CHILD_TRANSFORMS: dict[Resource, Transform] = {
     STATEFUL_SET: cached_statefulset,
 }
 
-#: The cache transforms of Jobs and claims (CronTab, EtcdCluster).
-JOB_TRANSFORMS: dict[Resource, Transform] = {JOB: cached_job}
+#: The cache transform of claims (a controller's member volumes).
 CLAIM_TRANSFORMS: dict[Resource, Transform] = {PVC: cached_claim}
 
-#: Those and the pod transform, for the controllers that own Deployments or Services and
-#: watch pods.
-CHILD_AND_POD_TRANSFORMS: dict[Resource, Transform] = {**POD_TRANSFORMS, **CHILD_TRANSFORMS}
+
+@functools.cache
+def job_transforms(domain: str) -> dict[Resource, Transform]:
+    """The cache transform of Jobs, keeping the annotations under ``domain``."""
+    return {JOB: functools.partial(cached_job, domain=domain)}
+
+
+@functools.cache
+def child_and_pod_transforms(domain: str) -> dict[Resource, Transform]:
+    """:data:`CHILD_TRANSFORMS` and the pod transform, for the controllers that own
+    Deployments or Services and watch pods."""
+    return {**pod_transforms(domain), **CHILD_TRANSFORMS}

@@ -11,14 +11,15 @@ from typing import Any
 import pytest
 
 from appstack.controllers.appservice.status import from_children
-from appstack.controllers.kit.applied import cached_deployment, cached_service
-from appstack.controllers.kit.compare import already_so
 from appstack.controllers.util.workloads import (
     deployment_ready,
     deployment_rollout,
     replica_failure,
 )
-from appstack.runtime.client import FIELD_MANAGER
+from appstack.sdk.kit.applied import cached_deployment, cached_service
+from appstack.sdk.kit.compare import already_so
+
+FIELD_MANAGER = "appstack"  # the field manager of the cached objects below
 
 CONTAINER = {
     "name": "app",

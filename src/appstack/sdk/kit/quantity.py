@@ -3,7 +3,7 @@
 
 The API server stores quantities in canonical form (``cpu: 1`` becomes ``"1"``, ``"0.5"``
 becomes ``"500m"``, ``"1024Mi"`` becomes ``"1Gi"``): :func:`quantity_value` lets
-:func:`appstack.controllers.kit.children.is_subset` see that a child already has the quantity
+:func:`appstack.sdk.kit.children.is_subset` see that a child already has the quantity
 asked for, so an idle resync applies nothing.
 """
 

@@ -13,8 +13,8 @@ load the watch can deliver our write, and the changes that followed it, before t
 response is read, and keeping the response then would hide those changes for good (a
 Deployment that became available would look as it did when created). Like the cache, it
 holds of ``managedFields`` only our own apply's entry. Used by
-:class:`~appstack.controllers.kit.children.ChildWriter` and
-:class:`~appstack.controllers.kit.reconciler.KindReconciler`.
+:class:`~appstack.sdk.kit.children.ChildWriter` and
+:class:`~appstack.sdk.kit.reconciler.KindReconciler`.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ sends no data), without a label selector — a user's objects are not labelled a
 only in the namespaces the operator watches, and cached as :func:`metadata_only` keeps them
 (no annotations: :func:`secret_metadata`); the children we write of the same kind are a
 cache of their own, in full, labelled as ours. Used by
-:mod:`~appstack.controllers.kit.registration` and the AppStack controller.
+:mod:`~appstack.sdk.kit.registration` and the AppStack controller.
 """
 
 from __future__ import annotations

@@ -7,17 +7,18 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from appstack.controllers.kit.applied import (
+from appstack.controllers.util.workloads import deployment_rollout, replica_failure
+from appstack.runtime.resources import DEPLOYMENT, SERVICE
+from appstack.sdk.kit.applied import (
     CHILD_TRANSFORMS,
     applied_only,
     cached_deployment,
     cached_service,
     project,
 )
-from appstack.controllers.kit.compare import already_so
-from appstack.controllers.util.workloads import deployment_rollout, replica_failure
-from appstack.runtime.client import FIELD_MANAGER
-from appstack.runtime.resources import DEPLOYMENT, SERVICE
+from appstack.sdk.kit.compare import already_so
+
+FIELD_MANAGER = "appstack"  # the field manager of the cached objects below
 
 WANT: dict[str, Any] = {
     "apiVersion": "apps/v1",

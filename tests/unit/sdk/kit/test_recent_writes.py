@@ -1,4 +1,4 @@
-"""Read-your-writes (appstack.controllers.kit.written.RecentWrites): a write is seen until
+"""Read-your-writes (appstack.sdk.kit.written.RecentWrites): a write is seen until
 the informer reports anything about that object, then the cache is read again — so a
 later change by someone else (an edit, a deletion) is never hidden."""
 
@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from appstack.controllers.kit.written import RecentWrites
 from appstack.runtime.cache import Cache
 from appstack.runtime.resources import CONFIG_MAP
 from appstack.runtime.watcher import Applied, Deleted
+from appstack.sdk.kit.written import RecentWrites
 from tests.support.scripted_transport import scripted_client
 
 

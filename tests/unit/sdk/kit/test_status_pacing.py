@@ -4,10 +4,10 @@ off, so owners deleted meanwhile are not kept for the life of the process."""
 
 from __future__ import annotations
 
-from appstack.controllers.kit.children import PROGRESS_INTERVAL, ChildWriter
 from appstack.runtime.cache import Cache
 from appstack.runtime.events import EventRecorder
 from appstack.runtime.resources import CONFIG_MAP, SERVICE
+from appstack.sdk.kit.children import PROGRESS_INTERVAL, ChildWriter
 from tests.support.scripted_transport import scripted_client
 
 

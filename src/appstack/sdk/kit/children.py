@@ -6,7 +6,7 @@ that is no longer wanted (an idle resync writes nothing) — never takes over a
 same-named object the owner does not control, creates create-once children (generated
 credentials) without ever overwriting them, deletes children with a UID precondition,
 records ``Created``/``Updated``/``Deleted``/``Pruned`` Events, turns rejections the user
-must fix into a :class:`~appstack.controllers.util.conditions.Problem`, reports problems
+must fix into a :class:`~appstack.sdk.kit.conditions.Problem`, reports problems
 (log + Warning Event) and writes status only when it changed. Used by every controller.
 """
 
@@ -20,7 +20,12 @@ from typing import Any
 
 import structlog
 
-from appstack.controllers.kit.compare import (
+from appstack.core.resource import Resource, object_key
+from appstack.runtime import errors
+from appstack.runtime.cache import Cache
+from appstack.runtime.client import Client
+from appstack.runtime.events import EventRecorder, EventType
+from appstack.sdk.kit.compare import (
     already_so,
     create_only,
     node_port_taken,
@@ -30,19 +35,14 @@ from appstack.controllers.kit.compare import (
     unowned_with_labels,
     users_problem,
 )
-from appstack.controllers.kit.written import RecentWrites
-from appstack.controllers.util.conditions import Problem, last_condition
-from appstack.controllers.util.kubeobject import KubeObject
-from appstack.controllers.util.meta import controlled_by
-from appstack.controllers.util.parts import Manifest, wire
-from appstack.core.resource import Resource, object_key
-from appstack.runtime import errors
-from appstack.runtime.cache import Cache
-from appstack.runtime.client import Client
-from appstack.runtime.events import EventRecorder, EventType
+from appstack.sdk.kit.conditions import Problem, last_condition
+from appstack.sdk.kit.kubeobject import KubeObject
+from appstack.sdk.kit.meta import controlled_by
+from appstack.sdk.kit.parts import Manifest, wire
+from appstack.sdk.kit.written import RecentWrites
 from appstack.sdk.model import KubeModel
 
-log = structlog.get_logger("appstack.children")
+log = structlog.get_logger(__name__)
 
 #: Seconds between two status writes of one owner while its rollout moves...
 STATUS_INTERVAL = 1.0

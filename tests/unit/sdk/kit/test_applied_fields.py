@@ -1,5 +1,5 @@
 """What our last apply set, and whether the wanted object leaves some of it out
-(controllers/kit/compare.py): a child with every wanted field is still stale when a field
+(sdk/kit/compare.py): a child with every wanted field is still stale when a field
 we applied before (an env var, resources, a port) is no longer wanted; and the cache and
 read-your-writes keep only our own apply's managedFields entry (runtime/informer.py)."""
 
@@ -8,11 +8,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from appstack.controllers.kit.compare import already_so, applied_fields, is_subset, would_remove
 from appstack.runtime.cache import Cache
 from appstack.runtime.informer import keep_applied_by
 from appstack.runtime.resources import DEPLOYMENT
 from appstack.runtime.watcher import Applied
+from appstack.sdk.kit.compare import already_so, applied_fields, is_subset, would_remove
 from tests.support.scripted_transport import scripted_client
 
 
