@@ -39,7 +39,6 @@ from appstack.api.identity import IDENTITY
 from appstack.api.namespaces import ENABLED
 from appstack.controllers.appservice import APP_SERVICE
 from appstack.controllers.registry import ALL
-from appstack.operator import EVENT_SOURCE, FIELD_MANAGER
 from appstack.runtime import (
     DEPLOYMENT,
     NAMESPACE,
@@ -129,7 +128,7 @@ def _operators_manager(client: Client, namespace: str) -> tuple[Manager, EventRe
     """A manager with every controller set up as the operator sets them up (the same label
     selectors and transforms; ``client`` connected with its field manager), not started."""
     manager = Manager(client, namespaces=[namespace])
-    recorder = EventRecorder(client, controller=EVENT_SOURCE)
+    recorder = EventRecorder(client, controller=IDENTITY.event_source)
     for controller in ALL:
         controller.setup(manager, recorder, identity=IDENTITY)
     return manager, recorder
@@ -138,7 +137,7 @@ def _operators_manager(client: Client, namespace: str) -> tuple[Manager, EventRe
 async def during_wave(kubeconfig: str, namespace: str, n: int) -> list[dict[str, Any]]:
     """Packed bytes per object of each kind, in stores that saw the waves' every event."""
     limit_tls_read_buffer()
-    async with await Client.connect(kubeconfig, field_manager=FIELD_MANAGER) as client:
+    async with await Client.connect(kubeconfig, field_manager=IDENTITY.field_manager) as client:
         manager, recorder = _operators_manager(client, namespace)
         informers = [i for group in manager.cache._informers.values() for i in group.values()]
         tasks = [asyncio.create_task(informer.run()) for informer in informers]
@@ -170,7 +169,7 @@ async def during_wave(kubeconfig: str, namespace: str, n: int) -> list[dict[str,
 async def per_kind(kubeconfig: str, namespace: str) -> list[dict[str, Any]]:
     """Bytes per cached object of each kind the operator caches, in ``namespace``."""
     limit_tls_read_buffer()  # as the operator: 16 KiB per watch connection, not 256
-    client = await Client.connect(kubeconfig, field_manager=FIELD_MANAGER)
+    client = await Client.connect(kubeconfig, field_manager=IDENTITY.field_manager)
     manager, recorder = _operators_manager(client, namespace)
     rows = []
     tasks = []

@@ -29,7 +29,6 @@ from lightkube.resources.core_v1 import ServiceAccount
 from appstack.api.identity import IDENTITY
 from appstack.controllers.appstack.addresses import ExternalIPPolicy, parse_networks
 from appstack.controllers.registry import ALL
-from appstack.operator import EVENT_SOURCE, FIELD_MANAGER, METRIC_PREFIX
 from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.events import EventRecorder
@@ -58,7 +57,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 async def client(kubeconfig: Path) -> AsyncIterator[Client]:
     """The runtime's client as the cluster's admin, writing as the operator's field manager
     (as it always has: the tests check managedFields owners and share the operator's)."""
-    connecting = Client.connect(str(kubeconfig), field_manager=FIELD_MANAGER)
+    connecting = Client.connect(str(kubeconfig), field_manager=IDENTITY.field_manager)
     async with await connecting as runtime_client:
         yield runtime_client
 
@@ -308,10 +307,12 @@ async def start_operator(
     setup options (default :data:`E2E_OPTIONS`), ``options`` go to the :class:`Manager`;
     it watches ``namespace`` and ``also_watch``."""
     client = await Client.connect(
-        str(kubeconfig), field_manager=FIELD_MANAGER, metrics=Metrics(prefix=METRIC_PREFIX)
+        str(kubeconfig),
+        field_manager=IDENTITY.field_manager,
+        metrics=Metrics(prefix=IDENTITY.metric_prefix),
     )
     manager = Manager(client, namespaces=[namespace, *also_watch], **options)
-    recorder = EventRecorder(client, controller=EVENT_SOURCE, instance="e2e")
+    recorder = EventRecorder(client, controller=IDENTITY.event_source, instance="e2e")
     for controller in ALL:
         own = (E2E_OPTIONS if controllers is None else controllers).get(controller.name, {})
         controller.setup(

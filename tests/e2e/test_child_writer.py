@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from appstack.api.identity import IDENTITY
 from appstack.controllers.appservice import APP_SERVICE
 from appstack.controllers.util.meta import CHILD_SELECTOR, child_labels
-from appstack.operator import EVENT_SOURCE
 from appstack.runtime.cache import Cache
 from appstack.runtime.client import Client
 from appstack.runtime.events import EventRecorder
@@ -51,7 +51,7 @@ async def test_an_apply_refused_with_http_500_for_duplicate_keys_is_a_problem(
     await cache.start()
     try:
         await cache.wait_synced()
-        recorder = EventRecorder(client, controller=EVENT_SOURCE, instance="e2e")
+        recorder = EventRecorder(client, controller=IDENTITY.event_source, instance="e2e")
         writer = ChildWriter(client, cache, recorder, APP_SERVICE, (DEPLOYMENT,))
         twice = [{"name": "A", "value": "1"}, {"name": "A", "value": "2"}]
         current, problem = await writer.sync(owner, DEPLOYMENT, _deployment(owner, twice))

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
+from appstack.api.identity import IDENTITY
 from appstack.controllers.appservice import APP_SERVICE
 from appstack.controllers.appstack import APP_STACK
 from appstack.manifests import rbac
-from appstack.operator import FIELD_MANAGER
 from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.resources import (
@@ -32,7 +32,7 @@ from tests.e2e.conftest import RunningOperator, until
 @pytest.fixture
 async def as_operator(operator_kubeconfig: Path) -> AsyncIterator[Client]:
     """A client holding the operator ServiceAccount's token, writing as its field manager."""
-    connecting = Client.connect(str(operator_kubeconfig), field_manager=FIELD_MANAGER)
+    connecting = Client.connect(str(operator_kubeconfig), field_manager=IDENTITY.field_manager)
     async with await connecting as operator_client:
         yield operator_client
 

@@ -31,11 +31,11 @@ from typing import Any
 
 import pytest
 
+from appstack.api.identity import IDENTITY
 from appstack.api.namespaces import ALLOW_PRIVILEGED, ENABLED, NOT_ENABLED_REASON
 from appstack.controllers.appservice import APP_SERVICE
 from appstack.controllers.appstack import APP_STACK
 from appstack.controllers.util.meta import MANAGED_BY, SLICE_MANAGER
-from appstack.operator import FIELD_MANAGER
 from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.resources import (
@@ -65,7 +65,7 @@ SLICE = "may only write EndpointSlices of its own"
 
 @pytest.fixture
 async def as_operator(operator_kubeconfig: Path) -> AsyncIterator[Client]:
-    connecting = Client.connect(str(operator_kubeconfig), field_manager=FIELD_MANAGER)
+    connecting = Client.connect(str(operator_kubeconfig), field_manager=IDENTITY.field_manager)
     async with await connecting as operator_client:
         yield operator_client
 

@@ -38,7 +38,7 @@ from appstack.runtime.resources import (
     SERVICE_ACCOUNT,
     STATEFUL_SET,
 )
-from appstack.sdk.crd import crd
+from appstack.sdk.crds import crd
 from appstack.sdk.kind import CustomObject, custom_kind
 from appstack.sdk.model import KubeModel
 from appstack_testbed.cluster import LocalCluster

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from appstack.operator import settle_heap
+from appstack.sdk.process import settle_heap
 
 
 class _Thing:

@@ -1,6 +1,7 @@
-"""appstack's operator says who it is (the runtime names no product, issue #35): the same
-names the runtime had as defaults before, so managedFields owners, Events and metric names
-are unchanged for dashboards, alerts, installs and the e2e tests."""
+"""appstack's operator says who it is (the runtime and the SDK name no product, issue #35):
+the same names the runtime had as defaults before, so managedFields owners, Events and
+metric names are unchanged for dashboards, alerts, installs and the e2e tests — passed by
+the SDK's assembly from appstack's identity."""
 
 from __future__ import annotations
 
@@ -8,24 +9,28 @@ from typing import Any
 
 import pytest
 
-from appstack import operator
+from appstack.api.identity import IDENTITY
+from appstack.controllers.registry import ALL
 from appstack.runtime import Client
+from appstack.sdk import operator
+from appstack.sdk.options import OperatorOptions
 from tests.support.scripted_transport import ScriptedTransport
 
 
-def test_the_operator_passes_the_identity_the_runtime_had() -> None:
+def test_appstacks_identity_is_the_one_the_runtime_had() -> None:
     # Byte-identical to before the runtime lost its defaults: managedFields owners, Events'
     # reportingController, metric names (dashboards, alerts and the e2e tests read them).
-    assert operator.FIELD_MANAGER == "appstack"
-    assert operator.EVENT_SOURCE == "appstack.dev/operator"
-    assert operator.METRIC_PREFIX == "appstack"
+    assert IDENTITY.field_manager == "appstack"
+    assert IDENTITY.event_source == "appstack.dev/operator"
+    assert IDENTITY.metric_prefix == "appstack"
+    assert IDENTITY.lease_name == "appstack-operator"
 
 
 class _Built(Exception):
     """Raised by the stand-in EventRecorder: the operator is assembled far enough."""
 
 
-async def test_the_operator_gives_its_identity_to_the_client_events_and_metrics(
+async def test_the_assembly_gives_the_identity_to_the_client_events_and_metrics(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     connected: list[dict[str, Any]] = []
@@ -36,7 +41,7 @@ async def test_the_operator_gives_its_identity_to_the_client_events_and_metrics(
         options = {k: v for k, v in kwargs.items() if k in {"field_manager", "metrics"}}
         return Client(ScriptedTransport(), **options)
 
-    async def served(client: Client) -> None:
+    async def served(*_args: Any) -> None:
         return None
 
     def recorder(client: Client, **kwargs: Any) -> None:
@@ -47,14 +52,14 @@ async def test_the_operator_gives_its_identity_to_the_client_events_and_metrics(
     monkeypatch.setattr(operator, "require_crds", served)
     monkeypatch.setattr(operator, "limit_tls_read_buffer", lambda: None)  # process-wide
     monkeypatch.setattr(operator, "EventRecorder", recorder)
-    options = operator.OperatorOptions(metrics_address=None, health_address=None)
+    options = OperatorOptions(metrics_address=None, health_address=None)
     with pytest.raises(_Built):
-        await operator._run(options)
+        await operator.serve(ALL, IDENTITY, options, version="1.2.3")
 
     [kwargs] = connected
     assert kwargs["field_manager"] == "appstack"
     assert kwargs["metrics"].prefix == "appstack"
-    assert kwargs["user_agent"].startswith("appstack/")
+    assert kwargs["user_agent"].startswith("appstack/1.2.3 (")
     [event_source] = recorded
     assert event_source["controller"] == "appstack.dev/operator"
     assert event_source["client"].field_manager == "appstack"

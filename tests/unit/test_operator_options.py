@@ -7,13 +7,13 @@ from __future__ import annotations
 import inspect
 
 from appstack.controllers.registry import ALL
-from appstack.operator import OperatorOptions
+from appstack.operator import AppstackOptions
 from appstack.sdk.kit.reconciler import KindReconciler
 
 
 def test_every_option_is_a_parameter_of_its_controllers_reconciler() -> None:
     by_name = {c.name: c for c in ALL}
-    options = OperatorOptions(allow_external_ips=True).reconciler_options()
+    options = AppstackOptions(allow_external_ips=True).controller_options()
     assert options
     for name, given in options.items():
         accepted = inspect.signature(by_name[name].reconciler.__init__).parameters

@@ -1,17 +1,18 @@
 """appstack's own operator identity (:class:`~appstack.sdk.identity.OperatorIdentity`):
-project ``appstack``, domain :data:`~appstack.api.kind.GROUP`, the install in
+project ``appstack``, domain ``appstack.dev`` (the API group of its kinds,
+:data:`~appstack.api.kind.GROUP`), the install in
 ``appstack-system``, the image ``appstack:<version>``. The one place these names are
-typed; the operator's assembly, its install and its CLI pass it down. Pure."""
+typed; the operator's assembly, its install and its CLI pass it down. Pure and light (no
+pydantic): the CLI imports it for its flags' help."""
 
 from __future__ import annotations
 
 from appstack import __version__
-from appstack.api.kind import GROUP
 from appstack.sdk.identity import OperatorIdentity
 
 IDENTITY = OperatorIdentity(
     project="appstack",
-    domain=GROUP,
+    domain="appstack.dev",
     name="appstack-operator",
     namespace="appstack-system",
     image=f"appstack:{__version__}",

@@ -1,6 +1,6 @@
 """appstack's API group and how its kinds are declared: :func:`custom_kind` is the SDK's
-(:func:`appstack.sdk.kind.custom_kind`) with appstack's group (:data:`GROUP`, typed here
-only) and category (``kubectl get appstack-all``). :func:`group_key` names labels,
+(:func:`appstack.sdk.kind.custom_kind`) with appstack's group (:data:`GROUP`, its
+identity's domain) and category (``kubectl get appstack-all``). :func:`group_key` names labels,
 annotations and finalizers under the group. Pure, no I/O; used by every kind of
 :mod:`appstack.api`.
 """
@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from appstack.api.identity import IDENTITY
 from appstack.sdk.kind import VERSION, ModelT
 from appstack.sdk.kind import custom_kind as sdk_custom_kind
 
-GROUP = "appstack.dev"
+GROUP = IDENTITY.domain
 # Every kind's category (``kubectl get appstack-all``); not ``appstack``, which is
 # AppStack's singular name: a category of that name made ``kubectl get appstack NAME`` fail.
 CATEGORY = "appstack-all"

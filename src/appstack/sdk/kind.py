@@ -4,7 +4,7 @@ SDK's way to declare a kind of any group, for appstack's kinds and anyone's.
 :func:`custom_kind` decorates the top-level model of a custom resource with what the API
 server needs to serve it — group, version, kind, plural, singular, short names,
 categories, scope, subresources, printer columns — as a :class:`CustomKind`, reachable as
-``Model.KIND``. The CRD (:func:`appstack.sdk.crd.crd`), the controllers'
+``Model.KIND``. The CRD (:func:`appstack.sdk.crds.crd`), the controllers'
 :class:`~appstack.core.resource.Resource`, their RBAC rules are all derived from it, so a
 kind's names are typed in one place. Printer columns every kind can use: :data:`AGE`,
 :data:`READY_REASON`, :data:`READY_MESSAGE`, :data:`WIDE_READY`. Pure, no I/O; used by

@@ -25,6 +25,7 @@ Rule = dict[str, Any]
 
 
 def rule(resource: Resource, *verbs: str, subresource: str | None = None) -> Rule:
+    """One rule: ``verbs`` on ``resource`` (or its ``subresource``), nothing else."""
     plural = f"{resource.plural}/{subresource}" if subresource else resource.plural
     return {"apiGroups": [resource.group], "resources": [plural], "verbs": list(verbs)}
 

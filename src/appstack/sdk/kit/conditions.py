@@ -90,6 +90,7 @@ class StoredCondition(TypedDict, total=False):
 
 
 def previous_conditions(owner: KubeObject) -> dict[str, StoredCondition]:
+    """The owner's conditions as last written, by type (what :func:`condition` needs)."""
     return {c["type"]: c for c in (owner.get("status") or {}).get("conditions") or []}
 
 
@@ -99,6 +100,7 @@ def last_condition(owner: KubeObject, type_: str) -> StoredCondition:
 
 
 def now_rfc3339() -> str:
+    """Now, as a condition's ``lastTransitionTime`` (UTC, seconds)."""
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

@@ -58,6 +58,8 @@ def child_labels(name: str, component: str, managed_by: Mapping[str, str]) -> di
 
 
 def owner_reference(owner: KubeObject) -> OwnerReference:
+    """A controller ownerReference to ``owner`` (blocking its deletion until the child is
+    gone, for foreground deletion)."""
     return {
         "apiVersion": owner["apiVersion"],
         "kind": owner["kind"],
@@ -79,6 +81,7 @@ def child_metadata(owner: KubeObject, name: str, labels: dict[str, str]) -> Chil
 
 
 def controlled_by(obj: dict[str, Any], owner: KubeObject) -> bool:
+    """Whether ``obj``'s controller ownerReference is ``owner`` (by UID, not by name)."""
     uid = owner["metadata"]["uid"]
     return any(
         ref.get("controller") and ref.get("uid") == uid

@@ -1,4 +1,4 @@
-"""``appstack run``'s lean imports (appstack/cli/lean.py, the command group's lazy
+"""The operator process's lean imports (appstack/sdk/process.py, the command group's lazy
 registration): checked in a fresh interpreter, as the operator process starts."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 
 _AFTER_LEAN_IMPORT = """
 import json, os, ssl, sys
-from appstack.cli import lean
+from appstack.sdk import process as lean
 names = ("SSL_CERT_FILE", "SSL_CERT_DIR", "FROZENLIST_NO_EXTENSIONS")
 before = {k: os.environ.get(k) for k in names}
 lean.import_aiohttp()

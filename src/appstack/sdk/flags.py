@@ -1,0 +1,227 @@
+"""An operator's command-line flags (controller-runtime's names where they exist), the
+options they make and its run command: :class:`OperatorOptions`, :func:`operator_flags`,
+:func:`operator_command`.
+
+:func:`operator_flags` adds every flag of the operator's run command to a click command —
+appstack's ``appstack run`` and a scaffolded project's ``python -m <package>`` alike — and
+:meth:`OperatorOptions.from_flags` turns what the command received into options for
+:func:`appstack.sdk.operator.run_operator`. Light on purpose: importing it loads click,
+never the runtime (a CLI's ``--help`` stays fast, and the operator's process tuning runs
+before aiohttp is imported: :mod:`appstack.sdk.process`).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from appstack.core import defaults
+from appstack.core.duration import DEFAULT_SYNC_PERIOD, parse_duration
+from appstack.sdk.identity import OperatorIdentity
+from appstack.sdk.options import OperatorOptions
+
+if TYPE_CHECKING:
+    from appstack.sdk.kit.registration import Registration
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+KUBECONFIG = click.option(
+    "--kubeconfig",
+    envvar="KUBECONFIG",
+    default=None,
+    help="Kubeconfig to use (default: $KUBECONFIG, ~/.kube/config, or in-cluster).",
+)
+
+
+def _duration(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
+    try:
+        parse_duration(value)
+    except ValueError as error:
+        raise click.BadParameter(str(error)) from error
+    return value
+
+
+def operator_flags(identity: OperatorIdentity) -> Callable[[F], F]:
+    """A decorator adding the operator's flags to a click command (their help names the
+    operator's own metrics-reader role, enabled label and install command)."""
+    flags = [
+        KUBECONFIG,
+        click.option(
+            "--namespace",
+            "namespaces",
+            multiple=True,
+            help="Only watch this namespace (repeatable; default: all namespaces).",
+        ),
+        click.option(
+            "--concurrency",
+            default=defaults.CONCURRENCY,
+            show_default=True,
+            help="Concurrent reconciles per controller (each waits on the API server most of "
+            "the time: enough of them keep a burst of changes moving at the server's pace).",
+        ),
+        click.option(
+            "--sync-period",
+            default=DEFAULT_SYNC_PERIOD,
+            show_default=True,
+            callback=_duration,
+            help="Every controller reconciles every object again this often without an event "
+            "(e.g. 90s, 10m, 1h), repairing what no watch reports; from the cache, writing "
+            "nothing when nothing changed.",
+        ),
+        click.option(
+            "--leader-elect/--no-leader-elect",
+            default=False,
+            show_default=True,
+            help="Run leader election so that only one replica reconciles.",
+        ),
+        click.option(
+            "--leader-election-namespace",
+            envvar="POD_NAMESPACE",
+            default="default",
+            show_default="$POD_NAMESPACE or default",
+            help="Namespace of the Lease.",
+        ),
+        click.option(
+            "--leader-election-kubeconfig",
+            default=None,
+            help="Kubeconfig for Lease calls only (default: --kubeconfig; always its own "
+            "connections).",
+        ),
+        click.option(
+            "--leader-elect-lease-duration",
+            "lease_duration",
+            default=15.0,
+            show_default=True,
+            help="Seconds a non-leader waits after the last renewal it saw before taking over.",
+        ),
+        click.option(
+            "--leader-elect-renew-deadline",
+            "renew_deadline",
+            default=10.0,
+            show_default=True,
+            help="Seconds after the last successful renewal at which the leader stops writing "
+            "and exits (must be below the lease duration).",
+        ),
+        click.option(
+            "--leader-elect-retry-period",
+            "retry_period",
+            default=2.0,
+            show_default=True,
+            help="Seconds between acquire/renew attempts.",
+        ),
+        click.option(
+            "--graceful-shutdown-timeout",
+            "shutdown_timeout",
+            default=20.0,
+            show_default=True,
+            help="On SIGTERM, seconds in-flight reconciles may finish before they are "
+            "cancelled (keep below the pod's terminationGracePeriodSeconds).",
+        ),
+        click.option(
+            "--auth-failure-threshold",
+            default=60.0,
+            show_default=True,
+            help="/healthz fails once the API server has rejected our credentials (401, or "
+            "403 on list/watch) for this many seconds.",
+        ),
+        click.option(
+            "--metrics-bind-address",
+            default=":8080",
+            show_default=True,
+            help="Address of /metrics ('0' disables).",
+        ),
+        click.option(
+            "--metrics-auth/--no-metrics-auth",
+            default=True,
+            show_default=True,
+            help="Serve /metrics only to bearer tokens allowed 'get' on it (TokenReview + "
+            f"SubjectAccessReview; bind {identity.project}-metrics-reader-NAMESPACE to the "
+            "scraper).",
+        ),
+        click.option(
+            "--metrics-secure/--no-metrics-secure",
+            default=True,
+            show_default=True,
+            help="Serve /metrics over HTTPS (--no-metrics-secure: plain HTTP, for scrapers "
+            "that cannot do TLS).",
+        ),
+        click.option(
+            "--metrics-cert-dir",
+            default=None,
+            help="Directory with tls.crt and tls.key for /metrics (a mounted "
+            "kubernetes.io/tls Secret, e.g. cert-manager's; reloaded when they change). "
+            "Default: a self-signed certificate made at start-up, in memory.",
+        ),
+        click.option(
+            "--health-probe-bind-address",
+            default=":8081",
+            show_default=True,
+            help="Address of /healthz and /readyz ('0' disables).",
+        ),
+        click.option(
+            "--log-format",
+            type=click.Choice(["auto", "json", "console"]),
+            default="auto",
+            show_default=True,
+            help="auto: JSON unless stderr is a terminal.",
+        ),
+        click.option(
+            "--log-level",
+            type=click.Choice(
+                ["debug", "info", "warning", "error", "critical"], case_sensitive=False
+            ),
+            default=defaults.LOG_LEVEL,
+            show_default=True,
+        ),
+        click.option(
+            "--enable-all-namespaces/--no-enable-all-namespaces",
+            default=False,
+            show_default=True,
+            help="Act in every watched namespace, not only those a cluster administrator "
+            f"labelled {identity.enabled_label}=true. For single-team clusters: whoever may "
+            "create its kinds anywhere then gets the operator's writes there. Install with "
+            "the same setting, or the install's admission policies refuse them.",
+        ),
+    ]
+
+    def decorate(command: F) -> F:
+        for flag in reversed(flags):
+            command = flag(command)
+        return command
+
+    return decorate
+
+
+def operator_command(
+    controllers: Callable[[], Sequence[Registration]],
+    identity: OperatorIdentity,
+    *,
+    version: str = "",
+    help: str = "",
+) -> click.Command:
+    """The operator's run command, every flag of :func:`operator_flags`, for an operator's
+    ``__main__``: when it runs, aiohttp is imported lean
+    (:func:`~appstack.sdk.process.import_aiohttp`), then ``controllers()`` (the package's
+    controllers are imported only then), then :func:`~appstack.sdk.operator.run_operator`;
+    the process exits with its code."""
+
+    @click.command(help=help or f"Run the {identity.name} against a cluster.")
+    @operator_flags(identity)
+    def run(**flags: Any) -> None:
+        from appstack.sdk import process  # noqa: PLC0415 - before anything imports aiohttp
+
+        process.import_aiohttp()
+        from appstack.sdk import operator  # noqa: PLC0415 - the runtime, only now
+
+        options = OperatorOptions.from_flags(**flags)
+        try:
+            operator.check(options)
+        except ValueError as error:
+            raise click.UsageError(str(error)) from error
+        sys.exit(operator.run_operator(controllers(), identity, options, version=version))
+
+    return run

@@ -1,0 +1,231 @@
+"""An operator's assembly, as one call: :func:`run_operator` (controllers, identity, options).
+
+client → CRD check → manager (shared cache, leader election with its own client and a
+write fence, ``/healthz`` ``/readyz``, ``/metrics`` over HTTPS with token authentication)
+→ Event recorder (de-duplicated, paced behind reconciles) → every controller
+(:meth:`~appstack.sdk.kit.registration.Registration.setup`, only in enabled namespaces) →
+run until SIGTERM. Every name the operator is known by comes from its
+:class:`~appstack.sdk.identity.OperatorIdentity`: the field manager, the user agent
+``<project>/<version> (<pod>_<suffix>)`` (the API server's audit log tells the replicas
+apart), the Lease, the Events' source, the runtime's metric prefix, the labels of its
+children. Exit codes: 0 after SIGTERM (bounded drain, Lease released), 1 when leadership is
+lost, 2 at start-up when a CRD of its kinds is not installed (one clear error instead of
+informers retrying forever). Used by appstack's operator (:mod:`appstack.operator`) and by
+every operator scaffolded with ``appstack init`` (its ``__main__``, through
+:func:`appstack.sdk.flags.operator_command`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import ssl
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import structlog
+from prometheus_client.registry import Collector
+
+from appstack.runtime import (
+    Cache,
+    CertFiles,
+    Client,
+    EventRecorder,
+    LeaderElectionConfig,
+    LeadershipLost,
+    Manager,
+    Metrics,
+    MetricsAuth,
+    configure_logging,
+    crd_names,
+    limit_tls_read_buffer,
+    self_signed_context,
+    unserved,
+)
+from appstack.sdk.identity import OperatorIdentity
+from appstack.sdk.kit.registration import Registration
+from appstack.sdk.options import OperatorOptions
+from appstack.sdk.process import settle_heap
+
+log = structlog.get_logger(__name__)
+
+#: What an operator adds to its metrics from its cache (e.g. per-kind gauges).
+CollectorFactory = Callable[[Cache], Collector]
+
+
+def instance() -> str:
+    """Pod name (or host name) plus a random suffix: unique per process."""
+    return f"{os.environ.get('POD_NAME') or socket.gethostname()}_{uuid.uuid4().hex[:8]}"
+
+
+def check(options: OperatorOptions) -> None:
+    """Raise :class:`ValueError` if the options do not fit together (leader election's
+    durations)."""
+    LeaderElectionConfig(
+        "-", "-", "-", options.lease_duration, options.renew_deadline, options.retry_period
+    )
+
+
+def metrics_tls(options: OperatorOptions) -> tuple[ssl.SSLContext | None, CertFiles | None]:
+    """The server context /metrics is served with, and the files to watch for renewal."""
+    if not options.metrics_secure or options.metrics_address is None:
+        return None, None
+    if options.metrics_cert_dir:
+        files = CertFiles(options.metrics_cert_dir)
+        return files.context, files
+    return self_signed_context(), None
+
+
+class MissingCRDs(Exception):
+    """The API server does not serve some of the operator's kinds: their CRDs are not
+    installed."""
+
+    def __init__(self, names: list[str], hint: str = "") -> None:
+        super().__init__(
+            f"the API server does not serve {', '.join(names)}: install the CRDs first"
+            + (f" ({hint})" if hint else "")
+        )
+        self.names = names
+
+
+async def require_crds(client: Client, controllers: Sequence[Registration], hint: str = "") -> None:
+    """Raise :class:`MissingCRDs` unless every controller's kind is served — instead of
+    informers retrying list/watch forever. If the API server cannot be asked (not
+    reachable yet), go on: the informers retry as before."""
+    try:
+        missing = await unserved(client, [controller.kind.resource for controller in controllers])
+    except Exception as error:  # only a definite answer stops us
+        log.warning("cannot check which kinds the API server serves", error=str(error))
+        return
+    if missing:
+        raise MissingCRDs(crd_names(missing), hint)
+
+
+async def serve(
+    controllers: Sequence[Registration],
+    identity: OperatorIdentity,
+    options: OperatorOptions,
+    *,
+    version: str = "",
+    controller_options: Mapping[str, Mapping[str, Any]] | None = None,
+    collectors: Sequence[CollectorFactory] = (),
+    crds_hint: str = "",
+) -> None:
+    """Run the operator until SIGTERM (see the module docstring); raises
+    :class:`~appstack.runtime.LeadershipLost` or :class:`MissingCRDs`.
+    ``controller_options`` maps a controller's name to its reconciler's own options;
+    ``collectors`` make extra metrics from the cache; ``crds_hint`` says how to install
+    the CRDs when they are missing."""
+    me = instance()
+    agent = identity.user_agent(version or "dev", me)
+    tls, cert_files = metrics_tls(options)
+    election = (
+        LeaderElectionConfig(
+            identity.lease_name,
+            options.leader_election_namespace,
+            me,
+            lease_duration=options.lease_duration,
+            renew_deadline=options.renew_deadline,
+            retry_period=options.retry_period,
+        )
+        if options.leader_elect
+        else None
+    )
+    limit_tls_read_buffer()  # before the first connection: 16 KiB instead of 256 KiB each
+    client = await Client.connect(
+        options.kubeconfig,
+        user_agent=agent,
+        field_manager=identity.field_manager,
+        metrics=Metrics(prefix=identity.metric_prefix),
+    )
+    try:
+        await require_crds(client, controllers, crds_hint)
+    except BaseException:
+        await client.close()
+        raise
+    election_client = (
+        await Client.connect(
+            options.leader_election_kubeconfig or options.kubeconfig,
+            user_agent=agent,
+            field_manager=identity.field_manager,
+            metrics=client.metrics,
+        )
+        if election
+        else None
+    )
+    manager = Manager(
+        client,
+        namespaces=options.namespaces or None,
+        leader_election=election,
+        metrics_address=options.metrics_address,
+        health_address=options.health_address,
+        election_client=election_client,
+        shutdown_timeout=options.shutdown_timeout,
+        auth_failure_threshold=options.auth_failure_threshold,
+        metrics_auth=MetricsAuth(client) if options.metrics_auth else None,
+        metrics_tls=tls,
+    )
+    recorder = EventRecorder(
+        client, controller=identity.event_source, instance=me, busy=manager.backlog
+    )
+    for collector in collectors:
+        manager.metrics.registry.register(collector(manager.cache))
+    own = controller_options or {}
+    for controller in controllers:
+        controller.setup(
+            manager,
+            recorder,
+            identity=identity,
+            concurrency=controller.workers(options.concurrency),
+            sync_period=options.sync_period,
+            enable_all_namespaces=options.enable_all_namespaces,
+            **own.get(controller.name, {}),
+        )
+    manager.install_signal_handlers()
+    settle_heap()
+    log.info(
+        "starting",
+        operator=identity.name,
+        identity=me,
+        namespaces=options.namespaces or "all",
+        enabled="all" if options.enable_all_namespaces else "labelled",
+        leader_elect=options.leader_elect,
+        sync_period=options.sync_period,
+        metrics_tls="files" if cert_files else "self-signed" if tls else "off",
+    )
+    renewing = asyncio.create_task(cert_files.watch()) if cert_files else None
+    try:
+        await manager.run()
+    except LeadershipLost:
+        await recorder.close(timeout=0)  # the fence refuses its writes now: drop the queue
+        raise
+    finally:
+        if renewing is not None:
+            renewing.cancel()
+        await recorder.close(timeout=min(5.0, options.shutdown_timeout))
+        await client.close()
+        if election_client is not None:
+            await election_client.close()
+
+
+def run_operator(
+    controllers: Sequence[Registration],
+    identity: OperatorIdentity,
+    options: OperatorOptions | None = None,
+    **assembly: Any,
+) -> int:
+    """Configure logging, run the operator (:func:`serve`, ``assembly`` its keyword
+    arguments) and return its exit code: 0 after SIGTERM, 1 when leadership was lost, 2
+    when a CRD is missing."""
+    options = options or OperatorOptions()
+    configure_logging(options.log_format, options.log_level, cache_loggers=True)
+    try:
+        asyncio.run(serve(controllers, identity, options, **assembly))
+    except LeadershipLost:
+        return 1
+    except MissingCRDs as error:
+        log.error("cannot start", error=str(error), missing=error.names)
+        return 2
+    return 0

@@ -1,0 +1,63 @@
+"""How an operator runs: :class:`OperatorOptions`, its flags' values with their defaults
+(made by :meth:`OperatorOptions.from_flags` from the command line,
+:func:`appstack.sdk.flags.operator_flags`; read by :func:`appstack.sdk.operator.serve`).
+Light: dataclasses and click only."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import click
+
+from appstack.core import defaults
+from appstack.core.duration import DEFAULT_SYNC_PERIOD, parse_duration
+
+LogFormat = Literal["auto", "json", "console"]
+
+
+@dataclass
+class OperatorOptions:
+    """How the operator runs: its flags (:func:`operator_flags`), with their defaults."""
+
+    kubeconfig: str | None = None
+    namespaces: list[str] = field(default_factory=list)
+    concurrency: int = defaults.CONCURRENCY  # see docs/performance.md: "Choosing --concurrency"
+    leader_elect: bool = False
+    leader_election_namespace: str = "default"
+    leader_election_kubeconfig: str | None = None
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    shutdown_timeout: float = 20.0
+    auth_failure_threshold: float = 60.0
+    metrics_address: str | None = ":8080"
+    metrics_auth: bool = True
+    metrics_secure: bool = True  # HTTPS; False: plain HTTP
+    metrics_cert_dir: str | None = None  # tls.crt + tls.key; None: self-signed in memory
+    health_address: str | None = ":8081"
+    log_format: LogFormat = "auto"
+    log_level: str = defaults.LOG_LEVEL
+    sync_period: float = parse_duration(DEFAULT_SYNC_PERIOD)
+    enable_all_namespaces: bool = False  # else only the namespaces labelled enabled
+
+    @classmethod
+    def from_flags(cls, **flags: Any) -> OperatorOptions:
+        """The options of what :func:`operator_flags` gave a command (other keyword
+        arguments are the command's own: not accepted here). Raises :class:`click.UsageError`
+        on a sync period that does not parse; :func:`appstack.sdk.operator.check` says
+        whether the rest fit together."""
+        sync = flags.pop("sync_period")
+        metrics = flags.pop("metrics_bind_address")
+        health = flags.pop("health_probe_bind_address")
+        try:
+            sync_seconds = parse_duration(sync)
+        except ValueError as error:
+            raise click.UsageError(str(error)) from error
+        return cls(
+            namespaces=list(flags.pop("namespaces")),
+            sync_period=sync_seconds,
+            metrics_address=None if metrics == "0" else metrics,
+            health_address=None if health == "0" else health,
+            **flags,
+        )
