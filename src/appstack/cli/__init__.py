@@ -129,9 +129,12 @@ def _register() -> None:
     from importlib.metadata import entry_points  # noqa: PLC0415
 
     from appstack.cli.install import manifests, status, uninstall  # noqa: PLC0415
+    from appstack.cli.scaffold import COMMANDS  # noqa: PLC0415
 
     for command in (manifests, uninstall, status):
         main.add_command(command)
+    for name, group in COMMANDS.items():  # the operator workflow (init, create api, ...)
+        main.add_command(group, name)
     # Command groups of other installed distributions (e.g. `cluster` from appstack-testbed).
     for entry in entry_points(group=PLUGIN_GROUP):
         main.add_command(entry.load(), entry.name)

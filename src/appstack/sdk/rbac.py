@@ -146,3 +146,42 @@ def _meta(name: str, namespace: str | None, labels: Mapping[str, str] | None) ->
     if labels:
         meta["labels"] = dict(labels)
     return meta
+
+
+# What the runtime and the kit need of an operator process, whatever its controllers:
+# Events (created, then patched into a series), the namespaces it acts in (the namespace
+# gate: read by name; cluster-wide also listed and watched), and the reviews that guard
+# /metrics. Resources as the API server routes them (no runtime import: pure).
+_EVENTS = Resource("events.k8s.io", "v1", "Event", "events")
+_NAMESPACES = Resource("", "v1", "Namespace", "namespaces", namespaced=False)
+_TOKEN_REVIEWS = Resource("authentication.k8s.io", "v1", "TokenReview", "tokenreviews", False)
+_ACCESS_REVIEWS = Resource(
+    "authorization.k8s.io", "v1", "SubjectAccessReview", "subjectaccessreviews", False
+)
+_LEASES = Resource("coordination.k8s.io", "v1", "Lease", "leases")
+
+
+def process_rules(*, cluster_wide: bool = True) -> list[Rule]:
+    """What every operator process needs besides its controllers' rules: Events, its
+    namespaces (``get``; cluster-wide also ``list`` and ``watch``: a Role cannot list
+    them), and the reviews behind authenticated ``/metrics`` (:func:`metrics_auth_rules`)."""
+    namespaces = ("get", "list", "watch") if cluster_wide else ("get",)
+    return [
+        rule(_EVENTS, "create", "patch"),
+        rule(_NAMESPACES, *namespaces),
+        *metrics_auth_rules(),
+    ]
+
+
+def metrics_auth_rules() -> list[Rule]:
+    """TokenReviews and SubjectAccessReviews: who may scrape ``/metrics`` (cluster-scoped,
+    so always a ClusterRole)."""
+    return [rule(_TOKEN_REVIEWS, "create"), rule(_ACCESS_REVIEWS, "create")]
+
+
+def leader_election_rules(lease: str) -> list[Rule]:
+    """The Lease ``lease``, by name (get, update), and ``create`` (RBAC cannot limit create
+    by name): for a Role in the operator's own namespace only."""
+    named = rule(_LEASES, "get", "update")
+    named["resourceNames"] = [lease]
+    return [named, rule(_LEASES, "create")]

@@ -98,18 +98,32 @@ def build(etcd_releases: bool, with_prometheus: bool) -> None:
     help="Push it into the local registry, where every local cluster's real nodes pull it "
     "from (as TAG: e.g. `make deploy IMG=TAG` then runs it).",
 )
-def image(tag: str, refresh: bool, push: bool) -> None:
+@click.option(
+    "--project",
+    default=None,
+    type=click.Path(file_okay=False, exists=True),
+    help="A project scaffolded with `appstack init`: its operator's image.",
+)
+def image(tag: str, refresh: bool, push: bool, project: str | None) -> None:
     """Build the operator image without a container daemon (root; mmdebstrap + buildah).
 
-    Same contents as the Dockerfile; prints the path of the oci-archive (cached).
+    Same contents as the Dockerfile; prints the path of the oci-archive (cached). With
+    --project, the image of an operator scaffolded with `appstack init` (appstack's image
+    with the project's package, run as `python -m <package>`).
     """
-    from appstack_testbed.image import build_image  # noqa: PLC0415
+    from pathlib import Path  # noqa: PLC0415
+
+    from appstack_testbed.image import build_image, build_project_image  # noqa: PLC0415
     from appstack_testbed.images.build import push_archive  # noqa: PLC0415
     from appstack_testbed.registry import LocalRegistry  # noqa: PLC0415
     from appstack_testbed.rootfs import ImageBuildError  # noqa: PLC0415
 
     try:
-        built = build_image(ref=tag, refresh=refresh)
+        built = (
+            build_project_image(Path(project), ref=tag, refresh=refresh)
+            if project
+            else build_image(ref=tag, refresh=refresh)
+        )
     except ImageBuildError as error:
         raise click.ClickException(str(error)) from error
     click.echo(built.archive)

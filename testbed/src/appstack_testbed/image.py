@@ -235,3 +235,72 @@ def build_image(
         f"({size:.0f} MiB compressed) -> {archive}"
     )
     return BuiltImage(archive, ref)
+
+
+def build_project_image(
+    project: Path, printer: Printer = _stderr, *, ref: str, refresh: bool = False
+) -> BuiltImage:
+    """The image of an operator scaffolded with ``appstack init``: appstack's image (built
+    as above) with the project's package (``src/<package>``) added to its venv and the
+    entry point ``python -m <package>`` — no daemon, no index beyond what appstack's image
+    was built from. A project whose code needs more dependencies than appstack's builds
+    with its Dockerfile instead."""
+    from appstack.sdk.scaffold.project import read  # noqa: PLC0415
+
+    package = read(project).package
+    base = build_image(printer=printer, refresh=refresh)
+    cache = cache_root() / "image"
+    digest = hashlib.sha256(base.archive.name.encode())
+    for path in sorted((project / "src" / package).rglob("*.py")):
+        digest.update(str(path.relative_to(project)).encode() + b"\0" + path.read_bytes())
+    digest.update(ref.encode())
+    archive = cache / f"project-{package}-{digest.hexdigest()[:16]}.oci.tar"
+    if archive.is_file() and not refresh:
+        printer(f"[appstack] image {ref} is up to date: {archive}")
+        return BuiltImage(archive, ref)
+    storage = cache / "buildah"
+    buildah = [
+        "buildah",
+        f"--root={storage / 'storage'}",
+        f"--runroot={storage / 'run'}",
+        "--storage-driver=vfs",
+    ]
+
+    def run(*args: str) -> str:
+        proc = subprocess.run([*buildah, *args], capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise ImageBuildError(f"buildah {args[0]} failed: {proc.stderr.strip()[-2000:]}")
+        return proc.stdout.strip()
+
+    with _file_lock(cache / ".image.lock"):
+        started = time.monotonic()
+        container = run(
+            "from", "--name", f"project-image-{os.getpid()}", f"oci-archive:{base.archive}"
+        )
+        try:
+            rootfs = Path(run("mount", container))
+            (site,) = sorted((rootfs / VENV.lstrip("/")).glob("lib/python3*/site-packages"))
+            target = site / package
+            shutil.copytree(
+                project / "src" / package, target, ignore=shutil.ignore_patterns("__pycache__")
+            )
+            run("umount", container)
+            run(
+                "config",
+                f"--entrypoint={json.dumps(['python', '-m', package])}",
+                "--cmd=[]",
+                f"--label=org.opencontainers.image.title={package}",
+                container,
+            )
+            partial = archive.with_name(archive.name + ".partial")
+            partial.unlink(missing_ok=True)
+            run("commit", "--format=oci", "--quiet", container, f"oci-archive:{partial}:{ref}")
+            os.replace(partial, archive)
+        finally:
+            subprocess.run([*buildah, "rm", container], capture_output=True, check=False)
+        for old in keep_newest(list(cache.glob(f"project-{package}-*.oci.tar")), KEEP):
+            if old != archive:
+                old.unlink()
+    took = _fmt(time.monotonic() - started)
+    printer(f"[appstack] image {ref} ({package} on appstack's image) built in {took}")
+    return BuiltImage(archive, ref)

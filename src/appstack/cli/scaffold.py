@@ -1,0 +1,381 @@
+"""The operator workflow of the seeds, in Python: ``appstack init``, ``create api``,
+``create webhook``, ``edit``, ``generate manifests`` / ``installer`` / ``k8s`` — kubebuilder's
+names, flags and meanings — and operator-sdk's spellings as aliases (``appstack new``,
+``add api``, ``add controller``). What they write: :mod:`appstack.sdk.scaffold`. Bad input is
+refused with the flag named, in one line, and nothing written. Registered on the CLI group
+by :mod:`appstack.cli`.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+DIRECTORY = click.option(
+    "--directory",
+    "-C",
+    default=".",
+    show_default=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="The project's directory.",
+)
+
+
+def _refusing(action: Callable[[], list[Path]], directory: Path, then: str = "") -> None:
+    """Run ``action``; a refusal is one line on stderr and exit code 2, nothing written."""
+    from appstack.sdk.scaffold.project import Refused  # noqa: PLC0415
+
+    try:
+        written = action()
+    except Refused as error:
+        click.echo(f"Error: {error}", err=True)
+        sys.exit(2)
+    for path in written:
+        click.echo(f"wrote {path.relative_to(directory.resolve()) if path.is_absolute() else path}")
+    if then:
+        click.echo(then)
+
+
+@click.command()
+@click.option(
+    "--domain", required=True, help="The domain of the project's API groups (example.com)."
+)
+@click.option("--repo", required=True, help="The project's repository (github.com/you/project).")
+@click.option("--project-name", default=None, help="The project's name [default: the directory's].")
+@click.option(
+    "--namespaced/--cluster-wide",
+    default=False,
+    show_default=True,
+    help="The operator watches only its own namespace (a Role), or every namespace.",
+)
+@click.option("--owner", default="", help="The copyright owner in the license headers.")
+@click.option(
+    "--license",
+    "license_",
+    type=click.Choice(["apache2", "none"]),
+    default="apache2",
+    show_default=True,
+    help="The license header of the generated files.",
+)
+@DIRECTORY
+def init(
+    *,
+    domain: str,
+    repo: str,
+    project_name: str | None,
+    namespaced: bool,
+    owner: str,
+    license_: str,
+    directory: Path,
+) -> None:
+    """Initialize a new operator project (kubebuilder init) in an empty directory."""
+    from appstack.sdk.scaffold import commands  # noqa: PLC0415
+
+    directory = directory.resolve()
+    _refusing(
+        lambda: commands.init(
+            directory,
+            domain=domain,
+            repo=repo,
+            project_name=project_name,
+            namespaced=namespaced,
+            owner=owner,
+            license=license_,
+        ),
+        directory,
+        "Next: appstack create api --group <group> --version v1 --kind <Kind>",
+    )
+
+
+def _api_options(command: F) -> F:
+    for option in reversed(
+        [
+            click.option(
+                "--resource/--no-resource",
+                default=True,
+                show_default=True,
+                help="Scaffold the kind (its model, CRD and sample).",
+            ),
+            click.option(
+                "--controller/--no-controller",
+                default=True,
+                show_default=True,
+                help="Scaffold its controller (and its tests).",
+            ),
+            click.option(
+                "--namespaced/--cluster-scoped",
+                default=True,
+                show_default=True,
+                help="The kind's scope.",
+            ),
+            click.option(
+                "--plural", default=None, help="The kind's plural [default: kubebuilder's rule]."
+            ),
+            click.option("--force", is_flag=True, help="Rewrite this kind's scaffold files."),
+            DIRECTORY,
+        ]
+    ):
+        command = option(command)
+    return command
+
+
+def _create_api(directory: Path, **kwargs: Any) -> None:
+    from appstack.sdk.scaffold import commands  # noqa: PLC0415
+
+    directory = directory.resolve()
+    _refusing(
+        lambda: commands.create_api(directory, **kwargs),
+        directory,
+        "Next: make manifests (then make test)",
+    )
+
+
+@click.group()
+def create() -> None:
+    """Scaffold an API or a webhook (kubebuilder create)."""
+
+
+@create.command("api")
+@click.option("--group", required=True, help="The API group, without the domain (webapp).")
+@click.option("--version", required=True, help="The API version (v1, v1alpha1, v2beta3...).")
+@click.option("--kind", required=True, help="The kind, UpperCamelCase (Guestbook).")
+@_api_options
+def create_api(
+    *,
+    group: str,
+    version: str,
+    kind: str,
+    resource: bool,
+    controller: bool,
+    namespaced: bool,
+    plural: str | None,
+    force: bool,
+    directory: Path,
+) -> None:
+    """Scaffold a kind and its controller (kubebuilder create api)."""
+    _create_api(
+        directory,
+        group=group,
+        version=version,
+        kind=kind,
+        resource=resource,
+        controller=controller,
+        namespaced=namespaced,
+        plural=plural,
+        force=force,
+    )
+
+
+@create.command("webhook")
+@click.option("--group", required=True, help="The kind's API group, without the domain.")
+@click.option("--version", required=True, help="The kind's API version.")
+@click.option("--kind", required=True, help="The kind.")
+@click.option("--defaulting", is_flag=True, help="Defaults: as schema defaults on the model.")
+@click.option(
+    "--programmatic-validation",
+    "validation",
+    is_flag=True,
+    help="Validation: as CEL rules on the model, checked by the API server.",
+)
+@click.option("--conversion", is_flag=True, help="Refused: a kind has one version for now.")
+@DIRECTORY
+def create_webhook(
+    *,
+    group: str,
+    version: str,
+    kind: str,
+    defaulting: bool,
+    validation: bool,
+    conversion: bool,
+    directory: Path,
+) -> None:
+    """Defaulting and validation for a kind, done by the API server itself (no webhook to
+    run): schema defaults and CEL rules on its model."""
+    from appstack.sdk.scaffold import commands  # noqa: PLC0415
+
+    directory = directory.resolve()
+    _refusing(
+        lambda: commands.create_webhook(
+            directory,
+            group=group,
+            version=version,
+            kind=kind,
+            defaulting=defaulting,
+            validation=validation,
+            conversion=conversion,
+        ),
+        directory,
+        "Next: make manifests (then make test)",
+    )
+
+
+@click.command()
+@click.option(
+    "--namespaced/--cluster-wide",
+    default=None,
+    help="The operator watches only its own namespace (a Role), or every namespace.",
+)
+@DIRECTORY
+def edit(namespaced: bool | None, directory: Path) -> None:
+    """Change the project's settings (kubebuilder edit)."""
+    from appstack.sdk.scaffold import commands  # noqa: PLC0415
+
+    directory = directory.resolve()
+    _refusing(
+        lambda: commands.edit(directory, namespaced=namespaced), directory, "Next: make manifests"
+    )
+
+
+# ------------------------------------------------------------------ operator-sdk's spellings
+@click.command()
+@click.argument("name")
+@click.option("--repo", required=True, help="The project's repository (github.com/you/name).")
+@click.option(
+    "--domain",
+    default="example.com",
+    show_default=True,
+    help="The domain of the project's API groups.",
+)
+@click.option("--owner", default="", help="The copyright owner in the license headers.")
+def new(name: str, repo: str, domain: str, owner: str) -> None:
+    """Create a project in a new directory NAME (operator-sdk new)."""
+    from appstack.sdk.scaffold import commands  # noqa: PLC0415
+
+    directory = Path(name).resolve()
+    _refusing(
+        lambda: commands.init(
+            directory, domain=domain, repo=repo, project_name=Path(name).name, owner=owner
+        ),
+        directory,
+        f"Next: cd {name} && appstack add api "
+        f"--api-version=<group>.{domain}/v1alpha1 --kind=<Kind>",
+    )
+
+
+@click.group()
+def add() -> None:
+    """operator-sdk's add api / add controller."""
+
+
+def _split(api_version: str) -> tuple[str, str, str]:
+    from appstack.sdk.scaffold.project import Refused, split_api_version  # noqa: PLC0415
+
+    try:
+        return split_api_version(api_version)
+    except Refused as error:
+        click.echo(f"Error: {error}", err=True)
+        sys.exit(2)
+
+
+@add.command("api")
+@click.option(
+    "--api-version",
+    required=True,
+    help="<group>.<domain>/<version>, e.g. app.example.com/v1alpha1.",
+)
+@click.option("--kind", required=True, help="The kind, UpperCamelCase (AppService).")
+@click.option(
+    "--controller/--no-controller",
+    default=False,
+    show_default=True,
+    help="Also scaffold its controller (operator-sdk adds it with add controller).",
+)
+@DIRECTORY
+def add_api(api_version: str, kind: str, controller: bool, directory: Path) -> None:
+    """Scaffold a kind (operator-sdk add api)."""
+    group, domain, version = _split(api_version)
+    _create_api(
+        directory,
+        group=group,
+        version=version,
+        kind=kind,
+        domain=domain,
+        resource=True,
+        controller=controller,
+    )
+
+
+@add.command("controller")
+@click.option("--api-version", required=True, help="<group>.<domain>/<version> of the kind.")
+@click.option("--kind", required=True, help="The kind.")
+@DIRECTORY
+def add_controller(api_version: str, kind: str, directory: Path) -> None:
+    """Scaffold the controller of a kind added before (operator-sdk add controller)."""
+    group, domain, version = _split(api_version)
+    _create_api(
+        directory,
+        group=group,
+        version=version,
+        kind=kind,
+        domain=domain,
+        resource=False,
+        controller=True,
+    )
+
+
+# ----------------------------------------------------------------------------- generate
+@click.group()
+def generate() -> None:
+    """Generate what the code implies (controller-gen's job): manifests, the installer."""
+
+
+@generate.command("manifests")
+@DIRECTORY
+def generate_manifests(directory: Path) -> None:
+    """Write config/ (CRDs, RBAC, the install) from the project's code (make manifests)."""
+    from appstack.sdk.scaffold import manifests  # noqa: PLC0415
+
+    directory = directory.resolve()
+    _refusing(lambda: manifests.generate(directory), directory)
+
+
+@generate.command("k8s")
+@DIRECTORY
+def generate_k8s(directory: Path) -> None:
+    """operator-sdk generate k8s: Python models need no generated code; the CRDs are
+    regenerated from them (the same as generate manifests)."""
+    from appstack.sdk.scaffold import manifests  # noqa: PLC0415
+
+    directory = directory.resolve()
+    click.echo("Python models need no deepcopy code; the CRDs come from them:")
+    _refusing(lambda: manifests.generate(directory), directory)
+
+
+@generate.command("installer")
+@click.option(
+    "--image", default="controller:latest", show_default=True, help="The operator's image."
+)
+@click.option("-o", "--output", default="-", show_default=True, help="A file, or - for stdout.")
+@DIRECTORY
+def generate_installer(image: str, output: str, directory: Path) -> None:
+    """The CRDs, RBAC and the Deployment of IMAGE as one YAML stream (make build-installer,
+    make deploy)."""
+    from appstack.sdk.scaffold import manifests  # noqa: PLC0415
+    from appstack.sdk.scaffold.project import Refused  # noqa: PLC0415
+
+    try:
+        text = manifests.installer(directory.resolve(), image)
+    except Refused as error:
+        click.echo(f"Error: {error}", err=True)
+        sys.exit(2)
+    if output == "-":
+        click.echo(text, nl=False)
+    else:
+        Path(output).write_text(text)
+        click.echo(f"wrote {output}")
+
+
+COMMANDS = {
+    "init": init,
+    "create": create,
+    "edit": edit,
+    "new": new,
+    "add": add,
+    "generate": generate,
+}

@@ -1,0 +1,395 @@
+"""What ``appstack init``, ``create api``, ``create webhook`` and ``edit`` do to a project
+directory — kubebuilder's commands and meanings, in Python. Each command checks all of its
+input first (:class:`~appstack.sdk.scaffold.project.Refused` names the flag) and writes
+nothing when it refuses; a later command inserts only at the scaffold markers
+(:func:`insert_at`), so files a user edited are left byte for byte as they are; ``--force``
+rewrites only that kind's own scaffold files. Used by :mod:`appstack.cli.scaffold`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import yaml
+
+from appstack.sdk import config
+from appstack.sdk.identity import OperatorIdentity
+from appstack.sdk.scaffold import templates as t
+from appstack.sdk.scaffold.project import (
+    Project,
+    Refused,
+    Resource,
+    Webhooks,
+    check_domain,
+    check_group,
+    check_kind,
+    check_plural,
+    check_project_name,
+    check_version,
+    default_plural,
+    read,
+    write,
+)
+
+Files = dict[str, str]
+
+
+def _is_appstack_checkout(directory: Path) -> bool:
+    return (directory / "src" / "appstack" / "__init__.py").is_file() or (
+        directory / "testbed" / "src" / "appstack_testbed"
+    ).is_dir()
+
+
+def appstack_source() -> str:
+    """The appstack checkout this command runs from (for the Makefile's default), if any."""
+    here = Path(__file__).resolve()
+    for parent in here.parents:
+        if (parent / "pyproject.toml").is_file() and (parent / "testbed").is_dir():
+            return str(parent)
+    return "../appstack"
+
+
+def _write(directory: Path, files: Files) -> list[Path]:
+    written = []
+    for rel, text in files.items():
+        path = directory / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        written.append(path)
+    return written
+
+
+def init(
+    directory: Path,
+    *,
+    domain: str,
+    repo: str,
+    project_name: str | None = None,
+    namespaced: bool = False,
+    owner: str = "",
+    license: str = "apache2",
+    source: str | None = None,
+) -> list[Path]:
+    """Scaffold a new project in ``directory`` (empty, or holding only ``.git``)."""
+    if (directory / "PROJECT").exists():
+        raise Refused(f"{directory} already has a PROJECT file: it is a project (use create api)")
+    if _is_appstack_checkout(directory):
+        raise Refused(f"{directory} is appstack's own checkout: init a project in a new directory")
+    present = (
+        [p.name for p in directory.iterdir() if p.name != ".git"] if directory.exists() else []
+    )
+    if present:
+        raise Refused(
+            f"{directory} is not empty ({', '.join(sorted(present)[:5])}): init needs an empty "
+            "directory (or one holding only .git)"
+        )
+    check_domain(domain)
+    if not repo or any(c.isspace() for c in repo):
+        raise Refused(f"--repo {repo!r}: the project's repository, e.g. github.com/you/name")
+    name = check_project_name(project_name or directory.resolve().name)
+    if license not in ("apache2", "none"):
+        raise Refused(f"--license {license!r}: apache2 or none")
+    project = Project(domain, repo, name, namespaced, owner, license)
+    pkg = project.package
+    files: Files = {
+        "PROJECT": project.to_text(),
+        "pyproject.toml": t.pyproject(project),
+        "Makefile": t.makefile(project, source or appstack_source()),
+        "Dockerfile": t.dockerfile(project),
+        ".gitignore": t.GITIGNORE,
+        ".dockerignore": t.DOCKERIGNORE,
+        "README.md": t.readme(project),
+        f"src/{pkg}/__init__.py": t.package_init(project),
+        f"src/{pkg}/__main__.py": t.package_main(project),
+        f"src/{pkg}/identity.py": t.identity(project),
+        f"src/{pkg}/api/__init__.py": t.api_init(project),
+        f"src/{pkg}/controllers/__init__.py": t.controllers_init(project),
+        "config/samples/kustomization.yaml": t.samples_kustomization(),
+        "tests/__init__.py": "",
+        "tests/conftest.py": t.test_conftest(project),
+        "tests/test_config.py": t.test_config(project),
+        "tests/e2e/__init__.py": "",
+        "tests/e2e/test_e2e.py": t.test_e2e(project),
+    }
+    files.update(_config(project))
+    directory.mkdir(parents=True, exist_ok=True)
+    return _write(directory, files)
+
+
+def _config(project: Project) -> Files:
+    """config/ of a project with no kind yet (the rest comes with ``make manifests``)."""
+    generated = config.config_files(
+        config.Project(
+            identity=OperatorIdentity(project=project.project_name, domain=project.domain),
+            package=project.package,
+            controllers=[],
+            kinds=[],
+            namespaced=project.namespaced,
+        )
+    )
+    return {f"config/{rel}": text for rel, text in generated.items()}
+
+
+def insert_at(text: str, marker: str, line: str) -> str:
+    """``text`` with ``line`` inserted just above the line holding ``marker`` (at its
+    indentation), unless it is there already; :class:`Refused` if the marker is gone."""
+    lines = text.splitlines(keepends=True)
+    for index, current in enumerate(lines):
+        if marker in current:
+            indent = current[: len(current) - len(current.lstrip())]
+            new = f"{indent}{line}\n"
+            if new in lines[:index]:
+                return text
+            return "".join([*lines[:index], new, *lines[index:]])
+    raise Refused(
+        f"the scaffold marker {marker!r} is missing: put it back to let appstack add here"
+    )
+
+
+def create_api(
+    directory: Path,
+    *,
+    group: str,
+    version: str,
+    kind: str,
+    resource: bool = True,
+    controller: bool = True,
+    namespaced: bool = True,
+    plural: str | None = None,
+    force: bool = False,
+    domain: str | None = None,
+) -> list[Path]:
+    """Scaffold a kind (``--resource``) and/or its controller (``--controller``)."""
+    project = read(directory)
+    check_group(group)
+    check_version(version)
+    check_kind(kind)
+    if domain is not None:
+        check_domain(domain, "--api-version")
+    plural = check_plural(plural) if plural else default_plural(kind)
+    if not resource and not controller:
+        raise Refused("--no-resource --no-controller: nothing to scaffold")
+    wanted = Resource(
+        group=group,
+        version=version,
+        kind=kind,
+        domain=domain if domain is not None else project.domain,
+        plural=plural,
+        path=f"{project.package}.api.{version}.{kind.lower()}",
+        api=resource,
+        namespaced=namespaced,
+        controller=controller,
+    )
+    existing = project.find(wanted.full_group, version, kind)
+    for other in project.resources:
+        if (
+            other is not existing
+            and other.version == version
+            and other.kind.lower() == kind.lower()
+        ):
+            raise Refused(
+                f"--kind {kind}: {other.kind} of {other.full_group}/{version} already has the "
+                f"module api/{version}/{kind.lower()}.py: choose another kind name"
+            )
+    if existing is not None:
+        if resource and existing.api and not force:
+            raise Refused(
+                f"--kind {kind}: {wanted.full_group}/{version} {kind} already exists "
+                "(--force rewrites its scaffold files)"
+            )
+        if controller and existing.controller and not resource and not force:
+            raise Refused(f"--kind {kind}: its controller already exists (--force rewrites it)")
+    if not resource and (existing is None or not existing.api):
+        raise Refused(
+            f"--no-resource: {wanted.full_group}/{version} {kind} has no API in this project "
+            "(create it with --resource first)"
+        )
+    merged = (
+        replace(
+            existing,
+            api=existing.api or resource,
+            controller=existing.controller or controller,
+            namespaced=namespaced if resource else existing.namespaced,
+            plural=plural if resource else existing.plural,
+        )
+        if existing is not None
+        else wanted
+    )
+    files = _api_files(directory, project, merged, resource=resource, controller=controller)
+    project.resources = [r for r in project.resources if r is not existing] + [merged]
+    files["PROJECT"] = project.to_text()
+    return _write(directory, files)
+
+
+def _api_files(
+    directory: Path, project: Project, res: Resource, *, resource: bool, controller: bool
+) -> Files:
+    pkg, module, version = project.package, res.module_name, res.version
+    files: Files = {}
+    version_init = f"src/{pkg}/api/{version}/__init__.py"
+    if not (directory / version_init).exists():
+        files[version_init] = t.version_init(project, version)
+    if resource:
+        files[f"src/{pkg}/api/{version}/{module}.py"] = t.kind_module(project, res)
+        sample = t.sample_file(res)
+        files[sample] = t.sample(project, res)
+        samples = directory / "config/samples/kustomization.yaml"
+        text = samples.read_text() if samples.exists() else t.samples_kustomization()
+        files["config/samples/kustomization.yaml"] = insert_at(
+            text, t.MARK_SAMPLES, f"- {Path(sample).name}"
+        )
+    registry = f"src/{pkg}/controllers/__init__.py"
+    text = (directory / registry).read_text()
+    if resource:
+        text = insert_at(text, t.MARK_KINDS, f'"{res.path}:{res.kind}",')
+    if controller:
+        files[f"src/{pkg}/controllers/{module}.py"] = t.controller_module(project, res)
+        files[f"tests/test_{module}_desired.py"] = t.test_desired(project, res)
+        files[f"tests/test_{module}_controller.py"] = t.test_controller(project, res)
+        text = insert_at(text, t.MARK_CONTROLLERS, f'"{pkg}.controllers.{module}",')
+    files[registry] = text
+    return files
+
+
+def create_webhook(
+    directory: Path,
+    *,
+    group: str,
+    version: str,
+    kind: str,
+    defaulting: bool,
+    validation: bool,
+    conversion: bool,
+) -> list[Path]:
+    """``--defaulting`` and ``--programmatic-validation`` as what the API server does itself:
+    a schema default and a CEL rule on the kind's model (no webhook to run, no certificate);
+    ``--conversion`` is refused: a kind has one version for now."""
+    project = read(directory)
+    if conversion:
+        raise Refused(
+            "--conversion: conversion between versions of a kind is not supported yet (a kind "
+            "has one served version); nothing was written"
+        )
+    if not (defaulting or validation):
+        raise Refused("create webhook needs --defaulting and/or --programmatic-validation")
+    domain = project.domain
+    res = project.find(f"{group}.{domain}" if group else domain, version, kind)
+    if res is None or not res.api:
+        raise Refused(f"--kind {kind}: no API {group}.{domain}/{version} {kind} in this project")
+    path = directory / f"src/{project.package}/api/{version}/{res.module_name}.py"
+    text = path.read_text()
+    spec_class = f"class {kind}Spec(KubeModel):"
+    if spec_class not in text:
+        raise Refused(f"{path}: {spec_class} not found (rename it back, or edit by hand)")
+    files: Files = {}
+    if defaulting and "+appstack:webhook:defaulting" not in text:
+        example = (
+            "        default=None, max_length=256, "
+            'description="An example field: what the child holds."'
+        )
+        if example not in text:
+            raise Refused(
+                f"--defaulting: {path} no longer has the scaffolded example field foo; give "
+                "your fields defaults in the model (Field(default=...)): the CRD carries them"
+            )
+        text = text.replace(
+            example,
+            '        default="bar",  # +appstack:webhook:defaulting: a schema default\n'
+            "        max_length=256,\n"
+            '        description="An example field: what the child holds.",',
+        )
+    if validation and "+appstack:webhook:validation" not in text:
+        rule = (
+            "    # +appstack:webhook:validation: a CEL rule the API server checks at admission\n"
+            "    model_config = ConfigDict(\n"
+            "        json_schema_extra={\n"
+            '            "x-kubernetes-validations": [\n'
+            "                {\n"
+            '                    "rule": "!has(self.foo) || self.foo != \'forbidden\'",\n'
+            '                    "message": "spec.foo may not be forbidden",\n'
+            "                }\n"
+            "            ]\n"
+            "        }\n"
+            "    )\n\n"
+        )
+        docstring_end = text.index('"""', text.index('"""', text.index(spec_class)) + 3) + 3
+        text = text[:docstring_end] + "\n\n" + rule.rstrip("\n") + text[docstring_end:]
+        text = text.replace(
+            "from pydantic import Field\n", "from pydantic import ConfigDict, Field\n"
+        )
+    files[str(path.relative_to(directory))] = text
+    res.webhooks = Webhooks(
+        defaulting=defaulting or bool(res.webhooks and res.webhooks.defaulting),
+        validation=validation or bool(res.webhooks and res.webhooks.validation),
+    )
+    files["PROJECT"] = project.to_text()
+    test = f"tests/test_{res.module_name}_webhook.py"
+    files[test] = _webhook_test(project, res)
+    return _write(directory, files)
+
+
+def _webhook_test(project: Project, res: Resource) -> str:
+    kind = res.kind
+    checks = []
+    if res.webhooks and res.webhooks.defaulting:
+        checks.append(
+            '''
+
+def test_foo_defaults_in_the_schema() -> None:
+    assert _spec_schema()["properties"]["foo"]["default"] == "bar"'''
+        )
+    if res.webhooks and res.webhooks.validation:
+        checks.append(
+            """
+
+def test_foo_may_not_be_forbidden_at_admission() -> None:
+    rules = _spec_schema()["x-kubernetes-validations"]
+    assert any("forbidden" in rule["rule"] for rule in rules)"""
+        )
+    return (
+        t.header(project)
+        + f'''"""{kind}'s defaulting and validation: schema defaults and CEL rules the API server
+applies (``appstack create webhook``), checked in the generated CRD."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from appstack.sdk import crd
+
+from {res.path} import {kind}
+
+
+def _spec_schema() -> dict[str, Any]:
+    version = crd({kind}.KIND)["spec"]["versions"][0]
+    return version["schema"]["openAPIV3Schema"]["properties"]["spec"]
+'''
+        + "".join(checks)
+        + "\n"
+    )
+
+
+def edit(directory: Path, *, namespaced: bool | None = None) -> list[Path]:
+    """Change project-wide settings (``--namespaced``: the operator watches only its own
+    namespace, with a Role); regenerate the manifests afterwards."""
+    project = read(directory)
+    if namespaced is not None:
+        project.namespaced = namespaced
+    write(directory, project)
+    return [directory / "PROJECT"]
+
+
+def sample_objects(directory: Path) -> list[dict[str, object]]:
+    """The project's samples (config/samples), as objects."""
+    samples = directory / "config" / "samples"
+    objects = []
+    for path in sorted(samples.glob("*.yaml")):
+        if path.name != "kustomization.yaml":
+            objects += [o for o in yaml.safe_load_all(path.read_text()) if o]
+    return objects
+
+
+def relpath(path: Path, start: Path) -> str:
+    return os.path.relpath(path, start)

@@ -1,0 +1,284 @@
+"""The scaffolder's commands (sdk/scaffold/commands.py) without a cluster: what init and
+create api write, every refusal naming its flag with nothing written, re-running that
+leaves a user's edits byte for byte, --force, the webhook markers, and kubebuilder's PROJECT
+schema read back."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+import yaml
+
+from appstack.sdk import crd
+from appstack.sdk.scaffold import commands, manifests
+from appstack.sdk.scaffold.project import Project, Refused, default_plural, read
+
+
+def _snapshot(directory: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(directory)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(directory.rglob("*"))
+        if p.is_file() and "__pycache__" not in p.parts
+    }
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    directory = tmp_path / "guestbook"
+    directory.mkdir()
+    commands.init(
+        directory, domain="tutorial.kubebuilder.io", repo="tutorial.kubebuilder.io/project"
+    )
+    return directory
+
+
+def test_init_writes_a_project_in_kubebuilders_layout(project: Path) -> None:
+    written = set(_snapshot(project))
+    for path in (
+        "PROJECT",
+        "pyproject.toml",
+        "Makefile",
+        "Dockerfile",
+        ".gitignore",
+        ".dockerignore",
+        "README.md",
+        "src/guestbook/__main__.py",
+        "src/guestbook/identity.py",
+        "src/guestbook/controllers/__init__.py",
+        "config/default/kustomization.yaml",
+        "config/manager/manager.yaml",
+        "config/rbac/role.yaml",
+        "config/rbac/leader_election_role.yaml",
+        "config/rbac/metrics_auth_role.yaml",
+        "config/prometheus/monitor.yaml",
+        "config/samples/kustomization.yaml",
+        "tests/test_config.py",
+        "tests/e2e/test_e2e.py",
+    ):
+        assert path in written, path
+    data = yaml.safe_load((project / "PROJECT").read_text())
+    assert data["version"] == "3"
+    assert data["domain"] == "tutorial.kubebuilder.io"
+    assert data["repo"] == "tutorial.kubebuilder.io/project"
+    assert data["projectName"] == "guestbook"
+    assert data["layout"] == ["python.appstack.dev/v1"]
+    default = yaml.safe_load((project / "config/default/kustomization.yaml").read_text())
+    assert default["namespace"] == "guestbook-system"
+    assert default["namePrefix"] == "guestbook-"
+    makefile = (project / "Makefile").read_text()
+    for target in (
+        "help",
+        "manifests",
+        "generate",
+        "fmt",
+        "vet",
+        "lint",
+        "lint-fix",
+        "test",
+        "test-e2e",
+        "setup-test-e2e",
+        "cleanup-test-e2e",
+        "build",
+        "run",
+        "docker-build",
+        "docker-push",
+        "build-installer",
+        "install",
+        "uninstall",
+        "deploy",
+        "undeploy",
+        "image-oci",
+    ):
+        assert f"\n{target}:" in makefile, target
+        assert f".PHONY: {target}" in makefile
+
+
+def test_init_refuses_and_writes_nothing(tmp_path: Path) -> None:
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "notes.txt").write_text("mine")
+    with pytest.raises(Refused, match="not empty"):
+        commands.init(busy, domain="example.com", repo="x/y")
+    assert _snapshot(busy) == {"notes.txt": hashlib.sha256(b"mine").hexdigest()}
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    (fresh / ".git").mkdir()  # a git repository is fine
+    for kwargs, flag in (
+        ({"domain": "Example.COM", "repo": "x/y"}, "--domain"),
+        ({"domain": "example.com", "repo": ""}, "--repo"),
+        ({"domain": "example.com", "repo": "x/y", "project_name": "My_Op"}, "--project-name"),
+        ({"domain": "example.com", "repo": "x/y", "license": "gpl"}, "--license"),
+    ):
+        with pytest.raises(Refused, match=flag):
+            commands.init(fresh, **kwargs)  # type: ignore[arg-type]
+        assert _snapshot(fresh) == {}
+    repo_root = Path(__file__).resolve().parents[4]
+    with pytest.raises(Refused, match=r"appstack's own checkout|not empty|PROJECT"):
+        commands.init(repo_root, domain="example.com", repo="x/y")
+
+
+def test_init_refuses_a_project(project: Path) -> None:
+    before = _snapshot(project)
+    with pytest.raises(Refused, match="already has a PROJECT"):
+        commands.init(project, domain="example.com", repo="x/y")
+    assert _snapshot(project) == before
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "flag"),
+    [
+        ({"group": "webapp", "version": "v1", "kind": "guestbook"}, "--kind"),
+        ({"group": "webapp", "version": "1", "kind": "Guestbook"}, "--version"),
+        ({"group": "webapp", "version": "v1beta", "kind": "Guestbook"}, "--version"),
+        ({"group": "web.app", "version": "v1", "kind": "Guestbook"}, "--group"),
+        ({"group": "WebApp", "version": "v1", "kind": "Guestbook"}, "--group"),
+        ({"group": "webapp", "version": "v1", "kind": "Guestbook", "plural": "Books"}, "--plural"),
+        (
+            {"group": "webapp", "version": "v1", "kind": "Guestbook", "resource": False},
+            "--no-resource",
+        ),
+    ],
+)
+def test_bad_input_to_create_api_names_the_flag_and_writes_nothing(
+    project: Path, kwargs: dict[str, object], flag: str
+) -> None:
+    before = _snapshot(project)
+    with pytest.raises(Refused, match=flag):
+        commands.create_api(project, **kwargs)  # type: ignore[arg-type]
+    assert _snapshot(project) == before
+
+
+def test_versions_kubernetes_accepts(project: Path) -> None:
+    for n, version in enumerate(("v1", "v1alpha1", "v2beta3", "v10")):
+        commands.create_api(project, group="webapp", version=version, kind=f"Kind{n}")
+    assert [r.version for r in read(project).resources] == ["v1", "v1alpha1", "v2beta3", "v10"]
+
+
+def test_a_second_kind_leaves_edited_files_as_they_are(project: Path) -> None:
+    commands.create_api(project, group="webapp", version="v1", kind="Guestbook")
+    kind = project / "src/guestbook/api/v1/guestbook.py"
+    controller = project / "src/guestbook/controllers/guestbook.py"
+    kind.write_text(
+        kind.read_text().replace("foo: str | None", "size: int = 1\n    foo: str | None")
+    )
+    controller.write_text(controller.read_text() + "\n# my own note\n")
+    edited = {p: p.read_bytes() for p in (kind, controller)}
+    commands.create_api(project, group="crew", version="v1", kind="Captain")
+    assert {p: p.read_bytes() for p in edited} == edited
+    registry = (project / "src/guestbook/controllers/__init__.py").read_text()
+    assert '"guestbook.controllers.guestbook",' in registry
+    assert '"guestbook.controllers.captain",' in registry
+    assert '"guestbook.api.v1.captain:Captain",' in registry
+    # the same kind again: refused, unless --force (which rewrites only its own files)
+    with pytest.raises(Refused, match="--force"):
+        commands.create_api(project, group="crew", version="v1", kind="Captain")
+    captain = project / "src/guestbook/controllers/captain.py"
+    captain.write_text("# broken by hand\n")
+    commands.create_api(project, group="crew", version="v1", kind="Captain", force=True)
+    assert captain.read_text() != "# broken by hand\n"
+    assert {p: p.read_bytes() for p in edited} == edited
+    assert len(read(project).resources) == 2
+    # the same kind name in another group and version: its own module, no clash
+    with pytest.raises(Refused, match="another kind name"):
+        commands.create_api(project, group="other", version="v1", kind="Captain")
+
+
+def test_operator_sdks_api_version_and_a_controller_added_later(tmp_path: Path) -> None:
+    directory = tmp_path / "first-operator"
+    commands.init(directory, domain="example.com", repo="github.com/njlkj/first-operator")
+    commands.create_api(
+        directory,
+        group="app",
+        domain="example.com",
+        version="v1alpha1",
+        kind="AppService",
+        controller=False,
+    )
+    assert not (directory / "src/first_operator/controllers/appservice.py").exists()
+    commands.create_api(
+        directory,
+        group="app",
+        domain="example.com",
+        version="v1alpha1",
+        kind="AppService",
+        resource=False,
+        controller=True,
+    )
+    (resource,) = read(directory).resources
+    assert (resource.full_group, resource.version, resource.kind) == (
+        "app.example.com",
+        "v1alpha1",
+        "AppService",
+    )
+    assert resource.api
+    assert resource.controller
+    assert (directory / "src/first_operator/controllers/appservice.py").exists()
+
+
+def test_webhooks_become_schema_defaults_and_cel_rules_and_conversion_is_refused(
+    project: Path,
+) -> None:
+    commands.create_api(project, group="webapp", version="v1", kind="Guestbook")
+    before = _snapshot(project)
+    with pytest.raises(Refused, match="--conversion"):
+        commands.create_webhook(
+            project,
+            group="webapp",
+            version="v1",
+            kind="Guestbook",
+            defaulting=False,
+            validation=False,
+            conversion=True,
+        )
+    assert _snapshot(project) == before
+    commands.create_webhook(
+        project,
+        group="webapp",
+        version="v1",
+        kind="Guestbook",
+        defaulting=True,
+        validation=True,
+        conversion=False,
+    )
+    model = manifests.load(project).kinds[0]
+    spec = crd(model)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    assert spec["properties"]["foo"]["default"] == "bar"
+    assert "self.foo != 'forbidden'" in spec["x-kubernetes-validations"][0]["rule"]
+    (resource,) = read(project).resources
+    assert resource.webhooks is not None
+    assert resource.webhooks.validation
+    assert (project / "tests/test_guestbook_webhook.py").exists()
+
+
+def test_manifests_twice_change_nothing_and_name_the_crd_as_kubebuilder(project: Path) -> None:
+    commands.create_api(project, group="webapp", version="v1", kind="Guestbook")
+    first = manifests.generate(project)
+    assert project / "config/crd/bases/webapp.tutorial.kubebuilder.io_guestbooks.yaml" in first
+    assert manifests.generate(project) == []
+    assert manifests.stale(project) == []
+    role = yaml.safe_load_all((project / "config/rbac/role.yaml").read_text())
+    (manager,) = list(role)
+    resources = {r for rule in manager["rules"] for r in rule["resources"]}
+    assert {"guestbooks", "guestbooks/status", "configmaps", "events", "namespaces"} <= resources
+    installer = yaml.safe_load_all(manifests.installer(project, "registry.local/guestbook:1"))
+    (deployment,) = [o for o in installer if o["kind"] == "Deployment"]
+    assert deployment["metadata"]["name"] == "guestbook-controller-manager"
+    assert deployment["metadata"]["namespace"] == "guestbook-system"
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == "registry.local/guestbook:1"
+    assert container["command"] == ["python", "-m", "guestbook"]
+
+
+def test_the_project_file_round_trips_and_plurals_follow_kubebuilder(project: Path) -> None:
+    commands.create_api(project, group="webapp", version="v1", kind="Policy")
+    text = (project / "PROJECT").read_text()
+    assert Project.from_text(text).to_text() == text
+    assert [default_plural(k) for k in ("Guestbook", "Policy", "Class", "Key", "Box")] == [
+        "guestbooks",
+        "policies",
+        "classes",
+        "keys",
+        "boxes",
+    ]
