@@ -431,7 +431,7 @@ def deployed_operator(
     built = build_project_image(project_dir, ref=tag)
     push_archive(built.archive, tag, LocalRegistry(print), print)
     bundle = manifests.installer(project_dir, tag)
-    local.kubectl("apply", "--server-side", "-f", "-", stdin=bundle)
+    local.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", stdin=bundle)
     namespace = f"{project.project_name}-system"
     prefix = f"{project.project_name}-"
     deployed = Deployed(kube_cluster.kubeconfig, project_dir, namespace, prefix)

@@ -210,7 +210,7 @@ endif
 
 .PHONY: install
 install: manifests ## Install the CRDs into the cluster of the current kubeconfig.
-\t$(KUBECTL) apply --server-side -k config/crd
+\t$(KUBECTL) apply --server-side --force-conflicts -k config/crd
 
 .PHONY: uninstall
 uninstall: manifests ## Uninstall the CRDs (and every object of them). ignore-not-found=true to ignore missing ones.
@@ -218,7 +218,7 @@ uninstall: manifests ## Uninstall the CRDs (and every object of them). ignore-no
 
 .PHONY: deploy
 deploy: manifests ## Deploy the operator (IMG) to the cluster of the current kubeconfig.
-\t$(APPSTACK) generate installer --image $(IMG) -o - | $(KUBECTL) apply --server-side -f -
+\t$(APPSTACK) generate installer --image $(IMG) -o - | $(KUBECTL) apply --server-side --force-conflicts -f -
 
 .PHONY: undeploy
 undeploy: venv ## Undeploy the operator. ignore-not-found=true to ignore missing objects.
@@ -440,7 +440,7 @@ VERSION = "{resource.version}"
 
 
 class {kind}Spec(KubeModel):
-    """What a {kind} asks for. Add your fields here (camelCase on the wire)."""
+    """What each {kind} asks for. Add your fields here (camelCase on the wire)."""
 
     foo: str | None = Field(
         default=None, max_length=256, description="An example field: what the child holds."

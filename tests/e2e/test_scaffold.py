@@ -1,0 +1,377 @@
+"""The seeds' operator workflow, from an empty directory (issue #36), against this session's
+control plane: docs/build-your-own-operator.md's blocks run as one shell session (seed 002's
+init + create api, make manifests, make lint test; seed 000's new / add api / add
+controller / generate k8s); make install, make run in the background, the samples Ready at
+their generation, make uninstall; make image-oci + make deploy on the real node, the pod
+reconciling the sample, make undeploy, and the project's own e2e (its /metrics 401 and 200);
+a second kind after editing the first's files; bad input to every command refused with the
+flag named and nothing written.
+
+The projects share one virtual environment (appstack and its test bed from this checkout,
+pytest, ruff and mypy from PyPI: what ``make venv`` installs), passed as ``VENV``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from appstack_testbed.pytest_plugin import ClusterHandle
+from tests.e2e.shell_blocks import blocks
+from tests.support.paths import REPO_ROOT
+
+PAGE = REPO_ROOT / "docs" / "build-your-own-operator.md"
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """What ``make venv`` installs, once for every project of the module."""
+    path = tmp_path_factory.mktemp("venv") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(path)], check=True)
+    pip = [str(path / "bin" / "python"), "-m", "pip", "install", "-q"]
+    subprocess.run(
+        [*pip, "-e", str(REPO_ROOT), "-e", str(REPO_ROOT / "testbed"), "pytest", "ruff", "mypy"],
+        check=True,
+        timeout=900,
+    )
+    return path
+
+
+@pytest.fixture(scope="module")
+def env(venv: Path, kube_cluster: ClusterHandle) -> dict[str, str]:
+    """A reader's shell: the venv's commands and the cluster's kubectl on PATH, KUBECONFIG
+    the session's cluster, ``make test`` against it (the plugin's existing-cluster mode)."""
+    local = kube_cluster.require_local()
+    path = [
+        str(venv / "bin"),
+        str(local.toolchain.bin_dir),
+        os.environ.get("PATH", "/usr/bin:/bin"),
+    ]
+    return {
+        **os.environ,
+        "PATH": os.pathsep.join(path),
+        "VENV": str(venv),
+        "KUBECONFIG": str(kube_cluster.kubeconfig),
+        "APPSTACK_TEST_KUBECONFIG": str(kube_cluster.kubeconfig),
+        "APPSTACK_SOURCE": str(REPO_ROOT),
+    }
+
+
+def _sh(
+    script: str, cwd: Path, env: dict[str, str], timeout: float = 900
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def _ok(proc: subprocess.CompletedProcess[str], what: str) -> str:
+    assert proc.returncode == 0, (
+        f"{what} failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
+    )
+    return proc.stdout
+
+
+def _snapshot(directory: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(directory)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(directory.rglob("*"))
+        if p.is_file() and "__pycache__" not in p.parts and ".pytest_cache" not in p.parts
+    }
+
+
+def test_the_page_shows_the_seeds_commands() -> None:
+    script = "\n".join(b.script for b in blocks(PAGE) if b.skip is None)
+    for command in (
+        "appstack init --domain tutorial.kubebuilder.io --repo tutorial.kubebuilder.io/project",
+        "appstack create api --group webapp --version v1 --kind Guestbook",
+        "appstack new first-operator --repo=github.com/njlkj/first-operator",
+        "appstack add api --api-version=app.example.com/v1alpha1 --kind=AppService",
+        "appstack add controller",
+        "appstack generate k8s",
+        "make lint test",
+    ):
+        assert command in script, command
+
+
+def test_the_pages_blocks_run_from_an_empty_directory(env: dict[str, str], tmp_path: Path) -> None:
+    """Seed 002 and seed 000, as the page shows them; the time from init to a passing
+    make test is reported."""
+    script = "\n".join(b.script for b in blocks(PAGE) if b.skip is None)
+    started = time.monotonic()
+    _ok(_sh(script, tmp_path, env), "the page's blocks")
+    print(
+        f"init -> make lint test passing, and seed 000's project: {time.monotonic() - started:.0f}s"
+    )
+    guestbook = tmp_path / "guestbook"
+    assert (guestbook / "config/crd/bases/webapp.tutorial.kubebuilder.io_guestbooks.yaml").is_file()
+    project = yaml.safe_load((tmp_path / "first-operator" / "PROJECT").read_text())
+    (resource,) = project["resources"]
+    assert (resource["group"], resource["domain"], resource["version"], resource["kind"]) == (
+        "app",
+        "example.com",
+        "v1alpha1",
+        "AppService",
+    )
+    assert resource["controller"] is True
+
+
+SEED_FIELDS = """    size: int = Field(1, ge=0, le=100, description="How many replicas.")
+    image: str = Field("nginx:1.7.9", max_length=512, description="The image.")
+    ports: list[ServicePort] | None = Field(default=None, max_length=16, description="Ports.")
+"""
+
+
+def test_seed_000s_fields_in_the_spec(env: dict[str, str], tmp_path: Path) -> None:
+    """operator-sdk's spellings make a v1alpha1 AppService of app.example.com; with the
+    seed's size, image and ports in its spec, make manifests test pass."""
+    _ok(
+        _sh("appstack new first-operator --repo=github.com/njlkj/first-operator", tmp_path, env),
+        "new",
+    )
+    project = tmp_path / "first-operator"
+    for command in (
+        "appstack add api --api-version=app.example.com/v1alpha1 --kind=AppService",
+        "appstack add controller --api-version=app.example.com/v1alpha1 --kind=AppService",
+    ):
+        _ok(_sh(command, project, env), command)
+    kind = project / "src/first_operator/api/v1alpha1/appservice.py"
+    docstring = (
+        '    """What each AppService asks for. Add your fields here (camelCase on the wire)."""\n'
+    )
+    text = kind.read_text().replace(docstring, docstring + "\n" + SEED_FIELDS)
+    text = text.replace(
+        "from appstack.sdk import AGE,",
+        "from appstack.sdk.model import ServicePort\nfrom appstack.sdk import AGE,",
+    )
+    kind.write_text(text)
+    _ok(_sh("make lint-fix", project, env), "make lint-fix")
+    _ok(_sh("make manifests test", project, env), "make manifests test")
+    crd = next((project / "config/crd/bases").glob("app.example.com_appservices.yaml"))
+    spec = yaml.safe_load(crd.read_text().split("\n", 1)[1])["spec"]
+    assert spec["versions"][0]["name"] == "v1alpha1"
+    properties = spec["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"][
+        "properties"
+    ]
+    assert {"size", "image", "ports", "foo"} <= set(properties)
+
+
+@pytest.fixture
+def guestbook(env: dict[str, str], tmp_path: Path) -> Path:
+    """A project of its own (its domain unique: make uninstall removes its CRD)."""
+    domain = f"t{uuid.uuid4().hex[:6]}.example.com"
+    directory = tmp_path / "guestbook"
+    directory.mkdir()
+    _ok(
+        _sh(f"appstack init --domain {domain} --repo example.com/guestbook", directory, env), "init"
+    )
+    _ok(
+        _sh("appstack create api --group webapp --version v1 --kind Guestbook", directory, env),
+        "create api",
+    )
+    _ok(_sh("make manifests", directory, env), "make manifests")
+    return directory
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def sample_namespace(env: dict[str, str], tmp_path: Path) -> Iterator[str]:
+    name = f"samples-{uuid.uuid4().hex[:6]}"
+    _ok(_sh(f"kubectl create namespace {name}", tmp_path, env), "a namespace")
+    yield name
+    _sh(f"kubectl delete namespace {name} --wait=false", tmp_path, env)
+
+
+def _ready_at_generation(
+    env: dict[str, str], cwd: Path, namespace: str, timeout: float = 120
+) -> None:
+    deadline = time.monotonic() + timeout
+    last = ""
+    while time.monotonic() < deadline:
+        proc = _sh(f"kubectl -n {namespace} get guestbook guestbook-sample -o json", cwd, env)
+        if proc.returncode == 0:
+            obj = yaml.safe_load(proc.stdout)
+            status = obj.get("status") or {}
+            ready = [c for c in status.get("conditions") or [] if c["type"] == "Ready"]
+            if (
+                ready
+                and ready[0]["status"] == "True"
+                and status.get("observedGeneration") == obj["metadata"]["generation"]
+            ):
+                return
+            last = str(status)
+        time.sleep(0.5)
+    raise AssertionError(f"guestbook-sample not Ready at its generation: {last}")
+
+
+def test_make_install_run_samples_uninstall(
+    env: dict[str, str], guestbook: Path, sample_namespace: str
+) -> None:
+    _ok(_sh("make install", guestbook, env), "make install")
+    health = _free_port()
+    run_env = {
+        **env,
+        "RUN_ARGS": "--enable-all-namespaces --metrics-bind-address=0 "
+        f"--health-probe-bind-address=127.0.0.1:{health}",
+    }
+    log = guestbook / "run.log"
+    with open(log, "wb") as out:
+        run = subprocess.Popen(
+            ["make", "run"],
+            cwd=guestbook,
+            env=run_env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        _ok(
+            _sh(f"kubectl -n {sample_namespace} apply -k config/samples/", guestbook, env),
+            "apply the samples",
+        )
+        _ready_at_generation(env, guestbook, sample_namespace)
+    finally:
+        os.killpg(run.pid, signal.SIGTERM)
+        run.wait(timeout=60)
+    assert "Traceback" not in log.read_text(), log.read_text()[-3000:]
+    _ok(_sh("make uninstall", guestbook, env), "make uninstall")
+    gone = _sh(
+        "kubectl get crd guestbooks.webapp."
+        + yaml.safe_load((guestbook / "PROJECT").read_text())["domain"],
+        guestbook,
+        env,
+    )
+    assert gone.returncode != 0, gone.stdout
+
+
+def test_make_deploy_on_the_real_node_and_the_projects_own_e2e(
+    env: dict[str, str],
+    guestbook: Path,
+    sample_namespace: str,
+    kube_cluster: ClusterHandle,
+    real_node: object,
+) -> None:
+    """The image built without a daemon into the local registry, deployed: the pod Ready on
+    the real node reconciles the sample; make undeploy removes it all. Then the project's own
+    e2e test (its /metrics: 401, 200) against this cluster."""
+    image = f"guestbook:e2e-{uuid.uuid4().hex[:6]}"
+    deploy_env = {**env, "IMG": image}
+    _ok(_sh("make image-oci", guestbook, deploy_env, timeout=1800), "make image-oci")
+    _ok(_sh("make deploy", guestbook, deploy_env), "make deploy")
+    try:
+        _ok(
+            _sh(
+                "kubectl -n guestbook-system rollout status "
+                "deployment/guestbook-controller-manager --timeout=180s",
+                guestbook,
+                env,
+            ),
+            "the controller-manager pod Ready",
+        )
+        node = _ok(
+            _sh(
+                "kubectl -n guestbook-system get pods -o jsonpath='{.items[0].spec.nodeName}'",
+                guestbook,
+                env,
+            ),
+            "its node",
+        )
+        assert node.startswith("real-node"), node
+        _ok(
+            _sh(f"kubectl -n {sample_namespace} apply -k config/samples/", guestbook, env),
+            "apply the samples",
+        )
+        _ready_at_generation(env, guestbook, sample_namespace)
+    finally:
+        _ok(_sh("make undeploy", guestbook, deploy_env), "make undeploy")
+    assert _sh("kubectl get namespace guestbook-system", guestbook, env).returncode != 0
+    e2e_env = {**env, "APPSTACK_TEST_CLUSTER": kube_cluster.require_local().name}
+    e2e_env.pop("APPSTACK_TEST_KUBECONFIG")
+    _ok(
+        _sh(f"{env['VENV']}/bin/python -m pytest tests/e2e -q", guestbook, e2e_env, timeout=1800),
+        "the project's e2e",
+    )
+
+
+def test_a_second_kind_leaves_the_edited_first_kind_as_it_is(
+    env: dict[str, str], guestbook: Path
+) -> None:
+    kind = guestbook / "src/guestbook/api/v1/guestbook.py"
+    controller = guestbook / "src/guestbook/controllers/guestbook.py"
+    kind.write_text(
+        kind.read_text().replace("    foo: str | None", "    size: int = 1\n    foo: str | None")
+    )
+    controller.write_text(controller.read_text() + "\n# edited by its author\n")
+    before = {p: p.read_bytes() for p in (kind, controller)}
+    _ok(
+        _sh("appstack create api --group crew --version v1alpha1 --kind Captain", guestbook, env),
+        "a second kind",
+    )
+    assert {p: p.read_bytes() for p in before} == before
+    _ok(_sh("make manifests", guestbook, env), "make manifests")
+    assert not _sh("make manifests", guestbook, env).stdout.count("wrote ")  # twice: nothing
+    _ok(_sh("make lint test", guestbook, env), "make lint test with both kinds")
+
+
+@pytest.mark.parametrize(
+    ("command", "flag"),
+    [
+        ("appstack create api --group webapp --version v1 --kind guestbook", "--kind"),
+        ("appstack create api --group webapp --version 1 --kind Other", "--version"),
+        ("appstack create api --group Web.App --version v1 --kind Other", "--group"),
+        ("appstack create api --group webapp --version v1 --kind Guestbook", "--kind"),  # exists
+        ("appstack init --domain example.com --repo x/y", "PROJECT"),
+        ("appstack add api --api-version=app/v1 --kind=Other", "--api-version"),
+        (
+            "appstack create webhook --group webapp --version v1 --kind Guestbook --conversion",
+            "--conversion",
+        ),
+        (
+            "appstack create api --group webapp --version v1 --kind Other --plural Others",
+            "--plural",
+        ),
+    ],
+)
+def test_bad_input_is_refused_with_the_flag_named_and_nothing_written(
+    env: dict[str, str], guestbook: Path, command: str, flag: str
+) -> None:
+    before = _snapshot(guestbook)
+    proc = _sh(command, guestbook, env)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert flag in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert _snapshot(guestbook) == before
+
+
+def test_init_refuses_a_non_empty_directory_and_appstacks_checkout(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    (tmp_path / "notes.txt").write_text("mine")
+    proc = _sh("appstack init --domain example.com --repo x/y", tmp_path, env)
+    assert proc.returncode == 2
+    assert "not empty" in proc.stderr
+    proc = _sh(f"appstack init --domain example.com --repo x/y -C {REPO_ROOT}", tmp_path, env)
+    assert proc.returncode == 2
+    assert "appstack's own checkout" in proc.stderr or "not empty" in proc.stderr
