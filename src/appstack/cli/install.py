@@ -9,15 +9,8 @@ import sys
 import click
 
 from appstack.cli.run import KUBECONFIG
-from appstack.core.duration import DEFAULT_SYNC_PERIOD, parse_duration
-
-
-def _duration(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
-    try:
-        parse_duration(value)
-    except ValueError as error:
-        raise click.BadParameter(str(error)) from error
-    return value
+from appstack.core.duration import DEFAULT_SYNC_PERIOD
+from appstack.sdk.flags import check_duration
 
 
 @click.command()
@@ -49,7 +42,7 @@ def _duration(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
     "--sync-period",
     default=DEFAULT_SYNC_PERIOD,
     show_default=True,
-    callback=_duration,
+    callback=check_duration,
     help="The operator's --sync-period (how often every object is reconciled again).",
 )
 @click.option(

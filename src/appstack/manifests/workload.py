@@ -11,6 +11,7 @@ from appstack.core import defaults
 from appstack.core.duration import DEFAULT_SYNC_PERIOD
 from appstack.manifests.crds import LABELS
 from appstack.manifests.rbac import NAME, NAMESPACE
+from appstack.sdk.config import manager_container, manager_pod_security
 
 IMAGE = f"appstack:{__version__}"
 CONCURRENCY = defaults.CONCURRENCY
@@ -52,10 +53,6 @@ def metrics_service(namespace: str = NAMESPACE) -> dict[str, Any]:
     }
 
 
-def _field_env(name: str, path: str) -> dict[str, Any]:
-    return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
-
-
 def deployment(
     image: str = IMAGE,
     *,
@@ -77,10 +74,10 @@ def deployment(
         if metrics_cert_secret
         else None
     )
-    container = {
-        "name": "operator",
-        "image": image,
-        "args": [
+    container = manager_container(
+        "operator",
+        image,
+        [
             "run",
             "--leader-elect",
             "--metrics-bind-address=:8080",
@@ -93,36 +90,13 @@ def deployment(
             *(f"--namespace={watched}" for watched in watch_namespaces),
             *(["--enable-all-namespaces"] if enable_all_namespaces else []),
         ],
-        "env": [
-            _field_env("POD_NAMESPACE", "metadata.namespace"),
-            _field_env("POD_NAME", "metadata.name"),
-        ],
-        "ports": [
-            {"name": "metrics", "containerPort": 8080, "protocol": "TCP"},
-            {"name": "health", "containerPort": 8081, "protocol": "TCP"},
-        ],
-        "livenessProbe": {
-            "httpGet": {"path": "/healthz", "port": "health"},
-            "initialDelaySeconds": 5,
-            "periodSeconds": 10,
-        },
-        "readinessProbe": {
-            "httpGet": {"path": "/readyz", "port": "health"},
-            "initialDelaySeconds": 2,
-            "periodSeconds": 5,
-        },
-        "resources": {
+        resources={
             "requests": {"cpu": "100m", "memory": "128Mi"},
             "limits": {"cpu": "1", "memory": "512Mi"},
         },
-        "securityContext": {
-            "allowPrivilegeEscalation": False,
-            "readOnlyRootFilesystem": True,
-            "runAsNonRoot": True,
-            "capabilities": {"drop": ["ALL"]},
-            "seccompProfile": {"type": "RuntimeDefault"},
-        },
-    }
+        metrics_port=8080,
+        health_port=8081,
+    )
     pod: dict[str, Any] = {}
     if certs:
         mount = {"name": "metrics-certs", "mountPath": METRICS_CERT_DIR, "readOnly": True}
@@ -139,12 +113,7 @@ def deployment(
                 "metadata": {"labels": {**LABELS, **selector}},
                 "spec": {
                     "serviceAccountName": NAME,
-                    "securityContext": {
-                        "runAsNonRoot": True,
-                        "runAsUser": 65532,
-                        "runAsGroup": 65532,
-                        "seccompProfile": {"type": "RuntimeDefault"},
-                    },
+                    "securityContext": manager_pod_security(),
                     "terminationGracePeriodSeconds": 30,
                     # the replicas on different nodes where there are several: a node lost
                     # takes the leader or the standby, not both

@@ -64,7 +64,13 @@ from appstack.runtime.events import EventRecorder, EventType
 from appstack.runtime.finalizer import add as add_finalizer
 from appstack.runtime.finalizer import finalize
 from appstack.runtime.finalizer import remove as remove_finalizer
-from appstack.runtime.informer import EventHandler, FuncHandler, Informer, keep_applied_by
+from appstack.runtime.informer import (
+    FOREIGN_METADATA,
+    EventHandler,
+    FuncHandler,
+    Informer,
+    keep_applied_by,
+)
 from appstack.runtime.kubeconfig import current_namespace
 from appstack.runtime.leaderelection import LeaderElectionConfig, LeadershipLost, NotLeader
 from appstack.runtime.logging import Format as LogFormat
@@ -103,6 +109,7 @@ __all__ = [
     "DEPLOYMENT",
     "ENDPOINT_SLICE",
     "EVENT",
+    "FOREIGN_METADATA",
     "JOB",
     "LEASE",
     "NAMESPACE",

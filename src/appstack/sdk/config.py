@@ -103,6 +103,69 @@ def _split(image: str) -> tuple[str, str]:
     return name, tag
 
 
+def manager_container(
+    name: str,
+    image: str,
+    args: Sequence[str],
+    *,
+    resources: Obj,
+    command: Sequence[str] | None = None,
+    metrics_port: int = METRICS_PORT,
+    health_port: int = HEALTH_PORT,
+) -> Obj:
+    """An operator's container, as every install of an operator built on the SDK runs it:
+    its pod's namespace and name in ``POD_NAMESPACE``/``POD_NAME`` (the Lease's holder and
+    namespace), the metrics and health ports, liveness on ``/healthz`` and readiness on
+    ``/readyz``, no privilege escalation, a read-only root filesystem, non-root, no
+    capabilities and the runtime's default seccomp profile."""
+    return {
+        "name": name,
+        "image": image,
+        **({"command": list(command)} if command else {}),
+        "args": list(args),
+        "env": [
+            {
+                "name": "POD_NAMESPACE",
+                "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}},
+            },
+            {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+        ],
+        "ports": [
+            {"name": "metrics", "containerPort": metrics_port, "protocol": "TCP"},
+            {"name": "health", "containerPort": health_port, "protocol": "TCP"},
+        ],
+        "livenessProbe": {
+            "httpGet": {"path": "/healthz", "port": "health"},
+            "initialDelaySeconds": 5,
+            "periodSeconds": 10,
+        },
+        "readinessProbe": {
+            "httpGet": {"path": "/readyz", "port": "health"},
+            "initialDelaySeconds": 2,
+            "periodSeconds": 5,
+        },
+        "resources": resources,
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "runAsNonRoot": True,
+            "capabilities": {"drop": ["ALL"]},
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+    }
+
+
+def manager_pod_security() -> Obj:
+    """The operator pod's securityContext: a fixed non-root user and group (65532, as
+    distroless images use) and the runtime's default seccomp profile."""
+    return {
+        "runAsNonRoot": True,
+        "runAsUser": 65532,
+        "runAsGroup": 65532,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
 def deployment(project: Project) -> Obj:
     """The operator's Deployment (before ``config/default``'s prefix and namespace)."""
     selector = {"control-plane": MANAGER, "app.kubernetes.io/name": project.identity.project}
@@ -116,43 +179,16 @@ def deployment(project: Project) -> Obj:
         args.append("--namespace=$(POD_NAMESPACE)")
     if project.enable_all_namespaces:
         args.append("--enable-all-namespaces")
-    container = {
-        "name": "manager",
-        "image": f"{IMAGE_NAME}:latest",
-        "command": ["python", "-m", project.package],
-        "args": args,
-        "env": [
-            {
-                "name": "POD_NAMESPACE",
-                "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}},
-            },
-            {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
-        ],
-        "ports": [
-            {"name": "metrics", "containerPort": METRICS_PORT, "protocol": "TCP"},
-            {"name": "health", "containerPort": HEALTH_PORT, "protocol": "TCP"},
-        ],
-        "livenessProbe": {
-            "httpGet": {"path": "/healthz", "port": "health"},
-            "initialDelaySeconds": 5,
-            "periodSeconds": 10,
-        },
-        "readinessProbe": {
-            "httpGet": {"path": "/readyz", "port": "health"},
-            "initialDelaySeconds": 2,
-            "periodSeconds": 5,
-        },
-        "resources": {
+    container = manager_container(
+        "manager",
+        f"{IMAGE_NAME}:latest",
+        args,
+        command=["python", "-m", project.package],
+        resources={
             "requests": {"cpu": "10m", "memory": "64Mi"},
             "limits": {"cpu": "500m", "memory": "256Mi"},
         },
-        "securityContext": {
-            "allowPrivilegeEscalation": False,
-            "readOnlyRootFilesystem": True,
-            "runAsNonRoot": True,
-            "capabilities": {"drop": ["ALL"]},
-        },
-    }
+    )
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -168,12 +204,7 @@ def deployment(project: Project) -> Obj:
                 "metadata": {"labels": {**_labels(project), **selector}},
                 "spec": {
                     "serviceAccountName": MANAGER,
-                    "securityContext": {
-                        "runAsNonRoot": True,
-                        "runAsUser": 65532,
-                        "runAsGroup": 65532,
-                        "seccompProfile": {"type": "RuntimeDefault"},
-                    },
+                    "securityContext": manager_pod_security(),
                     "terminationGracePeriodSeconds": 30,
                     "containers": [container],
                 },

@@ -37,7 +37,9 @@ KUBECONFIG = click.option(
 )
 
 
-def _duration(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
+def check_duration(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
+    """A click callback: a duration flag (``90s``, ``10m``, ``1h``) refused, naming the
+    flag, unless it parses."""
     try:
         parse_duration(value)
     except ValueError as error:
@@ -67,7 +69,7 @@ def operator_flags(identity: OperatorIdentity) -> Callable[[F], F]:
             "--sync-period",
             default=DEFAULT_SYNC_PERIOD,
             show_default=True,
-            callback=_duration,
+            callback=check_duration,
             help="Every controller reconciles every object again this often without an event "
             "(e.g. 90s, 10m, 1h), repairing what no watch reports; from the cache, writing "
             "nothing when nothing changed.",

@@ -22,6 +22,7 @@ from appstack.core.resource import Resource
 from appstack.runtime.builder import Mapper, request_for
 from appstack.runtime.cache import Cache
 from appstack.runtime.controller import Request
+from appstack.runtime.informer import FOREIGN_METADATA
 
 #: The index, on the referring kind, of the objects each one names.
 REFERENCES = "references"
@@ -30,18 +31,7 @@ Transform = Callable[[dict[str, Any]], dict[str, Any]]
 
 # What is kept of a referenced object's metadata: enough to key, version and own it
 # (annotations are dropped: kubectl's last-applied-configuration repeats a Secret's data).
-_KEPT = (
-    "name",
-    "namespace",
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "labels",
-    "ownerReferences",
-    "managedFields",
-)
+_KEPT = (*FOREIGN_METADATA, "managedFields")
 
 
 def reference(kind: str, namespace: str | None, name: str) -> str:
