@@ -174,8 +174,9 @@ def test_seed_000s_fields_in_the_spec(env: dict[str, str], tmp_path: Path) -> No
 
 
 @pytest.fixture
-def guestbook(env: dict[str, str], tmp_path: Path) -> Path:
-    """A project of its own (its domain unique: make uninstall removes its CRD)."""
+def guestbook(env: dict[str, str], tmp_path: Path) -> Iterator[Path]:
+    """A project of its own, its domain unique; the CRDs of that domain its tests installed
+    (the generated controller tests leave theirs, as ``make install`` would) removed after."""
     domain = f"t{uuid.uuid4().hex[:6]}.example.com"
     directory = tmp_path / "guestbook"
     directory.mkdir()
@@ -187,7 +188,11 @@ def guestbook(env: dict[str, str], tmp_path: Path) -> Path:
         "create api",
     )
     _ok(_sh("make manifests", directory, env), "make manifests")
-    return directory
+    yield directory
+    names = _sh("kubectl get crd -o name", directory, env).stdout.split()
+    ours = [name for name in names if name.endswith(f".{domain}")]
+    if ours:
+        _sh(f"kubectl delete --ignore-not-found {' '.join(ours)}", directory, env)
 
 
 def _free_port() -> int:
