@@ -44,8 +44,8 @@ STEPS: list[tuple[str, list[str]]] = [
     ("asyncio", ["asyncio"]),
     ("click, appstack.cli", ["click", "appstack.cli"]),
     (
-        "aiohttp client, multidict, yarl (as appstack.cli.lean imports it)",
-        ["appstack.cli.lean:import_aiohttp"],
+        "aiohttp client, multidict, yarl (as appstack.sdk.process imports it)",
+        ["appstack.sdk.process:import_aiohttp"],
     ),
     ("aiohttp.web", ["aiohttp.web"]),
     ("structlog", ["structlog"]),
