@@ -17,7 +17,7 @@ import subprocess
 import tarfile
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,9 @@ class ImageConfig:
     ports: tuple[int, ...]
     labels: Mapping[str, str]
     workdir: str = "/"
+    # the signal that stops the container (the runtime's default, SIGTERM, when None); out
+    # of repr so that the images that set none keep their cache keys
+    stop_signal: str | None = field(default=None, repr=False)
 
     def buildah_args(self) -> list[str]:
         return [
@@ -54,6 +57,7 @@ class ImageConfig:
             *(f"--env={pair}" for pair in self.env),
             *(f"--port={port}/tcp" for port in self.ports),
             *(f"--label={key}={value}" for key, value in sorted(self.labels.items())),
+            *([f"--stop-signal={self.stop_signal}"] if self.stop_signal else []),
         ]
 
 

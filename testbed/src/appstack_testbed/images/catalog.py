@@ -13,13 +13,23 @@ on the host) or from binaries built here, and pushed under the names those files
 * ``mysql`` — Debian 12's MariaDB 10.11 behind :file:`mysql-entrypoint.sh`, the official
   image's contract (``MYSQL_*`` variables, ``/docker-entrypoint-initdb.d``,
   ``/etc/mysql/conf.d``), user ``mysql`` = uid 999 like the original;
-* the application images (``registry.example.com/...``) — Debian's python3 with pymysql and
-  :file:`stackapp.py`, a small service that uses the connection settings it is given;
+* ``postgres`` — Debian 12's PostgreSQL 15 behind :file:`postgres-entrypoint.sh`, the
+  official image's contract (``POSTGRES_USER``/``_PASSWORD``/``_DB``, ``PGDATA``,
+  ``/docker-entrypoint-initdb.d``, password auth from the pod network, stopped with
+  SIGINT), user ``postgres`` = uid 999 like the original;
+* ``redis`` — Debian 12's Redis 7.0 behind :file:`redis-entrypoint.sh`, the official
+  image's contract (options or a ``.conf`` as arguments, ``/data``, protected mode off),
+  user ``redis`` = uid 999 like the original;
+* the application images (``registry.example.com/...``) — Debian's python3 with pymysql,
+  psycopg2 and redis-py, and :file:`stackapp.py`, a small service that uses the connection
+  settings it is given;
 * ``etcd`` (``gcr.io/etcd-development/etcd:v<version>``) — etcd, etcdctl and etcdutl of that
   version built from Go modules, nothing else (like the distroless original).
 
-The operator's own image is :mod:`appstack_testbed.image`. MongoDB has no Debian package:
-its tests stop at the objects (docs/design.md).
+Each is served under the tags appstack defaults to and the documents name (``postgres:16``,
+``redis:7.4``, ``mysql:8.4``) although it is another version: docs/local-cluster.md says
+which. The operator's own image is :mod:`appstack_testbed.image`. MongoDB has no Debian
+package: its tests stop at the objects (docs/design.md).
 """
 
 from __future__ import annotations
@@ -64,6 +74,8 @@ class LocalImage:
             repr(self.config),
             self.binaries,
         ]
+        if self.config.stop_signal:  # only then: the other images keep their keys
+            spec.append(self.config.stop_signal)
         return hashlib.sha256(json.dumps(spec).encode()).hexdigest()[:16]
 
 
@@ -75,6 +87,8 @@ def _config(
     env: tuple[str, ...] = (PATH,),
     ports: tuple[int, ...] = (),
     what: str,
+    workdir: str = "/",
+    stop_signal: str | None = None,
 ) -> ImageConfig:
     return ImageConfig(
         entrypoint=entrypoint,
@@ -83,6 +97,8 @@ def _config(
         env=env,
         ports=ports,
         labels={TESTBED_LABEL: what},
+        workdir=workdir,
+        stop_signal=stop_signal,
     )
 
 
@@ -180,6 +196,64 @@ MYSQL = LocalImage(
     ),
 )
 
+POSTGRES_MAJOR = "15"  # Debian 12's
+_POSTGRES_BIN = f"/usr/lib/postgresql/{POSTGRES_MAJOR}/bin"
+POSTGRES = LocalImage(
+    name="postgres",
+    refs=_library("postgres", "16", "15", "latest"),
+    config=_config(
+        ("docker-entrypoint.sh",),
+        ("postgres",),
+        # the server's own binaries first (psql, pg_ctl, initdb), as in the original
+        env=(
+            PATH.replace("PATH=", f"PATH={_POSTGRES_BIN}:"),
+            f"PG_MAJOR={POSTGRES_MAJOR}",
+            "PGDATA=/var/lib/postgresql/data",
+            "LANG=C.UTF-8",
+        ),
+        ports=(5432,),
+        what="Debian 12 PostgreSQL 15 with the postgres image's entrypoint contract",
+        stop_signal="SIGINT",  # a fast shutdown, as the original's STOPSIGNAL
+    ),
+    packages=(f"postgresql-{POSTGRES_MAJOR}",),
+    files={"/usr/local/bin/docker-entrypoint.sh": _data("postgres-entrypoint.sh")},
+    script=(
+        # The original's postgres user and group are 999 (appstack runs middleware as it).
+        "groupmod -g 999 postgres && usermod -u 999 -g 999 postgres\n"
+        # no cluster of Debian's own (pg_createcluster's "main"): PGDATA is the only one
+        f"rm -rf /var/lib/postgresql/{POSTGRES_MAJOR} /etc/postgresql/{POSTGRES_MAJOR}\n"
+        # listen on the pod network, as the original's sample configuration does
+        "sed -ri \"s!^#?(listen_addresses)\\s*=\\s*\\S+.*!\\1 = '*'!\" "
+        f"/usr/share/postgresql/{POSTGRES_MAJOR}/postgresql.conf.sample\n"
+        "grep -q \"^listen_addresses = '\\*'\" "
+        f"/usr/share/postgresql/{POSTGRES_MAJOR}/postgresql.conf.sample\n"
+        "mkdir -p /var/lib/postgresql/data /var/run/postgresql /docker-entrypoint-initdb.d\n"
+        "chown -R 999:999 /var/lib/postgresql /var/run/postgresql /var/log/postgresql\n"
+        "chmod 1777 /var/lib/postgresql/data\n"
+        "chmod 3777 /var/run/postgresql\n"
+    ),
+)
+
+REDIS = LocalImage(
+    name="redis",
+    refs=_library("redis", "7.4", "7", "7.0", "latest"),
+    config=_config(
+        ("docker-entrypoint.sh",),
+        ("redis-server",),
+        ports=(6379,),
+        what="Debian 12 Redis 7.0 with the redis image's entrypoint contract",
+        workdir="/data",
+    ),
+    packages=("redis-server",),
+    files={"/usr/local/bin/docker-entrypoint.sh": _data("redis-entrypoint.sh")},
+    script=(
+        # The original's redis user and group are 999 (appstack runs middleware as it).
+        "groupmod -g 999 redis && usermod -u 999 -g 999 redis\n"
+        "mkdir -p /data && chown 999:999 /data\n"
+        "rm -rf /var/lib/redis /var/log/redis\n"
+    ),
+)
+
 DATASERVICE = (
     "eureka",
     "auth",
@@ -205,7 +279,7 @@ APP = LocalImage(
         ports=(8080,),
         what="the test bed's stackapp.py on Debian 12 python3",
     ),
-    packages=("python3-minimal", "python3-pymysql"),
+    packages=("python3-minimal", "python3-pymysql", "python3-psycopg2", "python3-redis"),
     files={"/usr/local/bin/stackapp.py": _data("stackapp.py")},
     script="mkdir -p /app/config && chown 1000:1000 /app\n",
 )
@@ -226,6 +300,7 @@ def etcd(version: str, repository: str = "etcd-development/etcd") -> LocalImage:
 
 
 def standard() -> list[LocalImage]:
-    """What ``appstack cluster up`` makes available: every image the README, the examples
-    and the seeds name (other etcd releases are built on demand)."""
-    return [PAUSE, BUSYBOX, NGINX, MYSQL, APP, etcd(ETCD)]
+    """What ``appstack cluster up`` makes available: every image the README, the examples,
+    the seeds and appstack's managed middleware name (other etcd releases are built on
+    demand)."""
+    return [PAUSE, BUSYBOX, NGINX, MYSQL, POSTGRES, REDIS, APP, etcd(ETCD)]

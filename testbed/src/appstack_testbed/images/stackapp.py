@@ -4,16 +4,21 @@ seed 003, ``registry.example.com/dataservice/<name>:1.0``, and the other example
 It does what those services need to show that a stack really works: it listens on the port
 its configuration names (``server.port`` in ``/app/config/application.yml``, as a Spring Boot
 service reads it; else ``$PORT``; else 8080 and 8761, eureka's), and it uses exactly the
-connection settings appstack injected: for every ``<NAME>_HOST``/``<NAME>_PORT`` pair it
-connects — to MySQL with ``<NAME>_USERNAME``/``<NAME>_PASSWORD`` (a real login and query),
-to an HTTP ``<NAME>_URL`` with a GET, to anything else with a TCP connect.
+connection settings appstack injected: for every ``<NAME>_HOST``/``<NAME>_PORT`` pair with a
+``<NAME>_PASSWORD`` it logs in by the port's protocol — MySQL on 3306 with
+``<NAME>_USERNAME`` (a login and a query), PostgreSQL on 5432 with ``<NAME>_USERNAME`` (a
+login over the network, where the server asks for the password, and a query), Redis on
+6379 (AUTH with the password, then SET and GET of a key of its own); it GETs an HTTP
+``<NAME>_URL``, and connects to anything else over TCP. Each answer says who the server
+took it for and what the server is, or the error.
 
 * ``GET /`` — who it is and what each connection answered (JSON);
 * ``GET /healthz`` — ``ok`` (for probes);
 * ``GET /call/<host>:<port>/<path>`` — asks another in-cluster service and returns its
   answer, so a request can be followed through a chain (web -> proxy -> auth -> MySQL).
 
-Runs with the image's python3 and Debian's python3-pymysql; standard library otherwise.
+Runs with the image's python3 and Debian's python3-pymysql, python3-psycopg2 and
+python3-redis; standard library otherwise.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import socket
 import sys
 import threading
@@ -61,10 +67,9 @@ def check(name: str) -> dict[str, object]:
     host, port = env.get(f"{name}_HOST"), env.get(f"{name}_PORT")
     url = env.get(f"{name}_URL")
     try:
-        if host and port and port == "3306" and f"{name}_PASSWORD" in env:
-            return mysql(
-                host, int(port), env.get(f"{name}_USERNAME", "root"), env[f"{name}_PASSWORD"]
-            )
+        login = LOGINS.get(port or "")
+        if host and port and login and f"{name}_PASSWORD" in env:
+            return login(host, int(port), env.get(f"{name}_USERNAME"), env[f"{name}_PASSWORD"])
         if url and url.startswith("http"):
             with urllib.request.urlopen(url, timeout=TIMEOUT) as response:  # noqa: S310
                 return {"url": url, "status": response.status}
@@ -76,11 +81,11 @@ def check(name: str) -> dict[str, object]:
     return {"error": "no address"}
 
 
-def mysql(host: str, port: int, user: str, password: str) -> dict[str, object]:
+def mysql(host: str, port: int, user: str | None, password: str) -> dict[str, object]:
     import pymysql  # type: ignore[import-untyped]  # noqa: PLC0415 - only for databases
 
     connection = pymysql.connect(
-        host=host, port=port, user=user, password=password, connect_timeout=TIMEOUT
+        host=host, port=port, user=user or "root", password=password, connect_timeout=TIMEOUT
     )
     try:
         with connection.cursor() as cursor:
@@ -97,6 +102,64 @@ def mysql(host: str, port: int, user: str, password: str) -> dict[str, object]:
         "server": version,
         "databases": databases,
     }
+
+
+def postgres(host: str, port: int, user: str | None, password: str) -> dict[str, object]:
+    """A login as ``user`` (libpq's default database: the user's name) and a query."""
+    import psycopg2  # type: ignore[import-untyped]  # noqa: PLC0415 - only for databases
+
+    connection = psycopg2.connect(
+        host=host,
+        port=port,
+        user=user or "postgres",
+        password=password,
+        connect_timeout=int(TIMEOUT),
+    )
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT version(), current_user, current_database()")
+            version, current_user, database = cursor.fetchone()
+    finally:
+        connection.close()
+    return {
+        "host": host,
+        "port": port,
+        "user": current_user,
+        "server": version,
+        "database": database,
+    }
+
+
+def redis(host: str, port: int, user: str | None, password: str) -> dict[str, object]:
+    """AUTH (as ``user``, else the default user), then SET and GET of this pod's key."""
+    import redis as client  # type: ignore[import-not-found]  # noqa: PLC0415 - only for databases
+
+    connection = client.Redis(
+        host=host,
+        port=port,
+        username=user,
+        password=password,
+        socket_timeout=TIMEOUT,
+        socket_connect_timeout=TIMEOUT,
+    )
+    try:
+        key, value = f"stackapp:{name()}", os.urandom(8).hex()
+        connection.set(key, value, ex=3600)
+        read = connection.get(key)
+        whoami = connection.execute_command("ACL", "WHOAMI")
+        version = connection.info("server")["redis_version"]
+    finally:
+        connection.close()
+    return {
+        "host": host,
+        "port": port,
+        "user": whoami.decode(),
+        "server": f"Redis {version}",
+        "set_get": read is not None and read.decode() == value,
+    }
+
+
+LOGINS = {"3306": mysql, "5432": postgres, "6379": redis}
 
 
 def call(target: str) -> dict[str, object]:
@@ -145,6 +208,9 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def main() -> None:
+    # as the container's first process, SIGTERM does nothing unless handled: stop at once
+    # (as a service does on Kubernetes), not after the grace period's SIGKILL
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     servers = [ThreadingHTTPServer(("", port), Handler) for port in ports()]
     for server in servers[1:]:
         threading.Thread(target=server.serve_forever, daemon=True).start()
