@@ -76,7 +76,11 @@ async def test_a_recreated_stack_gets_the_original_credentials_of_its_retained_v
     assert same_claim["metadata"]["uid"] == claim["metadata"]["uid"]
     sts = await client.get(STATEFUL_SET, "keep-db", namespace)
     env = sts["spec"]["template"]["spec"]["containers"][0]["env"]
-    refs = {e["valueFrom"]["secretKeyRef"]["name"] for e in env if "valueFrom" in e}
+    refs = {
+        e["valueFrom"]["secretKeyRef"]["name"]
+        for e in env
+        if "secretKeyRef" in e.get("valueFrom", {})  # not POD_IP (fieldRef)
+    }
     assert refs == {"keep-db-credentials"}
 
 

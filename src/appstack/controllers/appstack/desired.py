@@ -24,6 +24,7 @@ from appstack.api.security import PodSecurityLevel
 from appstack.controllers.appstack import labels
 from appstack.controllers.appstack.connections import (
     connection_env,
+    credentials_secret,
     member_service,
     service_name,
 )
@@ -97,9 +98,10 @@ def _mount_configs(
     return labels.digest(content)
 
 
-def used_secrets(c: Component, members: Members) -> list[str]:
-    """Secrets whose change must roll the component: external credentials it uses and
-    secretKeyRefs of its own env (generated credentials never change)."""
+def used_secrets(c: Component, members: Members, stack: str) -> list[str]:
+    """Secrets whose change must roll the component: the credentials of the middleware it
+    uses — the user's ``secretRef`` (external) or the generated ``<stack>-<member>-
+    credentials`` (managed: a rotated password) — and secretKeyRefs of its own env."""
     names = {
         ref.name
         for ref in (e.value_from.secret_key_ref for e in c.envs or [] if e.value_from is not None)
@@ -107,9 +109,12 @@ def used_secrets(c: Component, members: Members) -> list[str]:
     }
     for used in c.uses or []:
         member = members[used]
-        external = member.external if isinstance(member, Middleware) else None
-        if external is not None and external.secret_ref is not None:
-            names.add(external.secret_ref.name)
+        if not isinstance(member, Middleware):
+            continue
+        if member.managed is not None:
+            names.add(credentials_secret(stack, member.name))
+        elif member.external is not None and member.external.secret_ref is not None:
+            names.add(member.external.secret_ref.name)
     return sorted(names)
 
 

@@ -5,7 +5,9 @@ mongodb's replica set: :mod:`.mongodb`).
   a data ``volumeClaimTemplate`` (retained on delete by default) and the credentials from
   the generated Secret ``-credentials`` (:func:`credentials`, created once by the
   reconciler, kept exactly as long as the volume, never part of :func:`children` and
-  never printed by ``appstack render``);
+  never printed by ``appstack render``); the version of that Secret on the pod template,
+  so that a change of it (a rotated password) restarts the instance, whose readiness probe
+  logs in with it (:mod:`.catalog`);
 * managed ``configFiles`` (mysql): ConfigMap ``-config`` mounted read-only where the
   engine reads its configuration; a digest of the files on the pod template restarts the
   instance when they change (:func:`config_map`);
@@ -38,6 +40,7 @@ from appstack.sdk.kit.parts import (
     Container,
     EnvVar,
     Manifest,
+    Probe,
     TemplateMeta,
     Volume,
     VolumeMount,
@@ -115,11 +118,34 @@ def _middleware_env(stack: str, mw: Middleware) -> list[EnvVar]:
             {"name": "MYSQL_DATABASE", "value": "app"},
         ]
     if mw.type == "postgres":
-        env.append({"name": "POSTGRES_DB", "value": "app"})
+        env += [
+            {"name": "POSTGRES_DB", "value": "app"},
+            # a directory of its own on the volume: the volume's root belongs to root (and
+            # may hold lost+found), while PostgreSQL wants its data directory its own, 0700
+            {"name": "PGDATA", "value": f"{engine.data_path}/pgdata"},
+            # the readiness probe logs in over the pod's address (the loopback is trusted)
+            {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+        ]
     return env
 
 
-def stateful_set(owner: KubeObject, mw: Middleware) -> Manifest:
+def readiness_probe(engine_type: str) -> Probe:
+    """The engine's own answer: a login and a query (:mod:`.catalog`), every 5 s."""
+    engine = CATALOG[engine_type]
+    if engine.ready is None:
+        return {"tcpSocket": {"port": engine.port}, "periodSeconds": 5}
+    return {
+        "exec": {"command": ["sh", "-c", engine.ready]},
+        "periodSeconds": 5,
+        "timeoutSeconds": 5,
+    }
+
+
+def stateful_set(
+    owner: KubeObject, mw: Middleware, credentials_version: str | None = None
+) -> Manifest:
+    """The instance; ``credentials_version``: :func:`.desired.secrets_version` of its
+    credentials Secret (None: not known here, as for ``appstack render``)."""
     assert mw.managed is not None  # noqa: S101 - callers pass managed middleware only
     stack = owner["metadata"]["name"]
     engine = CATALOG[mw.type]
@@ -136,6 +162,8 @@ def stateful_set(owner: KubeObject, mw: Middleware) -> Manifest:
         volumes.append({"name": "config", "configMap": {"name": _config_name(stack, mw)}})
         files_digest = labels.digest(managed.config_files)[:16]
         template_meta["annotations"] = {labels.CONFIG_HASH: files_digest}
+    if credentials_version:
+        template_meta.setdefault("annotations", {})[labels.SECRETS_HASH] = credentials_version
     if managed.init_scripts_config_map:
         mounts.append(
             {"name": "init", "mountPath": "/docker-entrypoint-initdb.d", "readOnly": True}
@@ -147,9 +175,11 @@ def stateful_set(owner: KubeObject, mw: Middleware) -> Manifest:
         "ports": [{"name": mw.type, "containerPort": engine.port, "protocol": "TCP"}],
         "env": _middleware_env(stack, mw),
         "volumeMounts": mounts,
-        "readinessProbe": {"tcpSocket": {"port": engine.port}, "periodSeconds": 5},
+        "readinessProbe": readiness_probe(mw.type),
         "securityContext": security,
     }
+    if engine.args:
+        container["args"] = list(engine.args)
     if managed.resources:
         container["resources"] = user_resources(managed.resources)
     pod_spec: dict[str, Any] = {
@@ -250,8 +280,11 @@ def config_map(owner: KubeObject, mw: Middleware) -> list[Manifest]:
     ]
 
 
-def children(owner: KubeObject, mw: Middleware) -> list[Manifest]:
-    """Every child of one middleware member (without its generated Secrets)."""
+def children(
+    owner: KubeObject, mw: Middleware, credentials_version: str | None = None
+) -> list[Manifest]:
+    """Every child of one middleware member (without its generated Secrets);
+    ``credentials_version``: see :func:`stateful_set`."""
     if mw.external is not None:
         return external(owner, mw)
     extra = (
@@ -259,4 +292,9 @@ def children(owner: KubeObject, mw: Middleware) -> list[Manifest]:
         if mw.type == "mongodb"
         else []
     )
-    return [*managed_services(owner, mw), *extra, *config_map(owner, mw), stateful_set(owner, mw)]
+    return [
+        *managed_services(owner, mw),
+        *extra,
+        *config_map(owner, mw),
+        stateful_set(owner, mw, credentials_version),
+    ]

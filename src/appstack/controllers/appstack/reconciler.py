@@ -15,10 +15,13 @@ time, and is removed once nothing is left (also when some children were already 
 Children no longer wanted (a member removed from the spec, a component that lost its
 ports or config) are deleted; managed-middleware volumes follow the StatefulSet's
 ``persistentVolumeClaimRetentionPolicy`` (retained by default). Credentials Secrets are
-generated once and never overwritten (the child writer's ``create_once``). Everything is
-read from the cache except Secrets and the ConfigMaps it does not own, which are read by name
-(the cache keeps only their metadata: their events wake the stacks naming them). A
-missing Secret is not polled: its creation wakes the stack.
+generated once and never overwritten by us (the child writer's ``ensure_once``); the
+version of a member's credentials (uid and resourceVersion, never the data) is on its
+StatefulSet's and its consumers' pod templates, so a Secret the user changes (a rotated
+password) rolls the instance first and its consumers once it is ready again. Everything is
+read from the cache except Secrets and the ConfigMaps it does not own, which are read by name,
+each at most once per reconcile (the cache keeps only their metadata: their events wake the
+stacks naming them). A missing Secret is not polled: its creation wakes the stack.
 """
 
 from __future__ import annotations
@@ -33,7 +36,10 @@ from appstack.api.kind import GROUP, group_key
 from appstack.api.security import PodSecurityLevel
 from appstack.controllers.appstack import addresses, desired, labels, middleware, status
 from appstack.controllers.appstack.addresses import ExternalIPPolicy
-from appstack.controllers.appstack.connections import third_party_credentials_missing
+from appstack.controllers.appstack.connections import (
+    credentials_secret,
+    third_party_credentials_missing,
+)
 from appstack.controllers.appstack.references import referenced
 from appstack.controllers.appstack.teardown import FINALIZER_NAME, teardown
 from appstack.controllers.util import podsecurity
@@ -81,6 +87,7 @@ from appstack.sdk.kit.references import (
 )
 
 Wanted = set[tuple[str, str]]  # (kind, name) of every child the spec still wants
+Read = dict[str, dict[str, Any] | None]  # Secrets read by name in this reconcile (None: missing)
 
 # Problems that a watch ends (the referenced Secret appears or changes): not retried.
 _WATCHED = frozenset({"CredentialsNotFound"})
@@ -137,6 +144,7 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
         problems: list[Problem] = []
         stuck: list[Problem] = []  # members whose pods cannot start
         rechecks: list[float] = []  # when to look again at containers not ready yet
+        secrets: Read = {}  # read once per reconcile, by every member that uses them
         level = await podsecurity.level(
             self.namespaces, obj["metadata"]["namespace"], spec.pod_security
         )
@@ -144,7 +152,9 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
             for name in wave:
                 seen = len(problems)
                 if name in middleware_:
-                    member = await self._middleware(obj, middleware_[name], wanted, problems)
+                    member = await self._middleware(
+                        obj, middleware_[name], wanted, problems, secrets
+                    )
                 else:
                     member = await self._component(
                         obj,
@@ -154,6 +164,7 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
                         wanted=wanted,
                         problems=problems,
                         level=level,
+                        secrets=secrets,
                     )
                 if member.state == "Ready":
                     ready.add(name)
@@ -162,7 +173,7 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
         for name, mw in middleware_.items():  # middleware nobody depends on
             if all(m.name != name for m in members):
                 seen = len(problems)
-                member = await self._middleware(obj, mw, wanted, problems)
+                member = await self._middleware(obj, mw, wanted, problems, secrets)
                 member = self._pods(obj, member, stuck, rechecks)
                 members.append(status.failed_if(member, problems[seen:]))
         await self._prune(obj, wanted)
@@ -217,7 +228,12 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
         return synced
 
     async def _middleware(
-        self, stack: KubeObject, mw: Middleware, wanted: Wanted, problems: list[Problem]
+        self,
+        stack: KubeObject,
+        mw: Middleware,
+        wanted: Wanted,
+        problems: list[Problem],
+        secrets: Read,
     ) -> MemberStatus:
         base = (mw.name, f"Middleware/{mw.type}")
         if mw.external is not None and mw.external.url is not None:  # nothing to create
@@ -238,10 +254,15 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
             where = f"external {mw.external.host}:{mw.external.port}"
             return status.member(base, ok, "1/1" if ok else "0/1", where, ready_message=where)
         for secret in middleware.generated_secrets(stack, mw):
-            problem = await self.writer.create_once(stack, SECRET, secret, "generated")
+            current, problem = await self.writer.ensure_once(stack, SECRET, secret, "generated")
             if problem is not None:
                 problems.append(problem)
-        synced = await self._sync(stack, middleware.children(stack, mw), wanted, problems)
+            else:
+                secrets[secret["metadata"]["name"]] = current
+        name = credentials_secret(stack["metadata"]["name"], mw.name)
+        version = desired.secrets_version([(name, secrets[name])]) if name in secrets else None
+        objects = middleware.children(stack, mw, version)
+        synced = await self._sync(stack, objects, wanted, problems)
         ok, count = statefulset_ready(synced.one("StatefulSet"))
         return status.member(base, ok, count, "waiting for the StatefulSet's pods")
 
@@ -255,11 +276,12 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
         wanted: Wanted,
         problems: list[Problem],
         level: PodSecurityLevel,
+        secrets: Read,
     ) -> MemberStatus:
         base = (c.name, "Component")
         secrets_hash = config_version = None
         if not waiting:
-            secrets_hash = await self._secrets_hash(stack, c, members, problems)
+            secrets_hash = await self._secrets_hash(stack, c, members, problems, secrets)
             config_version = await self._versions(stack, CONFIG_MAP, desired.used_config_maps(c))
         objects = desired.component_children(
             stack, c, members, secrets_hash, config_version, level=level
@@ -283,14 +305,18 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
         c: Component,
         members: desired.Members,
         problems: list[Problem],
+        secrets: Read,
     ) -> str | None:
         """Which versions of the Secrets the component reads: when one changes, its pods
         roll (:func:`.desired.secrets_version`: uid and resourceVersion, never the data).
-        A third-party service's Secret that is missing, or lacks a key, is a problem."""
-        names = desired.used_secrets(c, members)
+        A third-party service's Secret that is missing, or lacks a key, is a problem.
+        ``secrets``: those already read in this reconcile (more are added)."""
+        names = desired.used_secrets(c, members, stack["metadata"]["name"])
         if not names:
             return None
-        found = await self._read(stack, SECRET, names)
+        unread = [n for n in names if n not in secrets]
+        secrets.update(await self._read(stack, SECRET, unread) if unread else [])
+        found = [(n, secrets[n]) for n in names]
         for used in c.uses or []:
             member = members[used]
             if isinstance(member, Middleware):

@@ -216,36 +216,46 @@ class ChildWriter:
         self, owner: KubeObject, resource: Resource, want: Manifest, what: str
     ) -> Problem | None:
         """Create ``want`` if absent (read by name, not from the cache); never overwrite its
-        content (its owner is made what ``want`` says: see below).
+        content (its owner is made what ``want`` says: see :meth:`ensure_once`)."""
+        _, problem = await self.ensure_once(owner, resource, want, what)
+        return problem
+
+    async def ensure_once(
+        self, owner: KubeObject, resource: Resource, want: Manifest, what: str
+    ) -> tuple[dict[str, Any] | None, Problem | None]:
+        """:meth:`create_once`, with the object as it now is (created, or found and its
+        owner set; None with the problem when it is not ours).
 
         An existing one is ours when we control it, or when nobody does and it carries
         every label we would give it (``want`` without an owner: kept after its owner
         was deleted, adopted as it is by the owner's successor)."""
         meta = want["metadata"]
+        name, namespace = meta["name"], meta["namespace"]
         try:
-            current = await self.client.get(resource, meta["name"], meta["namespace"])
+            current = await self.client.get(resource, name, namespace)
         except errors.NotFound:
             try:
-                await self.client.create(resource, wire(want))
-            except errors.AlreadyExists:
-                return None
-            note = f"Created {resource.kind} {meta['name']} ({what})"
-            await self.event(owner, "Normal", "Created", note)
-            return None
+                created = await self.client.create(resource, wire(want))
+            except errors.AlreadyExists:  # another writer was first: judged as found
+                current = await self.client.get(resource, name, namespace)
+            else:
+                note = f"Created {resource.kind} {name} ({what})"
+                await self.event(owner, "Normal", "Created", note)
+                return dict(created), None
         mine = controlled_by(current, owner) or unowned_with_labels(current, meta)
         if not mine:
-            return self.conflict(resource, meta["name"])
+            return None, self.conflict(resource, name)
         # Owned or not as ``want`` says now (e.g. a stack's credentials when its volumes'
         # ``retainOnDelete`` flips), never anything else of it.
         owners = owners_to_write(current, meta, owner["metadata"]["uid"])
         if owners is not None:
             kept = current["metadata"]["resourceVersion"]
             patch = {"metadata": {"ownerReferences": owners or None, "resourceVersion": kept}}
-            await self.client.patch(resource, meta["name"], patch, namespace=meta["namespace"])
+            current = await self.client.patch(resource, name, patch, namespace=namespace)
             said = "owned by" if owners else "kept apart from"
-            note = f"{resource.kind} {meta['name']} ({what}) now {said} {owner['kind']}"
+            note = f"{resource.kind} {name} ({what}) now {said} {owner['kind']}"
             await self.event(owner, "Normal", "Updated", note)
-        return None
+        return dict(current), None
 
     async def delete_child(
         self, resource: Resource, child: dict[str, Any], *, propagation: str = "Background"

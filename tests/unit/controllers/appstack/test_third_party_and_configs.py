@@ -104,7 +104,7 @@ def test_a_third_party_service_is_injected_by_url_and_references_per_auth_method
     assert _env(bearer, "uuc")["UUC_TOKEN"] == {"secretKeyRef": {"name": "s", "key": "t"}}
     assert _env(_spec([APP], [_uuc(url="https://a")]), "uuc") == {"UUC_URL": "https://a"}
     (uuc,) = bearer.middleware or []
-    assert desired.used_secrets(bearer.components[0], {"uuc": uuc}) == ["s"]
+    assert desired.used_secrets(bearer.components[0], {"uuc": uuc}, "shop") == ["s"]
 
 
 def test_a_component_with_ports_can_be_used_and_gives_its_url() -> None:
