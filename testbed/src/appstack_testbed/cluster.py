@@ -35,6 +35,7 @@ from appstack_testbed import control_plane, kwok
 from appstack_testbed.build import GoBuilder, _file_lock
 from appstack_testbed.pki import ClusterPKI, write_kubeconfig
 from appstack_testbed.process import ComponentError, ComponentStatus, ManagedProcess
+from appstack_testbed.realnode import cleanup
 from appstack_testbed.realnode.addressing import free_index
 from appstack_testbed.realnode.fleet import RealNodes
 from appstack_testbed.realnode.network import bridges_in_use
@@ -178,6 +179,9 @@ class LocalCluster:
         for name in [*extra, *reversed(control_plane.ORDER)]:  # e.g. the demo's operator first
             self.process(name).stop()
         if self.directory.exists():
+            # a node whose state is gone (an interrupted run, a previous down) may have left
+            # its mounts: the tree cannot be removed while they stay
+            cleanup.unmount_under(self.directory)
             shutil.rmtree(self.directory)
         if real is not None and not _clusters_with_real_nodes():
             real.registry.stop()  # the last cluster that used it (its images stay cached)
