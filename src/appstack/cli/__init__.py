@@ -8,7 +8,9 @@ groups through the ``appstack.cli`` entry-point group: the test bed (``appstack-
 ``testbed/`` of the repository, not part of this distribution) adds ``appstack cluster ...``,
 the local cluster for development, the demo and the tests. Heavy modules are imported
 lazily, so that ``--help`` stays fast. The same group is the kubectl plugin
-``kubectl-appstack`` (:func:`kubectl_plugin`).
+``kubectl-appstack`` (:func:`kubectl_plugin`). A user's error (no kubeconfig, an API
+server that does not answer, CRDs not installed) is one or two lines and exit status 1
+from every command (:mod:`appstack.cli.errors`; ``APPSTACK_DEBUG=1`` for the traceback).
 """
 
 from __future__ import annotations
@@ -43,6 +45,35 @@ class _Commands(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         self._register_all()
         return super().list_commands(ctx)
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name = args[0] if args else ""
+        if name in ELSEWHERE and self.get_command(ctx, name) is None:
+            ctx.fail(f"No such command {name!r}: {ELSEWHERE[name]}")
+        return super().resolve_command(ctx, args)
+
+    def invoke(self, ctx: click.Context) -> object:
+        """Every command, with the user's errors (a kubeconfig, an API server, CRDs) said
+        in a line or two instead of a traceback (:mod:`appstack.cli.errors`)."""
+        try:
+            return super().invoke(ctx)
+        except Exception as error:
+            from appstack.cli import errors  # noqa: PLC0415
+
+            explained = None if errors.debugging() else errors.explain(error)
+            if explained is None:
+                raise
+            raise explained from error
+
+
+#: Commands other distributions add, and where to get them.
+ELSEWHERE = {
+    "cluster": "the cluster commands (the local cluster for development, the demo and the "
+    "tests) come from the test bed, appstack-testbed in the repository's testbed/; install it "
+    "with `make venv` or `pip install -e testbed`",
+}
 
 
 @click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
@@ -93,9 +124,9 @@ def render(filename: TextIO, output: str) -> None:
     """Print what the {kinds} objects in a file become, without a cluster.
 
     The file is validated with the same rules as admission; invalid input prints
-    field-level errors and exits 1. A seed operator's kind (its own API group) is an
-    error saying what to change. Other objects are printed as they are (another
-    operator's kind with a note on stderr naming it).
+    field-level errors and exits 1, as does a file without objects. A seed operator's kind
+    (its own API group) is an error saying what to change. Other objects are printed as
+    they are (another operator's kind with a note on stderr naming it).
     """
     import yaml  # noqa: PLC0415
 
@@ -103,7 +134,10 @@ def render(filename: TextIO, output: str) -> None:
 
     notes: list[str] = []
     try:
-        objects = render_documents(list(yaml.safe_load_all(filename)), notes)
+        documents = list(yaml.safe_load_all(filename))
+        if not any(documents):
+            raise RenderError([f"no objects in {filename.name}: nothing to render"])
+        objects = render_documents(documents, notes)
     except RenderError as error:
         for line in error.problems:
             click.echo(f"error: {line}", err=True)

@@ -8,6 +8,7 @@ import sys
 
 import click
 
+from appstack.cli.errors import CommandError
 from appstack.cli.run import KUBECONFIG
 from appstack.core.duration import DEFAULT_SYNC_PERIOD
 from appstack.sdk.flags import check_duration
@@ -146,7 +147,7 @@ def uninstall(kubeconfig: str | None, timeout: float, yes: bool, namespace: str 
     try:
         asyncio.run(go())
     except removal.UninstallError as error:
-        raise click.ClickException(str(error)) from error
+        raise CommandError(str(error)) from error
     click.echo("appstack uninstalled.")
 
 
@@ -186,23 +187,27 @@ def status(target: str, namespace: str | None, kubeconfig: str | None, output: s
     kind_name, _, name = target.rpartition("/")
     resource = status_kinds.resolve(kind_name) if kind_name else None
     if kind_name and resource is None:
-        raise click.ClickException(
-            f"{kind_name!r} is not a kind of ours (appstack, appservice, etcd, crontab)"
+        raise CommandError(
+            f"{kind_name!r} is not a kind of ours", f"use one of: {status_kinds.kind_names()}"
         )
     stack = resource is None or resource.kind == "AppStack"
 
     async def go() -> dict[str, object]:
         async with await Client.connect(kubeconfig) as client:
-            if stack:
-                return await stack_status.collect(client, name, namespace)
-            assert resource is not None  # noqa: S101 - not a stack
-            return await status_kinds.collect(client, resource, name, namespace)
+            try:
+                if stack:
+                    return await stack_status.collect(client, name, namespace)
+                assert resource is not None  # noqa: S101 - not a stack
+                return await status_kinds.collect(client, resource, name, namespace)
+            except errors.NotFound:
+                await status_kinds.require_served(client)  # else: the object is not there
+                raise
 
     try:
         tree = asyncio.run(go())
     except errors.NotFound as error:
         what = "AppStack" if stack else resource.kind  # type: ignore[union-attr]
-        raise click.ClickException(f"{what} {namespace}/{name} not found") from error
+        raise CommandError(f"{what} {namespace}/{name} not found") from error
     if output == "json":
         click.echo(json.dumps(tree, indent=2))
     elif output == "yaml":

@@ -42,13 +42,21 @@ def render_documents(documents: list[Any], notes: list[str] | None = None) -> li
     ours = {c.kind.kind for c in ALL}
     for index, doc in enumerate(d for d in documents if d):
         label = f"document {index + 1}"
-        kind = doc.get("kind") if isinstance(doc, dict) else type(doc).__name__
-        foreign = foreign_problem(doc, ours) if isinstance(doc, dict) else None
+        if not isinstance(doc, dict):
+            problems.append(f"{label}: not a Kubernetes object (a YAML {type(doc).__name__})")
+            continue
+        kind = doc.get("kind")
+        missing = _missing_type(doc)
+        if missing is not None:
+            name = (doc.get("metadata") or {}).get("name")
+            problems.append(f"{label}{f' ({kind} {name})' if kind else ''}: {missing}")
+            continue
+        foreign = foreign_problem(doc, ours)
         if foreign is not None:
             name = (doc.get("metadata") or {}).get("name")
             problems.append(f"{label} ({kind} {name}): {foreign}")
             continue
-        if isinstance(doc, dict) and not str(doc.get("apiVersion", "")).startswith(f"{GROUP}/"):
+        if not str(doc.get("apiVersion", "")).startswith(f"{GROUP}/"):
             rendered.append(doc)  # an ordinary object in the same file: applied as it is
             note = third_party(doc)
             if note is not None and notes is not None:
@@ -78,3 +86,14 @@ def render_documents(documents: list[Any], notes: list[str] | None = None) -> li
     if problems:
         raise RenderError(problems)
     return rendered
+
+
+def _missing_type(doc: dict[str, Any]) -> str | None:
+    """What is missing of an object's ``apiVersion`` and ``kind`` (both required)."""
+    if not doc.get("kind"):
+        return "kind: required" + ("" if doc.get("apiVersion") else "; apiVersion: required")
+    if not doc.get("apiVersion"):
+        controller = by_kind(str(doc["kind"]))
+        ours = f" ({controller.kind.resource.api_version})" if controller is not None else ""
+        return f"apiVersion: required{ours}"
+    return None

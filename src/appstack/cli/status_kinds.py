@@ -18,10 +18,11 @@ from typing import Any
 
 from appstack.controllers.registry import ALL
 from appstack.core.resource import Resource
-from appstack.runtime import errors
+from appstack.runtime import crd_names, errors, unserved
 from appstack.runtime.client import Client
 from appstack.runtime.resources import JOB, POD
 from appstack.sdk.kit.meta import INSTANCE_LABEL
+from appstack.sdk.operator import MissingCRDs
 
 Tree = dict[str, Any]
 
@@ -39,6 +40,24 @@ def resolve(kind: str) -> Resource | None:
         if wanted in names:
             return controller.kind.resource
     return None
+
+
+def kind_names() -> str:
+    """Our kinds as ``status`` takes them: each kind's singular name with its short
+    names, e.g. ``appservice (appsvc), ..., mongodbcommunity (mdbc)``."""
+    return ", ".join(
+        controller.kind.singular
+        + (f" ({', '.join(controller.kind.short_names)})" if controller.kind.short_names else "")
+        for controller in ALL
+    )
+
+
+async def require_served(client: Client) -> None:
+    """Raise :class:`~appstack.sdk.operator.MissingCRDs` if the API server does not
+    serve some of our kinds (a 404 then means no CRD, not no object)."""
+    missing = await unserved(client, [controller.kind.resource for controller in ALL])
+    if missing:
+        raise MissingCRDs(crd_names(missing))
 
 
 def _conditions(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:

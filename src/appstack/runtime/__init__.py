@@ -71,7 +71,7 @@ from appstack.runtime.informer import (
     Informer,
     keep_applied_by,
 )
-from appstack.runtime.kubeconfig import current_namespace
+from appstack.runtime.kubeconfig import KubeconfigError, current_namespace
 from appstack.runtime.leaderelection import LeaderElectionConfig, LeadershipLost, NotLeader
 from appstack.runtime.logging import Format as LogFormat
 from appstack.runtime.logging import configure as configure_logging
@@ -142,6 +142,7 @@ __all__ = [
     "IndexFunc",
     "Informer",
     "Invalid",
+    "KubeconfigError",
     "LeaderElectionConfig",
     "LeadershipLost",
     "LogFormat",

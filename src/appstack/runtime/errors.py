@@ -15,6 +15,8 @@ from __future__ import annotations
 import contextlib
 import datetime
 import email.utils
+import os
+import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -134,7 +136,38 @@ class ServerTimeout(ServerError):
 
 
 class TransportError(Exception):
-    """The API server could not be reached or the connection broke (no HTTP answer)."""
+    """The API server could not be reached or the connection broke (no HTTP answer).
+    ``server`` is the API server's URL when known; :attr:`reason` says what went wrong in
+    a few words (``connection refused``, ``timed out``), for a message a user reads."""
+
+    def __init__(self, message: str, server: str = "") -> None:
+        super().__init__(message)
+        self.server = server
+
+    @property
+    def reason(self) -> str:
+        """The root cause, short: the operating system's words for an errno (``connection
+        refused``, ``name or service not known``), ``timed out``, ``TLS: <reason>``, else the
+        message of the innermost cause."""
+        error: BaseException | None = self
+        innermost: BaseException = self
+        while error is not None:
+            if isinstance(error, TimeoutError):  # asyncio.TimeoutError is one since 3.11
+                return "timed out"
+            if isinstance(error, ssl.SSLError) and getattr(error, "reason", None):
+                return f"TLS: {getattr(error, 'verify_message', None) or error.reason}"
+            if isinstance(error, OSError) and not isinstance(error, ssl.SSLError) and error.errno:
+                # errno < 0: a name resolution's (socket.gaierror)
+                words = os.strerror(error.errno) if error.errno > 0 else error.strerror
+                return str(words or error).lower()
+            innermost = error
+            error = (  # aiohttp's connection errors hold the cause they wrap
+                getattr(error, "os_error", None)
+                or getattr(error, "certificate_error", None)
+                or error.__cause__
+                or error.__context__
+            )
+        return str(innermost) or type(innermost).__name__
 
 
 class WatchStalled(TransportError):

@@ -37,7 +37,13 @@ _EXPIRY_MARGIN = 10.0  # seconds before an exec credential's expiry it is run ag
 
 
 class KubeconfigError(Exception):
-    """The kubeconfig cannot be used (missing context, cluster or file; a failed plugin)."""
+    """The kubeconfig cannot be used (missing context, cluster or file; a failed plugin):
+    the user's to fix, its message says what is wrong."""
+
+
+class LegacyAuthMissing(KubeconfigError):
+    """The kubeconfig needs kubernetes_asyncio, which is not installed (raised by
+    :mod:`appstack.runtime.transport`)."""
 
 
 @dataclass
@@ -92,7 +98,19 @@ def merged(paths: list[Path]) -> dict[str, Any]:
 
     result: dict[str, Any] = {"clusters": {}, "users": {}, "contexts": {}}
     for path in paths:
-        document = yaml.safe_load(path.read_text()) or {}
+        try:
+            document = yaml.safe_load(path.read_text()) or {}
+        except (OSError, UnicodeDecodeError) as error:
+            raise KubeconfigError(f"cannot read kubeconfig {path}: {error}") from error
+        except yaml.YAMLError as error:
+            mark = getattr(error, "problem_mark", None)
+            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+            problem = getattr(error, "problem", None) or " ".join(str(error).split())
+            raise KubeconfigError(
+                f"kubeconfig {path} is not valid YAML{where}: {problem}"
+            ) from error
+        if not isinstance(document, dict):
+            raise KubeconfigError(f"kubeconfig {path} is not a kubeconfig (a YAML mapping)")
         if not result.get("current-context"):
             result["current-context"] = document.get("current-context") or None
         for section, inner in (("clusters", "cluster"), ("users", "user"), ("contexts", "context")):
@@ -103,13 +121,24 @@ def merged(paths: list[Path]) -> dict[str, Any]:
 
 
 def _files(kubeconfig: str | None) -> list[Path]:
+    """The files to read: ``kubeconfig`` (it must exist), else those of ``$KUBECONFIG``
+    that exist (one at least), else ``~/.kube/config``."""
     if kubeconfig:
-        return [Path(kubeconfig).expanduser()]
-    found = [Path(p).expanduser() for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p]
-    found = [p for p in found if p.exists()] if found else [Path("~/.kube/config").expanduser()]
-    if not found or not found[0].exists():
-        raise KubeconfigError(f"no kubeconfig found ({kubeconfig or '$KUBECONFIG'})")
-    return found
+        path = Path(kubeconfig).expanduser()
+        if not path.exists():
+            raise KubeconfigError(f"kubeconfig {path} does not exist")
+        return [path]
+    named = [Path(p).expanduser() for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p]
+    if named:
+        found = [p for p in named if p.exists()]
+        if not found:
+            paths = ", ".join(str(p) for p in named)
+            raise KubeconfigError(f"no kubeconfig: none of $KUBECONFIG's files exists ({paths})")
+        return found
+    default = Path("~/.kube/config").expanduser()
+    if not default.exists():
+        raise KubeconfigError(f"no kubeconfig: $KUBECONFIG is not set and {default} does not exist")
+    return [default]
 
 
 def current_namespace(kubeconfig: str | None = None) -> str:
@@ -140,12 +169,16 @@ async def load(
     None for a user this loader does not handle (``auth-provider``, basic auth)."""
     config = merged(_files(kubeconfig))
     name = context or config["current-context"]
+    if not name:
+        raise KubeconfigError("kubeconfig has no current-context (kubectl config use-context)")
     if name not in config["contexts"]:
         raise KubeconfigError(f"kubeconfig has no context {name!r}")
     ctx, _ = config["contexts"][name]
     if ctx.get("cluster") not in config["clusters"]:
         raise KubeconfigError(f"context {name!r}: no cluster {ctx.get('cluster')!r}")
     cluster, cluster_dir = config["clusters"][ctx["cluster"]]
+    if not cluster.get("server"):
+        raise KubeconfigError(f"cluster {ctx['cluster']!r} has no server")
     user, user_dir = config["users"].get(ctx.get("user"), ({}, Path()))
     if {"auth-provider", "username", "password"} & set(user):
         return None

@@ -7,6 +7,8 @@
    ``metrics_auth``, :mod:`.metricsauth`; over HTTPS when given ``metrics_tls``, a server
    :class:`ssl.SSLContext`, e.g. from :mod:`.servingcert` — shared with the probes if
    both are on one address);
+   then ``preflight``, when given (e.g. waiting for the API server and checking what it
+   serves), while ``/readyz`` is 503;
 2. the shared informers (:class:`~appstack.runtime.cache.Cache`), waiting until all have
    synced — no reconcile ever sees a half-filled cache;
 3. leader election, when enabled: only the holder of the Lease starts its controllers,
@@ -28,7 +30,7 @@ import asyncio
 import contextlib
 import signal
 import ssl
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import structlog
@@ -70,8 +72,13 @@ class Manager:
         auth_failure_threshold: float = 60.0,
         metrics_auth: MetricsAuth | None = None,
         metrics_tls: ssl.SSLContext | None = None,
+        preflight: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.client = client
+        # Awaited once the probes are served and before the informers start (e.g. waiting
+        # for the API server, checking what it serves); /readyz is 503 meanwhile.
+        self.preflight = preflight
+        self._preflight_passed = preflight is None
         self.metrics = client.metrics
         self.cache = Cache(client, namespaces)
         self.controllers: list[Controller] = []
@@ -115,14 +122,18 @@ class Manager:
 
     @property
     def ready(self) -> bool:
-        return self.cache.has_synced()
+        return self._preflight_passed and self.cache.has_synced()
 
     async def run(self) -> None:
         await self._start_http()
-        await self.cache.start()
         renewing: asyncio.Task[None] | None = None
         drain: float | None = self.shutdown_timeout
         try:
+            if self.preflight is not None:
+                if not await self._until_stopped(self.preflight()):
+                    return
+                self._preflight_passed = True
+            await self.cache.start()
             if not await self._until_stopped(self.cache.wait_synced()):
                 return
             log.info("caches synced", controllers=[c.name for c in self.controllers])
@@ -225,4 +236,6 @@ class Manager:
     async def _readyz(self, _request: web.Request) -> web.Response:
         if self.ready:
             return web.Response(text="ok")
+        if not self._preflight_passed:
+            return web.Response(status=503, text="starting: waiting for the API server")
         return web.Response(status=503, text="caches not synced")

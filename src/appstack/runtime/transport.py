@@ -43,14 +43,11 @@ from appstack.runtime import certdata, credentials
 from appstack.runtime import kubeconfig as kubeconfig_loader
 from appstack.runtime.apirequest import ApiRequest, Response, Timeouts
 from appstack.runtime.errors import TransportError, WatchStalled
+from appstack.runtime.kubeconfig import LegacyAuthMissing
 from appstack.runtime.program import program_name
 
 POOL_SIZE = 64
 KEEPALIVE = (30, 10, 3)  # idle seconds before probing, seconds between probes, probes lost
-
-
-class LegacyAuthMissing(RuntimeError):
-    """The kubeconfig needs kubernetes_asyncio, which is not installed."""
 
 
 async def load_configuration(kubeconfig: str | None = None, context: str | None = None) -> Any:
@@ -165,7 +162,9 @@ class AiohttpTransport:
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as error:
             if guard is not None:
                 guard()  # no connection before leadership may have ended: say so
-            raise TransportError(f"{what}: {error or type(error).__name__}") from error
+            raise TransportError(
+                f"{what}: {error or type(error).__name__}", self.base_url
+            ) from error
         return Response(200, dict(response.headers), lines=_lines(response, timeouts.read))
 
 

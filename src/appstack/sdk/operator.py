@@ -10,8 +10,11 @@ run until SIGTERM. Every name the operator is known by comes from its
 apart), the Lease, the Events' source, the runtime's metric prefix, the labels of its
 children. Exit codes: 0 after SIGTERM (bounded drain, Lease released), 1 when leadership is
 lost, 2 at start-up when a CRD of its kinds is not installed (one clear error instead of
-informers retrying forever). Used by appstack's operator (:mod:`appstack.operator`) and by
-every operator scaffolded with ``appstack init`` (its ``__main__``, through
+informers retrying forever) or the kubeconfig cannot be used (missing, unreadable, no such
+context): one log line each, no traceback. An API server that does not answer at start-up
+is waited for (a log line per attempt, with backoff; ``/readyz`` not ready meanwhile).
+Used by appstack's operator (:mod:`appstack.operator`) and by every operator scaffolded
+with ``appstack init`` (its ``__main__``, through
 :func:`appstack.sdk.flags.operator_command`).
 """
 
@@ -33,11 +36,13 @@ from appstack.runtime import (
     CertFiles,
     Client,
     EventRecorder,
+    KubeconfigError,
     LeaderElectionConfig,
     LeadershipLost,
     Manager,
     Metrics,
     MetricsAuth,
+    TransportError,
     configure_logging,
     crd_names,
     limit_tls_read_buffer,
@@ -50,6 +55,9 @@ from appstack.sdk.options import OperatorOptions
 from appstack.sdk.process import settle_heap
 
 log = structlog.get_logger(__name__)
+
+#: What to do about a kubeconfig that cannot be used (the run command's flag and variable).
+KUBECONFIG_HINT = "point KUBECONFIG or --kubeconfig at the cluster's kubeconfig file"
 
 #: What an operator adds to its metrics from its cache (e.g. per-kind gauges).
 CollectorFactory = Callable[[Cache], Collector]
@@ -90,15 +98,43 @@ class MissingCRDs(Exception):
         self.names = names
 
 
-async def require_crds(client: Client, controllers: Sequence[Registration], hint: str = "") -> None:
+#: Waits between attempts to reach the API server at start-up: doubling, at most this.
+FIRST_RETRY, LAST_RETRY = 1.0, 30.0
+
+
+async def require_crds(
+    client: Client,
+    controllers: Sequence[Registration],
+    hint: str = "",
+    *,
+    retry: tuple[float, float] = (FIRST_RETRY, LAST_RETRY),
+) -> None:
     """Raise :class:`MissingCRDs` unless every controller's kind is served — instead of
-    informers retrying list/watch forever. If the API server cannot be asked (not
-    reachable yet), go on: the informers retry as before."""
-    try:
-        missing = await unserved(client, [controller.kind.resource for controller in controllers])
-    except Exception as error:  # only a definite answer stops us
-        log.warning("cannot check which kinds the API server serves", error=str(error))
-        return
+    informers retrying list/watch forever. While the API server cannot be reached, ask
+    again with backoff (``retry``: the first wait, doubling up to the second), one log line
+    each time saying where and why; the probe says not ready meanwhile (the manager runs
+    this as its preflight). Any other failure to ask (e.g. forbidden) goes on: the
+    informers retry as before."""
+    delay, longest = retry
+    waited = False
+    while True:
+        try:
+            missing = await unserved(client, [c.kind.resource for c in controllers])
+            break
+        except TransportError as error:
+            log.warning(
+                "API server not reachable, retrying",
+                server=error.server,
+                error=error.reason,
+                retry_in=delay,
+            )
+            await asyncio.sleep(delay)
+            delay, waited = min(delay * 2, longest), True
+        except Exception as error:  # only a definite answer stops us
+            log.warning("cannot check which kinds the API server serves", error=str(error))
+            return
+    if waited:
+        log.info("API server reachable")
     if missing:
         raise MissingCRDs(crd_names(missing), hint)
 
@@ -140,11 +176,6 @@ async def serve(
         field_manager=identity.field_manager,
         metrics=Metrics(prefix=identity.metric_prefix),
     )
-    try:
-        await require_crds(client, controllers, crds_hint)
-    except BaseException:
-        await client.close()
-        raise
     election_client = (
         await Client.connect(
             options.leader_election_kubeconfig or options.kubeconfig,
@@ -166,6 +197,7 @@ async def serve(
         auth_failure_threshold=options.auth_failure_threshold,
         metrics_auth=MetricsAuth(client) if options.metrics_auth else None,
         metrics_tls=tls,
+        preflight=lambda: require_crds(client, controllers, crds_hint),
     )
     recorder = EventRecorder(
         client, controller=identity.event_source, instance=me, busy=manager.backlog
@@ -218,7 +250,7 @@ def run_operator(
 ) -> int:
     """Configure logging, run the operator (:func:`serve`, ``assembly`` its keyword
     arguments) and return its exit code: 0 after SIGTERM, 1 when leadership was lost, 2
-    when a CRD is missing."""
+    when a CRD is missing or the kubeconfig cannot be used."""
     options = options or OperatorOptions()
     configure_logging(options.log_format, options.log_level, cache_loggers=True)
     try:
@@ -227,5 +259,8 @@ def run_operator(
         return 1
     except MissingCRDs as error:
         log.error("cannot start", error=str(error), missing=error.names)
+        return 2
+    except KubeconfigError as error:  # the user's to fix: no traceback
+        log.error("cannot start", error=str(error), hint=KUBECONFIG_HINT)
         return 2
     return 0

@@ -179,3 +179,28 @@ def test_the_current_namespace_is_the_current_contexts_else_default(tmp_path: Pa
     path.write_text(yaml.safe_dump(document))
     assert current_namespace(str(path)) == "default"
     assert current_namespace(str(tmp_path / "missing.yaml")) == "default"
+
+
+async def test_a_kubeconfig_that_cannot_be_used_says_why_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    with pytest.raises(KubeconfigError, match=r"^kubeconfig /nowhere/config does not exist$"):
+        await load("/nowhere/config")
+    with pytest.raises(
+        KubeconfigError,
+        match=rf"^no kubeconfig: \$KUBECONFIG is not set and {tmp_path}/.kube/config does not",
+    ):
+        await load()
+    monkeypatch.setenv("KUBECONFIG", "/a:/b")
+    with pytest.raises(KubeconfigError, match=r"none of \$KUBECONFIG's files exists \(/a, /b\)"):
+        await load()
+    (tmp_path / "list").write_text("- 1\n")
+    with pytest.raises(KubeconfigError, match="is not a kubeconfig"):
+        await load(str(tmp_path / "list"))
+    with pytest.raises(KubeconfigError, match=r"^cannot read kubeconfig"):
+        await load(str(tmp_path))  # a directory
+    config = _write(tmp_path / "one", ["a"], {"token": "t"})
+    with pytest.raises(KubeconfigError, match="has no current-context"):
+        await load(str(config))

@@ -1,0 +1,87 @@
+"""What the ``appstack`` command prints for an error the user can fix: one line
+``error: <what is wrong>``, often a second ``hint: <what to do>``, and exit status 1 —
+never a traceback.
+
+:class:`CommandError` is that error (a :class:`click.ClickException`); the commands raise
+it for what they find themselves (an unknown kind, an object not found).
+:func:`explain` turns the few exceptions a user's setup causes anywhere below a command
+into one: a kubeconfig that cannot be used, an API server that cannot be reached or
+rejects our credentials, CRDs not installed. The command group (:mod:`appstack.cli`)
+applies it to every command, once; any other exception is a bug and keeps its traceback.
+``APPSTACK_DEBUG=1`` shows the traceback of the explained ones too. Light on purpose
+(click only): the runtime is imported only when there is an exception to explain, so
+``appstack run`` still imports aiohttp its own way (:mod:`appstack.sdk.process`).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import IO, Any
+
+import click
+
+#: Set (to anything but ``0`` or empty) to see the traceback behind an explained error.
+DEBUG = "APPSTACK_DEBUG"
+
+
+class CommandError(click.ClickException):
+    """``error: <message>`` and, when given, ``hint: <hint>`` on stderr; exit status 1."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, hint: str = "") -> None:
+        super().__init__(message)
+        self.hint = hint
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        click.echo(f"error: {self.format_message()}", file=file, err=True)
+        if self.hint:
+            click.echo(f"hint: {self.hint}", file=file, err=True)
+
+
+def debugging() -> bool:
+    """Whether ``APPSTACK_DEBUG`` asks for tracebacks."""
+    return os.environ.get(DEBUG, "") not in {"", "0"}
+
+
+def explain(error: Exception) -> CommandError | None:
+    """The user's error ``error`` is, said plainly; None for anything else (a bug)."""
+    from appstack.runtime import KubeconfigError, errors  # noqa: PLC0415 - only with an error
+    from appstack.sdk.operator import KUBECONFIG_HINT, MissingCRDs  # noqa: PLC0415
+
+    if isinstance(error, KubeconfigError):
+        return CommandError(str(error), KUBECONFIG_HINT)
+    if isinstance(error, errors.TransportError):
+        where = f" at {error.server}" if error.server else ""
+        reason = error.reason
+        hint = (
+            "the kubeconfig's certificate-authority is not the one that signed this server's "
+            "certificate: is this the kubeconfig of that cluster?"
+            if reason.startswith("TLS")
+            else "is the cluster running, and is this its kubeconfig? "
+            "(set KUBECONFIG or pass --kubeconfig)"
+        )
+        return CommandError(f"cannot reach the API server{where} ({reason})", hint)
+    if isinstance(error, MissingCRDs):
+        return CommandError(
+            f"the CRDs are not installed: the API server does not serve {', '.join(error.names)}",
+            _crds_hint(),
+        )
+    if isinstance(error, errors.Unauthorized):
+        return CommandError(
+            f"the API server rejected the kubeconfig's credentials ({error})",
+            "log in again or use a kubeconfig whose token or certificate is valid here",
+        )
+    if isinstance(error, errors.Forbidden):
+        return CommandError(
+            f"forbidden: {error.message or error}",
+            "the kubeconfig's user lacks the RBAC rights for this: use another context or ask "
+            "a cluster administrator",
+        )
+    return None
+
+
+def _crds_hint() -> str:
+    from appstack.operator import CRDS_HINT  # noqa: PLC0415 - the operator says it the same way
+
+    return f"install them: make install (in a checkout), or {CRDS_HINT}"
