@@ -5,11 +5,13 @@ on a cluster of its own (the chart owns cluster-wide objects the session shares)
 ``crds/``; with Helm's standard labels on every object); ``helm install``; ``helm test``
 (its hook pod completes through a kwok stage: there is no kubelet, so this proves the
 hook's wiring, not the HTTP call it makes); ``helm upgrade`` to other values; ``helm
-uninstall`` (which keeps the CRDs, as documented).
+uninstall`` (which keeps the CRDs, as documented); two releases side by side in one
+namespace (tests/unit/manifests/test_chart_names.py renders every name offline).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -19,13 +21,17 @@ import pytest
 import yaml
 from lightkube import ApiError, KubeConfig
 from lightkube import Client as LightClient
+from lightkube.core.resource_registry import resource_registry
+from lightkube.models.authorization_v1 import ResourceAttributes, SubjectAccessReviewSpec
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 from lightkube.resources.apps_v1 import Deployment
+from lightkube.resources.authorization_v1 import SubjectAccessReview
 from lightkube.resources.core_v1 import Namespace, ServiceAccount
 from lightkube.resources.rbac_authorization_v1 import ClusterRole, Role
 
 from appstack.api.namespaces import ENABLED
+from appstack.controllers.rbac import MARKER, MARKER_GROUP, MARKER_RESOURCE
 from appstack.manifests import crds, dashboard, grafana, monitoring, workload
 from appstack.manifests.admission_base import enabled_check
 from appstack.manifests.chart_labels import chart_labels, with_chart_labels
@@ -92,12 +98,12 @@ def test_helm_template_renders_the_optional_monitoring_objects(helm: Helm) -> No
 def test_metrics_tls_values_choose_the_certificate_and_the_scrape_scheme(helm: Helm) -> None:
     """metrics.certSecret mounts a TLS Secret for /metrics and the ServiceMonitor verifies it
     by its CA for the Service's name; metrics.secure=false scrapes plain HTTP."""
-    common = ("template", "a", str(CHART), f"--namespace={NS}", KUBE)
+    common = ("template", "appstack", str(CHART), f"--namespace={NS}", KUBE)
     monitor = "--set=metrics.serviceMonitor.enabled=true"
     out = helm(*common, monitor, "--set=metrics.certSecret=metrics-tls").stdout
     rendered = {d["kind"]: d for d in yaml.safe_load_all(out) if d}
     assert rendered["ServiceMonitor"] == with_chart_labels(
-        monitoring.service_monitor(NS, cert_secret="metrics-tls"), "a"
+        monitoring.service_monitor(NS, cert_secret="metrics-tls")
     )
     wanted = workload.deployment(namespace=NS, metrics_cert_secret="metrics-tls")
     pod, wanted_pod = (d["spec"]["template"]["spec"] for d in (rendered["Deployment"], wanted))
@@ -107,7 +113,7 @@ def test_metrics_tls_values_choose_the_certificate_and_the_scrape_scheme(helm: H
     out = helm(*common, monitor, "--set=metrics.secure=false").stdout
     rendered = {d["kind"]: d for d in yaml.safe_load_all(out) if d}
     assert rendered["ServiceMonitor"] == with_chart_labels(
-        monitoring.service_monitor(NS, secure=False), "a"
+        monitoring.service_monitor(NS, secure=False)
     )
     assert (
         "--no-metrics-secure"
@@ -228,3 +234,107 @@ def test_helm_install_test_upgrade_uninstall(helm: Helm, fresh_cluster: LocalClu
             kube.get(res, name, namespace=namespace)
     for crd in crds.all_crds():  # crds/ are never deleted by Helm
         assert kube.get(CustomResourceDefinition, crd["metadata"]["name"])
+
+
+SIDE_NS = "ops"
+
+
+def _allowed(kube: LightClient, account: str, verb: str, resource: str, **attrs: str) -> bool:
+    """Whether ServiceAccount ``ops/<account>`` may ``verb`` ``resource`` (a
+    SubjectAccessReview: what the API server's authorizer answers, RBAC included)."""
+    group, _, plural = resource.rpartition("/")
+    review = SubjectAccessReview(
+        spec=SubjectAccessReviewSpec(
+            user=f"system:serviceaccount:{SIDE_NS}:{account}",
+            groups=["system:serviceaccounts", f"system:serviceaccounts:{SIDE_NS}"],
+            resourceAttributes=ResourceAttributes(verb=verb, group=group, resource=plural, **attrs),
+        )
+    )
+    status = kube.create(review).status
+    return bool(status and status.allowed)
+
+
+def test_two_releases_install_side_by_side_in_one_namespace(
+    helm: Helm, fresh_cluster: LocalCluster
+) -> None:
+    """``helm install a`` and ``helm install b`` in one namespace, each watching its own
+    namespace: both install (Helm refuses an object another release owns, so a single
+    shared name would fail the second), each operator runs as its own ServiceAccount, which
+    its own bindings grant its own watched namespace, its own Lease and the admission
+    policies' marker there only; uninstalling ``a`` leaves every object of ``b``."""
+    kube = LightClient(config=KubeConfig.from_file(str(fresh_cluster.kubeconfig)))
+    for name in ("team-a", "team-b"):
+        with contextlib.suppress(ApiError):  # team-a: made by the test above
+            kube.create(Namespace(metadata=ObjectMeta(name=name, labels={ENABLED: "true"})))
+    releases = {"a": "team-a", "b": "team-b"}
+    for release, watched in releases.items():
+        helm(
+            "install",
+            release,
+            str(CHART),
+            f"--namespace={SIDE_NS}",
+            "--create-namespace",
+            f"--set=watchNamespaces={{{watched}}}",
+            "--wait",
+            "--timeout=2m",
+        )
+    manifests = {
+        release: [
+            o
+            for o in yaml.safe_load_all(
+                helm("get", "manifest", release, f"--namespace={SIDE_NS}").stdout
+            )
+            if o
+        ]
+        for release in releases
+    }
+    keys = {release: {_key(o) for o in objs} for release, objs in manifests.items()}
+    assert not keys["a"] & keys["b"]
+    for release, watched in releases.items():
+        other = next(w for w in releases.values() if w != watched)
+        operator = f"{release}-appstack-operator"
+        deployment = kube.get(Deployment, operator, namespace=SIDE_NS)
+        assert deployment.spec.template.spec.serviceAccountName == operator
+        assert (
+            f"--leader-election-id={operator}" in deployment.spec.template.spec.containers[0].args
+        )
+        assert deployment.spec.selector.matchLabels["app.kubernetes.io/instance"] == release
+        assert kube.get(ServiceAccount, operator, namespace=SIDE_NS)
+        # its own Lease, not the other release's
+        for lease, allowed in ((operator, True), (f"{_other(release)}-appstack-operator", False)):
+            got = _allowed(
+                kube,
+                operator,
+                "update",
+                "coordination.k8s.io/leases",
+                namespace=SIDE_NS,
+                name=lease,
+            )
+            assert got is allowed, (operator, lease)
+        # its own watched namespace only — and the admission policies' marker with it
+        for namespace, allowed in ((watched, True), (other, False)):
+            assert (
+                _allowed(kube, operator, "create", "apps/deployments", namespace=namespace)
+                is allowed
+            )
+            marker = _allowed(
+                kube, operator, MARKER, f"{MARKER_GROUP}/{MARKER_RESOURCE}", namespace=namespace
+            )
+            assert marker is allowed, (operator, namespace)
+
+    helm("uninstall", "a", f"--namespace={SIDE_NS}", "--wait", "--timeout=2m")
+    with pytest.raises(ApiError):
+        kube.get(Deployment, "a-appstack-operator", namespace=SIDE_NS)
+    for obj in manifests["b"]:  # every object of b is still there
+        kind, namespace, name = _key(obj)
+        resource = resource_registry.load(obj["apiVersion"], kind)
+        assert resource is not None, kind
+        if namespace:
+            kube.get(resource, name, namespace=namespace)
+        else:
+            kube.get(resource, name)
+    helm("uninstall", "b", f"--namespace={SIDE_NS}", "--wait", "--timeout=2m")
+
+
+def _other(release: str) -> str:
+    return "b" if release == "a" else "a"

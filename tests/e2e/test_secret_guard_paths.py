@@ -163,7 +163,9 @@ def test_a_helm_release_in_another_namespace_keeps_the_guard(
         "--create-namespace",
         "--skip-crds",
     )
-    kubeconfig = token_kubeconfig(cluster, "helm-ops", "appstack-operator", tmp_path / "helm.cfg")
+    # release "ops": its objects are named ops-appstack-... (the chart's fullname)
+    account = "ops-appstack-operator"
+    kubeconfig = token_kubeconfig(cluster, "helm-ops", account, tmp_path / "helm.cfg")
     assert_guarded(cluster, kubeconfig, "default")
 
 

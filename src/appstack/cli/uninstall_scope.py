@@ -6,8 +6,9 @@ named after their namespace (:func:`appstack.manifests.rbac.cluster_name`). One 
 its operator's namespace, the Roles in the namespaces it watches (read from its
 Deployment's ``--namespace`` arguments) and its own cluster-scoped RBAC and admission
 policies — exactly what :func:`appstack.manifests.install.install` generates for it. Other
-installs are found by their ServiceAccount (``appstack-operator``, with the install's
-labels) in other namespaces; while one remains, the CRDs and the custom resources outside
+installs are found by their ServiceAccount (with the install's labels): any but
+``appstack-operator`` in ``NS`` — a Helm release's is ``<fullname>-operator``, in any
+namespace, ``NS`` included; while one remains, the CRDs and the custom resources outside
 the removed install's watched namespaces stay.
 """
 
@@ -40,7 +41,7 @@ class Scope:
     namespace: str | None = None
     watched: tuple[str, ...] = ()  # the install's watched namespaces (empty: all)
     others: tuple[str, ...] = ()  # namespaces of the installs that stay
-    own: frozenset[Key] = frozenset()  # the install's RBAC and admission objects
+    own: frozenset[Key] = frozenset()  # the install's RBAC, admission and workload objects
 
     @property
     def alone(self) -> bool:
@@ -52,6 +53,12 @@ class Scope:
         cluster-wide install next to others leaves them to the others)."""
         return self.alone or namespace in self.watched
 
+    @property
+    def shares_its_namespace(self) -> bool:
+        """Another install (a Helm release beside this one) lives in the same namespace:
+        then only this install's own objects go, and the Namespace stays."""
+        return self.namespace is not None and self.namespace in self.others
+
     def owns(self, kind: str, name: str, namespace: str | None) -> bool:
         """Whether the install's object ``kind`` ``namespace/name`` goes. A CRD goes only if
         it is one of appstack's own kinds (by name: a CRD another operator generated with
@@ -61,7 +68,9 @@ class Scope:
         if self.namespace is None:
             return True
         if kind == "Namespace":
-            return name == self.namespace
+            return name == self.namespace and not self.shares_its_namespace
+        if self.shares_its_namespace:
+            return (kind, name, namespace) in self.own
         return namespace == self.namespace or (kind, name, namespace) in self.own
 
 
@@ -77,11 +86,13 @@ async def discover(client: Client, namespace: str | None) -> Scope:
     if namespace is None:
         return Scope()
     accounts, _ = await client.list(SERVICE_ACCOUNT, label_selector=SELECTOR)
+    # any other ServiceAccount of ours is another install: a Helm release named otherwise
+    # (<fullname>-operator), in another namespace or beside this one in the same
     others = sorted(
         {
             str(a["metadata"]["namespace"])
             for a in accounts
-            if a["metadata"]["name"] == rbac.NAME and a["metadata"]["namespace"] != namespace
+            if (a["metadata"]["namespace"], a["metadata"]["name"]) != (namespace, rbac.NAME)
         }
     )
     try:
@@ -89,8 +100,9 @@ async def discover(client: Client, namespace: str | None) -> Scope:
     except errors.NotFound:
         watched = ()
     parts = install(InstallOptions(namespace=namespace, watch_namespaces=watched))
+    workload = (parts.service_account, parts.deployment, parts.budget, parts.metrics_service)
     own = frozenset(
         (o["kind"], o["metadata"]["name"], o["metadata"].get("namespace"))
-        for o in (*parts.rbac, *parts.admission)
+        for o in (*parts.rbac, *parts.admission, *workload)
     )
     return Scope(namespace, watched, tuple(others), own)

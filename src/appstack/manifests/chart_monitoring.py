@@ -21,6 +21,7 @@ from appstack.manifests.helmtext import (
     conditional,
     conditional_text,
     dump,
+    pod_extras,
     sentinel,
     substitute,
 )
@@ -98,10 +99,12 @@ def test_pod() -> str:
         "spec": {
             "restartPolicy": "Never",
             "securityContext": {"runAsNonRoot": True, "runAsUser": 65532},
+            "imagePullSecrets": sentinel("PULL_SECRETS"),
             "containers": [
                 {
                     "name": "metrics",
                     "image": sentinel("IMAGE"),
+                    "imagePullPolicy": sentinel("PULL_POLICY"),
                     "command": [
                         "python3",
                         "-c",
@@ -128,7 +131,11 @@ def test_pod() -> str:
         },
     }
     scheme = f"{{{{ if {SECURE} }}}}https{{{{ else }}}}http{{{{ end }}}}"
-    return conditional(".Values.metrics.enabled", pod, {"IMAGE": IMAGE, "SCHEME": scheme})
+    # the operator's image: pulled as the operator's is (a private registry's Secret)
+    text = pod_extras(dump(pod))
+    return conditional_text(
+        ".Values.metrics.enabled", substitute(text, {"IMAGE": IMAGE, "SCHEME": scheme})
+    )
 
 
 def prometheus_rule() -> str:

@@ -80,11 +80,53 @@ applying the new CRDs before the new operator runs is safe for the old one.
 `helm uninstall` keeps the CRDs and so your custom resources; `appstack uninstall` removes
 the custom resources first, in order, then the CRDs.
 
+## Names, and releases side by side
+
+Every object's name starts with the chart's *fullname* (Helm's starter convention, the
+`appstack.fullname` helper in `templates/_helpers.tpl`): `fullnameOverride` if set, else the
+release name if it contains `appstack` (or `nameOverride`), else `<release>-appstack`. Release
+`appstack` keeps the names it always had: Deployment, ServiceAccount, Roles,
+PodDisruptionBudget and leader-election Lease `appstack-operator`, Service
+`appstack-operator-metrics`, and the cluster-scoped objects (ClusterRoles and their
+bindings, the FlowSchema, the admission policies) `appstack-…-<namespace>`. Releases `a` and
+`b` get `a-appstack-operator`, `a-appstack-operator-<namespace>`, … and
+`b-appstack-operator`, …: two releases in one namespace (say, each watching its own
+namespaces) install side by side and share nothing but the CRDs; each elects its own leader
+(`--leader-election-id`), and its bindings and FlowSchema name its own ServiceAccount.
+
+```sh
+helm install team-a ./charts/appstack -n appstack-system --set 'watchNamespaces={{team-a}}'
+helm install team-b ./charts/appstack -n appstack-system --set 'watchNamespaces={{team-b}}'
+```
+
+The admission policies recognise each operator by the permission its own binding grants,
+not by a user name, so they follow `serviceAccount.name`. Both releases' policies apply to
+both operators: keep `enableAllNamespaces` the same in releases that share a cluster (the
+stricter one holds for both).
+
+`serviceAccount.create=false` runs the operator as an existing ServiceAccount in the
+release namespace, `serviceAccount.name` (then required; the chart still binds its roles
+to it). Private registries: `imagePullSecrets` (`[{{name: regcred}}]`) and
+`image.pullPolicy`, used by the operator's pods and the `helm test` pod alike;
+`podAnnotations` and `podLabels` go on the operator's pods.
+
+**Upgrading a release installed from an earlier chart (one without `fullnameOverride`):**
+the operator's Deployment, metrics Service and PodDisruptionBudget now select
+`app.kubernetes.io/instance` too (so that releases side by side select only their own
+pods). A Deployment's selector cannot change, so `helm upgrade` of such a release fails
+with `field is immutable`; delete the Deployment first (the operator stops until the
+upgrade starts it again; your resources are untouched):
+
+```sh
+kubectl -n appstack-system delete deployment appstack-operator
+helm upgrade appstack ./charts/appstack --namespace appstack-system
+```
+
 ## Labels
 
-Every object the chart templates carries `app.kubernetes.io/name` (`appstack`; the
-operator's Deployment, pods, metrics Service and PodDisruptionBudget keep
-`appstack-operator`, which they select), `/instance` (the release), `/version`,
+Every object the chart templates carries `app.kubernetes.io/name` (`appstack`, or
+`nameOverride`; the operator's Deployment, pods, metrics Service and PodDisruptionBudget keep
+`appstack-operator`, which they select with `/instance`), `/instance` (the release), `/version`,
 `/managed-by: Helm`, `/part-of: appstack` and `helm.sh/chart` (the `appstack.labels`
 helper in `templates/_helpers.tpl`). The CRDs, which Helm does not
 template, keep `app.kubernetes.io/part-of: appstack`.

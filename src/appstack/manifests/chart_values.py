@@ -20,6 +20,18 @@ from appstack.manifests import monitoring, workload
 
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 DURATION = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$"
+DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+#: The longest fullname: ``<fullname>-operator-metrics`` (the Service) stays a DNS label.
+FULLNAME_MAX = 46
+#: The pod labels the chart sets itself (podLabels may not set them: the selector's among them).
+STANDARD_POD_LABELS = (
+    "app.kubernetes.io/name",
+    "app.kubernetes.io/instance",
+    "app.kubernetes.io/version",
+    "app.kubernetes.io/managed-by",
+    "app.kubernetes.io/part-of",
+    "helm.sh/chart",
+)
 
 
 class _Values(BaseModel):
@@ -31,6 +43,32 @@ class Image(_Values):
         workload.IMAGE.split(":")[0], min_length=1, description="The operator image's repository."
     )
     tag: str = Field("", description="Default: the chart's appVersion.")
+    pull_policy: Literal["", "Always", "IfNotPresent", "Never"] = Field(
+        "",
+        description="The operator's (and the helm test pod's) imagePullPolicy. Empty: "
+        "Kubernetes' default (Always for a :latest tag, else IfNotPresent).",
+    )
+
+
+class PullSecret(_Values):
+    name: str = Field(min_length=1, pattern=DNS_SUBDOMAIN, description="A Secret's name.")
+
+
+class ServiceAccount(_Values):
+    create: bool = Field(
+        True, description="Create the operator's ServiceAccount (false: use serviceAccount.name)."
+    )
+    name: str = Field(
+        "",
+        max_length=253,
+        pattern=f"^$|{DNS_SUBDOMAIN}",
+        description="Its name. Empty: <fullname>-operator. Required with create=false (an "
+        "existing ServiceAccount in the release namespace, bound to the operator's roles).",
+    )
+    annotations: dict[str, str] = Field(
+        default_factory=dict,
+        description="Its annotations (e.g. a cloud IAM role), only when the chart creates it.",
+    )
 
 
 class Toggle(_Values):
@@ -95,7 +133,43 @@ def _affinity() -> dict[str, Any]:
 class ChartValues(_Values):
     """Everything ``--set`` and ``-f values.yaml`` may say."""
 
+    name_override: str = Field(
+        "",
+        max_length=FULLNAME_MAX,
+        pattern=f"^$|{DNS_LABEL}",
+        description="Replaces the chart's name (appstack) in the fullname and in the "
+        "app.kubernetes.io/name label of the chart's objects (the operator's pods keep "
+        "appstack-operator).",
+    )
+    fullname_override: str = Field(
+        "",
+        max_length=FULLNAME_MAX,
+        pattern=f"^$|{DNS_LABEL}",
+        description="The fullname every object's name starts with (<fullname>-operator, "
+        "<fullname>-operator-<namespace>, ...). Default: the release name if it contains the "
+        "chart's name (release appstack: appstack-operator, as before), else "
+        "<release>-appstack; releases side by side in one namespace get their own names.",
+    )
     image: Image = Field(default_factory=lambda: Image.model_validate({}))
+    image_pull_secrets: list[PullSecret] = Field(
+        default_factory=list,
+        description="The operator pods' (and the helm test pod's) imagePullSecrets: "
+        "[{name: regcred}], Secrets in the release namespace.",
+    )
+    service_account: ServiceAccount = Field(
+        default_factory=lambda: ServiceAccount.model_validate({}),
+        description="The ServiceAccount the operator runs as; its RBAC bindings, FlowSchema "
+        "and admission policies follow it.",
+    )
+    pod_annotations: dict[str, str] = Field(
+        default_factory=dict, description="Annotations of the operator's pods."
+    )
+    pod_labels: dict[str, str] = Field(
+        default_factory=dict,
+        description="More labels of the operator's pods (not the chart's own: "
+        "app.kubernetes.io/*, helm.sh/chart).",
+        json_schema_extra={"propertyNames": {"not": {"enum": list(STANDARD_POD_LABELS)}}},
+    )
     replicas: int = Field(2, ge=0, le=10, description="Operator replicas (one leads).")
     resources: dict[str, Any] = Field(
         default_factory=_resources, description="The operator container's resources."
@@ -159,4 +233,8 @@ def schema() -> dict[str, Any]:
     generated = ChartValues.model_json_schema(by_alias=True)
     for definition in generated.get("$defs", {}).values():
         definition.pop("title", None)
+    # serviceAccount.name is required when the chart does not create the ServiceAccount
+    account = generated["$defs"]["ServiceAccount"]
+    account["if"] = {"properties": {"create": {"const": False}}, "required": ["create"]}
+    account["then"] = {"properties": {"name": {"minLength": 1}}, "required": ["name"]}
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", **generated}

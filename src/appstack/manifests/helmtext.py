@@ -141,3 +141,35 @@ def conditional_text(condition: str, text: str) -> str:
 def conditional(condition: str, obj: Mapping[str, Any], extra: Mapping[str, str]) -> str:
     """The object ``obj`` with ``extra`` sentinels substituted, only if ``condition`` holds."""
     return conditional_text(condition, substitute(dump(obj), {**NAMESPACES, **extra}))
+
+
+#: A pod template's labels key replaced by ``podLabels`` (:func:`pod_extras`).
+POD_LABELS = sentinel("POD_LABELS")
+
+
+def pull_policy(container: Mapping[str, Any]) -> dict[str, Any]:
+    """``container`` with ``imagePullPolicy`` (a sentinel for :func:`pod_extras`) after its
+    image."""
+    out: dict[str, Any] = {}
+    for key, value in container.items():
+        out[key] = value
+        if key == "image":
+            out["imagePullPolicy"] = sentinel("PULL_POLICY")
+    return out
+
+
+def pod_extras(text: str) -> str:
+    """The pod's ``imagePullPolicy`` (:func:`pull_policy`), ``imagePullSecrets:
+    '@@PULL_SECRETS@@'`` and a ``POD_LABELS`` labels key become the chart's
+    ``image.pullPolicy``, ``imagePullSecrets`` and ``podLabels``, each only when set."""
+    text = with_scalar(text, "imagePullPolicy", "PULL_POLICY", ".Values.image.pullPolicy")
+    text = with_block(text, "imagePullSecrets", "PULL_SECRETS", ".Values.imagePullSecrets")
+
+    def labels(match: re.Match[str]) -> str:
+        indent = match.group(1)
+        return (
+            f"{indent}{{{{- with .Values.podLabels }}}}\n"
+            f"{indent}{{{{- toYaml . | nindent {len(indent)} }}}}\n{indent}{{{{- end }}}}"
+        )
+
+    return re.sub(rf"^(\s*)'{re.escape(POD_LABELS)}': ''$", labels, text, flags=re.MULTILINE)

@@ -88,6 +88,12 @@ def operator_flags(identity: OperatorIdentity) -> Callable[[F], F]:
             help="Namespace of the Lease.",
         ),
         click.option(
+            "--leader-election-id",
+            default="",
+            show_default="the operator's own Lease name",
+            help="Name of the Lease (two installs in one namespace need different ones).",
+        ),
+        click.option(
             "--leader-election-kubeconfig",
             default=None,
             help="Kubeconfig for Lease calls only (default: --kubeconfig; always its own "

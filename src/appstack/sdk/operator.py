@@ -159,7 +159,7 @@ async def serve(
     tls, cert_files = metrics_tls(options)
     election = (
         LeaderElectionConfig(
-            identity.lease_name,
+            options.leader_election_id or identity.lease_name,
             options.leader_election_namespace,
             me,
             lease_duration=options.lease_duration,

@@ -25,6 +25,7 @@ class OperatorOptions:
     concurrency: int = defaults.CONCURRENCY  # see docs/performance.md: "Choosing --concurrency"
     leader_elect: bool = False
     leader_election_namespace: str = "default"
+    leader_election_id: str = ""  # the Lease's name; empty: the identity's lease_name
     leader_election_kubeconfig: str | None = None
     lease_duration: float = 15.0
     renew_deadline: float = 10.0

@@ -333,3 +333,24 @@ def test_an_uninstall_scope_keeps_the_other_installs_and_the_crds() -> None:
     assert Scope().owns("CustomResourceDefinition", "appstacks.appstack.dev", None)
     assert not Scope().owns("CustomResourceDefinition", "greetings.tutorial.example.com", None)
     assert not last.owns("CustomResourceDefinition", "guestbooks.webapp.example.com", None)
+
+
+def test_an_uninstall_beside_a_helm_release_in_its_namespace_removes_only_its_own() -> None:
+    """A Helm release beside the install in ``ops`` (its ServiceAccount
+    ``b-appstack-operator``): the uninstall of ``ops`` keeps the Namespace, the release's
+    objects and the CRDs, and removes its own."""
+    parts = install(InstallOptions(namespace="ops", watch_namespaces=("a",)))
+    own = frozenset(
+        (o["kind"], o["metadata"]["name"], o["metadata"].get("namespace"))
+        for o in (*parts.rbac, parts.deployment, parts.service_account)
+    )
+    scope = Scope("ops", ("a",), ("ops",), own)
+    assert scope.shares_its_namespace
+    assert not scope.alone
+    assert not scope.owns("Namespace", "ops", None)
+    assert scope.owns("Deployment", "appstack-operator", "ops")
+    assert scope.owns("ServiceAccount", "appstack-operator", "ops")
+    assert not scope.owns("Deployment", "b-appstack-operator", "ops")
+    assert not scope.owns("ClusterRole", "b-appstack-operator-metrics-auth-ops", None)
+    assert not scope.owns("CustomResourceDefinition", "appservices.appstack.dev", None)
+    assert not Scope("ops", ("a",), ("other",), own).shares_its_namespace
