@@ -298,7 +298,7 @@ def test_two_releases_install_side_by_side_in_one_namespace(
         assert (
             f"--leader-election-id={operator}" in deployment.spec.template.spec.containers[0].args
         )
-        assert deployment.spec.selector.matchLabels["app.kubernetes.io/instance"] == release
+        assert deployment.spec.selector.matchLabels == {"app.kubernetes.io/name": operator}
         assert kube.get(ServiceAccount, operator, namespace=SIDE_NS)
         # its own Lease, not the other release's
         for lease, allowed in ((operator, True), (f"{_other(release)}-appstack-operator", False)):

@@ -1,7 +1,8 @@
 {{/*
 The standard labels of every object of the chart (generated: appstack.manifests.chart_labels).
-The operator's own objects keep app.kubernetes.io/name: appstack-operator (what its Deployment,
-metrics Service and PodDisruptionBudget select) with appstack.commonLabels; every other
+The operator's own objects are app.kubernetes.io/name: its name (appstack-operator in release
+"appstack"; what its Deployment, metrics Service and PodDisruptionBudget select) with
+appstack.commonLabels; every other
 object is app.kubernetes.io/name: {{ include "appstack.name" . }} (the chart's name or
 nameOverride).
 */}}

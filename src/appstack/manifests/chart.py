@@ -39,7 +39,7 @@ from appstack.manifests.chart_names import (
     NAME_HELPERS,
     OPERATOR,
     follow_names,
-    select_instance,
+    label_operator,
 )
 from appstack.manifests.chart_readme import readme
 from appstack.manifests.chart_values import defaults as value_defaults
@@ -272,7 +272,7 @@ def render() -> dict[str, str]:
     }
     for path, text in files.items():
         if path.startswith("templates/") and path.endswith(".yaml"):
-            files[path] = standard_labels(select_instance(follow_names(text)))
+            files[path] = label_operator(standard_labels(follow_names(text)))
     files["templates/_helpers.tpl"] = HELPERS + NAME_HELPERS
     files["README.md"] = readme()
     for crd in crds.all_crds():

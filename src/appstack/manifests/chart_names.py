@@ -20,10 +20,12 @@ The admission policies recognise the operator by the marker permission its own b
 (:mod:`appstack.manifests.admission_base`), so they follow ``serviceAccount.name`` through
 that binding: no user name is written into CEL.
 
-Selectors get ``app.kubernetes.io/instance`` beside the operator's name label
-(:func:`select_instance`): two releases' Deployments, metrics Services, PodDisruptionBudgets
-and ServiceMonitors select only their own pods (a pod under two PodDisruptionBudgets cannot
-be evicted at all).
+The operator's name label follows its name too (:func:`label_operator`):
+``app.kubernetes.io/name: <fullname>-operator`` on its Deployment, pods, metrics Service and
+PodDisruptionBudget, and in their selectors and the ServiceMonitor's, so two releases'
+objects select only their own pods (a pod under two PodDisruptionBudgets cannot be evicted
+at all), while release ``appstack`` keeps ``appstack-operator``: a Deployment's selector
+cannot change, and an install of an earlier chart upgrades in place.
 """
 
 from __future__ import annotations
@@ -38,7 +40,6 @@ PREFIX = "appstack"
 FULLNAME = '{{ include "appstack.fullname" $ }}'
 OPERATOR = '{{ include "appstack.operatorName" $ }}'
 ACCOUNT = '{{ include "appstack.serviceAccountName" $ }}'
-INSTANCE = "app.kubernetes.io/instance: {{ $.Release.Name }}"
 
 NAME_HELPERS = f"""
 {{{{/*
@@ -94,7 +95,7 @@ def follow_names(text: str) -> str:
     ``appstack-<x>-{{ .Release.Namespace }}`` becomes ``<fullname>-<x>-...``, every
     namespaced name (and the Lease's) ``appstack-operator[-<x>]`` becomes
     ``<fullname>-operator[-<x>]``. The operator's label
-    ``app.kubernetes.io/name: appstack-operator`` is not a name: it stays."""
+    ``app.kubernetes.io/name: appstack-operator`` is left to :func:`label_operator`."""
     # the ServiceAccount: the object, a binding's subject, the FlowSchema's, the pod's
     account = [
         rf"(^kind: ServiceAccount\nmetadata:\n  name: ){NAME}$",
@@ -119,8 +120,9 @@ def follow_names(text: str) -> str:
     return text
 
 
-def select_instance(text: str) -> str:
-    """Each selector of the operator's pods (``app.kubernetes.io/name: appstack-operator``
-    under ``selector:`` or ``matchLabels:``) also selects the release's instance label."""
-    pattern = rf"^(\s*(?:selector|matchLabels):\n)(\s+)(app\.kubernetes\.io/name: {NAME})$"
-    return re.sub(pattern, rf"\1\2\3\n\2{INSTANCE}", text, flags=re.MULTILINE)
+def label_operator(text: str) -> str:
+    """The operator's name label, ``app.kubernetes.io/name: appstack-operator``, wherever it
+    stands (its objects' labels, its pods', the selectors of them), becomes the operator's
+    name in the release (``appstack.operatorName``)."""
+    pattern = rf"^(\s*app\.kubernetes\.io/name: ){NAME}$"
+    return re.sub(pattern, rf"\g<1>{OPERATOR}", text, flags=re.MULTILINE)

@@ -110,23 +110,15 @@ to it). Private registries: `imagePullSecrets` (`[{{name: regcred}}]`) and
 `image.pullPolicy`, used by the operator's pods and the `helm test` pod alike;
 `podAnnotations` and `podLabels` go on the operator's pods.
 
-**Upgrading a release installed from an earlier chart (one without `fullnameOverride`):**
-the operator's Deployment, metrics Service and PodDisruptionBudget now select
-`app.kubernetes.io/instance` too (so that releases side by side select only their own
-pods). A Deployment's selector cannot change, so `helm upgrade` of such a release fails
-with `field is immutable`; delete the Deployment first (the operator stops until the
-upgrade starts it again; your resources are untouched):
-
-```sh
-kubectl -n appstack-system delete deployment appstack-operator
-helm upgrade appstack ./charts/appstack --namespace appstack-system
-```
+A release named `appstack` keeps every name and selector of earlier charts
+(`appstack-operator`, ...), so `helm upgrade` of an existing install changes it in place.
 
 ## Labels
 
 Every object the chart templates carries `app.kubernetes.io/name` (`appstack`, or
-`nameOverride`; the operator's Deployment, pods, metrics Service and PodDisruptionBudget keep
-`appstack-operator`, which they select with `/instance`), `/instance` (the release), `/version`,
+`nameOverride`; the operator's Deployment, pods, metrics Service and PodDisruptionBudget carry
+the operator's name, `<fullname>-operator` — `appstack-operator` in release `appstack` — which
+their selectors select), `/instance` (the release), `/version`,
 `/managed-by: Helm`, `/part-of: appstack` and `helm.sh/chart` (the `appstack.labels`
 helper in `templates/_helpers.tpl`). The CRDs, which Helm does not
 template, keep `app.kubernetes.io/part-of: appstack`.

@@ -200,7 +200,7 @@ def test_pod_annotations_and_labels_go_on_the_operator_pods_only(helm: Path) -> 
     meta = pod_of(objects)["metadata"]
     assert meta["annotations"] == {"prometheus.io/scrape": "false"}
     assert meta["labels"]["team"] == "platform"
-    assert meta["labels"]["app.kubernetes.io/name"] == NAME  # still selected
+    assert meta["labels"]["app.kubernetes.io/name"] == "a-appstack-operator"  # still selected
     deployment = one(objects, "Deployment")
     assert "team" not in deployment["metadata"]["labels"]
     assert "team" not in deployment["spec"]["selector"]["matchLabels"]
@@ -307,10 +307,11 @@ def test_two_releases_in_one_namespace_collide_on_nothing(helm: Path) -> None:
                 one(objects, "Service")["spec"]["selector"],
                 one(objects, "ServiceMonitor")["spec"]["selector"]["matchLabels"],
             ]
+            operator = one(objects, "Deployment")["metadata"]["name"]
+            assert operator == (NAME if release == "appstack" else f"{release}-appstack-operator")
             for selector in selectors:
-                assert selector == {
-                    "app.kubernetes.io/name": NAME,
-                    "app.kubernetes.io/instance": release,
-                }
-            assert pod_of(objects)["metadata"]["labels"]["app.kubernetes.io/instance"] == release
+                assert selector == {"app.kubernetes.io/name": operator}
+            labels = pod_of(objects)["metadata"]["labels"]
+            assert labels["app.kubernetes.io/name"] == operator
+            assert labels["app.kubernetes.io/instance"] == release
         assert {one_release, other} == set(releases)
