@@ -18,10 +18,18 @@ from tests.cel_parity.appstack_cases import APPSTACK_CASES, STACK
 from tests.cel_parity.component_cases import MEMBER_CASES, URL_EDGES
 from tests.cel_parity.kind_cases import BASES as _BASES
 from tests.cel_parity.kind_cases import KIND_CASES
+from tests.cel_parity.pod_cases import POD_CASES
 from tests.cel_parity.schedule_cases import SCHEDULE_CASES
 from tests.cel_parity.table import Case
 
-CASES: tuple[Case, ...] = (*APPSTACK_CASES, *MEMBER_CASES, *URL_EDGES, *KIND_CASES, *SCHEDULE_CASES)
+CASES: tuple[Case, ...] = (
+    *APPSTACK_CASES,
+    *MEMBER_CASES,
+    *URL_EDGES,
+    *KIND_CASES,
+    *SCHEDULE_CASES,
+    *POD_CASES,
+)
 
 #: The valid base object of each kind, which every case changes.
 BASES: dict[str, dict[str, Any]] = {"AppStack": STACK, **_BASES}

@@ -18,8 +18,15 @@ from appstack.api.cron_rules import CRON_RULES
 from appstack.api.kind import custom_kind
 from appstack.api.security import POD_SECURITY, SECURITY, PodSecurityLevel, SecurityContext
 from appstack.sdk.kind import AGE, WIDE_READY, CustomObject
-from appstack.sdk.model import Condition, KubeModel
-from appstack.sdk.names import DNS_LABEL, Image, name_rules
+from appstack.sdk.model import (
+    Condition,
+    EnvFromSource,
+    EnvList,
+    KubeModel,
+    LocalObjectReference,
+    ResourceRequirements,
+)
+from appstack.sdk.names import DNS_LABEL, Image, ObjectName, name_rules
 
 
 class CronTabSpec(KubeModel):
@@ -40,6 +47,27 @@ class CronTabSpec(KubeModel):
     )
     command: list[str] | None = Field(default=None, max_length=64, description="Entrypoint.")
     args: list[str] | None = Field(default=None, max_length=256, description="Arguments.")
+    env: EnvList | None = Field(
+        default=None, max_length=256, description="Environment variables of the container."
+    )
+    env_from: list[EnvFromSource] | None = Field(
+        default=None,
+        max_length=32,
+        description="Every key of a ConfigMap or Secret as a variable (env wins on a clash).",
+    )
+    resources: ResourceRequirements | None = Field(
+        default=None,
+        description="CPU/memory requests and limits of the container (what a ResourceQuota "
+        "demanding them needs).",
+    )
+    image_pull_secrets: list[LocalObjectReference] | None = Field(
+        default=None,
+        max_length=16,
+        description="Secrets of the namespace for pulling the image from a private registry.",
+    )
+    service_account_name: ObjectName | None = Field(
+        default=None, description="ServiceAccount the pods run as."
+    )
     security_context: SecurityContext | None = Field(default=None, description=SECURITY)
     pod_security: PodSecurityLevel | None = Field(default=None, description=POD_SECURITY)
     time_zone: str | None = Field(
@@ -73,6 +101,14 @@ class CronTabSpec(KubeModel):
         ge=1,
         description="A run still going after this many seconds is stopped and failed (the "
         "Job's activeDeadlineSeconds).",
+    )
+    ttl_seconds_after_finished: int | None = Field(
+        default=None,
+        ge=0,
+        le=2**31 - 1,
+        description="A finished run (its Job and pods) is deleted this many seconds after it "
+        "ends (the Job's ttlSecondsAfterFinished; default: kept until the history limits "
+        "remove it).",
     )
 
     @field_validator("cron_spec")

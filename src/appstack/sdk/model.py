@@ -1,5 +1,6 @@
-"""Kubernetes core types our resources embed (ServicePort, EnvVar, ResourceRequirements,
-Probe, LocalObjectReference), as Pydantic models with the bounds the API server enforces.
+"""Kubernetes core types our resources embed (ServicePort, EnvVar, EnvFromSource,
+ResourceRequirements, Probe, LocalObjectReference), as Pydantic models with the bounds the
+API server enforces.
 
 Field names are camelCase on the wire (``targetPort``), snake_case in Python. Extra
 ``json_schema_extra`` keys (``x-kubernetes-*``) flow into the generated CRD schema
@@ -183,6 +184,43 @@ EnvList = Annotated[
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]}
     ),
 ]
+
+
+class EnvFromReference(KubeModel):
+    name: ObjectName = Field(description="Name of the object.")
+    optional: bool | None = Field(default=None, description="Do not fail if it is missing.")
+
+
+_ONE_ENV_SOURCE = "envFrom needs exactly one of configMapRef, secretRef"
+
+
+class EnvFromSource(KubeModel):
+    """Every key of a ConfigMap or Secret as an environment variable (exactly one)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": "has(self.configMapRef) != has(self.secretRef)",
+                    "message": _ONE_ENV_SOURCE,
+                }
+            ]
+        }
+    )
+
+    prefix: str | None = Field(
+        default=None, max_length=253, description="Put before every variable's name."
+    )
+    config_map_ref: EnvFromReference | None = Field(default=None, description="A ConfigMap.")
+    secret_ref: EnvFromReference | None = Field(
+        default=None, description="A Secret (referenced, never copied)."
+    )
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> EnvFromSource:
+        if (self.config_map_ref is None) == (self.secret_ref is None):
+            raise ValueError(_ONE_ENV_SOURCE)
+        return self
 
 
 class ResourceRequirements(KubeModel):

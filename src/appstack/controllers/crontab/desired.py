@@ -16,7 +16,7 @@ from appstack.controllers.util.meta import child_labels
 from appstack.controllers.util.workloads import container, security_context
 from appstack.sdk.kit.kubeobject import KubeObject
 from appstack.sdk.kit.meta import child_metadata
-from appstack.sdk.kit.parts import Manifest
+from appstack.sdk.kit.parts import Manifest, user_env
 
 COMPONENT = "crontab"
 
@@ -30,21 +30,31 @@ def cron_job(tab: KubeObject, spec: CronTabSpec, level: PodSecurityLevel = "base
     job = container(
         "job",
         spec.image,
+        env=user_env(spec.env or []),
+        env_from=spec.env_from,
+        resources=spec.resources,
         command=spec.command,
         args=spec.args,
         security=security_context(spec.security_context, level=spec.pod_security or level),
     )
+    pod_spec: dict[str, Any] = {"restartPolicy": "OnFailure", "containers": [job]}
+    if spec.image_pull_secrets:
+        pod_spec["imagePullSecrets"] = [s.to_dict() for s in spec.image_pull_secrets]
+    if spec.service_account_name:
+        pod_spec["serviceAccountName"] = spec.service_account_name
     job_spec: dict[str, Any] = {
         "parallelism": spec.replicas,
         "completions": spec.replicas,
         "backoffLimit": spec.backoff_limit,
         "template": {
             "metadata": {"labels": labels(meta["name"])},
-            "spec": {"restartPolicy": "OnFailure", "containers": [job]},
+            "spec": pod_spec,
         },
     }
     if spec.active_deadline_seconds is not None:
         job_spec["activeDeadlineSeconds"] = spec.active_deadline_seconds
+    if spec.ttl_seconds_after_finished is not None:
+        job_spec["ttlSecondsAfterFinished"] = spec.ttl_seconds_after_finished
     cron_spec: dict[str, Any] = {
         "schedule": cron_job_schedule(spec.cron_spec).schedule,
         "suspend": spec.suspend,

@@ -26,7 +26,7 @@ from appstack.sdk.kit.parts import (
     user_resources,
     user_security,
 )
-from appstack.sdk.model import Probe, ResourceRequirements
+from appstack.sdk.model import EnvFromSource, Probe, ResourceRequirements
 
 # Hardening that never stops an ordinary image (root ones included): within the `baseline`
 # Pod Security Standard, plus no privilege escalation and the runtime's seccomp profile.
@@ -71,6 +71,7 @@ def container(
     *,
     ports: list[ContainerPort] | None = None,
     env: list[EnvVar] | None = None,
+    env_from: Sequence[EnvFromSource] | None = None,
     resources: ResourceRequirements | None = None,
     command: Sequence[str] | None = None,
     args: Sequence[str] | None = None,
@@ -85,6 +86,8 @@ def container(
         out["ports"] = unique_ports(ports)
     if env:
         out["env"] = env
+    if env_from:
+        out["envFrom"] = [e.to_dict() for e in env_from]
     if resources:
         out["resources"] = user_resources(resources)
     if command:

@@ -217,6 +217,7 @@ class Container(TypedDict, total=False):
     command: list[str]
     args: list[str]
     env: list[EnvVar]
+    envFrom: list[dict[str, Any]]
     ports: list[ContainerPort]
     volumeMounts: list[VolumeMount]
     resources: Resources

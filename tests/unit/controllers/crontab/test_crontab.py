@@ -271,3 +271,57 @@ def test_a_crontab_runs_restricted_in_a_restricted_namespace_or_when_it_asks() -
     asked = CronTabSpec.model_validate({**tab["spec"], "podSecurity": "restricted"})
     job = desired.cron_job(tab, asked)["spec"]["jobTemplate"]["spec"]["template"]
     assert job["spec"]["containers"][0]["securityContext"] == RESTRICTED
+
+
+def test_env_resources_pull_secrets_account_and_ttl_reach_the_job() -> None:
+    tab = _tab(
+        env=[{"name": "MODE", "value": "batch"}, {"name": "TOKEN", "valueFrom": _SECRET}],
+        envFrom=[
+            {"configMapRef": {"name": "settings"}},
+            {"prefix": "DB_", "secretRef": {"name": "db"}},
+        ],
+        resources={"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "32Mi"}},
+        imagePullSecrets=[{"name": "regcred"}],
+        serviceAccountName="reporter",
+        ttlSecondsAfterFinished=600,
+    )
+    job = desired.cron_job(tab, CronTabSpec.model_validate(tab["spec"]))["spec"]["jobTemplate"]
+    assert job["spec"]["ttlSecondsAfterFinished"] == 600
+    pod = job["spec"]["template"]["spec"]
+    assert pod["imagePullSecrets"] == [{"name": "regcred"}]
+    assert pod["serviceAccountName"] == "reporter"
+    (container,) = pod["containers"]
+    assert container["env"] == tab["spec"]["env"]
+    assert container["envFrom"] == tab["spec"]["envFrom"]
+    assert container["resources"] == tab["spec"]["resources"]
+
+
+def test_a_crontab_without_the_new_fields_renders_as_before() -> None:
+    tab = _tab()
+    job = desired.cron_job(tab, CronTabSpec.model_validate(tab["spec"]))["spec"]["jobTemplate"]
+    assert "ttlSecondsAfterFinished" not in job["spec"]
+    assert set(job["spec"]["template"]["spec"]) == {"restartPolicy", "containers"}
+    assert set(job["spec"]["template"]["spec"]["containers"][0]) == {
+        "name",
+        "image",
+        "securityContext",
+    }
+
+
+@pytest.mark.parametrize(
+    ("spec", "says"),
+    [
+        ({"env": [{"name": "A", "value": "1"}, {"name": "A", "value": "2"}]}, "duplicate"),
+        ({"envFrom": [{"prefix": "X_"}]}, "exactly one of configMapRef, secretRef"),
+        ({"resources": {"requests": ["cpu"]}}, "resources"),
+        ({"serviceAccountName": "Reporter"}, "serviceAccountName"),
+        ({"ttlSecondsAfterFinished": -1}, "ttlSecondsAfterFinished"),
+        ({"envs": [{"name": "A", "value": "1"}]}, "envs"),  # AppService's name, not CronTab's
+    ],
+)
+def test_bad_job_fields_are_refused(spec: dict[str, Any], says: str) -> None:
+    with pytest.raises(ValidationError, match=says):
+        CronTabSpec.model_validate(_tab(**spec)["spec"])
+
+
+_SECRET = {"secretKeyRef": {"name": "token", "key": "value"}}
