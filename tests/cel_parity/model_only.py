@@ -38,6 +38,14 @@ MODEL_ONLY: tuple[ModelOnly, ...] = (
         "Invalid IPv6 URL",
         "Python's urlsplit refuses an unbalanced IPv6 bracket; no CEL rule looks for one",
     ),
+    ModelOnly(
+        "AppService",
+        (("spec.nodeSelector", {"disk type": "ssd"}),),
+        "is not a label key",
+        "a CRD schema cannot bound a map's keys (no maxLength, no pattern): a CEL rule matching "
+        "each key risks the API server's cost estimate; nodeSelector's values have the label "
+        "value pattern in the schema",
+    ),
     ModelOnly("CronTab", (("spec.cronSpec", "*/5 * * * 7"),), "outside 0-6", _BOUNDS),
     ModelOnly("CronTab", (("spec.cronSpec", "0 0 L * *"),), "'L' is outside 1-31", _BOUNDS),
     ModelOnly("CronTab", (("spec.cronSpec", "*/15-30 * * * *"),), "is not a value", _FORM),

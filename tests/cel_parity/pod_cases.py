@@ -1,13 +1,111 @@
-"""The parity rows of CronTab's env and envFrom (pure data), changes of the base object of
-:mod:`tests.cel_parity.schedule_cases`."""
+"""The parity rows of AppService's pod fields (volumes and their mounts, tolerations:
+:mod:`appstack.api.pod`) and of CronTab's env and envFrom (pure data), changes of the base
+objects of :mod:`tests.cel_parity.kind_cases`."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from tests.cel_parity.table import Case
 
+_CM: dict[str, Any] = {"name": "a", "configMap": {"name": "settings"}}
+_PVC: dict[str, Any] = {"name": "b", "persistentVolumeClaim": {"claimName": "data"}}
 _SECRET = {"secretKeyRef": {"name": "s", "key": "k"}}
 
+
+def _pod_cases(kind: str, path: str, obj: str) -> tuple[Case, ...]:
+    """The rules of :func:`appstack.api.pod.mount_rules` and of a volume and a toleration,
+    for the object at ``obj`` (``spec``, ``spec.components[1]``), whose schema is ``path``."""
+    v, m, t = f"{obj}.volumes", f"{obj}.volumeMounts", f"{obj}.tolerations"
+    mount = {"name": "a", "mountPath": "/etc/app"}
+    return (
+        Case(
+            kind,
+            path,
+            "volume names must be unique",
+            ((v, [_CM, {"name": "a", "emptyDir": {}}]),),
+            v,
+        ),
+        Case(kind, path, "every volumeMount must name a volume", ((m, [mount]),), m),
+        Case(
+            kind,
+            path,
+            "every volumeMount must name a volume",
+            ((v, [_CM, _PVC]), (m, [mount, {"name": "b", "mountPath": "/data"}])),
+            m,
+            refused=False,
+        ),
+        Case(
+            kind,
+            path,
+            "volumeMounts: mount paths must be unique",
+            ((v, [_CM, _PVC]), (m, [mount, {"name": "b", "mountPath": "/etc/app"}])),
+            m,
+        ),
+        Case(
+            kind,
+            path,
+            "volumeMounts: mount paths must be unique",
+            ((v, [_CM]), (m, [mount, {**mount, "mountPath": "/etc/app2", "subPath": "x"}])),
+            m,
+            refused=False,  # one volume, mounted twice
+        ),
+        Case(
+            kind,
+            f"{path}.volumes[*]",
+            "a volume needs exactly one of",
+            ((v, [{**_CM, "emptyDir": {}}]),),
+            f"{v}[0]",
+        ),
+        Case(
+            kind,
+            f"{path}.volumes[*]",
+            "a volume needs exactly one of",
+            ((v, [{"name": "a"}]),),
+            f"{v}[0]",
+        ),
+        Case(
+            kind,
+            f"{path}.tolerations[*]",
+            "operator must be Exists when key is empty",
+            ((t, [{"effect": "NoSchedule"}]),),
+            f"{t}[0].operator",
+        ),
+        Case(
+            kind,
+            f"{path}.tolerations[*]",
+            "operator must be Exists when key is empty",
+            ((t, [{"operator": "Exists"}]),),
+            f"{t}[0].operator",
+            refused=False,
+        ),
+        Case(
+            kind,
+            f"{path}.tolerations[*]",
+            "value must be empty when operator is Exists",
+            ((t, [{"key": "gpu", "operator": "Exists", "value": "yes"}]),),
+            f"{t}[0].value",
+        ),
+        Case(
+            kind,
+            f"{path}.tolerations[*]",
+            "tolerationSeconds needs effect NoExecute",
+            ((t, [{"key": "gpu", "effect": "NoSchedule", "tolerationSeconds": 60}]),),
+            f"{t}[0].tolerationSeconds",
+        ),
+        Case(
+            kind,
+            f"{path}.tolerations[*]",
+            "tolerationSeconds needs effect NoExecute",
+            ((t, [{"key": "gpu", "effect": "NoExecute", "tolerationSeconds": 60}]),),
+            f"{t}[0].tolerationSeconds",
+            refused=False,
+        ),
+    )
+
+
 POD_CASES: tuple[Case, ...] = (
+    *_pod_cases("AppService", ".spec", "spec"),
     # CronTab's env (EnvVar) and envFrom
     Case(
         "CronTab",

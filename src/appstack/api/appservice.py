@@ -3,7 +3,8 @@ resources — run as a Deployment and exposed by a Service.
 
 Spec-compatible with the seed operator's sample (``size``, ``image``, ``ports``, ``envs``,
 ``resources``), plus what production users need (service type, command/args, probes, pod
-labels/annotations, image pull secrets, service account). Validation that can be decided
+labels/annotations, image pull secrets, service account, volumes, scheduling:
+:mod:`appstack.api.pod`). Validation that can be decided
 from the object alone is declared here and enforced at admission by the generated CRD
 (OpenAPI bounds and CEL rules); the controller reports the rest as ``Ready=False``.
 Types only, no I/O.
@@ -16,13 +17,30 @@ from typing import Annotated, Any
 from pydantic import ConfigDict, Field, model_validator
 
 from appstack.api.kind import custom_kind
+from appstack.api.pod import (
+    AFFINITY,
+    IMAGE_PULL_SECRETS,
+    NODE_SELECTOR,
+    SPREAD,
+    TOLERATIONS,
+    VOLUME_MOUNTS,
+    VOLUMES,
+    Affinity,
+    NodeSelectorMap,
+    PullSecrets,
+    SpreadConstraints,
+    Tolerations,
+    VolumeMounts,
+    Volumes,
+    mount_rules,
+    mounts_problem,
+)
 from appstack.api.security import POD_SECURITY, SECURITY, PodSecurityLevel, SecurityContext
 from appstack.sdk.kind import AGE, WIDE_READY, CustomObject
 from appstack.sdk.model import (
     Condition,
     EnvList,
     KubeModel,
-    LocalObjectReference,
     Probe,
     ResourceRequirements,
     ServicePort,
@@ -60,6 +78,7 @@ _SPEC_RULES: list[Any] = [
         "message": "nodePort needs serviceType NodePort or LoadBalancer, not ClusterIP",
         "fieldPath": ".serviceType",
     },
+    *mount_rules(),
 ]
 
 
@@ -102,14 +121,16 @@ class AppServiceSpec(KubeModel):
     pod_annotations: AnnotationMap | None = Field(
         default=None, description="Annotations for the pods."
     )
-    image_pull_secrets: list[LocalObjectReference] | None = Field(
-        default=None,
-        max_length=16,
-        description="Secrets for pulling the image from a private registry.",
-    )
+    image_pull_secrets: PullSecrets | None = Field(default=None, description=IMAGE_PULL_SECRETS)
     service_account_name: ObjectName | None = Field(
         default=None, description="ServiceAccount the pods run as."
     )
+    volumes: Volumes | None = Field(default=None, description=VOLUMES)
+    volume_mounts: VolumeMounts | None = Field(default=None, description=VOLUME_MOUNTS)
+    node_selector: NodeSelectorMap | None = Field(default=None, description=NODE_SELECTOR)
+    tolerations: Tolerations | None = Field(default=None, description=TOLERATIONS)
+    affinity: Affinity | None = Field(default=None, description=AFFINITY)
+    topology_spread_constraints: SpreadConstraints | None = Field(default=None, description=SPREAD)
 
     @model_validator(mode="after")
     def _same_rules_as_admission(self) -> AppServiceSpec:
@@ -127,6 +148,9 @@ class AppServiceSpec(KubeModel):
             raise ValueError(
                 "serviceType: nodePort needs serviceType NodePort or LoadBalancer, not ClusterIP"
             )
+        problem = mounts_problem(self.volumes, self.volume_mounts)
+        if problem:
+            raise ValueError(problem)
         return self
 
     def effective_service_type(self) -> ServiceType:

@@ -16,16 +16,10 @@ from pydantic import Field, field_validator
 from appstack.api.cron import cron_problem
 from appstack.api.cron_rules import CRON_RULES
 from appstack.api.kind import custom_kind
+from appstack.api.pod import IMAGE_PULL_SECRETS, PullSecrets
 from appstack.api.security import POD_SECURITY, SECURITY, PodSecurityLevel, SecurityContext
 from appstack.sdk.kind import AGE, WIDE_READY, CustomObject
-from appstack.sdk.model import (
-    Condition,
-    EnvFromSource,
-    EnvList,
-    KubeModel,
-    LocalObjectReference,
-    ResourceRequirements,
-)
+from appstack.sdk.model import Condition, EnvFromSource, EnvList, KubeModel, ResourceRequirements
 from appstack.sdk.names import DNS_LABEL, Image, ObjectName, name_rules
 
 
@@ -60,11 +54,7 @@ class CronTabSpec(KubeModel):
         description="CPU/memory requests and limits of the container (what a ResourceQuota "
         "demanding them needs).",
     )
-    image_pull_secrets: list[LocalObjectReference] | None = Field(
-        default=None,
-        max_length=16,
-        description="Secrets of the namespace for pulling the image from a private registry.",
-    )
+    image_pull_secrets: PullSecrets | None = Field(default=None, description=IMAGE_PULL_SECRETS)
     service_account_name: ObjectName | None = Field(
         default=None, description="ServiceAccount the pods run as."
     )

@@ -15,7 +15,12 @@ from typing import Any
 from appstack.api.appservice import AppServiceSpec
 from appstack.api.security import PodSecurityLevel
 from appstack.controllers.util.meta import child_labels
-from appstack.controllers.util.workloads import container, security_context
+from appstack.controllers.util.workloads import (
+    container,
+    pod_fields,
+    security_context,
+    user_mounts,
+)
 from appstack.sdk.kit.kubeobject import KubeObject
 from appstack.sdk.kit.meta import child_metadata, instance_labels
 from appstack.sdk.kit.parts import (
@@ -62,11 +67,22 @@ def deployment(
         liveness_probe=spec.liveness_probe,
         security=security_context(spec.security_context, level=spec.pod_security or level),
     )
+    if spec.volume_mounts:
+        app_container["volumeMounts"] = user_mounts(spec.volume_mounts)
     pod_spec: dict[str, Any] = {"containers": [app_container]}
     if spec.image_pull_secrets:
         pod_spec["imagePullSecrets"] = [s.to_dict() for s in spec.image_pull_secrets]
     if spec.service_account_name:
         pod_spec["serviceAccountName"] = spec.service_account_name
+    pod_spec.update(
+        pod_fields(
+            volumes=spec.volumes,
+            node_selector=spec.node_selector,
+            tolerations=spec.tolerations,
+            affinity=spec.affinity,
+            spread=spec.topology_spread_constraints,
+        )
+    )
     template_meta: TemplateMeta = {
         # Selector labels last: pod labels cannot break the selector.
         "labels": {**(spec.pod_labels or {}), **child_labels(name, COMPONENT)},

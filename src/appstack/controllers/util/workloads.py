@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
+from appstack.api.pod import Affinity, Toleration, TopologySpreadConstraint, Volume, VolumeMount
 from appstack.api.security import PodSecurityLevel, SecurityContext
 from appstack.sdk.kit.conditions import Problem
 from appstack.sdk.kit.parts import (
@@ -26,6 +27,7 @@ from appstack.sdk.kit.parts import (
     user_resources,
     user_security,
 )
+from appstack.sdk.kit.parts import VolumeMount as VolumeMountPart
 from appstack.sdk.model import EnvFromSource, Probe, ResourceRequirements
 
 # Hardening that never stops an ordinary image (root ones included): within the `baseline`
@@ -100,6 +102,35 @@ def container(
         out["livenessProbe"] = user_probe(liveness_probe)
     out["securityContext"] = security or RESTRICTED.copy()
     return out
+
+
+def pod_fields(
+    *,
+    volumes: Sequence[Volume] | None = None,
+    node_selector: dict[str, str] | None = None,
+    tolerations: Sequence[Toleration] | None = None,
+    affinity: Affinity | None = None,
+    spread: Sequence[TopologySpreadConstraint] | None = None,
+) -> dict[str, Any]:
+    """The pod spec's fields a spec sets (user volumes, scheduling), in wire form; none
+    when unset, so a spec without them renders as before."""
+    out: dict[str, Any] = {}
+    if volumes:
+        out["volumes"] = [v.to_dict() for v in volumes]
+    if node_selector:
+        out["nodeSelector"] = dict(node_selector)
+    if tolerations:
+        out["tolerations"] = [t.to_dict() for t in tolerations]
+    if affinity is not None and affinity.to_dict():
+        out["affinity"] = affinity.to_dict()
+    if spread:
+        out["topologySpreadConstraints"] = [s.to_dict() for s in spread]
+    return out
+
+
+def user_mounts(mounts: Sequence[VolumeMount] | None) -> list[VolumeMountPart]:
+    """The volumeMounts a spec sets, in wire form."""
+    return [cast(VolumeMountPart, m.to_dict()) for m in mounts or []]
 
 
 def unique_ports(ports: list[ContainerPort]) -> list[ContainerPort]:

@@ -254,3 +254,72 @@ def test_the_seed_sample_runs_as_its_image_wants_unless_the_namespace_is_restric
         "containers"
     ][0]["securityContext"]
     assert "runAsNonRoot" not in security
+
+
+WORKLOAD = {
+    "image": "registry.example.com/team/app:1.0",
+    "command": ["/app/server"],
+    "args": ["--config", "/etc/app/app.yaml"],
+    "imagePullSecrets": [{"name": "regcred"}],
+    "volumes": [
+        {"name": "config", "configMap": {"name": "app-config"}},
+        {"name": "tls", "secret": {"secretName": "app-tls", "defaultMode": 0o400}},
+        {"name": "data", "persistentVolumeClaim": {"claimName": "app-data"}},
+        {"name": "scratch", "emptyDir": {"sizeLimit": "1Gi"}},
+    ],
+    "volumeMounts": [
+        {"name": "config", "mountPath": "/etc/app", "readOnly": True},
+        {"name": "tls", "mountPath": "/etc/tls", "readOnly": True},
+        {"name": "data", "mountPath": "/var/lib/app"},
+        {"name": "scratch", "mountPath": "/scratch"},
+    ],
+    "nodeSelector": {"disktype": "ssd"},
+    "tolerations": [
+        {"key": "dedicated", "operator": "Equal", "value": "app", "effect": "NoSchedule"}
+    ],
+    "affinity": {
+        "podAntiAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 100,
+                    "podAffinityTerm": {
+                        "labelSelector": {"matchLabels": {"app.kubernetes.io/instance": "web"}},
+                        "topologyKey": "kubernetes.io/hostname",
+                    },
+                }
+            ]
+        }
+    },
+    "topologySpreadConstraints": [
+        {
+            "maxSkew": 1,
+            "topologyKey": "topology.kubernetes.io/zone",
+            "whenUnsatisfiable": "ScheduleAnyway",
+        }
+    ],
+}
+
+
+def test_volumes_command_and_scheduling_reach_the_pod_template_as_written() -> None:
+    deployment = desired.deployment(_app(WORKLOAD), AppServiceSpec.model_validate(WORKLOAD))
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert container["command"] == WORKLOAD["command"]
+    assert container["args"] == WORKLOAD["args"]
+    assert container["volumeMounts"] == WORKLOAD["volumeMounts"]
+    for field in (
+        "imagePullSecrets",
+        "volumes",
+        "nodeSelector",
+        "tolerations",
+        "affinity",
+        "topologySpreadConstraints",
+    ):
+        assert pod[field] == WORKLOAD[field], field
+
+
+def test_without_the_fields_the_pod_template_is_as_before() -> None:
+    deployment = desired.deployment(_app(SEED), AppServiceSpec.model_validate(SEED))
+    pod = deployment["spec"]["template"]["spec"]
+    assert set(pod) == {"containers"}
+    assert "volumeMounts" not in pod["containers"][0]

@@ -1,0 +1,237 @@
+"""The pod fields AppService and AppStack components share (appstack.api.pod): the four
+volume sources and nothing else, mounts that name volumes, scheduling in Kubernetes' shapes,
+and the checks the models make where admission's CEL does (or cannot)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from appstack.api.appservice import AppServiceSpec
+from appstack.api.pod import Affinity, Toleration, Volume, VolumeMount, mounts_problem
+from appstack.manifests.crds import all_crds
+
+
+def _spec(**fields: Any) -> AppServiceSpec:
+    return AppServiceSpec.model_validate({"image": "busybox:1.36", **fields})
+
+
+@pytest.mark.parametrize(
+    "volume",
+    [
+        {"name": "a", "configMap": {"name": "settings", "items": [{"key": "k", "path": "x/k"}]}},
+        {"name": "a", "secret": {"secretName": "creds", "defaultMode": 0o400}},
+        {"name": "a", "persistentVolumeClaim": {"claimName": "data", "readOnly": True}},
+        {"name": "a", "emptyDir": {}},
+        {"name": "a", "emptyDir": {"medium": "Memory", "sizeLimit": "64Mi"}},
+    ],
+)
+def test_the_four_volume_sources_are_accepted_as_kubernetes_writes_them(
+    volume: dict[str, Any],
+) -> None:
+    assert Volume.model_validate(volume).to_dict() == volume
+
+
+@pytest.mark.parametrize(
+    ("volume", "says"),
+    [
+        ({"name": "a", "hostPath": {"path": "/"}}, "hostPath"),
+        ({"name": "a", "hostPath": {"path": "/"}, "emptyDir": {}}, "hostPath"),
+        ({"name": "a", "nfs": {"server": "x", "path": "/"}}, "nfs"),
+        ({"name": "a"}, "exactly one of configMap, secret, persistentVolumeClaim, emptyDir"),
+        ({"name": "a", "emptyDir": {}, "secret": {"secretName": "s"}}, "exactly one of"),
+        ({"name": "A_b", "emptyDir": {}}, "name"),
+        (
+            {"name": "a", "configMap": {"name": "c", "items": [{"key": "k", "path": "../x"}]}},
+            "path",
+        ),
+        ({"name": "a", "configMap": {"name": "c", "items": [{"key": "k", "path": "/x"}]}}, "path"),
+    ],
+)
+def test_other_volume_sources_cannot_be_written(volume: dict[str, Any], says: str) -> None:
+    with pytest.raises(ValidationError, match=says):
+        Volume.model_validate(volume)
+
+
+def test_no_crd_has_a_field_for_a_host_path_or_host_namespaces() -> None:
+    text = str(all_crds())
+    for field in ("hostPath", "hostNetwork", "hostPID", "hostIPC", "hostPort", "nodeName"):
+        assert f"'{field}'" not in text, field
+
+
+@pytest.mark.parametrize(
+    ("mount", "says"),
+    [
+        ({"name": "a", "mountPath": "etc/app"}, "mountPath"),
+        ({"name": "a", "mountPath": "/etc/app", "subPath": "../x"}, "subPath"),
+        ({"name": "a", "mountPath": "/etc/app", "subPath": "/x"}, "subPath"),
+        ({"name": "a", "mountPath": "/etc/app", "subPath": "x/../y"}, "subPath"),
+    ],
+)
+def test_mount_paths_are_absolute_and_sub_paths_stay_inside(
+    mount: dict[str, Any], says: str
+) -> None:
+    with pytest.raises(ValidationError, match=says):
+        VolumeMount.model_validate(mount)
+    VolumeMount.model_validate({"name": "a", "mountPath": "/etc/app", "subPath": "..x/.env"})
+
+
+CM = {"name": "a", "configMap": {"name": "settings"}}
+
+
+@pytest.mark.parametrize(
+    ("fields", "says"),
+    [
+        ({"volumes": [CM, {"name": "a", "emptyDir": {}}]}, "volume names must be unique: a"),
+        (
+            {"volumeMounts": [{"name": "a", "mountPath": "/x"}]},
+            "every volumeMount must name a volume of volumes: a",
+        ),
+        (
+            {
+                "volumes": [CM],
+                "volumeMounts": [
+                    {"name": "a", "mountPath": "/x"},
+                    {"name": "a", "mountPath": "/x"},
+                ],
+            },
+            "mount paths must be unique: /x",
+        ),
+    ],
+)
+def test_mounts_are_refused_field_by_field(fields: dict[str, Any], says: str) -> None:
+    with pytest.raises(ValidationError, match=says):
+        _spec(**fields)
+
+
+def test_names_and_paths_of_configs_are_taken() -> None:
+    volumes = [Volume.model_validate(CM)]
+    mounts = [VolumeMount.model_validate({"name": "a", "mountPath": "/etc/app"})]
+    assert mounts_problem(volumes, mounts, ["a"], []) == (
+        "volumes: a volume may not have the name of a config (config, configs[].name): a"
+    )
+    assert mounts_problem(volumes, mounts, [], ["/etc/app"]) == (
+        "volumeMounts: a mount path may not be one of config or configs: /etc/app"
+    )
+    assert mounts_problem(volumes, mounts, ["b"], ["/etc"]) is None
+
+
+@pytest.mark.parametrize(
+    "key",
+    ["disktype", "kubernetes.io/hostname", "node.example.com/pool", "A_b.c-D", "x" * 63],
+)
+def test_node_selector_keys_are_label_keys(key: str) -> None:
+    assert _spec(nodeSelector={key: "v"}).node_selector == {key: "v"}
+
+
+@pytest.mark.parametrize(
+    ("selector", "says"),
+    [
+        ({"disk type": "ssd"}, "'disk type' is not a label key"),
+        ({"a/b/c": "ssd"}, "is not a label key"),
+        ({"-a": "ssd"}, "is not a label key"),
+        ({"x" * 64: "ssd"}, "is not a label key"),
+        ({"Example.com/a": "ssd"}, "is not a label key"),
+        ({f"{'a' * 254}/b": "ssd"}, "is not a label key"),
+        ({"disktype": "s s"}, "nodeSelector"),
+        ({"disktype": "x" * 64}, "nodeSelector"),
+    ],
+)
+def test_node_selectors_that_match_no_node_label_are_refused(
+    selector: dict[str, str], says: str
+) -> None:
+    with pytest.raises(ValidationError, match=says):
+        _spec(nodeSelector=selector)
+
+
+@pytest.mark.parametrize(
+    ("toleration", "says"),
+    [
+        ({"effect": "NoSchedule"}, "operator must be Exists when key is empty"),
+        ({"key": "k", "operator": "Exists", "value": "v"}, "value must be empty"),
+        ({"key": "k", "tolerationSeconds": 5}, "tolerationSeconds needs effect NoExecute"),
+        ({"key": "k", "operator": "Above"}, "operator"),
+        ({"key": "k", "effect": "Sometimes"}, "effect"),
+    ],
+)
+def test_tolerations_follow_kubernetes_rules(toleration: dict[str, Any], says: str) -> None:
+    with pytest.raises(ValidationError, match=says):
+        Toleration.model_validate(toleration)
+    assert Toleration.model_validate({"operator": "Exists"}).to_dict() == {"operator": "Exists"}
+
+
+AFFINITY = {
+    "nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "type", "operator": "In", "values": ["real"]}]}
+            ]
+        },
+        "preferredDuringSchedulingIgnoredDuringExecution": [
+            {
+                "weight": 10,
+                "preference": {"matchExpressions": [{"key": "zone", "operator": "Exists"}]},
+            }
+        ],
+    },
+    "podAntiAffinity": {
+        "preferredDuringSchedulingIgnoredDuringExecution": [
+            {
+                "weight": 100,
+                "podAffinityTerm": {
+                    "labelSelector": {"matchLabels": {"app.kubernetes.io/name": "web"}},
+                    "topologyKey": "kubernetes.io/hostname",
+                },
+            }
+        ]
+    },
+}
+
+
+def test_affinity_is_kubernetes_own_shape() -> None:
+    assert Affinity.model_validate(AFFINITY).to_dict() == AFFINITY
+    with pytest.raises(ValidationError, match="operator"):
+        Affinity.model_validate(
+            {
+                "podAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": [
+                        {
+                            "topologyKey": "zone",
+                            "labelSelector": {
+                                "matchExpressions": [
+                                    {"key": "a", "operator": "Gt", "values": ["1"]}
+                                ]
+                            },
+                        }
+                    ]
+                }
+            }
+        )
+    with pytest.raises(ValidationError, match="weight"):
+        Affinity.model_validate(
+            {
+                "nodeAffinity": {
+                    "preferredDuringSchedulingIgnoredDuringExecution": [
+                        {"weight": 0, "preference": {}}
+                    ]
+                }
+            }
+        )
+
+
+def test_topology_spread_constraints_need_a_key_and_a_skew() -> None:
+    spread = {
+        "maxSkew": 1,
+        "topologyKey": "kubernetes.io/hostname",
+        "whenUnsatisfiable": "ScheduleAnyway",
+        "matchLabelKeys": ["pod-template-hash"],
+    }
+    assert _spec(topologySpreadConstraints=[spread]).to_dict()["topologySpreadConstraints"] == [
+        spread
+    ]
+    with pytest.raises(ValidationError, match="maxSkew"):
+        _spec(topologySpreadConstraints=[{**spread, "maxSkew": 0}])
+    with pytest.raises(ValidationError, match="whenUnsatisfiable"):
+        _spec(topologySpreadConstraints=[{**spread, "whenUnsatisfiable": "Never"}])
