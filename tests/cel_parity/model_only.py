@@ -46,6 +46,12 @@ MODEL_ONLY: tuple[ModelOnly, ...] = (
         "each key risks the API server's cost estimate; nodeSelector's values have the label "
         "value pattern in the schema",
     ),
+    ModelOnly(
+        "AppStack",
+        (("spec.components[1].nodeSelector", {"x/y/z": "ssd"}),),
+        "is not a label key",
+        "as for AppService's nodeSelector",
+    ),
     ModelOnly("CronTab", (("spec.cronSpec", "*/5 * * * 7"),), "outside 0-6", _BOUNDS),
     ModelOnly("CronTab", (("spec.cronSpec", "0 0 L * *"),), "'L' is outside 1-31", _BOUNDS),
     ModelOnly("CronTab", (("spec.cronSpec", "*/15-30 * * * *"),), "is not a value", _FORM),

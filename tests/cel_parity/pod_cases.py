@@ -1,6 +1,7 @@
-"""The parity rows of AppService's pod fields (volumes and their mounts, tolerations:
-:mod:`appstack.api.pod`) and of CronTab's env and envFrom (pure data), changes of the base
-objects of :mod:`tests.cel_parity.kind_cases`."""
+"""The parity rows of the pod fields AppService and AppStack components share (volumes and
+their mounts, tolerations: :mod:`appstack.api.pod`) and of CronTab's env and envFrom (pure
+data), changes of the base objects of :mod:`tests.cel_parity.kind_cases` and
+:data:`tests.cel_parity.appstack_cases.STACK`."""
 
 from __future__ import annotations
 
@@ -104,8 +105,40 @@ def _pod_cases(kind: str, path: str, obj: str) -> tuple[Case, ...]:
     )
 
 
+_API = "spec.components[0]"  # configs api (/app/config) and shared (/shared)
+_C = ".spec.components[*]"
+
 POD_CASES: tuple[Case, ...] = (
     *_pod_cases("AppService", ".spec", "spec"),
+    *_pod_cases("AppStack", _C, "spec.components[1]"),
+    Case(
+        "AppStack",
+        _C,
+        "volumes: a volume may not have the name of a config",
+        ((f"{_API}.volumes", [{**_CM, "name": "shared"}]),),
+        f"{_API}.volumes",
+    ),
+    Case(
+        "AppStack",
+        _C,
+        "volumeMounts: a mount path may not be one of config",
+        (
+            (f"{_API}.volumes", [_CM]),
+            (f"{_API}.volumeMounts", [{"name": "a", "mountPath": "/shared"}]),
+        ),
+        f"{_API}.volumeMounts",
+    ),
+    Case(
+        "AppStack",
+        _C,
+        "volumeMounts: a mount path may not be one of config",
+        (
+            (f"{_API}.volumes", [_CM]),
+            (f"{_API}.volumeMounts", [{"name": "a", "mountPath": "/shared/more"}]),
+        ),
+        f"{_API}.volumeMounts",
+        refused=False,
+    ),
     # CronTab's env (EnvVar) and envFrom
     Case(
         "CronTab",

@@ -1,5 +1,6 @@
-"""``AppStack`` component types: a Deployment with ports, env, config files, probes and
-its dependencies on other members. Used by :mod:`appstack.api.appstack` and the AppStack
+"""``AppStack`` component types: a Deployment with ports, env, config files, probes, its
+own command, volumes and scheduling (:mod:`appstack.api.pod`) and its dependencies on other
+members. Used by :mod:`appstack.api.appstack` and the AppStack
 controller. Types only, no I/O.
 """
 
@@ -15,6 +16,23 @@ from appstack.api.appstack_rules import (
     CONFIG_RULES,
     component_problem,
     config_problem,
+)
+from appstack.api.pod import (
+    AFFINITY,
+    IMAGE_PULL_SECRETS,
+    NODE_SELECTOR,
+    SPREAD,
+    TOLERATIONS,
+    VOLUME_MOUNTS,
+    VOLUMES,
+    Affinity,
+    MountPath,
+    NodeSelectorMap,
+    PullSecrets,
+    SpreadConstraints,
+    Tolerations,
+    VolumeMounts,
+    Volumes,
 )
 from appstack.api.security import SECURITY, SecurityContext
 from appstack.sdk.model import (
@@ -36,7 +54,7 @@ class ComponentPort(KubeModel):
 
 
 Files = dict[str, Annotated[str, Field(max_length=262144)]]
-MountPath = Annotated[str, Field(min_length=1, max_length=1024, pattern=r"^/")]
+ShortString = Annotated[str, Field(max_length=4096)]
 
 
 class ConfigFiles(KubeModel):
@@ -84,6 +102,13 @@ class Component(KubeModel):
     name: MemberName
     service_name: ServiceName | None = Field(default=None, description=SERVICE_NAME)
     image: Image
+    command: list[ShortString] | None = Field(
+        default=None, max_length=64, description="Entrypoint (replaces the image's ENTRYPOINT)."
+    )
+    args: list[ShortString] | None = Field(
+        default=None, max_length=256, description="Arguments (replace the image's CMD)."
+    )
+    image_pull_secrets: PullSecrets | None = Field(default=None, description=IMAGE_PULL_SECRETS)
     replicas: int = Field(1, ge=0, le=1000)
     ports: list[ComponentPort] | None = Field(default=None, max_length=32)
     env: dict[str, str] | None = Field(
@@ -98,11 +123,22 @@ class Component(KubeModel):
         max_length=16,
         description="Several ConfigMaps at several paths; a change rolls this component only.",
     )
+    volumes: Volumes | None = Field(
+        default=None,
+        description=f"{VOLUMES} A change of a ConfigMap or Secret mounted rolls this component.",
+    )
+    volume_mounts: VolumeMounts | None = Field(
+        default=None, description=f"{VOLUME_MOUNTS} config/configs are mounted already."
+    )
     resources: ResourceRequirements | None = None
     readiness_probe: Probe | None = None
     liveness_probe: Probe | None = None
     security_context: SecurityContext | None = Field(default=None, description=SECURITY)
     service_type: ServiceType | None = None
+    node_selector: NodeSelectorMap | None = Field(default=None, description=NODE_SELECTOR)
+    tolerations: Tolerations | None = Field(default=None, description=TOLERATIONS)
+    affinity: Affinity | None = Field(default=None, description=AFFINITY)
+    topology_spread_constraints: SpreadConstraints | None = Field(default=None, description=SPREAD)
     depends_on: list[MemberName] | None = Field(default=None, max_length=16)
     uses: list[MemberName] | None = Field(
         default=None,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from appstack.api.pod import mount_rules, mounts_problem
 from appstack.sdk.names import NameRule
 
 
@@ -136,6 +137,13 @@ COMPONENT_RULES: list[Any] = [
         "message": "port names p<number> are kept for ports without a name",
         "fieldPath": ".ports",
     },
+    # volumes and volumeMounts, apart from the config/configs volumes and their paths
+    *mount_rules(
+        other_names="(!has(self.config) || v.name != 'config') && "
+        "(!has(self.configs) || !self.configs.exists(c, c.name == v.name))",
+        other_paths="(!has(self.config) || self.config.mountPath != m.mountPath) && "
+        "(!has(self.configs) || !self.configs.exists(c, c.mountPath == m.mountPath))",
+    ),
 ]
 
 
@@ -199,7 +207,16 @@ def component_problem(c: Any) -> str | None:
         clash = sorted((env | envs) & set(injected(used)))
         if clash:
             return f"uses: {', '.join(clash)} is injected for {used}; remove it from env/envs"
-    return _configs_problem(c) or _ports_problem(c)
+    return _configs_problem(c) or _ports_problem(c) or _mounts_problem(c)
+
+
+def _mounts_problem(c: Any) -> str | None:
+    if c.config is not None:
+        names, paths = ["config"], [c.config.mount_path]
+    else:
+        names = [m.name for m in c.configs or []]
+        paths = [m.mount_path for m in c.configs or []]
+    return mounts_problem(c.volumes, c.volume_mounts, names, paths)
 
 
 def _ports_problem(c: Any) -> str | None:

@@ -3,7 +3,8 @@
 Components: ConfigMaps (``config``: ``-config``; ``configs``: ``<stack>-<name>`` each),
 Deployment (env, injected connections, the ConfigMaps mounted, a hash of what they hold on
 the pod template so a change rolls this component's pods and no other's, and
-:func:`secrets_version` — which version of each Secret it reads, never their data),
+:func:`secrets_version` — which version of each Secret it reads or mounts, never their
+data; the component's own volumes, command and scheduling fields),
 Service. Middleware: :mod:`.middleware`. Names and labels: :mod:`.labels`.
 :func:`children` — every member's children — is what ``appstack render`` prints; the
 reconciler applies the same per-member functions (:func:`component_children`,
@@ -31,7 +32,12 @@ from appstack.controllers.appstack.connections import (
 from appstack.controllers.appstack.middleware import children as middleware_children
 from appstack.controllers.appstack.mongodb import uri_env
 from appstack.controllers.util.meta import MANAGED_BY
-from appstack.controllers.util.workloads import container, security_context
+from appstack.controllers.util.workloads import (
+    container,
+    pod_fields,
+    security_context,
+    user_mounts,
+)
 from appstack.sdk.kit.kubeobject import KubeObject
 from appstack.sdk.kit.parts import (
     Container,
@@ -66,14 +72,18 @@ def config_maps(owner: KubeObject, c: Component) -> list[Manifest]:
 
 
 def used_config_maps(c: Component) -> list[str]:
-    """Existing ConfigMaps ``c`` mounts (``configs[].configMap``): a change of one rolls it."""
-    return sorted({m.config_map for m in c.configs or [] if m.config_map})
+    """Existing ConfigMaps ``c`` mounts (``configs[].configMap``, ``volumes[].configMap``): a
+    change of one rolls it."""
+    names = {m.config_map for m in c.configs or [] if m.config_map}
+    names |= {v.config_map.name for v in c.volumes or [] if v.config_map is not None}
+    return sorted(names)
 
 
 def _mount_configs(
     stack: str, c: Component, main: Container, spec: dict[str, Any], versions: str | None
 ) -> str | None:
-    """Mount the component's ConfigMaps; the digest of what they hold (None: no config)."""
+    """Mount the component's ConfigMaps (config/configs, then its own volumes); the digest
+    of what they hold and of ``versions`` (None: neither)."""
     if c.config is not None:  # the short form, digest unchanged since it was the only one
         main["volumeMounts"] = [
             {"name": "config", "mountPath": c.config.mount_path, "readOnly": True}
@@ -81,9 +91,13 @@ def _mount_configs(
         spec["volumes"] = [
             {"name": "config", "configMap": {"name": f"{service_name(stack, c.name)}-config"}}
         ]
-        return labels.digest(c.config.files)
+        _mount_volumes(c, main, spec)
+        if versions is None:
+            return labels.digest(c.config.files)
+        return labels.digest([c.config.files, versions])
+    _mount_volumes(c, main, spec)
     if not c.configs:
-        return None
+        return None if versions is None else labels.digest([versions])
     mounts: list[VolumeMount] = []
     volumes: list[Volume] = []
     for m in c.configs:
@@ -93,20 +107,31 @@ def _mount_configs(
         mounts.append(mount)
         source = m.config_map or service_name(stack, m.name)
         volumes.append({"name": m.name, "configMap": {"name": source}})
-    main["volumeMounts"], spec["volumes"] = mounts, volumes
+    main["volumeMounts"] = mounts + main.get("volumeMounts", [])
+    spec["volumes"] = volumes + spec.get("volumes", [])
     content = [[m.name, m.files] for m in c.configs] + [versions]
     return labels.digest(content)
+
+
+def _mount_volumes(c: Component, main: Container, spec: dict[str, Any]) -> None:
+    """The component's own volumes and volumeMounts, after those of config/configs."""
+    if c.volume_mounts:
+        main["volumeMounts"] = main.get("volumeMounts", []) + user_mounts(c.volume_mounts)
+    if c.volumes:
+        spec["volumes"] = spec.get("volumes", []) + pod_fields(volumes=c.volumes)["volumes"]
 
 
 def used_secrets(c: Component, members: Members, stack: str) -> list[str]:
     """Secrets whose change must roll the component: the credentials of the middleware it
     uses — the user's ``secretRef`` (external) or the generated ``<stack>-<member>-
-    credentials`` (managed: a rotated password) — and secretKeyRefs of its own env."""
+    credentials`` (managed: a rotated password) — secretKeyRefs of its own env and the
+    Secrets its volumes mount."""
     names = {
         ref.name
         for ref in (e.value_from.secret_key_ref for e in c.envs or [] if e.value_from is not None)
         if ref is not None
     }
+    names |= {v.secret.secret_name for v in c.volumes or [] if v.secret is not None}
     for used in c.uses or []:
         member = members[used]
         if not isinstance(member, Middleware):
@@ -156,6 +181,8 @@ def deployment(
         ],
         env=env,
         resources=c.resources,
+        command=c.command,
+        args=c.args,
         readiness_probe=c.readiness_probe,
         liveness_probe=c.liveness_probe,
         security=security_context(c.security_context, level=level),
@@ -165,6 +192,16 @@ def deployment(
         "metadata": {"labels": {**sel, **MANAGED_BY}},
         "spec": {"containers": [main]},
     }
+    if c.image_pull_secrets:
+        template["spec"]["imagePullSecrets"] = [s.to_dict() for s in c.image_pull_secrets]
+    template["spec"].update(
+        pod_fields(
+            node_selector=c.node_selector,
+            tolerations=c.tolerations,
+            affinity=c.affinity,
+            spread=c.topology_spread_constraints,
+        )
+    )
     digest = _mount_configs(stack, c, main, template["spec"], config_maps_version)
     if digest is not None:
         template["metadata"]["annotations"] = {labels.CONFIG_HASH: digest[:16]}
