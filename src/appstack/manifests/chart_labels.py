@@ -32,7 +32,6 @@ from appstack.manifests.rbac import NAME
 
 PART_OF = "app.kubernetes.io/part-of"
 NAME_LABEL = "app.kubernetes.io/name"
-INSTANCE_LABEL = "app.kubernetes.io/instance"
 INCLUDE = '{{- include "appstack.labels" $ | nindent %d }}'
 INCLUDE_COMMON = '{{- include "appstack.commonLabels" $ | nindent %d }}'
 CHART_NAME = "appstack"
@@ -111,12 +110,4 @@ def with_chart_labels(obj: Any, release: str = "appstack") -> Any:
     labels = obj.get("labels")
     if isinstance(labels, dict) and labels.get(PART_OF) == LABELS[PART_OF]:
         result["labels"] = {NAME_LABEL: CHART_NAME, **labels, **chart_labels(release)}
-    selector = obj.get("selector")
-    if isinstance(selector, dict):  # the operator's pods: this release's only
-        match = selector.get("matchLabels", selector)
-        if match == {NAME_LABEL: NAME}:
-            instance = {**match, INSTANCE_LABEL: release}
-            result["selector"] = (
-                {**selector, "matchLabels": instance} if "matchLabels" in selector else instance
-            )
-    return result
+    return result  # selectors: the operator's name, as deploy/'s in release appstack
