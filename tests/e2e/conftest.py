@@ -11,6 +11,7 @@ import contextlib
 import signal
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -38,7 +39,7 @@ from appstack.runtime.resources import Resource
 from appstack_testbed.cluster import LocalCluster
 from appstack_testbed.control_plane import SERVICE_CIDR
 from appstack_testbed.pytest_plugin import ClusterHandle
-from appstack_testbed.waiting import condition_status, wait_for, wait_until
+from appstack_testbed.waiting import WaitTimeout, condition_status, wait_for, wait_until
 from tests.support.eventually import eventually
 from tests.support.paths import REPO_ROOT
 
@@ -187,18 +188,29 @@ def _wait_for_the_admission_policies(operator_kubeconfig: Path) -> None:
         "may not write in namespace": ConfigMap(metadata=meta),
     }
 
+    answers: dict[str, str] = {}
+
     def refused() -> bool:
         for expected, probe in probes.items():
             try:
                 as_operator.create(probe, dry_run=True)
             except ApiError as error:
-                if expected not in str(error.status.message):
+                answers[expected] = str(error.status.message)
+                if expected not in answers[expected]:
                     return False
             else:
+                answers[expected] = "admitted"
                 return False
         return True
 
-    wait_for(refused, timeout=30, what="the admission policies in force")
+    # A new policy is enforced once the API server has compiled it: seconds, but more than
+    # 30 s were seen on a 1.30 API server just started on a busy machine.
+    started = time.monotonic()
+    try:
+        wait_for(refused, timeout=180, interval=0.5, what="the admission policies in force")
+    except WaitTimeout as timeout:
+        raise WaitTimeout(f"{timeout}; the probes' answers: {answers}") from None
+    print(f"admission policies in force after {time.monotonic() - started:.1f}s")
 
 
 def apply_objects(light: LightClient, objects: list[dict[str, Any]]) -> None:
