@@ -3,7 +3,8 @@
 # from Go modules and Debian packages into $(APPSTACK_CACHE) (default ~/.cache/appstack)
 # the first time. The kubebuilder workflow's targets are here too: `make install`,
 # `make uninstall` (CRDs), `make run` (the operator, from here), `make deploy`,
-# `make undeploy` (IMG=...), `make docker-build`, `make docker-buildx`.
+# `make undeploy` (IMG=...), `make docker-build`, `make docker-buildx`, `make build-installer`.
+# A release's artifacts: `make dist` (dist/; docs/install.md, "Release artifacts").
 
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -13,7 +14,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: venv build prometheus lint typecheck imports unit e2e e2e-oldest test demo demo-down clean \
 	docs image image-buildx image-oci lock docs-site manifests install uninstall run deploy undeploy \
-	docker-build docker-push docker-buildx
+	docker-build docker-push docker-buildx dist build-installer
 
 $(VENV)/.installed: pyproject.toml testbed/pyproject.toml
 	@echo "[appstack] installing Python dependencies into $(VENV)"
@@ -54,9 +55,10 @@ e2e: build
 # The e2e suite again on the oldest supported Kubernetes (OLDEST_KUBERNETES in
 # testbed/src/appstack_testbed/versions.py), on a control plane of its own built from Go modules into
 # its own cache directory the first time (~7.5 min), like `make build`. Tests that never talk
-# to the API server (building the wheel and sdist) ran in the first session already.
+# to the API server (building the wheel and sdist, the release artifacts) ran in the first
+# session already.
 OLDEST_K8S := $(shell sed -n 's/^OLDEST_KUBERNETES = "\(.*\)"/\1/p' testbed/src/appstack_testbed/versions.py)
-VERSION_INDEPENDENT := tests/e2e/test_packaging.py tests/e2e/test_readme.py
+VERSION_INDEPENDENT := tests/e2e/test_packaging.py tests/e2e/test_readme.py tests/e2e/test_dist.py
 e2e-oldest: venv
 	APPSTACK_K8S_VERSION=$(OLDEST_K8S) $(BIN)/appstack cluster build
 	APPSTACK_K8S_VERSION=$(OLDEST_K8S) \
@@ -157,9 +159,19 @@ image-buildx:
 image-oci: venv
 	$(BIN)/appstack cluster image --tag $(IMG)
 
+# The release artifacts, into $(DIST): the wheel and sdist, the image as an OCI archive
+# (appstack-$(VERSION).oci.tar, built as by image-oci: root), the packaged Helm chart
+# (appstack-$(VERSION).tgz), install.yaml running IMG's repository pinned to the archived
+# image's digest (make dist IMG=registry.example.com/team/appstack) and SHA256SUMS.
+# Cached: a second run rewrites nothing. appstack_testbed.dist; docs/install.md.
+DIST ?= dist
+dist: venv
+	$(BIN)/python -m appstack_testbed.dist --image $(IMG) -o $(DIST)
+
 # kubebuilder's names for the same.
 docker-build: image
 docker-buildx: image-buildx
+build-installer: dist
 docker-push:
 	$(need-docker)
 	docker push $(IMG)

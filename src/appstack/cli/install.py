@@ -24,7 +24,12 @@ from appstack.sdk.flags import check_duration
     help="Where to write the manifests ('-': print the install bundle to stdout).",
 )
 @click.option("--check", is_flag=True, help="Only check that the files are up to date.")
-@click.option("--image", default=None, help="Operator image [default: appstack:VERSION].")
+@click.option(
+    "--image",
+    default=None,
+    help="Operator image, REPOSITORY:TAG or by digest REPOSITORY@sha256:DIGEST (as "
+    "dist/install.yaml of `make dist`) [default: appstack:VERSION].",
+)
 @click.option(
     "-n",
     "--namespace",

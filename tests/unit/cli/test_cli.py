@@ -94,6 +94,15 @@ def test_manifests_prints_a_namespaced_install_bundle_to_stdout() -> None:
     assert "--namespace=a" in container["args"]
 
 
+def test_manifests_takes_an_image_by_digest() -> None:
+    image = "registry.example.com:5000/team/appstack@sha256:" + "0f" * 32
+    result = CliRunner().invoke(main, ["manifests", "--image", image, "-o", "-"])
+    assert result.exit_code == 0, result.output
+    (deployment,) = [d for d in yaml.safe_load_all(result.output) if d["kind"] == "Deployment"]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == image
+
+
 def test_render_prints_json_too() -> None:
     args = ["render", "-f", str(ROOT / "examples/appservice.yaml"), "-o", "json"]
     result = CliRunner().invoke(main, args)
