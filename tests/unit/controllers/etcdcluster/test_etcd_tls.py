@@ -225,7 +225,13 @@ def test_a_refused_handshake_everywhere_is_a_problem_a_refused_connection_is_not
 
 
 def test_the_cert_manager_example_issues_the_secrets_the_cluster_names() -> None:
-    docs = [d for d in yaml.safe_load_all((EXAMPLES / "cert-manager" / "etcdcluster-tls.yaml").read_text()) if d]
+    docs = [
+        d
+        for d in yaml.safe_load_all(
+            (EXAMPLES / "cert-manager" / "etcdcluster-tls.yaml").read_text()
+        )
+        if d
+    ]
     cluster = next(d for d in docs if d["kind"] == "EtcdCluster")
     parsed = EtcdClusterSpec.model_validate(cluster["spec"])
     issued = {d["spec"]["secretName"]: d["spec"] for d in docs if d["kind"] == "Certificate"}
