@@ -78,6 +78,7 @@ from appstack.runtime.logging import configure as configure_logging
 from appstack.runtime.manager import Manager
 from appstack.runtime.metrics import Metrics
 from appstack.runtime.metricsauth import SUBJECT_ACCESS_REVIEW, TOKEN_REVIEW, MetricsAuth
+from appstack.runtime.ratelimit import ItemExponentialBackoff
 from appstack.runtime.resources import (
     CONFIG_MAP,
     CRON_JOB,
@@ -142,6 +143,7 @@ __all__ = [
     "IndexFunc",
     "Informer",
     "Invalid",
+    "ItemExponentialBackoff",
     "KubeconfigError",
     "LeaderElectionConfig",
     "LeadershipLost",

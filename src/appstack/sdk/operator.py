@@ -36,6 +36,7 @@ from appstack.runtime import (
     CertFiles,
     Client,
     EventRecorder,
+    ItemExponentialBackoff,
     KubeconfigError,
     LeaderElectionConfig,
     LeadershipLost,
@@ -115,13 +116,13 @@ async def require_crds(
     each time saying where and why; the probe says not ready meanwhile (the manager runs
     this as its preflight). Any other failure to ask (e.g. forbidden) goes on: the
     informers retry as before."""
-    delay, longest = retry
-    waited = False
+    backoff = ItemExponentialBackoff(*retry)
     while True:
         try:
             missing = await unserved(client, [c.kind.resource for c in controllers])
             break
         except TransportError as error:
+            delay = backoff.when("api server")
             log.warning(
                 "API server not reachable, retrying",
                 server=error.server,
@@ -129,11 +130,10 @@ async def require_crds(
                 retry_in=delay,
             )
             await asyncio.sleep(delay)
-            delay, waited = min(delay * 2, longest), True
         except Exception as error:  # only a definite answer stops us
             log.warning("cannot check which kinds the API server serves", error=str(error))
             return
-    if waited:
+    if backoff.retries("api server"):
         log.info("API server reachable")
     if missing:
         raise MissingCRDs(crd_names(missing), hint)
