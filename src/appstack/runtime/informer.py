@@ -188,7 +188,7 @@ class Informer:
             prepare=self._prepare,
             gate=list_gate,
         )
-        self.drop = [tuple(path) for path in drop]
+        self.drop = tuple(tuple(path) for path in drop)
         self.transform = transform
         self.managed_by = managed_by
         # (apiVersion, kind) of the owners whose children are kept in full (None: every
@@ -220,12 +220,6 @@ class Informer:
     def add_indexer(self, name: str, func: IndexFunc) -> None:
         """Index the cache by ``func`` under ``name`` (existing objects included)."""
         self.store.add_indexer(name, func)
-
-    def drop_fields(self, paths: Iterable[Sequence[str]]) -> None:
-        """Also drop these paths before caching (a controller declares what it never reads)."""
-        for path in paths:
-            if tuple(path) not in self.drop:
-                self.drop.append(tuple(path))
 
     def keep_children_of(self, owner: Resource) -> None:
         """Keep in full (stripped and transformed) only the objects controlled by an
