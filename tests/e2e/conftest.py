@@ -1,7 +1,8 @@
 """Every test under tests/e2e runs against the real control plane and is marked ``e2e``.
 
-Also: an async runtime ``client`` per test, and a throw-away CRD (``widget_crd``) with a
-validation rule and a status subresource.
+Also: an async runtime ``client`` per test, a throw-away CRD (``widget_crd``) with a
+validation rule and a status subresource, and a real S3 server in the test's namespace
+(``s3_server``, reached from the host with ``s3_client``: :mod:`appstack_testbed.objectstore`).
 """
 
 from __future__ import annotations
@@ -36,9 +37,11 @@ from appstack.runtime.events import EventRecorder
 from appstack.runtime.manager import Manager
 from appstack.runtime.metrics import Metrics
 from appstack.runtime.resources import Resource
+from appstack_testbed import objectstore
 from appstack_testbed.cluster import LocalCluster
 from appstack_testbed.control_plane import SERVICE_CIDR
-from appstack_testbed.pytest_plugin import ClusterHandle
+from appstack_testbed.objectstore import ObjectStore, S3Server
+from appstack_testbed.pytest_plugin import ClusterHandle, RealNodeHandle
 from appstack_testbed.waiting import WaitTimeout, condition_status, wait_for, wait_until
 from tests.support.eventually import eventually
 from tests.support.paths import REPO_ROOT
@@ -126,6 +129,38 @@ def previous_etcd_image(kube_cluster: ClusterHandle) -> str:
     say = _progress
     images.ensure([etcd(ETCD_PREVIOUS)], LocalRegistry(say), say)
     return ETCD_PREVIOUS
+
+
+@pytest.fixture(scope="session")
+def versitygw_image(kube_cluster: ClusterHandle) -> str:
+    """Versity S3 Gateway's image (versity/versitygw:<VERSITYGW>) in the local registry, for
+    the tests that need an S3 server (built once, cached: about 3 minutes cold)."""
+    kube_cluster.require_local()
+    return objectstore.push_image(_progress)
+
+
+@pytest.fixture
+def s3_server(
+    kube: LightClient, namespace: str, real_node: RealNodeHandle, versitygw_image: str
+) -> S3Server:
+    """A real S3 server in the test's namespace (so on the real node): Versity S3 Gateway,
+    posix backend on an emptyDir, random root keys, answering. In the cluster it is
+    ``s3_server.endpoint``; from the host, ``s3_client``. Goes with the namespace."""
+    return objectstore.deploy(
+        kube,
+        namespace,
+        access_key=f"AK{uuid.uuid4().hex[:18].upper()}",
+        secret_key=uuid.uuid4().hex + uuid.uuid4().hex[:8],
+        image=versitygw_image,
+    )
+
+
+@pytest.fixture
+def s3_client(s3_server: S3Server, real_node: RealNodeHandle) -> ObjectStore:
+    """``s3_server`` from the host (boto3 through a loopback proxy to its Service), with
+    its root keys."""
+    address = real_node.service_address(s3_server.namespace, s3_server.service, s3_server.port)
+    return objectstore.connect(s3_server, address)
 
 
 def _progress(message: str) -> None:

@@ -69,7 +69,13 @@ _REAL_NODES = click.option(
     is_flag=True,
     help="Also Prometheus and promtool (the monitoring tests).",
 )
-def build(etcd_releases: bool, with_prometheus: bool) -> None:
+@click.option(
+    "--versitygw",
+    "with_versitygw",
+    is_flag=True,
+    help="Also Versity S3 Gateway, the S3 server of the etcd backup tests.",
+)
+def build(etcd_releases: bool, with_prometheus: bool, with_versitygw: bool) -> None:
     """Build the control-plane binaries from Go modules (cached; shows progress)."""
     from appstack_testbed.build import GoBuilder  # noqa: PLC0415
     from appstack_testbed.versions import Toolchain  # noqa: PLC0415
@@ -86,6 +92,10 @@ def build(etcd_releases: bool, with_prometheus: bool) -> None:
         from appstack_testbed import prometheus  # noqa: PLC0415
 
         click.echo(prometheus.ensure().prometheus.parent)
+    if with_versitygw:
+        from appstack_testbed import versitygw  # noqa: PLC0415
+
+        click.echo(versitygw.ensure().parent)
 
 
 @cluster.command()

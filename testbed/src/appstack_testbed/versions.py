@@ -28,6 +28,9 @@ def kubernetes_version() -> str:
 ETCD = "v3.6.16"
 KWOK = "v0.8.0"
 HELM = "v3.22.0"  # built on demand (the Helm chart tests), not by `appstack cluster build`
+# Versity S3 Gateway (github.com/versity/versitygw; its go.mod: go 1.25), the S3 server of the
+# etcd backup tests: built on demand (appstack_testbed.versitygw), like Helm.
+VERSITYGW = "v1.8.0"
 # The real node's cluster services, the same for every Kubernetes version (built once into
 # SharedTools, not per toolchain): cluster DNS and the local image registry.
 COREDNS = "v1.14.7"

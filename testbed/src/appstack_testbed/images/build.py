@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from appstack_testbed import etcd_releases
+from appstack_testbed import etcd_releases, versitygw
 from appstack_testbed.build import _file_lock, _fmt
 from appstack_testbed.images.catalog import SUITE, LocalImage
 from appstack_testbed.oci import commit
@@ -141,6 +141,13 @@ def _add_binary(binary: str, rootfs: Path, printer: Printer) -> None:
         for name in etcd_releases.BINARIES:
             shutil.copy2(built / name, target / name)
         (rootfs / "tmp").mkdir(mode=0o1777, exist_ok=True)
+    elif binary.startswith("versitygw:"):
+        built = versitygw.ensure(binary.split(":", 1)[1], printer)
+        target = rootfs / "usr/local/bin"
+        target.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(built, target / versitygw.BINARY)
+        (rootfs / "tmp").mkdir(exist_ok=True)
+        (rootfs / "tmp").chmod(0o1777)
     else:
         raise ImageBuildError(f"unknown binary {binary!r}")
 

@@ -25,6 +25,10 @@ on the host) or from binaries built here, and pushed under the names those files
   settings it is given;
 * ``etcd`` (``gcr.io/etcd-development/etcd:v<version>``) — etcd, etcdctl and etcdutl of that
   version built from Go modules, nothing else (like the distroless original).
+* ``versitygw`` (``versity/versitygw:v1.8.0``, ``:latest``) — Versity S3 Gateway, an
+  S3-compatible object store (:mod:`appstack_testbed.versitygw`), built from Go modules, run
+  as uid 65532 with nothing else but ``/tmp``: for the etcd backup tests
+  (:mod:`appstack_testbed.objectstore`), built and pushed on demand only.
 
 Each is served under the tags appstack defaults to and the documents name (``postgres:16``,
 ``redis:7.4``, ``mysql:8.4``) although it is another version: docs/local-cluster.md says
@@ -41,7 +45,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 
 from appstack_testbed.oci import ImageConfig
-from appstack_testbed.versions import ETCD
+from appstack_testbed.versions import ETCD, VERSITYGW
 
 SUITE = "bookworm"
 PATH = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -299,8 +303,30 @@ def etcd(version: str, repository: str = "etcd-development/etcd") -> LocalImage:
     )
 
 
+# distroless' "nonroot" (no /etc/passwd entry: the gateway needs none)
+VERSITYGW_USER = "65532:65532"
+VERSITYGW_PORT = 7070  # the gateway's default --port
+
+
+def versitygw(version: str = VERSITYGW) -> LocalImage:
+    """Versity S3 Gateway ``version`` as ``versity/versitygw:<version>`` and ``:latest``; its
+    entrypoint is the binary, as the original's with arguments (``--access ... posix
+    /data``). Not in :func:`standard`: pushed on demand (:mod:`appstack_testbed.objectstore`)."""
+    return LocalImage(
+        name=f"versitygw-{version}",
+        refs=(f"versity/versitygw:{version}", "versity/versitygw:latest"),
+        config=_config(
+            ("/usr/local/bin/versitygw",),
+            user=VERSITYGW_USER,
+            ports=(VERSITYGW_PORT,),
+            what=f"Versity S3 Gateway {version} built from Go modules",
+        ),
+        binaries=(f"versitygw:{version}",),
+    )
+
+
 def standard() -> list[LocalImage]:
     """What ``appstack cluster up`` makes available: every image the README, the examples,
-    the seeds and appstack's managed middleware name (other etcd releases are built on
-    demand)."""
+    the seeds and appstack's managed middleware name (other etcd releases and
+    :func:`versitygw` are built on demand)."""
     return [PAUSE, BUSYBOX, NGINX, MYSQL, POSTGRES, REDIS, APP, etcd(ETCD)]
