@@ -467,15 +467,33 @@ async def test_a_restart_during_a_burst_of_200_creates_converges_without_duplica
 ) -> None:
     running = await start_operator(operator_kubeconfig, namespace)
     sem = asyncio.Semaphore(32)
+    second_half = asyncio.Event()  # held until the operator is at work on the first
+    created = 0
 
     async def create(i: int) -> None:
+        nonlocal created
+        if i >= 100:
+            await second_half.wait()
         async with sem:
             await client.create(APP_SERVICE, _app(f"burst-{i:03d}", namespace, size=1))
+        created += 1
 
     creating = asyncio.gather(*(create(i) for i in range(200)))
-    await asyncio.sleep(0.5)
-    await running.stop()  # mid-burst
+    reconciled = await eventually(
+        lambda: running.reconciles("appservice"),
+        timeout=60,
+        what="the operator reconciling the burst's first AppServices",
+    )
+    # the other 100 are sent while the operator stops (here, with reconciles done and to
+    # do) and starts again
+    second_half.set()
+    at_stop = created
+    await running.stop()
     running = await start_operator(operator_kubeconfig, namespace)
+    print(
+        f"stopped after {reconciled:.0f} reconciles with {at_stop} created; "
+        f"{created} created once restarted"
+    )
     await creating
     try:
 

@@ -74,6 +74,16 @@ async def _change_everything(client: Client, namespace: str) -> None:
     await client.delete(CONFIG_MAP, "remove", namespace)
 
 
+def _failed_requests(client: Client) -> float:
+    """Requests that got no answer at all (no server, a broken connection)."""
+    return sum(
+        sample.value
+        for metric in client.metrics.rest_requests.collect()
+        for sample in metric.samples
+        if sample.name.endswith("_total") and sample.labels["code"] == "<error>"
+    )
+
+
 def _saw_every_change(recorder: Recorder) -> bool:
     return (
         recorder.saw("add", "new")
@@ -109,8 +119,15 @@ async def test_changes_made_while_the_api_server_was_down_are_all_seen_after_it_
 
     async with running(informer):
         await asyncio.wait_for(informer.wait_synced(), 10)
+        failed = _failed_requests(client)
         await asyncio.to_thread(local.stop, "kube-apiserver")
-        await asyncio.sleep(0.5)  # let the informer notice the broken stream and back off
+        # the informer has noticed: a watch it tried to open again found no server (it backs
+        # off from there)
+        await wait_until(
+            lambda: _failed_requests(client) > failed,
+            timeout=30,
+            what="the informer to find the API server gone",
+        )
         await asyncio.to_thread(local.start, "kube-apiserver")
         # Changes land before the informer has re-established its watch.
         await _change_everything(client, namespace)

@@ -4,6 +4,8 @@ gracefully stopped leader hands over at once."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import signal
 import subprocess
 import sys
@@ -67,6 +69,24 @@ class Candidates:
     def log(self, identity: str) -> str:
         return (self.logs / f"{identity}.log").read_text()[-3000:]
 
+    def logged(self, identity: str, event: str) -> bool:
+        """Whether ``identity`` has logged ``event`` (its log is JSON, a line each)."""
+        for line in (self.logs / f"{identity}.log").read_text().splitlines():
+            with contextlib.suppress(ValueError):
+                if json.loads(line).get("event") == event:
+                    return True
+        return False
+
+    async def campaigning(self, identity: str) -> None:
+        """Wait until ``identity`` asks for the Lease: the manager campaigns right after it
+        logs that its caches synced, and asks again every retry period."""
+        await eventually(
+            lambda: self.logged(identity, "caches synced"),
+            timeout=30,
+            what=f"{identity} campaigning for the lease",
+            diagnose=lambda: self.log(identity),
+        )
+
 
 @pytest.fixture
 def candidates(kubeconfig: Path, namespace: str, tmp_path: Path) -> Iterator[Candidates]:
@@ -117,7 +137,7 @@ async def test_only_the_leader_reconciles_and_a_killed_leader_is_replaced_within
     candidates.start("alpha")
     await _wait_holder(client, namespace, "alpha", timeout=30)
     candidates.start("beta")
-    await asyncio.sleep(3)  # beta is up and campaigning (>= one retry period)
+    await candidates.campaigning("beta")  # so it could reconcile, and sees alpha's renewals
 
     assert await _stamped_by(client, namespace, "first") == "alpha", candidates.log("beta")
 
@@ -136,7 +156,7 @@ async def test_a_gracefully_stopped_leader_releases_the_lease_for_an_immediate_h
     candidates.start("gamma")
     await _wait_holder(client, namespace, "gamma", timeout=30)
     candidates.start("delta")
-    await asyncio.sleep(3)
+    await candidates.campaigning("delta")  # the handover is timed from the leader's stop
 
     started = time.monotonic()
     candidates.signal("gamma", signal.SIGTERM)
