@@ -15,6 +15,7 @@ from appstack import __version__
 from appstack.api.identity import IDENTITY
 from appstack.controllers import appstack as appstack_controller
 from appstack.controllers.appstack.addresses import ExternalIPPolicy, parse_networks
+from appstack.controllers.etcdcluster import CONTROLLER as ETCD_CONTROLLER
 from appstack.controllers.kind_metrics import KindMetrics
 from appstack.controllers.registry import ALL
 from appstack.sdk import operator as assembly
@@ -29,11 +30,13 @@ CRDS_HINT = (
 
 @dataclass
 class AppstackOptions:
-    """appstack's own flags: where an AppStack's external middleware may point."""
+    """appstack's own flags: where an AppStack's external middleware may point, and the
+    image EtcdCluster backups to an object store run (the operator's own)."""
 
     allow_external_ips: bool = False
     external_deny_cidrs: list[str] = field(default_factory=list)
     allow_external_cluster_names: bool = False
+    backup_image: str = f"appstack:{__version__}"
 
     def controller_options(self) -> dict[str, dict[str, Any]]:
         """Per controller name: what its reconciler is configured with."""
@@ -42,7 +45,10 @@ class AppstackOptions:
             parse_networks(self.external_deny_cidrs),
             self.allow_external_cluster_names,
         )
-        return {appstack_controller.CONTROLLER.name: {"external_ips": policy}}
+        return {
+            appstack_controller.CONTROLLER.name: {"external_ips": policy},
+            ETCD_CONTROLLER.name: {"backup_image": self.backup_image},
+        }
 
 
 def run_operator(options: OperatorOptions, own: AppstackOptions | None = None) -> int:

@@ -25,6 +25,11 @@ ETCDCLUSTER = _obj(
         "backup": {"schedule": "0 * * * *", "pvcName": "snapshots"},
         "disasterRecovery": {"enabled": True},
         "tls": {"peerSecretName": "peer"},
+        "compaction": {"mode": "periodic", "retention": "1h"},
+        "quotaBackendBytes": 4294967296,
+        "defragmentation": {"schedule": "0 3 * * *", "freeSpacePercent": 20},
+        "extraArgs": {"snapshot-count": "10000"},
+        "env": [{"name": "GOMAXPROCS", "value": "2"}],
     },
 )
 _TRANSITION = "a transition rule: the models see no old object"
@@ -33,6 +38,8 @@ _ONE_MINOR_APART = (
     "tests/e2e/test_etcdcluster_admission.py shows the rule on a CRD of its own"
 )
 _A, _R = "CronTab", "EtcdCluster"
+_S3 = {"endpoint": "http://s3.storage.svc:9000", "bucket": "snaps", "credentialsSecretName": "s3"}
+_S3_OBJECT = {**_S3, "key": "etcd-20261127T030000Z.db"}
 
 
 def _cron(kind: str, path: str, label: str, field: str, *, seconds: bool) -> tuple[Case, ...]:
@@ -175,6 +182,131 @@ SCHEDULE_CASES: tuple[Case, ...] = (
     *_cron(_R, ".spec.backup.schedule", "schedule", "spec.backup.schedule", seconds=False),
     Case(
         _R, ".spec.tls", "tls needs peerSecretName", (("spec.tls", {}),), "spec.tls.peerSecretName"
+    ),
+    # backups to an object store, restore from one
+    Case(
+        _R,
+        ".spec.backup",
+        "backup needs exactly one target",
+        (("spec.backup.s3", _S3),),
+        "spec.backup.pvcName",
+    ),
+    Case(
+        _R,
+        ".spec.backup",
+        "backup needs exactly one target",
+        (("spec.backup.pvcName", DELETE),),
+        "spec.backup.pvcName",
+    ),
+    Case(
+        _R,
+        ".spec.backup",
+        "backup needs exactly one target",
+        (("spec.backup.pvcName", DELETE), ("spec.backup.s3", _S3)),
+        "spec.backup.pvcName",
+        refused=False,
+    ),
+    Case(
+        _R,
+        ".spec.backup",
+        "retentionDays applies to s3",
+        (("spec.backup.retentionDays", 7),),
+        "spec.backup.retentionDays",
+    ),
+    Case(
+        _R,
+        ".spec.restore",
+        "restore needs pvcName and path",
+        (("spec.restore", {"pvcName": "snapshots"}),),
+        "spec.restore.pvcName",
+    ),
+    Case(
+        _R,
+        ".spec.restore",
+        "restore needs pvcName and path",
+        (("spec.restore", {"pvcName": "snapshots", "path": "a.db", "s3": _S3_OBJECT}),),
+        "spec.restore.pvcName",
+    ),
+    Case(
+        _R,
+        ".spec.restore",
+        "restore needs pvcName and path",
+        (("spec.restore", {"s3": _S3_OBJECT}),),
+        "spec.restore.pvcName",
+        refused=False,
+    ),
+    # day 2: compaction, defragmentation, extraArgs, env
+    *_cron(
+        _R,
+        ".spec.defragmentation.schedule",
+        "defragmentation.schedule",
+        "spec.defragmentation.schedule",
+        seconds=False,
+    ),
+    Case(
+        _R,
+        ".spec.compaction",
+        "compaction.retention:",
+        (("spec.compaction.retention", "10000"),),
+        "spec.compaction.retention",
+    ),
+    Case(
+        _R,
+        ".spec.compaction",
+        "compaction.retention:",
+        (("spec.compaction", {"mode": "revision", "retention": "1h"}),),
+        "spec.compaction.retention",
+    ),
+    Case(
+        _R,
+        ".spec.compaction",
+        "compaction.retention:",
+        (("spec.compaction", {"mode": "revision", "retention": "10000"}),),
+        "spec.compaction.retention",
+        refused=False,
+    ),
+    Case(
+        _R,
+        ".spec.extraArgs",
+        "extraArgs: a flag's name",
+        (("spec.extraArgs", {"--snapshot-count": "1"}),),
+        "spec.extraArgs",
+    ),
+    Case(
+        _R,
+        ".spec.extraArgs",
+        "extraArgs may not set",
+        (("spec.extraArgs", {"snapshot-count": "1", "quota-backend-bytes": "1"}),),
+        "spec.extraArgs",
+    ),
+    Case(
+        _R,
+        ".spec.extraArgs",
+        "extraArgs may not set",
+        (("spec.extraArgs", {"snapshot-count": "1", "experimental-peer-skip": "x"}),),
+        "spec.extraArgs",
+        refused=False,
+    ),
+    Case(
+        _R,
+        ".spec.env[*]",
+        "env may not set",
+        (("spec.env", [{"name": "ETCD_DATA_DIR", "value": "/x"}]),),
+        "spec.env[0].name",
+    ),
+    Case(
+        _R,
+        ".spec.env[*]",
+        "set either value or valueFrom",
+        (("spec.env[0].valueFrom", {"fieldRef": {"fieldPath": "metadata.name"}}),),
+        "spec.env[0]",
+    ),
+    Case(
+        _R,
+        ".spec.env[*].valueFrom",
+        "valueFrom needs exactly one",
+        (("spec.env", [{"name": "A", "valueFrom": {}}]),),
+        "spec.env[0].valueFrom",
     ),
     Case(
         _R,

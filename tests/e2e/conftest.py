@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
 import subprocess
 import sys
@@ -28,6 +29,7 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
 from lightkube.resources.core_v1 import ServiceAccount
 
+from appstack import __version__
 from appstack.api.identity import IDENTITY
 from appstack.controllers.appstack.addresses import ExternalIPPolicy, parse_networks
 from appstack.controllers.registry import ALL
@@ -114,6 +116,23 @@ def widget_crd(kube: LightClient) -> Iterator[Resource]:
     )
     yield Resource(WIDGET_GROUP, "v1", kind, plural)
     kube.delete(CustomResourceDefinition, name)
+
+
+@pytest.fixture(scope="session")
+def operator_image(kube_cluster: ClusterHandle) -> str:
+    """The operator's image, built from this checkout (daemonless, cached) and pushed as
+    ``appstack:<version>``: what EtcdCluster backups to an object store run by default."""
+    from appstack_testbed.image import build_image  # noqa: PLC0415
+    from appstack_testbed.images.build import push_archive  # noqa: PLC0415
+    from appstack_testbed.registry import LocalRegistry  # noqa: PLC0415
+
+    kube_cluster.require_local()
+    if os.geteuid() != 0:
+        pytest.skip("the daemonless image build needs root")
+    built = build_image(printer=_progress)
+    return push_archive(
+        built.archive, f"appstack:{__version__}", LocalRegistry(_progress), _progress
+    )
 
 
 @pytest.fixture(scope="session")

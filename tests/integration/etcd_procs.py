@@ -29,6 +29,7 @@ class LocalEtcd:
     binary: Path = field(default_factory=lambda: Toolchain().binary("etcd"))
     prefix: str = field(default_factory=subnet)
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    flags: tuple[str, ...] = ()  # more flags for every member (e.g. a small quota)
 
     def ip(self, n: int) -> str:
         return f"{self.prefix}.{n}"
@@ -55,6 +56,7 @@ class LocalEtcd:
                 f"--initial-cluster={cluster}",
                 f"--initial-cluster-state={state}",
                 "--initial-cluster-token=test",
+                *self.flags,
             ],
             stdout=log,
             stderr=subprocess.STDOUT,

@@ -245,3 +245,55 @@ async def test_membership_changes_pass_the_leader_fence(
         assert asked == [1.0]  # reads are not fenced
     finally:
         await live.close()
+
+
+async def test_nospace_alarm_compaction_defragmentation_and_disarm(tmp_path: Path) -> None:
+    """A real cluster with a 16 MiB quota filled until etcd refuses writes: the alarm shows
+    in every member's status (not as a member failure), compaction + defragmentation
+    shrink the database files, disarming lets writes resume."""
+    etcd = LocalEtcd(tmp_path, flags=("--quota-backend-bytes=16777216",))
+    initial = {n: etcd.peer(n) for n in (1, 2, 3)}
+    for n in initial:
+        etcd.start(n, initial)
+    client = EtcdClient(timeout=10)
+    try:
+        await eventually(
+            lambda: _leader(client, etcd.client(1)),
+            timeout=30,
+            what="a leader",
+            retry_on=(Exception,),
+        )
+        value = "x" * (512 << 10)
+        refused = None
+        for i in range(200):  # the same few keys rewritten: old revisions fill the file
+            try:
+                await client.put(etcd.client(1), f"k{i % 4}", value)
+            except EtcdError as error:
+                refused = str(error)
+                break
+        assert refused is not None
+        assert "database space exceeded" in refused
+        status = await client.status(etcd.client(2))
+        assert status.alarms == ("NOSPACE",)
+        assert status.failures == ()
+        raised = await client.alarms(etcd.client(3))
+        assert raised
+        assert {alarm for _, alarm in raised} == {"NOSPACE"}
+        before = {n: (await client.status(etcd.client(n))).db_size for n in (1, 2, 3)}
+        assert min(before.values()) > 12 << 20
+        await client.compact(etcd.client(1), status.revision)
+        await client.compact(etcd.client(1), status.revision)  # again: not an error
+        for n in (1, 2, 3):
+            await client.defragment(etcd.client(n))
+        after = {n: await client.status(etcd.client(n)) for n in (1, 2, 3)}
+        assert all(after[n].db_size < before[n] // 4 for n in (1, 2, 3)), (before, after)
+        assert all(s.db_size_in_use <= s.db_size for s in after.values())
+        for member, alarm in raised:
+            await client.disarm(etcd.client(1), member, alarm)
+        assert await client.alarms(etcd.client(1)) == []
+        await client.put(etcd.client(1), "after", "resumed")
+        assert await client.get(etcd.client(2), "after") == "resumed"
+        assert await client.get(etcd.client(3), "k0") == value
+    finally:
+        await client.close()
+        etcd.stop_all()

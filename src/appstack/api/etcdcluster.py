@@ -14,7 +14,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, model_validator
 
-from appstack.api.etcdcluster_backup import BackupSpec
+from appstack.api.etcdcluster_backup import BackupSpec, S3Target
+from appstack.api.etcdcluster_maintenance import MaintenanceFields
 from appstack.api.etcdcluster_recovery import (
     RECOVERY_RULES,
     DisasterRecoverySpec,
@@ -79,15 +80,50 @@ class Toleration(KubeModel):
     toleration_seconds: int | None = None
 
 
-class RestoreSpec(KubeModel):
-    """Start a new cluster from a snapshot file instead of empty (at creation only)."""
+_RESTORE_RULES: list[Any] = [
+    {
+        "rule": "has(self.pvcName) ? has(self.path) && !has(self.s3) : has(self.s3)",
+        "message": "restore needs pvcName and path (a snapshot file on a PVC), or s3 (an "
+        "object in a store)",
+        "fieldPath": ".pvcName",
+    },
+]
 
-    pvc_name: ObjectName = Field(description="PersistentVolumeClaim holding the snapshot.")
-    path: str = Field(
+
+class S3Object(S3Target):
+    """One snapshot in an S3-compatible object store."""
+
+    key: str = Field(
+        max_length=1024,
+        pattern=r"^[A-Za-z0-9!_.*'()/-]+\.db$",
+        description="The object's key, prefix included, e.g. "
+        "etcd/prod/my-etcd-cluster-20261127T030000Z.db (status.backups lists them).",
+    )
+
+
+class RestoreSpec(KubeModel):
+    """Start a new cluster from a snapshot instead of empty (at creation only): a file on a
+    PVC, or an object in an S3-compatible store."""
+
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": _RESTORE_RULES})
+
+    pvc_name: ObjectName | None = Field(
+        default=None, description="PersistentVolumeClaim holding the snapshot."
+    )
+    path: str | None = Field(
+        default=None,
         max_length=253,
         pattern=r"^[A-Za-z0-9._-]+$",
         description="The snapshot's file name on that PVC, e.g. my-etcd-cluster-0.db.",
     )
+    s3: S3Object | None = Field(default=None, description="The snapshot in an object store.")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> RestoreSpec:
+        ok = (self.path is not None and self.s3 is None) if self.pvc_name else self.s3 is not None
+        if not ok:
+            raise ValueError(_RESTORE_RULES[0]["message"])
+        return self
 
 
 class TLSSpec(KubeModel):
@@ -130,8 +166,8 @@ class TLSSpec(KubeModel):
 LabelMap = Annotated[dict[str, Annotated[str, Field(max_length=63)]], Field(max_length=64)]
 
 
-class EtcdClusterSpec(KubeModel):
-    """The desired etcd cluster."""
+class EtcdClusterSpec(MaintenanceFields):
+    """The desired etcd cluster (the day-2 fields: :class:`MaintenanceFields`)."""
 
     model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": _SPEC_RULES})
 
@@ -219,6 +255,42 @@ class EtcdMember(KubeModel):
     is_leader: bool = False
     is_learner: bool = False
     version: str | None = None
+    db_size: int | None = Field(default=None, description="Bytes of its database file.")
+    db_size_in_use: int | None = Field(
+        default=None, description="Bytes of the file holding data (the rest is free space)."
+    )
+
+
+class DefragmentedMember(KubeModel):
+    """One member of a defragmentation run."""
+
+    name: str
+    before_bytes: int = Field(description="Database file size before.")
+    after_bytes: int = Field(description="Database file size after.")
+
+
+class DefragmentationStatus(KubeModel):
+    """The last defragmentation run (scheduled, or of a NOSPACE recovery)."""
+
+    last_time: str | None = Field(default=None, description="When the last complete run ended.")
+    reclaimed_bytes: int | None = Field(default=None, description="Bytes it gave back.")
+    members: list[DefragmentedMember] | None = Field(
+        default=None, description="The members it defragmented, in order (leader last)."
+    )
+    result: str | None = Field(
+        default=None, description="Complete, or why the last run stopped before the end."
+    )
+
+
+class BackupRecord(KubeModel):
+    """One snapshot taken."""
+
+    name: str = Field(description="File name on the PVC, or the object's key.")
+    location: str = Field(description="pvc://<claim>/<file> or s3://<bucket>/<key>.")
+    time: str = Field(description="When its Job completed.")
+    requested: bool | None = Field(
+        default=None, description="Taken on demand (the backup-request annotation)."
+    )
 
 
 class EtcdClusterStatus(KubeModel):
@@ -240,12 +312,32 @@ class EtcdClusterStatus(KubeModel):
     version: str | None = Field(default=None, description="Lowest member version.")
     phase: str | None = Field(default=None, description="What the operator is doing now.")
     backups_taken: int | None = Field(default=None, description="Snapshots taken so far.")
+    backups: list[BackupRecord] | None = Field(
+        default=None, description="The newest snapshots taken (newest first, at most 10)."
+    )
+    backup_request: str | None = Field(
+        default=None,
+        description="The last on-demand backup request handled (the value of the annotation "
+        "appstack.dev/backup-request), and with what result.",
+    )
+    last_backup_error: str | None = Field(
+        default=None, description="Why the last snapshot failed (empty once one succeeds)."
+    )
+    last_backup_failure_time: str | None = Field(
+        default=None, description="When it failed (it is tried again a minute later)."
+    )
     last_backup: str | None = Field(default=None, description="File name of the newest snapshot.")
     last_backup_time: str | None = Field(default=None, description="When it was taken.")
     quorum_lost_since: str | None = Field(
         default=None, description="When quorum was found lost (gone once a leader is back)."
     )
     recovery: RecoveryStatus | None = Field(default=None, description="The last disaster recovery.")
+    defragmentation: DefragmentationStatus | None = Field(
+        default=None, description="The last defragmentation."
+    )
+    alarms: list[str] | None = Field(
+        default=None, description="Alarms etcd has raised (NOSPACE, CORRUPT); empty: none."
+    )
     observed_generation: int | None = None
     conditions: list[Condition] | None = Field(
         default=None,
@@ -286,10 +378,13 @@ class EtcdCluster(CustomObject):
 
 
 __all__ = [
+    "BackupRecord",
     "BackupSpec",
     "DisasterRecoverySpec",
     "EtcdCluster",
     "EtcdClusterSpec",
     "EtcdClusterStatus",
+    "S3Object",
+    "S3Target",
     "TLSSpec",
 ]

@@ -7,7 +7,8 @@ they go and how many are kept. Types and admission rules only; used by
 ``schedule`` is five-field cron (or a macro), in UTC, checked at admission by the same
 rules as a CronTab's ``cronSpec`` (:func:`appstack.api.cron_rules.cron_rules`), without
 seconds or ``@every``. ``intervalMinutes``, the older form, still works; a backup block
-takes exactly one of the two.
+takes exactly one of the two. Snapshots go to a PVC (``pvcName``) or to an S3-compatible
+object store (``s3``: :class:`S3Target`), exactly one.
 """
 
 from __future__ import annotations
@@ -34,7 +35,60 @@ BACKUP_RULES: list[Any] = [
         "such as @hourly) or intervalMinutes",
         "fieldPath": ".schedule",
     },
+    {
+        "rule": "has(self.pvcName) != has(self.s3)",
+        "message": "backup needs exactly one target: pvcName (a PersistentVolumeClaim) or s3 "
+        "(an object store)",
+        "fieldPath": ".pvcName",
+    },
+    {
+        "rule": "!has(self.retentionDays) || has(self.s3)",
+        "message": "retentionDays applies to s3 (PVC snapshots rotate through retention slots)",
+        "fieldPath": ".retentionDays",
+    },
 ]
+BUCKET = r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$"
+ENDPOINT = r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[A-Za-z0-9._~/-]*)?$"
+PREFIX = r"^([A-Za-z0-9!_.*'()-]+/)*$"
+#: The keys of the credentials Secret (as the AWS tools name them).
+ACCESS_KEY = "AWS_ACCESS_KEY_ID"
+SECRET_KEY = "AWS_SECRET_ACCESS_KEY"  # noqa: S105 - a key's name, not a secret
+
+
+class S3Target(KubeModel):
+    """An S3-compatible object store (AWS S3, MinIO, Ceph RGW, SeaweedFS, Versity ...),
+    addressed path-style: ``<endpoint>/<bucket>/<prefix><key>``."""
+
+    endpoint: str = Field(
+        max_length=256,
+        pattern=ENDPOINT,
+        description="http(s)://host[:port], e.g. https://s3.eu-west-1.amazonaws.com or "
+        "http://minio.storage.svc:9000. Reached from the backup Job's pod in the cluster's "
+        "namespace (its network policies apply), never from the operator.",
+    )
+    bucket: str = Field(pattern=BUCKET, description="The bucket (it must exist).")
+    prefix: str | None = Field(
+        default=None,
+        max_length=256,
+        pattern=PREFIX,
+        description="A folder for this cluster's snapshots, ending in '/', e.g. "
+        "etcd/prod/ (objects are <prefix><cluster>-<time>.db).",
+    )
+    region: str = Field(
+        "us-east-1", max_length=64, pattern=r"^[a-z0-9-]+$", description="The signing region."
+    )
+    credentials_secret_name: ObjectName = Field(
+        description=f"A Secret of the namespace with the keys {ACCESS_KEY} and {SECRET_KEY}."
+    )
+    ca_secret_name: ObjectName | None = Field(
+        default=None,
+        description="A Secret with key ca.crt: the CA the endpoint's certificate is "
+        "checked against (default: the system's).",
+    )
+
+    @property
+    def key_prefix(self) -> str:
+        return self.prefix or ""
 
 
 class BackupSpec(KubeModel):
@@ -61,8 +115,22 @@ class BackupSpec(KubeModel):
         description="Minutes between snapshots (at most a week); the older form of schedule, "
         "exclusive with it.",
     )
-    pvc_name: ObjectName = Field(description="PersistentVolumeClaim the snapshots are saved on.")
-    retention: int = Field(3, ge=1, le=100, description="Snapshot files kept (rotated).")
+    pvc_name: ObjectName | None = Field(
+        default=None, description="PersistentVolumeClaim the snapshots are saved on."
+    )
+    s3: S3Target | None = Field(
+        default=None, description="An S3-compatible object store the snapshots go to."
+    )
+    retention: int = Field(
+        3, ge=1, le=100, description="Snapshots kept (PVC: rotated files; s3: newest objects)."
+    )
+    retention_days: int | None = Field(
+        default=None,
+        ge=1,
+        le=3650,
+        description="s3: snapshots older than this many days are deleted too (the newest "
+        "one never).",
+    )
 
     @field_validator("schedule")
     @classmethod
@@ -79,6 +147,8 @@ class BackupSpec(KubeModel):
             (
                 self.schedule is None or self.interval_minutes is None,
                 self.schedule is not None or self.interval_minutes is not None,
+                (self.pvc_name is None) != (self.s3 is None),
+                self.retention_days is None or self.s3 is not None,
             ),
             strict=True,
         ):

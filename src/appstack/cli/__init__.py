@@ -162,10 +162,11 @@ def _register() -> None:
     # the command groups live in their own modules; registered once, when first needed
     from importlib.metadata import entry_points  # noqa: PLC0415
 
+    from appstack.cli.etcd_backup import etcd_backup  # noqa: PLC0415
     from appstack.cli.install import manifests, status, uninstall  # noqa: PLC0415
     from appstack.cli.scaffold import COMMANDS  # noqa: PLC0415
 
-    for command in (manifests, uninstall, status):
+    for command in (manifests, uninstall, status, etcd_backup):
         main.add_command(command)
     for name, group in COMMANDS.items():  # the operator workflow (init, create api, ...)
         main.add_command(group, name)

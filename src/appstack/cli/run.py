@@ -40,9 +40,17 @@ __all__ = ["KUBECONFIG", "run"]
     help="Let external middleware be a host name inside the cluster or the node (localhost, "
     "kubernetes.default, <svc>.<ns>.svc, *.cluster.local, metadata names).",
 )
+@click.option(
+    "--backup-image",
+    envvar="APPSTACK_BACKUP_IMAGE",
+    default=None,
+    help="The image EtcdCluster backup Jobs and restores run to reach an S3 object store: "
+    "this operator's own (the chart and install.yaml set it; default appstack:<version>).",
+)
 def run(
     *,
     allow_external_ips: bool,
+    backup_image: str | None,
     allow_external_cluster_names: bool,
     external_deny_cidrs: tuple[str, ...],
     **flags: Any,
@@ -63,5 +71,6 @@ def run(
         allow_external_ips=allow_external_ips,
         external_deny_cidrs=list(external_deny_cidrs),
         allow_external_cluster_names=allow_external_cluster_names,
+        **({"backup_image": backup_image} if backup_image else {}),
     )
     sys.exit(run_operator(options, own))

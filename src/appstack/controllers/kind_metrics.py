@@ -1,6 +1,7 @@
 """Metrics about what users run, not the operator's internals: per kind the objects and
 whether each is Ready; an AppStack's members by state; an EtcdCluster's members, leader,
-quorum and the time of its last backup; a CronTab's last run. Read at scrape time from the
+quorum, the time of its last backup and defragmentation, its members' database sizes and
+the alarms etcd raised; a CronTab's last run. Read at scrape time from the
 manager's cache (no API request, nothing kept between scrapes) by :class:`KindMetrics`, a
 Prometheus collector the operator registers (:mod:`appstack.operator`); the alerts and the
 dashboard's per-kind rows (:mod:`appstack.manifests.dashboard`) use them. :func:`samples` is
@@ -36,6 +37,14 @@ FAMILIES: dict[str, str] = {
     "appstack_etcdcluster_next_backup_due_timestamp_seconds": (
         "When the next snapshot is due by the EtcdCluster's backup schedule"
     ),
+    "appstack_etcdcluster_db_size_bytes": "An EtcdCluster member's database file size",
+    "appstack_etcdcluster_db_size_in_use_bytes": (
+        "The bytes of an EtcdCluster member's database file holding data"
+    ),
+    "appstack_etcdcluster_last_defragmentation_timestamp_seconds": (
+        "When the EtcdCluster's last complete defragmentation ended"
+    ),
+    "appstack_etcdcluster_alarm": "1 while etcd has raised this alarm (NOSPACE, CORRUPT)",
     "appstack_crontab_last_run_failed": "1 if the CronTab's newest run failed",
 }
 _READY = {"EtcdCluster": "Available"}
@@ -70,6 +79,22 @@ def _backup_due(obj: dict[str, Any]) -> float | None:
     return due.timestamp() if due is not None else None
 
 
+def _etcd_sizes(status: dict[str, Any], who: dict[str, str]) -> Iterator[Sample]:
+    """Per member database sizes, the last defragmentation, the raised alarms."""
+    for member in status.get("members") or []:
+        at = {**who, "member": str(member.get("name", ""))}
+        if member.get("dbSize") is not None:
+            yield "appstack_etcdcluster_db_size_bytes", at, float(member["dbSize"])
+        if member.get("dbSizeInUse") is not None:
+            yield "appstack_etcdcluster_db_size_in_use_bytes", at, float(member["dbSizeInUse"])
+    last = ((status.get("defragmentation") or {}).get("lastTime")) or ""
+    ended = _seconds(last) if last else None
+    if ended is not None:
+        yield "appstack_etcdcluster_last_defragmentation_timestamp_seconds", who, ended
+    for alarm in status.get("alarms") or []:
+        yield "appstack_etcdcluster_alarm", {**who, "alarm": str(alarm)}, 1.0
+
+
 def _per_kind(kind: str, obj: dict[str, Any], who: dict[str, str]) -> Iterator[Sample]:
     status = obj.get("status") or {}
     if kind == "AppStack":
@@ -91,6 +116,7 @@ def _per_kind(kind: str, obj: dict[str, Any], who: dict[str, str]) -> Iterator[S
         due = _backup_due(obj)
         if due is not None:
             yield "appstack_etcdcluster_next_backup_due_timestamp_seconds", who, due
+        yield from _etcd_sizes(status, who)
     elif kind == "CronTab":
         failed = status.get("lastRunResult") == "Failed"
         yield "appstack_crontab_last_run_failed", who, 1.0 if failed else 0.0

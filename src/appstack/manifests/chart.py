@@ -118,6 +118,9 @@ def _deployment() -> str:
     pod = template["spec"]
     (container,) = pod["containers"]
     container["image"] = sentinel("IMAGE")
+    for variable in container["env"]:
+        if variable["name"] == workload.BACKUP_IMAGE_ENV:
+            variable["value"] = sentinel("IMAGE")
     container["resources"] = sentinel("RESOURCES")
     flags = ("LEASE", "INSECURE", "IPS", "DENY", "NAMES", "ENABLE_FLAG", "EXTRA", "WATCH")
     container["args"] += [sentinel(flag) for flag in flags]

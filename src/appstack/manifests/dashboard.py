@@ -76,6 +76,19 @@ ALERTS: list[dict[str, Any]] = [
         },
     },
     {
+        "alert": "AppstackEtcdNoSpace",
+        "expr": 'max by (namespace, name) (appstack_etcdcluster_alarm{alarm="NOSPACE"}) == 1',
+        "for": "1m",
+        "labels": {"severity": "critical"},
+        "annotations": {
+            "summary": "EtcdCluster {{ $labels.namespace }}/{{ $labels.name }} raised NOSPACE: "
+            "it refuses every write",
+            "description": "Its database reached spec.quotaBackendBytes. Set "
+            "spec.recoverFromNoSpace to compact, defragment and disarm it, or raise the "
+            "quota; see docs/etcdcluster.md.",
+        },
+    },
+    {
         "alert": "AppstackEtcdBackupOverdue",
         "expr": "time() - max by (namespace, name) "
         "(appstack_etcdcluster_next_backup_due_timestamp_seconds) > 1800",

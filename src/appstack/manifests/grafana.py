@@ -131,6 +131,28 @@ OWN: dict[str, list[Panel]] = {
             ],
         ),
         (
+            "Database size / in use per member",
+            "bytes",
+            [
+                f"max by (namespace, name, member) (appstack_etcdcluster_db_size_bytes{{{WHO}}})",
+                "max by (namespace, name, member) "
+                f"(appstack_etcdcluster_db_size_in_use_bytes{{{WHO}}})",
+            ],
+        ),
+        (
+            "Alarms raised (NOSPACE: writes refused)",
+            "short",
+            [f"max by (namespace, name, alarm) (appstack_etcdcluster_alarm{{{WHO}}})"],
+        ),
+        (
+            "Since the last defragmentation",
+            "s",
+            [
+                "time() - "
+                + _by_object("appstack_etcdcluster_last_defragmentation_timestamp_seconds")
+            ],
+        ),
+        (
             "Age of the newest snapshot",
             "s",
             [f"time() - {_by_object('appstack_etcdcluster_last_backup_timestamp_seconds')}"],

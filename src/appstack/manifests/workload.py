@@ -14,6 +14,7 @@ from appstack.manifests.rbac import NAME, NAMESPACE
 from appstack.sdk.config import manager_container, manager_pod_security
 
 IMAGE = f"appstack:{__version__}"
+BACKUP_IMAGE_ENV = "APPSTACK_BACKUP_IMAGE"  # appstack run --backup-image
 CONCURRENCY = defaults.CONCURRENCY
 
 
@@ -97,6 +98,8 @@ def deployment(
         metrics_port=8080,
         health_port=8081,
     )
+    # the image EtcdCluster backups to an object store run: the operator's own
+    container["env"] = [*container.get("env", []), {"name": BACKUP_IMAGE_ENV, "value": image}]
     pod: dict[str, Any] = {}
     if certs:
         mount = {"name": "metrics-certs", "mountPath": METRICS_CERT_DIR, "readOnly": True}

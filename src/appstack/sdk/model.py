@@ -10,7 +10,7 @@ Field names are camelCase on the wire (``targetPort``), snake_case in Python. Ex
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal, Protocol
+from typing import Annotated, Any, Literal, Protocol, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
@@ -136,19 +136,19 @@ class EnvVarSource(KubeModel):
     )
 
 
+E = TypeVar("E", bound="EnvVar")
+ENV_VAR_RULES: list[Any] = [
+    {
+        "rule": "!(has(self.value) && has(self.valueFrom))",
+        "message": "set either value or valueFrom, not both",
+    }
+]
+
+
 class EnvVar(KubeModel):
     """An environment variable of the application's container."""
 
-    model_config = ConfigDict(
-        json_schema_extra={
-            "x-kubernetes-validations": [
-                {
-                    "rule": "!(has(self.value) && has(self.valueFrom))",
-                    "message": "set either value or valueFrom, not both",
-                }
-            ]
-        }
-    )
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": ENV_VAR_RULES})
 
     @model_validator(mode="after")
     def _value_or_value_from(self) -> EnvVar:
@@ -167,7 +167,8 @@ class EnvVar(KubeModel):
     )
 
 
-def _unique_names(env: list[EnvVar]) -> list[EnvVar]:
+def unique_env_names(env: list[E]) -> list[E]:
+    """A list of EnvVar whose names are unique (else a ValueError naming the repeated)."""
     names = [e.name for e in env]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
@@ -179,7 +180,7 @@ def _unique_names(env: list[EnvVar]) -> list[EnvVar]:
 # at admission, as it would in a Pod; server-side apply could not merge it (HTTP 500).
 EnvList = Annotated[
     list[EnvVar],
-    AfterValidator(_unique_names),
+    AfterValidator(unique_env_names),
     Field(
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]}
     ),

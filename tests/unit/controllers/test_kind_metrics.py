@@ -128,3 +128,28 @@ def test_a_scrape_holds_one_cached_object_at_a_time() -> None:
     text = generate_latest(registry).decode()
     assert len(held) == 50
     assert 'appstack_object_ready{kind="AppService",name="web-49",namespace="ns"} 1.0' in text
+
+
+def test_an_etcd_clusters_database_sizes_defragmentation_and_alarms() -> None:
+    status = {
+        "members": [
+            {"name": "e-0", "dbSize": 300, "dbSizeInUse": 100},
+            {"name": "e-1", "dbSize": 200, "dbSizeInUse": 100},
+        ],
+        "defragmentation": {"lastTime": "2026-11-25T10:00:00Z", "result": "Complete"},
+        "alarms": ["NOSPACE"],
+    }
+    got = list(samples("EtcdCluster", [_obj("EtcdCluster", "e", status, {"replicas": 3})]))
+    who = {"namespace": "ns", "name": "e"}
+    assert ("appstack_etcdcluster_db_size_bytes", {**who, "member": "e-0"}, 300.0) in got
+    assert ("appstack_etcdcluster_db_size_in_use_bytes", {**who, "member": "e-1"}, 100.0) in got
+    assert ("appstack_etcdcluster_alarm", {**who, "alarm": "NOSPACE"}, 1.0) in got
+    defrag = [
+        s for s in got if s[0] == "appstack_etcdcluster_last_defragmentation_timestamp_seconds"
+    ]
+    assert defrag == [
+        ("appstack_etcdcluster_last_defragmentation_timestamp_seconds", who, 1795600800.0)
+    ]
+    quiet = {**status, "alarms": []}
+    names = {s[0] for s in samples("EtcdCluster", [_obj("EtcdCluster", "e", quiet, {})])}
+    assert "appstack_etcdcluster_alarm" not in names

@@ -94,6 +94,7 @@ def test_the_alerts() -> None:
         "AppstackNoLeader",
         "AppstackObjectNotReady",
         "AppstackEtcdQuorumLost",
+        "AppstackEtcdNoSpace",
         "AppstackEtcdBackupOverdue",
         "AppstackCronTabFailing",
     }

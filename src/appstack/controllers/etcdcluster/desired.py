@@ -14,6 +14,8 @@ what etcd says).
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any
 
 from appstack.api.etcdcluster import EtcdClusterSpec
@@ -38,6 +40,9 @@ PEER_PORT = 2380
 DATA_DIR = "/var/lib/etcd"
 VOTER = group_key("etcd-voter")
 INITIAL = group_key("etcd-initial-cluster")
+# A digest of the member flags and env the spec sets (:func:`config_digest`): a member
+# whose pod has another one is restarted, one at a time, like an upgrade.
+CONFIG = group_key("etcd-config")
 # A volume kept on delete (spec.retainOnDelete) has no owner: this annotation names the
 # cluster (by UID) it belongs to, so a namesake cluster created later never adopts it.
 CLUSTER_UID = group_key("etcd-cluster-uid")
@@ -202,6 +207,39 @@ def placement(spec: EtcdClusterSpec) -> dict[str, Any]:
     return out
 
 
+def maintenance_args(spec: EtcdClusterSpec) -> list[str]:
+    """The flags of ``compaction``, ``quotaBackendBytes`` (defaults made explicit) and
+    ``extraArgs`` (sorted, so that the same spec gives the same arguments)."""
+    compaction = spec.compaction_or_default
+    args = [
+        f"--auto-compaction-mode={compaction.mode}",
+        f"--auto-compaction-retention={compaction.retention}",
+        f"--quota-backend-bytes={spec.quota}",
+    ]
+    return args + [f"--{k}={v}" for k, v in sorted((spec.extra_args or {}).items())]
+
+
+def user_env(spec: EtcdClusterSpec) -> list[Any]:
+    """``spec.env`` as the container's (after the variables appstack sets)."""
+    return [e.to_dict() for e in spec.env or []]
+
+
+def config_digest(spec: EtcdClusterSpec) -> str:
+    """What identifies the configuration a member runs with (its pod's :data:`CONFIG`)."""
+    text = json.dumps([maintenance_args(spec), user_env(spec)], sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def pod_quota(pod: dict[str, Any]) -> int | None:
+    """The ``--quota-backend-bytes`` a member pod runs with (None: etcd's default)."""
+    for container in pod["spec"].get("containers") or []:
+        for arg in container.get("args") or []:
+            if str(arg).startswith("--quota-backend-bytes="):
+                value = str(arg).split("=", 1)[1]
+                return int(value) if value.isdigit() else None
+    return None
+
+
 def member_pod(
     obj: KubeObject,
     spec: EtcdClusterSpec,
@@ -226,6 +264,7 @@ def member_pod(
         f"--initial-cluster={cluster_flag}",
         f"--initial-cluster-state={'new' if new_cluster else 'existing'}",
         f"--initial-cluster-token={cluster_token(obj)}",
+        *maintenance_args(spec),
     ]
     container: Container = {
         "name": "etcd",
@@ -235,6 +274,7 @@ def member_pod(
         "env": [
             {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
             {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+            *user_env(spec),
         ],
         "ports": [
             {"name": "client", "containerPort": CLIENT_PORT},
@@ -266,7 +306,7 @@ def member_pod(
         pod_spec["affinity"] = spread(cluster)
     labels = {**child_labels(cluster, COMPONENT), VOTER: "true" if voter else "false"}
     meta = child_metadata(obj, pod, labels)
-    meta["annotations"] = {INITIAL: cluster_flag}
+    meta["annotations"] = {INITIAL: cluster_flag, CONFIG: config_digest(spec)}
     pod_obj: Manifest = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": pod_spec}
     return tls.with_member_tls(pod_obj, spec)
 

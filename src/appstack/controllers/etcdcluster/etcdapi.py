@@ -1,7 +1,8 @@
 """A small client of etcd's v3 JSON gateway (HTTP + JSON, no gRPC), with timeouts.
 
 The EtcdCluster reconciler uses it to list, add, promote and remove members, read each
-member's status (leader, raft index, version), move leadership and take snapshots; the
+member's status (leader, raft index, version, database size), move leadership, compact,
+defragment, list and disarm alarms, and take snapshots; the
 e2e tests use it to write and read keys. Every call names the endpoint
 (``http://<pod IP>:2379``, or ``https://`` with client TLS: then the client presents the
 certificate of its ``ssl`` context and checks each member's certificate against the name
@@ -55,6 +56,22 @@ class EndpointStatus:
     version: str
     is_learner: bool
     errors: tuple[str, ...]
+    db_size: int = 0  # bytes of the database file
+    db_size_in_use: int = 0  # bytes of it holding data (the rest is free after compaction)
+    revision: int = 0  # the store's current revision
+
+    @property
+    def alarms(self) -> tuple[str, ...]:
+        """The alarms raised in the cluster (``NOSPACE``, ``CORRUPT``) its errors list
+        (each once, although each member that raised one is listed)."""
+        return tuple(
+            sorted({e.split("alarm:", 1)[1].split()[0] for e in self.errors if "alarm:" in e})
+        )
+
+    @property
+    def failures(self) -> tuple[str, ...]:
+        """Its errors other than alarms (an alarm is the cluster's, not this member's)."""
+        return tuple(e for e in self.errors if "alarm:" not in e)
 
 
 #: The most a member's answer may hold (member lists and statuses are a few KiB).
@@ -111,6 +128,8 @@ CHANGES = frozenset(
         "cluster/member/remove",
         "cluster/member/promote",
         "maintenance/transfer-leadership",
+        "maintenance/alarm",
+        "kv/compaction",
         "kv/put",
     }
 )
@@ -204,6 +223,9 @@ class EtcdClient:
             version=str(answer.get("version", "")),
             is_learner=bool(answer.get("isLearner")),
             errors=tuple(answer.get("errors") or ()),
+            db_size=int(answer.get("dbSize", 0)),
+            db_size_in_use=int(answer.get("dbSizeInUse", 0)),
+            revision=int(header.get("revision", 0)),
         )
 
     async def add_member(self, endpoint: str, peer_url: str, *, learner: bool = True) -> Member:
@@ -221,6 +243,31 @@ class EtcdClient:
         """Hand leadership to ``target_id``; must be sent to the current leader."""
         body = {"targetID": str(target_id)}
         await self.call(leader_endpoint, "maintenance/transfer-leadership", body, timeout=10)
+
+    async def compact(self, endpoint: str, revision: int) -> None:
+        """Compact the key space up to ``revision`` and wait until it is applied on disk
+        (``physical``); compacting again to the same revision is not an error."""
+        body = {"revision": str(revision), "physical": True}
+        try:
+            await self.call(endpoint, "kv/compaction", body, timeout=60)
+        except EtcdError as error:
+            if "required revision has been compacted" not in str(error):
+                raise
+
+    async def defragment(self, endpoint: str, timeout: float = 300) -> None:
+        """Defragment one member's database (it serves nothing while it runs)."""
+        await self.call(endpoint, "maintenance/defragment", {}, timeout=timeout)
+
+    async def alarms(self, endpoint: str) -> list[tuple[int, str]]:
+        """The raised alarms as (member ID, alarm), e.g. ``(0x8e9e05c52164694d, "NOSPACE")``."""
+        answer = await self.call(endpoint, "maintenance/alarm", {"action": "GET"})
+        return [
+            (int(a.get("memberID", 0)), str(a.get("alarm", ""))) for a in answer.get("alarms") or []
+        ]
+
+    async def disarm(self, endpoint: str, member_id: int, alarm: str) -> None:
+        body = {"action": "DEACTIVATE", "memberID": str(member_id), "alarm": alarm}
+        await self.call(endpoint, "maintenance/alarm", body)
 
     async def put(self, endpoint: str, key: str, value: str) -> int:
         """Write ``key``; the revision it was written at."""

@@ -61,6 +61,7 @@ def pod_view(pod: dict[str, Any], *, answers: bool = False) -> PodView:
         version=image_version(pod),
         deleting=bool(meta.get("deletionTimestamp")),
         answers=answers,
+        config=(meta.get("annotations") or {}).get(desired.CONFIG, ""),
     )
 
 
@@ -115,6 +116,7 @@ async def observe(
         bootstrapped=bool(known),
         bootstrap_names=tuple(part.split("=", 1)[0] for part in (initial or "").split(",") if part),
         last_size=len((obj.get("status") or {}).get("members") or []),
+        config=desired.config_digest(spec),
     )
     return Observation(seen, by_name, cluster_id, members, statuses, errors, reachable)
 
@@ -144,7 +146,8 @@ def _view(obj: KubeObject, member: Member, statuses: dict[str, EndpointStatus]) 
         pod=pod,
         started=member.started,
         learner=member.is_learner,
-        healthy=bool(mine and own and own.leader and not own.errors),
+        # an alarm (NOSPACE) is the cluster's: the member still serves, and is healthy
+        healthy=bool(mine and own and own.leader and not own.failures),
         applied_index=own.raft_applied_index if own and mine else 0,
         version=own.version if own and mine else "",
     )

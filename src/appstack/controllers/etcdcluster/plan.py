@@ -19,7 +19,8 @@ observations. The order of the checks is the safety argument:
 7. a learner: promote it once caught up (applied 90% of the leader's log);
 8. fewer members than wanted: add one as a learner;
 9. more: remove one member, never the leader (leadership is moved first if needed);
-10. a member on another version: restart it on the wanted one, leader last.
+10. a member on another version, or with another configuration (flags and env:
+    ``Observed.config``): restart it on the wanted one, leader last.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ class PodView:
     version: str
     deleting: bool = False
     answers: bool = False  # its etcd answered a status request
+    config: str = ""  # the digest of the flags and env it runs with
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,7 @@ class Observed:
     bootstrapped: bool = False  # a cluster ID was seen before
     bootstrap_names: tuple[str, ...] = ()  # the initial members of existing bootstrap pods
     last_size: int = 0  # members in the last status written (the size before quorum loss)
+    config: str = ""  # the wanted configuration's digest ("": keep each member's own)
 
     def volume_of(self, pod: str) -> str:
         return f"data-{pod}"
@@ -207,18 +210,27 @@ def _remove_one(seen: Observed, members: list[MemberView]) -> Step:
     return Step("RemoveMember", why, victim.pod, victim.id)
 
 
+def _outdated(seen: Observed, pod: PodView) -> str:
+    """Why ``pod`` must restart ("" when it runs what is wanted)."""
+    if pod.version != seen.version:
+        return f"upgrading {pod.name} to {seen.version}"
+    if seen.config and pod.config != seen.config:
+        return f"restarting {pod.name} with the new configuration"
+    return ""
+
+
 def _upgrade(seen: Observed, members: list[MemberView]) -> Step:
-    old = [m for m in members if seen.pods[m.pod].version != seen.version]
+    why = {m.id: _outdated(seen, seen.pods[m.pod]) for m in members}
+    old = [m for m in members if why[m.id]]
     if not old:
         return Step("Done", f"{len(members)} healthy members")
     follower = [m for m in old if m.id != seen.leader]
     if follower:
         target = min(follower, key=lambda m: index_of(seen.name, m.pod))
-        return Step("DeletePod", f"upgrading {target.pod} to {seen.version}", target.pod)
+        return Step("DeletePod", why[target.id], target.pod)
     new = [m for m in members if m.id not in {o.id for o in old}]
     if not new:  # a one-member cluster: nobody to hand over to
-        return Step("DeletePod", f"upgrading {old[0].pod} to {seen.version}", old[0].pod)
+        return Step("DeletePod", why[old[0].id], old[0].pod)
     heir = min(new, key=lambda m: index_of(seen.name, m.pod))
-    return Step(
-        "MoveLeader", f"moving leadership to {heir.pod} before upgrading", heir.pod, heir.id
-    )
+    action = "upgrading" if seen.pods[old[0].pod].version != seen.version else "restarting"
+    return Step("MoveLeader", f"moving leadership to {heir.pod} before {action}", heir.pod, heir.id)

@@ -17,17 +17,26 @@ accepts the operator's TLS connection (``TLSHandshakeFailed``).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime
 from typing import Any, ClassVar
 
 import structlog
 
-from appstack.api.etcdcluster import BackupSpec, EtcdCluster, EtcdClusterSpec, EtcdClusterStatus
+from appstack import __version__
+from appstack.api.etcdcluster import (
+    BackupRecord,
+    BackupSpec,
+    EtcdCluster,
+    EtcdClusterSpec,
+    EtcdClusterStatus,
+)
 from appstack.api.kind import GROUP
 from appstack.controllers.etcdcluster import (
     backup,
     backup_schedule,
     desired,
+    maintenance,
     recover,
     status,
     tls,
@@ -38,6 +47,7 @@ from appstack.controllers.etcdcluster.observe import Observation, observe
 from appstack.controllers.etcdcluster.plan import Step, next_step
 from appstack.controllers.etcdcluster.resources import PDB
 from appstack.controllers.etcdcluster.tlsclient import TLSSecrets
+from appstack.controllers.util.meta import child_labels
 from appstack.runtime import errors
 from appstack.runtime.cache import Cache
 from appstack.runtime.client import Client
@@ -87,8 +97,15 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
         **label_indexers(PVC),
     }
 
-    def __init__(self, client: Client, cache: Cache, recorder: EventRecorder) -> None:
+    def __init__(
+        self,
+        client: Client,
+        cache: Cache,
+        recorder: EventRecorder,
+        backup_image: str = f"appstack:{__version__}",
+    ) -> None:
         super().__init__(client, cache, recorder)
+        self.backup_image = backup_image  # the operator's image: S3 uploads and downloads
         self.tls_secrets = TLSSecrets(client)
         self.recoverer = recover.Recoverer(client, cache, self.writer)
 
@@ -113,6 +130,7 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
             refused = tls.handshake_problem(seen.errors, answered=len(seen.statuses))
             if refused is not None:
                 return await self._blocked(obj, refused)
+            spec, seen, quota = self._quota_held(spec, seen)
             step = next_step(seen.seen)
             conflict: Problem | None = None
             # quorum lost: a disaster recovery, or why not (hopeless: it is impossible)
@@ -132,20 +150,112 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
         if hopeless is not None:
             observed = recover.impossible(obj, observed, hopeless, now_rfc3339())
         after = AFTER.get(step.kind, 0.2)
+        if conflict is None and step.kind == "Done":  # defragmentation, NOSPACE
+            async with EtcdClient(timeout=ETCD_TIMEOUT, tls=checked.context, guard=guard) as etcd:
+                observed, conflict, upkeep = await self._maintain(etcd, obj, spec, seen, observed)
+            after = min(after, upkeep)
+        conflict = conflict or quota
         if conflict is not None:  # the cluster may well serve: only Degraded says it
             if status.last_said(obj, "Degraded", "True") != (conflict.reason, conflict.message):
                 await self.writer.report(obj, conflict)
             observed = status.with_problem(obj, observed, conflict, now_rfc3339())
             after = AFTER["Degraded"]
         if spec.backup is not None:
-            snapshots = await self._backup(obj, spec, spec.backup, seen, step)
-            observed = status.with_backups(observed, snapshots)
-            # the next snapshot's moment, exactly (no polling for it)
-            last, now = observed.last_backup_time, datetime.datetime.now(datetime.timezone.utc)
-            wait = backup_schedule.wait(spec.backup, last, meta["creationTimestamp"], now)
-            after = after if wait is None else min(after, wait)
+            observed, wait = await self._backups(
+                obj, spec, spec.backup, seen, step, observed=observed
+            )
+            after = min(after, wait)
         await self.writer.write_status(obj, observed)
         return Result(requeue_after=after)
+
+    async def _backups(
+        self,
+        obj: KubeObject,
+        spec: EtcdClusterSpec,
+        plan: BackupSpec,
+        seen: Observation,
+        step: Step,
+        *,
+        observed: EtcdClusterStatus,
+    ) -> tuple[EtcdClusterStatus, float]:
+        """The status with the snapshots taken, and the seconds until the next one is due
+        (requeued for exactly that moment: no polling for it)."""
+        snapshots = await self._backup(obj, spec, plan, seen, step)
+        observed = status.with_backups(observed, snapshots)
+        last, now = observed.last_backup_time, datetime.datetime.now(datetime.timezone.utc)
+        wait = backup_schedule.wait(plan, last, obj["metadata"]["creationTimestamp"], now)
+        retry = backup.retry_after(observed.to_dict(), now)
+        if retry > 0:  # a failed snapshot is tried again after a pause, not at once
+            wait = max(wait or 0.0, retry)
+        if observed.last_backup_error:  # said by its Event when it failed
+            failed = Problem("BackupFailed", observed.last_backup_error)
+            observed = status.with_problem(obj, observed, failed, now_rfc3339())
+        return observed, float("inf") if wait is None else wait
+
+    def _quota_held(
+        self, spec: EtcdClusterSpec, seen: Observation
+    ) -> tuple[EtcdClusterSpec, Observation, Problem | None]:
+        """A ``quotaBackendBytes`` the database already exceeds is not applied: members
+        keep (and new members get) the quota the members run with, reported."""
+        why = maintenance.quota_problem(spec, seen.statuses)
+        if not why:
+            return spec, seen, None
+        running = [desired.pod_quota(p) for p in seen.pods.values()]
+        kept = max((q for q in running if q), default=None)
+        spec = spec.model_copy(update={"quota_backend_bytes": kept})
+        wanted = dataclasses.replace(seen.seen, config=desired.config_digest(spec))
+        return spec, dataclasses.replace(seen, seen=wanted), Problem("QuotaBelowDatabaseSize", why)
+
+    async def _maintain(
+        self,
+        etcd: EtcdClient,
+        obj: KubeObject,
+        spec: EtcdClusterSpec,
+        seen: Observation,
+        observed: EtcdClusterStatus,
+    ) -> tuple[EtcdClusterStatus, Problem | None, float]:
+        """A healthy cluster's upkeep: the NOSPACE alarm (reported, or recovered when the
+        user opted in), else a due defragmentation. The status, a problem to report, and
+        the seconds until the next scheduled defragmentation."""
+        now = datetime.datetime.now(datetime.timezone.utc)
+        old = observed.defragmentation
+        last = old.last_time if old else None
+        wait = maintenance.due(spec, last, obj["metadata"]["creationTimestamp"], now)
+        endpoints = {p: seen.endpoint(p) for p in seen.statuses}
+        if maintenance.NOSPACE in (observed.alarms or []):
+            holds = max((s.db_size for s in seen.statuses.values()), default=0)
+            said = (
+                f"etcd raised the NOSPACE alarm: the database ({maintenance.mib(holds)}) "
+                f"reached quotaBackendBytes ({maintenance.mib(spec.quota)}) and every write "
+                "is refused"
+            )
+            if not spec.recover_from_no_space:
+                advice = (
+                    "; set recoverFromNoSpace: true to compact, defragment and disarm it, or "
+                    "raise quotaBackendBytes"
+                )
+                return observed, Problem("NoSpace", said + advice), AFTER["Degraded"]
+            await self.writer.event(obj, "Warning", "NoSpace", said + "; recovering")
+            recovery = await maintenance.recover_no_space(etcd, endpoints, spec.quota)
+            observed.defragmentation = maintenance.run_status(recovery.run, now_rfc3339(), old)
+            if not recovery.disarmed:
+                return observed, Problem("NoSpace", f"{said}; {recovery.why}"), AFTER["Degraded"]
+            observed.alarms = []
+            done = maintenance.summary(recovery.run)
+            note = f"Compacted, defragmented ({done}) and disarmed NOSPACE: writes resume"
+            await self.writer.event(obj, "Normal", "NoSpaceRecovered", note)
+            return observed, None, AFTER["Wait"]
+        if spec.defragmentation is None or wait > 0:
+            return observed, None, wait
+        run = await maintenance.defragment(etcd, endpoints, spec.defragmentation.free_space_percent)
+        observed.defragmentation = maintenance.run_status(run, now_rfc3339(), old)
+        if run.stopped:
+            note = f"defragmentation {run.stopped}; {maintenance.summary(run)}"
+            await self.writer.event(obj, "Warning", "DefragmentationStopped", note)
+            return observed, None, AFTER["Degraded"]
+        await self.writer.event(obj, "Normal", "Defragmented", maintenance.summary(run))
+        next_wait = maintenance.due(spec, now_rfc3339(), obj["metadata"]["creationTimestamp"], now)
+        return observed, None, next_wait
 
     async def _blocked(self, obj: KubeObject, problem: Problem) -> Result:
         """Stop here: the user must fix ``problem`` (said once, then looked at again)."""
@@ -240,7 +350,7 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
         want = desired.member_pod(obj, spec, pod, initial, new_cluster=new, voter=voter)
         source = recover.restore_source(obj, spec)  # spec.restore, or a recovery's snapshot
         if new and source is not None:  # a bootstrap member starts from the snapshot
-            want = backup.with_restore(want, obj, spec, source)
+            want = backup.with_restore(want, obj, spec, source, self.backup_image)
         await self._create(obj, POD, want)
 
     async def _backup(
@@ -251,36 +361,67 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
         seen: Observation,
         step: Step,
     ) -> EtcdClusterStatus:
-        """Start a due snapshot Job, or record the outcome of the running one (the
-        snapshot fields of the status: none while nothing new was taken)."""
+        """Start a snapshot Job when one is due or asked for (the annotation
+        :data:`~.backup.REQUEST`), or record the outcome of the running one (the snapshot
+        fields of the status: none while nothing new happened)."""
         old = obj.get("status") or {}
         meta = obj["metadata"]
         n = int(old.get("backupsTaken") or 0)
         job = self.cache.get(JOB, f"{meta['namespace']}/{backup.job_name(meta['name'], n)}")
         now = datetime.datetime.now(datetime.timezone.utc)
         leader = next((m.pod for m in seen.seen.members or [] if m.id == seen.seen.leader), "")
+        request = backup.pending_request(obj)
         if job is None:
-            if (
-                step.kind == "Done"
-                and leader
-                and backup_schedule.due(
-                    plan, old.get("lastBackupTime"), meta["creationTimestamp"], now
+            paused = not request and backup.retry_wait(obj, now) > 0  # asked: at once
+            if step.kind != "Done" or not leader or paused:
+                return EtcdClusterStatus()
+            created = meta["creationTimestamp"]
+            if request or backup_schedule.due(plan, old.get("lastBackupTime"), created, now):
+                want = backup.backup_job(
+                    obj, spec, plan, n, leader, image=self.backup_image, at=now
                 )
-            ):
-                await self._create(obj, JOB, backup.backup_job(obj, spec, plan, n, leader))
+                if request:
+                    want["metadata"]["annotations"][backup.REQUEST] = request
+                await self._create(obj, JOB, want)
             return EtcdClusterStatus()
         result = backup.outcome(job)
         if result == "Running":
             return EtcdClusterStatus()
+        annotations = job["metadata"].get("annotations") or {}
+        name = annotations.get(backup.SNAPSHOT) or backup.file_name(meta["name"], n, plan.retention)
+        asked = annotations.get(backup.REQUEST)
+        why = backup.failure(self._job_pods(obj, job)) if result == "Failed" else ""
         await self._delete(obj, JOB, job, f"snapshot {n} {result.lower()}")
+        handled = EtcdClusterStatus(backup_request=asked) if asked else EtcdClusterStatus()
         if result == "Failed":
-            note = f"snapshot {n} failed; Job {job['metadata']['name']} gave up, retrying"
+            note = f"snapshot {n} to {backup.location(plan, name)} failed: {why}"
             await self.writer.event(obj, "Warning", "BackupFailed", note)
-            return EtcdClusterStatus()
+            handled.last_backup_error = note
+            handled.last_backup_failure_time = now_rfc3339()
+            return handled
         done = (job.get("status") or {}).get("completionTime") or now_rfc3339()
-        name = backup.file_name(meta["name"], n, plan.retention)
-        await self.writer.event(obj, "Normal", "BackupTaken", f"Saved snapshot {name}")
-        return EtcdClusterStatus(backups_taken=n + 1, last_backup=name, last_backup_time=done)
+        await self.writer.event(
+            obj, "Normal", "BackupTaken", f"Saved snapshot {backup.location(plan, name)}"
+        )
+        record = BackupRecord(
+            name=name, location=backup.location(plan, name), time=done, requested=bool(asked)
+        )
+        listed = [record, *(BackupRecord.model_validate(b) for b in old.get("backups") or [])]
+        handled.backups_taken = n + 1
+        handled.last_backup, handled.last_backup_time = name, done
+        handled.backups = listed[: backup.LISTED]
+        handled.last_backup_error = ""  # cleared
+        return handled
+
+    def _job_pods(self, obj: KubeObject, job: dict[str, Any]) -> list[dict[str, Any]]:
+        """The cached pods the snapshot Job controls (by its UID, not only its labels)."""
+        uid = job["metadata"].get("uid")
+        mine = child_labels(obj["metadata"]["name"], "etcd-backup")
+        return [
+            p
+            for p in pods_of(self.cache, obj["metadata"]["namespace"], mine)
+            if any(o.get("uid") == uid for o in p["metadata"].get("ownerReferences") or [])
+        ]
 
     async def _names_free(self, obj: KubeObject, pod: str) -> None:
         """:class:`ChildConflict` if member ``pod``'s Pod or volume exists and is not ours

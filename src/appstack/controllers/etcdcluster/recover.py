@@ -47,6 +47,10 @@ def restore_source(obj: KubeObject, spec: EtcdClusterSpec) -> RestoreSpec | None
     else ``spec.restore``."""
     record = (obj.get("status") or {}).get("recovery") or {}
     if record.get("phase") == "Restoring" and spec.backup is not None:
+        target = spec.backup.s3
+        if target is not None:  # the newest object the backups put in the store
+            s3 = {**target.to_dict(), "key": record["snapshot"]}
+            return RestoreSpec.model_validate({"s3": s3})
         return RestoreSpec.model_validate(
             {"pvcName": spec.backup.pvc_name, "path": record["snapshot"]}
         )

@@ -2,7 +2,10 @@
 
 ``Available``: a leader and a quorum of healthy voting members. ``Progressing``: a change
 is under way (bootstrap, scaling, replacing, upgrading; reason is the step). ``Degraded``:
-a voting member is unhealthy, or quorum is lost (then the message says what is needed).
+a voting member is unhealthy, or quorum is lost (then the message says what is needed);
+the maintenance problems (``NoSpace``, ``QuotaBelowDatabaseSize``) are added by the
+reconciler (:func:`with_problem`). Members carry their database sizes; ``alarms`` lists
+what etcd raised.
 :func:`blocked`: a TLS Secret the user must fix stops everything (``Available=False``).
 """
 
@@ -43,6 +46,9 @@ def _members(obj: KubeObject, seen: Observation) -> list[EtcdMember]:
         )
         if m.version:
             member.version = m.version
+        own = seen.statuses.get(m.pod)
+        if own is not None and own.member_id == m.id:
+            member.db_size, member.db_size_in_use = own.db_size, own.db_size_in_use
         out.append(member)
     return sorted(out, key=lambda m: m.name)
 
@@ -102,8 +108,15 @@ def from_observation(obj: KubeObject, seen: Observation, step: Step, now: str) -
     )
     # what is not known now is left out (the merge patch keeps what was written)
     kept = EtcdClusterStatus.model_validate(
-        {k: old[k] for k in ("clusterID", "version", *BACKUP_FIELDS) if old.get(k) is not None}
+        {
+            k: old[k]
+            for k in ("clusterID", "version", "defragmentation", *BACKUP_FIELDS)
+            if old.get(k) is not None
+        }
     )
+    status.defragmentation = kept.defragmentation
+    if seen.statuses:  # what the members say now (empty: none raised)
+        status.alarms = sorted({a for s in seen.statuses.values() for a in s.alarms})
     cluster_id = f"{seen.cluster_id:x}" if seen.cluster_id else kept.cluster_id
     if cluster_id is not None:
         status.cluster_id = cluster_id
@@ -114,7 +127,15 @@ def from_observation(obj: KubeObject, seen: Observation, step: Step, now: str) -
 
 
 #: The status fields that record the snapshots taken.
-BACKUP_FIELDS = ("backupsTaken", "lastBackup", "lastBackupTime")
+BACKUP_FIELDS = (
+    "backupsTaken",
+    "lastBackup",
+    "lastBackupTime",
+    "backups",
+    "backupRequest",
+    "lastBackupError",
+    "lastBackupFailureTime",
+)
 
 
 def with_backups(status: EtcdClusterStatus, taken: EtcdClusterStatus) -> EtcdClusterStatus:
@@ -125,6 +146,9 @@ def with_backups(status: EtcdClusterStatus, taken: EtcdClusterStatus) -> EtcdClu
         status.last_backup = taken.last_backup
     if taken.last_backup_time is not None:
         status.last_backup_time = taken.last_backup_time
+    for field in ("backups", "backup_request", "last_backup_error", "last_backup_failure_time"):
+        if getattr(taken, field) is not None:
+            setattr(status, field, getattr(taken, field))
     return status
 
 

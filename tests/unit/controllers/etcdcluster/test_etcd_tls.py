@@ -3,6 +3,7 @@ checks and the operator's SSLContext (pure; certificates from appstack_testbed.e
 
 from __future__ import annotations
 
+import datetime
 import ssl
 from pathlib import Path
 from typing import Any
@@ -109,7 +110,15 @@ def test_peer_tls_alone_keeps_clients_plain() -> None:
 def test_backup_jobs_present_the_operator_certificate_and_restores_advertise_https() -> None:
     o = obj(TLS)
     plan = BackupSpec.model_validate({"intervalMinutes": 5, "pvcName": "b"})
-    job = backup.backup_job(o, spec_of(o), plan, 0, "e-1")
+    job = backup.backup_job(
+        o,
+        spec_of(o),
+        plan,
+        0,
+        "e-1",
+        image="appstack:1",
+        at=datetime.datetime(2026, 11, 27, tzinfo=datetime.timezone.utc),
+    )
     pod = job["spec"]["template"]["spec"]
     args = pod["containers"][0]["args"]
     assert args[0] == "--endpoints=https://e-1.e.ns.svc:2379"
@@ -121,7 +130,15 @@ def test_backup_jobs_present_the_operator_certificate_and_restores_advertise_htt
     source = RestoreSpec.model_validate({"pvcName": "b", "path": "e-0.db"})
     init = backup.restore_init(o, spec_of(o), source, "e-0=https://e-0.e.ns.svc:2380")
     assert "--initial-advertise-peer-urls=https://$(POD_NAME).e.ns.svc:2380" in init["args"]
-    plain = backup.backup_job(obj(None), spec_of(obj(None)), plan, 0, "e-1")
+    plain = backup.backup_job(
+        obj(None),
+        spec_of(obj(None)),
+        plan,
+        0,
+        "e-1",
+        image="appstack:1",
+        at=datetime.datetime(2026, 11, 27, tzinfo=datetime.timezone.utc),
+    )
     assert not [
         a for a in plain["spec"]["template"]["spec"]["containers"][0]["args"] if "cert" in a
     ]

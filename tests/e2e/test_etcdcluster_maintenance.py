@@ -1,0 +1,218 @@
+"""EtcdCluster day 2 end to end, with real etcd members on the test bed's real node:
+a small quota filled until etcd raises NOSPACE (reported, then recovered once opted in,
+writes resume, no acknowledged write lost), a scheduled defragmentation that shrinks every
+member's database file while a writer keeps writing, new flags and env rolled one member
+at a time, and the flags appstack owns refused at admission naming the flag. Timings are
+printed (``-s``) and recorded in docs/reliability.md."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from appstack.controllers.etcdcluster import ETCD_CLUSTER
+from appstack.controllers.etcdcluster.etcdapi import EtcdClient, EtcdError
+from appstack.runtime import errors
+from appstack.runtime.client import Client
+from appstack.runtime.resources import EVENT, POD
+from appstack_testbed.pytest_plugin import RealNodeHandle
+from tests.e2e.conftest import RunningOperator, until
+from tests.e2e.etcd_load import Writer, retry, wait_healthy
+from tests.e2e.test_etcdcluster import client_endpoint, report, seed
+from tests.support.eventually import eventually
+
+NAME = "my-etcd-cluster"
+MIB = 1 << 20
+
+
+def condition(obj: dict[str, Any], kind: str) -> tuple[str, str]:
+    for c in (obj.get("status") or {}).get("conditions") or []:
+        if c["type"] == kind:
+            return c["status"], c["reason"]
+    return "", ""
+
+
+async def reasons(client: Client, namespace: str) -> list[tuple[str, str, str]]:
+    events, _ = await client.list(EVENT, namespace)
+    return [
+        (e["type"], e["reason"], e.get("note", ""))
+        for e in events
+        if e["regarding"]["name"] == NAME
+    ]
+
+
+async def test_nospace_is_reported_then_recovered_once_opted_in_losing_no_write(
+    client: Client, namespace: str, operator: RunningOperator, real_node: RealNodeHandle
+) -> None:
+    await client.create(ETCD_CLUSTER, seed(namespace, quotaBackendBytes=16 * MIB))
+    await wait_healthy(client, NAME, namespace, 3)
+    endpoint = client_endpoint(real_node, namespace)
+    acked: dict[str, str] = {}
+    refused = ""
+    async with EtcdClient(timeout=10) as etcd:
+        await retry(lambda: etcd.put(endpoint, "before", "filling"))
+        acked["before"] = "filling"
+        for i in range(400):  # four keys rewritten: their old revisions fill the file
+            key, value = f"k{i % 4}", f"{i}:" + "x" * (512 << 10)
+            try:
+                await etcd.put(endpoint, key, value)
+            except EtcdError as error:
+                refused = str(error)
+                break
+            acked[key] = value
+    assert "database space exceeded" in refused
+    start = time.monotonic()
+    reported = await until(
+        client,
+        ETCD_CLUSTER,
+        NAME,
+        namespace,
+        lambda o: condition(o, "Degraded") == ("True", "NoSpace"),
+        60,
+        "Degraded NoSpace",
+    )
+    report("NOSPACE reported after the first refused write", time.monotonic() - start)
+    assert reported["status"]["alarms"] == ["NOSPACE"]
+    assert condition(reported, "Available")[0] == "True"  # reads still served
+    warned = [n for t, r, n in await reasons(client, namespace) if r == "NoSpace"]
+    assert warned
+    assert "recoverFromNoSpace" in warned[0]
+    # not opted in: nothing is done about it
+    async with EtcdClient(timeout=5) as etcd:
+        with pytest.raises(EtcdError, match="database space exceeded"):
+            await etcd.put(endpoint, "still", "refused")
+    start = time.monotonic()
+    await client.patch(
+        ETCD_CLUSTER, NAME, {"spec": {"recoverFromNoSpace": True}}, namespace=namespace
+    )
+    recovered = await until(
+        client,
+        ETCD_CLUSTER,
+        NAME,
+        namespace,
+        lambda o: (
+            (o.get("status") or {}).get("alarms") == [] and condition(o, "Degraded")[0] == "False"
+        ),
+        120,
+        "NOSPACE recovered",
+    )
+    report("NOSPACE recovered (compact, defragment 3 members, disarm)", time.monotonic() - start)
+    done = recovered["status"]["defragmentation"]
+    assert [m["name"] for m in done["members"]][-1] == recovered["status"]["leader"]
+    assert all(m["afterBytes"] < m["beforeBytes"] // 2 for m in done["members"]), done
+    notes = [n for t, r, n in await reasons(client, namespace) if r == "NoSpaceRecovered"]
+    assert notes
+    assert "writes resume" in notes[0]
+    async with EtcdClient(timeout=5) as etcd:
+        await retry(lambda: etcd.put(endpoint, "after", "resumed"))
+        assert await etcd.get(endpoint, "after") == "resumed"
+        lost = [k for k, v in acked.items() if await retry(lambda k=k: etcd.get(endpoint, k)) != v]
+    assert lost == []
+    print(f"[etcd e2e] acknowledged writes before NOSPACE: {len(acked)} keys, none lost")
+
+
+async def test_a_scheduled_defragmentation_shrinks_every_member_while_writes_go_on(
+    client: Client, namespace: str, operator: RunningOperator, real_node: RealNodeHandle
+) -> None:
+    # periodic compaction every 5 s keeps little history: rewritten keys leave free space
+    spec = {"compaction": {"mode": "periodic", "retention": "5s"}}
+    await client.create(ETCD_CLUSTER, seed(namespace, **spec))
+    await wait_healthy(client, NAME, namespace, 3)
+    endpoint = client_endpoint(real_node, namespace)
+    async with EtcdClient(timeout=10) as etcd:
+        await retry(lambda: etcd.put(endpoint, "start", "1"))
+        for i in range(40):
+            await etcd.put(endpoint, f"big{i % 2}", "y" * (256 << 10))
+
+    def freed(obj: dict[str, Any]) -> bool:  # compaction ran: most of each file is free
+        members = (obj.get("status") or {}).get("members") or []
+        return len(members) == 3 and all(
+            m.get("dbSizeInUse", 1 << 40) * 2 < m.get("dbSize", 0) for m in members
+        )
+
+    # bbolt hands compacted pages back at the next write: the writer's first ones
+    writer = Writer(endpoint).start()
+    await until(client, ETCD_CLUSTER, NAME, namespace, lambda _: writer.acked > 20, 30, "writes")
+    await until(client, ETCD_CLUSTER, NAME, namespace, freed, 120, "compacted (free space)")
+    start = time.monotonic()
+    # the schedule's first time after the cluster's creation is past: due at once
+    schedule = {"defragmentation": {"schedule": "* * * * *", "freeSpacePercent": 30}}
+    await client.patch(ETCD_CLUSTER, NAME, {"spec": schedule}, namespace=namespace)
+    done = await until(
+        client,
+        ETCD_CLUSTER,
+        NAME,
+        namespace,
+        lambda o: (
+            ((o.get("status") or {}).get("defragmentation") or {}).get("result") == "Complete"
+        ),
+        120,
+        "a complete defragmentation",
+    )
+    took = time.monotonic() - start
+    await until(client, ETCD_CLUSTER, NAME, namespace, lambda _: writer.acked > 60, 30, "writes")
+    await writer.stop()
+    run = done["status"]["defragmentation"]
+    assert len(run["members"]) == 3
+    assert run["members"][-1]["name"] == done["status"]["leader"]
+    assert all(m["afterBytes"] < m["beforeBytes"] for m in run["members"]), run
+    assert run["reclaimedBytes"] > 4 * MIB
+    notes = [n for t, r, n in await reasons(client, namespace) if r == "Defragmented"]
+    assert notes
+    assert "reclaimed" in notes[0]
+    assert await writer.lost() == []
+    report("scheduled defragmentation of 3 members", took)
+    report("longest write stall during it", writer.longest_stall)
+    print(f"[etcd e2e] reclaimed {run['reclaimedBytes'] / MIB:.1f} MiB: {notes[0]}")
+
+
+async def test_new_flags_and_env_roll_one_member_at_a_time_and_owned_flags_are_refused(
+    client: Client, namespace: str, operator: RunningOperator, real_node: RealNodeHandle
+) -> None:
+    owned = seed(namespace, extraArgs={"data-dir": "/var/lib/other"})
+    with pytest.raises(errors.Invalid) as refused:
+        await client.create(ETCD_CLUSTER, owned)
+    assert "extraArgs may not set a flag appstack owns: --data-dir" in refused.value.message
+    env = [{"name": "ETCD_INITIAL_CLUSTER_STATE", "value": "new"}]
+    with pytest.raises(errors.Invalid) as refused:
+        await client.create(ETCD_CLUSTER, seed(namespace, env=env))
+    assert (
+        "env may not set a variable appstack owns: ETCD_INITIAL_CLUSTER_STATE"
+        in refused.value.message
+    )
+    await client.create(ETCD_CLUSTER, seed(namespace))
+    cluster, _ = await wait_healthy(client, NAME, namespace, 3)
+    leader = cluster["status"]["leader"]
+    writer = Writer(client_endpoint(real_node, namespace)).start()
+    await until(client, ETCD_CLUSTER, NAME, namespace, lambda _: writer.acked > 20, 30, "writes")
+    start = time.monotonic()
+    change = {
+        "extraArgs": {"snapshot-count": "5000"},
+        "env": [{"name": "GOMAXPROCS", "value": "1"}],
+    }
+    await client.patch(ETCD_CLUSTER, NAME, {"spec": change}, namespace=namespace)
+
+    async def pods() -> list[dict[str, Any]]:
+        return [await client.get(POD, f"{NAME}-{i}", namespace) for i in range(3)]
+
+    def rolled(found: list[dict[str, Any]]) -> bool:
+        return all(
+            "--snapshot-count=5000" in p["spec"]["containers"][0]["args"]
+            and {"name": "GOMAXPROCS", "value": "1"} in p["spec"]["containers"][0]["env"]
+            for p in found
+        )
+
+    found = await eventually(
+        pods, rolled, timeout=240, what="every member restarted", retry_on=(errors.NotFound,)
+    )
+    await wait_healthy(client, NAME, namespace, 3, timeout=240)
+    took = time.monotonic() - start
+    await writer.stop()
+    assert await writer.lost() == []
+    # one at a time, the leader of the moment last
+    created = {p["metadata"]["name"]: p["metadata"]["creationTimestamp"] for p in found}
+    assert max(created, key=lambda n: created[n]) == leader, (created, leader)
+    report("3 members restarted with new flags and env", took)
+    report("longest write stall during the roll", writer.longest_stall)
