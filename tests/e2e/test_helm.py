@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -163,6 +164,54 @@ def test_values_are_checked_by_their_schema_and_every_flag_has_one(helm: Helm) -
     assert pod["nodeSelector"] == {"pool": "system"}
     assert pod["tolerations"] == [{"key": "dedicated", "operator": "Exists"}]
     assert pod["priorityClassName"] == "system-cluster-critical"
+
+
+#: Each chart value an installer sets, and the `appstack manifests` flag of the same meaning.
+INSTALLER_SETTINGS = [
+    ("--set=replicas=3", "--replicas=3"),
+    ("--set=logLevel=debug", "--log-level=debug"),
+    ("--set=concurrency=8", "--concurrency=8"),
+    ("--set=syncPeriod=5m", "--sync-period=5m"),
+    ("--set=allowExternalIPs=true", "--allow-external-ips"),
+    ("--set=externalDenyCIDRs={10.96.0.0/12}", "--external-deny-cidr=10.96.0.0/12"),
+    ("--set=allowExternalClusterNames=true", "--allow-external-cluster-names"),
+    ("--set=enableAllNamespaces=true", "--enable-all-namespaces"),
+    (
+        "--set=extraArgs={--graceful-shutdown-timeout=30s}",
+        "--extra-arg=--graceful-shutdown-timeout=30s",
+    ),
+    ("--set=metrics.secure=false", "--no-metrics-secure"),
+    ("--set=metrics.certSecret=metrics-tls", "--metrics-cert-secret=metrics-tls"),
+    ("--set=imagePullSecrets[0].name=regcred", "--image-pull-secret=regcred"),
+    ("--set=image.pullPolicy=Always", "--image-pull-policy=Always"),
+    ("--set=watchNamespaces={team-a}", "--watch-namespace=team-a"),
+]
+
+
+@pytest.mark.parametrize(
+    ("value", "flag"), INSTALLER_SETTINGS, ids=[f for _, f in INSTALLER_SETTINGS]
+)
+def test_appstack_manifests_has_a_flag_for_each_value_an_installer_sets(
+    helm: Helm, value: str, flag: str
+) -> None:
+    """The chart with one value set and `appstack manifests` with the matching flag give
+    the operator the same Deployment (arguments, replicas, volumes, pull settings)."""
+    out = helm("template", "appstack", str(CHART), f"--namespace={NS}", KUBE, value).stdout
+    (charted,) = [d for d in yaml.safe_load_all(out) if d and d["kind"] == "Deployment"]
+    listed = subprocess.run(
+        [sys.executable, "-m", "appstack", "manifests", "-o", "-", f"--namespace={NS}", flag],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    (generated,) = [d for d in yaml.safe_load_all(listed) if d and d["kind"] == "Deployment"]
+    chart_pod, pod = (d["spec"]["template"]["spec"] for d in (charted, generated))
+    assert charted["spec"]["replicas"] == generated["spec"]["replicas"]
+    assert chart_pod["containers"][0]["args"] == pod["containers"][0]["args"]
+    for key in ("imagePullPolicy", "volumeMounts", "env"):
+        assert chart_pod["containers"][0].get(key) == pod["containers"][0].get(key), key
+    assert chart_pod.get("imagePullSecrets") == pod.get("imagePullSecrets")
+    assert chart_pod.get("volumes") == pod.get("volumes")
 
 
 def test_enable_all_namespaces_sets_the_flag_and_the_policies_alike(helm: Helm) -> None:

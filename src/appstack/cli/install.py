@@ -10,6 +10,7 @@ import click
 
 from appstack.cli.errors import CommandError
 from appstack.cli.run import KUBECONFIG
+from appstack.core import defaults
 from appstack.core.duration import DEFAULT_SYNC_PERIOD
 from appstack.sdk.flags import check_duration
 
@@ -59,6 +60,80 @@ from appstack.sdk.flags import check_duration
     "anywhere gets the operator's writes there; docs/security.md).",
 )
 @click.option(
+    "--replicas",
+    default=2,
+    show_default=True,
+    type=click.IntRange(1, 10),
+    help="Operator replicas (one leads, the others stand by).",
+)
+@click.option(
+    "--log-level",
+    default=defaults.LOG_LEVEL,
+    show_default=True,
+    type=click.Choice(["debug", "info", "warning", "error"]),
+    help="The operator's --log-level.",
+)
+@click.option(
+    "--concurrency",
+    default=defaults.CONCURRENCY,
+    show_default=True,
+    type=click.IntRange(1, 512),
+    help="The operator's --concurrency (reconciles at once, shared by its controllers).",
+)
+@click.option(
+    "--leader-election/--no-leader-election",
+    default=True,
+    show_default=True,
+    help="Run with --leader-elect (off: one replica only, never two).",
+)
+@click.option(
+    "--metrics-secure/--no-metrics-secure",
+    default=True,
+    show_default=True,
+    help="/metrics over HTTPS with authentication (off: plain HTTP, no authentication).",
+)
+@click.option(
+    "--metrics-cert-secret",
+    default=None,
+    help="A kubernetes.io/tls Secret of the operator's namespace to serve /metrics with "
+    "(default: a self-signed certificate made at start-up).",
+)
+@click.option(
+    "--allow-external-ips",
+    is_flag=True,
+    help="The operator's --allow-external-ips (external middleware may be an IP address).",
+)
+@click.option(
+    "--external-deny-cidr",
+    "external_deny_cidrs",
+    multiple=True,
+    help="The operator's --external-deny-cidr: a range external middleware may not point at "
+    "(repeatable).",
+)
+@click.option(
+    "--allow-external-cluster-names",
+    is_flag=True,
+    help="The operator's --allow-external-cluster-names.",
+)
+@click.option(
+    "--extra-arg",
+    "extra_args",
+    multiple=True,
+    help="Any other flag of `appstack run`, e.g. --extra-arg=--lease-duration=30s (repeatable).",
+)
+@click.option(
+    "--image-pull-secret",
+    "image_pull_secrets",
+    multiple=True,
+    help="A Secret of the operator's namespace to pull its image with (repeatable).",
+)
+@click.option(
+    "--image-pull-policy",
+    default=None,
+    type=click.Choice(["Always", "IfNotPresent", "Never"]),
+    help="The operator container's imagePullPolicy (default: Kubernetes').",
+)
+@click.option(
     "--chart-dir",
     default=None,
     type=click.Path(),
@@ -74,11 +149,24 @@ def manifests(
     sync_period: str,
     enable_all_namespaces: bool,
     chart_dir: str | None,
+    replicas: int,
+    log_level: str,
+    concurrency: int,
+    leader_election: bool,
+    metrics_secure: bool,
+    metrics_cert_secret: str | None,
+    allow_external_ips: bool,
+    external_deny_cidrs: tuple[str, ...],
+    allow_external_cluster_names: bool,
+    extra_args: tuple[str, ...],
+    image_pull_secrets: tuple[str, ...],
+    image_pull_policy: str | None,
 ) -> None:
     """Generate the install: CRDs (from the API models), RBAC (from what the controllers
     use), the operator Deployment and the single install.yaml bundle.
 
-    Without options this regenerates deploy/. For your cluster, e.g.:
+    Without options this regenerates deploy/. Every value an installer sets on the chart
+    has a flag of the same meaning here. For your cluster, e.g.:
 
     \b
     appstack manifests --image REGISTRY/appstack:TAG \\
@@ -88,14 +176,30 @@ def manifests(
 
     from appstack.manifests import bundle, chart  # noqa: PLC0415
     from appstack.manifests.install import InstallOptions  # noqa: PLC0415
-    from appstack.manifests.workload import IMAGE  # noqa: PLC0415
+    from appstack.manifests.workload import IMAGE, OperatorFlags  # noqa: PLC0415
 
+    if replicas > 1 and not leader_election:
+        raise click.UsageError("--no-leader-election runs one replica only: add --replicas=1")
     options = InstallOptions(
         namespace=namespace,
         image=image or IMAGE,
         watch_namespaces=tuple(watch_namespaces),
+        replicas=replicas,
         sync_period=sync_period,
         enable_all_namespaces=enable_all_namespaces,
+        log_level=log_level,
+        concurrency=concurrency,
+        metrics_cert_secret=metrics_cert_secret,
+        flags=OperatorFlags(
+            leader_election=leader_election,
+            metrics_secure=metrics_secure,
+            allow_external_ips=allow_external_ips,
+            external_deny_cidrs=tuple(external_deny_cidrs),
+            allow_external_cluster_names=allow_external_cluster_names,
+            extra_args=tuple(extra_args),
+            image_pull_secrets=tuple(image_pull_secrets),
+            image_pull_policy=image_pull_policy,
+        ),
     )
     if output_dir == "-":
         click.echo(bundle.bundle_text(options), nl=False)

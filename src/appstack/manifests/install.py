@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from appstack.controllers.rbac import RUNTIME_RULES
+from appstack.core import defaults
 from appstack.core.duration import DEFAULT_SYNC_PERIOD
 from appstack.manifests import admission, admission_namespaces, crds, rbac, workload
 
@@ -31,6 +32,10 @@ class InstallOptions:
     sync_period: str = DEFAULT_SYNC_PERIOD
     #: Act in every namespace, not only those labelled ``appstack.dev/enabled=true``.
     enable_all_namespaces: bool = False
+    log_level: str = defaults.LOG_LEVEL
+    concurrency: int = defaults.CONCURRENCY
+    metrics_cert_secret: str | None = None
+    flags: workload.OperatorFlags = field(default_factory=workload.OperatorFlags)
 
     @property
     def cluster_wide(self) -> bool:
@@ -134,7 +139,11 @@ def install(options: InstallOptions | None = None) -> Install:
             watch_namespaces=options.watch_namespaces,
             replicas=options.replicas,
             sync_period=options.sync_period,
+            log_level=options.log_level,
+            concurrency=options.concurrency,
+            metrics_cert_secret=options.metrics_cert_secret,
             enable_all_namespaces=options.enable_all_namespaces,
+            flags=options.flags,
         ),
         budget=workload.disruption_budget(options.namespace),
         metrics_service=workload.metrics_service(options.namespace),

@@ -4,6 +4,7 @@ replicas with leader election, probes, resources, and a locked-down security con
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from appstack import __version__
@@ -54,6 +55,31 @@ def metrics_service(namespace: str = NAMESPACE) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True)
+class OperatorFlags:
+    """What an installer sets beyond the namespace, image and sync period — the chart's
+    values of the same names, as ``appstack manifests`` flags (pure data)."""
+
+    leader_election: bool = True  # leaderElection.enabled
+    metrics_secure: bool = True  # metrics.secure
+    allow_external_ips: bool = False  # allowExternalIPs
+    external_deny_cidrs: tuple[str, ...] = ()  # externalDenyCIDRs
+    allow_external_cluster_names: bool = False  # allowExternalClusterNames
+    extra_args: tuple[str, ...] = ()  # extraArgs
+    image_pull_secrets: tuple[str, ...] = ()  # imagePullSecrets
+    image_pull_policy: str | None = None  # image.pullPolicy
+
+    def args(self) -> list[str]:
+        """The operator's flags these add (after the common ones)."""
+        return [
+            *([] if self.metrics_secure else ["--no-metrics-secure"]),
+            *(["--allow-external-ips"] if self.allow_external_ips else []),
+            *(f"--external-deny-cidr={cidr}" for cidr in self.external_deny_cidrs),
+            *(["--allow-external-cluster-names"] if self.allow_external_cluster_names else []),
+            *self.extra_args,
+        ]
+
+
 def deployment(
     image: str = IMAGE,
     *,
@@ -65,10 +91,13 @@ def deployment(
     concurrency: int | str = defaults.CONCURRENCY,
     metrics_cert_secret: str | None = None,
     enable_all_namespaces: bool = False,
+    flags: OperatorFlags | None = None,
 ) -> dict[str, Any]:
     """The operator's Deployment; it watches ``watch_namespaces`` (none: all) and resyncs
     every ``sync_period``. /metrics is HTTPS with a self-signed certificate made at
-    start-up, or with ``metrics_cert_secret`` (a ``kubernetes.io/tls`` Secret) mounted."""
+    start-up, or with ``metrics_cert_secret`` (a ``kubernetes.io/tls`` Secret) mounted.
+    ``flags``: the rest of what an installer sets (the chart's values of the same names)."""
+    flags = flags or OperatorFlags()
     selector = SELECTOR
     certs = (
         {"name": "metrics-certs", "secret": {"secretName": metrics_cert_secret}}
@@ -80,7 +109,7 @@ def deployment(
         image,
         [
             "run",
-            "--leader-elect",
+            *(["--leader-elect"] if flags.leader_election else []),
             "--metrics-bind-address=:8080",
             "--health-probe-bind-address=:8081",
             "--log-format=json",
@@ -90,6 +119,7 @@ def deployment(
             *([f"--metrics-cert-dir={METRICS_CERT_DIR}"] if certs else []),
             *(f"--namespace={watched}" for watched in watch_namespaces),
             *(["--enable-all-namespaces"] if enable_all_namespaces else []),
+            *flags.args(),
         ],
         resources={
             "requests": {"cpu": "100m", "memory": "128Mi"},
@@ -100,7 +130,11 @@ def deployment(
     )
     # the image EtcdCluster backups to an object store run: the operator's own
     container["env"] = [*container.get("env", []), {"name": BACKUP_IMAGE_ENV, "value": image}]
+    if flags.image_pull_policy:
+        container["imagePullPolicy"] = flags.image_pull_policy
     pod: dict[str, Any] = {}
+    if flags.image_pull_secrets:
+        pod["imagePullSecrets"] = [{"name": name} for name in flags.image_pull_secrets]
     if certs:
         mount = {"name": "metrics-certs", "mountPath": METRICS_CERT_DIR, "readOnly": True}
         container["volumeMounts"] = [mount]
