@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from appstack.controllers.appstack import APP_STACK
-from appstack.controllers.util import mongodb_bootstrap as boot
+from appstack.controllers.mongodb_replicaset import bootstrap as boot
 from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.resources import (

@@ -17,8 +17,8 @@ import pytest
 import yaml
 
 from appstack.cli.status_kinds import collect, render
+from appstack.controllers.mongodb_replicaset import bootstrap as boot
 from appstack.controllers.mongodbcommunity import MONGODB_COMMUNITY
-from appstack.controllers.util import mongodb_bootstrap as boot
 from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.resources import CONFIG_MAP, EVENT, PDB, SECRET, SERVICE, STATEFUL_SET

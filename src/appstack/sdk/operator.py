@@ -46,14 +46,13 @@ from appstack.runtime import (
     TransportError,
     configure_logging,
     crd_names,
-    limit_tls_read_buffer,
     self_signed_context,
     unserved,
 )
 from appstack.sdk.identity import OperatorIdentity
 from appstack.sdk.kit.registration import Registration
 from appstack.sdk.options import OperatorOptions
-from appstack.sdk.process import settle_heap
+from appstack.sdk.process import settle_heap, tune_connections
 
 log = structlog.get_logger(__name__)
 
@@ -169,7 +168,7 @@ async def serve(
         if options.leader_elect
         else None
     )
-    limit_tls_read_buffer()  # before the first connection: 16 KiB instead of 256 KiB each
+    tune_connections()  # before the first connection: 16 KiB TLS buffers, not 256 KiB
     client = await Client.connect(
         options.kubeconfig,
         user_agent=agent,

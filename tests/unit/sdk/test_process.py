@@ -74,3 +74,44 @@ def test_the_other_commands_are_listed_and_found() -> None:
     ).stdout
     for command in ("run", "render", "manifests", "uninstall", "status", "cluster"):
         assert f"  {command} " in out
+
+
+_ALL_TUNING = """
+import gc, json, sys
+from appstack.sdk import process
+process.import_aiohttp()
+import aiohttp.connector as connector, frozenlist
+from appstack.runtime.tlsbuffer import tls_read_buffer
+process.tune_connections()
+process.settle_heap()
+print(json.dumps({
+    "enabled": process.enabled(),
+    "ca_store": connector._SSL_CONTEXT_VERIFIED.cert_store_stats()["x509_ca"],
+    "frozenlist": frozenlist.FrozenList.__module__,
+    "tls_buffer": tls_read_buffer(),
+    "threshold": gc.get_threshold()[0],
+    "frozen": gc.get_freeze_count() > 0,
+}))
+"""
+
+
+@pytest.mark.parametrize("switch", [None, "off", "0", "false"])
+def test_one_switch_turns_every_tuning_off(switch: str | None) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "APPSTACK_PROCESS_TUNING"}
+    if switch is not None:
+        env["APPSTACK_PROCESS_TUNING"] = switch
+    out = subprocess.run(
+        [sys.executable, "-c", _ALL_TUNING], capture_output=True, text=True, env=env, check=True
+    )
+    got = json.loads(out.stdout)
+    if switch is None:  # tuned: every change of the table in process.py's docstring
+        assert got["enabled"]
+        assert got["frozenlist"] == "frozenlist"  # the pure-Python twin's module name
+        assert got["tls_buffer"] == 16 * 1024
+        assert got["threshold"] == 10_000
+        assert got["frozen"]
+    else:  # as Python and the libraries made it
+        assert not got["enabled"]
+        assert got["tls_buffer"] == 256 * 1024
+        assert got["threshold"] == 700
+        assert not got["frozen"]

@@ -2,7 +2,7 @@
 used by :mod:`.middleware`, :mod:`.connections` and the reconciler).
 
 The replica set itself (members' pod, hosts, keyfile, budget) is
-:mod:`appstack.controllers.util.mongodb_replicaset`, shared with the ``MongoDBCommunity``
+:mod:`appstack.controllers.mongodb_replicaset.members`, shared with the ``MongoDBCommunity``
 kind; this module fills it in for one middleware member:
 
 * StatefulSet ``<stack>-<member>`` (pods ``-0``, ``-1``, ... started in order, each with its
@@ -11,7 +11,7 @@ kind; this module fills it in for one middleware member:
   they are ready so that they find each other) and reached by clients through all of them;
 * the keyfile comes from the generated Secret ``-keyfile`` (:func:`keyfile_secret`, created
   once like the credentials Secret);
-* the ``rs-bootstrap`` sidecar (:mod:`~appstack.controllers.util.mongodb_bootstrap`)
+* the ``rs-bootstrap`` sidecar (:mod:`~appstack.controllers.mongodb_replicaset.bootstrap`)
   initiates the set, creates the root and application users (credentials from the
   ``-credentials`` Secret as env) and follows scaling, from the ConfigMap ``-replicaset``
   (:func:`config_map`);
@@ -29,8 +29,8 @@ from appstack.api.appstack_middleware import Middleware
 from appstack.controllers.appstack import labels
 from appstack.controllers.appstack.catalog import CATALOG, image
 from appstack.controllers.appstack.connections import credentials_secret, prefix, service_name
-from appstack.controllers.util import mongodb_bootstrap as boot
-from appstack.controllers.util import mongodb_replicaset as rs
+from appstack.controllers.mongodb_replicaset import bootstrap as boot
+from appstack.controllers.mongodb_replicaset import members as rs
 from appstack.sdk.kit.kubeobject import KubeObject
 from appstack.sdk.kit.parts import (
     ContainerSecurity,
@@ -113,7 +113,7 @@ def config_map(owner: KubeObject, mw: Middleware) -> Manifest:
 
 
 def pod_spec(owner: KubeObject, mw: Middleware, security: ContainerSecurity) -> dict[str, Any]:
-    """The shared members' pod (:func:`~appstack.controllers.util.mongodb_replicaset.pod_spec`)
+    """The shared members' pod (:func:`~appstack.controllers.mongodb_replicaset.members.pod_spec`)
     with this member's image, keyfile, ConfigMap and credentials env."""
     assert mw.managed is not None  # noqa: S101
     stack = owner["metadata"]["name"]

@@ -49,7 +49,8 @@ def shell_for(version: str) -> str:
 
 def script_file(package: str, name: str) -> str:
     """A script of ``package``'s ``js/`` folder (package data: linted by ``node --check`` in
-    tests/unit/controllers/util/test_javascript.py, run under node by the bootstrap tests)."""
+    tests/unit/controllers/mongodb_replicaset/test_javascript.py, run under node by the
+    bootstrap tests)."""
     return resources.files(package).joinpath("js").joinpath(name).read_text(encoding="utf-8")
 
 

@@ -8,7 +8,7 @@ hosts, the desired-members document, the keyfile and the disruption budget. Pure
 * ``mongod --replSet <set> --keyFile ...``: the keyfile comes from a generated Secret
   (mounted readable by the pods' group, ``fsGroup``) and is copied by an init container into
   a memory volume with mode 0400, as mongod demands;
-* the ``rs-bootstrap`` sidecar (:mod:`.mongodb_bootstrap`) initiates the set and follows
+* the ``rs-bootstrap`` sidecar (:mod:`.bootstrap`) initiates the set and follows
   scaling from the ConfigMap it mounts at ``/replicaset``; what else it reads (credentials)
   each caller passes as env or volumes;
 * a member is ready when it is the primary or a secondary (an exec readiness probe in the
@@ -25,7 +25,7 @@ from typing import Any
 
 from typing_extensions import TypedDict
 
-from appstack.controllers.util import mongodb_bootstrap as boot
+from appstack.controllers.mongodb_replicaset import bootstrap as boot
 from appstack.sdk.kit.parts import (
     ChildMeta,
     Container,

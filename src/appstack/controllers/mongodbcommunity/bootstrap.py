@@ -1,5 +1,5 @@
 """A MongoDBCommunity's bootstrap script: the replica set's shared decision
-(:data:`~appstack.controllers.util.mongodb_bootstrap.PLAN_JS`: initiate, users first, one
+(:data:`~appstack.controllers.mongodb_replicaset.bootstrap.PLAN_JS`: initiate, users first, one
 member per reconfig, step down) plus the spec's users, under a driver that runs in both the
 legacy ``mongo`` shell (MongoDB before 5.0) and ``mongosh``. Pure text, rendered by
 :func:`script`; the desired members and users are :func:`config` (``replicaset.json``).
@@ -21,8 +21,8 @@ from __future__ import annotations
 from typing_extensions import TypedDict
 
 from appstack.api.mongodbcommunity import ADMIN_USER
-from appstack.controllers.util import mongodb_bootstrap as boot
-from appstack.controllers.util.mongodb_replicaset import ReplicaSetConfig
+from appstack.controllers.mongodb_replicaset import bootstrap as boot
+from appstack.controllers.mongodb_replicaset.members import ReplicaSetConfig
 
 ADMIN_PATH = "/admin"  # the generated Secret <name>-admin, key password
 PODINFO_PATH = "/podinfo"  # downward API: the pod's name in the file "name"

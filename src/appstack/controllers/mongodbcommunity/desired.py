@@ -1,5 +1,5 @@
 """MongoDBCommunity → the objects it wants (pure, unit-tested), on the replica set shared
-with the AppStack's managed mongodb (:mod:`appstack.controllers.util.mongodb_replicaset`).
+with the AppStack's managed mongodb (:mod:`appstack.controllers.mongodb_replicaset.members`).
 
 * StatefulSet ``<name>`` (members ``<name>-0``, ``-1``, ...; a ``data`` claim each, deleted
   with the object), the headless Service ``<name>-svc`` (the community operator's name: the
@@ -9,7 +9,7 @@ with the AppStack's managed mongodb (:mod:`appstack.controllers.util.mongodb_rep
 * generated once (:func:`generated_secrets`, never printed by ``appstack render``): the
   keyfile ``<name>-keyfile`` and the bootstrap administrator's password ``<name>-admin``;
 * the ``rs-bootstrap`` sidecar runs in the image's shell (``mongo`` before 5.0, ``mongosh``
-  from 5.0: :func:`~appstack.controllers.util.mongodb_bootstrap.shell_for`) and reads every
+  from 5.0: :func:`~appstack.controllers.mongodb_replicaset.bootstrap.shell_for`) and reads every
   user's password from a volume of the user's own Secret (optional: a missing Secret only
   holds back that user).
 """
@@ -20,9 +20,9 @@ import json
 import secrets
 
 from appstack.api.mongodbcommunity import ADMIN_USER, DEFAULT_IMAGE, MongoDBCommunitySpec, User
+from appstack.controllers.mongodb_replicaset import bootstrap as boot
+from appstack.controllers.mongodb_replicaset import members as rs
 from appstack.controllers.mongodbcommunity import bootstrap
-from appstack.controllers.util import mongodb_bootstrap as boot
-from appstack.controllers.util import mongodb_replicaset as rs
 from appstack.controllers.util.meta import child_labels
 from appstack.controllers.util.workloads import security_context
 from appstack.sdk.kit.kubeobject import KubeObject

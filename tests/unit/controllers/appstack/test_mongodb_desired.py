@@ -16,7 +16,7 @@ from appstack.api.appstack import AppStackSpec
 from appstack.api.managed_rules import NO_INIT_SCRIPTS, ONE_INSTANCE
 from appstack.cli import main
 from appstack.controllers.appstack import desired, middleware, mongodb
-from appstack.controllers.util import mongodb_bootstrap as boot
+from appstack.controllers.mongodb_replicaset import bootstrap as boot
 from tests.support.paths import REPO_ROOT
 
 OWNER = {

@@ -1,6 +1,6 @@
-"""The replica set bootstrap's decisions (``plan`` in mongodb_bootstrap.PLAN_JS), run under
-node exactly as rendered: initiation, idempotence, users, adding and removing members one
-at a time, stepping down; and the whole rendered script parses."""
+"""The replica set bootstrap's decisions (``plan`` in mongodb_replicaset.bootstrap.PLAN_JS),
+run under node exactly as rendered: initiation, idempotence, users, adding and removing
+members one at a time, stepping down; and the whole rendered script parses."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from appstack.controllers.util import mongodb_bootstrap as boot
+from appstack.controllers.mongodb_replicaset import bootstrap as boot
 
 NODE = shutil.which("node")
 pytestmark = pytest.mark.skipif(NODE is None, reason="node runs the bootstrap's JavaScript")

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from appstack.controllers.util import mongodb_bootstrap as boot
+from appstack.controllers.mongodb_replicaset import bootstrap as boot
 
 NODE = shutil.which("node")
 pytestmark = pytest.mark.skipif(NODE is None, reason="node runs the bootstrap's JavaScript")

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from appstack.controllers.mongodb_replicaset import bootstrap as boot
 from appstack.controllers.mongodbcommunity import bootstrap as mdbc
-from appstack.controllers.util import mongodb_bootstrap as boot
 from tests.support.paths import REPO_ROOT
 
 SOURCES = sorted((REPO_ROOT / "src" / "appstack").glob("controllers/*/js/*.js"))

@@ -18,9 +18,9 @@ from pydantic import ValidationError
 from appstack.api.mongodbcommunity import MongoDBCommunity, MongoDBCommunitySpec, User
 from appstack.api.seeds import foreign_problem
 from appstack.cli import main
+from appstack.controllers.mongodb_replicaset import bootstrap as boot
 from appstack.controllers.mongodbcommunity import desired, status, users
 from appstack.controllers.registry import ALL
-from appstack.controllers.util import mongodb_bootstrap as boot
 from appstack.sdk.kit.conditions import Problem, describe_validation
 from tests.support.paths import REPO_ROOT as ROOT
 
