@@ -4,8 +4,8 @@ process"): :func:`import_aiohttp` before the runtime is imported (a run command 
 first), :func:`tune_connections` before the first connection and :func:`settle_heap` once
 the controllers are built (:func:`appstack.sdk.operator.run_operator` calls both).
 
-The switch: ``APPSTACK_PROCESS_TUNING=off`` (or ``0``, ``false``) in the operator's
-environment leaves the process as Python and the libraries made it — for a bug report
+The switch: ``OPERATOR_PROCESS_TUNING=off`` (or ``0``, ``false``; the SDK's, so every
+operator built on it has the same) in the operator's environment leaves the process as Python and the libraries made it — for a bug report
 ("does it happen without the tuning?") or a library upgrade that breaks one of them. What
 each changes, process-wide, and what it buys:
 
@@ -49,7 +49,7 @@ import sys
 _DEFAULT_CA_LOCATIONS = ("SSL_CERT_FILE", "SSL_CERT_DIR")
 _PURE_FROZENLIST = "FROZENLIST_NO_EXTENSIONS"
 #: The switch: "off", "0" or "false" turns every tuning of this module off.
-SWITCH = "APPSTACK_PROCESS_TUNING"
+SWITCH = "OPERATOR_PROCESS_TUNING"
 
 
 def enabled() -> bool:

@@ -97,9 +97,9 @@ print(json.dumps({
 
 @pytest.mark.parametrize("switch", [None, "off", "0", "false"])
 def test_one_switch_turns_every_tuning_off(switch: str | None) -> None:
-    env = {k: v for k, v in os.environ.items() if k != "APPSTACK_PROCESS_TUNING"}
+    env = {k: v for k, v in os.environ.items() if k != "OPERATOR_PROCESS_TUNING"}
     if switch is not None:
-        env["APPSTACK_PROCESS_TUNING"] = switch
+        env["OPERATOR_PROCESS_TUNING"] = switch
     out = subprocess.run(
         [sys.executable, "-c", _ALL_TUNING], capture_output=True, text=True, env=env, check=True
     )
