@@ -3,6 +3,7 @@ promotion, leadership, removal, keys, snapshots, and timeouts."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -14,13 +15,16 @@ from tests.integration.etcd_procs import LocalEtcd
 from tests.support.eventually import eventually
 
 
-@pytest.fixture
-async def cluster(tmp_path: Path) -> AsyncIterator[tuple[LocalEtcd, EtcdClient]]:
-    etcd = LocalEtcd(tmp_path)
+@contextlib.asynccontextmanager
+async def three_members(
+    root: Path, *flags: str, timeout: float = 2
+) -> AsyncIterator[tuple[LocalEtcd, EtcdClient]]:
+    """Three real members started with ``flags``, once they have a leader, and a client."""
+    etcd = LocalEtcd(root, flags=flags)
     initial = {n: etcd.peer(n) for n in (1, 2, 3)}
     for n in initial:
         etcd.start(n, initial)
-    client = EtcdClient(timeout=2)
+    client = EtcdClient(timeout=timeout)
     try:
         await eventually(
             lambda: _leader(client, etcd.client(1)),
@@ -32,6 +36,12 @@ async def cluster(tmp_path: Path) -> AsyncIterator[tuple[LocalEtcd, EtcdClient]]
     finally:
         await client.close()
         etcd.stop_all()
+
+
+@pytest.fixture
+async def cluster(tmp_path: Path) -> AsyncIterator[tuple[LocalEtcd, EtcdClient]]:
+    async with three_members(tmp_path) as started:
+        yield started
 
 
 async def _leader(client: EtcdClient, endpoint: str) -> int:
@@ -251,18 +261,8 @@ async def test_nospace_alarm_compaction_defragmentation_and_disarm(tmp_path: Pat
     """A real cluster with a 16 MiB quota filled until etcd refuses writes: the alarm shows
     in every member's status (not as a member failure), compaction + defragmentation
     shrink the database files, disarming lets writes resume."""
-    etcd = LocalEtcd(tmp_path, flags=("--quota-backend-bytes=16777216",))
-    initial = {n: etcd.peer(n) for n in (1, 2, 3)}
-    for n in initial:
-        etcd.start(n, initial)
-    client = EtcdClient(timeout=10)
-    try:
-        await eventually(
-            lambda: _leader(client, etcd.client(1)),
-            timeout=30,
-            what="a leader",
-            retry_on=(Exception,),
-        )
+    quota = "--quota-backend-bytes=16777216"
+    async with three_members(tmp_path, quota, timeout=10) as (etcd, client):
         value = "x" * (512 << 10)
         refused = None
         for i in range(200):  # the same few keys rewritten: old revisions fill the file
@@ -294,6 +294,3 @@ async def test_nospace_alarm_compaction_defragmentation_and_disarm(tmp_path: Pat
         await client.put(etcd.client(1), "after", "resumed")
         assert await client.get(etcd.client(2), "after") == "resumed"
         assert await client.get(etcd.client(3), "k0") == value
-    finally:
-        await client.close()
-        etcd.stop_all()
