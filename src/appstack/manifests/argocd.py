@@ -2,12 +2,14 @@
 the ``argocd-cm`` patch that installs them (deploy/argocd/health-patch.yaml).
 
 Argo CD knows Deployments; for a custom resource it needs a Lua health script
-(``resource.customizations.health.<group>_<Kind>``). One script serves every kind, told which
-condition means "up" (``Ready``; ``Available`` for EtcdCluster): the operator has not yet
-seen the latest generation → ``Progressing``; ``Degraded=True`` → ``Degraded`` with its
-message; the up condition True → ``Healthy`` (``Suspended`` for a suspended CronTab);
-anything else → ``Progressing`` with the up condition's message. Tested against the status
-the controllers' own status functions write (tests/unit/manifests/test_argocd_health.py).
+(``resource.customizations.health.<group>_<Kind>``). One script serves every registered
+kind (:data:`appstack.controllers.registry.ALL`), told which condition means "up": the
+ready condition its registration declares (``Ready``; an EtcdCluster's ``Available``).
+The operator has not yet seen the latest generation → ``Progressing``; ``Degraded=True`` →
+``Degraded`` with its message; the up condition True → ``Healthy`` (``Suspended`` when its
+reason is ``Suspended``, as a suspended CronTab's); anything else → ``Progressing`` with the
+up condition's message. Tested against the status the controllers' own status functions
+write (tests/unit/manifests/test_argocd_health.py).
 """
 
 from __future__ import annotations
@@ -16,10 +18,8 @@ from typing import Any
 
 import yaml
 
-from appstack.controllers.registry import ALL
-
-#: The condition that means "up", per kind (default Ready).
-UP = {"EtcdCluster": "Available"}
+from appstack.controllers.registry import ALL, by_kind
+from appstack.sdk.kit.registration import Registration
 
 SCRIPT = """\
 -- appstack {kind}: health from the conditions the operator writes
@@ -66,9 +66,17 @@ return hs
 """
 
 
+def _script(controller: Registration) -> str:
+    return SCRIPT.format(kind=controller.kind.kind, up=controller.ready_condition)
+
+
 def health_script(kind: str) -> str:
-    """The Lua health script of custom kind ``kind``."""
-    return SCRIPT.format(kind=kind, up=UP.get(kind, "Ready"))
+    """The Lua health script of our kind ``kind`` (e.g. ``EtcdCluster``): up when the
+    ready condition its registration declares is True."""
+    controller = by_kind(kind)
+    if controller is None:
+        raise KeyError(f"{kind} is not a kind of ours")
+    return _script(controller)
 
 
 def health_key(group: str, kind: str) -> str:
@@ -78,7 +86,7 @@ def health_key(group: str, kind: str) -> str:
 def argocd_cm_patch(namespace: str = "argocd") -> dict[str, Any]:
     """A patch of Argo CD's ``argocd-cm`` adding a health check for each of our kinds
     (``kubectl patch configmap argocd-cm -n argocd --patch-file <this file>``)."""
-    data = {health_key(c.kind.group, c.kind.kind): health_script(c.kind.kind) for c in ALL}
+    data = {health_key(c.kind.group, c.kind.kind): _script(c) for c in ALL}
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",

@@ -1,10 +1,12 @@
 """The Grafana dashboards users watch appstack with: one for the operator itself (its
 controllers, workqueues, leader, API requests, CPU and memory: controller-runtime's names,
-:mod:`appstack.runtime.metrics`) and one per kind (AppService, AppStack, CronTab,
-EtcdCluster, MongoDBCommunity) from what users run (:mod:`appstack.controllers.kind_metrics`)
-and that kind's controller. Generated into ``deploy/monitoring/dashboards/`` and the Helm
-chart (:mod:`appstack.manifests.bundle`, :mod:`appstack.manifests.chart_monitoring`); a
-unit test checks that every expression only names metrics the operator exports. Pure."""
+:mod:`appstack.runtime.metrics`) and one per registered kind
+(:data:`appstack.controllers.registry.ALL`): the rows every kind has — its objects'
+readiness (:mod:`appstack.controllers.kind_metrics`) and its controller — then the rows of
+its own metrics, which its registration declares (``dashboard``, in each kind's
+``metrics`` module). Generated into ``deploy/monitoring/dashboards/`` and the Helm chart
+(:mod:`appstack.manifests.bundle`, :mod:`appstack.manifests.chart_monitoring`); a unit test
+checks that every expression only names metrics the operator exports. Pure."""
 
 from __future__ import annotations
 
@@ -12,9 +14,10 @@ from typing import Any
 
 from appstack.controllers.registry import ALL
 from appstack.manifests.rbac import NAME
+from appstack.sdk.kit.observers import Panel  # title, unit, expressions (legend: the labels)
+from appstack.sdk.kit.registration import Registration
 
 LEADER = f'leader_election_master_status{{name="{NAME}"}}'
-Panel = tuple[str, str, list[str]]  # title, unit, expressions (legend from the labels kept)
 
 OPERATOR: list[Panel] = [
     (
@@ -64,7 +67,8 @@ OPERATOR: list[Panel] = [
     ),
 ]
 
-# The template variables of a kind's dashboard, in its selectors.
+# The template variables of a kind's dashboard, in its selectors (given to each kind's own
+# panels: its registration's ``dashboard``).
 WHO = 'namespace=~"$namespace", name=~"$name"'
 
 
@@ -100,77 +104,9 @@ def _kind_panels(kind: str, controller: str) -> list[Panel]:
     ]
 
 
-def _by_object(metric: str, how: str = "max") -> str:
-    return f"{how} by (namespace, name) ({metric}{{{WHO}}})"
-
-
-#: Per kind, the panels of its own metrics (kind_metrics.FAMILIES) after the common ones.
-OWN: dict[str, list[Panel]] = {
-    "AppStack": [
-        (
-            "Members by state",
-            "short",
-            [f"sum by (namespace, name, state) (appstack_appstack_members{{{WHO}}})"],
-        ),
-    ],
-    "EtcdCluster": [
-        (
-            "Healthy voters / members",
-            "short",
-            [
-                _by_object("appstack_etcdcluster_ready_members"),
-                _by_object("appstack_etcdcluster_members"),
-            ],
-        ),
-        (
-            "Quorum and leader (1 = yes)",
-            "short",
-            [
-                _by_object("appstack_etcdcluster_quorum", "min"),
-                _by_object("appstack_etcdcluster_has_leader", "min"),
-            ],
-        ),
-        (
-            "Database size / in use per member",
-            "bytes",
-            [
-                f"max by (namespace, name, member) (appstack_etcdcluster_db_size_bytes{{{WHO}}})",
-                "max by (namespace, name, member) "
-                f"(appstack_etcdcluster_db_size_in_use_bytes{{{WHO}}})",
-            ],
-        ),
-        (
-            "Alarms raised (NOSPACE: writes refused)",
-            "short",
-            [f"max by (namespace, name, alarm) (appstack_etcdcluster_alarm{{{WHO}}})"],
-        ),
-        (
-            "Since the last defragmentation",
-            "s",
-            [
-                "time() - "
-                + _by_object("appstack_etcdcluster_last_defragmentation_timestamp_seconds")
-            ],
-        ),
-        (
-            "Age of the newest snapshot",
-            "s",
-            [f"time() - {_by_object('appstack_etcdcluster_last_backup_timestamp_seconds')}"],
-        ),
-        (
-            "Next snapshot due in (negative: overdue)",
-            "s",
-            [f"{_by_object('appstack_etcdcluster_next_backup_due_timestamp_seconds')} - time()"],
-        ),
-    ],
-    "CronTab": [
-        (
-            "Newest run failed (1 = yes)",
-            "short",
-            [_by_object("appstack_crontab_last_run_failed")],
-        ),
-    ],
-}
+def _own_panels(controller: Registration) -> list[Panel]:
+    """The panels of the kind's own metrics (its registration's ``dashboard``), if any."""
+    return list(controller.dashboard(WHO)) if controller.dashboard else []
 
 
 def _panel(index: int, title: str, unit: str, exprs: list[str]) -> dict[str, Any]:
@@ -238,7 +174,7 @@ def dashboards() -> dict[str, dict[str, Any]]:
     out = {"appstack-operator.json": _dashboard(NAME, "appstack operator", None, OPERATOR)}
     for controller in ALL:
         kind = controller.kind.resource.kind
-        panels = _kind_panels(kind, controller.name) + OWN.get(kind, [])
+        panels = _kind_panels(kind, controller.name) + _own_panels(controller)
         out[f"appstack-{controller.name}.json"] = _dashboard(
             f"appstack-{controller.name}", f"appstack {kind}", kind, panels
         )
@@ -249,7 +185,7 @@ def expressions() -> list[str]:
     """Every PromQL expression of every dashboard (panels and variables' queries aside)."""
     return [e for _, _, exprs in OPERATOR for e in exprs] + [
         e
-        for kind, controller in ((c.kind.resource.kind, c.name) for c in ALL)
-        for _, _, exprs in _kind_panels(kind, controller) + OWN.get(kind, [])
+        for c in ALL
+        for _, _, exprs in _kind_panels(c.kind.resource.kind, c.name) + _own_panels(c)
         for e in exprs
     ]

@@ -1,5 +1,6 @@
-"""What users run, as metrics (controllers/kind_metrics.py): pure samples per kind, and the
-collector over a cache."""
+"""What users run, as metrics (controllers/kind_metrics.py over the registry, each kind's
+own gauges in its ``metrics`` module, read from its typed status): pure samples per kind,
+and the collector over a cache."""
 
 from __future__ import annotations
 
@@ -45,8 +46,12 @@ def test_readiness_per_object_and_kind() -> None:
     )
 
 
+def _member(name: str, state: str) -> dict[str, str]:
+    return {"name": name, "kind": "Component", "ready": "1/1", "state": state}
+
+
 def test_an_appstacks_members_by_state() -> None:
-    members = [{"state": "Ready"}, {"state": "Ready"}, {"state": "Failed"}]
+    members = [_member("a", "Ready"), _member("b", "Ready"), _member("c", "Failed")]
     got = {
         s[1].get("state"): s[2]
         for s in samples("AppStack", [_obj("AppStack", "s", {"members": members})])
@@ -57,7 +62,7 @@ def test_an_appstacks_members_by_state() -> None:
 
 def test_an_etcd_clusters_quorum_leader_and_backups() -> None:
     status = {
-        "members": [{}, {}, {}],
+        "members": [{"name": f"e-{i}", "id": str(i)} for i in range(3)],
         "readyMembers": 1,
         "leader": "",
         "lastBackupTime": "2026-11-25T10:00:00Z",
@@ -133,8 +138,8 @@ def test_a_scrape_holds_one_cached_object_at_a_time() -> None:
 def test_an_etcd_clusters_database_sizes_defragmentation_and_alarms() -> None:
     status = {
         "members": [
-            {"name": "e-0", "dbSize": 300, "dbSizeInUse": 100},
-            {"name": "e-1", "dbSize": 200, "dbSizeInUse": 100},
+            {"name": "e-0", "id": "a", "dbSize": 300, "dbSizeInUse": 100},
+            {"name": "e-1", "id": "b", "dbSize": 200, "dbSizeInUse": 100},
         ],
         "defragmentation": {"lastTime": "2026-11-25T10:00:00Z", "result": "Complete"},
         "alarms": ["NOSPACE"],
@@ -153,3 +158,18 @@ def test_an_etcd_clusters_database_sizes_defragmentation_and_alarms() -> None:
     quiet = {**status, "alarms": []}
     names = {s[0] for s in samples("EtcdCluster", [_obj("EtcdCluster", "e", quiet, {})])}
     assert "appstack_etcdcluster_alarm" not in names
+
+
+def test_a_status_its_kind_does_not_know_gives_its_readiness_only() -> None:
+    """A kind's own gauges read its typed status; one the model refuses (a field this
+    version does not know) gives no such sample, and the object's readiness still."""
+    up = {"type": "Available", "status": "True", "reason": "Quorum", "lastTransitionTime": "t"}
+    status = {"conditions": [up], "readyMembers": 3}
+    whole = {s[0] for s in samples("EtcdCluster", [_obj("EtcdCluster", "e", status, {})])}
+    assert "appstack_etcdcluster_ready_members" in whole
+    status["newField"] = 1
+    got = list(samples("EtcdCluster", [_obj("EtcdCluster", "e", status, {"replicas": 3})]))
+    assert got == [
+        ("appstack_object_ready", {"kind": "EtcdCluster", "namespace": "ns", "name": "e"}, 1.0)
+    ]
+    assert list(samples("Deployment", [_obj("Deployment", "d", _ready("True"))])) == []

@@ -3,13 +3,15 @@ client Service and a PodDisruptionBudget, driven through etcd's own v3 API: boot
 scaling one learner at a time, member replacement, upgrades leader last; status lists
 the members as etcd reports them.
 
-:data:`CONTROLLER` registers it; :data:`RBAC_RULES` is exactly what it uses.
+:data:`CONTROLLER` registers it, with what is known of a cluster from outside: it is up
+when ``Available`` (:data:`.status.UP`), its gauges and dashboard rows (:mod:`.metrics`);
+:data:`RBAC_RULES` is exactly what it uses.
 """
 
 from __future__ import annotations
 
 from appstack.api.etcdcluster import EtcdCluster
-from appstack.controllers.etcdcluster import desired
+from appstack.controllers.etcdcluster import desired, metrics, status
 from appstack.controllers.etcdcluster.reconciler import EtcdClusterReconciler
 from appstack.controllers.etcdcluster.resources import PDB
 from appstack.runtime.resources import JOB, POD, PVC, SECRET, SERVICE
@@ -35,6 +37,9 @@ CONTROLLER = Registration(
     reconciler=EtcdClusterReconciler,
     rbac_rules=RBAC_RULES,
     children=desired.children,
+    ready_condition=status.UP,
+    gauges=metrics.GAUGES,
+    dashboard=metrics.panels,
 )
 
 __all__ = ["CONTROLLER", "ETCD_CLUSTER", "RBAC_RULES", "EtcdClusterReconciler"]

@@ -259,7 +259,7 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
 
     async def _blocked(self, obj: KubeObject, problem: Problem) -> Result:
         """Stop here: the user must fix ``problem`` (said once, then looked at again)."""
-        if status.last_said(obj, "Available", "False") != (problem.reason, problem.message):
+        if status.last_said(obj, status.UP, "False") != (problem.reason, problem.message):
             await self.writer.report(obj, problem)
         await self.writer.write_status(obj, status.blocked(obj, problem, now_rfc3339()))
         return Result(requeue_after=AFTER["Degraded"])

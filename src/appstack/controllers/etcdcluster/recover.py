@@ -205,7 +205,7 @@ def impossible(
     out = status.with_problem(obj, observed, problem, now)
     out.conditions = [
         c.model_copy(update={"reason": problem.reason, "message": problem.message})
-        if c.type == "Available"
+        if c.type == status.UP
         else c
         for c in out.conditions or []
     ]

@@ -26,6 +26,10 @@ from appstack.sdk.kit.kubeobject import KubeObject
 from appstack.sdk.kit.meta import label_selector
 from appstack.sdk.model import Condition
 
+#: The condition whose True means the cluster is up (a leader and a quorum): what its
+#: registration names as its ready condition (readiness gauge, health check, status view).
+UP = "Available"
+
 #: A condition as (status, reason, message).
 Said = tuple[Truth, str, str]
 
@@ -101,7 +105,7 @@ def from_observation(obj: KubeObject, seen: Observation, step: Step, now: str) -
         phase=step.kind,
         observed_generation=generation,
         conditions=[
-            cond("Available", avail),
+            cond(UP, avail),
             cond("Progressing", progressing),
             cond("Degraded", degraded),
         ],
@@ -205,7 +209,7 @@ def blocked(obj: KubeObject, problem: Problem, now: str) -> EtcdClusterStatus:
     out.phase = "Blocked"
     out.observed_generation = generation
     out.conditions = [
-        cond("Available", "False", problem.reason, problem.message),
+        cond(UP, "False", problem.reason, problem.message),
         cond("Progressing", "False", problem.reason, "waiting for the user"),
         cond("Degraded", "True", problem.reason, problem.message),
     ]

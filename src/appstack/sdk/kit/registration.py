@@ -10,6 +10,12 @@ ones given, or derived from the reconciler's declaration (:func:`appstack.sdk.rb
 Every controller resyncs: each object is reconciled again every sync period
 (``--sync-period``, default :data:`~appstack.core.duration.DEFAULT_SYNC_PERIOD`), or more
 often if the kind needs it (:attr:`Registration.resync`).
+
+A registration also carries what the tools looking at the kind from outside its reconciler
+read (:mod:`.observers`; all optional, none used by :meth:`Registration.setup`): its ready
+condition, its own gauges, its status view and its dashboard panels. The operator's
+metrics, dashboards, health checks and command line iterate over the registrations, so
+what a kind is known by lives with its controller, not in lists keyed by kind names.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from appstack.sdk.kind import CustomKind
 from appstack.sdk.kit.kubeobject import KubeObject
 from appstack.sdk.kit.meta import child_selector
 from appstack.sdk.kit.namespaces import NAMESPACES, shared_gate
+from appstack.sdk.kit.observers import Gauges, Panels, StatusView
 from appstack.sdk.kit.parts import Manifest
 from appstack.sdk.kit.reconciler import KindReconciler
 from appstack.sdk.kit.references import referrers
@@ -41,7 +48,13 @@ Children = Callable[[KubeObject, Any], list[Manifest]]
 class Registration:
     """One controller: its kind (model, CRD names), reconciler, RBAC rules (None: derived
     from the reconciler's declaration), and the pure function from an object and its
-    validated spec to the children it wants (for ``render``-like previews; optional)."""
+    validated spec to the children it wants (for ``render``-like previews; optional).
+
+    What outside tools read of its objects (:mod:`.observers`): ``ready_condition``, the
+    condition type whose ``True`` means an object is up (default ``Ready``); ``gauges``,
+    its own metric families and their samples from a cached object; ``status_view``, how a
+    command line shows an object; ``dashboard``, the panels of its own metrics. Each is
+    optional; a kind declares what it has."""
 
     name: str
     reconciler: type[KindReconciler[Any]]
@@ -51,6 +64,10 @@ class Registration:
     # At most this many seconds between looks at every object, whatever the sync period
     # (for inputs that are not watched; None: the sync period alone).
     resync: float | None = None
+    ready_condition: str = "Ready"
+    gauges: Gauges | None = None
+    status_view: StatusView | None = None
+    dashboard: Panels | None = None
 
     @property
     def kind(self) -> CustomKind:
