@@ -286,7 +286,6 @@ def status(target: str, namespace: str | None, kubeconfig: str | None, output: s
 
     import yaml  # noqa: PLC0415
 
-    from appstack.cli import status as stack_status  # noqa: PLC0415
     from appstack.cli import status_kinds  # noqa: PLC0415
     from appstack.runtime import errors  # noqa: PLC0415
     from appstack.runtime.client import Client  # noqa: PLC0415
@@ -294,19 +293,15 @@ def status(target: str, namespace: str | None, kubeconfig: str | None, output: s
 
     namespace = namespace or current_namespace(kubeconfig)
     kind_name, _, name = target.rpartition("/")
-    resource = status_kinds.resolve(kind_name) if kind_name else None
-    if kind_name and resource is None:
+    resource = status_kinds.resolve(kind_name or status_kinds.DEFAULT_KIND)
+    if resource is None:
         raise CommandError(
             f"{kind_name!r} is not a kind of ours", f"use one of: {status_kinds.kind_names()}"
         )
-    stack = resource is None or resource.kind == "AppStack"
 
     async def go() -> dict[str, object]:
         async with await Client.connect(kubeconfig) as client:
             try:
-                if stack:
-                    return await stack_status.collect(client, name, namespace)
-                assert resource is not None  # noqa: S101 - not a stack
                 return await status_kinds.collect(client, resource, name, namespace)
             except errors.NotFound:
                 await status_kinds.require_served(client)  # else: the object is not there
@@ -315,13 +310,10 @@ def status(target: str, namespace: str | None, kubeconfig: str | None, output: s
     try:
         tree = asyncio.run(go())
     except errors.NotFound as error:
-        what = "AppStack" if stack else resource.kind  # type: ignore[union-attr]
-        raise CommandError(f"{what} {namespace}/{name} not found") from error
+        raise CommandError(f"{resource.kind} {namespace}/{name} not found") from error
     if output == "json":
         click.echo(json.dumps(tree, indent=2))
     elif output == "yaml":
         click.echo(yaml.safe_dump(tree, sort_keys=False), nl=False)
-    elif stack:
-        click.echo(stack_status.render_tree(tree), nl=False)
     else:
         click.echo(status_kinds.render(tree), nl=False)

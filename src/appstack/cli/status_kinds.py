@@ -1,30 +1,38 @@
-"""``appstack status KIND/NAME`` for the kinds other than AppStack: what a user looks at
-first, gathered from the object's status and what the operator made for it.
+"""``appstack status [KIND/]NAME`` for every kind of ours: the kind named (by its kind,
+plural, singular or short name; AppStack when no kind is given), the object read, and the
+view its registration declares (``status_view``, each kind's ``view`` module) gathering
+what the operator made for it and drawing it:
 
+* ``appstack/NAME`` — a tree of its members and their objects;
 * ``appservice/NAME`` — the Ready and Available conditions, replicas, and each pod with its
   phase, readiness and the reason a container waits (``ErrImagePull``, ``CrashLoopBackOff``);
 * ``etcd/NAME`` — members (leader, learners, health, version), the client URL, backups;
 * ``crontab/NAME`` — the schedule, the newest run and how it went, and each Job kept;
 * ``mdbc/NAME`` — the phase, ready members and each member pod.
 
-:func:`collect` reads the cluster (by the instance label every child carries);
-:func:`render` is pure and draws the same NAME/READY/STATUS tree as the AppStack view.
-Used by ``appstack status`` (:mod:`appstack.cli.install`).
+A kind that declares no view is shown with its ready condition
+(:func:`~appstack.controllers.util.statusview.basic_view`). :func:`collect` reads the
+cluster; :func:`render` is pure. Used by ``appstack status`` (:mod:`appstack.cli.install`).
+Nothing here names a kind but the default.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from appstack.controllers.registry import ALL
+from appstack.controllers.registry import ALL, by_kind
+from appstack.controllers.util.statusview import basic_view
 from appstack.core.resource import Resource
-from appstack.runtime import crd_names, errors, unserved
+from appstack.runtime import crd_names, unserved
 from appstack.runtime.client import Client
-from appstack.runtime.resources import JOB, POD
-from appstack.sdk.kit.meta import INSTANCE_LABEL
+from appstack.sdk.kit.observers import StatusView
+from appstack.sdk.kit.registration import Registration
 from appstack.sdk.operator import MissingCRDs
 
 Tree = dict[str, Any]
+
+#: The kind ``appstack status NAME`` shows when no ``KIND/`` is given.
+DEFAULT_KIND = "appstack"
 
 
 def resolve(kind: str) -> Resource | None:
@@ -60,182 +68,24 @@ async def require_served(client: Client) -> None:
         raise MissingCRDs(crd_names(missing))
 
 
-def _conditions(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {c["type"]: c for c in (obj.get("status") or {}).get("conditions") or []}
+def _view(controller: Registration) -> StatusView:
+    return controller.status_view or basic_view(controller.ready_condition)
 
 
-def _head(obj: dict[str, Any], up: str, ready: str) -> Tree:
-    cond = _conditions(obj).get(up) or {"status": "Unknown", "reason": "", "message": ""}
-    meta = obj["metadata"]
-    return {
-        "kind": obj["kind"],
-        "name": meta["name"],
-        "namespace": meta["namespace"],
-        "ready": cond.get("status", "Unknown"),
-        "reason": cond.get("reason", ""),
-        "message": cond.get("message", ""),
-        "count": ready,
-        "items": [],
-    }
-
-
-async def _labelled(client: Client, resource: Resource, obj: dict[str, Any]) -> list[Any]:
-    meta = obj["metadata"]
-    selector = f"{INSTANCE_LABEL}={meta['name']}"
-    try:
-        items, _ = await client.list(resource, meta["namespace"], label_selector=selector)
-    except errors.Forbidden:
-        return []
-    return sorted(items, key=lambda i: str(i["metadata"]["name"]))
-
-
-def _pod_state(pod: dict[str, Any]) -> tuple[str, str]:
-    status = pod.get("status") or {}
-    containers = status.get("containerStatuses") or []
-    ready = f"{sum(1 for c in containers if c.get('ready'))}/{len(containers) or 1}"
-    for container in [*(status.get("initContainerStatuses") or []), *containers]:
-        waiting = (container.get("state") or {}).get("waiting") or {}
-        if waiting.get("reason"):
-            note = waiting.get("message") or ""
-            return ready, f"{waiting['reason']}{': ' + note if note else ''}"
-    for cond in status.get("conditions") or []:
-        if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
-            return ready, f"{cond.get('reason', '')}: {cond.get('message', '')}"
-    return ready, str(status.get("phase", "Pending"))
-
-
-async def _pod_rows(client: Client, obj: dict[str, Any]) -> list[Tree]:
-    """One row per pod labelled as the object's: its name, ready count and state."""
-    rows = []
-    for pod in await _labelled(client, POD, obj):
-        ready, state = _pod_state(pod)
-        rows.append({"name": f"Pod/{pod['metadata']['name']}", "ready": ready, "status": state})
-    return rows
-
-
-async def _appservice(client: Client, obj: dict[str, Any]) -> Tree:
-    status = obj.get("status") or {}
-    tree = _head(obj, "Ready", status.get("ready", ""))
-    available = _conditions(obj).get("Available") or {}
-    tree["available"] = available.get("status", "Unknown")
-    tree["items"] += await _pod_rows(client, obj)
-    return tree
-
-
-async def _etcd(client: Client, obj: dict[str, Any]) -> Tree:
-    status = obj.get("status") or {}
-    spec = obj.get("spec") or {}
-    tree = _head(obj, "Available", f"{status.get('readyMembers', 0)}/{spec.get('replicas', '')}")
-    tree["leader"] = status.get("leader", "")
-    tree["clientURL"] = status.get("clientURL", "")
-    tree["lastBackup"] = status.get("lastBackup", "")
-    tree["lastBackupTime"] = status.get("lastBackupTime", "")
-    recovery = status.get("recovery") or {}
-    if recovery:  # the last disaster recovery, and what it lost
-        tree["recovery"] = (
-            f"{recovery.get('phase', '')} from {recovery.get('snapshot', '')} "
-            f"({recovery.get('dataLossSeconds', '?')}s of writes lost)"
-        )
-    for member in status.get("members") or []:
-        role = (
-            "leader"
-            if member.get("isLeader")
-            else "learner"
-            if member.get("isLearner")
-            else "follower"
-        )
-        health = "healthy" if member.get("healthy") else "unhealthy"
-        tree["items"].append(
-            {
-                "name": f"Member/{member.get('name', member.get('id', ''))}",
-                "ready": member.get("version", ""),
-                "status": f"{role}, {health}",
-            }
-        )
-    return tree
-
-
-async def _crontab(client: Client, obj: dict[str, Any]) -> Tree:
-    status = obj.get("status") or {}
-    tree = _head(obj, "Ready", f"{status.get('active', 0)} active")
-    tree["schedule"] = (obj.get("spec") or {}).get("cronSpec", "")
-    tree["lastRun"] = status.get("lastRun", "")
-    tree["lastRunResult"] = status.get("lastRunResult", "")
-    tree["lastSuccessfulTime"] = status.get("lastSuccessfulTime", "")
-    for job in await _labelled(client, JOB, obj):
-        done = {
-            c["type"]
-            for c in (job.get("status") or {}).get("conditions") or []
-            if c.get("status") == "True"
-        }
-        result = "Succeeded" if "Complete" in done else "Failed" if "Failed" in done else "Running"
-        succeeded = (job.get("status") or {}).get("succeeded", 0)
-        completions = (job.get("spec") or {}).get("completions", 1)
-        tree["items"].append(
-            {
-                "name": f"Job/{job['metadata']['name']}",
-                "ready": f"{succeeded}/{completions}",
-                "status": result,
-            }
-        )
-    return tree
-
-
-async def _mongodb(client: Client, obj: dict[str, Any]) -> Tree:
-    status = obj.get("status") or {}
-    tree = _head(
-        obj, "Ready", f"{status.get('members', 0)}/{(obj.get('spec') or {}).get('members', '')}"
-    )
-    tree["phase"] = status.get("phase", "")
-    tree["items"] += await _pod_rows(client, obj)
-    return tree
-
-
-VIEWS = {
-    "AppService": _appservice,
-    "EtcdCluster": _etcd,
-    "CronTab": _crontab,
-    "MongoDBCommunity": _mongodb,
-}
+def _controller(kind: str) -> Registration:
+    controller = by_kind(kind)
+    if controller is None:
+        raise KeyError(f"{kind} is not a kind of ours")
+    return controller
 
 
 async def collect(client: Client, resource: Resource, name: str, namespace: str) -> Tree:
     """The view of ``resource`` ``namespace/name`` (NotFound if it does not exist)."""
     obj = await client.get(resource, name, namespace)
     obj.setdefault("kind", resource.kind)
-    return await VIEWS[resource.kind](client, obj)
-
-
-def _detail(tree: Tree) -> str:
-    parts = [f"{tree['reason'] or tree['ready']}: {tree['message']}".strip(": ")]
-    keys = (
-        "phase",
-        "available",
-        "leader",
-        "schedule",
-        "lastRun",
-        "lastRunResult",
-        "lastBackup",
-        "recovery",
-    )
-    for key in keys:
-        if tree.get(key):
-            parts.append(f"{key} {tree[key]}")
-    return "; ".join(p for p in parts if p)
+    return await _view(_controller(resource.kind)).collect(client, obj)
 
 
 def render(tree: Tree) -> str:
-    """NAME, READY, STATUS columns: the object, then its pods/members/jobs indented."""
-    rows = [
-        ("NAME", "READY", "STATUS"),
-        (f"{tree['kind']}/{tree['name']}", tree["count"] or "-", _detail(tree)),
-    ]
-    items = tree["items"]
-    for i, item in enumerate(items):
-        branch = "└─" if i == len(items) - 1 else "├─"
-        rows.append((f"{branch} {item['name']}", item["ready"], item["status"]))
-    widths = [max(len(row[i]) for row in rows) for i in range(2)]
-    return "".join(
-        f"{row[0].ljust(widths[0])}   {row[1].ljust(widths[1])}   {row[2]}".rstrip() + "\n"
-        for row in rows
-    )
+    """The tree as text, drawn by its kind's view."""
+    return _view(_controller(tree["kind"])).render(tree)

@@ -1,10 +1,14 @@
 """``appstack status KIND/NAME`` without a cluster: kinds resolved by any of their names,
-and the tree drawn from a collected view."""
+every kind's view declared with its controller, and the tree drawn from a collected view."""
 
 from __future__ import annotations
 
-from appstack.cli.status_kinds import VIEWS, render, resolve
+import asyncio
+from typing import Any
+
+from appstack.cli.status_kinds import DEFAULT_KIND, render, resolve
 from appstack.controllers.registry import ALL
+from appstack.controllers.util.statusview import basic_view
 
 
 def test_kinds_are_found_by_kind_plural_singular_or_short_name() -> None:
@@ -48,8 +52,67 @@ def test_an_etcd_view_shows_members_leader_and_backup() -> None:
     )
 
 
-def test_every_kind_but_appstack_has_a_view() -> None:
-    assert set(VIEWS) == {c.kind.kind for c in ALL} - {"AppStack"}  # AppStack: status.py
+def test_every_kind_has_a_view_and_appstack_is_the_default() -> None:
+    assert [c.kind.kind for c in ALL if c.status_view is None] == []
+    default = resolve(DEFAULT_KIND)
+    assert default is not None
+    assert default.kind == "AppStack"
     mdbc = resolve("mdbc")
     assert mdbc is not None
     assert mdbc.kind == "MongoDBCommunity"
+
+
+def test_an_appstack_is_drawn_as_a_tree_of_members_and_their_objects() -> None:
+    tree = {
+        "kind": "AppStack",
+        "name": "shop",
+        "ready": "False",
+        "reason": "MembersNotReady",
+        "message": "1 of 2 members ready",
+        "readyMembers": "1/2",
+        "members": [
+            {
+                "name": "db",
+                "kind": "Middleware/postgres",
+                "ready": "1/1",
+                "state": "Ready",
+                "message": "ready",
+                "objects": [{"kind": "StatefulSet", "name": "shop-db", "ready": "1/1"}],
+            },
+            {
+                "name": "api",
+                "kind": "Component",
+                "ready": "0/1",
+                "state": "Progressing",
+                "message": "rolling out",
+                "objects": [
+                    {"kind": "Deployment", "name": "shop-api", "ready": "0/1"},
+                    {"kind": "Service", "name": "shop-api", "ready": None},
+                ],
+            },
+        ],
+    }
+    assert render(tree).splitlines() == [
+        "NAME                          READY   STATUS",
+        "AppStack/shop                 1/2     MembersNotReady: 1 of 2 members ready",
+        "├─ db (Middleware/postgres)   1/1     Ready",
+        "│  └─ StatefulSet/shop-db     1/1",
+        "└─ api (Component)            0/1     Progressing (rolling out)",
+        "   ├─ Deployment/shop-api     0/1",
+        "   └─ Service/shop-api",
+    ]
+
+
+def test_a_kind_without_a_view_shows_its_ready_condition() -> None:
+    up = {"type": "Available", "status": "True", "reason": "Quorum", "message": "3 of 3"}
+    obj: dict[str, Any] = {
+        "kind": "Thing",
+        "metadata": {"name": "t", "namespace": "ns"},
+        "status": {"conditions": [up]},
+    }
+    view = basic_view("Available")
+    tree = asyncio.run(view.collect(None, obj))  # type: ignore[arg-type]  # reads nothing
+    assert view.render(tree).splitlines() == [
+        "NAME      READY   STATUS",
+        "Thing/t   -       Quorum: 3 of 3",
+    ]

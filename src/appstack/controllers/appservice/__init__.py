@@ -1,13 +1,14 @@
 """The AppService controller: AppService → Deployment + Service, with status and events.
 
-:data:`CONTROLLER` registers it (:mod:`appstack.controllers.registry`); :data:`RBAC_RULES`
-is exactly what it uses (the generated ClusterRole is built from it — no wildcards).
+:data:`CONTROLLER` registers it (:mod:`appstack.controllers.registry`), with its status
+view (:mod:`.view`); :data:`RBAC_RULES` is exactly what it uses (the generated ClusterRole
+is built from it — no wildcards).
 """
 
 from __future__ import annotations
 
 from appstack.api.appservice import AppService
-from appstack.controllers.appservice import desired
+from appstack.controllers.appservice import desired, view
 from appstack.controllers.appservice.reconciler import AppServiceReconciler
 from appstack.runtime.resources import DEPLOYMENT, POD, SERVICE
 from appstack.sdk.kit.registration import Registration
@@ -29,6 +30,7 @@ CONTROLLER = Registration(
     reconciler=AppServiceReconciler,
     rbac_rules=RBAC_RULES,
     children=desired.children,
+    status_view=view.VIEW,
 )
 
 __all__ = ["APP_SERVICE", "CONTROLLER", "RBAC_RULES", "AppServiceReconciler"]

@@ -3,14 +3,14 @@ mongodb replica set a PodDisruptionBudget; or an external endpoint behind a stab
 Service) and components (ConfigMap + Deployment + Service) started in dependency order,
 with connection details injected.
 
-:data:`CONTROLLER` registers it, with its gauges and dashboard row (:mod:`.metrics`);
-:data:`RBAC_RULES` is what it uses.
+:data:`CONTROLLER` registers it, with its gauges and dashboard row (:mod:`.metrics`) and
+its status view (:mod:`.view`); :data:`RBAC_RULES` is what it uses.
 """
 
 from __future__ import annotations
 
 from appstack.api.appstack import AppStack
-from appstack.controllers.appstack import desired, metrics
+from appstack.controllers.appstack import desired, metrics, view
 from appstack.controllers.appstack.reconciler import AppStackReconciler
 from appstack.runtime.resources import (
     CONFIG_MAP,
@@ -48,6 +48,7 @@ CONTROLLER = Registration(
     children=desired.children,
     gauges=metrics.GAUGES,
     dashboard=metrics.panels,
+    status_view=view.VIEW,
 )
 
 __all__ = ["APP_STACK", "CONTROLLER", "RBAC_RULES", "AppStackReconciler"]

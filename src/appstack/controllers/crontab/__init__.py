@@ -4,14 +4,14 @@ one whose pods cannot start: ``Degraded``) reported in status.
 
 A schedule the API server or our validator rejects (e.g. minute 61) shows as
 ``Ready=False`` with reason ``InvalidSchedule`` and a Warning Event. :data:`CONTROLLER`
-registers it, with its gauge and dashboard row (:mod:`.metrics`); :data:`RBAC_RULES` is
-exactly what it uses.
+registers it, with its gauge and dashboard row (:mod:`.metrics`) and its status view
+(:mod:`.view`); :data:`RBAC_RULES` is exactly what it uses.
 """
 
 from __future__ import annotations
 
 from appstack.api.crontab import CronTab
-from appstack.controllers.crontab import desired, metrics
+from appstack.controllers.crontab import desired, metrics, view
 from appstack.controllers.crontab.reconciler import CronTabReconciler
 from appstack.runtime.resources import CRON_JOB, JOB, POD
 from appstack.sdk.kit.registration import Registration
@@ -36,6 +36,7 @@ CONTROLLER = Registration(
     share=0.5,  # schedules change rarely: half the workers of the others
     gauges=metrics.GAUGES,
     dashboard=metrics.panels,
+    status_view=view.VIEW,
 )
 
 __all__ = ["CONTROLLER", "CRON_TAB", "RBAC_RULES", "CronTabReconciler"]

@@ -4,14 +4,14 @@ scaling one learner at a time, member replacement, upgrades leader last; status 
 the members as etcd reports them.
 
 :data:`CONTROLLER` registers it, with what is known of a cluster from outside: it is up
-when ``Available`` (:data:`.status.UP`), its gauges and dashboard rows (:mod:`.metrics`);
-:data:`RBAC_RULES` is exactly what it uses.
+when ``Available`` (:data:`.status.UP`), its gauges and dashboard rows (:mod:`.metrics`),
+its status view (:mod:`.view`); :data:`RBAC_RULES` is exactly what it uses.
 """
 
 from __future__ import annotations
 
 from appstack.api.etcdcluster import EtcdCluster
-from appstack.controllers.etcdcluster import desired, metrics, status
+from appstack.controllers.etcdcluster import desired, metrics, status, view
 from appstack.controllers.etcdcluster.reconciler import EtcdClusterReconciler
 from appstack.controllers.etcdcluster.resources import PDB
 from appstack.runtime.resources import JOB, POD, PVC, SECRET, SERVICE
@@ -40,6 +40,7 @@ CONTROLLER = Registration(
     ready_condition=status.UP,
     gauges=metrics.GAUGES,
     dashboard=metrics.panels,
+    status_view=view.VIEW,
 )
 
 __all__ = ["CONTROLLER", "ETCD_CLUSTER", "RBAC_RULES", "EtcdClusterReconciler"]

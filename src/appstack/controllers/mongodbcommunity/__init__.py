@@ -5,13 +5,14 @@ and administrator Secrets), its users created and kept by the members' bootstrap
 user a connection-string Secret; status with phase, ready members, the users' Secrets and
 the scale subresource's replicas and selector.
 
-:data:`CONTROLLER` registers it; :data:`RBAC_RULES` is exactly what it uses.
+:data:`CONTROLLER` registers it, with its status view (:mod:`.view`); :data:`RBAC_RULES` is
+exactly what it uses.
 """
 
 from __future__ import annotations
 
 from appstack.api.mongodbcommunity import MongoDBCommunity
-from appstack.controllers.mongodbcommunity import desired
+from appstack.controllers.mongodbcommunity import desired, view
 from appstack.controllers.mongodbcommunity.reconciler import MongoDBCommunityReconciler
 from appstack.runtime.resources import CONFIG_MAP, PDB, SECRET, SERVICE, STATEFUL_SET
 from appstack.sdk.kit.registration import Registration
@@ -36,6 +37,7 @@ CONTROLLER = Registration(
     rbac_rules=RBAC_RULES,
     children=desired.children,
     share=0.5,
+    status_view=view.VIEW,
 )
 
 __all__ = ["CONTROLLER", "MONGODB_COMMUNITY", "RBAC_RULES", "MongoDBCommunityReconciler"]

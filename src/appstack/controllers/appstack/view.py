@@ -1,17 +1,19 @@
-"""``appstack status STACK``: an AppStack as a tree — its Ready condition, each member
-(middleware and components, from its status) and the objects the operator made for that
-member (found by the ``appstack.dev/stack`` and ``appstack.dev/member`` labels), with
+"""What ``appstack status STACK`` shows of an AppStack: a tree — its Ready condition, each
+member (middleware and components, from its status) and the objects the operator made for
+that member (found by the ``appstack.dev/stack`` and ``appstack.dev/member`` labels), with
 their readiness; like ``crossplane beta trace``. Secrets are listed by name only.
 
-:func:`collect` reads the cluster; :func:`render_tree` is pure.
+Declared on its registration (:data:`.CONTROLLER`) and picked from the registry by
+:mod:`appstack.cli.status_kinds` (the kind ``appstack status NAME`` shows when no kind is
+given). :func:`collect` reads the cluster; :func:`render_tree` is pure.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from appstack.api.kind import GROUP, group_key
-from appstack.controllers.registry import by_kind
+from appstack.api.kind import GROUP
+from appstack.controllers.appstack.labels import MEMBER_LABEL, STACK_LABEL
 from appstack.core.resource import Resource
 from appstack.runtime import errors
 from appstack.runtime.client import Client
@@ -23,10 +25,10 @@ from appstack.runtime.resources import (
     SERVICE,
     STATEFUL_SET,
 )
+from appstack.sdk.kit.meta import SLICE_MANAGER_LABEL
+from appstack.sdk.kit.observers import StatusTree, StatusView
 
 CHILD_KINDS = (STATEFUL_SET, DEPLOYMENT, SERVICE, ENDPOINT_SLICE, CONFIG_MAP, SECRET)
-STACK_LABEL, MEMBER_LABEL = group_key("stack"), group_key("member")
-SLICE_MANAGER = "endpointslice.kubernetes.io/managed-by"
 
 
 def _ready_condition(obj: dict[str, Any]) -> dict[str, Any]:
@@ -51,7 +53,7 @@ async def _children(client: Client, resource: Resource, stack: str, ns: str) -> 
     for item in items:
         item.setdefault("kind", resource.kind)
     if resource is ENDPOINT_SLICE:  # ours (external middleware), not the endpoint controller's
-        return [i for i in items if _labels(i).get(SLICE_MANAGER) == GROUP]
+        return [i for i in items if _labels(i).get(SLICE_MANAGER_LABEL) == GROUP]
     return items
 
 
@@ -59,11 +61,9 @@ def _labels(obj: dict[str, Any]) -> dict[str, str]:
     return dict(obj["metadata"].get("labels") or {})
 
 
-async def collect(client: Client, name: str, namespace: str) -> dict[str, Any]:
-    """The AppStack ``namespace/name`` with its members and their objects."""
-    kind = by_kind("AppStack")
-    assert kind is not None  # noqa: S101 - registered
-    stack = await client.get(kind.kind.resource, name, namespace)
+async def collect(client: Client, stack: dict[str, Any]) -> StatusTree:
+    """The AppStack ``stack`` (as read) with its members and their objects."""
+    name, namespace = stack["metadata"]["name"], stack["metadata"]["namespace"]
     children = [c for r in CHILD_KINDS for c in await _children(client, r, name, namespace)]
     status = stack.get("status") or {}
     ready = _ready_condition(stack)
@@ -122,3 +122,6 @@ def render_tree(tree: dict[str, Any]) -> str:
     return (
         "\n".join(f"{r[0]:<{width[0]}}   {r[1]:<{width[1]}}   {r[2]}".rstrip() for r in rows) + "\n"
     )
+
+
+VIEW = StatusView(collect=collect, render=render_tree)
