@@ -50,7 +50,7 @@ async def test_the_assembly_gives_the_identity_to_the_client_events_and_metrics(
 
     monkeypatch.setattr(operator.Client, "connect", connect)
     monkeypatch.setattr(operator, "require_crds", served)
-    monkeypatch.setattr(operator, "limit_tls_read_buffer", lambda: None)  # process-wide
+    monkeypatch.setattr(operator, "tune_connections", lambda: None)  # process-wide
     monkeypatch.setattr(operator, "EventRecorder", recorder)
     options = OperatorOptions(metrics_address=None, health_address=None)
     with pytest.raises(_Built):

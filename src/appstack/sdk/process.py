@@ -5,9 +5,10 @@ first), :func:`tune_connections` before the first connection and :func:`settle_h
 the controllers are built (:func:`appstack.sdk.operator.run_operator` calls both).
 
 The switch: ``OPERATOR_PROCESS_TUNING=off`` (or ``0``, ``false``; the SDK's, so every
-operator built on it has the same) in the operator's environment leaves the process as Python and the libraries made it — for a bug report
-("does it happen without the tuning?") or a library upgrade that breaks one of them. What
-each changes, process-wide, and what it buys:
+operator built on it has the same) in the operator's environment leaves the process as
+Python and the libraries made it — for a bug report ("does it happen without the
+tuning?") or a library upgrade that breaks one of them. What each changes, process-wide,
+and what it buys:
 
 =====================================  ==================================================
 change                                 measured gain
