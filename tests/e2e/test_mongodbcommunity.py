@@ -21,7 +21,16 @@ from appstack.controllers.mongodb_replicaset import bootstrap as boot
 from appstack.controllers.mongodbcommunity import MONGODB_COMMUNITY
 from appstack.runtime import errors
 from appstack.runtime.client import Client
-from appstack.runtime.resources import CONFIG_MAP, EVENT, PDB, SECRET, SERVICE, STATEFUL_SET
+from appstack.runtime.resources import (
+    CONFIG_MAP,
+    EVENT,
+    PDB,
+    POD,
+    PVC,
+    SECRET,
+    SERVICE,
+    STATEFUL_SET,
+)
 from appstack_testbed.pytest_plugin import ClusterHandle
 from tests.e2e.conftest import RunningOperator, until
 from tests.support.eventually import eventually
@@ -290,3 +299,77 @@ async def test_a_secret_without_the_key_then_a_changed_password_are_followed(
         SECRET, "my-user-password", {"stringData": {"password": "two"}}, namespace=namespace
     )
     await until(client, SECRET, CONNECTION, namespace, password_is("two"), 60, "password two")
+
+
+# Seed 004's own claims, created before the replica set (its pvc-demo.yaml, in the test's
+# namespace; the seed binds them to NFS volumes, which do not matter here).
+SEED_CLAIMS = """
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: data-volume-example-mongodb-0
+spec:
+  accessModes:
+    - ReadWriteMany
+  volumeMode: Filesystem
+  resources:
+    requests:
+      storage: 500Mi
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: data-volume-example-mongodb-1
+spec:
+  accessModes:
+    - ReadWriteMany
+  volumeMode: Filesystem
+  resources:
+    requests:
+      storage: 500Mi
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: data-volume-example-mongodb-2
+spec:
+  accessModes:
+    - ReadWriteMany
+  volumeMode: Filesystem
+  resources:
+    requests:
+      storage: 500M
+"""
+
+
+async def test_the_seeds_pre_created_claims_are_the_ones_the_members_use(
+    client: Client, namespace: str, operator: RunningOperator
+) -> None:
+    made = {}
+    for claim in yaml.safe_load_all(SEED_CLAIMS):
+        claim["metadata"]["namespace"] = namespace
+        created = await client.create(PVC, claim)
+        made[created["metadata"]["name"]] = created["metadata"]["uid"]
+    secret, mdbc = _sample(namespace)
+    await client.create(SECRET, secret)
+    await client.create(MONGODB_COMMUNITY, mdbc)
+
+    async def member_claims() -> dict[str, str]:
+        pods, _ = await client.list(POD, namespace)
+        return {
+            p["metadata"]["name"]: v["persistentVolumeClaim"]["claimName"]
+            for p in pods
+            if p["metadata"]["name"].startswith(f"{NAME}-")
+            for v in p["spec"].get("volumes") or []
+            if "persistentVolumeClaim" in v
+        }
+
+    claims = await eventually(
+        member_claims, lambda c: len(c) == 3, timeout=120, what="three member pods"
+    )
+    assert claims == {f"{NAME}-{i}": f"data-volume-{NAME}-{i}" for i in range(3)}
+    sts = await client.get(STATEFUL_SET, NAME, namespace)
+    assert sts["spec"]["volumeClaimTemplates"][0]["metadata"]["name"] == "data-volume"
+    listed, _ = await client.list(PVC, namespace)
+    # the seed's claims, the same objects: none made anew, no other
+    assert {c["metadata"]["name"]: c["metadata"]["uid"] for c in listed} == made

@@ -85,6 +85,7 @@ class Members:
     sidecar_env: list[EnvVar] = field(default_factory=list)
     sidecar_mounts: list[VolumeMount] = field(default_factory=list)
     volumes: list[Volume] = field(default_factory=list)
+    data_volume: str = "data"  # the StatefulSet's claim template (claims <it>-<pod>)
 
 
 def pod_spec(m: Members, security: ContainerSecurity) -> dict[str, Any]:
@@ -99,7 +100,7 @@ def pod_spec(m: Members, security: ContainerSecurity) -> dict[str, Any]:
         "env": [HOME.copy()],  # the shell (readiness probe) keeps its logs there, not in data
         "ports": [{"name": "mongodb", "containerPort": m.port, "protocol": "TCP"}],
         "volumeMounts": [
-            {"name": "data", "mountPath": m.data_path},
+            {"name": m.data_volume, "mountPath": m.data_path},
             {"name": "keyfile", "mountPath": KEYFILE_PATH, "readOnly": True},
         ],
         "readinessProbe": boot.readiness_probe(m.shell),

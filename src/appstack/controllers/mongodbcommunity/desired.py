@@ -1,11 +1,15 @@
 """MongoDBCommunity → the objects it wants (pure, unit-tested), on the replica set shared
 with the AppStack's managed mongodb (:mod:`appstack.controllers.mongodb_replicaset.members`).
 
-* StatefulSet ``<name>`` (members ``<name>-0``, ``-1``, ...; a ``data`` claim each, deleted
-  with the object), the headless Service ``<name>-svc`` (the community operator's name: the
-  members are ``<pod>.<name>-svc.<namespace>.svc:27017``; published before they are ready so
-  that they find each other), the ConfigMap ``<name>-replicaset`` (the bootstrap and
-  ``replicaset.json``), and a PodDisruptionBudget keeping a majority;
+* StatefulSet ``<name>`` (members ``<name>-0``, ``-1``, ...; a claim each, deleted with the
+  object, named as the community operator names them, ``data-volume-<name>-<n>``: claims
+  created beforehand under those names, as seed 004 does, are the ones used; a StatefulSet
+  made by an earlier appstack keeps its ``data-<name>-<n>``, since claim templates never
+  change: :data:`CLAIM`, :func:`claim_of`), the headless Service ``<name>-svc`` (the
+  community operator's name: the members are ``<pod>.<name>-svc.<namespace>.svc:27017``;
+  published before they are ready so that they find each other), the ConfigMap
+  ``<name>-replicaset`` (the bootstrap and ``replicaset.json``), and a PodDisruptionBudget
+  keeping a majority;
 * generated once (:func:`generated_secrets`, never printed by ``appstack render``): the
   keyfile ``<name>-keyfile`` and the bootstrap administrator's password ``<name>-admin``;
 * the ``rs-bootstrap`` sidecar runs in the image's shell (``mongo`` before 5.0, ``mongosh``
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import json
 import secrets
+from typing import Any
 
 from appstack.api.mongodbcommunity import ADMIN_USER, DEFAULT_IMAGE, MongoDBCommunitySpec, User
 from appstack.controllers.mongodb_replicaset import bootstrap as boot
@@ -123,7 +128,19 @@ def _user_volumes(users: list[User]) -> tuple[list[VolumeMount], list[Volume]]:
     return mounts, volumes
 
 
-def stateful_set(obj: KubeObject, spec: MongoDBCommunitySpec) -> Manifest:
+#: The claim template's name: the community operator's (claims ``data-volume-<pod>``).
+CLAIM = "data-volume"
+LEGACY_CLAIM = "data"  # appstack before 0.1.0's StatefulSets
+
+
+def claim_of(existing: dict[str, Any] | None) -> str:
+    """The claim template a StatefulSet has (immutable: kept), or :data:`CLAIM` for a new one."""
+    templates = ((existing or {}).get("spec") or {}).get("volumeClaimTemplates") or []
+    name = (templates[0].get("metadata") or {}).get("name") if templates else None
+    return str(name) if name else CLAIM
+
+
+def stateful_set(obj: KubeObject, spec: MongoDBCommunitySpec, claim: str = CLAIM) -> Manifest:
     name = obj["metadata"]["name"]
     mounts, volumes = _user_volumes(spec.users)
     members = rs.Members(
@@ -134,6 +151,7 @@ def stateful_set(obj: KubeObject, spec: MongoDBCommunitySpec) -> Manifest:
         uid=UID,
         keyfile_secret=f"{name}-keyfile",
         config_map=f"{name}-replicaset",
+        data_volume=claim,
         resources=user_resources(spec.resources) if spec.resources else None,
         shell=boot.shell_for(spec.version),
         sidecar_mounts=[
@@ -155,12 +173,13 @@ def stateful_set(obj: KubeObject, spec: MongoDBCommunitySpec) -> Manifest:
     security = security_context(None, {"runAsUser": UID, "runAsGroup": UID})
     pod = rs.pod_spec(members, security)
     pod["automountServiceAccountToken"] = False  # a database never talks to the API
-    claim: ClaimSpec = {
+    claim_name = claim
+    wanted: ClaimSpec = {
         "accessModes": ["ReadWriteOnce"],
         "resources": {"requests": {"storage": spec.storage.size}},
     }
     if spec.storage.storage_class_name:
-        claim["storageClassName"] = spec.storage.storage_class_name
+        wanted["storageClassName"] = spec.storage.storage_class_name
     labels = child_labels(name, COMPONENT)  # the selector's labels and managed-by
     return {
         "apiVersion": "apps/v1",
@@ -175,16 +194,17 @@ def stateful_set(obj: KubeObject, spec: MongoDBCommunitySpec) -> Manifest:
                 "whenScaled": "Retain",
             },
             "template": {"metadata": {"labels": labels}, "spec": pod},
-            "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": claim}],
+            "volumeClaimTemplates": [{"metadata": {"name": claim_name}, "spec": wanted}],
         },
     }
 
 
-def children(obj: KubeObject, spec: MongoDBCommunitySpec) -> list[Manifest]:
-    """Every child but the generated and per-user Secrets (``appstack render`` prints these)."""
+def children(obj: KubeObject, spec: MongoDBCommunitySpec, claim: str = CLAIM) -> list[Manifest]:
+    """Every child but the generated and per-user Secrets (``appstack render`` prints these);
+    ``claim``: the StatefulSet's claim template (:func:`claim_of` an existing one)."""
     name = obj["metadata"]["name"]
     budget = rs.disruption_budget(_meta(obj, name), spec.members, selector(name))
-    return [service(obj), config_map(obj, spec), *budget, stateful_set(obj, spec)]
+    return [service(obj), config_map(obj, spec), *budget, stateful_set(obj, spec, claim)]
 
 
 def generated_secrets(obj: KubeObject) -> list[Manifest]:

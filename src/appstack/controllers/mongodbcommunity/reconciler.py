@@ -86,7 +86,9 @@ class MongoDBCommunityReconciler(KindReconciler[MongoDBCommunitySpec]):
             problem = await self.writer.create_once(obj, SECRET, secret, "generated")
             if problem is not None:
                 problems.append(problem)
-        wanted = desired.children(obj, spec)
+        meta = obj["metadata"]
+        existing = self.cache.get(STATEFUL_SET, f"{meta['namespace']}/{meta['name']}")
+        wanted = desired.children(obj, spec, desired.claim_of(existing))
         user_status: list[UserStatus] = []
         for i, user in enumerate(spec.users):
             password = await self._password(obj, i, user, problems)

@@ -226,3 +226,22 @@ def test_status_phase_members_and_scale_fields() -> None:
     assert failed["phase"] == "Failed"
     (ready,) = failed["conditions"]
     assert (ready["status"], ready["reason"]) == ("False", "PasswordSecretNotFound")
+
+
+def test_member_claims_are_named_as_the_community_operator_names_them() -> None:
+    spec = _spec()
+    made = desired.stateful_set(_obj(spec), spec)
+    (template,) = made["spec"]["volumeClaimTemplates"]
+    # claims data-volume-<name>-<n>: seed 004's pre-created PVCs are the ones used
+    assert template["metadata"]["name"] == "data-volume"
+    mongod = made["spec"]["template"]["spec"]["containers"][0]
+    assert {"name": "data-volume", "mountPath": desired.DATA_PATH} in mongod["volumeMounts"]
+    # an existing StatefulSet keeps its template (immutable): an earlier appstack's "data"
+    assert desired.claim_of(None) == "data-volume"
+    assert desired.claim_of(made) == "data-volume"
+    legacy = {"spec": {"volumeClaimTemplates": [{"metadata": {"name": "data"}}]}}
+    assert desired.claim_of(legacy) == "data"
+    kept = desired.stateful_set(_obj(spec), spec, desired.claim_of(legacy))
+    assert kept["spec"]["volumeClaimTemplates"][0]["metadata"]["name"] == "data"
+    names = [m["name"] for m in kept["spec"]["template"]["spec"]["containers"][0]["volumeMounts"]]
+    assert "data" in names
