@@ -18,7 +18,7 @@ from appstack.controllers.etcdcluster import ETCD_CLUSTER, objectstore
 from appstack.controllers.etcdcluster.backup import REQUEST
 from appstack.controllers.etcdcluster.etcdapi import EtcdClient
 from appstack.runtime.client import Client
-from appstack.runtime.resources import DEPLOYMENT, EVENT, SECRET
+from appstack.runtime.resources import DEPLOYMENT, EVENT, POD, PVC, SECRET
 from appstack_testbed.objectstore import ObjectStore, S3Server
 from appstack_testbed.pytest_plugin import RealNodeHandle
 from tests.e2e.conftest import RunningOperator, until
@@ -221,3 +221,52 @@ async def test_a_missing_bucket_wrong_keys_or_a_gone_store_fail_the_backup_and_n
         client, ETCD_CLUSTER, NAME, namespace, _failed("Unreachable"), 60, "unreachable"
     )
     assert gone["status"]["backups"] == before
+
+
+async def test_disaster_recovery_rebuilds_from_the_newest_object_in_the_store(
+    client: Client,
+    *,
+    namespace: str,
+    operator: RunningOperator,
+    real_node: RealNodeHandle,
+    s3_server: S3Server,
+    s3_client: ObjectStore,
+    operator_image: str,
+) -> None:
+    s3_client.create_bucket(BUCKET)
+    await credentials(client, namespace, s3_server)
+    spec = {
+        "backup": {"intervalMinutes": 600, "s3": s3_target(s3_server)},
+        "disasterRecovery": {"enabled": True, "after": "5s"},
+    }
+    await client.create(ETCD_CLUSTER, seed(namespace, **spec))
+    await wait_healthy(client, NAME, namespace, 3)
+    endpoint = client_endpoint(real_node, namespace)
+    async with EtcdClient(timeout=5) as etcd:
+        await retry(lambda: etcd.put(endpoint, "saved", "in the store"))
+    taken = await ask_for_backup(client, namespace, "before-the-loss")
+    newest = taken["status"]["backups"][0]["name"]
+    old_id = taken["status"]["clusterID"]
+    for member in (f"{NAME}-1", f"{NAME}-2"):  # two members lost with their data
+        await client.delete(PVC, f"data-{member}", namespace)
+    for member in (f"{NAME}-1", f"{NAME}-2"):
+        await client.delete(POD, member, namespace)
+    start = time.monotonic()
+    await until(
+        client,
+        ETCD_CLUSTER,
+        NAME,
+        namespace,
+        lambda o: ((o.get("status") or {}).get("recovery") or {}).get("phase") == "Recovered",
+        300,
+        "the recovery from the store",
+    )
+    cluster, _ = await wait_healthy(client, NAME, namespace, 3)
+    report(
+        "disaster recovery from the S3 snapshot: loss -> 3 healthy members",
+        time.monotonic() - start,
+    )
+    assert cluster["status"]["recovery"]["snapshot"] == newest
+    assert cluster["status"]["clusterID"] != old_id
+    async with EtcdClient(timeout=5) as etcd:
+        assert await retry(lambda: etcd.get(endpoint, "saved")) == "in the store"

@@ -234,7 +234,9 @@ def backup_job(
         "kind": "Job",
         "metadata": meta,
         "spec": {
-            "backoffLimit": 2,
+            # an object store's answer (no such bucket, wrong keys) does not change by
+            # retrying at once: the operator reports it and tries again a minute later
+            "backoffLimit": 0 if plan.s3 is not None else 2,
             "activeDeadlineSeconds": 600,
             "template": {"metadata": {"labels": labels}, "spec": pod_spec},
         },

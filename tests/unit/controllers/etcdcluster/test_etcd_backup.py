@@ -150,6 +150,7 @@ def test_an_s3_backup_saves_onto_an_empty_dir_then_uploads_with_the_users_secret
     ]
     assert upload["securityContext"] == desired.CONTAINER_SECURITY
     assert pod["restartPolicy"] == "Never"
+    assert job["spec"]["backoffLimit"] == 0  # reported at once, retried by the operator
     assert {"name": "backup", "emptyDir": {}} in pod["volumes"]
     assert {"name": "s3-ca", "secret": {"secretName": "s3-ca"}} in pod["volumes"]
     assert backup.location(wanted.backup, key) == f"s3://snaps/{key}"
