@@ -188,29 +188,43 @@ INSTALLER_SETTINGS = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("value", "flag"), INSTALLER_SETTINGS, ids=[f for _, f in INSTALLER_SETTINGS]
-)
-def test_appstack_manifests_has_a_flag_for_each_value_an_installer_sets(
-    helm: Helm, value: str, flag: str
-) -> None:
-    """The chart with one value set and `appstack manifests` with the matching flag give
-    the operator the same Deployment (arguments, replicas, volumes, pull settings)."""
-    out = helm("template", "appstack", str(CHART), f"--namespace={NS}", KUBE, value).stdout
+def test_appstack_manifests_has_a_flag_for_each_value_an_installer_sets(helm: Helm) -> None:
+    """The chart with every value of :data:`INSTALLER_SETTINGS` set, and `appstack manifests`
+    with the matching flags, give the operator the same Deployment (arguments, replicas,
+    volumes, pull settings): one rendering each."""
+    values = [value for value, _ in INSTALLER_SETTINGS]
+    out = helm("template", "appstack", str(CHART), f"--namespace={NS}", KUBE, *values).stdout
     (charted,) = [d for d in yaml.safe_load_all(out) if d and d["kind"] == "Deployment"]
+    flags = [flag for _, flag in INSTALLER_SETTINGS]
     listed = subprocess.run(
-        [sys.executable, "-m", "appstack", "manifests", "-o", "-", f"--namespace={NS}", flag],
+        [sys.executable, "-m", "appstack", "manifests", "-o", "-", f"--namespace={NS}", *flags],
         capture_output=True,
         text=True,
         check=True,
     ).stdout
     (generated,) = [d for d in yaml.safe_load_all(listed) if d and d["kind"] == "Deployment"]
     chart_pod, pod = (d["spec"]["template"]["spec"] for d in (charted, generated))
-    assert charted["spec"]["replicas"] == generated["spec"]["replicas"]
-    assert chart_pod["containers"][0]["args"] == pod["containers"][0]["args"]
+    assert charted["spec"]["replicas"] == generated["spec"]["replicas"] == 3
+    args = pod["containers"][0]["args"]
+    assert sorted(chart_pod["containers"][0]["args"]) == sorted(args)  # in another order
+    for wanted in (
+        "--log-level=debug",
+        "--concurrency=8",
+        "--sync-period=5m",
+        "--allow-external-ips",
+        "--external-deny-cidr=10.96.0.0/12",
+        "--allow-external-cluster-names",
+        "--enable-all-namespaces",
+        "--graceful-shutdown-timeout=30s",
+        "--no-metrics-secure",
+        "--namespace=team-a",
+    ):
+        assert wanted in args  # each setting made a difference, on both sides alike
     for key in ("imagePullPolicy", "volumeMounts", "env"):
         assert chart_pod["containers"][0].get(key) == pod["containers"][0].get(key), key
+    assert pod["containers"][0]["imagePullPolicy"] == "Always"
     assert chart_pod.get("imagePullSecrets") == pod.get("imagePullSecrets")
+    assert pod["imagePullSecrets"] == [{"name": "regcred"}]
     assert chart_pod.get("volumes") == pod.get("volumes")
 
 
