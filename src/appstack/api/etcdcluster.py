@@ -23,6 +23,7 @@ from appstack.api.etcdcluster_recovery import (
 )
 from appstack.api.etcdcluster_version import VERSION_RULES
 from appstack.api.kind import custom_kind
+from appstack.api.pod import PullSecrets
 from appstack.sdk.kind import AGE, CustomObject
 from appstack.sdk.model import Condition, KubeModel, Quantity, ResourceRequirements
 from appstack.sdk.names import DNS_1035, ObjectName, name_rules
@@ -216,6 +217,12 @@ class EtcdClusterSpec(MaintenanceFields):
     )
     priority_class_name: ObjectName | None = Field(
         default=None, description="PriorityClass of members."
+    )
+    image_pull_secrets: PullSecrets | None = Field(
+        default=None,
+        description="Secrets of the namespace for pulling the images of members, backup Jobs "
+        "and restores (etcd's, and the operator's own for S3 uploads) from a private "
+        "registry; new pods get them (running members keep theirs until they restart).",
     )
     backup: BackupSpec | None = Field(default=None, description="Scheduled snapshots (optional).")
     restore: RestoreSpec | None = Field(

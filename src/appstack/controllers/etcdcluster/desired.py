@@ -194,7 +194,8 @@ def spread(cluster: str) -> dict[str, Any]:
 
 
 def placement(spec: EtcdClusterSpec) -> dict[str, Any]:
-    """The members' scheduling constraints (also given to the backup Jobs' pods)."""
+    """The members' scheduling constraints and pull secrets (also given to the backup
+    Jobs' pods)."""
     out: dict[str, Any] = {}
     if spec.node_selector:
         out["nodeSelector"] = spec.node_selector
@@ -204,6 +205,8 @@ def placement(spec: EtcdClusterSpec) -> dict[str, Any]:
         out["affinity"] = spec.affinity
     if spec.priority_class_name:
         out["priorityClassName"] = spec.priority_class_name
+    if spec.image_pull_secrets:
+        out["imagePullSecrets"] = [s.to_dict() for s in spec.image_pull_secrets]
     return out
 
 

@@ -205,3 +205,15 @@ def test_on_demand_requests_retries_and_failures() -> None:
     ]
     assert backup.failure(pods) == "upload: NoSuchBucket: The specified bucket does not exist"
     assert "no reason left" in backup.failure([])
+
+
+def test_pull_secrets_reach_members_and_backup_jobs_alike() -> None:
+    wanted = spec(
+        imagePullSecrets=[{"name": "regcred"}],
+        backup={"schedule": "@hourly", "s3": S3},
+    )
+    assert wanted.backup is not None
+    member = desired.member_pod(OBJ, wanted, "e-0", {"e-0": "x"}, new_cluster=True, voter=True)
+    assert member["spec"]["imagePullSecrets"] == [{"name": "regcred"}]
+    job = backup.backup_job(OBJ, wanted, wanted.backup, 0, "e-0", image=IMG, at=AT)
+    assert job["spec"]["template"]["spec"]["imagePullSecrets"] == [{"name": "regcred"}]
