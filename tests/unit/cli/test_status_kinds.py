@@ -117,3 +117,24 @@ def test_a_kind_without_a_view_shows_its_ready_condition() -> None:
         "NAME      READY   STATUS",
         "Thing/t   -       Quorum: 3 of 3",
     ]
+
+
+def test_an_etcd_clusters_alarms_defragmentation_and_database_sizes_are_shown() -> None:
+    from appstack.controllers.etcdcluster.view import VIEW  # noqa: PLC0415
+
+    obj = {
+        "kind": "EtcdCluster",
+        "metadata": {"name": "e", "namespace": "ns", "generation": 1},
+        "spec": {"replicas": 3},
+        "status": {
+            "readyMembers": 3,
+            "leader": "e-0",
+            "alarms": ["NOSPACE"],
+            "defragmentation": {"lastTime": "2026-11-27T03:00:05Z", "reclaimedBytes": 3 << 20},
+            "members": [{"name": "e-0", "isLeader": True, "healthy": True, "dbSize": 5 << 20}],
+            "conditions": [{"type": "Available", "status": "True", "reason": "Quorum"}],
+        },
+    }
+    text = VIEW.render(asyncio.run(VIEW.collect(None, obj)))  # type: ignore[arg-type]
+    assert "alarms NOSPACE; defragmented 2026-11-27T03:00:05Z (3.0 MiB reclaimed)" in text
+    assert "leader, healthy, db 5.0 MiB" in text

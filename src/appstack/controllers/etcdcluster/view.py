@@ -1,7 +1,8 @@
 """What ``appstack status etcd/NAME`` shows of an EtcdCluster: whether it is up (its
 ``Available`` condition, :data:`.status.UP`), healthy voters of those wanted, its leader,
-client URL, newest backup and last disaster recovery, and each member as etcd reports it
-(leader, follower or learner; healthy or not; its version). Declared on its registration
+client URL, newest backup, raised alarms, last defragmentation and last disaster recovery,
+and each member as etcd reports it (leader, follower or learner; healthy or not; its
+version and database size). Declared on its registration
 (:data:`.CONTROLLER`) and picked from the registry by :mod:`appstack.cli.status_kinds`.
 """
 
@@ -24,6 +25,11 @@ async def collect(client: Client, obj: dict[str, Any]) -> StatusTree:
     tree["clientURL"] = status.get("clientURL", "")
     tree["lastBackup"] = status.get("lastBackup", "")
     tree["lastBackupTime"] = status.get("lastBackupTime", "")
+    tree["alarms"] = ", ".join(status.get("alarms") or [])
+    defrag = status.get("defragmentation") or {}
+    if defrag.get("lastTime"):
+        mib = (defrag.get("reclaimedBytes") or 0) / (1 << 20)
+        tree["defragmented"] = f"{defrag['lastTime']} ({mib:.1f} MiB reclaimed)"
     recovery = status.get("recovery") or {}
     if recovery:  # the last disaster recovery, and what it lost
         tree["recovery"] = (
@@ -39,6 +45,8 @@ async def collect(client: Client, obj: dict[str, Any]) -> StatusTree:
             else "follower"
         )
         health = "healthy" if member.get("healthy") else "unhealthy"
+        if member.get("dbSize") is not None:
+            health += f", db {member['dbSize'] / (1 << 20):.1f} MiB"
         tree["items"].append(
             {
                 "name": f"Member/{member.get('name', member.get('id', ''))}",
@@ -49,4 +57,6 @@ async def collect(client: Client, obj: dict[str, Any]) -> StatusTree:
     return tree
 
 
-VIEW = statusview.rows_view(collect, details=("leader", "lastBackup", "recovery"))
+VIEW = statusview.rows_view(
+    collect, details=("leader", "lastBackup", "alarms", "defragmented", "recovery")
+)
