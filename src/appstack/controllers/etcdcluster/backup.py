@@ -34,6 +34,7 @@ from appstack.api.etcdcluster import BackupSpec, EtcdClusterSpec, RestoreSpec, S
 from appstack.api.etcdcluster_backup import ACCESS_KEY, SECRET_KEY
 from appstack.api.kind import group_key
 from appstack.controllers.etcdcluster import desired, tls
+from appstack.controllers.etcdcluster.backup_schedule import parse_time
 from appstack.controllers.util.meta import child_labels
 from appstack.sdk.kit.kubeobject import KubeObject
 from appstack.sdk.kit.meta import child_metadata
@@ -107,20 +108,12 @@ def pending_request(obj: KubeObject) -> str:
     return asked if asked and asked != handled else ""
 
 
-def retry_wait(obj: KubeObject, now: datetime.datetime) -> float:
-    """Seconds until a failed snapshot may be tried again (<= 0: now)."""
-    return retry_after(obj.get("status") or {}, now)
-
-
-def retry_after(status: dict[str, Any], now: datetime.datetime) -> float:
-    """:func:`retry_wait` of a status."""
-    failed = status.get("lastBackupFailureTime")
-    if not status.get("lastBackupError") or not failed:
+def retry_after(error: str | None, failed: str | None, now: datetime.datetime) -> float:
+    """Seconds until a failed snapshot may be tried again (<= 0: now), from the status's
+    ``lastBackupError`` and ``lastBackupFailureTime``."""
+    if not error or not failed:
         return 0.0
-    at = datetime.datetime.strptime(failed, "%Y-%m-%dT%H:%M:%SZ").replace(
-        tzinfo=datetime.timezone.utc
-    )
-    return (at - now).total_seconds() + RETRY_AFTER
+    return (parse_time(failed) - now).total_seconds() + RETRY_AFTER
 
 
 def failure(pods: list[dict[str, Any]]) -> str:

@@ -184,7 +184,9 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
         observed = status.with_backups(observed, snapshots)
         last, now = observed.last_backup_time, datetime.datetime.now(datetime.timezone.utc)
         wait = backup_schedule.wait(plan, last, obj["metadata"]["creationTimestamp"], now)
-        retry = backup.retry_after(observed.to_dict(), now)
+        retry = backup.retry_after(
+            observed.last_backup_error, observed.last_backup_failure_time, now
+        )
         if retry > 0:  # a failed snapshot is tried again after a pause, not at once
             wait = max(wait or 0.0, retry)
         if observed.last_backup_error:  # said by its Event when it failed
@@ -372,7 +374,8 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
         leader = next((m.pod for m in seen.seen.members or [] if m.id == seen.seen.leader), "")
         request = backup.pending_request(obj)
         if job is None:
-            paused = not request and backup.retry_wait(obj, now) > 0  # asked: at once
+            failed = old.get("lastBackupError"), old.get("lastBackupFailureTime")
+            paused = not request and backup.retry_after(*failed, now) > 0  # asked: at once
             if step.kind != "Done" or not leader or paused:
                 return EtcdClusterStatus()
             created = meta["creationTimestamp"]

@@ -178,9 +178,9 @@ def test_on_demand_requests_retries_and_failures() -> None:
     assert backup.pending_request(obj) == "now-1"
     assert backup.pending_request({**obj, "status": {"backupRequest": "now-1"}}) == ""
     assert backup.pending_request(OBJ) == ""
-    failed = {"lastBackupError": "x", "lastBackupFailureTime": "2026-11-27T03:00:00Z"}
-    assert backup.retry_after(failed, AT) == 55.0
-    assert backup.retry_after({**failed, "lastBackupError": ""}, AT) == 0.0
+    failed = "2026-11-27T03:00:00Z"
+    assert backup.retry_after("x", failed, AT) == 55.0
+    assert backup.retry_after("", failed, AT) == 0.0
     pods = [
         {
             "metadata": {"creationTimestamp": "2026-11-27T03:00:00Z"},
