@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
-
 from appstack.runtime.clock import FakeClock
 from appstack.runtime.ratelimit import ItemExponentialBackoff, MaxOf, TokenBucket
 from appstack.runtime.workqueue import WorkQueue
@@ -77,28 +75,6 @@ async def test_concurrent_workers_never_hold_the_same_key() -> None:
     queue.shutdown()
     await asyncio.gather(*workers)
     assert overlaps == 0
-
-
-def test_backoff_doubles_from_5ms_caps_at_1000s_and_resets_on_forget() -> None:
-    backoff = ItemExponentialBackoff()
-    delays = [backoff.when("a") for _ in range(20)]
-    assert delays[:4] == pytest.approx([0.005, 0.01, 0.02, 0.04])
-    assert delays[-1] == 1000.0
-    assert max(delays) == 1000.0
-    assert backoff.retries("a") == 20
-    assert backoff.when("b") == pytest.approx(0.005)  # per item
-
-    backoff.forget("a")
-    assert backoff.retries("a") == 0
-    assert backoff.when("a") == pytest.approx(0.005)
-
-
-def test_the_token_bucket_limits_overall_retries_after_a_burst() -> None:
-    clock = FakeClock()
-    bucket = TokenBucket(clock, qps=10, burst=3)
-    assert [bucket.when(i) for i in range(3)] == [0, 0, 0]
-    assert bucket.when(3) == pytest.approx(0.1)
-    assert bucket.when(4) == pytest.approx(0.2)
 
 
 async def test_delayed_adds_become_available_when_due_and_the_earliest_wins() -> None:

@@ -1,5 +1,6 @@
-"""``Builder.for_(..., status_changes=False)``: an update that changed only the primary's
-status (the reconciler's own status write) does not wake it; anything else does."""
+"""The builder (runtime/builder.py): with ``Builder.for_(..., status_changes=False)`` an
+update that changed only the primary's status (the reconciler's own status write) does not
+wake it; anything else does."""
 
 from __future__ import annotations
 

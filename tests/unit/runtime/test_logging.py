@@ -1,6 +1,6 @@
-"""Observability of the operator process: the standard library's loggers (aiohttp,
-asyncio) go through the same formatter as the runtime's (in JSON mode every line on stderr
-is one JSON object), and its registry has the process_* and python_* collectors."""
+"""Logging of the operator process (runtime/logging.py): the standard library's loggers
+(aiohttp, asyncio) go through the same formatter as the runtime's, so in JSON mode every line
+on stderr is one JSON object."""
 
 from __future__ import annotations
 
@@ -48,11 +48,3 @@ def test_json_mode_emits_only_json_lines_for_stdlib_and_structlog(
     assert "ValueError: boom" in records[2]["exception"]
     assert records[2]["level"] == "error"
     assert len(records) == 3
-
-
-def test_the_operators_registry_exports_process_and_python_metrics() -> None:
-    from appstack.runtime.metrics import Metrics  # noqa: PLC0415
-
-    text = Metrics().exposition().decode()
-    for name in ("process_resident_memory_bytes", "process_cpu_seconds_total", "python_info"):
-        assert f"\n{name}" in text
