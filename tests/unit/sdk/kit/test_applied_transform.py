@@ -1,6 +1,7 @@
 """The children's cache transform (:func:`applied_only`): a cached Deployment or Service keeps
 of its spec what our apply set — what the comparison and the status functions read — and
-drops what the API server defaulted and other managers' annotations."""
+drops what the API server defaulted and other managers' annotations; a Job someone labelled
+as ours keeps only our annotations and no spec (sdk/kit/applied.py)."""
 
 from __future__ import annotations
 
@@ -13,12 +14,14 @@ from appstack.sdk.kit.applied import (
     CHILD_TRANSFORMS,
     applied_only,
     cached_deployment,
+    cached_job,
     cached_service,
     project,
 )
 from appstack.sdk.kit.compare import already_so
 
 FIELD_MANAGER = "appstack"  # the field manager of the cached objects below
+HUGE = "r" * 200_000
 
 WANT: dict[str, Any] = {
     "apiVersion": "apps/v1",
@@ -210,3 +213,19 @@ def test_a_service_keeps_its_applied_ports_not_its_cluster_ip() -> None:
     }
     assert CHILD_TRANSFORMS[SERVICE] is cached_service
     assert CHILD_TRANSFORMS[DEPLOYMENT] is cached_deployment
+
+
+def test_a_labelled_job_keeps_only_our_annotations() -> None:
+    """Bounded as a labelled pod is (issue #34): no annotation of another's, no spec."""
+    job = {
+        "metadata": {
+            "name": "j",
+            "annotations": {"batch.kubernetes.io/cronjob-scheduled-timestamp": "t", "x": HUGE},
+        },
+        "spec": {"template": {"spec": {"containers": [{"name": "c", "image": HUGE}]}}},
+        "status": {"conditions": [{"type": "Complete", "status": "True", "lastProbeTime": "t"}]},
+    }
+    cached = cached_job(job)
+    assert "annotations" not in cached["metadata"]
+    assert cached["spec"] == {}
+    assert cached["status"] == {"conditions": [{"type": "Complete", "status": "True"}]}

@@ -1,16 +1,24 @@
-"""Create-once children (:meth:`ChildWriter.ensure_once`, behind ``create_once``): the object
+"""The child writer (sdk/kit/children.py).
+
+Create-once children (:meth:`ChildWriter.ensure_once`, behind ``create_once``): the object
 as it now is comes back — created, found, or found after another writer created it between
 our read and our create — so that a caller can put its version on a pod template; one that
-is not ours is a conflict and comes back as None."""
+is not ours is a conflict and comes back as None. Children written together are told apart
+by name (:class:`Synced`). The status writer's pacing map (``ChildWriter._changed_at``: when
+each owner's status was last written or a child of it changed) forgets owners whose entry no
+longer puts anything off, so owners deleted meanwhile are not kept for the life of the
+process."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from appstack.runtime.cache import Cache
 from appstack.runtime.events import EventRecorder
 from appstack.runtime.resources import CONFIG_MAP, SECRET, SERVICE
-from appstack.sdk.kit.children import ChildWriter
+from appstack.sdk.kit.children import PROGRESS_INTERVAL, ChildWriter, Synced
 from tests.support.scripted_transport import scripted_client
 
 OWNER = {
@@ -87,3 +95,36 @@ async def test_one_that_is_not_ours_is_a_conflict_and_comes_back_as_none() -> No
     assert current is None
     assert problem is not None
     assert [r.method for r, _ in transport.sent] == ["GET"]
+
+
+def test_children_written_together_are_told_apart_by_name() -> None:
+    """Two Services of one owner (a replica set's headless and client Services) are both
+    kept; asking for "the" Service then is an error, not one of them at random."""
+    synced = Synced()
+    synced["Service", "db-hl"] = {"metadata": {"name": "db-hl"}}
+    synced["Service", "db"] = {"metadata": {"name": "db"}}
+    synced["StatefulSet", "db"] = None
+    assert synced["Service", "db-hl"] == {"metadata": {"name": "db-hl"}}
+    assert synced.wrote("Service")
+    assert not synced.wrote("Deployment")
+    assert synced.one("StatefulSet") is None
+    assert synced.one("Deployment") is None
+    with pytest.raises(LookupError, match="2 children of kind Service"):
+        synced.one("Service")
+
+
+def test_entries_that_put_nothing_off_are_swept_as_the_map_grows() -> None:
+    client, _ = scripted_client()
+    writer = ChildWriter(
+        client, Cache(client, ["ns"]), EventRecorder(client), CONFIG_MAP, [SERVICE]
+    )
+    for i in range(1000):  # a wave of owners, all deleted since
+        writer._mark_changed(f"ns/old-{i}", 0.0)
+    assert len(writer._changed_at) <= 1000
+    later = PROGRESS_INTERVAL + 1.0
+    for i in range(1000):  # the next wave: the first wave's entries go, these stay
+        writer._mark_changed(f"ns/new-{i}", later)
+    assert not [key for key in writer._changed_at if key.startswith("ns/old-")]
+    assert len(writer._changed_at) == 1000
+    writer._mark_changed("ns/new-0", later + 0.5)  # a recent entry is kept, and updated
+    assert writer._changed_at["ns/new-0"] == later + 0.5

@@ -1,4 +1,4 @@
-"""Cached children as the transforms keep them (:func:`cached_deployment`,
+"""Cached children as the transforms keep them (sdk/kit/applied.py: :func:`cached_deployment`,
 :func:`cached_service`): the comparison and the status functions answer on a cached child
 exactly as on the object the API server sent, for the changes a reconcile meets (a new
 image, an env var removed or added, a server default, a quantity written otherwise)."""
