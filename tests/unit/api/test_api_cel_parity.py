@@ -1,7 +1,8 @@
-"""The Python side of the CEL parity table (tests/cel_parity): every CEL rule of the
-generated CRDs has a case, every case names one rule, the base objects are valid, and the
-models refuse each case naming the rule's field (and accept each boundary). The API server
-side is tests/e2e/test_cel_parity.py."""
+"""appstack.api as a whole: the Python side of the CEL parity table (tests/cel_parity) for
+every kind's models and the rules they share (appstack_rules, cron_rules, managed_rules,
+urls...). Every CEL rule of the generated CRDs has a case, every case names one rule, the
+base objects are valid, and the models refuse each case naming the rule's field (and accept
+each boundary). The API server side is tests/e2e/test_cel_parity.py."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Which EtcdCluster version changes are allowed (etcdcluster_version), without a cluster.
+"""Which EtcdCluster version changes are allowed (api/etcdcluster_version.py), without a cluster.
 The CEL form of the same test runs on the API server in tests/e2e/test_etcdcluster_kind.py."""
 
 from __future__ import annotations
