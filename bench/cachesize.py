@@ -38,7 +38,7 @@ from converge import _bounded, _free_port, _metrics_up, _proc_usage, start_opera
 from appstack.api.identity import IDENTITY
 from appstack.api.namespaces import ENABLED
 from appstack.controllers.appservice import APP_SERVICE
-from appstack.controllers.registry import ALL
+from appstack.controllers.registry import ALL, CACHE
 from appstack.runtime import (
     DEPLOYMENT,
     NAMESPACE,
@@ -49,6 +49,7 @@ from appstack.runtime import (
     Manager,
     limit_tls_read_buffer,
 )
+from appstack.sdk.operator import wire
 
 
 def _app(name: str, namespace: str) -> dict[str, Any]:
@@ -129,8 +130,7 @@ def _operators_manager(client: Client, namespace: str) -> tuple[Manager, EventRe
     selectors and transforms; ``client`` connected with its field manager), not started."""
     manager = Manager(client, namespaces=[namespace])
     recorder = EventRecorder(client, controller=IDENTITY.event_source)
-    for controller in ALL:
-        controller.setup(manager, recorder, identity=IDENTITY)
+    wire(manager, recorder, ALL, IDENTITY, cache=CACHE)  # the operator's own assembly
     return manager, recorder
 
 

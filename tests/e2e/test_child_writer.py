@@ -9,7 +9,7 @@ from typing import Any
 from appstack.api.identity import IDENTITY
 from appstack.controllers.appservice import APP_SERVICE
 from appstack.controllers.util.meta import CHILD_SELECTOR, child_labels
-from appstack.runtime.cache import Cache
+from appstack.runtime.cache import ByObject, Cache
 from appstack.runtime.client import Client
 from appstack.runtime.events import EventRecorder
 from appstack.runtime.resources import DEPLOYMENT
@@ -45,8 +45,7 @@ async def test_an_apply_refused_with_http_500_for_duplicate_keys_is_a_problem(
             "spec": {"image": "nginx:1.27"},
         },
     )
-    cache = Cache(client, [namespace])
-    cache.set_label_selector(DEPLOYMENT, CHILD_SELECTOR)
+    cache = Cache(client, [namespace], by_object={DEPLOYMENT: ByObject(CHILD_SELECTOR)})
     cache.informers(DEPLOYMENT)
     await cache.start()
     try:

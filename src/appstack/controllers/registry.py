@@ -1,4 +1,5 @@
-"""Every controller of the operator, in one list: :data:`ALL`.
+"""Every controller of the operator, in one list: :data:`ALL`; what its cache keeps of
+each kind they share, in one table: :data:`CACHE`.
 
 The operator process (:mod:`appstack.operator`), the generated CRDs and RBAC
 (:mod:`appstack.manifests`), ``appstack render`` (:mod:`appstack.cli.render`), the CLI help
@@ -8,7 +9,13 @@ package and one line here (see docs/design.md, "Adding a kind").
 
 from __future__ import annotations
 
+from appstack.api.kind import GROUP
 from appstack.controllers import appservice, appstack, crontab, etcdcluster, mongodbcommunity
+from appstack.runtime.cache import Transform
+from appstack.runtime.resources import CONFIG_MAP, SECRET, Resource
+from appstack.sdk.kit.applied import CHILD_TRANSFORMS, CLAIM_TRANSFORMS, job_transforms
+from appstack.sdk.kit.pods import pod_transforms
+from appstack.sdk.kit.references import metadata_only, secret_metadata
 from appstack.sdk.kit.registration import Registration
 
 ALL: tuple[Registration, ...] = (
@@ -18,6 +25,19 @@ ALL: tuple[Registration, ...] = (
     etcdcluster.CONTROLLER,
     mongodbcommunity.CONTROLLER,
 )
+
+#: What the cache keeps of each kind the controllers read, besides their own kinds: one
+#: transform per kind for the whole process (the cache of a kind is shared). The rest of
+#: the cache's table — label selectors, whose children are kept in full — is derived from
+#: :data:`ALL` by :func:`appstack.sdk.kit.caching.cache_policy`.
+CACHE: dict[Resource, Transform] = {
+    **pod_transforms(GROUP),  # pods: status, owners and the spec fields read
+    **CHILD_TRANSFORMS,  # Deployments, Services, StatefulSets: what our apply set
+    **CLAIM_TRANSFORMS,  # EtcdCluster's member volumes
+    **job_transforms(GROUP),  # CronTab's and EtcdCluster's Jobs
+    CONFIG_MAP.metadata_only(): metadata_only,  # a user's ConfigMaps an AppStack names
+    SECRET.metadata_only(): secret_metadata,  # a user's Secrets a spec names
+}
 
 
 def by_kind(kind: str) -> Registration | None:

@@ -36,7 +36,7 @@ from the runtime's modules is exported here (``__all__``, kept exact by
 """
 
 from appstack.runtime.builder import Builder, Mapper, request_for
-from appstack.runtime.cache import Cache
+from appstack.runtime.cache import ByObject, Cache, Transform
 from appstack.runtime.certdata import load_cert_chain
 from appstack.runtime.client import Client
 from appstack.runtime.clock import Clock, FakeClock, RealClock
@@ -69,12 +69,12 @@ from appstack.runtime.informer import (
     EventHandler,
     FuncHandler,
     Informer,
-    keep_applied_by,
 )
 from appstack.runtime.kubeconfig import KubeconfigError, current_namespace
 from appstack.runtime.leaderelection import LeaderElectionConfig, LeadershipLost, NotLeader
 from appstack.runtime.logging import Format as LogFormat
 from appstack.runtime.logging import configure as configure_logging
+from appstack.runtime.managedfields import keep_applied_by
 from appstack.runtime.manager import Manager
 from appstack.runtime.metrics import Metrics
 from appstack.runtime.metricsauth import SUBJECT_ACCESS_REVIEW, TOKEN_REVIEW, MetricsAuth
@@ -127,6 +127,7 @@ __all__ = [
     "ApiError",
     "BadRequest",
     "Builder",
+    "ByObject",
     "Cache",
     "CertFiles",
     "Client",
@@ -165,6 +166,7 @@ __all__ = [
     "ServerTimeout",
     "TerminalError",
     "TooManyRequests",
+    "Transform",
     "TransportError",
     "Unauthorized",
     "WatchStalled",

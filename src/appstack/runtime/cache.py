@@ -5,13 +5,19 @@ index, and the builder registers event handlers on it. When the manager is scope
 namespaces, a namespaced kind gets one informer per namespace and lookups are routed by
 the key's namespace; cluster-scoped kinds always get a single informer. Of each object's
 ``managedFields`` the cache keeps only our client's own apply entry (what our last apply
-set; the children we write): the controllers compare it with what they want now.
+set; the children we write: :mod:`appstack.runtime.managedfields`).
 
-What a kind's cache may cost is set per kind before it is used: a label selector, a
-transform, the LIST page size (:meth:`Cache.set_page_size`; by default 25 full objects or
-500 of metadata only, :func:`~appstack.runtime.watcher.page_size_for`), and whose children
-it keeps in full (:meth:`Cache.keep_children_of`: the kinds a controller owns; any other
-object there — anyone may put a label on their own object — is cached as metadata only).
+What the cache keeps of each kind is one table, declared once before the cache is used:
+:class:`ByObject` per resource (as controller-runtime's ``cache.Options.ByObject``) — a
+label selector, a transform keeping only what the controllers read, the LIST page size
+(by default 25 full objects or 500 of metadata only,
+:func:`~appstack.runtime.watcher.page_size_for`), and whose children it keeps in full
+(``owners``: the kinds whose controllers own it; any other object there — anyone may put a
+label on their own object — is cached as metadata only). A kind of metadata only is its
+own resource (:meth:`~appstack.runtime.resources.Resource.metadata_only`). An operator's
+assembly derives the table from its controllers' declarations and gives it to the manager;
+a kind not in it is cached whole (but its managed fields).
+
 The informers list full objects one page at a time, all kinds together (``pages_at_once``):
 what a LIST holds before its objects are cut down is one page, however many kinds someone
 fills with big objects at once.
@@ -20,12 +26,41 @@ fills with big objects at once.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 
 from appstack.runtime.client import Client
 from appstack.runtime.informer import EventHandler, Informer
 from appstack.runtime.resources import Obj, Resource, split_key
 from appstack.runtime.store import IndexFunc
+
+#: What a kind's cache keeps of each object (the informer calls it on every object).
+Transform = Callable[[Obj], Obj]
+
+
+@dataclass(frozen=True)
+class ByObject:
+    """How the cache keeps the objects of one resource.
+
+    ``label_selector``: only the objects matching it are cached. ``transform``: what is
+    kept of each (only the fields the controllers read). ``page_size``: objects per LIST
+    page — a page is held decoded until its objects are transformed: the default is 25
+    full objects (≈ 110 MiB at its peak if each is as large as etcd takes, ≈ 1.5 MiB) and
+    500 of metadata only. ``owners``: keep in full (transformed) only the objects
+    controlled by one of these kinds (a controller ownerReference with its exact
+    apiVersion and kind); every other one as metadata only
+    (:func:`~appstack.runtime.informer.foreign_metadata`: name, uid, versions, times,
+    labels, owners, and the annotations under the owners' API groups). None: every object
+    in full, whoever controls it."""
+
+    label_selector: str | None = None
+    transform: Transform | None = None
+    page_size: int | None = None
+    owners: tuple[Resource, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.page_size is not None and self.page_size < 1:
+            raise ValueError(f"a page of {self.page_size} objects")
 
 
 class Cache:
@@ -33,70 +68,41 @@ class Cache:
 
     ``get(resource, "ns/name")``, ``objects(resource)``, ``by_index(resource, index, value)``
     read the local cache (never the API server); a kind's informers start on first use.
-    Its informers ask for at most ``pages_at_once`` LIST pages of full objects at a time
-    (each held until its objects are transformed); pages of metadata only are not counted.
+    ``by_object`` says what is kept of each kind (:class:`ByObject`; may be given later,
+    once, with :meth:`configure`). Its informers ask for at most ``pages_at_once`` LIST
+    pages of full objects at a time (each held until its objects are transformed); pages
+    of metadata only are not counted.
     """
 
     def __init__(
-        self, client: Client, namespaces: Sequence[str] | None = None, *, pages_at_once: int = 1
+        self,
+        client: Client,
+        namespaces: Sequence[str] | None = None,
+        *,
+        by_object: Mapping[Resource, ByObject] | None = None,
+        pages_at_once: int = 1,
     ) -> None:
         self.client = client
         self.namespaces = list(namespaces) if namespaces else None
         self._list_gate = asyncio.Semaphore(pages_at_once)
         self._informers: dict[Resource, dict[str | None, Informer]] = {}
-        self._selectors: dict[Resource, str] = {}
-        self._transforms: dict[Resource, Callable[[Obj], Obj]] = {}
-        self._page_sizes: dict[Resource, int] = {}
-        self._owners: dict[Resource, list[Resource | None]] = {}  # None: every object
+        self._by_object: dict[Resource, ByObject] = dict(by_object or {})
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
 
-    def set_label_selector(self, resource: Resource, selector: str) -> None:
-        """Cache only the objects of ``resource`` matching ``selector`` (call before use)."""
-        if self._selectors.get(resource) == selector:
-            return
-        if resource in self._informers:
-            raise RuntimeError(f"the informers of {resource} already exist")
-        self._selectors[resource] = selector
+    def configure(self, by_object: Mapping[Resource, ByObject]) -> None:
+        """Declare what is kept of each kind in ``by_object`` (before its informers exist;
+        a kind already declared otherwise is an error: one declaration per kind)."""
+        for resource, policy in by_object.items():
+            if self._by_object.get(resource, policy) != policy:
+                raise RuntimeError(f"the cache of {resource} is declared twice, differently")
+            if resource in self._informers and resource not in self._by_object:
+                raise RuntimeError(f"the informers of {resource} already exist")
+        self._by_object.update(by_object)
 
-    def set_transform(self, resource: Resource, transform: Callable[[Obj], Obj]) -> None:
-        """Cache ``transform(obj)`` of each object of ``resource`` — only the fields the
-        controllers read (call before use; one transform per kind)."""
-        if self._transforms.get(resource) is transform:
-            return
-        if resource in self._informers or resource in self._transforms:
-            raise RuntimeError(f"the cache of {resource} already exists or is transformed")
-        self._transforms[resource] = transform
-
-    def set_page_size(self, resource: Resource, size: int) -> None:
-        """List ``resource`` ``size`` objects a page (call before use). A page is held
-        decoded until its objects are transformed: the default
-        (:func:`~appstack.runtime.watcher.page_size_for`) is 25 full objects — ≈ 110 MiB at
-        its peak if each is as large as etcd takes (≈ 1.5 MiB) — and 500 of metadata only."""
-        if size < 1:
-            raise ValueError(f"a page of {size} objects")
-        if resource in self._informers and self._page_sizes.get(resource) != size:
-            raise RuntimeError(f"the informers of {resource} already exist")
-        self._page_sizes[resource] = size
-
-    def keep_children_of(self, resource: Resource, owner: Resource) -> None:
-        """Cache in full (transformed) only the objects of ``resource`` controlled by an
-        ``owner`` (a controller ownerReference with its exact apiVersion and kind) or by
-        another kind given here for ``resource``; every other one as metadata only
-        (:func:`~appstack.runtime.informer.foreign_metadata`: name, uid, versions, times,
-        labels, owners, and the annotations under the owners' API groups). A controller
-        calls this for each kind it owns, before the cache starts."""
-        for informer in self._informers.get(resource, {}).values():
-            informer.keep_children_of(owner)  # raises once it has listed
-        self._owners.setdefault(resource, []).append(owner)
-
-    def keep_everything(self, resource: Resource) -> None:
-        """Cache every object of ``resource`` in full, whoever controls it (for a kind a
-        controller reads objects of that it does not control: the pods of its Deployments),
-        whatever :meth:`keep_children_of` said."""
-        for informer in self._informers.get(resource, {}).values():
-            informer.keep_everything()
-        self._owners.setdefault(resource, []).append(None)
+    def by_object(self, resource: Resource) -> ByObject:
+        """What the cache keeps of ``resource`` (everything, if it was not declared)."""
+        return self._by_object.get(resource) or ByObject()
 
     def informers(self, resource: Resource) -> dict[str | None, Informer]:
         """The informers of ``resource`` (created on first use; started with the cache)."""
@@ -106,26 +112,23 @@ class Cache:
         scopes: list[str | None] = (
             list(self.namespaces) if resource.namespaced and self.namespaces else [None]
         )
-        selector = self._selectors.get(resource)
+        policy = self.by_object(resource)
         created = {
             ns: Informer(
                 self.client,
                 resource,
                 namespace=ns,
-                label_selector=selector,
-                transform=self._transforms.get(resource),
+                label_selector=policy.label_selector,
+                transform=policy.transform,
                 managed_by=self.client.field_manager,
-                page_size=self._page_sizes.get(resource),
+                page_size=policy.page_size,
                 list_gate=None if resource.only_metadata else self._list_gate,
             )
             for ns in scopes
         }
-        for owner in self._owners.get(resource, []):
+        for owner in policy.owners or ():
             for informer in created.values():
-                if owner is None:
-                    informer.keep_everything()
-                else:
-                    informer.keep_children_of(owner)
+                informer.keep_children_of(owner)
         self._informers[resource] = created
         if self._started:
             for informer in created.values():

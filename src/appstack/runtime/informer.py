@@ -13,7 +13,7 @@ The protocol is the state machine of :mod:`appstack.runtime.watcher`; this modul
 Errors are logged, never raised, and backed off (0.5 s → 30 s, jittered) on the injected
 :class:`~appstack.runtime.clock.Clock`. Before an object is cached,
 ``metadata.managedFields`` (but for one field manager's own apply entry, if ``managed_by``
-names it: what that manager owns of the object) and any other declared paths are
+names it: :mod:`appstack.runtime.managedfields`) and any other declared paths are
 dropped, and a ``transform`` (if given) keeps only what the controllers read, as
 controller-runtime's cache transforms do (memory: a pod's spec is most of it); the store
 keeps it packed (:mod:`appstack.runtime.packing`). This is the watcher's ``prepare``
@@ -39,6 +39,7 @@ import structlog
 from appstack.runtime import errors
 from appstack.runtime.client import STALL_TIMEOUT, Client
 from appstack.runtime.clock import Clock, RealClock
+from appstack.runtime.managedfields import MANAGED_FIELDS, keep_applied_by
 from appstack.runtime.ratelimit import RateLimiter
 from appstack.runtime.resources import Obj, Resource, object_key
 from appstack.runtime.store import IndexFunc, Store
@@ -59,24 +60,9 @@ from appstack.runtime.watcher import (
 
 log = structlog.get_logger(__name__)
 
-DEFAULT_DROP: tuple[tuple[str, ...], ...] = (("metadata", "managedFields"),)
-
-
-def keep_applied_by(obj: Obj, manager: str) -> Obj:
-    """``obj`` with only ``manager``'s server-side apply entry left in
-    ``metadata.managedFields`` (none: the key is removed) — the fields that manager's last
-    apply set, which an apply without them would remove."""
-    meta = obj.get("metadata") or {}
-    entries = [
-        entry
-        for entry in meta.pop("managedFields", None) or []
-        if entry.get("manager") == manager
-        and entry.get("operation") == "Apply"
-        and not entry.get("subresource")
-    ]
-    if entries:
-        meta["managedFields"] = entries
-    return obj
+#: What an informer drops of each object by default: the managed fields (but for its
+#: manager's own apply entry: :func:`~appstack.runtime.managedfields.keep_applied_by`).
+DEFAULT_DROP: tuple[tuple[str, ...], ...] = (MANAGED_FIELDS,)
 
 
 #: What :func:`foreign_metadata` keeps of an object's ``metadata``.
@@ -360,10 +346,9 @@ class Informer:
         return self._strip(obj)
 
     def _strip(self, obj: Obj) -> Obj:
-        if self.managed_by is not None:
-            keep_applied_by(obj, self.managed_by)
         for path in self.drop:
-            if self.managed_by is not None and path == ("metadata", "managedFields"):
+            if path == MANAGED_FIELDS:  # but for our own apply entry
+                keep_applied_by(obj, self.managed_by)
                 continue
             parent: Any = obj
             for part in path[:-1]:

@@ -30,17 +30,18 @@ import asyncio
 import contextlib
 import signal
 import ssl
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import structlog
 from aiohttp import web
 
-from appstack.runtime.cache import Cache
+from appstack.runtime.cache import ByObject, Cache
 from appstack.runtime.client import Client
 from appstack.runtime.controller import Controller
 from appstack.runtime.leaderelection import LeaderElectionConfig, LeaderElector, LeadershipLost
 from appstack.runtime.metricsauth import MetricsAuth
+from appstack.runtime.resources import Resource
 
 log = structlog.get_logger(__name__)
 _RETRY = {"Retry-After": "1"}
@@ -54,7 +55,9 @@ def _split_address(address: str) -> tuple[str, int]:
 class Manager:
     """Runs a process's controllers: HTTP endpoints, shared cache, leader election, workers.
 
-    Build controllers on it with :class:`~appstack.runtime.builder.Builder`, then
+    ``cache`` says what its shared cache keeps of each kind
+    (:class:`~appstack.runtime.cache.ByObject`). Build controllers on it with
+    :class:`~appstack.runtime.builder.Builder`, then
     ``await manager.run()`` until :meth:`stop` (or a signal, see
     :meth:`install_signal_handlers`).
     """
@@ -64,6 +67,7 @@ class Manager:
         client: Client,
         *,
         namespaces: Sequence[str] | None = None,
+        cache: Mapping[Resource, ByObject] | None = None,
         leader_election: LeaderElectionConfig | None = None,
         metrics_address: str | None = None,
         health_address: str | None = None,
@@ -80,7 +84,7 @@ class Manager:
         self.preflight = preflight
         self._preflight_passed = preflight is None
         self.metrics = client.metrics
-        self.cache = Cache(client, namespaces)
+        self.cache = Cache(client, namespaces, by_object=cache)
         self.controllers: list[Controller] = []
         self.elector = (
             LeaderElector(election_client or client, leader_election, metrics=self.metrics)

@@ -17,6 +17,7 @@ What an operator author imports, all from here (``__all__``, kept exact by a tes
         KindReconciler, Registration, Problem, condition,          # reconcile
         crd, derived_rules, cluster_role,                          # generate
         operator_command, run_operator,                            # run
+        assemble, wire, cache_policy,                              # assemble yourself
     )
 
 Names load on first use (importing ``appstack.sdk`` costs nothing until then: a CLI's
@@ -41,6 +42,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs; at run time,
         CustomObject,
         custom_kind,
     )
+    from appstack.sdk.kit.caching import cache_policy
     from appstack.sdk.kit.children import ChildWriter, Synced
     from appstack.sdk.kit.conditions import (
         Problem,
@@ -61,7 +63,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs; at run time,
     from appstack.sdk.kit.reconciler import KindReconciler
     from appstack.sdk.kit.registration import Registration
     from appstack.sdk.model import Condition, KubeModel
-    from appstack.sdk.operator import run_operator, serve
+    from appstack.sdk.operator import Assembly, assemble, run_operator, serve, wire
     from appstack.sdk.options import OperatorOptions
     from appstack.sdk.rbac import (
         Rule,
@@ -99,6 +101,10 @@ _HOMES = {
     "operator_command": "flags",
     "run_operator": "operator",
     "serve": "operator",
+    "assemble": "operator",
+    "Assembly": "operator",
+    "wire": "operator",
+    "cache_policy": "kit.caching",
     "KindReconciler": "kit.reconciler",
     "Registration": "kit.registration",
     "ChildWriter": "kit.children",
@@ -124,6 +130,7 @@ __all__ = [
     "READY_MESSAGE",
     "READY_REASON",
     "WIDE_READY",
+    "Assembly",
     "ChildWriter",
     "Condition",
     "CustomKind",
@@ -139,7 +146,9 @@ __all__ = [
     "Rule",
     "Synced",
     "as_object",
+    "assemble",
     "binding",
+    "cache_policy",
     "child_labels",
     "child_metadata",
     "cluster_role",
@@ -160,6 +169,7 @@ __all__ = [
     "rule",
     "run_operator",
     "serve",
+    "wire",
 ]
 
 

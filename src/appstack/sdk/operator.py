@@ -2,9 +2,9 @@
 
 client → CRD check → manager (shared cache, leader election with its own client and a
 write fence, ``/healthz`` ``/readyz``, ``/metrics`` over HTTPS with token authentication)
-→ Event recorder (de-duplicated, paced behind reconciles) → every controller
-(:meth:`~appstack.sdk.kit.registration.Registration.setup`, only in enabled namespaces) →
-run until SIGTERM. Every name the operator is known by comes from its
+→ Event recorder (de-duplicated, paced behind reconciles) → what the cache keeps of each
+kind, one table for all controllers, and every controller (:func:`wire`, only in enabled
+namespaces) → run until SIGTERM. Every name the operator is known by comes from its
 :class:`~appstack.sdk.identity.OperatorIdentity`: the field manager, the user agent
 ``<project>/<version> (<pod>_<suffix>)`` (the API server's audit log tells the replicas
 apart), the Lease, the Events' source, the runtime's metric prefix, the labels of its
@@ -26,6 +26,7 @@ import socket
 import ssl
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import structlog
@@ -49,7 +50,11 @@ from appstack.runtime import (
     self_signed_context,
     unserved,
 )
+from appstack.runtime.cache import Transform
+from appstack.runtime.controller import Controller
+from appstack.runtime.resources import Resource
 from appstack.sdk.identity import OperatorIdentity
+from appstack.sdk.kit.caching import cache_policy
 from appstack.sdk.kit.registration import Registration
 from appstack.sdk.options import OperatorOptions
 from appstack.sdk.process import settle_heap, tune_connections
@@ -138,18 +143,95 @@ async def require_crds(
         raise MissingCRDs(crd_names(missing), hint)
 
 
-async def serve(
+def wire(
+    manager: Manager,
+    recorder: EventRecorder,
+    controllers: Sequence[Registration],
+    identity: OperatorIdentity,
+    *,
+    cache: Mapping[Resource, Transform] | None = None,
+    concurrency: int = OperatorOptions.concurrency,
+    sync_period: float | None = None,
+    enable_all_namespaces: bool = False,
+    controller_options: Mapping[str, Mapping[str, Any]] | None = None,
+) -> list[Controller]:
+    """Declare what ``manager``'s cache keeps of each kind — one table for every
+    controller, derived from their declarations and ``cache``, the transform of each kind
+    (:func:`~appstack.sdk.kit.caching.cache_policy`) — then set every controller up
+    (:meth:`~appstack.sdk.kit.registration.Registration.setup`, each with its share of
+    ``concurrency`` workers; ``controller_options`` maps a controller's name to its
+    reconciler's own options, or to its own ``concurrency`` or ``sync_period``).
+    :func:`assemble` calls it; so may a benchmark running the operator's controllers on a
+    manager of its own."""
+    manager.cache.configure(
+        cache_policy(
+            controllers,
+            identity,
+            transforms=cache,
+            cluster_wide=not manager.cache.namespaces,
+            enable_all_namespaces=enable_all_namespaces,
+        )
+    )
+    own = controller_options or {}
+    return [
+        controller.setup(
+            manager,
+            recorder,
+            identity=identity,
+            enable_all_namespaces=enable_all_namespaces,
+            **{
+                "concurrency": controller.workers(concurrency),
+                "sync_period": sync_period,
+                **own.get(controller.name, {}),  # its own options, or its share overridden
+            },
+        )
+        for controller in controllers
+    ]
+
+
+@dataclass
+class Assembly:
+    """An operator assembled by :func:`assemble` and not yet running: its client (and the
+    leader election's), its manager (cache, controllers, endpoints), its Event recorder."""
+
+    client: Client
+    manager: Manager
+    recorder: EventRecorder
+    election_client: Client | None = None
+    cert_files: CertFiles | None = None
+
+    async def run(self) -> None:
+        """Run until the manager stops (SIGTERM, if :meth:`Manager.install_signal_handlers`
+        was called) or leadership is lost; then drain the Events and close the clients."""
+        renewing = asyncio.create_task(self.cert_files.watch()) if self.cert_files else None
+        try:
+            await self.manager.run()
+        except LeadershipLost:
+            await self.recorder.close(timeout=0)  # the fence refuses its writes: drop them
+            raise
+        finally:
+            if renewing is not None:
+                renewing.cancel()
+            await self.recorder.close(timeout=min(5.0, self.manager.shutdown_timeout))
+            await self.client.close()
+            if self.election_client is not None:
+                await self.election_client.close()
+
+
+async def assemble(
     controllers: Sequence[Registration],
     identity: OperatorIdentity,
     options: OperatorOptions,
     *,
     version: str = "",
+    cache: Mapping[Resource, Transform] | None = None,
     controller_options: Mapping[str, Mapping[str, Any]] | None = None,
     collectors: Sequence[CollectorFactory] = (),
     crds_hint: str = "",
-) -> None:
-    """Run the operator until SIGTERM (see the module docstring); raises
-    :class:`~appstack.runtime.LeadershipLost` or :class:`MissingCRDs`.
+) -> Assembly:
+    """The operator, assembled (see the module docstring) but not started: what
+    :func:`serve` runs, and what a test runs to have the same operator in its own process.
+    ``cache`` is what the cache keeps of each kind (a transform per kind; :func:`wire`);
     ``controller_options`` maps a controller's name to its reconciler's own options;
     ``collectors`` make extra metrics from the cache; ``crds_hint`` says how to install
     the CRDs when they are missing."""
@@ -203,42 +285,49 @@ async def serve(
     )
     for collector in collectors:
         manager.metrics.registry.register(collector(manager.cache))
-    own = controller_options or {}
-    for controller in controllers:
-        controller.setup(
-            manager,
-            recorder,
-            identity=identity,
-            concurrency=controller.workers(options.concurrency),
-            sync_period=options.sync_period,
-            enable_all_namespaces=options.enable_all_namespaces,
-            **own.get(controller.name, {}),
-        )
-    manager.install_signal_handlers()
+    wire(
+        manager,
+        recorder,
+        controllers,
+        identity,
+        cache=cache,
+        concurrency=options.concurrency,
+        sync_period=options.sync_period,
+        enable_all_namespaces=options.enable_all_namespaces,
+        controller_options=controller_options,
+    )
+    return Assembly(client, manager, recorder, election_client, cert_files)
+
+
+async def serve(
+    controllers: Sequence[Registration],
+    identity: OperatorIdentity,
+    options: OperatorOptions,
+    **assembly: Any,
+) -> None:
+    """Run the operator until SIGTERM (see the module docstring; ``assembly`` the keyword
+    arguments of :func:`assemble`); raises :class:`~appstack.runtime.LeadershipLost` or
+    :class:`MissingCRDs`."""
+    assembled = await assemble(controllers, identity, options, **assembly)
+    assembled.manager.install_signal_handlers()
     settle_heap()
     log.info(
         "starting",
         operator=identity.name,
-        identity=me,
+        identity=assembled.recorder.instance,
         namespaces=options.namespaces or "all",
         enabled="all" if options.enable_all_namespaces else "labelled",
         leader_elect=options.leader_elect,
         sync_period=options.sync_period,
-        metrics_tls="files" if cert_files else "self-signed" if tls else "off",
+        metrics_tls=(
+            "files"
+            if assembled.cert_files
+            else "self-signed"
+            if assembled.manager.metrics_tls
+            else "off"
+        ),
     )
-    renewing = asyncio.create_task(cert_files.watch()) if cert_files else None
-    try:
-        await manager.run()
-    except LeadershipLost:
-        await recorder.close(timeout=0)  # the fence refuses its writes now: drop the queue
-        raise
-    finally:
-        if renewing is not None:
-            renewing.cancel()
-        await recorder.close(timeout=min(5.0, options.shutdown_timeout))
-        await client.close()
-        if election_client is not None:
-            await election_client.close()
+    await assembled.run()
 
 
 def run_operator(

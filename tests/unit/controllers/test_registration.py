@@ -13,7 +13,7 @@ from appstack.controllers.appservice import APP_SERVICE
 from appstack.controllers.appstack import APP_STACK
 from appstack.controllers.etcdcluster import ETCD_CLUSTER, desired
 from appstack.controllers.mongodbcommunity import MONGODB_COMMUNITY
-from appstack.controllers.registry import ALL
+from appstack.controllers.registry import ALL, CACHE
 from appstack.runtime.events import EventRecorder
 from appstack.runtime.informer import Informer
 from appstack.runtime.manager import Manager
@@ -32,15 +32,14 @@ from appstack.runtime.resources import (
 )
 from appstack.runtime.watcher import Applied
 from appstack.sdk.kit.pods import labelled, pods_of
+from appstack.sdk.operator import wire
 from tests.support.scripted_transport import scripted_client
 
 
 def _manager() -> Manager:
     client, _ = scripted_client()
     manager = Manager(client, namespaces=["ns"])
-    recorder = EventRecorder(client)
-    for controller in ALL:
-        controller.setup(manager, recorder, identity=IDENTITY)
+    wire(manager, EventRecorder(client), ALL, IDENTITY, cache=CACHE)  # as the operator does
     return manager
 
 

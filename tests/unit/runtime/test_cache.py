@@ -1,7 +1,8 @@
-"""What each kind's cache costs is set per kind (issue #34): the LIST page size — 25 full
-objects or 500 of metadata only by default, or a kind's own — and whose children it keeps in
-full, told to the informers whether they exist yet or not; and its informers ask for one
-page of full objects at a time, all together."""
+"""What each kind's cache costs is declared once per kind, in the cache's table
+(:class:`ByObject`, issues #34 and #40): the LIST page size — 25 full objects or 500 of
+metadata only by default, or a kind's own —, its label selector and whose children it
+keeps in full, before its informers exist; and its informers ask for one page of full
+objects at a time, all together."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import asyncio
 
 import pytest
 
-from appstack.runtime.cache import Cache
+from appstack.runtime.cache import ByObject, Cache
 from appstack.runtime.client import Client
 from appstack.runtime.resources import CONFIG_MAP, POD, SECRET, Obj, Resource
 from appstack.runtime.watcher import FULL_PAGE_SIZE, METADATA_PAGE_SIZE, Empty, step
@@ -29,14 +30,13 @@ def test_full_objects_are_listed_in_smaller_pages_than_metadata() -> None:
 
 async def test_a_kinds_page_size_is_its_own_and_is_what_the_list_asks_for() -> None:
     client, transport = scripted_client()
-    cache = Cache(client, ["ns"])
-    cache.set_page_size(SECRET, 20)
+    cache = Cache(client, ["ns"], by_object={SECRET: ByObject(page_size=20)})
     with pytest.raises(ValueError, match="a page of 0 objects"):
-        cache.set_page_size(SECRET, 0)
+        ByObject(page_size=0)
     informer = cache.informers(SECRET)["ns"]
-    cache.set_page_size(SECRET, 20)  # the same again: fine
-    with pytest.raises(RuntimeError):  # too late: its informers exist
-        cache.set_page_size(SECRET, 30)
+    cache.configure({SECRET: ByObject(page_size=20)})  # the same again: fine
+    with pytest.raises(RuntimeError, match="declared twice"):
+        cache.configure({SECRET: ByObject(page_size=30)})
     transport.page(["a"], "7")
 
     await step(Empty(), client, informer.query, RecordingClock())
@@ -45,33 +45,28 @@ async def test_a_kinds_page_size_is_its_own_and_is_what_the_list_asks_for() -> N
     assert request.params["limit"] == "20"
 
 
-def test_owners_reach_the_informers_made_before_and_after() -> None:
+def test_owners_reach_every_informer_of_the_kind() -> None:
     client, _ = scripted_client()
     cache = Cache(client, ["a", "b"])
-    cache.keep_children_of(CONFIG_MAP, OWNER)  # before its informers exist
+    cache.configure({CONFIG_MAP: ByObject(owners=(OWNER, OTHER))})
     made = cache.informers(CONFIG_MAP)
-    cache.keep_children_of(CONFIG_MAP, OTHER)  # after
-    later = Cache(client, ["a"])
-    later.informers(CONFIG_MAP)
-    later.keep_children_of(CONFIG_MAP, OWNER)
 
     kinds = {("example.com/v1", "Widget"), ("example.com/v1", "Gadget")}
     assert [i.owners for i in made.values()] == [kinds, kinds]
-    assert later.informers(CONFIG_MAP)["a"].owners == {("example.com/v1", "Widget")}
-    assert cache.informers(SECRET)["a"].owners is None  # nobody said: every object in full
+    assert cache.informers(SECRET)["a"].owners is None  # not declared: every object in full
+    assert cache.by_object(SECRET) == ByObject()
 
 
-def test_keep_everything_wins_in_either_order() -> None:
+def test_a_kind_is_declared_once_before_its_informers_exist() -> None:
     client, _ = scripted_client()
-    cache = Cache(client, ["ns"])
-    cache.keep_everything(POD)
-    cache.keep_children_of(POD, OWNER)
-    cache.informers(CONFIG_MAP)
-    cache.keep_children_of(CONFIG_MAP, OWNER)
-    cache.keep_everything(CONFIG_MAP)
-
-    assert cache.informers(POD)["ns"].owners is None
-    assert cache.informers(CONFIG_MAP)["ns"].owners is None
+    selector = "app.kubernetes.io/managed-by=example"
+    cache = Cache(client, ["ns"], by_object={POD: ByObject(label_selector=selector)})
+    assert cache.informers(POD)["ns"].query.label_selector == selector
+    with pytest.raises(RuntimeError, match="declared twice"):
+        cache.configure({POD: ByObject(label_selector="other=yes")})
+    cache.informers(CONFIG_MAP)  # used before it was declared: cached whole
+    with pytest.raises(RuntimeError, match="already exist"):
+        cache.configure({CONFIG_MAP: ByObject(owners=(OWNER,))})
 
 
 class SlowPages(Client):

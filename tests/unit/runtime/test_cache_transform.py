@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from appstack.runtime.cache import Cache
+from appstack.runtime.cache import ByObject, Cache
 from appstack.runtime.controller import Request
 from appstack.runtime.resources import CONFIG_MAP, POD
 from appstack.runtime.watcher import Applied
@@ -56,11 +56,10 @@ def test_a_cached_pod_keeps_metadata_node_images_and_status_only() -> None:
 
 def test_the_cache_stores_transformed_objects() -> None:
     client, _ = scripted_client()
-    cache = Cache(client, ["ns"])
-    cache.set_transform(POD, cached_pod)
-    cache.set_transform(POD, cached_pod)  # the same again: fine (two controllers)
-    with pytest.raises(RuntimeError):
-        cache.set_transform(POD, lambda obj: obj)
+    cache = Cache(client, ["ns"], by_object={POD: ByObject(transform=cached_pod)})
+    cache.configure({POD: ByObject(transform=cached_pod)})  # the same again: fine
+    with pytest.raises(RuntimeError, match="declared twice"):
+        cache.configure({POD: ByObject(transform=lambda obj: obj)})
     informer = cache.informers(POD)["ns"]
     informer._deliver(Applied(informer._prepare(_pod())))  # as the watcher hands it
     stored = cache.get(POD, "ns/web-1")
@@ -72,7 +71,7 @@ def test_the_cache_stores_transformed_objects() -> None:
     assert "managedFields" not in stored["metadata"]
     cache.informers(CONFIG_MAP)
     with pytest.raises(RuntimeError):  # too late: its informers exist
-        cache.set_transform(CONFIG_MAP, lambda obj: obj)
+        cache.configure({CONFIG_MAP: ByObject(transform=lambda obj: obj)})
 
 
 def test_a_pod_wakes_its_owner_only_while_it_has_a_problem_or_waits_for_readiness() -> None:

@@ -15,22 +15,17 @@ garbage collector (children carry a controller ownerReference).
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from appstack.api.appservice import AppService, AppServiceSpec, AppServiceStatus
-from appstack.api.kind import GROUP
 from appstack.controllers.appservice import desired, status
 from appstack.controllers.util import podsecurity
 from appstack.controllers.util.workloads import deployment_rollout, replica_failure
 from appstack.runtime.controller import Result
-from appstack.runtime.resources import DEPLOYMENT, POD, SERVICE, Resource
-from appstack.sdk.kit.applied import child_and_pod_transforms
+from appstack.runtime.resources import DEPLOYMENT, POD, SERVICE
 from appstack.sdk.kit.conditions import Problem
 from appstack.sdk.kit.kubeobject import KubeObject
 from appstack.sdk.kit.meta import COMPONENT_LABEL, INSTANCE_LABEL, instance_labels, label_selector
 from appstack.sdk.kit.pods import (
     POD_INDEXERS,
-    Transform,
     pod_mapper,
     pod_problem,
     pods_of,
@@ -50,7 +45,6 @@ class AppServiceReconciler(KindReconciler[AppServiceSpec]):
     kind = AppService.KIND
     owns = (DEPLOYMENT, SERVICE)
     watches = ((POD, pod_mapper(INSTANCE_LABEL, **{COMPONENT_LABEL: desired.COMPONENT})),)
-    transforms: ClassVar[dict[Resource, Transform]] = child_and_pod_transforms(GROUP)
     indexers = POD_INDEXERS
     status_changes = False  # its status is ours, computed from the children
 

@@ -32,7 +32,7 @@ from appstack.api.appstack import AppStack, AppStackSpec, AppStackStatus, Member
 from appstack.api.appstack_component import Component
 from appstack.api.appstack_middleware import Middleware
 from appstack.api.graph import blocked_by, start_order
-from appstack.api.kind import GROUP, group_key
+from appstack.api.kind import group_key
 from appstack.api.security import PodSecurityLevel
 from appstack.controllers.appstack import addresses, desired, labels, middleware, status
 from appstack.controllers.appstack.addresses import ExternalIPPolicy
@@ -65,7 +65,6 @@ from appstack.runtime.resources import (
     Resource,
 )
 from appstack.runtime.store import IndexFunc, controller_key
-from appstack.sdk.kit.applied import CHILD_TRANSFORMS
 from appstack.sdk.kit.children import Synced
 from appstack.sdk.kit.conditions import Problem
 from appstack.sdk.kit.kubeobject import KubeObject
@@ -74,16 +73,12 @@ from appstack.sdk.kit.pods import (
     POD_INDEXERS,
     pod_mapper,
     pod_problem,
-    pod_transforms,
     pods_of,
     recheck_after,
 )
 from appstack.sdk.kit.reconciler import KindReconciler
 from appstack.sdk.kit.references import (
     REFERENCES,
-    Transform,
-    metadata_only,
-    secret_metadata,
 )
 
 Wanted = set[tuple[str, str]]  # (kind, name) of every child the spec still wants
@@ -104,12 +99,6 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
     # ConfigMap's content: issue #28 P1.2); read by name when their content is needed. The
     # ConfigMaps it writes are a cache of their own, in full but only those labelled ours.
     references = (CONFIG_MAP.metadata_only(), SECRET.metadata_only())
-    transforms: ClassVar[dict[Resource, Transform]] = {
-        **pod_transforms(GROUP),
-        **CHILD_TRANSFORMS,
-        CONFIG_MAP.metadata_only(): metadata_only,
-        SECRET.metadata_only(): secret_metadata,
-    }
     indexers: ClassVar[dict[Resource, dict[str, IndexFunc]]] = {
         **POD_INDEXERS,
         AppStack.KIND.resource: {REFERENCES: referenced},

@@ -20,7 +20,6 @@ from typing import Any, ClassVar
 from pydantic import ValidationError
 
 from appstack.api.crontab import CronTab, CronTabSpec, CronTabStatus
-from appstack.api.kind import GROUP
 from appstack.controllers.crontab import desired, status
 from appstack.controllers.util import podsecurity
 from appstack.runtime.cache import Cache
@@ -29,7 +28,6 @@ from appstack.runtime.controller import Request, Result
 from appstack.runtime.events import EventRecorder
 from appstack.runtime.resources import CRON_JOB, JOB, POD, Resource
 from appstack.runtime.store import IndexFunc
-from appstack.sdk.kit.applied import job_transforms
 from appstack.sdk.kit.conditions import (
     Problem,
     last_condition,
@@ -39,11 +37,9 @@ from appstack.sdk.kit.kubeobject import KubeObject
 from appstack.sdk.kit.meta import COMPONENT_LABEL, INSTANCE_LABEL, instance_labels
 from appstack.sdk.kit.pods import (
     POD_INDEXERS,
-    Transform,
     label_indexers,
     labelled,
     pod_mapper,
-    pod_transforms,
     pods_of,
 )
 from appstack.sdk.kit.reconciler import KindReconciler
@@ -67,10 +63,6 @@ class CronTabReconciler(KindReconciler[CronTabSpec]):
         (JOB, _job_mapper),
         (POD, pod_mapper(INSTANCE_LABEL, **{COMPONENT_LABEL: desired.COMPONENT})),
     )
-    transforms: ClassVar[dict[Resource, Transform]] = {
-        **pod_transforms(GROUP),
-        **job_transforms(GROUP),
-    }
     indexers: ClassVar[dict[Resource, dict[str, IndexFunc]]] = {
         **POD_INDEXERS,
         **label_indexers(JOB),

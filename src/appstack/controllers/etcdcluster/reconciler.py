@@ -31,7 +31,6 @@ from appstack.api.etcdcluster import (
     EtcdClusterSpec,
     EtcdClusterStatus,
 )
-from appstack.api.kind import GROUP
 from appstack.controllers.etcdcluster import (
     backup,
     backup_schedule,
@@ -55,11 +54,6 @@ from appstack.runtime.controller import Result
 from appstack.runtime.events import EventRecorder
 from appstack.runtime.resources import JOB, POD, PVC, SERVICE, Resource
 from appstack.runtime.store import IndexFunc
-from appstack.sdk.kit.applied import (
-    CLAIM_TRANSFORMS,
-    child_and_pod_transforms,
-    job_transforms,
-)
 from appstack.sdk.kit.conditions import (
     Problem,
     now_rfc3339,
@@ -68,7 +62,6 @@ from appstack.sdk.kit.kubeobject import KubeObject
 from appstack.sdk.kit.parts import Manifest, wire
 from appstack.sdk.kit.pods import (
     POD_INDEXERS,
-    Transform,
     label_indexers,
     labelled,
     pods_of,
@@ -86,12 +79,6 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
 
     kind = EtcdCluster.KIND
     owns = (SERVICE, PDB, POD, PVC, JOB)
-    # the pod, Service and Job caches are shared: the same transforms as the others
-    transforms: ClassVar[dict[Resource, Transform]] = {
-        **child_and_pod_transforms(GROUP),
-        **job_transforms(GROUP),
-        **CLAIM_TRANSFORMS,
-    }
     indexers: ClassVar[dict[Resource, dict[str, IndexFunc]]] = {
         **POD_INDEXERS,
         **label_indexers(PVC),

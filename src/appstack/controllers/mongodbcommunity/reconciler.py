@@ -30,7 +30,6 @@ from appstack.runtime import errors
 from appstack.runtime.controller import Result
 from appstack.runtime.resources import CONFIG_MAP, PDB, SECRET, SERVICE, STATEFUL_SET, Resource
 from appstack.runtime.store import IndexFunc, controller_key
-from appstack.sdk.kit.applied import CHILD_TRANSFORMS
 from appstack.sdk.kit.conditions import Problem, now_rfc3339
 from appstack.sdk.kit.kubeobject import KubeObject
 from appstack.sdk.kit.meta import COMPONENT_LABEL
@@ -38,9 +37,7 @@ from appstack.sdk.kit.parts import Manifest
 from appstack.sdk.kit.reconciler import KindReconciler
 from appstack.sdk.kit.references import (
     REFERENCES,
-    Transform,
     reference,
-    secret_metadata,
 )
 
 _WATCHED = frozenset({"PasswordSecretNotFound", "PasswordSecretKeyNotFound"})
@@ -69,10 +66,6 @@ class MongoDBCommunityReconciler(KindReconciler[MongoDBCommunitySpec]):
         SECRET: f"{CHILD_SELECTOR},{COMPONENT_LABEL} in ({users.COMPONENT},{scram.COMPONENT})"
     }
     references = (SECRET.metadata_only(),)
-    transforms: ClassVar[dict[Resource, Transform]] = {
-        **CHILD_TRANSFORMS,
-        SECRET.metadata_only(): secret_metadata,
-    }
     indexers: ClassVar[dict[Resource, dict[str, IndexFunc]]] = {
         MongoDBCommunity.KIND.resource: {REFERENCES: referenced},
     }

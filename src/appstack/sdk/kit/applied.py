@@ -30,9 +30,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from appstack.runtime.cache import Transform
 from appstack.runtime.resources import DEPLOYMENT, JOB, PVC, SERVICE, STATEFUL_SET, Resource
 from appstack.sdk.kit.conditions import condition_read
-from appstack.sdk.kit.pods import Transform, keep_annotations_under, pod_transforms
+from appstack.sdk.kit.pods import keep_annotations_under, pod_transforms
 
 
 def project(value: Any, fields: Mapping[str, Any]) -> Any:

@@ -33,7 +33,7 @@ import structlog
 from appstack.core.resource import Resource, split_key
 from appstack.runtime import errors
 from appstack.runtime.builder import Mapper
-from appstack.runtime.cache import Cache
+from appstack.runtime.cache import ByObject, Cache
 from appstack.runtime.client import Client
 from appstack.runtime.controller import Request
 from appstack.runtime.resources import NAMESPACE
@@ -52,6 +52,13 @@ def _kept(obj: dict[str, Any]) -> dict[str, Any]:
     meta = obj.get("metadata") or {}
     kept = {k: meta[k] for k in ("name", "uid", "resourceVersion", "labels") if k in meta}
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": kept}
+
+
+def namespace_cache(label: str, enable_all: bool = False) -> ByObject:
+    """What a watching gate's cache keeps of the Namespaces (the operator's cache table,
+    :mod:`.caching`): the enabled ones (``label=true``; every one with ``enable_all``),
+    their name, version and labels only."""
+    return ByObject(label_selector=None if enable_all else f"{label}=true", transform=_kept)
 
 
 class _Remembered:
@@ -106,10 +113,6 @@ class NamespaceGate:
         self._labels = _Remembered(now, ttl, max_remembered)
         self._exists = _Remembered(now, ttl, max_remembered)
         self._ttl = ttl
-        if self.watching:
-            if not enable_all:
-                cache.set_label_selector(NAMESPACES, f"{label}=true")
-            cache.set_transform(NAMESPACES, _kept)
 
     @property
     def requeue_after(self) -> float | None:

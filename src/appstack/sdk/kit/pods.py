@@ -24,12 +24,12 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
 from appstack.runtime.builder import Mapper
-from appstack.runtime.cache import Cache
+from appstack.runtime.cache import Cache, Transform
 from appstack.runtime.controller import Request
 from appstack.runtime.resources import POD, Resource
 from appstack.runtime.store import IndexFunc
@@ -239,9 +239,6 @@ def keep_annotations_under(meta: dict[str, Any], domain: str) -> None:
         meta["annotations"] = ours
     else:
         del meta["annotations"]
-
-
-Transform = Callable[[dict[str, Any]], dict[str, Any]]
 
 
 @functools.cache

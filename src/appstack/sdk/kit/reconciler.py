@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import Any, ClassVar, Generic, TypeVar, cast
+from typing import ClassVar, Generic, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
 
@@ -45,7 +45,8 @@ class KindReconciler(ABC, Generic[SpecT]):
     names; ``references`` are kinds its spec names objects of (a user's ConfigMap or
     Secret: :mod:`~appstack.sdk.kit.references`), which wake the objects whose
     ``REFERENCES`` index names them; ``indexers`` are registered on the cache once, at
-    setup; ``transforms`` keep only what is read of a cached kind; ``finalizer``
+    setup (what the cache keeps of each kind is the operator's one table:
+    :mod:`.caching`); ``finalizer``
     (optional) holds deletion until :meth:`cleanup` is done."""
 
     kind: ClassVar[CustomKind]
@@ -55,8 +56,6 @@ class KindReconciler(ABC, Generic[SpecT]):
     finalizer: ClassVar[str | None] = None
     #: Whether an update of only the object's status (our own write) wakes the reconciler.
     status_changes: ClassVar[bool] = True
-    #: Per kind, what the cache keeps of an object (e.g. pods without their spec).
-    transforms: ClassVar[dict[Resource, Callable[[dict[str, Any]], dict[str, Any]]]] = {}
     #: Per owned kind, a narrower label selector of its cache than every child of ours
     #: (e.g. only the Secrets a controller applies, not every generated one).
     selectors: ClassVar[dict[Resource, str]] = {}

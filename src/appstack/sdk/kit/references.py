@@ -15,19 +15,18 @@ cache of their own, in full, labelled as ours. Used by
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from appstack.core.resource import Resource
 from appstack.runtime.builder import Mapper, request_for
-from appstack.runtime.cache import Cache
+from appstack.runtime.cache import Cache, Transform
 from appstack.runtime.controller import Request
 from appstack.runtime.informer import FOREIGN_METADATA
 
 #: The index, on the referring kind, of the objects each one names.
 REFERENCES = "references"
 
-Transform = Callable[[dict[str, Any]], dict[str, Any]]
 
 # What is kept of a referenced object's metadata: enough to key, version and own it
 # (annotations are dropped: kubectl's last-applied-configuration repeats a Secret's data).

@@ -33,7 +33,6 @@ from appstack.runtime.manager import Manager
 from appstack.sdk.identity import OperatorIdentity
 from appstack.sdk.kind import CustomKind
 from appstack.sdk.kit.kubeobject import KubeObject
-from appstack.sdk.kit.meta import child_selector
 from appstack.sdk.kit.namespaces import NAMESPACES, shared_gate
 from appstack.sdk.kit.observers import Gauges, Panels, StatusView
 from appstack.sdk.kit.parts import Manifest
@@ -111,16 +110,16 @@ class Registration:
         enable_all_namespaces: bool = False,
         **options: Any,
     ) -> Controller:
-        """Wire the reconciler into ``manager``: watch the kind, the children it owns and
-        the objects it watches (cached only when labelled as ours; of a child kind, an
-        object none of the kinds owning it controls is cached as metadata only:
-        :meth:`~appstack.runtime.cache.Cache.keep_children_of`), the objects its spec
-        names (``references``), register its cache indexes, ``concurrency``
-        workers (default: its share of 4), every object reconciled again every
-        :meth:`resync_period` of ``sync_period`` seconds (default: 10 minutes), only in
-        the namespaces a platform team enabled (every one with
+        """Wire the reconciler into ``manager``: watch the kind, the children it owns, the
+        objects it watches and the objects its spec names (``references``), register its
+        cache indexes, ``concurrency`` workers (default: its share of 4), every object
+        reconciled again every :meth:`resync_period` of ``sync_period`` seconds (default:
+        10 minutes), only in the namespaces a platform team enabled (every one with
         ``enable_all_namespaces``: :mod:`.namespaces`, shared by the controllers of one
-        manager); ``options`` go to the reconciler (e.g. the AppStack's ``external_ips``)."""
+        manager); ``options`` go to the reconciler (e.g. the AppStack's ``external_ips``).
+        What the cache keeps of each kind is not set here but by the operator's assembly,
+        for all its controllers at once (:func:`appstack.sdk.operator.wire`,
+        :mod:`.caching`)."""
         gate = shared_gate(
             manager.client,
             manager.cache,
@@ -128,17 +127,6 @@ class Registration:
             enable_all=enable_all_namespaces,
         )
         watched, referenced = self.reconciler.watches, self.reconciler.references
-        selectors = self.reconciler.selectors
-        for resource in (*self.owns, *(resource for resource, _ in watched)):
-            if resource not in referenced:  # a user's objects are not labelled as ours
-                selector = selectors.get(resource) or child_selector(resource.kind, identity)
-                manager.cache.set_label_selector(resource, selector)
-        for resource in self.owns:  # of the others labelled ours, only their metadata
-            manager.cache.keep_children_of(resource, self.kind.resource)
-        for resource in {resource for resource, _ in watched} | set(referenced):
-            manager.cache.keep_everything(resource)  # read though we do not control them
-        for resource, transform in self.reconciler.transforms.items():
-            manager.cache.set_transform(resource, transform)
         for resource, indexes in self.reconciler.indexers.items():
             for index, func in indexes.items():
                 manager.cache.add_indexer(resource, index, func)

@@ -23,7 +23,8 @@ from collections import OrderedDict
 from collections.abc import Awaitable
 
 from appstack.runtime.cache import Cache
-from appstack.runtime.informer import FuncHandler, keep_applied_by
+from appstack.runtime.informer import FuncHandler
+from appstack.runtime.managedfields import keep_applied_by
 from appstack.runtime.resources import Obj, Resource, object_key
 
 # Writes whose watch event never comes (an object outside the cache's label selector) must

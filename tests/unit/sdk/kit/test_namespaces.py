@@ -11,7 +11,7 @@ from appstack.controllers.util.podsecurity import level_of
 from appstack.runtime import errors
 from appstack.runtime.cache import Cache
 from appstack.runtime.resources import Resource
-from appstack.sdk.kit.namespaces import NAMESPACES, TTL, NamespaceGate
+from appstack.sdk.kit.namespaces import NAMESPACES, TTL, NamespaceGate, namespace_cache
 
 ON = {ENABLED: "true"}
 RESTRICTED = {**ON, "pod-security.kubernetes.io/enforce": "restricted"}
@@ -92,7 +92,17 @@ async def test_cluster_wide_the_enabled_namespaces_come_from_the_cache() -> None
     gate = NamespaceGate(client, cache, label=ENABLED)  # type: ignore[arg-type]
     assert gate.watching
     assert gate.requeue_after is None
-    assert cache._selectors[NAMESPACES] == f"{ENABLED}=true"
+    # the operator's cache table keeps the enabled namespaces' names and labels only
+    kept = namespace_cache(ENABLED)
+    assert kept.label_selector == f"{ENABLED}=true"
+    assert kept.transform is not None
+    assert kept.transform(
+        {"metadata": {"name": "team", "labels": RESTRICTED, "annotations": {"a": "b"}}}
+    ) == {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": "team", "labels": RESTRICTED},
+    }
     informer = cache.informers(NAMESPACES)[None]
     informer.store.upsert({"metadata": {"name": "team", "labels": RESTRICTED}})
     assert await gate.enabled("team")
@@ -112,5 +122,5 @@ async def test_cluster_wide_the_enabled_namespaces_come_from_the_cache() -> None
 def test_every_namespace_is_cached_when_all_are_enabled() -> None:
     client = FakeClient({})
     cache = Cache(client)  # type: ignore[arg-type]
-    NamespaceGate(client, cache, enable_all=True)  # type: ignore[arg-type]
-    assert NAMESPACES not in cache._selectors
+    assert NamespaceGate(client, cache, enable_all=True).watching  # type: ignore[arg-type]
+    assert namespace_cache(ENABLED, enable_all=True).label_selector is None
