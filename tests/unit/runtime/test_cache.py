@@ -1,19 +1,22 @@
 """What each kind's cache costs is declared once per kind, in the cache's table
 (:class:`ByObject`, issues #34 and #40): the LIST page size — 25 full objects or 500 of
 metadata only by default, or a kind's own —, its label selector and whose children it
-keeps in full, before its informers exist; and its informers ask for one page of full
-objects at a time, all together."""
+keeps in full, before its informers exist; the transform applied to every object the
+informers store; only the client's own apply entry of an object's managed fields kept; and its
+informers ask for one page of full objects at a time, all together."""
 
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
 from appstack.runtime.cache import ByObject, Cache
 from appstack.runtime.client import Client
-from appstack.runtime.resources import CONFIG_MAP, POD, SECRET, Obj, Resource
-from appstack.runtime.watcher import FULL_PAGE_SIZE, METADATA_PAGE_SIZE, Empty, step
+from appstack.runtime.resources import CONFIG_MAP, DEPLOYMENT, POD, SECRET, Obj, Resource
+from appstack.runtime.watcher import FULL_PAGE_SIZE, METADATA_PAGE_SIZE, Applied, Empty, step
+from appstack.sdk.kit.pods import cached_pod
 from tests.support.scripted_transport import RecordingClock, ScriptedTransport, scripted_client
 
 OWNER = Resource("example.com", "v1", "Widget", "widgets")
@@ -122,3 +125,75 @@ async def test_the_informers_of_a_cache_ask_for_one_page_of_full_objects_at_a_ti
     finally:
         await cache.stop()
     assert wider.most[False] == 3
+
+
+def _pod() -> dict[str, object]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "web-1",
+            "namespace": "ns",
+            "resourceVersion": "3",
+            "labels": {"app.kubernetes.io/instance": "web"},
+            "managedFields": [{"manager": "kubelet"}],
+        },
+        "spec": {"nodeName": "node-1", "containers": [{"name": "web", "image": "nginx"}]},
+        "status": {
+            "containerStatuses": [
+                {"name": "web", "state": {"waiting": {"reason": "ImagePullBackOff"}}}
+            ]
+        },
+    }
+
+
+def test_the_cache_stores_transformed_objects() -> None:
+    client, _ = scripted_client()
+    cache = Cache(client, ["ns"], by_object={POD: ByObject(transform=cached_pod)})
+    cache.configure({POD: ByObject(transform=cached_pod)})  # the same again: fine
+    with pytest.raises(RuntimeError, match="declared twice"):
+        cache.configure({POD: ByObject(transform=lambda obj: obj)})
+    informer = cache.informers(POD)["ns"]
+    informer._deliver(Applied(informer._prepare(_pod())))  # as the watcher hands it
+    stored = cache.get(POD, "ns/web-1")
+    assert stored is not None
+    assert stored["spec"] == {
+        "nodeName": "node-1",
+        "containers": [{"name": "web", "image": "nginx"}],
+    }
+    assert "managedFields" not in stored["metadata"]
+    cache.informers(CONFIG_MAP)
+    with pytest.raises(RuntimeError):  # too late: its informers exist
+        cache.configure({CONFIG_MAP: ByObject(transform=lambda obj: obj)})
+
+
+def _entry(manager: str, operation: str, **more: Any) -> dict[str, Any]:
+    return {"manager": manager, "operation": operation, "fieldsV1": {"f:x": {}}, **more}
+
+
+def _deployment() -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "name": "web",
+            "namespace": "ns",
+            "resourceVersion": "4",
+            "managedFields": [
+                _entry("kube-controller-manager", "Update"),
+                _entry("appstack", "Update", subresource="status"),
+                _entry("appstack", "Apply"),
+                _entry("kubectl", "Apply"),
+            ],
+        },
+    }
+
+
+def test_the_cache_keeps_only_its_clients_apply_entry() -> None:
+    client, _ = scripted_client(field_manager="appstack")  # the entries above are "appstack"'s
+    cache = Cache(client, ["ns"])
+    informer = cache.informers(DEPLOYMENT)["ns"]
+    informer._deliver(Applied(informer._prepare(_deployment())))  # as the watcher hands it
+    stored = cache.get(DEPLOYMENT, "ns/web")
+    assert stored is not None
+    assert stored["metadata"]["managedFields"] == [_entry(client.field_manager, "Apply")]
