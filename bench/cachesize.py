@@ -17,6 +17,13 @@ way) start on the empty namespace before the N AppServices are created, see ever
 of the create wave and of an image-update wave after it, and then report per kind the
 packed bytes per object and the size of the store's dictionary. (Without ``--during`` the
 stores are filled by one LIST of objects that have settled.)
+
+``--during --ab`` also decides how a store's preset dictionary is made (issue #40), in the
+same invocation and on the same events: beside each informer's store, shadow stores are
+fed every object it caches, in the same order, one per way of making the dictionary
+(:data:`DICTIONARIES`: growing at the 16th, 128th and 1,024th pack as today; chosen once,
+at the 16th; the first object only), each timed; the report gives per kind and in total
+the packed MiB and the CPU seconds of each.
 """
 
 from __future__ import annotations
@@ -49,6 +56,9 @@ from appstack.runtime import (
     Manager,
     limit_tls_read_buffer,
 )
+from appstack.runtime.packing import GROW_AT
+from appstack.runtime.resources import object_key
+from appstack.runtime.store import Store
 from appstack.sdk.operator import wire
 
 
@@ -134,12 +144,53 @@ def _operators_manager(client: Client, namespace: str) -> tuple[Manager, EventRe
     return manager, recorder
 
 
-async def during_wave(kubeconfig: str, namespace: str, n: int) -> list[dict[str, Any]]:
-    """Packed bytes per object of each kind, in stores that saw the waves' every event."""
+#: The ways of making a store's preset dictionary the A/B compares: the packs after which
+#: it grows (runtime/packing.py).
+DICTIONARIES: dict[str, frozenset[int]] = {
+    "grows at 16, 128, 1024": GROW_AT,
+    "chosen once, at 16": frozenset({16}),
+    "first object only": frozenset(),
+}
+
+
+class Shadow:
+    """Stores fed every object an informer caches, one per way of making the dictionary,
+    with the CPU time each spends."""
+
+    def __init__(self) -> None:
+        self.stores = {name: Store(grow_at=grow) for name, grow in DICTIONARIES.items()}
+        self.cpu = dict.fromkeys(DICTIONARIES, 0.0)
+
+    def _each(self, call: Any) -> None:
+        for name, store in self.stores.items():
+            started = time.process_time()
+            call(store)
+            self.cpu[name] += time.process_time() - started
+
+    def on_add(self, obj: dict[str, Any]) -> None:
+        self._each(lambda store: store.upsert(obj))
+
+    def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        self._each(lambda store: store.upsert(new))
+
+    def on_delete(self, obj: dict[str, Any]) -> None:
+        self._each(lambda store: store.delete(object_key(obj)))
+
+
+async def during_wave(
+    kubeconfig: str, namespace: str, n: int, ab: bool = False
+) -> list[dict[str, Any]]:
+    """Packed bytes per object of each kind, in stores that saw the waves' every event
+    (with ``ab``, also in the shadow stores of each way of making the dictionary)."""
     limit_tls_read_buffer()
     async with await Client.connect(kubeconfig, field_manager=IDENTITY.field_manager) as client:
         manager, recorder = _operators_manager(client, namespace)
         informers = [i for group in manager.cache._informers.values() for i in group.values()]
+        shadows = {}
+        if ab:
+            for informer in informers:
+                shadows[informer] = Shadow()
+                informer.add_handler(shadows[informer])
         tasks = [asyncio.create_task(informer.run()) for informer in informers]
         try:
             for informer in informers:
@@ -150,14 +201,23 @@ async def during_wave(kubeconfig: str, namespace: str, n: int) -> list[dict[str,
                 store = informer.store
                 if not len(store):
                     continue
-                rows.append(
-                    {
-                        "kind": informer.resource.kind,
-                        "objects": len(store),
-                        "packed_bytes_per_object": round(store.packed_bytes() / len(store)),
-                        "dictionary_bytes": len(store._packer.dictionary or b""),
+                row = {
+                    "kind": informer.resource.kind,
+                    "objects": len(store),
+                    "packed_bytes_per_object": round(store.packed_bytes() / len(store)),
+                    "dictionary_bytes": len(store._packer.dictionary or b""),
+                }
+                if informer in shadows:
+                    shadow = shadows[informer]
+                    row["ab"] = {
+                        name: {
+                            "packed_bytes": shadow.stores[name].packed_bytes(),
+                            "dictionary_bytes": len(shadow.stores[name]._packer.dictionary or b""),
+                            "cpu_s": round(shadow.cpu[name], 3),
+                        }
+                        for name in DICTIONARIES
                     }
-                )
+                rows.append(row)
         finally:
             for task in tasks:
                 task.cancel()
@@ -213,6 +273,9 @@ async def main() -> None:
     parser.add_argument(
         "--during", action="store_true", help="stores filled by a create and an update wave"
     )
+    parser.add_argument(
+        "--ab", action="store_true", help="with --during: compare ways of making the dictionary"
+    )
     args = parser.parse_args()
     if args.during:
         await _during(args)
@@ -246,7 +309,7 @@ async def _during(args: argparse.Namespace) -> None:
     async with await Client.connect(args.kubeconfig) as client:
         await _create_namespace(client, namespace)
         try:
-            rows = await during_wave(args.kubeconfig, namespace, args.n)
+            rows = await during_wave(args.kubeconfig, namespace, args.n, ab=args.ab)
         finally:
             if not args.keep:
                 await client.delete(NAMESPACE, namespace)
@@ -256,9 +319,17 @@ async def _during(args: argparse.Namespace) -> None:
             f"{row['kind']:<22}{row['objects']:>8}{row['packed_bytes_per_object']:>10}"
             f"{row['dictionary_bytes']:>14}"
         )
+    ab = {}
+    if args.ab:
+        print(f"\n{'dictionary':<26}{'packed MiB':>12}{'CPU s':>8}   (all kinds, N = {args.n})")
+        for name in DICTIONARIES:
+            packed = sum(row["ab"][name]["packed_bytes"] for row in rows if "ab" in row)
+            cpu = sum(row["ab"][name]["cpu_s"] for row in rows if "ab" in row)
+            ab[name] = {"packed_mib": round(packed / 2**20, 2), "cpu_s": round(cpu, 2)}
+            print(f"{name:<26}{ab[name]['packed_mib']:>12}{ab[name]['cpu_s']:>8}")
     if args.json:
         with open(args.json, "w") as out:
-            json.dump({"n": args.n, "during": True, "kinds": rows}, out, indent=1)
+            json.dump({"n": args.n, "during": True, "kinds": rows, "ab": ab}, out, indent=1)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import functools
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any, TypeVar
 
 import orjson
@@ -72,9 +72,10 @@ def _unpack(packed: bytes, dictionary: bytes) -> Any:
 class Packer:
     """Packs and unpacks the JSON objects of one store against one preset dictionary."""
 
-    __slots__ = ("_dictionary", "_packs", "_worst", "_worst_size")
+    __slots__ = ("_dictionary", "_grow_at", "_packs", "_worst", "_worst_size")
 
-    def __init__(self) -> None:
+    def __init__(self, grow_at: Collection[int] = GROW_AT) -> None:
+        self._grow_at = frozenset(grow_at)  # the packs after which it grows (empty: never)
         self._dictionary: bytes | None = None
         self._packs = 0
         self._worst: bytes | None = None  # the JSON that packed worst since the last growth
@@ -99,7 +100,7 @@ class Packer:
     @property
     def grow_due(self) -> bool:
         """Whether the owner should call :meth:`grow` now (right after a :meth:`pack`)."""
-        return self._packs in GROW_AT and self._worst is not None
+        return self._packs in self._grow_at and self._worst is not None
 
     def grow(self, items: Mapping[K, bytes]) -> dict[K, bytes]:
         """Append the object that packed worst since the last growth to the dictionary, and

@@ -14,9 +14,9 @@ strips fields nobody needs before they get here. Pure, single-threaded. Filled b
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 
-from appstack.runtime.packing import Packer
+from appstack.runtime.packing import GROW_AT, Packer
 from appstack.runtime.resources import Obj, object_key
 
 IndexFunc = Callable[[Obj], Iterable[str]]
@@ -55,9 +55,11 @@ class Store:
 
     Reads return a new object each time (unpacked from the store's bytes)."""
 
-    def __init__(self, indexers: Mapping[str, IndexFunc] | None = None) -> None:
+    def __init__(
+        self, indexers: Mapping[str, IndexFunc] | None = None, *, grow_at: Collection[int] = GROW_AT
+    ) -> None:
         self._items: dict[str, bytes] = {}
-        self._packer = Packer()
+        self._packer = Packer(grow_at)  # grow_at: when its dictionary grows (packing.py)
         self._indexers: dict[str, IndexFunc] = dict(DEFAULT_INDEXERS)
         self._indexers.update(indexers or {})
         # value -> the key of its one object, or the set of keys of several: most index

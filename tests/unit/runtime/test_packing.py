@@ -120,6 +120,22 @@ def test_the_dictionary_grows_by_what_packed_worst_and_the_store_repacks() -> No
     assert after < before * 0.75, (after, before)
 
 
+def test_a_store_told_when_to_grow_grows_then_only() -> None:
+    objects = [_young(f"young-{i}", os.urandom(16).hex()) for i in range(3)] + [
+        _deployment(f"app-{i}", os.urandom(16).hex()) for i in range(40)
+    ]
+    never, once = Store(grow_at=()), Store(grow_at={16})
+    dictionaries: dict[str, set[bytes]] = {"never": set(), "once": set()}
+    for obj in objects:
+        never.upsert(obj)
+        once.upsert(obj)
+        dictionaries["never"].add(never._packer.dictionary or b"")
+        dictionaries["once"].add(once._packer.dictionary or b"")
+    assert len(dictionaries["never"]) == 1  # the first object's JSON, for ever
+    assert len(dictionaries["once"]) == 2  # then the worst of the first 16 appended
+    assert never.objects() == once.objects() == objects
+
+
 def test_an_object_larger_than_a_piece_never_joins_the_dictionary() -> None:
     packer = Packer()
     packer.pack(_deployment("app-0", "u0"))
