@@ -67,9 +67,11 @@ class AppServiceReconciler(KindReconciler[AppServiceSpec]):
         if not synced.wrote("Service"):
             await self.writer.delete(obj, SERVICE, "no ports")
         # A rejected child, or a Deployment that cannot create pods (quota, admission).
-        rejected = problems[0] if problems else replica_failure(synced.one("Deployment"))
+        deployment = synced.one("Deployment")
+        rejected = problems[0] if problems else replica_failure(deployment)
+        rollout = deployment_rollout(deployment, spec.size)  # decided once per reconcile
         pods = recheck = None
-        if rejected is None and not deployment_rollout(synced.one("Deployment"), spec.size).done:
+        if rejected is None and not rollout.done:
             # Why the pods do not come up (pull, crash, scheduling, a readiness probe that
             # does not pass), from the cached pods.
             meta = obj["metadata"]
@@ -83,12 +85,14 @@ class AppServiceReconciler(KindReconciler[AppServiceSpec]):
         observed = status.from_children(
             obj,
             size=spec.size,
-            deployment=synced.one("Deployment"),
+            deployment=deployment,
             service_expected=synced.wrote("Service"),
             service=synced.one("Service"),
             problem=rejected or pods,
             selector=_selector(obj),
+            rollout=rollout,
         )
+        # what the status says of it (Progressing: rolling out, no problem, in its deadline)
         rolling = any(
             c.type == "Progressing" and c.status == "True" for c in observed.conditions or []
         )

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from appstack.api.appservice import AppServiceStatus
-from appstack.controllers.util.workloads import deployment_rollout
+from appstack.controllers.util.workloads import Rollout, deployment_rollout
 from appstack.sdk.kit.conditions import (
     Problem,
     Truth,
@@ -39,13 +39,17 @@ def from_children(
     service: dict[str, Any] | None,
     problem: Problem | None,
     selector: str,
+    rollout: Rollout | None = None,
     now: str | None = None,
 ) -> AppServiceStatus:
-    """The AppService's status from its Deployment and Service as now known."""
+    """The AppService's status from its Deployment and Service as now known; ``rollout``
+    is the Deployment's (:func:`~appstack.controllers.util.workloads.deployment_rollout`
+    towards ``size``), when the caller has decided it already."""
     now = now or now_rfc3339()
     generation = int(app["metadata"].get("generation") or 0)
     previous = previous_conditions(app)
-    rollout = deployment_rollout(deployment, want=size)
+    if rollout is None:
+        rollout = deployment_rollout(deployment, want=size)
     deadline_exceeded = any(
         c.get("type") == "Progressing" and c.get("reason") == "ProgressDeadlineExceeded"
         for c in ((deployment or {}).get("status") or {}).get("conditions") or []
