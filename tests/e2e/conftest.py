@@ -44,8 +44,7 @@ from appstack_testbed.cluster import LocalCluster
 from appstack_testbed.control_plane import SERVICE_CIDR
 from appstack_testbed.objectstore import ObjectStore, S3Server
 from appstack_testbed.pytest_plugin import ClusterHandle, RealNodeHandle
-from appstack_testbed.waiting import WaitTimeout, condition_status, wait_for, wait_until
-from tests.support.eventually import eventually
+from appstack_testbed.waiting import condition_status, eventually, eventually_sync
 from tests.support.paths import REPO_ROOT
 
 TokenRequest = ServiceAccount.Token
@@ -109,7 +108,7 @@ def widget_crd(kube: LightClient) -> Iterator[Resource]:
             }
         )
     )
-    wait_for(
+    eventually_sync(
         lambda: condition_status(kube.get(CustomResourceDefinition, name), "Established") == "True",
         timeout=30,
         what=f"CRD {name} to be established",
@@ -260,10 +259,13 @@ def _wait_for_the_admission_policies(operator_kubeconfig: Path) -> None:
     # A new policy is enforced once the API server has compiled it: seconds, but more than
     # 30 s were seen on a 1.30 API server just started on a busy machine.
     started = time.monotonic()
-    try:
-        wait_for(refused, timeout=180, interval=0.5, what="the admission policies in force")
-    except WaitTimeout as timeout:
-        raise WaitTimeout(f"{timeout}; the probes' answers: {answers}") from None
+    eventually_sync(
+        refused,
+        timeout=180,
+        interval=0.5,
+        what="the admission policies in force",
+        diagnose=lambda: f"the probes' answers: {answers}",
+    )
     print(f"admission policies in force after {time.monotonic() - started:.1f}s")
 
 
@@ -275,7 +277,7 @@ def apply_objects(light: LightClient, objects: list[dict[str, Any]]) -> None:
         if obj["kind"] != "CustomResourceDefinition":
             continue
         name = obj["metadata"]["name"]
-        wait_for(
+        eventually_sync(
             lambda n=name: (
                 condition_status(light.get(CustomResourceDefinition, n), "Established") == "True"
             ),
@@ -388,7 +390,7 @@ async def start_operator(
             **{"concurrency": controller.workers(4), **own},
         )
     task = asyncio.create_task(manager.run())
-    await wait_until(lambda: manager.ready or task.done(), timeout=30, what="caches to sync")
+    await eventually(lambda: manager.ready or task.done(), timeout=30, what="caches to sync")
     if task.done():
         task.result()
     return RunningOperator(manager, client, task, recorder)

@@ -18,8 +18,8 @@ from typing import Any, TypeVar
 from appstack.controllers.etcdcluster import ETCD_CLUSTER
 from appstack.controllers.etcdcluster.etcdapi import EtcdClient, EtcdError
 from appstack.runtime.client import Client
+from appstack_testbed.waiting import eventually
 from tests.e2e.conftest import until
-from tests.support.eventually import eventually
 
 T = TypeVar("T")
 

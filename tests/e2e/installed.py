@@ -21,8 +21,8 @@ from lightkube import Client as LightClient
 from lightkube import KubeConfig
 
 from appstack.manifests.install import Install
+from appstack_testbed.waiting import eventually_sync
 from tests.e2e.conftest import apply_objects, service_account_kubeconfig
-from tests.support.eventually import eventually_sync
 
 
 def _free_port() -> int:

@@ -23,8 +23,7 @@ from appstack.manifests import rbac
 from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.resources import LEASE
-from appstack_testbed.waiting import condition_status
-from tests.support.eventually import eventually
+from appstack_testbed.waiting import condition_status, eventually
 
 
 async def holder(client: Client, namespace: str) -> str:

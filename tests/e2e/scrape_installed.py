@@ -22,7 +22,7 @@ from appstack_testbed import prometheus_server
 from appstack_testbed.cluster import LocalCluster
 from appstack_testbed.prometheus_config import alert_names, rule_groups, scrape_config
 from appstack_testbed.serviceproxy import endpoint_targets
-from appstack_testbed.waiting import WaitTimeout, wait_for
+from appstack_testbed.waiting import WaitTimeout, eventually_sync
 
 MONITORING = Path(__file__).resolve().parents[2] / "deploy" / "monitoring"
 LEADER = 'sum(leader_election_master_status{name="appstack-operator"})'
@@ -92,7 +92,7 @@ def scrape_installed(cluster: LocalCluster, directory: Path, replicas: int) -> s
         found = _targets(cluster, monitor)
         return found if len(found) == replicas else []
 
-    targets = wait_for(
+    targets = eventually_sync(
         all_ready,
         timeout=60,
         what=f"{replicas} ready endpoints behind the ServiceMonitor's Service",
@@ -115,15 +115,15 @@ def scrape_installed(cluster: LocalCluster, directory: Path, replicas: int) -> s
             return float(rows[0]["value"][1]) if rows else None
 
         try:
-            wait_for(
+            eventually_sync(
                 lambda: sorted(t["health"] for t in server.targets()) == ["up"] * replicas,
                 timeout=60,
                 what="every operator pod scraped (up)",
             )
             up = time.monotonic() - started
-            wait_for(lambda: value(LEADER) == 1, timeout=60, what="one leader in Prometheus")
+            eventually_sync(lambda: value(LEADER) == 1, timeout=60, what="one leader in Prometheus")
             healthy_at = time.time()
-            wait_for(
+            eventually_sync(
                 lambda: server.evaluated_since(healthy_at),
                 timeout=30,
                 what="a rule evaluation after the install was seen healthy",

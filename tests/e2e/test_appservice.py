@@ -16,8 +16,8 @@ from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.resources import DEPLOYMENT, EVENT, POD, SERVICE
 from appstack_testbed.pytest_plugin import ClusterHandle
+from appstack_testbed.waiting import eventually
 from tests.e2e.conftest import RunningOperator, absent, start_operator, until
-from tests.support.eventually import eventually
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "appservice.yaml"
 

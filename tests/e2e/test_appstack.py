@@ -22,8 +22,8 @@ from appstack.runtime.resources import (
     SERVICE,
     STATEFUL_SET,
 )
+from appstack_testbed.waiting import eventually
 from tests.e2e.conftest import RunningOperator, absent, until
-from tests.support.eventually import eventually
 
 _COMPONENT = {"name": "app", "image": "web:1"}
 

@@ -33,7 +33,7 @@ from appstack.runtime.resources import (
 )
 from appstack.runtime.transport import POOL_SIZE
 from appstack_testbed.tcpproxy import TcpProxy, proxied_kubeconfig
-from appstack_testbed.waiting import wait_until
+from appstack_testbed.waiting import eventually
 
 
 def _api_server(kubeconfig: Path) -> tuple[str, int]:
@@ -75,11 +75,11 @@ async def test_a_half_open_watch_is_abandoned_and_the_change_made_meanwhile_seen
             async with _running(informer):
                 # Once the watch is answered (the LIST was the first GET), its peer goes
                 # silent; TCP stays up.
-                await wait_until(lambda: answered._value.get() >= 2, timeout=10, what="the watch")
+                await eventually(lambda: answered._value.get() >= 2, timeout=10, what="the watch")
                 proxy.black_hole()
                 cut = loop.time()
                 await client.create(CONFIG_MAP, _cm("made-meanwhile", namespace))
-                await wait_until(
+                await eventually(
                     lambda: f"{namespace}/made-meanwhile" in informer.store,
                     timeout=2 * BOOKMARK_INTERVAL,
                     what="the informer to notice the dead watch and see the change",
@@ -123,7 +123,7 @@ async def test_long_lived_watches_do_not_starve_requests_and_use_tcp_keepalive(
             ]
             tasks = [asyncio.ensure_future(anext(stream)) for stream in streams]
             try:
-                await wait_until(
+                await eventually(
                     lambda: proxy.accepted >= watches, timeout=30, what="every watch connected"
                 )
                 loop = asyncio.get_running_loop()
@@ -172,11 +172,11 @@ async def test_a_manager_with_80_informers_still_syncs_reconciles_and_renews_its
         assert sum(len(group) for group in manager.cache._informers.values()) == 80
         elector = manager.elector
         assert elector is not None
-        await wait_until(lambda: elector.is_leader, timeout=30, what="leadership")
+        await eventually(lambda: elector.is_leader, timeout=30, what="leadership")
         renewed = (await client.get(LEASE, "pools", namespace))["spec"]["renewTime"]
         await client.create(CONFIG_MAP, _cm("source", namespace))
-        await wait_until(lambda: written == ["source"], timeout=10, what="the reconcile")
-        await wait_until(
+        await eventually(lambda: written == ["source"], timeout=10, what="the reconcile")
+        await eventually(
             lambda: (elector._lease or {}).get("spec", {}).get("renewTime") != renewed,
             timeout=10,
             what="a Lease renewal written after the reconcile",

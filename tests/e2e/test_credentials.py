@@ -18,6 +18,7 @@ from appstack.manifests import rbac
 from appstack.runtime.client import Client
 from appstack_testbed.cluster import LocalCluster
 from appstack_testbed.pytest_plugin import ClusterHandle
+from appstack_testbed.waiting import eventually
 from tests.e2e.conftest import start_operator
 from tests.e2e.replicas import (
     app_service,
@@ -27,7 +28,6 @@ from tests.e2e.replicas import (
     wait_ready_app,
     write_atomically,
 )
-from tests.support.eventually import eventually
 
 
 class Tokens:

@@ -13,8 +13,8 @@ from appstack.controllers.crontab import CRON_TAB
 from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.resources import CRON_JOB, EVENT, JOB, POD
+from appstack_testbed.waiting import eventually
 from tests.e2e.conftest import RunningOperator
-from tests.support.eventually import eventually
 
 
 def _tab(name: str, namespace: str, **spec: Any) -> dict[str, Any]:

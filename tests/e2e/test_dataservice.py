@@ -24,10 +24,10 @@ from appstack.runtime.resources import (
     SERVICE,
     STATEFUL_SET,
 )
+from appstack_testbed.waiting import eventually
 from tests.e2e.conftest import RunningOperator, until
 from tests.e2e.test_appstack import Timeline, _ready, _reason, _stack
 from tests.e2e.test_teardown import _until_gone
-from tests.support.eventually import eventually
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "dataservice.yaml"
 

@@ -18,6 +18,7 @@ from appstack.runtime.client import Client
 from appstack.runtime.resources import EVENT, POD, PVC
 from appstack_testbed.etcd_releases import ETCD_PREVIOUS
 from appstack_testbed.pytest_plugin import RealNodeHandle
+from appstack_testbed.waiting import eventually
 from tests.e2e.conftest import RunningOperator, until
 from tests.e2e.etcd_load import (
     Writer,
@@ -27,7 +28,6 @@ from tests.e2e.etcd_load import (
     snapshot_claim,
     wait_healthy,
 )
-from tests.support.eventually import eventually
 
 NAME = "my-etcd-cluster"
 

@@ -18,10 +18,9 @@ from appstack.controllers.etcdcluster import ETCD_CLUSTER
 from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.resources import Resource
-from appstack_testbed.waiting import condition_status, wait_for
+from appstack_testbed.waiting import condition_status, eventually, eventually_sync
 from tests.e2e.conftest import WIDGET_GROUP
 from tests.e2e.test_etcdcluster_kind import seed
-from tests.support.eventually import eventually
 
 pytestmark = pytest.mark.usefixtures("operator_kubeconfig")  # installs the CRDs
 
@@ -83,7 +82,7 @@ def versioned_crd(kube: LightClient) -> Iterator[Resource]:
         },
     }
     kube.create(codecs.from_dict(crd))
-    wait_for(
+    eventually_sync(
         lambda: (
             condition_status(
                 kube.get(CustomResourceDefinition, f"{plural}.{WIDGET_GROUP}"), "Established"

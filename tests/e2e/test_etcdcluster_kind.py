@@ -13,8 +13,8 @@ from appstack.controllers.etcdcluster.resources import PDB
 from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.resources import POD, PVC, SERVICE
+from appstack_testbed.waiting import eventually
 from tests.e2e.conftest import RunningOperator, until
-from tests.support.eventually import eventually
 
 
 def seed(name: str, namespace: str, **spec: Any) -> dict[str, Any]:

@@ -18,10 +18,10 @@ from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.resources import EVENT, POD
 from appstack_testbed.pytest_plugin import RealNodeHandle
+from appstack_testbed.waiting import eventually
 from tests.e2e.conftest import RunningOperator, until
 from tests.e2e.etcd_load import Writer, retry, wait_healthy
 from tests.e2e.test_etcdcluster import client_endpoint, report, seed
-from tests.support.eventually import eventually
 
 NAME = "my-etcd-cluster"
 MIB = 1 << 20

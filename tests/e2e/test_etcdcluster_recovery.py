@@ -23,10 +23,10 @@ from appstack.controllers.etcdcluster.etcdapi import EtcdClient
 from appstack.runtime.client import Client
 from appstack.runtime.resources import EVENT, NAMESPACE, POD, PVC
 from appstack_testbed.pytest_plugin import RealNodeHandle
+from appstack_testbed.waiting import eventually
 from tests.e2e.conftest import RunningOperator, until
 from tests.e2e.etcd_load import alive_pod_names, retry, snapshot_claim, wait_healthy
 from tests.e2e.test_etcdcluster import client_endpoint, report, seed
-from tests.support.eventually import eventually
 
 NAME = "dr"
 BACKUP = {"intervalMinutes": 60, "pvcName": "snapshots", "retention": 2}

@@ -33,10 +33,9 @@ from appstack_testbed.audit import AuditEvent, read_audit_events
 from appstack_testbed.latency_proxy import LatencyProxy
 from appstack_testbed.pytest_plugin import ClusterHandle
 from appstack_testbed.replica import Replica
-from appstack_testbed.waiting import wait_until
+from appstack_testbed.waiting import eventually
 from tests.e2e.conftest import until
 from tests.e2e.replicas import app_service, wait_holder, wait_ready_app
-from tests.support.eventually import eventually
 
 LEASE_DURATION = 15.0
 LEASE_NAME = "frozen"
@@ -191,7 +190,7 @@ async def test_a_leader_whose_lease_calls_are_delayed_stops_writing_before_the_t
             exited = time.monotonic() - delayed
             new_id = await wait_holder(client, namespace, "new", timeout=LEASE_DURATION + 15)
             takeover = time.monotonic() - delayed
-            await wait_until(lambda: len(names) >= 3, timeout=30, what="more AppServices")
+            await eventually(lambda: len(names) >= 3, timeout=30, what="more AppServices")
         await wait_ready_app(client, names[-1], namespace)
 
     old_writes, new_writes, late = _writes_after_takeover(kube_cluster, namespace, old_id, new_id)
@@ -213,12 +212,12 @@ async def test_a_replica_frozen_between_two_writes_refuses_the_second_after_a_ta
     reconcile; once continued, the second write is the very next thing it does."""
     programs = {"a": _program("a", kubeconfig, namespace, tmp_path)}
     try:
-        await wait_until(lambda: "became leader" in _log(tmp_path, "a"), timeout=30, what="a")
+        await eventually(lambda: "became leader" in _log(tmp_path, "a"), timeout=30, what="a")
         programs["b"] = _program("b", kubeconfig, namespace, tmp_path)
-        await wait_until(lambda: "caches synced" in _log(tmp_path, "b"), timeout=30, what="b")
+        await eventually(lambda: "caches synced" in _log(tmp_path, "b"), timeout=30, what="b")
         frozen = _config_map("frozen", namespace, freeze="a")
         await client.create(CONFIG_MAP, frozen)
-        await wait_until(lambda: _state(programs["a"]) == "T", timeout=30, what="a stopped")
+        await eventually(lambda: _state(programs["a"]) == "T", timeout=30, what="a stopped")
         await _wait_lease(client, namespace, "b", LEASE_DURATION + 15)
         await client.create(CONFIG_MAP, _config_map("later", namespace, stamp="yes"))
         await until(client, CONFIG_MAP, "later", namespace, _annotated("reconciled-by"), 30)
@@ -302,7 +301,7 @@ async def test_a_write_after_a_freeze_longer_than_the_renew_deadline_is_refused(
         task = asyncio.create_task(manager.run())
         elector = manager.elector
         assert elector is not None
-        await wait_until(lambda: elector.is_leader, timeout=30, what="leadership")
+        await eventually(lambda: elector.is_leader, timeout=30, what="leadership")
         await own.create(CONFIG_MAP, {**cm, "metadata": {**cm["metadata"], "name": "before"}})
         time.sleep(config.renew_deadline + 0.2)  # the freeze under test
         with pytest.raises(NotLeader):
@@ -355,7 +354,7 @@ async def test_a_lease_stolen_under_the_leader_ends_leadership_and_closes_the_fe
         task = asyncio.create_task(manager.run())
         elector = manager.elector
         assert elector is not None
-        await wait_until(lambda: elector.is_leader, timeout=30, what="leadership")
+        await eventually(lambda: elector.is_leader, timeout=30, what="leadership")
         cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": namespace}}
         await own.create(CONFIG_MAP, {**cm, "metadata": {**cm["metadata"], "name": "ok"}})
 

@@ -42,7 +42,7 @@ from appstack_testbed.image import SOURCES, UID, build_image
 from appstack_testbed.oci import UnpackedImage, unpack
 from appstack_testbed.rootfs import Bind, namespace_command
 from appstack_testbed.versions import cache_root
-from appstack_testbed.waiting import condition_status, wait_for
+from appstack_testbed.waiting import condition_status, eventually_sync
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0,
@@ -95,7 +95,7 @@ def install(kube: LightClient) -> dict[str, str]:
     for doc in docs:
         if doc["kind"] == "CustomResourceDefinition":
             name = doc["metadata"]["name"]
-            wait_for(
+            eventually_sync(
                 lambda n=name: (
                     condition_status(kube.get(CustomResourceDefinition, n), "Established") == "True"
                 ),
@@ -231,7 +231,7 @@ def test_operator_runs_from_the_image_and_reconciles_the_seed_sample(
         except httpx.TransportError:
             return False
 
-    wait_for(ready, timeout=60, interval=0.2, what="/readyz of the operator in the image")
+    eventually_sync(ready, timeout=60, interval=0.2, what="/readyz of the operator in the image")
     to_ready = time.monotonic() - started
 
     status = dict(
@@ -249,7 +249,7 @@ def test_operator_runs_from_the_image_and_reconciles_the_seed_sample(
     name = sample["metadata"]["name"]
     applied = time.monotonic()
     kube.apply(codecs.from_dict(sample), field_manager="appstack-tests")
-    wait_for(
+    eventually_sync(
         lambda: (
             condition_status(kube.get(AppService, name, namespace=namespace), "Ready") == "True"
         ),

@@ -14,7 +14,7 @@ from appstack.runtime.client import Client
 from appstack.runtime.informer import FuncHandler, Informer
 from appstack.runtime.resources import CONFIG_MAP
 from appstack_testbed.pytest_plugin import ClusterHandle
-from appstack_testbed.waiting import wait_until
+from appstack_testbed.waiting import eventually
 
 
 class Recorder:
@@ -101,7 +101,7 @@ async def test_initial_list_then_watch_delivers_adds_updates_and_deletes(
         await asyncio.wait_for(informer.wait_synced(), 10)
         assert {n for e, n, _ in recorder.events if e == "add"} >= {"keep", "change", "remove"}
         await _change_everything(client, namespace)
-        await wait_until(lambda: _saw_every_change(recorder), timeout=10, what="watch events")
+        await eventually(lambda: _saw_every_change(recorder), timeout=10, what="watch events")
 
     cached = informer.store.get(f"{namespace}/change")
     assert cached is not None
@@ -123,7 +123,7 @@ async def test_changes_made_while_the_api_server_was_down_are_all_seen_after_it_
         await asyncio.to_thread(local.stop, "kube-apiserver")
         # the informer has noticed: a watch it tried to open again found no server (it backs
         # off from there)
-        await wait_until(
+        await eventually(
             lambda: _failed_requests(client) > failed,
             timeout=30,
             what="the informer to find the API server gone",
@@ -131,7 +131,7 @@ async def test_changes_made_while_the_api_server_was_down_are_all_seen_after_it_
         await asyncio.to_thread(local.start, "kube-apiserver")
         # Changes land before the informer has re-established its watch.
         await _change_everything(client, namespace)
-        await wait_until(
+        await eventually(
             lambda: _saw_every_change(recorder),
             timeout=60,
             what="the informer to catch up after the API server restart",
@@ -159,8 +159,8 @@ async def test_a_410_gone_leads_to_a_relist_that_delivers_every_difference(
     await asyncio.to_thread(local.restart, "kube-apiserver")
 
     async with running(informer):
-        await wait_until(lambda: informer.relists >= 1, timeout=60, what="a re-list after 410")
-        await wait_until(lambda: len(recorder.events) >= 3, timeout=10, what="the differences")
+        await eventually(lambda: informer.relists >= 1, timeout=60, what="a re-list after 410")
+        await eventually(lambda: len(recorder.events) >= 3, timeout=10, what="the differences")
 
     assert informer.resource_version != old_resource_version
     assert sorted(recorder.events) == [

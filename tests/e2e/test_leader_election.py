@@ -24,8 +24,7 @@ from appstack.runtime.controller import Request
 from appstack.runtime.leaderelection import LeaderElectionConfig
 from appstack.runtime.manager import Manager
 from appstack.runtime.resources import CONFIG_MAP, LEASE, Resource
-from appstack_testbed.waiting import wait_until
-from tests.support.eventually import eventually
+from appstack_testbed.waiting import eventually
 
 PROGRAM = Path(__file__).with_name("leader_program.py")
 LEASE_NAME = "stamp-leader"
@@ -183,7 +182,7 @@ async def test_the_leader_gauge_follows_the_lease(client: Client, namespace: str
     Builder(manager, "noop").for_(CONFIG_MAP).complete(Noop())
     gauge = manager.metrics.leader.labels("gauge")
     task = asyncio.create_task(manager.run())
-    await wait_until(lambda: gauge._value.get() == 1, timeout=15, what="leadership")
+    await eventually(lambda: gauge._value.get() == 1, timeout=15, what="leadership")
     manager.stop()
     await asyncio.wait_for(task, 15)
 

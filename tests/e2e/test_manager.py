@@ -19,7 +19,7 @@ from appstack.runtime.events import EventRecorder
 from appstack.runtime.manager import Manager
 from appstack.runtime.program import program_name
 from appstack.runtime.resources import CONFIG_MAP, EVENT
-from appstack_testbed.waiting import wait_until
+from appstack_testbed.waiting import eventually
 
 
 class MirrorReconciler:
@@ -110,7 +110,7 @@ async def test_a_controller_creates_restores_and_updates_owned_children(
 
     async with running(manager):
         await client.create(CONFIG_MAP, _source("app", namespace, "1"))
-        await wait_until(
+        await eventually(
             lambda: _mirror_data(manager, namespace, "app") == {"v": "1"},
             timeout=10,
             what="the mirror to be created",
@@ -124,7 +124,7 @@ async def test_a_controller_creates_restores_and_updates_owned_children(
         # drift: child deleted. The controller may restore it before the cache is ever seen
         # without it, so wait for a new object rather than for the gap.
         await client.delete(CONFIG_MAP, "app-mirror", namespace)
-        await wait_until(
+        await eventually(
             lambda: (
                 mirror_uid() not in (None, old_uid)
                 and _mirror_data(manager, namespace, "app") == {"v": "1"}
@@ -136,14 +136,14 @@ async def test_a_controller_creates_restores_and_updates_owned_children(
         await client.patch(
             CONFIG_MAP, "app-mirror", {"data": {"v": "edited"}}, namespace=namespace
         )  # drift: owned field edited by hand
-        await wait_until(
+        await eventually(
             lambda: _mirror_data(manager, namespace, "app") == {"v": "1"},
             timeout=5,
             what="the edited child to be restored",
         )
 
         await client.apply(CONFIG_MAP, _source("app", namespace, "2"))
-        await wait_until(
+        await eventually(
             lambda: _mirror_data(manager, namespace, "app") == {"v": "2"},
             timeout=5,
             what="the child to follow its owner",
@@ -160,12 +160,12 @@ async def test_a_failing_key_is_retried_with_backoff_without_stopping_others(
     async with running(manager):
         await client.create(CONFIG_MAP, _source("bad", namespace, "1"))
         await client.create(CONFIG_MAP, _source("good", namespace, "1"))
-        await wait_until(
+        await eventually(
             lambda: _mirror_data(manager, namespace, "good") == {"v": "1"},
             timeout=10,
             what="the good key to be reconciled",
         )
-        await wait_until(
+        await eventually(
             lambda: reconciler.calls["bad"] >= 4, timeout=10, what="the failing key to be retried"
         )
         errors_total = manager.metrics.reconcile_errors.labels("mirror")._value.get()
@@ -183,7 +183,7 @@ async def test_stopping_the_manager_lets_in_flight_reconciles_finish(
     Builder(manager, "mirror").for_(CONFIG_MAP).complete(reconciler)
     task = asyncio.create_task(manager.run())
     await client.create(CONFIG_MAP, _source("slow", namespace, "1"))
-    await wait_until(lambda: reconciler.calls["slow"] >= 1, timeout=10)
+    await eventually(lambda: reconciler.calls["slow"] >= 1, timeout=10, what="a reconcile started")
 
     manager.stop()
     await asyncio.wait_for(task, 10)
@@ -199,14 +199,14 @@ async def test_health_readiness_and_metrics_are_served_with_controller_runtime_n
     Builder(manager, "mirror").for_(CONFIG_MAP).with_concurrency(3).complete(reconciler)
 
     async with running(manager), aiohttp.ClientSession() as http:
-        await wait_until(lambda: manager.ready, timeout=10, what="caches to sync")
+        await eventually(lambda: manager.ready, timeout=10, what="caches to sync")
         health = f"http://127.0.0.1:{manager.bound['health']}"
         async with http.get(f"{health}/healthz") as r:
             assert r.status == 200
         async with http.get(f"{health}/readyz") as r:
             assert r.status == 200
         await client.create(CONFIG_MAP, _source("m", namespace, "1"))
-        await wait_until(lambda: "m" in reconciler.finished, timeout=10)
+        await eventually(lambda: "m" in reconciler.finished, timeout=10, what="m reconciled")
         async with http.get(f"http://127.0.0.1:{manager.bound['metrics']}/metrics") as r:
             assert r.status == 200
             text = await r.text()

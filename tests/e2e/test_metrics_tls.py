@@ -25,7 +25,7 @@ from appstack.runtime.reviewlimit import ReviewBudget
 from appstack_testbed.audit import read_audit_events
 from appstack_testbed.pki import issue, key_pem, new_ca, x509_name
 from appstack_testbed.pytest_plugin import ClusterHandle
-from appstack_testbed.waiting import wait_for
+from appstack_testbed.waiting import eventually_sync
 from tests.e2e.conftest import appstack_run, program
 from tests.e2e.test_operator_process import (
     CLUSTER_ROLE_BINDING,
@@ -118,7 +118,7 @@ async def test_metrics_over_https_with_a_mounted_certificate_and_a_review_budget
                     assert r.status == 200
                     text = await r.text()
             reviews = _metric(text, "appstack_metrics_auth_reviews_total")
-            wait_for(
+            eventually_sync(
                 lambda: _token_reviews(kube_cluster, agent) == reviews,
                 timeout=10,
                 what=f"{reviews:.0f} TokenReviews in the audit log",

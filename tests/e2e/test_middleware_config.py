@@ -10,9 +10,9 @@ from typing import Any
 from appstack.controllers.appstack import APP_STACK
 from appstack.runtime.client import Client
 from appstack.runtime.resources import CONFIG_MAP, STATEFUL_SET
+from appstack_testbed.waiting import eventually
 from tests.e2e.conftest import RunningOperator, absent, until
 from tests.e2e.test_appstack import _ready, _stack
-from tests.support.eventually import eventually
 
 CNF = "[mysqld]\nmax_connections = 500\n"
 

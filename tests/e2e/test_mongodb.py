@@ -26,9 +26,9 @@ from appstack.runtime.resources import (
     SERVICE,
     STATEFUL_SET,
 )
+from appstack_testbed.waiting import eventually
 from tests.e2e.conftest import RunningOperator, until
 from tests.e2e.test_appstack import Timeline, _ready, _stack
-from tests.support.eventually import eventually
 
 SECRETS = ("shop-orders-credentials", "shop-orders-keyfile")
 

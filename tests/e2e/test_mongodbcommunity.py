@@ -32,8 +32,8 @@ from appstack.runtime.resources import (
     STATEFUL_SET,
 )
 from appstack_testbed.pytest_plugin import ClusterHandle
+from appstack_testbed.waiting import eventually
 from tests.e2e.conftest import RunningOperator, until
-from tests.support.eventually import eventually
 
 ROOT = Path(__file__).resolve().parents[2]
 NAME = "example-mongodb"

@@ -20,9 +20,9 @@ from appstack.runtime.resources import SERVICE_ACCOUNT, Resource
 from appstack_testbed import prometheus_server
 from appstack_testbed.prometheus import Binaries
 from appstack_testbed.prometheus_config import alert_names, rule_groups, scrape_config
+from appstack_testbed.waiting import eventually
 from tests.e2e.conftest import appstack_run, program
 from tests.e2e.scrape_installed import shipped_documents
-from tests.support.eventually import eventually
 
 CLUSTER_ROLE_BINDING = Resource(
     "rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", namespaced=False

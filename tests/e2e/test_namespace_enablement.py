@@ -32,9 +32,9 @@ from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.resources import DEPLOYMENT, EVENT, NAMESPACE
 from appstack_testbed.pytest_plugin import ClusterHandle
+from appstack_testbed.waiting import eventually
 from tests.e2e.conftest import absent, service_account_kubeconfig, until
 from tests.e2e.installed import apply_install, running_operator
-from tests.support.eventually import eventually
 
 
 def _reason(obj: dict[str, Any]) -> str:

@@ -13,8 +13,8 @@ from appstack.controllers.appservice import APP_SERVICE
 from appstack.manifests import monitoring, rbac
 from appstack.runtime.client import Client
 from appstack.runtime.resources import LEASE, SERVICE_ACCOUNT, Resource
+from appstack_testbed.waiting import eventually
 from tests.e2e.conftest import Program, appstack_run, program, until
-from tests.support.eventually import eventually
 
 CLUSTER_ROLE_BINDING = Resource(
     "rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", namespaced=False

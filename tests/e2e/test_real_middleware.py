@@ -44,9 +44,8 @@ from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.resources import EVENT, POD, PVC, SECRET, STATEFUL_SET
 from appstack_testbed.pytest_plugin import ClusterHandle, RealNodeHandle
-from appstack_testbed.waiting import wait_for
+from appstack_testbed.waiting import eventually, eventually_sync
 from tests.e2e.conftest import RunningOperator, absent, is_ready, start_operator
-from tests.support.eventually import eventually
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "shop.yaml"
 STACK = "shop"
@@ -151,7 +150,7 @@ def shop_namespace(
     name = f"real-middleware-{uuid.uuid4().hex[:6]}"
     labels = {group_key("test"): "true", ENABLED: "true"}
     kube.create(Namespace(metadata=ObjectMeta(name=name, labels=labels)))
-    wait_for(
+    eventually_sync(
         lambda: kube.get(ServiceAccount, "default", namespace=name),
         timeout=30,
         what=f"ServiceAccount {name}/default",

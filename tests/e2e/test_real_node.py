@@ -35,9 +35,9 @@ from appstack.runtime.resources import (
     SECRET,
 )
 from appstack_testbed.pytest_plugin import ClusterHandle, RealNodeHandle
+from appstack_testbed.waiting import eventually, eventually_sync
 from tests.e2e.conftest import RunningOperator, is_ready, until
 from tests.e2e.test_dataservice import _node_ports_free
-from tests.support.eventually import eventually, eventually_sync
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 APP_IMAGE = "registry.example.com/appstack/stackapp:1.0"  # the test bed's app service image

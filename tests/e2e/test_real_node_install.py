@@ -31,9 +31,9 @@ from appstack_testbed.image import build_image
 from appstack_testbed.images.build import push_archive
 from appstack_testbed.pytest_plugin import ClusterHandle
 from appstack_testbed.registry import LocalRegistry
+from appstack_testbed.waiting import eventually_sync
 from tests.e2e.scrape_installed import scrape_installed
 from tests.e2e.test_real_node import http_get
-from tests.support.eventually import eventually_sync
 
 ROOT = Path(__file__).resolve().parents[2]
 NS = "appstack-system"

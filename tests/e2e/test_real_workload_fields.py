@@ -17,9 +17,9 @@ from appstack.core.resource import Resource
 from appstack.runtime.client import Client
 from appstack.runtime.resources import CONFIG_MAP, CRON_JOB
 from appstack_testbed.pytest_plugin import ClusterHandle, RealNodeHandle
+from appstack_testbed.waiting import eventually, eventually_sync
 from tests.e2e.conftest import RunningOperator, is_ready, until
 from tests.e2e.test_real_node import kubectl, running_pods
-from tests.support.eventually import eventually, eventually_sync
 
 RESOURCE_QUOTA = Resource("", "v1", "ResourceQuota", "resourcequotas")
 

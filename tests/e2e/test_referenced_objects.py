@@ -16,7 +16,7 @@ import pytest
 from appstack.controllers.appstack import APP_STACK, labels
 from appstack.runtime.client import Client
 from appstack.runtime.resources import CONFIG_MAP, DEPLOYMENT, SECRET
-from appstack_testbed.waiting import wait_until
+from appstack_testbed.waiting import eventually
 from tests.e2e.conftest import TEST_BED_IPS, RunningOperator, is_ready, start_operator, until
 from tests.e2e.test_appstack import _reason, _stack
 
@@ -65,7 +65,7 @@ async def test_a_missing_third_party_secret_once_created_makes_the_stack_ready_a
     )
     # The reconcile that found it missing succeeded: the Secret's creation will wake the
     # stack, it is not looked for again and again with backoff.
-    await wait_until(lambda: _reconciles(hourly, "success") >= 1, timeout=10, what="a reconcile")
+    await eventually(lambda: _reconciles(hourly, "success") >= 1, timeout=10, what="a reconcile")
     assert _reconciles(hourly, "requeue") == 0
 
     secret = {

@@ -20,7 +20,7 @@ from appstack.runtime.client import Client
 from appstack.runtime.controller import Request
 from appstack.runtime.resources import DEPLOYMENT
 from appstack.sdk.kit.children import PROGRESS_INTERVAL
-from appstack_testbed.waiting import wait_until
+from appstack_testbed.waiting import eventually
 from tests.e2e.conftest import RunningOperator, is_ready, start_operator, until
 
 
@@ -51,7 +51,9 @@ async def _settled(operator: RunningOperator, namespace: str, name: str) -> None
     reconciles = operator.manager.metrics.reconcile_total.labels("appservice", "success")
     before = reconciles._value.get()
     operator.manager.controllers[0].enqueue(Request(namespace, name))
-    await wait_until(lambda: reconciles._value.get() > before, timeout=10)
+    await eventually(
+        lambda: reconciles._value.get() > before, timeout=10, what=f"one more reconcile of {name}"
+    )
     await operator.recorder.flush()  # its Events are sent in the background
 
 
@@ -144,7 +146,11 @@ async def test_a_restarted_operator_writes_nothing_for_apps_that_are_as_wanted(
     second = await start_operator(operator_kubeconfig, namespace)
     try:
         reconciles = second.manager.metrics.reconcile_total.labels("appservice", "success")
-        await wait_until(lambda: reconciles._value.get() >= len(names), timeout=30)
+        await eventually(
+            lambda: reconciles._value.get() >= len(names),
+            timeout=30,
+            what="a reconcile of each app after the restart",
+        )
         for name in names:
             await _settled(second, namespace, name)
         assert _writes(second) == Counter(), "a restart re-applied what was already so"

@@ -30,7 +30,7 @@ import yaml
 from appstack.api.namespaces import ENABLED
 from appstack_testbed.cluster import LocalCluster
 from appstack_testbed.helm import Helm
-from tests.support.eventually import eventually_sync
+from appstack_testbed.waiting import eventually_sync
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN_SECRET = "kubernetes.io/service-account-token"

@@ -51,7 +51,7 @@ from appstack.runtime.resources import (
     SERVICE_ACCOUNT,
 )
 from appstack.sdk.kit.meta import SLICE_MANAGER_LABEL, owner_reference
-from tests.support.eventually import eventually
+from appstack_testbed.waiting import eventually
 
 NOT_OWNED = "may only write objects controlled by one of its kinds"
 SYSTEM = "may not write in namespace kube-system"

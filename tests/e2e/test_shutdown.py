@@ -12,8 +12,8 @@ from typing import Any
 
 from appstack.runtime.client import Client
 from appstack.runtime.resources import CONFIG_MAP, LEASE
+from appstack_testbed.waiting import eventually
 from tests.e2e.conftest import program, until
-from tests.support.eventually import eventually
 
 PROGRAM = Path(__file__).with_name("leader_program.py")
 BOUND = 3.0

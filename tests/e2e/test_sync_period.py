@@ -21,7 +21,7 @@ from appstack.controllers.registry import ALL
 from appstack.runtime.client import Client
 from appstack.runtime.resources import DEPLOYMENT, SECRET
 from appstack_testbed.pytest_plugin import ClusterHandle, RealNodeHandle
-from appstack_testbed.waiting import wait_until
+from appstack_testbed.waiting import eventually
 from tests.e2e.conftest import (
     E2E_OPTIONS,
     RunningOperator,
@@ -105,7 +105,7 @@ async def _resync_rounds(operator: RunningOperator, objects: dict[str, int], rou
     """Wait until every controller has looked at each of its objects ``rounds`` more times
     (nothing else wakes them: the objects are settled)."""
     start = {name: _reconciles(operator, name) for name in objects}
-    await wait_until(
+    await eventually(
         lambda: all(
             _reconciles(operator, name) >= start[name] + rounds * count
             for name, count in objects.items()

@@ -26,10 +26,9 @@ from appstack.runtime.resources import (
     SECRET,
     STATEFUL_SET,
 )
-from appstack_testbed.waiting import wait_until
+from appstack_testbed.waiting import eventually
 from tests.e2e.conftest import RunningOperator, absent, start_operator, until
 from tests.e2e.test_appstack import _stack
-from tests.support.eventually import eventually
 
 
 def _ready(obj: dict[str, Any]) -> bool:
@@ -285,11 +284,11 @@ async def test_a_child_held_by_a_foreign_finalizer_is_named_and_polled_with_back
     # waited), not the half-second of a wave in progress. (The first look counted may be
     # the one our own status write triggered; after it, three scheduled looks.)
     first = operator.reconciles("appstack")
-    await wait_until(
+    await eventually(
         lambda: operator.reconciles("appstack") >= first + 1, timeout=60, what="a look"
     )
     start, looked = time.monotonic(), operator.reconciles("appstack")
-    await wait_until(
+    await eventually(
         lambda: operator.reconciles("appstack") >= looked + 3, timeout=90, what="3 looks"
     )
     assert time.monotonic() - start >= 6.0

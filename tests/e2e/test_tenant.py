@@ -49,13 +49,13 @@ from appstack.runtime.resources import (
     SERVICE,
 )
 from appstack.sdk.kit.meta import SLICE_MANAGER_LABEL
+from appstack_testbed.waiting import eventually
 from tests.e2e.conftest import (
     RunningOperator,
     service_account_kubeconfig,
     start_operator,
     until,
 )
-from tests.support.eventually import eventually
 
 EDITOR = rbac.cluster_name("appstack-editor", rbac.NAMESPACE)
 

@@ -17,7 +17,7 @@ from lightkube.utils.quantity import parse_quantity
 
 from appstack.runtime.resources import Resource
 from appstack_testbed.pytest_plugin import ClusterHandle
-from appstack_testbed.waiting import condition_status, wait_for
+from appstack_testbed.waiting import condition_status, eventually_sync
 
 LABELS = {"app": "web"}
 
@@ -70,7 +70,7 @@ def test_a_deployment_with_two_replicas_becomes_available_through_kwok(
     )
     kube.create(deployment)
 
-    available = wait_for(
+    available = eventually_sync(
         lambda: (
             (d := kube.get(Deployment, "web", namespace=namespace)).status
             and d.status.availableReplicas == 2
@@ -103,7 +103,7 @@ def test_deleting_an_owner_garbage_collects_its_dependents(kube: Client, namespa
 
     kube.delete(ConfigMap, "owner", namespace=namespace)
 
-    wait_for(
+    eventually_sync(
         lambda: (
             not list(
                 kube.list(ConfigMap, namespace=namespace, fields={"metadata.name": "dependent"})
@@ -131,11 +131,11 @@ def test_deleting_a_deployment_cascades_to_its_replicasets_and_pods(
             }
         )
     )
-    wait_for(lambda: list(kube.list(Pod, namespace=namespace)), timeout=60, what="a pod")
+    eventually_sync(lambda: list(kube.list(Pod, namespace=namespace)), timeout=60, what="a pod")
 
     kube.delete(Deployment, "web", namespace=namespace)
 
-    wait_for(
+    eventually_sync(
         lambda: (
             not list(kube.list(ReplicaSet, namespace=namespace))
             and not list(kube.list(Pod, namespace=namespace))
@@ -240,7 +240,7 @@ def test_a_statefulset_with_volume_claims_becomes_ready_with_bound_volumes(
         )
     )
 
-    wait_for(
+    eventually_sync(
         lambda: (
             (s := kube.get(StatefulSet, "db", namespace=namespace)).status
             and s.status.readyReplicas == 2

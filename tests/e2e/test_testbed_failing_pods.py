@@ -12,7 +12,7 @@ from lightkube.models.core_v1 import Container, PodSpec
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Pod
 
-from appstack_testbed.waiting import wait_for
+from appstack_testbed.waiting import eventually_sync
 
 
 def _pod(kube: Client, namespace: str, name: str, image: str, **spec: Any) -> None:
@@ -43,7 +43,9 @@ def test_images_tagged_to_fail_wait_with_the_kubelets_reason(
     kube: Client, namespace: str, tag: str, waiting: tuple[str, str, int]
 ) -> None:
     _pod(kube, namespace, tag, f"nginx:{tag}")
-    wait_for(lambda: _waiting(kube, namespace, tag)[0] == waiting[0], timeout=30, what=waiting[0])
+    eventually_sync(
+        lambda: _waiting(kube, namespace, tag)[0] == waiting[0], timeout=30, what=waiting[0]
+    )
     assert _waiting(kube, namespace, tag) == waiting
 
 
@@ -57,5 +59,5 @@ def test_a_pod_no_node_can_hold_is_unschedulable(kube: Client, namespace: str) -
             for c in (pod.status.conditions if pod.status else None) or []
         )
 
-    wait_for(unschedulable, timeout=30, what="PodScheduled=False Unschedulable")
+    eventually_sync(unschedulable, timeout=30, what="PodScheduled=False Unschedulable")
     assert kube.get(Pod, "nowhere", namespace=namespace).status.phase == "Pending"

@@ -21,7 +21,7 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Node, Pod
 
 from appstack_testbed import kwok
-from appstack_testbed.waiting import condition_status, wait_for
+from appstack_testbed.waiting import condition_status, eventually_sync
 
 NODE_INDEX = 9  # beyond the test bed's nodes (0 and 1)
 
@@ -65,5 +65,5 @@ def test_pods_bound_before_kwok_manages_their_node_become_ready(
         ]
 
     # kwok takes a new node's Lease and readies its pods within a second or two.
-    wait_for(lambda: not not_ready(), timeout=60, interval=0.5, what="the early pods Ready")
+    eventually_sync(lambda: not not_ready(), timeout=60, interval=0.5, what="the early pods Ready")
     assert len(list(kube.list(Pod, namespace=namespace))) == 3

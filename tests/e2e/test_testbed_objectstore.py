@@ -20,7 +20,7 @@ from lightkube.resources.core_v1 import Pod
 
 from appstack_testbed.objectstore import ObjectStore, S3Server, error_code
 from appstack_testbed.pytest_plugin import RealNodeHandle
-from appstack_testbed.waiting import wait_for
+from appstack_testbed.waiting import eventually_sync
 
 
 def _bucket() -> str:
@@ -119,7 +119,7 @@ def test_the_in_cluster_endpoint_answers_from_a_pod(
             }
         )
     )
-    phase = wait_for(
+    phase = eventually_sync(
         lambda: (
             (pod := kube.get(Pod, "s3-probe", namespace=s3_server.namespace)).status
             and pod.status.phase in ("Succeeded", "Failed")

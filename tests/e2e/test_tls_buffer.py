@@ -13,7 +13,7 @@ from appstack.runtime.client import Client
 from appstack.runtime.informer import Informer
 from appstack.runtime.resources import CONFIG_MAP
 from appstack.runtime.tlsbuffer import TLS_READ_BUFFER, limit_tls_read_buffer, tls_read_buffer
-from appstack_testbed.waiting import wait_until
+from appstack_testbed.waiting import eventually
 
 
 @pytest.fixture
@@ -57,11 +57,12 @@ async def test_answers_many_times_the_buffer_arrive_whole(
             await informer.wait_synced()
             changed = _big("big-1", namespace, size + 1)
             await client.apply(CONFIG_MAP, changed, field_manager="tls-buffer-test")
-            await wait_until(
+            await eventually(
                 lambda: (
                     (informer.store.get(f"{namespace}/big-1") or {}).get("data") == changed["data"]
                 ),
                 timeout=60,
+                what="the informer to see the changed big ConfigMap",
             )
         finally:
             running.cancel()

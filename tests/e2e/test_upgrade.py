@@ -26,9 +26,9 @@ from appstack.runtime.resources import DEPLOYMENT
 from appstack_testbed.audit import AuditEvent, read_audit_events
 from appstack_testbed.pytest_plugin import ClusterHandle
 from appstack_testbed.replica import Replica, Supervisor
+from appstack_testbed.waiting import eventually
 from tests.e2e.conftest import until
 from tests.e2e.replicas import app_service, holder, wait_ready_app
-from tests.support.eventually import eventually
 
 LEASE_DURATION = 15.0  # appstack run's default: a hand-over must be much faster
 

@@ -18,7 +18,7 @@ from appstack.controllers.appservice import APP_SERVICE
 from appstack.manifests import crds
 from appstack.runtime.client import Client
 from appstack.runtime.resources import DEPLOYMENT, EVENT
-from appstack_testbed.waiting import wait_for
+from appstack_testbed.waiting import eventually_sync
 from tests.e2e.conftest import RunningOperator, is_ready, until
 
 FUTURE = {"type": "string", "description": "A field of a later appstack."}
@@ -43,7 +43,7 @@ def newer_appservice_crd(kube: LightClient, operator_kubeconfig: Any) -> Iterato
         schema = crd.to_dict()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
         return "rolloutStrategy" in schema["properties"]["spec"]["properties"]
 
-    wait_for(served, timeout=30, what="the newer CRD")
+    eventually_sync(served, timeout=30, what="the newer CRD")
     try:
         yield
     finally:

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from appstack.controllers.etcdcluster.etcdapi import EtcdClient, EtcdError
+from appstack_testbed.waiting import eventually
 from tests.integration.etcd_procs import LocalEtcd
-from tests.support.eventually import eventually
 
 
 @contextlib.asynccontextmanager

@@ -36,7 +36,7 @@ from lightkube.resources.discovery_v1 import EndpointSlice
 
 from appstack_testbed.images.catalog import VERSITYGW_PORT, VERSITYGW_USER
 from appstack_testbed.versions import VERSITYGW
-from appstack_testbed.waiting import WaitTimeout, wait_for
+from appstack_testbed.waiting import eventually_sync
 
 Printer = Callable[[str], None]
 
@@ -229,10 +229,13 @@ def wait_ready(kube: Client, server: S3Server, *, timeout: float = 180.0) -> Non
         status = deployment.status
         return bool(status and (status.availableReplicas or 0) >= 1) and ready_endpoints() > 0
 
-    try:
-        wait_for(available, timeout=timeout, interval=0.5, what=f"S3 gateway {server.endpoint}")
-    except WaitTimeout as error:
-        raise WaitTimeout(f"{error}\n{describe(kube, server)}") from None
+    eventually_sync(
+        available,
+        timeout=timeout,
+        interval=0.5,
+        what=f"S3 gateway {server.endpoint}",
+        diagnose=lambda: describe(kube, server),
+    )
 
 
 def describe(kube: Client, server: S3Server) -> str:
@@ -355,17 +358,12 @@ def connect(server: S3Server, address: tuple[str, int], *, timeout: float = 60.0
     once a signed S3 request (ListBuckets) is answered through it."""
     store = ObjectStore(server, address)
 
-    def answers() -> bool:
-        try:
-            store.client.list_buckets()
-        except Exception as error:
-            last[0] = repr(error)
-            return False
-        return True
-
-    last = [""]
-    try:
-        wait_for(answers, timeout=timeout, interval=0.5, what=f"S3 ListBuckets at {store.url}")
-    except WaitTimeout as error:
-        raise WaitTimeout(f"{error} (last error: {last[0]})") from None
+    eventually_sync(
+        store.client.list_buckets,
+        lambda _: True,
+        timeout=timeout,
+        interval=0.5,
+        what=f"S3 ListBuckets at {store.url}",
+        retry_on=(Exception,),  # the last error is in the failure
+    )
     return store

@@ -12,7 +12,8 @@ plane: what the project's generated tests use, so they stay a few lines each.
   generated install applied: the operator runs as a pod on the real node; helpers apply the
   samples, wait for them, and ask ``/metrics`` with and without a bound token.
 
-Waits poll conditions (:func:`appstack_testbed.waiting.wait_for`), never sleep a fixed time.
+Waits poll conditions (:func:`appstack_testbed.waiting.eventually_sync`), never sleep a fixed
+time.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ import yaml
 
 from appstack.runtime import NAMESPACE, Client, NotFound, Resource
 from appstack.sdk.scaffold.project import read
-from appstack_testbed.waiting import condition_status, wait_for
+from appstack_testbed.waiting import condition_status, eventually_sync
 
 T = TypeVar("T")
 CRD = Resource(
@@ -129,7 +130,7 @@ def install_crds(kubeconfig: Path, project_dir: Path) -> None:
 
             return condition_status(_run(kubeconfig, get), "Established") == "True"
 
-        wait_for(established, timeout=30, what=f"CRD {name} established")
+        eventually_sync(established, timeout=30, what=f"CRD {name} established")
 
 
 class OperatorUnderTest:
@@ -225,7 +226,7 @@ class OperatorUnderTest:
             except httpx.HTTPError:
                 return False
 
-        wait_for(ready, timeout=60, what="the operator ready (/readyz)")
+        eventually_sync(ready, timeout=60, what="the operator ready (/readyz)")
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -269,7 +270,7 @@ class OperatorUnderTest:
             return obj if ok else None
 
         what = f"{resource.kind} {name} Ready at generation {generation}"
-        return cast(dict[str, Any], wait_for(ready, timeout=timeout, what=what))
+        return cast(dict[str, Any], eventually_sync(ready, timeout=timeout, what=what))
 
     def wait_child(
         self, plural: str, name: str, other_than: str = "", timeout: float = 60
@@ -284,7 +285,9 @@ class OperatorUnderTest:
                 return None
             return obj if obj["metadata"]["uid"] != other_than else None
 
-        return cast(dict[str, Any], wait_for(there, timeout=timeout, what=f"{plural}/{name}"))
+        return cast(
+            dict[str, Any], eventually_sync(there, timeout=timeout, what=f"{plural}/{name}")
+        )
 
     def delete_child(self, plural: str, name: str) -> None:
         _run(self.kubeconfig, lambda c: c.delete(CORE[plural], name, self.namespace))
@@ -338,7 +341,7 @@ class Deployed:
 
                 return condition_status(_run(self.kubeconfig, get), "Ready") == "True"
 
-            wait_for(
+            eventually_sync(
                 ready,
                 timeout=timeout,
                 what=f"sample {sample['kind']} {name} Ready (reconciled by the deployed pod)",

@@ -50,7 +50,7 @@ from appstack_testbed.kwok import TAINT
 from appstack_testbed.realnode.cleanup import kill_container
 from appstack_testbed.realnode.configs import cgroup_root
 from appstack_testbed.serviceproxy import ServiceAccess
-from appstack_testbed.waiting import wait_for
+from appstack_testbed.waiting import eventually_sync
 
 # Namespace annotations (admission plugins PodNodeSelector, PodTolerationRestriction) that
 # put every pod of the namespace on the kwok nodes.
@@ -173,7 +173,7 @@ def namespace(kube: Client, request: pytest.FixtureRequest) -> Iterator[str]:
         )
     )
     # Pods are rejected until the namespace's default ServiceAccount exists.
-    wait_for(
+    eventually_sync(
         lambda: kube.get(ServiceAccount, "default", namespace=name),
         timeout=30,
         what=f"ServiceAccount {name}/default",

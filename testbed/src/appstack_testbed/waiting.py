@@ -1,17 +1,29 @@
-"""Wait for a condition with a timeout, instead of sleeping a fixed time.
+"""Wait for a condition with a timeout, instead of sleeping a fixed time: the one wait of the
+test bed, its pytest plugin, appstack's tests and an operator author's.
 
-``wait_for(probe, timeout=..., what=...)`` calls ``probe`` until it returns something
-truthy and returns that value. A probe that raises a "not found" API error counts as
-"not yet". On timeout the error says what was awaited and the last value or error seen,
-so a failing e2e test explains itself. Used by the pytest plugin and the e2e tests.
+``await eventually(probe, check, timeout=..., what=...)`` calls ``probe`` (sync or async)
+every ``interval`` seconds until ``check(value)`` holds (default: the value is truthy) and
+returns that value; between polls the event loop runs, so the code under test in the same
+process (informers, controllers) goes on. :func:`eventually_sync` is the same for code that
+is not async (it blocks between polls).
+
+What counts as "not yet": an exception listed in ``retry_on``, and a lightkube
+``ApiError`` 404 (the object is not there yet: waiting for an object to appear needs no
+``retry_on``). Any other exception propagates at once. To wait for an object to go away,
+the probe catches the 404 itself.
+
+On timeout it fails with :class:`WaitTimeout` (an ``AssertionError``) naming what was awaited
+and the last value or exception seen, plus what ``diagnose()`` returns (a log tail, say), so
+a failing test explains itself. ``condition_status`` reads one condition of an object.
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import time
-from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar, overload
 
 from lightkube import ApiError
 
@@ -19,31 +31,134 @@ T = TypeVar("T")
 
 
 class WaitTimeout(AssertionError):
-    """The awaited condition did not hold in time (an assertion failure in tests)."""
+    """The awaited check did not hold in time (an assertion failure in tests)."""
 
 
-def wait_for(
-    probe: Callable[[], T], *, timeout: float = 30.0, interval: float = 0.1, what: str = "condition"
-) -> T:
-    deadline = time.monotonic() + timeout
-    last: object = None
+def _shown(last: object) -> str:
+    if isinstance(last, ApiError):
+        return f"ApiError {last.status.code} {last.status.reason}: {last.status.message}"
+    return repr(last)
+
+
+class _Watch:
+    """The deadline and the last thing seen, shared by the async and the sync loop."""
+
+    def __init__(self, timeout: float, what: str, diagnose: Callable[[], object] | None) -> None:
+        self.timeout, self.what, self.diagnose = timeout, what, diagnose
+        self.deadline = time.monotonic() + timeout
+        self.last: object = "nothing (the probe never returned)"
+
+    def remaining(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def not_found(self, error: ApiError) -> None:
+        """A 404 is "not yet"; any other API error propagates."""
+        if error.status.code != 404:  # Not Found
+            raise error
+        self.last = error
+
+    def failure(self) -> WaitTimeout:
+        message = (
+            f"timed out after {self.timeout:g}s waiting for {self.what}; "
+            f"last seen: {_shown(self.last)[:2000]}"
+        )
+        if self.diagnose is not None:
+            message += f"\n{self.diagnose()}"
+        error = WaitTimeout(message)
+        if isinstance(self.last, BaseException):
+            error.__cause__ = self.last
+        return error
+
+
+def _truthy(value: object) -> bool:
+    return bool(value)
+
+
+@overload
+async def eventually(
+    probe: Callable[[], Awaitable[T]],
+    check: Callable[[T], object] = ...,
+    *,
+    timeout: float,
+    what: str,
+    interval: float = ...,
+    retry_on: tuple[type[BaseException], ...] = ...,
+    diagnose: Callable[[], object] | None = ...,
+) -> T: ...
+
+
+@overload
+async def eventually(
+    probe: Callable[[], T],
+    check: Callable[[T], object] = ...,
+    *,
+    timeout: float,
+    what: str,
+    interval: float = ...,
+    retry_on: tuple[type[BaseException], ...] = ...,
+    diagnose: Callable[[], object] | None = ...,
+) -> T: ...
+
+
+async def eventually(
+    probe: Callable[[], Any],
+    check: Callable[[Any], object] = _truthy,
+    *,
+    timeout: float,
+    what: str,
+    interval: float = 0.1,
+    retry_on: tuple[type[BaseException], ...] = (),
+    diagnose: Callable[[], object] | None = None,
+) -> Any:
+    """``probe()`` (awaited if it returns an awaitable) until ``check(value)`` holds; that
+    value. Between polls the event loop runs, so code under test in this process goes on."""
+    watch = _Watch(timeout, what, diagnose)
     while True:
         try:
             value = probe()
+            if inspect.isawaitable(value):
+                value = await value
+        except retry_on as error:
+            watch.last = error
         except ApiError as error:
-            if error.status.code != 404:
-                raise
-            last = f"NotFound: {error.status.message}"
+            watch.not_found(error)
         else:
-            if value:
+            if check(value):
                 return value
-            last = value
-        if time.monotonic() >= deadline:
-            shown = repr(last)
-            raise WaitTimeout(
-                f"timed out after {timeout:.0f}s waiting for {what}; last seen: {shown[:2000]}"
-            )
-        time.sleep(interval)
+            watch.last = value
+        left = watch.remaining()
+        if left <= 0:
+            raise watch.failure()
+        await asyncio.sleep(min(interval, left))
+
+
+def eventually_sync(
+    probe: Callable[[], T],
+    check: Callable[[T], object] = _truthy,
+    *,
+    timeout: float,
+    what: str,
+    interval: float = 0.1,
+    retry_on: tuple[type[BaseException], ...] = (),
+    diagnose: Callable[[], object] | None = None,
+) -> T:
+    """:func:`eventually` for code that is not async (it blocks between polls)."""
+    watch = _Watch(timeout, what, diagnose)
+    while True:
+        try:
+            value = probe()
+        except retry_on as error:
+            watch.last = error
+        except ApiError as error:
+            watch.not_found(error)
+        else:
+            if check(value):
+                return value
+            watch.last = value
+        left = watch.remaining()
+        if left <= 0:
+            raise watch.failure()
+        time.sleep(min(interval, left))
 
 
 def condition_status(obj: Mapping[str, Any] | Any, kind: str) -> str | None:
@@ -59,22 +174,4 @@ def condition_status(obj: Mapping[str, Any] | Any, kind: str) -> str | None:
     return None
 
 
-async def wait_until(
-    probe: Callable[[], T],
-    *,
-    timeout: float = 30.0,
-    interval: float = 0.05,
-    what: str = "condition",
-) -> T:
-    """Async :func:`wait_for` for a cheap synchronous probe: yields to the event loop between
-    polls, so the code under test (informers, controllers) keeps running."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise WaitTimeout(
-                f"timed out after {timeout:.0f}s waiting for {what}; last seen: {value!r:.2000}"
-            )
-        await asyncio.sleep(interval)
+__all__ = ["WaitTimeout", "condition_status", "eventually", "eventually_sync"]

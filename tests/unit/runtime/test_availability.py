@@ -10,7 +10,7 @@ from appstack.runtime import controller as controller_module
 from appstack.runtime.availability import Availability, is_outage
 from appstack.runtime.controller import Controller, Request
 from appstack.runtime.errors import Conflict, ServerError, TooManyRequests, TransportError
-from appstack_testbed.waiting import wait_until
+from appstack_testbed.waiting import eventually
 from tests.unit.runtime.test_controller import Scripted
 
 
@@ -75,13 +75,21 @@ async def test_keys_that_failed_in_an_outage_are_retried_when_it_ends(
     try:
         # A 500 while the server answers is that request's problem: plain backoff.
         controller.enqueue(Request("ns", "webhook"))
-        await wait_until(lambda: reconciler.calls["webhook"] == 1, timeout=2)
+        await eventually(lambda: reconciler.calls["webhook"] == 1, timeout=2, what="webhook")
         availability.failed()  # the client saw the server go
         controller.enqueue(Request("ns", "a"))
-        await wait_until(lambda: controller.queue.num_requeues(Request("ns", "a")) == 1, timeout=2)
+        await eventually(
+            lambda: controller.queue.num_requeues(Request("ns", "a")) == 1,
+            timeout=2,
+            what="a requeued",
+        )
         availability.answered(200)  # back: "a" is retried now, not in an hour
-        await wait_until(lambda: reconciler.calls["a"] == 2, timeout=2)
-        await wait_until(lambda: controller.queue.num_requeues(Request("ns", "a")) == 0, timeout=2)
+        await eventually(lambda: reconciler.calls["a"] == 2, timeout=2, what="a retried")
+        await eventually(
+            lambda: controller.queue.num_requeues(Request("ns", "a")) == 0,
+            timeout=2,
+            what="a's backoff forgotten",
+        )
         assert reconciler.calls["webhook"] == 1
         assert controller.queue.num_requeues(Request("ns", "webhook")) == 1
     finally:

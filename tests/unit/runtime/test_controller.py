@@ -12,7 +12,7 @@ import structlog
 from appstack.runtime import logging as rt_logging
 from appstack.runtime.controller import Controller, Request, Result
 from appstack.runtime.errors import TerminalError
-from appstack_testbed.waiting import wait_until
+from appstack_testbed.waiting import eventually
 
 log = structlog.get_logger("test")
 
@@ -37,7 +37,7 @@ class Scripted:
 async def _run(controller: Controller, until: object, timeout: float = 5) -> None:
     await controller.start()
     try:
-        await wait_until(until, timeout=timeout)  # type: ignore[arg-type]
+        await eventually(until, timeout=timeout, what="the expected reconciles")  # type: ignore[arg-type]
     finally:
         await controller.stop()
 
@@ -104,7 +104,7 @@ async def test_a_terminal_error_is_counted_but_not_retried_until_the_next_event(
     await controller.start()
     try:
         terminal = controller.metrics.terminal_reconcile_errors.labels("c")
-        await wait_until(lambda: terminal._value.get() == 1)
+        await eventually(lambda: terminal._value.get() == 1, timeout=30, what="a terminal error")
         # Not requeued: nothing waits in the delayed heap and the backoff is forgotten.
         assert controller.queue.num_requeues(bad) == 0
         assert not controller.queue._waiting
@@ -112,7 +112,9 @@ async def test_a_terminal_error_is_counted_but_not_retried_until_the_next_event(
         assert reconciler.calls["bad"] == 2
         # A later event (or a resync) reconciles it again.
         controller.enqueue(bad)
-        await wait_until(lambda: reconciler.calls["bad"] == 3)
+        await eventually(
+            lambda: reconciler.calls["bad"] == 3, timeout=30, what="bad reconciled again"
+        )
     finally:
         await controller.stop()
     assert controller.metrics.reconcile_errors.labels("c")._value.get() == 2

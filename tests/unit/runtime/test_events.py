@@ -21,7 +21,7 @@ from appstack.runtime import errors, events
 from appstack.runtime.apirequest import ApiRequest, Response, Timeouts
 from appstack.runtime.client import Client
 from appstack.runtime.events import EventRecorder
-from tests.support.eventually import eventually
+from appstack_testbed.waiting import eventually
 from tests.support.scripted_transport import ScriptedTransport, scripted_client
 
 EVENTS = "/apis/events.k8s.io/v1/namespaces/ns/events"
