@@ -56,7 +56,6 @@ from appstack.runtime import (
     Manager,
     limit_tls_read_buffer,
 )
-from appstack.runtime.packing import GROW_AT
 from appstack.runtime.resources import object_key
 from appstack.runtime.store import Store
 from appstack.sdk.operator import wire
@@ -147,7 +146,7 @@ def _operators_manager(client: Client, namespace: str) -> tuple[Manager, EventRe
 #: The ways of making a store's preset dictionary the A/B compares: the packs after which
 #: it grows (runtime/packing.py).
 DICTIONARIES: dict[str, frozenset[int]] = {
-    "grows at 16, 128, 1024": GROW_AT,
+    "grows at 16, 128, 1024": frozenset({16, 128, 1024}),
     "chosen once, at 16": frozenset({16}),
     "first object only": frozenset(),
 }
