@@ -13,7 +13,7 @@ before aiohttp is imported: :mod:`appstack.sdk.process`).
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -24,6 +24,8 @@ from appstack.sdk.identity import OperatorIdentity
 from appstack.sdk.options import OperatorOptions
 
 if TYPE_CHECKING:
+    from appstack.core.resource import Resource
+    from appstack.runtime.cache import Transform
     from appstack.sdk.kit.registration import Registration
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -210,12 +212,15 @@ def operator_command(
     *,
     version: str = "",
     help: str = "",
+    cache: Callable[[], Mapping[Resource, Transform]] | None = None,
 ) -> click.Command:
     """The operator's run command, every flag of :func:`operator_flags`, for an operator's
     ``__main__``: when it runs, aiohttp is imported lean
     (:func:`~appstack.sdk.process.import_aiohttp`), then ``controllers()`` (the package's
-    controllers are imported only then), then :func:`~appstack.sdk.operator.run_operator`;
-    the process exits with its code."""
+    controllers are imported only then) and ``cache()`` (what the cache keeps of each kind:
+    a transform per kind, :func:`~appstack.sdk.operator.wire`; default: objects whole but
+    their managed fields), then :func:`~appstack.sdk.operator.run_operator`; the process
+    exits with its code."""
 
     @click.command(help=help or f"Run the {identity.name} against a cluster.")
     @operator_flags(identity)
@@ -230,6 +235,11 @@ def operator_command(
             operator.check(options)
         except ValueError as error:
             raise click.UsageError(str(error)) from error
-        sys.exit(operator.run_operator(controllers(), identity, options, version=version))
+        transforms = cache() if cache is not None else None
+        sys.exit(
+            operator.run_operator(
+                controllers(), identity, options, version=version, cache=transforms
+            )
+        )
 
     return run
