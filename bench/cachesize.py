@@ -54,10 +54,10 @@ from appstack.runtime import (
     Client,
     EventRecorder,
     Manager,
+    Store,
     limit_tls_read_buffer,
+    object_key,
 )
-from appstack.runtime.resources import object_key
-from appstack.runtime.store import Store
 from appstack.sdk.operator import wire
 
 

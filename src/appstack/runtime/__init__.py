@@ -101,7 +101,7 @@ from appstack.runtime.resources import (
     split_key,
 )
 from appstack.runtime.servingcert import CertFiles, self_signed_context
-from appstack.runtime.store import IndexFunc, controller_key
+from appstack.runtime.store import IndexFunc, Store, controller_key
 from appstack.runtime.tlsbuffer import limit_tls_read_buffer
 
 __all__ = [
@@ -164,6 +164,7 @@ __all__ = [
     "Result",
     "ServerError",
     "ServerTimeout",
+    "Store",
     "TerminalError",
     "TooManyRequests",
     "Transform",
