@@ -139,11 +139,7 @@ TESTED_ELSEWHERE: dict[str, dict[str, tuple[str, ...]]] = {
 
 #: Test files in those folders that belong elsewhere and wait to be moved (each fails the
 #: test once it is gone: then delete it here).
-PENDING_MOVES: dict[str, str] = {
-    # tests/unit/testbed was being edited by another change: move to test_audit.py and a
-    # new test_latency_proxy.py there
-    "runtime/test_fencing.py": "the test bed's audit log reader and latency proxy",
-}
+PENDING_MOVES: dict[str, str] = {}
 
 
 def _modules(package: str) -> tuple[set[str], set[str]]:
