@@ -32,13 +32,15 @@ from lightkube.resources.core_v1 import ServiceAccount
 from appstack import __version__
 from appstack.api.identity import IDENTITY
 from appstack.controllers.appstack.addresses import ExternalIPPolicy, parse_networks
-from appstack.controllers.registry import ALL
+from appstack.controllers.kind_metrics import KindMetrics
+from appstack.controllers.registry import ALL, CACHE
 from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.events import EventRecorder
 from appstack.runtime.manager import Manager
-from appstack.runtime.metrics import Metrics
 from appstack.runtime.resources import Resource
+from appstack.sdk.operator import assemble
+from appstack.sdk.options import OperatorOptions
 from appstack_testbed import objectstore
 from appstack_testbed.cluster import LocalCluster
 from appstack_testbed.control_plane import SERVICE_CIDR
@@ -356,10 +358,9 @@ class RunningOperator:
         )
 
     async def stop(self) -> None:
+        """Stop it as SIGTERM does: the Events drained and the client closed."""
         self.manager.stop()
         await asyncio.wait_for(self.task, 30)
-        await self.recorder.close()
-        await self.client.close()
 
 
 async def start_operator(
@@ -370,30 +371,34 @@ async def start_operator(
     also_watch: tuple[str, ...] = (),
     **options: Any,
 ) -> RunningOperator:
-    """All controllers in this process, with the operator's identity (field manager, Event
-    source, metric prefix); ``controllers`` maps a controller's name to its
-    setup options (default :data:`E2E_OPTIONS`), ``options`` go to the :class:`Manager`;
-    it watches ``namespace`` and ``also_watch``."""
-    client = await Client.connect(
-        str(kubeconfig),
-        field_manager=IDENTITY.field_manager,
-        metrics=Metrics(prefix=IDENTITY.metric_prefix),
+    """The operator as ``appstack run`` assembles it (:func:`appstack.sdk.operator.assemble`:
+    its identity, the CRD check, the cache's table, Event pacing, the per-kind metrics),
+    in this process, watching ``namespace`` and ``also_watch``; ``controllers`` maps a
+    controller's name to its own options (default :data:`E2E_OPTIONS`); ``options`` are
+    :class:`~appstack.sdk.options.OperatorOptions` fields (by default: no leader election,
+    no metrics or health endpoint, 4 workers shared as the controllers' shares say)."""
+    chosen: dict[str, Any] = {
+        "metrics_address": None,
+        "health_address": None,
+        "metrics_auth": False,
+        "concurrency": 4,
+        **options,
+    }
+    assembled = await assemble(
+        ALL,
+        IDENTITY,
+        OperatorOptions(kubeconfig=str(kubeconfig), namespaces=[namespace, *also_watch], **chosen),
+        version=__version__,
+        cache=CACHE,
+        controller_options=E2E_OPTIONS if controllers is None else controllers,
+        collectors=[KindMetrics],
     )
-    manager = Manager(client, namespaces=[namespace, *also_watch], **options)
-    recorder = EventRecorder(client, controller=IDENTITY.event_source, instance="e2e")
-    for controller in ALL:
-        own = (E2E_OPTIONS if controllers is None else controllers).get(controller.name, {})
-        controller.setup(
-            manager,
-            recorder,
-            identity=IDENTITY,
-            **{"concurrency": controller.workers(4), **own},
-        )
-    task = asyncio.create_task(manager.run())
+    manager = assembled.manager
+    task = asyncio.create_task(assembled.run())
     await eventually(lambda: manager.ready or task.done(), timeout=30, what="caches to sync")
     if task.done():
         task.result()
-    return RunningOperator(manager, client, task, recorder)
+    return RunningOperator(manager, assembled.client, task, assembled.recorder)
 
 
 @pytest.fixture
