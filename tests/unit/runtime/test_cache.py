@@ -8,7 +8,6 @@ informers ask for one page of full objects at a time, all together."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import pytest
 
@@ -17,6 +16,7 @@ from appstack.runtime.client import Client
 from appstack.runtime.resources import CONFIG_MAP, DEPLOYMENT, POD, SECRET, Obj, Resource
 from appstack.runtime.watcher import FULL_PAGE_SIZE, METADATA_PAGE_SIZE, Applied, Empty, step
 from appstack.sdk.kit.pods import cached_pod
+from tests.support.managed_fields import deployment, entry
 from tests.support.scripted_transport import RecordingClock, ScriptedTransport, scripted_client
 
 OWNER = Resource("example.com", "v1", "Widget", "widgets")
@@ -167,33 +167,11 @@ def test_the_cache_stores_transformed_objects() -> None:
         cache.configure({CONFIG_MAP: ByObject(transform=lambda obj: obj)})
 
 
-def _entry(manager: str, operation: str, **more: Any) -> dict[str, Any]:
-    return {"manager": manager, "operation": operation, "fieldsV1": {"f:x": {}}, **more}
-
-
-def _deployment() -> dict[str, Any]:
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {
-            "name": "web",
-            "namespace": "ns",
-            "resourceVersion": "4",
-            "managedFields": [
-                _entry("kube-controller-manager", "Update"),
-                _entry("appstack", "Update", subresource="status"),
-                _entry("appstack", "Apply"),
-                _entry("kubectl", "Apply"),
-            ],
-        },
-    }
-
-
 def test_the_cache_keeps_only_its_clients_apply_entry() -> None:
     client, _ = scripted_client(field_manager="appstack")  # the entries above are "appstack"'s
     cache = Cache(client, ["ns"])
     informer = cache.informers(DEPLOYMENT)["ns"]
-    informer._deliver(Applied(informer._prepare(_deployment())))  # as the watcher hands it
+    informer._deliver(Applied(informer._prepare(deployment())))  # as the watcher hands it
     stored = cache.get(DEPLOYMENT, "ns/web")
     assert stored is not None
-    assert stored["metadata"]["managedFields"] == [_entry(client.field_manager, "Apply")]
+    assert stored["metadata"]["managedFields"] == [entry(client.field_manager, "Apply")]

@@ -6,7 +6,6 @@ before (an env var, resources, a port) is no longer wanted."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -22,6 +21,7 @@ from appstack.sdk.kit.compare import (
     would_remove,
 )
 from appstack.sdk.kit.quantity import same_quantity
+from tests.support.managed_fields import APPLIED, deployment
 
 _SSA_500 = (
     "failed to create typed patch object (apps/v1, Kind=Deployment): .spec.template.spec"
@@ -82,36 +82,6 @@ def test_canonical_quantities_are_already_so_but_other_strings_are_compared_exac
     assert not same_quantity("2Gi", "2G")
 
 
-def _k(**keys: Any) -> str:
-    return "k:" + json.dumps(keys, separators=(",", ":"))
-
-
-# What the API server records for an apply of _want() (fieldsV1, as it writes it).
-_APPLIED: dict[str, Any] = {
-    "f:metadata": {"f:labels": {"f:app": {}}, "f:ownerReferences": {_k(uid="u1"): {}}},
-    "f:spec": {
-        "f:replicas": {},
-        "f:template": {
-            "f:spec": {
-                "f:containers": {
-                    _k(name="app"): {
-                        ".": {},
-                        "f:name": {},
-                        "f:image": {},
-                        "f:env": {_k(name="A"): {".": {}, "f:name": {}, "f:value": {}}},
-                        "f:ports": {
-                            _k(containerPort=80, protocol="TCP"): {".": {}, "f:containerPort": {}}
-                        },
-                        "f:resources": {"f:limits": {"f:cpu": {}}},
-                    }
-                },
-                "f:finalizers": {'v:"x"': {}},
-            }
-        },
-    },
-}
-
-
 def _want() -> dict[str, Any]:
     container = {
         "name": "app",
@@ -139,61 +109,39 @@ def _container(want: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_nothing_is_removed_when_the_wanted_object_is_what_was_applied() -> None:
-    assert not would_remove(_APPLIED, _want())
+    assert not would_remove(APPLIED, _want())
     more = _want()
     _container(more)["env"].append({"name": "B", "value": "2"})  # more is not less
-    assert not would_remove(_APPLIED, more)
+    assert not would_remove(APPLIED, more)
     assert not would_remove({}, _want())  # never applied: nothing of ours to remove
 
 
 def test_a_removed_field_map_key_or_list_item_is_noticed() -> None:
     no_resources = _want()
     del _container(no_resources)["resources"]
-    assert would_remove(_APPLIED, no_resources)
+    assert would_remove(APPLIED, no_resources)
     no_env = _want()
     _container(no_env)["env"] = [{"name": "B", "value": "1"}]
-    assert would_remove(_APPLIED, no_env)
+    assert would_remove(APPLIED, no_env)
     other_port = _want()
     _container(other_port)["ports"] = [{"containerPort": 9090}]
-    assert would_remove(_APPLIED, other_port)
+    assert would_remove(APPLIED, other_port)
     udp = _want()
     _container(udp)["ports"] = [{"containerPort": 80, "protocol": "UDP"}]
-    assert would_remove(_APPLIED, udp)
+    assert would_remove(APPLIED, udp)
     no_label = _want()
     no_label["metadata"]["labels"] = {}
-    assert would_remove(_APPLIED, no_label)
+    assert would_remove(APPLIED, no_label)
     no_finalizer = _want()
     no_finalizer["spec"]["template"]["spec"]["finalizers"] = []
-    assert would_remove(_APPLIED, no_finalizer)
+    assert would_remove(APPLIED, no_finalizer)
     by_index = {"f:args": {"i:1": {}}}
     assert not would_remove(by_index, {"args": ["a", "b"]})
     assert would_remove(by_index, {"args": ["a"]})
 
 
-def _entry(manager: str, operation: str, **more: Any) -> dict[str, Any]:
-    return {"manager": manager, "operation": operation, "fieldsV1": {"f:x": {}}, **more}
-
-
-def _deployment() -> dict[str, Any]:
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {
-            "name": "web",
-            "namespace": "ns",
-            "resourceVersion": "4",
-            "managedFields": [
-                _entry("kube-controller-manager", "Update"),
-                _entry("appstack", "Update", subresource="status"),
-                _entry("appstack", "Apply"),
-                _entry("kubectl", "Apply"),
-            ],
-        },
-    }
-
-
 def test_our_applied_fields_are_read_from_our_own_apply_entry() -> None:
-    kept = keep_applied_by(_deployment(), "appstack")
+    kept = keep_applied_by(deployment(), "appstack")
     assert applied_fields(kept, "appstack") == {"f:x": {}}
     assert applied_fields(kept, "someone") == {}
 
@@ -201,7 +149,7 @@ def test_our_applied_fields_are_read_from_our_own_apply_entry() -> None:
 def test_a_child_is_already_so_only_if_nothing_we_applied_is_dropped() -> None:
     current = _want()
     current["metadata"]["managedFields"] = [
-        {"manager": "appstack", "operation": "Apply", "fieldsV1": _APPLIED}
+        {"manager": "appstack", "operation": "Apply", "fieldsV1": APPLIED}
     ]
     assert already_so(_want(), current, "appstack")
     trimmed = _want()
