@@ -17,6 +17,7 @@ from appstack.runtime.resources import CONFIG_MAP, DEPLOYMENT, POD, SECRET, Obj,
 from appstack.runtime.watcher import FULL_PAGE_SIZE, METADATA_PAGE_SIZE, Applied, Empty, step
 from appstack.sdk.kit.pods import cached_pod
 from tests.support.managed_fields import deployment, entry
+from tests.support.pods import web_pod
 from tests.support.scripted_transport import RecordingClock, ScriptedTransport, scripted_client
 
 OWNER = Resource("example.com", "v1", "Widget", "widgets")
@@ -127,26 +128,6 @@ async def test_the_informers_of_a_cache_ask_for_one_page_of_full_objects_at_a_ti
     assert wider.most[False] == 3
 
 
-def _pod() -> dict[str, object]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": "web-1",
-            "namespace": "ns",
-            "resourceVersion": "3",
-            "labels": {"app.kubernetes.io/instance": "web"},
-            "managedFields": [{"manager": "kubelet"}],
-        },
-        "spec": {"nodeName": "node-1", "containers": [{"name": "web", "image": "nginx"}]},
-        "status": {
-            "containerStatuses": [
-                {"name": "web", "state": {"waiting": {"reason": "ImagePullBackOff"}}}
-            ]
-        },
-    }
-
-
 def test_the_cache_stores_transformed_objects() -> None:
     client, _ = scripted_client()
     cache = Cache(client, ["ns"], by_object={POD: ByObject(transform=cached_pod)})
@@ -154,7 +135,7 @@ def test_the_cache_stores_transformed_objects() -> None:
     with pytest.raises(RuntimeError, match="declared twice"):
         cache.configure({POD: ByObject(transform=lambda obj: obj)})
     informer = cache.informers(POD)["ns"]
-    informer._deliver(Applied(informer._prepare(_pod())))  # as the watcher hands it
+    informer._deliver(Applied(informer._prepare(web_pod())))  # as the watcher hands it
     stored = cache.get(POD, "ns/web-1")
     assert stored is not None
     assert stored["spec"] == {

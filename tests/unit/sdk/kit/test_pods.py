@@ -26,6 +26,7 @@ from appstack.sdk.kit.pods import (
     pod_problem,
     recheck_after,
 )
+from tests.support.pods import web_pod
 
 HUGE = "r" * 200_000
 
@@ -137,28 +138,8 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _web_pod() -> dict[str, object]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": "web-1",
-            "namespace": "ns",
-            "resourceVersion": "3",
-            "labels": {"app.kubernetes.io/instance": "web"},
-            "managedFields": [{"manager": "kubelet"}],
-        },
-        "spec": {"nodeName": "node-1", "containers": [{"name": "web", "image": "nginx"}]},
-        "status": {
-            "containerStatuses": [
-                {"name": "web", "state": {"waiting": {"reason": "ImagePullBackOff"}}}
-            ]
-        },
-    }
-
-
 def test_a_cached_pod_keeps_metadata_node_images_and_status_only() -> None:
-    raw = _web_pod()
+    raw = web_pod()
     raw["spec"]["volumes"] = [{"name": "data", "emptyDir": {}}]
     raw["spec"]["containers"][0]["env"] = [{"name": "A", "value": "b"}]
     pod = cached_pod(raw)
@@ -172,28 +153,28 @@ def test_a_cached_pod_keeps_metadata_node_images_and_status_only() -> None:
 
 def test_a_pod_wakes_its_owner_only_while_it_has_a_problem_or_waits_for_readiness() -> None:
     mapper = pod_mapper("app.kubernetes.io/instance")
-    troubled = _web_pod()
+    troubled = web_pod()
     assert list(mapper(troubled)) == [Request("ns", "web")]
-    healthy = _web_pod()
+    healthy = web_pod()
     healthy["status"] = {"containerStatuses": [{"name": "web", "state": {"running": {}}}]}
     assert list(mapper(healthy)) == []  # its readiness reaches the owner via the workload
     # Running but not ready: no event will come when its readiness grace is over, so the
     # owner is woken now to schedule that look (seen: a probe that never passes left the
     # owner RollingOut when the Deployment's last status change came before the start).
-    started = _web_pod()
+    started = web_pod()
     started["status"] = {
         "containerStatuses": [
             {"name": "web", "ready": False, "state": {"running": {"startedAt": _now()}}}
         ]
     }
     assert list(mapper(started)) == [Request("ns", "web")]
-    unlabelled = _web_pod()
+    unlabelled = web_pod()
     unlabelled["metadata"]["labels"] = {}
     assert list(mapper(unlabelled)) == []
 
 
 def test_a_cached_pod_keeps_of_its_status_what_is_read() -> None:
-    raw = _web_pod()
+    raw = web_pod()
     running = {"running": {"startedAt": "2026-11-25T00:00:00Z"}}
     raw["status"] = {
         "phase": "Running",
@@ -254,7 +235,7 @@ def test_a_cached_pod_keeps_of_its_status_what_is_read() -> None:
 
 
 def _running_pod(name: str, *, ready: bool, started: str) -> dict[str, Any]:
-    pod = _web_pod()
+    pod = web_pod()
     pod["metadata"]["name"] = name
     pod["metadata"]["generateName"] = "web-"
     pod["status"] = {
