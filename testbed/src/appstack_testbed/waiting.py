@@ -51,11 +51,27 @@ class _Watch:
     def remaining(self) -> float:
         return self.deadline - time.monotonic()
 
-    def not_found(self, error: ApiError) -> None:
-        """A 404 is "not yet"; any other API error propagates."""
-        if error.status.code != 404:  # Not Found
+    def failed(self, error: Exception, retry_on: tuple[type[BaseException], ...]) -> None:
+        """The probe raised ``error``: "not yet" if it is one of ``retry_on`` or an API
+        server's 404; anything else propagates."""
+        not_found = isinstance(error, ApiError) and error.status.code == 404
+        if not (isinstance(error, retry_on) or not_found):
             raise error
         self.last = error
+
+    def held(self, value: Any, check: Callable[[Any], object]) -> bool:
+        """Whether ``check(value)`` holds (else ``value`` is the last thing seen)."""
+        if check(value):
+            return True
+        self.last = value
+        return False
+
+    def pause(self, interval: float) -> float:
+        """How long to wait before the next poll; the failure once the time is up."""
+        left = self.remaining()
+        if left <= 0:
+            raise self.failure()
+        return min(interval, left)
 
     def failure(self) -> WaitTimeout:
         message = (
@@ -118,18 +134,12 @@ async def eventually(
             value = probe()
             if inspect.isawaitable(value):
                 value = await value
-        except retry_on as error:
-            watch.last = error
-        except ApiError as error:
-            watch.not_found(error)
+        except Exception as error:  # judged by failed(): not yet, or raised again
+            watch.failed(error, retry_on)
         else:
-            if check(value):
+            if watch.held(value, check):
                 return value
-            watch.last = value
-        left = watch.remaining()
-        if left <= 0:
-            raise watch.failure()
-        await asyncio.sleep(min(interval, left))
+        await asyncio.sleep(watch.pause(interval))
 
 
 def eventually_sync(
@@ -147,18 +157,12 @@ def eventually_sync(
     while True:
         try:
             value = probe()
-        except retry_on as error:
-            watch.last = error
-        except ApiError as error:
-            watch.not_found(error)
+        except Exception as error:  # judged by failed(): not yet, or raised again
+            watch.failed(error, retry_on)
         else:
-            if check(value):
+            if watch.held(value, check):
                 return value
-            watch.last = value
-        left = watch.remaining()
-        if left <= 0:
-            raise watch.failure()
-        time.sleep(min(interval, left))
+        time.sleep(watch.pause(interval))
 
 
 def condition_status(obj: Mapping[str, Any] | Any, kind: str) -> str | None:
