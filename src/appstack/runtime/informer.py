@@ -181,7 +181,6 @@ class Informer:
         # object), and the annotation prefixes a foreign object keeps (their groups')
         self.owners: frozenset[tuple[str, str]] | None = None
         self._foreign_annotations: tuple[str, ...] = ()
-        self._everything = False  # asked for every object in full: owners stay None
         self.clock = clock or RealClock()
         self.backoff = backoff
         self.store = Store()
@@ -212,21 +211,13 @@ class Informer:
         ``owner`` — a controller ownerReference with its exact ``apiVersion`` and ``kind`` —
         or by an owner kind given before; cache every other one as :func:`foreign_metadata`,
         keeping its annotations under the owners' API groups (``<group>/``: what their
-        controllers write on an object they keep without owning it). No effect once
-        :meth:`keep_everything` was asked. Call before the informer runs."""
+        controllers write on an object they keep without owning it). Not called: every
+        object kept in full (the cache calls it for the owners its table names). Call before
+        the informer runs."""
         self._before_listing()
-        if self._everything:
-            return
         self.owners = (self.owners or frozenset()) | {(owner.api_version, owner.kind)}
         if owner.group and f"{owner.group}/" not in self._foreign_annotations:
             self._foreign_annotations += (f"{owner.group}/",)
-
-    def keep_everything(self) -> None:
-        """Keep every object in full, whoever controls it (a controller reads objects it
-        does not control: the pods of its Deployments). Call before the informer runs."""
-        self._before_listing()
-        self._everything = True
-        self.owners = None
 
     def _before_listing(self) -> None:
         if not isinstance(self.state, Empty) or self.has_synced():

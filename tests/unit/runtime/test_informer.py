@@ -244,16 +244,12 @@ async def test_watched_objects_are_prepared_as_each_event_arrives() -> None:
     assert "data" not in stored
 
 
-def test_keep_everything_wins_and_owners_are_told_before_the_first_list() -> None:
+def test_every_object_is_kept_in_full_by_default_and_owners_are_told_before_the_first_list() -> (
+    None
+):
     informer = Informer(PagedClient([]), CONFIG_MAP)
     assert informer.owners is None  # by default: every object in full
-    informer.keep_children_of(OWNER)
-    informer.keep_everything()
-    informer.keep_children_of(OWNER)  # e.g. a controller set up after one that reads all
-    assert informer.owners is None
     assert informer._prepare(_config_map("a"))["data"] == {"blob": BLOB}
     informer._deliver(Restarted([], "7"))
     with pytest.raises(RuntimeError):
         informer.keep_children_of(OWNER)
-    with pytest.raises(RuntimeError):
-        informer.keep_everything()
