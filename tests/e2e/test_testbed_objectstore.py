@@ -14,8 +14,8 @@ import uuid
 
 import pytest
 from botocore.exceptions import ClientError
+from lightkube import ApiError, codecs
 from lightkube import Client as LightClient
-from lightkube import codecs
 from lightkube.resources.core_v1 import Pod
 
 from appstack_testbed.objectstore import ObjectStore, S3Server, error_code
@@ -100,9 +100,12 @@ def test_the_in_cluster_endpoint_answers_from_a_pod(
     a pod on the real node reaches it (unsigned: the health path; a bucket listing is
     refused)."""
     assert s3_server.endpoint == f"http://s3.{s3_server.namespace}.svc:7070"
+    # A new Service's address works in a pod once the node's kube-proxy has synced it: a
+    # client retries, and each try is bounded (-T), so no try hangs on a SYN never answered.
     script = (
-        f"wget -qO- {s3_server.endpoint}/health && echo && "
-        f"if wget -qO- {s3_server.endpoint}/ 2>&1; then echo LISTED; else echo REFUSED; fi"
+        "for try in $(seq 20); do "
+        f"wget -T 5 -qO- {s3_server.endpoint}/health && break; sleep 1; done && echo && "
+        f"if wget -T 5 -qO- {s3_server.endpoint}/ 2>&1; then echo LISTED; else echo REFUSED; fi"
     )
     kube.create(
         codecs.from_dict(
@@ -119,19 +122,32 @@ def test_the_in_cluster_endpoint_answers_from_a_pod(
             }
         )
     )
-    phase = eventually_sync(
-        lambda: (
-            (pod := kube.get(Pod, "s3-probe", namespace=s3_server.namespace)).status
-            and pod.status.phase in ("Succeeded", "Failed")
-            and pod.status.phase
-        ),
-        timeout=120,
+
+    def state() -> tuple[str | None, str]:
+        """The pod's phase, and what it is doing (shown if the wait times out)."""
+        pod = kube.get(Pod, "s3-probe", namespace=s3_server.namespace)
+        status = pod.status
+        phase = status.phase if status else None
+        containers = [c.state for c in (status.containerStatuses or [])] if status else []
+        return phase, f"phase={phase} node={pod.spec.nodeName if pod.spec else None} {containers}"
+
+    def log() -> str:
+        try:
+            return "".join(kube.log("s3-probe", namespace=s3_server.namespace))
+        except ApiError as error:  # the container has not started
+            return f"(no log: {error.status.message})"
+
+    phase, _ = eventually_sync(
+        state,
+        lambda seen: seen[0] in ("Succeeded", "Failed"),
+        timeout=180,
         interval=0.5,
         what="the probe pod to finish",
+        diagnose=lambda: f"log: {log()!r}",
     )
-    log = "".join(kube.log("s3-probe", namespace=s3_server.namespace))
-    assert phase == "Succeeded", log
-    lines = log.split()
-    assert lines[0] == "OK", log
-    assert lines[-1] == "REFUSED", log
-    assert "403" in log, log
+    log_text = log()
+    assert phase == "Succeeded", log_text
+    lines = log_text.split()
+    assert lines[0] == "OK", log_text
+    assert lines[-1] == "REFUSED", log_text
+    assert "403" in log_text, log_text
