@@ -16,6 +16,7 @@ What an operator author imports, all from here (``__all__``, kept exact by a tes
         OperatorIdentity, custom_kind, CustomObject, KubeModel,   # declare
         KindReconciler, Registration, Problem, condition,          # reconcile
         crd, derived_rules, cluster_role,                          # generate
+        rules_of, Violation,                   # the CRD's CEL rules, client-side
         operator_command, run_operator,                            # run
         assemble, wire, cache_policy,                              # assemble yourself
     )
@@ -30,6 +31,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs; at run time, lazily
+    from appstack.sdk.cel import Violation, rules_of
     from appstack.sdk.crds import crd
     from appstack.sdk.flags import operator_command, operator_flags
     from appstack.sdk.identity import NOT_ENABLED_REASON, OperatorIdentity
@@ -87,6 +89,8 @@ _HOMES = {
     "KubeModel": "model",
     "Condition": "model",
     "crd": "crds",
+    "rules_of": "cel",
+    "Violation": "cel",
     "Rule": "rbac",
     "rule": "rbac",
     "own_rules": "rbac",
@@ -145,6 +149,7 @@ __all__ = [
     "Registration",
     "Rule",
     "Synced",
+    "Violation",
     "as_object",
     "assemble",
     "binding",
@@ -167,6 +172,7 @@ __all__ = [
     "previous_conditions",
     "role",
     "rule",
+    "rules_of",
     "run_operator",
     "serve",
     "wire",

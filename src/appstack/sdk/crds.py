@@ -8,29 +8,11 @@ of a scaffolded project): a CRD carries only the labels its caller gives it.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Mapping
 from typing import Any
 
 from appstack.sdk.kind import CustomKind
-from appstack.sdk.schema import structural_schema
-
-
-def _root_schema(model: Any, spec: Any, status: Any) -> dict[str, Any]:
-    rules = [rule.schema() for rule in model.NAME_RULES if rule.cel is not None]
-    return {
-        "type": "object",
-        "description": inspect.cleandoc(model.__doc__ or ""),
-        "properties": {
-            "apiVersion": {"type": "string", "description": "APIVersion of this object."},
-            "kind": {"type": "string", "description": "Kind of this object."},
-            "metadata": {"type": "object"},
-            "spec": structural_schema(spec),
-            "status": structural_schema(status),
-        },
-        "required": ["spec"],
-        **({"x-kubernetes-validations": rules} if rules else {}),
-    }
+from appstack.sdk.schema import root_schema
 
 
 def crd(kind: CustomKind, labels: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -59,7 +41,7 @@ def crd(kind: CustomKind, labels: Mapping[str, str] | None = None) -> dict[str, 
                     "name": kind.version,
                     "served": True,
                     "storage": True,
-                    "schema": {"openAPIV3Schema": _root_schema(kind.model, kind.spec, kind.status)},
+                    "schema": {"openAPIV3Schema": root_schema(kind.model, kind.spec, kind.status)},
                     "subresources": dict(kind.subresources),
                     "additionalPrinterColumns": [dict(c) for c in kind.printer_columns],
                 }

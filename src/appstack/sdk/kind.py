@@ -19,9 +19,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    Field,
+    ModelWrapValidatorHandler,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from appstack.core.resource import Resource
+from appstack.sdk import cel
 from appstack.sdk.model import KubeModel
 from appstack.sdk.names import NameRule
 
@@ -76,8 +84,13 @@ class CustomKind:
 class CustomObject(KubeModel):
     """Base of a custom resource's top-level model: ``apiVersion`` and ``kind`` default to
     the declared ones and must equal them; ``KIND`` is set by :func:`custom_kind`;
-    ``NAME_RULES`` keep ``metadata.name`` fit for every child derived from it (checked here
-    and, as CEL at the schema's root, at admission)."""
+    ``NAME_RULES`` keep ``metadata.name`` fit for every child derived from it.
+
+    Validating a whole object checks what admission checks, client-side: the kind's CEL
+    rules (its models' ``x-kubernetes-validations`` and the name rules written in CEL) are
+    evaluated as the API server evaluates them (:mod:`appstack.sdk.cel`, where its engine is
+    installed), then the name rules no CEL can afford (``check``). Each error names its
+    field (``spec.ports``) with the rule's message."""
 
     KIND: ClassVar[CustomKind]
     NAME_RULES: ClassVar[tuple[NameRule, ...]] = ()
@@ -97,13 +110,32 @@ class CustomObject(KubeModel):
     def _declared_kind(cls, value: str) -> str:
         return _declared(value, cls.KIND.kind)
 
-    @model_validator(mode="after")
-    def _name_rules(self) -> CustomObject:
-        name = self.metadata.get("name")
-        for rule in self.NAME_RULES if isinstance(name, str) else ():
-            if not rule.check(str(name), self.spec):
+    @model_validator(mode="wrap")
+    @classmethod
+    def _admission_rules(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
+        try:
+            obj = handler(data)
+        except ValidationError as error:
+            # A check beyond CEL failed in a nested model (a dependency cycle, say): if
+            # admission would refuse the object, say that instead, as the API server would
+            # before any reconcile. Type errors say it all.
+            beyond_cel = all(e["type"] == "value_error" for e in error.errors())
+            if not (beyond_cel and isinstance(data, Mapping) and cel.available()):
+                raise
+            found = [v for v in cel.rules_of(cls.KIND).violations(data) if not v.error]
+            if not found:
+                raise
+            raise cel.refusal(cls.__name__, found) from None
+        if cel.available():
+            written = obj.model_dump(mode="json", by_alias=True, exclude_unset=True)
+            found = cel.rules_of(cls.KIND).violations(written)
+            if found:
+                raise cel.refusal(cls.__name__, found)
+        name = obj.metadata.get("name")
+        for rule in cls.NAME_RULES if isinstance(name, str) else ():
+            if rule.check is not None and not rule.check(str(name), obj.spec):
                 raise ValueError(rule.message)
-        return self
+        return obj
 
 
 def _declared(value: str, want: str) -> str:

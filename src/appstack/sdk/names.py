@@ -7,14 +7,13 @@
   reference grammar (distribution/reference): lowercase repository path, optional registry
   host and port, tag, digest; no whitespace, no empty tag.
 * :class:`NameRule`: a rule on ``metadata.name`` of a custom object, as a CEL expression at the
-  root of the CRD schema (admission) and the same check in Python (``appstack render``, the
-  models), so every child derived from the name is a valid name of its kind. Each kind lists
-  its rules as ``NAME_RULES`` (:class:`appstack.api.kind.CustomObject`).
+  root of the CRD schema (admission, and the models client-side), or as a Python check where
+  CEL would cost too much, so every child derived from the name is a valid name of its kind.
+  Each kind lists its rules as ``NAME_RULES`` (:class:`appstack.sdk.kind.CustomObject`).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -46,14 +45,19 @@ Image = Annotated[
 
 @dataclass(frozen=True)
 class NameRule:
-    """A rule on ``metadata.name``: ``cel`` for admission, ``check(name, spec)`` for the
-    models and the controllers; ``message`` says what is wrong and why. ``cel`` is None
-    for a rule whose CEL would cost more than the API server allows: it is then checked
-    when the object is reconciled (``Ready=False``, ``InvalidSpec``)."""
+    """A rule on ``metadata.name``, written once: as ``cel`` (put at the root of the CRD
+    schema, so enforced at admission, and evaluated client-side by the models through
+    :mod:`appstack.sdk.cel`), or — for a rule whose CEL would cost more than the API server
+    allows — as ``check(name, spec)``, run by the models and when the object is reconciled
+    (``Ready=False``, ``InvalidSpec``). ``message`` says what is wrong and why."""
 
     cel: str | None
     message: str
-    check: Callable[[str, Any], bool]
+    check: Callable[[str, Any], bool] | None = None
+
+    def __post_init__(self) -> None:
+        if (self.cel is None) == (self.check is None):
+            raise ValueError(f"a name rule is CEL or a check, exactly one: {self.message}")
 
     def schema(self) -> dict[str, str]:
         """The CEL rule (no fieldPath: a CRD schema cannot name metadata fields)."""
@@ -70,16 +74,13 @@ _SPELLING = {
 def name_rules(pattern: str, max_length: int, why: str) -> tuple[NameRule, ...]:
     """``metadata.name`` matches ``pattern`` (:data:`DNS_1035` or :data:`DNS_LABEL`) and has
     at most ``max_length`` characters; ``why`` names what is derived from it."""
-    compiled = re.compile(pattern)
     return (
         NameRule(
             f"self.metadata.name.matches('{pattern}')",
             f"metadata.name must {_SPELLING[pattern]}: {why}",
-            lambda name, _spec: compiled.fullmatch(name) is not None,
         ),
         NameRule(
             f"size(self.metadata.name) <= {max_length}",
             f"metadata.name must be at most {max_length} characters: {why}",
-            lambda name, _spec: len(name) <= max_length,
         ),
     )

@@ -15,11 +15,32 @@ by the ``deploy/`` staleness test.
 from __future__ import annotations
 
 import copy
+import inspect
 from typing import Any
 
 from pydantic import BaseModel
 
 _DROP = {"title", "discriminator"}
+
+
+def root_schema(model: Any, spec: type[BaseModel], status: type[BaseModel]) -> dict[str, Any]:
+    """The ``openAPIV3Schema`` of a custom kind: ``model`` (its top-level model, with its
+    ``NAME_RULES`` as CEL at the root), ``spec`` and ``status`` (their models). What a CRD
+    serves (:mod:`appstack.sdk.crds`) and what :mod:`appstack.sdk.cel` evaluates."""
+    rules = [rule.schema() for rule in model.NAME_RULES if rule.cel is not None]
+    return {
+        "type": "object",
+        "description": inspect.cleandoc(model.__doc__ or ""),
+        "properties": {
+            "apiVersion": {"type": "string", "description": "APIVersion of this object."},
+            "kind": {"type": "string", "description": "Kind of this object."},
+            "metadata": {"type": "object"},
+            "spec": structural_schema(spec),
+            "status": structural_schema(status),
+        },
+        "required": ["spec"],
+        **({"x-kubernetes-validations": rules} if rules else {}),
+    }
 
 
 def structural_schema(model: type[BaseModel]) -> dict[str, Any]:

@@ -129,7 +129,7 @@ class KindReconciler(ABC, Generic[SpecT]):
             await self._unknown_fields(obj, ignored)
         name = str(obj["metadata"]["name"])
         for rule in self.kind.model.NAME_RULES:
-            if rule.cel is None and not rule.check(name, spec):  # the others: at admission
+            if rule.check is not None and not rule.check(name, spec):  # CEL: at admission
                 await self._invalid(obj, Problem("InvalidSpec", rule.message))
                 return None
         return await self.apply(obj, spec)
