@@ -5,8 +5,9 @@ Spec-compatible with the seed operator's sample (``size``, ``image``, ``ports``,
 ``resources``), plus what production users need (service type, command/args, probes, pod
 labels/annotations, image pull secrets, service account, volumes, scheduling:
 :mod:`appstack.api.pod`). Validation that can be decided
-from the object alone is declared here and enforced at admission by the generated CRD
-(OpenAPI bounds and CEL rules); the controller reports the rest as ``Ready=False``.
+from the object alone is declared here once, enforced at admission by the generated CRD
+(OpenAPI bounds and CEL rules) and by the model client-side (:mod:`appstack.sdk.cel`); the
+controller reports the rest as ``Ready=False``.
 Types only, no I/O.
 """
 
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field
 
 from appstack.api.kind import custom_kind
 from appstack.api.pod import (
@@ -33,7 +34,6 @@ from appstack.api.pod import (
     VolumeMounts,
     Volumes,
     mount_rules,
-    mounts_problem,
 )
 from appstack.api.security import POD_SECURITY, SECURITY, PodSecurityLevel, SecurityContext
 from appstack.sdk.kind import AGE, WIDE_READY, CustomObject
@@ -131,27 +131,6 @@ class AppServiceSpec(KubeModel):
     tolerations: Tolerations | None = Field(default=None, description=TOLERATIONS)
     affinity: Affinity | None = Field(default=None, description=AFFINITY)
     topology_spread_constraints: SpreadConstraints | None = Field(default=None, description=SPREAD)
-
-    @model_validator(mode="after")
-    def _same_rules_as_admission(self) -> AppServiceSpec:
-        """The CEL rules above, for validation without a cluster (``appstack render``)."""
-        ports = self.ports or []
-        names = [p.name for p in ports if p.name]
-        if len(ports) > 1 and len(names) != len(ports):
-            raise ValueError("ports: every port needs a name when there is more than one port")
-        if len(set(names)) != len(names):
-            raise ValueError("ports: port names must be unique")
-        keys = [(p.port, p.protocol) for p in ports]
-        if len(set(keys)) != len(keys):
-            raise ValueError("ports: port numbers must be unique per protocol")
-        if self.service_type == "ClusterIP" and any(p.node_port for p in ports):
-            raise ValueError(
-                "serviceType: nodePort needs serviceType NodePort or LoadBalancer, not ClusterIP"
-            )
-        problem = mounts_problem(self.volumes, self.volume_mounts)
-        if problem:
-            raise ValueError(problem)
-        return self
 
     def effective_service_type(self) -> ServiceType:
         return default_service_type(self.service_type, self.ports)

@@ -3,9 +3,11 @@
 
 Validation: names unique across middleware and components (DNS-1035), every
 ``dependsOn``/``uses`` reference known, ``uses`` only middleware, exactly one of
-managed/external, external credentials only by ``secretRef`` — all checked at admission
-(CEL) and by these models; dependency cycles are found by the models (the controller
-reports them as ``Ready=False``, reason ``InvalidSpec``, with the cycle spelled out).
+managed/external, external credentials only by ``secretRef`` — CEL rules written once,
+checked at admission and by these models client-side (:mod:`appstack.sdk.cel`); dependency
+cycles, and what else no CEL rule can afford, are found by the models in Python (the
+controller reports them as ``Ready=False``, reason ``InvalidSpec``, with the cycle spelled
+out).
 The member types live in :mod:`appstack.api.appstack_middleware` and
 :mod:`appstack.api.appstack_component`. Types only, no I/O.
 """
@@ -93,29 +95,26 @@ class AppStackSpec(KubeModel):
 
     @model_validator(mode="after")
     def _graph(self) -> AppStackSpec:
-        names = [m.name for m in self.middleware or []] + [c.name for c in self.components]
-        _unique_names(self)
-        services = [m.service_name for m in self.middleware or []]
-        services += [c.service_name for c in self.components]
-        taken = sorted({n for n in services if n is not None and services.count(n) > 1})
-        if taken:
-            raise ValueError(
-                f"components: serviceName must be unique in the stack: {', '.join(taken)}"
-            )
-        middleware = {m.name: m for m in self.middleware or []}
-        with_ports = {c.name for c in self.components if c.ports}
-        known = set(names)
-        for i, component in enumerate(self.components):
-            where = f"components[{i}] ({component.name})"
-            for ref in component.depends_on or []:
-                if ref not in known:
-                    raise ValueError(f"{where}: dependsOn {ref!r} is not a member of this stack")
-            for ref in component.uses or []:
-                if ref not in middleware and ref not in with_ports:
-                    raise ValueError(
-                        f"{where}: uses {ref!r} is not middleware, or a component with ports, "
-                        "of this stack"
-                    )
+        """What no CEL rule can afford (the rules above cover the rest): a variable that
+        ``uses`` injects set by hand, two components writing one ConfigMap, a cycle — and
+        the one thing the controller resolves that the rules above also refuse: every
+        dependency names a member (what ``uses`` names has a connection to inject). A spec
+        admitted without those rules (a CRD older than the operator) is then InvalidSpec,
+        not a reconcile that fails on a member it cannot find."""
+        usable = {m.name for m in self.middleware or []}
+        usable |= {c.name for c in self.components if c.ports}
+        members = usable | {c.name for c in self.components}
+        for component in self.components:
+            for ref in sorted(set(component.depends_on or []) - members):
+                raise ValueError(
+                    f"components: {component.name}: dependsOn {ref!r} is not a member of this stack"
+                )
+            for ref in sorted(set(component.uses or []) - usable):
+                raise ValueError(
+                    f"components: {component.name}: uses {ref!r} is not middleware, or a "
+                    "component with ports, of this stack"
+                )
+        for component in self.components:
             defined = set(component.env or {}) | {e.name for e in component.envs or []}
             clash = sorted(defined & self._url_injected(component))
             if clash:
@@ -123,9 +122,16 @@ class AppStackSpec(KubeModel):
                     f"component {component.name}: {', '.join(clash)} is injected by uses; "
                     f"remove it from env/envs"
                 )
-        written = [n for c in self.components for n in c.config_maps_written("")]
-        if len(set(written)) != len(written):
-            raise ValueError("configs: two components would write the same ConfigMap")
+        writers: dict[str, set[str]] = {}
+        for component in self.components:
+            for name in component.config_maps_written("<stack>"):
+                writers.setdefault(name, set()).add(component.name)
+        shared = sorted(n for n, by in writers.items() if len(by) > 1)
+        if shared:
+            raise ValueError(
+                f"configs: {', '.join(shared)} would be written by two components "
+                f"({', '.join(sorted(writers[shared[0]]))}): name configs uniquely in the stack"
+            )
         cycle = find_cycle({c.name: c.dependencies() for c in self.components})
         if cycle:
             raise ValueError(f"dependency cycle: {' -> '.join(cycle)}")
@@ -142,21 +148,6 @@ class AppStackSpec(KubeModel):
             if mw is None or (mw.external is not None and mw.external.url is not None):
                 names |= {f"{p}_URL", f"{p}_TOKEN", f"{p}_AUTH_METHOD"}
         return names
-
-
-def _unique_names(spec: AppStackSpec) -> None:
-    """The three name rules of :data:`_STACK_RULES`, each naming its field."""
-    components = [c.name for c in spec.components]
-    middleware = [m.name for m in spec.middleware or []]
-    for label, names in (("components: component", components), ("middleware", middleware)):
-        twice = sorted({n for n in names if names.count(n) > 1})
-        if twice:
-            raise ValueError(f"{label} names must be unique: {', '.join(twice)}")
-    both = sorted(set(components) & set(middleware))
-    if both:
-        raise ValueError(
-            f"components: a component may not have the name of a middleware: {', '.join(both)}"
-        )
 
 
 class MemberStatus(KubeModel):

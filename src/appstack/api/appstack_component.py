@@ -15,7 +15,6 @@ from appstack.api.appstack_rules import (
     COMPONENT_RULES,
     CONFIG_RULES,
     component_problem,
-    config_problem,
 )
 from appstack.api.pod import (
     AFFINITY,
@@ -88,13 +87,6 @@ class ConfigMount(KubeModel):
         description="Mount only this key, as the file mountPath.",
     )
 
-    @model_validator(mode="after")
-    def _same_rules_as_admission(self) -> ConfigMount:
-        problem = config_problem(self)
-        if problem:
-            raise ValueError(f"configs {self.name}: {problem}")
-        return self
-
 
 class Component(KubeModel):
     model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": COMPONENT_RULES})
@@ -148,7 +140,7 @@ class Component(KubeModel):
     )
 
     @model_validator(mode="after")
-    def _same_rules_as_admission(self) -> Component:
+    def _beyond_cel(self) -> Component:
         problem = component_problem(self)
         if problem:
             raise ValueError(f"component {self.name}: {problem}")

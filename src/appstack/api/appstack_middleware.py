@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, field_validator
 
 from appstack.api.appstack_rules import IMMUTABLE_TYPE, STORAGE_RULES, immutable
 from appstack.api.managed_rules import (
@@ -16,7 +16,6 @@ from appstack.api.managed_rules import (
     MANAGED_RULES,
     MAX_MEMBERS,
     REPLICAS,
-    managed_problem,
 )
 from appstack.api.security import SECURITY, SecurityContext
 from appstack.api.urls import EXAMPLE, URL_RULES, url_problem
@@ -151,26 +150,13 @@ class ExternalMiddleware(KubeModel):
         },
     )
 
-    @model_validator(mode="after")
-    def _same_rules_as_admission(self) -> ExternalMiddleware:
-        problem = self.problem()
+    @field_validator("url")
+    @classmethod
+    def _beyond_cel(cls, url: str | None) -> str | None:
+        problem = None if url is None else url_problem(url)
         if problem is not None:
             raise ValueError(problem)
-        return self
-
-    def problem(self) -> str | None:
-        """:data:`_EXTERNAL_RULES` and the URL rules in Python."""
-        if self.password is not None:
-            return "password: credentials are never inline: use secretRef"
-        if (self.host is None) == (self.url is None):
-            return "set exactly one of host (with port) or url"
-        if (self.host is None) != (self.port is None):
-            return "host needs port (url carries its own)"
-        if self.url is None:
-            return "authMethod goes with url" if self.auth_method is not None else None
-        if (self.secret_ref is not None) != (self.auth_method not in {None, "none"}):
-            return "authMethod basic, bearer or apiKey needs secretRef; none takes no secretRef"
-        return url_problem(self.url)
+        return url
 
 
 class Middleware(KubeModel):
@@ -198,16 +184,3 @@ class Middleware(KubeModel):
     type: MiddlewareType
     managed: ManagedMiddleware | None = None
     external: ExternalMiddleware | None = None
-
-    @model_validator(mode="after")
-    def _one_mode(self) -> Middleware:
-        if (self.managed is None) == (self.external is None):
-            raise ValueError(f"middleware {self.name}: set exactly one of managed, external")
-        if self.type == "service" and (self.external is None or self.external.url is None):
-            raise ValueError(
-                f"middleware {self.name}: type service is a third-party service: give external.url"
-            )
-        problem = managed_problem(self.type, self.managed)
-        if problem:
-            raise ValueError(f"middleware {self.name}: {problem}")
-        return self

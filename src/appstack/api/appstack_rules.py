@@ -1,24 +1,17 @@
-"""The AppStack's rules that span members, as CEL for admission and in Python for the models
-(pure): names of the children derived from ``<stack>-<member>``, and members' own Service
-names (``serviceName``). Used by
-:mod:`appstack.api.appstack` and its member modules.
+"""The AppStack's rules that span members (pure): names of the children derived from
+``<stack>-<member>``, members' own Service names (``serviceName``), a component's ports,
+configs and mounts. Each is written once — in CEL, checked at admission and by the models
+client-side (:mod:`appstack.sdk.cel`) — or, where its CEL would cost more than the API
+server allows, in Python only (:data:`SERVICE_NAME_RULE`, :func:`component_problem`). Used
+by :mod:`appstack.api.appstack` and its member modules.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-from appstack.api.pod import mount_rules, mounts_problem
+from appstack.api.pod import mount_rules
 from appstack.sdk.names import NameRule
-
-
-def _longest_member(spec: Any, managed: bool) -> int:
-    """The longest name of the managed middleware, or of the other members."""
-    names = [m.name for m in spec.middleware or [] if (m.managed is not None) == managed]
-    names += [] if managed else [c.name for c in spec.components]
-    return max((len(n) for n in names), default=0)
-
 
 # Children are named <stack>-<member>: a Service name (<= 63), and for managed middleware
 # a StatefulSet name (<= 52, so that its pods' controller-revision-hash label fits in 63).
@@ -29,14 +22,12 @@ MEMBER_NAME_RULES = (
         "size(self.metadata.name) + size(m.name) <= 62))",
         "<stack>-<member> names a Service and must be at most 63 characters: shorten the "
         "stack's metadata.name or the member's name",
-        lambda name, spec: len(name) + _longest_member(spec, managed=False) <= 62,
     ),
     NameRule(
         "!has(self.spec.middleware) || self.spec.middleware.all(m, !has(m.managed) || "
         "size(self.metadata.name) + size(m.name) <= 51)",
         "<stack>-<middleware> names the StatefulSet of managed middleware and must be at most "
         "52 characters: shorten the stack's metadata.name or the middleware's name",
-        lambda name, spec: len(name) + _longest_member(spec, managed=True) <= 51,
     ),
 )
 
@@ -166,31 +157,6 @@ CONFIG_RULES: list[Any] = [
 ]
 
 
-def config_problem(m: Any) -> str | None:
-    """:data:`CONFIG_RULES` in Python: the first one ``m`` (a ConfigMount) breaks."""
-    if (m.files is None) == (m.config_map is None):
-        return "set exactly one of files, configMap"
-    if m.sub_path is not None and m.files is not None and m.sub_path not in m.files:
-        return "subPath must be one of the files"
-    if m.sub_path in {".", ".."}:
-        return "subPath must name a file"
-    return None
-
-
-def _configs_problem(c: Any) -> str | None:
-    if c.config is not None and c.configs is not None:  # configs: [] is set, as for CEL
-        return "set config (one ConfigMap) or configs (several), not both"
-    configs = c.configs or []
-    for attr in ("name", "mount_path"):
-        values = [getattr(m, attr) for m in configs]
-        if len(set(values)) != len(values):
-            return "configs: names and mount paths must be unique"
-    for m in configs:
-        if m.files is not None and not (m.name == c.name or m.name.startswith(f"{c.name}-")):
-            return f"configs: {m.name} is not named after the component ({c.name}, {c.name}-...)"
-    return None
-
-
 def injected(member: str) -> list[str]:
     """The variables ``uses: [member]`` injects."""
     prefix = member.upper().replace("-", "_")
@@ -198,35 +164,11 @@ def injected(member: str) -> list[str]:
 
 
 def component_problem(c: Any) -> str | None:
-    """:data:`COMPONENT_RULES` in Python: the first one ``c`` (a Component) breaks."""
-    env = set(c.env or {})
-    envs = {e.name for e in c.envs or []}
-    if env & envs:
-        return f"envs: {', '.join(sorted(env & envs))} set in both env and envs"
+    """What no CEL rule of :data:`COMPONENT_RULES` can afford, in Python: a variable of
+    env/envs that ``uses`` also injects (``c`` a Component)."""
+    defined = set(c.env or {}) | {e.name for e in c.envs or []}
     for used in c.uses or []:
-        clash = sorted((env | envs) & set(injected(used)))
+        clash = sorted(defined & set(injected(used)))
         if clash:
             return f"uses: {', '.join(clash)} is injected for {used}; remove it from env/envs"
-    return _configs_problem(c) or _ports_problem(c) or _mounts_problem(c)
-
-
-def _mounts_problem(c: Any) -> str | None:
-    if c.config is not None:
-        names, paths = ["config"], [c.config.mount_path]
-    else:
-        names = [m.name for m in c.configs or []]
-        paths = [m.mount_path for m in c.configs or []]
-    return mounts_problem(c.volumes, c.volume_mounts, names, paths)
-
-
-def _ports_problem(c: Any) -> str | None:
-    ports = c.ports or []
-    numbers = [p.port for p in ports]
-    if len(set(numbers)) != len(numbers):
-        return "ports: port numbers must be unique"
-    names = [p.name for p in ports if p.name]
-    if len(set(names)) != len(names):
-        return "ports: port names must be unique (a port without a name is named p<port>)"
-    if any(re.fullmatch(r"p[0-9]+", name) for name in names):
-        return "ports: port names p<number> are kept for ports without a name"
     return None

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field
 
 from appstack.api.etcdcluster_backup import BackupSpec, S3Target
 from appstack.api.etcdcluster_maintenance import MaintenanceFields
@@ -119,13 +119,6 @@ class RestoreSpec(KubeModel):
     )
     s3: S3Object | None = Field(default=None, description="The snapshot in an object store.")
 
-    @model_validator(mode="after")
-    def _one_source(self) -> RestoreSpec:
-        ok = (self.path is not None and self.s3 is None) if self.pvc_name else self.s3 is not None
-        if not ok:
-            raise ValueError(_RESTORE_RULES[0]["message"])
-        return self
-
 
 class TLSSpec(KubeModel):
     """TLS of member traffic from Secrets of type ``kubernetes.io/tls`` with keys
@@ -148,20 +141,6 @@ class TLSSpec(KubeModel):
         description="The client certificate the operator (and backup Jobs) present, and the "
         "CA it verifies the members' serving certificate with; required with client TLS.",
     )
-
-    @model_validator(mode="after")
-    def _pairs(self) -> TLSSpec:
-        for rule, ok in zip(
-            _TLS_RULES,
-            (
-                bool(self.peer_secret_name or self.client_secret_name),
-                bool(self.client_secret_name) == bool(self.operator_secret_name),
-            ),
-            strict=True,
-        ):
-            if not ok:
-                raise ValueError(rule["message"])
-        return self
 
 
 LabelMap = Annotated[dict[str, Annotated[str, Field(max_length=63)]], Field(max_length=64)]
@@ -237,15 +216,6 @@ class EtcdClusterSpec(MaintenanceFields):
         default=None,
         description="TLS for peer and/or client traffic (set at creation; default plain).",
     )
-
-    @model_validator(mode="after")
-    def _odd(self) -> EtcdClusterSpec:
-        if self.replicas % 2 == 0 and not self.allow_even_replicas:
-            raise ValueError(_SPEC_RULES[0]["message"])
-        recovery = self.disaster_recovery
-        if recovery is not None and recovery.enabled and self.backup is None:
-            raise ValueError(RECOVERY_RULES[0]["message"])
-        return self
 
     @property
     def image(self) -> str:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator
 
 from appstack.api.cron import cron_problem
 from appstack.api.cron_rules import cron_rules
@@ -139,19 +139,3 @@ class BackupSpec(KubeModel):
         if problem:
             raise ValueError(problem)
         return value
-
-    @model_validator(mode="after")
-    def _one_of(self) -> BackupSpec:
-        for rule, ok in zip(
-            BACKUP_RULES,
-            (
-                self.schedule is None or self.interval_minutes is None,
-                self.schedule is not None or self.interval_minutes is not None,
-                (self.pvc_name is None) != (self.s3 is None),
-                self.retention_days is None or self.s3 is not None,
-            ),
-            strict=True,
-        ):
-            if not ok:
-                raise ValueError(rule["message"])
-        return self

@@ -12,10 +12,9 @@ variable etcd reads for the same flag. Each is refused at admission naming the f
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, ConfigDict, Field, field_validator
 
 from appstack.api.cron import cron_problem
 from appstack.api.cron_rules import cron_rules
@@ -124,37 +123,11 @@ COMPACTION_RULES: list[Any] = [
 ]
 
 
-def extra_args_problem(args: dict[str, str]) -> str | None:
-    """:data:`EXTRA_ARGS_RULES` in Python: the first broken, naming the flag."""
-    for key in args:
-        if not re.match(FLAG_NAME, key):
-            return str(EXTRA_ARGS_RULES[0]["message"])
-    owned = [k for k in args if k in OWNED_FLAGS]
-    if owned:
-        return f"{OWNED_MESSAGE}: --{owned[0]} ({OWNED_FLAGS[owned[0]]})"
-    return None
-
-
-def _checked_args(args: dict[str, str]) -> dict[str, str]:
-    problem = extra_args_problem(args)
-    if problem:
-        raise ValueError(problem)
-    return args
-
-
 ExtraArgs = Annotated[
     dict[str, Annotated[str, Field(max_length=1024)]],
     Field(max_length=32),
-    AfterValidator(_checked_args),
     Field(json_schema_extra={"x-kubernetes-validations": EXTRA_ARGS_RULES}),
 ]
-
-
-def _checked_env(env: list[Any]) -> list[Any]:
-    owned = [i for i, e in enumerate(env) if e.name in _OWNED_ENV_NAMES]
-    if owned:
-        raise ValueError(f"env[{owned[0]}].name: {ENV_MESSAGE}: {env[owned[0]].name}")
-    return env
 
 
 class MemberEnvVar(EnvVar):
@@ -167,7 +140,6 @@ class MemberEnvVar(EnvVar):
 
 MemberEnv = Annotated[
     list[MemberEnvVar],
-    AfterValidator(_checked_env),
     AfterValidator(unique_env_names),
     Field(
         max_length=32,
@@ -193,13 +165,6 @@ class CompactionSpec(KubeModel):
         description="A duration such as 30m, 1h or 72h (periodic), or a number of revisions "
         "such as 10000 (revision).",
     )
-
-    @model_validator(mode="after")
-    def _retention(self) -> CompactionSpec:
-        pattern = _REVISIONS if self.mode == "revision" else _PERIODIC
-        if not re.match(pattern, self.retention):
-            raise ValueError(COMPACTION_RULES[0]["message"])
-        return self
 
 
 DEFRAG_SCHEDULE = "defragmentation.schedule"

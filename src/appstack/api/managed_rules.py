@@ -1,6 +1,6 @@
 """What each engine of managed middleware supports — how many instances (``managed.replicas``),
-init scripts — as CEL for admission and in Python for the models (pure). Used by
-:mod:`appstack.api.appstack_middleware`.
+init scripts — written once in CEL, for admission and the models (client-side,
+:mod:`appstack.sdk.cel`) (pure). Used by :mod:`appstack.api.appstack_middleware`.
 
 Only ``mongodb`` forms a cluster in our catalog (a replica set of up to :data:`MAX_MEMBERS`
 voting members). mysql, postgres and redis run one instance: their images do not form a
@@ -74,18 +74,3 @@ MANAGED_RULES: list[dict[str, Any]] = [
         "fieldPath": ".managed.replicas",
     },
 ]
-
-
-def managed_problem(engine: str, managed: Any) -> str | None:
-    """:data:`MANAGED_RULES` but the transition rule, in Python (the models see no old
-    object); ``managed`` is a ManagedMiddleware or None."""
-    if managed is None:
-        return None
-    if managed.replicas > 1 and engine not in CLUSTERED:
-        return ONE_INSTANCE
-    if managed.init_scripts_config_map and engine == "mongodb":
-        return NO_INIT_SCRIPTS
-    files = managed.config_files
-    if files is not None and (engine != "mysql" or not all(f.endswith(".cnf") for f in files)):
-        return NO_CONFIG_FILES
-    return None

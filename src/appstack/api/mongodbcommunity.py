@@ -13,10 +13,9 @@ bootstrap is written in). Types only, no I/O; the controller is
 
 from __future__ import annotations
 
-import re
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field
 
 from appstack.api.kind import custom_kind
 from appstack.sdk.kind import AGE, WIDE_READY, CustomObject
@@ -92,12 +91,6 @@ class User(KubeModel):
         "salted credentials (salt, iterations, storedKey, serverKey).",
     )
 
-    @model_validator(mode="after")
-    def _not_the_administrator(self) -> User:
-        if (self.name, self.db) == (ADMIN_USER, "admin"):
-            raise ValueError(_ADMIN_MESSAGE)
-        return self
-
 
 class Authentication(KubeModel):
     modes: list[Literal["SCRAM", "SCRAM-SHA-256", "SCRAM-SHA-1"]] = Field(
@@ -157,21 +150,6 @@ class MongoDBCommunitySpec(KubeModel):
     )
     storage: Storage = Field(default_factory=lambda: Storage.model_validate({}))
     resources: ResourceRequirements | None = Field(default=None, description="mongod's resources.")
-
-    @field_validator("version")
-    @classmethod
-    def _supported(cls, value: str) -> str:
-        if not re.fullmatch(SUPPORTED_VERSION, value):  # RE2: $ ends the text
-            raise ValueError(VERSION_MESSAGE)
-        return value
-
-    @field_validator("users")
-    @classmethod
-    def _unique(cls, value: list[User]) -> list[User]:
-        keys = [(u.name, u.db) for u in value]
-        if len(set(keys)) != len(keys):
-            raise ValueError("users: each name and db pair appears once")
-        return value
 
 
 class UserStatus(KubeModel):

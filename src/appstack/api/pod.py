@@ -9,22 +9,21 @@ source, so none can be asked for (an unknown field is refused by ``kubectl``'s s
 validation and pruned by the API server), and nothing here goes beyond the Pod Security
 baseline (:mod:`appstack.manifests.admission_pods`).
 
-What a rule can decide from the object alone is checked at admission (schema bounds and
-patterns; CEL: :class:`Volume`'s rule, :data:`TOLERATION_RULES`, :func:`mount_rules`) and by
-the models (:func:`mounts_problem`, the validators below). ``nodeSelector`` keys are checked
-by the models only (a schema cannot bound a map's keys, so a CEL rule matching each key
-risks the API server's cost estimate); what remains (an affinity term's values for its
-operator) is the API server's, when the Deployment is applied: ``Ready=False`` with its
-message.
+What a rule can decide from the object alone is written once, in CEL, and checked at
+admission and by the models client-side (:mod:`appstack.sdk.cel`): schema bounds and
+patterns; :class:`Volume`'s rule, :data:`TOLERATION_RULES`, :func:`mount_rules`.
+``nodeSelector`` keys are checked by the models only (a schema cannot bound a map's keys,
+so a CEL rule matching each key risks the API server's cost estimate); what remains (an
+affinity term's values for its operator) is the API server's, when the Deployment is
+applied: ``Ready=False`` with its message.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, ConfigDict, Field
 
 from appstack.sdk.model import KubeModel, LocalObjectReference, Quantity
 from appstack.sdk.names import DNS_LABEL, ObjectName
@@ -120,13 +119,6 @@ class Volume(KubeModel):
     persistent_volume_claim: PersistentVolumeClaimVolumeSource | None = None
     empty_dir: EmptyDirVolumeSource | None = None
 
-    @model_validator(mode="after")
-    def _one_source(self) -> Volume:
-        sources = (self.config_map, self.secret, self.persistent_volume_claim, self.empty_dir)
-        if sum(s is not None for s in sources) != 1:
-            raise ValueError(_ONE_SOURCE)
-        return self
-
 
 class VolumeMount(KubeModel):
     """Where the container sees a volume."""
@@ -186,38 +178,6 @@ def mount_rules(
             }
         )
     return rules
-
-
-def mounts_problem(
-    volumes: list[Volume] | None,
-    mounts: list[VolumeMount] | None,
-    other_names: Iterable[str] = (),
-    other_paths: Iterable[str] = (),
-) -> str | None:
-    """:func:`mount_rules` in Python: the first one broken, naming the field."""
-    names = [v.name for v in volumes or []]
-    twice = sorted({n for n in names if names.count(n) > 1})
-    if twice:
-        return f"volumes: volume names must be unique: {', '.join(twice)}"
-    unknown = sorted({m.name for m in mounts or []} - set(names))
-    if unknown:
-        return (
-            f"volumeMounts: every volumeMount must name a volume of volumes: {', '.join(unknown)}"
-        )
-    paths = [m.mount_path for m in mounts or []]
-    twice = sorted({p for p in paths if paths.count(p) > 1})
-    if twice:
-        return f"volumeMounts: mount paths must be unique: {', '.join(twice)}"
-    taken = sorted(set(names) & set(other_names))
-    if taken:
-        return (
-            "volumes: a volume may not have the name of a config (config, configs[].name): "
-            + ", ".join(taken)
-        )
-    taken = sorted(set(paths) & set(other_paths))
-    if taken:
-        return "volumeMounts: a mount path may not be one of config or configs: " + ", ".join(taken)
-    return None
 
 
 def _label_keys(selector: dict[str, str]) -> dict[str, str]:
@@ -281,16 +241,6 @@ class Toleration(KubeModel):
         le=2**31 - 1,
         description="With NoExecute: how long the pod stays once tainted (default: forever).",
     )
-
-    @model_validator(mode="after")
-    def _same_rules_as_admission(self) -> Toleration:
-        if self.key is None and self.operator != "Exists":
-            raise ValueError(f"operator: {_TOLERATION_EXISTS}")
-        if self.operator == "Exists" and self.value:
-            raise ValueError(f"value: {_TOLERATION_VALUE}")
-        if self.toleration_seconds is not None and self.effect != "NoExecute":
-            raise ValueError(f"tolerationSeconds: {_TOLERATION_SECONDS}")
-        return self
 
 
 _Values = list[Annotated[str, Field(max_length=317)]]

@@ -1,5 +1,6 @@
-"""The URL of a third-party service (``external.url`` of AppStack middleware): the rules
-as CEL for admission and the same rules in Python for the models (pure). Used by
+"""The URL of a third-party service (``external.url`` of AppStack middleware): the rules,
+written once in CEL for admission and the models (client-side, :mod:`appstack.sdk.cel`),
+and what only Python's URL parser finds (pure). Used by
 :mod:`appstack.api.appstack_middleware`.
 
 A URL is absolute (``scheme://host[:port][/path][?query]``), carries no credentials (those
@@ -8,7 +9,6 @@ go in a Secret, ``secretRef``) and, when it names a port, a port in 1..65535.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -17,7 +17,7 @@ ABSOLUTE = r"^[a-zA-Z][a-zA-Z0-9+.-]*://[^/?#\s]+([/?#]\S*)?$"
 _USERINFO = r"^[^:/?#]+://[^/?#]*@"
 # A port: whatever follows the authority's last ':' outside an IPv6 literal's brackets and
 # the userinfo (_PORT), which must be a number in 1..65535, leading zeros allowed
-# (_GOOD_PORT). Plain regular expressions, the same in RE2 (CEL) and Python.
+# (_GOOD_PORT). Plain regular expressions of RE2 (CEL).
 _PORT = r"^[^:/?#]+://[^/?#]*:[^/?#\]@]*([/?#]|$)"
 _NUMBER = (
     r"0*(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3})"
@@ -39,15 +39,11 @@ URL_RULES: list[Any] = [
 
 
 def url_problem(url: str) -> str | None:
-    """:data:`URL_RULES` in Python: the first one ``url`` breaks (None: a good URL)."""
-    if not re.fullmatch(ABSOLUTE, url):  # RE2, as CEL's matches(): $ ends the text
-        return ABSOLUTE_MESSAGE
-    if re.match(_USERINFO, url):
-        return INLINE_MESSAGE
-    if re.match(_PORT, url) and not re.match(_GOOD_PORT, url):
-        return PORT_MESSAGE
+    """What :data:`URL_RULES` cannot see, in Python (None: nothing): a URL Python's own
+    parser cannot split (an unbalanced IPv6 bracket), which the operator's client would
+    refuse when it connects. (A port out of range is :data:`URL_RULES`'.)"""
     try:
-        urlsplit(url).port  # noqa: B018 - parsing is the check
+        urlsplit(url)
     except ValueError as error:
-        return f"url: {error}"
+        return str(error)
     return None

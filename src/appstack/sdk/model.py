@@ -111,21 +111,6 @@ class EnvVarSource(KubeModel):
         }
     )
 
-    @model_validator(mode="after")
-    def _exactly_one(self) -> EnvVarSource:
-        sources = (
-            self.secret_key_ref,
-            self.config_map_key_ref,
-            self.field_ref,
-            self.resource_field_ref,
-        )
-        if sum(s is not None for s in sources) != 1:
-            raise ValueError(
-                "valueFrom needs exactly one of secretKeyRef, configMapKeyRef, "
-                "fieldRef, resourceFieldRef"
-            )
-        return self
-
     secret_key_ref: KeySelector | None = Field(default=None, description="A key of a Secret.")
     config_map_key_ref: KeySelector | None = Field(
         default=None, description="A key of a ConfigMap."
@@ -149,12 +134,6 @@ class EnvVar(KubeModel):
     """An environment variable of the application's container."""
 
     model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": ENV_VAR_RULES})
-
-    @model_validator(mode="after")
-    def _value_or_value_from(self) -> EnvVar:
-        if self.value is not None and self.value_from is not None:
-            raise ValueError("set either value or valueFrom, not both")
-        return self
 
     name: str = Field(
         min_length=1, max_length=256, pattern=r"^[^=]+$", description="Variable name (no '=')."
@@ -216,12 +195,6 @@ class EnvFromSource(KubeModel):
     secret_ref: EnvFromReference | None = Field(
         default=None, description="A Secret (referenced, never copied)."
     )
-
-    @model_validator(mode="after")
-    def _exactly_one(self) -> EnvFromSource:
-        if (self.config_map_ref is None) == (self.secret_ref is None):
-            raise ValueError(_ONE_ENV_SOURCE)
-        return self
 
 
 class ResourceRequirements(KubeModel):

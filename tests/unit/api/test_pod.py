@@ -1,6 +1,7 @@
 """The pod fields AppService and AppStack components share (appstack.api.pod): the four
 volume sources and nothing else, mounts that name volumes, scheduling in Kubernetes' shapes,
-and the checks the models make where admission's CEL does (or cannot)."""
+and the checks a whole object's validation makes: admission's CEL rules (evaluated
+client-side) and what only the models check (nodeSelector keys)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,25 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from appstack.api.appservice import AppServiceSpec
-from appstack.api.pod import Affinity, Toleration, Volume, VolumeMount, mounts_problem
+from appstack.api.appservice import AppService, AppServiceSpec
+from appstack.api.appstack import AppStack
+from appstack.api.pod import Affinity, Toleration, Volume, VolumeMount
 from appstack.manifests.crds import all_crds
+
+Loc = tuple[str | int, ...]
 
 
 def _spec(**fields: Any) -> AppServiceSpec:
-    return AppServiceSpec.model_validate({"image": "busybox:1.36", **fields})
+    """The spec of a whole AppService, validated as admission validates it (CEL rules too)."""
+    obj = {"metadata": {"name": "web"}, "spec": {"image": "busybox:1.36", **fields}}
+    return AppService.model_validate(obj).spec
+
+
+def _refused(says: str, **fields: Any) -> list[Loc]:
+    """The fields an AppService with ``fields`` is refused at; the refusal says ``says``."""
+    with pytest.raises(ValidationError, match=says) as caught:
+        _spec(**fields)
+    return [error["loc"] for error in caught.value.errors()]
 
 
 @pytest.mark.parametrize(
@@ -34,25 +47,34 @@ def test_the_four_volume_sources_are_accepted_as_kubernetes_writes_them(
     assert Volume.model_validate(volume).to_dict() == volume
 
 
+_ITEM_PATH = ("configMap", "items", 0, "path")
+
+
 @pytest.mark.parametrize(
-    ("volume", "says"),
+    ("volume", "says", "field"),
     [
-        ({"name": "a", "hostPath": {"path": "/"}}, "hostPath"),
-        ({"name": "a", "hostPath": {"path": "/"}, "emptyDir": {}}, "hostPath"),
-        ({"name": "a", "nfs": {"server": "x", "path": "/"}}, "nfs"),
-        ({"name": "a"}, "exactly one of configMap, secret, persistentVolumeClaim, emptyDir"),
-        ({"name": "a", "emptyDir": {}, "secret": {"secretName": "s"}}, "exactly one of"),
-        ({"name": "A_b", "emptyDir": {}}, "name"),
+        ({"name": "a", "hostPath": {"path": "/"}}, "Extra inputs", ("hostPath",)),
+        ({"name": "a", "hostPath": {"path": "/"}, "emptyDir": {}}, "Extra inputs", ("hostPath",)),
+        ({"name": "a", "nfs": {"server": "x", "path": "/"}}, "Extra inputs", ("nfs",)),
+        ({"name": "a"}, "exactly one of configMap, secret, persistentVolumeClaim, emptyDir", ()),
+        ({"name": "a", "emptyDir": {}, "secret": {"secretName": "s"}}, "exactly one of", ()),
+        ({"name": "A_b", "emptyDir": {}}, "pattern", ("name",)),
         (
             {"name": "a", "configMap": {"name": "c", "items": [{"key": "k", "path": "../x"}]}},
-            "path",
+            "pattern",
+            _ITEM_PATH,
         ),
-        ({"name": "a", "configMap": {"name": "c", "items": [{"key": "k", "path": "/x"}]}}, "path"),
+        (
+            {"name": "a", "configMap": {"name": "c", "items": [{"key": "k", "path": "/x"}]}},
+            "pattern",
+            _ITEM_PATH,
+        ),
     ],
 )
-def test_other_volume_sources_cannot_be_written(volume: dict[str, Any], says: str) -> None:
-    with pytest.raises(ValidationError, match=says):
-        Volume.model_validate(volume)
+def test_other_volume_sources_cannot_be_written(
+    volume: dict[str, Any], says: str, field: Loc
+) -> None:
+    assert _refused(says, volumes=[volume]) == [("spec", "volumes", 0, *field)]
 
 
 def test_no_crd_has_a_field_for_a_host_path_or_host_namespaces() -> None:
@@ -82,12 +104,17 @@ CM = {"name": "a", "configMap": {"name": "settings"}}
 
 
 @pytest.mark.parametrize(
-    ("fields", "says"),
+    ("fields", "says", "field"),
     [
-        ({"volumes": [CM, {"name": "a", "emptyDir": {}}]}, "volume names must be unique: a"),
+        (
+            {"volumes": [CM, {"name": "a", "emptyDir": {}}]},
+            "volume names must be unique",
+            "volumes",
+        ),
         (
             {"volumeMounts": [{"name": "a", "mountPath": "/x"}]},
-            "every volumeMount must name a volume of volumes: a",
+            "every volumeMount must name a volume of volumes",
+            "volumeMounts",
         ),
         (
             {
@@ -97,25 +124,41 @@ CM = {"name": "a", "configMap": {"name": "settings"}}
                     {"name": "a", "mountPath": "/x"},
                 ],
             },
-            "mount paths must be unique: /x",
+            "volumeMounts: mount paths must be unique",
+            "volumeMounts",
         ),
     ],
 )
-def test_mounts_are_refused_field_by_field(fields: dict[str, Any], says: str) -> None:
-    with pytest.raises(ValidationError, match=says):
-        _spec(**fields)
+def test_mounts_are_refused_field_by_field(fields: dict[str, Any], says: str, field: str) -> None:
+    assert _refused(says, **fields) == [("spec", field)]
 
 
 def test_names_and_paths_of_configs_are_taken() -> None:
-    volumes = [Volume.model_validate(CM)]
-    mounts = [VolumeMount.model_validate({"name": "a", "mountPath": "/etc/app"})]
-    assert mounts_problem(volumes, mounts, ["a"], []) == (
-        "volumes: a volume may not have the name of a config (config, configs[].name): a"
-    )
-    assert mounts_problem(volumes, mounts, [], ["/etc/app"]) == (
-        "volumeMounts: a mount path may not be one of config or configs: /etc/app"
-    )
-    assert mounts_problem(volumes, mounts, ["b"], ["/etc"]) is None
+    """An AppStack component's configs are volumes and mounts too (mount_rules' other names
+    and paths): its own volumes and mounts may not take their names or paths."""
+
+    def stack(configs: dict[str, Any], volume: str, path: str) -> dict[str, Any]:
+        mount = {"name": volume, "mountPath": path}
+        component = {"name": "a", "image": "x", **configs}
+        component |= {"volumes": [{**CM, "name": volume}], "volumeMounts": [mount]}
+        return {"metadata": {"name": "s"}, "spec": {"components": [component]}}
+
+    def refused(obj: dict[str, Any]) -> list[tuple[Loc, str]]:
+        with pytest.raises(ValidationError) as caught:
+            AppStack.model_validate(obj)
+        return [(e["loc"], e["msg"]) for e in caught.value.errors()]
+
+    named = {"configs": [{"name": "a", "mountPath": "/etc/a", "configMap": "settings"}]}
+    single = {"config": {"mountPath": "/etc/a", "files": {"k": "v"}}}
+    component = ("spec", "components", 0)
+    volumes = "volumes: a volume may not have the name of a config (config, configs[].name)"
+    assert refused(stack(named, "a", "/etc/app")) == [((*component, "volumes"), volumes)]
+    assert refused(stack(single, "config", "/etc/app")) == [((*component, "volumes"), volumes)]
+    paths = "volumeMounts: a mount path may not be one of config or configs"
+    assert refused(stack(named, "b", "/etc/a")) == [((*component, "volumeMounts"), paths)]
+    assert refused(stack(single, "b", "/etc/a")) == [((*component, "volumeMounts"), paths)]
+    AppStack.model_validate(stack(named, "b", "/etc/app"))
+    AppStack.model_validate(stack(single, "b", "/etc/app"))
 
 
 @pytest.mark.parametrize(
@@ -147,19 +190,25 @@ def test_node_selectors_that_match_no_node_label_are_refused(
 
 
 @pytest.mark.parametrize(
-    ("toleration", "says"),
+    ("toleration", "says", "field"),
     [
-        ({"effect": "NoSchedule"}, "operator must be Exists when key is empty"),
-        ({"key": "k", "operator": "Exists", "value": "v"}, "value must be empty"),
-        ({"key": "k", "tolerationSeconds": 5}, "tolerationSeconds needs effect NoExecute"),
-        ({"key": "k", "operator": "Above"}, "operator"),
-        ({"key": "k", "effect": "Sometimes"}, "effect"),
+        ({"effect": "NoSchedule"}, "operator must be Exists when key is empty", "operator"),
+        ({"key": "k", "operator": "Exists", "value": "v"}, "value must be empty", "value"),
+        (
+            {"key": "k", "tolerationSeconds": 5},
+            "tolerationSeconds needs effect NoExecute",
+            "tolerationSeconds",
+        ),
+        ({"key": "k", "operator": "Above"}, "Input should be 'Exists' or 'Equal'", "operator"),
+        ({"key": "k", "effect": "Sometimes"}, "Input should be 'NoSchedule'", "effect"),
     ],
 )
-def test_tolerations_follow_kubernetes_rules(toleration: dict[str, Any], says: str) -> None:
-    with pytest.raises(ValidationError, match=says):
-        Toleration.model_validate(toleration)
+def test_tolerations_follow_kubernetes_rules(
+    toleration: dict[str, Any], says: str, field: str
+) -> None:
+    assert _refused(says, tolerations=[toleration]) == [("spec", "tolerations", 0, field)]
     assert Toleration.model_validate({"operator": "Exists"}).to_dict() == {"operator": "Exists"}
+    assert _spec(tolerations=[{"operator": "Exists"}]).tolerations
 
 
 AFFINITY = {

@@ -32,7 +32,7 @@ def test_render_reports_field_level_errors_and_fails() -> None:
     result = CliRunner().invoke(main, ["render", "-f", "-"], input=bad)
     assert result.exit_code == 1
     assert "AppService bad: spec.size: Input should be greater than or equal to 0" in result.output
-    assert "AppService ports: spec: ports: every port needs a name" in result.output
+    assert "AppService ports: spec.ports: every port needs a name" in result.output
 
 
 def test_render_rejects_unknown_appstack_kinds_and_passes_other_objects_through() -> None:

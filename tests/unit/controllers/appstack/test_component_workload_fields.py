@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from appstack.api.appstack import AppStackSpec
+from appstack.api.appstack import AppStack
 from appstack.controllers.appstack import desired
 from appstack.controllers.appstack.references import referenced
 
@@ -54,8 +54,10 @@ SCHEDULING = {
 
 
 def _component(**fields: Any) -> Any:
+    """The component of a whole AppStack, validated as admission validates it (CEL too)."""
     component = {"name": "api", "image": "busybox:1.36", **fields}
-    return AppStackSpec.model_validate({"components": [component]}).components[0]
+    stack = {"metadata": {"name": "ds"}, "spec": {"components": [component]}}
+    return AppStack.model_validate(stack).spec.components[0]
 
 
 def _pod(component: Any, **kwargs: Any) -> dict[str, Any]:
@@ -147,15 +149,20 @@ def test_without_the_fields_the_template_is_as_before() -> None:
 
 
 @pytest.mark.parametrize(
-    ("fields", "says"),
+    ("fields", "says", "field"),
     [
-        ({"volumeMounts": [{"name": "x", "mountPath": "/x"}]}, "must name a volume of volumes: x"),
+        (
+            {"volumeMounts": [{"name": "x", "mountPath": "/x"}]},
+            "every volumeMount must name a volume of volumes",
+            ("volumeMounts",),
+        ),
         (
             {
                 "configs": [{"name": "api", "mountPath": "/etc/api", "files": {}}],
                 "volumes": [{"name": "api", "emptyDir": {}}],
             },
             "volumes: a volume may not have the name of a config",
+            ("volumes",),
         ),
         (
             {
@@ -163,6 +170,7 @@ def test_without_the_fields_the_template_is_as_before() -> None:
                 "volumes": [{"name": "config", "emptyDir": {}}],
             },
             "volumes: a volume may not have the name of a config",
+            ("volumes",),
         ),
         (
             {
@@ -171,13 +179,21 @@ def test_without_the_fields_the_template_is_as_before() -> None:
                 "volumeMounts": [{"name": "settings", "mountPath": "/etc/api"}],
             },
             "a mount path may not be one of config or configs",
+            ("volumeMounts",),
         ),
-        ({"volumes": [{"name": "h", "hostPath": {"path": "/"}}]}, "hostPath"),
-        ({"nodeSelector": {"bad key": "x"}}, "is not a label key"),
+        (
+            {"volumes": [{"name": "h", "hostPath": {"path": "/"}}]},
+            "Extra inputs are not permitted",
+            ("volumes", 0, "hostPath"),
+        ),
+        ({"nodeSelector": {"bad key": "x"}}, "'bad key' is not a label key", ("nodeSelector",)),
     ],
 )
 def test_bad_volumes_are_refused_naming_the_component_and_field(
-    fields: dict[str, Any], says: str
+    fields: dict[str, Any], says: str, field: tuple[str | int, ...]
 ) -> None:
-    with pytest.raises(ValidationError, match=says):
+    with pytest.raises(ValidationError) as caught:
         _component(**fields)
+    (error,) = caught.value.errors()
+    assert says in error["msg"]
+    assert error["loc"] == ("spec", "components", 0, *field)

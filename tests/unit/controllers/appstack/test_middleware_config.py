@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from appstack.api.appstack import AppStackSpec
+from appstack.api.appstack import AppStack, AppStackSpec
 from appstack.controllers.appstack import desired
 
 OWNER = {
@@ -21,12 +21,12 @@ CNF = "[mysqld]\nmax_connections = 500\ncharacter-set-server = utf8mb4\n"
 
 
 def _spec(engine: str = "mysql", **managed: Any) -> AppStackSpec:
-    return AppStackSpec.model_validate(
-        {
-            "middleware": [{"name": "mysql", "type": engine, "managed": managed}],
-            "components": [{"name": "api", "image": "api:1", "uses": ["mysql"]}],
-        }
-    )
+    """The spec of a whole AppStack, validated as admission validates it (CEL rules too)."""
+    spec = {
+        "middleware": [{"name": "mysql", "type": engine, "managed": managed}],
+        "components": [{"name": "api", "image": "api:1", "uses": ["mysql"]}],
+    }
+    return AppStack.model_validate({"metadata": {"name": "ds"}, "spec": spec}).spec
 
 
 def _objects(spec: AppStackSpec) -> dict[tuple[str, str], dict[str, Any]]:
@@ -70,5 +70,8 @@ def test_without_config_files_there_is_no_config_map_or_mount() -> None:
     ],
 )
 def test_other_engines_and_file_names_are_refused(engine: str, files: dict[str, str]) -> None:
-    with pytest.raises(ValidationError, match=r"configFiles: mysql only"):
+    with pytest.raises(ValidationError) as caught:
         _spec(engine, configFiles=files)
+    (error,) = caught.value.errors()
+    assert error["msg"].startswith("managed.configFiles: mysql only")
+    assert error["loc"] == ("spec", "middleware", 0, "managed", "configFiles")

@@ -12,7 +12,7 @@ import yaml
 from click.testing import CliRunner
 from pydantic import ValidationError
 
-from appstack.api.appstack import AppStackSpec
+from appstack.api.appstack import AppStack, AppStackSpec
 from appstack.api.managed_rules import NO_INIT_SCRIPTS, ONE_INSTANCE
 from appstack.cli import main
 from appstack.controllers.appstack import desired, middleware, mongodb
@@ -27,14 +27,22 @@ OWNER = {
 
 
 def _spec(replicas: int = 3, **managed: Any) -> AppStackSpec:
-    return AppStackSpec.model_validate(
-        {
-            "middleware": [
-                {"name": "orders", "type": "mongodb", "managed": {"replicas": replicas, **managed}}
-            ],
-            "components": [{"name": "api", "image": "api:1", "uses": ["orders"]}],
-        }
-    )
+    """The spec of a whole AppStack, validated as admission validates it (CEL rules too)."""
+    spec = {
+        "middleware": [
+            {"name": "orders", "type": "mongodb", "managed": {"replicas": replicas, **managed}}
+        ],
+        "components": [{"name": "api", "image": "api:1", "uses": ["orders"]}],
+    }
+    return AppStack.model_validate({"metadata": {"name": "shop"}, "spec": spec}).spec
+
+
+def _refusal(spec: dict[str, Any]) -> tuple[tuple[str | int, ...], str]:
+    """The one error of a whole AppStack with ``spec``: its field and message."""
+    with pytest.raises(ValidationError) as caught:
+        AppStack.model_validate({"metadata": {"name": "shop"}, "spec": spec})
+    (error,) = caught.value.errors()
+    return error["loc"], error["msg"]
 
 
 def _by_kind(spec: AppStackSpec) -> dict[tuple[str, str], dict[str, Any]]:
@@ -169,13 +177,12 @@ def test_other_middleware_gets_no_uri() -> None:
 
 @pytest.mark.parametrize("engine", ["mysql", "postgres", "redis"])
 def test_engines_this_catalog_does_not_cluster_refuse_more_than_one_replica(engine: str) -> None:
-    with pytest.raises(ValidationError, match="only mongodb forms a cluster"):
-        AppStackSpec.model_validate(
-            {
-                "middleware": [{"name": "db", "type": engine, "managed": {"replicas": 2}}],
-                "components": [{"name": "api", "image": "x"}],
-            }
-        )
+    spec = {
+        "middleware": [{"name": "db", "type": engine, "managed": {"replicas": 2}}],
+        "components": [{"name": "api", "image": "x"}],
+    }
+    assert _refusal(spec) == (("spec", "middleware", 0, "managed", "replicas"), ONE_INSTANCE)
+    assert "only mongodb forms a cluster" in ONE_INSTANCE
     assert ONE_INSTANCE.startswith("managed.replicas:")
 
 
@@ -184,8 +191,10 @@ def test_mongodb_takes_one_to_seven_members_and_no_init_scripts() -> None:
     assert _spec(7).middleware
     with pytest.raises(ValidationError, match="less than or equal to 7"):
         _spec(8)
-    with pytest.raises(ValidationError, match="not supported for mongodb"):
+    with pytest.raises(ValidationError, match="not supported for mongodb") as caught:
         _spec(3, initScriptsConfigMap="seed")
+    where = ("spec", "middleware", 0, "managed", "initScriptsConfigMap")
+    assert [e["loc"] for e in caught.value.errors()] == [where]
     assert NO_INIT_SCRIPTS.startswith("managed.initScriptsConfigMap:")
 
 

@@ -1,5 +1,6 @@
-"""Third-party services by URL and several ConfigMaps per component: the models' rules
-(the same as admission's), what consumers get injected, what is mounted and hashed."""
+"""Third-party services by URL and several ConfigMaps per component: a whole AppStack's
+validation (admission's CEL rules, evaluated client-side, and what only Python checks), what
+consumers get injected, what is mounted and hashed."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from appstack.api.appstack import AppStackSpec
+from appstack.api.appstack import AppStack, AppStackSpec
 from appstack.api.urls import url_problem
 from appstack.controllers.appstack import desired
 from appstack.controllers.appstack.connections import (
@@ -25,8 +26,27 @@ OWNER = {
 }
 
 
+Loc = tuple[str | int, ...]
+
+
 def _spec(components: list[dict[str, Any]], middleware: list[Any] | None = None) -> AppStackSpec:
-    return AppStackSpec.model_validate({"middleware": middleware, "components": components})
+    """The spec of a whole AppStack, validated as admission validates it (CEL rules too)."""
+    spec = {"components": components, "middleware": middleware}  # null: pruned, as by the API
+    return AppStack.model_validate({"metadata": {"name": "ds"}, "spec": spec}).spec
+
+
+def _refused(
+    components: list[dict[str, Any]], middleware: list[Any] | None = None
+) -> list[tuple[Loc, str]]:
+    """Where and why such a stack is refused: each error's field and message."""
+    with pytest.raises(ValidationError) as caught:
+        _spec(components, middleware)
+    return [(e["loc"], e["msg"]) for e in caught.value.errors()]
+
+
+def _says(refused: list[tuple[Loc, str]], field: Loc, problem: str) -> bool:
+    """Whether one of the errors is at ``field`` and says ``problem``."""
+    return any(loc == field and problem in msg for loc, msg in refused)
 
 
 def _uuc(**external: Any) -> dict[str, Any]:
@@ -34,6 +54,9 @@ def _uuc(**external: Any) -> dict[str, Any]:
 
 
 APP = {"name": "app", "image": "app:1", "uses": ["uuc"]}
+
+
+EXTERNAL = ("spec", "middleware", 0, "external")
 
 
 @pytest.mark.parametrize(
@@ -53,32 +76,58 @@ APP = {"name": "app", "image": "app:1", "uses": ["uuc"]}
 def test_urls_are_absolute_without_credentials_with_a_real_port(
     url: str, problem: str | None
 ) -> None:
-    found = url_problem(url)
-    assert (found is None) if problem is None else (problem in (found or "")), found
+    if problem is None:
+        assert url_problem(url) is None
+        assert _spec([APP], [_uuc(url=url)]).middleware
+        return
+    refused = _refused([APP], [_uuc(url=url)])
+    assert _says(refused, (*EXTERNAL, "url"), problem), refused
+
+
+@pytest.mark.parametrize("url", ["http://[fd00::1:8761", "http://fd00::1]:8761"])
+def test_a_url_pythons_own_parser_refuses_is_refused_too(url: str) -> None:
+    """Beyond the CEL rules: an unbalanced IPv6 bracket, which the operator's client (and
+    ``urlsplit``) would refuse when it connects."""
+    assert url_problem(url) == "Invalid IPv6 URL"
+    refused = _refused([APP], [_uuc(url=url)])
+    assert _says(refused, (*EXTERNAL, "url"), "Invalid IPv6 URL"), refused
 
 
 @pytest.mark.parametrize(
-    ("external", "problem"),
+    ("external", "problem", "field"),
     [
-        ({"url": "https://a", "authMethod": "basic"}, "needs secretRef"),
-        ({"url": "https://a", "secretRef": {"name": "s"}}, "needs secretRef"),
-        ({"url": "https://a", "authMethod": "none", "secretRef": {"name": "s"}}, "no secretRef"),
-        ({"url": "https://a", "host": "a", "port": 1}, "exactly one of host"),
-        ({"host": "a"}, "host needs port"),
-        ({"host": "a", "port": 1, "authMethod": "basic"}, "authMethod goes with url"),
-        ({"url": "https://u:p@a"}, "never inline"),
+        ({"url": "https://a", "authMethod": "basic"}, "needs secretRef", ("secretRef",)),
+        ({"url": "https://a", "secretRef": {"name": "s"}}, "needs secretRef", ("secretRef",)),
+        (
+            {"url": "https://a", "authMethod": "none", "secretRef": {"name": "s"}},
+            "no secretRef",
+            ("secretRef",),
+        ),
+        ({"url": "https://a", "host": "a", "port": 1}, "exactly one of host", ()),
+        ({"host": "a"}, "host needs port", ()),
+        (
+            {"host": "a", "port": 1, "authMethod": "basic"},
+            "authMethod goes with url",
+            ("authMethod",),
+        ),
+        ({"url": "https://u:p@a"}, "never inline", ("url",)),
     ],
 )
 def test_bad_third_party_services_are_refused_by_the_models(
-    external: dict[str, Any], problem: str
+    external: dict[str, Any], problem: str, field: Loc
 ) -> None:
-    with pytest.raises(ValidationError, match=problem):
-        _spec([APP], [_uuc(**external)])
+    refused = _refused([APP], [_uuc(**external)])
+    assert _says(refused, (*EXTERNAL, *field), problem), refused
 
 
 def test_a_generic_service_is_third_party_only() -> None:
-    with pytest.raises(ValidationError, match="type service is a third-party service"):
-        _spec([APP], [{"name": "uuc", "type": "service", "managed": {}}])
+    refused = _refused([APP], [{"name": "uuc", "type": "service", "managed": {}}])
+    assert refused == [
+        (
+            ("spec", "middleware", 0, "type"),
+            "type service is a third-party service: give external.url",
+        )
+    ]
 
 
 def _env(spec: AppStackSpec, member: str) -> dict[str, Any]:
@@ -116,10 +165,13 @@ def test_a_component_with_ports_can_be_used_and_gives_its_url() -> None:
         "EUREKA_URL": "http://ds-eureka:8761",
     }
     assert spec.components[1].dependencies() == ["eureka"]
-    with pytest.raises(ValidationError, match="or a component with ports"):
-        _spec(
-            [{"name": "eureka", "image": "e"}, {"name": "auth", "image": "a", "uses": ["eureka"]}]
+    without_ports = {"name": "eureka", "image": "e"}
+    assert _refused([without_ports, {"name": "auth", "image": "a", "uses": ["eureka"]}]) == [
+        (
+            ("spec", "components"),
+            "uses must name middleware, or a component with ports, of this stack",
         )
+    ]
     clash = {"name": "auth", "image": "a", "uses": ["eureka"], "env": {"EUREKA_URL": "x"}}
     with pytest.raises(ValidationError, match="EUREKA_URL is injected by uses"):
         _spec([eureka, clash])
@@ -193,25 +245,58 @@ def test_the_single_config_form_keeps_its_config_map_and_its_hash() -> None:
     ]
 
 
+CONFIGS = ("spec", "components", 0, "configs")
+
+
 @pytest.mark.parametrize(
-    ("component", "problem"),
+    ("component", "problem", "field"),
     [
-        (_web(CONF, config={"mountPath": "/x", "files": {}}), "config .* or configs"),
-        (_web(CONF, {**TEMPLATE, "name": "web"}), "names and mount paths must be unique"),
-        (_web(CONF, {**TEMPLATE, "mountPath": "/etc/nginx/conf.d"}), "must be unique"),
-        (_web({**CONF, "name": "nginx"}), "not named after the component"),
-        (_web({**TEMPLATE, "subPath": "other.html"}), "subPath must be one of the files"),
-        (_web({**CONF, "configMap": "x"}), "exactly one of files, configMap"),
-        (_web({"name": "x", "mountPath": "/x", "configMap": "c", "subPath": ".."}), "name a file"),
+        (
+            _web(CONF, config={"mountPath": "/x", "files": {}}),
+            "set config (one ConfigMap) or configs (several), not both",
+            CONFIGS,
+        ),
+        (
+            _web(CONF, {**TEMPLATE, "name": "web"}),
+            "configs: names and mount paths must be unique",
+            CONFIGS,
+        ),
+        (
+            _web(CONF, {**TEMPLATE, "mountPath": "/etc/nginx/conf.d"}),
+            "configs: names and mount paths must be unique",
+            CONFIGS,
+        ),
+        (
+            _web({**CONF, "name": "nginx"}),
+            "configs: a ConfigMap with files is named after the component",
+            CONFIGS,
+        ),
+        (
+            _web({**TEMPLATE, "subPath": "other.html"}),
+            "subPath must be one of the files",
+            (*CONFIGS, 0, "subPath"),
+        ),
+        (_web({**CONF, "configMap": "x"}), "set exactly one of files, configMap", (*CONFIGS, 0)),
+        (
+            _web({"name": "x", "mountPath": "/x", "configMap": "c", "subPath": ".."}),
+            "subPath must name a file",
+            (*CONFIGS, 0, "subPath"),
+        ),
     ],
 )
-def test_bad_configs_are_refused_by_the_models(component: dict[str, Any], problem: str) -> None:
-    with pytest.raises(ValidationError, match=problem):
-        _spec([component])
+def test_bad_configs_are_refused_by_the_models(
+    component: dict[str, Any], problem: str, field: Loc
+) -> None:
+    refused = _refused([component])
+    assert _says(refused, field, problem), refused
 
 
 def test_two_components_may_not_write_the_same_config_map() -> None:
     web = {"name": "web", "image": "x", "config": {"mountPath": "/x", "files": {}}}
     web_config = _web({**CONF, "name": "web-config"}, name="web-config")
-    with pytest.raises(ValidationError, match="write the same ConfigMap"):
+    with pytest.raises(
+        ValidationError,
+        match=r"<stack>-web-config would be written by two "
+        r"components \(web, web-config\)",
+    ):
         _spec([web, web_config])  # both would write ds-web-config

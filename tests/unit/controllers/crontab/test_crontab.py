@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from appstack.api.cron import cron_job_schedule
-from appstack.api.crontab import CronTabSpec, cron_problem
+from appstack.api.crontab import CronTab, CronTabSpec, cron_problem
 from appstack.controllers.crontab import desired
 from appstack.controllers.crontab.status import from_cron_job
 from appstack.controllers.util.workloads import BASELINE, RESTRICTED
@@ -309,19 +309,34 @@ def test_a_crontab_without_the_new_fields_renders_as_before() -> None:
 
 
 @pytest.mark.parametrize(
-    ("spec", "says"),
+    ("spec", "says", "field"),
     [
-        ({"env": [{"name": "A", "value": "1"}, {"name": "A", "value": "2"}]}, "duplicate"),
-        ({"envFrom": [{"prefix": "X_"}]}, "exactly one of configMapRef, secretRef"),
-        ({"resources": {"requests": ["cpu"]}}, "resources"),
-        ({"serviceAccountName": "Reporter"}, "serviceAccountName"),
-        ({"ttlSecondsAfterFinished": -1}, "ttlSecondsAfterFinished"),
-        ({"envs": [{"name": "A", "value": "1"}]}, "envs"),  # AppService's name, not CronTab's
+        (
+            {"env": [{"name": "A", "value": "1"}, {"name": "A", "value": "2"}]},
+            "duplicate",
+            ("env",),
+        ),
+        (
+            {"envFrom": [{"prefix": "X_"}]},
+            "envFrom needs exactly one of configMapRef, secretRef",
+            ("envFrom", 0),
+        ),
+        ({"resources": {"requests": ["cpu"]}}, "dictionary", ("resources", "requests")),
+        ({"serviceAccountName": "Reporter"}, "pattern", ("serviceAccountName",)),
+        ({"ttlSecondsAfterFinished": -1}, "greater than", ("ttlSecondsAfterFinished",)),
+        # AppService's name, not CronTab's
+        ({"envs": [{"name": "A", "value": "1"}]}, "Extra inputs", ("envs",)),
     ],
 )
-def test_bad_job_fields_are_refused(spec: dict[str, Any], says: str) -> None:
-    with pytest.raises(ValidationError, match=says):
-        CronTabSpec.model_validate(_tab(**spec)["spec"])
+def test_bad_job_fields_are_refused(
+    spec: dict[str, Any], says: str, field: tuple[str | int, ...]
+) -> None:
+    """A whole CronTab, validated as admission validates it (CEL rules too)."""
+    with pytest.raises(ValidationError) as caught:
+        CronTab.model_validate(_tab(**spec))
+    (error,) = caught.value.errors()
+    assert says in error["msg"]
+    assert error["loc"] == ("spec", *field)
 
 
 _SECRET = {"secretKeyRef": {"name": "token", "key": "value"}}

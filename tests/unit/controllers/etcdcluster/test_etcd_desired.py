@@ -21,14 +21,17 @@ OBJ: dict[str, Any] = {
 
 
 def spec(**extra: Any) -> EtcdClusterSpec:
-    return EtcdClusterSpec.model_validate({"replicas": 3, "storage": "10Gi", **extra})
+    """The spec of a whole EtcdCluster, validated as admission validates it (CEL rules too)."""
+    obj = {**OBJ, "spec": {"replicas": 3, "storage": "10Gi", **extra}}
+    return EtcdCluster.model_validate(obj).spec
 
 
 def test_the_seed_example_is_valid_and_even_counts_need_asking() -> None:
     cluster = EtcdCluster.model_validate({"metadata": {"name": "my-etcd-cluster"}, **OBJ})
     assert cluster.spec.image == "gcr.io/etcd-development/etcd:v3.6.16"
-    with pytest.raises(ValidationError, match="replicas must be odd"):
+    with pytest.raises(ValidationError, match="replicas must be odd") as caught:
         spec(replicas=4)
+    assert [e["loc"] for e in caught.value.errors()] == [("spec", "replicas")]
     assert spec(replicas=4, allowEvenReplicas=True).replicas == 4
     with pytest.raises(ValidationError, match="version"):
         spec(version="3.4.0")

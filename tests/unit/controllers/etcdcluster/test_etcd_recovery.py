@@ -9,7 +9,7 @@ from typing import Any, cast
 import pytest
 from pydantic import ValidationError
 
-from appstack.api.etcdcluster import EtcdClusterSpec, EtcdClusterStatus
+from appstack.api.etcdcluster import EtcdCluster, EtcdClusterSpec, EtcdClusterStatus
 from appstack.api.etcdcluster_recovery import DisasterRecoverySpec
 from appstack.controllers.etcdcluster import desired, recover, recovery
 from appstack.controllers.etcdcluster.observe import Observation
@@ -83,17 +83,23 @@ def test_quorum_lost_since_is_set_once_and_cleared_by_a_leader() -> None:
 
 
 def test_the_opt_in_needs_a_backup_and_a_duration() -> None:
-    base = {"replicas": 3, "storage": "1Gi"}
-    with pytest.raises(ValidationError, match=r"disasterRecovery\.enabled needs backup"):
-        EtcdClusterSpec.model_validate({**base, "disasterRecovery": {"enabled": True}})
-    off = EtcdClusterSpec.model_validate({**base, "disasterRecovery": {"enabled": False}})
+    """Validated as whole EtcdClusters, as admission validates them (CEL rules too)."""
+
+    def spec(**fields: Any) -> EtcdClusterSpec:
+        obj = {"metadata": {"name": "e"}, "spec": {"replicas": 3, "storage": "1Gi", **fields}}
+        return EtcdCluster.model_validate(obj).spec
+
+    with pytest.raises(ValidationError, match=r"disasterRecovery\.enabled needs backup") as caught:
+        spec(disasterRecovery={"enabled": True})
+    where = ("spec", "disasterRecovery", "enabled")
+    assert [e["loc"] for e in caught.value.errors()] == [where]
+    off = spec(disasterRecovery={"enabled": False})
     assert off.disaster_recovery is not None
-    with pytest.raises(ValidationError, match="after"):
-        DisasterRecoverySpec.model_validate({"enabled": True, "after": "soon"})
     backup = {"intervalMinutes": 60, "pvcName": "snaps"}
-    on = EtcdClusterSpec.model_validate(
-        {**base, "backup": backup, "disasterRecovery": {"enabled": True, "after": "1h30m"}}
-    )
+    with pytest.raises(ValidationError, match="after") as caught:
+        spec(backup=backup, disasterRecovery={"enabled": True, "after": "soon"})
+    assert [e["loc"] for e in caught.value.errors()] == [("spec", "disasterRecovery", "after")]
+    on = spec(backup=backup, disasterRecovery={"enabled": True, "after": "1h30m"})
     assert on.disaster_recovery == DisasterRecoverySpec(enabled=True, after="1h30m")
 
 

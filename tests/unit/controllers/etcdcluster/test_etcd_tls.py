@@ -12,7 +12,7 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from appstack.api.etcdcluster import BackupSpec, EtcdClusterSpec, RestoreSpec
+from appstack.api.etcdcluster import BackupSpec, EtcdCluster, EtcdClusterSpec, RestoreSpec
 from appstack.controllers.etcdcluster import backup, desired, status, tls
 from appstack.controllers.etcdcluster.observe import Observation
 from appstack.controllers.etcdcluster.plan import MemberView, Observed, Step
@@ -34,7 +34,8 @@ def obj(tls_spec: dict[str, str] | None) -> dict[str, Any]:
 
 
 def spec_of(o: dict[str, Any], **extra: Any) -> EtcdClusterSpec:
-    return EtcdClusterSpec.model_validate({**o["spec"], **extra})
+    """The spec of the whole object ``o``, validated as admission validates it (CEL too)."""
+    return EtcdCluster.model_validate({**o, "spec": {**o["spec"], **extra}}).spec
 
 
 def member(o: dict[str, Any], **extra: Any) -> dict[str, Any]:
@@ -43,12 +44,19 @@ def member(o: dict[str, Any], **extra: Any) -> dict[str, Any]:
 
 
 def test_the_model_refuses_what_admission_refuses() -> None:
-    with pytest.raises(ValidationError, match="client TLS needs both"):
-        spec_of(obj({"clientSecretName": "s"}))
-    with pytest.raises(ValidationError, match="client TLS needs both"):
-        spec_of(obj({"peerSecretName": "p", "operatorSecretName": "o"}))
-    with pytest.raises(ValidationError, match="tls needs peerSecretName"):
-        spec_of(obj({}))
+    def refused(tls_spec: dict[str, str]) -> list[tuple[tuple[str | int, ...], str]]:
+        with pytest.raises(ValidationError) as caught:
+            spec_of(obj(tls_spec))
+        return [(e["loc"], e["msg"]) for e in caught.value.errors()]
+
+    both = "client TLS needs both clientSecretName"
+    for half in ({"clientSecretName": "s"}, {"peerSecretName": "p", "operatorSecretName": "o"}):
+        ((field, said),) = refused(half)
+        assert field == ("spec", "tls", "operatorSecretName")
+        assert said.startswith(both), said
+    assert refused({}) == [
+        (("spec", "tls", "peerSecretName"), "tls needs peerSecretName, clientSecretName or both")
+    ]
     assert spec_of(obj({"peerSecretName": "p"})).tls is not None
 
 
