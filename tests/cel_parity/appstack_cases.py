@@ -80,7 +80,6 @@ _K = "AppStack"
 _MW = ".spec.middleware[*]"
 _C = ".spec.components[*]"
 _STORAGE = ".spec.middleware[*].managed.storage"
-_TRANSITION = "a transition rule: the models see no old object"
 _DB = "spec.middleware[0]"
 _MYSQL = "spec.middleware[1]"
 _CACHE = "spec.middleware[3]"
@@ -171,7 +170,6 @@ APPSTACK_CASES: tuple[Case, ...] = (
         ((f"{_CACHE}.type", "postgres"),),
         f"{_CACHE}.type",
         old=(),
-        python=_TRANSITION,
     ),
     Case(
         _K,
@@ -215,7 +213,6 @@ APPSTACK_CASES: tuple[Case, ...] = (
         ((f"{_DB}.managed.replicas", 2),),
         f"{_DB}.managed.replicas",
         old=((f"{_DB}.managed.replicas", 5),),
-        python=_TRANSITION,
     ),
     Case(
         _K,
@@ -233,7 +230,6 @@ APPSTACK_CASES: tuple[Case, ...] = (
         ((f"{_DB}.managed.storage.storageClassName", DELETE),),
         f"{_DB}.managed.storage.storageClassName",
         old=(),
-        python=_TRANSITION,
     ),
     Case(
         _K,
@@ -242,7 +238,6 @@ APPSTACK_CASES: tuple[Case, ...] = (
         ((f"{_DB}.managed.storage.size", "2Gi"),),
         f"{_DB}.managed.storage.size",
         old=(),
-        python=_TRANSITION,
     ),
     Case(
         _K,
@@ -251,6 +246,5 @@ APPSTACK_CASES: tuple[Case, ...] = (
         ((f"{_DB}.managed.storage.storageClassName", "fast"),),
         f"{_DB}.managed.storage.storageClassName",
         old=(),
-        python=_TRANSITION,
     ),
 )

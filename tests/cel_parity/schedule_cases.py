@@ -32,7 +32,6 @@ ETCDCLUSTER = _obj(
         "env": [{"name": "GOMAXPROCS", "value": "2"}],
     },
 )
-_TRANSITION = "a transition rule: the models see no old object"
 _ONE_MINOR_APART = (
     "the CRD's version pattern admits 3.5 and 3.6 only, one minor apart: "
     "tests/e2e/test_etcdcluster_admission.py shows the rule on a CRD of its own"
@@ -110,7 +109,6 @@ SCHEDULE_CASES: tuple[Case, ...] = (
         (("spec.restore", {"pvcName": "p", "path": "a.db"}),),
         "spec.restore",
         old=(),
-        python=_TRANSITION,
     ),
     Case(
         _R,
@@ -119,7 +117,6 @@ SCHEDULE_CASES: tuple[Case, ...] = (
         (("spec.version", "3.5.21"),),
         "spec.version",
         old=(("spec.version", "3.6.16"),),
-        python=_TRANSITION,
     ),
     Case(
         _R,
@@ -146,7 +143,6 @@ SCHEDULE_CASES: tuple[Case, ...] = (
         (("spec.version", "3.6.16"),),
         "spec.version",
         old=(("spec.version", "3.4.30"),),
-        python=_TRANSITION,
         server=_ONE_MINOR_APART,
     ),
     Case(
@@ -156,7 +152,6 @@ SCHEDULE_CASES: tuple[Case, ...] = (
         (("spec.tls.peerSecretName", "other"),),
         "spec.tls",
         old=(),
-        python=_TRANSITION,
     ),
     Case(
         _R,

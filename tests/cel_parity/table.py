@@ -1,7 +1,8 @@
 """The parity table's types and shared checks (pure): a :class:`Case` (a base object, the
 edits that break one rule, the field the API server names), the rules of the generated CRDs
-(:func:`crd_rules`), and the Python side (:func:`python_refusal`, :func:`names_field`).
-Used by the case modules of this package and by the unit and e2e parity tests.
+(:func:`crd_rules`), the same rules evaluated client-side (:func:`client_refusal`), and the
+models' verdict on a whole object (:func:`python_refusal`). Used by the case modules of this
+package and by the unit and e2e parity tests.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pydantic import ValidationError
 
 from appstack.controllers.registry import ALL
 from appstack.manifests.crds import all_crds
+from appstack.sdk.cel import Violation, rules_of
 from appstack.sdk.kind import CustomObject
 
 DELETE = object()  # an edit's value: remove the field
@@ -47,9 +49,8 @@ class Case:
     ``path``, it names one rule). ``edits`` change the kind's base object; ``old``, for a
     transition rule, makes the object the change is an update of. ``field``: what the API
     server names (``spec.components[0].ports``; ``""`` for rules at the root, which cannot
-    name metadata fields). ``python``: why the models cannot check it (a transition rule:
-    they see no old object); None when they must refuse it too. ``server``: why the API
-    server cannot be shown refusing it with the CRD we serve; None when it can. ``also``:
+    name metadata fields). ``server``: why the API server cannot be shown refusing it with
+    the CRD we serve; None when it can. ``also``:
     the change cannot help breaking another rule too (a stack name of 64 characters is
     also too long for ``<stack>-<member>``)."""
 
@@ -60,7 +61,6 @@ class Case:
     field: str = ""
     refused: bool = True
     old: Edits | None = None
-    python: str | None = None
     server: str | None = None
     also: bool = False
 
@@ -132,9 +132,22 @@ def model_of(kind: str) -> type[CustomObject]:
     return next(c.kind.model for c in ALL if c.kind.kind == kind)
 
 
+def client_refusal(case: Case, base: dict[str, Any]) -> list[Violation]:
+    """What the CRD's rules, evaluated client-side (:mod:`appstack.sdk.cel`), refuse of the
+    case's write: a create, or an update of ``case.old``."""
+    return rules_of(model_of(case.kind).KIND).violations(case.obj(base), case.old_obj(base))
+
+
+def said_by(violations: list[Violation], rule: Rule) -> list[Violation]:
+    """The violations that are ``rule``'s (its message, or its messageExpression's text,
+    which starts with the message)."""
+    return [v for v in violations if v.message.startswith(rule.message)]
+
+
 def python_refusal(kind: str, obj: dict[str, Any]) -> list[str] | None:
-    """The errors of ``kind``'s model for ``obj`` as ``<location>: <message>`` (the
-    location dotted, ``spec.components[0]``); None when it accepts the object."""
+    """The errors of ``kind``'s model for the whole object ``obj`` (its CEL rules
+    client-side, then what only Python checks) as ``<location>: <message>`` (the location
+    dotted, ``spec.components[0]``); None when it accepts the object."""
     try:
         model_of(kind).model_validate(obj)
     except ValidationError as error:
@@ -144,15 +157,3 @@ def python_refusal(kind: str, obj: dict[str, Any]) -> list[str] | None:
 
 def _location(loc: tuple[int | str, ...]) -> str:
     return "".join(f"[{s}]" if isinstance(s, int) else f".{s}" for s in loc).lstrip(".")
-
-
-def names_field(errors: list[str], field: str) -> bool:
-    """Some error sits on ``field`` or a parent of it, and says the field's name."""
-    leaf = re.sub(r"\[\d+\]$", "", field).rsplit(".", 1)[-1] if field else "metadata.name"
-    for error in errors:
-        location, _, message = error.partition(": ")
-        inside = not location or field == location or field.startswith(location + ".")
-        inside = inside or field.startswith(location + "[")
-        if inside and (leaf in message or re.sub(r"\[\d+\]$", "", location).endswith(leaf)):
-            return True
-    return False

@@ -1,8 +1,11 @@
-"""appstack.api as a whole: the Python side of the CEL parity table (tests/cel_parity) for
-every kind's models and the rules they share (appstack_rules, cron_rules, managed_rules,
-urls...). Every CEL rule of the generated CRDs has a case, every case names one rule, the
-base objects are valid, and the models refuse each case naming the rule's field (and accept
-each boundary). The API server side is tests/e2e/test_cel_parity.py."""
+"""appstack.api as a whole: every admission rule is written once, in CEL, and the parity
+table (tests/cel_parity) has a case for each. Here, without a cluster: every CEL rule of the
+generated CRDs has a refused case and every case names one rule; the base objects are valid;
+the rules evaluated client-side (appstack.sdk.cel) refuse each case with that rule's
+message on the field the API server names, and nothing else unless the case says so (and
+accept each boundary); a whole object's model refuses what they refuse; and what only the
+models check (no CEL can afford it) is refused by the models. That the API server agrees,
+case by case: tests/e2e/test_cel_parity.py."""
 
 from __future__ import annotations
 
@@ -12,11 +15,12 @@ from tests.cel_parity import BASES, CASES
 from tests.cel_parity.model_only import MODEL_ONLY, ModelOnly
 from tests.cel_parity.table import (
     Case,
+    client_refusal,
     crd_rules,
     edited,
-    names_field,
     python_refusal,
     rule_of,
+    said_by,
 )
 
 RULES = crd_rules()
@@ -44,20 +48,39 @@ def test_the_base_objects_are_valid(kind: str) -> None:
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
-def test_the_models_agree(case: Case) -> None:
-    if case.python is not None:
-        assert case.old is not None  # only transition rules are out of the models' reach
+def test_the_rules_evaluated_client_side_refuse_each_case_on_its_field(case: Case) -> None:
+    found = client_refusal(case, BASES[case.kind])
+    if not case.refused:
+        assert found == []
         return
+    (rule,) = rule_of(case, RULES)
+    said = said_by(found, rule)
+    assert [v.field for v in said] == [case.field], found
+    assert not any(v.error for v in found), found
+    assert len(found) == len(said) or case.also, f"{rule} and more: {found}"
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.old is None], ids=lambda c: c.id)
+def test_a_whole_objects_model_refuses_what_the_rules_refuse(case: Case) -> None:
+    """(A transition rule needs the old object: the rules refuse those, a model cannot.)"""
     errors = python_refusal(case.kind, case.obj(BASES[case.kind]))
     if not case.refused:
         assert errors is None
         return
-    assert errors is not None, f"the models accept what {rule_of(case, RULES)} refuses"
-    assert names_field(errors, case.field), errors
+    (rule,) = rule_of(case, RULES)
+    assert errors is not None
+    assert any(e.startswith(f"{case.field}: {rule.message}") for e in errors), errors
 
 
 @pytest.mark.parametrize("one_sided", MODEL_ONLY, ids=lambda m: m.says)
 def test_what_only_the_models_refuse(one_sided: ModelOnly) -> None:
-    errors = python_refusal(one_sided.kind, edited(BASES[one_sided.kind], one_sided.edits))
+    obj = edited(BASES[one_sided.kind], one_sided.edits)
+    errors = python_refusal(one_sided.kind, obj)
     assert errors is not None
     assert any(one_sided.says in e for e in errors), errors
+    assert (
+        client_refusal(
+            Case(one_sided.kind, "", "", one_sided.edits, refused=False), BASES[one_sided.kind]
+        )
+        == []
+    ), "no CEL rule refuses it: it is the models' alone"
