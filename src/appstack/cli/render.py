@@ -1,7 +1,9 @@
 """``appstack render``: objects from a file → what the operator would apply, offline.
 
-Validates each document with the same Pydantic models (and the same rules) the CRD schema
-is generated from, so an error here is an error at admission, then prints the children
+Validates each document with the same Pydantic models the CRD schema is generated from and
+the CRD's own CEL rules evaluated client-side (:mod:`appstack.sdk.cel`; where its engine is
+not installed, a note says the rules were left to the API server), so an error here is an
+error at admission, then prints the children
 from the same ``desired`` functions the reconcilers apply (each registered controller's
 ``children``). A seed operator's object (its own API group) or one of our kinds in another
 group is an error saying what to change (:mod:`appstack.api.seeds`), never passed through;
@@ -20,11 +22,18 @@ from pydantic import ValidationError
 from appstack.api.kind import GROUP
 from appstack.api.seeds import foreign_problem, third_party
 from appstack.controllers.registry import ALL, by_kind
+from appstack.sdk import cel
 from appstack.sdk.kit.conditions import error_message, field_path
 from appstack.sdk.kit.kubeobject import as_object
 from appstack.sdk.kit.parts import wire
+from appstack.sdk.kit.registration import Registration
 
 PLACEHOLDER_UID = "00000000-0000-0000-0000-000000000000"  # assigned by the API server
+CEL_NOTE = (
+    "the CRDs' CEL rules were not checked here (no CEL engine: pip install 'appstack[cel]', "
+    "Python 3.11+ on Linux x86-64, macOS arm64 or Windows); the API server checks them when "
+    "the objects are applied"
+)
 
 
 class RenderError(Exception):
@@ -38,6 +47,7 @@ def render_documents(documents: list[Any], notes: list[str] | None = None) -> li
     for each object of a kind neither Kubernetes nor appstack serves (passed on, said)."""
     problems: list[str] = []
     rendered: list[dict[str, Any]] = []
+    validated = 0  # objects of our kinds, checked against their CRD's CEL rules if we can
     supported = ", ".join(c.kind.kind for c in ALL)
     ours = {c.kind.kind for c in ALL}
     for index, doc in enumerate(d for d in documents if d):
@@ -67,25 +77,37 @@ def render_documents(documents: list[Any], notes: list[str] | None = None) -> li
         if controller is None:
             problems.append(f"{label}: kind {kind!r} is not supported ({supported})")
             continue
-        name = (doc.get("metadata") or {}).get("name")
-        if not name:
-            problems.append(f"{label}: metadata.name: required")
-            continue
-        try:
-            parsed = controller.kind.model.model_validate(doc)
-        except ValidationError as error:
-            for item in error.errors():
-                where = field_path(item["loc"])
-                message = error_message(item)
-                problems.append(f"{kind} {name}: {where}: {message}")
-            continue
-        obj = parsed.to_dict()
-        obj["metadata"] = {"namespace": "default", **obj["metadata"], "uid": PLACEHOLDER_UID}
-        if controller.children is not None:  # every appstack kind declares its children
-            rendered += map(wire, controller.children(as_object(obj), parsed.spec))
+        validated += 1
+        rendered += _children(controller, doc, label, problems)
+    if validated and notes is not None and not cel.available():
+        notes.append(CEL_NOTE)
     if problems:
         raise RenderError(problems)
     return rendered
+
+
+def _children(
+    controller: Registration, doc: dict[str, Any], label: str, problems: list[str]
+) -> list[dict[str, Any]]:
+    """The children of one object of our kinds, validated as admission validates it; its
+    problems are added to ``problems`` instead."""
+    kind, name = doc["kind"], (doc.get("metadata") or {}).get("name")
+    if not name:
+        problems.append(f"{label}: metadata.name: required")
+        return []
+    try:
+        parsed = controller.kind.model.model_validate(doc)
+    except ValidationError as error:
+        problems += [
+            f"{kind} {name}: {field_path(item['loc'])}: {error_message(item)}"
+            for item in error.errors()
+        ]
+        return []
+    obj = parsed.to_dict()
+    obj["metadata"] = {"namespace": "default", **obj["metadata"], "uid": PLACEHOLDER_UID}
+    if controller.children is None:  # every appstack kind declares its children
+        return []
+    return list(map(wire, controller.children(as_object(obj), parsed.spec)))
 
 
 def _missing_type(doc: dict[str, Any]) -> str | None:

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import yaml
 
-from appstack.cli.render import PLACEHOLDER_UID, render_documents
+from appstack.cli.render import CEL_NOTE, PLACEHOLDER_UID, RenderError, render_documents
 from appstack.controllers.registry import by_kind
+from appstack.sdk import cel
 from tests.support.paths import REPO_ROOT as ROOT
 
 
@@ -31,3 +33,32 @@ def test_render_prints_exactly_the_children_the_reconcilers_apply() -> None:
         expected += controller.children(obj, parsed.spec)
     assert render_documents(docs) == expected
     assert len(expected) > len(docs)
+
+
+PORTS = {
+    "apiVersion": "appstack.dev/v1",
+    "kind": "AppService",
+    "metadata": {"name": "ports"},
+    "spec": {"image": "nginx:1.27", "ports": [{"port": 80}, {"port": 81}]},
+}
+
+
+def test_the_crds_cel_rules_refuse_as_admission_does_naming_the_field() -> None:
+    notes: list[str] = []
+    with pytest.raises(RenderError) as refused:
+        render_documents([PORTS], notes)
+    assert refused.value.problems == [
+        "AppService ports: spec.ports: every port needs a name when there is more than one port"
+    ]
+    assert notes == []
+
+
+def test_without_the_cel_engine_render_says_the_rules_were_left_to_the_api_server(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(cel, "available", lambda: False)
+    notes: list[str] = []
+    rendered = render_documents([PORTS, {**PORTS, "metadata": {"name": "again"}}], notes)
+    assert {o["kind"] for o in rendered} == {"Deployment", "Service"}
+    assert notes == [CEL_NOTE]  # once
+    assert "pip install 'appstack[cel]'" in CEL_NOTE
