@@ -41,7 +41,16 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     subprocess.run([sys.executable, "-m", "venv", str(path)], check=True)
     pip = [str(path / "bin" / "python"), "-m", "pip", "install", "-q"]
     subprocess.run(
-        [*pip, "-e", str(REPO_ROOT), "-e", str(REPO_ROOT / "testbed"), "pytest", "ruff", "mypy"],
+        [
+            *pip,
+            "-e",
+            f"{REPO_ROOT}[cel]",  # as the project's make venv: its tests evaluate CEL rules
+            "-e",
+            str(REPO_ROOT / "testbed"),
+            "pytest",
+            "ruff",
+            "mypy",
+        ],
         check=True,
         timeout=900,
     )
@@ -122,6 +131,10 @@ def test_the_pages_blocks_run_from_an_empty_directory(env: dict[str, str], tmp_p
     )
     guestbook = tmp_path / "guestbook"
     assert (guestbook / "config/crd/bases/webapp.tutorial.kubebuilder.io_guestbooks.yaml").is_file()
+    # create webhook's rule and its test, which ran with the CEL engine (not skipped)
+    assert "may not be forbidden" in (guestbook / "src/guestbook/api/v1/guestbook.py").read_text()
+    engine = "python -c 'from appstack.sdk.cel import available; assert available()'"
+    _ok(_sh(engine, guestbook, env), "the CEL engine in the projects' venv")
     project = yaml.safe_load((tmp_path / "first-operator" / "PROJECT").read_text())
     (resource,) = project["resources"]
     assert (resource["group"], resource["domain"], resource["version"], resource["kind"]) == (

@@ -308,7 +308,8 @@ def create_webhook(
             '            "x-kubernetes-validations": [\n'
             "                {\n"
             '                    "rule": "!has(self.foo) || self.foo != \'forbidden\'",\n'
-            '                    "message": "spec.foo may not be forbidden",\n'
+            '                    "message": "may not be forbidden",\n'
+            '                    "fieldPath": ".foo",\n'
             "                }\n"
             "            ]\n"
             "        }\n"
@@ -342,11 +343,24 @@ def test_foo_defaults_in_the_schema() -> None:
         )
     if res.webhooks and res.webhooks.validation:
         checks.append(
-            """
+            f"""
+
 
 def test_foo_may_not_be_forbidden_at_admission() -> None:
     rules = _spec_schema()["x-kubernetes-validations"]
-    assert any("forbidden" in rule["rule"] for rule in rules)"""
+    assert any("forbidden" in rule["rule"] for rule in rules)
+
+
+@pytest.mark.skipif(not cel_available(), reason="no CEL engine here (appstack's cel extra)")
+def test_the_rule_refuses_what_the_api_server_would() -> None:
+    \"\"\"The CEL rule evaluated here as the API server evaluates it at admission.\"\"\"
+    obj = {{"metadata": {{"name": "sample"}}, "spec": {{"foo": "forbidden"}}}}
+    with pytest.raises(ValidationError) as refused:
+        {kind}.model_validate(obj)
+    assert [(e["loc"], e["msg"]) for e in refused.value.errors()] == [
+        (("spec", "foo"), "may not be forbidden")
+    ]
+    {kind}.model_validate({{**obj, "spec": {{"foo": "allowed"}}}})"""
         )
     return (
         t.header(project)
@@ -357,7 +371,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from appstack.sdk import crd
+from appstack.sdk.cel import available as cel_available
+from pydantic import ValidationError
 
 from {res.path} import {kind}
 

@@ -60,7 +60,8 @@ dependencies = ["appstack"]
 
 [project.optional-dependencies]
 # appstack-testbed: the local cluster and its pytest plugin (appstack's testbed/ directory).
-dev = ["appstack-testbed", "pytest>=8", "ruff>=0.6", "mypy>=1.10"]
+# appstack[cel]: the CRDs' CEL rules evaluated in your tests as the API server evaluates them.
+dev = ["appstack[cel]", "appstack-testbed", "pytest>=8", "ruff>=0.6", "mypy>=1.10"]
 
 [tool.setuptools.packages.find]
 where = ["src"]
@@ -123,9 +124,9 @@ $(VENV)/.{name}-installed: pyproject.toml
 \ttest -x $(PY) || $(PYTHON) -m venv $(VENV)
 \t$(PY) -m pip install -q --upgrade pip
 \tif [ -n "$(APPSTACK_WHEELS)" ]; then \\
-\t  $(PY) -m pip install -q --find-links "$(APPSTACK_WHEELS)" appstack appstack-testbed; \\
+\t  $(PY) -m pip install -q --find-links "$(APPSTACK_WHEELS)" "appstack[cel]" appstack-testbed; \\
 \telse \\
-\t  $(PY) -m pip install -q -e "$(APPSTACK_SOURCE)" -e "$(APPSTACK_SOURCE)/testbed"; \\
+\t  $(PY) -m pip install -q -e "$(APPSTACK_SOURCE)[cel]" -e "$(APPSTACK_SOURCE)/testbed"; \\
 \tfi
 \t$(PY) -m pip install -q -e '.[dev]'
 \ttouch $@
