@@ -30,15 +30,13 @@ import itertools
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from pydantic import ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from appstack.sdk.schema import root_schema
 
-if TYPE_CHECKING:
-    from appstack.sdk.kind import CustomKind, CustomObject
 
 __all__ = [
     "KindRules",
@@ -334,12 +332,20 @@ def _message(rule: Rule, program: Any, data: dict[str, Any], verdict: Any) -> st
     return rule.message or f"failed rule: {rule.rule}"
 
 
-def rules_of(kind: CustomKind) -> KindRules:
+class Kind(Protocol):
+    """What :func:`rules_of` reads of a declared kind (:class:`appstack.sdk.kind.CustomKind`,
+    which imports this module): its top-level model, and that model's spec and status."""
+
+    @property
+    def model(self) -> Any: ...
+
+
+def rules_of(kind: Kind) -> KindRules:
     """The compiled rules of ``kind``'s CRD (its served version's schema), compiled on
     first use and kept with the kind's model."""
     return _compiled(kind.model)
 
 
 @functools.cache
-def _compiled(model: type[CustomObject]) -> KindRules:
+def _compiled(model: Any) -> KindRules:
     return KindRules(root_schema(model, model.KIND.spec, model.KIND.status))
