@@ -37,7 +37,6 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from appstack.sdk.schema import root_schema
 
-
 __all__ = [
     "KindRules",
     "Rule",
