@@ -75,7 +75,17 @@ _REAL_NODES = click.option(
     is_flag=True,
     help="Also Versity S3 Gateway, the S3 server of the etcd backup tests.",
 )
-def build(etcd_releases: bool, with_prometheus: bool, with_versitygw: bool) -> None:
+@click.option(
+    "--real-node",
+    "with_real_node",
+    is_flag=True,
+    help="Also what a real node needs (as root; nothing otherwise): the host's packages, "
+    "kubelet, kube-proxy, CoreDNS, the local registry (started) and the standard images in "
+    "it — what the first cluster with a real node would build, minutes on a cold machine.",
+)
+def build(
+    etcd_releases: bool, with_prometheus: bool, with_versitygw: bool, with_real_node: bool
+) -> None:
     """Build the control-plane binaries from Go modules (cached; shows progress)."""
     from appstack_testbed.build import GoBuilder  # noqa: PLC0415
     from appstack_testbed.versions import Toolchain  # noqa: PLC0415
@@ -83,6 +93,11 @@ def build(etcd_releases: bool, with_prometheus: bool, with_versitygw: bool) -> N
     toolchain = Toolchain()
     GoBuilder(toolchain).ensure_all()
     click.echo(toolchain.bin_dir)
+    if with_real_node and default_real_nodes():
+        from appstack_testbed.realnode.fleet import prepare  # noqa: PLC0415
+        from appstack_testbed.registry import LocalRegistry  # noqa: PLC0415
+
+        prepare(toolchain, LocalRegistry(click.echo), click.echo)
     if etcd_releases:
         from appstack_testbed import etcd_releases as releases  # noqa: PLC0415
 

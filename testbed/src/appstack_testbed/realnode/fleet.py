@@ -43,6 +43,16 @@ READY_TIMEOUT = 120.0
 SERVICES = ("forward", "coredns", "volumes")
 
 
+def prepare(toolchain: Toolchain, registry: LocalRegistry, printer: Printer) -> None:
+    """What a real node needs before it starts, built or installed once (cached): the
+    host's packages, the node's components, the machine's registry (started) and the
+    standard images in it. Minutes on a cold machine; seconds after."""
+    ensure_tools(printer, NODE_TOOLS)
+    GoBuilder(toolchain, printer).ensure_components(node_components(toolchain))
+    registry.ensure()
+    images.ensure(standard(), registry, printer)
+
+
 class RealNodes:
     """The real nodes of one cluster (``count`` of them, on network ``index``)."""
 
@@ -93,10 +103,7 @@ class RealNodes:
     # ---------------------------------------------------------------------------- up
     def up(self) -> None:
         started = time.monotonic()
-        ensure_tools(self.print, NODE_TOOLS)
-        GoBuilder(self.toolchain, self.print).ensure_components(node_components(self.toolchain))
-        self.registry.ensure()
-        images.ensure(standard(), self.registry, self.print)
+        prepare(self.toolchain, self.registry, self.print)
         self._identities()
         network.ensure_bridge(self.net)
         self._ensure(
