@@ -130,6 +130,12 @@ def test_defaults_are_applied_before_the_rules_read_them() -> None:
     assert RULES.violations(_obj(replicas=4, limit=4)) == []
 
 
+def test_a_null_is_pruned_as_the_api_server_prunes_it() -> None:
+    """``tags: null`` (a bare ``tags:`` in YAML) is no tags, not a map the rules fail on."""
+    assert RULES.violations(_obj(tags=None, replicas=None)) == []
+    assert Widget.model_validate(_obj(tags=None)).spec.tags is None
+
+
 def test_each_item_and_map_value_is_named_by_its_place() -> None:
     items = [{"name": "a"}, {"name": "b", "weight": 11}]
     assert RULES.violations(_obj(items=items, labels={"ok": "abc", "long": "abcd"})) == [
