@@ -9,8 +9,11 @@ first, every rule evaluated with ``self`` bound at each node its schema position
 (``spec.components[*]`` is every component), a transition rule only on an update with the
 old value at the same place (``oldSelf``), and a violation named like the API server names
 it: the node's path plus the rule's ``fieldPath`` (``spec.components[0].ports``), with its
-``message`` or ``messageExpression``. The Kubernetes CEL libraries the rules may call are
-those of the engine plus Kubernetes' regex ``find``/``findAll`` and the list library.
+``message`` or ``messageExpression``. The functions the rules may call are CEL's standard
+ones, the strings extension (``split``, ``upperAscii``, ...) and, of Kubernetes' own
+libraries, the regex ``find``/``findAll`` and the lists' ``isSorted``; a rule this engine
+cannot compile (another Kubernetes library: ``quantity()``, ``url()``, ``ip()``...) is left
+to the API server, with a warning naming it (:attr:`KindRules.skipped`).
 
 The engine is Google's cel-cpp through ``cel-expr-python`` (the ``cel`` extra:
 ``pip install 'appstack[cel]'``; wheels for Linux x86-64, macOS arm64 and Windows, Python
@@ -28,6 +31,7 @@ import dataclasses
 import functools
 import itertools
 import re
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -237,8 +241,7 @@ def _nodes(
 
 
 class RuleError(ValueError):
-    """A rule the engine cannot compile, named with its place in the schema (the API
-    server would refuse the CRD)."""
+    """A rule the engine cannot compile, named with its place in the schema."""
 
 
 def _compile(rule: Rule, expression: str) -> Any:
@@ -255,14 +258,23 @@ class KindRules:
     def __init__(self, schema: Mapping[str, Any]) -> None:
         self.schema = schema
         self.rules = tuple(_walk(schema, ()))
-        self._programs = [
-            (
-                rule,
-                _compile(rule, rule.rule),
-                _compile(rule, rule.message_expression) if rule.message_expression else None,
-            )
-            for rule in self.rules
-        ]
+        #: The rules this engine cannot compile, and why: left to the API server.
+        self.skipped: list[RuleError] = []
+        self._programs = []
+        for rule in self.rules:
+            try:
+                program = _compile(rule, rule.rule)
+                message = (
+                    _compile(rule, rule.message_expression) if rule.message_expression else None
+                )
+            except RuleError as error:
+                self.skipped.append(error)
+                warnings.warn(
+                    f"CEL rule not evaluated client-side (the API server still checks it): {error}",
+                    stacklevel=2,
+                )
+                continue
+            self._programs.append((rule, program, message))
 
     def violations(
         self, obj: Mapping[str, Any], old: Mapping[str, Any] | None = None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 
+from appstack.sdk.cel import rules_of
 from tests.cel_parity import BASES, CASES
 from tests.cel_parity.model_only import MODEL_ONLY, ModelOnly
 from tests.cel_parity.table import (
@@ -18,6 +19,7 @@ from tests.cel_parity.table import (
     client_refusal,
     crd_rules,
     edited,
+    model_of,
     python_refusal,
     rule_of,
     said_by,
@@ -40,6 +42,11 @@ def test_the_table_covers_many_rules() -> None:
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_each_case_names_exactly_one_rule(case: Case) -> None:
     assert len(rule_of(case, RULES)) == 1
+
+
+@pytest.mark.parametrize("kind", sorted(BASES))
+def test_every_rule_of_ours_is_evaluated_client_side(kind: str) -> None:
+    assert rules_of(model_of(kind).KIND).skipped == []
 
 
 @pytest.mark.parametrize("kind", sorted(BASES))

@@ -220,18 +220,19 @@ def test_without_the_engine_the_rules_are_left_to_the_api_server(
     assert Widget.model_validate(_obj(replicas=9)).spec.replicas == 9
 
 
-def test_a_rule_that_does_not_compile_is_named_with_its_place() -> None:
+def test_a_rule_this_engine_cannot_compile_is_left_to_the_api_server_with_a_warning() -> None:
+    rules = [
+        {"rule": "quantity(self.size).isGreaterThan(quantity('1Gi'))", "message": "big"},
+        {"rule": "self.size != ''", "message": "a size"},
+    ]
     schema = {
         "type": "object",
-        "properties": {
-            "spec": {
-                "type": "object",
-                "x-kubernetes-validations": [{"rule": "self.a ==", "message": "m"}],
-            }
-        },
+        "properties": {"spec": {"type": "object", "x-kubernetes-validations": rules}},
     }
-    with pytest.raises(cel.RuleError, match=r"\.spec: self\.a ==: .*Syntax error"):
-        cel.KindRules(schema)
+    with pytest.warns(UserWarning, match=r"not evaluated client-side.*\.spec: quantity"):
+        compiled = cel.KindRules(schema)
+    assert [str(e).split(":")[0] for e in compiled.skipped] == [".spec"]
+    assert compiled.violations({"spec": {"size": ""}}) == [cel.Violation("spec", "a size")]
 
 
 def test_refusal_names_each_field_as_a_location() -> None:
