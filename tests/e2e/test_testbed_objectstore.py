@@ -101,11 +101,13 @@ def test_the_in_cluster_endpoint_answers_from_a_pod(
     refused)."""
     assert s3_server.endpoint == f"http://s3.{s3_server.namespace}.svc:7070"
     # A new Service's address works in a pod once the node's kube-proxy has synced it: a
-    # client retries, and each try is bounded (-T), so no try hangs on a SYN never answered.
+    # client retries, and each try is bounded, so no try hangs on a SYN never answered
+    # (`timeout`, not wget's own -T: Debian 12's busybox 1.35 wget segfaults with -T).
     script = (
         "for try in $(seq 20); do "
-        f"wget -T 5 -qO- {s3_server.endpoint}/health && break; sleep 1; done && echo && "
-        f"if wget -T 5 -qO- {s3_server.endpoint}/ 2>&1; then echo LISTED; else echo REFUSED; fi"
+        f"timeout 5 wget -qO- {s3_server.endpoint}/health && break; sleep 1; done && echo && "
+        f"if timeout 5 wget -qO- {s3_server.endpoint}/ 2>&1; then echo LISTED; "
+        "else echo REFUSED; fi"
     )
     kube.create(
         codecs.from_dict(
