@@ -7,6 +7,7 @@ printed (``-s``) and recorded in docs/reliability.md."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -21,7 +22,7 @@ from appstack_testbed.pytest_plugin import RealNodeHandle
 from appstack_testbed.waiting import eventually
 from tests.e2e.conftest import RunningOperator, until
 from tests.e2e.etcd_load import Writer, retry, wait_healthy
-from tests.e2e.test_etcdcluster import client_endpoint, report, seed
+from tests.e2e.test_etcdcluster import client_endpoint, is_pod_ready, report, seed
 
 NAME = "my-etcd-cluster"
 MIB = 1 << 20
@@ -55,6 +56,20 @@ async def refusal(endpoint: str) -> str:
                 continue
             return "accepted"
     return "no answer"
+
+
+async def still_serving(client: Client, namespace: str, endpoint: str) -> None:
+    """Reads are still served through the client Service: every member stays ready past its
+    readiness probe's failure window (3 probes 2 s apart), a NOSPACE alarm and all."""
+    window = time.monotonic() + 8
+    while time.monotonic() < window:
+        pods, _ = await client.list(POD, namespace)
+        members = [p for p in pods if p["metadata"]["name"].startswith(f"{NAME}-")]
+        assert len(members) == 3
+        assert all(is_pod_ready(p) for p in members), [p["status"] for p in members]
+        await asyncio.sleep(0.5)
+    async with EtcdClient(timeout=5) as etcd:
+        assert await retry(lambda: etcd.get(endpoint, "before")) == "filling"
 
 
 async def test_nospace_is_reported_then_recovered_once_opted_in_losing_no_write(
@@ -102,6 +117,7 @@ async def test_nospace_is_reported_then_recovered_once_opted_in_losing_no_write(
     assert "recoverFromNoSpace" in warned[0]
     # not opted in: nothing is done about it
     assert "database space exceeded" in await refusal(endpoint)
+    await still_serving(client, namespace, endpoint)
     start = time.monotonic()
     await client.patch(
         ETCD_CLUSTER, NAME, {"spec": {"recoverFromNoSpace": True}}, namespace=namespace

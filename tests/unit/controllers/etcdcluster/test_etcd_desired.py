@@ -73,6 +73,8 @@ def test_member_pod_binds_to_its_pod_ip_and_carries_the_overrides() -> None:
     assert container["resources"] == {"requests": {"cpu": "100m"}}
     assert pod["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"] == "data-e-1"
     assert image_version(pod) == "3.6.16"
+    # a member under NOSPACE still serves reads and deletes: it stays in the client Service
+    assert container["readinessProbe"]["httpGet"]["path"] == "/health?exclude=NOSPACE"
 
 
 def test_children_services_and_a_quorum_keeping_budget() -> None:
