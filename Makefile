@@ -62,15 +62,17 @@ e2e: build
 # subject is a program we run rather than Kubernetes (etcd's maintenance, snapshots, TLS and
 # disaster recovery, an S3 server, the databases' logins: the same binaries on either
 # version; etcd's membership driven through pods and volumes, test_etcdcluster.py, runs on
-# both), ran in the
-# first session already; everything the API server decides (CRDs, CEL, admission policies,
-# server-side apply, watches, the scheduler and kubelet of a real node) runs on both.
+# both), and the scaffolder's workflow (a generated project's files, lint, tests, image and
+# deploy: what the SDK writes, the same on either version; the CRDs, RBAC and runtime it
+# generates for are appstack's own, which run on both) ran in the first session already;
+# everything the API server decides (CRDs, CEL, admission policies, server-side apply,
+# watches, the scheduler and kubelet of a real node) runs on both.
 OLDEST_K8S := $(shell sed -n 's/^OLDEST_KUBERNETES = "\(.*\)"/\1/p' testbed/src/appstack_testbed/versions.py)
 VERSION_INDEPENDENT := tests/e2e/test_packaging.py tests/e2e/test_readme.py tests/e2e/test_dist.py \
 	tests/e2e/test_etcdcluster_maintenance.py tests/e2e/test_etcdcluster_s3.py \
 	tests/e2e/test_etcdcluster_schedule.py tests/e2e/test_etcdcluster_tls.py \
 	tests/e2e/test_etcdcluster_recovery.py tests/e2e/test_testbed_objectstore.py \
-	tests/e2e/test_real_middleware.py
+	tests/e2e/test_real_middleware.py tests/e2e/test_scaffold.py
 e2e-oldest: venv
 	APPSTACK_K8S_VERSION=$(OLDEST_K8S) $(BIN)/appstack cluster build --real-node
 	APPSTACK_K8S_VERSION=$(OLDEST_K8S) \

@@ -13,6 +13,7 @@ pytest, ruff and mypy from PyPI: what ``make venv`` installs), passed as ``VENV`
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import signal
@@ -186,12 +187,12 @@ def test_seed_000s_fields_in_the_spec(env: dict[str, str], tmp_path: Path) -> No
     assert {"size", "image", "ports", "foo"} <= set(properties)
 
 
-@pytest.fixture
-def guestbook(env: dict[str, str], tmp_path: Path) -> Iterator[Path]:
-    """A project of its own, its domain unique; the CRDs of that domain its tests installed
-    (the generated controller tests leave theirs, as ``make install`` would) removed after."""
+@contextlib.contextmanager
+def _new_guestbook(env: dict[str, str], directory: Path) -> Iterator[Path]:
+    """A project of its own in ``directory``, its domain unique; the CRDs of that domain its
+    tests installed (the generated controller tests leave theirs, as ``make install`` would)
+    removed after."""
     domain = f"t{uuid.uuid4().hex[:6]}.example.com"
-    directory = tmp_path / "guestbook"
     directory.mkdir()
     _ok(
         _sh(f"appstack init --domain {domain} --repo example.com/guestbook", directory, env), "init"
@@ -206,6 +207,23 @@ def guestbook(env: dict[str, str], tmp_path: Path) -> Iterator[Path]:
     ours = [name for name in names if name.endswith(f".{domain}")]
     if ours:
         _sh(f"kubectl delete --ignore-not-found {' '.join(ours)}", directory, env)
+
+
+@pytest.fixture
+def guestbook(env: dict[str, str], tmp_path: Path) -> Iterator[Path]:
+    """A project for a test that changes it."""
+    with _new_guestbook(env, tmp_path / "guestbook") as directory:
+        yield directory
+
+
+@pytest.fixture(scope="module")
+def untouched_guestbook(
+    env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Path]:
+    """One project for the tests whose commands must write nothing (each checks it did not):
+    made once, about 25 s, not once per refused command."""
+    with _new_guestbook(env, tmp_path_factory.mktemp("refusals") / "guestbook") as directory:
+        yield directory
 
 
 def _free_port() -> int:
@@ -373,14 +391,14 @@ def test_a_second_kind_leaves_the_edited_first_kind_as_it_is(
     ],
 )
 def test_bad_input_is_refused_with_the_flag_named_and_nothing_written(
-    env: dict[str, str], guestbook: Path, command: str, flag: str
+    env: dict[str, str], untouched_guestbook: Path, command: str, flag: str
 ) -> None:
-    before = _snapshot(guestbook)
-    proc = _sh(command, guestbook, env)
+    before = _snapshot(untouched_guestbook)
+    proc = _sh(command, untouched_guestbook, env)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert flag in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr
-    assert _snapshot(guestbook) == before
+    assert _snapshot(untouched_guestbook) == before
 
 
 def test_init_refuses_a_non_empty_directory_and_appstacks_checkout(
