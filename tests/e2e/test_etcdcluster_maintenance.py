@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import pytest
@@ -44,6 +46,15 @@ async def reasons(client: Client, namespace: str) -> list[tuple[str, str, str]]:
     ]
 
 
+async def member_ips(client: Client, namespace: str) -> list[str]:
+    pods, _ = await client.list(POD, namespace)
+    return [p["status"]["podIP"] for p in pods if p["metadata"]["name"].startswith(f"{NAME}-")]
+
+
+def members_of(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    return (obj.get("status") or {}).get("members") or [{}]
+
+
 async def refusal(endpoint: str) -> str:
     """What etcd answers a write with (a dropped pooled connection is asked again)."""
     async with EtcdClient(timeout=5) as etcd:
@@ -72,32 +83,69 @@ async def still_serving(client: Client, namespace: str, endpoint: str) -> None:
         assert await retry(lambda: etcd.get(endpoint, "before")) == "filling"
 
 
+@dataclass
+class Ledger:
+    """The writes of a fill: acknowledged ones, and every one not acknowledged (etcd may
+    still apply it, even after a later one is acknowledged)."""
+
+    acked: dict[str, str] = field(default_factory=dict)
+    unsure: dict[str, set[str]] = field(default_factory=dict)
+
+    async def put(self, etcd: EtcdClient, endpoint: str, key: str, value: str) -> str:
+        """One write, recorded; etcd's NOSPACE refusal, else ""."""
+        try:
+            await etcd.put(endpoint, key, value)
+        except EtcdError as error:  # a slow answer is not the refusal: go on
+            # may have been applied: a timed-out put, and the put that crosses the quota
+            # (etcd applies it, then answers NOSPACE: quotaApplierV3.Put)
+            self.unsure.setdefault(key, set()).add(value)
+            return str(error) if "database space exceeded" in str(error) else ""
+        self.acked[key] = value
+        return ""
+
+
+async def fill(client: Client, namespace: str, endpoint: str, ledger: Ledger, quota: int) -> str:
+    """Four keys rewritten (their old revisions fill the file) until the largest member's
+    file holds 82 % of the quota; once the operator's status shows it near the quota (from
+    then on it looks every 5 s), on until etcd refuses a write: its refusal."""
+    async with EtcdClient(timeout=10) as etcd:
+        await retry(lambda: etcd.put(endpoint, "before", "filling"))
+        ledger.acked["before"] = "filling"
+        writes = ((f"k{i % 4}", f"{i}:" + "x" * (512 << 10)) for i in range(400))
+        # each member asked at its pod IP: their files differ by a MiB or more
+        members = [f"http://{ip}:2379" for ip in await member_ips(client, namespace)]
+        for key, value in writes:
+            refused = await ledger.put(etcd, endpoint, key, value)
+            sizes = [(await retry(partial(etcd.status, m))).db_size for m in members]
+            if refused or max(sizes) >= 0.82 * quota:
+                break
+        assert not refused, (refused, sizes)
+        await until(
+            client,
+            ETCD_CLUSTER,
+            NAME,
+            namespace,
+            lambda o: max(m.get("dbSize") or 0 for m in members_of(o)) >= 0.8 * quota,
+            60,
+            "a member's dbSize at 80 % of the quota in status",
+        )
+        for key, value in writes:
+            refused = await ledger.put(etcd, endpoint, key, value)
+            if refused:
+                return refused
+    return ""
+
+
 async def test_nospace_is_reported_then_recovered_once_opted_in_losing_no_write(
     client: Client, namespace: str, operator: RunningOperator, real_node: RealNodeHandle
 ) -> None:
     await client.create(ETCD_CLUSTER, seed(namespace, quotaBackendBytes=16 * MIB))
     await wait_healthy(client, NAME, namespace, 3)
     endpoint = client_endpoint(real_node, namespace)
-    acked: dict[str, str] = {}
-    # every write not acknowledged: etcd may still apply it, even after a later one is acked
-    unsure: dict[str, set[str]] = {}
-    refused = ""
-    async with EtcdClient(timeout=10) as etcd:
-        await retry(lambda: etcd.put(endpoint, "before", "filling"))
-        acked["before"] = "filling"
-        for i in range(400):  # four keys rewritten: their old revisions fill the file
-            key, value = f"k{i % 4}", f"{i}:" + "x" * (512 << 10)
-            try:
-                await etcd.put(endpoint, key, value)
-            except EtcdError as error:  # a slow answer is not the refusal: go on
-                # may have been applied: a timed-out put, and the put that crosses the quota
-                # (etcd applies it, then answers NOSPACE: quotaApplierV3.Put)
-                unsure.setdefault(key, set()).add(value)
-                if "database space exceeded" in str(error):
-                    refused = str(error)
-                    break
-                continue
-            acked[key] = value
+    quota = 16 * MIB
+    ledger = Ledger()
+    acked, unsure = ledger.acked, ledger.unsure
+    refused = await fill(client, namespace, endpoint, ledger, quota)
     assert "database space exceeded" in refused
     start = time.monotonic()
     reported = await until(
@@ -109,7 +157,9 @@ async def test_nospace_is_reported_then_recovered_once_opted_in_losing_no_write(
         60,
         "Degraded NoSpace",
     )
-    report("NOSPACE reported after the first refused write", time.monotonic() - start)
+    took = time.monotonic() - start
+    report("NOSPACE reported after the first refused write", took)
+    assert took < 12, took  # near its quota it is looked at every 5 s (idle: every 30 s)
     assert reported["status"]["alarms"] == ["NOSPACE"]
     assert condition(reported, "Available")[0] == "True"  # reads still served
     warned = [n for t, r, n in await reasons(client, namespace) if r == "NoSpace"]

@@ -139,9 +139,10 @@ def test_pod() -> str:
 
 
 def prometheus_rule() -> str:
-    """The alerts; their own ``{{ $labels.x }}`` templates pass through Helm as literals."""
+    """The alerts; their own templates (``{{ $labels.x }}``, ``{{ $value | ... }}``) pass
+    through Helm as literals."""
     text = conditional(".Values.metrics.prometheusRule.enabled", dashboard.prometheus_rule(NS), {})
-    return re.sub(r"\{\{ (\$labels\.\w+) \}\}", r'{{ "{{ \1 }}" }}', text)
+    return re.sub(r'\{\{ (\$[^{}"]+?) \}\}', r'{{ "{{ \1 }}" }}', text)
 
 
 def dashboard_configmap() -> str:

@@ -89,6 +89,20 @@ ALERTS: list[dict[str, Any]] = [
         },
     },
     {
+        "alert": "AppstackEtcdNearQuota",
+        "expr": "max by (namespace, name) (appstack_etcdcluster_db_size_bytes) / "
+        "max by (namespace, name) (appstack_etcdcluster_quota_backend_bytes) > 0.8",
+        "for": "10m",
+        "labels": {"severity": "warning"},
+        "annotations": {
+            "summary": "EtcdCluster {{ $labels.namespace }}/{{ $labels.name }}: a member's "
+            "database file holds {{ $value | humanizePercentage }} of its quota",
+            "description": "At the quota etcd raises NOSPACE and refuses every write. Delete "
+            "what is not needed, let compaction free old revisions and defragment "
+            "(spec.defragmentation), or raise spec.quotaBackendBytes; see docs/etcdcluster.md.",
+        },
+    },
+    {
         "alert": "AppstackEtcdBackupOverdue",
         "expr": "time() - max by (namespace, name) "
         "(appstack_etcdcluster_next_backup_due_timestamp_seconds) > 1800",

@@ -84,6 +84,19 @@ def test_an_etcd_clusters_quorum_leader_and_backups() -> None:
     assert "appstack_etcdcluster_next_backup_due_timestamp_seconds" not in without
 
 
+def test_an_etcd_clusters_quota_beside_its_members_database_sizes() -> None:
+    status = {"members": [{"name": "e-0", "id": "1", "dbSize": 14 << 20, "dbSizeInUse": 9 << 20}]}
+
+    def got(spec: dict[str, Any]) -> dict[str, float]:
+        obj = _obj("EtcdCluster", "e", status, spec)
+        return {s[0]: s[2] for s in samples("EtcdCluster", [obj])}
+
+    assert got({"replicas": 1})["appstack_etcdcluster_quota_backend_bytes"] == 2 << 30  # etcd's
+    small = got({"replicas": 1, "quotaBackendBytes": 16 << 20})
+    assert small["appstack_etcdcluster_quota_backend_bytes"] == 16 << 20
+    assert small["appstack_etcdcluster_db_size_bytes"] == 14 << 20
+
+
 def test_a_crontabs_failed_run() -> None:
     got = [
         s

@@ -95,6 +95,7 @@ def test_the_alerts() -> None:
         "AppstackObjectNotReady",
         "AppstackEtcdQuorumLost",
         "AppstackEtcdNoSpace",
+        "AppstackEtcdNearQuota",
         "AppstackEtcdBackupOverdue",
         "AppstackCronTabFailing",
     }

@@ -1,9 +1,9 @@
 """The EtcdCluster's own gauges — its members, healthy voters, leader and quorum, the times
 of its newest snapshot, next scheduled one and last defragmentation, its members' database
-sizes and the alarms etcd raised — read from its typed status (and the replicas and backup
-plan of its spec), and the dashboard rows that show them. Declared on its registration
-(:data:`.CONTROLLER`); the operator's per-kind collector reads them at scrape time
-(:mod:`appstack.controllers.kind_metrics`), its dashboard is drawn by
+sizes beside its quota and the alarms etcd raised — read from its typed status (and the
+replicas, quota and backup plan of its spec), and the dashboard rows that show them.
+Declared on its registration (:data:`.CONTROLLER`); the operator's per-kind collector reads
+them at scrape time (:mod:`appstack.controllers.kind_metrics`), its dashboard is drawn by
 :mod:`appstack.manifests.grafana` and its alerts (:mod:`appstack.manifests.dashboard`) use
 them. Pure.
 """
@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from appstack.api.etcdcluster import EtcdClusterStatus
 from appstack.api.etcdcluster_backup import BackupSpec
+from appstack.api.etcdcluster_maintenance import DEFAULT_QUOTA
 from appstack.controllers.etcdcluster.backup_schedule import next_due
 from appstack.sdk.kit.observers import Gauges, Panel, Sample
 
@@ -36,6 +37,10 @@ FAMILIES: dict[str, str] = {
     ),
     "appstack_etcdcluster_last_defragmentation_timestamp_seconds": (
         "When the EtcdCluster's last complete defragmentation ended"
+    ),
+    "appstack_etcdcluster_quota_backend_bytes": (
+        "An EtcdCluster's spec.quotaBackendBytes (etcd's 2 GiB when unset): a member whose "
+        "database file reaches it raises NOSPACE"
     ),
     "appstack_etcdcluster_alarm": "1 while etcd has raised this alarm (NOSPACE, CORRUPT)",
 }
@@ -59,6 +64,11 @@ def _backup_due(obj: dict[str, Any], last: str | None) -> float | None:
     except (ValidationError, KeyError, ValueError):
         return None
     return due.timestamp() if due is not None else None
+
+
+def _quota(obj: dict[str, Any]) -> float:
+    quota = (obj.get("spec") or {}).get("quotaBackendBytes")
+    return float(quota if isinstance(quota, int) and quota > 0 else DEFAULT_QUOTA)
 
 
 def _sizes(status: EtcdClusterStatus, who: dict[str, str]) -> Iterator[Sample]:
@@ -95,6 +105,7 @@ def samples(obj: dict[str, Any], who: dict[str, str]) -> Iterator[Sample]:
     due = _backup_due(obj, status.last_backup_time)
     if due is not None:
         yield "appstack_etcdcluster_next_backup_due_timestamp_seconds", who, due
+    yield "appstack_etcdcluster_quota_backend_bytes", who, _quota(obj)
     yield from _sizes(status, who)
 
 
@@ -125,11 +136,12 @@ def panels(who: str) -> Sequence[Panel]:
             ],
         ),
         (
-            "Database size / in use per member",
+            "Database size / in use per member, and the quota",
             "bytes",
             [
                 by_member("appstack_etcdcluster_db_size_bytes"),
                 by_member("appstack_etcdcluster_db_size_in_use_bytes"),
+                by_object("appstack_etcdcluster_quota_backend_bytes"),
             ],
         ),
         (

@@ -235,7 +235,7 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
             await self.writer.event(obj, "Normal", "NoSpaceRecovered", note)
             return observed, None, AFTER["Wait"]
         if spec.defragmentation is None or wait > 0:
-            return observed, None, wait
+            return observed, None, min(wait, maintenance.check_after(spec, seen.statuses))
         run = await maintenance.defragment(etcd, endpoints, spec.defragmentation.free_space_percent)
         observed.defragmentation = maintenance.run_status(run, now_rfc3339(), old)
         if run.stopped:

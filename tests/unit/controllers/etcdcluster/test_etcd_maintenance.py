@@ -204,6 +204,16 @@ def test_a_quota_below_what_the_database_holds_is_not_applied() -> None:
     assert "quotaBackendBytes 33554432 (32.0 MiB) is not above the 41943040 bytes" in said
 
 
+def test_a_database_near_its_quota_is_looked_at_every_few_seconds() -> None:
+    small = spec(quotaBackendBytes=100 * MIB)
+    near = {"e-0": status_of(1, 1, 10 * MIB, 10 * MIB), "e-1": status_of(2, 1, 80 * MIB, 5 * MIB)}
+    far = {"e-0": status_of(1, 1, 79 * MIB, 79 * MIB)}
+    assert maintenance.check_after(small, near) == maintenance.NEAR_QUOTA_CHECK  # the file
+    assert maintenance.check_after(small, far) == float("inf")
+    assert maintenance.check_after(spec(), near) == float("inf")  # etcd's 2 GiB default
+    assert maintenance.check_after(small, {}) == float("inf")
+
+
 def test_the_schedule_counts_from_the_last_complete_run() -> None:
     s = spec(defragmentation={"schedule": "0 3 * * *"})
     created = OBJ["metadata"]["creationTimestamp"]
