@@ -46,9 +46,9 @@ async def reasons(client: Client, namespace: str) -> list[tuple[str, str, str]]:
     ]
 
 
-async def member_ips(client: Client, namespace: str) -> list[str]:
+async def member_pods(client: Client, namespace: str) -> list[dict[str, Any]]:
     pods, _ = await client.list(POD, namespace)
-    return [p["status"]["podIP"] for p in pods if p["metadata"]["name"].startswith(f"{NAME}-")]
+    return [p for p in pods if p["metadata"]["name"].startswith(f"{NAME}-")]
 
 
 def members_of(obj: dict[str, Any]) -> list[dict[str, Any]]:
@@ -74,8 +74,7 @@ async def still_serving(client: Client, namespace: str, endpoint: str) -> None:
     readiness probe's failure window (3 probes 2 s apart), a NOSPACE alarm and all."""
     window = time.monotonic() + 8
     while time.monotonic() < window:
-        pods, _ = await client.list(POD, namespace)
-        members = [p for p in pods if p["metadata"]["name"].startswith(f"{NAME}-")]
+        members = await member_pods(client, namespace)
         assert len(members) == 3
         assert all(is_pod_ready(p) for p in members), [p["status"] for p in members]
         await asyncio.sleep(0.5)
@@ -113,7 +112,9 @@ async def fill(client: Client, namespace: str, endpoint: str, ledger: Ledger, qu
         ledger.acked["before"] = "filling"
         writes = ((f"k{i % 4}", f"{i}:" + "x" * (512 << 10)) for i in range(400))
         # each member asked at its pod IP: their files differ by a MiB or more
-        members = [f"http://{ip}:2379" for ip in await member_ips(client, namespace)]
+        members = [
+            f"http://{p['status']['podIP']}:2379" for p in await member_pods(client, namespace)
+        ]
         for key, value in writes:
             refused = await ledger.put(etcd, endpoint, key, value)
             sizes = [(await retry(partial(etcd.status, m))).db_size for m in members]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from appstack.controllers.etcdcluster.maintenance import NEAR_QUOTA
 from appstack.manifests import grafana
 from appstack.manifests.crds import LABELS
 from appstack.manifests.grafana import LEADER
@@ -91,7 +92,7 @@ ALERTS: list[dict[str, Any]] = [
     {
         "alert": "AppstackEtcdNearQuota",
         "expr": "max by (namespace, name) (appstack_etcdcluster_db_size_bytes) / "
-        "max by (namespace, name) (appstack_etcdcluster_quota_backend_bytes) > 0.8",
+        f"max by (namespace, name) (appstack_etcdcluster_quota_backend_bytes) > {NEAR_QUOTA}",
         "for": "10m",
         "labels": {"severity": "warning"},
         "annotations": {
