@@ -17,6 +17,7 @@ import pytest
 
 from appstack.controllers.etcdcluster import ETCD_CLUSTER
 from appstack.controllers.etcdcluster.etcdapi import EtcdClient, EtcdError
+from appstack.controllers.etcdcluster.maintenance import NEAR_QUOTA
 from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.resources import EVENT, POD
@@ -126,9 +127,9 @@ async def fill(client: Client, namespace: str, endpoint: str, ledger: Ledger, qu
             ETCD_CLUSTER,
             NAME,
             namespace,
-            lambda o: max(m.get("dbSize") or 0 for m in members_of(o)) >= 0.8 * quota,
+            lambda o: max(m.get("dbSize") or 0 for m in members_of(o)) >= NEAR_QUOTA * quota,
             60,
-            "a member's dbSize at 80 % of the quota in status",
+            "a member's dbSize near the quota (NEAR_QUOTA) in status",
         )
         for key, value in writes:
             refused = await ledger.put(etcd, endpoint, key, value)
@@ -140,10 +141,10 @@ async def fill(client: Client, namespace: str, endpoint: str, ledger: Ledger, qu
 async def test_nospace_is_reported_then_recovered_once_opted_in_losing_no_write(
     client: Client, namespace: str, operator: RunningOperator, real_node: RealNodeHandle
 ) -> None:
-    await client.create(ETCD_CLUSTER, seed(namespace, quotaBackendBytes=16 * MIB))
+    quota = 16 * MIB
+    await client.create(ETCD_CLUSTER, seed(namespace, quotaBackendBytes=quota))
     await wait_healthy(client, NAME, namespace, 3)
     endpoint = client_endpoint(real_node, namespace)
-    quota = 16 * MIB
     ledger = Ledger()
     acked, unsure = ledger.acked, ledger.unsure
     refused = await fill(client, namespace, endpoint, ledger, quota)

@@ -261,8 +261,8 @@ async def test_config_and_secret_changes_roll_real_pods_with_the_new_content_ins
     assert "version one" in inside("cat", "/app/config/application.yml")
     assert inside("printenv", "API_TOKEN").strip() == "first"
 
-    async def names() -> set[str]:
-        return {p["metadata"]["name"] for p in await running_pods(client, namespace, selector)}
+    def names(pods: list[Any]) -> set[str]:
+        return {p["metadata"]["name"] for p in pods}
 
     async def rolled_to(before: set[str], check: Any) -> set[str]:
         """Waits for one ready pod that is not one of `before` (new pods, not a file
@@ -275,7 +275,7 @@ async def test_config_and_secret_changes_roll_real_pods_with_the_new_content_ins
             pods = await running_pods(client, namespace, selector)
             ready = len(pods) == 1 and pods[0]["status"]["containerStatuses"][0]["ready"]
             seen.clear()
-            seen.update(p["metadata"]["name"] for p in pods)
+            seen.update(names(pods))
             return bool(ready and not seen & before and check(pods[0]["metadata"]["name"]))
 
         await eventually(
@@ -287,7 +287,7 @@ async def test_config_and_secret_changes_roll_real_pods_with_the_new_content_ins
         )
         return seen
 
-    first = await names()
+    first = names(await running_pods(client, namespace, selector))
     await client.patch(
         APP_STACK,
         "conf",
