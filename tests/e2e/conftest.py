@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,7 +38,7 @@ from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.events import EventRecorder
 from appstack.runtime.manager import Manager
-from appstack.runtime.resources import Resource
+from appstack.runtime.resources import EVENT, Resource
 from appstack.sdk.operator import assemble
 from appstack.sdk.options import OperatorOptions
 from appstack_testbed import objectstore
@@ -482,6 +482,24 @@ async def until(  # noqa: PLR0917 - read positionally
         retry_on=(errors.NotFound,),
     )
     return dict(obj)
+
+
+async def events_until(
+    client: Client,
+    namespace: str,
+    check: Callable[[list[dict[str, Any]]], object],
+    what: str,
+    timeout: float = 30,
+) -> list[dict[str, Any]]:
+    """The Events in ``namespace`` once ``check(events)`` holds; fails with the last list
+    seen. The operator sends its Events in the background, after the status write that says
+    the same (``appstack.runtime.events``): a test waits for them as for any other state,
+    never reads them once right after the status."""
+
+    async def listed() -> list[dict[str, Any]]:
+        return (await client.list(EVENT, namespace))[0]
+
+    return list(await eventually(listed, check, timeout=timeout, what=what))
 
 
 @pytest.fixture(scope="module")

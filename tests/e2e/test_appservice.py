@@ -14,10 +14,10 @@ import yaml
 from appstack.controllers.appservice import APP_SERVICE
 from appstack.runtime import errors
 from appstack.runtime.client import Client
-from appstack.runtime.resources import DEPLOYMENT, EVENT, POD, SERVICE
+from appstack.runtime.resources import DEPLOYMENT, POD, SERVICE
 from appstack_testbed.pytest_plugin import ClusterHandle
 from appstack_testbed.waiting import eventually
-from tests.e2e.conftest import RunningOperator, absent, start_operator, until
+from tests.e2e.conftest import RunningOperator, absent, events_until, start_operator, until
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "appservice.yaml"
 
@@ -70,9 +70,15 @@ async def test_the_seed_sample_becomes_a_ready_deployment_and_node_port_service(
     ]
     assert len(pods) == 2
     assert all(p["status"]["phase"] == "Running" for p in pods)
-    events, _ = await client.list(EVENT, namespace)
-    reasons = {e["reason"] for e in events if e["regarding"]["name"] == "appservice-sample"}
-    assert "Created" in reasons
+    await events_until(
+        client,
+        namespace,
+        lambda events: any(
+            e["reason"] == "Created" and e["regarding"]["name"] == "appservice-sample"
+            for e in events
+        ),
+        "a Created Event",
+    )
 
 
 async def test_updates_of_image_size_env_resources_and_ports_are_applied(
@@ -267,10 +273,12 @@ async def test_a_node_port_taken_by_another_appservice_is_reported_and_isolated(
     )
     assert "already allocated" in _condition(second, "Ready")["message"]
     assert _condition(second, "Degraded")["status"] == "True"
-    events, _ = await client.list(EVENT, namespace)
-    warnings = [e for e in events if e["regarding"]["name"] == "second" and e["type"] == "Warning"]
-    assert warnings
-    assert warnings[0]["reason"] == "NodePortConflict"
+
+    def warnings(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [e for e in events if e["regarding"]["name"] == "second" and e["type"] == "Warning"]
+
+    said = warnings(await events_until(client, namespace, warnings, "a Warning"))
+    assert said[0]["reason"] == "NodePortConflict"
     assert _ready(await client.get(APP_SERVICE, "first", namespace))
     # The Deployment of the second still runs: only its Service is blocked.
     await until(
@@ -435,13 +443,15 @@ async def test_pods_that_cannot_start_tell_the_appservice_why(
     assert ready["status"] == "False"
     assert detail in ready["message"], ready["message"]
     assert ready["message"].startswith("pod stuck-")
-    events, _ = await client.list(EVENT, namespace)
-    warnings = [
-        e
-        for e in events
-        if e["regarding"]["name"] == "stuck" and e["type"] == "Warning" and e["reason"] == reason
-    ]
-    assert warnings
+    await events_until(
+        client,
+        namespace,
+        lambda events: any(
+            e["regarding"]["name"] == "stuck" and e["type"] == "Warning" and e["reason"] == reason
+            for e in events
+        ),
+        f"a {reason} Warning",
+    )
 
     # Fixed: the new pods start and the AppService becomes Ready.
     await client.patch(

@@ -16,14 +16,13 @@ from appstack.runtime.resources import (
     CONFIG_MAP,
     DEPLOYMENT,
     ENDPOINT_SLICE,
-    EVENT,
     PVC,
     SECRET,
     SERVICE,
     STATEFUL_SET,
 )
 from appstack_testbed.waiting import eventually
-from tests.e2e.conftest import RunningOperator, absent, until
+from tests.e2e.conftest import RunningOperator, absent, events_until, until
 
 _COMPONENT = {"name": "app", "image": "web:1"}
 
@@ -431,11 +430,15 @@ async def test_a_variable_colliding_with_an_injected_one_is_reported_as_invalid(
     )
     (ready,) = [c for c in stack["status"]["conditions"] if c["type"] == "Ready"]
     assert "is injected for order-db" in ready["message"], ready["message"]
-    events, _ = await client.list(EVENT, namespace)
-    assert any(
-        e["reason"] == "InvalidSpec" and e["type"] == "Warning" and "order-db" in e["note"]
-        for e in events
-        if e["regarding"]["name"] == "clash"
+    await events_until(
+        client,
+        namespace,
+        lambda events: any(
+            e["reason"] == "InvalidSpec" and e["type"] == "Warning" and "order-db" in e["note"]
+            for e in events
+            if e["regarding"]["name"] == "clash"
+        ),
+        "an InvalidSpec Warning",
     )
     deployments, _ = await client.list(DEPLOYMENT, namespace)
     assert not deployments
@@ -508,11 +511,15 @@ async def test_members_whose_pods_cannot_start_are_failed_with_the_pods_reason(
     assert "restarted 4 times" in api_state[1]
     status, reason = _reason(stack)
     assert (status, reason) in {("False", "ImagePullBackOff"), ("False", "CrashLoopBackOff")}
-    events, _ = await client.list(EVENT, namespace)
-    assert any(
-        e["type"] == "Warning" and e["reason"] == reason
-        for e in events
-        if e["regarding"]["name"] == "stuck"
+    await events_until(
+        client,
+        namespace,
+        lambda events: any(
+            e["type"] == "Warning" and e["reason"] == reason
+            for e in events
+            if e["regarding"]["name"] == "stuck"
+        ),
+        f"a {reason} Warning",
     )
 
 
@@ -599,9 +606,12 @@ async def test_deleting_a_stack_tears_down_consumers_before_what_they_use(
     gone_before = timeline.present_when_deleted
     assert "web" not in gone_before["api"]  # web depends on api
     assert not {"api", "worker"} & gone_before["db"]  # api and worker use db
-    events, _ = await client.list(EVENT, namespace)
-    teardown = [e for e in events if e.get("reason") == "TearingDown"]
-    waves = [e["note"] for e in sorted(teardown, key=lambda e: e["eventTime"])]
+
+    def teardown(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [e for e in events if e.get("reason") == "TearingDown"]
+
+    events = await events_until(client, namespace, lambda es: len(teardown(es)) >= 3, "3 waves")
+    waves = [e["note"] for e in sorted(teardown(events), key=lambda e: e["eventTime"])]
     assert waves == ["deleting web", "deleting api, worker", "deleting db"]
 
 

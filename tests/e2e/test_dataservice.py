@@ -19,13 +19,12 @@ from appstack.runtime.client import Client
 from appstack.runtime.resources import (
     CONFIG_MAP,
     DEPLOYMENT,
-    EVENT,
     SECRET,
     SERVICE,
     STATEFUL_SET,
 )
 from appstack_testbed.waiting import eventually
-from tests.e2e.conftest import RunningOperator, until
+from tests.e2e.conftest import RunningOperator, events_until, until
 from tests.e2e.test_appstack import Timeline, _ready, _reason, _stack
 from tests.e2e.test_teardown import _until_gone
 
@@ -202,11 +201,17 @@ async def test_a_third_party_service_is_injected_by_url_and_credential_reference
         "CredentialsNotFound",
     )
     assert "idp-auth" in str(stuck["status"]["conditions"])
-    events, _ = await client.list(EVENT, namespace)
-    assert any(
-        e["type"] == "Warning" and e["reason"] == "CredentialsNotFound" and "idp-auth" in e["note"]
-        for e in events
-        if e["regarding"]["name"] == "tp"
+    await events_until(
+        client,
+        namespace,
+        lambda events: any(
+            e["type"] == "Warning"
+            and e["reason"] == "CredentialsNotFound"
+            and "idp-auth" in e["note"]
+            for e in events
+            if e["regarding"]["name"] == "tp"
+        ),
+        "a CredentialsNotFound Warning",
     )
 
     secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "idp-auth"}}

@@ -15,11 +15,11 @@ from appstack.controllers.etcdcluster import ETCD_CLUSTER
 from appstack.controllers.etcdcluster.etcdapi import EtcdClient
 from appstack.runtime import errors
 from appstack.runtime.client import Client
-from appstack.runtime.resources import EVENT, POD, PVC
+from appstack.runtime.resources import POD, PVC
 from appstack_testbed.etcd_releases import ETCD_PREVIOUS
 from appstack_testbed.pytest_plugin import RealNodeHandle
 from appstack_testbed.waiting import eventually
-from tests.e2e.conftest import RunningOperator, until
+from tests.e2e.conftest import RunningOperator, events_until, until
 from tests.e2e.etcd_load import (
     Writer,
     alive_pod_names,
@@ -131,8 +131,17 @@ async def test_scale_3_5_3_under_writes_loses_nothing(
         f"data-{m.name}" for m in members
     )
     assert max(stall_up, writer.longest_stall) < 10
-    events, _ = await client.list(EVENT, namespace)
-    notes = [(e["reason"], e.get("note", "")) for e in events if e["regarding"]["name"] == NAME]
+
+    def said(events: list[dict[str, Any]]) -> list[tuple[str, str]]:
+        return [(e["reason"], e.get("note", "")) for e in events if e["regarding"]["name"] == NAME]
+
+    def told(events: list[dict[str, Any]]) -> bool:
+        reasons = [r for r, _ in said(events)]
+        return all(
+            reasons.count(r) >= 2 for r in ("MemberAdded", "MemberPromoted", "MemberRemoved")
+        )
+
+    notes = said(await events_until(client, namespace, told, "two members' Events"))
     added = [n for r, n in notes if r == "MemberAdded"]
     assert len(added) == 2
     assert all(n.startswith("Added learner") for n in added)  # added as learners ...
@@ -268,8 +277,12 @@ async def test_quorum_loss_is_reported_never_forced(
     await eventually(lost_pods_gone, timeout=120, what="the lost members' pods to go")
     pods, _ = await client.list(POD, namespace)
     assert [p["metadata"]["name"] for p in pods] == [f"{NAME}-0"]  # nothing re-created
-    events, _ = await client.list(EVENT, namespace)
-    assert any(e["reason"] == "QuorumLost" and e["type"] == "Warning" for e in events)
+    await events_until(
+        client,
+        namespace,
+        lambda es: any(e["reason"] == "QuorumLost" and e["type"] == "Warning" for e in es),
+        "a QuorumLost Warning",
+    )
 
 
 async def test_backup_delete_and_restore_into_a_new_cluster(

@@ -20,10 +20,10 @@ from appstack.controllers.etcdcluster.etcdapi import EtcdClient, EtcdError
 from appstack.controllers.etcdcluster.maintenance import NEAR_QUOTA
 from appstack.runtime import errors
 from appstack.runtime.client import Client
-from appstack.runtime.resources import EVENT, POD
+from appstack.runtime.resources import POD
 from appstack_testbed.pytest_plugin import RealNodeHandle
 from appstack_testbed.waiting import eventually
-from tests.e2e.conftest import RunningOperator, until
+from tests.e2e.conftest import RunningOperator, events_until, until
 from tests.e2e.etcd_load import Writer, retry, wait_healthy
 from tests.e2e.test_etcdcluster import client_endpoint, is_pod_ready, report, seed
 
@@ -38,13 +38,17 @@ def condition(obj: dict[str, Any], kind: str) -> tuple[str, str]:
     return "", ""
 
 
-async def reasons(client: Client, namespace: str) -> list[tuple[str, str, str]]:
-    events, _ = await client.list(EVENT, namespace)
-    return [
-        (e["type"], e["reason"], e.get("note", ""))
-        for e in events
-        if e["regarding"]["name"] == NAME
-    ]
+async def event_notes(client: Client, namespace: str, reason: str) -> list[str]:
+    """The notes of the cluster's ``reason`` Events, once there is one."""
+
+    def said(events: list[dict[str, Any]]) -> list[str]:
+        return [
+            e.get("note", "")
+            for e in events
+            if e["regarding"]["name"] == NAME and e["reason"] == reason
+        ]
+
+    return said(await events_until(client, namespace, said, f"a {reason} Event"))
 
 
 async def member_pods(client: Client, namespace: str) -> list[dict[str, Any]]:
@@ -164,8 +168,7 @@ async def test_nospace_is_reported_then_recovered_once_opted_in_losing_no_write(
     assert took < 12, took  # near its quota it is looked at every 5 s (idle: every 30 s)
     assert reported["status"]["alarms"] == ["NOSPACE"]
     assert condition(reported, "Available")[0] == "True"  # reads still served
-    warned = [n for t, r, n in await reasons(client, namespace) if r == "NoSpace"]
-    assert warned
+    warned = await event_notes(client, namespace, "NoSpace")
     assert "recoverFromNoSpace" in warned[0]
     # not opted in: nothing is done about it
     assert "database space exceeded" in await refusal(endpoint)
@@ -189,8 +192,7 @@ async def test_nospace_is_reported_then_recovered_once_opted_in_losing_no_write(
     done = recovered["status"]["defragmentation"]
     assert [m["name"] for m in done["members"]][-1] == recovered["status"]["leader"]
     assert all(m["afterBytes"] < m["beforeBytes"] // 2 for m in done["members"]), done
-    notes = [n for t, r, n in await reasons(client, namespace) if r == "NoSpaceRecovered"]
-    assert notes
+    notes = await event_notes(client, namespace, "NoSpaceRecovered")
     assert "writes resume" in notes[0]
     async with EtcdClient(timeout=5) as etcd:
         await retry(lambda: etcd.put(endpoint, "after", "resumed"))
@@ -247,8 +249,7 @@ async def test_a_scheduled_defragmentation_shrinks_every_member_while_writes_go_
     assert run["members"][-1]["name"] == done["status"]["leader"]
     assert all(m["afterBytes"] < m["beforeBytes"] for m in run["members"]), run
     assert run["reclaimedBytes"] > 4 * MIB
-    notes = [n for t, r, n in await reasons(client, namespace) if r == "Defragmented"]
-    assert notes
+    notes = await event_notes(client, namespace, "Defragmented")
     assert "reclaimed" in notes[0]
     assert await writer.lost() == []
     report("scheduled defragmentation of 3 members", took)
@@ -330,8 +331,7 @@ async def test_a_quota_below_what_the_database_holds_is_refused_and_members_keep
     )
     said = next(c for c in refused["status"]["conditions"] if c["type"] == "Degraded")
     assert "quotaBackendBytes 16777216" in said["message"]
-    warned = [n for t, r, n in await reasons(client, namespace) if r == "QuotaBelowDatabaseSize"]
-    assert warned
+    await event_notes(client, namespace, "QuotaBelowDatabaseSize")  # a Warning said it
     for i in range(3):  # nobody restarted with the quota the data would not fit in
         pod = await client.get(POD, f"{NAME}-{i}", namespace)
         assert f"--quota-backend-bytes={64 * MIB}" in pod["spec"]["containers"][0]["args"]

@@ -21,10 +21,10 @@ from appstack.controllers.etcdcluster import ETCD_CLUSTER
 from appstack.controllers.etcdcluster.backup_schedule import parse_time
 from appstack.controllers.etcdcluster.etcdapi import EtcdClient
 from appstack.runtime.client import Client
-from appstack.runtime.resources import EVENT, NAMESPACE, POD, PVC
+from appstack.runtime.resources import NAMESPACE, POD, PVC
 from appstack_testbed.pytest_plugin import RealNodeHandle
 from appstack_testbed.waiting import eventually
-from tests.e2e.conftest import RunningOperator, until
+from tests.e2e.conftest import RunningOperator, events_until, until
 from tests.e2e.etcd_load import alive_pod_names, retry, snapshot_claim, wait_healthy
 from tests.e2e.test_etcdcluster import client_endpoint, report, seed
 
@@ -144,8 +144,14 @@ async def rebuilt(client: Client, namespace: str, endpoint: str) -> None:
     async with EtcdClient() as etcd:
         assert await retry(lambda: etcd.get(endpoint, "saved")) == "before the snapshot"
         assert await etcd.get(endpoint, "lost") is None  # written after the snapshot
-    events, _ = await client.list(EVENT, namespace)
-    notes = {e["reason"]: e.get("note", "") for e in events if e["regarding"]["name"] == NAME}
+
+    def said(events: list[dict[str, Any]]) -> dict[str, str]:
+        return {e["reason"]: e.get("note", "") for e in events if e["regarding"]["name"] == NAME}
+
+    events = await events_until(
+        client, namespace, lambda es: {"DisasterRecovery", "Recovered"} <= said(es).keys(), "Events"
+    )
+    notes = said(events)
     assert f"rebuilding from snapshot {NAME}-0.db" in notes["DisasterRecovery"]
     assert "Recovered" in notes
 
@@ -175,8 +181,12 @@ async def test_recovery_without_a_snapshot_is_reported_impossible(
     assert said["Available"]["status"] == "False"
     assert said["Degraded"]["reason"] == "RecoveryImpossible"
     assert "no snapshot has been taken" in said["Degraded"]["message"]
-    events, _ = await client.list(EVENT, namespace)
-    assert any(e["reason"] == "RecoveryImpossible" and e["type"] == "Warning" for e in events)
+    await events_until(
+        client,
+        namespace,
+        lambda es: any(e["reason"] == "RecoveryImpossible" and e["type"] == "Warning" for e in es),
+        "a RecoveryImpossible Warning",
+    )
     assert "recovery" not in hopeless["status"]
     assert (await client.get(POD, f"{NAME}-0", namespace))["metadata"]["uid"] == survivor
     pods, _ = await client.list(POD, namespace)

@@ -18,10 +18,10 @@ from appstack.controllers.etcdcluster import ETCD_CLUSTER, objectstore
 from appstack.controllers.etcdcluster.backup import REQUEST
 from appstack.controllers.etcdcluster.etcdapi import EtcdClient
 from appstack.runtime.client import Client
-from appstack.runtime.resources import DEPLOYMENT, EVENT, POD, PVC, SECRET
+from appstack.runtime.resources import DEPLOYMENT, POD, PVC, SECRET
 from appstack_testbed.objectstore import ObjectStore, S3Server
 from appstack_testbed.pytest_plugin import RealNodeHandle
-from tests.e2e.conftest import RunningOperator, until
+from tests.e2e.conftest import RunningOperator, events_until, until
 from tests.e2e.etcd_load import retry, wait_healthy
 from tests.e2e.test_etcdcluster import client_endpoint, report, seed
 
@@ -146,8 +146,12 @@ async def test_snapshots_land_in_s3_with_retention_and_a_new_cluster_restores_fr
     assert taken["backupsTaken"] == 3
     listed = sorted(s3_client.list_objects(BUCKET, "etcd/prod/"))
     assert listed == sorted(b["name"] for b in taken["backups"][:2])  # retention: 2
-    events, _ = await client.list(EVENT, namespace)
-    assert sum(e["reason"] == "BackupTaken" for e in events) >= 3
+    await events_until(
+        client,
+        namespace,
+        lambda events: sum(e["reason"] == "BackupTaken" for e in events) >= 3,
+        "3 BackupTaken Events",
+    )
 
     source = {**s3_target(s3_server), "key": newest["name"]}
     restored = seed(namespace, name="restored", restore={"s3": source})
@@ -190,9 +194,11 @@ async def test_a_missing_bucket_wrong_keys_or_a_gone_store_fail_the_backup_and_n
     status = failed["status"]
     assert "backups" not in status  # nothing listed as taken
     assert {c["type"]: c["status"] for c in status["conditions"]}["Available"] == "True"
-    events, _ = await client.list(EVENT, namespace)
-    warned = [e.get("note", "") for e in events if e["reason"] == "BackupFailed"]
-    assert warned
+
+    def failed(events: list[dict[str, Any]]) -> list[str]:
+        return [e.get("note", "") for e in events if e["reason"] == "BackupFailed"]
+
+    warned = failed(await events_until(client, namespace, failed, "a BackupFailed Event"))
     assert "NoSuchBucket" in warned[0]
     # the bucket made: a request is tried at once (no waiting out the retry pause)
     s3_client.create_bucket("missing-bucket")

@@ -13,9 +13,9 @@ from typing import Any
 
 from appstack.controllers.etcdcluster import ETCD_CLUSTER
 from appstack.runtime.client import Client
-from appstack.runtime.resources import EVENT, PVC, Resource
+from appstack.runtime.resources import PVC, Resource
 from appstack_testbed.pytest_plugin import RealNodeHandle
-from tests.e2e.conftest import RunningOperator, until
+from tests.e2e.conftest import RunningOperator, events_until, until
 from tests.e2e.etcd_load import snapshot_claim, wait_healthy
 from tests.e2e.test_etcdcluster import report, seed
 
@@ -27,9 +27,8 @@ def taken(count: int) -> Any:
     return lambda o: ((o.get("status") or {}).get("backupsTaken") or 0) >= count
 
 
-async def job_created_at(client: Client, namespace: str) -> dict[str, datetime.datetime]:
+def job_created_at(events: list[dict[str, Any]]) -> dict[str, datetime.datetime]:
     """When each snapshot Job was created, from the operator's ``Created`` Events."""
-    events, _ = await client.list(EVENT, namespace)
     out = {}
     for event in events:
         note = event.get("note") or ""
@@ -59,7 +58,11 @@ async def test_a_schedule_every_minute_snapshots_on_the_minute_and_rotates(
     assert done["status"]["backupsTaken"] == 3  # one a minute: no burst
     assert done["status"]["lastBackup"] == f"{NAME}-0.db"  # snapshot 2 overwrote snapshot 0
 
-    created = await job_created_at(client, namespace)
+    jobs = {f"{NAME}-backup-1", f"{NAME}-backup-2"}
+    events = await events_until(
+        client, namespace, lambda es: jobs <= job_created_at(es).keys(), "their Created Events"
+    )
+    created = job_created_at(events)
     one, two = created[f"{NAME}-backup-1"], created[f"{NAME}-backup-2"]
     print(f"\n[etcd e2e] snapshot Jobs started {one.second} s and {two.second} s past the minute")
     assert (two - one).total_seconds() >= 50  # the next minute, not at once

@@ -21,7 +21,7 @@ from appstack.runtime.resources import EVENT, POD, PVC, SECRET
 from appstack_testbed.etcd_pki import EtcdPKI, PEMs, etcd_tls_secrets
 from appstack_testbed.etcd_releases import ETCD_PREVIOUS
 from appstack_testbed.pytest_plugin import RealNodeHandle
-from tests.e2e.conftest import RunningOperator, until
+from tests.e2e.conftest import RunningOperator, events_until, until
 from tests.e2e.etcd_load import first_snapshot, retry, snapshot_claim, wait_healthy
 from tests.e2e.test_etcdcluster import report, seed
 from tests.e2e.test_etcdcluster_kind import seed as kwok_seed
@@ -96,8 +96,11 @@ async def test_missing_secret_is_reported_then_members_start_once_it_exists(
     assert available["message"].startswith(f"Secret {NAME}-")
     assert available["message"].endswith("TLS) not found")
     assert conditions_of(cluster)["Degraded"]["status"] == "True"
-    events, _ = await client.list(EVENT, namespace)
-    warned = [e for e in events if e["reason"] == "TLSSecretNotFound"]
+
+    def missing(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [e for e in events if e["reason"] == "TLSSecretNotFound"]
+
+    warned = missing(await events_until(client, namespace, missing, "a TLSSecretNotFound Event"))
     assert len(warned) == 1
     assert warned[0]["type"] == "Warning"
     assert warned[0].get("series") is None  # said once, not at every look
@@ -197,8 +200,7 @@ async def test_three_members_with_peer_and_client_tls_serve_clients_with_certifi
     await operator_certificate_swapped(client, namespace, pki)
 
 
-async def handshake_warnings(client: Client, namespace: str) -> int:
-    events, _ = await client.list(EVENT, namespace)
+def handshake_warnings(events: list[dict[str, Any]]) -> int:
     return sum(e["reason"] == "TLSHandshakeFailed" and e["type"] == "Warning" for e in events)
 
 
@@ -212,7 +214,8 @@ async def operator_certificate_swapped(client: Client, namespace: str, pki: Etcd
     done); the right one again (a new resourceVersion: the cached context is dropped) and
     the cluster is back."""
     name = TLS["operatorSecretName"]
-    assert await handshake_warnings(client, namespace) == 0  # members starting are not that
+    events, _ = await client.list(EVENT, namespace)
+    assert handshake_warnings(events) == 0  # members starting are not that
     stranger = etcd_tls_secrets("stranger", namespace).user
     foreign = PEMs(ca=pki.server.ca, cert=stranger.cert, key=stranger.key)
     await replace_secret(client, namespace, foreign.secret(name, namespace))
@@ -223,7 +226,8 @@ async def operator_certificate_swapped(client: Client, namespace: str, pki: Etcd
     cluster = await until(client, ETCD_CLUSTER, NAME, namespace, refused, 60, "TLSHandshakeFailed")
     assert "UNKNOWN_CA" in conditions_of(cluster)["Available"]["message"]
     assert len(cluster["status"]["members"]) == 5  # kept, not forgotten
-    assert await handshake_warnings(client, namespace) == 1
+    events = await events_until(client, namespace, handshake_warnings, "a TLSHandshakeFailed")
+    assert handshake_warnings(events) == 1  # one Event, its repeats folded into its series
     await replace_secret(client, namespace, pki.operator.secret(name, namespace))
     await wait_healthy(client, NAME, namespace, 5, timeout=60)
 

@@ -33,7 +33,7 @@ from appstack.runtime.resources import (
 )
 from appstack_testbed.pytest_plugin import ClusterHandle
 from appstack_testbed.waiting import eventually
-from tests.e2e.conftest import RunningOperator, until
+from tests.e2e.conftest import RunningOperator, events_until, until
 
 ROOT = Path(__file__).resolve().parents[2]
 NAME = "example-mongodb"
@@ -83,11 +83,15 @@ async def _waits_for_its_secret(client: Client, namespace: str) -> None:
     assert "spec.users[0] (my-user)" in message
     assert "Secret my-user-password not found" in message
     assert waiting["status"]["phase"] == "Failed"
-    events, _ = await client.list(EVENT, namespace)
-    assert any(
-        e["reason"] == "PasswordSecretNotFound" and e["type"] == "Warning"
-        for e in events
-        if e["regarding"]["name"] == NAME
+    await events_until(
+        client,
+        namespace,
+        lambda events: any(
+            e["reason"] == "PasswordSecretNotFound" and e["type"] == "Warning"
+            for e in events
+            if e["regarding"]["name"] == NAME
+        ),
+        "a PasswordSecretNotFound Warning",
     )
     sts = await client.get(STATEFUL_SET, NAME, namespace)
     assert sts["spec"]["replicas"] == 3

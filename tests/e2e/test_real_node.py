@@ -29,14 +29,13 @@ from appstack.runtime.resources import (
     CONFIG_MAP,
     CRON_JOB,
     DEPLOYMENT,
-    EVENT,
     NAMESPACE,
     POD,
     SECRET,
 )
 from appstack_testbed.pytest_plugin import ClusterHandle, RealNodeHandle
 from appstack_testbed.waiting import eventually, eventually_sync
-from tests.e2e.conftest import RunningOperator, is_ready, until
+from tests.e2e.conftest import RunningOperator, events_until, is_ready, until
 from tests.e2e.test_dataservice import _node_ports_free
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -172,12 +171,16 @@ async def test_pods_meet_the_namespace_s_pod_security_level_and_a_root_image_is_
     app = await until(client, APP_SERVICE, "root", namespace, refused, 120, "the refusal")
     assert "runAsNonRoot" in _condition(app)["message"]
     assert "image will run as root" in _condition(app)["message"]
-    events, _ = await client.list(EVENT, namespace)
-    assert any(
-        e.get("type") == "Warning"
-        and e.get("reason") == "CreateContainerConfigError"
-        and e["regarding"]["name"] == "root"
-        for e in events
+    await events_until(
+        client,
+        namespace,
+        lambda events: any(
+            e.get("type") == "Warning"
+            and e.get("reason") == "CreateContainerConfigError"
+            and e["regarding"]["name"] == "root"
+            for e in events
+        ),
+        "the Warning",
     )
 
 
@@ -465,8 +468,12 @@ async def test_a_failing_run_makes_the_crontab_degraded_with_the_jobs_reason(
     assert failed["status"]["lastRun"] == "fails"
     assert failed["status"]["lastRunResult"] == "Failed"
     assert not is_ready(failed)
-    events = kubectl(kube_cluster, namespace, "events", f"--for=crontab/{name}")
-    assert "BackoffLimitExceeded" in events
+    eventually_sync(
+        lambda: kubectl(kube_cluster, namespace, "events", f"--for=crontab/{name}"),
+        lambda out: "BackoffLimitExceeded" in out,
+        timeout=30,
+        what="kubectl events to show BackoffLimitExceeded",
+    )
     # A run that cannot start: its image does not exist.
     patch = {"spec": {"image": "busybox:0.0.0-nobody"}}
     await client.patch(CRON_TAB, name, patch, namespace=namespace)

@@ -19,14 +19,13 @@ from appstack.runtime.client import Client
 from appstack.runtime.resources import (
     CONFIG_MAP,
     ENDPOINT_SLICE,
-    EVENT,
     LEASE,
     NAMESPACE,
     POD,
     SECRET,
     SERVICE,
 )
-from tests.e2e.conftest import RunningOperator, until
+from tests.e2e.conftest import RunningOperator, events_until, until
 
 
 @pytest.fixture
@@ -272,9 +271,14 @@ async def test_external_middleware_may_not_point_inside_the_cluster_or_at_the_no
         assert db["state"] == "Failed"
         with pytest.raises(errors.NotFound):  # nothing points there
             await client.get(ENDPOINT_SLICE, f"{name}-db-external", namespace)
-    events, _ = await client.list(EVENT, namespace)
-    warned = {e["regarding"]["name"] for e in events if e.get("reason") == "ExternalAddressRefused"}
-    assert warned == set(refused)
+
+    def warned(events: list[dict[str, Any]]) -> set[str]:
+        return {e["regarding"]["name"] for e in events if e["reason"] == "ExternalAddressRefused"}
+
+    events = await events_until(
+        client, namespace, lambda es: warned(es) >= set(refused), "a Warning for each"
+    )
+    assert warned(events) == set(refused)
     slice_ = await until(
         client, ENDPOINT_SLICE, "fine-db-external", namespace, lambda s: True, 60, "a slice"
     )
