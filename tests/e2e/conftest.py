@@ -502,6 +502,33 @@ async def events_until(
     return list(await eventually(listed, check, timeout=timeout, what=what))
 
 
+async def events_of(
+    client: Client,
+    namespace: str,
+    reason: str,
+    *,
+    about: str | None = None,
+    type_: str | None = None,
+    note: str = "",
+    timeout: float = 30,
+) -> list[dict[str, Any]]:
+    """The Events in ``namespace`` with ``reason`` (about the object named ``about``, of
+    ``type_``, with ``note`` in their note, where given), once there is one."""
+
+    def matching(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [
+            e
+            for e in events
+            if e.get("reason") == reason
+            and (about is None or e["regarding"]["name"] == about)
+            and (type_ is None or e.get("type") == type_)
+            and note in (e.get("note") or "")
+        ]
+
+    what = f"a {type_ or ''} {reason} Event" + (f" about {about}" if about else "")
+    return matching(await events_until(client, namespace, matching, what, timeout))
+
+
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The checkout's files (linked) in a directory of the test's own, so that files a

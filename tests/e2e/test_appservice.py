@@ -17,7 +17,14 @@ from appstack.runtime.client import Client
 from appstack.runtime.resources import DEPLOYMENT, POD, SERVICE
 from appstack_testbed.pytest_plugin import ClusterHandle
 from appstack_testbed.waiting import eventually
-from tests.e2e.conftest import RunningOperator, absent, events_until, start_operator, until
+from tests.e2e.conftest import (
+    RunningOperator,
+    absent,
+    events_of,
+    events_until,
+    start_operator,
+    until,
+)
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "appservice.yaml"
 
@@ -70,15 +77,7 @@ async def test_the_seed_sample_becomes_a_ready_deployment_and_node_port_service(
     ]
     assert len(pods) == 2
     assert all(p["status"]["phase"] == "Running" for p in pods)
-    await events_until(
-        client,
-        namespace,
-        lambda events: any(
-            e["reason"] == "Created" and e["regarding"]["name"] == "appservice-sample"
-            for e in events
-        ),
-        "a Created Event",
-    )
+    await events_of(client, namespace, "Created", about="appservice-sample")
 
 
 async def test_updates_of_image_size_env_resources_and_ports_are_applied(
@@ -443,15 +442,7 @@ async def test_pods_that_cannot_start_tell_the_appservice_why(
     assert ready["status"] == "False"
     assert detail in ready["message"], ready["message"]
     assert ready["message"].startswith("pod stuck-")
-    await events_until(
-        client,
-        namespace,
-        lambda events: any(
-            e["regarding"]["name"] == "stuck" and e["type"] == "Warning" and e["reason"] == reason
-            for e in events
-        ),
-        f"a {reason} Warning",
-    )
+    await events_of(client, namespace, reason, about="stuck", type_="Warning")
 
     # Fixed: the new pods start and the AppService becomes Ready.
     await client.patch(

@@ -22,7 +22,7 @@ from appstack.runtime.resources import (
     STATEFUL_SET,
 )
 from appstack_testbed.waiting import eventually
-from tests.e2e.conftest import RunningOperator, absent, events_until, until
+from tests.e2e.conftest import RunningOperator, absent, events_of, events_until, until
 
 _COMPONENT = {"name": "app", "image": "web:1"}
 
@@ -430,15 +430,8 @@ async def test_a_variable_colliding_with_an_injected_one_is_reported_as_invalid(
     )
     (ready,) = [c for c in stack["status"]["conditions"] if c["type"] == "Ready"]
     assert "is injected for order-db" in ready["message"], ready["message"]
-    await events_until(
-        client,
-        namespace,
-        lambda events: any(
-            e["reason"] == "InvalidSpec" and e["type"] == "Warning" and "order-db" in e["note"]
-            for e in events
-            if e["regarding"]["name"] == "clash"
-        ),
-        "an InvalidSpec Warning",
+    await events_of(
+        client, namespace, "InvalidSpec", about="clash", type_="Warning", note="order-db"
     )
     deployments, _ = await client.list(DEPLOYMENT, namespace)
     assert not deployments
@@ -511,16 +504,7 @@ async def test_members_whose_pods_cannot_start_are_failed_with_the_pods_reason(
     assert "restarted 4 times" in api_state[1]
     status, reason = _reason(stack)
     assert (status, reason) in {("False", "ImagePullBackOff"), ("False", "CrashLoopBackOff")}
-    await events_until(
-        client,
-        namespace,
-        lambda events: any(
-            e["type"] == "Warning" and e["reason"] == reason
-            for e in events
-            if e["regarding"]["name"] == "stuck"
-        ),
-        f"a {reason} Warning",
-    )
+    await events_of(client, namespace, reason, about="stuck", type_="Warning")
 
 
 async def test_a_dependency_cycle_is_reported_with_the_cycle_spelled_out(

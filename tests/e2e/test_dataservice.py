@@ -24,7 +24,7 @@ from appstack.runtime.resources import (
     STATEFUL_SET,
 )
 from appstack_testbed.waiting import eventually
-from tests.e2e.conftest import RunningOperator, events_until, until
+from tests.e2e.conftest import RunningOperator, events_of, until
 from tests.e2e.test_appstack import Timeline, _ready, _reason, _stack
 from tests.e2e.test_teardown import _until_gone
 
@@ -201,17 +201,8 @@ async def test_a_third_party_service_is_injected_by_url_and_credential_reference
         "CredentialsNotFound",
     )
     assert "idp-auth" in str(stuck["status"]["conditions"])
-    await events_until(
-        client,
-        namespace,
-        lambda events: any(
-            e["type"] == "Warning"
-            and e["reason"] == "CredentialsNotFound"
-            and "idp-auth" in e["note"]
-            for e in events
-            if e["regarding"]["name"] == "tp"
-        ),
-        "a CredentialsNotFound Warning",
+    await events_of(
+        client, namespace, "CredentialsNotFound", about="tp", type_="Warning", note="idp-auth"
     )
 
     secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "idp-auth"}}

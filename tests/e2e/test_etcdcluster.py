@@ -19,7 +19,7 @@ from appstack.runtime.resources import POD, PVC
 from appstack_testbed.etcd_releases import ETCD_PREVIOUS
 from appstack_testbed.pytest_plugin import RealNodeHandle
 from appstack_testbed.waiting import eventually
-from tests.e2e.conftest import RunningOperator, events_until, until
+from tests.e2e.conftest import RunningOperator, events_of, events_until, until
 from tests.e2e.etcd_load import (
     Writer,
     alive_pod_names,
@@ -277,12 +277,7 @@ async def test_quorum_loss_is_reported_never_forced(
     await eventually(lost_pods_gone, timeout=120, what="the lost members' pods to go")
     pods, _ = await client.list(POD, namespace)
     assert [p["metadata"]["name"] for p in pods] == [f"{NAME}-0"]  # nothing re-created
-    await events_until(
-        client,
-        namespace,
-        lambda es: any(e["reason"] == "QuorumLost" and e["type"] == "Warning" for e in es),
-        "a QuorumLost Warning",
-    )
+    await events_of(client, namespace, "QuorumLost", type_="Warning")
 
 
 async def test_backup_delete_and_restore_into_a_new_cluster(

@@ -23,7 +23,7 @@ from appstack.runtime.client import Client
 from appstack.runtime.resources import POD
 from appstack_testbed.pytest_plugin import RealNodeHandle
 from appstack_testbed.waiting import eventually
-from tests.e2e.conftest import RunningOperator, events_until, until
+from tests.e2e.conftest import RunningOperator, events_of, until
 from tests.e2e.etcd_load import Writer, retry, wait_healthy
 from tests.e2e.test_etcdcluster import client_endpoint, is_pod_ready, report, seed
 
@@ -40,15 +40,7 @@ def condition(obj: dict[str, Any], kind: str) -> tuple[str, str]:
 
 async def event_notes(client: Client, namespace: str, reason: str) -> list[str]:
     """The notes of the cluster's ``reason`` Events, once there is one."""
-
-    def said(events: list[dict[str, Any]]) -> list[str]:
-        return [
-            e.get("note", "")
-            for e in events
-            if e["regarding"]["name"] == NAME and e["reason"] == reason
-        ]
-
-    return said(await events_until(client, namespace, said, f"a {reason} Event"))
+    return [e.get("note", "") for e in await events_of(client, namespace, reason, about=NAME)]
 
 
 async def member_pods(client: Client, namespace: str) -> list[dict[str, Any]]:

@@ -24,7 +24,7 @@ from appstack.runtime.client import Client
 from appstack.runtime.resources import NAMESPACE, POD, PVC
 from appstack_testbed.pytest_plugin import RealNodeHandle
 from appstack_testbed.waiting import eventually
-from tests.e2e.conftest import RunningOperator, events_until, until
+from tests.e2e.conftest import RunningOperator, events_of, events_until, until
 from tests.e2e.etcd_load import alive_pod_names, retry, snapshot_claim, wait_healthy
 from tests.e2e.test_etcdcluster import client_endpoint, report, seed
 
@@ -181,12 +181,7 @@ async def test_recovery_without_a_snapshot_is_reported_impossible(
     assert said["Available"]["status"] == "False"
     assert said["Degraded"]["reason"] == "RecoveryImpossible"
     assert "no snapshot has been taken" in said["Degraded"]["message"]
-    await events_until(
-        client,
-        namespace,
-        lambda es: any(e["reason"] == "RecoveryImpossible" and e["type"] == "Warning" for e in es),
-        "a RecoveryImpossible Warning",
-    )
+    await events_of(client, namespace, "RecoveryImpossible", type_="Warning")
     assert "recovery" not in hopeless["status"]
     assert (await client.get(POD, f"{NAME}-0", namespace))["metadata"]["uid"] == survivor
     pods, _ = await client.list(POD, namespace)

@@ -21,7 +21,7 @@ from appstack.runtime.client import Client
 from appstack.runtime.resources import DEPLOYMENT, POD, PVC, SECRET
 from appstack_testbed.objectstore import ObjectStore, S3Server
 from appstack_testbed.pytest_plugin import RealNodeHandle
-from tests.e2e.conftest import RunningOperator, events_until, until
+from tests.e2e.conftest import RunningOperator, events_of, events_until, until
 from tests.e2e.etcd_load import retry, wait_healthy
 from tests.e2e.test_etcdcluster import client_endpoint, report, seed
 
@@ -194,11 +194,7 @@ async def test_a_missing_bucket_wrong_keys_or_a_gone_store_fail_the_backup_and_n
     status = failed["status"]
     assert "backups" not in status  # nothing listed as taken
     assert {c["type"]: c["status"] for c in status["conditions"]}["Available"] == "True"
-
-    def failed(events: list[dict[str, Any]]) -> list[str]:
-        return [e.get("note", "") for e in events if e["reason"] == "BackupFailed"]
-
-    warned = failed(await events_until(client, namespace, failed, "a BackupFailed Event"))
+    warned = [e.get("note", "") for e in await events_of(client, namespace, "BackupFailed")]
     assert "NoSuchBucket" in warned[0]
     # the bucket made: a request is tried at once (no waiting out the retry pause)
     s3_client.create_bucket("missing-bucket")

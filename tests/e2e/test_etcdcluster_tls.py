@@ -21,7 +21,7 @@ from appstack.runtime.resources import EVENT, POD, PVC, SECRET
 from appstack_testbed.etcd_pki import EtcdPKI, PEMs, etcd_tls_secrets
 from appstack_testbed.etcd_releases import ETCD_PREVIOUS
 from appstack_testbed.pytest_plugin import RealNodeHandle
-from tests.e2e.conftest import RunningOperator, events_until, until
+from tests.e2e.conftest import RunningOperator, events_of, events_until, until
 from tests.e2e.etcd_load import first_snapshot, retry, snapshot_claim, wait_healthy
 from tests.e2e.test_etcdcluster import report, seed
 from tests.e2e.test_etcdcluster_kind import seed as kwok_seed
@@ -96,11 +96,7 @@ async def test_missing_secret_is_reported_then_members_start_once_it_exists(
     assert available["message"].startswith(f"Secret {NAME}-")
     assert available["message"].endswith("TLS) not found")
     assert conditions_of(cluster)["Degraded"]["status"] == "True"
-
-    def missing(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return [e for e in events if e["reason"] == "TLSSecretNotFound"]
-
-    warned = missing(await events_until(client, namespace, missing, "a TLSSecretNotFound Event"))
+    warned = await events_of(client, namespace, "TLSSecretNotFound")
     assert len(warned) == 1
     assert warned[0]["type"] == "Warning"
     assert warned[0].get("series") is None  # said once, not at every look

@@ -33,7 +33,7 @@ from appstack.runtime.resources import (
 )
 from appstack_testbed.pytest_plugin import ClusterHandle
 from appstack_testbed.waiting import eventually
-from tests.e2e.conftest import RunningOperator, events_until, until
+from tests.e2e.conftest import RunningOperator, events_of, until
 
 ROOT = Path(__file__).resolve().parents[2]
 NAME = "example-mongodb"
@@ -83,16 +83,7 @@ async def _waits_for_its_secret(client: Client, namespace: str) -> None:
     assert "spec.users[0] (my-user)" in message
     assert "Secret my-user-password not found" in message
     assert waiting["status"]["phase"] == "Failed"
-    await events_until(
-        client,
-        namespace,
-        lambda events: any(
-            e["reason"] == "PasswordSecretNotFound" and e["type"] == "Warning"
-            for e in events
-            if e["regarding"]["name"] == NAME
-        ),
-        "a PasswordSecretNotFound Warning",
-    )
+    await events_of(client, namespace, "PasswordSecretNotFound", about=NAME, type_="Warning")
     sts = await client.get(STATEFUL_SET, NAME, namespace)
     assert sts["spec"]["replicas"] == 3
     assert sts["spec"]["serviceName"] == f"{NAME}-svc"

@@ -42,10 +42,10 @@ from appstack.api.namespaces import ENABLED
 from appstack.controllers.appstack import APP_STACK
 from appstack.runtime import errors
 from appstack.runtime.client import Client
-from appstack.runtime.resources import EVENT, POD, PVC, SECRET, STATEFUL_SET
+from appstack.runtime.resources import POD, PVC, SECRET, STATEFUL_SET
 from appstack_testbed.pytest_plugin import ClusterHandle, RealNodeHandle
 from appstack_testbed.waiting import eventually, eventually_sync
-from tests.e2e.conftest import RunningOperator, absent, is_ready, start_operator
+from tests.e2e.conftest import RunningOperator, absent, events_of, is_ready, start_operator
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "shop.yaml"
 STACK = "shop"
@@ -362,18 +362,7 @@ async def test_a_database_that_is_up_but_refuses_the_login_is_not_ready(
         pass
     assert (await in_pod(kube_cluster, namespace, engine.pod, engine.admin_ping)) in ("1", "PONG")
 
-    async def probe_refused() -> bool:
-        events, _ = await client.list(EVENT, namespace)
-        return any(
-            e.get("reason") == "Unhealthy"
-            and e["regarding"]["name"] == engine.pod
-            and engine.refusal in (e.get("note") or "")
-            for e in events
-        )
-
-    await eventually(
-        probe_refused, timeout=30, what=f"the probe to report {engine.refusal!r}", interval=1
-    )
+    await events_of(client, namespace, "Unhealthy", about=engine.pod, note=engine.refusal)
 
     await in_pod(kube_cluster, namespace, engine.pod, engine.allow)
     await _stack_ready(client, namespace, 60)

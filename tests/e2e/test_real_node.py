@@ -35,7 +35,7 @@ from appstack.runtime.resources import (
 )
 from appstack_testbed.pytest_plugin import ClusterHandle, RealNodeHandle
 from appstack_testbed.waiting import eventually, eventually_sync
-from tests.e2e.conftest import RunningOperator, events_until, is_ready, until
+from tests.e2e.conftest import RunningOperator, events_of, is_ready, until
 from tests.e2e.test_dataservice import _node_ports_free
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -171,17 +171,7 @@ async def test_pods_meet_the_namespace_s_pod_security_level_and_a_root_image_is_
     app = await until(client, APP_SERVICE, "root", namespace, refused, 120, "the refusal")
     assert "runAsNonRoot" in _condition(app)["message"]
     assert "image will run as root" in _condition(app)["message"]
-    await events_until(
-        client,
-        namespace,
-        lambda events: any(
-            e.get("type") == "Warning"
-            and e.get("reason") == "CreateContainerConfigError"
-            and e["regarding"]["name"] == "root"
-            for e in events
-        ),
-        "the Warning",
-    )
+    await events_of(client, namespace, "CreateContainerConfigError", about="root", type_="Warning")
 
 
 async def test_a_readiness_probe_really_runs(

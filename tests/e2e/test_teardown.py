@@ -27,7 +27,13 @@ from appstack.runtime.resources import (
     STATEFUL_SET,
 )
 from appstack_testbed.waiting import eventually
-from tests.e2e.conftest import RunningOperator, absent, events_until, start_operator, until
+from tests.e2e.conftest import (
+    RunningOperator,
+    absent,
+    events_of,
+    start_operator,
+    until,
+)
 from tests.e2e.test_appstack import _stack
 
 
@@ -278,14 +284,7 @@ async def test_a_child_held_by_a_foreign_finalizer_is_named_and_polled_with_back
     assert _ready_reason(stack)[1] == (
         f"Deployment held-app (finalizers: {HOLD}) is marked for deletion but does not go"
     )
-    await events_until(
-        client,
-        namespace,
-        lambda events: any(
-            e.get("reason") == "DeletionBlocked" and e["type"] == "Warning" for e in events
-        ),
-        "a DeletionBlocked Warning",
-    )
+    await events_of(client, namespace, "DeletionBlocked", type_="Warning")
     # Blocked for 15 s already: the next looks are seconds apart (a quarter of the time
     # waited), not the half-second of a wave in progress. (The first look counted may be
     # the one our own status write triggered; after it, three scheduled looks.)

@@ -19,7 +19,7 @@ from appstack.manifests import crds
 from appstack.runtime.client import Client
 from appstack.runtime.resources import DEPLOYMENT
 from appstack_testbed.waiting import eventually_sync
-from tests.e2e.conftest import RunningOperator, events_until, is_ready, until
+from tests.e2e.conftest import RunningOperator, events_of, is_ready, until
 
 FUTURE = {"type": "string", "description": "A field of a later appstack."}
 
@@ -63,11 +63,7 @@ async def test_a_field_of_a_newer_crd_is_ignored_not_fatal(
     assert created["spec"]["rolloutStrategy"] == "Canary"  # kept by the (newer) API server
     await until(client, APP_SERVICE, "skew", namespace, is_ready, 60, "Ready despite the field")
     await client.get(DEPLOYMENT, "skew", namespace)
-
-    def unknown(events: list[dict[str, Any]]) -> list[str]:
-        return [e["note"] for e in events if e.get("reason") == "UnknownFields"]
-
-    said = unknown(await events_until(client, namespace, unknown, "an UnknownFields Event"))
+    said = [e["note"] for e in await events_of(client, namespace, "UnknownFields")]
     assert said == [
         "spec.rolloutStrategy not known to this operator (the CRD is newer): ignored"
     ], said
