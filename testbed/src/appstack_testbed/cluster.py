@@ -18,6 +18,7 @@ Used by the ``appstack cluster`` commands and the pytest plugin
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import signal
@@ -139,8 +140,14 @@ class LocalCluster:
         GoBuilder(self.toolchain, self.print).ensure_all()
 
     def up(self) -> None:
-        """Build if needed, start what is not running, wait until all is healthy."""
+        """Build if needed, start what is not running, wait until all is healthy. Several
+        processes may ask at once (parallel test workers): one starts, the others wait for
+        it and find everything running."""
         self.build()
+        with self._lock():
+            self._up()
+
+    def _up(self) -> None:
         started = time.monotonic()
         self._prepare()
         layout = self.layout()
@@ -168,6 +175,16 @@ class LocalCluster:
 
     def down(self) -> None:
         """Stop every component and delete the cluster's state (certificates, etcd data)."""
+        with self._lock():
+            self._down()
+
+    def _lock(self) -> contextlib.AbstractContextManager[None]:
+        """The cluster's start/stop lock, across processes (beside, not in, its directory:
+        ``down`` removes that)."""
+        (cache_root() / "clusters").mkdir(parents=True, exist_ok=True)
+        return _file_lock(cache_root() / "clusters" / f".{self.name}.lock")
+
+    def _down(self) -> None:
         real = self.real()
         if real is not None:
             real.down()

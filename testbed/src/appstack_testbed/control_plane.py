@@ -17,6 +17,7 @@ with :mod:`appstack_testbed.audit` (e.g. "no write from the old leader after tak
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import random
 import socket
@@ -286,18 +287,58 @@ def _kwok(layout: Layout) -> list[str]:
     ]
 
 
+# Ports handed out by free_ports, across processes (parallel test workers start clusters,
+# Prometheus servers and registries at the same time): a port is claimed for CLAIM_SECONDS,
+# long enough for whoever asked to bind it, and never handed out while a cluster's state
+# records it (a stopped component keeps its port for its restart).
+PORT_CLAIMS = "ports.json"
+CLAIM_SECONDS = 600
+
+
 def free_ports(names: tuple[str, ...]) -> dict[str, int]:
-    """Distinct free loopback ports below the ephemeral range, so a restart can reuse them."""
-    ports: dict[str, int] = {}
-    rng = random.Random(os.getpid() ^ time.time_ns())  # noqa: S311 - not security relevant
-    while len(ports) < len(names):
-        port = rng.randrange(20000, 29999)
-        if port in ports.values():
-            continue
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
+    """Distinct free loopback ports below the ephemeral range, so a restart can reuse them;
+    never one another process was just given, nor one a cluster or registry records."""
+    from appstack_testbed.build import _file_lock  # noqa: PLC0415 - build imports this module
+    from appstack_testbed.versions import cache_root  # noqa: PLC0415
+
+    root = cache_root()
+    root.mkdir(parents=True, exist_ok=True)
+    claims_file = root / PORT_CLAIMS
+    with _file_lock(root / ".ports.lock"):
+        now = time.time()
+        try:
+            claims = {int(p): t for p, t in json.loads(claims_file.read_text()).items()}
+        except (OSError, ValueError):
+            claims = {}
+        claims = {p: t for p, t in claims.items() if now - t < CLAIM_SECONDS}
+        taken = set(claims) | recorded_ports(root)
+        ports: dict[str, int] = {}
+        rng = random.Random(os.getpid() ^ time.time_ns())  # noqa: S311 - not security relevant
+        while len(ports) < len(names):
+            port = rng.randrange(20000, 29999)
+            if port in ports.values() or port in taken:
                 continue
-        ports[names[len(ports)]] = port
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+                try:
+                    sock.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+            ports[names[len(ports)]] = port
+        claims.update(dict.fromkeys(ports.values(), now))
+        claims_file.write_text(json.dumps({str(p): t for p, t in sorted(claims.items())}))
     return ports
+
+
+def recorded_ports(root: Path) -> set[int]:
+    """The ports the cache's clusters (``clusters/*/state.json``) and registry record."""
+    found: set[int] = set()
+    for state in [*root.glob("clusters/*/state.json"), root / "registry" / "state.json"]:
+        try:
+            recorded = json.loads(state.read_text())
+        except (OSError, ValueError):
+            continue
+        for key in ("ports", "real_ports"):
+            found.update(int(p) for p in (recorded.get(key) or {}).values())
+        if isinstance(recorded.get("port"), int):
+            found.add(recorded["port"])
+    return found

@@ -24,6 +24,7 @@ not make (an older version's) are removed. Building the image needs root (:mod:`
 from __future__ import annotations
 
 import argparse
+import contextlib
 import filecmp
 import hashlib
 import io
@@ -189,6 +190,14 @@ def _blobs(archive: Path) -> list[tuple[str, int]]:
 # --- the pieces, cached
 
 
+def source_build_lock() -> contextlib.AbstractContextManager[None]:
+    """Held while setuptools writes into a checkout (``src/*.egg-info``): the wheel and sdist
+    build here, and a test's ``python -m build`` or ``pip install -e`` of the checkout — two
+    at once (parallel test workers) would write the same files."""
+    (cache_root() / "dist").mkdir(parents=True, exist_ok=True)
+    return _file_lock(cache_root() / "dist" / ".python.lock")
+
+
 def python_distributions(project: Path, printer: Printer) -> tuple[Path, Path]:
     """(wheel, sdist) of ``project``, built with ``python -m build`` unless the cache has
     them for these sources."""
@@ -202,8 +211,7 @@ def python_distributions(project: Path, printer: Printer) -> tuple[Path, Path]:
     if wheel.is_file() and sdist.is_file():
         printer(f"[appstack] wheel and sdist are up to date ({cached})")
         return wheel, sdist
-    cached.parent.mkdir(parents=True, exist_ok=True)
-    with _file_lock(cached.parent / ".python.lock"):
+    with source_build_lock():
         if wheel.is_file() and sdist.is_file():
             return wheel, sdist
         started = time.monotonic()

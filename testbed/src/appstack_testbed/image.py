@@ -201,11 +201,18 @@ def build_image(
     runtime_tarball = bootstrap(RUNTIME_ROOTFS, cache, printer, refresh)
     archive = cache / f"appstack-{image_key(project)}.oci.tar"
     stamp = archive.with_name(archive.name + ".ref")
-    if archive.is_file() and stamp.is_file() and stamp.read_text() == ref and not refresh:
+
+    def up_to_date() -> bool:
+        return archive.is_file() and stamp.is_file() and stamp.read_text() == ref
+
+    if up_to_date() and not refresh:
         printer(f"[appstack] image {ref} is up to date: {archive}")
         os.utime(archive)  # recently used: kept when older ones are pruned
         return BuiltImage(archive, ref)
     with _file_lock(cache / ".image.lock"):
+        if up_to_date() and not refresh:  # another process (a parallel test) built it meanwhile
+            printer(f"[appstack] image {ref} was just built: {archive}")
+            return BuiltImage(archive, ref)
         started = time.monotonic()
         with tempfile.TemporaryDirectory(dir=cache, prefix=".build-") as tmp:
             builder = _build_stage(project, Path(tmp), printer)
@@ -224,7 +231,9 @@ def build_image(
             }
             config = dataclasses.replace(CONFIG, labels=labels)
             commit(cache / "buildah", populate, config, archive, ref)
-        stamp.write_text(ref)
+        partial = stamp.with_name(stamp.name + ".tmp")
+        partial.write_text(ref)
+        partial.replace(stamp)  # whole or absent, for a reader outside the lock
         # Keep a few: other checkouts (worktrees) may be testing their own image right now.
         for old in keep_newest(list(cache.glob("appstack-*.oci.tar")), KEEP):
             old.unlink()

@@ -260,8 +260,11 @@ class OperatorUnderTest:
     ) -> dict[str, Any]:
         """``name`` once ``Ready=True`` for ``generation`` (``status.observedGeneration``)."""
 
+        seen: list[dict[str, Any]] = []
+
         def ready() -> dict[str, Any] | None:
             obj = self.get(resource, name)
+            seen[:] = [obj]
             status = obj.get("status") or {}
             ok = (
                 condition_status(obj, "Ready") == "True"
@@ -269,8 +272,15 @@ class OperatorUnderTest:
             )
             return obj if ok else None
 
+        def diagnose() -> str:
+            status = seen[0].get("status") if seen else None
+            return f"its status: {status}\nthe operator's log:\n{self.tail()}"
+
         what = f"{resource.kind} {name} Ready at generation {generation}"
-        return cast(dict[str, Any], eventually_sync(ready, timeout=timeout, what=what))
+        return cast(
+            dict[str, Any],
+            eventually_sync(ready, timeout=timeout, what=what, diagnose=diagnose),
+        )
 
     def wait_child(
         self, plural: str, name: str, other_than: str = "", timeout: float = 60

@@ -4,7 +4,12 @@ Enable with ``pytest_plugins = ["appstack_testbed.pytest_plugin"]`` in a conftes
 
 * ``kube_cluster`` (session): the local cluster ``$APPSTACK_TEST_CLUSTER`` (default
   ``appstack-test``), started once per session if it is not already up and stopped at the
-  end if this session started it (``APPSTACK_KEEP_CLUSTER=1`` keeps it). With
+  end if this session started it (``APPSTACK_KEEP_CLUSTER=1`` keeps it). Parallel workers
+  (pytest-xdist, ``-n``) share it: the first to need it starts it, the others wait for
+  that, and the session's controller stops it once every worker is done. A session is
+  ``$APPSTACK_TEST_SESSION`` (a fresh id unless set): two pytest runs given the same id are
+  one session for this purpose — the second stops the cluster the first started and kept
+  (``make test`` runs the parallel phase, then the serial one, so). With
   ``APPSTACK_TEST_KUBECONFIG`` set, an existing cluster is used instead and nothing is
   started or stopped (like envtest's existing-cluster mode); tests that need to stop or
   restart components are then skipped.
@@ -35,6 +40,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import pytest
 from lightkube import Client, KubeConfig
@@ -108,25 +114,74 @@ def _progress(message: str) -> None:
     print(message, file=sys.__stderr__, flush=True)
 
 
-@pytest.fixture(scope="session")
-def kube_cluster() -> Iterator[ClusterHandle]:
-    existing = os.environ.get("APPSTACK_TEST_KUBECONFIG")
-    if existing:
-        yield ClusterHandle(Path(existing).expanduser(), None)
-        return
+SESSION_ENV = "APPSTACK_TEST_SESSION"
+# In the cluster's directory: the session that started it (so it stops it).
+STARTED_BY = "started-by-session"
+
+
+def _session_cluster() -> LocalCluster:
     real_nodes = os.environ.get("APPSTACK_TEST_REAL_NODES")
-    cluster = LocalCluster(
+    return LocalCluster(
         os.environ.get("APPSTACK_TEST_CLUSTER", "appstack-test"),
         real_nodes=int(real_nodes) if real_nodes else default_real_nodes(),
         printer=_progress,
     )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """The session's id, before pytest-xdist starts its workers (they inherit it)."""
+    if not hasattr(config, "workerinput"):
+        os.environ.setdefault(SESSION_ENV, uuid.uuid4().hex)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The session's cluster stopped, once, by the process that ran the session (the
+    controller, with workers): after every worker, every test and every fixture is done."""
+    if not hasattr(config, "workerinput") and not os.environ.get("APPSTACK_TEST_KUBECONFIG"):
+        stop_if_started(_session_cluster(), os.environ.get(SESSION_ENV, ""))
+
+
+class SessionCluster(Protocol):
+    """What the session's start and stop ask of a :class:`LocalCluster`."""
+
+    directory: Path
+
+    def is_up(self) -> bool: ...
+    def up(self) -> None: ...
+    def down(self) -> None: ...
+
+
+def start_or_join(cluster: SessionCluster, session: str) -> None:
+    """Bring ``cluster`` up for ``session``, or wait while another process of it does (a
+    parallel worker); the session that found it down is marked as the one that started it."""
     was_up = cluster.is_up()
     cluster.up()
-    try:
-        yield ClusterHandle(cluster.kubeconfig, cluster)
-    finally:
-        if not was_up and os.environ.get("APPSTACK_KEEP_CLUSTER") != "1":
-            cluster.down()
+    marker = cluster.directory / STARTED_BY
+    if not was_up and not marker.exists():
+        marker.write_text(session)
+
+
+def stop_if_started(cluster: SessionCluster, session: str) -> bool:
+    """Stop ``cluster`` if ``session`` started it (and ``APPSTACK_KEEP_CLUSTER=1`` does not
+    say to keep it); whether it did."""
+    marker = cluster.directory / STARTED_BY
+    if os.environ.get("APPSTACK_KEEP_CLUSTER") == "1" or not session:
+        return False
+    if not marker.is_file() or marker.read_text() != session:
+        return False
+    cluster.down()
+    return True
+
+
+@pytest.fixture(scope="session")
+def kube_cluster() -> ClusterHandle:
+    existing = os.environ.get("APPSTACK_TEST_KUBECONFIG")
+    if existing:
+        return ClusterHandle(Path(existing).expanduser(), None)
+    cluster = _session_cluster()
+    start_or_join(cluster, os.environ[SESSION_ENV])
+    return ClusterHandle(cluster.kubeconfig, cluster)
 
 
 @pytest.fixture(scope="session")

@@ -68,8 +68,8 @@ class LocalRegistry:
             state = self.directory / "state.json"
             if not state.exists():
                 state.write_text(json.dumps({"port": free_ports(("registry",))["registry"]}))
-            if self.process.running() and self._answers():
-                return
+            if self.process.running() and self._answers(patience=30):
+                return  # a busy machine (parallel tests pushing) may keep it a while
             self.process.stop()
             config = self.directory / "config.yml"
             config.write_text(yaml.safe_dump(self._config(), sort_keys=False))
@@ -103,12 +103,17 @@ class LocalRegistry:
             "http": {"addr": self.address},
         }
 
-    def _answers(self) -> bool:
-        try:
-            with urllib.request.urlopen(f"http://{self.address}/v2/", timeout=2) as response:
-                return bool(response.status == 200)
-        except (urllib.error.URLError, OSError):
-            return False
+    def _answers(self, patience: float = 0) -> bool:
+        """It answers ``/v2/``, within ``patience`` seconds of tries (once if 0)."""
+        deadline = time.monotonic() + patience
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://{self.address}/v2/", timeout=2) as response:
+                    return bool(response.status == 200)
+            except (urllib.error.URLError, OSError):
+                if time.monotonic() >= deadline or not self.process.running():
+                    return False
+                time.sleep(0.5)
 
     def has(self, repository: str, tag: str) -> bool:
         """Whether ``repository:tag`` is in the registry."""

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from appstack_testbed.build import _file_lock, _fmt
+from appstack_testbed.versions import cache_root
 
 Printer = Callable[[str], None]
 
@@ -97,19 +98,27 @@ def ensure_tools(printer: Printer, tools: Mapping[str, str] = TOOLS) -> None:
             "the daemonless image build and real nodes need root (chroot, mounts, network "
             "namespaces): run as root, or build the image with a container daemon: make image"
         )
-    missing = sorted({package for command, package in tools.items() if not _present(command)})
-    if not missing:
+    if not _missing(tools):
         return
     if shutil.which("apt-get") is None:
         raise ImageBuildError(
-            f"the daemonless image build needs {', '.join(missing)}: install them"
+            f"the daemonless image build needs {', '.join(_missing(tools))}: install them"
         )
-    printer(f"[appstack] installing {', '.join(missing)} with apt-get")
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    run_streaming(["apt-get", "update"], printer, env=env)
-    run_streaming(
-        ["apt-get", "install", "-y", "--no-install-recommends", *missing], printer, env=env
-    )
+    cache_root().mkdir(parents=True, exist_ok=True)
+    with _file_lock(cache_root() / ".apt.lock"):  # parallel test workers: one apt-get at a time
+        missing = _missing(tools)
+        if not missing:
+            return
+        printer(f"[appstack] installing {', '.join(missing)} with apt-get")
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        run_streaming(["apt-get", "update"], printer, env=env)
+        run_streaming(
+            ["apt-get", "install", "-y", "--no-install-recommends", *missing], printer, env=env
+        )
+
+
+def _missing(tools: Mapping[str, str]) -> list[str]:
+    return sorted({package for command, package in tools.items() if not _present(command)})
 
 
 def debian_sources(suite: str) -> tuple[str, ...]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -118,11 +119,31 @@ def test_fake_nodes_have_distinct_pod_cidrs_large_enough_for_their_capacity() ->
         assert node["metadata"]["annotations"][kwok.NODE_ANNOTATION] == "fake"
 
 
-def test_free_ports_are_distinct_and_below_the_ephemeral_range() -> None:
+def test_free_ports_are_distinct_and_below_the_ephemeral_range(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("APPSTACK_CACHE", str(tmp_path))
     ports = control_plane.free_ports(control_plane.PORT_NAMES)
     assert set(ports) == set(control_plane.PORT_NAMES)
     assert len(set(ports.values())) == len(ports)
     assert all(20000 <= p < 30000 for p in ports.values())
+
+
+def test_free_ports_never_hands_out_a_claimed_or_recorded_port(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Parallel test workers ask at once: a port just handed out (not bound yet), or one a
+    cluster's state records (its component stopped for a restart), is not given again."""
+    monkeypatch.setenv("APPSTACK_CACHE", str(tmp_path))
+    recorded = tmp_path / "clusters" / "other" / "state.json"
+    recorded.parent.mkdir(parents=True)
+    # every port but 200 of the range is recorded by a cluster or already claimed
+    every = list(range(20000, 29999))
+    recorded.write_text(json.dumps({"ports": {str(p): p for p in every[:5000]}}))
+    first = control_plane.free_ports(tuple(f"a{i}" for i in range(4000)))
+    assert not set(first.values()) & set(every[:5000])
+    second = control_plane.free_ports(tuple(f"b{i}" for i in range(150)))
+    assert not set(second.values()) & (set(first.values()) | set(every[:5000]))
 
 
 def test_the_kubernetes_version_can_be_chosen_by_environment(
