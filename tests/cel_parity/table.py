@@ -19,7 +19,16 @@ from appstack.manifests.crds import all_crds
 from appstack.sdk.cel import Violation, rules_of
 from appstack.sdk.kind import CustomObject
 
-DELETE = object()  # an edit's value: remove the field
+
+class _Delete:
+    """An edit's value: remove the field. Named in test ids as ``DELETE`` (an address would
+    differ between the processes of a parallel run, which must collect the same ids)."""
+
+    def __repr__(self) -> str:
+        return "DELETE"
+
+
+DELETE = _Delete()
 Edits = tuple[tuple[str, Any], ...]
 
 

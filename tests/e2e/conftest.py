@@ -27,6 +27,7 @@ from lightkube import Client as LightClient
 from lightkube.models.authentication_v1 import TokenRequestSpec
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
+from lightkube.resources.core_v1 import Service as LightService
 from lightkube.resources.core_v1 import ServiceAccount
 
 from appstack import __version__
@@ -42,10 +43,12 @@ from appstack.runtime.resources import EVENT, Resource
 from appstack.sdk.operator import assemble
 from appstack.sdk.options import OperatorOptions
 from appstack_testbed import objectstore
+from appstack_testbed.build import _file_lock
 from appstack_testbed.cluster import LocalCluster
 from appstack_testbed.control_plane import SERVICE_CIDR
 from appstack_testbed.objectstore import ObjectStore, S3Server
 from appstack_testbed.pytest_plugin import ClusterHandle, RealNodeHandle
+from appstack_testbed.versions import cache_root
 from appstack_testbed.waiting import condition_status, eventually, eventually_sync
 from tests.support.paths import REPO_ROOT
 
@@ -55,9 +58,66 @@ WIDGET_GROUP = "testbed.appstack.dev"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every e2e test is marked ``e2e``. With parallel workers (``make test``: pytest-xdist,
+    ``--dist loadfile``: a module's tests on one worker, in order, so a module-scoped fixture
+    — a cluster of its own, a scaffolded project, an installed release — is made once) the
+    workers take the modules in this order: those sharing such a fixture first (the longest
+    poles), then the other e2e modules, then the unit tests, which fill the gaps at the end.
+    Stable: a module's tests keep their order."""
     for item in items:
         if "/e2e/" in str(item.fspath):
             item.add_marker(pytest.mark.e2e)
+    modules = {item.fspath for item in items if _shares_a_module_fixture(item)}
+    items.sort(key=lambda item: _start_order(item, modules))
+
+
+def _start_order(item: pytest.Item, modules: set[Any]) -> int:
+    if "/e2e/" not in str(item.fspath):
+        return 2
+    return 0 if item.fspath in modules else 1
+
+
+def _shares_a_module_fixture(item: pytest.Item) -> bool:
+    definitions = getattr(item, "_fixtureinfo", None)
+    if definitions is None:
+        return False
+    return any(
+        d.scope in ("module", "package", "class")
+        for defs in definitions.name2fixturedefs.values()
+        for d in defs
+    )
+
+
+@pytest.fixture(autouse=True)
+def _node_ports(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test marked ``node_ports(30002, ...)`` takes those NodePorts — the seed's samples
+    name theirs, and a NodePort is the whole cluster's: it waits, before any other fixture,
+    until no other test (on another parallel worker) holds them, and until no Service of an
+    earlier one (its namespace going) still does; they are its until it is done."""
+    marker = request.node.get_closest_marker("node_ports")
+    if marker is None:
+        yield
+        return
+    ports = sorted(int(p) for p in marker.args)
+    locks = cache_root() / "locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    with contextlib.ExitStack() as held:
+        for port in ports:  # in order: two tests never wait for each other's second port
+            held.enter_context(_file_lock(locks / f"node-port-{port}"))
+        kube: LightClient = request.getfixturevalue("kube")
+
+        def taken() -> set[int]:
+            return {
+                port.nodePort
+                for service in kube.list(LightService, namespace="*")
+                for port in (service.spec.ports or [])
+                if port.nodePort in ports
+            }
+
+        eventually_sync(
+            taken, lambda t: not t, timeout=120, interval=0.2, what=f"NodePorts {ports} free"
+        )
+        yield
 
 
 @pytest.fixture
@@ -225,6 +285,14 @@ def operator_kubeconfig(
     service_account_kubeconfig(light, kube_cluster.kubeconfig, rbac.NAMESPACE, path)
     _wait_for_the_admission_policies(path)
     return path
+
+
+@pytest.fixture
+def namespace(namespace: str, operator_kubeconfig: Path) -> str:
+    """The test bed's namespace per test, once appstack's CRDs, RBAC and admission policies
+    are installed: a test that creates our kinds needs them, whichever test a parallel
+    worker happened to run first."""
+    return namespace
 
 
 def _wait_for_the_admission_policies(operator_kubeconfig: Path) -> None:

@@ -49,6 +49,7 @@ def _ready(obj: dict[str, Any]) -> bool:
     return _condition(obj, "Ready").get("status") == "True"
 
 
+@pytest.mark.node_ports(30002)
 async def test_the_seed_sample_becomes_a_ready_deployment_and_node_port_service(
     client: Client, namespace: str, operator: RunningOperator
 ) -> None:
@@ -166,6 +167,7 @@ async def test_kubectl_scale_changes_the_size_through_the_scale_subresource(
     assert scale["status"]["selector"].startswith("app.kubernetes.io/instance=scaled")
 
 
+@pytest.mark.serial  # its subject is time: run alone, on a quiet machine (make test)
 async def test_drift_is_restored_within_two_seconds(
     client: Client, namespace: str, operator: RunningOperator
 ) -> None:

@@ -10,8 +10,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from appstack_testbed.chaos_run import FAULTS, Plan, run, small_stack
 from appstack_testbed.pytest_plugin import ClusterHandle
+
+# Serial (make test's second phase, alone on the cluster): it restarts the API server and etcd
+# under every test, and reads the whole audit log.
+pytestmark = pytest.mark.serial
 
 
 async def test_faults_under_load_lose_nothing_duplicate_nothing_and_stay_fenced(

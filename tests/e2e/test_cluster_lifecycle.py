@@ -16,6 +16,10 @@ from appstack_testbed.cluster import LocalCluster
 from appstack_testbed.process import ComponentError
 from appstack_testbed.pytest_plugin import ClusterHandle
 
+# Serial (alone on the cluster): it kills and restarts the session cluster's scheduler and times
+# `up`.
+pytestmark = pytest.mark.serial
+
 
 def test_up_on_a_running_cluster_starts_nothing_and_returns_quickly(
     kube_cluster: ClusterHandle,

@@ -89,6 +89,7 @@ async def test_a_half_open_watch_is_abandoned_and_the_change_made_meanwhile_seen
     assert detected <= 2 * BOOKMARK_INTERVAL
 
 
+@pytest.mark.serial  # its subject is time (a tight bound): alone, on a quiet machine
 async def test_a_connection_stuck_in_its_handshake_fails_after_the_connect_timeout(
     kubeconfig: Path, tmp_path: Path, namespace: str
 ) -> None:
@@ -109,6 +110,7 @@ async def test_a_connection_stuck_in_its_handshake_fails_after_the_connect_timeo
                 assert failed_after < 3
 
 
+@pytest.mark.serial  # its subject is time (a tight bound): alone, on a quiet machine
 async def test_long_lived_watches_do_not_starve_requests_and_use_tcp_keepalive(
     kubeconfig: Path, tmp_path: Path, client: Client, namespace: str
 ) -> None:
@@ -141,6 +143,7 @@ async def test_long_lived_watches_do_not_starve_requests_and_use_tcp_keepalive(
     assert set(proxy.peer_ports) <= keepalive  # every client socket has its keepalive timer
 
 
+@pytest.mark.serial  # its subject is time (a tight bound): alone, on a quiet machine
 async def test_a_manager_with_80_informers_still_syncs_reconciles_and_renews_its_lease(
     client: Client, namespace: str
 ) -> None:

@@ -98,13 +98,13 @@ async def _node_ports_free(client: Client, ports: set[int], timeout: float = 120
     )
 
 
+@pytest.mark.node_ports(30160, 30161)
 async def test_the_dataservice_example_has_the_seeds_services_ports_config_maps_and_pods(
     client: Client, namespace: str, operator: RunningOperator
 ) -> None:
     init, stack = _example(namespace)
     token = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "uuc-token"}}
     token["metadata"]["namespace"] = namespace  # as the example's comment says
-    await _node_ports_free(client, {30160, 30161})
     timeline = Timeline(client, namespace)
     await asyncio.gather(*(i.wait_synced() for i in timeline.informers))
     await client.create(CONFIG_MAP, init)

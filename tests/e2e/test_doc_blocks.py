@@ -22,6 +22,9 @@ from tests.doc_blocks import Fenced, fenced, objects_to_create, on_cluster, page
 from tests.e2e.conftest import RunningOperator
 from tests.e2e.shell_blocks import SHELLS
 
+# The pages' examples take the seed's NodePorts: in turn with the other tests that do.
+pytestmark = pytest.mark.node_ports(30002, 30160, 30161)
+
 PAGES = pages_on_cluster()
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+
 from appstack.runtime.client import Client
 from appstack.runtime.events import EventRecorder
 from appstack.runtime.resources import CONFIG_MAP, EVENT
@@ -68,6 +70,7 @@ async def test_a_full_queue_drops_new_events_and_counts_them(
     assert "after the burst" in {e["note"] for e in events}
 
 
+@pytest.mark.serial  # its subject is time: run alone, on a quiet machine (make test)
 async def test_events_give_way_while_reconciles_wait_and_catch_up_after(
     client: Client, namespace: str
 ) -> None:

@@ -37,6 +37,10 @@ from appstack_testbed.waiting import eventually
 from tests.e2e.conftest import until
 from tests.e2e.replicas import app_service, wait_holder, wait_ready_app
 
+# Serial (on a quiet machine): its subject is time — a takeover and a stale leader's fence within
+# bounds.
+pytestmark = pytest.mark.serial
+
 LEASE_DURATION = 15.0
 LEASE_NAME = "frozen"
 

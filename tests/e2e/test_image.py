@@ -215,6 +215,7 @@ def operator_from_image(
             proc.wait(10)
 
 
+@pytest.mark.node_ports(30002)  # the seed sample's
 def test_operator_runs_from_the_image_and_reconciles_the_seed_sample(
     operator_from_image: tuple[subprocess.Popen[bytes], int, int, Path],
     image: UnpackedImage,

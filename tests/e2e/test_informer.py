@@ -16,6 +16,10 @@ from appstack.runtime.resources import CONFIG_MAP
 from appstack_testbed.pytest_plugin import ClusterHandle
 from appstack_testbed.waiting import eventually
 
+# Serial (alone on the cluster): it stops the API server and compacts etcd, which every other
+# test's watches would see.
+pytestmark = pytest.mark.serial
+
 
 class Recorder:
     """Records (event, name, data) for every handler call."""

@@ -26,6 +26,9 @@ from appstack.runtime.manager import Manager
 from appstack.runtime.resources import CONFIG_MAP, LEASE, Resource
 from appstack_testbed.waiting import eventually
 
+# Serial (on a quiet machine): its subject is time — a leader hand-over within bounds.
+pytestmark = pytest.mark.serial
+
 PROGRAM = Path(__file__).with_name("leader_program.py")
 LEASE_NAME = "stamp-leader"
 LEASE_DURATION = 15.0  # the default the program runs with

@@ -35,6 +35,10 @@ from tests.e2e.test_operator_process import (
     operator_ready,
 )
 
+# Serial (on a quiet machine): it counts the API server's reviews in the audit log, which every
+# test writes to.
+pytestmark = pytest.mark.serial
+
 FLOOD = 300
 
 

@@ -24,6 +24,9 @@ from appstack_testbed.waiting import eventually
 from tests.e2e.conftest import appstack_run, program
 from tests.e2e.scrape_installed import shipped_documents
 
+# Serial (on a quiet machine): 1 s scrapes, and no alert may fire while it runs.
+pytestmark = pytest.mark.serial
+
 CLUSTER_ROLE_BINDING = Resource(
     "rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", namespaced=False
 )

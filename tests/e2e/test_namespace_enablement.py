@@ -36,6 +36,10 @@ from appstack_testbed.waiting import eventually
 from tests.e2e.conftest import absent, service_account_kubeconfig, until
 from tests.e2e.installed import apply_install, running_operator
 
+# Serial (alone on the cluster): its operator acts in every enabled namespace, every other test's
+# too, and holds the install's Lease.
+pytestmark = pytest.mark.serial
+
 
 def _reason(obj: dict[str, Any]) -> str:
     ready = [c for c in (obj.get("status") or {}).get("conditions") or [] if c["type"] == "Ready"]

@@ -14,6 +14,7 @@ import zipfile
 from pathlib import Path
 
 from appstack import __version__
+from appstack_testbed.dist import source_build_lock
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -21,13 +22,14 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_sdist_and_wheel_build_without_warnings_and_pass_twine_check(tmp_path: Path) -> None:
     # Bytecode is disabled in some environments; setuptools then warns about skipping it.
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    build = subprocess.run(
-        [sys.executable, "-m", "build", "--outdir", str(tmp_path), str(ROOT)],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
+    with source_build_lock():  # setuptools writes src/*.egg-info in the checkout
+        build = subprocess.run(
+            [sys.executable, "-m", "build", "--outdir", str(tmp_path), str(ROOT)],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=False,
+        )
     output = build.stdout + build.stderr
     assert build.returncode == 0, output[-3000:]
     assert "warning" not in output.lower(), output[-3000:]

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from appstack.controllers.appservice import APP_SERVICE
@@ -36,7 +37,6 @@ from appstack.runtime.resources import (
 from appstack_testbed.pytest_plugin import ClusterHandle, RealNodeHandle
 from appstack_testbed.waiting import eventually, eventually_sync
 from tests.e2e.conftest import RunningOperator, events_of, is_ready, until
-from tests.e2e.test_dataservice import _node_ports_free
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 APP_IMAGE = "registry.example.com/appstack/stackapp:1.0"  # the test bed's app service image
@@ -87,6 +87,7 @@ def _condition(obj: dict[str, Any], kind: str = "Ready") -> dict[str, Any]:
     )
 
 
+@pytest.mark.node_ports(30002)
 async def test_the_seed_sample_is_served_by_real_nginx_on_its_node_port(
     client: Client,
     namespace: str,
@@ -95,7 +96,6 @@ async def test_the_seed_sample_is_served_by_real_nginx_on_its_node_port(
     kube_cluster: ClusterHandle,
 ) -> None:
     (sample,) = _load("appservice.yaml", namespace)  # the seed's sample, unchanged
-    await _node_ports_free(client, {30002})
     await client.create(APP_SERVICE, sample)
     await until(client, APP_SERVICE, "appservice-sample", namespace, is_ready, 120, "Ready")
     selector = {"app.kubernetes.io/instance": "appservice-sample"}
@@ -299,6 +299,7 @@ async def test_config_and_secret_changes_roll_real_pods_with_the_new_content_ins
     )
 
 
+@pytest.mark.node_ports(30160, 30161)
 async def test_the_dataservice_stack_runs_on_real_mariadb_and_answers_through_its_web_tier(
     client: Client,
     namespace: str,
@@ -310,7 +311,6 @@ async def test_the_dataservice_stack_runs_on_real_mariadb_and_answers_through_it
     operator generated, its conf.d and init scripts; auth connects with exactly the
     injected settings; a request goes web (nginx) -> proxy -> auth -> MySQL; each member
     started only once what it depends on was really ready."""
-    await _node_ports_free(client, {30160, 30161})
     secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "uuc-token"}}
     secret["metadata"]["namespace"] = namespace
     await client.create(SECRET, {**secret, "stringData": {"token": "t0ken"}})
@@ -361,13 +361,13 @@ async def test_the_dataservice_stack_runs_on_real_mariadb_and_answers_through_it
     assert member("auth")["metadata"]["creationTimestamp"] >= mysql_ready
 
 
+@pytest.mark.node_ports(30165)
 async def test_members_find_each_other_by_the_seeds_bare_service_names(
     client: Client, namespace: str, operator: RunningOperator, real_node: RealNodeHandle
 ) -> None:
     """Seed 003's configuration reaches eureka as ``eureka`` (not ``<stack>-eureka``): with
     ``serviceName`` a real process resolves the bare name through cluster DNS and
     kube-proxy, with exactly the settings ``uses`` injected."""
-    await _node_ports_free(client, {30165})
     image = "registry.example.com/dataservice/{}:1.0"
     spec = {
         "components": [

@@ -14,6 +14,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from appstack.controllers.appservice import APP_SERVICE
 from appstack.runtime.apirequest import ApiRequest, Timeouts
 from appstack.runtime.client import Client
@@ -22,6 +24,9 @@ from appstack.runtime.resources import DEPLOYMENT
 from appstack.sdk.kit.children import PROGRESS_INTERVAL
 from appstack_testbed.waiting import eventually
 from tests.e2e.conftest import RunningOperator, is_ready, start_operator, until
+
+# Serial (on a quiet machine): its subject is how many requests the operator spends.
+pytestmark = pytest.mark.serial
 
 
 class Sent:

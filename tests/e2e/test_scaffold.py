@@ -28,7 +28,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from appstack_testbed.pytest_plugin import ClusterHandle
+from appstack_testbed.dist import source_build_lock
+from appstack_testbed.pytest_plugin import SESSION_ENV, ClusterHandle
 from tests.e2e.shell_blocks import blocks
 from tests.support.paths import REPO_ROOT
 
@@ -41,20 +42,21 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("venv") / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(path)], check=True)
     pip = [str(path / "bin" / "python"), "-m", "pip", "install", "-q"]
-    subprocess.run(
-        [
-            *pip,
-            "-e",
-            f"{REPO_ROOT}[cel]",  # as the project's make venv: its tests evaluate CEL rules
-            "-e",
-            str(REPO_ROOT / "testbed"),
-            "pytest",
-            "ruff",
-            "mypy",
-        ],
-        check=True,
-        timeout=900,
-    )
+    with source_build_lock():  # pip -e writes src/*.egg-info in the checkout
+        subprocess.run(
+            [
+                *pip,
+                "-e",
+                f"{REPO_ROOT}[cel]",  # as the project's make venv: its tests evaluate CEL rules
+                "-e",
+                str(REPO_ROOT / "testbed"),
+                "pytest",
+                "ruff",
+                "mypy",
+            ],
+            check=True,
+            timeout=900,
+        )
     return path
 
 
@@ -345,6 +347,7 @@ def test_make_deploy_on_the_real_node_and_the_projects_own_e2e(
     assert _sh("kubectl get namespace guestbook-system", guestbook, env).returncode != 0
     e2e_env = {**env, "APPSTACK_TEST_CLUSTER": kube_cluster.require_local().name}
     e2e_env.pop("APPSTACK_TEST_KUBECONFIG")
+    e2e_env.pop(SESSION_ENV, None)  # a session of its own: it did not start the cluster
     _ok(
         _sh(f"{env['VENV']}/bin/python -m pytest tests/e2e -q", guestbook, e2e_env, timeout=1800),
         "the project's e2e",

@@ -10,10 +10,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from appstack.runtime.client import Client
 from appstack.runtime.resources import CONFIG_MAP, LEASE
 from appstack_testbed.waiting import eventually
 from tests.e2e.conftest import program, until
+
+# Serial (on a quiet machine): its subject is time — the drain on SIGTERM bounded.
+pytestmark = pytest.mark.serial
 
 PROGRAM = Path(__file__).with_name("leader_program.py")
 BOUND = 3.0

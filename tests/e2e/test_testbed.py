@@ -183,9 +183,14 @@ def test_a_node_port_is_allocated_and_cannot_be_taken_twice(kube: Client, namesp
     assert caught.value.status.code == 422
     assert "already allocated" in caught.value.status.message
 
-    requested = random.randint(31000, 32767)  # noqa: S311
-    while requested == allocated:
-        requested = random.randint(31000, 32767)  # noqa: S311
+    # one no Service holds (other tests run beside this one and take NodePorts too)
+    taken = {
+        port.nodePort
+        for service in kube.list(Service, namespace="*")
+        for port in (service.spec.ports or [])
+        if port.nodePort
+    }
+    requested = random.choice(sorted(set(range(31000, 32768)) - taken))  # noqa: S311
     third = kube.create(_node_port_service("third", requested), namespace=namespace)
     assert third.spec.ports[0].nodePort == requested
 

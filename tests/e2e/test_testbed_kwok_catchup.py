@@ -23,6 +23,9 @@ from lightkube.resources.core_v1 import Node, Pod
 from appstack_testbed import kwok
 from appstack_testbed.waiting import condition_status, eventually_sync
 
+# Serial (alone on the cluster): it adds a Node that any test's pods could be scheduled to.
+pytestmark = pytest.mark.serial
+
 NODE_INDEX = 9  # beyond the test bed's nodes (0 and 1)
 
 

@@ -30,6 +30,10 @@ from appstack_testbed.waiting import eventually
 from tests.e2e.conftest import until
 from tests.e2e.replicas import app_service, holder, wait_ready_app
 
+# Serial (on a quiet machine): its subject is time — the new version takes the Lease within bounds
+# — and it reads the audit log.
+pytestmark = pytest.mark.serial
+
 LEASE_DURATION = 15.0  # appstack run's default: a hand-over must be much faster
 
 

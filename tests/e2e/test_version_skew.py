@@ -21,6 +21,9 @@ from appstack.runtime.resources import DEPLOYMENT
 from appstack_testbed.waiting import eventually_sync
 from tests.e2e.conftest import RunningOperator, events_of, is_ready, until
 
+# Serial (alone on the cluster): it replaces the AppService CRD every test shares.
+pytestmark = pytest.mark.serial
+
 FUTURE = {"type": "string", "description": "A field of a later appstack."}
 
 
