@@ -5,7 +5,8 @@ ServiceAccount, the generated RBAC and admission policies) acts only in namespac
 deleted there is let go at once. Labelling the namespace wakes its objects at once (the
 operator watches the enabled namespaces). Only a cluster administrator, or a holder of the
 generated ``appstack-namespace-enabler`` ClusterRole, may set the label: whoever may merely
-create or patch namespaces may not (the namespace-labels policy). docs/security.md.
+create or patch namespaces may not (the namespace-labels policy), nor set it through the
+``status`` or ``finalize`` subresource. docs/security.md.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from lightkube import Client as LightClient
 from lightkube.resources.core_v1 import Namespace
 from lightkube.resources.rbac_authorization_v1 import ClusterRole, ClusterRoleBinding
 
-from appstack.api.namespaces import ENABLED, NOT_ENABLED_REASON
+from appstack.api.namespaces import ALLOW_PRIVILEGED, ENABLED, NOT_ENABLED_REASON
 from appstack.controllers.appservice import APP_SERVICE
 from appstack.controllers.appstack import APP_STACK
 from appstack.manifests import rbac
@@ -185,6 +186,81 @@ async def test_only_an_administrator_or_an_enabler_may_open_a_namespace(
             (ClusterRoleBinding, f"{portal}-enabler"),
             (ClusterRole, portal),
         ):
+            with contextlib.suppress(ApiError):
+                kube.delete(kind, name)
+
+
+async def test_the_opt_in_labels_cannot_be_set_through_status_or_finalize(
+    kube: LightClient,
+    kubeconfig: Path,
+    namespace: str,
+    tmp_path: Path,
+    operator_kubeconfig: Path,
+) -> None:
+    """Issue #46: the ``namespaces/status`` and ``namespaces/finalize`` subresources store
+    the labels they are sent, so whoever may update either (a portal finishing namespaces'
+    deletion, a status reporter) could set the opt-in label through them. Refused there
+    too, without the enabler grant; any other label is theirs to set."""
+    portal = f"{namespace[:40]}-sub"
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": portal},
+        "rules": [
+            {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["create", "get"]},
+            {"apiGroups": [""], "resources": ["namespaces/status"], "verbs": ["patch"]},
+            {"apiGroups": [""], "resources": ["namespaces/finalize"], "verbs": ["update"]},
+        ],
+    }
+    subject = [{"kind": "ServiceAccount", "name": "portal", "namespace": namespace}]
+    sa = {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {"name": "portal", "namespace": namespace},
+    }
+    for obj in (role, sa, _binding(portal, portal, subject)):
+        kube.apply(codecs.from_dict(obj), force=True)
+    path = service_account_kubeconfig(kube, kubeconfig, namespace, tmp_path / "portal", "portal")
+    made = f"{portal}-ns"
+    try:
+        async with await Client.connect(str(path)) as as_portal:
+
+            async def created() -> bool:  # the ClusterRole was just bound: a moment
+                try:
+                    plain = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": made}}
+                    await as_portal.create(NAMESPACE, plain)
+                except errors.Forbidden:
+                    return False
+                return True
+
+            await eventually(created, timeout=30, what="the portal may create a namespace")
+
+            async def finalize(labels: dict[str, str]) -> None:
+                current = await as_portal.get(NAMESPACE, made)
+                current["metadata"]["labels"] = {**current["metadata"].get("labels", {}), **labels}
+                await as_portal.request("PUT", f"/api/v1/namespaces/{made}/finalize", body=current)
+
+            def status(labels: dict[str, str]) -> Any:
+                patch = {"metadata": {"labels": labels}}
+                return as_portal.patch(NAMESPACE, made, patch, subresource="status")
+
+            for label in (ENABLED, ALLOW_PRIVILEGED):
+                for attack in (status({label: "true"}), finalize({label: "true"})):
+                    with pytest.raises(errors.Forbidden) as refused:
+                        await attack
+                    assert ENABLER in refused.value.message, refused.value.message
+            # other labels through either: theirs (the subresources do store labels)
+            await status({"team": "shop"})
+            await finalize({"stage": "test"})
+            labels = (await as_portal.get(NAMESPACE, made))["metadata"]["labels"]
+            assert labels["team"] == "shop"
+            assert labels["stage"] == "test"
+            assert ENABLED not in labels
+            assert ALLOW_PRIVILEGED not in labels
+    finally:
+        with contextlib.suppress(ApiError):
+            kube.delete(Namespace, made)
+        for kind, name in ((ClusterRoleBinding, portal), (ClusterRole, portal)):
             with contextlib.suppress(ApiError):
                 kube.delete(kind, name)
 

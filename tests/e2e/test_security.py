@@ -1,18 +1,25 @@
 """What the operator's own token can and cannot do (issue #11, docs/security.md): no
-service-account-token Secrets (the ValidatingAdmissionPolicy), Leases only its own, by
-name, in its namespace — while the operator keeps working under exactly these grants."""
+service-account-token Secrets (the ValidatingAdmissionPolicy), no generated password
+rewritten — not even by relabelling the Secret a MongoDB user's first (issue #46) — Leases
+only its own, by name, in its namespace, held at most five minutes — while the operator
+keeps working under exactly these grants."""
 
 from __future__ import annotations
 
+import base64
+import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from appstack.api.identity import IDENTITY
 from appstack.controllers.appservice import APP_SERVICE
 from appstack.controllers.appstack import APP_STACK
+from appstack.controllers.mongodbcommunity import MONGODB_COMMUNITY
+from appstack.controllers.rbac import LEASE_NAME
 from appstack.manifests import rbac
 from appstack.runtime import errors
 from appstack.runtime.client import Client
@@ -25,7 +32,9 @@ from appstack.runtime.resources import (
     SECRET,
     SERVICE,
 )
+from appstack_testbed.waiting import eventually
 from tests.e2e.conftest import RunningOperator, events_until, until
+from tests.support.paths import REPO_ROOT as ROOT
 
 
 @pytest.fixture
@@ -135,6 +144,7 @@ async def test_the_operator_token_changes_and_deletes_only_its_own_secrets(
         await as_operator.patch(
             SECRET, ours_name, {"metadata": {"ownerReferences": [ref]}}, namespace=namespace
         )
+    # One of our kinds, but not the stack the Secret was kept for: refused (issue #46).
     app = await client.create(
         APP_SERVICE,
         {
@@ -144,13 +154,133 @@ async def test_the_operator_token_changes_and_deletes_only_its_own_secrets(
             "spec": {"image": "nginx:1.7.9", "size": 1},
         },
     )
-    mine = {**ref, "apiVersion": "appstack.dev/v1", "kind": "AppService"}
-    mine.update(name=app["metadata"]["name"], uid=app["metadata"]["uid"])
+    foreign = {**ref, "apiVersion": "appstack.dev/v1", "kind": "AppService"}
+    foreign.update(name=app["metadata"]["name"], uid=app["metadata"]["uid"])
+    with pytest.raises(errors.Forbidden) as elsewhere:
+        await as_operator.patch(
+            SECRET, ours_name, {"metadata": {"ownerReferences": [foreign]}}, namespace=namespace
+        )
+    assert OWNERS in elsewhere.value.message, elsewhere.value.message
+    # What the operator does when the stack's retainOnDelete flips: the Secret given to
+    # the AppStack its stack label names, and taken back — its data untouched.
+    stack = await client.create(APP_STACK, _stack(namespace, KEPT["appstack.dev/stack"]))
+    mine = {**ref, "apiVersion": "appstack.dev/v1", "kind": "AppStack"}
+    mine.update(name=stack["metadata"]["name"], uid=stack["metadata"]["uid"])
     patch = {"metadata": {"ownerReferences": [mine]}}
     owned = await as_operator.patch(SECRET, ours_name, patch, namespace=namespace)
-    assert owned["metadata"]["ownerReferences"][0]["uid"] == app["metadata"]["uid"]
+    assert owned["metadata"]["ownerReferences"][0]["uid"] == stack["metadata"]["uid"]
     assert owned["data"] == ours["data"]
+    released = await as_operator.patch(
+        SECRET, ours_name, {"metadata": {"ownerReferences": None}}, namespace=namespace
+    )
+    assert not released["metadata"].get("ownerReferences")
     await as_operator.delete(SECRET, ours_name, namespace)
+
+
+def _stack(namespace: str, name: str) -> dict[str, Any]:
+    """A tenant's AppStack (no operator runs here: nothing reconciles it)."""
+    return {
+        "apiVersion": "appstack.dev/v1",
+        "kind": "AppStack",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"components": [{"name": "web", "image": "nginx:1.7.9"}]},
+    }
+
+
+DATA = "never changes a Secret's data"
+LABELS = "never changes a Secret's app.kubernetes.io/component or appstack.dev/* labels"
+OWNERS = "never changes a Secret's ownerReferences"
+
+
+def _mongodb_owner(name: str, uid: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "appstack.dev/v1",
+        "kind": "MongoDBCommunity",
+        "name": name,
+        "uid": uid,
+        "controller": True,
+    }
+
+
+def _password(secret: dict[str, Any]) -> str:
+    return base64.b64decode(secret["data"]["password"]).decode()
+
+
+async def test_a_generated_password_is_not_rewritten_by_relabelling_it_first(
+    client: Client, as_operator: Client, namespace: str
+) -> None:
+    """Issue #46: one PATCH made a stack's generated credentials look like a MongoDB user's
+    Secret (its component, a made-up MongoDBCommunity as controller) and changed its
+    data; a second restored the metadata. Now the data may change only where the *old*
+    Secret already was a MongoDB user's, under the same controller, uid included — and a
+    Secret's component and appstack.dev/* labels and owners stay. Beside it, the
+    operator's own rewrite of a MongoDB user's connection Secret (a new password) passes."""
+    generated = await as_operator.create(
+        SECRET, {**_secret(namespace, "Opaque", KEPT), "stringData": {"password": "generated"}}
+    )
+    name = generated["metadata"]["name"]
+    made_up = _mongodb_owner("made-up", str(uuid.uuid4()))
+    relabelled = {
+        "metadata": {
+            "labels": {"app.kubernetes.io/component": "connection"},
+            "ownerReferences": [made_up],
+        },
+        "stringData": {"password": "stolen"},
+    }
+    for patch, said in (
+        (relabelled, DATA),  # the review's PATCH, all at once
+        ({"metadata": relabelled["metadata"]}, LABELS),  # relabelled first, data later
+        ({"metadata": {"ownerReferences": [made_up]}}, OWNERS),
+        ({"metadata": {"labels": {"appstack.dev/member": "other"}}}, LABELS),
+        ({"stringData": {"password": "stolen"}}, DATA),  # the metadata "restored"
+    ):
+        with pytest.raises(errors.Forbidden) as refused:
+            await as_operator.patch(SECRET, name, patch, namespace=namespace)
+        assert said in refused.value.message, (patch, refused.value.message)
+    now = await client.get(SECRET, name, namespace)
+    assert _password(now) == "generated"
+    assert now["metadata"]["labels"] == generated["metadata"]["labels"]
+    assert not now["metadata"].get("ownerReferences")
+    # The operator's own: a MongoDBCommunity (a real one) controls a user's connection
+    # Secret; the user's password changes, the Secret's data follows.
+    mongodb = await client.create(MONGODB_COMMUNITY, _mongodb(namespace))
+    owner = _mongodb_owner(mongodb["metadata"]["name"], mongodb["metadata"]["uid"])
+    connection = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "Opaque",
+        "metadata": {
+            "name": f"{mongodb['metadata']['name']}-admin-my-user",
+            "namespace": namespace,
+            "labels": {**MANAGED, "app.kubernetes.io/component": "connection"},
+            "ownerReferences": [owner],
+        },
+        "stringData": {"password": "first"},
+    }
+    await as_operator.create(SECRET, connection)
+    user = connection["metadata"]["name"]
+    rotated = await as_operator.patch(
+        SECRET, user, {"stringData": {"password": "second"}}, namespace=namespace
+    )
+    assert _password(rotated) == "second"
+    # ... but not under another controller (a made-up uid for the same name)
+    moved = {**owner, "uid": str(uuid.uuid4())}
+    with pytest.raises(errors.Forbidden) as taken:
+        await as_operator.patch(
+            SECRET,
+            user,
+            {"metadata": {"ownerReferences": [moved]}, "stringData": {"password": "third"}},
+            namespace=namespace,
+        )
+    assert DATA in taken.value.message, taken.value.message
+    assert _password(await client.get(SECRET, user, namespace)) == "second"
+
+
+def _mongodb(namespace: str) -> dict[str, Any]:
+    """The seed's MongoDBCommunity sample in ``namespace`` (nothing reconciles it here)."""
+    _, sample = yaml.safe_load_all((ROOT / "examples/mongodbcommunity.yaml").read_text())
+    sample["metadata"]["namespace"] = namespace
+    return dict(sample)
 
 
 async def test_managed_middleware_still_gets_its_credentials_under_the_policy(
@@ -204,6 +334,50 @@ async def test_the_operator_token_holds_only_its_own_lease(
             await as_operator.update(LEASE, other)
     finally:
         await client.delete(LEASE, "other-component", rbac.NAMESPACE)
+
+
+LEASE_BOUND = "writes a Lease only with spec.leaseDurationSeconds from 1 to 300"
+
+
+async def test_the_operator_token_holds_its_lease_at_most_five_minutes(
+    as_operator: Client, leases_here: str
+) -> None:
+    """Issue #46: with the token, ``leaseDurationSeconds: 2147483647`` held the Lease — and
+    every replica off — for ever. The operator's Lease writes now keep the duration within
+    what ``--leader-elect-lease-duration`` accepts (1 to 300 s). Here the leader-election
+    Role is in the test's namespace (``leases_here``), as if the operator were installed
+    there; beside each refusal the write the operator makes (15 s; 1 s when it lets go)."""
+    namespace = leases_here
+    lease = _lease(LEASE_NAME, namespace)
+    created: dict[str, Any] = {}
+    said: list[str] = []
+
+    async def held() -> bool:  # the Role was just applied: RBAC sees it in a moment
+        try:
+            created.update(await as_operator.create(LEASE, lease))
+        except errors.Forbidden as error:
+            said.append(error.message)
+            return False
+        return True
+
+    await eventually(held, timeout=30, what="the Role to let the operator create its Lease")
+    assert not [m for m in said if LEASE_BOUND in m], said  # 15 s: only RBAC said no
+    for_ever = {**created, "spec": {**created["spec"], "leaseDurationSeconds": 2147483647}}
+    with pytest.raises(errors.Forbidden) as refused:
+        await as_operator.update(LEASE, for_ever)
+    assert LEASE_BOUND in refused.value.message, refused.value.message
+    with pytest.raises(errors.Forbidden) as longer:  # create takes any name: bounded too
+        await as_operator.create(
+            LEASE,
+            {**_lease("another", namespace), "spec": {"leaseDurationSeconds": 2147483647}},
+        )
+    assert LEASE_BOUND in longer.value.message, longer.value.message
+    let_go = {
+        **created,
+        "spec": {**created["spec"], "holderIdentity": "", "leaseDurationSeconds": 1},
+    }
+    released = await as_operator.update(LEASE, let_go)
+    assert released["spec"]["leaseDurationSeconds"] == 1
 
 
 def _external_stack(namespace: str, name: str, host: str) -> dict[str, Any]:

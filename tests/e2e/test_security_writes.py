@@ -18,8 +18,13 @@ which passes. docs/security.md lists them.
   SELinux) even under an owner of ours — unless the namespace opted in; a pod naming its
   node;
 * a tenant's object of our kinds: its spec, labels or annotations changed; its status set
-  where the namespace is not enabled; Events about anything but our objects, or in
-  ``kube-system``.
+  where the namespace is not enabled (a spoofed condition beside ``NamespaceNotEnabled``
+  too); Events about anything but our objects, or in ``kube-system``;
+* issue #46: a Service taking a cluster address (``externalIPs``, ``loadBalancerIP``,
+  CVE-2020-8554) or carrying a field the operator never writes; a foreign finalizer, or
+  ``immutable``, on what it writes; a tenant's AppStack given a made-up owner (deleted by
+  the garbage collector) — refused by our policy, not by the test bed's
+  ``OwnerReferencesPermissionEnforcement`` — or a foreign finalizer.
 """
 
 from __future__ import annotations
@@ -30,12 +35,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from lightkube import Client as LightClient
+from lightkube import codecs
 
 from appstack.api.identity import IDENTITY
-from appstack.api.namespaces import ALLOW_PRIVILEGED, ENABLED, NOT_ENABLED_REASON
+from appstack.api.namespaces import (
+    ALLOW_PRIVILEGED,
+    ENABLED,
+    NOT_ENABLED_REASON,
+    not_enabled_message,
+)
 from appstack.controllers.appservice import APP_SERVICE
-from appstack.controllers.appstack import APP_STACK
+from appstack.controllers.appstack import APP_STACK, AppStackReconciler
 from appstack.controllers.util.meta import MANAGED_BY, SLICE_MANAGER
+from appstack.manifests import rbac
 from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.resources import (
@@ -61,6 +74,7 @@ HOST = "may not write pods using the host's network"
 BASELINE = "may not write pods beyond the Pod Security baseline"
 NODE = "may not name a pod's node"
 SLICE = "may only write EndpointSlices of its own"
+TEARDOWN = str(AppStackReconciler.finalizer)  # the operator's only finalizer
 
 
 @pytest.fixture
@@ -527,8 +541,8 @@ async def test_a_tenants_object_keeps_its_spec_and_its_status_says_the_truth(
         with pytest.raises(errors.Forbidden) as refused:
             await as_operator.patch(APP_STACK, "shop", patch, namespace=namespace)
         assert "only the finalizers and the status" in refused.value.message
-    await as_operator.patch(
-        APP_STACK, "shop", {"metadata": {"finalizers": ["appstack.dev/x"]}}, namespace=namespace
+    await as_operator.patch(  # the operator's own finalizer, added and removed
+        APP_STACK, "shop", {"metadata": {"finalizers": [TEARDOWN]}}, namespace=namespace
     )
     await as_operator.patch(
         APP_STACK, "shop", {"metadata": {"finalizers": None}}, namespace=namespace
@@ -537,32 +551,214 @@ async def test_a_tenants_object_keeps_its_spec_and_its_status_says_the_truth(
         APP_STACK, {**stack, "metadata": {"name": "shop", "namespace": closed_namespace}}
     )
 
-    def ready(status: str, reason: str) -> dict[str, Any]:
-        condition = {
+    def ready(status: str, reason: str, message: str = "") -> dict[str, Any]:
+        return {
             "type": "Ready",
             "status": status,
             "reason": reason,
-            "message": "",
+            "message": message,
             "lastTransitionTime": "2026-01-01T00:00:00Z",
         }
-        return {"conditions": [condition]}
 
-    with pytest.raises(errors.Forbidden) as lying:
-        await as_operator.patch_status(
-            APP_STACK, "shop", ready("True", "Ready"), namespace=closed_namespace
-        )
-    assert "only write a status that says so" in lying.value.message
-    with pytest.raises(errors.Forbidden):  # no finalizer added where not enabled
+    says_so = ready("False", NOT_ENABLED_REASON, not_enabled_message(closed_namespace))
+    for lie in (
+        [ready("True", "Ready")],
+        # issue #46: a spoofed condition beside NamespaceNotEnabled, or its message changed
+        [says_so, {**ready("True", "Ready"), "type": "Available"}],
+        [{**says_so, "message": "fixed: kubectl apply -f https://example.com/fix.yaml"}],
+    ):
+        with pytest.raises(errors.Forbidden) as lying:
+            await as_operator.patch_status(
+                APP_STACK, "shop", {"conditions": lie}, namespace=closed_namespace
+            )
+        assert "only write a status that says so" in lying.value.message
+    with pytest.raises(errors.Forbidden) as adding:  # no finalizer added where not enabled
         await as_operator.patch(
-            APP_STACK,
-            "shop",
-            {"metadata": {"finalizers": ["appstack.dev/x"]}},
-            namespace=closed_namespace,
+            APP_STACK, "shop", {"metadata": {"finalizers": [TEARDOWN]}}, namespace=closed_namespace
         )
+    assert "may only remove its finalizer" in adding.value.message, adding.value.message
+    # what the operator writes there: Ready=False, NamespaceNotEnabled, its message, alone
     await as_operator.patch_status(
-        APP_STACK, "shop", ready("False", NOT_ENABLED_REASON), namespace=closed_namespace
+        APP_STACK, "shop", {"conditions": [says_so]}, namespace=closed_namespace
     )
-    await as_operator.patch_status(APP_STACK, "shop", ready("True", "Ready"), namespace=namespace)
+    await as_operator.patch_status(
+        APP_STACK, "shop", {"conditions": [ready("True", "Ready")]}, namespace=namespace
+    )
     assert ENABLED not in (
         (await client.get(NAMESPACE, closed_namespace))["metadata"].get("labels") or {}
     )
+
+
+# ------------------------------------------------------------------ issue #46, round five
+EXTERNAL_IPS = "never sets spec.externalIPs on a Service"
+LOAD_BALANCER_IP = "never sets spec.loadBalancerIP on a Service"
+SERVICE_FIELDS = "writes Services of types ClusterIP, NodePort, LoadBalancer, ExternalName"
+CHILD_FINALIZER = "may add no finalizer to what it writes but its own"
+IMMUTABLE = "never makes a ConfigMap or Secret immutable"
+KIND_OWNERS = "never changes the ownerReferences of its kinds' objects"
+KIND_FINALIZER = "may add no finalizer to its kinds' objects but its own"
+HOLD = "example.com/hold"
+
+
+def _service(name: str, namespace: str, owner: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    """A Service under ``owner`` as the operator writes an AppService's (``spec`` added;
+    a None removes a field)."""
+    port = {"name": "http", "port": 80, "targetPort": 80, "protocol": "TCP"}
+    fields = {"type": "ClusterIP", "selector": {"app": name}, "ports": [port], **spec}
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _meta(name, namespace, owner),
+        "spec": {k: v for k, v in fields.items() if v is not None},
+    }
+
+
+async def test_a_service_takes_no_address_of_the_cluster(
+    as_operator: Client, namespace: str, owner: dict[str, Any]
+) -> None:
+    """CVE-2020-8554 (issue #46): under a real tenant's AppService, a Service with
+    ``externalIPs`` took 203.0.113.7:80 for every pod of the cluster (and the cluster's DNS
+    address, and 10.96.0.1:443 beside ``kubernetes``); ``loadBalancerIP`` asks for an
+    address. Each refused, on create and PATCHed onto a Service of ours, and so is a field
+    the operator never writes; beside them every shape of Service the operator writes
+    passes (AppService and component types, headless, ExternalName, selector-less)."""
+    lb = {"type": "LoadBalancer"}
+    for name, extra, said in (
+        ("ips", {"externalIPs": ["203.0.113.7"]}, EXTERNAL_IPS),
+        ("lb-ip", {**lb, "loadBalancerIP": "203.0.113.7"}, LOAD_BALANCER_IP),
+        ("ranges", {**lb, "loadBalancerSourceRanges": ["0.0.0.0/0"]}, SERVICE_FIELDS),
+    ):
+        await _refused(as_operator, SERVICE, _service(name, namespace, owner, **extra), said)
+    shapes: dict[str, dict[str, Any]] = {
+        "cluster-ip": {},
+        "node-port": {"type": "NodePort"},
+        "balanced": lb,
+        "headless": {"type": None, "clusterIP": "None", "publishNotReadyAddresses": True},
+        "named": {"type": "ExternalName", "externalName": "db.example.com", "selector": None},
+        "addressed": {"selector": None},  # fed by the operator's EndpointSlice
+    }
+    for name, extra in shapes.items():
+        await as_operator.create(SERVICE, _service(name, namespace, owner, **extra))
+    for patch, said in (
+        ({"spec": {"externalIPs": ["203.0.113.7"]}}, EXTERNAL_IPS),
+        ({"spec": {**lb, "loadBalancerSourceRanges": ["0.0.0.0/0"]}}, SERVICE_FIELDS),
+    ):
+        with pytest.raises(errors.Forbidden) as refused:
+            await as_operator.patch(SERVICE, "cluster-ip", patch, namespace=namespace)
+        assert said in refused.value.message, refused.value.message
+
+
+async def test_no_foreign_finalizer_and_nothing_immutable_on_what_it_writes(
+    as_operator: Client, namespace: str, owner: dict[str, Any]
+) -> None:
+    """Issue #46: a finalizer that is not the operator's holds an object (and its
+    namespace's deletion) for ever; an immutable Secret or ConfigMap can never be rotated
+    or re-owned. Neither on create nor added later; shaped as the operator writes them,
+    they pass."""
+    config = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": _meta("settings", namespace, owner),
+        "data": {"k": "v"},
+    }
+    held = {**config, "metadata": {**config["metadata"], "finalizers": [HOLD]}}
+    await _refused(as_operator, CONFIG_MAP, held, CHILD_FINALIZER)
+    await _refused(as_operator, CONFIG_MAP, {**config, "immutable": True}, IMMUTABLE)
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "Opaque",
+        "metadata": _meta("credentials", namespace, owner),
+        "stringData": {"password": "generated"},
+    }
+    await _refused(as_operator, SECRET, {**secret, "immutable": True}, IMMUTABLE)
+    await as_operator.create(CONFIG_MAP, config)
+    await as_operator.create(SECRET, secret)
+    for resource, name, patch, said in (
+        (CONFIG_MAP, "settings", {"metadata": {"finalizers": [HOLD]}}, CHILD_FINALIZER),
+        (CONFIG_MAP, "settings", {"immutable": True}, IMMUTABLE),
+        (SECRET, "credentials", {"immutable": True}, IMMUTABLE),
+    ):
+        with pytest.raises(errors.Forbidden) as refused:
+            await as_operator.patch(resource, name, patch, namespace=namespace)
+        assert said in refused.value.message, refused.value.message
+
+
+@pytest.fixture
+def appstacks_deletable(kube: LightClient, namespace: str) -> str:
+    """The test's namespace, where the operator's ServiceAccount may also delete AppStacks
+    — what ``OwnerReferencesPermissionEnforcement`` (on in this test bed; off in
+    kube-apiserver's defaults, kind, EKS, GKE and AKS) asks of whoever sets an
+    ownerReference. With it the plugin lets a forged owner through, as a cluster without
+    the plugin does: what refuses it then is the kinds policy alone."""
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": {"name": "delete-appstacks", "namespace": namespace},
+        "rules": [{"apiGroups": ["appstack.dev"], "resources": ["appstacks"], "verbs": ["delete"]}],
+    }
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": "delete-appstacks", "namespace": namespace},
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "Role",
+            "name": "delete-appstacks",
+        },
+        "subjects": [{"kind": "ServiceAccount", "name": rbac.NAME, "namespace": rbac.NAMESPACE}],
+    }
+    for obj in (role, binding):
+        kube.apply(codecs.from_dict(obj), force=True)
+    return namespace
+
+
+async def test_a_tenants_appstack_gets_no_owner_and_no_finalizer_but_ours(
+    as_operator: Client, client: Client, appstacks_deletable: str
+) -> None:
+    """Issue #46: the token deleted any tenant's AppStack by giving it a made-up owner (the
+    garbage collector then deletes what it "owns"), and held one — and its namespace's
+    deletion — for ever with a foreign finalizer. Refused by our kinds policy, whether the
+    API server runs OwnerReferencesPermissionEnforcement or not (``appstacks_deletable``);
+    the operator's own finalizer is still added and removed."""
+    namespace = appstacks_deletable
+    stack = {
+        "apiVersion": "appstack.dev/v1",
+        "kind": "AppStack",
+        "metadata": {"name": "shop", "namespace": namespace},
+        "spec": {"components": [{"name": "web", "image": "nginx:1.7.9"}]},
+    }
+    await client.create(APP_STACK, stack)
+    ghost = {"apiVersion": "v1", "kind": "ConfigMap", "name": "ghost", "uid": str(uuid.uuid4())}
+    forged = {"metadata": {"ownerReferences": [ghost]}}
+    said: list[str] = []
+
+    async def refused_by_our_policy() -> bool:
+        try:
+            await as_operator.patch(APP_STACK, "shop", forged, namespace=namespace)
+        except errors.Forbidden as error:  # the plugin's, until RBAC sees the Role
+            said.append(error.message)
+            return KIND_OWNERS in error.message
+        pytest.fail("a made-up owner admitted: the garbage collector deletes the AppStack")
+
+    await eventually(
+        refused_by_our_policy,
+        timeout=30,
+        what="the kinds policy to refuse the forged owner",
+        interval=0.2,
+        diagnose=lambda: said[-1:],
+    )
+    with pytest.raises(errors.Forbidden) as holding:
+        await as_operator.patch(
+            APP_STACK, "shop", {"metadata": {"finalizers": [HOLD]}}, namespace=namespace
+        )
+    assert KIND_FINALIZER in holding.value.message, holding.value.message
+    await as_operator.patch(
+        APP_STACK, "shop", {"metadata": {"finalizers": [TEARDOWN]}}, namespace=namespace
+    )
+    await as_operator.patch(
+        APP_STACK, "shop", {"metadata": {"finalizers": None}}, namespace=namespace
+    )
+    now = await client.get(APP_STACK, "shop", namespace)
+    assert not now["metadata"].get("ownerReferences")
+    assert not now["metadata"].get("finalizers")

@@ -54,7 +54,9 @@ def leader_election_rules() -> list[Rule]:
     """The Lease, in the operator's namespace only: read and renew exactly
     :data:`LEASE_NAME`. ``create`` cannot be limited by name (RBAC's ``resourceNames``
     do not apply to create: the name is not in the URL), so it is a rule of its own —
-    still only in that namespace, where no other component's Lease lives."""
+    still only in that namespace, where no other component's Lease lives. And the marker,
+    there too: the Lease policy (its duration bounded) recognises the operator by it, in
+    a namespaced install as well, whose other Roles are only in the watched namespaces."""
     named = rule(LEASE, "get", "update")
     named["resourceNames"] = [LEASE_NAME]
-    return [named, rule(LEASE, "create")]
+    return [named, rule(LEASE, "create"), marker_rule()]

@@ -9,15 +9,22 @@ credentials. :func:`secrets_policy` closes that: the operator writes Secrets onl
 enabled namespaces (:mod:`appstack.api.namespaces`), of type ``Opaque``, labelled
 ``app.kubernetes.io/managed-by=appstack``, and controlled by one of our kinds — or, kept
 after their stack went (a retained volume's credentials), ownerless but carrying the
-stack and member labels; it changes or deletes only a Secret that already was such, and
-never changes a Secret's data, but for the MongoDB users' connection-string and SCRAM
-Secrets a MongoDBCommunity controls (made again when a password changes). Any other writer
-is not matched.
+stack and member labels; it changes or deletes only a Secret that already was such.
+An update never changes a Secret's data — but for a MongoDB user's connection-string or
+SCRAM Secret that *already was* one (its component, and a MongoDBCommunity its
+controller) and keeps that very controller (apiVersion, kind, name and uid): made again
+when the user's password changes — and never its component label, its ``appstack.dev/*``
+labels or its owners, but for the one move the operator makes: a Secret kept for a stack
+member given to that stack (the AppStack its stack label names) or taken back from it,
+when the stack's ``retainOnDelete`` flips (issue #46: a token that could relabel a
+generated credentials Secret as a MongoDB user's, under a made-up owner, could change its
+data and restore the labels). Any other writer is not matched.
 
 *Who is the operator* is whoever the operator's own RBAC binds, wherever and under whatever
 name it is installed (see :mod:`appstack.manifests.admission_base`). The other writes:
 :mod:`appstack.manifests.admission_writes` (children), :mod:`.admission_kinds` (our kinds,
-Events, what tenants may ask), :mod:`.admission_namespaces` (who may enable a namespace).
+Events, what tenants may ask), :mod:`.admission_namespaces` (who may enable a namespace);
+the leader-election Lease: :func:`~.admission_writes.lease_policy`.
 ``admissionregistration.k8s.io/v1`` (GA since Kubernetes 1.30). See docs/security.md.
 """
 
@@ -25,6 +32,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from appstack.api.kind import GROUP
+from appstack.controllers.appstack import APP_STACK
 from appstack.controllers.appstack.labels import MEMBER_LABEL, STACK_LABEL
 from appstack.controllers.mongodbcommunity import scram, users
 from appstack.controllers.util.meta import MANAGED_BY
@@ -40,12 +49,13 @@ from appstack.manifests.admission_base import (
 )
 from appstack.manifests.admission_kinds import kinds_policies
 from appstack.manifests.admission_namespaces import namespaces_policy
-from appstack.manifests.admission_writes import writes_policy
+from appstack.manifests.admission_writes import lease_policy, writes_policy
 from appstack.manifests.rbac import NAME, NAMESPACE
 from appstack.sdk.kit.meta import COMPONENT_LABEL
 
 SECRETS_POLICY = f"{NAME}-secrets"
 MONGODB = "appstack.dev/v1/MongoDBCommunity"
+APP_STACK_VERSION = f"{APP_STACK.api_version}/{APP_STACK.kind}"
 
 
 def _kept_for_a_stack(target: str) -> str:
@@ -62,15 +72,67 @@ def _ours(target: str) -> str:
 
 
 def _rewritten_by_mongodb() -> str:
-    """CEL: a MongoDB user's Secret (connection string, SCRAM credentials) its
-    MongoDBCommunity controls: its data follows the user's password."""
-    labels = "object.metadata.labels"
+    """CEL: the Secret already was a MongoDB user's (connection string, SCRAM credentials:
+    its component, a MongoDBCommunity its controller) and stays that — the same component,
+    the very same controller (apiVersion, kind, name and uid): its data follows the user's
+    password. Judged on the old object: what the new one says is the writer's to choose."""
+    old, new = "oldObject.metadata", "object.metadata"
     components = f"['{users.COMPONENT}', '{scram.COMPONENT}']"
+    same_controller = (
+        f"{old}.ownerReferences.exists(o, has(o.controller) && o.controller && "
+        f"(o.apiVersion + '/' + o.kind) == '{MONGODB}' && {new}.ownerReferences.exists(r, "
+        "has(r.controller) && r.controller && r.apiVersion == o.apiVersion && "
+        "r.kind == o.kind && r.name == o.name && r.uid == o.uid))"
+    )
     return (
-        f"(has({labels}) && '{COMPONENT_LABEL}' in {labels} && "
-        f"{labels}['{COMPONENT_LABEL}'] in {components} && "
-        "object.metadata.ownerReferences.exists(r, has(r.controller) && r.controller && "
-        f"(r.apiVersion + '/' + r.kind) == '{MONGODB}'))"
+        f"(has({old}.labels) && '{COMPONENT_LABEL}' in {old}.labels && "
+        f"{old}.labels['{COMPONENT_LABEL}'] in {components} && has({new}.labels) && "
+        f"'{COMPONENT_LABEL}' in {new}.labels && "
+        f"{new}.labels['{COMPONENT_LABEL}'] == {old}.labels['{COMPONENT_LABEL}'] && "
+        f"has({old}.ownerReferences) && has({new}.ownerReferences) && {same_controller})"
+    )
+
+
+def _pinned(key: str) -> str:
+    """CEL: label ``key`` is one an update keeps: the component or any ``appstack.dev/``."""
+    return f"({key}.startsWith('{GROUP}/') || {key} == '{COMPONENT_LABEL}')"
+
+
+def _labels_kept() -> str:
+    """CEL: every pinned label (:func:`_pinned`) is on both objects, with the same value."""
+    new, old = "object.metadata.labels", "oldObject.metadata.labels"
+    return (
+        f"((!has({new}) || {new}.all(k, !{_pinned('k')} || "
+        f"(has({old}) && k in {old} && {old}[k] == {new}[k]))) && "
+        f"(!has({old}) || {old}.all(k, !{_pinned('k')} || (has({new}) && k in {new}))))"
+    )
+
+
+def _refs(target: str) -> str:
+    return f"(has({target}.metadata.ownerReferences) ? {target}.metadata.ownerReferences : [])"
+
+
+def _its_stack(ref: str) -> str:
+    """CEL: ``ref`` is a controller reference to the AppStack the Secret's stack label
+    names (the uid cannot be checked here: admission cannot look an owner up)."""
+    return (
+        f"(has({ref}.controller) && {ref}.controller && "
+        f"({ref}.apiVersion + '/' + {ref}.kind) == '{APP_STACK_VERSION}' && "
+        f"{ref}.name == object.metadata.labels['{STACK_LABEL}'])"
+    )
+
+
+def _moved_with_its_volume() -> str:
+    """CEL: a Secret kept for a stack member (both labels) given to that stack or taken
+    back (``retainOnDelete`` flipped; a re-created stack adopting it): the owners differ
+    only by a controller reference to that AppStack (:meth:`ChildWriter.ensure_once
+    <appstack.sdk.kit.children.ChildWriter.ensure_once>` patches nothing else)."""
+    labels = "object.metadata.labels"
+    new, old = _refs("object"), _refs("oldObject")
+    return (
+        f"(has({labels}) && '{STACK_LABEL}' in {labels} && '{MEMBER_LABEL}' in {labels} && "
+        f"{new}.all(r, r in {old} || {_its_stack('r')}) && "
+        f"{old}.all(r, r in {new} || {_its_stack('r')}))"
     )
 
 
@@ -148,8 +210,29 @@ def secrets_policy(namespace: str = NAMESPACE, *, enable_all: EnableAll = False)
                         f"{unchanged('type')}) || {_rewritten_by_mongodb()}"
                     ),
                     "message": (
-                        "the appstack operator never changes a Secret's data (but for the "
-                        "MongoDB users' Secrets a MongoDBCommunity controls)"
+                        "the appstack operator never changes a Secret's data (but for a "
+                        "MongoDB user's Secret that a MongoDBCommunity already controls, and "
+                        "still the same one: apiVersion, kind, name and uid)"
+                    ),
+                    "reason": "Forbidden",
+                },
+                {
+                    "expression": f"request.operation != 'UPDATE' || {_labels_kept()}",
+                    "message": (
+                        f"the appstack operator never changes a Secret's {COMPONENT_LABEL} "
+                        f"or {GROUP}/* labels: set, changed or removed, each stays as it was"
+                    ),
+                    "reason": "Forbidden",
+                },
+                {
+                    "expression": (
+                        f"request.operation != 'UPDATE' || "
+                        f"{unchanged('metadata.ownerReferences')} || {_moved_with_its_volume()}"
+                    ),
+                    "message": (
+                        "the appstack operator never changes a Secret's ownerReferences (but "
+                        "to give a Secret kept for a stack member to the AppStack its "
+                        f"{STACK_LABEL} label names, or to take it back)"
                     ),
                     "reason": "Forbidden",
                 },
@@ -159,12 +242,15 @@ def secrets_policy(namespace: str = NAMESPACE, *, enable_all: EnableAll = False)
 
 
 def policies(namespace: str = NAMESPACE, *, enable_all: EnableAll = False) -> list[dict[str, Any]]:
-    """Every policy with its binding, in install order."""
+    """Every policy with its binding, in install order: who may enable a namespace first,
+    then the operator's writes (Secrets, children, its Lease, our kinds and Events), then
+    tenants' objects of our kinds."""
     result: list[dict[str, Any]] = []
     every = (
         namespaces_policy(namespace),
         secrets_policy(namespace, enable_all=enable_all),
         writes_policy(namespace, enable_all=enable_all),
+        lease_policy(namespace),
         *kinds_policies(namespace, enable_all=enable_all),
     )
     for each in every:

@@ -18,6 +18,7 @@ cluster's administrators. Used by :mod:`appstack.manifests.admission` (Secrets) 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from appstack.api.namespaces import ENABLED
@@ -79,6 +80,33 @@ def ours(target: str) -> str:
     """CEL: ``target`` carries our managed-by label."""
     ((key, value),) = MANAGED_BY.items()
     return labelled(key, value, f"{target}.metadata")
+
+
+def cel_string(text: str) -> str:
+    """``text`` as a CEL string literal (single-quoted)."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def cel_list(items: Iterable[str]) -> str:
+    """CEL list of the strings ``items``."""
+    return "[" + ", ".join(cel_string(i) for i in items) + "]"
+
+
+def our_finalizers() -> list[str]:
+    """Every finalizer the operator's controllers put on an object (their kinds' own:
+    AppStack's teardown)."""
+    return sorted({c.reconciler.finalizer for c in ALL if c.reconciler.finalizer})
+
+
+def finalizers_added_only(allowed: Iterable[str]) -> str:
+    """CEL: every finalizer of ``object`` was already on ``oldObject`` (an update) or is
+    one of ``allowed``: a write may remove finalizers and add only those."""
+    old = "oldObject.metadata.finalizers"
+    return (
+        "(!has(object.metadata.finalizers) || object.metadata.finalizers.all(f, "
+        f"f in {cel_list(allowed)} || (request.operation == 'UPDATE' && has({old}) && "
+        f"f in {old})))"
+    )
 
 
 def unchanged(field: str) -> str:

@@ -2,10 +2,15 @@
 bundle), issue #34:
 
 * :func:`operator_kinds_policy` — what the operator's token may change of an object of our
-  kinds: its finalizers (only removing them where the namespace is not enabled) and its
-  status (where the namespace is not enabled, only to say so: ``Ready=False``,
-  ``NamespaceNotEnabled``); never its spec, labels or annotations — a stolen token cannot
-  change a tenant's image;
+  kinds: its finalizers — adding only the operator's own (a foreign one would hold the
+  object, and its namespace's deletion, for ever), only removing them where the namespace
+  is not enabled — and its status (where the namespace is not enabled, only to say so:
+  exactly one condition, ``Ready=False``, ``NamespaceNotEnabled``, with the operator's
+  message — nothing else beside it); never its spec, labels, annotations or
+  ``ownerReferences`` — a stolen token cannot change a tenant's image, nor delete a
+  tenant's object by giving it a made-up owner for the garbage collector (issue #46: on
+  clusters without ``OwnerReferencesPermissionEnforcement``, most of them, only this
+  policy stands in the way);
 * :func:`events_policy` — the operator's Events: only in enabled namespaces, and only about
   an object of our kinds (exact apiVersion) in the Event's own namespace;
 * :func:`tenant_baseline_policy` — for everyone who creates or changes our kinds: no
@@ -21,14 +26,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from appstack.api.namespaces import ALLOW_PRIVILEGED, NOT_ENABLED_REASON
+from appstack.api.namespaces import ALLOW_PRIVILEGED, NOT_ENABLED_REASON, not_enabled_message
 from appstack.controllers.registry import ALL
 from appstack.manifests import crds
 from appstack.manifests.admission_base import (
     EnableAll,
+    cel_string,
     enabled_variable,
+    finalizers_added_only,
     labelled,
     only_operator,
+    our_finalizers,
     our_owner_versions,
     policy,
     unchanged,
@@ -59,6 +67,28 @@ def _resources(*, status: bool) -> list[dict[str, Any]]:
     ]
 
 
+def _not_enabled_message() -> str:
+    """CEL: the message the operator's Ready condition has where the request's namespace is
+    not enabled (:func:`appstack.api.namespaces.not_enabled_message`), built from the
+    request's namespace."""
+    marker = "\x00"
+    parts = not_enabled_message(marker).split(marker)
+    return " + request.namespace + ".join(cel_string(part) for part in parts)
+
+
+def says_only_not_enabled() -> str:
+    """CEL: the status has exactly one condition, ``Ready=False`` with reason
+    ``NamespaceNotEnabled`` and the operator's message — what
+    :meth:`~appstack.sdk.kit.reconciler.KindReconciler.not_enabled_status` writes."""
+    conditions = "object.status.conditions"
+    return (
+        f"(has(object.status) && has({conditions}) && size({conditions}) == 1 && "
+        f"{conditions}.all(c, c.type == 'Ready' && c.status == 'False' && has(c.reason) && "
+        f"c.reason == '{NOT_ENABLED_REASON}' && has(c.message) && "
+        f"c.message == {_not_enabled_message()}))"
+    )
+
+
 def operator_kinds_policy(
     namespace: str = NAMESPACE, *, enable_all: EnableAll = False
 ) -> dict[str, Any]:
@@ -66,15 +96,7 @@ def operator_kinds_policy(
     # request.subResource is absent (not "") on the object itself
     main = "(!has(request.subResource) || request.subResource == '')"
     status = "(has(request.subResource) && request.subResource == 'status')"
-    finalizers_only_removed = (
-        "(!has(object.metadata.finalizers) || object.metadata.finalizers.all(f, "
-        "has(oldObject.metadata.finalizers) && f in oldObject.metadata.finalizers))"
-    )
-    says_not_enabled = (
-        "(has(object.status) && has(object.status.conditions) && "
-        "object.status.conditions.exists(c, c.type == 'Ready' && c.status == 'False' && "
-        f"c.reason == '{NOT_ENABLED_REASON}'))"
-    )
+    ours = our_finalizers()
     return policy(
         f"{KINDS_POLICY}-{namespace}",
         {
@@ -89,14 +111,26 @@ def operator_kinds_policy(
                     "its kinds' objects, never their spec, labels or annotations",
                 ),
                 _refusal(
-                    f"!({main}) || variables.enabled || {finalizers_only_removed}",
+                    f"!({main}) || {unchanged('metadata.ownerReferences')}",
+                    "the appstack operator never changes the ownerReferences of its kinds' "
+                    "objects (a made-up owner would have the garbage collector delete them)",
+                ),
+                _refusal(
+                    f"!({main}) || {finalizers_added_only(ours)}",
+                    "the appstack operator may add no finalizer to its kinds' objects but its "
+                    f"own ({', '.join(ours)}): another one would hold the object, and its "
+                    "namespace, for ever",
+                ),
+                _refusal(
+                    f"!({main}) || variables.enabled || {finalizers_added_only([])}",
                     "the appstack operator may only remove its finalizer in a namespace not "
                     "enabled for appstack",
                 ),
                 _refusal(
-                    f"!({status}) || variables.enabled || {says_not_enabled}",
+                    f"!({status}) || variables.enabled || {says_only_not_enabled()}",
                     "in a namespace not enabled for appstack the operator may only write a "
-                    f"status that says so (Ready=False, {NOT_ENABLED_REASON})",
+                    f"status that says so: one condition, Ready=False, {NOT_ENABLED_REASON}, "
+                    "with its message, and no other condition beside it",
                 ),
             ],
         },

@@ -11,7 +11,9 @@ changing one, is refused unless the requester holds
 :data:`~appstack.api.namespaces.LABEL_GRANT` — verb ``enable`` on ``namespaces`` of our
 group, which nothing else uses: cluster administrators hold it through their wildcard, a
 platform team through the generated ClusterRole
-``appstack-namespace-enabler-<install namespace>`` (:func:`enabler_role`).
+``appstack-namespace-enabler-<install namespace>`` (:func:`enabler_role`). The same on the
+``namespaces/status`` and ``namespaces/finalize`` subresources, which keep the labels they
+are sent (issue #46: whoever may update either set the opt-in label through it).
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from appstack.manifests.crds import LABELS
 from appstack.manifests.rbac import NAMESPACE, cluster_name
 
 NAMESPACES_POLICY = "appstack-namespace-labels"
+#: A namespace and the subresources an update of which stores its labels too.
+RESOURCES = ("namespaces", "namespaces/status", "namespaces/finalize")
 ENABLER = "appstack-namespace-enabler"
 
 
@@ -53,7 +57,7 @@ def namespaces_policy(namespace: str = NAMESPACE) -> dict[str, Any]:
                         "apiGroups": [""],
                         "apiVersions": ["v1"],
                         "operations": ["CREATE", "UPDATE"],
-                        "resources": ["namespaces"],
+                        "resources": list(RESOURCES),
                     }
                 ]
             },

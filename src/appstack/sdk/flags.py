@@ -21,7 +21,7 @@ import click
 from appstack.core import defaults
 from appstack.core.duration import DEFAULT_SYNC_PERIOD, parse_duration
 from appstack.sdk.identity import OperatorIdentity
-from appstack.sdk.options import OperatorOptions
+from appstack.sdk.options import MAX_LEASE_DURATION, MIN_LEASE_DURATION, OperatorOptions
 
 if TYPE_CHECKING:
     from appstack.core.resource import Resource
@@ -104,9 +104,11 @@ def operator_flags(identity: OperatorIdentity) -> Callable[[F], F]:
         click.option(
             "--leader-elect-lease-duration",
             "lease_duration",
+            type=click.FloatRange(MIN_LEASE_DURATION, MAX_LEASE_DURATION),
             default=15.0,
             show_default=True,
-            help="Seconds a non-leader waits after the last renewal it saw before taking over.",
+            help="Seconds a non-leader waits after the last renewal it saw before taking over "
+            f"({MIN_LEASE_DURATION:g} to {MAX_LEASE_DURATION:g}).",
         ),
         click.option(
             "--leader-elect-renew-deadline",

@@ -56,7 +56,7 @@ from appstack.runtime.resources import Resource
 from appstack.sdk.identity import OperatorIdentity
 from appstack.sdk.kit.caching import cache_policy
 from appstack.sdk.kit.registration import Registration
-from appstack.sdk.options import OperatorOptions
+from appstack.sdk.options import MAX_LEASE_DURATION, MIN_LEASE_DURATION, OperatorOptions
 from appstack.sdk.process import settle_heap, tune_connections
 
 log = structlog.get_logger(__name__)
@@ -75,7 +75,13 @@ def instance() -> str:
 
 def check(options: OperatorOptions) -> None:
     """Raise :class:`ValueError` if the options do not fit together (leader election's
-    durations)."""
+    durations), or the lease duration is out of its range (the install's admission policy
+    refuses a longer Lease: :data:`~appstack.sdk.options.MAX_LEASE_DURATION`)."""
+    if not MIN_LEASE_DURATION <= options.lease_duration <= MAX_LEASE_DURATION:
+        raise ValueError(
+            f"the lease duration must be from {MIN_LEASE_DURATION:g}s to "
+            f"{MAX_LEASE_DURATION:g}s, got {options.lease_duration:g}s"
+        )
     LeaderElectionConfig(
         "-", "-", "-", options.lease_duration, options.renew_deadline, options.retry_period
     )

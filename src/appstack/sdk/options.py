@@ -15,6 +15,14 @@ from appstack.core.duration import DEFAULT_SYNC_PERIOD, parse_duration
 
 LogFormat = Literal["auto", "json", "console"]
 
+#: The range of ``--leader-elect-lease-duration`` (seconds). The upper bound is also the
+#: install's: its admission policy refuses a Lease written by the operator's token with a
+#: longer duration (:func:`appstack.manifests.admission_writes.lease_policy`), so a stolen
+#: token cannot hold the Lease — and every replica off — for longer than this after its
+#: last renewal.
+MIN_LEASE_DURATION = 1.0
+MAX_LEASE_DURATION = 300.0
+
 
 @dataclass
 class OperatorOptions:

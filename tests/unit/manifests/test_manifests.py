@@ -45,12 +45,19 @@ def test_the_lease_is_granted_by_name_in_the_operator_namespace_only() -> None:
     role = rbac.leader_election_role()
     assert role["kind"] == "Role"
     assert role["metadata"]["namespace"] == rbac.NAMESPACE
-    named, create = role["rules"]
+    named, create, marker = role["rules"]
     assert named["resources"] == ["leases"]
     assert named["resourceNames"] == ["appstack-operator"]
     assert named["verbs"] == ["get", "update"]
     assert create["verbs"] == ["create"]  # resourceNames cannot restrict create
     assert "resourceNames" not in create
+    # the marker there too: the Lease policy knows the operator by it (a namespaced
+    # install's other Roles are only in the watched namespaces)
+    assert marker == {
+        "apiGroups": ["appstack.dev"],
+        "resources": ["admissionguards"],
+        "verbs": ["subject-to"],
+    }
 
 
 def _policy_and_binding(prefix: str) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -170,6 +177,8 @@ def test_install_yaml_is_one_bundle_of_everything() -> None:
         "ValidatingAdmissionPolicy",  # the Secrets the operator may write
         "ValidatingAdmissionPolicyBinding",
         "ValidatingAdmissionPolicy",  # everything else it may write
+        "ValidatingAdmissionPolicyBinding",
+        "ValidatingAdmissionPolicy",  # how long its Lease may be held
         "ValidatingAdmissionPolicyBinding",
         "ValidatingAdmissionPolicy",  # what it may change of our kinds
         "ValidatingAdmissionPolicyBinding",

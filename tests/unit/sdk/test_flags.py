@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from appstack.runtime import POD, Resource, Transform
 from appstack.sdk import OperatorIdentity, operator_command
 from appstack.sdk import operator as assembly
+from appstack.sdk.options import OperatorOptions
 
 IDENTITY = OperatorIdentity(project="guestbook", domain="webapp.example.com")
 
@@ -55,3 +56,20 @@ def test_without_a_cache_table_objects_are_kept_whole(monkeypatch: pytest.Monkey
     result = CliRunner().invoke(operator_command(lambda: [], IDENTITY), [])
     assert result.exit_code == 0, result.output
     assert ran["cache"] is None
+
+
+@pytest.mark.parametrize("seconds", ["0.5", "301", "2147483647"])
+def test_a_lease_duration_out_of_its_range_is_refused_naming_the_flag(
+    monkeypatch: pytest.MonkeyPatch, seconds: str
+) -> None:
+    """From 1 s to 300 s: the install's admission policy refuses a longer Lease from the
+    operator's token (appstack.manifests.admission_writes.lease_policy), so a flag beyond
+    it would be a Lease the operator could never write."""
+    monkeypatch.setattr(assembly, "run_operator", lambda *args, **kwargs: 0)
+    command = operator_command(lambda: [], IDENTITY)
+    result = CliRunner().invoke(command, [f"--leader-elect-lease-duration={seconds}"])
+    assert result.exit_code == 2, result.output
+    assert "--leader-elect-lease-duration" in result.output
+    assert CliRunner().invoke(command, ["--leader-elect-lease-duration=300"]).exit_code == 0
+    with pytest.raises(ValueError, match="from 1s to 300s"):
+        assembly.check(OperatorOptions(lease_duration=float(seconds)))

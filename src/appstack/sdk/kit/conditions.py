@@ -89,6 +89,24 @@ class StoredCondition(TypedDict, total=False):
     observedGeneration: int
 
 
+def only_ready_false(owner: KubeObject, problem: Problem, now: str) -> list[Condition]:
+    """The one condition an object gets where the operator does not act (a namespace not
+    enabled): ``Ready=False`` with ``problem`` — no other beside it, so that a reader (and
+    the install's admission policy, which admits nothing else there) sees exactly why."""
+    generation = owner["metadata"].get("generation")
+    return [
+        condition(
+            "Ready",
+            "False",
+            problem.reason,
+            problem.message,
+            generation=generation,
+            previous=previous_conditions(owner),
+            now=now,
+        )
+    ]
+
+
 def previous_conditions(owner: KubeObject) -> dict[str, StoredCondition]:
     """The owner's conditions as last written, by type (what :func:`condition` needs)."""
     return {c["type"]: c for c in (owner.get("status") or {}).get("conditions") or []}

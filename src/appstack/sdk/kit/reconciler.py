@@ -30,7 +30,12 @@ from appstack.runtime.store import IndexFunc
 from appstack.sdk.identity import NOT_ENABLED_REASON
 from appstack.sdk.kind import CustomKind
 from appstack.sdk.kit.children import ChildWriter
-from appstack.sdk.kit.conditions import Problem, describe_validation
+from appstack.sdk.kit.conditions import (
+    Problem,
+    describe_validation,
+    now_rfc3339,
+    only_ready_false,
+)
 from appstack.sdk.kit.kubeobject import KubeObject, as_object
 from appstack.sdk.kit.namespaces import NamespaceGate
 from appstack.sdk.kit.tolerant import validate_tolerant
@@ -112,10 +117,21 @@ class KindReconciler(ABC, Generic[SpecT]):
             if self.finalizer is not None:
                 await finalizers.remove(self.client, self.resource, dict(obj), self.finalizer)
             return None
-        problem = Problem(NOT_ENABLED_REASON, self.not_enabled_message(namespace))
-        await self.writer.write_status(obj, self.invalid_status(obj, problem))
+        await self.writer.write_status(obj, self.not_enabled_status(obj, namespace))
         after = self.namespaces.requeue_after
         return Result(requeue_after=after) if after is not None else None
+
+    def not_enabled_status(self, obj: KubeObject, namespace: str) -> KubeModel:
+        """The status of an object in a namespace the operator does not act in: the kind's
+        :meth:`invalid_status` for ``NamespaceNotEnabled``, its conditions only one —
+        ``Ready=False`` with the reason and :attr:`not_enabled_message` (the install's
+        admission policy admits no other condition beside it there)."""
+        problem = Problem(NOT_ENABLED_REASON, self.not_enabled_message(namespace))
+        status = self.invalid_status(obj, problem)
+        if "conditions" not in type(status).model_fields:
+            return status
+        conditions = only_ready_false(obj, problem, now_rfc3339())
+        return status.model_copy(update={"conditions": conditions})
 
     async def _validated(self, obj: KubeObject) -> Result | None:
         try:

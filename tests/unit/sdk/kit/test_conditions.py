@@ -11,12 +11,14 @@ import pytest
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from appstack.sdk.kit.conditions import (
+    Problem,
     condition,
     condition_read,
     describe_validation,
     field_path,
     last_condition,
     now_rfc3339,
+    only_ready_false,
     previous_conditions,
 )
 from appstack.sdk.kit.kubeobject import KubeObject
@@ -121,3 +123,27 @@ def test_a_childs_condition_is_cached_without_its_times() -> None:
 
 def test_now_is_utc_to_the_second() -> None:
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", now_rfc3339())
+
+
+def test_where_the_operator_does_not_act_the_one_condition_is_ready_false() -> None:
+    """Nothing else beside it (the install's kinds policy admits no other condition where
+    the namespace is not enabled); its transition time kept while it stays False."""
+    since = "2026-01-01T00:00:00Z"
+    owner: KubeObject = {
+        "metadata": {"name": "x", "generation": 3},
+        "status": {
+            "conditions": [
+                {"type": "Ready", "status": "False", "lastTransitionTime": since},
+                {"type": "Degraded", "status": "True", "lastTransitionTime": since},
+            ]
+        },
+    }
+    (ready,) = only_ready_false(owner, Problem("NamespaceNotEnabled", "say so"), now_rfc3339())
+    assert (ready.type, ready.status, ready.reason, ready.message) == (
+        "Ready",
+        "False",
+        "NamespaceNotEnabled",
+        "say so",
+    )
+    assert ready.observed_generation == 3
+    assert ready.last_transition_time == since
