@@ -29,9 +29,12 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
+import pytest
 from lightkube import Client as LightClient
 from lightkube import codecs
 from lightkube.core.exceptions import ApiError
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.core_v1 import Namespace
 
 from appstack.controllers.appservice import APP_SERVICE
 from appstack.controllers.util.meta import MANAGED_BY
@@ -192,4 +195,126 @@ async def test_labelled_configmaps_of_a_tenant_do_not_run_the_operator_out_of_me
         assert "Traceback" not in log, log[-3000:]
     finally:
         await _each(names, delete)
+        _remove_install(kube, parts.objects())
+
+
+# ------------------------------------------------------------- ballast in labels (#46)
+#: Labels of ≈ 1.3 MB on one object: 8,600 of 20 + 63 characters of key and 63 of value.
+LABELS = 8_600
+#: In a namespace not enabled (the review's figures: 250 ConfigMaps made the operator's
+#: restart peak 2.25 GiB, 130 AppServices OOM-killed it too) and, a tenth as many, in an
+#: enabled one.
+CLOSED_CONFIG_MAPS, CLOSED_APP_SERVICES = 250, 130
+OPEN_CONFIG_MAPS, OPEN_APP_SERVICES = 25, 13
+
+
+def _ballast() -> dict[str, str]:
+    return {f"ballast.example.com/k{i:05d}-{'p' * 56}": "v" * 63 for i in range(LABELS)}
+
+
+def _memory_limit(parts: Any) -> int:
+    """The Deployment's memory limit, in bytes (``512Mi``)."""
+    (container,) = parts.deployment["spec"]["template"]["spec"]["containers"]
+    limit = str(container["resources"]["limits"]["memory"])
+    assert limit.endswith("Mi"), limit
+    return int(limit.removesuffix("Mi")) * MiB
+
+
+# Serial (alone on the cluster): its operator is installed cluster-wide — it would act in
+# every other test's namespace — and it writes 540 MB into the etcd every test shares.
+@pytest.mark.serial
+async def test_ballast_in_labels_enabled_or_not_does_not_run_the_operator_out_of_memory(
+    kube: LightClient,
+    kube_cluster: ClusterHandle,
+    client: Client,
+    namespace: str,
+    tmp_path: Path,
+) -> None:
+    """Issue #46 P1: a user with plain ``edit`` in a namespace **not enabled**, holding no
+    right of ours, writes ConfigMaps with 1.3 MB of labels (and one allowed to create our
+    kinds there, labelled AppServices): the operator — installed cluster-wide, every
+    namespace a tenant's — listed every ConfigMap of the cluster (a spec may name one) in
+    pages of 500 with their labels and kept our kinds whole: 2.25 GiB at its restart,
+    OOM-killed under its 512 MiB. Now a user's ConfigMaps are cached only in the enabled
+    namespaces (key and version only), our kinds elsewhere as their name and status, every
+    page is 25 objects, labels kept at most 32. Measured: its peak from its start, through
+    its LIST, to an AppService reconciled, under the Deployment's limit; the closed
+    namespace's AppServices told so (``NamespaceNotEnabled``)."""
+    closed = f"{namespace}-closed"
+    kube.create(Namespace(metadata=ObjectMeta(name=closed)))  # not enabled
+    ops = f"ops-labels-{uuid.uuid4().hex[:6]}"
+    parts = install(InstallOptions(namespace=ops))  # cluster-wide: every enabled namespace
+    limit = _memory_limit(parts)
+    labels = _ballast()
+
+    def config_map(name: str, where: str) -> dict[str, Any]:
+        meta = {"name": name, "namespace": where, "labels": labels}
+        return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta}
+
+    def app_service(name: str, where: str, size: int = 0, ballast: bool = True) -> dict[str, Any]:
+        meta = {"name": name, "namespace": where, "labels": labels if ballast else {}}
+        spec = {"size": size, "image": "nginx:1.27", "ports": [{"port": 80}]}
+        return {
+            "apiVersion": "appstack.dev/v1",
+            "kind": "AppService",
+            "metadata": meta,
+            "spec": spec,
+        }
+
+    ballast = [
+        *[(CONFIG_MAP, config_map(f"cm-{i:03d}", closed)) for i in range(CLOSED_CONFIG_MAPS)],
+        *[(APP_SERVICE, app_service(f"app-{i:03d}", closed)) for i in range(CLOSED_APP_SERVICES)],
+        *[(CONFIG_MAP, config_map(f"cm-{i:03d}", namespace)) for i in range(OPEN_CONFIG_MAPS)],
+        *[(APP_SERVICE, app_service(f"app-{i:03d}", namespace)) for i in range(OPEN_APP_SERVICES)],
+    ]
+    started = time.monotonic()
+    await _each(list(range(len(ballast))), lambda i: client.create(*ballast[i]))
+    written = time.monotonic() - started
+    samplers: list[MemorySampler] = []
+
+    def sample(operator: subprocess.Popen[bytes]) -> None:
+        samplers.append(MemorySampler(operator.pid))
+        samplers[0].start()
+
+    apply_install(kube, parts)
+    try:
+        try:
+            with running_operator(kube, kube_cluster.kubeconfig, parts, tmp_path, sample) as op:
+                (memory,) = samplers
+                memory.read()
+                listed, ready_after = memory.peak, memory.samples[-1][0]
+                # Each status write to a 1.3 MB object costs the API server the object's
+                # size twice over: under this ballast many time out (the fence's deadline)
+                # and are retried with backoff — the operator keeps working meanwhile.
+                await until(
+                    client,
+                    APP_SERVICE,
+                    "app-000",
+                    closed,
+                    lambda a: any(
+                        c.get("reason") == "NamespaceNotEnabled"
+                        for c in (a.get("status") or {}).get("conditions") or []
+                    ),
+                    240,
+                    "the closed namespace's AppService told so",
+                )
+                await client.create(APP_SERVICE, app_service("web", namespace, 2, ballast=False))
+                await until(client, APP_SERVICE, "web", namespace, is_ready, 240, "web Ready")
+                memory.read()
+                assert op.poll() is None, "the operator exited"
+        finally:
+            for sampler in samplers:
+                sampler.stop()
+        log = (tmp_path / "operator.log").read_text()
+        print(
+            f"\nballast in labels ({LABELS} labels, ≈ 1.3 MB an object; written in "
+            f"{written:.0f} s): {CLOSED_CONFIG_MAPS} ConfigMaps and {CLOSED_APP_SERVICES} "
+            f"AppServices not enabled, {OPEN_CONFIG_MAPS} and {OPEN_APP_SERVICES} enabled: "
+            f"ready after {ready_after:.1f} s at a peak of {listed / MiB:.1f} MiB; then "
+            f"{memory.summary()}; the limit {limit / MiB:.0f} MiB"
+        )
+        assert memory.peak < limit, memory.summary()
+        assert "Traceback" not in log, log[-3000:]
+    finally:
+        kube.delete(Namespace, closed)
         _remove_install(kube, parts.objects())

@@ -10,10 +10,17 @@ package and one line here (see docs/design.md, "Adding a kind").
 from __future__ import annotations
 
 from appstack.api.kind import GROUP
-from appstack.controllers import appservice, appstack, crontab, etcdcluster, mongodbcommunity
+from appstack.controllers import (
+    appservice,
+    appstack,
+    crontab,
+    etcdcluster,
+    mongodbcommunity,
+)
 from appstack.runtime.cache import Transform
 from appstack.runtime.resources import CONFIG_MAP, SECRET, Resource
 from appstack.sdk.kit.applied import CHILD_TRANSFORMS, CLAIM_TRANSFORMS, job_transforms
+from appstack.sdk.kit.caching import bounded_metadata
 from appstack.sdk.kit.pods import pod_transforms
 from appstack.sdk.kit.references import metadata_only, secret_metadata
 from appstack.sdk.kit.registration import Registration
@@ -26,11 +33,18 @@ ALL: tuple[Registration, ...] = (
     mongodbcommunity.CONTROLLER,
 )
 
-#: What the cache keeps of each kind the controllers read, besides their own kinds: one
+#: What the cache keeps of each kind the controllers read, their own kinds too: one
 #: transform per kind for the whole process (the cache of a kind is shared). The rest of
 #: the cache's table — label selectors, whose children are kept in full — is derived from
 #: :data:`ALL` by :func:`appstack.sdk.kit.caching.cache_policy`.
 CACHE: dict[Resource, Transform] = {
+    # our kinds: spec and status; of their labels and annotations only the recommended labels
+    # and our group's (an EtcdCluster's backup request) — none other is read, and whoever
+    # may create one may give it 1.3 MB of them (issue #46)
+    **{
+        c.kind.resource: bounded_metadata(("app.kubernetes.io/", f"{GROUP}/"), (f"{GROUP}/",))
+        for c in ALL
+    },
     **pod_transforms(GROUP),  # pods: status, owners and the spec fields read
     **CHILD_TRANSFORMS,  # Deployments, Services, StatefulSets: what our apply set
     **CLAIM_TRANSFORMS,  # EtcdCluster's member volumes

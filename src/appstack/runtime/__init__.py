@@ -36,7 +36,7 @@ from the runtime's modules is exported here (``__all__``, kept exact by
 """
 
 from appstack.runtime.builder import Builder, Mapper, request_for
-from appstack.runtime.cache import ByObject, Cache, Transform
+from appstack.runtime.cache import NAMESPACES, ByObject, Cache, Transform, namespace_metadata
 from appstack.runtime.certdata import load_cert_chain
 from appstack.runtime.client import Client
 from appstack.runtime.clock import Clock, FakeClock, RealClock
@@ -69,6 +69,7 @@ from appstack.runtime.informer import (
     EventHandler,
     FuncHandler,
     Informer,
+    prefixed,
 )
 from appstack.runtime.kubeconfig import KubeconfigError, current_namespace
 from appstack.runtime.leaderelection import LeaderElectionConfig, LeadershipLost, NotLeader
@@ -114,6 +115,7 @@ __all__ = [
     "JOB",
     "LEASE",
     "NAMESPACE",
+    "NAMESPACES",
     "PDB",
     "POD",
     "PVC",
@@ -180,7 +182,9 @@ __all__ = [
     "keep_applied_by",
     "limit_tls_read_buffer",
     "load_cert_chain",
+    "namespace_metadata",
     "object_key",
+    "prefixed",
     "remove_finalizer",
     "request_for",
     "self_signed_context",

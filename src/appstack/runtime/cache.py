@@ -18,9 +18,16 @@ own resource (:meth:`~appstack.runtime.resources.Resource.metadata_only`). An op
 assembly derives the table from its controllers' declarations and gives it to the manager;
 a kind not in it is cached whole (but its managed fields).
 
-The informers list full objects one page at a time, all kinds together (``pages_at_once``):
-what a LIST holds before its objects are cut down is one page, however many kinds someone
-fills with big objects at once.
+The informers list one page at a time, all kinds together (``pages_at_once``): what a LIST
+holds before its objects are cut down is one page, however many kinds someone fills with big
+objects at once — of metadata only too.
+
+A cluster-wide cache can keep a kind only in the namespaces a label selects (``ByObject``'s
+``namespaces``: an operator's enabled namespaces), followed through its metadata-only
+informer of Namespaces: an informer per selected namespace, started and stopped as
+namespaces come and go — or one informer for all, the objects elsewhere cut down to what
+``elsewhere`` keeps (their name and status, say) and read again in full when their namespace
+is selected (:meth:`Cache.is_cut` tells which are cut down).
 """
 
 from __future__ import annotations
@@ -29,13 +36,24 @@ import asyncio
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
+import structlog
+
 from appstack.runtime.client import Client
-from appstack.runtime.informer import EventHandler, Informer
-from appstack.runtime.resources import Obj, Resource, split_key
+from appstack.runtime.informer import EventHandler, FuncHandler, Informer
+from appstack.runtime.resources import NAMESPACE, Obj, Resource, split_key
 from appstack.runtime.store import IndexFunc
 
 #: What a kind's cache keeps of each object (the informer calls it on every object).
 Transform = Callable[[Obj], Obj]
+#: The Namespaces, metadata only: what a cache follows to keep a kind only in some of them.
+NAMESPACES = NAMESPACE.metadata_only()
+
+
+def namespace_metadata(obj: Obj) -> Obj:
+    """What the cache keeps of a namespace it follows: its name, uid, version and labels."""
+    meta = obj.get("metadata") or {}
+    kept = {k: meta[k] for k in ("name", "uid", "resourceVersion", "labels") if k in meta}
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": kept}
 
 
 @dataclass(frozen=True)
@@ -57,10 +75,24 @@ class ByObject:
     transform: Transform | None = None
     page_size: int | None = None
     owners: tuple[Resource, ...] | None = None
+    #: A cluster-wide cache: only in the namespaces matching this label selector (followed
+    #: through the cache's informer of :data:`NAMESPACES`, which selects the same), an
+    #: informer per namespace, started as one comes to match, stopped (its objects
+    #: forgotten, the handlers not told) as it stops. Ignored by a cache of some namespaces.
+    namespaces: str | None = None
+    #: With ``namespaces``: one informer for all namespaces instead, an object outside the
+    #: selected ones kept only as this makes it (e.g. its name and status), read again in
+    #: full when its namespace comes to match, cut down again when it stops.
+    elsewhere: Transform | None = None
 
     def __post_init__(self) -> None:
         if self.page_size is not None and self.page_size < 1:
             raise ValueError(f"a page of {self.page_size} objects")
+        if self.elsewhere is not None and self.namespaces is None:
+            raise ValueError("elsewhere is what is kept outside the selected namespaces: name them")
+
+
+log = structlog.get_logger(__name__)
 
 
 class Cache:
@@ -70,8 +102,7 @@ class Cache:
     read the local cache (never the API server); a kind's informers start on first use.
     ``by_object`` says what is kept of each kind (:class:`ByObject`; may be given later,
     once, with :meth:`configure`). Its informers ask for at most ``pages_at_once`` LIST
-    pages of full objects at a time (each held until its objects are transformed); pages
-    of metadata only are not counted.
+    pages at a time (each held until its objects are transformed).
     """
 
     def __init__(
@@ -89,6 +120,13 @@ class Cache:
         self._by_object: dict[Resource, ByObject] = dict(by_object or {})
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
+        # Kinds kept only in selected namespaces: their handlers and indexers (for the
+        # informers to come), each informer's task, the namespaces selected, per selector.
+        self._handlers: dict[Resource, list[EventHandler]] = {}
+        self._indexers: dict[Resource, dict[str, IndexFunc]] = {}
+        self._scoped_tasks: dict[tuple[Resource, str], asyncio.Task[None]] = {}
+        self._selected: set[str] = set()
+        self._followed: list[Resource] = []
 
     def configure(self, by_object: Mapping[Resource, ByObject]) -> None:
         """Declare what is kept of each kind in ``by_object`` (before its informers exist;
@@ -105,43 +143,145 @@ class Cache:
         return self._by_object.get(resource) or ByObject()
 
     def informers(self, resource: Resource) -> dict[str | None, Informer]:
-        """The informers of ``resource`` (created on first use; started with the cache)."""
+        """The informers of ``resource`` (created on first use; started with the cache):
+        by namespace, or one (``None``) for all."""
         existing = self._informers.get(resource)
         if existing is not None:
             return existing
+        policy = self.by_object(resource)
+        followed = bool(policy.namespaces) and resource.namespaced and not self.namespaces
+        if followed and policy.elsewhere is None:
+            self._informers[resource] = {}  # one per selected namespace, as they come
+            self._follow(resource, policy)
+            for namespace in sorted(self._selected):
+                self._start_scope(resource, namespace)
+            return self._informers[resource]
         scopes: list[str | None] = (
             list(self.namespaces) if resource.namespaced and self.namespaces else [None]
         )
-        policy = self.by_object(resource)
-        created = {
-            ns: Informer(
-                self.client,
-                resource,
-                namespace=ns,
-                label_selector=policy.label_selector,
-                transform=policy.transform,
-                managed_by=self.client.field_manager,
-                page_size=policy.page_size,
-                list_gate=None if resource.only_metadata else self._list_gate,
+        created = {ns: self._informer(resource, ns) for ns in scopes}
+        if followed and policy.elsewhere is not None:
+            (informer,) = created.values()
+            namespaces = self._follow(resource, policy)
+            informer.partition(
+                self._selected.__contains__,
+                policy.elsewhere,
+                after=namespaces.wait_synced,
             )
-            for ns in scopes
-        }
-        for owner in policy.owners or ():
-            for informer in created.values():
-                informer.keep_children_of(owner)
         self._informers[resource] = created
         if self._started:
             for informer in created.values():
                 self._tasks.append(asyncio.create_task(informer.run()))
         return created
 
+    def _informer(self, resource: Resource, namespace: str | None) -> Informer:
+        policy = self.by_object(resource)
+        informer = Informer(
+            self.client,
+            resource,
+            namespace=namespace,
+            label_selector=policy.label_selector,
+            transform=policy.transform,
+            managed_by=self.client.field_manager,
+            page_size=policy.page_size,
+            list_gate=self._list_gate,
+        )
+        for owner in policy.owners or ():
+            informer.keep_children_of(owner)
+        return informer
+
+    # ------------------------------------------------------- kinds in selected namespaces
+    def _follow(self, resource: Resource, policy: ByObject) -> Informer:
+        """Follow the namespaces ``policy`` selects for ``resource``: the cache's informer of
+        Namespaces, declared with that selector here if the table has none."""
+        if NAMESPACES not in self._by_object and NAMESPACES not in self._informers:
+            self.configure(
+                {
+                    NAMESPACES: ByObject(
+                        label_selector=policy.namespaces, transform=namespace_metadata
+                    )
+                }
+            )
+        selects = self.by_object(NAMESPACES).label_selector
+        if selects != policy.namespaces:
+            raise ValueError(
+                f"{resource} is cached in the namespaces {policy.namespaces!r}, but the cache's "
+                f"Namespaces are those {selects!r}: one selection per cache"
+            )
+        (namespaces,) = self.informers(NAMESPACES).values()
+        if not self._followed:
+            namespaces.add_handler(
+                FuncHandler(add=self._namespace_selected, delete=self._namespace_left)
+            )
+        self._followed.append(resource)
+        return namespaces
+
+    def _namespace_selected(self, obj: Obj) -> None:
+        namespace = str(obj["metadata"]["name"])
+        self._selected.add(namespace)
+        for resource in self._followed:
+            group = self._informers.get(resource) or {}
+            if None in group:  # one informer, partitioned: read that namespace in full
+                if self._started:
+                    self._tasks.append(
+                        asyncio.create_task(self._refresh(resource, group[None], namespace))
+                    )
+            else:
+                self._start_scope(resource, namespace)
+
+    def _namespace_left(self, obj: Obj) -> None:
+        namespace = str(obj["metadata"]["name"])
+        self._selected.discard(namespace)
+        for resource in self._followed:
+            group = self._informers.get(resource) or {}
+            if None in group:
+                group[None].cut(namespace)
+                continue
+            group.pop(namespace, None)
+            task = self._scoped_tasks.pop((resource, namespace), None)
+            if task is not None:
+                task.cancel()
+
+    def _start_scope(self, resource: Resource, namespace: str) -> None:
+        group = self._informers[resource]
+        if namespace in group:
+            return
+        informer = group[namespace] = self._informer(resource, namespace)
+        for name, func in self._indexers.get(resource, {}).items():
+            informer.add_indexer(name, func)
+        for handler in self._handlers.get(resource, []):
+            informer.add_handler(handler)
+        if self._started:
+            self._scoped_tasks[resource, namespace] = asyncio.create_task(informer.run())
+
+    async def _refresh(self, resource: Resource, informer: Informer, namespace: str) -> None:
+        try:
+            await informer.refresh(namespace)
+        except Exception as error:  # what is cut down stays so; is_cut tells the readers
+            log.warning(
+                "could not read a namespace's objects again",
+                resource=str(resource),
+                namespace=namespace,
+                error=str(error),
+            )
+
+    def is_cut(self, resource: Resource, key: str) -> bool:
+        """Whether the cached ``namespace/name`` is cut down to what its :class:`ByObject`'s
+        ``elsewhere`` keeps (its namespace not selected, or not read again yet): read it
+        from the server when its content is needed."""
+        informer = self.informers(resource).get(None)
+        return informer is not None and informer.is_cut(key)
+
+    # ------------------------------------------------------------------------- readers
     def add_handler(self, resource: Resource, handler: EventHandler) -> None:
         """Call ``handler`` on every add/update/delete of ``resource`` (all watched namespaces)."""
+        self._handlers.setdefault(resource, []).append(handler)
         for informer in self.informers(resource).values():
             informer.add_handler(handler)
 
     def add_indexer(self, resource: Resource, name: str, func: IndexFunc) -> None:
         """Index ``resource`` by ``func(obj) -> values``; query it with :meth:`by_index`."""
+        self._indexers.setdefault(resource, {})[name] = func
         for informer in self.informers(resource).values():
             informer.add_indexer(name, func)
 
@@ -154,7 +294,7 @@ class Cache:
 
     def keys(self, resource: Resource) -> list[str]:
         """The key of every cached object of ``resource`` (no object unpacked)."""
-        return [k for i in self.informers(resource).values() for k in i.store]
+        return [k for i in list(self.informers(resource).values()) for k in i.store]
 
     def objects(self, resource: Resource) -> list[Obj]:
         """Every cached object of ``resource``."""
@@ -170,22 +310,31 @@ class Cache:
     def by_index(self, resource: Resource, index: str, value: str) -> list[Obj]:
         """The cached objects whose index ``index`` maps to ``value``."""
         return [
-            o for i in self.informers(resource).values() for o in i.store.by_index(index, value)
+            o
+            for i in list(self.informers(resource).values())
+            for o in i.store.by_index(index, value)
         ]
 
     def has_synced(self) -> bool:
         """True once every informer has completed its first LIST."""
-        return all(i.has_synced() for group in self._informers.values() for i in group.values())
+        return all(
+            i.has_synced() for group in list(self._informers.values()) for i in group.values()
+        )
 
     async def start(self) -> None:
         """Start every informer created so far (the manager calls this)."""
         self._started = True
-        for group in self._informers.values():
-            for informer in group.values():
-                self._tasks.append(asyncio.create_task(informer.run()))
+        for resource, group in self._informers.items():
+            for namespace, informer in group.items():
+                task = asyncio.create_task(informer.run())
+                if namespace is not None and resource in self._followed:
+                    self._scoped_tasks[resource, namespace] = task
+                else:
+                    self._tasks.append(task)
 
     async def wait_synced(self) -> None:
-        """Return once every informer has completed its first LIST."""
+        """Return once every informer has completed its first LIST (those of a namespace
+        selected meanwhile too)."""
         while not self.has_synced():  # informers may be added while we wait
             await asyncio.gather(
                 *(i.wait_synced() for g in list(self._informers.values()) for i in g.values())
@@ -193,7 +342,9 @@ class Cache:
 
     async def stop(self) -> None:
         """Stop every informer."""
-        for task in self._tasks:
+        tasks = [*self._tasks, *self._scoped_tasks.values()]
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
         self._tasks.clear()
+        self._scoped_tasks.clear()

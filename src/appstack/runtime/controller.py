@@ -38,7 +38,7 @@ import structlog
 
 from appstack.runtime import logging as rt_logging
 from appstack.runtime.availability import Availability, is_outage
-from appstack.runtime.errors import TerminalError
+from appstack.runtime.errors import ApiError, TerminalError, TransportError
 from appstack.runtime.metrics import Metrics
 from appstack.runtime.workqueue import WorkQueue
 
@@ -180,7 +180,16 @@ class Controller:
             self.metrics.reconcile_errors.labels(self.name).inc()
             self.metrics.reconcile_total.labels(self.name, "error").inc()
             retries = self.queue.num_requeues(request)
-            log.error("reconcile failed", error=str(error), retries=retries, exc_info=error)
+            # the API server's answer, or none, says what happened: a traceback only for what
+            # no request explains (a bug)
+            answered = isinstance(error, (ApiError, TransportError))
+            log.error(
+                "reconcile failed",
+                error=str(error),
+                error_type=type(error).__name__,
+                retries=retries,
+                exc_info=None if answered else error,
+            )
             self.queue.add_rate_limited(request)
             if is_outage(error) and not self.availability.available:
                 self._parked.add(request)

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -44,6 +44,7 @@ from appstack.runtime.ratelimit import RateLimiter
 from appstack.runtime.resources import Obj, Resource, object_key
 from appstack.runtime.store import IndexFunc, Store
 from appstack.runtime.watcher import (
+    PAGE_SIZE,
     Applied,
     Deleted,
     Empty,
@@ -55,7 +56,6 @@ from appstack.runtime.watcher import (
     Streaming,
     WatchEvent,
     Watching,
-    page_size_for,
 )
 
 log = structlog.get_logger(__name__)
@@ -65,7 +65,7 @@ log = structlog.get_logger(__name__)
 DEFAULT_DROP: tuple[tuple[str, ...], ...] = (MANAGED_FIELDS,)
 
 
-#: What :func:`foreign_metadata` keeps of an object's ``metadata``.
+#: What :func:`foreign_metadata` keeps of an object's ``metadata`` (and some of its labels).
 FOREIGN_METADATA = (
     "name",
     "namespace",
@@ -74,28 +74,44 @@ FOREIGN_METADATA = (
     "generation",
     "creationTimestamp",
     "deletionTimestamp",
-    "labels",
     "ownerReferences",
 )
+#: The label prefixes a foreign object keeps besides its owners' groups (the recommended
+#: labels an operator writes on its children: what adopting one compares).
+FOREIGN_LABEL_PREFIXES = ("app.kubernetes.io/",)
+#: At most this many labels and annotations of a foreign object are kept (in key order):
+#: anyone may write 1.3 MB of them on their own object (issue #46).
+FOREIGN_KEPT = 32
 
 
 def foreign_metadata(obj: Obj, annotations: Iterable[str] = ()) -> Obj:
     """What is cached of an object the informer does not keep in full: its ``apiVersion``,
-    ``kind`` and of its metadata :data:`FOREIGN_METADATA` and the annotations whose key
-    starts with one of the ``annotations`` prefixes (e.g. ``example.com/``) — no data, no
-    spec, no status. A new object: ``obj`` is left as it is."""
+    ``kind`` and of its metadata :data:`FOREIGN_METADATA`, the labels under
+    :data:`FOREIGN_LABEL_PREFIXES` or one of the ``annotations`` prefixes (e.g.
+    ``example.com/``, the owners' groups) and the annotations under the latter — at most
+    :data:`FOREIGN_KEPT` of each — no data, no spec, no status. A new object: ``obj`` is
+    left as it is."""
     meta = obj.get("metadata") or {}
     kept: Obj = {key: meta[key] for key in FOREIGN_METADATA if key in meta}
     prefixes = tuple(annotations)
-    ours = {
-        key: value
-        for key, value in (meta.get("annotations") or {}).items()
-        if prefixes and key.startswith(prefixes)
-    }
-    if ours:
-        kept["annotations"] = ours
+    for field, under in (
+        ("labels", (*FOREIGN_LABEL_PREFIXES, *prefixes)),
+        ("annotations", prefixes),
+    ):
+        some = prefixed(meta.get(field), under)
+        if some:
+            kept[field] = some
     head: Obj = {key: obj[key] for key in ("apiVersion", "kind") if key in obj}
     return {**head, "metadata": kept}
+
+
+def prefixed(entries: Any, prefixes: tuple[str, ...], limit: int = FOREIGN_KEPT) -> dict[str, Any]:
+    """Of a labels or annotations map, the first ``limit`` entries (by key) whose key starts
+    with one of ``prefixes``: what a cache keeps of maps anyone may make large."""
+    if not prefixes or not isinstance(entries, dict):
+        return {}
+    keys = sorted(key for key in entries if isinstance(key, str) and key.startswith(prefixes))
+    return {key: entries[key] for key in keys[:limit]}
 
 
 def controlled_by_kind(obj: Obj, kinds: Collection[tuple[str, str]]) -> bool:
@@ -140,8 +156,8 @@ class Informer:
     """A local cache of one kind (optionally one namespace or label selector) kept current by
     LIST then WATCH, telling its handlers about every change. Run with :meth:`run`.
 
-    ``page_size`` objects per LIST page (default: :func:`~appstack.runtime.watcher.page_size_for`
-    the resource — 25 full objects, 500 of metadata only); ``list_gate``, if given, is held
+    ``page_size`` objects per LIST page (default :data:`~appstack.runtime.watcher.PAGE_SIZE`,
+    25, whatever the kind); ``list_gate``, if given, is held
     for each page until its objects are prepared (the :class:`~appstack.runtime.cache.Cache`
     shares one among its informers)."""
 
@@ -168,7 +184,7 @@ class Informer:
             resource,
             namespace,
             label_selector,
-            page_size or page_size_for(resource),
+            page_size or PAGE_SIZE,
             watch_timeout,
             inactivity_timeout or STALL_TIMEOUT,
             prepare=self._prepare,
@@ -189,6 +205,12 @@ class Informer:
         self.stalls = 0  # a watch quiet past its inactivity timeout, opened again
         self._handlers: list[EventHandler] = []
         self._synced = asyncio.Event()
+        # Partitioned by namespace (:meth:`partition`): which are kept in full, what is kept
+        # of the others, the keys kept so, and what to await before the first LIST.
+        self._inside: Callable[[str], bool] | None = None
+        self._elsewhere: Callable[[Obj], Obj] | None = None
+        self._cut: set[str] = set()
+        self._after: Callable[[], Awaitable[None]] | None = None
 
     # ------------------------------------------------------------------------- public
     @property
@@ -219,6 +241,62 @@ class Informer:
         if owner.group and f"{owner.group}/" not in self._foreign_annotations:
             self._foreign_annotations += (f"{owner.group}/",)
 
+    def partition(
+        self,
+        inside: Callable[[str], bool],
+        elsewhere: Callable[[Obj], Obj],
+        *,
+        after: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        """Keep in full only the objects of the namespaces ``inside`` admits; of any other
+        only what ``elsewhere`` makes of it (say, its name and status: :meth:`is_cut` tells
+        which are so). A namespace admitted later is read again in full
+        (:meth:`refresh`); one no longer admitted has its objects cut down (:meth:`cut`).
+        ``after`` is awaited before the first LIST (e.g. until the namespaces are known).
+        Call before the informer runs."""
+        self._before_listing()
+        self._inside, self._elsewhere, self._after = inside, elsewhere, after
+
+    def is_cut(self, key: str) -> bool:
+        """Whether the object ``key`` is cached only as :meth:`partition`'s ``elsewhere``
+        made it (its namespace not admitted, or not read again yet)."""
+        return key in self._cut
+
+    async def refresh(self, namespace: str) -> None:
+        """Read the objects of ``namespace`` (now admitted) again and keep them in full,
+        telling the handlers (an update each); the pages through the list gate, as a LIST.
+        Raises what the LIST raises (the objects stay cut down)."""
+        token: str | None = None
+        while True:
+            async with self.query.gate or contextlib.nullcontext():
+                page, _, token = await self.client.list_page(
+                    self.resource,
+                    namespace,
+                    label_selector=self.query.label_selector,
+                    limit=self.query.page_size,
+                    token=token,
+                )
+                for index, obj in enumerate(page):
+                    page[index] = {}  # each one's bytes go as it is prepared
+                    if object_key(obj) not in self._cut:
+                        continue  # kept in full already (a watch event came first)
+                    prepared = self._prepare(obj)
+                    self._dispatch_upsert(self.store.upsert(prepared), prepared)
+            if not token:
+                return
+
+    def cut(self, namespace: str) -> None:
+        """Cut the objects of ``namespace`` (no longer admitted) down to what
+        :meth:`partition`'s ``elsewhere`` keeps; the handlers are not told (nothing of
+        what they see changed)."""
+        if self._elsewhere is None:
+            return
+        for obj in self.store.by_index("namespace", namespace):
+            key = object_key(obj)
+            if key not in self._cut:
+                self.store.upsert(self._elsewhere(obj))
+                self._cut.add(key)
+
     def _before_listing(self) -> None:
         if not isinstance(self.state, Empty) or self.has_synced():
             raise RuntimeError(f"the informer of {self.resource} has listed already")
@@ -234,13 +312,18 @@ class Informer:
     async def run(self) -> None:
         """Run until cancelled. Restarting after a cancel resumes from the cached state."""
         stepper = StepBackoff(self.clock, self.backoff() if self.backoff else None)
+        if self._after is not None and not self.has_synced():
+            await self._after()
         try:
             while True:
                 # a helper's locals: a LIST's decoded objects are not held while watching
                 self._take(await stepper.step(self.state, self.client, self.query), stepper)
         finally:
             if isinstance(self.state, Streaming):  # cancelled mid-stream: resume with a watch
-                stream, self.state = self.state.stream, Watching(self.state.resource_version)
+                stream, self.state = (
+                    self.state.stream,
+                    Watching(self.state.resource_version),
+                )
                 with contextlib.suppress(Exception):
                     await stream.aclose()
 
@@ -301,7 +384,9 @@ class Informer:
         elif isinstance(event, Applied):
             self._dispatch_upsert(self.store.upsert(event.obj), event.obj)
         elif isinstance(event, Deleted):
-            self.store.delete(object_key(event.obj))
+            key = object_key(event.obj)
+            self.store.delete(key)
+            self._cut.discard(key)
             self._dispatch("on_delete", event.obj)
 
     def _replace(self, items: list[Obj]) -> None:
@@ -314,6 +399,7 @@ class Informer:
                 self._dispatch_upsert(old, obj)
         for key in [k for k in self.store if k not in seen]:
             gone = self.store.delete(key)
+            self._cut.discard(key)
             if gone is not None:
                 self._dispatch("on_delete", gone)
 
@@ -330,8 +416,15 @@ class Informer:
 
     def _prepare(self, obj: Obj) -> Obj:
         """What is cached of ``obj`` (the watcher calls this once per listed or watched
-        object, as it arrives): :func:`foreign_metadata` of an object none of
+        object, as it arrives): what :meth:`partition`'s ``elsewhere`` keeps of an object
+        outside the namespaces it admits, :func:`foreign_metadata` of an object none of
         :attr:`owners` controls, else ``obj`` stripped and transformed."""
+        if self._inside is not None and self._elsewhere is not None:
+            key = object_key(obj)
+            if not self._inside(str(obj["metadata"].get("namespace") or "")):
+                self._cut.add(key)
+                return self._elsewhere(obj)
+            self._cut.discard(key)
         if self.owners is not None and not controlled_by_kind(obj, self.owners):
             return foreign_metadata(obj, self._foreign_annotations)
         return self._strip(obj)

@@ -15,8 +15,9 @@ watch event — returning the events to deliver and the next state::
   token or on a watch (the resourceVersion was compacted) starts over from :class:`Empty`.
 * Each object is handed to the query's ``prepare`` (the informer's strip and transform) as
   its page or its watch event arrives, before anything else is read: a LIST holds at most
-  one page of objects as the server sent them (:attr:`ListWatch.page_size` of them: the
-  pages before it are already cut to what the cache keeps), and a ``prepare`` that fails
+  one page of objects as the server sent them (:attr:`ListWatch.page_size` of them,
+  :data:`PAGE_SIZE` by default: the pages before it are already cut to what the cache
+  keeps), and a ``prepare`` that fails
   is a fault of the data — list again, after backoff. The query's ``gate``, shared by the
   informers of a cache, bounds how many such pages they hold together.
 * WATCH asks for bookmarks (:class:`Bookmarked`), so the resourceVersion moves even when
@@ -47,22 +48,14 @@ from appstack.runtime.resources import Obj, Resource
 
 EMPTY_STREAM_WINDOW = 1.0  # a stream that ends sooner than this with nothing in it is an error
 
-#: Objects per LIST page of full objects. A page is held whole, as the bytes it came in and
-#: then decoded, until its objects are prepared: measured, a page costs about three times
-#: its size at its peak (72 MiB for 25 ConfigMaps of 0.9 MB, 135 MiB for 50, 265 for 100;
-#: tests/e2e/test_tenant_memory.py). An object may be up to ≈ 1.5 MiB (etcd's request
-#: limit): 25 of them stay ≈ 110 MiB. Smaller pages cost requests: 10,000 small objects
-#: are listed in ≈ 1 s more than in pages of 500.
-FULL_PAGE_SIZE = 25
-#: Objects per LIST page of metadata only (:attr:`Resource.only_metadata`): a few hundred
-#: bytes to a few KiB each (labels, annotations), so the page of client-go's informers.
-METADATA_PAGE_SIZE = 500
-
-
-def page_size_for(resource: Resource) -> int:
-    """The default LIST page size of ``resource``: :data:`METADATA_PAGE_SIZE` when it is
-    listed as metadata only, else :data:`FULL_PAGE_SIZE`."""
-    return METADATA_PAGE_SIZE if resource.only_metadata else FULL_PAGE_SIZE
+#: Objects per LIST page, whatever the kind. A page is held whole, as the bytes it came in
+#: and then decoded, until its objects are prepared: measured, a page costs about three
+#: times its size at its peak (72 MiB for 25 ConfigMaps of 0.9 MB, 135 MiB for 50, 265 for
+#: 100; tests/e2e/test_tenant_memory.py). An object may be up to ≈ 1.5 MiB (etcd's request
+#: limit) — of metadata only too: anyone may write 1.3 MB of labels on their own ConfigMap
+#: (issue #46) — so 25 of them stay ≈ 110 MiB. Smaller pages cost requests: 10,000 small
+#: objects are listed in ≈ 1 s more than in pages of 500.
+PAGE_SIZE = 25
 
 
 class EmptyWatch(Exception):
@@ -83,7 +76,7 @@ class ListWatch:
     resource: Resource
     namespace: str | None = None
     label_selector: str | None = None
-    page_size: int = FULL_PAGE_SIZE
+    page_size: int = PAGE_SIZE
     watch_timeout: int = 290
     inactivity_timeout: float = STALL_TIMEOUT
     prepare: Callable[[Obj], Obj] | None = None
@@ -235,14 +228,21 @@ async def _next_event(state: Streaming, query: ListWatch, clock: Clock) -> Step:
     except Exception as error:  # sorted out below: the informer must go on
         return await _stream_failed(state, error, clock)
     resource_version = _resource_version(event.get("object")) or state.resource_version
-    return Step(dataclasses.replace(state, resource_version=resource_version, seen=True), delivered)
+    return Step(
+        dataclasses.replace(state, resource_version=resource_version, seen=True),
+        delivered,
+    )
 
 
 async def _stream_failed(state: Streaming, error: Exception, clock: Clock) -> Step:
     watching = Watching(state.resource_version)
     if isinstance(error, StopAsyncIteration):
         if not state.seen and clock.now() - state.opened_at < EMPTY_STREAM_WINDOW:
-            return Step(watching, error=EmptyWatch("the watch ended at once, empty"), backoff=True)
+            return Step(
+                watching,
+                error=EmptyWatch("the watch ended at once, empty"),
+                backoff=True,
+            )
         return Step(watching)  # the server's timeoutSeconds: watch again from where we are
     if isinstance(error, errors.Gone):
         return Step(Empty(), error=error)

@@ -11,7 +11,7 @@ import structlog
 
 from appstack.runtime import logging as rt_logging
 from appstack.runtime.controller import Controller, Request, Result
-from appstack.runtime.errors import TerminalError
+from appstack.runtime.errors import Conflict, TerminalError, TransportError
 from appstack_testbed.waiting import eventually
 
 log = structlog.get_logger("test")
@@ -50,6 +50,29 @@ async def test_an_error_is_retried_with_backoff_and_success_forgets_the_backoff(
     assert controller.queue.num_requeues(Request("ns", "flaky")) == 0
     assert controller.metrics.reconcile_errors.labels("c")._value.get() == 2
     assert controller.metrics.reconcile_total.labels("c", "success")._value.get() == 1
+
+
+async def test_a_failure_the_api_server_explains_is_logged_without_a_traceback() -> None:
+    """A timeout, a refusal or a dropped connection is the API server's answer (a tenant's
+    huge objects made their status writes time out, issue #46): one line with the error;
+    a traceback only for what no request explains, a bug."""
+    reconciler = Scripted(
+        {
+            "answered": [TransportError("PATCH /x: Server disconnected"), None],
+            "refused": [Conflict(409, "Conflict", "the object has been modified"), None],
+            "bug": [KeyError("spec"), None],
+        }
+    )
+    controller = Controller("c", reconciler, concurrency=3)
+    for name in reconciler.script:
+        controller.enqueue(Request("ns", name))
+    with structlog.testing.capture_logs() as logs:
+        await _run(controller, lambda: all(reconciler.calls[n] == 2 for n in reconciler.script))
+    failed = {e["error_type"]: e for e in logs if e["event"] == "reconcile failed"}
+    assert failed.keys() == {"TransportError", "Conflict", "KeyError"}
+    assert failed["TransportError"].get("exc_info") is None
+    assert failed["Conflict"].get("exc_info") is None
+    assert isinstance(failed["KeyError"]["exc_info"], KeyError)
 
 
 async def test_requeue_after_looks_again_later_and_other_keys_are_not_blocked() -> None:

@@ -19,7 +19,13 @@ from typing import Any
 import pytest
 
 from appstack.runtime.client import Client
-from appstack.runtime.informer import FOREIGN_METADATA, FuncHandler, Informer, foreign_metadata
+from appstack.runtime.informer import (
+    FOREIGN_KEPT,
+    FOREIGN_METADATA,
+    FuncHandler,
+    Informer,
+    foreign_metadata,
+)
 from appstack.runtime.resources import CONFIG_MAP, Obj, Resource
 from appstack.runtime.watcher import Applied, Restarted
 from tests.support.scripted_transport import ScriptedTransport, event
@@ -179,7 +185,7 @@ def test_an_object_not_controlled_by_an_owner_kind_is_kept_as_metadata_only() ->
             "annotations": {"example.com/cluster-uid": "u1", "other.org/kept": "too"},
         },
     }
-    assert set(kept["metadata"]) <= {*FOREIGN_METADATA, "annotations"}
+    assert set(kept["metadata"]) <= {*FOREIGN_METADATA, "labels", "annotations"}
     not_ours = [
         _ref(),  # an owner, not the controller
         _ref("example.com/v2", controller=True),  # another version is another kind
@@ -207,6 +213,22 @@ def test_foreign_metadata_keeps_no_annotation_without_a_prefix() -> None:
         "labels",
     }
     assert obj["data"] == {"blob": BLOB}  # the object itself is left as it was
+
+
+def test_foreign_metadata_keeps_few_labels_and_only_under_the_known_prefixes() -> None:
+    """Issue #46: a tenant's ConfigMap labelled as ours with 1.3 MB of labels was kept
+    whole in the cache (its labels): now at most FOREIGN_KEPT of them, under the
+    recommended prefix or the owners' groups (what adopting a kept child compares)."""
+    obj = _config_map("a")
+    stuffed = {f"example.com/x{i:05d}": "v" * 63 for i in range(10_000)}
+    obj["metadata"]["labels"] |= stuffed | {"tenant.example/y": "z"}
+    obj["metadata"]["annotations"] = stuffed | {"kubectl.kubernetes.io/last-applied": "{}"}
+    kept = foreign_metadata(obj, ["example.com/"])["metadata"]
+    assert len(kept["labels"]) == FOREIGN_KEPT
+    assert kept["labels"]["app.kubernetes.io/managed-by"] == "appstack"
+    assert "tenant.example/y" not in kept["labels"]
+    assert len(kept["annotations"]) == FOREIGN_KEPT
+    assert all(key.startswith("example.com/") for key in kept["annotations"])
 
 
 def test_watch_events_are_kept_in_full_once_controlled_and_handlers_see_both() -> None:

@@ -5,9 +5,11 @@ may not list or watch Secrets), checks them with :func:`.tls.secret_problem`, an
 the operator's client Secret into an :class:`ssl.SSLContext` that trusts its ``ca.crt``
 and presents its ``tls.crt``/``tls.key``. Contexts are cached per Secret uid and
 resourceVersion, so a Secret updated in place (certificate rotation) is picked up on the
-next reconcile. ``ssl`` loads a key pair only from files: the PEM is written into a
-private temporary directory (mode 0700), loaded and deleted at once. Nothing read is
-logged or copied anywhere. Used by the EtcdCluster reconciler.
+next reconcile; at most :data:`CONTEXTS` of them, the least recently used dropped first
+(a cluster deleted, or a tenant cycling Secret names, leaves nothing behind for good).
+``ssl`` loads a key pair only from files: the PEM is written into a private temporary
+directory (mode 0700), loaded and deleted at once. Nothing read is logged or copied
+anywhere. Used by the EtcdCluster reconciler.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import ssl
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +27,9 @@ from appstack.runtime import certdata, errors
 from appstack.runtime.client import Client
 from appstack.runtime.resources import SECRET
 from appstack.sdk.kit.conditions import Problem
+
+#: Contexts kept at most (one per TLS EtcdCluster in use: about 10 KiB each).
+CONTEXTS = 256
 
 
 @dataclass(frozen=True)
@@ -50,7 +56,7 @@ class TLSSecrets:
 
     def __init__(self, client: Client) -> None:
         self.client = client
-        self._contexts: dict[tuple[str, str], tuple[str, ssl.SSLContext]] = {}
+        self._contexts: OrderedDict[tuple[str, str], tuple[str, ssl.SSLContext]] = OrderedDict()
 
     async def _get(self, namespace: str, name: str) -> dict[str, Any] | None:
         try:
@@ -72,8 +78,10 @@ class TLSSecrets:
             return Checked(None, None)
         meta = operator["metadata"]
         version = f"{meta.get('uid')}/{meta.get('resourceVersion')}"
-        cached = self._contexts.get((namespace, meta["name"]))
+        key = (namespace, meta["name"])
+        cached = self._contexts.get(key)
         if cached is not None and cached[0] == version:
+            self._contexts.move_to_end(key)
             return Checked(cached[1], None)
         try:
             context = client_context(operator["data"])
@@ -81,5 +89,8 @@ class TLSSecrets:
             reason = getattr(error, "reason", None) or type(error).__name__
             message = f"Secret {meta['name']} (operator TLS) does not load: {reason}"
             return Checked(None, Problem("TLSSecretInvalid", message))
-        self._contexts[(namespace, meta["name"])] = (version, context)
+        self._contexts[key] = (version, context)
+        self._contexts.move_to_end(key)
+        while len(self._contexts) > CONTEXTS:
+            self._contexts.popitem(last=False)
         return Checked(context, None)

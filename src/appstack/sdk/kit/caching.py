@@ -16,7 +16,13 @@ exists and gives to the manager. From the registrations it derives, per watched 
   cache of a kind is shared by every controller reading it (appstack's:
   :data:`appstack.controllers.registry.CACHE`; the kit's ready-made ones:
   :mod:`.applied`, :mod:`.pods`, :mod:`.references`);
-* the **Namespaces** the gate watches (:mod:`.namespaces`), when the cache is cluster-wide.
+* the **Namespaces** the gate watches (:mod:`.namespaces`), when the cache is cluster-wide;
+* the **namespaces** a kind is kept in, when the cache is cluster-wide and only the enabled
+  namespaces are (issue #46: memory bounded against every tenant, enabled or not): a kind a
+  spec refers to (a user's ConfigMaps and Secrets, anyone's to fill) only in the enabled
+  ones, an informer each; the operator's own kinds everywhere — it says in their status
+  where it does not act — but outside the enabled namespaces only as
+  :func:`~.namespaces.outside_enabled` keeps them (no spec, labels or annotations).
 
 Two controllers asking for different selectors of one kind is a configuration error
 raised here, at start-up, naming both.
@@ -27,10 +33,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from appstack.core.resource import Resource
-from appstack.runtime.cache import ByObject, Transform
+from appstack.runtime.cache import NAMESPACES, ByObject, Transform
+from appstack.runtime.informer import prefixed
+from appstack.runtime.resources import Obj
 from appstack.sdk.identity import OperatorIdentity
 from appstack.sdk.kit.meta import child_selector
-from appstack.sdk.kit.namespaces import NAMESPACES, namespace_cache
+from appstack.sdk.kit.namespaces import (
+    enabled_selector,
+    namespace_cache,
+    outside_enabled,
+)
 from appstack.sdk.kit.registration import Registration
 
 
@@ -70,14 +82,47 @@ def cache_policy(
                 owners[resource].append(controller.kind.resource)
         read_whole.update(watched, referenced)  # read though we do not control them
     transforms = transforms or {}
+    enabled = None
+    if cluster_wide:
+        enabled = enabled_selector(identity.enabled_label, enable_all_namespaces)
+    referenced = {r for c in controllers for r in c.reconciler.references}
+    primaries = {c.kind.resource for c in controllers}
     table: dict[Resource, ByObject] = {}
-    for resource in {*selectors, *owners, *read_whole, *transforms}:
+    for resource in {*selectors, *owners, *read_whole, *transforms, *primaries}:
         chosen = selectors.get(resource)
         table[resource] = ByObject(
             label_selector=chosen[0] if chosen else None,
             transform=transforms.get(resource),
             owners=None if resource in read_whole else tuple(owners.get(resource, ())) or None,
+            namespaces=enabled if resource in referenced or resource in primaries else None,
+            elsewhere=outside_enabled if enabled and resource in primaries else None,
         )
     if cluster_wide:
         table[NAMESPACES] = namespace_cache(identity.enabled_label, enable_all_namespaces)
     return table
+
+
+def bounded_metadata(
+    label_prefixes: tuple[str, ...], annotation_prefixes: tuple[str, ...]
+) -> Transform:
+    """A transform keeping all of an object but its labels and annotations, of which only
+    those under ``label_prefixes`` and ``annotation_prefixes`` (at most
+    :data:`~appstack.runtime.informer.FOREIGN_KEPT` each): for a kind whose controllers
+    read no other — whoever may create one may give it 1.3 MB of them (issue #46)."""
+
+    def transform(obj: Obj) -> Obj:
+        meta = obj.get("metadata")
+        if isinstance(meta, dict):
+            for field, prefixes in (
+                ("labels", label_prefixes),
+                ("annotations", annotation_prefixes),
+            ):
+                if field in meta:
+                    kept = prefixed(meta[field], prefixes)
+                    if kept:
+                        meta[field] = kept
+                    else:
+                        del meta[field]
+        return obj
+
+    return transform

@@ -33,32 +33,57 @@ import structlog
 from appstack.core.resource import Resource, split_key
 from appstack.runtime import errors
 from appstack.runtime.builder import Mapper
-from appstack.runtime.cache import ByObject, Cache
+from appstack.runtime.cache import NAMESPACES, ByObject, Cache, namespace_metadata
 from appstack.runtime.client import Client
 from appstack.runtime.controller import Request
 from appstack.runtime.resources import NAMESPACE
 
 TTL = 30.0
 MAX_REMEMBERED = 4096
-#: The namespaces' cache: metadata only (no spec, no status).
-NAMESPACES = NAMESPACE.metadata_only()
 log = structlog.get_logger(__name__)
 
 Labels = dict[str, str]
 
+#: What is kept of an object of the operator's kinds in a namespace not enabled
+#: (:func:`outside_enabled`): enough to say so in its status, and to let it go.
+_OUTSIDE = (
+    "name",
+    "namespace",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "finalizers",
+)
 
-def _kept(obj: dict[str, Any]) -> dict[str, Any]:
-    """What the gate keeps of a namespace: its name, version and labels."""
-    meta = obj.get("metadata") or {}
-    kept = {k: meta[k] for k in ("name", "uid", "resourceVersion", "labels") if k in meta}
-    return {"apiVersion": "v1", "kind": "Namespace", "metadata": kept}
+
+def enabled_selector(label: str, enable_all: bool = False) -> str | None:
+    """The label selector of the enabled namespaces (None: every namespace)."""
+    return None if enable_all else f"{label}=true"
 
 
 def namespace_cache(label: str, enable_all: bool = False) -> ByObject:
     """What a watching gate's cache keeps of the Namespaces (the operator's cache table,
     :mod:`.caching`): the enabled ones (``label=true``; every one with ``enable_all``),
     their name, version and labels only."""
-    return ByObject(label_selector=None if enable_all else f"{label}=true", transform=_kept)
+    return ByObject(
+        label_selector=enabled_selector(label, enable_all), transform=namespace_metadata
+    )
+
+
+def outside_enabled(obj: dict[str, Any]) -> dict[str, Any]:
+    """What the cache keeps of an object of the operator's kinds in a namespace not enabled
+    (issue #46): its name, versions, finalizers and status — no spec, labels or annotations,
+    which anyone allowed to create it there could make large. Enough to say in its status
+    that the namespace is not enabled and to let it go when deleted; read in full again
+    once the namespace is enabled (:meth:`appstack.runtime.cache.Cache.is_cut`)."""
+    meta = obj.get("metadata") or {}
+    kept: dict[str, Any] = {k: obj[k] for k in ("apiVersion", "kind") if k in obj}
+    kept["metadata"] = {k: meta[k] for k in _OUTSIDE if k in meta}
+    if "status" in obj:
+        kept["status"] = obj["status"]
+    return kept
 
 
 class _Remembered:

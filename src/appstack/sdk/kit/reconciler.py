@@ -20,6 +20,7 @@ from typing import ClassVar, Generic, TypeVar, cast
 from pydantic import BaseModel, ValidationError
 
 from appstack.core.resource import Resource
+from appstack.runtime import errors
 from appstack.runtime import finalizer as finalizers
 from appstack.runtime.builder import Mapper
 from appstack.runtime.cache import Cache
@@ -94,6 +95,14 @@ class KindReconciler(ABC, Generic[SpecT]):
         namespace = obj["metadata"].get("namespace")
         if namespace and not await self.namespaces.enabled(namespace):
             return await self._not_enabled(obj, namespace)
+        if raw is cached and self.cache.is_cut(self.resource, request.key):
+            # kept cut down while its namespace was not enabled (caching.py), not read
+            # again in full yet: read it now
+            try:
+                raw = await self.client.get(self.resource, request.name, namespace)
+            except errors.NotFound:
+                return None
+            obj = as_object(raw)
         if self.finalizer is None:
             if obj["metadata"].get("deletionTimestamp"):
                 return None  # going: the garbage collector removes the children

@@ -7,9 +7,10 @@ it names; :func:`referrers` maps an event of a referenced object to the objects 
 index names it (no scan). Referenced kinds are listed and watched as metadata only
 (:meth:`Resource.metadata_only <appstack.core.resource.Resource.metadata_only>`: the server
 sends no data), without a label selector — a user's objects are not labelled as ours — but
-only in the namespaces the operator watches, and cached as :func:`metadata_only` keeps them
-(no annotations: :func:`secret_metadata`); the children we write of the same kind are a
-cache of their own, in full, labelled as ours. Used by
+only in the namespaces the operator acts in (an informer per enabled namespace:
+:func:`~appstack.sdk.kit.caching.cache_policy`), and cached as :func:`metadata_only` keeps
+them (key and version only: :func:`secret_metadata`); the children we write of the same kind
+are a cache of their own, in full, labelled as ours. Used by
 :mod:`~appstack.sdk.kit.registration` and the AppStack controller.
 """
 
@@ -22,15 +23,15 @@ from appstack.core.resource import Resource
 from appstack.runtime.builder import Mapper, request_for
 from appstack.runtime.cache import Cache, Transform
 from appstack.runtime.controller import Request
-from appstack.runtime.informer import FOREIGN_METADATA
 
 #: The index, on the referring kind, of the objects each one names.
 REFERENCES = "references"
 
 
-# What is kept of a referenced object's metadata: enough to key, version and own it
-# (annotations are dropped: kubectl's last-applied-configuration repeats a Secret's data).
-_KEPT = (*FOREIGN_METADATA, "managedFields")
+# What is kept of a referenced object: enough to key and version it — nothing a tenant can
+# make large (labels, annotations, managed fields: kubectl's last-applied-configuration
+# repeats a Secret's data; anyone may write 1.3 MB of labels, issue #46).
+_KEPT = ("name", "namespace", "uid", "resourceVersion")
 
 
 def reference(kind: str, namespace: str | None, name: str) -> str:
@@ -50,8 +51,8 @@ def referrers(cache: Cache, referring: Resource, referenced: Resource) -> Mapper
 
 
 def metadata_only(obj: dict[str, Any]) -> dict[str, Any]:
-    """``obj`` without its content (data, spec...) and annotations: what is cached of an
-    object only watched for its changes."""
+    """``obj``'s kind, name, namespace, uid and resourceVersion: what is cached of an object
+    only watched for its changes (what a referrer's mapper needs)."""
     meta = obj.get("metadata") or {}
     kept: dict[str, Any] = {k: obj[k] for k in ("apiVersion", "kind") if k in obj}
     return {**kept, "metadata": {k: meta[k] for k in _KEPT if k in meta}}

@@ -27,13 +27,14 @@ from typing import Any
 from appstack.core.duration import DEFAULT_SYNC_PERIOD, parse_duration
 from appstack.core.resource import Resource
 from appstack.runtime.builder import Builder
+from appstack.runtime.cache import NAMESPACES
 from appstack.runtime.controller import Controller
 from appstack.runtime.events import EventRecorder
 from appstack.runtime.manager import Manager
 from appstack.sdk.identity import OperatorIdentity
 from appstack.sdk.kind import CustomKind
 from appstack.sdk.kit.kubeobject import KubeObject
-from appstack.sdk.kit.namespaces import NAMESPACES, shared_gate
+from appstack.sdk.kit.namespaces import shared_gate
 from appstack.sdk.kit.observers import Gauges, Panels, StatusView
 from appstack.sdk.kit.parts import Manifest
 from appstack.sdk.kit.reconciler import KindReconciler

@@ -110,7 +110,6 @@ def test_only_metadata_is_kept_of_a_secret_or_of_a_configmap_not_ours() -> None:
             "namespace": "ns",
             "uid": "u",
             "resourceVersion": "7",
-            "labels": {"app.kubernetes.io/managed-by": "appstack"},
         },
     }
     theirs = {**_secret(), "kind": "ConfigMap", "data": {"a": "b"}}

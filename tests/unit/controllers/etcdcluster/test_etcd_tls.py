@@ -12,8 +12,14 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from appstack.api.etcdcluster import BackupSpec, EtcdCluster, EtcdClusterSpec, RestoreSpec
-from appstack.controllers.etcdcluster import backup, desired, status, tls
+from appstack.api.etcdcluster import (
+    BackupSpec,
+    EtcdCluster,
+    EtcdClusterSpec,
+    RestoreSpec,
+    TLSSpec,
+)
+from appstack.controllers.etcdcluster import backup, desired, status, tls, tlsclient
 from appstack.controllers.etcdcluster.observe import Observation
 from appstack.controllers.etcdcluster.plan import MemberView, Observed, Step
 from appstack.controllers.etcdcluster.tlsclient import client_context
@@ -189,6 +195,32 @@ def test_the_operator_context_presents_its_certificate_and_trusts_the_ca() -> No
     wrong["tls.key"] = pki.user.secret("u", "ns")["data"]["tls.key"]  # not this cert's key
     with pytest.raises(ssl.SSLError):
         client_context(wrong)
+
+
+async def test_the_operator_contexts_kept_are_bounded_the_least_recently_used_dropped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue #46 P2: one context per operator Secret read, never emptied — a tenant cycling
+    names (or clusters coming and going) grew it for ever. Now at most ``CONTEXTS``."""
+    monkeypatch.setattr(tlsclient, "CONTEXTS", 2)
+    pki = etcd_tls_secrets("e", "ns")
+    reads: list[str] = []
+
+    class Secrets:
+        async def get(self, _res: object, name: str, namespace: str) -> dict[str, Any]:
+            reads.append(namespace)
+            secret = pki.operator.secret(name, namespace)
+            secret["metadata"].update(uid=f"uid-{namespace}", resourceVersion="1")
+            return secret
+
+    secrets = tlsclient.TLSSecrets(Secrets())  # type: ignore[arg-type]
+    spec = TLSSpec.model_validate({"operatorSecretName": "o", "clientSecretName": "o"})
+    checked = {ns: await secrets.check(ns, spec) for ns in ("a", "b", "a", "c")}
+    assert all(c.context is not None and c.problem is None for c in checked.values())
+    # b, used least recently, was dropped when c came
+    assert list(secrets._contexts) == [("a", "o"), ("c", "o")]
+    again = await secrets.check("a", spec)
+    assert again.context is checked["a"].context  # still cached: not loaded again
 
 
 def test_the_context_loads_without_a_writable_temporary_directory(

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from pydantic import Field
 
-from appstack.runtime.cache import ByObject
+from appstack.runtime.cache import NAMESPACES, ByObject
 from appstack.runtime.controller import Result
 from appstack.runtime.resources import CONFIG_MAP, POD, SECRET, SERVICE, Resource
 from appstack.sdk import (
@@ -24,9 +24,9 @@ from appstack.sdk import (
     Registration,
     custom_kind,
 )
-from appstack.sdk.kit.caching import cache_policy
+from appstack.sdk.kit.caching import bounded_metadata, cache_policy
 from appstack.sdk.kit.meta import child_selector
-from appstack.sdk.kit.namespaces import NAMESPACES
+from appstack.sdk.kit.namespaces import outside_enabled
 
 IDENTITY = OperatorIdentity(project="guestbook", domain="webapp.example.com")
 OURS = child_selector("ConfigMap", IDENTITY)
@@ -124,3 +124,80 @@ def test_a_transform_for_a_kind_no_controller_reads_is_kept_as_given() -> None:
     other = Resource("example.com", "v1", "Widget", "widgets")
     table = cache_policy([BOOKS], IDENTITY, transforms={other: _keep}, cluster_wide=False)
     assert table[other] == ByObject(transform=_keep)
+
+
+def test_cluster_wide_a_users_objects_and_ours_are_kept_in_full_only_where_enabled() -> None:
+    """Issue #46: a tenant of a namespace not enabled, holding no right of ours, filled the
+    cache with ConfigMaps of 1.3 MB of labels; one allowed to create our kinds there, with
+    labelled objects of them. A kind a spec refers to is kept only in the enabled
+    namespaces (an informer each); our own kinds everywhere, but outside them only as
+    outside_enabled keeps them."""
+    enabled = f"{IDENTITY.enabled_label}=true"
+    table = cache_policy([BOOKS, SHELVES], IDENTITY)
+    assert table[SECRET.metadata_only()] == ByObject(namespaces=enabled)
+    for primary in (Book.KIND.resource, Shelf.KIND.resource):
+        assert table[primary] == ByObject(namespaces=enabled, elsewhere=outside_enabled)
+    assert table[CONFIG_MAP].namespaces is None  # children: labelled ours, cut to metadata
+    for everywhere in (
+        cache_policy([BOOKS], IDENTITY, enable_all_namespaces=True),
+        cache_policy([BOOKS], IDENTITY, cluster_wide=False),  # its namespaces are the ones
+    ):
+        assert everywhere[SECRET.metadata_only()] == ByObject()
+        assert everywhere[Book.KIND.resource] == ByObject()
+
+
+def test_outside_the_enabled_namespaces_an_object_of_ours_keeps_its_name_and_status() -> None:
+    big = {f"tenant.example/{i:05d}": "x" * 63 for i in range(2000)}
+    obj = {
+        "apiVersion": "webapp.example.com/v1",
+        "kind": "Book",
+        "metadata": {
+            "name": "b",
+            "namespace": "closed",
+            "uid": "u",
+            "resourceVersion": "7",
+            "generation": 3,
+            "finalizers": ["webapp.example.com/teardown"],
+            "labels": big,
+            "annotations": big,
+            "managedFields": [{"manager": "kubectl"}],
+        },
+        "spec": {"title": "t" * 100_000},
+        "status": {"conditions": [{"type": "Ready", "status": "False"}]},
+    }
+    kept = outside_enabled(obj)
+    assert kept == {
+        "apiVersion": "webapp.example.com/v1",
+        "kind": "Book",
+        "metadata": {
+            "name": "b",
+            "namespace": "closed",
+            "uid": "u",
+            "resourceVersion": "7",
+            "generation": 3,
+            "finalizers": ["webapp.example.com/teardown"],
+        },
+        "status": {"conditions": [{"type": "Ready", "status": "False"}]},
+    }
+
+
+def test_bounded_metadata_keeps_only_a_few_labels_and_annotations_under_the_prefixes() -> None:
+    transform = bounded_metadata(
+        ("app.kubernetes.io/", "webapp.example.com/"), ("webapp.example.com/",)
+    )
+    labels = {f"webapp.example.com/x{i:05d}": "v" for i in range(5000)}
+    labels |= {"app.kubernetes.io/name": "n", "tenant.example/big": "v"}
+    obj = {
+        "metadata": {
+            "name": "b",
+            "labels": labels,
+            "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{...}"},
+        },
+        "spec": {"title": "t"},
+    }
+    kept = transform(obj)
+    assert kept["spec"] == {"title": "t"}
+    assert "annotations" not in kept["metadata"]
+    assert len(kept["metadata"]["labels"]) == 32
+    assert kept["metadata"]["labels"]["app.kubernetes.io/name"] == "n"  # first by key
+    assert "tenant.example/big" not in kept["metadata"]["labels"]

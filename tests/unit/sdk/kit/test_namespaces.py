@@ -9,9 +9,9 @@ from typing import Any
 from appstack.api.namespaces import ENABLED
 from appstack.controllers.util.podsecurity import level_of
 from appstack.runtime import errors
-from appstack.runtime.cache import Cache
+from appstack.runtime.cache import NAMESPACES, Cache
 from appstack.runtime.resources import Resource
-from appstack.sdk.kit.namespaces import NAMESPACES, TTL, NamespaceGate, namespace_cache
+from appstack.sdk.kit.namespaces import TTL, NamespaceGate, namespace_cache
 
 ON = {ENABLED: "true"}
 RESTRICTED = {**ON, "pod-security.kubernetes.io/enforce": "restricted"}
