@@ -547,7 +547,9 @@ class {kind}Reconciler(KindReconciler[{kind}Spec]):
         for problem in problems:
             await self.writer.report(obj, problem)
         await self.writer.write_status(obj, status(obj, problems[0] if problems else None))
-        return None
+        # A child the API server refused is tried again, with backoff: a quota, an admission
+        # webhook or a CRD installed a moment ago may admit it later.
+        return Result(requeue=True) if problems else None
 
 
 CONTROLLER = Registration(name="{module}", reconciler={kind}Reconciler, children=desired)
