@@ -80,7 +80,8 @@ e2e: build
 # subject is a program we run rather than Kubernetes (etcd's maintenance, snapshots, TLS and
 # disaster recovery, an S3 server, the databases' logins: the same binaries on either
 # version; etcd's membership driven through pods and volumes, test_etcdcluster.py, runs on
-# both), and the scaffolder's workflow (a generated project's files, lint, tests, image and
+# both; the operator's memory against a tenant's ballast, test_tenant_memory.py: its own
+# caches and pages, of lists every supported version serves alike), and the scaffolder's workflow (a generated project's files, lint, tests, image and
 # deploy: what the SDK writes, the same on either version; the CRDs, RBAC and runtime it
 # generates for are appstack's own, which run on both) ran in the first session already;
 # everything the API server decides (CRDs, CEL, admission policies, server-side apply,
@@ -90,7 +91,7 @@ VERSION_INDEPENDENT := tests/e2e/test_packaging.py tests/e2e/test_readme.py test
 	tests/e2e/test_etcdcluster_maintenance.py tests/e2e/test_etcdcluster_s3.py \
 	tests/e2e/test_etcdcluster_schedule.py tests/e2e/test_etcdcluster_tls.py \
 	tests/e2e/test_etcdcluster_recovery.py tests/e2e/test_testbed_objectstore.py \
-	tests/e2e/test_real_middleware.py tests/e2e/test_scaffold.py
+	tests/e2e/test_real_middleware.py tests/e2e/test_scaffold.py tests/e2e/test_tenant_memory.py
 e2e-oldest: venv
 	APPSTACK_K8S_VERSION=$(OLDEST_K8S) $(BIN)/appstack cluster build --real-node
 	export APPSTACK_K8S_VERSION=$(OLDEST_K8S) \
