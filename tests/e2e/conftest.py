@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -35,6 +36,7 @@ from appstack.api.identity import IDENTITY
 from appstack.controllers.appstack.addresses import ExternalIPPolicy, parse_networks
 from appstack.controllers.kind_metrics import KindMetrics
 from appstack.controllers.registry import ALL, CACHE
+from appstack.manifests import crds
 from appstack.runtime import errors
 from appstack.runtime.client import Client
 from appstack.runtime.events import EventRecorder
@@ -118,6 +120,67 @@ def _node_ports(request: pytest.FixtureRequest) -> Iterator[None]:
             taken, lambda t: not t, timeout=120, interval=0.2, what=f"NodePorts {ports} free"
         )
         yield
+
+
+@pytest.fixture(autouse=True)
+def _our_names(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test marked ``our_names`` runs kubectl with our kinds' bare names (``appservice``,
+    ``appsvc``): it holds them shared with the other such tests. One marked
+    ``our_names(exclusive=True)`` installs a kind of another group under one of those names
+    (seed 000's AppService of ``app.example.com``), which makes them ambiguous to kubectl: it
+    waits until no other test holds them (and none new starts: a turnstile), holds them alone,
+    and before it lets go removes every CRD of another group named as ours, waits until the
+    API server has it no more, and drops the session cluster's kubectl discovery cache."""
+    marker = request.node.get_closest_marker("our_names")
+    if marker is None:
+        yield
+        return
+    exclusive = bool(marker.kwargs.get("exclusive"))
+    locks = cache_root() / "locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    with contextlib.ExitStack() as held:
+        if exclusive:
+            held.enter_context(_file_lock(locks / "our-names-turnstile"))
+        else:
+            with _file_lock(locks / "our-names-turnstile"):
+                pass
+        held.enter_context(_file_lock(locks / "our-names", shared=not exclusive))
+        if not exclusive:
+            yield
+            return
+        try:
+            yield
+        finally:
+            _remove_kinds_named_as_ours(request)
+
+
+def _remove_kinds_named_as_ours(request: pytest.FixtureRequest) -> None:
+    kube: LightClient = request.getfixturevalue("kube")
+    ours = {name for crd in crds.all_crds() for name in _names(crd["spec"]["names"])}
+    groups = {crd["spec"]["group"] for crd in crds.all_crds()}
+
+    def namesakes() -> list[str]:
+        return [
+            crd.metadata.name
+            for crd in kube.list(CustomResourceDefinition)
+            if crd.spec.group not in groups and ours & _names(crd.spec.names.to_dict())
+        ]
+
+    for name in namesakes():
+        with contextlib.suppress(ApiError):
+            kube.delete(CustomResourceDefinition, name)
+    eventually_sync(namesakes, lambda left: not left, timeout=120, what="namesake CRDs gone")
+    local = request.getfixturevalue("kube_cluster").require_local()
+    shutil.rmtree(local.directory / "kubectl-cache", ignore_errors=True)
+
+
+def _names(names: dict[str, Any]) -> set[str]:
+    return {
+        names["plural"],
+        names.get("singular") or "",
+        names["kind"].lower(),
+        *(names.get("shortNames") or []),
+    } - {""}
 
 
 @pytest.fixture

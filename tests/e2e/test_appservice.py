@@ -143,6 +143,7 @@ async def test_updates_of_image_size_env_resources_and_ports_are_applied(
     assert app["status"]["observedGeneration"] == app["metadata"]["generation"]
 
 
+@pytest.mark.our_names
 async def test_kubectl_scale_changes_the_size_through_the_scale_subresource(
     kube_cluster: ClusterHandle, client: Client, namespace: str, operator: RunningOperator
 ) -> None:

@@ -23,7 +23,7 @@ from tests.e2e.conftest import RunningOperator
 from tests.e2e.shell_blocks import SHELLS
 
 # The pages' examples take the seed's NodePorts: in turn with the other tests that do.
-pytestmark = pytest.mark.node_ports(30002, 30160, 30161)
+pytestmark = [pytest.mark.node_ports(30002, 30160, 30161), pytest.mark.our_names]
 
 PAGES = pages_on_cluster()
 
@@ -44,7 +44,12 @@ def _reader_env(
         str(kube_cluster.require_local().toolchain.bin_dir),  # kubectl of the cluster's version
         os.environ.get("PATH", "/usr/bin:/bin"),
     ]
-    return {**os.environ, "PATH": os.pathsep.join(path), "KUBECONFIG": str(mine)}
+    return {
+        **os.environ,
+        "PATH": os.pathsep.join(path),
+        "KUBECONFIG": str(mine),
+        "KUBECACHEDIR": str(tmp / "kube-cache"),  # discovery as of now, a reader's own
+    }
 
 
 def _run(

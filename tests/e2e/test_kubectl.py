@@ -20,6 +20,8 @@ from appstack.runtime.client import Client
 from appstack_testbed.pytest_plugin import ClusterHandle
 from tests.e2e.conftest import RunningOperator, is_ready, until
 
+pytestmark = pytest.mark.our_names
+
 
 async def test_kubectl_gets_an_appstack_by_name_and_all_kinds_by_category(
     kube_cluster: ClusterHandle, client: Client, namespace: str, operator: RunningOperator

@@ -88,6 +88,7 @@ def _condition(obj: dict[str, Any], kind: str = "Ready") -> dict[str, Any]:
 
 
 @pytest.mark.node_ports(30002)
+@pytest.mark.our_names
 async def test_the_seed_sample_is_served_by_real_nginx_on_its_node_port(
     client: Client,
     namespace: str,

@@ -77,6 +77,7 @@ def env(venv: Path, kube_cluster: ClusterHandle) -> dict[str, str]:
         "KUBECONFIG": str(kube_cluster.kubeconfig),
         "APPSTACK_TEST_KUBECONFIG": str(kube_cluster.kubeconfig),
         "APPSTACK_SOURCE": str(REPO_ROOT),
+        "KUBECACHEDIR": str(venv.parent / "kube-cache"),  # not the other tests' discovery
     }
 
 
@@ -123,6 +124,7 @@ def test_the_page_shows_the_seeds_commands() -> None:
         assert command in script, command
 
 
+@pytest.mark.our_names(exclusive=True)  # seed 000: an AppService of app.example.com
 def test_the_pages_blocks_run_from_an_empty_directory(env: dict[str, str], tmp_path: Path) -> None:
     """Seed 002 and seed 000, as the page shows them; the time from init to a passing
     make test is reported."""
@@ -155,6 +157,7 @@ SEED_FIELDS = """    size: int = Field(1, ge=0, le=100, description="How many re
 """
 
 
+@pytest.mark.our_names(exclusive=True)  # seed 000: an AppService of app.example.com
 def test_seed_000s_fields_in_the_spec(env: dict[str, str], tmp_path: Path) -> None:
     """operator-sdk's spellings make a v1alpha1 AppService of app.example.com; with the
     seed's size, image and ports in its spec, make manifests test pass."""

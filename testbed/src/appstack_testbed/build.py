@@ -347,9 +347,10 @@ def _count_lines(stream: IO[str], log: IO[str], counter: list[int]) -> None:
 
 
 @contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    with open(path, "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+def _file_lock(path: Path, *, shared: bool = False) -> Iterator[None]:
+    """``path`` locked (flock) for the block: alone, or ``shared`` with other shared holders."""
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
         try:
             yield
         finally:
