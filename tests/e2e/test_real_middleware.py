@@ -249,13 +249,16 @@ async def answer(client: Client, namespace: str, engine: Engine) -> dict[str, An
 
 async def logged_in(client: Client, namespace: str, engine: Engine) -> dict[str, Any]:
     """The consumer's answer once it shows a login: a database's pod that was just
-    replaced is ready a moment before kube-proxy sends its Service's connections to it."""
+    replaced is ready a moment before kube-proxy sends its Service's connections to it, and
+    a consumer's pod just started is Ready before its server listens (the example gives it
+    no readiness probe): a refused connection is asked again."""
     return await eventually(
         lambda: answer(client, namespace, engine),
         engine.login,
         timeout=30,
         what=f"{engine.consumer} logged into {engine.member}",
         interval=0.5,
+        retry_on=(OSError,),  # urllib's URLError and ConnectionRefusedError among them
     )
 
 
