@@ -76,8 +76,8 @@ async def test_a_component_runs_its_own_command_reading_a_mounted_config_map(
     (container,) = pod["spec"]["containers"]
     assert container["command"] == ["sh", "-c"]
 
-    def logs() -> str:
-        return kubectl(kube_cluster, namespace, "logs", "deploy/fields-reader")
+    def logs(pod: str = "deploy/fields-reader") -> str:
+        return kubectl(kube_cluster, namespace, "logs", pod)
 
     assert "hello from a mounted ConfigMap" in eventually_sync(
         logs,
@@ -107,17 +107,22 @@ async def test_a_component_runs_its_own_command_reading_a_mounted_config_map(
         namespace=namespace,
     )
 
-    async def rolled() -> bool:
+    async def rolled() -> str | None:
         pods = await running_pods(client, namespace, selector)
-        return len(pods) == 1 and pods[0]["metadata"]["name"] != first
+        name = str(pods[0]["metadata"]["name"]) if len(pods) == 1 else first
+        return None if name == first else name
 
-    await eventually(rolled, timeout=120, what="the ConfigMap change to roll the pod", interval=1)
+    new = await eventually(
+        rolled, timeout=120, what="the ConfigMap change to roll the pod", interval=1
+    )
+    # The new pod's log by name: deploy/fields-reader may still mean the old one, terminating
+    # for its grace period (its shell, PID 1, does not stop at SIGTERM).
     assert "second greeting" in eventually_sync(
-        logs,
+        lambda: logs(f"pod/{new}"),
         lambda out: "second greeting" in out,
         timeout=60,
         what="the new pod's output",
-        retry_on=(RuntimeError,),  # the old pod going away under kubectl logs
+        retry_on=(RuntimeError,),  # its container a moment from started
     )
 
 
