@@ -81,9 +81,10 @@ e2e: build
 # disaster recovery, an S3 server, the databases' logins: the same binaries on either
 # version; etcd's membership driven through pods and volumes, test_etcdcluster.py, runs on
 # both; the operator's memory against a tenant's ballast, test_tenant_memory.py: its own
-# caches and pages, of lists every supported version serves alike), and the scaffolder's workflow (a generated project's files, lint, tests, image and
-# deploy: what the SDK writes, the same on either version; the CRDs, RBAC and runtime it
-# generates for are appstack's own, which run on both) ran in the first session already;
+# caches and pages, of lists every supported version serves alike), and the scaffolder's
+# workflow (a generated project's files, lint, tests, image and deploy: what the SDK writes,
+# the same on either version; the CRDs, RBAC and runtime it generates for are appstack's
+# own, which run on both) ran in the first session already;
 # everything the API server decides (CRDs, CEL, admission policies, server-side apply,
 # watches, the scheduler and kubelet of a real node) runs on both.
 OLDEST_K8S := $(shell sed -n 's/^OLDEST_KUBERNETES = "\(.*\)"/\1/p' testbed/src/appstack_testbed/versions.py)

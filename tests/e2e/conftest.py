@@ -101,11 +101,9 @@ def _node_ports(request: pytest.FixtureRequest) -> Iterator[None]:
         yield
         return
     ports = sorted(int(p) for p in marker.args)
-    locks = cache_root() / "locks"
-    locks.mkdir(parents=True, exist_ok=True)
     with contextlib.ExitStack() as held:
         for port in ports:  # in order: two tests never wait for each other's second port
-            held.enter_context(_file_lock(locks / f"node-port-{port}"))
+            held.enter_context(_test_lock(f"node-port-{port}"))
         kube: LightClient = request.getfixturevalue("kube")
 
         def taken() -> set[int]:
@@ -136,41 +134,45 @@ def _our_names(request: pytest.FixtureRequest) -> Iterator[None]:
         yield
         return
     exclusive = bool(marker.kwargs.get("exclusive"))
-    locks = cache_root() / "locks"
-    locks.mkdir(parents=True, exist_ok=True)
     with contextlib.ExitStack() as held:
         if exclusive:
-            held.enter_context(_file_lock(locks / "our-names-turnstile"))
+            held.enter_context(_test_lock("our-names-turnstile"))
         else:
-            with _file_lock(locks / "our-names-turnstile"):
+            with _test_lock("our-names-turnstile"):
                 pass
-        held.enter_context(_file_lock(locks / "our-names", shared=not exclusive))
-        if not exclusive:
-            yield
-            return
-        try:
-            yield
-        finally:
-            _remove_kinds_named_as_ours(request)
+        held.enter_context(_test_lock("our-names", shared=not exclusive))
+        if exclusive:  # before the lock is let go (an exit stack unwinds last in, first out)
+            held.callback(
+                _remove_kinds_named_as_ours,
+                request.getfixturevalue("kube"),
+                request.getfixturevalue("kube_cluster").require_local(),
+            )
+        yield
 
 
-def _remove_kinds_named_as_ours(request: pytest.FixtureRequest) -> None:
-    kube: LightClient = request.getfixturevalue("kube")
-    ours = {name for crd in crds.all_crds() for name in _names(crd["spec"]["names"])}
-    groups = {crd["spec"]["group"] for crd in crds.all_crds()}
+def _test_lock(name: str, *, shared: bool = False) -> contextlib.AbstractContextManager[None]:
+    """A lock parallel test workers take in turn: ``$APPSTACK_CACHE/locks/<name>``."""
+    locks = cache_root() / "locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    return _file_lock(locks / name, shared=shared)
+
+
+def _remove_kinds_named_as_ours(kube: LightClient, local: LocalCluster) -> None:
+    ours = crds.all_crds()
+    names = {name for crd in ours for name in _names(crd["spec"]["names"])}
+    groups = {crd["spec"]["group"] for crd in ours}
 
     def namesakes() -> list[str]:
         return [
             crd.metadata.name
             for crd in kube.list(CustomResourceDefinition)
-            if crd.spec.group not in groups and ours & _names(crd.spec.names.to_dict())
+            if crd.spec.group not in groups and names & _names(crd.spec.names.to_dict())
         ]
 
     for name in namesakes():
         with contextlib.suppress(ApiError):
             kube.delete(CustomResourceDefinition, name)
     eventually_sync(namesakes, lambda left: not left, timeout=120, what="namesake CRDs gone")
-    local = request.getfixturevalue("kube_cluster").require_local()
     shutil.rmtree(local.directory / "kubectl-cache", ignore_errors=True)
 
 

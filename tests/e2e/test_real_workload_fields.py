@@ -109,8 +109,9 @@ async def test_a_component_runs_its_own_command_reading_a_mounted_config_map(
 
     async def rolled() -> str | None:
         pods = await running_pods(client, namespace, selector)
-        name = str(pods[0]["metadata"]["name"]) if len(pods) == 1 else first
-        return None if name == first else name
+        if len(pods) == 1 and pods[0]["metadata"]["name"] != first:
+            return str(pods[0]["metadata"]["name"])
+        return None
 
     new = await eventually(
         rolled, timeout=120, what="the ConfigMap change to roll the pod", interval=1

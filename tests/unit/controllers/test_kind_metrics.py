@@ -133,12 +133,16 @@ def test_a_scrape_holds_one_cached_object_at_a_time() -> None:
         def iter_objects(self, resource: Resource) -> Iterator[Any]:
             if resource.kind != "AppService":
                 return
+
+            def alive() -> list[weakref.ref[Decoded]]:
+                return [ref for ref in held[:-1] if ref() is not None]
+
             for i in range(50):
                 # every object but the last one read (the reader's loop holds it) is gone;
                 # a full collection (a second in a big test process) only if one seems held
-                if [ref for ref in held[:-1] if ref() is not None]:
+                if alive():
                     gc.collect()
-                assert not [ref for ref in held[:-1] if ref() is not None]
+                assert not alive()
                 obj = Decoded(_obj("AppService", f"web-{i}", _ready("True")))
                 held.append(weakref.ref(obj))
                 yield obj
