@@ -34,7 +34,7 @@ from lightkube.resources.rbac_authorization_v1 import ClusterRole, Role
 from appstack.api.namespaces import ENABLED
 from appstack.controllers.rbac import MARKER, MARKER_GROUP, MARKER_RESOURCE
 from appstack.manifests import crds, dashboard, grafana, monitoring, workload
-from appstack.manifests.admission_base import enabled_check
+from appstack.manifests.admission import enabled_check
 from appstack.manifests.chart_labels import chart_labels, with_chart_labels
 from appstack.manifests.install import install
 from appstack_testbed.cluster import LocalCluster

@@ -27,7 +27,7 @@ from appstack.api.namespaces import ALLOW_PRIVILEGED, ENABLED, NOT_ENABLED_REASO
 from appstack.controllers.appservice import APP_SERVICE
 from appstack.controllers.appstack import APP_STACK
 from appstack.manifests import rbac
-from appstack.manifests.admission_namespaces import ENABLER
+from appstack.manifests.admission import ENABLER
 from appstack.manifests.install import install
 from appstack.runtime import errors
 from appstack.runtime.client import Client

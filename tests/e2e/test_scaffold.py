@@ -4,8 +4,11 @@ init + create api, make manifests, make lint test; seed 000's new / add api / ad
 controller / generate k8s); make install, make run in the background, the samples Ready at
 their generation, make uninstall; make image-oci + make deploy on the real node, the pod
 reconciling the sample, make undeploy, and the project's own e2e (its /metrics 401 and 200);
-a second kind after editing the first's files; bad input to every command refused with the
-flag named and nothing written.
+the generated admission policies holding the operator's own token (issue #46); a second
+kind after editing the first's files; bad input to every command refused with the flag named
+and nothing written. The generated operator acts only in namespaces labelled
+``<domain>/enabled=true``: each test labels the namespaces it uses, as the page's reader
+would.
 
 The projects share one virtual environment (appstack and its test bed from this checkout,
 pytest, ruff and mypy from PyPI: what ``make venv`` installs), passed as ``VENV``.
@@ -15,6 +18,8 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib
+import json
 import os
 import signal
 import socket
@@ -24,12 +29,16 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
+from appstack.sdk.scaffold import manifests
 from appstack_testbed.dist import source_build_lock
+from appstack_testbed.operators import token_kubeconfig
 from appstack_testbed.pytest_plugin import SESSION_ENV, ClusterHandle
+from appstack_testbed.waiting import eventually_sync
 from tests.e2e.shell_blocks import blocks
 from tests.support.paths import REPO_ROOT
 
@@ -245,6 +254,16 @@ def sample_namespace(env: dict[str, str], tmp_path: Path) -> Iterator[str]:
     _sh(f"kubectl delete namespace {name} --wait=false", tmp_path, env)
 
 
+def _enable(env: dict[str, str], project: Path, namespace: str) -> None:
+    """Label ``namespace`` so that the project's operator acts there (a platform team's
+    ``kubectl label namespace NAME <domain>/enabled=true``)."""
+    domain = yaml.safe_load((project / "PROJECT").read_text())["domain"]
+    _ok(
+        _sh(f"kubectl label namespace {namespace} {domain}/enabled=true", project, env),
+        f"enable {namespace}",
+    )
+
+
 def _ready_at_generation(
     env: dict[str, str], cwd: Path, namespace: str, timeout: float = 120
 ) -> None:
@@ -271,11 +290,11 @@ def test_make_install_run_samples_uninstall(
     env: dict[str, str], guestbook: Path, sample_namespace: str
 ) -> None:
     _ok(_sh("make install", guestbook, env), "make install")
+    _enable(env, guestbook, sample_namespace)
     health = _free_port()
     run_env = {
         **env,
-        "RUN_ARGS": "--enable-all-namespaces --metrics-bind-address=0 "
-        f"--health-probe-bind-address=127.0.0.1:{health}",
+        "RUN_ARGS": f"--metrics-bind-address=0 --health-probe-bind-address=127.0.0.1:{health}",
     }
     log = guestbook / "run.log"
     with open(log, "wb") as out:
@@ -340,6 +359,7 @@ def test_make_deploy_on_the_real_node_and_the_projects_own_e2e(
             "its node",
         )
         assert node.startswith("real-node"), node
+        _enable(env, guestbook, sample_namespace)
         _ok(
             _sh(f"kubectl -n {sample_namespace} apply -k config/samples/", guestbook, env),
             "apply the samples",
@@ -355,6 +375,127 @@ def test_make_deploy_on_the_real_node_and_the_projects_own_e2e(
         _sh(f"{env['VENV']}/bin/python -m pytest tests/e2e -q", guestbook, e2e_env, timeout=1800),
         "the project's e2e",
     )
+
+
+def _as_token(
+    token: Path, obj: dict[str, Any], cwd: Path, env: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
+    """``obj`` created with the operator's token alone, a server-side dry run: admission
+    (the policies included) decides, nothing is stored."""
+    return subprocess.run(
+        ["kubectl", f"--kubeconfig={token}", "create", "--dry-run=server", "-o", "name", "-f", "-"],
+        input=json.dumps(obj),
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def _refused(token: Path, obj: dict[str, Any], said: str, cwd: Path, env: dict[str, str]) -> None:
+    proc = _as_token(token, obj, cwd, env)
+    assert proc.returncode != 0, f"admitted: {obj['kind']} {obj['metadata']}"
+    assert said in proc.stderr, proc.stderr
+
+
+def test_the_installed_policies_hold_the_operators_token(
+    env: dict[str, str], guestbook: Path, kube_cluster: ClusterHandle, tmp_path: Path
+) -> None:
+    """Issue #46: a scaffolded operator's token wrote ConfigMaps everywhere (kube-system's
+    aws-auth among them). With the generated install applied (without its Deployment: the
+    token, not the process, is the subject), the token of its ServiceAccount is refused a
+    ConfigMap in kube-system, one in a namespace not enabled, an unowned one in an enabled
+    namespace and a service-account-token Secret — while the controller's real child (its
+    ``desired()``) and an Opaque Secret it owns are admitted. The controller owns Secrets
+    here, so that RBAC admits them and what refuses the token Secret is the policy."""
+    controller = guestbook / "src/guestbook/controllers/guestbook.py"
+    text = controller.read_text().replace(
+        "import CONFIG_MAP, Result", "import CONFIG_MAP, SECRET, Result"
+    )
+    controller.write_text(text.replace("owns = (CONFIG_MAP,)", "owns = (CONFIG_MAP, SECRET)"))
+    _ok(_sh("make manifests", guestbook, env), "make manifests")
+    bundle = yaml.safe_load_all(
+        _ok(
+            _sh("appstack generate installer --image guestbook:unused -o -", guestbook, env),
+            "installer",
+        )
+    )
+    install = tmp_path / "install.yaml"
+    install.write_text(yaml.safe_dump_all([o for o in bundle if o and o["kind"] != "Deployment"]))
+    suffix = uuid.uuid4().hex[:6]
+    enabled, closed = f"guarded-{suffix}", f"closed-{suffix}"
+    _ok(_sh(f"kubectl apply --server-side -f {install}", guestbook, env), "the install")
+    try:
+        for name in (enabled, closed):
+            _ok(_sh(f"kubectl create namespace {name}", guestbook, env), name)
+        _enable(env, guestbook, enabled)
+        _ok(_sh(f"kubectl -n {enabled} apply -k config/samples/", guestbook, env), "the sample")
+        owner = json.loads(
+            _ok(
+                _sh(f"kubectl -n {enabled} get guestbook guestbook-sample -o json", guestbook, env),
+                "it",
+            )
+        )
+        manifests.load(guestbook)  # the project's package, from its src/
+        desired = importlib.import_module("guestbook.controllers.guestbook").desired
+        spec = importlib.import_module("guestbook.api.v1.guestbook").GuestbookSpec
+        (child,) = desired(owner, spec.model_validate(owner.get("spec") or {}))
+        token = token_kubeconfig(
+            kube_cluster.kubeconfig,
+            "guestbook-system",
+            "guestbook-controller-manager",
+            tmp_path / "token.kubeconfig",
+        )
+
+        def moved(obj: dict[str, Any], **metadata: Any) -> dict[str, Any]:
+            return {**obj, "metadata": {**obj["metadata"], **metadata}}
+
+        # the policies are active (the API server loads them a moment after they exist)
+        canary = moved(child, name="aws-auth", namespace="kube-system")
+        eventually_sync(
+            lambda: _as_token(token, canary, guestbook, env),
+            lambda proc: proc.returncode != 0 and "guestbook-operator-writes" in proc.stderr,
+            timeout=60,
+            what="kube-system's aws-auth refused to the operator's token by its writes policy",
+        )
+        _refused(token, canary, "(unless it is labelled", guestbook, env)
+        _refused(
+            token, moved(child, namespace=closed), "it is not enabled for guestbook", guestbook, env
+        )
+        unowned = moved(child, name="unowned", ownerReferences=[])
+        _refused(
+            token, unowned, "may only write objects controlled by one of its kinds", guestbook, env
+        )
+        secret = {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {
+                **child["metadata"],
+                "name": "minted",
+                "annotations": {"kubernetes.io/service-account.name": "default"},
+            },
+            "type": "kubernetes.io/service-account-token",
+        }
+        _refused(
+            token,
+            secret,
+            "never writes a Secret of type kubernetes.io/service-account-token",
+            guestbook,
+            env,
+        )
+        # the operator's real writes: its child, and a Secret of its own of another type
+        _ok(_as_token(token, child, guestbook, env), "the controller's child")
+        opaque = {**secret, "type": "Opaque", "metadata": {**secret["metadata"], "annotations": {}}}
+        _ok(_as_token(token, opaque, guestbook, env), "an Opaque Secret the sample owns")
+    finally:
+        _sh(
+            f"kubectl delete namespace {enabled} {closed} --ignore-not-found --wait=false",
+            guestbook,
+            env,
+        )
+        _sh(f"kubectl delete --ignore-not-found -f {install}", guestbook, env)
 
 
 def test_a_second_kind_leaves_the_edited_first_kind_as_it_is(

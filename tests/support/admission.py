@@ -1,12 +1,13 @@
-"""The install's ValidatingAdmissionPolicies evaluated client-side, as the API server
-evaluates them: the project's CEL engine (cel-expr-python, which :mod:`appstack.sdk.cel`
-runs a CRD's rules with), ``object``, ``oldObject``, ``request`` and ``namespaceObject`` as
-the API server binds them (``oldObject`` null on a create, ``object`` null on a delete),
-the policy's ``variables`` in order, then each validation. The ``matchConditions`` are taken
-as met — they ask the authorizer who the requester is; :func:`condition` evaluates one
-that does not (the namespace-labels policy's). A validation that cannot be evaluated
-refuses, as ``failurePolicy: Fail`` has it. What the API server itself says is the e2e
-tests' (tests/e2e/test_security_writes.py and the others docs/security.md names)."""
+"""An install's ValidatingAdmissionPolicies (appstack's, or the SDK's guards of any
+operator) evaluated client-side, as the API server evaluates them: the project's CEL
+engine (cel-expr-python, which :mod:`appstack.sdk.cel` runs a CRD's rules with),
+``object``, ``oldObject``, ``request`` and ``namespaceObject`` as the API server binds them
+(``oldObject`` null on a create, ``object`` null on a delete), the policy's ``variables``
+in order, then each validation. The ``matchConditions`` are taken as met — they ask the
+authorizer who the requester is; :func:`condition` evaluates one that does not (the
+namespace-labels policy's). A validation that cannot be evaluated refuses, as
+``failurePolicy: Fail`` has it. What the API server itself says is the e2e tests'
+(tests/e2e/test_security_writes.py and the others docs/security.md names)."""
 
 from __future__ import annotations
 
@@ -50,11 +51,14 @@ def request(
     return found
 
 
-def namespace_object(name: str = "shop", *, enabled: bool = True, **labels: str) -> dict[str, Any]:
-    """The request's Namespace: enabled for appstack unless told otherwise."""
+def namespace_object(
+    name: str = "shop", *, enabled: bool = True, label: str = ENABLED, **labels: str
+) -> dict[str, Any]:
+    """The request's Namespace: enabled (``label``, appstack's unless told another
+    operator's) unless told otherwise."""
     found = dict(labels)
     if enabled:
-        found[ENABLED] = "true"
+        found[label] = "true"
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": found}}
 
 

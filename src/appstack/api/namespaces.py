@@ -10,14 +10,16 @@ token to the same rule, and a third policy lets only holders of
 :data:`LABEL_GRANT` (and cluster administrators) set any of :data:`GUARDED` on a namespace,
 so a tenant — or whoever may create namespaces — cannot opt a namespace in themselves.
 Read by the operator (:mod:`appstack.sdk.kit.namespaces`) and the install
-(:mod:`appstack.manifests.admission_writes`, :mod:`appstack.manifests.admission_namespaces`).
+(its admission guards: :mod:`appstack.sdk.guards`, through :mod:`appstack.manifests.admission`).
+The labels' names are the SDK's for an operator of appstack's domain
+(:attr:`~appstack.sdk.identity.OperatorIdentity.opt_in_labels`).
 """
 
 from __future__ import annotations
 
 from appstack.api.identity import IDENTITY
-from appstack.api.kind import GROUP, group_key
 from appstack.sdk.identity import NOT_ENABLED_REASON
+from appstack.sdk.rbac import enabler_grant
 
 __all__ = [
     "ALLOW_PRIVILEGED",
@@ -34,15 +36,15 @@ __all__ = [
 #: ``=true``: the operator acts in this namespace (its identity's enabled label).
 ENABLED = IDENTITY.enabled_label
 #: ``=true``: the operator may write privileged or host pods (beyond Pod Security baseline).
-ALLOW_PRIVILEGED = group_key("allow-privileged-pods")
+ALLOW_PRIVILEGED = IDENTITY.allow_privileged_label
 #: ``=true``: the operator may write in a system namespace (``kube-*``), if also enabled.
-MAY_WRITE = group_key("operator-may-write")
+MAY_WRITE = IDENTITY.may_write_label
 #: The labels only a platform team may set.
-GUARDED = (ENABLED, ALLOW_PRIVILEGED, MAY_WRITE)
+GUARDED = IDENTITY.opt_in_labels
 #: The permission (verb on a resource of our group that nothing else uses) that lets a
 #: non-administrator set :data:`GUARDED` labels: the generated ClusterRole
 #: ``appstack-namespace-enabler-<install namespace>`` grants it.
-LABEL_GRANT = (GROUP, "namespaces", "enable")
+LABEL_GRANT = enabler_grant(IDENTITY.domain)
 SYSTEM_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease")
 
 

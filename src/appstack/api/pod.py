@@ -7,7 +7,7 @@ A volume is one of four sources — ``configMap``, ``secret``, ``persistentVolum
 ``emptyDir`` — of the object's own namespace: there is no field for ``hostPath`` or any other
 source, so none can be asked for (an unknown field is refused by ``kubectl``'s strict
 validation and pruned by the API server), and nothing here goes beyond the Pod Security
-baseline (:mod:`appstack.manifests.admission_pods`).
+baseline (:mod:`appstack.sdk.guards.pods`).
 
 What a rule can decide from the object alone is written once, in CEL, and checked at
 admission and by the models client-side (:mod:`appstack.sdk.cel`): schema bounds and

@@ -221,14 +221,24 @@ def create_webhook(
     default=None,
     help="The operator watches only its own namespace (a Role), or every namespace.",
 )
+@click.option(
+    "--enable-all-namespaces/--enabled-namespaces-only",
+    default=None,
+    help="The generated install acts in every namespace, or (the default) only in those "
+    "labelled <domain>/enabled=true.",
+)
 @DIRECTORY
-def edit(namespaced: bool | None, directory: Path) -> None:
+def edit(namespaced: bool | None, enable_all_namespaces: bool | None, directory: Path) -> None:
     """Change the project's settings (kubebuilder edit)."""
     from appstack.sdk.scaffold import commands  # noqa: PLC0415
 
     directory = directory.resolve()
     _refusing(
-        lambda: commands.edit(directory, namespaced=namespaced), directory, "Next: make manifests"
+        lambda: commands.edit(
+            directory, namespaced=namespaced, enable_all_namespaces=enable_all_namespaces
+        ),
+        directory,
+        "Next: make manifests",
     )
 
 

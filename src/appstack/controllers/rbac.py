@@ -6,20 +6,33 @@ operator's own namespace (a Role), never cluster-wide."""
 
 from __future__ import annotations
 
+from appstack.api.identity import IDENTITY
 from appstack.controllers.registry import ALL
 from appstack.runtime.metricsauth import SUBJECT_ACCESS_REVIEW, TOKEN_REVIEW
 from appstack.runtime.resources import EVENT, LEASE, NAMESPACE
-from appstack.sdk.rbac import Rule, rule
+from appstack.sdk import rbac as sdk_rbac
+from appstack.sdk.rbac import CANARY, MARKER, Rule, rule
 
-LEASE_NAME = "appstack-operator"  # the operator's leader-election Lease (appstack run)
+__all__ = [
+    "CANARY",
+    "LEASE_NAME",
+    "MARKER",
+    "MARKER_GROUP",
+    "MARKER_RESOURCE",
+    "NAMESPACE_WATCH",
+    "RUNTIME_RULES",
+    "leader_election_rules",
+    "marker_rule",
+    "operator_rules",
+]
+
+LEASE_NAME = IDENTITY.lease_name  # the operator's leader-election Lease (appstack run)
 # A permission nothing uses, granted only by the operator's own (Cluster)Role: the admission
 # policies that bound the operator's writes select requests by it, so they follow the
-# operator's binding wherever it is installed (manifests/admission.py). CANARY is never
-# granted by name; only a wildcard (an administrator) holds it.
-MARKER_GROUP = "appstack.dev"
-MARKER_RESOURCE = "admissionguards"
-MARKER = "subject-to"
-CANARY = "held-only-through-a-wildcard"
+# operator's binding wherever it is installed (the SDK's guards, appstack.sdk.guards).
+# CANARY is never granted by name; only a wildcard (an administrator) holds it.
+MARKER_GROUP = IDENTITY.domain
+MARKER_RESOURCE = sdk_rbac.GUARD_RESOURCE
 RUNTIME_RULES: list[Rule] = [
     rule(EVENT, "create", "patch"),
     # Whether a namespace is enabled, and the Pod Security level it enforces (its labels),
@@ -39,7 +52,7 @@ NAMESPACE_WATCH: Rule = rule(NAMESPACE, "list", "watch")
 def marker_rule() -> Rule:
     """The marker permission (see :data:`MARKER`): the admission policies' "this is the
     appstack operator", carried by its own binding."""
-    return {"apiGroups": [MARKER_GROUP], "resources": [MARKER_RESOURCE], "verbs": [MARKER]}
+    return sdk_rbac.marker_rule(MARKER_GROUP)
 
 
 def operator_rules(*, cluster_wide: bool = True) -> list[Rule]:

@@ -1,243 +1,98 @@
-"""ValidatingAdmissionPolicies that bound what the operator's own ServiceAccount may write,
-whatever its RBAC says (pure; part of the install bundle), and :func:`policies`, all of them
-in install order.
+"""appstack's admission policies (pure; part of the install bundle): the SDK's guards
+(:mod:`appstack.sdk.guards`, the same generator every scaffolded operator's install uses)
+for appstack's operator — :func:`guarded`, its description: its identity, every controller
+of :data:`~appstack.controllers.registry.ALL` (their kinds, finalizers), the rules of its
+ClusterRole (:func:`appstack.controllers.rbac.operator_rules`), its cluster-scoped names
+ending in ``-<install namespace>`` — and what only appstack's kinds need, through the
+guards' extension points:
 
-RBAC cannot say "only Opaque Secrets of ours": with ``create`` on Secrets the operator
-could mint a ``kubernetes.io/service-account-token`` Secret for any ServiceAccount
-(kube-system's included) and read the token back, or rewrite a tenant's generated
-credentials. :func:`secrets_policy` closes that: the operator writes Secrets only in
-enabled namespaces (:mod:`appstack.api.namespaces`), of type ``Opaque``, labelled
-``app.kubernetes.io/managed-by=appstack``, and controlled by one of our kinds — or, kept
-after their stack went (a retained volume's credentials), ownerless but carrying the
-stack and member labels; it changes or deletes only a Secret that already was such.
-An update never changes a Secret's data — but for a MongoDB user's connection-string or
-SCRAM Secret that *already was* one (its component, and a MongoDBCommunity its
-controller) and keeps that very controller (apiVersion, kind, name and uid): made again
-when the user's password changes — and never its component label, its ``appstack.dev/*``
-labels or its owners, but for the one move the operator makes: a Secret kept for a stack
-member given to that stack (the AppStack its stack label names) or taken back from it,
-when the stack's ``retainOnDelete`` flips (issue #46: a token that could relabel a
-generated credentials Secret as a MongoDB user's, under a made-up owner, could change its
-data and restore the labels). Any other writer is not matched.
+* its own Secrets policy (:mod:`.admission_secrets`, the guards' ``own`` policies): only
+  ``Opaque`` Secrets of its kinds or kept for a stack member, a Secret's data changed only
+  for a MongoDB user's, its labels and owners pinned — so the writes policy leaves Secrets'
+  ownership to it (``owned_elsewhere``);
+* an EtcdCluster's released member volume (its UID in the volume's annotation) may be
+  owned again by that very cluster (``readopted``);
+* EndpointSlices are named ``<service>-external`` for the Service they feed, carry our
+  ``endpointslice.kubernetes.io/managed-by``, and never feed ``kubernetes``
+  (``validations``).
 
-*Who is the operator* is whoever the operator's own RBAC binds, wherever and under whatever
-name it is installed (see :mod:`appstack.manifests.admission_base`). The other writes:
-:mod:`appstack.manifests.admission_writes` (children), :mod:`.admission_kinds` (our kinds,
-Events, what tenants may ask), :mod:`.admission_namespaces` (who may enable a namespace);
-the leader-election Lease: :func:`~.admission_writes.lease_policy`.
-``admissionregistration.k8s.io/v1`` (GA since Kubernetes 1.30). See docs/security.md.
+:func:`policies`, all of them with their bindings in install order; :func:`enabler_role`,
+the ClusterRole that may enable a namespace. ``admissionregistration.k8s.io/v1`` (GA since
+Kubernetes 1.30). See docs/security.md.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from appstack.api.kind import GROUP
-from appstack.controllers.appstack import APP_STACK
-from appstack.controllers.appstack.labels import MEMBER_LABEL, STACK_LABEL
-from appstack.controllers.mongodbcommunity import scram, users
-from appstack.controllers.util.meta import MANAGED_BY
-from appstack.manifests.admission_base import (
-    EnableAll,
-    binding,
-    controlled,
-    enabled_variable,
-    only_operator,
-    ownerless,
-    policy,
-    unchanged,
-)
-from appstack.manifests.admission_kinds import kinds_policies
-from appstack.manifests.admission_namespaces import namespaces_policy
-from appstack.manifests.admission_writes import lease_policy, writes_policy
-from appstack.manifests.rbac import NAME, NAMESPACE
-from appstack.sdk.kit.meta import COMPONENT_LABEL
+from appstack.api.identity import IDENTITY
+from appstack.api.namespaces import ENABLED
+from appstack.controllers.etcdcluster.desired import CLUSTER_UID
+from appstack.controllers.rbac import operator_rules
+from appstack.controllers.registry import ALL
+from appstack.controllers.util.meta import SLICE_MANAGER
+from appstack.manifests.admission_secrets import secrets_policy
+from appstack.manifests.rbac import NAMESPACE
+from appstack.sdk import guards
+from appstack.sdk.guards import EnableAll, GuardedOperator, WriteExtensions
+from appstack.sdk.guards.expressions import labelled, ownerless, refusal
+from appstack.sdk.guards.namespaces import ENABLER as ENABLER_PART
+from appstack.sdk.kit.meta import SLICE_MANAGER_LABEL
 
-SECRETS_POLICY = f"{NAME}-secrets"
-MONGODB = "appstack.dev/v1/MongoDBCommunity"
-APP_STACK_VERSION = f"{APP_STACK.api_version}/{APP_STACK.kind}"
+ETCD_CLUSTER = "appstack.dev/v1/EtcdCluster"
+#: The enabler ClusterRole's name before the install's namespace.
+ENABLER = f"{IDENTITY.project}-{ENABLER_PART}"
 
 
-def _kept_for_a_stack(target: str) -> str:
-    """CEL: ``target`` is ownerless and names the stack member it was generated for."""
+def _reowned_volume() -> str:
+    """An EtcdCluster's released member volume made that same cluster's again."""
+    uid = f"oldObject.metadata.annotations['{CLUSTER_UID}']"
+    return (
+        "(object.kind == 'PersistentVolumeClaim' && "
+        f"{ownerless('oldObject')} && has(oldObject.metadata.annotations) && "
+        f"'{CLUSTER_UID}' in oldObject.metadata.annotations && "
+        "has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, "
+        "has(r.controller) && r.controller && "
+        f"(r.apiVersion + '/' + r.kind) == '{ETCD_CLUSTER}' && r.uid == {uid}))"
+    )
+
+
+def _slice_ok(target: str) -> str:
+    service = "'kubernetes.io/service-name'"
     labels = f"{target}.metadata.labels"
     return (
-        f"({ownerless(target)} && has({labels}) && '{STACK_LABEL}' in {labels} && "
-        f"'{MEMBER_LABEL}' in {labels})"
+        f"({target}.kind != 'EndpointSlice' || ("
+        f"has({labels}) && {service} in {labels} && {labels}[{service}] != 'kubernetes' && "
+        f"{target}.metadata.name == {labels}[{service}] + '-external' && "
+        f"{labelled(SLICE_MANAGER_LABEL, SLICE_MANAGER, f'{target}.metadata')}))"
     )
 
 
-def _ours(target: str) -> str:
-    return f"({controlled(target)} || {_kept_for_a_stack(target)})"
-
-
-def _rewritten_by_mongodb() -> str:
-    """CEL: the Secret already was a MongoDB user's (connection string, SCRAM credentials:
-    its component, a MongoDBCommunity its controller) and stays that — the same component,
-    the very same controller (apiVersion, kind, name and uid): its data follows the user's
-    password. Judged on the old object: what the new one says is the writer's to choose."""
-    old, new = "oldObject.metadata", "object.metadata"
-    components = f"['{users.COMPONENT}', '{scram.COMPONENT}']"
-    same_controller = (
-        f"{old}.ownerReferences.exists(o, has(o.controller) && o.controller && "
-        f"(o.apiVersion + '/' + o.kind) == '{MONGODB}' && {new}.ownerReferences.exists(r, "
-        "has(r.controller) && r.controller && r.apiVersion == o.apiVersion && "
-        "r.kind == o.kind && r.name == o.name && r.uid == o.uid))"
-    )
+def slices_ok() -> str:
+    """CEL: an EndpointSlice written (and the one it replaces or deletes) is one of ours."""
     return (
-        f"(has({old}.labels) && '{COMPONENT_LABEL}' in {old}.labels && "
-        f"{old}.labels['{COMPONENT_LABEL}'] in {components} && has({new}.labels) && "
-        f"'{COMPONENT_LABEL}' in {new}.labels && "
-        f"{new}.labels['{COMPONENT_LABEL}'] == {old}.labels['{COMPONENT_LABEL}'] && "
-        f"has({old}.ownerReferences) && has({new}.ownerReferences) && {same_controller})"
+        "(request.operation == 'DELETE' || "
+        f"{_slice_ok('object')}) && (request.operation == 'CREATE' || {_slice_ok('oldObject')})"
     )
 
 
-def _pinned(key: str) -> str:
-    """CEL: label ``key`` is one an update keeps: the component or any ``appstack.dev/``."""
-    return f"({key}.startsWith('{GROUP}/') || {key} == '{COMPONENT_LABEL}')"
-
-
-def _labels_kept() -> str:
-    """CEL: every pinned label (:func:`_pinned`) is on both objects, with the same value."""
-    new, old = "object.metadata.labels", "oldObject.metadata.labels"
-    return (
-        f"((!has({new}) || {new}.all(k, !{_pinned('k')} || "
-        f"(has({old}) && k in {old} && {old}[k] == {new}[k]))) && "
-        f"(!has({old}) || {old}.all(k, !{_pinned('k')} || (has({new}) && k in {new}))))"
+def guarded(namespace: str = NAMESPACE, *, enable_all: EnableAll = False) -> GuardedOperator:
+    """appstack's operator installed in ``namespace`` (see above)."""
+    slices = refusal(
+        slices_ok(),
+        "the appstack operator may only write EndpointSlices of its own, named "
+        "<service>-external for the Service they name, never for kubernetes",
     )
-
-
-def _refs(target: str) -> str:
-    return f"(has({target}.metadata.ownerReferences) ? {target}.metadata.ownerReferences : [])"
-
-
-def _its_stack(ref: str) -> str:
-    """CEL: ``ref`` is a controller reference to the AppStack the Secret's stack label
-    names (the uid cannot be checked here: admission cannot look an owner up)."""
-    return (
-        f"(has({ref}.controller) && {ref}.controller && "
-        f"({ref}.apiVersion + '/' + {ref}.kind) == '{APP_STACK_VERSION}' && "
-        f"{ref}.name == object.metadata.labels['{STACK_LABEL}'])"
-    )
-
-
-def _moved_with_its_volume() -> str:
-    """CEL: a Secret kept for a stack member (both labels) given to that stack or taken
-    back (``retainOnDelete`` flipped; a re-created stack adopting it): the owners differ
-    only by a controller reference to that AppStack (:meth:`ChildWriter.ensure_once
-    <appstack.sdk.kit.children.ChildWriter.ensure_once>` patches nothing else)."""
-    labels = "object.metadata.labels"
-    new, old = _refs("object"), _refs("oldObject")
-    return (
-        f"(has({labels}) && '{STACK_LABEL}' in {labels} && '{MEMBER_LABEL}' in {labels} && "
-        f"{new}.all(r, r in {old} || {_its_stack('r')}) && "
-        f"{old}.all(r, r in {new} || {_its_stack('r')}))"
-    )
-
-
-def secrets_policy(namespace: str = NAMESPACE, *, enable_all: EnableAll = False) -> dict[str, Any]:
-    """The operator writes only its own ``Opaque`` Secrets, in enabled namespaces."""
-    ((key, value),) = MANAGED_BY.items()
-    label = f"{key}={value}"
-
-    def has_label(target: str) -> str:
-        return (
-            f"(has({target}.metadata.labels) && '{key}' in {target}.metadata.labels"
-            f" && {target}.metadata.labels['{key}'] == '{value}')"
-        )
-
-    # Named after the operator's namespace: the policy is cluster-scoped, so two installs
-    # must not overwrite each other's.
-    return policy(
-        f"{SECRETS_POLICY}-{namespace}",
-        {
-            "matchConstraints": {
-                "resourceRules": [
-                    {
-                        "apiGroups": [""],
-                        "apiVersions": ["v1"],
-                        "operations": ["CREATE", "UPDATE", "DELETE"],
-                        "resources": ["secrets"],
-                    }
-                ]
-            },
-            "matchConditions": only_operator(),
-            "variables": [enabled_variable(enable_all)],
-            "validations": [
-                {
-                    "expression": "variables.enabled",
-                    "messageExpression": (
-                        "'the appstack operator may not write Secrets in namespace ' + "
-                        "request.namespace + ': it is not enabled for appstack'"
-                    ),
-                    "reason": "Forbidden",
-                },
-                {
-                    "expression": (
-                        "request.operation == 'DELETE' || (has(object.type) && object.type == "
-                        "'Opaque')"
-                    ),
-                    "message": "the appstack operator may only write Secrets of type Opaque",
-                    "reason": "Forbidden",
-                },
-                {
-                    "expression": (
-                        f"request.operation == 'DELETE' || ({has_label('object')} && "
-                        f"{_ours('object')})"
-                    ),
-                    "message": (
-                        f"the appstack operator may only write Secrets labelled {label} and "
-                        "controlled by one of its kinds (or kept for a stack member, "
-                        f"labelled {STACK_LABEL} and {MEMBER_LABEL})"
-                    ),
-                    "reason": "Forbidden",
-                },
-                {
-                    "expression": (
-                        f"request.operation == 'CREATE' || ({has_label('oldObject')} && "
-                        f"{_ours('oldObject')})"
-                    ),
-                    "message": (
-                        "the appstack operator may only change or delete Secrets already "
-                        f"labelled {label} and its own"
-                    ),
-                    "reason": "Forbidden",
-                },
-                {
-                    "expression": (
-                        f"request.operation != 'UPDATE' || ({unchanged('data')} && "
-                        f"{unchanged('type')}) || {_rewritten_by_mongodb()}"
-                    ),
-                    "message": (
-                        "the appstack operator never changes a Secret's data (but for a "
-                        "MongoDB user's Secret that a MongoDBCommunity already controls, and "
-                        "still the same one: apiVersion, kind, name and uid)"
-                    ),
-                    "reason": "Forbidden",
-                },
-                {
-                    "expression": f"request.operation != 'UPDATE' || {_labels_kept()}",
-                    "message": (
-                        f"the appstack operator never changes a Secret's {COMPONENT_LABEL} "
-                        f"or {GROUP}/* labels: set, changed or removed, each stays as it was"
-                    ),
-                    "reason": "Forbidden",
-                },
-                {
-                    "expression": (
-                        f"request.operation != 'UPDATE' || "
-                        f"{unchanged('metadata.ownerReferences')} || {_moved_with_its_volume()}"
-                    ),
-                    "message": (
-                        "the appstack operator never changes a Secret's ownerReferences (but "
-                        "to give a Secret kept for a stack member to the AppStack its "
-                        f"{STACK_LABEL} label names, or to take it back)"
-                    ),
-                    "reason": "Forbidden",
-                },
-            ],
-        },
+    return GuardedOperator.of(
+        IDENTITY,
+        ALL,
+        rules=operator_rules(),
+        suffix=f"-{namespace}",
+        shown_suffix="-<install namespace>",
+        enable_all=enable_all,
+        writes=WriteExtensions(
+            owned_elsewhere=("Secret",), readopted=_reowned_volume(), validations=(slices,)
+        ),
     )
 
 
@@ -245,14 +100,16 @@ def policies(namespace: str = NAMESPACE, *, enable_all: EnableAll = False) -> li
     """Every policy with its binding, in install order: who may enable a namespace first,
     then the operator's writes (Secrets, children, its Lease, our kinds and Events), then
     tenants' objects of our kinds."""
-    result: list[dict[str, Any]] = []
-    every = (
-        namespaces_policy(namespace),
-        secrets_policy(namespace, enable_all=enable_all),
-        writes_policy(namespace, enable_all=enable_all),
-        lease_policy(namespace),
-        *kinds_policies(namespace, enable_all=enable_all),
-    )
-    for each in every:
-        result += [each, binding(each)]
-    return result
+    operator = guarded(namespace, enable_all=enable_all)
+    return guards.policies(operator, own=[secrets_policy(operator)])
+
+
+def enabler_role(namespace: str = NAMESPACE) -> dict[str, Any]:
+    """The ClusterRole a platform team is bound to, to enable namespaces for appstack."""
+    return guards.enabler_role(guarded(namespace))
+
+
+def enabled_check() -> str:
+    """CEL: the request's namespace is labelled as enabled (the chart's choice between it
+    and every namespace)."""
+    return labelled(ENABLED)

@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 
 from appstack.manifests import (
-    admission_namespaces,
+    admission,
     argocd,
     dashboard,
     grafana,
@@ -101,9 +101,7 @@ def render(options: InstallOptions | None = None) -> dict[str, str]:
         )
         files["rbac/metrics_reader.yaml"] = _yaml(rbac.metrics_reader(options.namespace))
         files["rbac/user_roles.yaml"] = _yaml(*rbac.user_roles(options.namespace))
-        files["rbac/namespace_enabler.yaml"] = _yaml(
-            admission_namespaces.enabler_role(options.namespace)
-        )
+        files["rbac/namespace_enabler.yaml"] = _yaml(admission.enabler_role(options.namespace))
         files["rbac/lease_flow_schema.yaml"] = _yaml(rbac.lease_flow_schema(options.namespace))
     else:
         files["rbac/roles.yaml"] = _yaml(*parts.rbac)

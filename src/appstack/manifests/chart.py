@@ -26,7 +26,6 @@ from appstack.manifests import (
     rbac,
     workload,
 )
-from appstack.manifests.admission_base import enabled_check
 from appstack.manifests.chart_labels import HELPERS, standard_labels
 from appstack.manifests.chart_monitoring import (
     dashboard_configmap,
@@ -211,7 +210,7 @@ def _rbac() -> str:
     ]
     text = "\n---\n".join(parts).replace("}}\n---\n", "}}\n")
     # the policies' "enabled" variable: every namespace, or only labelled ones
-    enabled = json.dumps(enabled_check())
+    enabled = json.dumps(admission.enabled_check())
     choice = f"{{{{ if .Values.enableAllNamespaces }}}}'true'{{{{ else }}}}{enabled}{{{{ end }}}}"
     return substitute(text, {**NAMESPACES, "ENABLE_ALL": choice}) + "\n"
 

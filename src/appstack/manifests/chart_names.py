@@ -17,7 +17,7 @@ template text accordingly; its patterns are checked by the unit tests (no genera
 ServiceAccount reference is left behind).
 
 The admission policies recognise the operator by the marker permission its own binding grants
-(:mod:`appstack.manifests.admission_base`), so they follow ``serviceAccount.name`` through
+(:mod:`appstack.sdk.guards.subject`), so they follow ``serviceAccount.name`` through
 that binding: no user name is written into CEL.
 
 The operator's name label follows its name too (:func:`label_operator`):

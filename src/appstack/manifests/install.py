@@ -15,7 +15,7 @@ from typing import Any
 from appstack.controllers.rbac import RUNTIME_RULES
 from appstack.core import defaults
 from appstack.core.duration import DEFAULT_SYNC_PERIOD
-from appstack.manifests import admission, admission_namespaces, crds, rbac, workload
+from appstack.manifests import admission, crds, rbac, workload
 
 Obj = dict[str, Any]
 
@@ -103,7 +103,7 @@ def common_rbac(namespace: str) -> list[Obj]:
         rbac.leader_election_role_binding(namespace, namespace),
         rbac.metrics_reader(namespace),
         *rbac.user_roles(namespace),
-        admission_namespaces.enabler_role(namespace),
+        admission.enabler_role(namespace),
         rbac.lease_flow_schema(namespace),
     ]
 

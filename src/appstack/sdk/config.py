@@ -6,13 +6,22 @@ the same objects as one bundle for an image (``make build-installer``, ``make de
 * ``crd/bases/<group>_<plural>.yaml`` — each kind's CRD (:func:`appstack.sdk.crds.crd`);
 * ``rbac/`` — the ServiceAccount ``controller-manager``; ``role.yaml`` (``manager-role``:
   every controller's rules, derived from what it declares, and what the operator process
-  needs: :func:`appstack.sdk.rbac.process_rules`) and its binding — a ClusterRole, or a Role
-  in the operator's namespace for a ``--namespaced`` project; the leader-election Role (its
-  Lease by name); the reviews behind ``/metrics``; the metrics reader; per kind an admin,
-  editor and viewer role (the last two aggregated into ``edit`` and ``view``);
+  needs: :func:`appstack.sdk.rbac.process_rules`, and the admission guards' marker:
+  :func:`appstack.sdk.rbac.marker_rule`) and its binding — a ClusterRole, or a Role in the
+  operator's namespace for a ``--namespaced`` project; the leader-election Role (its Lease
+  by name, and the marker); the reviews behind ``/metrics``; the metrics reader; the
+  namespace enabler (who may opt a namespace in); per kind an admin, editor and viewer role
+  (the last two aggregated into ``edit`` and ``view``);
+* ``admission/`` — the operator's admission guards (:mod:`appstack.sdk.guards`): one file
+  per ValidatingAdmissionPolicy and its binding (its token writes only in enabled
+  namespaces, never in ``kube-*``, only what its kinds control; its kinds' status and
+  finalizers only; Events about its kinds; its Lease; who may set the opt-in labels), and a
+  ``kustomizeconfig.yaml`` that renames a binding's policy with its policy;
 * ``manager/`` — the Namespace and the Deployment ``controller-manager``: the operator's own
   ``python -m <package>``, non-root, read-only root filesystem, no capabilities, probes,
-  leader election, ``/metrics`` on :8443 over HTTPS with token authentication;
+  leader election, ``/metrics`` on :8443 over HTTPS with token authentication; acting only
+  in namespaces labelled ``<domain>/enabled=true`` unless the project enables them all
+  (``appstack edit --enable-all-namespaces``);
 * ``default/`` — namespace ``<project>-system``, name prefix ``<project>-``, the metrics
   Service; ``prometheus/`` — a ServiceMonitor.
 
@@ -28,6 +37,7 @@ from typing import Any
 
 import yaml
 
+from appstack.sdk import guards
 from appstack.sdk.crds import crd
 from appstack.sdk.identity import OperatorIdentity
 from appstack.sdk.kind import CustomKind
@@ -36,6 +46,7 @@ from appstack.sdk.rbac import (
     binding,
     cluster_role,
     leader_election_rules,
+    marker_rule,
     merged,
     metrics_auth_rules,
     process_rules,
@@ -51,13 +62,33 @@ METRICS_PORT = 8443
 HEALTH_PORT = 8081
 IMAGE_NAME = "controller"  # kustomize's images: entry (config/manager/kustomization.yaml)
 Obj = dict[str, Any]
+ADMISSION_API = "admissionregistration.k8s.io"
+#: kustomize before v5.4 does not know that a ValidatingAdmissionPolicyBinding names its
+#: policy: config/default's namePrefix would rename the policy and leave the binding
+#: pointing at the old name — the guard silently off. This teaches it.
+NAME_REFERENCES = {
+    "nameReference": [
+        {
+            "kind": "ValidatingAdmissionPolicy",
+            "group": ADMISSION_API,
+            "fieldSpecs": [
+                {
+                    "kind": "ValidatingAdmissionPolicyBinding",
+                    "group": ADMISSION_API,
+                    "path": "spec/policyName",
+                }
+            ],
+        }
+    ]
+}
 
 
 @dataclass(frozen=True)
 class Project:
     """What the install is generated from: the operator's identity and package, its
     controllers and kinds (a kind may have no controller), whether it watches only its own
-    namespace, and the image."""
+    namespace, the image, and whether it acts in every namespace (by default only in
+    those labelled ``<domain>/enabled=true``)."""
 
     identity: OperatorIdentity
     package: str
@@ -65,7 +96,7 @@ class Project:
     kinds: Sequence[CustomKind]
     namespaced: bool = False
     image: str = "controller:latest"
-    enable_all_namespaces: bool = True
+    enable_all_namespaces: bool = False
 
 
 def crd_file(kind: CustomKind) -> str:
@@ -88,9 +119,43 @@ def _labels(project: Project) -> dict[str, str]:
 
 
 def operator_rules(project: Project) -> list[Obj]:
-    """The manager role's rules: every controller's, then the process's."""
+    """The manager role's rules: every controller's, then the process's, then the admission
+    guards' marker (:func:`appstack.sdk.rbac.marker_rule`)."""
     rules = [r for controller in project.controllers for r in controller.rules]
-    return merged([*rules, *process_rules(cluster_wide=not project.namespaced)])
+    process = process_rules(cluster_wide=not project.namespaced)
+    return merged([*rules, *process, marker_rule(project.identity.domain)])
+
+
+def guarded(project: Project) -> guards.GuardedOperator:
+    """The project's operator as its admission guards see it (final names: the install's
+    prefix ``<project>-`` included)."""
+    return guards.GuardedOperator.of(
+        project.identity,
+        project.controllers,
+        rules=operator_rules(project),
+        kinds=project.kinds,
+        enable_all=project.enable_all_namespaces,
+        labels=_labels(project),
+    )
+
+
+def _prefix(project: Project) -> str:
+    return f"{project.identity.project}-"
+
+
+def admission_objects(project: Project) -> dict[str, list[Obj]]:
+    """config/admission's files: each policy with its binding, named as before
+    config/default's prefix."""
+    prefix = _prefix(project)
+    files: dict[str, list[Obj]] = {}
+    every = guards.policies(guarded(project))
+    for policy, bound in zip(every[::2], every[1::2], strict=True):
+        name = policy["metadata"]["name"].removeprefix(prefix)
+        for obj in (policy, bound):
+            obj["metadata"]["name"] = name
+        bound["spec"]["policyName"] = name
+        files[f"admission/{name.replace('-', '_')}_policy.yaml"] = [policy, bound]
+    return files
 
 
 def _split(image: str) -> tuple[str, str]:
@@ -253,8 +318,9 @@ def rbac_objects(project: Project) -> dict[str, Obj | list[Obj]]:
         if project.namespaced
         else cluster_role("manager-role", rules, labels)
     )
+    lease = leader_election_rules(project.identity.lease_name)
     election = role(
-        "leader-election-role", SYSTEM, leader_election_rules(project.identity.lease_name), labels
+        "leader-election-role", SYSTEM, [*lease, marker_rule(project.identity.domain)], labels
     )
     reviews = cluster_role("metrics-auth-role", metrics_auth_rules(), labels)
     reader = cluster_role(
@@ -273,10 +339,19 @@ def rbac_objects(project: Project) -> dict[str, Obj | list[Obj]]:
             "metrics-auth-rolebinding", reviews, account, labels
         ),
         "rbac/metrics_reader_role.yaml": reader,
+        "rbac/namespace_enabler_role.yaml": _unprefixed(
+            guards.enabler_role(guarded(project)), _prefix(project)
+        ),
     }
     for kind in project.kinds:
         files.update(_kind_roles(project, kind))
     return files
+
+
+def _unprefixed(obj: Obj, prefix: str) -> Obj:
+    """``obj`` named as before config/default's prefix."""
+    obj["metadata"]["name"] = obj["metadata"]["name"].removeprefix(prefix)
+    return obj
 
 
 def metrics_service(project: Project) -> Obj:
@@ -338,6 +413,15 @@ def config_files(project: Project) -> dict[str, str]:
     for path, obj in rbac.items():
         files[path] = _dump(*(obj if isinstance(obj, list) else [obj]))
     files["rbac/kustomization.yaml"] = _kustomization([p.removeprefix("rbac/") for p in rbac])
+    admission = admission_objects(project)
+    for path, objects in admission.items():
+        files[path] = _dump(*objects)
+    files["admission/kustomizeconfig.yaml"] = HEADER + yaml.safe_dump(
+        NAME_REFERENCES, sort_keys=False
+    )
+    files["admission/kustomization.yaml"] = _kustomization(
+        [p.removeprefix("admission/") for p in admission], configurations=["kustomizeconfig.yaml"]
+    )
     namespace = {
         "apiVersion": "v1",
         "kind": "Namespace",
@@ -350,7 +434,7 @@ def config_files(project: Project) -> dict[str, str]:
     )
     files["default/metrics_service.yaml"] = _dump(metrics_service(project))
     files["default/kustomization.yaml"] = _kustomization(
-        ["../crd", "../rbac", "../manager", "metrics_service.yaml"],
+        ["../crd", "../rbac", "../admission", "../manager", "metrics_service.yaml"],
         namespace=project.identity.namespace,
         namePrefix=f"{project.identity.project}-",
     )
@@ -361,9 +445,11 @@ def config_files(project: Project) -> dict[str, str]:
 
 def installer(project: Project, image: str | None = None) -> list[Obj]:
     """What ``kubectl kustomize config/default`` gives, with ``image`` (default: the
-    project's): the CRDs, then the namespace's objects prefixed and placed, as one bundle
-    (``dist/install.yaml``, ``make deploy``)."""
-    prefix = f"{project.identity.project}-"
+    project's), in the order it can be applied: the CRDs, then the namespace's objects
+    prefixed and placed — its RBAC, then the admission guards (so that the operator never
+    runs unguarded), then the Deployment — as one bundle (``dist/install.yaml``,
+    ``make deploy``)."""
+    prefix = _prefix(project)
     namespace = project.identity.namespace
     objects: list[Obj] = [crd(kind) for kind in project.kinds]
     rbac = rbac_objects(project)
@@ -374,6 +460,7 @@ def installer(project: Project, image: str | None = None) -> list[Obj]:
             "metadata": {"name": SYSTEM, "labels": _labels(project)},
         },
         *(o for obj in rbac.values() for o in (obj if isinstance(obj, list) else [obj])),
+        *(o for objs in admission_objects(project).values() for o in objs),
         deployment(project),
         metrics_service(project),
     ]
@@ -395,6 +482,8 @@ def _placed(obj: Obj, prefix: str, namespace: str, image: str) -> Obj:
         meta["namespace"] = namespace
     if "roleRef" in obj:
         obj["roleRef"]["name"] = prefix + obj["roleRef"]["name"]
+    if obj["kind"] == "ValidatingAdmissionPolicyBinding":
+        obj["spec"]["policyName"] = prefix + obj["spec"]["policyName"]
     for subject in obj.get("subjects", []):
         subject["name"] = prefix + subject["name"]
         subject["namespace"] = namespace

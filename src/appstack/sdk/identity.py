@@ -75,6 +75,24 @@ class OperatorIdentity:
         in a namespace."""
         return self.key("enabled")
 
+    @property
+    def allow_privileged_label(self) -> str:
+        """The namespace label (``=true``) that lets the operator write pods beyond the Pod
+        Security baseline there (its admission guards, :mod:`appstack.sdk.guards`)."""
+        return self.key("allow-privileged-pods")
+
+    @property
+    def may_write_label(self) -> str:
+        """The namespace label (``=true``) that lets the operator write in a system
+        namespace (``kube-system``, ``kube-public``, ``kube-node-lease``), if also enabled."""
+        return self.key("operator-may-write")
+
+    @property
+    def opt_in_labels(self) -> tuple[str, str, str]:
+        """The namespace labels only a platform team may set: enabled, allow-privileged
+        and may-write."""
+        return (self.enabled_label, self.allow_privileged_label, self.may_write_label)
+
     def not_enabled_message(self, namespace: str) -> str:
         """What the Ready condition says in a namespace the operator is not enabled in."""
         return (

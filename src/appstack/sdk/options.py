@@ -17,7 +17,7 @@ LogFormat = Literal["auto", "json", "console"]
 
 #: The range of ``--leader-elect-lease-duration`` (seconds). The upper bound is also the
 #: install's: its admission policy refuses a Lease written by the operator's token with a
-#: longer duration (:func:`appstack.manifests.admission_writes.lease_policy`), so a stolen
+#: longer duration (:func:`appstack.sdk.guards.writes.lease_policy`), so a stolen
 #: token cannot hold the Lease — and every replica off — for longer than this after its
 #: last renewal.
 MIN_LEASE_DURATION = 1.0

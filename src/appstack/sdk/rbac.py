@@ -179,6 +179,32 @@ def metrics_auth_rules() -> list[Rule]:
     return [rule(_TOKEN_REVIEWS, "create"), rule(_ACCESS_REVIEWS, "create")]
 
 
+#: The admission guards' marker (:mod:`appstack.sdk.guards`): verb :data:`MARKER` on
+#: :data:`GUARD_RESOURCE` of the operator's domain, a permission nothing uses, granted only
+#: by the operator's own (Cluster)Role and leader-election Role — the guards match whoever
+#: holds it. :data:`CANARY` (the same resource) is never granted by name: only a wildcard
+#: (an administrator) holds it, and the guards leave such requesters alone.
+GUARD_RESOURCE = "admissionguards"
+MARKER = "subject-to"
+CANARY = "held-only-through-a-wildcard"
+#: Verb ``enable`` on ``namespaces`` of the operator's domain: who may set the namespace
+#: opt-in labels (:func:`enabler_grant`), beside cluster administrators.
+ENABLER_RESOURCE = "namespaces"
+ENABLER_VERB = "enable"
+
+
+def marker_rule(domain: str) -> Rule:
+    """The marker permission (:data:`MARKER`) of the operator whose domain is ``domain``:
+    what its admission guards recognise it by, carried by its own binding."""
+    return {"apiGroups": [domain], "resources": [GUARD_RESOURCE], "verbs": [MARKER]}
+
+
+def enabler_grant(domain: str) -> tuple[str, str, str]:
+    """(group, resource, verb) whose holders may set the opt-in labels of the operator of
+    ``domain`` on a namespace."""
+    return (domain, ENABLER_RESOURCE, ENABLER_VERB)
+
+
 def leader_election_rules(lease: str) -> list[Rule]:
     """The Lease ``lease``, by name (get, update), and ``create`` (RBAC cannot limit create
     by name): for a Role in the operator's own namespace only."""

@@ -2,15 +2,17 @@
 plane: what the project's generated tests use, so they stay a few lines each.
 
 * :class:`OperatorUnderTest` — the project's CRDs installed, its generated RBAC
-  (``config/rbac/role.yaml``) bound to a ServiceAccount of the test's namespace, and the
-  operator run as ``python -m <package>`` with that account's token, watching that
-  namespace: a rule the generated role lacks fails the test. Helpers create objects, wait
-  for ``Ready`` at a generation, read and delete children; on leaving, SIGTERM and a clean
-  exit are checked.
+  (``config/rbac/role.yaml``) bound to a ServiceAccount of the test's namespace, the
+  namespace enabled for the project (its identity's ``<domain>/enabled=true``: the
+  generated operator acts, as installed, only in enabled namespaces), and the operator run
+  as ``python -m <package>`` with that account's token, watching that namespace: a rule the
+  generated role lacks fails the test. Helpers create objects, wait for ``Ready`` at a
+  generation, read and delete children; on leaving, SIGTERM and a clean exit are checked.
 * :func:`deployed_operator` — the project's image built without a daemon
   (:func:`appstack_testbed.image.build_project_image`), pushed to the local registry, the
-  generated install applied: the operator runs as a pod on the real node; helpers apply the
-  samples, wait for them, and ask ``/metrics`` with and without a bound token.
+  generated install applied (its admission policies included): the operator runs as a pod
+  on the real node; helpers apply the samples in a namespace enabled for the project, wait
+  for them, and ask ``/metrics`` with and without a bound token.
 
 Waits poll conditions (:func:`appstack_testbed.waiting.eventually_sync`), never sleep a fixed
 time.
@@ -35,7 +37,8 @@ import httpx
 import yaml
 
 from appstack.runtime import NAMESPACE, Client, NotFound, Resource
-from appstack.sdk.scaffold.project import read
+from appstack.sdk.identity import OperatorIdentity
+from appstack.sdk.scaffold.project import Project, read
 from appstack_testbed.waiting import condition_status, eventually_sync
 
 T = TypeVar("T")
@@ -106,6 +109,19 @@ def token_kubeconfig(kubeconfig: Path, namespace: str, account: str, path: Path)
         context["context"]["user"] = account
     path.write_text(yaml.safe_dump(config))
     return path
+
+
+def enabled_label(project: Project) -> str:
+    """The namespace label (``=true``) that enables the project's operator: its identity's
+    (``src/<package>/identity.py`` as ``appstack init`` writes it, from ``PROJECT``)."""
+    return OperatorIdentity(project=project.project_name, domain=project.domain).enabled_label
+
+
+def enable_namespace(kubeconfig: Path, namespace: str, project: Project) -> None:
+    """Label ``namespace`` so that the project's operator acts there (as a platform team
+    would: ``kubectl label namespace NAME <domain>/enabled=true``)."""
+    patch = {"metadata": {"labels": {enabled_label(project): "true"}}}
+    _run(kubeconfig, lambda c: c.patch(NAMESPACE, namespace, patch))
 
 
 def install_crds(kubeconfig: Path, project_dir: Path) -> None:
@@ -197,6 +213,7 @@ class OperatorUnderTest:
                 await client.apply(resource, obj)
 
         _run(self.kubeconfig, apply)
+        enable_namespace(self.kubeconfig, self.namespace, self.project)
         account_config = token_kubeconfig(
             self.kubeconfig,
             self.namespace,
@@ -213,7 +230,6 @@ class OperatorUnderTest:
             f"--namespace={self.namespace}",
             "--metrics-bind-address=0",
             f"--health-probe-bind-address=127.0.0.1:{health}",
-            "--enable-all-namespaces",
         ]
         with open(self.log, "wb") as out:
             self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env)
@@ -316,16 +332,18 @@ class Deployed:
         self.sample_namespace = f"{prefix}samples-{uuid.uuid4().hex[:6]}"
 
     def apply_samples(self) -> None:
-        """Every sample of config/samples, in a namespace of its own."""
+        """Every sample of config/samples, in a namespace of its own, enabled for the
+        project (the installed operator acts nowhere else)."""
         from appstack.sdk.scaffold.commands import sample_objects  # noqa: PLC0415
 
         self.samples = sample_objects(self.project_dir)
+        enabled = enabled_label(read(self.project_dir))
 
         async def apply(client: Client) -> None:
             namespace = {
                 "apiVersion": "v1",
                 "kind": "Namespace",
-                "metadata": {"name": self.sample_namespace},
+                "metadata": {"name": self.sample_namespace, "labels": {enabled: "true"}},
             }
             await client.create(NAMESPACE, namespace)
             for sample in self.samples:

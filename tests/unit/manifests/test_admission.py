@@ -24,22 +24,23 @@ from appstack.controllers.appstack import middleware
 from appstack.controllers.mongodbcommunity import desired as mdbc_desired
 from appstack.controllers.mongodbcommunity import scram, users
 from appstack.controllers.registry import ALL
-from appstack.manifests import (
-    admission,
-    admission_base,
-    admission_kinds,
-    admission_namespaces,
-    admission_writes,
-)
+from appstack.manifests import admission
+from appstack.manifests.admission_secrets import secrets_policy
+from appstack.sdk.guards import kinds as guarded_kinds
+from appstack.sdk.guards import namespaces as guarded_namespaces
+from appstack.sdk.guards import writes as guarded_writes
 from appstack.sdk.kit.compare import owners_to_write, status_patch
 from appstack.sdk.options import MAX_LEASE_DURATION
 from tests.support.admission import condition, namespace_object, refusals
 from tests.support.paths import REPO_ROOT
 
-SECRETS = admission.secrets_policy()
-WRITES = admission_writes.writes_policy()
-KINDS = admission_kinds.operator_kinds_policy()
-LEASES = admission_writes.lease_policy()
+OPERATOR = admission.guarded()
+SECRETS = secrets_policy(OPERATOR)
+WRITES = guarded_writes.writes_policy(OPERATOR)
+KINDS = guarded_kinds.kinds_policy(OPERATOR)
+LEASES = guarded_writes.lease_policy(OPERATOR)
+assert WRITES is not None
+assert KINDS is not None
 CLOSED = namespace_object("closed", enabled=False)
 
 DATA = "never changes a Secret's data"
@@ -302,7 +303,7 @@ def test_every_child_the_controllers_render_is_admitted() -> None:
         "EndpointSlice",
     } <= kinds
     types = {o["spec"]["type"] for o in children if o["kind"] == "Service"}
-    assert types == set(admission_writes.SERVICE_TYPES)
+    assert types == set(guarded_writes.SERVICE_TYPES)
     for child in children:
         name = f"{child['kind']} {child['metadata']['name']}"
         assert refusals(WRITES, "CREATE", child) == [], name
@@ -372,7 +373,7 @@ def _tenants(**metadata: Any) -> dict[str, Any]:
 
 def test_our_kinds_keep_their_owners_and_get_only_the_operators_finalizer() -> None:
     stack = _tenants()
-    (teardown,) = admission_base.our_finalizers()
+    (teardown,) = OPERATOR.finalizers
     assert teardown == "appstack.dev/teardown"
     # a made-up owner: the garbage collector would delete the tenant's AppStack
     forged = _with(
@@ -450,7 +451,7 @@ def test_where_not_enabled_the_status_says_so_and_nothing_beside_it() -> None:
 
 # ------------------------------------------------------------------- namespaces, Lease
 def test_the_opt_in_labels_are_guarded_on_the_status_and_finalize_subresources_too() -> None:
-    policy = admission_namespaces.namespaces_policy()
+    policy = guarded_namespaces.namespaces_policy(OPERATOR)
     (rule,) = policy["spec"]["matchConstraints"]["resourceRules"]
     assert rule["resources"] == ["namespaces", "namespaces/status", "namespaces/finalize"]
     (changes,) = policy["spec"]["matchConditions"]

@@ -127,6 +127,7 @@ def _config(project: Project) -> Files:
             controllers=[],
             kinds=[],
             namespaced=project.namespaced,
+            enable_all_namespaces=project.enable_all_namespaces,
         )
     )
     return {f"config/{rel}": text for rel, text in generated.items()}
@@ -388,12 +389,21 @@ def _spec_schema() -> dict[str, Any]:
     )
 
 
-def edit(directory: Path, *, namespaced: bool | None = None) -> list[Path]:
+def edit(
+    directory: Path,
+    *,
+    namespaced: bool | None = None,
+    enable_all_namespaces: bool | None = None,
+) -> list[Path]:
     """Change project-wide settings (``--namespaced``: the operator watches only its own
-    namespace, with a Role); regenerate the manifests afterwards."""
+    namespace, with a Role; ``--enable-all-namespaces``: the install acts in every
+    namespace, not only in those labelled ``<domain>/enabled=true``); regenerate the
+    manifests afterwards."""
     project = read(directory)
     if namespaced is not None:
         project.namespaced = namespaced
+    if enable_all_namespaces is not None:
+        project.enable_all_namespaces = enable_all_namespaces
     write(directory, project)
     return [directory / "PROJECT"]
 

@@ -41,6 +41,7 @@ def load(directory: Path) -> config.Project:
         controllers=list(controllers.CONTROLLERS),  # type: ignore[attr-defined]
         kinds=list(controllers.KINDS),  # type: ignore[attr-defined]
         namespaced=project.namespaced,
+        enable_all_namespaces=project.enable_all_namespaces,
     )
 
 

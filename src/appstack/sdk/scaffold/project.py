@@ -110,6 +110,8 @@ class Project:
     owner: str = ""
     license: str = "apache2"
     resources: list[Resource] = field(default_factory=list)
+    #: The install acts in every namespace, not only in those labelled enabled.
+    enable_all_namespaces: bool = False
 
     @property
     def package(self) -> str:
@@ -120,6 +122,8 @@ class Project:
         plugin: dict[str, Any] = {"namespaced": self.namespaced, "license": self.license}
         if self.owner:
             plugin["owner"] = self.owner
+        if self.enable_all_namespaces:
+            plugin["enableAllNamespaces"] = True
         body: dict[str, Any] = {
             "domain": self.domain,
             "layout": [LAYOUT],
@@ -151,6 +155,7 @@ class Project:
             owner=plugin.get("owner", ""),
             license=plugin.get("license", "apache2"),
             resources=[Resource.from_dict(r) for r in data.get("resources") or []],
+            enable_all_namespaces=bool(plugin.get("enableAllNamespaces", False)),
         )
 
     def find(self, full_group: str, version: str, kind: str) -> Resource | None:

@@ -1,7 +1,9 @@
-"""The Pod Security Standard's *baseline* as CEL (pure), for the admission policies that
-bound what the operator's token writes (:mod:`.admission_writes`: a Pod, or the pod
-template of a Deployment, StatefulSet, Job, CronJob...) and what a tenant may ask of our
-kinds (:mod:`.admission_kinds`: a ``securityContext`` or pod annotations).
+"""The Pod Security Standard's *baseline* as CEL (pure), for the admission guards that
+bound what an operator's token writes (:mod:`.writes`: a Pod, or the pod template of a
+Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob... — those of them its RBAC
+lets it write) and what a tenant may ask of its kinds (:mod:`.kinds`: a
+``securityContext`` or pod annotations). Used by :mod:`appstack.sdk.guards`, for appstack's
+operator and scaffolded ones alike.
 
 Baseline, as Kubernetes defines it (``pod-security.kubernetes.io/enforce=baseline``): no
 privileged container, no host network/PID/IPC, no host ports, no ``hostPath`` volume, no
@@ -9,13 +11,16 @@ capability beyond :data:`BASELINE_CAPABILITIES`, no ``Unconfined`` seccomp or Ap
 profile (field or annotation), only the :data:`SAFE_SYSCTLS`, ``procMount: Default``, only
 the container SELinux types and no SELinux user or role, no Windows ``hostProcess``. The
 operator's token also never names a node (``spec.nodeName``): a pod must go through the
-scheduler. A namespace labelled ``appstack.dev/allow-privileged-pods=true`` lifts these
-(nothing appstack generates needs it).
+scheduler. A namespace labelled ``<domain>/allow-privileged-pods=true`` (the identity's
+:attr:`~appstack.sdk.identity.OperatorIdentity.allow_privileged_label`) lifts these.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+
+from appstack.sdk.guards.expressions import cel_list
 
 BASELINE_CAPABILITIES = (
     "AUDIT_WRITE",
@@ -49,10 +54,6 @@ APPARMOR_ANNOTATION = "container.apparmor.security.beta.kubernetes.io/"
 CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
 
 
-def _cel_list(values: tuple[str, ...]) -> str:
-    return "[" + ", ".join(f"'{v}'" for v in values) + "]"
-
-
 def _not_true(path: str, field: str) -> str:
     return f"(!has({path}.{field}) || !{path}.{field})"
 
@@ -66,7 +67,7 @@ def _selinux_ok(context: str) -> str:
     options = f"{context}.seLinuxOptions"
     return (
         f"(!has({options}) || ((!has({options}.type) || {options}.type == '' || "
-        f"{options}.type in {_cel_list(SELINUX_TYPES)}) && "
+        f"{options}.type in {cel_list(SELINUX_TYPES)}) && "
         f"(!has({options}.user) || {options}.user == '') && "
         f"(!has({options}.role) || {options}.role == '')))"
     )
@@ -84,7 +85,7 @@ def container_context_ok(context: str) -> str:
         f"(!has({context}) || ("
         f"{_not_true(context, 'privileged')} && "
         f"(!has({caps}) || !has({caps}.add) || "
-        f"{caps}.add.all(a, a in {_cel_list(BASELINE_CAPABILITIES)})) && "
+        f"{caps}.add.all(a, a in {cel_list(BASELINE_CAPABILITIES)})) && "
         f"{_profile_confined(context, 'seccompProfile')} && "
         f"{_profile_confined(context, 'appArmorProfile')} && "
         f"(!has({context}.procMount) || {context}.procMount == 'Default') && "
@@ -99,38 +100,60 @@ def _each_container(spec: str, check: str) -> str:
     )
 
 
+def annotations_confined(annotations: str) -> str:
+    """CEL: the annotations map at ``annotations`` asks no container to run
+    AppArmor-unconfined."""
+    return (
+        f"{annotations}.all(k, "
+        f"!k.startsWith('{APPARMOR_ANNOTATION}') || {annotations}[k] == 'runtime/default'"
+        f" || {annotations}[k].startsWith('localhost/'))"
+    )
+
+
 def annotations_ok(meta: str) -> str:
     """CEL: the pod metadata at ``meta`` asks no container to run AppArmor-unconfined."""
-    return (
-        f"(!has({meta}.annotations) || {meta}.annotations.all(k, "
-        f"!k.startsWith('{APPARMOR_ANNOTATION}') || {meta}.annotations[k] == 'runtime/default'"
-        f" || {meta}.annotations[k].startsWith('localhost/')))"
-    )
+    return f"(!has({meta}.annotations) || {annotations_confined(f'{meta}.annotations')})"
 
 
 @dataclass(frozen=True)
 class PodPaths:
     """Where a kind keeps its pod: the spec and the pod's metadata (CEL paths from the
-    request's ``object``), and whether that metadata may be absent."""
+    request's ``object``), whether that metadata may be absent, and the kind's resource
+    (group, plural) as RBAC names it."""
 
     spec: str
     meta: str
+    resource: tuple[str, str]
     meta_optional: bool = True
 
 
-#: Each kind the operator writes that makes pods (its RBAC: no ReplicaSet, no DaemonSet),
-#: and where its pod is (read from ``object`` directly: CEL's has() does not see through a
-#: composed variable).
+def _template(group: str, plural: str) -> PodPaths:
+    return PodPaths("object.spec.template.spec", "object.spec.template.metadata", (group, plural))
+
+
+#: Each kind that makes pods, and where its pod is (read from ``object`` directly: CEL's
+#: has() does not see through a composed variable). A policy checks those its operator
+#: writes (:func:`pod_kinds`), in this order.
 POD_KINDS: dict[str, PodPaths] = {
-    "Pod": PodPaths("object.spec", "object.metadata", meta_optional=False),
-    "Deployment": PodPaths("object.spec.template.spec", "object.spec.template.metadata"),
-    "StatefulSet": PodPaths("object.spec.template.spec", "object.spec.template.metadata"),
-    "Job": PodPaths("object.spec.template.spec", "object.spec.template.metadata"),
+    "Pod": PodPaths("object.spec", "object.metadata", ("", "pods"), meta_optional=False),
+    "Deployment": _template("apps", "deployments"),
+    "StatefulSet": _template("apps", "statefulsets"),
+    "Job": _template("batch", "jobs"),
     "CronJob": PodPaths(
         "object.spec.jobTemplate.spec.template.spec",
         "object.spec.jobTemplate.spec.template.metadata",
+        ("batch", "cronjobs"),
     ),
+    "DaemonSet": _template("apps", "daemonsets"),
+    "ReplicaSet": _template("apps", "replicasets"),
+    "ReplicationController": _template("", "replicationcontrollers"),
 }
+
+
+def pod_kinds(written: Iterable[tuple[str, str]]) -> list[str]:
+    """The kinds of :data:`POD_KINDS` among the ``written`` resources (group, plural)."""
+    resources = set(written)
+    return [kind for kind, paths in POD_KINDS.items() if paths.resource in resources]
 
 
 @dataclass(frozen=True)
@@ -161,7 +184,7 @@ class Check:
                 f"{_profile_confined(pod_context, 'appArmorProfile')} && "
                 f"{_selinux_ok(pod_context)} && {_host_process_off(pod_context)} && "
                 f"(!has({pod_context}.sysctls) || {pod_context}.sysctls.all(s, "
-                f"s.name in {_cel_list(SAFE_SYSCTLS)}))))"
+                f"s.name in {cel_list(SAFE_SYSCTLS)}))))"
             )
             containers = _each_container(spec, container_context_ok("c.securityContext"))
             meta = annotations_ok(paths.meta)
@@ -183,20 +206,20 @@ CHECKS = (
 )
 
 
-def per_kind(check: Check) -> str:
-    """``check`` of the pod of whichever kind is written (other kinds pass)."""
+def per_kind(check: Check, kinds: Iterable[str]) -> str:
+    """``check`` of the pod of whichever of ``kinds`` is written (other kinds pass)."""
     return " && ".join(
-        f"(object.kind != '{kind}' || ({check.cel(paths)}))" for kind, paths in POD_KINDS.items()
+        f"(object.kind != '{kind}' || ({check.cel(POD_KINDS[kind])}))" for kind in kinds
     )
 
 
-def no_node_name() -> str:
-    """CEL: a pod is created without ``spec.nodeName`` and no template names a node (the
-    scheduler binds pods; an update cannot change a pod's node)."""
+def no_node_name(kinds: Iterable[str]) -> str:
+    """CEL: a pod is created without ``spec.nodeName`` and no template of ``kinds`` names a
+    node (the scheduler binds pods; an update cannot change a pod's node)."""
     pod = "(object.kind != 'Pod' || request.operation != 'CREATE' || !has(object.spec.nodeName))"
-    templates = " && ".join(
-        f"(object.kind != '{kind}' || !has({paths.spec}.nodeName))"
-        for kind, paths in POD_KINDS.items()
-        if kind != "Pod"
+    return " && ".join(
+        pod
+        if kind == "Pod"
+        else f"(object.kind != '{kind}' || !has({POD_KINDS[kind].spec}.nodeName))"
+        for kind in kinds
     )
-    return f"{pod} && {templates}"

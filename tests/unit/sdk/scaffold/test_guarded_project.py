@@ -1,0 +1,172 @@
+"""A scaffolded project is safe by default (issue #46): ``init`` + ``create api`` +
+``make manifests`` give config/admission/ (the SDK's guards, included from config/default),
+a Deployment acting only in namespaces labelled ``<domain>/enabled=true``, a Makefile whose
+``make run`` does the same, and a README that says how to enable a namespace and what the
+token may do. Everything the generated controller writes — its children (the template's
+``desired()``), its status, its Events, its Lease — passes the generated policies as
+written in config/admission/ (evaluated client-side, tests/support/admission.py), and
+the same writes elsewhere are refused. ``appstack edit --enable-all-namespaces`` opts into
+every namespace. What the API server says: tests/e2e/test_scaffold.py."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from appstack.sdk.identity import OperatorIdentity
+from appstack.sdk.scaffold import commands, manifests
+from appstack.sdk.scaffold.project import read
+from tests.support.admission import namespace_object, refusals
+
+IDENTITY = OperatorIdentity(project="guestbook", domain="tutorial.kubebuilder.io")
+SHOP = namespace_object("shop", label=IDENTITY.enabled_label)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    directory = tmp_path / "guestbook"
+    directory.mkdir()
+    commands.init(
+        directory, domain="tutorial.kubebuilder.io", repo="tutorial.kubebuilder.io/project"
+    )
+    commands.create_api(directory, group="webapp", version="v1", kind="Guestbook")
+    manifests.generate(directory)
+    return directory
+
+
+def _policies(project: Path) -> dict[str, dict[str, Any]]:
+    """config/admission's policies by name (before config/default's prefix)."""
+    found = {}
+    for path in sorted((project / "config/admission").glob("*_policy.yaml")):
+        for obj in yaml.safe_load_all(path.read_text()):
+            if obj and obj["kind"] == "ValidatingAdmissionPolicy":
+                found[obj["metadata"]["name"]] = obj
+    return found
+
+
+def _sample(project: Path, namespace: str = "shop") -> dict[str, Any]:
+    (sample,) = commands.sample_objects(project)
+    meta = {**sample["metadata"], "namespace": namespace, "uid": "gb-1", "generation": 1}
+    return {**sample, "metadata": meta}
+
+
+def _children(project: Path, owner: dict[str, Any]) -> list[dict[str, Any]]:
+    """What the scaffolded controller wants for ``owner``: its own ``desired()``."""
+    manifests.load(project)  # the project's package, imported fresh from its src/
+    controller = importlib.import_module("guestbook.controllers.guestbook")
+    kind = importlib.import_module("guestbook.api.v1.guestbook")
+    return list(controller.desired(owner, kind.GuestbookSpec.model_validate(owner["spec"])))
+
+
+def test_the_scaffolded_controllers_writes_pass_its_policies_and_only_where_enabled(
+    project: Path,
+) -> None:
+    policies = _policies(project)
+    assert sorted(policies) == [
+        "namespace-labels",
+        "operator-events",
+        "operator-kinds",
+        "operator-lease-duration",
+        "operator-writes",
+    ]  # the template's kind asks for no pod security: no baseline policy
+    writes = policies["operator-writes"]
+    owner = _sample(project)
+    (child,) = _children(project, owner)
+    assert child["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "guestbook"
+    (reference,) = child["metadata"]["ownerReferences"]
+    assert reference["controller"] is True
+    for operation, new, old in (("CREATE", child, None), ("UPDATE", child, child)):
+        assert refusals(writes, operation, new, old, namespace=SHOP) == [], operation
+    assert refusals(writes, "DELETE", None, child, namespace=SHOP) == []
+    # the same child where the namespace is not enabled, or in kube-system: refused
+    closed = namespace_object("closed", enabled=False)
+    assert "it is not enabled for guestbook" in " ".join(
+        refusals(writes, "CREATE", child, namespace=closed)
+    )
+    system = namespace_object("kube-system", label=IDENTITY.enabled_label)
+    assert "(unless it is labelled tutorial.kubebuilder.io/operator-may-write=true)" in " ".join(
+        refusals(writes, "CREATE", child, namespace=system)
+    )
+    unowned = {**child, "metadata": {**child["metadata"], "ownerReferences": []}}
+    assert "controlled by one of its kinds" in " ".join(
+        refusals(writes, "CREATE", unowned, namespace=SHOP)
+    )
+    # its status, an Event about the sample, its Lease
+    status = {**owner, "status": {"observedGeneration": 1, "conditions": []}}
+    assert (
+        refusals(
+            policies["operator-kinds"],
+            "UPDATE",
+            status,
+            owner,
+            namespace=SHOP,
+            sub_resource="status",
+        )
+        == []
+    )
+    event = {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {"name": "guestbook-sample.1", "namespace": "shop"},
+        "reason": "Created",
+        "regarding": {
+            "apiVersion": owner["apiVersion"],
+            "kind": owner["kind"],
+            "name": owner["metadata"]["name"],
+            "namespace": "shop",
+            "uid": "gb-1",
+        },
+    }
+    assert refusals(policies["operator-events"], "CREATE", event, namespace=SHOP) == []
+    lease = {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": IDENTITY.lease_name, "namespace": IDENTITY.namespace},
+        "spec": {"holderIdentity": "guestbook-controller-manager-0", "leaseDurationSeconds": 15},
+    }
+    lease_namespace = namespace_object(IDENTITY.namespace, enabled=False)
+    assert (
+        refusals(
+            policies["operator-lease-duration"], "UPDATE", lease, lease, namespace=lease_namespace
+        )
+        == []
+    )
+
+
+def test_a_new_project_acts_only_in_enabled_namespaces_and_says_how(project: Path) -> None:
+    manager = (project / "config/manager/manager.yaml").read_text()
+    assert "--enable-all-namespaces" not in manager
+    default = yaml.safe_load((project / "config/default/kustomization.yaml").read_text())
+    assert "../admission" in default["resources"]
+    assert (project / "config/rbac/namespace_enabler_role.yaml").is_file()
+    makefile = (project / "Makefile").read_text()
+    assert "\nRUN_ARGS ?=\n" in makefile
+    readme = (project / "README.md").read_text()
+    assert "kubectl label namespace NAME tutorial.kubebuilder.io/enabled=true" in readme
+    assert "`guestbook-namespace-enabler`" in readme
+    assert "## What the operator's token may do" in readme
+    for policy in _policies(project):
+        assert f"`guestbook-{policy}`" in readme, policy
+    installer = [o for o in yaml.safe_load_all(manifests.installer(project, "gb:1")) if o]
+    kinds = [o["kind"] for o in installer]
+    assert kinds.index("ValidatingAdmissionPolicy") < kinds.index("Deployment")
+
+
+def test_edit_opts_into_every_namespace_and_back(project: Path) -> None:
+    commands.edit(project, enable_all_namespaces=True)
+    assert read(project).enable_all_namespaces
+    assert "enableAllNamespaces: true" in (project / "PROJECT").read_text()
+    assert manifests.stale(project)  # make manifests has something to do
+    manifests.generate(project)
+    assert "--enable-all-namespaces" in (project / "config/manager/manager.yaml").read_text()
+    writes = _policies(project)["operator-writes"]
+    enabled = next(v for v in writes["spec"]["variables"] if v["name"] == "enabled")
+    assert enabled["expression"] == "true"
+    commands.edit(project, enable_all_namespaces=False)
+    assert "enableAllNamespaces" not in (project / "PROJECT").read_text()
+    manifests.generate(project)
+    assert "--enable-all-namespaces" not in (project / "config/manager/manager.yaml").read_text()
