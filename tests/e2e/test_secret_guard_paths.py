@@ -8,7 +8,7 @@ the operator's ServiceAccount ends up with, its token cannot mint a
 * a namespaced install (Roles only), attacked in the namespace it may write Secrets in.
 
 The attack mints a token of ``default``'s ServiceAccount in ``default``; in ``kube-system``
-the second policy (manifests/admission_writes.py) refuses any write of the operator first.
+the second policy (sdk/guards/writes.py) refuses any write of the operator first.
 
 The guard follows the operator's RBAC binding (manifests/admission.py), so cluster
 administrators and other ServiceAccounts are not affected (checked too). On a cluster of

@@ -1,7 +1,7 @@
 """The operator's token is not cluster-admin (issues #28 P0.2 and #34 P0): attacks made
 with the installed operator ServiceAccount's token, each refused by the writes policy
-(manifests/admission_writes.py) or the policies on our kinds and Events
-(manifests/admission_kinds.py), beside the same write shaped as the operator makes it,
+(sdk/guards/writes.py) or the policies on our kinds and Events
+(sdk/guards/kinds.py), beside the same write shaped as the operator makes it,
 which passes. docs/security.md lists them.
 
 * a privileged ``hostPath`` pod (and a Deployment of one) in ``kube-system``;

@@ -63,7 +63,7 @@ def test_a_lease_duration_out_of_its_range_is_refused_naming_the_flag(
     monkeypatch: pytest.MonkeyPatch, seconds: str
 ) -> None:
     """From 1 s to 300 s: the install's admission policy refuses a longer Lease from the
-    operator's token (appstack.manifests.admission_writes.lease_policy), so a flag beyond
+    operator's token (appstack.sdk.guards.writes.lease_policy), so a flag beyond
     it would be a Lease the operator could never write."""
     monkeypatch.setattr(assembly, "run_operator", lambda *args, **kwargs: 0)
     command = operator_command(lambda: [], IDENTITY)
