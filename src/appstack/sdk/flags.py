@@ -31,11 +31,14 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+#: ``$KUBECONFIG`` is not the option's environment variable: it may list several files
+#: (``a:b``, merged as kubectl merges them), which the runtime's loader reads itself
+#: (:mod:`appstack.runtime.kubeconfig`); as the option's value it would be one path.
 KUBECONFIG = click.option(
     "--kubeconfig",
-    envvar="KUBECONFIG",
     default=None,
-    help="Kubeconfig to use (default: $KUBECONFIG, ~/.kube/config, or in-cluster).",
+    help="Kubeconfig to use (default: $KUBECONFIG, its files merged as kubectl merges "
+    "them, else ~/.kube/config, else in-cluster).",
 )
 
 

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import click
+import pytest
 import yaml
 from click.testing import CliRunner
 
@@ -142,3 +143,27 @@ def test_an_uninstall_wait_says_how_many_of_each_kind_remain_and_names_the_first
         "waiting for 5 AppService, 1 CustomResourceDefinition to go (12s of 300s): "
         "shop/app-0, shop/app-1, shop/app-2 and 3 more"
     )
+
+
+def test_a_kubeconfig_list_is_merged_not_taken_for_one_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``KUBECONFIG=a:b`` (kubectl's list) reaches the loader, which merges the files: the
+    command gets as far as the merged config's server, never "kubeconfig a:b does not
+    exist"."""
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": "here",
+        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:9"}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "here", "context": {"cluster": "c", "user": "u"}}],
+    }
+    second = tmp_path / "second.yaml"
+    second.write_text(yaml.safe_dump(config))
+    monkeypatch.setenv("KUBECONFIG", f"{tmp_path / 'missing.yaml'}:{second}")
+    result = CliRunner().invoke(main, ["status", "shop"])
+    assert result.exit_code != 0
+    assert "does not exist" not in result.output, result.output
+    assert "127.0.0.1:9" in result.output, result.output
+    assert "Traceback" not in result.output
