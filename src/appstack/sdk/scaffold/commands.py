@@ -186,6 +186,17 @@ def create_api(
     existing = project.find(wanted.full_group, version, kind)
     for other in project.resources:
         if (
+            other.full_group == wanted.full_group
+            and other.kind == kind
+            and other.version != version
+        ):
+            raise Refused(
+                f"--version {version}: {kind} of {wanted.full_group} is already served as "
+                f"{other.version}, and a kind has one version in this project (several "
+                "versions need a storage version and conversion, which the SDK does not "
+                "generate yet); nothing was written"
+            )
+        if (
             other is not existing
             and other.version == version
             and other.kind.lower() == kind.lower()
@@ -219,9 +230,54 @@ def create_api(
         else wanted
     )
     files = _api_files(directory, project, merged, resource=resource, controller=controller)
+    if not force:  # --force: the kind's own scaffold files rewritten
+        files = _refuse_overwriting(directory, files, marked=MARKED_FILES)
     project.resources = [r for r in project.resources if r is not existing] + [merged]
     files["PROJECT"] = project.to_text()
     return _write(directory, files)
+
+
+#: Files a command changes only by inserting a line at a scaffold marker
+#: (:func:`insert_at`): what the user wrote around the markers is kept.
+MARKED_FILES = (
+    "PROJECT",
+    "config/samples/kustomization.yaml",
+    "src/{package}/controllers/__init__.py",
+)
+
+
+def _refuse_overwriting(
+    directory: Path,
+    files: Files,
+    *,
+    marked: tuple[str, ...],
+    pristine: Files | None = None,
+) -> Files:
+    """``files`` to write, refused before anything is written if one would replace a file
+    that exists with different content — but for the ``marked`` ones (``{package}`` filled
+    in; changed at their markers only) and those still exactly as the scaffolder wrote
+    them (``pristine``): any other may hold the user's edits, and a generator never
+    overwrites those (``--force`` does, for a kind's own scaffold files). A file whose
+    scaffold has nothing new (its text is the ``pristine`` one) is left as it is."""
+    package = read(directory).package
+    kept = {m.format(package=package) for m in marked}
+    unedited = pristine or {}
+    clashing = []
+    result: Files = {}
+    for rel, text in files.items():
+        path = directory / rel
+        if rel not in kept and path.exists():
+            if text == unedited.get(rel):
+                continue  # nothing new to say: whatever is there stays
+            if path.read_text() not in (text, unedited.get(rel)):
+                clashing.append(rel)
+        result[rel] = text
+    if clashing:
+        raise Refused(
+            f"{', '.join(sorted(clashing))} already exist{'s' if len(clashing) == 1 else ''} "
+            "and may hold your edits: nothing was written"
+        )
+    return result
 
 
 def _api_files(
@@ -321,14 +377,17 @@ def create_webhook(
         text = text.replace(
             "from pydantic import Field\n", "from pydantic import ConfigDict, Field\n"
         )
-    files[str(path.relative_to(directory))] = text
+    model = str(path.relative_to(directory))
+    files[model] = text
+    test = f"tests/test_{res.module_name}_webhook.py"
+    before = {test: _webhook_test(project, res)} if res.webhooks else {}
     res.webhooks = Webhooks(
         defaulting=defaulting or bool(res.webhooks and res.webhooks.defaulting),
         validation=validation or bool(res.webhooks and res.webhooks.validation),
     )
     files["PROJECT"] = project.to_text()
-    test = f"tests/test_{res.module_name}_webhook.py"
     files[test] = _webhook_test(project, res)
+    files = _refuse_overwriting(directory, files, marked=("PROJECT", model), pristine=before)
     return _write(directory, files)
 
 

@@ -185,6 +185,58 @@ def test_a_second_kind_leaves_edited_files_as_they_are(project: Path) -> None:
         commands.create_api(project, group="other", version="v1", kind="Captain")
 
 
+def test_another_version_of_an_edited_kind_is_refused_and_nothing_is_lost(
+    project: Path,
+) -> None:
+    """Issue #47: v2 of a Guestbook whose controller was edited exited 0 and rewrote the
+    controller (and make manifests then wrote a CRD with only v2)."""
+    commands.create_api(project, group="webapp", version="v1", kind="Guestbook")
+    controller = project / "src/guestbook/controllers/guestbook.py"
+    controller.write_text(controller.read_text() + "\n# my own reconcile step\n")
+    before = _snapshot(project)
+    with pytest.raises(
+        Refused, match=r"--version v2: Guestbook of webapp\.tutorial\.kubebuilder\.io"
+    ):
+        commands.create_api(project, group="webapp", version="v2", kind="Guestbook")
+    with pytest.raises(Refused, match="--version v2"):
+        commands.create_api(
+            project, group="webapp", version="v2", kind="Guestbook", controller=False
+        )
+    assert _snapshot(project) == before
+    (only,) = manifests.load(project).kinds
+    assert only.version == "v1"
+
+
+def test_a_file_in_the_way_is_never_overwritten_without_force(project: Path) -> None:
+    """A file create api would write that already exists with other content (written by
+    hand, or left by another kind) refuses the command, nothing written."""
+    mine = project / "src/guestbook/controllers/guestbook.py"
+    mine.parent.mkdir(parents=True, exist_ok=True)
+    mine.write_text("# my own controller, written before create api\n")
+    before = _snapshot(project)
+    with pytest.raises(Refused, match=r"controllers/guestbook\.py already exists"):
+        commands.create_api(project, group="webapp", version="v1", kind="Guestbook")
+    assert _snapshot(project) == before
+    commands.create_api(project, group="webapp", version="v1", kind="Guestbook", force=True)
+    assert mine.read_text() != "# my own controller, written before create api\n"
+
+
+def test_create_webhook_again_keeps_an_edited_test(project: Path) -> None:
+    commands.create_api(project, group="webapp", version="v1", kind="Guestbook")
+    hook = {"group": "webapp", "version": "v1", "kind": "Guestbook", "conversion": False}
+    commands.create_webhook(project, defaulting=True, validation=False, **hook)  # type: ignore[arg-type]
+    test = project / "tests/test_guestbook_webhook.py"
+    # unedited: the second webhook's checks are added to it
+    commands.create_webhook(project, defaulting=False, validation=True, **hook)  # type: ignore[arg-type]
+    assert "forbidden" in test.read_text()
+    assert "defaults_in_the_schema" in test.read_text()
+    test.write_text(test.read_text() + "\n# my own check\n")
+    model = project / "src/guestbook/api/v1/guestbook.py"
+    model.write_text(model.read_text().replace('default="bar"', 'default="baz"'))
+    commands.create_webhook(project, defaulting=True, validation=True, **hook)  # type: ignore[arg-type]
+    assert test.read_text().endswith("# my own check\n")  # nothing new to say: left alone
+
+
 def test_operator_sdks_api_version_and_a_controller_added_later(tmp_path: Path) -> None:
     directory = tmp_path / "first-operator"
     commands.init(directory, domain="example.com", repo="github.com/njlkj/first-operator")
