@@ -36,6 +36,7 @@ import yaml
 
 from appstack.sdk.scaffold import manifests
 from appstack_testbed.dist import source_build_lock
+from appstack_testbed.image import build_with_dockerfile, buildah_run, remove_dockerfile_image
 from appstack_testbed.operators import token_kubeconfig
 from appstack_testbed.pytest_plugin import SESSION_ENV, ClusterHandle
 from appstack_testbed.waiting import eventually_sync
@@ -333,14 +334,38 @@ def test_make_deploy_on_the_real_node_and_the_projects_own_e2e(
     kube_cluster: ClusterHandle,
     real_node: object,
 ) -> None:
-    """The image built without a daemon into the local registry, deployed: the pod Ready on
-    the real node reconciles the sample; make undeploy removes it all. Then the project's own
-    e2e test (its /metrics: 401, 200) against this cluster."""
+    """The image built without a daemon into the local registry, deployed with kustomize
+    (config/default, the image set in config/manager) with the user's edit of
+    config/manager/manager.yaml: the pod Ready on the real node reconciles the sample; make
+    undeploy removes it all. Then the project's own e2e test (its /metrics: 401, 200)
+    against this cluster."""
     image = f"guestbook:e2e-{uuid.uuid4().hex[:6]}"
     deploy_env = {**env, "IMG": image}
+    # the user's own edit of the Deployment (issue #47: make manifests reverted it)
+    manager = guestbook / "config/manager/manager.yaml"
+    documents = list(yaml.safe_load_all(manager.read_text()))
+    (deployment,) = [d for d in documents if d and d["kind"] == "Deployment"]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    container["env"].append({"name": "GUESTBOOK_EDITED", "value": "kept"})
+    manager.write_text(yaml.safe_dump_all(documents))
     _ok(_sh("make image-oci", guestbook, deploy_env, timeout=1800), "make image-oci")
     _ok(_sh("make deploy", guestbook, deploy_env), "make deploy")
     try:
+        edited = _ok(
+            _sh(
+                "kubectl -n guestbook-system get deployment guestbook-controller-manager -o "
+                'jsonpath=\'{.spec.template.spec.containers[0].env[?(@.name=="GUESTBOOK_EDITED")]'
+                ".value} {.spec.template.spec.containers[0].image}'",
+                guestbook,
+                env,
+            ),
+            "the deployed Deployment",
+        )
+        assert edited.split() == ["kept", image], edited
+        _ok(
+            _sh("kubectl get validatingadmissionpolicy guestbook-operator-writes", guestbook, env),
+            "the guards, applied with it",
+        )
         _ok(
             _sh(
                 "kubectl -n guestbook-system rollout status "
@@ -377,14 +402,13 @@ def test_make_deploy_on_the_real_node_and_the_projects_own_e2e(
     )
 
 
-def _as_token(
-    token: Path, obj: dict[str, Any], cwd: Path, env: dict[str, str]
+def _token_kubectl(
+    token: Path, args: list[str], cwd: Path, env: dict[str, str], stdin: str | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """``obj`` created with the operator's token alone, a server-side dry run: admission
-    (the policies included) decides, nothing is stored."""
+    """``kubectl args`` with the operator's token alone."""
     return subprocess.run(
-        ["kubectl", f"--kubeconfig={token}", "create", "--dry-run=server", "-o", "name", "-f", "-"],
-        input=json.dumps(obj),
+        ["kubectl", f"--kubeconfig={token}", *args],
+        input=stdin,
         cwd=cwd,
         env=env,
         capture_output=True,
@@ -392,6 +416,15 @@ def _as_token(
         timeout=60,
         check=False,
     )
+
+
+def _as_token(
+    token: Path, obj: dict[str, Any], cwd: Path, env: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
+    """``obj`` created with the operator's token alone, a server-side dry run: admission
+    (the policies included) decides, nothing is stored."""
+    args = ["create", "--dry-run=server", "-o", "name", "-f", "-"]
+    return _token_kubectl(token, args, cwd, env, json.dumps(obj))
 
 
 def _refused(token: Path, obj: dict[str, Any], said: str, cwd: Path, env: dict[str, str]) -> None:
@@ -460,7 +493,7 @@ def test_the_installed_policies_hold_the_operators_token(
             timeout=60,
             what="kube-system's aws-auth refused to the operator's token by its writes policy",
         )
-        _refused(token, canary, "(unless it is labelled", guestbook, env)
+        _refused(token, canary, "may not write in namespace kube-system", guestbook, env)
         _refused(
             token, moved(child, namespace=closed), "it is not enabled for guestbook", guestbook, env
         )
@@ -489,6 +522,22 @@ def test_the_installed_policies_hold_the_operators_token(
         _ok(_as_token(token, child, guestbook, env), "the controller's child")
         opaque = {**secret, "type": "Opaque", "metadata": {**secret["metadata"], "annotations": {}}}
         _ok(_as_token(token, opaque, guestbook, env), "an Opaque Secret the sample owns")
+        # what is not its own is neither rewritten nor deleted: the enabled namespace's
+        # kube-root-ca.crt, kube-system's extension-apiserver-authentication (the review's
+        # canaries, beside aws-auth above)
+        for namespace, name in (
+            (enabled, "kube-root-ca.crt"),
+            ("kube-system", "extension-apiserver-authentication"),
+        ):
+            for verb in (
+                ["patch", "configmap", name, "--type=merge", "-p", '{"data":{"attack":"1"}}'],
+                ["delete", "configmap", name],
+            ):
+                proc = _token_kubectl(
+                    token, [*verb, "-n", namespace, "--dry-run=server"], guestbook, env
+                )
+                assert proc.returncode != 0, f"admitted: {verb} in {namespace}"
+                assert "guestbook-operator-writes" in proc.stderr, proc.stderr
     finally:
         _sh(
             f"kubectl delete namespace {enabled} {closed} --ignore-not-found --wait=false",
@@ -496,6 +545,32 @@ def test_the_installed_policies_hold_the_operators_token(
             env,
         )
         _sh(f"kubectl delete --ignore-not-found -f {install}", guestbook, env)
+
+
+def test_make_build_and_the_generated_dockerfile_make_a_working_image(
+    env: dict[str, str], guestbook: Path
+) -> None:
+    """Issue #47: the Dockerfile as generated could not be built — `make build` put only the
+    project's wheel in dist/, and pip looked for appstack on the public index, where no
+    such package is (and anyone registering the name would be installed). Now `make build`
+    writes every wheel the image needs (the project's, appstack's, their dependencies' for
+    the image's Python) and the Dockerfile installs from those alone (--no-index): built
+    here as `docker build` would (buildah; FROM the same Debian suite built from Debian
+    packages), the image runs the operator's command as 65532."""
+    with source_build_lock():  # pip wheel of the checkout writes its src/*.egg-info
+        _ok(_sh("make build", guestbook, env), "make build")
+    wheels = {p.name.split("-")[0] for p in (guestbook / "dist").glob("*.whl")}
+    assert {"appstack", "guestbook", "pydantic_core", "aiohttp", "cryptography"} <= wheels
+    assert "--no-index" in (guestbook / "Dockerfile").read_text()
+    ref = f"localhost/guestbook:dockerfile-{uuid.uuid4().hex[:6]}"
+    build_with_dockerfile(guestbook, ref)
+    try:
+        run = buildah_run(ref, "python", "-m", "guestbook", "--help")
+        assert run.returncode == 0, run.stderr
+        assert "--leader-elect" in run.stdout, run.stdout
+        assert buildah_run(ref, "id", "-u").stdout.strip() == "65532"
+    finally:
+        remove_dockerfile_image(ref)
 
 
 def test_a_second_kind_leaves_the_edited_first_kind_as_it_is(

@@ -227,15 +227,30 @@ def create_webhook(
     help="The generated install acts in every namespace, or (the default) only in those "
     "labelled <domain>/enabled=true.",
 )
+@click.option(
+    "--image",
+    default=None,
+    help="The operator's image in config/manager/kustomization.yaml (as `kustomize edit set "
+    "image controller=IMAGE`; make deploy does it with IMG).",
+)
 @DIRECTORY
-def edit(namespaced: bool | None, enable_all_namespaces: bool | None, directory: Path) -> None:
-    """Change the project's settings (kubebuilder edit)."""
+def edit(
+    namespaced: bool | None,
+    enable_all_namespaces: bool | None,
+    image: str | None,
+    directory: Path,
+) -> None:
+    """Change the project's settings (kubebuilder edit): in PROJECT, and the flags they
+    decide in config/manager/manager.yaml (the rest of that file, yours, kept)."""
     from appstack.sdk.scaffold import commands  # noqa: PLC0415
 
     directory = directory.resolve()
     _refusing(
         lambda: commands.edit(
-            directory, namespaced=namespaced, enable_all_namespaces=enable_all_namespaces
+            directory,
+            namespaced=namespaced,
+            enable_all_namespaces=enable_all_namespaces,
+            image=image,
         ),
         directory,
         "Next: make manifests",
@@ -364,15 +379,26 @@ def generate_k8s(directory: Path) -> None:
 @click.option("-o", "--output", default="-", show_default=True, help="A file, or - for stdout.")
 @DIRECTORY
 def generate_installer(image: str, output: str, directory: Path) -> None:
-    """The CRDs, RBAC and the Deployment of IMAGE as one YAML stream (make build-installer,
-    make deploy)."""
+    """The install of IMAGE as one YAML stream (make build-installer): the image set in
+    config/manager, then `kubectl kustomize config/default` ($KUBECTL, else kubectl on
+    PATH) — your edits in config/ included."""
+    import os  # noqa: PLC0415
+
     from appstack.sdk.scaffold import manifests  # noqa: PLC0415
     from appstack.sdk.scaffold.project import Refused  # noqa: PLC0415
 
+    kubectl = os.environ.get("KUBECTL") or "kubectl"
     try:
-        text = manifests.installer(directory.resolve(), image)
+        text = manifests.installer(directory.resolve(), image, kubectl)
     except Refused as error:
         click.echo(f"Error: {error}", err=True)
+        sys.exit(2)
+    except FileNotFoundError:
+        click.echo(
+            f"Error: {kubectl} not found: the installer is kustomize's build of config/default "
+            "(kubectl kustomize); install kubectl or set KUBECTL",
+            err=True,
+        )
         sys.exit(2)
     if output == "-":
         click.echo(text, nl=False)

@@ -313,3 +313,94 @@ def build_project_image(
     took = _fmt(time.monotonic() - started)
     printer(f"[appstack] image {ref} ({package} on appstack's image) built in {took}")
     return BuiltImage(archive, ref)
+
+
+def build_with_dockerfile(project: Path, ref: str, printer: Printer = _stderr) -> str:
+    """The image of a scaffolded project built from its own ``Dockerfile`` as ``docker
+    build`` would (buildah, chroot isolation, the host's network; root), its wheels from
+    ``make build`` in ``dist/``; returns the image id, stored under ``ref`` in the cache's
+    buildah storage (``buildah_run`` runs a command in it). No registry is reachable here:
+    the Dockerfile's ``FROM`` is replaced by a Debian rootfs of the same suite built from
+    Debian packages (:data:`RUNTIME_ROOTFS`); every ``RUN`` step is the Dockerfile's own
+    (apt-get from Debian, pip from PyPI). A CA bundle pip must trust (``PIP_CERT``: an index
+    behind a TLS-inspecting proxy) reaches pip through ``/etc/pip.conf`` during the build
+    only, as a user behind such a proxy would pass it."""
+    cache = cache_root() / "image"
+    ensure_tools(printer)
+    base_tarball = bootstrap(RUNTIME_ROOTFS, cache, printer)
+    base = f"localhost/appstack-debian-{SUITE}:{RUNTIME_ROOTFS.key}"
+    buildah = _dockerfile_buildah()
+    with _file_lock(cache / ".dockerfile.lock"), tempfile.TemporaryDirectory() as work:
+        started = time.monotonic()
+        present = subprocess.run(
+            [*buildah, "inspect", "--type=image", base], capture_output=True, check=False
+        )
+        if present.returncode != 0:
+            container = _buildah(buildah, "from", "scratch")
+            try:
+                _buildah(buildah, "add", container, str(base_tarball), "/")
+                _buildah(buildah, "commit", "--quiet", container, base)
+            finally:
+                subprocess.run([*buildah, "rm", container], capture_output=True, check=False)
+        volumes = []
+        if os.environ.get("PIP_CERT"):
+            conf = Path(work) / "pip.conf"
+            conf.write_text("[global]\ncert = /run/appstack-pip-ca.crt\n")
+            volumes = [
+                f"--volume={conf}:/etc/pip.conf:ro",
+                f"--volume={os.environ['PIP_CERT']}:/run/appstack-pip-ca.crt:ro",
+            ]
+        printer(f"[appstack] {project / 'Dockerfile'}: building {ref} (FROM {base})")
+        argv = [
+            *buildah,
+            "build",
+            f"--from={base}",
+            "--isolation=chroot",
+            "--network=host",
+            *volumes,
+            f"--tag={ref}",
+            str(project),
+        ]
+        run_streaming(argv, printer)
+        image = _buildah(buildah, "inspect", "--type=image", "--format={{.FromImageID}}", ref)
+        printer(f"[appstack] image {ref} built in {_fmt(time.monotonic() - started)}")
+        return image
+
+
+def buildah_run(ref: str, *argv: str) -> subprocess.CompletedProcess[str]:
+    """``argv`` run in an image :func:`build_with_dockerfile` built, as its user."""
+    buildah = _dockerfile_buildah()
+    container = _buildah(buildah, "from", ref)
+    try:
+        return subprocess.run(
+            [*buildah, "run", "--isolation=chroot", container, "--", *argv],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        subprocess.run([*buildah, "rm", container], capture_output=True, check=False)
+
+
+def remove_dockerfile_image(ref: str) -> None:
+    """Remove an image :func:`build_with_dockerfile` built (its base stays cached)."""
+    buildah = _dockerfile_buildah()
+    subprocess.run([*buildah, "rmi", ref], capture_output=True, check=False)
+
+
+def _dockerfile_buildah() -> list[str]:
+    storage = cache_root() / "image" / "buildah-dockerfile"
+    return [
+        "buildah",
+        f"--root={storage / 'storage'}",
+        f"--runroot={storage / 'run'}",
+        "--storage-driver=vfs",
+    ]
+
+
+def _buildah(buildah: list[str], *args: str) -> str:
+    proc = subprocess.run([*buildah, *args], capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise ImageBuildError(f"buildah {args[0]} failed: {proc.stderr.strip()[-2000:]}")
+    return proc.stdout.strip()

@@ -9,8 +9,9 @@ plane: what the project's generated tests use, so they stay a few lines each.
   generated role lacks fails the test. Helpers create objects, wait for ``Ready`` at a
   generation, read and delete children; on leaving, SIGTERM and a clean exit are checked.
 * :func:`deployed_operator` — the project's image built without a daemon
-  (:func:`appstack_testbed.image.build_project_image`), pushed to the local registry, the
-  generated install applied (its admission policies included): the operator runs as a pod
+  (:func:`appstack_testbed.image.build_project_image`), pushed to the local registry, set
+  in ``config/manager`` and ``config/default`` applied with kustomize as ``make deploy``
+  does (its admission policies included, the user's edits too): the operator runs as a pod
   on the real node; helpers apply the samples in a namespace enabled for the project, wait
   for them, and ask ``/metrics`` with and without a bound token.
 
@@ -461,8 +462,9 @@ def deployed_operator(
     tag = image or f"{project.project_name}:e2e-{uuid.uuid4().hex[:6]}"
     built = build_project_image(project_dir, ref=tag)
     push_archive(built.archive, tag, LocalRegistry(print), print)
-    bundle = manifests.installer(project_dir, tag)
-    local.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", stdin=bundle)
+    manifests.set_image(project_dir, tag)  # then config/default, as make deploy applies it
+    default = str(project_dir / "config" / "default")
+    local.kubectl("apply", "--server-side", "--force-conflicts", "-k", default)
     namespace = f"{project.project_name}-system"
     prefix = f"{project.project_name}-"
     deployed = Deployed(kube_cluster.kubeconfig, project_dir, namespace, prefix)
@@ -485,7 +487,7 @@ def deployed_operator(
                 "--ignore-not-found",
                 "--wait=false",
             )
-        local.kubectl("delete", "--ignore-not-found", "-f", "-", stdin=bundle)
+        local.kubectl("delete", "--ignore-not-found", "-k", default)
         with contextlib.suppress(Exception):
             local.kubectl(
                 "delete", "clusterrolebinding", f"{prefix}metrics-scraper", "--ignore-not-found"

@@ -167,3 +167,36 @@ def test_a_kubeconfig_list_is_merged_not_taken_for_one_path(
     assert "does not exist" not in result.output, result.output
     assert "127.0.0.1:9" in result.output, result.output
     assert "Traceback" not in result.output
+
+
+def test_context_chooses_the_kubeconfigs_context(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--context`` as kubectl's: the named context's server, not the current one's."""
+
+    def entry(name: str, port: int) -> dict[str, object]:
+        return {
+            "clusters": [{"name": name, "cluster": {"server": f"https://127.0.0.1:{port}"}}],
+            "users": [{"name": name, "user": {"token": "t"}}],
+            "contexts": [
+                {"name": name, "context": {"cluster": name, "user": name, "namespace": name}}
+            ],
+        }
+
+    first, second = entry("here", 9), entry("there", 10)
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": "here",
+        **{key: first[key] + second[key] for key in ("clusters", "users", "contexts")},  # type: ignore[operator]
+    }
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    monkeypatch.setenv("KUBECONFIG", str(path))
+    current = CliRunner().invoke(main, ["status", "shop"])
+    assert "127.0.0.1:9" in current.output, current.output
+    chosen = CliRunner().invoke(main, ["status", "shop", "--context", "there"])
+    assert chosen.exit_code != 0
+    assert "127.0.0.1:10" in chosen.output, chosen.output
+    unknown = CliRunner().invoke(main, ["status", "shop", "--context", "nowhere"])
+    assert "no context 'nowhere'" in unknown.output, unknown.output

@@ -241,6 +241,32 @@ def test_run_without_a_kubeconfig_is_one_line_and_exit_2(tmp_path: Path) -> None
     assert "point KUBECONFIG or --kubeconfig" in line
 
 
+def test_run_takes_a_kubeconfig_list_and_a_context(tmp_path: Path) -> None:
+    """``KUBECONFIG=a:b`` merged and ``--context`` chosen, by the operator's own loader: an
+    unknown context is named, with exit 2 and no traceback."""
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: here\n"
+        "clusters: [{name: c, cluster: {server: 'https://127.0.0.1:9'}}]\n"
+        "users: [{name: u, user: {token: t}}]\n"
+        "contexts: [{name: here, context: {cluster: c, user: u}}]\n"
+    )
+    result = appstack(
+        "run",
+        "--metrics-bind-address",
+        "0",
+        "--health-probe-bind-address",
+        "0",
+        "--context",
+        "nowhere",
+        env={"KUBECONFIG": f"{tmp_path / 'missing'}:{config}"},
+    )
+    assert "Traceback" not in result.stdout + result.stderr
+    assert result.returncode == 2
+    (line,) = [line for line in result.stderr.splitlines() if "cannot start" in line]
+    assert "no context 'nowhere'" in line
+
+
 def test_run_waits_for_an_api_server_that_does_not_answer(down: tuple[Path, str]) -> None:
     """A retry line per attempt with its backoff, /readyz not ready meanwhile, /healthz
     alive; SIGTERM ends it cleanly."""

@@ -2,8 +2,9 @@
 admission guards, each policy with its binding, included from config/default with a
 kustomize name reference (a binding follows its policy's prefix); the namespace enabler
 ClusterRole is in config/rbac; the operator acts only in enabled namespaces unless the
-project enables them all; the installer bundle applies the guards after the CRDs and the
-RBAC and before the Deployment."""
+project enables them all; the files scaffolded once (manager, default, prometheus) are the
+user's, and what `appstack edit` changes in them is only the image and the flags its
+settings decide."""
 
 from __future__ import annotations
 
@@ -15,7 +16,6 @@ from appstack.sdk import config
 from tests.support.guestbook import PROJECT
 
 POLICIES = ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
-RBAC = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
 
 
 def _objects(text: str) -> list[dict[str, Any]]:
@@ -78,36 +78,51 @@ def test_the_operator_acts_only_in_enabled_namespaces_unless_the_project_says_al
     assert enabled["expression"] == "true"
 
 
-def test_the_installer_applies_the_guards_after_the_crds_and_rbac_before_the_operator() -> None:
-    bundle = config.installer(PROJECT, "registry.example/guestbook:1")
-    kinds = [o["kind"] for o in bundle]
-    assert kinds[0] == "CustomResourceDefinition"
-    first_policy = kinds.index("ValidatingAdmissionPolicy")
-    last_rbac = max(i for i, k in enumerate(kinds) if k in RBAC)
-    last_crd = max(i for i, k in enumerate(kinds) if k == "CustomResourceDefinition")
-    assert last_crd < last_rbac < first_policy
-    assert max(i for i, k in enumerate(kinds) if k in POLICIES) < kinds.index("Deployment")
-    policies = {o["metadata"]["name"] for o in bundle if o["kind"] == POLICIES[0]}
-    bindings = [o for o in bundle if o["kind"] == POLICIES[1]]
-    assert {b["spec"]["policyName"] for b in bindings} == policies
-    assert "guestbook-operator-writes" in policies
-    assert "guestbook-namespace-enabler" in {
-        o["metadata"]["name"] for o in bundle if o["kind"] == "ClusterRole"
-    }
-    for obj in bundle:
-        if obj["kind"] in POLICIES:
-            assert "namespace" not in obj["metadata"]  # cluster-scoped
-    # the bundle's guards are config/admission's, prefixed
+def test_the_files_scaffolded_once_say_they_are_the_users() -> None:
     files = config.config_files(PROJECT)
-    configured = [
-        o for path, text in files.items() if path.startswith("admission/") for o in _objects(text)
+    for path, text in files.items():
+        mine = path in config.SCAFFOLDED
+        assert text.startswith(config.SCAFFOLDED_HEADER if mine else config.HEADER), path
+    assert set(config.SCAFFOLDED) <= set(files)
+    assert not any(p.startswith(("crd/", "rbac/", "admission/")) for p in config.SCAFFOLDED)
+
+
+def test_the_image_is_set_as_kustomize_edit_set_image_sets_it() -> None:
+    text = config.config_files(PROJECT)["manager/kustomization.yaml"]
+    text = text.replace("resources:", "commonLabels:\n  team: mine\nresources:")
+    tagged = yaml.safe_load(config.with_image(text, "registry.example:5000/guestbook:1.2"))
+    assert tagged["images"] == [
+        {"name": "controller", "newName": "registry.example:5000/guestbook", "newTag": "1.2"}
     ]
-    for obj in configured:
-        if obj.get("kind") in POLICIES:
-            placed = next(
-                o
-                for o in bundle
-                if o["kind"] == obj["kind"]
-                and o["metadata"]["name"] == f"guestbook-{obj['metadata']['name']}"
-            )
-            assert placed["spec"].get("validations") == obj["spec"].get("validations")
+    assert tagged["commonLabels"] == {"team": "mine"}  # the user's, kept
+    digest = "sha256:" + "a" * 64
+    pinned = yaml.safe_load(config.with_image(text, f"registry.example/guestbook@{digest}"))
+    assert pinned["images"] == [
+        {"name": "controller", "newName": "registry.example/guestbook", "digest": digest}
+    ]
+    assert config.with_image(text, "guestbook:1").startswith(config.SCAFFOLDED_HEADER)
+
+
+def test_the_settings_change_only_their_own_flags_in_an_edited_manager() -> None:
+    text = config.config_files(PROJECT)["manager/manager.yaml"]
+    edited = text.replace("memory: 256Mi", "memory: 300Mi").replace(
+        "- --log-format=json", "- --log-format=json\n        - --sync-period=5m"
+    )
+    assert edited != text
+    everywhere = config.Project(
+        identity=PROJECT.identity,
+        package=PROJECT.package,
+        controllers=PROJECT.controllers,
+        kinds=PROJECT.kinds,
+        namespaced=True,
+        enable_all_namespaces=True,
+    )
+    opened = config.with_args(edited, everywhere)
+    (deployment,) = [o for o in _objects(opened) if o["kind"] == "Deployment"]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert container["args"][-2:] == ["--namespace=$(POD_NAMESPACE)", "--enable-all-namespaces"]
+    assert "--sync-period=5m" in container["args"]
+    assert container["resources"]["limits"]["memory"] == "300Mi"
+    closed = config.with_args(opened, PROJECT)
+    assert "--enable-all-namespaces" not in closed
+    assert "--sync-period=5m" in closed

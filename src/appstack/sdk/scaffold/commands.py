@@ -172,38 +172,38 @@ def create_api(
     plural = check_plural(plural) if plural else default_plural(kind)
     if not resource and not controller:
         raise Refused("--no-resource --no-controller: nothing to scaffold")
+    domain = domain if domain is not None else project.domain
+    existing = project.find(f"{group}.{domain}" if group else domain, version, kind)
+    module = existing.module_name if existing is not None else kind.lower()
+    # a kind's modules (api/<version>/, controllers/, tests/) are named once per project
+    taken = {r.module_name for r in project.resources if r is not existing}
+    if module in taken and group:
+        # the same kind in another group (kubebuilder's multigroup): modules of its own
+        module = f"{group.replace('-', '_')}_{kind.lower()}"
+    if module in taken:
+        raise Refused(
+            f"--kind {kind}: the module {module}.py is another kind's already: choose "
+            "another kind name"
+        )
     wanted = Resource(
         group=group,
         version=version,
         kind=kind,
-        domain=domain if domain is not None else project.domain,
+        domain=domain,
         plural=plural,
-        path=f"{project.package}.api.{version}.{kind.lower()}",
+        path=f"{project.package}.api.{version}.{module}",
         api=resource,
         namespaced=namespaced,
         controller=controller,
     )
-    existing = project.find(wanted.full_group, version, kind)
     for other in project.resources:
-        if (
-            other.full_group == wanted.full_group
-            and other.kind == kind
-            and other.version != version
-        ):
+        same_kind = other.full_group == wanted.full_group and other.kind == kind
+        if same_kind and other.version != version:
             raise Refused(
                 f"--version {version}: {kind} of {wanted.full_group} is already served as "
                 f"{other.version}, and a kind has one version in this project (several "
                 "versions need a storage version and conversion, which the SDK does not "
                 "generate yet); nothing was written"
-            )
-        if (
-            other is not existing
-            and other.version == version
-            and other.kind.lower() == kind.lower()
-        ):
-            raise Refused(
-                f"--kind {kind}: {other.kind} of {other.full_group}/{version} already has the "
-                f"module api/{version}/{kind.lower()}.py: choose another kind name"
             )
     if existing is not None:
         if resource and existing.api and not force:
@@ -453,18 +453,31 @@ def edit(
     *,
     namespaced: bool | None = None,
     enable_all_namespaces: bool | None = None,
+    image: str | None = None,
 ) -> list[Path]:
     """Change project-wide settings (``--namespaced``: the operator watches only its own
     namespace, with a Role; ``--enable-all-namespaces``: the install acts in every
-    namespace, not only in those labelled ``<domain>/enabled=true``); regenerate the
-    manifests afterwards."""
+    namespace, not only in those labelled ``<domain>/enabled=true``) — in ``PROJECT`` and in
+    the flags of ``config/manager/manager.yaml`` that they decide, the rest of that file
+    kept; regenerate the manifests afterwards. ``--image``: the image
+    ``config/manager/kustomization.yaml`` names (``kustomize edit set image``)."""
+    from appstack.sdk.scaffold import manifests  # noqa: PLC0415 - imports the project's code
+
+    if image is not None and (not image.strip() or any(c.isspace() for c in image)):
+        raise Refused(f"--image {image!r}: an image reference, e.g. registry/name:tag")
     project = read(directory)
     if namespaced is not None:
         project.namespaced = namespaced
     if enable_all_namespaces is not None:
         project.enable_all_namespaces = enable_all_namespaces
     write(directory, project)
-    return [directory / "PROJECT"]
+    changed = [directory / "PROJECT"]
+    if namespaced is not None or enable_all_namespaces is not None:
+        manager = manifests.set_args(directory)
+        changed += [manager] if manager else []
+    if image is not None:
+        changed.append(manifests.set_image(directory, image))
+    return changed
 
 
 def sample_objects(directory: Path) -> list[dict[str, object]]:

@@ -2,12 +2,16 @@
 project's ``config/`` and ``dist/install.yaml`` from its code — the kinds and controllers
 its package declares (``<package>.controllers``: ``CONTROLLERS``, ``KINDS``), its identity
 (``<package>.identity.IDENTITY``) and its ``PROJECT`` file — by the SDK's generator
-(:mod:`appstack.sdk.config`). Also :func:`stale`, what the project's own test checks.
+(:mod:`appstack.sdk.config`), and kustomize for the bundle (``kubectl kustomize``: every
+edit of the user's in ``config/`` kept). Also :func:`stale`, what the project's own test
+checks, and what ``appstack edit`` changes in the files scaffolded once (:func:`set_image`,
+:func:`set_args`).
 """
 
 from __future__ import annotations
 
 import importlib
+import subprocess
 import sys
 from pathlib import Path
 
@@ -46,31 +50,76 @@ def load(directory: Path) -> config.Project:
 
 
 def files(directory: Path) -> dict[Path, str]:
-    """Every generated file of the project in ``directory``, by path."""
+    """Every file of ``config/`` as the code generates it now, by path (those scaffolded
+    once included: :data:`appstack.sdk.config.SCAFFOLDED`)."""
     generated = config.config_files(load(directory))
     return {directory / CONFIG / rel: text for rel, text in generated.items()}
 
 
+def _scaffolded(directory: Path, path: Path) -> bool:
+    return str(path.relative_to(directory / CONFIG)) in config.SCAFFOLDED
+
+
 def generate(directory: Path) -> list[Path]:
-    """Write ``config/``; the files that changed (none the second time)."""
+    """Write ``config/``: the generated files, and those scaffolded once where missing (a
+    user's edits to ``manager/``, ``default/`` and ``prometheus/`` are theirs); the files
+    that changed (none the second time)."""
     changed = []
     for path, text in files(directory).items():
-        if not path.is_file() or path.read_text() != text:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
-            changed.append(path)
+        if path.is_file() and (_scaffolded(directory, path) or path.read_text() == text):
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        changed.append(path)
     return changed
 
 
 def stale(directory: Path) -> list[str]:
-    """The generated files that differ from what the code generates now."""
+    """The generated files that differ from what the code generates now, and those
+    scaffolded once that are missing."""
     return [
         str(path.relative_to(directory))
         for path, text in files(directory).items()
-        if not path.is_file() or path.read_text() != text
+        if not path.is_file() or (not _scaffolded(directory, path) and path.read_text() != text)
     ]
 
 
-def installer(directory: Path, image: str) -> str:
-    """The install bundle for ``image`` (``dist/install.yaml``)."""
-    return config.installer_text(load(directory), image)
+def set_image(directory: Path, image: str) -> Path:
+    """``config/manager/kustomization.yaml`` made to run ``image`` (``appstack edit
+    --image``, ``kustomize edit set image controller=IMAGE`` in a kubebuilder project)."""
+    path = directory / CONFIG / "manager" / "kustomization.yaml"
+    if not path.is_file():
+        raise projects.Refused(f"{path} is missing: run make manifests first")
+    text = config.with_image(path.read_text(), image)
+    if text != path.read_text():
+        path.write_text(text)
+    return path
+
+
+def set_args(directory: Path) -> Path | None:
+    """``config/manager/manager.yaml``'s flags that the project's settings decide made to
+    follow them (``appstack edit``); nothing else in it changes. None if it is missing
+    (``make manifests`` writes it)."""
+    path = directory / CONFIG / "manager" / "manager.yaml"
+    if not path.is_file():
+        return None
+    text = config.with_args(path.read_text(), load(directory))
+    if text != path.read_text():
+        path.write_text(text)
+    return path
+
+
+def installer(directory: Path, image: str, kubectl: str = "kubectl") -> str:
+    """The install bundle for ``image`` (``dist/install.yaml``): the image set in
+    ``config/manager``, then ``kubectl kustomize config/default`` — every edit of the
+    user's in ``config/`` included, as ``make deploy`` applies it."""
+    set_image(directory, image)
+    proc = subprocess.run(
+        [kubectl, "kustomize", str(directory / CONFIG / "default")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise projects.Refused(f"kubectl kustomize config/default: {proc.stderr.strip()}")
+    return proc.stdout

@@ -61,8 +61,10 @@ class Resource:
 
     @property
     def module_name(self) -> str:
-        """The kind's module and file name: ``guestbook`` for ``Guestbook``."""
-        return self.kind.lower()
+        """The kind's module and file name, its API's module (``path``): ``guestbook`` for
+        ``Guestbook``; ``crew_captain`` for a Captain of group ``crew`` when another group
+        of the project has a Captain of that version too."""
+        return self.path.rpartition(".")[2] if self.path else self.kind.lower()
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}

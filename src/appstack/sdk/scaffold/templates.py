@@ -103,6 +103,11 @@ KUBECTL ?= kubectl
 CONTAINER_TOOL ?= docker
 # The local cluster `make setup-test-e2e` starts (appstack's test bed)
 E2E_CLUSTER ?= {name}-test-e2e
+# The image's Python and platform (the Dockerfile's base: Debian 12, its python3 3.11),
+# which the dependency wheels `make build` downloads are for; arm64: IMAGE_ARCH=aarch64.
+IMAGE_PYTHON ?= 3.11
+IMAGE_ARCH ?= x86_64
+IMAGE_WHEEL_PLATFORMS ?= $(foreach v,2_17 2_28 2_34,manylinux_$(v)_$(IMAGE_ARCH)) manylinux2014_$(IMAGE_ARCH)
 # `make run` flags. The operator acts only in namespaces labelled {project.domain}/enabled=true
 # (README.md, "Namespaces"); RUN_ARGS=--enable-all-namespaces makes it act in every one.
 RUN_ARGS ?=
@@ -181,8 +186,18 @@ cleanup-test-e2e: venv ## Stop the local e2e cluster.
 ##@ Build
 
 .PHONY: build
-build: manifests ## Build the wheel into dist/.
+build: manifests ## Build into dist/ every wheel the image installs: this project's, appstack's, their dependencies'.
+\tmkdir -p dist
+\trm -f dist/*.whl
 \t$(PY) -m pip wheel -q --no-deps -w dist .
+\tif [ -n "$(APPSTACK_WHEELS)" ]; then \\
+\t  cp "$(APPSTACK_WHEELS)"/appstack-[0-9]*.whl dist/; \\
+\telse \\
+\t  $(PY) -m pip wheel -q --no-deps -w dist "$(APPSTACK_SOURCE)"; \\
+\tfi
+\t$(PY) -m pip download -q -d dist --only-binary=:all: --implementation cp \\
+\t  --python-version $(IMAGE_PYTHON) $(foreach tag,$(IMAGE_WHEEL_PLATFORMS),--platform $(tag)) \\
+\t  dist/*.whl
 
 .PHONY: run
 run: manifests ## Run the operator from your host, against the current kubeconfig.
@@ -201,9 +216,10 @@ image-oci: manifests ## Build the image without a daemon (root; appstack's test 
 \t$(APPSTACK) cluster image --project . --tag $(IMG)
 
 .PHONY: build-installer
-build-installer: manifests ## Write dist/install.yaml: CRDs, RBAC and the Deployment of IMG.
+build-installer: manifests ## Write dist/install.yaml: kustomize's build of config/default with IMG.
 \tmkdir -p dist
-\t$(APPSTACK) generate installer --image $(IMG) -o dist/install.yaml
+\t$(APPSTACK) edit --image $(IMG)
+\t$(KUBECTL) kustomize config/default > dist/install.yaml
 
 ##@ Deployment
 
@@ -220,27 +236,30 @@ uninstall: manifests ## Uninstall the CRDs (and every object of them). ignore-no
 \t$(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -k config/crd
 
 .PHONY: deploy
-deploy: manifests ## Deploy the operator (IMG) to the cluster of the current kubeconfig.
-\t$(APPSTACK) generate installer --image $(IMG) -o - | $(KUBECTL) apply --server-side --force-conflicts -f -
+deploy: manifests ## Deploy the operator (IMG) to the cluster of the current kubeconfig: config/default, with kustomize.
+\t$(APPSTACK) edit --image $(IMG)
+\t$(KUBECTL) apply --server-side --force-conflicts -k config/default
 
 .PHONY: undeploy
 undeploy: venv ## Undeploy the operator. ignore-not-found=true to ignore missing objects.
-\t$(APPSTACK) generate installer --image $(IMG) -o - | $(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -f -
+\t$(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -k config/default
 """
 
 
 def dockerfile(project: Project) -> str:
     return f"""# The {project.project_name} operator image: `make docker-build IMG=...` (Docker), or
-# `make image-oci IMG=...` without a daemon (appstack's test bed, root). dist/ holds the
-# wheels: this project's (`make build`) and appstack's (a checkout: `pip wheel`, or
-# APPSTACK_WHEELS).
+# `make image-oci IMG=...` without a daemon (appstack's test bed, root). `make build` puts
+# every wheel in dist/: this project's, appstack's (from APPSTACK_SOURCE or APPSTACK_WHEELS)
+# and their dependencies' for the image's Python. The image installs from those alone
+# (--no-index): no package index is asked for anything, appstack's name least of all (it is
+# on none, and whoever registered it there would be installed).
 FROM debian:12.15-slim
 RUN apt-get update \\
  && apt-get install -y --no-install-recommends python3 python3-venv \\
  && rm -rf /var/lib/apt/lists/*
 COPY dist/*.whl /wheels/
 RUN python3 -m venv /opt/operator \\
- && /opt/operator/bin/pip install --no-cache-dir --find-links /wheels {project.project_name} \\
+ && /opt/operator/bin/pip install --no-cache-dir --no-index --find-links /wheels {project.project_name} \\
  && rm -rf /wheels
 ENV PATH=/opt/operator/bin:$PATH
 USER 65532:65532
@@ -294,10 +313,17 @@ appstack is not on a package index yet: `make venv` installs it from a checkout
 ## Develop
 
 ```bash
-make manifests        # config/: the CRDs, RBAC and install, generated from the code
+make manifests        # config/: the CRDs, RBAC and admission policies, generated from the code
 make test             # unit and controller tests against a real control plane
 make lint
 ```
+
+In `config/`, `crd/`, `rbac/` and `admission/` are generated from the code ("Do not edit":
+`make manifests` rewrites them, a test fails when they drift); `manager/`, `default/` and
+`prometheus/` were scaffolded once and are yours — the Deployment's resources, env and
+flags, kustomize patches — `make manifests` writes them only if missing. `appstack edit`
+changes in them only what its settings decide (the image, `--namespaced`,
+`--enable-all-namespaces` flags).
 
 `make test` runs the controller tests on appstack's local cluster (started on first use,
 built once into `~/.cache/appstack`), or on an existing cluster:
@@ -317,9 +343,14 @@ make uninstall        # the CRDs, and every object of them
 ```
 
 As a pod: `make docker-build docker-push IMG=<registry>/{name}:tag` (or `make image-oci`
-without a daemon, into the local cluster's registry), then `make deploy IMG=...`;
-`make undeploy` removes it. `make build-installer IMG=...` writes `dist/install.yaml`: the
-CRDs, the RBAC, the admission policies (`config/admission/`), then the Deployment.
+without a daemon, into the local cluster's registry), then `make deploy IMG=...`. The
+Dockerfile installs only the wheels `make build` puts in `dist/` (this project's,
+appstack's and their dependencies', for the image's Python), with no package index;
+`make deploy` is `kubectl apply -k config/default` with the image set in
+`config/manager/kustomization.yaml` (`appstack edit --image`, kubebuilder's `kustomize edit
+set image`); `make undeploy` removes it. `make build-installer IMG=...` writes kustomize's
+build to `dist/install.yaml`: the CRDs, the RBAC, the Deployment and the admission policies
+(`config/admission/`), in one apply.
 `make test-e2e` does all of it on the local cluster's real node.
 
 ## Namespaces
@@ -619,7 +650,7 @@ def sample(project: Project, resource: Resource) -> str:
     return f"""apiVersion: {resource.full_group}/{resource.version}
 kind: {resource.kind}
 metadata:
-  name: {resource.module_name}-sample
+  name: {resource.kind.lower()}-sample
 spec:
   foo: bar
 """
@@ -628,7 +659,7 @@ spec:
 def sample_file(resource: Resource) -> str:
     """kubebuilder's sample name: ``<group>_<version>_<kind>.yaml``."""
     group = resource.group or resource.domain.split(".")[0]
-    return f"config/samples/{group}_{resource.version}_{resource.module_name}.yaml"
+    return f"config/samples/{group}_{resource.version}_{resource.kind.lower()}.yaml"
 
 
 def samples_kustomization() -> str:
@@ -744,7 +775,8 @@ def test_the_sample_gets_ready_and_a_deleted_child_comes_back(
 def test_config(project: Project) -> str:
     return (
         header(project)
-        + '''"""config/ is what the code generates (``make manifests``): a test fails when they drift."""
+        + '''"""config/'s generated files are what the code generates (``make manifests``): a test fails
+when they drift. (manager/, default/ and prometheus/ are yours: not checked.)"""
 
 from __future__ import annotations
 

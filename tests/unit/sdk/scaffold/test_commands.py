@@ -11,9 +11,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from appstack.sdk import crd
+from appstack.sdk import config, crd
 from appstack.sdk.scaffold import commands, manifests
 from appstack.sdk.scaffold.project import Project, Refused, default_plural, read
+
+
+def config_files_of(directory: Path) -> list[str]:
+    return list(config.config_files(manifests.load(directory)))
 
 
 def _snapshot(directory: Path) -> dict[str, str]:
@@ -180,9 +184,28 @@ def test_a_second_kind_leaves_edited_files_as_they_are(project: Path) -> None:
     assert captain.read_text() != "# broken by hand\n"
     assert {p: p.read_bytes() for p in edited} == edited
     assert len(read(project).resources) == 2
-    # the same kind name in another group and version: its own module, no clash
-    with pytest.raises(Refused, match="another kind name"):
-        commands.create_api(project, group="other", version="v1", kind="Captain")
+    # the same kind name in another group (kubebuilder's multigroup): modules of its own
+    commands.create_api(project, group="other", version="v1", kind="Captain")
+    assert {p: p.read_bytes() for p in edited} == edited
+    assert captain.read_text() != "# broken by hand\n"  # the crew Captain's, untouched
+    for path in (
+        "src/guestbook/api/v1/other_captain.py",
+        "src/guestbook/controllers/other_captain.py",
+        "tests/test_other_captain_desired.py",
+        "config/samples/other_v1_captain.yaml",
+    ):
+        assert (project / path).is_file(), path
+    registry = (project / "src/guestbook/controllers/__init__.py").read_text()
+    assert '"guestbook.api.v1.other_captain:Captain",' in registry
+    assert '"guestbook.api.v1.captain:Captain",' in registry
+    groups = sorted(k.group for k in manifests.load(project).kinds if k.kind == "Captain")
+    assert groups == ["crew.tutorial.kubebuilder.io", "other.tutorial.kubebuilder.io"]
+    roles = [p for p in config_files_of(project) if p.startswith("rbac/") and "captain" in p]
+    assert "rbac/crew_captain_admin_role.yaml" in roles
+    assert "rbac/other_captain_editor_role.yaml" in roles
+    # and in a third group with another version: its controller module would clash too
+    commands.create_api(project, group="third", version="v2", kind="Captain")
+    assert (project / "src/guestbook/controllers/third_captain.py").is_file()
 
 
 def test_another_version_of_an_edited_kind_is_refused_and_nothing_is_lost(
@@ -314,13 +337,53 @@ def test_manifests_twice_change_nothing_and_name_the_crd_as_kubebuilder(project:
     (manager,) = list(role)
     resources = {r for rule in manager["rules"] for r in rule["resources"]}
     assert {"guestbooks", "guestbooks/status", "configmaps", "events", "namespaces"} <= resources
-    installer = yaml.safe_load_all(manifests.installer(project, "registry.local/guestbook:1"))
-    (deployment,) = [o for o in installer if o["kind"] == "Deployment"]
-    assert deployment["metadata"]["name"] == "guestbook-controller-manager"
-    assert deployment["metadata"]["namespace"] == "guestbook-system"
+    manager = yaml.safe_load_all((project / "config/manager/manager.yaml").read_text())
+    (deployment,) = [o for o in manager if o["kind"] == "Deployment"]
+    assert deployment["metadata"]["name"] == "controller-manager"  # default/ prefixes it
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
-    assert container["image"] == "registry.local/guestbook:1"
     assert container["command"] == ["python", "-m", "guestbook"]
+    default = yaml.safe_load((project / "config/default/kustomization.yaml").read_text())
+    assert (default["namePrefix"], default["namespace"]) == ("guestbook-", "guestbook-system")
+    commands.edit(project, image="registry.local/guestbook:1")
+    images = yaml.safe_load((project / "config/manager/kustomization.yaml").read_text())
+    assert images["images"] == [
+        {"name": "controller", "newName": "registry.local/guestbook", "newTag": "1"}
+    ]
+    assert manifests.stale(project) == []
+
+
+def test_the_users_edits_in_config_survive_make_manifests_and_edit(project: Path) -> None:
+    """Issue #47: every file of config/ said "Do not edit" and make manifests reverted a
+    user's edits to manager.yaml and default/kustomization.yaml. Now what is scaffolded
+    once is the user's: make manifests leaves it, the staleness check ignores it, and
+    `edit` changes only the flags its settings decide."""
+    commands.create_api(project, group="webapp", version="v1", kind="Guestbook")
+    manifests.generate(project)
+    manager = project / "config/manager/manager.yaml"
+    default = project / "config/default/kustomization.yaml"
+    manager.write_text(manager.read_text().replace("memory: 256Mi", "memory: 300Mi"))
+    default.write_text(default.read_text() + "patches:\n- path: my_patch.yaml\n")
+    edited = {p: p.read_text() for p in (manager, default)}
+    commands.create_api(project, group="crew", version="v1", kind="Captain")
+    assert project / "config/crd/bases/crew.tutorial.kubebuilder.io_captains.yaml" in (
+        manifests.generate(project)
+    )
+    assert {p: p.read_text() for p in edited} == edited
+    assert manifests.stale(project) == []
+    commands.edit(project, enable_all_namespaces=True)
+    text = manager.read_text()
+    assert "--enable-all-namespaces" in text
+    assert "memory: 300Mi" in text
+    assert default.read_text() == edited[default]
+    manifests.generate(project)  # the policies follow the setting
+    assert "--enable-all-namespaces" in manager.read_text()
+    # a file scaffolded once and deleted is written again
+    default.unlink()
+    assert manifests.stale(project) == ["config/default/kustomization.yaml"]
+    manifests.generate(project)
+    assert "patches" not in default.read_text()
+    with pytest.raises(Refused, match="--image"):
+        commands.edit(project, image="not an image")
 
 
 def test_the_project_file_round_trips_and_plurals_follow_kubebuilder(project: Path) -> None:

@@ -151,9 +151,6 @@ def test_a_new_project_acts_only_in_enabled_namespaces_and_says_how(project: Pat
     assert "## What the operator's token may do" in readme
     for policy in _policies(project):
         assert f"`guestbook-{policy}`" in readme, policy
-    installer = [o for o in yaml.safe_load_all(manifests.installer(project, "gb:1")) if o]
-    kinds = [o["kind"] for o in installer]
-    assert kinds.index("ValidatingAdmissionPolicy") < kinds.index("Deployment")
 
 
 def test_edit_opts_into_every_namespace_and_back(project: Path) -> None:
