@@ -9,7 +9,7 @@ import sys
 import click
 
 from appstack.cli.errors import CommandError
-from appstack.cli.run import KUBECONFIG
+from appstack.cli.run import CONTEXT, KUBECONFIG
 from appstack.core import defaults
 from appstack.core.duration import DEFAULT_SYNC_PERIOD
 from appstack.sdk.flags import check_duration
@@ -219,6 +219,7 @@ def manifests(
 
 @click.command()
 @KUBECONFIG
+@CONTEXT
 @click.option("--timeout", default=300.0, show_default=True, help="Seconds to wait for each step.")
 @click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.option(
@@ -229,7 +230,9 @@ def manifests(
     "it watches, its operator and its RBAC; the CRDs only if no other install remains "
     "[default: every install].",
 )
-def uninstall(kubeconfig: str | None, timeout: float, yes: bool, namespace: str | None) -> None:
+def uninstall(
+    kubeconfig: str | None, context: str | None, timeout: float, yes: bool, namespace: str | None
+) -> None:
     """Remove appstack from a cluster: every custom resource in all namespaces (waiting
     for the still-running operator to finalize them and for their children to go), then
     the operator (Deployment, RBAC, ServiceAccount), then the CRDs and its Namespace.
@@ -250,7 +253,7 @@ def uninstall(kubeconfig: str | None, timeout: float, yes: bool, namespace: str 
         click.confirm(question, abort=True)
 
     async def go() -> None:
-        async with await Client.connect(kubeconfig) as client:
+        async with await Client.connect(kubeconfig, context) as client:
             await removal.uninstall(client, click.echo, timeout, namespace)
 
     try:
@@ -269,6 +272,7 @@ def uninstall(kubeconfig: str | None, timeout: float, yes: bool, namespace: str 
     help="Default: the kubeconfig's current namespace, else default (as kubectl).",
 )
 @KUBECONFIG
+@CONTEXT
 @click.option(
     "-o",
     "--output",
@@ -276,7 +280,9 @@ def uninstall(kubeconfig: str | None, timeout: float, yes: bool, namespace: str 
     default="tree",
     show_default=True,
 )
-def status(target: str, namespace: str | None, kubeconfig: str | None, output: str) -> None:
+def status(
+    target: str, namespace: str | None, kubeconfig: str | None, context: str | None, output: str
+) -> None:
     """Show one object of ours and what it is made of: an AppStack (NAME or appstack/NAME)
     as a tree of its members and their objects (like `crossplane beta trace`);
     appservice/NAME with its pods and why they wait; etcd/NAME with its members, leader and
@@ -291,7 +297,7 @@ def status(target: str, namespace: str | None, kubeconfig: str | None, output: s
     from appstack.runtime.client import Client  # noqa: PLC0415
     from appstack.runtime.kubeconfig import current_namespace  # noqa: PLC0415
 
-    namespace = namespace or current_namespace(kubeconfig)
+    namespace = namespace or current_namespace(kubeconfig, context)
     kind_name, _, name = target.rpartition("/")
     resource = status_kinds.resolve(kind_name or status_kinds.DEFAULT_KIND)
     if resource is None:
@@ -300,7 +306,7 @@ def status(target: str, namespace: str | None, kubeconfig: str | None, output: s
         )
 
     async def go() -> dict[str, object]:
-        async with await Client.connect(kubeconfig) as client:
+        async with await Client.connect(kubeconfig, context) as client:
             try:
                 return await status_kinds.collect(client, resource, name, namespace)
             except errors.NotFound:

@@ -11,10 +11,10 @@ from typing import Any
 import click
 
 from appstack.api.identity import IDENTITY
-from appstack.sdk.flags import KUBECONFIG, operator_flags
+from appstack.sdk.flags import CONTEXT, KUBECONFIG, operator_flags
 from appstack.sdk.options import OperatorOptions
 
-__all__ = ["KUBECONFIG", "run"]
+__all__ = ["CONTEXT", "KUBECONFIG", "run"]
 
 
 @click.command()

@@ -74,10 +74,10 @@ class Connection:
         return {"BearerToken": {"key": "Authorization", "value": token}} if token else {}
 
 
-def in_cluster_requested(kubeconfig: str | None) -> bool:
-    """In a pod, with no kubeconfig asked for."""
+def in_cluster_requested(kubeconfig: str | None, context: str | None = None) -> bool:
+    """In a pod, with no kubeconfig (nor a context of one) asked for."""
     return "KUBERNETES_SERVICE_HOST" in os.environ and not (
-        kubeconfig or os.environ.get("KUBECONFIG")
+        kubeconfig or context or os.environ.get("KUBECONFIG")
     )
 
 
@@ -141,16 +141,17 @@ def _files(kubeconfig: str | None) -> list[Path]:
     return [default]
 
 
-def current_namespace(kubeconfig: str | None = None) -> str:
-    """The current context's namespace (what kubectl uses without ``-n``), else
-    ``default`` (also without a kubeconfig): a command-line tool's default namespace."""
+def current_namespace(kubeconfig: str | None = None, context: str | None = None) -> str:
+    """The namespace of ``context`` (default: the current context; what kubectl uses
+    without ``-n``), else ``default`` (also without a kubeconfig): a command-line tool's
+    default namespace."""
     import yaml  # noqa: PLC0415
 
     try:
         config = merged(_files(kubeconfig))
     except (KubeconfigError, OSError, yaml.YAMLError):
         return "default"
-    ctx, _ = config["contexts"].get(config.get("current-context"), ({}, None))
+    ctx, _ = config["contexts"].get(context or config.get("current-context"), ({}, None))
     return str(ctx.get("namespace") or "default")
 
 

@@ -54,7 +54,7 @@ async def load_configuration(kubeconfig: str | None = None, context: str | None 
     """Kubeconfig (``kubeconfig`` or ``$KUBECONFIG`` or ~/.kube/config) or in-cluster config,
     read by :mod:`.kubeconfig`; users it does not handle by ``kubernetes_asyncio``."""
     source: credentials.Reload | None
-    if kubeconfig_loader.in_cluster_requested(kubeconfig):
+    if kubeconfig_loader.in_cluster_requested(kubeconfig, context):
         configuration, source = kubeconfig_loader.in_cluster()
     else:
         loaded = await kubeconfig_loader.load(kubeconfig, context)

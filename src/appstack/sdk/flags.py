@@ -40,6 +40,12 @@ KUBECONFIG = click.option(
     help="Kubeconfig to use (default: $KUBECONFIG, its files merged as kubectl merges "
     "them, else ~/.kube/config, else in-cluster).",
 )
+#: kubectl's ``--context``: which of the kubeconfig's contexts.
+CONTEXT = click.option(
+    "--context",
+    default=None,
+    help="The kubeconfig context to use (default: its current-context).",
+)
 
 
 def check_duration(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
@@ -57,6 +63,7 @@ def operator_flags(identity: OperatorIdentity) -> Callable[[F], F]:
     operator's own metrics-reader role, enabled label and install command)."""
     flags = [
         KUBECONFIG,
+        CONTEXT,
         click.option(
             "--namespace",
             "namespaces",

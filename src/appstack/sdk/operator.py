@@ -259,6 +259,7 @@ async def assemble(
     tune_connections()  # before the first connection: 16 KiB TLS buffers, not 256 KiB
     client = await Client.connect(
         options.kubeconfig,
+        options.context,
         user_agent=agent,
         field_manager=identity.field_manager,
         metrics=Metrics(prefix=identity.metric_prefix),
@@ -266,6 +267,7 @@ async def assemble(
     election_client = (
         await Client.connect(
             options.leader_election_kubeconfig or options.kubeconfig,
+            None if options.leader_election_kubeconfig else options.context,
             user_agent=agent,
             field_manager=identity.field_manager,
             metrics=client.metrics,

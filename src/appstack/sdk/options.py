@@ -29,6 +29,7 @@ class OperatorOptions:
     """How the operator runs: its flags (:func:`operator_flags`), with their defaults."""
 
     kubeconfig: str | None = None
+    context: str | None = None  # of the kubeconfig; None: its current-context
     namespaces: list[str] = field(default_factory=list)
     concurrency: int = defaults.CONCURRENCY  # see docs/performance.md: "Choosing --concurrency"
     leader_elect: bool = False
