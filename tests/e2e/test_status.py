@@ -7,6 +7,7 @@ import asyncio
 import json
 from pathlib import Path
 
+import yaml
 from click.testing import CliRunner, Result
 
 from appstack.cli import main
@@ -65,6 +66,17 @@ async def test_status_shows_members_their_objects_and_readiness(
     )
     assert missing.exit_code == 1
     assert f"AppStack {namespace}/nope not found" in missing.output
+
+    # the kubeconfig as kubectl reads it: a $KUBECONFIG list, merged, and --context
+    context = yaml.safe_load(kubeconfig.read_text())["current-context"]
+    listed = await asyncio.to_thread(
+        CliRunner().invoke,
+        main,
+        ["status", "shop", "-n", namespace, "--context", context, "-o", "json"],
+        env={"KUBECONFIG": f"{kubeconfig.parent / 'absent.yaml'}:{kubeconfig}"},
+    )
+    assert listed.exit_code == 0, listed.output
+    assert json.loads(listed.output)["ready"] == "True"
 
 
 async def test_status_of_an_appservice_shows_its_pods_and_why_they_wait(
