@@ -36,7 +36,9 @@ async def test_the_assembly_gives_the_identity_to_the_client_events_and_metrics(
     connected: list[dict[str, Any]] = []
     recorded: list[dict[str, Any]] = []
 
-    async def connect(kubeconfig: str | None = None, **kwargs: Any) -> Client:
+    async def connect(
+        kubeconfig: str | None = None, context: str | None = None, **kwargs: Any
+    ) -> Client:
         connected.append(kwargs)
         options = {k: v for k, v in kwargs.items() if k in {"field_manager", "metrics"}}
         return Client(ScriptedTransport(), **options)
