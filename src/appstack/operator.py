@@ -16,7 +16,6 @@ from appstack.api.identity import IDENTITY
 from appstack.controllers import appstack as appstack_controller
 from appstack.controllers.appstack.addresses import ExternalIPPolicy, parse_networks
 from appstack.controllers.etcdcluster import CONTROLLER as ETCD_CONTROLLER
-from appstack.controllers.kind_metrics import KindMetrics
 from appstack.controllers.registry import ALL, CACHE
 from appstack.sdk import operator as assembly
 from appstack.sdk.options import OperatorOptions
@@ -60,6 +59,5 @@ def run_operator(options: OperatorOptions, own: AppstackOptions | None = None) -
         version=__version__,
         cache=CACHE,  # what the cache keeps of each kind (controllers/registry.py)
         controller_options=(own or AppstackOptions()).controller_options(),
-        collectors=[KindMetrics],  # what users run, per kind (kind_metrics.py)
         crds_hint=CRDS_HINT,
     )

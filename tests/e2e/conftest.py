@@ -34,7 +34,6 @@ from lightkube.resources.core_v1 import ServiceAccount
 from appstack import __version__
 from appstack.api.identity import IDENTITY
 from appstack.controllers.appstack.addresses import ExternalIPPolicy, parse_networks
-from appstack.controllers.kind_metrics import KindMetrics
 from appstack.controllers.registry import ALL, CACHE
 from appstack.manifests import crds
 from appstack.runtime import errors
@@ -527,7 +526,6 @@ async def start_operator(
         version=__version__,
         cache=CACHE,
         controller_options=E2E_OPTIONS if controllers is None else controllers,
-        collectors=[KindMetrics],
     )
     manager = assembled.manager
     task = asyncio.create_task(assembled.run())

@@ -26,6 +26,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -287,15 +288,39 @@ def _ready_at_generation(
     raise AssertionError(f"guestbook-sample not Ready at its generation: {last}")
 
 
+GAUGE = """
+
+def _length(obj: dict[str, Any], labels: dict[str, str]) -> Iterator[Sample]:
+    yield "guestbook_foo_length", labels, float(len((obj.get("spec") or {}).get("foo") or ""))
+
+
+CONTROLLER = replace(
+    CONTROLLER, gauges=Gauges({"guestbook_foo_length": "Length of foo"}, _length)
+)
+"""
+
+
 def test_make_install_run_samples_uninstall(
     env: dict[str, str], guestbook: Path, sample_namespace: str
 ) -> None:
+    """make install, make run, the samples Ready at their generation, make uninstall — and
+    a gauge the author declares on the kind's registration served on the operator's
+    /metrics beside each object's readiness (issue #47: the SDK dropped it)."""
+    controller = guestbook / "src/guestbook/controllers/guestbook.py"
+    original = controller.read_text()
+    controller.write_text(
+        "from collections.abc import Iterator\nfrom dataclasses import replace\n"
+        "from typing import Any\n\nfrom appstack.sdk import Gauges, Sample\n"
+        + original.replace("from __future__ import annotations\n", "")
+        + GAUGE
+    )
     _ok(_sh("make install", guestbook, env), "make install")
     _enable(env, guestbook, sample_namespace)
-    health = _free_port()
+    health, metrics = _free_port(), _free_port()
     run_env = {
         **env,
-        "RUN_ARGS": f"--metrics-bind-address=0 --health-probe-bind-address=127.0.0.1:{health}",
+        "RUN_ARGS": f"--metrics-bind-address=127.0.0.1:{metrics} --no-metrics-secure "
+        f"--no-metrics-auth --health-probe-bind-address=127.0.0.1:{health}",
     }
     log = guestbook / "run.log"
     with open(log, "wb") as out:
@@ -313,9 +338,15 @@ def test_make_install_run_samples_uninstall(
             "apply the samples",
         )
         _ready_at_generation(env, guestbook, sample_namespace)
+        with urllib.request.urlopen(f"http://127.0.0.1:{metrics}/metrics", timeout=30) as got:
+            scraped = got.read().decode()
+        who = f'name="guestbook-sample",namespace="{sample_namespace}"'
+        assert f'guestbook_object_ready{{kind="Guestbook",{who}}} 1.0' in scraped, scraped[-2000:]
+        assert f"guestbook_foo_length{{{who}}} 3.0" in scraped  # the sample's foo: bar
     finally:
         os.killpg(run.pid, signal.SIGTERM)
         run.wait(timeout=60)
+        controller.write_text(original)
     assert "Traceback" not in log.read_text(), log.read_text()[-3000:]
     _ok(_sh("make uninstall", guestbook, env), "make uninstall")
     gone = _sh(

@@ -17,6 +17,7 @@ What an operator author imports, all from here (``__all__``, kept exact by a tes
         KindReconciler, Registration, Problem, condition,          # reconcile
         crd, derived_rules, cluster_role,                          # generate
         rules_of, Violation,                   # the CRD's CEL rules, client-side
+        Gauges, Sample, KindMetrics,           # your kinds' own metrics
         operator_command, run_operator,                            # run
         assemble, wire, cache_policy,                              # assemble yourself
     )
@@ -53,6 +54,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs; at run time,
         now_rfc3339,
         previous_conditions,
     )
+    from appstack.sdk.kit.kind_metrics import KindMetrics
     from appstack.sdk.kit.kubeobject import KubeObject, as_object
     from appstack.sdk.kit.meta import (
         child_labels,
@@ -61,6 +63,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs; at run time,
         instance_labels,
         owner_reference,
     )
+    from appstack.sdk.kit.observers import Gauges, Sample
     from appstack.sdk.kit.parts import Manifest
     from appstack.sdk.kit.reconciler import KindReconciler
     from appstack.sdk.kit.registration import Registration
@@ -121,6 +124,9 @@ _HOMES = {
     "KubeObject": "kit.kubeobject",
     "as_object": "kit.kubeobject",
     "Manifest": "kit.parts",
+    "Gauges": "kit.observers",
+    "Sample": "kit.observers",
+    "KindMetrics": "kit.kind_metrics",
     "child_labels": "kit.meta",
     "child_metadata": "kit.meta",
     "controlled_by": "kit.meta",
@@ -139,6 +145,8 @@ __all__ = [
     "Condition",
     "CustomKind",
     "CustomObject",
+    "Gauges",
+    "KindMetrics",
     "KindReconciler",
     "KubeModel",
     "KubeObject",
@@ -148,6 +156,7 @@ __all__ = [
     "Problem",
     "Registration",
     "Rule",
+    "Sample",
     "Synced",
     "Violation",
     "as_object",

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from appstack.core.resource import Resource
     from appstack.runtime.cache import Transform
     from appstack.sdk.kit.registration import Registration
+    from appstack.sdk.operator import CollectorFactory
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -225,14 +226,16 @@ def operator_command(
     version: str = "",
     help: str = "",
     cache: Callable[[], Mapping[Resource, Transform]] | None = None,
+    collectors: Callable[[], Sequence[CollectorFactory]] | None = None,
 ) -> click.Command:
     """The operator's run command, every flag of :func:`operator_flags`, for an operator's
     ``__main__``: when it runs, aiohttp is imported lean
     (:func:`~appstack.sdk.process.import_aiohttp`), then ``controllers()`` (the package's
     controllers are imported only then) and ``cache()`` (what the cache keeps of each kind:
     a transform per kind, :func:`~appstack.sdk.operator.wire`; default: objects whole but
-    their managed fields), then :func:`~appstack.sdk.operator.run_operator`; the process
-    exits with its code."""
+    their managed fields) and ``collectors()`` (extra Prometheus collectors made from the
+    manager's cache, beside each kind's readiness and gauges, which are always served),
+    then :func:`~appstack.sdk.operator.run_operator`; the process exits with its code."""
 
     @click.command(help=help or f"Run the {identity.name} against a cluster.")
     @operator_flags(identity)
@@ -248,9 +251,15 @@ def operator_command(
         except ValueError as error:
             raise click.UsageError(str(error)) from error
         transforms = cache() if cache is not None else None
+        extra = collectors() if collectors is not None else ()
         sys.exit(
             operator.run_operator(
-                controllers(), identity, options, version=version, cache=transforms
+                controllers(),
+                identity,
+                options,
+                version=version,
+                cache=transforms,
+                collectors=extra,
             )
         )
 

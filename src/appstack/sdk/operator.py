@@ -55,6 +55,7 @@ from appstack.runtime.controller import Controller
 from appstack.runtime.resources import Resource
 from appstack.sdk.identity import OperatorIdentity
 from appstack.sdk.kit.caching import cache_policy
+from appstack.sdk.kit.kind_metrics import KindMetrics
 from appstack.sdk.kit.registration import Registration
 from appstack.sdk.options import MAX_LEASE_DURATION, MIN_LEASE_DURATION, OperatorOptions
 from appstack.sdk.process import settle_heap, tune_connections
@@ -239,8 +240,9 @@ async def assemble(
     :func:`serve` runs, and what a test runs to have the same operator in its own process.
     ``cache`` is what the cache keeps of each kind (a transform per kind; :func:`wire`);
     ``controller_options`` maps a controller's name to its reconciler's own options;
-    ``collectors`` make extra metrics from the cache; ``crds_hint`` says how to install
-    the CRDs when they are missing."""
+    ``collectors`` make extra metrics from the cache (beside each kind's readiness and
+    gauges, :class:`~appstack.sdk.kit.kind_metrics.KindMetrics`, always registered);
+    ``crds_hint`` says how to install the CRDs when they are missing."""
     me = instance()
     agent = identity.user_agent(version or "dev", me)
     tls, cert_files = metrics_tls(options)
@@ -291,6 +293,8 @@ async def assemble(
     recorder = EventRecorder(
         client, controller=identity.event_source, instance=me, busy=manager.backlog
     )
+    # what users run, per kind (its readiness and its own gauges), for every operator
+    manager.metrics.registry.register(KindMetrics(manager.cache, controllers, identity))
     for collector in collectors:
         manager.metrics.registry.register(collector(manager.cache))
     wire(

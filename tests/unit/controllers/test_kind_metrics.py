@@ -11,8 +11,11 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, generate_latest
 
-from appstack.controllers.kind_metrics import FAMILIES, KindMetrics, samples
+from appstack.api.identity import IDENTITY
+from appstack.controllers.kind_metrics import FAMILIES, samples
+from appstack.controllers.registry import ALL
 from appstack.runtime.resources import Resource
+from appstack.sdk.kit.kind_metrics import KindMetrics
 
 
 def _obj(kind: str, name: str, status: dict[str, Any], spec: dict[str, Any] | None = None) -> Any:
@@ -113,7 +116,7 @@ def test_the_collector_exports_every_family_from_the_cache() -> None:
                 yield _obj("AppService", "web", _ready("True"))
 
     registry = CollectorRegistry()
-    registry.register(KindMetrics(Cache()))  # type: ignore[arg-type]
+    registry.register(KindMetrics(Cache(), ALL, IDENTITY))  # type: ignore[arg-type]
     text = generate_latest(registry).decode()
     for name in FAMILIES:
         assert f"# TYPE {name} gauge" in text
@@ -149,7 +152,7 @@ def test_a_scrape_holds_one_cached_object_at_a_time() -> None:
                 del obj
 
     registry = CollectorRegistry()
-    registry.register(KindMetrics(Cache()))  # type: ignore[arg-type]
+    registry.register(KindMetrics(Cache(), ALL, IDENTITY))  # type: ignore[arg-type]
     text = generate_latest(registry).decode()
     assert len(held) == 50
     assert 'appstack_object_ready{kind="AppService",name="web-49",namespace="ns"} 1.0' in text

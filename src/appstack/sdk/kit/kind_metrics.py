@@ -1,0 +1,125 @@
+"""Metrics about what an operator's users run, not its internals, for every kind it
+registers: per object whether the kind's ready condition is True (``<prefix>_object_ready``,
+the condition its :class:`~appstack.sdk.kit.registration.Registration` names, e.g. an
+EtcdCluster's ``Available``) and the kind's own gauges (its registration's ``gauges``).
+
+Read at scrape time from the manager's cache — no API request, nothing kept between
+scrapes — by :class:`KindMetrics`, a Prometheus collector the SDK's assembly
+(:func:`appstack.sdk.operator.assemble`) registers for every operator built on it, so a
+gauge a scaffolded operator declares reaches its ``/metrics`` as appstack's own do.
+:func:`families` and :func:`samples` are pure (appstack's alerts and dashboards, and the
+unit tests, read them). Nothing here names a kind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from appstack.runtime.cache import Cache
+from appstack.sdk.identity import OperatorIdentity
+from appstack.sdk.kit.observers import Sample
+from appstack.sdk.kit.registration import Registration
+
+__all__ = ["KindMetrics", "families", "ready_metric", "samples"]
+
+
+def ready_metric(identity: OperatorIdentity) -> str:
+    """The readiness gauge's name: ``<metric prefix>_object_ready``."""
+    return f"{identity.metric_prefix}_object_ready"
+
+
+def _ready_help(controllers: Sequence[Registration]) -> str:
+    """The readiness gauge's help, naming the kinds whose ready condition is not Ready."""
+    others = [
+        f"{c.kind.kind}: {c.ready_condition}" for c in controllers if c.ready_condition != "Ready"
+    ]
+    which = f" ({', '.join(others)})" if others else ""
+    return f"1 if the object's Ready condition{which} is True"
+
+
+def families(controllers: Sequence[Registration], identity: OperatorIdentity) -> dict[str, str]:
+    """name → help of every gauge :func:`samples` may give: the readiness of every object,
+    then each kind's own families. A name two kinds both declare is refused."""
+    found = {ready_metric(identity): _ready_help(controllers)}
+    for controller in controllers:
+        for name, text in (controller.gauges.families if controller.gauges else {}).items():
+            if name in found:
+                raise ValueError(f"{controller.kind.kind}: the gauge {name} is declared twice")
+            found[name] = text
+    return found
+
+
+def _up(obj: dict[str, Any], wanted: str) -> bool:
+    for condition in (obj.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == wanted:
+            return bool(condition.get("status") == "True")
+    return False
+
+
+def _samples(
+    controller: Registration, ready: str, objects: Iterable[dict[str, Any]]
+) -> Iterator[Sample]:
+    kind, gauges = controller.kind.kind, controller.gauges
+    for obj in objects:
+        meta = obj.get("metadata") or {}
+        namespace, name = meta.get("namespace", ""), meta.get("name", "")
+        yield (
+            ready,
+            {"kind": kind, "namespace": namespace, "name": name},
+            (1.0 if _up(obj, controller.ready_condition) else 0.0),
+        )
+        if gauges is not None:
+            yield from gauges.samples(obj, {"namespace": namespace, "name": name})
+
+
+def samples(
+    controllers: Sequence[Registration],
+    identity: OperatorIdentity,
+    kind: str,
+    objects: Iterable[dict[str, Any]],
+) -> Iterator[Sample]:
+    """Every sample the cached ``objects`` of ``kind`` give (pure; none for a kind that
+    none of ``controllers`` registers)."""
+    for controller in controllers:
+        if controller.kind.kind == kind:
+            yield from _samples(controller, ready_metric(identity), objects)
+            return
+
+
+class KindMetrics(Collector):
+    """The gauges of :func:`families`, from the cache of every kind of ``controllers``."""
+
+    def __init__(
+        self, cache: Cache, controllers: Sequence[Registration], identity: OperatorIdentity
+    ) -> None:
+        self.cache = cache
+        self.controllers = list(controllers)
+        self.ready = ready_metric(identity)
+        self.families = families(self.controllers, identity)
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        """One family per name of :func:`families`; every object is read from the cache one
+        at a time and its samples added at once (a scrape holds the samples, never the
+        cache decoded)."""
+        built: dict[str, tuple[GaugeMetricFamily, list[str]]] = {}
+        for controller in self.controllers:
+            objects = self.cache.iter_objects(controller.kind.resource)
+            for name, labels, value in _samples(controller, self.ready, objects):
+                if name not in built:
+                    keys = sorted(labels)
+                    family = GaugeMetricFamily(name, self.families[name], labels=keys)
+                    built[name] = family, keys
+                family, keys = built[name]
+                family.add_metric([labels[key] for key in keys], value)
+        for name, help_text in self.families.items():
+            yield built[name][0] if name in built else GaugeMetricFamily(name, help_text)
+
+    def describe(self) -> Iterator[GaugeMetricFamily]:
+        """The families, without reading the cache (prometheus_client calls this at
+        registration)."""
+        for name, help_text in self.families.items():
+            yield GaugeMetricFamily(name, help_text)

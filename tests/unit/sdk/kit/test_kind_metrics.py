@@ -1,0 +1,60 @@
+"""Every operator built on the SDK serves what its users run (sdk/kit/kind_metrics.py): its
+kinds' readiness and the gauges a kind declares on its registration, under its own metric
+prefix — a tutorial's guestbook here, not appstack."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from prometheus_client import CollectorRegistry, generate_latest
+
+from appstack.runtime.resources import Resource
+from appstack.sdk import Gauges, KindMetrics, Sample
+from appstack.sdk.kit import kind_metrics
+from tests.support.guestbook import IDENTITY, PROJECT
+
+
+def _length(obj: dict[str, Any], labels: dict[str, str]) -> Iterator[Sample]:
+    yield "guestbook_foo_length", labels, float(len((obj.get("spec") or {}).get("foo") or ""))
+
+
+GAUGES = Gauges({"guestbook_foo_length": "How long the guestbook's foo is"}, _length)
+(PLAIN,) = PROJECT.controllers
+MEASURED = replace(PLAIN, gauges=GAUGES)
+
+
+def _book(name: str, foo: str, ready: str) -> dict[str, Any]:
+    return {
+        "kind": "Guestbook",
+        "metadata": {"name": name, "namespace": "team"},
+        "spec": {"foo": foo},
+        "status": {"conditions": [{"type": "Ready", "status": ready}]},
+    }
+
+
+class Cache:
+    def iter_objects(self, resource: Resource) -> Iterator[dict[str, Any]]:
+        if resource.kind == "Guestbook":
+            yield _book("a", "hello", "True")
+            yield _book("b", "", "False")
+
+
+def test_a_users_kind_and_its_own_gauge_are_served() -> None:
+    registry = CollectorRegistry()
+    registry.register(KindMetrics(Cache(), [MEASURED], IDENTITY))  # type: ignore[arg-type]
+    text = generate_latest(registry).decode()
+    assert 'guestbook_object_ready{kind="Guestbook",name="a",namespace="team"} 1.0' in text
+    assert 'guestbook_object_ready{kind="Guestbook",name="b",namespace="team"} 0.0' in text
+    assert 'guestbook_foo_length{name="a",namespace="team"} 5.0' in text
+    assert "# HELP guestbook_foo_length How long the guestbook's foo is" in text
+
+
+def test_families_name_the_prefix_and_refuse_a_gauge_declared_twice() -> None:
+    assert kind_metrics.families([PLAIN], IDENTITY) == {
+        "guestbook_object_ready": "1 if the object's Ready condition is True"
+    }
+    with pytest.raises(ValueError, match="guestbook_foo_length is declared twice"):
+        kind_metrics.families([MEASURED, MEASURED], IDENTITY)
