@@ -96,6 +96,82 @@ def test_helm_template_renders_the_optional_monitoring_objects(helm: Helm) -> No
     assert rendered["Pod"]["metadata"]["labels"]["app.kubernetes.io/name"] == "appstack"
 
 
+def _template(helm: Helm, release: str, *sets: str, check: bool = True) -> Any:
+    return helm(
+        "template",
+        release,
+        str(CHART),
+        f"--namespace={NS}",
+        "--skip-tests",
+        KUBE,
+        *sets,
+        check=check,
+    )
+
+
+def _deployment(out: str) -> dict[str, Any]:
+    (found,) = [d for d in yaml.safe_load_all(out) if d and d["kind"] == "Deployment"]
+    return dict(found)
+
+
+def test_a_release_of_any_name_spreads_its_own_replicas(helm: Helm) -> None:
+    """Issue #51: the default anti-affinity named appstack-operator, so release `ops` was
+    spread by nothing (and kept off another release's nodes instead)."""
+    deployment = _deployment(_template(helm, "ops").stdout)
+    pod = deployment["spec"]["template"]["spec"]
+    (term,) = pod["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+    selector = term["podAffinityTerm"]["labelSelector"]["matchLabels"]
+    assert selector == deployment["spec"]["selector"]["matchLabels"]
+    assert selector == {"app.kubernetes.io/name": "ops-appstack-operator"}
+    assert (
+        pod["affinity"]
+        == _deployment(_template(helm, "ops", "--set=affinity.podAntiAffinity=null").stdout)[
+            "spec"
+        ]["template"]["spec"]["affinity"]
+    )  # empty: the default again
+    own = _deployment(_template(helm, "ops", "--set=affinity.nodeAffinity.x=y").stdout)["spec"][
+        "template"
+    ]["spec"]["affinity"]
+    assert own == {"nodeAffinity": {"x": "y"}}
+
+
+def test_values_that_cannot_work_together_fail_at_render(helm: Helm) -> None:
+    refused = _template(helm, "appstack", "--set=leaderElection.enabled=false", check=False)
+    assert refused.returncode != 0
+    assert "leaderElection.enabled=false with replicas > 1" in refused.stderr
+    single = _deployment(
+        _template(helm, "appstack", "--set=leaderElection.enabled=false", "--set=replicas=1").stdout
+    )
+    (container,) = single["spec"]["template"]["spec"]["containers"]
+    assert "--leader-elect" not in container["args"]
+
+
+def test_monitoring_labels_security_contexts_and_resources_are_values(helm: Helm) -> None:
+    out = _template(
+        helm,
+        "appstack",
+        "--set=metrics.serviceMonitor.enabled=true",
+        "--set=metrics.serviceMonitor.labels.release=kps",
+        "--set=metrics.prometheusRule.enabled=true",
+        "--set=metrics.prometheusRule.labels.release=kps",
+        # OpenShift's restricted-v2: the namespace's range assigns the user
+        "--set=podSecurityContext.runAsUser=null",
+        "--set=podSecurityContext.runAsGroup=null",
+        "--set=resources.limits.memory=1Gi",
+    ).stdout
+    rendered = {d["kind"]: d for d in yaml.safe_load_all(out) if d}
+    for kind in ("ServiceMonitor", "PrometheusRule"):
+        assert rendered[kind]["metadata"]["labels"]["release"] == "kps", kind
+    pod = rendered["Deployment"]["spec"]["template"]["spec"]
+    assert pod["securityContext"] == {
+        "runAsNonRoot": True,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    (container,) = pod["containers"]
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert container["resources"]["limits"] == {"memory": "1Gi"}  # no CPU limit to survive
+
+
 def test_metrics_tls_values_choose_the_certificate_and_the_scrape_scheme(helm: Helm) -> None:
     """metrics.certSecret mounts a TLS Secret for /metrics and the ServiceMonitor verifies it
     by its CA for the Service's name; metrics.secure=false scrapes plain HTTP."""

@@ -59,6 +59,7 @@ from appstack.manifests.helmtext import (
     sentinel,
     substitute,
     with_block,
+    with_default,
     with_scalar,
     wrap_item,
     wrap_key,
@@ -87,13 +88,16 @@ VALUES_HELP = """\
 # certificate; metrics.secure=false serves plain HTTP. metrics.serviceMonitor and
 # .prometheusRule need the Prometheus Operator's CRDs; the ServiceMonitor scrapes with
 # Prometheus' own token and binds the metrics-reader role to
-# metrics.serviceMonitor.prometheusServiceAccount;
+# metrics.serviceMonitor.prometheusServiceAccount; .labels of either are what your
+# Prometheus selects them by (kube-prometheus-stack: release: <its release>);
 # metrics.grafanaDashboard is a ConfigMap of the dashboards labelled grafana_dashboard=1 (for
 # Grafana's dashboard sidecar). logLevel, concurrency, allowExternalIPs, externalDenyCIDRs (give the
 # cluster's pod and service ranges), allowExternalClusterNames and extraArgs are the flags
-# of `appstack run`; nodeSelector, tolerations, affinity (default: replicas on different
-# nodes), priorityClassName schedule the operator. values.schema.json checks every value:
-# a misspelt one fails the install with its path named.
+# of `appstack run`; nodeSelector, tolerations, affinity (empty: this release's replicas on
+# different nodes), priorityClassName schedule the operator; podSecurityContext and
+# securityContext (OpenShift restricted-v2: drop runAsUser/runAsGroup). leaderElection.enabled
+# =false needs replicas: 1. No CPU limit by default (a throttled operator falls behind).
+# values.schema.json checks every value: a misspelt one fails the install with its path named.
 #
 # Names: every object's name starts with the fullname (fullnameOverride; else the release name
 # if it contains "appstack", else <release>-appstack): release appstack keeps appstack-operator,
@@ -121,11 +125,12 @@ def _deployment() -> str:
         if variable["name"] == workload.BACKUP_IMAGE_ENV:
             variable["value"] = sentinel("IMAGE")
     container["resources"] = sentinel("RESOURCES")
+    container["securityContext"] = sentinel("SECURITY_CONTEXT")
+    pod["securityContext"] = sentinel("POD_SECURITY_CONTEXT")
     flags = ("LEASE", "INSECURE", "IPS", "DENY", "NAMES", "ENABLE_FLAG", "EXTRA", "WATCH")
     container["args"] += [sentinel(flag) for flag in flags]
     pod["containers"] = [pull_policy(container)]
     pod["imagePullSecrets"] = sentinel("PULL_SECRETS")
-    pod["affinity"] = sentinel("AFFINITY")
     pod["nodeSelector"] = sentinel("NODE_SELECTOR")
     pod["tolerations"] = sentinel("TOLERATIONS")
     pod["priorityClassName"] = sentinel("PRIORITY")
@@ -155,8 +160,12 @@ def _deployment() -> str:
     text = range_item(text, "EXTRA", "{{ . | quote }}", ".Values.extraArgs")
     text = range_item(text, "WATCH", "--namespace={{ . }}", ".Values.watchNamespaces")
     text = block(text, "resources", "RESOURCES", ".Values.resources")
+    text = block(text, "securityContext", "SECURITY_CONTEXT", ".Values.securityContext")
+    text = block(text, "securityContext", "POD_SECURITY_CONTEXT", ".Values.podSecurityContext")
+    # the default: this release's replicas on different nodes (its own name label, which
+    # label_operator makes the release's)
+    text = with_default(text, "affinity", ".Values.affinity")
     for key, name, value in (
-        ("affinity", "AFFINITY", ".Values.affinity"),
         ("nodeSelector", "NODE_SELECTOR", ".Values.nodeSelector"),
         ("tolerations", "TOLERATIONS", ".Values.tolerations"),
     ):
@@ -243,6 +252,26 @@ order); `helm uninstall` keeps the CRDs.
 """
 
 
+def _more_labels(text: str, labels: str) -> str:
+    """The object's labels, then those of ``labels`` (a values path)."""
+    standard = '    {{- include "appstack.labels" $ | nindent 4 }}\n'
+    if standard not in text:
+        raise ValueError("no standard labels to add to")
+    more = (
+        f"    {{{{- with {labels} }}}}\n    {{{{- toYaml . | nindent 4 }}}}\n    {{{{- end }}}}\n"
+    )
+    return text.replace(standard, standard + more, 1)
+
+
+#: Two replicas without leader election would both reconcile every object.
+ONE_LEADER = (
+    "{{- if and (not .Values.leaderElection.enabled) (gt (int .Values.replicas) 1) }}\n"
+    '{{- fail "leaderElection.enabled=false with replicas > 1: every replica would reconcile '
+    'the same objects at once. Set replicas=1, or keep leader election on" }}\n'
+    "{{- end }}\n"
+)
+
+
 def render() -> dict[str, str]:
     """Relative path (under charts/appstack) → file content."""
     chart = {
@@ -261,7 +290,7 @@ def render() -> dict[str, str]:
         "templates/NOTES.txt": NOTES,
         "templates/serviceaccount.yaml": HEADER + _service_account(),
         "templates/rbac.yaml": HEADER + _rbac(),
-        "templates/deployment.yaml": HEADER + _deployment(),
+        "templates/deployment.yaml": HEADER + ONE_LEADER + _deployment(),
         "templates/poddisruptionbudget.yaml": HEADER
         + substitute(dump(workload.disruption_budget(NS)), NAMESPACES),
         "templates/service.yaml": HEADER
@@ -275,6 +304,13 @@ def render() -> dict[str, str]:
     for path, text in files.items():
         if path.startswith("templates/") and path.endswith(".yaml"):
             files[path] = label_operator(standard_labels(follow_names(text)))
+    # the labels a Prometheus Operator selects its objects by (kube-prometheus-stack:
+    # release: <its release>)
+    for path, more in (
+        ("templates/servicemonitor.yaml", ".Values.metrics.serviceMonitor.labels"),
+        ("templates/prometheusrule.yaml", ".Values.metrics.prometheusRule.labels"),
+    ):
+        files[path] = _more_labels(files[path], more)
     files["templates/_helpers.tpl"] = HELPERS + NAME_HELPERS
     files["README.md"] = readme()
     for crd in crds.all_crds():

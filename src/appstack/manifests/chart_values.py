@@ -91,6 +91,20 @@ class ServiceMonitor(_Values):
         default_factory=lambda: Account.model_validate({}),
         description="Whose token Prometheus scrapes with; bound to the metrics-reader role.",
     )
+    labels: dict[str, str] = Field(
+        default_factory=dict,
+        description="More labels of the ServiceMonitor: those the Prometheus Operator selects "
+        "by (kube-prometheus-stack: release: <its release name>).",
+    )
+
+
+class Monitored(_Values):
+    enabled: bool = False
+    labels: dict[str, str] = Field(
+        default_factory=dict,
+        description="More labels of the object: those the Prometheus Operator selects by "
+        "(kube-prometheus-stack: release: <its release name>).",
+    )
 
 
 class Metrics(_Values):
@@ -108,8 +122,8 @@ class Metrics(_Values):
     service_monitor: ServiceMonitor = Field(
         default_factory=lambda: ServiceMonitor.model_validate({})
     )
-    prometheus_rule: Toggle = Field(
-        default_factory=lambda: Toggle.model_validate({}),
+    prometheus_rule: Monitored = Field(
+        default_factory=lambda: Monitored.model_validate({}),
         description="The alerts, a PrometheusRule (needs the Prometheus Operator's CRDs).",
     )
     grafana_dashboard: Toggle = Field(
@@ -126,8 +140,13 @@ def _resources() -> dict[str, Any]:
     return dict(container["resources"])
 
 
-def _affinity() -> dict[str, Any]:
-    return dict(workload.deployment()["spec"]["template"]["spec"]["affinity"])
+def _pod_security() -> dict[str, Any]:
+    return dict(workload.deployment()["spec"]["template"]["spec"]["securityContext"])
+
+
+def _security() -> dict[str, Any]:
+    (container,) = workload.deployment()["spec"]["template"]["spec"]["containers"]
+    return dict(container["securityContext"])
 
 
 class ChartValues(_Values):
@@ -217,7 +236,17 @@ class ChartValues(_Values):
         default_factory=list, description="The operator pods' tolerations."
     )
     affinity: dict[str, Any] = Field(
-        default_factory=_affinity, description="Default: replicas on different nodes."
+        default_factory=dict,
+        description="The operator pods' affinity. Empty: this release's replicas preferably "
+        "on different nodes (selected by the release's own operator name label).",
+    )
+    pod_security_context: dict[str, Any] = Field(
+        default_factory=_pod_security,
+        description="The operator pods' securityContext (OpenShift's restricted-v2: drop "
+        "runAsUser and runAsGroup, the namespace's range assigns them).",
+    )
+    security_context: dict[str, Any] = Field(
+        default_factory=_security, description="The operator container's securityContext."
     )
     priority_class_name: str = Field("", description="The operator pods' priorityClassName.")
     metrics: Metrics = Field(default_factory=lambda: Metrics.model_validate({}))

@@ -17,8 +17,16 @@ def sentinel(name: str) -> str:
     return f"@@{name}@@"
 
 
+class _NoAliases(yaml.SafeDumper):
+    """A template is read by Helm's text engine first: a YAML alias (``*id001``) for an
+    object used twice (a selector, say) would not survive it; each is written out."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
 def dump(obj: Mapping[str, Any]) -> str:
-    return yaml.safe_dump(dict(obj), sort_keys=False, width=100)
+    return yaml.dump(dict(obj), Dumper=_NoAliases, sort_keys=False, width=100)
 
 
 def substitute(text: str, values: Mapping[str, str]) -> str:
@@ -67,6 +75,34 @@ def block(text: str, key: str, name: str, values: str) -> str:
 
     pattern = rf"^(\s*){re.escape(key)}: '{re.escape(sentinel(name))}'$"
     return re.sub(pattern, replace, text, flags=re.MULTILINE)
+
+
+def with_default(text: str, key: str, values: str) -> str:
+    """The block ``key:`` (and every line indented under it) stays as the default, rendered
+    only when ``values`` is empty; otherwise ``values`` as YAML takes its place."""
+    lines = text.splitlines(keepends=True)
+    result: list[str] = []
+    index = 0
+    while index < len(lines):
+        found = re.match(rf"^(\s*){re.escape(key)}:\s*$", lines[index])
+        if found is None:
+            result.append(lines[index])
+            index += 1
+            continue
+        indent = found.group(1)
+        end = index + 1
+        while end < len(lines) and len(lines[end]) - len(lines[end].lstrip()) > len(indent):
+            end += 1
+        result += [
+            f"{indent}{{{{- with {values} }}}}\n",
+            f"{indent}{key}:\n",
+            f"{indent}  {{{{- toYaml . | nindent {len(indent) + 2} }}}}\n",
+            f"{indent}{{{{- else }}}}\n",
+            *lines[index:end],
+            f"{indent}{{{{- end }}}}\n",
+        ]
+        index = end
+    return "".join(result)
 
 
 def if_item(text: str, name: str, item: str, condition: str) -> str:
