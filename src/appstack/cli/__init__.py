@@ -16,7 +16,8 @@ from every command (:mod:`appstack.cli.errors`; ``APPSTACK_DEBUG=1`` for the tra
 from __future__ import annotations
 
 import sys
-from typing import TextIO
+from pathlib import Path
+from typing import Any
 
 import click
 
@@ -104,13 +105,45 @@ class _KindsCommand(click.Command):
         return super().get_short_help_str(limit)
 
 
+#: What kubectl reads in a directory given to -f.
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def _manifests(paths: tuple[str, ...], recursive: bool) -> list[tuple[str, str]]:
+    """(name, text) of every file ``-f`` names, in order: ``-`` is stdin, a directory its
+    .yaml/.yml/.json files (sorted; with ``-R`` its subdirectories' too), as kubectl reads
+    them."""
+    found: list[tuple[str, str]] = []
+    for given in paths:
+        if given == "-":
+            found.append(("<stdin>", sys.stdin.read()))
+            continue
+        path = Path(given)
+        if path.is_dir():
+            pattern = "**/*" if recursive else "*"
+            files = sorted(p for p in path.glob(pattern) if p.suffix in MANIFEST_SUFFIXES)
+            found += [(str(p), p.read_text()) for p in files if p.is_file()]
+        else:
+            found.append((given, path.read_text()))
+    return found
+
+
 @main.command(cls=_KindsCommand)
 @click.option(
     "-f",
     "--filename",
+    "filenames",
     required=True,
-    type=click.File(),
-    help="YAML file with appstack objects, and any others ('-' for stdin).",
+    multiple=True,
+    type=click.Path(exists=True, allow_dash=True),
+    help="A YAML or JSON file with appstack objects, and any others; a directory of them; "
+    "'-' for stdin. Repeatable, as kubectl's.",
+)
+@click.option(
+    "-R",
+    "--recursive",
+    is_flag=True,
+    help="Read the directories given to -f and their subdirectories, as kubectl's -R.",
 )
 @click.option(
     "-o",
@@ -120,13 +153,19 @@ class _KindsCommand(click.Command):
     show_default=True,
     help="yaml: a multi-document stream; json: a v1 List.",
 )
-def render(filename: TextIO, output: str) -> None:
-    """Print what the {kinds} objects in a file become, without a cluster.
+def render(filenames: tuple[str, ...], recursive: bool, output: str) -> None:
+    """Print what the {kinds} objects in files become, without a cluster.
 
-    The file is validated with the same rules as admission; invalid input prints
-    field-level errors and exits 1, as does a file without objects. A seed operator's kind
+    The files are validated with the same rules as admission; invalid input prints
+    field-level errors and exits 1, as does input without objects. A seed operator's kind
     (its own API group) is an error saying what to change. Other objects are printed as
     they are (another operator's kind with a note on stderr naming it).
+
+    \b
+    Examples:
+      appstack render -f examples/appservice.yaml
+      appstack render -f team-a/ -f shared.yaml -o json
+      kubectl get appstack shop -o yaml | appstack render -f -
     """
     import yaml  # noqa: PLC0415
 
@@ -134,9 +173,13 @@ def render(filename: TextIO, output: str) -> None:
 
     notes: list[str] = []
     try:
-        documents = list(yaml.safe_load_all(filename))
+        documents: list[Any] = []
+        manifests = _manifests(filenames, recursive)
+        for _, text in manifests:
+            documents += list(yaml.safe_load_all(text))
         if not any(documents):
-            raise RenderError([f"no objects in {filename.name}: nothing to render"])
+            names = ", ".join(name for name, _ in manifests) or ", ".join(filenames)
+            raise RenderError([f"no objects in {names}: nothing to render"])
         objects = render_documents(documents, notes)
     except RenderError as error:
         for line in error.problems:

@@ -200,3 +200,33 @@ def test_context_chooses_the_kubeconfigs_context(
     assert "127.0.0.1:10" in chosen.output, chosen.output
     unknown = CliRunner().invoke(main, ["status", "shop", "--context", "nowhere"])
     assert "no context 'nowhere'" in unknown.output, unknown.output
+
+
+def test_render_reads_every_f_and_directories_as_kubectl(tmp_path: Path) -> None:
+    """Issue #51: `render -f a -f b` rendered only b; directories were refused."""
+    seed = (ROOT / "examples/appservice.yaml").read_text()
+
+    def named(name: str) -> str:
+        return seed.replace("name: appservice-sample", f"name: {name}")
+
+    (tmp_path / "a.yaml").write_text(named("first"))
+    deeper = tmp_path / "more" / "deeper"
+    deeper.mkdir(parents=True)
+    (tmp_path / "more" / "b.yml").write_text(named("second"))
+    (deeper / "c.yaml").write_text(named("third"))
+    (tmp_path / "more" / "notes.txt").write_text("not a manifest")
+
+    def names(*args: str) -> list[str]:
+        result = CliRunner().invoke(main, ["render", *args, "-o", "json"])
+        assert result.exit_code == 0, result.output
+        items = json.loads(result.stdout)["items"]
+        return sorted({i["metadata"]["name"] for i in items if i["kind"] == "Deployment"})
+
+    assert names("-f", str(tmp_path / "a.yaml"), "-f", str(tmp_path / "more")) == [
+        "first",
+        "second",
+    ]
+    assert names("-f", str(tmp_path), "-R") == ["first", "second", "third"]
+    missing = CliRunner().invoke(main, ["render", "-f", str(tmp_path / "nope.yaml")])
+    assert missing.exit_code == 2
+    assert "does not exist" in missing.output
