@@ -198,6 +198,27 @@ def render(filenames: tuple[str, ...], recursive: bool, output: str) -> None:
         click.echo(yaml.safe_dump_all(objects, sort_keys=False), nl=False)
 
 
+@main.command()
+@click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
+def completion(shell: str) -> None:
+    """Print the shell completion script for SHELL (commands, flags, choices).
+
+    \b
+    Examples:
+      source <(appstack completion bash)                  # this shell
+      appstack completion bash > /etc/bash_completion.d/appstack
+      appstack completion zsh > "${fpath[1]}/_appstack"
+      appstack completion fish > ~/.config/fish/completions/appstack.fish
+    """
+    from click.shell_completion import get_completion_class  # noqa: PLC0415
+
+    completer = get_completion_class(shell)
+    if completer is None:  # pragma: no cover - the three are click's own
+        raise click.UsageError(f"no completion for {shell}")
+    script = completer(main, {}, "appstack", "_APPSTACK_COMPLETE").source()
+    click.echo(script)
+
+
 PLUGIN_GROUP = "appstack.cli"
 
 

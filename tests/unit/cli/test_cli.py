@@ -230,3 +230,38 @@ def test_render_reads_every_f_and_directories_as_kubectl(tmp_path: Path) -> None
     missing = CliRunner().invoke(main, ["render", "-f", str(tmp_path / "nope.yaml")])
     assert missing.exit_code == 2
     assert "does not exist" in missing.output
+
+
+def test_completion_scripts_complete_commands_and_flags() -> None:
+    """`appstack completion bash` (click's completion, with the program's own variable):
+    sourced in a real bash, it completes a command and a flag."""
+    import shutil  # noqa: PLC0415
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    for shell in ("bash", "zsh", "fish"):
+        result = CliRunner().invoke(main, ["completion", shell])
+        assert result.exit_code == 0, result.output
+        assert "_APPSTACK_COMPLETE" in result.output
+    bash = shutil.which("bash")
+    if bash is None:  # pragma: no cover
+        pytest.skip("no bash")
+    script = CliRunner().invoke(main, ["completion", "bash"]).output
+    binary = Path(sys.executable).parent
+    probe = (
+        f"{script}\n"
+        "COMPREPLY=(); COMP_WORDS=(appstack ren); COMP_CWORD=1; _appstack_completion appstack; "
+        'echo "${COMPREPLY[@]}"; '
+        "COMPREPLY=(); COMP_WORDS=(appstack render --recur); COMP_CWORD=2; "
+        "_appstack_completion appstack; "
+        'echo "${COMPREPLY[@]}"'
+    )
+    done = subprocess.run(
+        [bash, "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        env={"PATH": f"{binary}:/usr/bin:/bin"},
+    )
+    assert done.stdout.split("\n")[:2] == ["render", "--recursive"], done.stdout
