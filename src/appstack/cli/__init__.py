@@ -47,6 +47,22 @@ class _Commands(click.Group):
         self._register_all()
         return super().list_commands(ctx)
 
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The commands by what they are for (:data:`SECTIONS`), each with its whole first
+        sentence (click would cut it at 45 characters)."""
+        commands = {}
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                commands[name] = command.get_short_help_str(limit=200)
+        sections = [(title, [n for n in names if n in commands]) for title, names in SECTIONS]
+        placed = {name for _, names in sections for name in names}
+        sections.append(("Other commands", [n for n in commands if n not in placed]))
+        for title, names in sections:
+            if names:
+                with formatter.section(title):
+                    formatter.write_dl([(name, commands[name]) for name in names])
+
     def resolve_command(
         self, ctx: click.Context, args: list[str]
     ) -> tuple[str | None, click.Command | None, list[str]]:
@@ -70,6 +86,13 @@ class _Commands(click.Group):
 
 
 #: Commands other distributions add, and where to get them.
+#: The top-level help's sections: the commands by what they are for.
+SECTIONS = (
+    ("Operate appstack", ("run", "status", "uninstall", "render", "manifests", "etcd-backup")),
+    ("Build an operator", ("init", "create", "edit", "generate", "new", "add")),
+    ("Local cluster (the test bed)", ("cluster",)),
+    ("Shell", ("completion",)),
+)
 ELSEWHERE = {
     "cluster": "the cluster commands (the local cluster for development, the demo and the "
     "tests) come from the test bed, appstack-testbed in the repository's testbed/; install it "

@@ -15,7 +15,7 @@ from appstack.core.duration import DEFAULT_SYNC_PERIOD
 from appstack.sdk.flags import check_duration
 
 
-@click.command()
+@click.command(short_help="Write the install: CRDs, RBAC, the operator, one bundle; the chart.")
 @click.option(
     "-o",
     "--output-dir",
@@ -217,7 +217,7 @@ def manifests(
             click.echo(f"wrote {path}")
 
 
-@click.command()
+@click.command(short_help="Remove appstack from a cluster: every object of ours, the operator.")
 @KUBECONFIG
 @CONTEXT
 @click.option("--timeout", default=300.0, show_default=True, help="Seconds to wait for each step.")
@@ -263,7 +263,7 @@ def uninstall(
     click.echo("appstack uninstalled.")
 
 
-@click.command()
+@click.command(short_help="Show an object of ours and what it is made of, as a tree.")
 @click.argument("target", metavar="[KIND/]NAME")
 @click.option(
     "-n",

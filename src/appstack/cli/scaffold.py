@@ -215,7 +215,7 @@ def create_webhook(
     )
 
 
-@click.command()
+@click.command(short_help="Change the project's settings (kubebuilder edit).")
 @click.option(
     "--namespaced/--cluster-wide",
     default=None,

@@ -25,7 +25,7 @@ _NAME = click.option(
 )
 
 
-@click.group()
+@click.group(short_help="A local Kubernetes cluster as processes, for development and tests.")
 def cluster() -> None:
     """A local Kubernetes cluster as processes: etcd, kube-apiserver, controller-manager,
     scheduler and kwok fake nodes on 127.0.0.1, and (as root) a real node with a real

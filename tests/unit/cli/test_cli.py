@@ -265,3 +265,13 @@ def test_completion_scripts_complete_commands_and_flags() -> None:
         env={"PATH": f"{binary}:/usr/bin:/bin"},
     )
     assert done.stdout.split("\n")[:2] == ["render", "--recursive"], done.stdout
+
+
+def test_the_top_level_help_groups_commands_and_cuts_no_summary() -> None:
+    """Issue #51: 7 of 12 summaries were cut mid-phrase ("..."), in one flat list."""
+    text = CliRunner().invoke(main, ["--help"], terminal_width=100).output
+    for section in ("Operate appstack:", "Build an operator:", "Shell:"):
+        assert section in text, text
+    commands = text[text.index("Operate appstack:") :]
+    assert "..." not in commands, commands
+    assert text.index("Operate appstack:") < text.index("  run ") < text.index("Build")
