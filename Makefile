@@ -121,7 +121,7 @@ demo-down: venv
 # Helm chart charts/appstack, generated from the code.
 # For your own cluster see `appstack manifests --help` (image, namespace, watched namespaces).
 manifests: venv
-	$(BIN)/appstack manifests -o deploy --chart-dir charts/appstack
+	$(BIN)/appstack manifests --output-dir deploy --chart-dir charts/appstack
 
 # --- The kubebuilder workflow (seed 001), against the current kubeconfig: $KUBECONFIG, else
 # ~/.kube/config, else the local cluster of `make demo` / `appstack cluster up`.
@@ -146,7 +146,7 @@ run: venv
 # The operator into the cluster, running IMG (build it first: make docker-build, or without
 # a daemon make image-oci, which also puts it into the local cluster's registry).
 deploy: venv
-	$(BIN)/appstack manifests --image $(IMG) -o - | $(KUBECTL) apply --server-side -f -
+	$(BIN)/appstack manifests --image $(IMG) -o yaml | $(KUBECTL) apply --server-side -f -
 
 # Remove appstack from the cluster: custom resources (finalized by the still-running
 # operator), then the operator, then the CRDs. Asks first; YES=1 does not.

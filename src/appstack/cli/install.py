@@ -17,12 +17,18 @@ from appstack.sdk.flags import check_duration
 
 @click.command(short_help="Write the install: CRDs, RBAC, the operator, one bundle; the chart.")
 @click.option(
-    "-o",
     "--output-dir",
     default="deploy",
     show_default=True,
     type=click.Path(),
-    help="Where to write the manifests ('-': print the install bundle to stdout).",
+    help="The directory to write the manifests to.",
+)
+@click.option(
+    "-o",
+    "--output",
+    default=None,
+    help="Print the install bundle to stdout instead, as kubectl's -o: yaml (a multi-document "
+    "stream; '-' says the same) or json (a v1 List).",
 )
 @click.option("--check", is_flag=True, help="Only check that the files are up to date.")
 @click.option(
@@ -142,6 +148,7 @@ from appstack.sdk.flags import check_duration
 def manifests(
     *,
     output_dir: str,
+    output: str | None,
     check: bool,
     image: str | None,
     namespace: str,
@@ -170,14 +177,20 @@ def manifests(
 
     \b
     appstack manifests --image REGISTRY/appstack:TAG \\
-      --watch-namespace team-a -o - | kubectl apply -f -
+      --watch-namespace team-a -o yaml | kubectl apply -f -
+    appstack manifests --output-dir my-install/
     """
     from pathlib import Path  # noqa: PLC0415
 
     from appstack.manifests import bundle, chart  # noqa: PLC0415
-    from appstack.manifests.install import InstallOptions  # noqa: PLC0415
+    from appstack.manifests.install import InstallOptions, install  # noqa: PLC0415
     from appstack.manifests.workload import IMAGE, OperatorFlags  # noqa: PLC0415
 
+    if output not in (None, "-", "yaml", "json"):
+        raise click.UsageError(
+            f"-o {output}: -o is the output format (yaml or json, printed to stdout); write "
+            f"files with --output-dir {output}",
+        )
     if replicas > 1 and not leader_election:
         raise click.UsageError("--no-leader-election runs one replica only: add --replicas=1")
     options = InstallOptions(
@@ -201,7 +214,13 @@ def manifests(
             image_pull_policy=image_pull_policy,
         ),
     )
-    if output_dir == "-":
+    if output == "json":
+        import json  # noqa: PLC0415
+
+        objects = install(options).objects()
+        click.echo(json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}, indent=2))
+        return
+    if output is not None or output_dir == "-":
         click.echo(bundle.bundle_text(options), nl=False)
         return
     outputs = {Path(output_dir): bundle.render(options)}

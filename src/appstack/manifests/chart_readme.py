@@ -74,7 +74,7 @@ helm show crds ./charts/appstack | kubectl apply --server-side -f -
 helm upgrade appstack ./charts/appstack --namespace appstack-system
 ```
 
-(the same CRDs are in the repository's `deploy/crds/`, and `appstack manifests -o -`
+(the same CRDs are in the repository's `deploy/crds/`, and `appstack manifests -o yaml`
 prints them with the rest of the install). CRD changes are additive within `v1`, so
 applying the new CRDs before the new operator runs is safe for the old one.
 `helm uninstall` keeps the CRDs and so your custom resources; `appstack uninstall` removes

@@ -11,7 +11,7 @@
   cached image's);
 * ``appstack-V.tgz``: the Helm chart rendered from the code (what ``charts/appstack`` holds
   when it is up to date) packaged with ``helm package``, kept in the cache by its files;
-* ``install.yaml``: ``appstack manifests --image REPOSITORY@sha256:<digest> -o -``, the
+* ``install.yaml``: ``appstack manifests --image REPOSITORY@sha256:<digest> -o yaml``, the
   install pinned to the archived image's manifest digest, which ``skopeo copy`` and
   ``crane push`` keep when they push the archive;
 * ``SHA256SUMS``: ``sha256sum -c SHA256SUMS`` checks them all.
@@ -72,7 +72,7 @@ def pinned(repo: str, digest: str) -> str:
 
 
 def install_yaml(image: str) -> str:
-    """The install bundle (``appstack manifests --image IMAGE -o -``)."""
+    """The install bundle (``appstack manifests --image IMAGE -o yaml``)."""
     from appstack.manifests.bundle import bundle_text  # noqa: PLC0415
     from appstack.manifests.install import InstallOptions  # noqa: PLC0415
 
