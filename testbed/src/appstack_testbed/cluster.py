@@ -56,6 +56,8 @@ STORAGE_CLASS = {
     "volumeBindingMode": "Immediate",
 }
 
+#: How often a component that exits while it starts is started (a kubelet's restarts).
+_START_ATTEMPTS = 3
 _START_TIMEOUT = {
     "etcd": 30.0,
     "kube-apiserver": 90.0,
@@ -237,8 +239,19 @@ class LocalCluster:
             return
         if component == "kwok" and self.process("kube-apiserver").running():
             self._release_node_leases(layout)
-        proc.start(control_plane.command(layout, component))
-        self._wait_healthy(layout, component)
+        # a component that exits while it starts is started again, as a kubelet restarts a
+        # static pod (kube-apiserver 1.30 under load may fail a post-start hook, its
+        # Service IP repair's first check, and exit: it comes up on the next start)
+        for attempt in range(1, _START_ATTEMPTS + 1):
+            proc.start(control_plane.command(layout, component))
+            try:
+                self._wait_healthy(layout, component)
+                break
+            except ComponentError as error:
+                if proc.running() or attempt == _START_ATTEMPTS:
+                    raise
+                last = error.log_tail.strip().splitlines()[-1:] or [""]
+                self.print(f"[appstack]   {component} exited while starting ({last[0]}); again")
         if component in ("etcd", "kube-apiserver"):
             after_server = control_plane.ORDER.index("kube-apiserver") + 1
             for dependent in control_plane.ORDER[after_server:]:

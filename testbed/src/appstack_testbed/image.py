@@ -321,14 +321,16 @@ def build_with_dockerfile(project: Path, ref: str, printer: Printer = _stderr) -
     ``make build`` in ``dist/``; returns the image id, stored under ``ref`` in the cache's
     buildah storage (``buildah_run`` runs a command in it). No registry is reachable here:
     the Dockerfile's ``FROM`` is replaced by a Debian rootfs of the same suite built from
-    Debian packages (:data:`RUNTIME_ROOTFS`); every ``RUN`` step is the Dockerfile's own
+    Debian packages (:data:`BUILD_ROOTFS`); every ``RUN`` step is the Dockerfile's own
     (apt-get from Debian, pip from PyPI). A CA bundle pip must trust (``PIP_CERT``: an index
     behind a TLS-inspecting proxy) reaches pip through ``/etc/pip.conf`` during the build
     only, as a user behind such a proxy would pass it."""
     cache = cache_root() / "image"
     ensure_tools(printer)
-    base_tarball = bootstrap(RUNTIME_ROOTFS, cache, printer)
-    base = f"localhost/appstack-debian-{SUITE}:{RUNTIME_ROOTFS.key}"
+    # Debian's python3 and python3-venv there already: the Dockerfile's apt-get step still
+    # runs, with nothing left to unpack (what its FROM would leave it to do, it does)
+    base_tarball = bootstrap(BUILD_ROOTFS, cache, printer)
+    base = f"localhost/appstack-debian-{SUITE}:{BUILD_ROOTFS.key}"
     buildah = _dockerfile_buildah()
     with _file_lock(cache / ".dockerfile.lock"), tempfile.TemporaryDirectory() as work:
         started = time.monotonic()
