@@ -50,7 +50,7 @@ DICTIONARY_LIMIT = 6 * 1024
 PIECE_LIMIT = 3 * 1024
 
 #: The packs after which the dictionary grows (see the module's docstring).
-GROW_AT = frozenset({16, 128, 1024})
+GROW_AT = (16, 128, 1024)
 
 K = TypeVar("K")
 
