@@ -7,7 +7,7 @@ so the chart cannot drift from the generated manifests. Pure; used by
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import yaml
@@ -78,31 +78,20 @@ def block(text: str, key: str, name: str, values: str) -> str:
 
 
 def with_default(text: str, key: str, values: str) -> str:
-    """The block ``key:`` (and every line indented under it) stays as the default, rendered
-    only when ``values`` is empty; otherwise ``values`` as YAML takes its place."""
-    lines = text.splitlines(keepends=True)
-    result: list[str] = []
-    index = 0
-    while index < len(lines):
-        found = re.match(rf"^(\s*){re.escape(key)}:\s*$", lines[index])
-        if found is None:
-            result.append(lines[index])
-            index += 1
-            continue
-        indent = found.group(1)
-        end = index + 1
-        while end < len(lines) and len(lines[end]) - len(lines[end].lstrip()) > len(indent):
-            end += 1
-        result += [
-            f"{indent}{{{{- with {values} }}}}\n",
-            f"{indent}{key}:\n",
-            f"{indent}  {{{{- toYaml . | nindent {len(indent) + 2} }}}}\n",
-            f"{indent}{{{{- else }}}}\n",
-            *lines[index:end],
-            f"{indent}{{{{- end }}}}\n",
+    """The block ``key:`` (and everything under it) stays as the default, rendered only when
+    ``values`` is empty; otherwise ``values`` as YAML takes its place."""
+
+    def around(indent: str, block: list[str]) -> list[str]:
+        return [
+            f"{indent}{{{{- with {values} }}}}",
+            f"{indent}{key}:",
+            f"{indent}  {{{{- toYaml . | nindent {len(indent) + 2} }}}}",
+            f"{indent}{{{{- else }}}}",
+            *block,
+            f"{indent}{{{{- end }}}}",
         ]
-        index = end
-    return "".join(result)
+
+    return _each_block(text, key, around)
 
 
 def if_item(text: str, name: str, item: str, condition: str) -> str:
@@ -140,8 +129,16 @@ def with_scalar(text: str, key: str, name: str, values: str) -> str:
 
 
 def wrap_key(text: str, key: str, before: str, after: str) -> str:
-    """Surround the mapping entry ``key:`` and everything under it (deeper lines, and a
-    list's ``- `` items at its own indentation) with template lines at its indentation."""
+    """Surround the mapping entry ``key:`` and everything under it with template lines at
+    its indentation."""
+    return _each_block(
+        text, key, lambda indent, block: [f"{indent}{before}", *block, f"{indent}{after}"]
+    )
+
+
+def _each_block(text: str, key: str, around: Callable[[str, list[str]], list[str]]) -> str:
+    """Every mapping entry ``key:`` with everything under it (deeper lines, and a list's
+    ``- `` items at its own indentation) replaced by ``around(indent, its lines)``."""
     lines = text.split("\n")
     out: list[str] = []
     i = 0
@@ -157,7 +154,7 @@ def wrap_key(text: str, key: str, before: str, after: str) -> str:
             lines[end].startswith(indent + " ") or lines[end].startswith(indent + "- ")
         ):
             end += 1
-        out += [f"{indent}{before}", *lines[i:end], f"{indent}{after}"]
+        out += around(indent, lines[i:end])
         i = end
     return "\n".join(out)
 
