@@ -28,7 +28,6 @@ from typing import Any
 from appstack.sdk.crds import crd
 from appstack.sdk.guards.expressions import (
     Validation,
-    cel_list,
     cel_string,
     finalizers_added_only,
     labelled,
@@ -37,8 +36,10 @@ from appstack.sdk.guards.expressions import (
 )
 from appstack.sdk.guards.pods import (
     APPARMOR_ANNOTATION,
-    BASELINE_CAPABILITIES,
     annotations_confined,
+    capabilities_added_ok,
+    not_true,
+    profile_confined,
 )
 from appstack.sdk.guards.subject import GuardedOperator, Obj
 from appstack.sdk.identity import NOT_ENABLED_REASON
@@ -191,12 +192,10 @@ def _at(path: tuple[str, ...], check: str, root: str = "object", depth: int = 0)
 
 
 def _context_ok(context: str) -> str:
-    caps = f"{context}.capabilities"
+    """CEL: what a tenant's kind may ask of a securityContext at ``context``."""
     return (
-        f"((!has({context}.privileged) || !{context}.privileged) && "
-        f"(!has({caps}) || !has({caps}.add) || {caps}.add.all(a, a in "
-        f"{cel_list(BASELINE_CAPABILITIES)})) && "
-        f"(!has({context}.seccompProfile) || {context}.seccompProfile.type != 'Unconfined'))"
+        f"({not_true(context, 'privileged')} && {capabilities_added_ok(context)} && "
+        f"{profile_confined(context, 'seccompProfile')})"
     )
 
 

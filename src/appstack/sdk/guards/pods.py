@@ -54,11 +54,12 @@ APPARMOR_ANNOTATION = "container.apparmor.security.beta.kubernetes.io/"
 CONTAINER_LISTS = ("containers", "initContainers", "ephemeralContainers")
 
 
-def _not_true(path: str, field: str) -> str:
+def not_true(path: str, field: str) -> str:
+    """CEL: the boolean ``path.field`` is absent or false."""
     return f"(!has({path}.{field}) || !{path}.{field})"
 
 
-def _profile_confined(context: str, profile: str) -> str:
+def profile_confined(context: str, profile: str) -> str:
     """``context.<profile>`` (seccompProfile, appArmorProfile) is not ``Unconfined``."""
     return f"(!has({context}.{profile}) || {context}.{profile}.type != 'Unconfined')"
 
@@ -75,19 +76,25 @@ def _selinux_ok(context: str) -> str:
 
 def _host_process_off(context: str) -> str:
     options = f"{context}.windowsOptions"
-    return f"(!has({options}) || {_not_true(options, 'hostProcess')})"
+    return f"(!has({options}) || {not_true(options, 'hostProcess')})"
+
+
+def capabilities_added_ok(context: str) -> str:
+    """CEL: the capabilities the securityContext at ``context`` adds are baseline's."""
+    caps = f"{context}.capabilities"
+    return (
+        f"(!has({caps}) || !has({caps}.add) || "
+        f"{caps}.add.all(a, a in {cel_list(BASELINE_CAPABILITIES)}))"
+    )
 
 
 def container_context_ok(context: str) -> str:
     """CEL: a container's ``securityContext`` at ``context`` is within baseline."""
-    caps = f"{context}.capabilities"
     return (
         f"(!has({context}) || ("
-        f"{_not_true(context, 'privileged')} && "
-        f"(!has({caps}) || !has({caps}.add) || "
-        f"{caps}.add.all(a, a in {cel_list(BASELINE_CAPABILITIES)})) && "
-        f"{_profile_confined(context, 'seccompProfile')} && "
-        f"{_profile_confined(context, 'appArmorProfile')} && "
+        f"{not_true(context, 'privileged')} && {capabilities_added_ok(context)} && "
+        f"{profile_confined(context, 'seccompProfile')} && "
+        f"{profile_confined(context, 'appArmorProfile')} && "
         f"(!has({context}.procMount) || {context}.procMount == 'Default') && "
         f"{_selinux_ok(context)} && {_host_process_off(context)}))"
     )
@@ -168,20 +175,20 @@ class Check:
         if self.name == "privileged":
             ports = "(!has(c.ports) || c.ports.all(p, !has(p.hostPort) || p.hostPort == 0))"
             privileged = (
-                f"(!has(c.securityContext) || {_not_true('c.securityContext', 'privileged')})"
+                f"(!has(c.securityContext) || {not_true('c.securityContext', 'privileged')})"
             )
             return _each_container(spec, f"{privileged} && {ports}")
         if self.name == "host":
             flags = " && ".join(
-                _not_true(spec, flag) for flag in ("hostNetwork", "hostPID", "hostIPC")
+                not_true(spec, flag) for flag in ("hostNetwork", "hostPID", "hostIPC")
             )
             volumes = f"(!has({spec}.volumes) || {spec}.volumes.all(v, !has(v.hostPath)))"
             return f"{flags} && {volumes}"
         if self.name == "security":
             pod = (
                 f"(!has({pod_context}) || ("
-                f"{_profile_confined(pod_context, 'seccompProfile')} && "
-                f"{_profile_confined(pod_context, 'appArmorProfile')} && "
+                f"{profile_confined(pod_context, 'seccompProfile')} && "
+                f"{profile_confined(pod_context, 'appArmorProfile')} && "
                 f"{_selinux_ok(pod_context)} && {_host_process_off(pod_context)} && "
                 f"(!has({pod_context}.sysctls) || {pod_context}.sysctls.all(s, "
                 f"s.name in {cel_list(SAFE_SYSCTLS)}))))"
