@@ -224,16 +224,12 @@ def test_render_of_an_object_without_its_type(document: str, error: str) -> None
     assert said(appstack("render", "-f", "-", stdin=document)) == [error]
 
 
+#: ``appstack run`` listening on no port.
+RUN_NO_PORTS = ("run", "--metrics-bind-address", "0", "--health-probe-bind-address", "0")
+
+
 def test_run_without_a_kubeconfig_is_one_line_and_exit_2(tmp_path: Path) -> None:
-    result = appstack(
-        "run",
-        "--metrics-bind-address",
-        "0",
-        "--health-probe-bind-address",
-        "0",
-        "--kubeconfig",
-        str(tmp_path / "nonexistent"),
-    )
+    result = appstack(*RUN_NO_PORTS, "--kubeconfig", str(tmp_path / "nonexistent"))
     assert "Traceback" not in result.stdout + result.stderr
     assert result.returncode == 2
     (line,) = [line for line in result.stderr.splitlines() if "cannot start" in line]
@@ -251,16 +247,8 @@ def test_run_takes_a_kubeconfig_list_and_a_context(tmp_path: Path) -> None:
         "users: [{name: u, user: {token: t}}]\n"
         "contexts: [{name: here, context: {cluster: c, user: u}}]\n"
     )
-    result = appstack(
-        "run",
-        "--metrics-bind-address",
-        "0",
-        "--health-probe-bind-address",
-        "0",
-        "--context",
-        "nowhere",
-        env={"KUBECONFIG": f"{tmp_path / 'missing'}:{config}"},
-    )
+    listed = {"KUBECONFIG": f"{tmp_path / 'missing'}:{config}"}
+    result = appstack(*RUN_NO_PORTS, "--context", "nowhere", env=listed)
     assert "Traceback" not in result.stdout + result.stderr
     assert result.returncode == 2
     (line,) = [line for line in result.stderr.splitlines() if "cannot start" in line]
