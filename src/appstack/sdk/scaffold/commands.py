@@ -231,7 +231,7 @@ def create_api(
     )
     files = _api_files(directory, project, merged, resource=resource, controller=controller)
     if not force:  # --force: the kind's own scaffold files rewritten
-        files = _refuse_overwriting(directory, files, marked=MARKED_FILES)
+        files = _refuse_overwriting(directory, project.package, files, marked=MARKED_FILES)
     project.resources = [r for r in project.resources if r is not existing] + [merged]
     files["PROJECT"] = project.to_text()
     return _write(directory, files)
@@ -248,6 +248,7 @@ MARKED_FILES = (
 
 def _refuse_overwriting(
     directory: Path,
+    package: str,
     files: Files,
     *,
     marked: tuple[str, ...],
@@ -259,7 +260,6 @@ def _refuse_overwriting(
     them (``pristine``): any other may hold the user's edits, and a generator never
     overwrites those (``--force`` does, for a kind's own scaffold files). A file whose
     scaffold has nothing new (its text is the ``pristine`` one) is left as it is."""
-    package = read(directory).package
     kept = {m.format(package=package) for m in marked}
     unedited = pristine or {}
     clashing = []
@@ -387,7 +387,9 @@ def create_webhook(
     )
     files["PROJECT"] = project.to_text()
     files[test] = _webhook_test(project, res)
-    files = _refuse_overwriting(directory, files, marked=("PROJECT", model), pristine=before)
+    files = _refuse_overwriting(
+        directory, project.package, files, marked=("PROJECT", model), pristine=before
+    )
     return _write(directory, files)
 
 
