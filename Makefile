@@ -153,9 +153,11 @@ deploy: venv
 undeploy: venv
 	$(BIN)/appstack uninstall $(if $(YES),--yes)
 
-# The runtime's API reference (docs/runtime-api.md), generated from its docstrings.
+# The runtime's and the SDK's API references (docs/runtime-api.md, docs/sdk-api.md),
+# generated from their docstrings.
 docs: venv
 	$(BIN)/python -m appstack.apidoc docs/runtime-api.md
+	$(BIN)/python -m appstack.apidoc docs/sdk-api.md sdk
 	$(BIN)/python -m appstack.manifests.reference docs/crd-reference.md
 
 # The documentation site (mkdocs.yml): docs/ built into build/site, every internal link and

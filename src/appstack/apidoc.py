@@ -1,9 +1,12 @@
-"""The API reference of :mod:`appstack.runtime` (``docs/runtime-api.md``), generated from
-the docstrings and signatures of the names in its ``__all__``.
+"""The API references of :mod:`appstack.runtime` (``docs/runtime-api.md``) and
+:mod:`appstack.sdk` (``docs/sdk-api.md``), generated from the docstrings and signatures of
+the names in their ``__all__`` — the one door through which appstack's own operator and
+every user's operator reach them.
 
-``python -m appstack.apidoc docs/runtime-api.md`` (``make docs``) writes it; a unit test
-fails when the committed file is stale, so the reference always says what the code does.
-Used by developers and that test only; the operator never imports it.
+``python -m appstack.apidoc docs/runtime-api.md`` and ``python -m appstack.apidoc
+docs/sdk-api.md sdk`` (``make docs``) write them; a unit test fails when a committed file is
+stale, so the reference always says what the code does. Used by developers and that test
+only; the operator never imports it.
 """
 
 from __future__ import annotations
@@ -13,13 +16,24 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from appstack import runtime
+from appstack import runtime, sdk
 
-HEADER = """# `appstack.runtime` API reference
+HEADERS = {
+    "runtime": """# `appstack.runtime` API reference
 
 Generated from the docstrings by `make docs` (`python -m appstack.apidoc`); do not edit.
 The tutorial is [runtime.md](runtime.md).
-"""
+""",
+    "sdk": """# `appstack.sdk` API reference
+
+Generated from the docstrings by `make docs` (`python -m appstack.apidoc docs/sdk-api.md
+sdk`); do not edit. Everything here imports from the package root (`from appstack.sdk import
+KindReconciler`), as appstack's own operator imports it (an import-linter contract keeps it
+so). The tutorial is [build-your-own-operator.md](build-your-own-operator.md); the runtime
+underneath is [runtime-api.md](runtime-api.md).
+""",
+}
+PACKAGES = {"runtime": runtime, "sdk": sdk}
 
 
 def _doc(obj: Any) -> str:
@@ -40,6 +54,18 @@ def _bare(annotation: Any) -> Any:
     return _Text(annotation) if isinstance(annotation, str) else annotation
 
 
+def _default(value: Any) -> Any:
+    """A default as Python would read it: a function by its name (``time.monotonic``), a
+    dataclass field's factory (``<factory>``) as ``...``."""
+    if value is inspect.Parameter.empty:
+        return value
+    if callable(value) and hasattr(value, "__qualname__"):
+        return _Text(f"{getattr(value, '__module__', None) or 'builtins'}.{value.__qualname__}")
+    if repr(value).startswith("<"):
+        return _Text("...")
+    return value
+
+
 def _signature(obj: Any, name: str) -> str:
     """``name(parameters) -> return``, as Python: annotations unquoted, defaults as repr
     (``path: str = '/metrics'``), so a signature compiles as a ``def``."""
@@ -47,7 +73,10 @@ def _signature(obj: Any, name: str) -> str:
         signature = inspect.signature(obj)
     except (TypeError, ValueError):
         return name
-    parameters = [p.replace(annotation=_bare(p.annotation)) for p in signature.parameters.values()]
+    parameters = [
+        p.replace(annotation=_bare(p.annotation), default=_default(p.default))
+        for p in signature.parameters.values()
+    ]
     bare = signature.replace(
         parameters=parameters, return_annotation=_bare(signature.return_annotation)
     )
@@ -66,10 +95,22 @@ def _members(cls: type) -> list[tuple[str, Any]]:
     return out
 
 
+def _model_fields(cls: type) -> list[str]:
+    """A Pydantic model's fields as written in YAML (their aliases), whose signature
+    Pydantic builds lazily (it differs before and after the model's schema is complete)."""
+    fields = getattr(cls, "model_fields", None)
+    if fields is None:
+        return []
+    names = ", ".join(f"`{f.alias or n}`" for n, f in fields.items())
+    return [f"Fields: {names}." if names else "No fields of its own.", ""]
+
+
 def _class(name: str, cls: type) -> list[str]:
     bases = [b.__name__ for b in cls.__bases__ if b is not object]
     head = f"### class `{name}`" + (f" ({', '.join(bases)})" if bases else "")
-    lines = [head, "", "```python", _signature(cls, name), "```", "", _doc(cls), ""]
+    fields = _model_fields(cls)
+    signature = f"{name}(**fields: Any)" if fields else _signature(cls, name)
+    lines = [head, "", "```python", signature, "```", "", _doc(cls), "", *fields]
     for member_name, member in _members(cls):
         # Documented where it is declared (a protocol, a base class) counts: getdoc inherits.
         summary = _summary(getattr(cls, member_name))
@@ -88,20 +129,39 @@ def _summary(obj: Any) -> str:
     return " ".join(doc.strip().split("\n\n")[0].split()) if doc else "(undocumented)"
 
 
-def render() -> str:
-    """The whole reference, one section per exported name, in ``__all__`` order."""
+def _typeddict(name: str, cls: type) -> list[str]:
+    """A wire shape: its keys and their types, as written."""
+    hints = getattr(cls, "__annotations__", {})
+    keys = ", ".join(f"`{key}`" for key in hints)
+    return [f"### TypedDict `{name}`", "", _doc(cls), "", f"Keys: {keys}.", ""]
+
+
+def _constant(name: str, obj: Any) -> str:
+    """What a constant is: its value, where the value is the same in every process."""
+    text = repr(obj)
+    if " at 0x" in text:
+        return f"- **`{name}`** ({type(obj).__name__})"
+    return f"- **`{name}`** = `{text}`"
+
+
+def render(package: str = "runtime") -> str:
+    """The whole reference of ``appstack.<package>``, one section per exported name, in
+    ``__all__`` order."""
+    module = PACKAGES[package]
     classes, functions, errors, constants = [], [], [], []
-    for name in runtime.__all__:
-        obj = getattr(runtime, name)
+    for name in module.__all__:
+        obj = getattr(module, name)
         if inspect.isclass(obj) and issubclass(obj, BaseException):
             errors.append(f"- **`{name}`** ({obj.__bases__[0].__name__}) — {_summary(obj)}")
+        elif inspect.isclass(obj) and hasattr(obj, "__total__"):  # a TypedDict
+            classes += _typeddict(name, obj)
         elif inspect.isclass(obj):
             classes += _class(name, obj)
         elif inspect.isfunction(obj):
             functions += [f"### `{_signature(obj, name)}`", "", _doc(obj), ""]
         else:  # a constant (a well-known kind) or a type alias: what it is
-            constants.append(f"- **`{name}`** = `{obj!r}`")
-    parts = [HEADER, "## Classes", "", *classes, "## Functions", "", *functions]
+            constants.append(_constant(name, obj))
+    parts = [HEADERS[package], "## Classes", "", *classes, "## Functions", "", *functions]
     parts += ["## Errors", "", *errors, ""]
     parts += ["## Constants and types", "", *constants, ""]
     return "\n".join(parts)
@@ -109,7 +169,7 @@ def render() -> str:
 
 def main(argv: list[str]) -> int:
     target = Path(argv[1]) if len(argv) > 1 else Path("docs/runtime-api.md")
-    target.write_text(render())
+    target.write_text(render(argv[2] if len(argv) > 2 else "runtime"))
     print(f"wrote {target}")
     return 0
 

@@ -17,8 +17,8 @@ from appstack.controllers import appstack as appstack_controller
 from appstack.controllers.appstack.addresses import ExternalIPPolicy, parse_networks
 from appstack.controllers.etcdcluster import CONTROLLER as ETCD_CONTROLLER
 from appstack.controllers.registry import ALL, CACHE
-from appstack.sdk import operator as assembly
-from appstack.sdk.options import OperatorOptions
+from appstack.sdk import OperatorOptions
+from appstack.sdk import run_operator as sdk_run_operator
 
 #: How to install the CRDs, said when they are missing.
 CRDS_HINT = (
@@ -52,7 +52,7 @@ class AppstackOptions:
 
 def run_operator(options: OperatorOptions, own: AppstackOptions | None = None) -> int:
     """Run appstack's operator; its exit code (see :func:`appstack.sdk.operator.run_operator`)."""
-    return assembly.run_operator(
+    return sdk_run_operator(
         ALL,
         IDENTITY,
         options,

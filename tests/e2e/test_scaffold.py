@@ -35,7 +35,7 @@ from typing import Any
 import pytest
 import yaml
 
-from appstack.sdk.scaffold import manifests
+from appstack.scaffold import manifests
 from appstack_testbed.dist import source_build_lock
 from appstack_testbed.image import build_with_dockerfile, buildah_run, remove_dockerfile_image
 from appstack_testbed.operators import token_kubeconfig

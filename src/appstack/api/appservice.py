@@ -36,18 +36,23 @@ from appstack.api.pod import (
     mount_rules,
 )
 from appstack.api.security import POD_SECURITY, SECURITY, PodSecurityLevel, SecurityContext
-from appstack.sdk.kind import AGE, WIDE_READY, CustomObject
-from appstack.sdk.model import (
+from appstack.sdk import (
+    AGE,
+    DNS_1035,
+    WIDE_READY,
     Condition,
+    CustomObject,
     EnvList,
+    Image,
     KubeModel,
+    ObjectName,
     Probe,
     ResourceRequirements,
     ServicePort,
     ServiceType,
     default_service_type,
+    name_rules,
 )
-from appstack.sdk.names import DNS_1035, Image, ObjectName, name_rules
 
 ShortString = Annotated[str, Field(max_length=4096)]
 LabelMap = Annotated[dict[str, Annotated[str, Field(max_length=63)]], Field(max_length=64)]

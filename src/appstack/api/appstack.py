@@ -24,9 +24,16 @@ from appstack.api.appstack_rules import MEMBER_NAME_RULES, SERVICE_NAME_RULE
 from appstack.api.graph import find_cycle
 from appstack.api.kind import custom_kind
 from appstack.api.security import POD_SECURITY, PodSecurityLevel
-from appstack.sdk.kind import AGE, READY_MESSAGE, READY_REASON, CustomObject
-from appstack.sdk.model import Condition, KubeModel
-from appstack.sdk.names import DNS_1035, name_rules
+from appstack.sdk import (
+    AGE,
+    DNS_1035,
+    READY_MESSAGE,
+    READY_REASON,
+    Condition,
+    CustomObject,
+    KubeModel,
+    name_rules,
+)
 
 _REFS = (
     "(self.components.exists(x, x.name == d) || (has(self.middleware) && "

@@ -34,15 +34,17 @@ from appstack.api.pod import (
     Volumes,
 )
 from appstack.api.security import SECURITY, SecurityContext
-from appstack.sdk.model import (
+from appstack.sdk import (
+    DNS_LABEL,
     EnvList,
+    Image,
     KubeModel,
+    ObjectName,
     Probe,
     ResourceRequirements,
     ServiceType,
     default_service_type,
 )
-from appstack.sdk.names import DNS_LABEL, Image, ObjectName
 
 
 class ComponentPort(KubeModel):

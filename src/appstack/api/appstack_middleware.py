@@ -19,8 +19,7 @@ from appstack.api.managed_rules import (
 )
 from appstack.api.security import SECURITY, SecurityContext
 from appstack.api.urls import EXAMPLE, URL_RULES, url_problem
-from appstack.sdk.model import KubeModel, Quantity, ResourceRequirements
-from appstack.sdk.names import DNS_1035, TAG, Image, ObjectName
+from appstack.sdk import DNS_1035, TAG, Image, KubeModel, ObjectName, Quantity, ResourceRequirements
 
 MemberName = Annotated[str, Field(min_length=1, max_length=40, pattern=DNS_1035)]
 ServiceName = Annotated[str, Field(min_length=1, max_length=63, pattern=DNS_1035)]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from appstack.api.pod import mount_rules
-from appstack.sdk.names import NameRule
+from appstack.sdk import NameRule
 
 # Children are named <stack>-<member>: a Service name (<= 63), and for managed middleware
 # a StatefulSet name (<= 52, so that its pods' controller-revision-hash label fits in 63).

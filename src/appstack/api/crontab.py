@@ -18,9 +18,20 @@ from appstack.api.cron_rules import CRON_RULES
 from appstack.api.kind import custom_kind
 from appstack.api.pod import IMAGE_PULL_SECRETS, PullSecrets
 from appstack.api.security import POD_SECURITY, SECURITY, PodSecurityLevel, SecurityContext
-from appstack.sdk.kind import AGE, WIDE_READY, CustomObject
-from appstack.sdk.model import Condition, EnvFromSource, EnvList, KubeModel, ResourceRequirements
-from appstack.sdk.names import DNS_LABEL, Image, ObjectName, name_rules
+from appstack.sdk import (
+    AGE,
+    DNS_LABEL,
+    WIDE_READY,
+    Condition,
+    CustomObject,
+    EnvFromSource,
+    EnvList,
+    Image,
+    KubeModel,
+    ObjectName,
+    ResourceRequirements,
+    name_rules,
+)
 
 
 class CronTabSpec(KubeModel):

@@ -24,9 +24,17 @@ from appstack.api.etcdcluster_recovery import (
 from appstack.api.etcdcluster_version import VERSION_RULES
 from appstack.api.kind import custom_kind
 from appstack.api.pod import PullSecrets
-from appstack.sdk.kind import AGE, CustomObject
-from appstack.sdk.model import Condition, KubeModel, Quantity, ResourceRequirements
-from appstack.sdk.names import DNS_1035, ObjectName, name_rules
+from appstack.sdk import (
+    AGE,
+    DNS_1035,
+    Condition,
+    CustomObject,
+    KubeModel,
+    ObjectName,
+    Quantity,
+    ResourceRequirements,
+    name_rules,
+)
 
 # Versions with a release the operator knows how to run (etcd's own images are tagged vX.Y.Z).
 VERSION_PATTERN = r"^3\.[56]\.[0-9]+$"

@@ -19,8 +19,7 @@ from pydantic import ConfigDict, Field, field_validator
 
 from appstack.api.cron import cron_problem
 from appstack.api.cron_rules import cron_rules
-from appstack.sdk.model import KubeModel
-from appstack.sdk.names import ObjectName
+from appstack.sdk import KubeModel, ObjectName
 
 SCHEDULE = "schedule"
 BACKUP_RULES: list[Any] = [

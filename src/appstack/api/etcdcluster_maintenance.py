@@ -18,7 +18,7 @@ from pydantic import AfterValidator, ConfigDict, Field, field_validator
 
 from appstack.api.cron import cron_problem
 from appstack.api.cron_rules import cron_rules
-from appstack.sdk.model import ENV_VAR_RULES, EnvVar, KubeModel, unique_env_names
+from appstack.sdk import ENV_VAR_RULES, EnvVar, KubeModel, unique_env_names
 
 MIB = 1 << 20
 GIB = 1 << 30

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import Field
 
-from appstack.sdk.model import KubeModel
+from appstack.sdk import KubeModel
 
 DURATION = r"^([0-9]+(s|m|h))+$"
 RECOVERY_RULES: list[Any] = [

@@ -8,7 +8,7 @@ pydantic): the CLI imports it for its flags' help."""
 from __future__ import annotations
 
 from appstack import __version__
-from appstack.sdk.identity import OperatorIdentity
+from appstack.sdk import OperatorIdentity
 
 IDENTITY = OperatorIdentity(
     project="appstack",

@@ -11,8 +11,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from appstack.api.identity import IDENTITY
-from appstack.sdk.kind import VERSION, ModelT
-from appstack.sdk.kind import custom_kind as sdk_custom_kind
+from appstack.sdk import DEFAULT_VERSION as VERSION
+from appstack.sdk import ModelT
+from appstack.sdk import custom_kind as sdk_custom_kind
 
 GROUP = IDENTITY.domain
 # Every kind's category (``kubectl get appstack-all``); not ``appstack``, which is

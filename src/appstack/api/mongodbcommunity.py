@@ -18,9 +18,18 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field
 
 from appstack.api.kind import custom_kind
-from appstack.sdk.kind import AGE, WIDE_READY, CustomObject
-from appstack.sdk.model import Condition, KubeModel, Quantity, ResourceRequirements
-from appstack.sdk.names import DNS_1035, ObjectName, name_rules
+from appstack.sdk import (
+    AGE,
+    DNS_1035,
+    WIDE_READY,
+    Condition,
+    CustomObject,
+    KubeModel,
+    ObjectName,
+    Quantity,
+    ResourceRequirements,
+    name_rules,
+)
 
 MAX_MEMBERS = 7  # voting members of one replica set
 DEFAULT_IMAGE = "mongo"  # Docker's official image: <repository>:<version>

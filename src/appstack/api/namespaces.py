@@ -18,8 +18,7 @@ The labels' names are the SDK's for an operator of appstack's domain
 from __future__ import annotations
 
 from appstack.api.identity import IDENTITY
-from appstack.sdk.identity import NOT_ENABLED_REASON
-from appstack.sdk.rbac import enabler_grant
+from appstack.sdk import NOT_ENABLED_REASON, enabler_grant
 
 __all__ = [
     "ALLOW_PRIVILEGED",

@@ -25,8 +25,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, ConfigDict, Field
 
-from appstack.sdk.model import KubeModel, LocalObjectReference, Quantity
-from appstack.sdk.names import DNS_LABEL, ObjectName
+from appstack.sdk import DNS_LABEL, KubeModel, LocalObjectReference, ObjectName, Quantity
 
 #: A label key: an optional DNS-subdomain prefix and '/', then a name of at most 63.
 LABEL_KEY = (

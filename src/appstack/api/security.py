@@ -22,7 +22,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from appstack.sdk.model import KubeModel
+from appstack.sdk import KubeModel
 
 SECURITY = (
     "Overrides of the container's securityContext, on top of the podSecurity level "

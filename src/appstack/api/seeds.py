@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from appstack.api.kind import GROUP
-from appstack.sdk.kind import VERSION
+from appstack.sdk import DEFAULT_VERSION as VERSION
 
 SERVED = f"{GROUP}/{VERSION}"
 

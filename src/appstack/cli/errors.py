@@ -46,12 +46,12 @@ def debugging() -> bool:
 
 def explain(error: Exception) -> CommandError | None:
     """The user's error ``error`` is, said plainly; None for anything else (a bug)."""
-    from appstack.runtime import KubeconfigError, errors  # noqa: PLC0415 - only with an error
-    from appstack.sdk.operator import KUBECONFIG_HINT, MissingCRDs  # noqa: PLC0415
+    from appstack.runtime import Forbidden, KubeconfigError, TransportError, Unauthorized  # noqa: PLC0415 - only with an error
+    from appstack.sdk import KUBECONFIG_HINT, MissingCRDs  # noqa: PLC0415
 
     if isinstance(error, KubeconfigError):
         return CommandError(str(error), KUBECONFIG_HINT)
-    if isinstance(error, errors.TransportError):
+    if isinstance(error, TransportError):
         where = f" at {error.server}" if error.server else ""
         reason = error.reason
         hint = (
@@ -67,12 +67,12 @@ def explain(error: Exception) -> CommandError | None:
             f"the CRDs are not installed: the API server does not serve {', '.join(error.names)}",
             _crds_hint(),
         )
-    if isinstance(error, errors.Unauthorized):
+    if isinstance(error, Unauthorized):
         return CommandError(
             f"the API server rejected the kubeconfig's credentials ({error})",
             "log in again or use a kubeconfig whose token or certificate is valid here",
         )
-    if isinstance(error, errors.Forbidden):
+    if isinstance(error, Forbidden):
         return CommandError(
             f"forbidden: {error.message or error}",
             "the kubeconfig's user lacks the RBAC rights for this: use another context or ask "

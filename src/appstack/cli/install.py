@@ -12,7 +12,7 @@ from appstack.cli.errors import CommandError
 from appstack.cli.run import CONTEXT, KUBECONFIG
 from appstack.core import defaults
 from appstack.core.duration import DEFAULT_SYNC_PERIOD
-from appstack.sdk.flags import check_duration
+from appstack.sdk import check_duration
 
 
 @click.command(short_help="Write the install: CRDs, RBAC, the operator, one bundle; the chart.")
@@ -259,7 +259,7 @@ def uninstall(
     import asyncio  # noqa: PLC0415
 
     from appstack.cli import uninstall as removal  # noqa: PLC0415
-    from appstack.runtime.client import Client  # noqa: PLC0415
+    from appstack.runtime import Client  # noqa: PLC0415
 
     if not yes:
         question = (
@@ -312,9 +312,7 @@ def status(
     import yaml  # noqa: PLC0415
 
     from appstack.cli import status_kinds  # noqa: PLC0415
-    from appstack.runtime import errors  # noqa: PLC0415
-    from appstack.runtime.client import Client  # noqa: PLC0415
-    from appstack.runtime.kubeconfig import current_namespace  # noqa: PLC0415
+    from appstack.runtime import Client, NotFound, current_namespace  # noqa: PLC0415
 
     namespace = namespace or current_namespace(kubeconfig, context)
     kind_name, _, name = target.rpartition("/")
@@ -328,13 +326,13 @@ def status(
         async with await Client.connect(kubeconfig, context) as client:
             try:
                 return await status_kinds.collect(client, resource, name, namespace)
-            except errors.NotFound:
+            except NotFound:
                 await status_kinds.require_served(client)  # else: the object is not there
                 raise
 
     try:
         tree = asyncio.run(go())
-    except errors.NotFound as error:
+    except NotFound as error:
         raise CommandError(f"{resource.kind} {namespace}/{name} not found") from error
     if output == "json":
         click.echo(json.dumps(tree, indent=2))

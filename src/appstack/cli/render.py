@@ -22,11 +22,8 @@ from pydantic import ValidationError
 from appstack.api.kind import GROUP
 from appstack.api.seeds import foreign_problem, third_party
 from appstack.controllers.registry import ALL, by_kind
-from appstack.sdk import cel
-from appstack.sdk.kit.conditions import error_message, field_path
-from appstack.sdk.kit.kubeobject import as_object
-from appstack.sdk.kit.parts import wire
-from appstack.sdk.kit.registration import Registration
+from appstack.sdk import Registration, as_object, cel_available, error_message, field_path
+from appstack.sdk import to_wire as wire
 
 PLACEHOLDER_UID = "00000000-0000-0000-0000-000000000000"  # assigned by the API server
 CEL_NOTE = (
@@ -79,7 +76,7 @@ def render_documents(documents: list[Any], notes: list[str] | None = None) -> li
             continue
         validated += 1
         rendered += _children(controller, doc, label, problems)
-    if validated and notes is not None and not cel.available():
+    if validated and notes is not None and not cel_available():
         notes.append(CEL_NOTE)
     if problems:
         raise RenderError(problems)

@@ -11,8 +11,9 @@ from typing import Any
 import click
 
 from appstack.api.identity import IDENTITY
-from appstack.sdk.flags import CONTEXT, KUBECONFIG, operator_flags
-from appstack.sdk.options import OperatorOptions
+from appstack.sdk import CONTEXT_OPTION as CONTEXT
+from appstack.sdk import KUBECONFIG_OPTION as KUBECONFIG
+from appstack.sdk import OperatorOptions, operator_flags
 
 __all__ = ["CONTEXT", "KUBECONFIG", "run"]
 
@@ -56,11 +57,11 @@ def run(
     **flags: Any,
 ) -> None:
     """Run the operator (all controllers) against a cluster."""
-    from appstack.sdk import process  # noqa: PLC0415
+    from appstack.sdk import import_aiohttp  # noqa: PLC0415
 
-    process.import_aiohttp()  # before the operator's modules import it
+    import_aiohttp()  # before the operator's modules import it
     from appstack.operator import AppstackOptions, run_operator  # noqa: PLC0415
-    from appstack.sdk.operator import check  # noqa: PLC0415
+    from appstack.sdk import check_options as check  # noqa: PLC0415
 
     options = OperatorOptions.from_flags(**flags)
     try:

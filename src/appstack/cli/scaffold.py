@@ -1,7 +1,7 @@
 """The operator workflow of the seeds, in Python: ``appstack init``, ``create api``,
 ``create webhook``, ``edit``, ``generate manifests`` / ``installer`` / ``k8s`` — kubebuilder's
 names, flags and meanings — and operator-sdk's spellings as aliases (``appstack new``,
-``add api``, ``add controller``). What they write: :mod:`appstack.sdk.scaffold`. Bad input is
+``add api``, ``add controller``). What they write: :mod:`appstack.scaffold`. Bad input is
 refused with the flag named, in one line, and nothing written. Registered on the CLI group
 by :mod:`appstack.cli`.
 """
@@ -29,7 +29,7 @@ DIRECTORY = click.option(
 
 def _refusing(action: Callable[[], list[Path]], directory: Path, then: str = "") -> None:
     """Run ``action``; a refusal is one line on stderr and exit code 2, nothing written."""
-    from appstack.sdk.scaffold.project import Refused  # noqa: PLC0415
+    from appstack.scaffold.project import Refused  # noqa: PLC0415
 
     try:
         written = action()
@@ -75,7 +75,7 @@ def init(
     directory: Path,
 ) -> None:
     """Initialize a new operator project (kubebuilder init) in an empty directory."""
-    from appstack.sdk.scaffold import commands  # noqa: PLC0415
+    from appstack.scaffold import commands  # noqa: PLC0415
 
     directory = directory.resolve()
     _refusing(
@@ -126,7 +126,7 @@ def _api_options(command: F) -> F:
 
 
 def _create_api(directory: Path, **kwargs: Any) -> None:
-    from appstack.sdk.scaffold import commands  # noqa: PLC0415
+    from appstack.scaffold import commands  # noqa: PLC0415
 
     directory = directory.resolve()
     _refusing(
@@ -197,7 +197,7 @@ def create_webhook(
 ) -> None:
     """Defaulting and validation for a kind, done by the API server itself (no webhook to
     run): schema defaults and CEL rules on its model."""
-    from appstack.sdk.scaffold import commands  # noqa: PLC0415
+    from appstack.scaffold import commands  # noqa: PLC0415
 
     directory = directory.resolve()
     _refusing(
@@ -242,7 +242,7 @@ def edit(
 ) -> None:
     """Change the project's settings (kubebuilder edit): in PROJECT, and the flags they
     decide in config/manager/manager.yaml (the rest of that file, yours, kept)."""
-    from appstack.sdk.scaffold import commands  # noqa: PLC0415
+    from appstack.scaffold import commands  # noqa: PLC0415
 
     directory = directory.resolve()
     _refusing(
@@ -270,7 +270,7 @@ def edit(
 @click.option("--owner", default="", help="The copyright owner in the license headers.")
 def new(name: str, repo: str, domain: str, owner: str) -> None:
     """Create a project in a new directory NAME (operator-sdk new)."""
-    from appstack.sdk.scaffold import commands  # noqa: PLC0415
+    from appstack.scaffold import commands  # noqa: PLC0415
 
     directory = Path(name).resolve()
     _refusing(
@@ -289,7 +289,7 @@ def add() -> None:
 
 
 def _split(api_version: str) -> tuple[str, str, str]:
-    from appstack.sdk.scaffold.project import Refused, split_api_version  # noqa: PLC0415
+    from appstack.scaffold.project import Refused, split_api_version  # noqa: PLC0415
 
     try:
         return split_api_version(api_version)
@@ -354,7 +354,7 @@ def generate() -> None:
 @DIRECTORY
 def generate_manifests(directory: Path) -> None:
     """Write config/ (CRDs, RBAC, the install) from the project's code (make manifests)."""
-    from appstack.sdk.scaffold import manifests  # noqa: PLC0415
+    from appstack.scaffold import manifests  # noqa: PLC0415
 
     directory = directory.resolve()
     _refusing(lambda: manifests.generate(directory), directory)
@@ -365,7 +365,7 @@ def generate_manifests(directory: Path) -> None:
 def generate_k8s(directory: Path) -> None:
     """operator-sdk generate k8s: Python models need no generated code; the CRDs are
     regenerated from them (the same as generate manifests)."""
-    from appstack.sdk.scaffold import manifests  # noqa: PLC0415
+    from appstack.scaffold import manifests  # noqa: PLC0415
 
     directory = directory.resolve()
     click.echo("Python models need no deepcopy code; the CRDs come from them:")
@@ -384,8 +384,8 @@ def generate_installer(image: str, output: str, directory: Path) -> None:
     PATH) — your edits in config/ included."""
     import os  # noqa: PLC0415
 
-    from appstack.sdk.scaffold import manifests  # noqa: PLC0415
-    from appstack.sdk.scaffold.project import Refused  # noqa: PLC0415
+    from appstack.scaffold import manifests  # noqa: PLC0415
+    from appstack.scaffold.project import Refused  # noqa: PLC0415
 
     kubectl = os.environ.get("KUBECTL") or "kubectl"
     try:

@@ -23,11 +23,8 @@ from typing import Any
 from appstack.controllers.registry import ALL, by_kind
 from appstack.controllers.util.statusview import basic_view
 from appstack.core.resource import Resource
-from appstack.runtime import crd_names, unserved
-from appstack.runtime.client import Client
-from appstack.sdk.kit.observers import StatusView
-from appstack.sdk.kit.registration import Registration
-from appstack.sdk.operator import MissingCRDs
+from appstack.runtime import Client, crd_names, unserved
+from appstack.sdk import MissingCRDs, Registration, StatusView
 
 Tree = dict[str, Any]
 

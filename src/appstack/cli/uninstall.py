@@ -32,9 +32,7 @@ from appstack.cli.uninstall_scope import SELECTOR, discover
 from appstack.controllers.registry import ALL
 from appstack.core.resource import Resource
 from appstack.manifests.install import InstallOptions, install
-from appstack.runtime import errors
-from appstack.runtime.client import Client
-from appstack.runtime.resources import DEPLOYMENT, NAMESPACE, PDB, SERVICE, SERVICE_ACCOUNT
+from appstack.runtime import DEPLOYMENT, NAMESPACE, PDB, SERVICE, SERVICE_ACCOUNT, Client, NotFound
 
 _RBAC = "rbac.authorization.k8s.io"
 CRD = Resource(
@@ -103,7 +101,7 @@ def removal_order() -> list[Resource]:
 async def _find(client: Client, resource: Resource, selector: str | None = None) -> list[Found]:
     try:
         items, _ = await client.list(resource, label_selector=selector)
-    except errors.NotFound:  # the kind is not served (CRD already gone)
+    except NotFound:  # the kind is not served (CRD already gone)
         return []
     return [
         Found(

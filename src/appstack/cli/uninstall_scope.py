@@ -21,9 +21,7 @@ from appstack.manifests import rbac
 from appstack.manifests.chart_labels import PART_OF
 from appstack.manifests.crds import LABELS, crd_names
 from appstack.manifests.install import InstallOptions, install
-from appstack.runtime import errors
-from appstack.runtime.client import Client
-from appstack.runtime.resources import DEPLOYMENT, SERVICE_ACCOUNT
+from appstack.runtime import DEPLOYMENT, SERVICE_ACCOUNT, Client, NotFound
 
 # part-of only: a Helm release labels its objects managed-by=Helm (chart_labels), and an
 # uninstall must still see (and spare) a Helm install in another namespace.
@@ -97,7 +95,7 @@ async def discover(client: Client, namespace: str | None) -> Scope:
     )
     try:
         watched = watched_namespaces(await client.get(DEPLOYMENT, rbac.NAME, namespace))
-    except errors.NotFound:
+    except NotFound:
         watched = ()
     parts = install(InstallOptions(namespace=namespace, watch_namespaces=watched))
     workload = (parts.service_account, parts.deployment, parts.budget, parts.metrics_service)

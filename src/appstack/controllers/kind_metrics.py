@@ -4,7 +4,7 @@ is True (``appstack_object_ready``; the condition its registration names, e.g. a
 EtcdCluster's ``Available``), and the kind's own gauges (its registration's ``gauges``: an
 AppStack's members by state, an EtcdCluster's quorum, backups and database sizes, a
 CronTab's last run; each kind's ``metrics`` module). The collector is the SDK's
-(:class:`appstack.sdk.kit.kind_metrics.KindMetrics`), registered by its assembly as for any
+(:class:`appstack.sdk.KindMetrics`), registered by its assembly as for any
 operator; this module names appstack's families for its alerts
 (:mod:`appstack.manifests.dashboard`) and dashboards (:mod:`appstack.manifests.grafana`),
 and its pure :func:`samples` for the tests.
@@ -17,15 +17,14 @@ from typing import Any
 
 from appstack.api.identity import IDENTITY
 from appstack.controllers.registry import ALL
-from appstack.sdk.kit import kind_metrics
-from appstack.sdk.kit.observers import Sample
+from appstack.sdk import Sample, metric_families, metric_samples, ready_metric
 
-READY = kind_metrics.ready_metric(IDENTITY)
+READY = ready_metric(IDENTITY)
 #: name → help; every gauge :func:`samples` may produce (also what the tests check against):
 #: the readiness of every object, then each kind's own families.
-FAMILIES: dict[str, str] = kind_metrics.families(ALL, IDENTITY)
+FAMILIES: dict[str, str] = metric_families(ALL, IDENTITY)
 
 
 def samples(kind: str, objects: Iterable[dict[str, Any]]) -> Iterator[Sample]:
     """Every sample one kind's cached ``objects`` give (pure; none for a kind not ours)."""
-    return kind_metrics.samples(ALL, IDENTITY, kind, objects)
+    return metric_samples(ALL, IDENTITY, kind, objects)

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from appstack.api.identity import IDENTITY
 from appstack.controllers.registry import ALL
-from appstack.runtime.metricsauth import SUBJECT_ACCESS_REVIEW, TOKEN_REVIEW
-from appstack.runtime.resources import EVENT, LEASE, NAMESPACE
-from appstack.sdk import rbac as sdk_rbac
-from appstack.sdk.rbac import CANARY, MARKER, Rule, rule
+from appstack.runtime import EVENT, LEASE, NAMESPACE, SUBJECT_ACCESS_REVIEW, TOKEN_REVIEW
+from appstack.sdk import CANARY, GUARD_RESOURCE, MARKER, Rule, rule
+from appstack.sdk import marker_rule as sdk_marker_rule
 
 __all__ = [
     "CANARY",
@@ -32,7 +31,7 @@ LEASE_NAME = IDENTITY.lease_name  # the operator's leader-election Lease (appsta
 # operator's binding wherever it is installed (the SDK's guards, appstack.sdk.guards).
 # CANARY is never granted by name; only a wildcard (an administrator) holds it.
 MARKER_GROUP = IDENTITY.domain
-MARKER_RESOURCE = sdk_rbac.GUARD_RESOURCE
+MARKER_RESOURCE = GUARD_RESOURCE
 RUNTIME_RULES: list[Rule] = [
     rule(EVENT, "create", "patch"),
     # Whether a namespace is enabled, and the Pod Security level it enforces (its labels),
@@ -52,7 +51,7 @@ NAMESPACE_WATCH: Rule = rule(NAMESPACE, "list", "watch")
 def marker_rule() -> Rule:
     """The marker permission (see :data:`MARKER`): the admission policies' "this is the
     appstack operator", carried by its own binding."""
-    return sdk_rbac.marker_rule(MARKER_GROUP)
+    return sdk_marker_rule(MARKER_GROUP)
 
 
 def operator_rules(*, cluster_wide: bool = True) -> list[Rule]:

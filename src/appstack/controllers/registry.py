@@ -17,13 +17,17 @@ from appstack.controllers import (
     etcdcluster,
     mongodbcommunity,
 )
-from appstack.runtime.cache import Transform
-from appstack.runtime.resources import CONFIG_MAP, SECRET, Resource
-from appstack.sdk.kit.applied import CHILD_TRANSFORMS, CLAIM_TRANSFORMS, job_transforms
-from appstack.sdk.kit.caching import bounded_metadata
-from appstack.sdk.kit.pods import pod_transforms
-from appstack.sdk.kit.references import metadata_only, secret_metadata
-from appstack.sdk.kit.registration import Registration
+from appstack.runtime import CONFIG_MAP, SECRET, Resource, Transform
+from appstack.sdk import (
+    CHILD_TRANSFORMS,
+    CLAIM_TRANSFORMS,
+    Registration,
+    bounded_metadata,
+    job_transforms,
+    metadata_only,
+    pod_transforms,
+    secret_metadata,
+)
 
 ALL: tuple[Registration, ...] = (
     appservice.CONTROLLER,

@@ -33,11 +33,18 @@ from appstack.controllers.registry import ALL
 from appstack.controllers.util.meta import SLICE_MANAGER
 from appstack.manifests.admission_secrets import secrets_policy
 from appstack.manifests.rbac import NAMESPACE
-from appstack.sdk import guards
-from appstack.sdk.guards import EnableAll, GuardedOperator, WriteExtensions
-from appstack.sdk.guards.expressions import labelled, ownerless, refusal
-from appstack.sdk.guards.namespaces import ENABLER as ENABLER_PART
-from appstack.sdk.kit.meta import SLICE_MANAGER_LABEL
+from appstack.sdk import ENABLER_ROLE as ENABLER_PART
+from appstack.sdk import (
+    SLICE_MANAGER_LABEL,
+    EnableAll,
+    GuardedOperator,
+    WriteExtensions,
+    guard_policies,
+)
+from appstack.sdk import cel_labelled as labelled
+from appstack.sdk import cel_ownerless as ownerless
+from appstack.sdk import cel_refusal as refusal
+from appstack.sdk import enabler_role as sdk_enabler_role
 
 ETCD_CLUSTER = "appstack.dev/v1/EtcdCluster"
 #: The enabler ClusterRole's name before the install's namespace.
@@ -101,12 +108,12 @@ def policies(namespace: str = NAMESPACE, *, enable_all: EnableAll = False) -> li
     then the operator's writes (Secrets, children, its Lease, our kinds and Events), then
     tenants' objects of our kinds."""
     operator = guarded(namespace, enable_all=enable_all)
-    return guards.policies(operator, own=[secrets_policy(operator)])
+    return guard_policies(operator, own=[secrets_policy(operator)])
 
 
 def enabler_role(namespace: str = NAMESPACE) -> dict[str, Any]:
     """The ClusterRole a platform team is bound to, to enable namespaces for appstack."""
-    return guards.enabler_role(guarded(namespace))
+    return sdk_enabler_role(guarded(namespace))
 
 
 def enabled_check() -> str:

@@ -30,9 +30,10 @@ from appstack.api.kind import GROUP
 from appstack.controllers.appstack import APP_STACK
 from appstack.controllers.appstack.labels import MEMBER_LABEL, STACK_LABEL
 from appstack.controllers.mongodbcommunity import scram, users
-from appstack.sdk.guards import GuardedOperator
-from appstack.sdk.guards.expressions import ownerless, refusal, unchanged
-from appstack.sdk.kit.meta import COMPONENT_LABEL
+from appstack.sdk import COMPONENT_LABEL, GuardedOperator
+from appstack.sdk import cel_ownerless as ownerless
+from appstack.sdk import cel_refusal as refusal
+from appstack.sdk import cel_unchanged as unchanged
 
 MONGODB = "appstack.dev/v1/MongoDBCommunity"
 APP_STACK_VERSION = f"{APP_STACK.api_version}/{APP_STACK.kind}"

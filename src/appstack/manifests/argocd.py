@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from appstack.controllers.registry import ALL, by_kind
-from appstack.sdk.kit.registration import Registration
+from appstack.sdk import Registration
 
 SCRIPT = """\
 -- appstack {kind}: health from the conditions the operator writes

@@ -8,15 +8,15 @@ from __future__ import annotations
 from typing import Any
 
 from appstack.controllers.registry import ALL
-from appstack.sdk import crds as sdk_crds
-from appstack.sdk.kind import CustomKind
+from appstack.sdk import CustomKind
+from appstack.sdk import crd as sdk_crd
 
 LABELS = {"app.kubernetes.io/part-of": "appstack", "app.kubernetes.io/managed-by": "appstack"}
 
 
 def crd(kind: CustomKind) -> dict[str, Any]:
     """The CRD of one of appstack's kinds, with its install labels."""
-    return sdk_crds.crd(kind, LABELS)
+    return sdk_crd(kind, LABELS)
 
 
 def all_crds() -> list[dict[str, Any]]:

@@ -14,8 +14,7 @@ from typing import Any
 
 from appstack.controllers.registry import ALL
 from appstack.manifests.rbac import NAME
-from appstack.sdk.kit.observers import Panel  # title, unit, expressions (legend: the labels)
-from appstack.sdk.kit.registration import Registration
+from appstack.sdk import Panel, Registration
 
 LEADER = f'leader_election_master_status{{name="{NAME}"}}'
 

@@ -15,7 +15,7 @@ from typing import Any
 from appstack.controllers.rbac import RUNTIME_RULES, leader_election_rules, operator_rules
 from appstack.controllers.registry import ALL
 from appstack.manifests.crds import LABELS
-from appstack.sdk.rbac import Rule
+from appstack.sdk import Rule
 
 NAMESPACE = "appstack-system"
 REVIEWS = ("tokenreviews", "subjectaccessreviews")

@@ -12,7 +12,7 @@ from appstack.core import defaults
 from appstack.core.duration import DEFAULT_SYNC_PERIOD
 from appstack.manifests.crds import LABELS
 from appstack.manifests.rbac import NAME, NAMESPACE
-from appstack.sdk.config import manager_container, manager_pod_security
+from appstack.sdk import manager_container, manager_pod_security
 
 IMAGE = f"appstack:{__version__}"
 BACKUP_IMAGE_ENV = "APPSTACK_BACKUP_IMAGE"  # appstack run --backup-image

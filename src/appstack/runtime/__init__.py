@@ -32,78 +32,241 @@ itself (``auth-provider``, basic auth: the ``legacy-auth`` extra).
 
 Every name the operator, its controllers, its CLI, the test bed and the benchmarks import
 from the runtime's modules is exported here (``__all__``, kept exact by
-``tests/unit/runtime/test_runtime_api.py``); the modules' other names are details.
+``tests/unit/runtime/test_runtime.py``); the modules' other names are details. Programs built
+on it import it only from here. Names load on first use: importing the package costs nothing
+until then.
 """
 
-from appstack.runtime.builder import Builder, Mapper, request_for
-from appstack.runtime.cache import NAMESPACES, ByObject, Cache, Transform, namespace_metadata
-from appstack.runtime.certdata import load_cert_chain
-from appstack.runtime.client import Client
-from appstack.runtime.clock import Clock, FakeClock, RealClock
-from appstack.runtime.controller import Controller, Reconciler, Request, Result
-from appstack.runtime.discovery import crd_names, unserved
-from appstack.runtime.errors import (
-    AlreadyExists,
-    ApiError,
-    BadRequest,
-    Conflict,
-    Forbidden,
-    Gone,
-    Invalid,
-    MethodNotAllowed,
-    NotFound,
-    ServerError,
-    ServerTimeout,
-    TerminalError,
-    TooManyRequests,
-    TransportError,
-    Unauthorized,
-    WatchStalled,
-)
-from appstack.runtime.events import EventRecorder, EventType
-from appstack.runtime.finalizer import add as add_finalizer
-from appstack.runtime.finalizer import finalize
-from appstack.runtime.finalizer import remove as remove_finalizer
-from appstack.runtime.informer import (
-    FOREIGN_METADATA,
-    EventHandler,
-    FuncHandler,
-    Informer,
-    prefixed,
-)
-from appstack.runtime.kubeconfig import KubeconfigError, current_namespace
-from appstack.runtime.leaderelection import LeaderElectionConfig, LeadershipLost, NotLeader
-from appstack.runtime.logging import Format as LogFormat
-from appstack.runtime.logging import configure as configure_logging
-from appstack.runtime.managedfields import keep_applied_by
-from appstack.runtime.manager import Manager
-from appstack.runtime.metrics import Metrics
-from appstack.runtime.metricsauth import SUBJECT_ACCESS_REVIEW, TOKEN_REVIEW, MetricsAuth
-from appstack.runtime.ratelimit import ItemExponentialBackoff
-from appstack.runtime.resources import (
-    CONFIG_MAP,
-    CRON_JOB,
-    DEPLOYMENT,
-    ENDPOINT_SLICE,
-    EVENT,
-    JOB,
-    LEASE,
-    NAMESPACE,
-    PDB,
-    POD,
-    PVC,
-    SECRET,
-    SERVICE,
-    SERVICE_ACCOUNT,
-    STATEFUL_SET,
-    Obj,
-    Resource,
-    object_key,
-    split_key,
-)
-from appstack.runtime.servingcert import CertFiles, self_signed_context
-from appstack.runtime.store import IndexFunc, Store, controller_key
-from appstack.runtime.tlsbuffer import limit_tls_read_buffer
+import importlib
+import typing
+
+if typing.TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs; at run time, lazily
+    from appstack.runtime.builder import (
+        Builder,
+        Mapper,
+        request_for,
+    )
+    from appstack.runtime.cache import (
+        NAMESPACES,
+        ByObject,
+        Cache,
+        Transform,
+        namespace_metadata,
+    )
+    from appstack.runtime.certdata import (
+        load_cert_chain,
+    )
+    from appstack.runtime.client import (
+        Client,
+    )
+    from appstack.runtime.clock import (
+        Clock,
+        FakeClock,
+        RealClock,
+    )
+    from appstack.runtime.controller import (
+        Controller,
+        Reconciler,
+        Request,
+        Result,
+    )
+    from appstack.runtime.discovery import (
+        crd_names,
+        unserved,
+    )
+    from appstack.runtime.errors import (
+        AlreadyExists,
+        ApiError,
+        BadRequest,
+        Conflict,
+        Forbidden,
+        Gone,
+        Invalid,
+        MethodNotAllowed,
+        NotFound,
+        ServerError,
+        ServerTimeout,
+        TerminalError,
+        TooManyRequests,
+        TransportError,
+        Unauthorized,
+        WatchStalled,
+    )
+    from appstack.runtime.events import (
+        EventRecorder,
+        EventType,
+    )
+    from appstack.runtime.finalizer import (
+        add as add_finalizer,
+    )
+    from appstack.runtime.finalizer import (
+        finalize,
+    )
+    from appstack.runtime.finalizer import (
+        remove as remove_finalizer,
+    )
+    from appstack.runtime.informer import (
+        FOREIGN_METADATA,
+        EventHandler,
+        FuncHandler,
+        Informer,
+        prefixed,
+    )
+    from appstack.runtime.kubeconfig import (
+        KubeconfigError,
+        current_namespace,
+    )
+    from appstack.runtime.leaderelection import (
+        LeaderElectionConfig,
+        LeadershipLost,
+        NotLeader,
+    )
+    from appstack.runtime.logging import (
+        Format as LogFormat,
+    )
+    from appstack.runtime.logging import (
+        configure as configure_logging,
+    )
+    from appstack.runtime.managedfields import (
+        keep_applied_by,
+    )
+    from appstack.runtime.manager import (
+        Manager,
+    )
+    from appstack.runtime.metrics import (
+        Metrics,
+    )
+    from appstack.runtime.metricsauth import (
+        SUBJECT_ACCESS_REVIEW,
+        TOKEN_REVIEW,
+        MetricsAuth,
+    )
+    from appstack.runtime.ratelimit import (
+        ItemExponentialBackoff,
+    )
+    from appstack.runtime.resources import (
+        CONFIG_MAP,
+        CRON_JOB,
+        DEPLOYMENT,
+        ENDPOINT_SLICE,
+        EVENT,
+        JOB,
+        LEASE,
+        NAMESPACE,
+        PDB,
+        POD,
+        PVC,
+        SECRET,
+        SERVICE,
+        SERVICE_ACCOUNT,
+        STATEFUL_SET,
+        Obj,
+        Resource,
+        object_key,
+        split_key,
+    )
+    from appstack.runtime.servingcert import (
+        CertFiles,
+        self_signed_context,
+    )
+    from appstack.runtime.store import (
+        IndexFunc,
+        Store,
+        controller_key,
+    )
+    from appstack.runtime.tlsbuffer import (
+        limit_tls_read_buffer,
+    )
+
+#: Where each public name lives (its one home): ``module`` or ``module:attribute`` where
+#: the public name is not the module's own (``add_finalizer`` is
+#: :func:`appstack.runtime.finalizer.add`).
+_HOMES = {
+    "Builder": "builder",
+    "Mapper": "builder",
+    "request_for": "builder",
+    "NAMESPACES": "cache",
+    "ByObject": "cache",
+    "Cache": "cache",
+    "Transform": "cache",
+    "namespace_metadata": "cache",
+    "load_cert_chain": "certdata",
+    "Client": "client",
+    "Clock": "clock",
+    "FakeClock": "clock",
+    "RealClock": "clock",
+    "Controller": "controller",
+    "Reconciler": "controller",
+    "Request": "controller",
+    "Result": "controller",
+    "crd_names": "discovery",
+    "unserved": "discovery",
+    "AlreadyExists": "errors",
+    "ApiError": "errors",
+    "BadRequest": "errors",
+    "Conflict": "errors",
+    "Forbidden": "errors",
+    "Gone": "errors",
+    "Invalid": "errors",
+    "MethodNotAllowed": "errors",
+    "NotFound": "errors",
+    "ServerError": "errors",
+    "ServerTimeout": "errors",
+    "TerminalError": "errors",
+    "TooManyRequests": "errors",
+    "TransportError": "errors",
+    "Unauthorized": "errors",
+    "WatchStalled": "errors",
+    "EventRecorder": "events",
+    "EventType": "events",
+    "add_finalizer": "finalizer:add",
+    "finalize": "finalizer",
+    "remove_finalizer": "finalizer:remove",
+    "FOREIGN_METADATA": "informer",
+    "EventHandler": "informer",
+    "FuncHandler": "informer",
+    "Informer": "informer",
+    "prefixed": "informer",
+    "KubeconfigError": "kubeconfig",
+    "current_namespace": "kubeconfig",
+    "LeaderElectionConfig": "leaderelection",
+    "LeadershipLost": "leaderelection",
+    "NotLeader": "leaderelection",
+    "LogFormat": "logging:Format",
+    "configure_logging": "logging:configure",
+    "keep_applied_by": "managedfields",
+    "Manager": "manager",
+    "Metrics": "metrics",
+    "SUBJECT_ACCESS_REVIEW": "metricsauth",
+    "TOKEN_REVIEW": "metricsauth",
+    "MetricsAuth": "metricsauth",
+    "ItemExponentialBackoff": "ratelimit",
+    "CONFIG_MAP": "resources",
+    "CRON_JOB": "resources",
+    "DEPLOYMENT": "resources",
+    "ENDPOINT_SLICE": "resources",
+    "EVENT": "resources",
+    "JOB": "resources",
+    "LEASE": "resources",
+    "NAMESPACE": "resources",
+    "PDB": "resources",
+    "POD": "resources",
+    "PVC": "resources",
+    "SECRET": "resources",
+    "SERVICE": "resources",
+    "SERVICE_ACCOUNT": "resources",
+    "STATEFUL_SET": "resources",
+    "Obj": "resources",
+    "Resource": "resources",
+    "object_key": "resources",
+    "split_key": "resources",
+    "CertFiles": "servingcert",
+    "self_signed_context": "servingcert",
+    "IndexFunc": "store",
+    "Store": "store",
+    "controller_key": "store",
+    "limit_tls_read_buffer": "tlsbuffer",
+}
 
 __all__ = [
     "CONFIG_MAP",
@@ -191,3 +354,17 @@ __all__ = [
     "split_key",
     "unserved",
 ]
+
+
+def __getattr__(name: str) -> typing.Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, _, attribute = home.partition(":")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), attribute or name)
+    globals()[name] = value  # once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -2,7 +2,7 @@
 code: :func:`config_files` — what ``appstack generate manifests`` (``make manifests`` of a
 scaffolded project) writes, controller-gen's job in Go projects. kustomize (``kubectl
 kustomize``, ``kubectl apply -k``) makes one bundle of it (``make deploy``, ``make
-build-installer``: :mod:`appstack.sdk.scaffold.manifests`), as in a kubebuilder project.
+build-installer``: :mod:`appstack.scaffold.manifests`), as in a kubebuilder project.
 
 Generated from the code, rewritten by every ``make manifests``:
 

@@ -47,6 +47,8 @@ CONTEXT = click.option(
     default=None,
     help="The kubeconfig context to use (default: its current-context).",
 )
+KUBECONFIG.__doc__ = "kubectl's ``--kubeconfig``, as a click decorator for an operator's command."
+CONTEXT.__doc__ = "kubectl's ``--context``, as a click decorator for an operator's command."
 
 
 def check_duration(_ctx: click.Context, _param: click.Parameter, value: str) -> str:

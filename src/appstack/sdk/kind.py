@@ -66,18 +66,22 @@ class CustomKind:
 
     @property
     def singular(self) -> str:
+        """The CRD's singular name: the kind in lower case."""
         return self.kind.lower()
 
     @property
     def api_version(self) -> str:
+        """``group/version``, as objects of the kind say it."""
         return f"{self.group}/{self.version}"
 
     @property
     def resource(self) -> Resource:
+        """The kind as the runtime addresses it (group, version, kind, plural, scope)."""
         return Resource(self.group, self.version, self.kind, self.plural, self.namespaced)
 
     @property
     def crd_name(self) -> str:
+        """The CRD's name: ``<plural>.<group>``."""
         return f"{self.plural}.{self.group}"
 
 

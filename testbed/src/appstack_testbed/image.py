@@ -254,7 +254,7 @@ def build_project_image(
     entry point ``python -m <package>`` — no daemon, no index beyond what appstack's image
     was built from. A project whose code needs more dependencies than appstack's builds
     with its Dockerfile instead."""
-    from appstack.sdk.scaffold.project import read  # noqa: PLC0415
+    from appstack.scaffold.project import read  # noqa: PLC0415
 
     package = read(project).package
     base = build_image(printer=printer, refresh=refresh)

@@ -38,8 +38,8 @@ import httpx
 import yaml
 
 from appstack.runtime import NAMESPACE, Client, NotFound, Resource
+from appstack.scaffold.project import Project, read
 from appstack.sdk.identity import OperatorIdentity
-from appstack.sdk.scaffold.project import Project, read
 from appstack_testbed.waiting import condition_status, eventually_sync
 
 T = TypeVar("T")
@@ -335,7 +335,7 @@ class Deployed:
     def apply_samples(self) -> None:
         """Every sample of config/samples, in a namespace of its own, enabled for the
         project (the installed operator acts nowhere else)."""
-        from appstack.sdk.scaffold.commands import sample_objects  # noqa: PLC0415
+        from appstack.scaffold.commands import sample_objects  # noqa: PLC0415
 
         self.samples = sample_objects(self.project_dir)
         enabled = enabled_label(read(self.project_dir))
@@ -452,7 +452,7 @@ def deployed_operator(
 ) -> Iterator[Deployed]:
     """Build, push and deploy the project's operator on the local cluster; its pod Ready
     on the real node; removed again on leaving (see the module docstring)."""
-    from appstack.sdk.scaffold import manifests  # noqa: PLC0415
+    from appstack.scaffold import manifests  # noqa: PLC0415
     from appstack_testbed.image import build_project_image  # noqa: PLC0415
     from appstack_testbed.images.build import push_archive  # noqa: PLC0415
     from appstack_testbed.registry import LocalRegistry  # noqa: PLC0415

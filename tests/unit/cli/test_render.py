@@ -3,6 +3,7 @@ and passes on what is not one of our kinds."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import pytest
@@ -56,7 +57,9 @@ def test_the_crds_cel_rules_refuse_as_admission_does_naming_the_field() -> None:
 def test_without_the_cel_engine_render_says_the_rules_were_left_to_the_api_server(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(cel, "available", lambda: False)
+    # the module (the package's attribute of that name is the `render` command)
+    monkeypatch.setattr(sys.modules[render_documents.__module__], "cel_available", lambda: False)
+    monkeypatch.setattr(cel, "available", lambda: False)  # and the SDK's own check
     notes: list[str] = []
     rendered = render_documents([PORTS, {**PORTS, "metadata": {"name": "again"}}], notes)
     assert {o["kind"] for o in rendered} == {"Deployment", "Service"}

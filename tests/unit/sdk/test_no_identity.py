@@ -3,7 +3,7 @@ name no product in their code — every name an operator is known by comes in th
 :class:`~appstack.sdk.identity.OperatorIdentity`. Docstrings may mention appstack as an
 example; string constants in the code may not (but the package's own import paths, its
 ``legacy-auth`` extra, and the name of the tool that generates files: ``appstack generate``).
-The scaffolder (``sdk/scaffold``) is the ``appstack`` command's own: it writes projects that
+The scaffolder (``appstack/scaffold``) is the ``appstack`` command's own: it writes projects that
 depend on appstack, and says so."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from tests.support.paths import REPO_ROOT
 ROOTS = [REPO_ROOT / "src" / "appstack" / "sdk", REPO_ROOT / "src" / "appstack" / "runtime"]
 ALLOWED = re.compile(r"^appstack(\.(sdk|runtime|core)[\w.]*|\[legacy-auth\])$")
 TOOL = "`appstack generate manifests`"
-SCAFFOLDER = REPO_ROOT / "src" / "appstack" / "sdk" / "scaffold"
+SCAFFOLDER = REPO_ROOT / "src" / "appstack" / "scaffold"
 IDENTITY = re.compile("appstack", re.IGNORECASE)
 
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 from appstack.api.appservice import AppService
 from appstack.controllers.appservice import desired, view
 from appstack.controllers.appservice.reconciler import AppServiceReconciler
-from appstack.runtime.resources import DEPLOYMENT, POD, SERVICE
-from appstack.sdk.kit.registration import Registration
-from appstack.sdk.rbac import Rule, own_rules, rule
+from appstack.runtime import DEPLOYMENT, POD, SERVICE
+from appstack.sdk import Registration, Rule, own_rules, rule
 
 APP_SERVICE = AppService.KIND.resource
 

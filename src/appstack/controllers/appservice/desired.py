@@ -21,17 +21,18 @@ from appstack.controllers.util.workloads import (
     security_context,
     user_mounts,
 )
-from appstack.sdk.kit.kubeobject import KubeObject
-from appstack.sdk.kit.meta import child_metadata, instance_labels
-from appstack.sdk.kit.parts import (
+from appstack.sdk import (
     ChildMeta,
     ContainerPort,
+    KubeObject,
     Manifest,
+    ServicePort,
     ServicePortSpec,
     TemplateMeta,
+    child_metadata,
+    instance_labels,
     user_env,
 )
-from appstack.sdk.model import ServicePort
 
 CONTAINER = "app"
 COMPONENT = "appservice"

@@ -19,19 +19,21 @@ from appstack.api.appservice import AppService, AppServiceSpec, AppServiceStatus
 from appstack.controllers.appservice import desired, status
 from appstack.controllers.util import podsecurity
 from appstack.controllers.util.workloads import deployment_rollout, replica_failure
-from appstack.runtime.controller import Result
-from appstack.runtime.resources import DEPLOYMENT, POD, SERVICE
-from appstack.sdk.kit.conditions import Problem
-from appstack.sdk.kit.kubeobject import KubeObject
-from appstack.sdk.kit.meta import COMPONENT_LABEL, INSTANCE_LABEL, instance_labels, label_selector
-from appstack.sdk.kit.pods import (
+from appstack.runtime import DEPLOYMENT, POD, SERVICE, Result
+from appstack.sdk import (
+    COMPONENT_LABEL,
+    INSTANCE_LABEL,
     POD_INDEXERS,
+    KindReconciler,
+    KubeObject,
+    Problem,
+    instance_labels,
+    label_selector,
     pod_mapper,
     pod_problem,
     pods_of,
     recheck_after,
 )
-from appstack.sdk.kit.reconciler import KindReconciler
 
 
 def _selector(app: KubeObject) -> str:

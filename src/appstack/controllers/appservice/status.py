@@ -20,14 +20,7 @@ from typing import Any
 
 from appstack.api.appservice import AppServiceStatus
 from appstack.controllers.util.workloads import Rollout, deployment_rollout
-from appstack.sdk.kit.conditions import (
-    Problem,
-    Truth,
-    condition,
-    now_rfc3339,
-    previous_conditions,
-)
-from appstack.sdk.kit.kubeobject import KubeObject
+from appstack.sdk import KubeObject, Problem, Truth, condition, now_rfc3339, previous_conditions
 
 
 def from_children(

@@ -12,17 +12,8 @@ from __future__ import annotations
 from appstack.api.appstack import AppStack
 from appstack.controllers.appstack import desired, metrics, view
 from appstack.controllers.appstack.reconciler import AppStackReconciler
-from appstack.runtime.resources import (
-    CONFIG_MAP,
-    DEPLOYMENT,
-    ENDPOINT_SLICE,
-    PDB,
-    POD,
-    SECRET,
-    STATEFUL_SET,
-)
-from appstack.sdk.kit.registration import Registration
-from appstack.sdk.rbac import Rule, own_rules, rule
+from appstack.runtime import CONFIG_MAP, DEPLOYMENT, ENDPOINT_SLICE, PDB, POD, SECRET, STATEFUL_SET
+from appstack.sdk import Registration, Rule, own_rules, rule
 
 APP_STACK = AppStack.KIND.resource
 

@@ -26,7 +26,7 @@ from typing import Any
 from appstack.api.appstack_component import Component
 from appstack.api.appstack_middleware import Middleware
 from appstack.controllers.appstack.catalog import CATALOG
-from appstack.sdk.kit.parts import EnvVar, secret_env
+from appstack.sdk import EnvVarDict, secret_env
 
 
 def prefix(member: str) -> str:
@@ -48,7 +48,7 @@ def member_service(stack: str, member: Middleware | Component) -> str:
     return member.service_name or service_name(stack, member.name)
 
 
-def component_env(stack: str, component: Component) -> list[EnvVar]:
+def component_env(stack: str, component: Component) -> list[EnvVarDict]:
     """What ``uses: [component]`` injects: its Service and first port."""
     assert component.ports  # noqa: S101 - admission and the models require ports
     p, host, port = prefix(component.name), member_service(stack, component), component.ports[0]
@@ -59,13 +59,13 @@ def component_env(stack: str, component: Component) -> list[EnvVar]:
     ]
 
 
-def url_env(middleware: Middleware) -> list[EnvVar]:
+def url_env(middleware: Middleware) -> list[EnvVarDict]:
     """What ``uses`` injects for a third-party service given by URL."""
     external = middleware.external
     assert external is not None  # noqa: S101 - callers check
     assert external.url is not None  # noqa: S101
     p = prefix(middleware.name)
-    env: list[EnvVar] = [{"name": f"{p}_URL", "value": external.url}]
+    env: list[EnvVarDict] = [{"name": f"{p}_URL", "value": external.url}]
     if external.auth_method is not None:
         env.append({"name": f"{p}_AUTH_METHOD", "value": external.auth_method})
     ref = external.secret_ref
@@ -80,7 +80,7 @@ def url_env(middleware: Middleware) -> list[EnvVar]:
     return [*env, secret_env(f"{p}_TOKEN", ref.name, ref.token_key)]
 
 
-def connection_env(stack: str, member: Middleware | Component) -> list[EnvVar]:
+def connection_env(stack: str, member: Middleware | Component) -> list[EnvVarDict]:
     """The variables ``uses: [member]`` injects."""
     if isinstance(member, Component):
         return component_env(stack, member)
@@ -90,7 +90,7 @@ def connection_env(stack: str, member: Middleware | Component) -> list[EnvVar]:
     p = prefix(middleware.name)
     engine = CATALOG[middleware.type]
     port = (middleware.external.port if middleware.external else None) or engine.port
-    env: list[EnvVar] = [
+    env: list[EnvVarDict] = [
         {"name": f"{p}_HOST", "value": member_service(stack, middleware)},
         {"name": f"{p}_PORT", "value": str(port)},
     ]

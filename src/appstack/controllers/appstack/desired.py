@@ -38,10 +38,10 @@ from appstack.controllers.util.workloads import (
     security_context,
     user_mounts,
 )
-from appstack.sdk.kit.kubeobject import KubeObject
-from appstack.sdk.kit.parts import (
+from appstack.sdk import (
     Container,
-    EnvVar,
+    EnvVarDict,
+    KubeObject,
     Manifest,
     ServicePortSpec,
     Volume,
@@ -169,7 +169,7 @@ def deployment(
     """The component's Deployment; ``config_maps_version``: :func:`secrets_version` of the
     existing ConfigMaps it mounts; ``level``: the Pod Security level of its pods."""
     stack = owner["metadata"]["name"]
-    env: list[EnvVar] = [{"name": k, "value": v} for k, v in sorted((c.env or {}).items())]
+    env: list[EnvVarDict] = [{"name": k, "value": v} for k, v in sorted((c.env or {}).items())]
     env += user_env(c.envs or [])
     for used in c.uses or []:
         env += connection_env(stack, members[used]) + uri_env(owner, members[used])

@@ -15,9 +15,7 @@ from typing import Any
 
 from appstack.api.kind import group_key
 from appstack.controllers.util.meta import MANAGED_BY
-from appstack.sdk.kit.kubeobject import KubeObject
-from appstack.sdk.kit.meta import child_metadata
-from appstack.sdk.kit.parts import ChildMeta, Manifest
+from appstack.sdk import ChildMeta, KubeObject, Manifest, child_metadata
 
 STACK_LABEL = group_key("stack")
 MEMBER_LABEL = group_key("member")

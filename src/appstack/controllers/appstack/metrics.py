@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from appstack.api.appstack import AppStackStatus
-from appstack.sdk.kit.observers import Gauges, Panel, Sample
+from appstack.sdk import Gauges, Panel, Sample
 
 MEMBERS = "appstack_appstack_members"
 FAMILIES = {MEMBERS: "An AppStack's members, by state"}

@@ -33,14 +33,14 @@ from appstack.controllers.appstack.connections import (
 )
 from appstack.controllers.util.meta import MANAGED_BY, SLICE_MANAGER
 from appstack.controllers.util.workloads import security_context
-from appstack.sdk.kit.kubeobject import KubeObject
-from appstack.sdk.kit.meta import SLICE_MANAGER_LABEL
-from appstack.sdk.kit.parts import (
+from appstack.sdk import (
+    SLICE_MANAGER_LABEL,
     ClaimSpec,
     Container,
-    EnvVar,
+    EnvVarDict,
+    KubeObject,
     Manifest,
-    Probe,
+    ProbeDict,
     TemplateMeta,
     Volume,
     VolumeMount,
@@ -102,11 +102,11 @@ def managed_services(owner: KubeObject, mw: Middleware) -> list[Manifest]:
     ]
 
 
-def _middleware_env(stack: str, mw: Middleware) -> list[EnvVar]:
+def _middleware_env(stack: str, mw: Middleware) -> list[EnvVarDict]:
     engine = CATALOG[mw.type]
     secret = credentials_secret(stack, mw.name)
 
-    def ref(name: str, key: str) -> EnvVar:
+    def ref(name: str, key: str) -> EnvVarDict:
         return secret_env(name, secret, key)
 
     env = [ref(engine.password_env, "password")]
@@ -129,7 +129,7 @@ def _middleware_env(stack: str, mw: Middleware) -> list[EnvVar]:
     return env
 
 
-def readiness_probe(engine_type: str) -> Probe:
+def readiness_probe(engine_type: str) -> ProbeDict:
     """The engine's own answer: a login and a query (:mod:`.catalog`), every 5 s."""
     engine = CATALOG[engine_type]
     if engine.ready is None:

@@ -31,10 +31,10 @@ from appstack.controllers.appstack.catalog import CATALOG, image
 from appstack.controllers.appstack.connections import credentials_secret, prefix, service_name
 from appstack.controllers.mongodb_replicaset import bootstrap as boot
 from appstack.controllers.mongodb_replicaset import members as rs
-from appstack.sdk.kit.kubeobject import KubeObject
-from appstack.sdk.kit.parts import (
+from appstack.sdk import (
     ContainerSecurity,
-    EnvVar,
+    EnvVarDict,
+    KubeObject,
     Manifest,
     secret_env,
     user_resources,
@@ -64,7 +64,7 @@ def replica_set(owner: KubeObject, mw: Middleware) -> rs.ReplicaSetConfig:
     return rs.replica_set(service_name(owner["metadata"]["name"], mw.name), hosts(owner, mw))
 
 
-def uri_env(owner: KubeObject, mw: object) -> list[EnvVar]:
+def uri_env(owner: KubeObject, mw: object) -> list[EnvVarDict]:
     """``<NAME>_URI`` for a consumer of managed mongodb (nothing for any other member): every
     member and the set's name, the credentials as ``$(VAR)`` references to the secretKeyRef
     env ``<NAME>_USERNAME``/``_PASSWORD`` injected before it (expanded by the kubelet, so

@@ -48,12 +48,7 @@ from appstack.controllers.util.workloads import (
     replica_failure,
     statefulset_ready,
 )
-from appstack.runtime import errors
-from appstack.runtime.cache import Cache
-from appstack.runtime.client import Client
-from appstack.runtime.controller import Result
-from appstack.runtime.events import EventRecorder
-from appstack.runtime.resources import (
+from appstack.runtime import (
     CONFIG_MAP,
     DEPLOYMENT,
     ENDPOINT_SLICE,
@@ -62,23 +57,27 @@ from appstack.runtime.resources import (
     SECRET,
     SERVICE,
     STATEFUL_SET,
+    Cache,
+    Client,
+    EventRecorder,
+    IndexFunc,
+    NotFound,
     Resource,
+    Result,
+    controller_key,
 )
-from appstack.runtime.store import IndexFunc, controller_key
-from appstack.sdk.kit.children import Synced
-from appstack.sdk.kit.conditions import Problem
-from appstack.sdk.kit.kubeobject import KubeObject
-from appstack.sdk.kit.parts import Manifest
-from appstack.sdk.kit.pods import (
+from appstack.sdk import (
     POD_INDEXERS,
+    REFERENCES,
+    KindReconciler,
+    KubeObject,
+    Manifest,
+    Problem,
+    Synced,
     pod_mapper,
     pod_problem,
     pods_of,
     recheck_after,
-)
-from appstack.sdk.kit.reconciler import KindReconciler
-from appstack.sdk.kit.references import (
-    REFERENCES,
 )
 
 Wanted = set[tuple[str, str]]  # (kind, name) of every child the spec still wants
@@ -330,7 +329,7 @@ class AppStackReconciler(KindReconciler[AppStackSpec]):
                 read.append(
                     (name, await self.client.get(resource, name, stack["metadata"]["namespace"]))
                 )
-            except errors.NotFound:
+            except NotFound:
                 read.append((name, None))
         return read
 

@@ -15,8 +15,8 @@ from appstack.api.appstack_component import Component
 from appstack.api.appstack_middleware import Middleware
 from appstack.controllers.appstack import desired
 from appstack.controllers.appstack.connections import credentials_secret
-from appstack.runtime.resources import CONFIG_MAP, SECRET
-from appstack.sdk.kit.references import reference
+from appstack.runtime import CONFIG_MAP, SECRET
+from appstack.sdk import reference
 
 
 def referenced(stack: dict[str, Any]) -> list[str]:

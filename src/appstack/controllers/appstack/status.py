@@ -10,14 +10,7 @@ first problem the user must fix.
 from __future__ import annotations
 
 from appstack.api.appstack import AppStackStatus, MemberStatus
-from appstack.sdk.kit.conditions import (
-    Problem,
-    Truth,
-    condition,
-    now_rfc3339,
-    previous_conditions,
-)
-from appstack.sdk.kit.kubeobject import KubeObject
+from appstack.sdk import KubeObject, Problem, Truth, condition, now_rfc3339, previous_conditions
 
 #: A member's name and kind (``Component``, ``Middleware/<type>``).
 Base = tuple[str, str]

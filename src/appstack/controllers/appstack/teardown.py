@@ -28,11 +28,8 @@ from appstack.api.graph import teardown_order
 from appstack.controllers.appstack import status
 from appstack.controllers.appstack.labels import member_label
 from appstack.core.resource import Resource
-from appstack.runtime.cache import Cache
-from appstack.runtime.controller import Result
-from appstack.runtime.store import controller_key
-from appstack.sdk.kit.children import ChildWriter
-from appstack.sdk.kit.kubeobject import KubeObject
+from appstack.runtime import Cache, Result, controller_key
+from appstack.sdk import ChildWriter, KubeObject
 
 FINALIZER_NAME = "teardown"
 WAVE_POLL = 0.5  # seconds between the first looks while a wave is being deleted

@@ -15,18 +15,17 @@ from typing import Any
 from appstack.api.kind import GROUP
 from appstack.controllers.appstack.labels import MEMBER_LABEL, STACK_LABEL
 from appstack.core.resource import Resource
-from appstack.runtime import errors
-from appstack.runtime.client import Client
-from appstack.runtime.resources import (
+from appstack.runtime import (
     CONFIG_MAP,
     DEPLOYMENT,
     ENDPOINT_SLICE,
     SECRET,
     SERVICE,
     STATEFUL_SET,
+    Client,
+    Forbidden,
 )
-from appstack.sdk.kit.meta import SLICE_MANAGER_LABEL
-from appstack.sdk.kit.observers import StatusTree, StatusView
+from appstack.sdk import SLICE_MANAGER_LABEL, StatusTree, StatusView
 
 CHILD_KINDS = (STATEFUL_SET, DEPLOYMENT, SERVICE, ENDPOINT_SLICE, CONFIG_MAP, SECRET)
 
@@ -48,7 +47,7 @@ def _replicas(obj: dict[str, Any]) -> str | None:
 async def _children(client: Client, resource: Resource, stack: str, ns: str) -> list[Any]:
     try:
         items, _ = await client.list(resource, ns, label_selector=f"{STACK_LABEL}={stack}")
-    except errors.Forbidden:  # e.g. no right to list Secrets: show the rest
+    except Forbidden:  # e.g. no right to list Secrets: show the rest
         return []
     for item in items:
         item.setdefault("kind", resource.kind)

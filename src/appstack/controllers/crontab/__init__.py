@@ -13,9 +13,8 @@ from __future__ import annotations
 from appstack.api.crontab import CronTab
 from appstack.controllers.crontab import desired, metrics, view
 from appstack.controllers.crontab.reconciler import CronTabReconciler
-from appstack.runtime.resources import CRON_JOB, JOB, POD
-from appstack.sdk.kit.registration import Registration
-from appstack.sdk.rbac import Rule, own_rules, rule
+from appstack.runtime import CRON_JOB, JOB, POD
+from appstack.sdk import Registration, Rule, own_rules, rule
 
 CRON_TAB = CronTab.KIND.resource
 

@@ -14,9 +14,7 @@ from appstack.api.crontab import CronTabSpec
 from appstack.api.security import PodSecurityLevel
 from appstack.controllers.util.meta import child_labels
 from appstack.controllers.util.workloads import container, security_context
-from appstack.sdk.kit.kubeobject import KubeObject
-from appstack.sdk.kit.meta import child_metadata
-from appstack.sdk.kit.parts import Manifest, user_env
+from appstack.sdk import KubeObject, Manifest, child_metadata, user_env
 
 COMPONENT = "crontab"
 

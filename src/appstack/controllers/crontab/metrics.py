@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from appstack.api.crontab import CronTabStatus
-from appstack.sdk.kit.observers import Gauges, Panel, Sample
+from appstack.sdk import Gauges, Panel, Sample
 
 LAST_RUN_FAILED = "appstack_crontab_last_run_failed"
 FAMILIES = {LAST_RUN_FAILED: "1 if the CronTab's newest run failed"}

@@ -22,28 +22,34 @@ from pydantic import ValidationError
 from appstack.api.crontab import CronTab, CronTabSpec, CronTabStatus
 from appstack.controllers.crontab import desired, status
 from appstack.controllers.util import podsecurity
-from appstack.runtime.cache import Cache
-from appstack.runtime.client import Client
-from appstack.runtime.controller import Request, Result
-from appstack.runtime.events import EventRecorder
-from appstack.runtime.resources import CRON_JOB, JOB, POD, Resource
-from appstack.runtime.store import IndexFunc
-from appstack.sdk.kit.conditions import (
-    Problem,
-    last_condition,
-    now_rfc3339,
+from appstack.runtime import (
+    CRON_JOB,
+    JOB,
+    POD,
+    Cache,
+    Client,
+    EventRecorder,
+    IndexFunc,
+    Request,
+    Resource,
+    Result,
 )
-from appstack.sdk.kit.kubeobject import KubeObject
-from appstack.sdk.kit.meta import COMPONENT_LABEL, INSTANCE_LABEL, instance_labels
-from appstack.sdk.kit.pods import (
+from appstack.sdk import (
+    COMPONENT_LABEL,
+    INSTANCE_LABEL,
     POD_INDEXERS,
+    Condition,
+    KindReconciler,
+    KubeObject,
+    Problem,
+    instance_labels,
     label_indexers,
     labelled,
+    last_condition,
+    now_rfc3339,
     pod_mapper,
     pods_of,
 )
-from appstack.sdk.kit.reconciler import KindReconciler
-from appstack.sdk.model import Condition
 
 
 def _job_mapper(job: dict[str, Any]) -> list[Request]:

@@ -18,9 +18,7 @@ from typing import Any, Literal
 
 from appstack.api.cron import cron_job_schedule
 from appstack.api.crontab import CronTabStatus
-from appstack.sdk.kit.conditions import Problem, Truth, condition, previous_conditions
-from appstack.sdk.kit.kubeobject import KubeObject
-from appstack.sdk.kit.pods import pod_problem
+from appstack.sdk import KubeObject, Problem, Truth, condition, pod_problem, previous_conditions
 
 #: A condition as (status, reason, message).
 Said = tuple[Truth, str, str]

@@ -14,9 +14,8 @@ from appstack.api.etcdcluster import EtcdCluster
 from appstack.controllers.etcdcluster import desired, metrics, status, view
 from appstack.controllers.etcdcluster.reconciler import EtcdClusterReconciler
 from appstack.controllers.etcdcluster.resources import PDB
-from appstack.runtime.resources import JOB, POD, PVC, SECRET, SERVICE
-from appstack.sdk.kit.registration import Registration
-from appstack.sdk.rbac import Rule, own_rules, rule
+from appstack.runtime import JOB, POD, PVC, SECRET, SERVICE
+from appstack.sdk import Registration, Rule, own_rules, rule
 
 ETCD_CLUSTER = EtcdCluster.KIND.resource
 

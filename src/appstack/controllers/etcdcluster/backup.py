@@ -36,9 +36,7 @@ from appstack.api.kind import group_key
 from appstack.controllers.etcdcluster import desired, tls
 from appstack.controllers.etcdcluster.backup_schedule import parse_time
 from appstack.controllers.util.meta import child_labels
-from appstack.sdk.kit.kubeobject import KubeObject
-from appstack.sdk.kit.meta import child_metadata
-from appstack.sdk.kit.parts import Manifest
+from appstack.sdk import KubeObject, Manifest, child_metadata
 
 BACKUP_DIR = "/backup"
 RESTORE_DIR = "/restore"

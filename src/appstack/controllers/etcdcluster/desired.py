@@ -22,14 +22,17 @@ from appstack.api.etcdcluster import EtcdClusterSpec
 from appstack.api.kind import group_key
 from appstack.controllers.etcdcluster import tls
 from appstack.controllers.util.meta import child_labels
-from appstack.sdk.kit.kubeobject import KubeObject
-from appstack.sdk.kit.meta import child_metadata, controlled_by, instance_labels, owner_reference
-from appstack.sdk.kit.parts import (
+from appstack.sdk import (
     Container,
     ContainerSecurity,
+    KubeObject,
     Manifest,
     PodSecurityContext,
     ServicePortSpec,
+    child_metadata,
+    controlled_by,
+    instance_labels,
+    owner_reference,
     user_resources,
 )
 

@@ -20,7 +20,7 @@ from appstack.api.etcdcluster import EtcdClusterStatus
 from appstack.api.etcdcluster_backup import BackupSpec
 from appstack.api.etcdcluster_maintenance import DEFAULT_QUOTA
 from appstack.controllers.etcdcluster.backup_schedule import next_due
-from appstack.sdk.kit.observers import Gauges, Panel, Sample
+from appstack.sdk import Gauges, Panel, Sample
 
 FAMILIES: dict[str, str] = {
     "appstack_etcdcluster_members": "An EtcdCluster's members (voters and learners)",

@@ -16,7 +16,7 @@ from appstack.api.etcdcluster import EtcdClusterSpec
 from appstack.controllers.etcdcluster import desired, tls
 from appstack.controllers.etcdcluster.etcdapi import EndpointStatus, EtcdClient, EtcdError, Member
 from appstack.controllers.etcdcluster.plan import MemberView, Observed, PodView
-from appstack.sdk.kit.kubeobject import KubeObject
+from appstack.sdk import KubeObject
 
 
 @dataclass(frozen=True)

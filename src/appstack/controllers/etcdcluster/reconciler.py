@@ -47,26 +47,32 @@ from appstack.controllers.etcdcluster.plan import Step, next_step
 from appstack.controllers.etcdcluster.resources import PDB
 from appstack.controllers.etcdcluster.tlsclient import TLSSecrets
 from appstack.controllers.util.meta import child_labels
-from appstack.runtime import errors
-from appstack.runtime.cache import Cache
-from appstack.runtime.client import Client
-from appstack.runtime.controller import Result
-from appstack.runtime.events import EventRecorder
-from appstack.runtime.resources import JOB, POD, PVC, SERVICE, Resource
-from appstack.runtime.store import IndexFunc
-from appstack.sdk.kit.conditions import (
-    Problem,
-    now_rfc3339,
+from appstack.runtime import (
+    JOB,
+    POD,
+    PVC,
+    SERVICE,
+    AlreadyExists,
+    Cache,
+    Client,
+    EventRecorder,
+    IndexFunc,
+    NotFound,
+    Resource,
+    Result,
 )
-from appstack.sdk.kit.kubeobject import KubeObject
-from appstack.sdk.kit.parts import Manifest, wire
-from appstack.sdk.kit.pods import (
+from appstack.sdk import (
     POD_INDEXERS,
+    KindReconciler,
+    KubeObject,
+    Manifest,
+    Problem,
     label_indexers,
     labelled,
+    now_rfc3339,
     pods_of,
 )
-from appstack.sdk.kit.reconciler import KindReconciler
+from appstack.sdk import to_wire as wire
 
 log = structlog.get_logger("appstack.etcdcluster")
 
@@ -420,7 +426,7 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
         for resource, name in ((PVC, f"data-{pod}"), (POD, pod)):
             try:
                 found = await self.client.get(resource, name, namespace)
-            except errors.NotFound:
+            except NotFound:
                 continue
             if not _owned(found, obj):
                 raise ChildConflict(self.writer.conflict(resource, name))
@@ -428,7 +434,7 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
     async def _create(self, obj: KubeObject, resource: Any, want: Manifest) -> None:
         try:
             await self.client.create(resource, wire(want))
-        except errors.AlreadyExists:
+        except AlreadyExists:
             name = want["metadata"]["name"]
             found = await self.client.get(resource, name, want["metadata"]["namespace"])
             if not _owned(found, obj):  # taken meanwhile
@@ -443,7 +449,7 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
         if resource == PVC:  # a retained volume is made ours again first
             await volumes_.delete(self.client, self.writer, obj, child, why)
             return
-        with contextlib.suppress(errors.NotFound):
+        with contextlib.suppress(NotFound):
             await self.writer.prune(obj, resource, child, why)
 
 

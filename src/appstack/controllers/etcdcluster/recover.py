@@ -27,13 +27,8 @@ from appstack.controllers.etcdcluster import desired, recovery, status, volumes
 from appstack.controllers.etcdcluster.backup_schedule import parse_time
 from appstack.controllers.etcdcluster.observe import Observation
 from appstack.controllers.etcdcluster.plan import Step
-from appstack.runtime import errors
-from appstack.runtime.cache import Cache
-from appstack.runtime.client import Client
-from appstack.runtime.resources import POD, PVC
-from appstack.sdk.kit.children import ChildWriter
-from appstack.sdk.kit.conditions import Problem
-from appstack.sdk.kit.kubeobject import KubeObject, as_object
+from appstack.runtime import POD, PVC, Cache, Client, NotFound
+from appstack.sdk import ChildWriter, KubeObject, Problem, as_object
 
 IMPOSSIBLE = "RecoveryImpossible"
 
@@ -94,7 +89,7 @@ class Recoverer:
         for pod in step.pods:
             found = seen.pods.get(pod)
             if found is not None and not found["metadata"].get("deletionTimestamp"):
-                with contextlib.suppress(errors.NotFound):
+                with contextlib.suppress(NotFound):
                     await self.writer.prune(obj, POD, found, step.reason)
             volume = self.cache.get(PVC, f"{namespace}/data-{pod}")
             if (

@@ -3,6 +3,6 @@
 
 from __future__ import annotations
 
-from appstack.runtime.resources import PDB
+from appstack.runtime import PDB
 
 __all__ = ["PDB"]

@@ -15,16 +15,16 @@ from appstack.api.etcdcluster import EtcdClusterStatus, EtcdMember
 from appstack.controllers.etcdcluster import desired
 from appstack.controllers.etcdcluster.observe import Observation
 from appstack.controllers.etcdcluster.plan import Step
-from appstack.sdk.kit.conditions import (
+from appstack.sdk import (
+    Condition,
+    KubeObject,
     Problem,
     Truth,
     condition,
+    label_selector,
     last_condition,
     previous_conditions,
 )
-from appstack.sdk.kit.kubeobject import KubeObject
-from appstack.sdk.kit.meta import label_selector
-from appstack.sdk.model import Condition
 
 #: The condition whose True means the cluster is up (a leader and a quorum): what its
 #: registration names as its ready condition (readiness gauge, health check, status view).

@@ -28,9 +28,7 @@ import binascii
 from typing import Any
 
 from appstack.api.etcdcluster import EtcdClusterSpec, TLSSpec
-from appstack.sdk.kit.conditions import Problem
-from appstack.sdk.kit.kubeobject import KubeObject
-from appstack.sdk.kit.parts import Manifest, Volume, VolumeMount
+from appstack.sdk import KubeObject, Manifest, Problem, Volume, VolumeMount
 
 KEYS = ("ca.crt", "tls.crt", "tls.key")
 ROOT = "/etc/etcd/tls"

@@ -23,10 +23,8 @@ from typing import Any
 
 from appstack.api.etcdcluster import TLSSpec
 from appstack.controllers.etcdcluster import tls
-from appstack.runtime import certdata, errors
-from appstack.runtime.client import Client
-from appstack.runtime.resources import SECRET
-from appstack.sdk.kit.conditions import Problem
+from appstack.runtime import SECRET, Client, NotFound, load_cert_chain
+from appstack.sdk import Problem
 
 #: Contexts kept at most (one per TLS EtcdCluster in use: about 10 KiB each).
 CONTEXTS = 256
@@ -47,7 +45,7 @@ def client_context(data: dict[str, str]) -> ssl.SSLContext:
     pem = {key: base64.b64decode(data[key]) for key in tls.KEYS}
     context = ssl.create_default_context(cadata=pem["ca.crt"].decode())
     # no file: the operator's root filesystem is read-only (runtime/certdata.py)
-    certdata.load_cert_chain(context, pem["tls.crt"], pem["tls.key"])
+    load_cert_chain(context, pem["tls.crt"], pem["tls.key"])
     return context
 
 
@@ -61,7 +59,7 @@ class TLSSecrets:
     async def _get(self, namespace: str, name: str) -> dict[str, Any] | None:
         try:
             return await self.client.get(SECRET, name, namespace)
-        except errors.NotFound:
+        except NotFound:
             return None
 
     async def check(self, namespace: str, spec: TLSSpec | None) -> Checked:

@@ -12,11 +12,8 @@ from typing import Any
 
 from appstack.api.etcdcluster import EtcdClusterSpec
 from appstack.controllers.etcdcluster import desired
-from appstack.runtime import errors
-from appstack.runtime.client import Client
-from appstack.runtime.resources import PVC
-from appstack.sdk.kit.children import ChildWriter
-from appstack.sdk.kit.kubeobject import KubeObject
+from appstack.runtime import PVC, Client, NotFound
+from appstack.sdk import ChildWriter, KubeObject
 
 
 async def _own(client: Client, obj: KubeObject, volume: dict[str, Any], retain: bool) -> None:
@@ -40,7 +37,7 @@ async def delete(
     client: Client, writer: ChildWriter, obj: KubeObject, volume: dict[str, Any], why: str
 ) -> None:
     """Delete member ``volume`` (made the cluster's again first if it is retained)."""
-    with contextlib.suppress(errors.NotFound):
+    with contextlib.suppress(NotFound):
         if desired.retained(volume):
             await _own(client, obj, volume, retain=False)
         await writer.prune(obj, PVC, volume, why)

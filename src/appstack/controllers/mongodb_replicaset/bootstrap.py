@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from importlib import resources
 
-from appstack.sdk.kit.parts import Probe
+from appstack.sdk import ProbeDict
 
 PASS_SECONDS = 10
 SCRIPT_KEY = "bootstrap.js"
@@ -87,7 +87,7 @@ READINESS = "const h = db.hello(); if (!(h.isWritablePrimary || h.secondary)) { 
 LEGACY_READINESS = "var h = db.isMaster(); if (!(h.ismaster || h.secondary)) { quit(1); }"
 
 
-def readiness_probe(shell: str = MONGOSH) -> Probe:
+def readiness_probe(shell: str = MONGOSH) -> ProbeDict:
     """A member is ready when it is the primary or a secondary of the set."""
     check = READINESS if shell == MONGOSH else LEGACY_READINESS
     return {

@@ -26,11 +26,11 @@ from typing import Any
 from typing_extensions import TypedDict
 
 from appstack.controllers.mongodb_replicaset import bootstrap as boot
-from appstack.sdk.kit.parts import (
+from appstack.sdk import (
     ChildMeta,
     Container,
     ContainerSecurity,
-    EnvVar,
+    EnvVarDict,
     Manifest,
     Resources,
     Volume,
@@ -39,7 +39,7 @@ from appstack.sdk.kit.parts import (
 
 KEYFILE_KEY = "keyfile"
 KEYFILE_PATH = "/keyfile"
-HOME: EnvVar = {"name": "HOME", "value": "/tmp"}  # noqa: S108 - the container's own /tmp
+HOME: EnvVarDict = {"name": "HOME", "value": "/tmp"}  # noqa: S108 - the container's own /tmp
 
 
 def hosts(sts: str, headless: str, namespace: str, port: int, count: int) -> list[str]:
@@ -82,7 +82,7 @@ class Members:
     config_map: str  # the bootstrap script and replicaset.json
     resources: Resources | None = None
     shell: str = boot.MONGOSH
-    sidecar_env: list[EnvVar] = field(default_factory=list)
+    sidecar_env: list[EnvVarDict] = field(default_factory=list)
     sidecar_mounts: list[VolumeMount] = field(default_factory=list)
     volumes: list[Volume] = field(default_factory=list)
     data_volume: str = "data"  # the StatefulSet's claim template (claims <it>-<pod>)

@@ -14,9 +14,8 @@ from __future__ import annotations
 from appstack.api.mongodbcommunity import MongoDBCommunity
 from appstack.controllers.mongodbcommunity import desired, view
 from appstack.controllers.mongodbcommunity.reconciler import MongoDBCommunityReconciler
-from appstack.runtime.resources import CONFIG_MAP, PDB, SECRET, SERVICE, STATEFUL_SET
-from appstack.sdk.kit.registration import Registration
-from appstack.sdk.rbac import Rule, own_rules, rule
+from appstack.runtime import CONFIG_MAP, PDB, SECRET, SERVICE, STATEFUL_SET
+from appstack.sdk import Registration, Rule, own_rules, rule
 
 MONGODB_COMMUNITY = MongoDBCommunity.KIND.resource
 

@@ -30,16 +30,17 @@ from appstack.controllers.mongodb_replicaset import members as rs
 from appstack.controllers.mongodbcommunity import bootstrap
 from appstack.controllers.util.meta import child_labels
 from appstack.controllers.util.workloads import security_context
-from appstack.sdk.kit.kubeobject import KubeObject
-from appstack.sdk.kit.meta import child_metadata, instance_labels
-from appstack.sdk.kit.parts import (
+from appstack.sdk import (
     ChildMeta,
     ClaimSpec,
     KeyToPath,
+    KubeObject,
     Manifest,
     SecretVolume,
     Volume,
     VolumeMount,
+    child_metadata,
+    instance_labels,
     user_resources,
 )
 

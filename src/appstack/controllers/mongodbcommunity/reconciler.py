@@ -26,17 +26,26 @@ from appstack.api.mongodbcommunity import (
 )
 from appstack.controllers.mongodbcommunity import desired, scram, status, users
 from appstack.controllers.util.meta import CHILD_SELECTOR
-from appstack.runtime import errors
-from appstack.runtime.controller import Result
-from appstack.runtime.resources import CONFIG_MAP, PDB, SECRET, SERVICE, STATEFUL_SET, Resource
-from appstack.runtime.store import IndexFunc, controller_key
-from appstack.sdk.kit.conditions import Problem, now_rfc3339
-from appstack.sdk.kit.kubeobject import KubeObject
-from appstack.sdk.kit.meta import COMPONENT_LABEL
-from appstack.sdk.kit.parts import Manifest
-from appstack.sdk.kit.reconciler import KindReconciler
-from appstack.sdk.kit.references import (
+from appstack.runtime import (
+    CONFIG_MAP,
+    PDB,
+    SECRET,
+    SERVICE,
+    STATEFUL_SET,
+    IndexFunc,
+    NotFound,
+    Resource,
+    Result,
+    controller_key,
+)
+from appstack.sdk import (
+    COMPONENT_LABEL,
     REFERENCES,
+    KindReconciler,
+    KubeObject,
+    Manifest,
+    Problem,
+    now_rfc3339,
     reference,
 )
 
@@ -118,7 +127,7 @@ class MongoDBCommunityReconciler(KindReconciler[MongoDBCommunitySpec]):
         where = f"spec.users[{index}] ({user.name}): passwordSecretRef"
         try:
             secret = await self.client.get(SECRET, ref.name, obj["metadata"]["namespace"])
-        except errors.NotFound:
+        except NotFound:
             problems.append(
                 Problem("PasswordSecretNotFound", f"{where}: Secret {ref.name} not found")
             )

@@ -25,9 +25,7 @@ import hmac
 
 from appstack.api.mongodbcommunity import User
 from appstack.controllers.util.meta import child_labels
-from appstack.sdk.kit.kubeobject import KubeObject
-from appstack.sdk.kit.meta import child_metadata
-from appstack.sdk.kit.parts import Manifest
+from appstack.sdk import KubeObject, Manifest, child_metadata
 
 # name -> (hash, iterations, salt bytes): mongod's defaults
 MECHANISMS = {"sha1": ("sha1", 10000, 16), "sha256": ("sha256", 15000, 28)}

@@ -12,9 +12,7 @@ from typing import Any, Literal
 from appstack.api.mongodbcommunity import MongoDBCommunityStatus, UserStatus
 from appstack.controllers.mongodbcommunity import desired
 from appstack.controllers.util.workloads import statefulset_ready
-from appstack.sdk.kit.conditions import Problem, Truth, condition, previous_conditions
-from appstack.sdk.kit.kubeobject import KubeObject
-from appstack.sdk.kit.meta import label_selector
+from appstack.sdk import KubeObject, Problem, Truth, condition, label_selector, previous_conditions
 
 
 def observed(

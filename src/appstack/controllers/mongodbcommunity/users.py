@@ -15,9 +15,7 @@ from urllib.parse import quote
 from appstack.api.mongodbcommunity import User
 from appstack.controllers.mongodbcommunity import desired
 from appstack.controllers.util.meta import child_labels
-from appstack.sdk.kit.kubeobject import KubeObject
-from appstack.sdk.kit.meta import child_metadata
-from appstack.sdk.kit.parts import Manifest
+from appstack.sdk import KubeObject, Manifest, child_metadata
 
 _INVALID = re.compile(r"[^a-z0-9.-]+")
 

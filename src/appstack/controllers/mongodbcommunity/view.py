@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from appstack.controllers.util import statusview
-from appstack.runtime.client import Client
-from appstack.sdk.kit.observers import StatusTree
+from appstack.runtime import Client
+from appstack.sdk import StatusTree
 
 
 async def collect(client: Client, obj: dict[str, Any]) -> StatusTree:

@@ -11,7 +11,7 @@ ones included. The namespace's labels come from
 from __future__ import annotations
 
 from appstack.api.security import PodSecurityLevel
-from appstack.sdk.kit.namespaces import NamespaceGate
+from appstack.sdk import NamespaceGate
 
 ENFORCE_LABEL = "pod-security.kubernetes.io/enforce"
 

@@ -16,11 +16,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from appstack.core.resource import Resource
-from appstack.runtime import errors
-from appstack.runtime.client import Client
-from appstack.runtime.resources import POD
-from appstack.sdk.kit.meta import INSTANCE_LABEL
-from appstack.sdk.kit.observers import StatusTree, StatusView
+from appstack.runtime import POD, Client, Forbidden
+from appstack.sdk import INSTANCE_LABEL, StatusTree, StatusView
 
 Collect = Callable[[Client, dict[str, Any]], Awaitable[StatusTree]]
 
@@ -54,7 +51,7 @@ async def labelled(client: Client, resource: Resource, obj: dict[str, Any]) -> l
     selector = f"{INSTANCE_LABEL}={meta['name']}"
     try:
         items, _ = await client.list(resource, meta["namespace"], label_selector=selector)
-    except errors.Forbidden:
+    except Forbidden:
         return []
     return sorted(items, key=lambda i: str(i["metadata"]["name"]))
 

@@ -17,18 +17,20 @@ from typing import Any, cast
 
 from appstack.api.pod import Affinity, Toleration, TopologySpreadConstraint, Volume, VolumeMount
 from appstack.api.security import PodSecurityLevel, SecurityContext
-from appstack.sdk.kit.conditions import Problem
-from appstack.sdk.kit.parts import (
+from appstack.sdk import (
     Container,
     ContainerPort,
     ContainerSecurity,
-    EnvVar,
+    EnvFromSource,
+    EnvVarDict,
+    Probe,
+    Problem,
+    ResourceRequirements,
     user_probe,
     user_resources,
     user_security,
 )
-from appstack.sdk.kit.parts import VolumeMount as VolumeMountPart
-from appstack.sdk.model import EnvFromSource, Probe, ResourceRequirements
+from appstack.sdk import VolumeMount as VolumeMountPart
 
 # Hardening that never stops an ordinary image (root ones included): within the `baseline`
 # Pod Security Standard, plus no privilege escalation and the runtime's seccomp profile.
@@ -72,7 +74,7 @@ def container(
     image: str,
     *,
     ports: list[ContainerPort] | None = None,
-    env: list[EnvVar] | None = None,
+    env: list[EnvVarDict] | None = None,
     env_from: Sequence[EnvFromSource] | None = None,
     resources: ResourceRequirements | None = None,
     command: Sequence[str] | None = None,

@@ -297,6 +297,8 @@ class ChildWriter:
         self.recorder.record(owner, type_, reason, note, action=action)
 
     async def report(self, owner: KubeObject, problem: Problem) -> None:
+        """Log ``problem`` and record it as a Warning Event about ``owner`` (its reason, its
+        message)."""
         log.warning("cannot reconcile", reason=problem.reason, problem=problem.message)
         await self.event(owner, "Warning", problem.reason, problem.message)
 

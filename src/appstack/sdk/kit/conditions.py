@@ -40,6 +40,7 @@ def field_path(loc: tuple[Any, ...]) -> str:
 
 
 def error_message(item: Any) -> str:
+    """One Pydantic error's message, without Pydantic's ``Value error, `` prefix."""
     return str(item["msg"]).removeprefix("Value error, ")
 
 

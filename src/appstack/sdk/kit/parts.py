@@ -1,7 +1,10 @@
 """Typed parts of the children the controllers' pure ``desired`` functions build: a child's
 metadata and owner reference, environment variables, container and Service ports, volume
 mounts — so a misspelt key (``valueFrm``, ``containerport``) is a type error. They are
-the wire form (camelCase keys), put as-is into the child objects.
+the wire form (camelCase keys), put as-is into the child objects. Where the SDK also has a
+spec model of the type (:class:`~appstack.sdk.model.EnvVar`, :class:`~appstack.sdk.model.Probe`:
+what a user writes, validated), the wire shape is named ``...Dict`` (``EnvVarDict``,
+``ProbeDict``), as kubernetes-typed names its TypedDicts.
 Used by :mod:`.meta`, :mod:`.workloads` and every kind's ``desired`` modules.
 """
 
@@ -51,7 +54,7 @@ class EnvSource(TypedDict, total=False):
     fieldRef: FieldRef
 
 
-class EnvVar(TypedDict, total=False):
+class EnvVarDict(TypedDict, total=False):
     """A container's environment variable: a value, or where it comes from."""
 
     name: Required[str]
@@ -191,7 +194,7 @@ class TCPSocketAction(TypedDict):
     port: int | str
 
 
-class Probe(TypedDict, total=False):
+class ProbeDict(TypedDict, total=False):
     exec: ExecAction
     httpGet: HTTPGetAction
     tcpSocket: TCPSocketAction
@@ -216,13 +219,13 @@ class Container(TypedDict, total=False):
     image: Required[str]
     command: list[str]
     args: list[str]
-    env: list[EnvVar]
+    env: list[EnvVarDict]
     envFrom: list[dict[str, Any]]
     ports: list[ContainerPort]
     volumeMounts: list[VolumeMount]
     resources: Resources
-    readinessProbe: Probe
-    livenessProbe: Probe
+    readinessProbe: ProbeDict
+    livenessProbe: ProbeDict
     securityContext: ContainerSecurity
 
 
@@ -231,14 +234,15 @@ def user_resources(model: KubeModel) -> Resources:
     return cast(Resources, model.to_dict())
 
 
-def user_probe(model: KubeModel) -> Probe:
-    """A probe a spec sets (the API's Probe model), in wire form."""
-    return cast(Probe, model.to_dict())
+def user_probe(model: KubeModel) -> ProbeDict:
+    """A probe a spec sets (the API's :class:`~appstack.sdk.model.Probe` model), in wire form."""
+    return cast(ProbeDict, model.to_dict())
 
 
-def user_env(env: Iterable[KubeModel]) -> list[EnvVar]:
-    """The variables a spec lists (``envs``: the API's EnvVar models), in wire form."""
-    return [cast(EnvVar, e.to_dict()) for e in env]
+def user_env(env: Iterable[KubeModel]) -> list[EnvVarDict]:
+    """The variables a spec lists (``envs``: the API's
+    :class:`~appstack.sdk.model.EnvVar` models), in wire form."""
+    return [cast(EnvVarDict, e.to_dict()) for e in env]
 
 
 def user_security(model: KubeModel | None) -> ContainerSecurity:
@@ -246,7 +250,7 @@ def user_security(model: KubeModel | None) -> ContainerSecurity:
     return cast(ContainerSecurity, model.to_dict()) if model else {}
 
 
-def secret_env(name: str, secret: str, key: str) -> EnvVar:
+def secret_env(name: str, secret: str, key: str) -> EnvVarDict:
     """The variable ``name`` from ``key`` of Secret ``secret``."""
     return {"name": name, "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}}
 

@@ -86,6 +86,9 @@ class KindReconciler(ABC, Generic[SpecT]):
         self._told_unknown: set[tuple[str, int]] = set()
 
     async def reconcile(self, request: Request) -> Result | None:
+        """The runtime's entry point: the cached object of ``request``, validated, then
+        :meth:`apply` (or :meth:`cleanup` while it is being deleted); a spec that does not validate
+        gets ``Ready=False`` with the field named."""
         cached = self.cache.get(self.resource, request.key)
         if cached is None:
             return None

@@ -71,10 +71,12 @@ class Registration:
 
     @property
     def kind(self) -> CustomKind:
+        """The kind the reconciler reconciles (its ``kind``)."""
         return self.reconciler.kind
 
     @property
     def owns(self) -> tuple[Resource, ...]:
+        """The kinds of the children the reconciler writes (its ``owns``)."""
         return self.reconciler.owns
 
     @property
@@ -92,6 +94,8 @@ class Registration:
         )
 
     def workers(self, concurrency: int) -> int:
+        """This controller's workers: its ``share`` of the operator's ``concurrency``, at least
+        1."""
         return max(1, int(concurrency * self.share))
 
     def resync_period(self, sync_period: float | None = None) -> float:

@@ -1,6 +1,6 @@
 """What ``appstack init``, ``create api``, ``create webhook`` and ``edit`` do to a project
 directory — kubebuilder's commands and meanings, in Python. Each command checks all of its
-input first (:class:`~appstack.sdk.scaffold.project.Refused` names the flag) and writes
+input first (:class:`~appstack.scaffold.project.Refused` names the flag) and writes
 nothing when it refuses; a later command inserts only at the scaffold markers
 (:func:`insert_at`), so files a user edited are left byte for byte as they are; ``--force``
 rewrites only that kind's own scaffold files. Used by :mod:`appstack.cli.scaffold`.
@@ -14,10 +14,8 @@ from pathlib import Path
 
 import yaml
 
-from appstack.sdk import config
-from appstack.sdk.identity import OperatorIdentity
-from appstack.sdk.scaffold import templates as t
-from appstack.sdk.scaffold.project import (
+from appstack.scaffold import templates as t
+from appstack.scaffold.project import (
     Project,
     Refused,
     Resource,
@@ -32,6 +30,7 @@ from appstack.sdk.scaffold.project import (
     read,
     write,
 )
+from appstack.sdk import ConfigProject, OperatorIdentity, config_files
 
 Files = dict[str, str]
 
@@ -120,8 +119,8 @@ def init(
 
 def _config(project: Project) -> Files:
     """config/ of a project with no kind yet (the rest comes with ``make manifests``)."""
-    generated = config.config_files(
-        config.Project(
+    generated = config_files(
+        ConfigProject(
             identity=OperatorIdentity(project=project.project_name, domain=project.domain),
             package=project.package,
             controllers=[],
@@ -435,7 +434,7 @@ from typing import Any
 
 import pytest
 from appstack.sdk import crd
-from appstack.sdk.cel import available as cel_available
+from appstack.sdk import cel_available
 from pydantic import ValidationError
 
 from {res.path} import {kind}
@@ -463,7 +462,7 @@ def edit(
     the flags of ``config/manager/manager.yaml`` that they decide, the rest of that file
     kept; regenerate the manifests afterwards. ``--image``: the image
     ``config/manager/kustomization.yaml`` names (``kustomize edit set image``)."""
-    from appstack.sdk.scaffold import manifests  # noqa: PLC0415 - imports the project's code
+    from appstack.scaffold import manifests  # noqa: PLC0415 - imports the project's code
 
     if image is not None and (not image.strip() or any(c.isspace() for c in image)):
         raise Refused(f"--image {image!r}: an image reference, e.g. registry/name:tag")

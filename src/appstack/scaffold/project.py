@@ -2,7 +2,7 @@
 ``domain``, ``repo``, ``projectName``, ``layout``, ``plugins``, ``resources[]`` with
 group/version/kind/domain/path/api/controller/webhooks), and the checks every command's
 input gets before anything is written (:func:`check_*`: each refusal names the flag).
-Read and written by the scaffolder's commands (:mod:`appstack.sdk.scaffold.commands`) and
+Read and written by the scaffolder's commands (:mod:`appstack.scaffold.commands`) and
 by ``appstack generate manifests``. Pure but for :func:`read` and :func:`write`.
 """
 

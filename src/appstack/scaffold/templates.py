@@ -1,5 +1,5 @@
 """The files ``appstack init`` and ``appstack create api`` write (pure: text from a
-:class:`~appstack.sdk.scaffold.project.Project`). A thin scaffold — what the operator does
+:class:`~appstack.scaffold.project.Project`). A thin scaffold — what the operator does
 lives in appstack's SDK, imported by the project, not in copied text: a kind's module
 declares the kind, a controller module says what the kind makes (a pure function) and the
 status it writes, ``__main__`` is one call into the SDK's assembly.
@@ -14,8 +14,8 @@ from __future__ import annotations
 import datetime
 from pathlib import Path
 
-from appstack.sdk.identity import OperatorIdentity
-from appstack.sdk.scaffold.project import Project, Resource
+from appstack.scaffold.project import Project, Resource
+from appstack.sdk import OperatorIdentity
 
 MARK_CONTROLLERS = "# +appstack:scaffold:controllers"
 MARK_KINDS = "# +appstack:scaffold:kinds"
@@ -782,7 +782,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from appstack.sdk.scaffold.manifests import stale
+from appstack.scaffold.manifests import stale
 
 
 def test_config_is_up_to_date(project_dir: Path) -> None:

@@ -1,4 +1,4 @@
-"""The scaffolder's commands (sdk/scaffold/commands.py) without a cluster: what init and
+"""The scaffolder's commands (appstack/scaffold/commands.py) without a cluster: what init and
 create api write, every refusal naming its flag with nothing written, re-running that
 leaves a user's edits byte for byte, --force, the webhook markers, and kubebuilder's PROJECT
 schema read back."""
@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from appstack.scaffold import commands, manifests
+from appstack.scaffold.project import Project, Refused, default_plural, read
 from appstack.sdk import config, crd
-from appstack.sdk.scaffold import commands, manifests
-from appstack.sdk.scaffold.project import Project, Refused, default_plural, read
 
 
 def config_files_of(directory: Path) -> list[str]:

@@ -15,8 +15,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from appstack.sdk import config
-from appstack.sdk.scaffold import project as projects
+from appstack.scaffold import project as projects
+from appstack.sdk import (
+    SCAFFOLDED_CONFIG,
+    ConfigProject,
+    config_files,
+    config_with_args,
+    config_with_image,
+)
 
 CONFIG = "config"
 
@@ -35,11 +41,11 @@ def _import_fresh(package: str, src: Path) -> tuple[object, object]:
     return identity, controllers
 
 
-def load(directory: Path) -> config.Project:
+def load(directory: Path) -> ConfigProject:
     """The project in ``directory`` as the generator sees it (its code imported)."""
     project = projects.read(directory)
     identity, controllers = _import_fresh(project.package, directory / "src")
-    return config.Project(
+    return ConfigProject(
         identity=identity.IDENTITY,  # type: ignore[attr-defined]
         package=project.package,
         controllers=list(controllers.CONTROLLERS),  # type: ignore[attr-defined]
@@ -51,13 +57,13 @@ def load(directory: Path) -> config.Project:
 
 def files(directory: Path) -> dict[Path, str]:
     """Every file of ``config/`` as the code generates it now, by path (those scaffolded
-    once included: :data:`appstack.sdk.config.SCAFFOLDED`)."""
-    generated = config.config_files(load(directory))
+    once included: :data:`appstack.sdk.SCAFFOLDED_CONFIG`)."""
+    generated = config_files(load(directory))
     return {directory / CONFIG / rel: text for rel, text in generated.items()}
 
 
 def _scaffolded(directory: Path, path: Path) -> bool:
-    return str(path.relative_to(directory / CONFIG)) in config.SCAFFOLDED
+    return str(path.relative_to(directory / CONFIG)) in SCAFFOLDED_CONFIG
 
 
 def generate(directory: Path) -> list[Path]:
@@ -90,7 +96,7 @@ def set_image(directory: Path, image: str) -> Path:
     path = directory / CONFIG / "manager" / "kustomization.yaml"
     if not path.is_file():
         raise projects.Refused(f"{path} is missing: run make manifests first")
-    text = config.with_image(path.read_text(), image)
+    text = config_with_image(path.read_text(), image)
     if text != path.read_text():
         path.write_text(text)
     return path
@@ -103,7 +109,7 @@ def set_args(directory: Path) -> Path | None:
     path = directory / CONFIG / "manager" / "manager.yaml"
     if not path.is_file():
         return None
-    text = config.with_args(path.read_text(), load(directory))
+    text = config_with_args(path.read_text(), load(directory))
     if text != path.read_text():
         path.write_text(text)
     return path

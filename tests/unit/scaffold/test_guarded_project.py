@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 import yaml
 
+from appstack.scaffold import commands, manifests
+from appstack.scaffold.project import read
 from appstack.sdk.identity import OperatorIdentity
-from appstack.sdk.scaffold import commands, manifests
-from appstack.sdk.scaffold.project import read
 from tests.support.admission import namespace_object, refusals
 
 IDENTITY = OperatorIdentity(project="guestbook", domain="tutorial.kubebuilder.io")
