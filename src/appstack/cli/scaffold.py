@@ -117,7 +117,11 @@ def _api_options(command: F) -> F:
             click.option(
                 "--plural", default=None, help="The kind's plural [default: kubebuilder's rule]."
             ),
-            click.option("--force", is_flag=True, help="Rewrite this kind's scaffold files."),
+            click.option(
+                "--force",
+                is_flag=True,
+                help="Rewrite this kind's scaffold files, edited or not (listed first).",
+            ),
             DIRECTORY,
         ]
     ):
@@ -129,8 +133,20 @@ def _create_api(directory: Path, **kwargs: Any) -> None:
     from appstack.scaffold import commands  # noqa: PLC0415
 
     directory = directory.resolve()
+
+    def rewriting(paths: list[str]) -> None:
+        one = len(paths) == 1
+        click.echo(
+            f"--force: rewriting {len(paths)} file{'' if one else 's'} that "
+            f"differ{'s' if one else ''} from the scaffold (what you wrote in "
+            f"{'it' if one else 'them'} is replaced):",
+            err=True,
+        )
+        for path in paths:
+            click.echo(f"  {path}", err=True)
+
     _refusing(
-        lambda: commands.create_api(directory, **kwargs),
+        lambda: commands.create_api(directory, rewriting=rewriting, **kwargs),
         directory,
         "Next: make manifests (then make test)",
     )

@@ -9,6 +9,7 @@ rewrites only that kind's own scaffold files. Used by :mod:`appstack.cli.scaffol
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -160,8 +161,11 @@ def create_api(
     plural: str | None = None,
     force: bool = False,
     domain: str | None = None,
+    rewriting: Callable[[list[str]], None] | None = None,
 ) -> list[Path]:
-    """Scaffold a kind (``--resource``) and/or its controller (``--controller``)."""
+    """Scaffold a kind (``--resource``) and/or its controller (``--controller``). With
+    ``force``, the files it replaces whose content is not what it writes (edits of yours,
+    lost) are passed to ``rewriting`` first, before anything is written."""
     project = read(directory)
     check_group(group)
     check_version(version)
@@ -229,11 +233,29 @@ def create_api(
         else wanted
     )
     files = _api_files(directory, project, merged, resource=resource, controller=controller)
-    if not force:  # --force: the kind's own scaffold files rewritten
-        files = _refuse_overwriting(directory, project.package, files, marked=MARKED_FILES)
+    files = _overwriting(directory, project.package, files, force=force, rewriting=rewriting)
     project.resources = [r for r in project.resources if r is not existing] + [merged]
     files["PROJECT"] = project.to_text()
     return _write(directory, files)
+
+
+def _overwriting(
+    directory: Path,
+    package: str,
+    files: Files,
+    *,
+    force: bool,
+    rewriting: Callable[[list[str]], None] | None,
+) -> Files:
+    """What ``create api`` writes: without ``force``, refused if it would replace an edited
+    file (:func:`_refuse_overwriting`); with it, all of ``files``, the edited ones passed to
+    ``rewriting`` first."""
+    if not force:
+        return _refuse_overwriting(directory, package, files, marked=MARKED_FILES)
+    rewritten = _clashing(directory, package, files, marked=MARKED_FILES)
+    if rewritten and rewriting is not None:
+        rewriting(rewritten)
+    return files
 
 
 #: Files a command changes only by inserting a line at a scaffold marker
@@ -259,24 +281,43 @@ def _refuse_overwriting(
     them (``pristine``): any other may hold the user's edits, and a generator never
     overwrites those (``--force`` does, for a kind's own scaffold files). A file whose
     scaffold has nothing new (its text is the ``pristine`` one) is left as it is."""
+    unedited = pristine or {}
+    clashing = _clashing(directory, package, files, marked=marked, pristine=unedited)
+    if clashing:
+        raise Refused(
+            f"{', '.join(clashing)} already exist{'s' if len(clashing) == 1 else ''} "
+            "and may hold your edits: nothing was written"
+        )
+    kept = {m.format(package=package) for m in marked}
+    # a file whose scaffold has nothing new (still the pristine text) stays as it is
+    return {
+        rel: text
+        for rel, text in files.items()
+        if rel in kept or text != unedited.get(rel) or not (directory / rel).exists()
+    }
+
+
+def _clashing(
+    directory: Path,
+    package: str,
+    files: Files,
+    *,
+    marked: tuple[str, ...],
+    pristine: Files | None = None,
+) -> list[str]:
+    """The files of ``files`` that exist with content neither what would be written nor
+    their ``pristine`` scaffold (and are not ``marked``: changed at markers only), sorted:
+    writing them would replace what someone else wrote."""
     kept = {m.format(package=package) for m in marked}
     unedited = pristine or {}
     clashing = []
-    result: Files = {}
     for rel, text in files.items():
         path = directory / rel
-        if rel not in kept and path.exists():
-            if text == unedited.get(rel):
-                continue  # nothing new to say: whatever is there stays
-            if path.read_text() not in (text, unedited.get(rel)):
-                clashing.append(rel)
-        result[rel] = text
-    if clashing:
-        raise Refused(
-            f"{', '.join(sorted(clashing))} already exist{'s' if len(clashing) == 1 else ''} "
-            "and may hold your edits: nothing was written"
-        )
-    return result
+        if rel in kept or not path.exists() or text == unedited.get(rel):
+            continue
+        if path.read_text() not in (text, unedited.get(rel)):
+            clashing.append(rel)
+    return sorted(clashing)
 
 
 def _api_files(

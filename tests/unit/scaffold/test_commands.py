@@ -244,6 +244,35 @@ def test_a_file_in_the_way_is_never_overwritten_without_force(project: Path) -> 
     assert mine.read_text() != "# my own controller, written before create api\n"
 
 
+def test_force_lists_the_edited_files_it_rewrites_before_writing(project: Path) -> None:
+    """``appstack create api --force`` says which files that differ from their scaffold
+    (someone's edits) it replaces, on stderr, before the list of what it wrote; files still
+    as scaffolded are rewritten without a word."""
+    from click.testing import CliRunner  # noqa: PLC0415
+
+    from appstack.cli import main  # noqa: PLC0415
+
+    args = ["create", "api", "--group", "webapp", "--version", "v1", "--kind", "Guestbook"]
+    runner = CliRunner()
+    first = runner.invoke(main, [*args, "--directory", str(project)])
+    assert first.exit_code == 0, first.output
+    edited = project / "src/guestbook/controllers/guestbook.py"
+    edited.write_text(edited.read_text() + "# my edit\n")
+    again = runner.invoke(main, [*args, "--force", "--directory", str(project)])
+    assert again.exit_code == 0, again.output
+    assert again.stderr.splitlines() == [
+        "--force: rewriting 1 file that differs from the scaffold (what you wrote in it is "
+        "replaced):",
+        "  src/guestbook/controllers/guestbook.py",
+    ]
+    assert "# my edit" not in edited.read_text()
+    assert "wrote src/guestbook/controllers/guestbook.py" in again.stdout
+    # nothing edited: nothing listed
+    quiet = runner.invoke(main, [*args, "--force", "--directory", str(project)])
+    assert quiet.exit_code == 0
+    assert quiet.stderr == ""
+
+
 def test_create_webhook_again_keeps_an_edited_test(project: Path) -> None:
     commands.create_api(project, group="webapp", version="v1", kind="Guestbook")
     hook = {"group": "webapp", "version": "v1", "kind": "Guestbook", "conversion": False}
