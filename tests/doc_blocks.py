@@ -137,9 +137,10 @@ def compiled(block: Fenced) -> None:
 
 
 def tutorial_block(block: Fenced) -> bool:
-    """A block of the runtime tutorial, run by tests/e2e/test_tutorial.py."""
+    """A block of a page run as a module and its test by tests/e2e/test_tutorial.py
+    (runtime.md, any-kind.md)."""
     return (
-        block.path.name == "runtime.md"
+        block.path.name in ("runtime.md", "any-kind.md")
         and bool(block.lines)
         and bool(TUTORIAL.match(block.lines[0]))
     )

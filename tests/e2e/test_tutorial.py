@@ -1,7 +1,8 @@
-"""docs/runtime.md is run as written: its ``# greeting.py`` blocks become a module, its
-``# test_greeting.py`` blocks that module's test, and pytest runs the test in a fresh
-process against this session's control plane (the plugin's existing-cluster mode), exactly
-as a user following the tutorial would."""
+"""docs/runtime.md and docs/any-kind.md are run as written: a page's ``# greeting.py``
+(``# secret_copier.py``) blocks become a module, its ``# test_greeting.py``
+(``# test_secret_copier.py``) blocks that module's test, and pytest runs the test in a
+fresh process against this session's control plane (the plugin's existing-cluster mode),
+exactly as a user following the page would."""
 
 from __future__ import annotations
 
@@ -11,7 +12,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-TUTORIAL = Path(__file__).parents[2] / "docs" / "runtime.md"
+import pytest
+
+DOCS = Path(__file__).parents[2] / "docs"
+TUTORIAL = DOCS / "runtime.md"
+#: page -> its module and its test
+PAGES = {
+    "runtime.md": ("greeting.py", "test_greeting.py"),
+    "any-kind.md": ("secret_copier.py", "test_secret_copier.py"),
+}
 _BLOCK = re.compile(r"```python\n# (?P<file>[\w.]+)\n(?P<code>.*?)```", re.S)
 
 
@@ -23,15 +32,20 @@ def tutorial_files(text: str) -> dict[str, str]:
     return files
 
 
-def test_the_tutorial_blocks_form_a_module_and_its_test() -> None:
-    files = tutorial_files(TUTORIAL.read_text())
-    assert sorted(files) == ["greeting.py", "test_greeting.py"]
-    assert "class GreetingReconciler" in files["greeting.py"]
-    assert "def test_" in files["test_greeting.py"]
+@pytest.mark.parametrize("page", sorted(PAGES))
+def test_the_page_blocks_form_a_module_and_its_test(page: str) -> None:
+    module, test = PAGES[page]
+    files = tutorial_files((DOCS / page).read_text())
+    assert sorted(files) == sorted([module, test])
+    assert "Reconciler" in files[module]
+    assert "def test_" in files[test]
 
 
-def test_the_tutorial_runs_against_the_control_plane(kubeconfig: Path, tmp_path: Path) -> None:
-    for name, code in tutorial_files(TUTORIAL.read_text()).items():
+@pytest.mark.parametrize("page", sorted(PAGES))
+def test_the_page_runs_against_the_control_plane(
+    page: str, kubeconfig: Path, tmp_path: Path
+) -> None:
+    for name, code in tutorial_files((DOCS / page).read_text()).items():
         (tmp_path / name).write_text(code)
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     env = {
@@ -40,7 +54,7 @@ def test_the_tutorial_runs_against_the_control_plane(kubeconfig: Path, tmp_path:
         "PYTHONPATH": str(tmp_path),
     }
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_greeting.py"],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", PAGES[page][1]],
         cwd=tmp_path,
         env=env,
         capture_output=True,

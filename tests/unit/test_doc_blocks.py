@@ -12,7 +12,8 @@ import pytest
 from tests import doc_blocks
 from tests.doc_blocks import LANGUAGES, PAGES, Fenced, fenced
 from tests.e2e.shell_blocks import SHELLS
-from tests.e2e.test_tutorial import TUTORIAL, tutorial_files
+from tests.e2e.test_tutorial import DOCS, tutorial_files
+from tests.e2e.test_tutorial import PAGES as TUTORIAL_PAGES
 
 BLOCKS = [b for page in PAGES if page.exists() for b in fenced(page)]
 
@@ -66,7 +67,10 @@ def test_the_tutorial_blocks_are_the_ones_its_test_runs() -> None:
     for block in (b for b in BLOCKS if doc_blocks.tutorial_block(b)):
         name = block.lines[0].removeprefix("# ")
         files[name] = files.get(name, "") + block.text.split("\n", 1)[1] + "\n"
-    assert files == tutorial_files(TUTORIAL.read_text())
+    run: dict[str, str] = {}
+    for page in TUTORIAL_PAGES:
+        run.update(tutorial_files((DOCS / page).read_text()))
+    assert files == run
 
 
 def test_a_part_of_an_object_is_merged_into_the_pages_object(tmp_path: Path) -> None:

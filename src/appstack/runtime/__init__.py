@@ -96,11 +96,24 @@ if typing.TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs; at ru
         EventRecorder,
         EventType,
     )
+    from appstack.runtime.filters import (
+        Filter,
+        annotated,
+        annotations_changed,
+        generation_changed,
+        labelled,
+        labels_changed,
+        parse_selector,
+        when,
+    )
     from appstack.runtime.finalizer import (
         add as add_finalizer,
     )
     from appstack.runtime.finalizer import (
         finalize,
+    )
+    from appstack.runtime.finalizer import (
+        has as has_finalizer,
     )
     from appstack.runtime.finalizer import (
         remove as remove_finalizer,
@@ -182,6 +195,14 @@ if typing.TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs; at ru
 #: the public name is not the module's own (``add_finalizer`` is
 #: :func:`appstack.runtime.finalizer.add`).
 _HOMES = {
+    "Filter": "filters",
+    "annotated": "filters",
+    "annotations_changed": "filters",
+    "generation_changed": "filters",
+    "labelled": "filters",
+    "labels_changed": "filters",
+    "parse_selector": "filters",
+    "when": "filters",
     "Builder": "builder",
     "Mapper": "builder",
     "request_for": "builder",
@@ -221,6 +242,7 @@ _HOMES = {
     "EventType": "events",
     "add_finalizer": "finalizer:add",
     "finalize": "finalizer",
+    "has_finalizer": "finalizer:has",
     "remove_finalizer": "finalizer:remove",
     "FOREIGN_METADATA": "informer",
     "EventHandler": "informer",
@@ -303,6 +325,7 @@ __all__ = [
     "EventRecorder",
     "EventType",
     "FakeClock",
+    "Filter",
     "Forbidden",
     "FuncHandler",
     "Gone",
@@ -337,22 +360,30 @@ __all__ = [
     "Unauthorized",
     "WatchStalled",
     "add_finalizer",
+    "annotated",
+    "annotations_changed",
     "configure_logging",
     "controller_key",
     "crd_names",
     "current_namespace",
     "finalize",
+    "generation_changed",
+    "has_finalizer",
     "keep_applied_by",
+    "labelled",
+    "labels_changed",
     "limit_tls_read_buffer",
     "load_cert_chain",
     "namespace_metadata",
     "object_key",
+    "parse_selector",
     "prefixed",
     "remove_finalizer",
     "request_for",
     "self_signed_context",
     "split_key",
     "unserved",
+    "when",
 ]
 
 

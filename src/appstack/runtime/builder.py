@@ -4,7 +4,7 @@
         .for_(APP_SERVICE)                  # the primary kind: its own events
         .owns(DEPLOYMENT).owns(SERVICE)     # children: mapped to their controller owner
         .watches(SECRET, secret_to_apps)    # anything else: a mapper returns requests
-        .with_concurrency(4)
+        .with_concurrency(4)                # each takes filter=: which events enqueue
         .complete(AppServiceReconciler(...)))
 
 ``owns`` follows the child's ``ownerReferences`` entry with ``controller: true`` whose
@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from appstack.runtime.controller import Controller, Reconciler, Request
+from appstack.runtime.filters import Filter
 from appstack.runtime.informer import FuncHandler
 from appstack.runtime.resources import Obj, Resource, split_key
 
@@ -57,30 +58,39 @@ class Builder:
         self.manager = manager
         self.name = name
         self._primary: Resource | None = None
-        self._watches: list[tuple[Resource, Mapper]] = []
+        self._watches: list[tuple[Resource, Mapper, Filter | None]] = []
+        self._filter: Filter | None = None
         self._concurrency = 1
         self._resync: float | None = None
         self._status_changes = True
 
-    def for_(self, resource: Resource, *, status_changes: bool = True) -> Builder:
+    def for_(
+        self, resource: Resource, *, status_changes: bool = True, filter: Filter | None = None
+    ) -> Builder:
         """The primary kind: its own add/update/delete events enqueue the object itself;
         ``status_changes=False``: not an update that changed only its status (the
         reconciler's own status write, as controller-runtime's
-        ``GenerationChangedPredicate`` with labels and annotations kept)."""
+        ``GenerationChangedPredicate`` with labels and annotations kept); ``filter``: only
+        the events it lets through (:mod:`~appstack.runtime.filters`)."""
         self._primary = resource
         self._status_changes = status_changes
+        self._filter = filter
         return self
 
-    def owns(self, resource: Resource) -> Builder:
-        """A child kind: its events enqueue the owner named in its controller ownerReference."""
+    def owns(self, resource: Resource, *, filter: Filter | None = None) -> Builder:
+        """A child kind: its events (those ``filter`` lets through) enqueue the owner named
+        in its controller ownerReference."""
         if self._primary is None:
             raise ValueError("call for_() before owns()")
-        self._watches.append((resource, owner_mapper(self._primary)))
+        self._watches.append((resource, owner_mapper(self._primary), filter))
         return self
 
-    def watches(self, resource: Resource, mapper: Mapper) -> Builder:
-        """Any other kind: ``mapper(obj)`` returns the requests an event about ``obj`` enqueues."""
-        self._watches.append((resource, mapper))
+    def watches(
+        self, resource: Resource, mapper: Mapper, *, filter: Filter | None = None
+    ) -> Builder:
+        """Any other kind: ``mapper(obj)`` returns the requests an event about ``obj`` (one
+        ``filter`` lets through) enqueues."""
+        self._watches.append((resource, mapper, filter))
         return self
 
     def with_concurrency(self, workers: int) -> Builder:
@@ -109,9 +119,11 @@ class Builder:
             availability=self.manager.client.availability,
         )
         skip = None if self._status_changes else only_status_changed
-        cache.add_handler(primary, _enqueue(controller, lambda obj: [request_for(obj)], skip))
-        for resource, mapper in self._watches:
-            cache.add_handler(resource, _enqueue(controller, mapper))
+        cache.add_handler(
+            primary, _enqueue(controller, lambda obj: [request_for(obj)], skip, self._filter)
+        )
+        for resource, mapper, filter_ in self._watches:
+            cache.add_handler(resource, _enqueue(controller, mapper, filter=filter_))
         self.manager.add(controller)
         return controller
 
@@ -130,17 +142,30 @@ def only_status_changed(old: Obj, new: Obj) -> bool:
 
 
 def _enqueue(
-    controller: Controller, mapper: Mapper, skip: Callable[[Obj, Obj], bool] | None = None
+    controller: Controller,
+    mapper: Mapper,
+    skip: Callable[[Obj, Obj], bool] | None = None,
+    filter: Filter | None = None,
 ) -> FuncHandler:
     def one(obj: Obj) -> None:
         for request in mapper(obj):
             controller.enqueue(request)
 
+    def created(obj: Obj) -> None:
+        if filter is None or filter.created(obj):
+            one(obj)
+
+    def deleted(obj: Obj) -> None:
+        if filter is None or filter.deleted(obj):
+            one(obj)
+
     def both(old: Obj, new: Obj) -> None:
         if skip is not None and skip(old, new):
+            return
+        if filter is not None and not filter.updated(old, new):
             return
         requests = set(mapper(old)) | set(mapper(new))  # e.g. an owner reference changed
         for request in requests:
             controller.enqueue(request)
 
-    return FuncHandler(add=one, update=both, delete=one)
+    return FuncHandler(add=created, update=both, delete=deleted)

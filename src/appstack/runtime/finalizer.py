@@ -28,6 +28,7 @@ Step = Callable[[Obj], Awaitable[Result | None]]
 
 
 def has(obj: Obj, finalizer: str) -> bool:
+    """Whether ``obj`` carries ``finalizer``."""
     return finalizer in (obj["metadata"].get("finalizers") or [])
 
 

@@ -121,17 +121,21 @@ async def require_crds(
     *,
     retry: tuple[float, float] = (FIRST_RETRY, LAST_RETRY),
 ) -> None:
-    """Raise :class:`MissingCRDs` unless every controller's kind is served — instead of
-    informers retrying list/watch forever. While the API server cannot be reached, ask
-    again with backoff (``retry``: the first wait, doubling up to the second), one log line
-    each time saying where and why; the probe says not ready meanwhile (the manager runs
-    this as its preflight). Any other failure to ask (e.g. forbidden) goes on: the
-    informers retry as before."""
+    """Raise :class:`MissingCRDs` unless every kind the operator declares is served —
+    instead of informers retrying list/watch forever; wait (not ready) until the kinds its
+    controllers reconcile but others install (another project's CRD: an
+    :class:`~appstack.sdk.kit.objects.ObjectReconciler`'s primary) are served, one log
+    line per look. While the API server cannot be reached, ask again with backoff
+    (``retry``: the first wait, doubling up to the second), one log line each time saying
+    where and why; the probe says not ready meanwhile (the manager runs this as its
+    preflight). Any other failure to ask (e.g. forbidden) goes on: the informers retry as
+    before."""
+    own = [c.primary for c in controllers if c.custom]
+    others = [c.primary for c in controllers if not c.custom and c.primary not in own]
     backoff = ItemExponentialBackoff(*retry)
     while True:
         try:
-            missing = await unserved(client, [c.kind.resource for c in controllers])
-            break
+            missing = await unserved(client, [*own, *others])
         except TransportError as error:
             delay = backoff.when("api server")
             log.warning(
@@ -141,13 +145,25 @@ async def require_crds(
                 retry_in=delay,
             )
             await asyncio.sleep(delay)
+            continue
         except Exception as error:  # only a definite answer stops us
             log.warning("cannot check which kinds the API server serves", error=str(error))
             return
-    if backoff.retries("api server"):
-        log.info("API server reachable")
-    if missing:
-        raise MissingCRDs(crd_names(missing), hint)
+        if backoff.retries("api server"):
+            log.info("API server reachable")
+            backoff.forget("api server")
+        mine = [resource for resource in missing if resource in own]
+        if mine:
+            raise MissingCRDs(crd_names(mine), hint)
+        if not missing:
+            return
+        delay = backoff.when("installed by others")
+        log.warning(
+            "waiting for kinds this operator reconciles but does not install",
+            crds=crd_names(missing),
+            retry_in=delay,
+        )
+        await asyncio.sleep(delay)
 
 
 def wire(

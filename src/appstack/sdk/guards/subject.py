@@ -98,7 +98,7 @@ class GuardedOperator:
         every = [r for each in registered for r in each.rules] if rules is None else rules
         finalizers = {c.reconciler.finalizer for c in registered if c.reconciler.finalizer}
         served: dict[tuple[str, str], CustomKind] = {}
-        for kind in [*(c.kind for c in registered), *kinds]:
+        for kind in [*(c.kind for c in registered if c.custom), *kinds]:
             served.setdefault((kind.api_version, kind.kind), kind)
         return cls(
             identity=identity,

@@ -78,15 +78,25 @@ def cache_policy(
                 )
         for resource in controller.owns:
             owners.setdefault(resource, [])
-            if controller.kind.resource not in owners[resource]:
-                owners[resource].append(controller.kind.resource)
+            if controller.primary not in owners[resource]:
+                owners[resource].append(controller.primary)
         read_whole.update(watched, referenced)  # read though we do not control them
     transforms = transforms or {}
     enabled = None
     if cluster_wide:
         enabled = enabled_selector(identity.enabled_label, enable_all_namespaces)
     referenced = {r for c in controllers for r in c.reconciler.references}
-    primaries = {c.kind.resource for c in controllers}
+    primaries = {c.primary for c in controllers}
+    for controller in controllers:  # a primary chosen by a label selector (any kind's)
+        chosen_by: str | None = getattr(controller.reconciler, "selector", None)
+        if chosen_by:
+            before = selectors.setdefault(controller.primary, (chosen_by, controller.name))
+            if before[0] != chosen_by:
+                raise ValueError(
+                    f"controllers {before[1]} and {controller.name} cache "
+                    f"{controller.primary} with different label selectors "
+                    f"({before[0]!r}, {chosen_by!r})"
+                )
     table: dict[Resource, ByObject] = {}
     for resource in {*selectors, *owners, *read_whole, *transforms, *primaries}:
         chosen = selectors.get(resource)
@@ -94,8 +104,12 @@ def cache_policy(
             label_selector=chosen[0] if chosen else None,
             transform=transforms.get(resource),
             owners=None if resource in read_whole else tuple(owners.get(resource, ())) or None,
-            namespaces=enabled if resource in referenced or resource in primaries else None,
-            elsewhere=outside_enabled if enabled and resource in primaries else None,
+            namespaces=enabled
+            if resource.namespaced and (resource in referenced or resource in primaries)
+            else None,
+            elsewhere=outside_enabled
+            if enabled and resource.namespaced and resource in primaries
+            else None,
         )
     if cluster_wide:
         table[NAMESPACES] = namespace_cache(identity.enabled_label, enable_all_namespaces)

@@ -35,7 +35,9 @@ def ready_metric(identity: OperatorIdentity) -> str:
 def _ready_help(controllers: Sequence[Registration]) -> str:
     """The readiness gauge's help, naming the kinds whose ready condition is not Ready."""
     others = [
-        f"{c.kind.kind}: {c.ready_condition}" for c in controllers if c.ready_condition != "Ready"
+        f"{c.kind.kind}: {c.ready_condition}"
+        for c in controllers
+        if c.custom and c.ready_condition != "Ready"
     ]
     which = f" ({', '.join(others)})" if others else ""
     return f"1 if the object's Ready condition{which} is True"
@@ -48,7 +50,7 @@ def families(controllers: Sequence[Registration], identity: OperatorIdentity) ->
     for controller in controllers:
         for name, text in (controller.gauges.families if controller.gauges else {}).items():
             if name in found:
-                raise ValueError(f"{controller.kind.kind}: the gauge {name} is declared twice")
+                raise ValueError(f"{controller.primary.kind}: the gauge {name} is declared twice")
             found[name] = text
     return found
 
@@ -63,15 +65,16 @@ def _up(obj: dict[str, Any], wanted: str) -> bool:
 def _samples(
     controller: Registration, ready: str, objects: Iterable[dict[str, Any]]
 ) -> Iterator[Sample]:
-    kind, gauges = controller.kind.kind, controller.gauges
+    kind, gauges = controller.primary.kind, controller.gauges
     for obj in objects:
         meta = obj.get("metadata") or {}
         namespace, name = meta.get("namespace", ""), meta.get("name", "")
-        yield (
-            ready,
-            {"kind": kind, "namespace": namespace, "name": name},
-            (1.0 if _up(obj, controller.ready_condition) else 0.0),
-        )
+        if controller.custom:  # any other kind has no ready condition of ours
+            yield (
+                ready,
+                {"kind": kind, "namespace": namespace, "name": name},
+                (1.0 if _up(obj, controller.ready_condition) else 0.0),
+            )
         if gauges is not None:
             yield from gauges.samples(obj, {"namespace": namespace, "name": name})
 
@@ -85,7 +88,7 @@ def samples(
     """Every sample the cached ``objects`` of ``kind`` give (pure; none for a kind that
     none of ``controllers`` registers)."""
     for controller in controllers:
-        if controller.kind.kind == kind:
+        if controller.primary.kind == kind:
             yield from _samples(controller, ready_metric(identity), objects)
             return
 
@@ -107,7 +110,7 @@ class KindMetrics(Collector):
         cache decoded)."""
         built: dict[str, tuple[GaugeMetricFamily, list[str]]] = {}
         for controller in self.controllers:
-            objects = self.cache.iter_objects(controller.kind.resource)
+            objects = self.cache.iter_objects(controller.primary)
             for name, labels, value in _samples(controller, self.ready, objects):
                 if name not in built:
                     keys = sorted(labels)

@@ -156,6 +156,15 @@ class NamespaceGate:
         found = await self._read(namespace)
         return found if self.enable_all or (found or {}).get(self.label) == "true" else None
 
+    def names(self) -> list[str]:
+        """The namespaces the operator may act in, sorted: the enabled ones its namespace
+        informer holds (cluster-wide; every namespace with ``enable_all``), or, for an
+        operator of some namespaces, those of its cache that are enabled as far as last
+        read (:meth:`enabled` reads each)."""
+        if self.watching:
+            return sorted(split_key(key)[1] for key in self.cache.keys(NAMESPACES))
+        return sorted(self.cache.namespaces or ())
+
     async def enabled(self, namespace: str) -> bool:
         """Whether the operator may act in ``namespace``."""
         return self.enable_all or await self.labels(namespace) is not None

@@ -27,6 +27,7 @@ from appstack.runtime.cache import Cache
 from appstack.runtime.client import Client
 from appstack.runtime.controller import Request, Result
 from appstack.runtime.events import EventRecorder
+from appstack.runtime.filters import Filter
 from appstack.runtime.store import IndexFunc
 from appstack.sdk.identity import NOT_ENABLED_REASON
 from appstack.sdk.kind import CustomKind
@@ -60,6 +61,8 @@ class KindReconciler(ABC, Generic[SpecT]):
     watches: ClassVar[tuple[tuple[Resource, Mapper], ...]] = ()
     references: ClassVar[tuple[Resource, ...]] = ()
     finalizer: ClassVar[str | None] = None
+    #: Which of its objects' events wake it (:mod:`appstack.runtime.filters`; None: all).
+    filter: ClassVar[Filter | None] = None
     #: Whether an update of only the object's status (our own write) wakes the reconciler.
     status_changes: ClassVar[bool] = True
     #: Per owned kind, a narrower label selector of its cache than every child of ours

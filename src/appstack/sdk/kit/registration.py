@@ -20,13 +20,14 @@ what a kind is known by lives with its controller, not in lists keyed by kind na
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from appstack.core.duration import DEFAULT_SYNC_PERIOD, parse_duration
 from appstack.core.resource import Resource
-from appstack.runtime.builder import Builder
+from appstack.runtime.builder import Builder, Mapper
 from appstack.runtime.cache import NAMESPACES
 from appstack.runtime.controller import Controller
 from appstack.runtime.events import EventRecorder
@@ -35,6 +36,7 @@ from appstack.sdk.identity import OperatorIdentity
 from appstack.sdk.kind import CustomKind
 from appstack.sdk.kit.kubeobject import KubeObject
 from appstack.sdk.kit.namespaces import shared_gate
+from appstack.sdk.kit.objects import ObjectReconciler, object_rules
 from appstack.sdk.kit.observers import Gauges, Panels, StatusView
 from appstack.sdk.kit.parts import Manifest
 from appstack.sdk.kit.reconciler import KindReconciler
@@ -57,7 +59,7 @@ class Registration:
     optional; a kind declares what it has."""
 
     name: str
-    reconciler: type[KindReconciler[Any]]
+    reconciler: type[KindReconciler[Any]] | type[ObjectReconciler]
     rbac_rules: Sequence[Rule] | None = None
     children: Children | None = None
     share: float = 1.0  # of the operator's --concurrency
@@ -71,8 +73,29 @@ class Registration:
 
     @property
     def kind(self) -> CustomKind:
-        """The kind the reconciler reconciles (its ``kind``)."""
+        """The project's kind the reconciler reconciles (its ``kind``); a TypeError for a
+        controller of a kind the project does not declare (:attr:`custom` is False: see
+        :attr:`primary`)."""
+        if not issubclass(self.reconciler, KindReconciler):
+            raise TypeError(
+                f"controller {self.name} reconciles {self.primary.kind} objects, not a kind "
+                "this project declares: read its primary"
+            )
         return self.reconciler.kind
+
+    @property
+    def custom(self) -> bool:
+        """Whether it reconciles one of the project's own kinds (a
+        :class:`~appstack.sdk.kit.reconciler.KindReconciler`), not any kind
+        (:class:`~appstack.sdk.kit.objects.ObjectReconciler`)."""
+        return issubclass(self.reconciler, KindReconciler)
+
+    @property
+    def primary(self) -> Resource:
+        """The kind of the objects it reconciles, whoever declares it."""
+        if issubclass(self.reconciler, KindReconciler):
+            return self.reconciler.kind.resource
+        return self.reconciler.primary
 
     @property
     def owns(self) -> tuple[Resource, ...]:
@@ -85,6 +108,8 @@ class Registration:
         kind, the kinds it owns, watches and refers to; its finalizer)."""
         if self.rbac_rules is not None:
             return list(self.rbac_rules)
+        if not issubclass(self.reconciler, KindReconciler):
+            return object_rules(self.reconciler)
         watched = [resource for resource, _ in self.reconciler.watches]
         return derived_rules(
             self.kind,
@@ -131,28 +156,40 @@ class Registration:
             label=identity.enabled_label,
             enable_all=enable_all_namespaces,
         )
-        watched, referenced = self.reconciler.watches, self.reconciler.references
+        reconciler = self.reconciler(manager.client, manager.cache, recorder, **options)
+        reconciler.namespaces = gate
+        if isinstance(reconciler, KindReconciler):
+            reconciler.not_enabled_message = identity.not_enabled_message
+        referenced = self.reconciler.references
         for resource, indexes in self.reconciler.indexers.items():
             for index, func in indexes.items():
                 manager.cache.add_indexer(resource, index, func)
+        primary = self.primary
         builder = Builder(manager, self.name).for_(
-            self.kind.resource, status_changes=self.reconciler.status_changes
+            primary,
+            status_changes=self.reconciler.status_changes,
+            filter=self.reconciler.filter,
         )
         for resource in self.owns:
             builder = builder.owns(resource)
-        for resource, mapper in watched:
-            builder = builder.watches(resource, mapper)
+        for resource, mapper in self.reconciler.watches:
+            builder = builder.watches(resource, _bound(mapper, reconciler))
         for resource in referenced:
-            builder = builder.watches(
-                resource, referrers(manager.cache, self.kind.resource, resource)
-            )
+            builder = builder.watches(resource, referrers(manager.cache, primary, resource))
         if gate.watching:  # a namespace labelled (or not any more): its objects, at once
-            builder = builder.watches(NAMESPACES, gate.mapper(self.kind.resource))
-        reconciler = self.reconciler(manager.client, manager.cache, recorder, **options)
-        reconciler.namespaces = gate
-        reconciler.not_enabled_message = identity.not_enabled_message
+            builder = builder.watches(NAMESPACES, gate.mapper(primary))
         return (
             builder.with_concurrency(concurrency or self.workers(4))
             .with_resync(self.resync_period(sync_period))
             .complete(reconciler)
         )
+
+
+def _bound(mapper: Mapper, reconciler: object) -> Mapper:
+    """A ``watches`` mapper that is a method of the reconciler's class (``def
+    every_source(self, obj)``, listed in the class body), bound to the running reconciler
+    so it reads ``self.cache``; any other mapper as it is."""
+    method = getattr(type(reconciler), getattr(mapper, "__name__", ""), None)
+    if inspect.isfunction(mapper) and method is mapper:
+        return cast(Mapper, getattr(reconciler, mapper.__name__))
+    return mapper
