@@ -187,6 +187,9 @@ if typing.TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs; at ru
         Store,
         controller_key,
     )
+    from appstack.runtime.tasks import (
+        Task,
+    )
     from appstack.runtime.tlsbuffer import (
         limit_tls_read_buffer,
     )
@@ -287,6 +290,7 @@ _HOMES = {
     "IndexFunc": "store",
     "Store": "store",
     "controller_key": "store",
+    "Task": "tasks",
     "limit_tls_read_buffer": "tlsbuffer",
 }
 
@@ -353,6 +357,7 @@ __all__ = [
     "ServerError",
     "ServerTimeout",
     "Store",
+    "Task",
     "TerminalError",
     "TooManyRequests",
     "Transform",

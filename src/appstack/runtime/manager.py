@@ -14,7 +14,11 @@
 3. leader election, when enabled: only the holder of the Lease starts its controllers,
    and the client's writes are fenced by :meth:`LeaderElector.fence` (refused once the
    Lease may be lost). Lease calls may use their own client (``election_client``);
-4. the controllers' workers.
+4. the controllers' workers, and the background tasks (:mod:`.tasks`: those that need no
+   Lease once the caches have synced, the others once leading).
+
+Extra probes: :meth:`Manager.add_health_check` and :meth:`Manager.add_readiness_check`
+add named checks to ``/healthz`` and ``/readyz`` (a failing one answers 503 with its name).
 
 It stops when :meth:`stop` is called (the CLI wires SIGTERM/SIGINT to it): controllers
 drain their in-flight reconciles for at most ``shutdown_timeout`` seconds, then the rest
@@ -28,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import signal
 import ssl
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -42,8 +47,12 @@ from appstack.runtime.controller import Controller
 from appstack.runtime.leaderelection import LeaderElectionConfig, LeaderElector, LeadershipLost
 from appstack.runtime.metricsauth import MetricsAuth
 from appstack.runtime.resources import Resource
+from appstack.runtime.tasks import Task, supervise
 
 log = structlog.get_logger(__name__)
+
+#: A probe's extra check: true while all is well (a coroutine function may be given).
+Check = Callable[[], bool | Awaitable[bool]]
 _RETRY = {"Retry-After": "1"}
 
 
@@ -86,6 +95,9 @@ class Manager:
         self.metrics = client.metrics
         self.cache = Cache(client, namespaces, by_object=cache)
         self.controllers: list[Controller] = []
+        self.tasks: list[Task] = []
+        self._running: list[asyncio.Task[None]] = []
+        self._checks: dict[str, dict[str, Check]] = {"healthz": {}, "readyz": {}}
         self.elector = (
             LeaderElector(election_client or client, leader_election, metrics=self.metrics)
             if leader_election
@@ -105,7 +117,42 @@ class Manager:
         self._runners: list[web.AppRunner] = []
 
     def add(self, controller: Controller) -> None:
+        """Run ``controller`` (:class:`~appstack.runtime.builder.Builder` calls this)."""
         self.controllers.append(controller)
+
+    def add_task(self, task: Task) -> None:
+        """Run ``task`` beside the controllers (:mod:`.tasks`), from :meth:`run` on."""
+        if any(t.name == task.name for t in self.tasks):
+            raise ValueError(f"a task named {task.name} is already added")
+        self.tasks.append(task)
+
+    def add_health_check(self, name: str, check: Check) -> None:
+        """``/healthz`` fails (503, naming it) while ``check()`` is false or raises: the
+        kubelet restarts the process."""
+        self._checks["healthz"][name] = check
+
+    def add_readiness_check(self, name: str, check: Check) -> None:
+        """``/readyz`` fails (503, naming it) while ``check()`` is false or raises."""
+        self._checks["readyz"][name] = check
+
+    async def _failing(self, probe: str) -> str | None:
+        """The name of the first of ``probe``'s checks that fails, if any."""
+        for name, check in self._checks[probe].items():
+            try:
+                answer = check()
+                if inspect.isawaitable(answer):
+                    answer = await answer
+            except Exception as error:
+                log.warning("check failed", probe=probe, check=name, error=str(error))
+                answer = False
+            if not answer:
+                return name
+        return None
+
+    def _start_tasks(self, *, leading: bool) -> None:
+        for task in self.tasks:
+            if task.leader_only == leading:
+                self._running.append(asyncio.create_task(supervise(task), name=task.name))
 
     def backlog(self) -> bool:
         """Whether any controller has keys waiting for a worker (those being worked on not
@@ -141,12 +188,14 @@ class Manager:
             if not await self._until_stopped(self.cache.wait_synced()):
                 return
             log.info("caches synced", controllers=[c.name for c in self.controllers])
+            self._start_tasks(leading=False)
             if self.elector is not None:
                 if not await self._until_stopped(self.elector.acquire()):
                     return
                 renewing = asyncio.create_task(self.elector.keep_renewing())
             for controller in self.controllers:
                 await controller.start()
+            self._start_tasks(leading=True)
             stopping = asyncio.create_task(self._stop.wait())
             waits: set[asyncio.Task[None] | asyncio.Task[bool]] = {stopping}
             if renewing is not None:
@@ -177,6 +226,10 @@ class Manager:
 
     async def _shutdown(self, renewing: asyncio.Task[None] | None, drain: float | None) -> None:
         log.info("shutting down", drain_seconds=drain)
+        for running in self._running:
+            running.cancel()
+        await asyncio.gather(*self._running, return_exceptions=True)
+        self._running.clear()
         await asyncio.gather(*(c.stop(drain) for c in self.controllers), return_exceptions=True)
         if renewing is not None:
             renewing.cancel()
@@ -235,10 +288,16 @@ class Manager:
             return web.Response(
                 status=503, text=f"the API server has rejected our credentials for {rejected:.0f}s"
             )
+        failing = await self._failing("healthz")
+        if failing is not None:
+            return web.Response(status=503, text=f"check {failing} failed")
         return web.Response(text="ok")
 
     async def _readyz(self, _request: web.Request) -> web.Response:
         if self.ready:
+            failing = await self._failing("readyz")
+            if failing is not None:
+                return web.Response(status=503, text=f"check {failing} failed")
             return web.Response(text="ok")
         if not self._preflight_passed:
             return web.Response(status=503, text="starting: waiting for the API server")

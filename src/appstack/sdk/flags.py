@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from appstack.core.resource import Resource
     from appstack.runtime.cache import Transform
     from appstack.sdk.kit.registration import Registration
-    from appstack.sdk.operator import CollectorFactory
+    from appstack.sdk.operator import CollectorFactory, TaskFactory
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -229,6 +229,7 @@ def operator_command(
     help: str = "",
     cache: Callable[[], Mapping[Resource, Transform]] | None = None,
     collectors: Callable[[], Sequence[CollectorFactory]] | None = None,
+    tasks: Callable[[], Sequence[TaskFactory]] | None = None,
 ) -> click.Command:
     """The operator's run command, every flag of :func:`operator_flags`, for an operator's
     ``__main__``: when it runs, aiohttp is imported lean
@@ -236,7 +237,8 @@ def operator_command(
     controllers are imported only then) and ``cache()`` (what the cache keeps of each kind:
     a transform per kind, :func:`~appstack.sdk.operator.wire`; default: objects whole but
     their managed fields) and ``collectors()`` (extra Prometheus collectors made from the
-    manager's cache, beside each kind's readiness and gauges, which are always served),
+    manager's cache, beside each kind's readiness and gauges, which are always served) and
+    ``tasks()`` (background tasks made from the manager: :class:`appstack.runtime.Task`),
     then :func:`~appstack.sdk.operator.run_operator`; the process exits with its code."""
 
     @click.command(help=help or f"Run the {identity.name} against a cluster.")
@@ -254,6 +256,7 @@ def operator_command(
             raise click.UsageError(str(error)) from error
         transforms = cache() if cache is not None else None
         extra = collectors() if collectors is not None else ()
+        background = tasks() if tasks is not None else ()
         sys.exit(
             operator.run_operator(
                 controllers(),
@@ -262,6 +265,7 @@ def operator_command(
                 version=version,
                 cache=transforms,
                 collectors=extra,
+                tasks=background,
             )
         )
 

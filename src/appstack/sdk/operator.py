@@ -44,6 +44,7 @@ from appstack.runtime import (
     Manager,
     Metrics,
     MetricsAuth,
+    Task,
     TransportError,
     configure_logging,
     crd_names,
@@ -67,6 +68,9 @@ KUBECONFIG_HINT = "point KUBECONFIG or --kubeconfig at the cluster's kubeconfig 
 
 #: What an operator adds to its metrics from its cache (e.g. per-kind gauges).
 CollectorFactory = Callable[[Cache], Collector]
+#: A background task of the operator, made from its manager (its client, cache, metrics):
+#: :class:`appstack.runtime.Task`, run as :mod:`appstack.runtime.tasks` says.
+TaskFactory = Callable[[Manager], Task]
 
 
 def instance() -> str:
@@ -250,6 +254,7 @@ async def assemble(
     cache: Mapping[Resource, Transform] | None = None,
     controller_options: Mapping[str, Mapping[str, Any]] | None = None,
     collectors: Sequence[CollectorFactory] = (),
+    tasks: Sequence[TaskFactory] = (),
     crds_hint: str = "",
 ) -> Assembly:
     """The operator, assembled (see the module docstring) but not started: what
@@ -258,6 +263,8 @@ async def assemble(
     ``controller_options`` maps a controller's name to its reconciler's own options;
     ``collectors`` make extra metrics from the cache (beside each kind's readiness and
     gauges, :class:`~appstack.sdk.kit.kind_metrics.KindMetrics`, always registered);
+    ``tasks`` make the operator's background tasks from its manager (periodic or not, only
+    while leading or on every replica: :class:`~appstack.runtime.Task`);
     ``crds_hint`` says how to install the CRDs when they are missing."""
     me = instance()
     agent = identity.user_agent(version or "dev", me)
@@ -313,6 +320,8 @@ async def assemble(
     manager.metrics.registry.register(KindMetrics(manager.cache, controllers, identity))
     for collector in collectors:
         manager.metrics.registry.register(collector(manager.cache))
+    for task in tasks:
+        manager.add_task(task(manager))
     wire(
         manager,
         recorder,
