@@ -643,6 +643,26 @@ def test_a_second_kind_leaves_the_edited_first_kind_as_it_is(
         ),
     ],
 )
+def test_make_test_unit_needs_no_cluster_no_go_and_no_kubeconfig(
+    env: dict[str, str], untouched_guestbook: Path
+) -> None:
+    """``make test-unit`` of a new project: the pure tests and the controller in memory,
+    with no kubeconfig, no cluster's toolchain and no Go on PATH (only the venv and the
+    system's)."""
+    bare = {
+        k: v
+        for k, v in env.items()
+        if k not in ("KUBECONFIG", "APPSTACK_TEST_KUBECONFIG", "APPSTACK_TEST_SESSION", "GOROOT")
+    }
+    bare["PATH"] = os.pathsep.join([str(Path(env["VENV"]) / "bin"), "/usr/bin", "/bin"])
+    bare["HOME"] = str(untouched_guestbook.parent)  # no ~/.kube/config either
+    started = time.monotonic()
+    proc = _sh("make test-unit", untouched_guestbook, bare)
+    out = _ok(proc, "make test-unit")
+    print(f"make test-unit: {time.monotonic() - started:.1f}s")
+    assert "4 passed" in out, out[-2000:]  # the desired state's 2, in memory, config/
+
+
 def test_bad_input_is_refused_with_the_flag_named_and_nothing_written(
     env: dict[str, str], untouched_guestbook: Path, command: str, flag: str
 ) -> None:

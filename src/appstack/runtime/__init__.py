@@ -96,6 +96,9 @@ if typing.TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs; at ru
         EventRecorder,
         EventType,
     )
+    from appstack.runtime.fake import (
+        FakeApiServer,
+    )
     from appstack.runtime.filters import (
         Filter,
         annotated,
@@ -198,6 +201,7 @@ if typing.TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs; at ru
 #: the public name is not the module's own (``add_finalizer`` is
 #: :func:`appstack.runtime.finalizer.add`).
 _HOMES = {
+    "FakeApiServer": "fake",
     "Filter": "filters",
     "annotated": "filters",
     "annotations_changed": "filters",
@@ -328,6 +332,7 @@ __all__ = [
     "EventHandler",
     "EventRecorder",
     "EventType",
+    "FakeApiServer",
     "FakeClock",
     "Filter",
     "Forbidden",

@@ -345,6 +345,8 @@ def _api_files(
         files[f"src/{pkg}/controllers/{module}.py"] = t.controller_module(project, res)
         files[f"tests/test_{module}_desired.py"] = t.test_desired(project, res)
         files[f"tests/test_{module}_controller.py"] = t.test_controller(project, res)
+        if res.namespaced:  # its sample and child in one namespace, as the template's
+            files[f"tests/test_{module}_in_memory.py"] = t.test_in_memory(project, res)
         text = insert_at(text, t.MARK_CONTROLLERS, f'"{pkg}.controllers.{module}",')
     files[registry] = text
     return files

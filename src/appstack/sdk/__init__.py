@@ -288,6 +288,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs; at run time,
         role,
         rule,
     )
+    from appstack.sdk.testing import (
+        InMemoryOperator,
+    )
 
 #: Where each public name lives (its one home): ``module`` or ``module:attribute``
 #: where the public name is not the module's own (``cel_labelled`` is
@@ -439,6 +442,7 @@ _HOMES = {
     "wire": "operator",
     "OperatorOptions": "options",
     "import_aiohttp": "process",
+    "InMemoryOperator": "testing",
     "CANARY": "rbac",
     "GUARD_RESOURCE": "rbac",
     "MARKER": "rbac",
@@ -499,6 +503,7 @@ __all__ = [
     "Gauges",
     "GuardedOperator",
     "Image",
+    "InMemoryOperator",
     "KeyToPath",
     "KindMetrics",
     "KindReconciler",
