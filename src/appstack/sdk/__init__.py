@@ -229,6 +229,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs; at run time,
     from appstack.sdk.kit.registration import (
         Registration,
     )
+    from appstack.sdk.kit.timers import (
+        Timer,
+    )
     from appstack.sdk.model import (
         ENV_VAR_RULES,
         Condition,
@@ -405,6 +408,7 @@ _HOMES = {
     "pods_of": "kit.pods",
     "recheck_after": "kit.pods",
     "KindReconciler": "kit.reconciler",
+    "Timer": "kit.timers",
     "REFERENCES": "kit.references",
     "metadata_only": "kit.references",
     "reference": "kit.references",
@@ -539,6 +543,7 @@ __all__ = [
     "Synced",
     "TaskFactory",
     "TemplateMeta",
+    "Timer",
     "Truth",
     "Violation",
     "Volume",

@@ -38,6 +38,7 @@ from appstack.runtime.resources import Obj
 from appstack.runtime.store import IndexFunc
 from appstack.sdk.kit.children import ChildWriter
 from appstack.sdk.kit.namespaces import NamespaceGate
+from appstack.sdk.kit.timers import Timer, run_timers, timer_state
 from appstack.sdk.rbac import CHILD_VERBS, READ_VERBS, Rule, merged, rule
 
 
@@ -60,6 +61,8 @@ class ObjectReconciler(ABC):
     finalizer: ClassVar[str | None] = None
     selector: ClassVar[str | None] = None
     filter: ClassVar[Filter | None] = None
+    #: Methods called for each object every so many seconds (:mod:`.timers`).
+    timers: ClassVar[tuple[Timer, ...]] = ()
     #: Whether an update of only the object's status wakes the reconciler.
     status_changes: ClassVar[bool] = True
     selectors: ClassVar[dict[Resource, str]] = {}
@@ -75,11 +78,17 @@ class ObjectReconciler(ABC):
         self.writer = ChildWriter(client, cache, recorder, self.primary, self.owns)
         #: Where it may act (setup replaces it with the operator's shared gate).
         self.namespaces = NamespaceGate(client, cache, enable_all=True, watch=False)
+        self._timers = timer_state(self, self.timers)
 
     async def reconcile(self, request: Request) -> Result | None:
         """The runtime's entry point: the cached object (or, with a finalizer, the object
         as the API server has it when it left the cache's selection), then :meth:`apply`,
-        or :meth:`cleanup` while it is being deleted or since it left the selection."""
+        or :meth:`cleanup` while it is being deleted or since it left the selection; then
+        the object's due :attr:`timers`."""
+        result = await self._reconcile(request)
+        return await run_timers(self, self._timers, request, result)
+
+    async def _reconcile(self, request: Request) -> Result | None:
         raw = self.cache.get(self.primary, request.key)
         if raw is None:
             return await self._let_go(request)

@@ -40,6 +40,7 @@ from appstack.sdk.kit.conditions import (
 )
 from appstack.sdk.kit.kubeobject import KubeObject, as_object
 from appstack.sdk.kit.namespaces import NamespaceGate
+from appstack.sdk.kit.timers import Timer, run_timers, timer_state
 from appstack.sdk.kit.tolerant import validate_tolerant
 from appstack.sdk.model import KubeModel
 
@@ -63,6 +64,8 @@ class KindReconciler(ABC, Generic[SpecT]):
     finalizer: ClassVar[str | None] = None
     #: Which of its objects' events wake it (:mod:`appstack.runtime.filters`; None: all).
     filter: ClassVar[Filter | None] = None
+    #: Methods called for each object every so many seconds (:mod:`.timers`).
+    timers: ClassVar[tuple[Timer, ...]] = ()
     #: Whether an update of only the object's status (our own write) wakes the reconciler.
     status_changes: ClassVar[bool] = True
     #: Per owned kind, a narrower label selector of its cache than every child of ours
@@ -87,8 +90,15 @@ class KindReconciler(ABC, Generic[SpecT]):
             f"namespace {namespace} is not enabled for this operator"
         )
         self._told_unknown: set[tuple[str, int]] = set()
+        self._timers = timer_state(self, self.timers)
 
     async def reconcile(self, request: Request) -> Result | None:
+        """The runtime's entry point: :meth:`_reconcile`, then the object's due
+        :attr:`timers` (:mod:`.timers`)."""
+        result = await self._reconcile(request)
+        return await run_timers(self, self._timers, request, result)
+
+    async def _reconcile(self, request: Request) -> Result | None:
         """The runtime's entry point: the cached object of ``request``, validated, then
         :meth:`apply` (or :meth:`cleanup` while it is being deleted); a spec that does not validate
         gets ``Ready=False`` with the field named."""
