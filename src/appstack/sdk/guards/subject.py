@@ -24,7 +24,7 @@ generated install (:mod:`appstack.sdk.config`) and by appstack's
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from appstack.sdk.guards.expressions import Validation, labelled
@@ -54,11 +54,18 @@ class WriteExtensions:
       labelled as its own, no controller) controlled again (appstack: an EtcdCluster's
       member volume, by that very cluster);
     * ``validations`` — more validations, after the ownership one (appstack: its
-      EndpointSlices)."""
+      EndpointSlices);
+    * ``unowned`` — kinds it writes without owning them: the primaries it patches (a
+      finalizer) and the ``writes`` of its controllers of any kind
+      (:class:`~appstack.sdk.kit.objects.ObjectReconciler`, e.g. a Secret-copier's
+      copies), derived by :meth:`GuardedOperator.of`: only the ownership check is left out
+      for them — still only in enabled namespaces, never a service-account-token Secret,
+      pods at the baseline, Services without addresses of the cluster."""
 
     owned_elsewhere: tuple[str, ...] = ()
     readopted: str | None = None
     validations: tuple[Validation, ...] = ()
+    unowned: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -100,6 +107,18 @@ class GuardedOperator:
         served: dict[tuple[str, str], CustomKind] = {}
         for kind in [*(c.kind for c in registered if c.custom), *kinds]:
             served.setdefault((kind.api_version, kind.kind), kind)
+        unowned: list[str] = []
+        for controller in registered:
+            if controller.custom:
+                continue
+            reconciler = controller.reconciler
+            patched = (controller.primary,) if reconciler.finalizer else ()
+            for resource in (*patched, *getattr(reconciler, "writes", ())):
+                if resource.kind not in unowned:
+                    unowned.append(resource.kind)
+        if unowned:
+            writes = options.pop("writes", WriteExtensions())
+            options["writes"] = replace(writes, unowned=(*writes.unowned, *unowned))
         return cls(
             identity=identity,
             kinds=tuple(served.values()),

@@ -124,7 +124,7 @@ def owned(operator: GuardedOperator) -> str:
         f"(request.operation == 'CREATE' ? {create} : "
         f"request.operation == 'DELETE' ? {old} : {update})"
     )
-    elsewhere = extensions.owned_elsewhere
+    elsewhere = (*extensions.owned_elsewhere, *extensions.unowned)
     if not elsewhere:
         return checked
     kinds = f"== {cel_string(elsewhere[0])}" if len(elsewhere) == 1 else f"in {cel_list(elsewhere)}"

@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from appstack.runtime import SECRET, Result
+from appstack.sdk import ObjectReconciler, Registration
 from appstack.sdk import config as sdk_config
 from appstack.sdk.guards import GuardedOperator, enabler_role, policies
 from appstack.sdk.guards.kinds import baseline_policy, events_policy, kinds_policy
@@ -377,3 +379,39 @@ def test_its_lease_is_held_at_most_five_minutes(duration: int, admitted: bool) -
     }
     said = refusals(lease_policy(OPERATOR), "UPDATE", lease, lease)
     assert (said == []) is admitted, said
+
+
+# ------------------------------------------------------------ a controller of any kind
+class _Copier(ObjectReconciler):
+    """docs/any-kind.md's shape: Secrets as the primary, copies written unowned."""
+
+    primary = SECRET
+    writes = (SECRET,)
+    finalizer = "webapp.example.com/copies"
+
+    async def apply(self, obj: dict[str, Any]) -> Result | None:
+        return None
+
+
+def test_a_controller_of_any_kind_writes_its_kinds_unowned_and_nothing_more() -> None:
+    copier = Registration(name="copier", reconciler=_Copier)
+    operator = GuardedOperator.of(
+        IDENTITY, [*PROJECT.controllers, copier], rules=[*OPERATOR.rules, *copier.rules]
+    )
+    assert operator.writes.unowned == ("Secret",)
+    writes = writes_policy(operator)
+    assert writes is not None
+    copy = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "db", "namespace": "shop", "labels": {"copy-of": "src"}},
+        "data": {"password": "czNjcmV0"},
+    }
+    assert _said(writes, "CREATE", copy) == ""  # no owner, no managed-by label: its job
+    assert _said(writes, "DELETE", None, copy) == ""
+    closed = " ".join(refusals(writes, "CREATE", copy, namespace=CLOSED))
+    assert "enabled" in closed  # still only where a platform team enabled it
+    token = {**copy, "type": "kubernetes.io/service-account-token"}
+    assert "service-account-token" in _said(writes, "CREATE", token)
+    stray = _without(_child(data={"x": "y"}), "ownerReferences")  # a ConfigMap: owned only
+    assert "may only write objects controlled by one of its kinds" in _said(writes, "CREATE", stray)
