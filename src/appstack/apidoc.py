@@ -110,6 +110,8 @@ def _class(name: str, cls: type) -> list[str]:
     head = f"### class `{name}`" + (f" ({', '.join(bases)})" if bases else "")
     fields = _model_fields(cls)
     signature = f"{name}(**fields: Any)" if fields else _signature(cls, name)
+    if "(" not in signature:  # no signature to show (a builtin's constructor)
+        signature = f"{name}(*args: Any, **kwargs: Any)"
     lines = [head, "", "```python", signature, "```", "", _doc(cls), "", *fields]
     for member_name, member in _members(cls):
         # Documented where it is declared (a protocol, a base class) counts: getdoc inherits.

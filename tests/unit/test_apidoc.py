@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from appstack import apidoc, runtime, sdk
+from tests.doc_blocks import fenced, signature
 from tests.support.paths import REPO_ROOT
 
 REFERENCES = {"runtime": "runtime-api.md", "sdk": "sdk-api.md"}
@@ -25,3 +26,12 @@ def test_every_exported_name_has_a_section_and_a_doc(package: str) -> None:
     if package == "sdk":  # every name of the SDK's door and every public member says what it is
         assert "(undocumented)" not in text
     assert " at 0x" not in text  # the same text in every process
+
+
+@pytest.mark.parametrize("package", sorted(REFERENCES))
+def test_every_code_block_is_one_signature(package: str) -> None:
+    """The pages' blocks are shown, never run (tests/e2e/test_doc_blocks.py runs any other
+    Python block of a page on the cluster)."""
+    blocks = [b for b in fenced(REPO_ROOT / "docs" / REFERENCES[package]) if b.language == "python"]
+    assert blocks
+    assert [b.lines for b in blocks if not signature(b)] == []
