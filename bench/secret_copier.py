@@ -43,7 +43,6 @@ from pathlib import Path
 from typing import Any
 
 from appstack.runtime import NAMESPACE, SECRET, Client, NotFound, Resource
-from appstack.runtime.apirequest import Timeouts, raw
 from appstack.sdk import binding, cluster_role
 from appstack_testbed.audit import read_audit_events
 from appstack_testbed.operators import token_kubeconfig
@@ -186,11 +185,18 @@ async def until(probe: Callable[[], Awaitable[Any]], timeout: float, what: str) 
         await asyncio.sleep(0.05)
 
 
-async def request_total(client: Client) -> int:
-    """The API server's ``apiserver_request_total``, summed over every label."""
-    answer = await client.transport.send(raw("GET", "/metrics"), Timeouts())
+async def request_total(kubeconfig: Path) -> int:
+    """The API server's ``apiserver_request_total``, summed over every label (read with
+    kubectl: the metrics are text, not an object)."""
+    text = await asyncio.to_thread(
+        subprocess.run,
+        ["kubectl", f"--kubeconfig={kubeconfig}", "get", "--raw", "/metrics"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     total = 0.0
-    for line in answer.body.decode().splitlines():
+    for line in text.stdout.splitlines():
         if line.startswith("apiserver_request_total{"):
             total += float(line.rsplit(" ", 1)[1])
     return int(total)
@@ -239,10 +245,12 @@ async def _copies(client: Client, source_namespace: str) -> int:
     return len(copies)
 
 
-async def _copy_and_remove(client: Client, source_namespace: str, wanted: int) -> dict[str, Any]:
+async def _copy_and_remove(
+    client: Client, kubeconfig: Path, source_namespace: str, wanted: int
+) -> dict[str, Any]:
     """Create the source, time its copies, count the requests; then delete it and wait for
     its copies to go."""
-    before_all, before_own = await request_total(client), own_requests(client)
+    before_all, before_own = await request_total(kubeconfig), own_requests(client)
     started = time.monotonic()
     await client.create(SECRET, {
         "apiVersion": "v1", "kind": "Secret",
@@ -255,7 +263,7 @@ async def _copy_and_remove(client: Client, source_namespace: str, wanted: int) -
 
     await until(all_copied, 300, "every copy")
     seconds = time.monotonic() - started
-    after_all, after_own = await request_total(client), own_requests(client)
+    after_all, after_own = await request_total(kubeconfig), own_requests(client)
     await client.delete(SECRET, "db", source_namespace)
 
     async def removed() -> bool:
@@ -292,7 +300,7 @@ async def run_one(
             await _ready(proc, f"http://127.0.0.1:{port}/{path}", log)
             await asyncio.sleep(5)  # settled: idle
             idle = rss_mib(proc.pid)
-            figures = await _copy_and_remove(client, names[0], args.namespaces)
+            figures = await _copy_and_remove(client, kubeconfig, names[0], args.namespaces)
             finished = datetime.datetime.now(datetime.timezone.utc)
         finally:
             proc.terminate()
@@ -304,6 +312,17 @@ async def run_one(
                 writes[event.verb] = writes.get(event.verb, 0) + 1
         for ns in names:
             await client.delete(NAMESPACE, ns)
+
+        async def namespaces_gone() -> bool:  # the next run must not see them, enabled
+            for ns in names:
+                try:
+                    await client.get(NAMESPACE, ns)
+                except NotFound:
+                    continue
+                return False
+            return True
+
+        await until(namespaces_gone, 600, "the run's namespaces deleted")
         await client.delete(BINDING, prefix)
         await client.delete(ROLE, prefix)
     return {

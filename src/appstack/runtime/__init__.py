@@ -22,7 +22,8 @@ name (``sys.argv[0]``, as client-go) and no prefix (the controller-runtime, work
 leader-election and REST client metrics keep controller-runtime's names).
 
 Of the rest of its distribution it imports only :mod:`appstack.core.resource`
-(:class:`Resource` and the cache keys, below every other package); the operator and its
+(:class:`Resource` and the cache keys, below every other package) and
+:mod:`appstack.core.lazy` (its lazy door); the operator and its
 controllers are built on it, never the other way round (import-linter contracts). Its
 third-party dependencies: ``aiohttp`` (the client's transport and the ``/healthz``,
 ``/readyz``, ``/metrics`` server), ``orjson``, ``structlog``, ``prometheus-client``,
@@ -37,8 +38,9 @@ on it import it only from here. Names load on first use: importing the package c
 until then.
 """
 
-import importlib
 import typing
+
+from appstack.core.lazy import load as _load
 
 if typing.TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs; at run time, lazily
     from appstack.runtime.builder import (
@@ -398,13 +400,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> typing.Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module, _, attribute = home.partition(":")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), attribute or name)
-    globals()[name] = value  # once
-    return value
+    return _load(__name__, _HOMES, name, globals())
 
 
 def __dir__() -> list[str]:

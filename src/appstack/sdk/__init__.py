@@ -31,8 +31,9 @@ Names load on first use (importing ``appstack.sdk`` costs nothing until then: a 
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from appstack.core.lazy import load as _load
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs; at run time, lazily
     from appstack.sdk.cel import (
@@ -628,13 +629,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module, _, attribute = home.partition(":")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), attribute or name)
-    globals()[name] = value  # once
-    return value
+    return _load(__name__, _HOMES, name, globals())
 
 
 def __dir__() -> list[str]:
