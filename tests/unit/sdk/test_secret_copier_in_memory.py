@@ -1,7 +1,8 @@
 """docs/any-kind.md's Secret-copier, unchanged, in memory (sdk/testing.py): the operator of
 a built-in kind with a server-side selector, a finalizer and a watch of namespaces, against
 the in-memory API server — copies made into enabled namespaces, a namespace enabled later
-served, the copies removed when the source leaves the selection, the source let go."""
+served, a namesake that is not a copy left alone, the copies removed when the source leaves
+the selection, the source let go."""
 
 from __future__ import annotations
 
@@ -28,15 +29,26 @@ async def test_the_pages_copier_runs_in_memory() -> None:
         "metadata": {"name": "db", "namespace": "src", "labels": {copier.REPLICATE: "true"}},
         "data": {"password": "czNjcmV0"},
     }
+    theirs = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "db", "namespace": "taken"},
+        "data": {"mine": "eWVz"},
+    }
     async with InMemoryOperator(
-        [copier.CONTROLLER], copier.IDENTITY, namespaces=("src", "b")
+        [copier.CONTROLLER], copier.IDENTITY, namespaces=("src", "b", "taken")
     ) as running:
         await running.client.create(NAMESPACE, {"metadata": {"name": "later"}})
+        await running.client.create(SECRET, theirs)  # a namesake that is not a copy
         await running.client.create(SECRET, source)
         copy = await running.until(lambda: running.get(SECRET, "db", "b"))
         assert copy["data"] == source["data"]
         assert copy["metadata"]["labels"][copier.COPY_OF] == "src"
         assert await running.get(SECRET, "db", "later") is None  # not enabled
+        kept = await running.get(SECRET, "db", "taken")
+        assert kept is not None
+        assert kept["data"] == theirs["data"]  # left alone
+        assert kept["metadata"].get("labels") in (None, {})
 
         enable = {"metadata": {"labels": {copier.IDENTITY.enabled_label: "true"}}}
         await running.client.patch(NAMESPACE, "later", enable)
