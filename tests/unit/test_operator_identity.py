@@ -65,3 +65,29 @@ async def test_the_assembly_gives_the_identity_to_the_client_events_and_metrics(
     [event_source] = recorded
     assert event_source["controller"] == "appstack.dev/operator"
     assert event_source["client"].field_manager == "appstack"
+
+
+async def test_only_serve_tunes_the_process_an_embedded_assembly_leaves_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``assemble`` inside someone else's asyncio program changes nothing process-wide;
+    ``serve`` (the operator's own process) asks for the TLS buffer tuning."""
+    tuned: list[bool] = []
+
+    async def connect(*_args: Any, **kwargs: Any) -> Client:
+        options = {k: v for k, v in kwargs.items() if k in {"field_manager", "metrics"}}
+        return Client(ScriptedTransport(), **options)
+
+    def recorder(*_args: Any, **_kwargs: Any) -> None:
+        raise _Built
+
+    monkeypatch.setattr(operator.Client, "connect", connect)
+    monkeypatch.setattr(operator, "tune_connections", lambda: tuned.append(True))
+    monkeypatch.setattr(operator, "EventRecorder", recorder)
+    options = OperatorOptions(metrics_address=None, health_address=None)
+    with pytest.raises(_Built):
+        await operator.assemble(ALL, IDENTITY, options)
+    assert tuned == []
+    with pytest.raises(_Built):
+        await operator.serve(ALL, IDENTITY, options)
+    assert tuned == [True]

@@ -256,6 +256,7 @@ async def assemble(
     collectors: Sequence[CollectorFactory] = (),
     tasks: Sequence[TaskFactory] = (),
     crds_hint: str = "",
+    tune_process: bool = False,
 ) -> Assembly:
     """The operator, assembled (see the module docstring) but not started: what
     :func:`serve` runs, and what a test runs to have the same operator in its own process.
@@ -265,7 +266,10 @@ async def assemble(
     gauges, :class:`~appstack.sdk.kit.kind_metrics.KindMetrics`, always registered);
     ``tasks`` make the operator's background tasks from its manager (periodic or not, only
     while leading or on every replica: :class:`~appstack.runtime.Task`);
-    ``crds_hint`` says how to install the CRDs when they are missing."""
+    ``crds_hint`` says how to install the CRDs when they are missing. Nothing process-wide
+    is changed unless ``tune_process`` (asyncio's TLS read buffer made 16 KiB:
+    :func:`~appstack.sdk.process.tune_connections`; :func:`serve` asks for it): an operator
+    assembled inside another asyncio program leaves that program as it was."""
     me = instance()
     agent = identity.user_agent(version or "dev", me)
     tls, cert_files = metrics_tls(options)
@@ -281,7 +285,8 @@ async def assemble(
         if options.leader_elect
         else None
     )
-    tune_connections()  # before the first connection: 16 KiB TLS buffers, not 256 KiB
+    if tune_process:  # before the first connection: 16 KiB TLS buffers, not 256 KiB
+        tune_connections()
     client = await Client.connect(
         options.kubeconfig,
         options.context,
@@ -345,7 +350,7 @@ async def serve(
     """Run the operator until SIGTERM (see the module docstring; ``assembly`` the keyword
     arguments of :func:`assemble`); raises :class:`~appstack.runtime.LeadershipLost` or
     :class:`MissingCRDs`."""
-    assembled = await assemble(controllers, identity, options, **assembly)
+    assembled = await assemble(controllers, identity, options, **{"tune_process": True, **assembly})
     assembled.manager.install_signal_handlers()
     settle_heap()
     log.info(
