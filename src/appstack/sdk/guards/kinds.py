@@ -130,6 +130,15 @@ def kinds_policy(operator: GuardedOperator) -> Obj | None:
     )
 
 
+def _regarded(operator: GuardedOperator) -> str:
+    """CEL list of what its Events may be about: its kinds, and the kinds its controllers
+    of any kind reconcile."""
+    if not operator.others:
+        return operator.owner_versions()
+    kinds = [f"'{k.api_version}/{k.kind}'" for k in operator.kinds]
+    return "[" + ", ".join([*kinds, *(f"'{o}'" for o in operator.others)]) + "]"
+
+
 def events_policy(operator: GuardedOperator) -> Obj:
     """The operator's Events: about its objects, in enabled namespaces."""
     regarding = "object.regarding"
@@ -153,7 +162,7 @@ def events_policy(operator: GuardedOperator) -> Obj:
                 refusal(
                     f"has({regarding}) && has({regarding}.apiVersion) && has({regarding}.kind) "
                     f"&& ({regarding}.apiVersion + '/' + {regarding}.kind) in "
-                    f"{operator.owner_versions()} && has({regarding}.namespace) && "
+                    f"{_regarded(operator)} && has({regarding}.namespace) && "
                     f"{regarding}.namespace == request.namespace",
                     f"{operator.who} may only write Events about objects of its kinds, "
                     "in their namespace",

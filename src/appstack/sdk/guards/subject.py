@@ -87,6 +87,10 @@ class GuardedOperator:
     enable_all: EnableAll = False
     labels: Mapping[str, str] | None = None
     writes: WriteExtensions = field(default_factory=WriteExtensions)
+    #: ``apiVersion/Kind`` of the kinds its controllers of any kind reconcile (an
+    #: :class:`~appstack.sdk.kit.objects.ObjectReconciler`'s primary): its Events may be
+    #: about them too.
+    others: tuple[str, ...] = ()
 
     @classmethod
     def of(
@@ -119,6 +123,9 @@ class GuardedOperator:
         if unowned:
             writes = options.pop("writes", WriteExtensions())
             options["writes"] = replace(writes, unowned=(*writes.unowned, *unowned))
+        others = [f"{c.primary.api_version}/{c.primary.kind}" for c in registered if not c.custom]
+        if others:
+            options["others"] = tuple(dict.fromkeys(others))
         return cls(
             identity=identity,
             kinds=tuple(served.values()),

@@ -415,3 +415,18 @@ def test_a_controller_of_any_kind_writes_its_kinds_unowned_and_nothing_more() ->
     assert "service-account-token" in _said(writes, "CREATE", token)
     stray = _without(_child(data={"x": "y"}), "ownerReferences")  # a ConfigMap: owned only
     assert "may only write objects controlled by one of its kinds" in _said(writes, "CREATE", stray)
+    # its Events may be about the Secrets it reconciles too, and still nothing else
+    events = events_policy(operator)
+    secret = {"apiVersion": "v1", "kind": "Secret", "name": "db", "namespace": "shop"}
+    event = {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {"name": "e", "namespace": "shop"},
+        "reason": "CopyConflict",
+    }
+    assert _said(events, "CREATE", {**event, "regarding": secret}) == ""
+    pod = {**secret, "kind": "Pod"}
+    assert "only write Events about objects of its kinds" in _said(
+        events, "CREATE", {**event, "regarding": pod}
+    )
+    assert "Secret" not in json.dumps(events_policy(OPERATOR))  # the others' unchanged
