@@ -624,25 +624,6 @@ def test_a_second_kind_leaves_the_edited_first_kind_as_it_is(
     _ok(_sh("make lint test", guestbook, env), "make lint test with both kinds")
 
 
-@pytest.mark.parametrize(
-    ("command", "flag"),
-    [
-        ("appstack create api --group webapp --version v1 --kind guestbook", "--kind"),
-        ("appstack create api --group webapp --version 1 --kind Other", "--version"),
-        ("appstack create api --group Web.App --version v1 --kind Other", "--group"),
-        ("appstack create api --group webapp --version v1 --kind Guestbook", "--kind"),  # exists
-        ("appstack init --domain example.com --repo x/y", "PROJECT"),
-        ("appstack add api --api-version=app/v1 --kind=Other", "--api-version"),
-        (
-            "appstack create webhook --group webapp --version v1 --kind Guestbook --conversion",
-            "--conversion",
-        ),
-        (
-            "appstack create api --group webapp --version v1 --kind Other --plural Others",
-            "--plural",
-        ),
-    ],
-)
 def test_make_test_unit_needs_no_cluster_no_go_and_no_kubeconfig(
     env: dict[str, str], untouched_guestbook: Path
 ) -> None:
@@ -663,6 +644,25 @@ def test_make_test_unit_needs_no_cluster_no_go_and_no_kubeconfig(
     assert "4 passed" in out, out[-2000:]  # the desired state's 2, in memory, config/
 
 
+@pytest.mark.parametrize(
+    ("command", "flag"),
+    [
+        ("appstack create api --group webapp --version v1 --kind guestbook", "--kind"),
+        ("appstack create api --group webapp --version 1 --kind Other", "--version"),
+        ("appstack create api --group Web.App --version v1 --kind Other", "--group"),
+        ("appstack create api --group webapp --version v1 --kind Guestbook", "--kind"),  # exists
+        ("appstack init --domain example.com --repo x/y", "PROJECT"),
+        ("appstack add api --api-version=app/v1 --kind=Other", "--api-version"),
+        (
+            "appstack create webhook --group webapp --version v1 --kind Guestbook --conversion",
+            "--conversion",
+        ),
+        (
+            "appstack create api --group webapp --version v1 --kind Other --plural Others",
+            "--plural",
+        ),
+    ],
+)
 def test_bad_input_is_refused_with_the_flag_named_and_nothing_written(
     env: dict[str, str], untouched_guestbook: Path, command: str, flag: str
 ) -> None:
