@@ -75,6 +75,8 @@ TESTED_ELSEWHERE: dict[str, dict[str, tuple[str, ...]]] = {
         ),
     },
     "sdk/kit": {
+        # class attributes only: read through both reconcilers' tests
+        "declared": ("tests/unit/sdk/kit/test_objects.py", "tests/unit/sdk/kit/test_caching.py"),
         # declarations only; what an operator makes of them (gauges, status, dashboards)
         "observers": (
             "tests/unit/controllers/test_kind_metrics.py",

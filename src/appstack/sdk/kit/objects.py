@@ -28,45 +28,30 @@ from typing import ClassVar
 from appstack.core.resource import Resource
 from appstack.runtime import errors
 from appstack.runtime import finalizer as finalizers
-from appstack.runtime.builder import Mapper
 from appstack.runtime.cache import Cache
 from appstack.runtime.client import Client
 from appstack.runtime.controller import Request, Result
 from appstack.runtime.events import EventRecorder
-from appstack.runtime.filters import Filter
 from appstack.runtime.resources import Obj
-from appstack.runtime.store import IndexFunc
 from appstack.sdk.kit.children import ChildWriter
+from appstack.sdk.kit.declared import Declared
 from appstack.sdk.kit.namespaces import NamespaceGate
-from appstack.sdk.kit.timers import Timer, run_timers, timer_state
+from appstack.sdk.kit.timers import run_timers, timer_state
 from appstack.sdk.rbac import CHILD_VERBS, READ_VERBS, Rule, merged, rule
 
 
-class ObjectReconciler(ABC):
-    """Reconciles objects of ``primary`` — any kind the API server serves. Declares, as a
-    :class:`~appstack.sdk.kit.reconciler.KindReconciler` does: ``owns`` (children whose
-    controller ownerReference names the primary object), ``watches`` (other kinds whose
-    events a mapper turns into requests), ``writes`` (kinds it writes that it does not
-    own: copies in other namespaces, objects it labels), ``finalizer``, ``selector`` (the
-    primary's label selector, applied by the API server), ``filter`` (which of the
-    primary's events wake it), ``selectors`` and ``indexers`` (per kind, the narrower cache
-    selector and the indexes its reads use)."""
+class ObjectReconciler(Declared, ABC):
+    """Reconciles objects of ``primary`` — any kind the API server serves — with what it
+    declares, as a :class:`~appstack.sdk.kit.reconciler.KindReconciler` does
+    (:class:`~appstack.sdk.kit.declared.Declared`: ``owns``, ``watches``, ``finalizer``,
+    ``filter``, ``timers``...; ``references`` stays empty: the project's kinds declare
+    them), and: ``writes`` (kinds it writes that it does not own: copies in other
+    namespaces, objects it labels) and ``selector`` (the primary's label selector, applied
+    by the API server)."""
 
     primary: ClassVar[Resource]
-    owns: ClassVar[tuple[Resource, ...]] = ()
-    watches: ClassVar[tuple[tuple[Resource, Mapper], ...]] = ()
     writes: ClassVar[tuple[Resource, ...]] = ()
-    #: Objects a spec of ours refers to: none (the kinds of the project declare them).
-    references: ClassVar[tuple[Resource, ...]] = ()
-    finalizer: ClassVar[str | None] = None
     selector: ClassVar[str | None] = None
-    filter: ClassVar[Filter | None] = None
-    #: Methods called for each object every so many seconds (:mod:`.timers`).
-    timers: ClassVar[tuple[Timer, ...]] = ()
-    #: Whether an update of only the object's status wakes the reconciler.
-    status_changes: ClassVar[bool] = True
-    selectors: ClassVar[dict[Resource, str]] = {}
-    indexers: ClassVar[dict[Resource, dict[str, IndexFunc]]] = {}
 
     def __init__(self, client: Client, cache: Cache, recorder: EventRecorder) -> None:
         """Options of its own are keyword arguments of its subclass; an option no reconciler

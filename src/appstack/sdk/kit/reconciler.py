@@ -19,16 +19,12 @@ from typing import ClassVar, Generic, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
 
-from appstack.core.resource import Resource
 from appstack.runtime import errors
 from appstack.runtime import finalizer as finalizers
-from appstack.runtime.builder import Mapper
 from appstack.runtime.cache import Cache
 from appstack.runtime.client import Client
 from appstack.runtime.controller import Request, Result
 from appstack.runtime.events import EventRecorder
-from appstack.runtime.filters import Filter
-from appstack.runtime.store import IndexFunc
 from appstack.sdk.identity import NOT_ENABLED_REASON
 from appstack.sdk.kind import CustomKind
 from appstack.sdk.kit.children import ChildWriter
@@ -38,41 +34,25 @@ from appstack.sdk.kit.conditions import (
     now_rfc3339,
     only_ready_false,
 )
+from appstack.sdk.kit.declared import Declared
 from appstack.sdk.kit.kubeobject import KubeObject, as_object
 from appstack.sdk.kit.namespaces import NamespaceGate
-from appstack.sdk.kit.timers import Timer, run_timers, timer_state
+from appstack.sdk.kit.timers import run_timers, timer_state
 from appstack.sdk.kit.tolerant import validate_tolerant
 from appstack.sdk.model import KubeModel
 
 SpecT = TypeVar("SpecT", bound=BaseModel)
 
 
-class KindReconciler(ABC, Generic[SpecT]):
-    """Reconciles one custom kind (``kind``) whose children are of the kinds in ``owns``;
-    ``watches`` are other objects labelled as ours (pods) that wake the owner their mapper
-    names; ``references`` are kinds its spec names objects of (a user's ConfigMap or
-    Secret: :mod:`~appstack.sdk.kit.references`), which wake the objects whose
-    ``REFERENCES`` index names them; ``indexers`` are registered on the cache once, at
-    setup (what the cache keeps of each kind is the operator's one table:
-    :mod:`.caching`); ``finalizer``
-    (optional) holds deletion until :meth:`cleanup` is done."""
+class KindReconciler(Declared, ABC, Generic[SpecT]):
+    """Reconciles one custom kind (``kind``), with what it declares
+    (:class:`~appstack.sdk.kit.declared.Declared`: ``owns``, ``watches`` — e.g. pods
+    labelled as ours, waking the owner their mapper names —, ``references`` — a user's
+    ConfigMap or Secret its spec names, waking the objects whose ``REFERENCES`` index names
+    them —, ``finalizer``, ``filter``, ``timers``...; what the cache keeps of each kind is
+    the operator's one table: :mod:`.caching`)."""
 
     kind: ClassVar[CustomKind]
-    owns: ClassVar[tuple[Resource, ...]] = ()
-    watches: ClassVar[tuple[tuple[Resource, Mapper], ...]] = ()
-    references: ClassVar[tuple[Resource, ...]] = ()
-    finalizer: ClassVar[str | None] = None
-    #: Which of its objects' events wake it (:mod:`appstack.runtime.filters`; None: all).
-    filter: ClassVar[Filter | None] = None
-    #: Methods called for each object every so many seconds (:mod:`.timers`).
-    timers: ClassVar[tuple[Timer, ...]] = ()
-    #: Whether an update of only the object's status (our own write) wakes the reconciler.
-    status_changes: ClassVar[bool] = True
-    #: Per owned kind, a narrower label selector of its cache than every child of ours
-    #: (e.g. only the Secrets a controller applies, not every generated one).
-    selectors: ClassVar[dict[Resource, str]] = {}
-    #: Per kind, the indexes (name → function) its reads use (e.g. pods by label).
-    indexers: ClassVar[dict[Resource, dict[str, IndexFunc]]] = {}
 
     def __init__(self, client: Client, cache: Cache, recorder: EventRecorder) -> None:
         """A kind's own options are keyword arguments of its subclass; an option no
