@@ -58,10 +58,12 @@ class InMemoryOperator:
         self.api = FakeApiServer(kinds)
         for controller in self.controllers:
             reconciler = controller.reconciler
-            has_status = not controller.custom or "status" in (controller.kind.subresources or {})
-            self.api.serve(controller.primary, status=has_status)
+            if controller.custom:  # the project's kind: a status subresource if it says so
+                subresources = controller.kind.subresources or {}
+                self.api.serve(controller.primary, status="status" in subresources)
             watched = [resource for resource, _ in reconciler.watches]
-            for resource in (*controller.owns, *reconciler.references, *watched):
+            primary = () if controller.custom else (controller.primary,)
+            for resource in (*primary, *controller.owns, *reconciler.references, *watched):
                 if not self.api.serves(resource):
                     self.api.serve(resource)
         #: The operator's client (its field manager); a test writes with it or its own.
