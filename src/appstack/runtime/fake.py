@@ -94,7 +94,8 @@ class _Refusal(Exception):
 @dataclass
 class _Stored:
     obj: Obj
-    owners: dict[str, set[Path]]  # "manager (Apply|Update)" -> the leaf paths it set
+    #: (field manager, "Apply" or "Update") -> the leaf paths it set, as managedFields
+    owners: dict[tuple[str, str], set[Path]]
 
 
 @dataclass(frozen=True)
@@ -435,14 +436,14 @@ class FakeApiServer:
         _merge(merged, body, nulls_delete=True)
         new = self._kept(old, merged, target.has_status, target.sub)
         owners = {m: set(paths) for m, paths in stored.owners.items()}
-        owners.setdefault(f"{manager} (Update)", set()).update(_leaves(_owned_part(body)))
+        owners.setdefault((manager, "Update"), set()).update(_leaves(_owned_part(body)))
         return await self._store(target.resource, _Stored(new, owners), old)
 
     async def _apply(self, target: _Target, intent: Obj, applier: str, force: bool) -> Obj:
         """Server-side apply: as with the API server's managedFields, a manager's applied
         fields are its own apart from what it set by updates and patches."""
         resource, name = target.resource, target.object_name
-        manager = f"{applier} (Apply)"
+        manager = (applier, "Apply")
         key = self._key(resource, target.namespace, name)
         stored = self._objects.get(key)
         applied = _leaves(_owned_part(intent))
@@ -457,7 +458,7 @@ class FakeApiServer:
         taken = {p for paths in others.values() for p in paths if p in applied}
         if taken and not force:
             conflicts = sorted(
-                f'conflict with "{m.rsplit(" (", 1)[0]}": .{".".join(path)}'
+                f'conflict with "{m[0]}": .{".".join(path)}'
                 for m, paths in others.items()
                 for path in paths & applied
             )
