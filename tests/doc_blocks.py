@@ -15,7 +15,9 @@ A block's info string says what it is, and so how it is checked:
 * ``python``: it compiles (top-level ``await`` allowed; a one-line signature as a ``def``);
   the runtime tutorial's blocks (docs/runtime.md, headed ``# <file>.py``) are run by
   tests/e2e/test_tutorial.py; any other is run with this interpreter;
-* ``text``: a diagram or a listing, nothing to run.
+* ``text``: a diagram or a listing, nothing to run;
+* ``mermaid``: a diagram drawn by ``appstack status -o mermaid``, nothing to run (the one in
+  docs/appstack.md is that command's golden output: tests/unit/cli/test_status_graph.py).
 
 The line just before a block may say otherwise: ``<!-- not run: reason -->`` (a command,
 snippet or object that cannot run as it stands, and why), or ``<!-- refused: words -->``
@@ -37,7 +39,7 @@ from tests.e2e.shell_blocks import SHELLS, console_commands, fences
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "CONTRIBUTING.md", ROOT / "SECURITY.md"]
-LANGUAGES = {*SHELLS, "yaml", "python", "text"}
+LANGUAGES = {*SHELLS, "yaml", "python", "text", "mermaid"}
 NOTE = re.compile(r"^<!--\s*(not run|refused):\s*(.+?)\s*-->$")
 SIGNATURE = re.compile(r"^\w+\(.*\)( -> .+)?$")
 TUTORIAL = re.compile(r"^# [\w.]+\.py$")

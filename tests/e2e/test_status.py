@@ -1,10 +1,14 @@
 """``appstack status STACK``: the tree of a running AppStack — its members and the objects
-made for each, with readiness — as text and as JSON."""
+made for each, with readiness — as text and as JSON; its dependency graph redrawn by
+``--watch`` as the stack changes."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import signal
+import sys
 from pathlib import Path
 
 import yaml
@@ -112,3 +116,91 @@ async def test_status_of_an_appservice_shows_its_pods_and_why_they_wait(
     missing = await asyncio.to_thread(status, "etcd/nope")
     assert missing.exit_code == 1
     assert f"EtcdCluster {namespace}/nope not found" in missing.output
+
+
+async def test_status_graph_watch_redraws_the_waves_as_the_stack_changes(
+    client: Client, namespace: str, operator: RunningOperator, kubeconfig: Path
+) -> None:
+    """``appstack status NAME --graph --watch``: the graph drawn, drawn again when the stack
+    changes (a member added, in a wave of its own, waiting for the one it depends on), and
+    a last line when the stack is deleted, then exit 0."""
+    stack = {
+        "apiVersion": "appstack.dev/v1",
+        "kind": "AppStack",
+        "metadata": {"name": "graphed", "namespace": namespace},
+        "spec": {
+            "middleware": [{"name": "db", "type": "postgres", "managed": {}}],
+            "components": [
+                {"name": "api", "image": "api:1", "uses": ["db"], "ports": [{"port": 80}]}
+            ],
+        },
+    }
+    await client.create(APP_STACK, stack)
+    await until(client, APP_STACK, "graphed", namespace, is_ready, 120, "graphed Ready")
+    watcher = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "appstack",
+        "status",
+        "graphed",
+        "--graph",
+        "--watch",
+        "-n",
+        namespace,
+        f"--kubeconfig={kubeconfig}",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert watcher.stdout is not None
+    seen: list[str] = []
+
+    async def read_until(text: str, timeout: float) -> str:
+        """The first line from now holding ``text`` (AssertionError: output ended or the
+        time ran out first, with what was printed)."""
+
+        async def lines() -> str:
+            while got := await watcher.stdout.readline():  # type: ignore[union-attr]
+                seen.append(got.decode())
+                if text in seen[-1]:
+                    return seen[-1]
+            raise AssertionError(f"output ended before {text!r}: {''.join(seen)}")
+
+        try:
+            return await asyncio.wait_for(lines(), timeout)
+        except TimeoutError:
+            raise AssertionError(f"no {text!r} in {timeout}s: {''.join(seen)}") from None
+
+    try:
+        await read_until("BLOCKED BY", 30)
+        db = await read_until(" db ", 10)
+        api = await read_until(" api ", 10)
+        assert db.split()[:4] == ["1", "db", "Middleware/postgres", "Ready"], db
+        assert api.split() == ["2", "api", "Component", "Ready", "uses", "db"], api
+        await client.patch(
+            APP_STACK,
+            "graphed",
+            {
+                "spec": {
+                    "components": [
+                        {"name": "api", "image": "api:1", "uses": ["db"], "ports": [{"port": 80}]},
+                        {"name": "web", "image": "web:1", "dependsOn": ["api"]},
+                    ]
+                }
+            },
+            namespace=namespace,
+        )
+        web = await read_until("dependsOn api", 60)  # in a third wave, needing api
+        assert web.split()[:3] == ["3", "web", "Component"], web
+        await client.delete(APP_STACK, "graphed", namespace)
+        await read_until("AppStack " + namespace + "/graphed deleted", 120)
+        assert await asyncio.wait_for(watcher.wait(), 30) == 0
+    finally:
+        if watcher.returncode is None:
+            watcher.send_signal(signal.SIGINT)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(watcher.wait(), 10)
+            if watcher.returncode is None:
+                watcher.kill()
+    assert watcher.stderr is not None
+    errors = (await watcher.stderr.read()).decode()
+    assert "Traceback" not in errors, errors

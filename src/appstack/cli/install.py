@@ -295,21 +295,48 @@ def uninstall(
 @click.option(
     "-o",
     "--output",
-    type=click.Choice(["tree", "json", "yaml"]),
+    type=click.Choice(["tree", "json", "yaml", "dot", "mermaid"]),
     default="tree",
     show_default=True,
+    help="tree: drawn as text; json, yaml: what is drawn, as data; dot (Graphviz), mermaid: "
+    "the dependency graph (implies --graph).",
+)
+@click.option(
+    "--graph",
+    is_flag=True,
+    help="The dependency graph instead of the tree: the waves members start in, what each "
+    "needs (dependsOn, uses) and who blocks whom (AppStack).",
+)
+@click.option(
+    "-w",
+    "--watch",
+    is_flag=True,
+    help="After drawing it, draw it again each time it changes, until interrupted (Ctrl-C) "
+    "or the object is deleted.",
 )
 def status(
-    target: str, namespace: str | None, kubeconfig: str | None, context: str | None, output: str
+    *,
+    target: str,
+    namespace: str | None,
+    kubeconfig: str | None,
+    context: str | None,
+    output: str,
+    graph: bool,
+    watch: bool,
 ) -> None:
     """Show one object of ours and what it is made of: an AppStack (NAME or appstack/NAME)
     as a tree of its members and their objects (like `crossplane beta trace`);
     appservice/NAME with its pods and why they wait; etcd/NAME with its members, leader and
-    last backup; crontab/NAME with its schedule, newest run and Jobs."""
-    import asyncio  # noqa: PLC0415
-    import json  # noqa: PLC0415
+    last backup; crontab/NAME with its schedule, newest run and Jobs.
 
-    import yaml  # noqa: PLC0415
+    \b
+    Examples:
+      appstack status dataservice                  # the tree
+      appstack status dataservice --graph          # waves, needs, who blocks whom
+      appstack status dataservice -o mermaid       # the graph for a Markdown page
+      appstack status dataservice --graph --watch  # redrawn at each change
+      appstack status appservice/web -n team-a -o yaml"""
+    import asyncio  # noqa: PLC0415
 
     from appstack.cli import status_kinds  # noqa: PLC0415
     from appstack.runtime import Client, NotFound, current_namespace  # noqa: PLC0415
@@ -321,8 +348,17 @@ def status(
         raise CommandError(
             f"{kind_name!r} is not a kind of ours", f"use one of: {status_kinds.kind_names()}"
         )
+    graph = graph or output in {"dot", "mermaid"}
+    if graph and not status_kinds.has_graph(resource):
+        raise CommandError(
+            f"{resource.kind} draws no dependency graph",
+            "drop --graph (and -o dot|mermaid) to see its tree",
+        )
 
-    async def go() -> dict[str, object]:
+    def draw(tree: dict[str, object]) -> str:
+        return status_kinds.draw(tree, output, graph=graph)
+
+    async def once() -> dict[str, object]:
         async with await Client.connect(kubeconfig, context) as client:
             try:
                 return await status_kinds.collect(client, resource, name, namespace)
@@ -330,13 +366,29 @@ def status(
                 await status_kinds.require_served(client)  # else: the object is not there
                 raise
 
+    async def watching() -> None:
+        async with await Client.connect(kubeconfig, context) as client:
+            first = True
+            try:
+                async for tree in status_kinds.follow(client, resource, name, namespace):
+                    if tree is None:
+                        click.echo(f"{resource.kind} {namespace}/{name} deleted")
+                        return
+                    if not first and output != "json":  # as kubectl -w: one after another
+                        click.echo("---" if output == "yaml" else "")
+                    click.echo(draw(tree), nl=False)
+                    first = False
+            except NotFound:
+                await status_kinds.require_served(client)
+                raise
+
     try:
-        tree = asyncio.run(go())
+        if watch:
+            asyncio.run(watching())
+            return
+        tree = asyncio.run(once())
     except NotFound as error:
         raise CommandError(f"{resource.kind} {namespace}/{name} not found") from error
-    if output == "json":
-        click.echo(json.dumps(tree, indent=2))
-    elif output == "yaml":
-        click.echo(yaml.safe_dump(tree, sort_keys=False), nl=False)
-    else:
-        click.echo(status_kinds.render(tree), nl=False)
+    except KeyboardInterrupt:  # Ctrl-C ends --watch: not an error
+        return
+    click.echo(draw(tree), nl=False)

@@ -11,20 +11,28 @@ what the operator made for it and drawing it:
 * ``mdbc/NAME`` — the phase, ready members and each member pod.
 
 A kind that declares no view is shown with its ready condition
-(:func:`~appstack.controllers.util.statusview.basic_view`). :func:`collect` reads the
-cluster; :func:`render` is pure. Used by ``appstack status`` (:mod:`appstack.cli.install`).
+(:func:`~appstack.controllers.util.statusview.basic_view`). A view that declares a graph
+(an AppStack's: waves, ``dependsOn``/``uses`` edges, who blocks whom) is drawn by
+``--graph`` and ``-o dot|mermaid`` (:func:`graph_of`). :func:`collect` reads the cluster,
+:func:`follow` again each time the object changes (``--watch``, on a watch of the API
+server); :func:`render` is pure. Used by ``appstack status`` (:mod:`appstack.cli.install`).
 Nothing here names a kind but the default.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
+from collections.abc import AsyncIterator
 from typing import Any
+
+import yaml
 
 from appstack.controllers.registry import ALL, by_kind
 from appstack.controllers.util.statusview import basic_view
 from appstack.core.resource import Resource
-from appstack.runtime import Client, crd_names, unserved
-from appstack.sdk import MissingCRDs, Registration, StatusView
+from appstack.runtime import Client, Gone, WatchStalled, crd_names, unserved
+from appstack.sdk import MissingCRDs, Registration, StatusGraph, StatusView, draw_graph
 
 Tree = dict[str, Any]
 
@@ -86,3 +94,71 @@ async def collect(client: Client, resource: Resource, name: str, namespace: str)
 def render(tree: Tree) -> str:
     """The tree as text, drawn by its kind's view."""
     return _view(_controller(tree["kind"])).render(tree)
+
+
+def graph_of(tree: Tree) -> StatusGraph | None:
+    """The graph the tree's kind draws of it, or None if its view declares no graph."""
+    view = _view(_controller(tree["kind"]))
+    return view.graph(tree) if view.graph is not None else None
+
+
+def draw(tree: Tree, output: str, *, graph: bool = False) -> str:
+    """What ``appstack status -o OUTPUT [--graph]`` prints of ``tree`` (pure): the tree
+    drawn (``tree``) or as data (``json``, ``yaml``); with ``graph``, its graph drawn
+    (``tree``: as a table; ``dot``, ``mermaid``) or as data. ValueError for a graph the
+    tree's kind does not draw."""
+    shown: object = tree
+    if graph or output in {"dot", "mermaid"}:
+        drawn = graph_of(tree)
+        if drawn is None:
+            raise ValueError(f"{tree['kind']} draws no dependency graph")
+        if output in {"dot", "mermaid"}:
+            return draw_graph(drawn, output)
+        if output == "tree":
+            return draw_graph(drawn, "text")
+        shown = dataclasses.asdict(drawn)
+    if output == "json":
+        return json.dumps(shown, indent=2) + "\n"
+    if output == "yaml":
+        return str(yaml.safe_dump(shown, sort_keys=False))
+    return render(tree)
+
+
+def has_graph(resource: Resource) -> bool:
+    """Whether the view of ``resource``'s kind declares a graph."""
+    return _view(_controller(resource.kind)).graph is not None
+
+
+async def follow(
+    client: Client, resource: Resource, name: str, namespace: str
+) -> AsyncIterator[Tree | None]:
+    """The view of ``namespace/name`` now, then again each time the object changes (a watch
+    from the version read, resumed where it ended; read afresh when that version expired),
+    skipping a change that leaves the view as it was; None once when the object is deleted,
+    then nothing more. NotFound if it does not exist at first."""
+    shown: Tree | None = None
+    while True:
+        obj = await client.get(resource, name, namespace)
+        version = obj["metadata"]["resourceVersion"]
+        obj.setdefault("kind", resource.kind)
+        tree = await _view(_controller(resource.kind)).collect(client, obj)
+        if tree != shown:
+            shown = tree
+            yield tree
+        try:
+            while True:
+                async for event in client.watch(resource, namespace, resource_version=version):
+                    changed = event["object"]
+                    version = changed["metadata"].get("resourceVersion", version)
+                    if event["type"] == "BOOKMARK" or changed["metadata"]["name"] != name:
+                        continue
+                    if event["type"] == "DELETED":
+                        yield None
+                        return
+                    changed.setdefault("kind", resource.kind)
+                    tree = await _view(_controller(resource.kind)).collect(client, changed)
+                    if tree != shown:
+                        shown = tree
+                        yield tree
+        except (Gone, WatchStalled):
+            continue  # read it again, then watch from there

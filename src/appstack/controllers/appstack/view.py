@@ -1,17 +1,21 @@
 """What ``appstack status STACK`` shows of an AppStack: a tree — its Ready condition, each
 member (middleware and components, from its status) and the objects the operator made for
 that member (found by the ``appstack.dev/stack`` and ``appstack.dev/member`` labels), with
-their readiness; like ``crossplane beta trace``. Secrets are listed by name only.
+their readiness; like ``crossplane beta trace``. Secrets are listed by name only. Its
+graph (:func:`graph`, ``appstack status NAME --graph`` or ``-o dot|mermaid``): the members in
+the waves they start in, the ``dependsOn``/``uses`` edges from the spec, and who blocks whom.
 
 Declared on its registration (:data:`.CONTROLLER`) and picked from the registry by
 :mod:`appstack.cli.status_kinds` (the kind ``appstack status NAME`` shows when no kind is
-given). :func:`collect` reads the cluster; :func:`render_tree` is pure.
+given). :func:`collect` reads the cluster; :func:`tree`, :func:`render_tree` and
+:func:`graph` are pure.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from appstack.api.graph import start_order
 from appstack.api.kind import GROUP
 from appstack.controllers.appstack.labels import MEMBER_LABEL, STACK_LABEL
 from appstack.core.resource import Resource
@@ -25,7 +29,14 @@ from appstack.runtime import (
     Client,
     Forbidden,
 )
-from appstack.sdk import SLICE_MANAGER_LABEL, StatusTree, StatusView
+from appstack.sdk import (
+    SLICE_MANAGER_LABEL,
+    GraphEdge,
+    GraphNode,
+    StatusGraph,
+    StatusTree,
+    StatusView,
+)
 
 CHILD_KINDS = (STATEFUL_SET, DEPLOYMENT, SERVICE, ENDPOINT_SLICE, CONFIG_MAP, SECRET)
 
@@ -64,8 +75,26 @@ async def collect(client: Client, stack: dict[str, Any]) -> StatusTree:
     """The AppStack ``stack`` (as read) with its members and their objects."""
     name, namespace = stack["metadata"]["name"], stack["metadata"]["namespace"]
     children = [c for r in CHILD_KINDS for c in await _children(client, r, name, namespace)]
+    return tree(stack, children)
+
+
+def _needs(stack: dict[str, Any]) -> dict[str, dict[str, list[str]]]:
+    """Per component of the spec, what it ``dependsOn`` and ``uses`` (as written, sorted)."""
+    needs: dict[str, dict[str, list[str]]] = {}
+    for component in (stack.get("spec") or {}).get("components") or []:
+        needs[component["name"]] = {
+            "dependsOn": sorted(set(component.get("dependsOn") or [])),
+            "uses": sorted(set(component.get("uses") or [])),
+        }
+    return needs
+
+
+def tree(stack: dict[str, Any], children: list[dict[str, Any]]) -> StatusTree:
+    """The tree of ``stack`` given the ``children`` the operator made for it (pure): each
+    member of its status with the objects labelled as that member's, and what it needs."""
     status = stack.get("status") or {}
     ready = _ready_condition(stack)
+    needs = _needs(stack)
     members = []
     for member in status.get("members") or []:
         objects = [
@@ -73,17 +102,61 @@ async def collect(client: Client, stack: dict[str, Any]) -> StatusTree:
             for c in children
             if _labels(c).get(MEMBER_LABEL) == member["name"]
         ]
-        members.append({**member, "objects": objects})
+        wants = needs.get(member["name"], {"dependsOn": [], "uses": []})
+        members.append({**member, **wants, "objects": objects})
     return {
         "kind": "AppStack",
-        "name": name,
-        "namespace": namespace,
+        "name": stack["metadata"]["name"],
+        "namespace": stack["metadata"]["namespace"],
         "ready": ready["status"],
         "reason": ready.get("reason", ""),
         "message": ready.get("message", ""),
         "readyMembers": status.get("readyMembers", ""),
         "members": members,
     }
+
+
+def graph(shown: StatusTree) -> StatusGraph:
+    """The stack's dependency graph (pure): its members with their state, an edge per
+    ``dependsOn`` and ``uses`` (a member both depends on and uses: one edge, ``uses``), and
+    the waves they start in — the controller's own order
+    (:func:`~appstack.api.graph.start_order`; none for a cycle admission let through)."""
+    members = shown["members"]
+    nodes = [
+        GraphNode(
+            name=member["name"],
+            kind=member["kind"],
+            state=member["state"],
+            ready=member["state"] == "Ready",
+            # why it is not ready; waiting is what BLOCKED BY says
+            message=""
+            if member["state"] in {"Ready", "WaitingForDependencies"}
+            else member.get("message") or "",
+        )
+        for member in members
+    ]
+    known = {member["name"] for member in members}
+    edges: list[GraphEdge] = []
+    dependencies: dict[str, list[str]] = {}
+    for member in members:
+        uses = set(member.get("uses") or [])
+        depends = set(member.get("dependsOn") or []) - uses
+        targets = sorted(uses | depends)
+        dependencies[member["name"]] = [t for t in targets if t in known]
+        edges.extend(
+            GraphEdge(member["name"], target, "uses" if target in uses else "dependsOn")
+            for target in targets
+            if target in known
+        )
+    try:
+        waves = start_order(dependencies) if dependencies else []
+    except ValueError:  # a cycle: drawn without waves
+        waves = []
+    title = (
+        f"AppStack {shown['namespace']}/{shown['name']}: "
+        f"{shown['reason'] or shown['ready']} ({shown['readyMembers'] or '-'} ready)"
+    )
+    return StatusGraph(title=title, nodes=nodes, edges=edges, waves=waves)
 
 
 def render_tree(tree: dict[str, Any]) -> str:
@@ -123,4 +196,4 @@ def render_tree(tree: dict[str, Any]) -> str:
     )
 
 
-VIEW = StatusView(collect=collect, render=render_tree)
+VIEW = StatusView(collect=collect, render=render_tree, graph=graph)

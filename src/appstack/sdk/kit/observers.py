@@ -8,7 +8,8 @@ optional; none changes how an object is reconciled):
   status view reads;
 * :class:`Gauges` — the kind's own metric families and the pure function from one cached
   object to its samples, for a Prometheus collector reading the cache at scrape time;
-* :class:`StatusView` — how a command line shows one object and what was made for it;
+* :class:`StatusView` — how a command line shows one object and what was made for it, and
+  optionally its dependency graph (:class:`~appstack.sdk.kit.graphs.StatusGraph`);
 * dashboard panels (:data:`Panel`) over its own metrics.
 
 The operator that registers the kind decides what it does with them (appstack: its
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from appstack.runtime.client import Client
+from appstack.sdk.kit.graphs import StatusGraph
 
 #: One gauge sample: the family's name, its labels, its value.
 Sample = tuple[str, dict[str, str], float]
@@ -54,7 +56,11 @@ class Gauges:
 class StatusView:
     """How a command line shows one object of the kind: ``collect`` reads what was made for
     the object (already fetched, a dict) into a :data:`StatusTree` — printed as JSON or YAML
-    as it is — and ``render`` draws that tree as text (pure)."""
+    as it is — and ``render`` draws that tree as text (pure). ``graph`` (optional, pure)
+    makes of the tree a :class:`~appstack.sdk.kit.graphs.StatusGraph` — what depends on
+    what, in which waves, who blocks whom — for ``appstack status --graph`` and ``-o
+    dot|mermaid``."""
 
     collect: Callable[[Client, dict[str, Any]], Awaitable[StatusTree]]
     render: Callable[[StatusTree], str]
+    graph: Callable[[StatusTree], StatusGraph] | None = None
