@@ -1,13 +1,13 @@
 """``appstack status NAME --graph`` without a cluster: the demo's DataService
 (examples/dataservice.yaml) halfway through its start — its waves, what each member needs
 and who blocks whom — drawn as text, DOT and Mermaid and compared to golden files in
-``golden/`` (a change to the drawing is a reviewed change to those files: ``UPDATE_GOLDEN=1``
-rewrites them); the graph's own rules on small graphs; the command's refusals."""
+tests/support/golden/ (a change to the drawing is a reviewed change to those files:
+``UPDATE_GOLDEN=1`` rewrites them); the command's refusals. The drawing's own rules:
+tests/unit/sdk/kit/test_graphs.py."""
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,10 +17,9 @@ from click.testing import CliRunner
 from appstack.cli import main
 from appstack.cli.status_kinds import draw, graph_of
 from appstack.controllers.appstack.view import tree
-from appstack.sdk import GraphEdge, GraphNode, StatusGraph, draw_graph
 from tests.support.paths import REPO_ROOT
 
-GOLDEN = Path(__file__).parent / "golden"
+GOLDEN = REPO_ROOT / "tests" / "support" / "golden"
 
 #: Each member's state halfway through the start: the first wave up, auth still starting,
 #: trd-adapter's image not pulled, what needs auth waiting for it.
@@ -96,30 +95,6 @@ def test_a_member_both_used_and_depended_on_is_one_uses_edge() -> None:
     graph = graph_of(tree(stack, []))
     assert graph is not None
     assert [e.label for e in graph.edges if (e.source, e.target) == ("auth", "eureka")] == ["uses"]
-
-
-def test_names_that_are_syntax_are_quoted_in_dot_and_mermaid() -> None:
-    graph = StatusGraph(
-        title='a "quoted" <title>',
-        nodes=[GraphNode("a-b", "K", "Ready", ready=True), GraphNode('c"d', "K", "Failed")],
-        edges=[GraphEdge("a-b", 'c"d', "uses")],
-        waves=[['c"d'], ["a-b"]],
-    )
-    dot = draw_graph(graph, "dot")
-    assert '"a-b" -> "c\\"d" [label="uses"];' in dot
-    assert dot.startswith('digraph "a \\"quoted\\" <title>" {')
-    mermaid = draw_graph(graph, "mermaid")
-    assert 'n0["c#quot;d<br/>K<br/>Failed"]' in mermaid
-    assert 'n1 -->|"uses"| n0' in mermaid
-    assert "class n0 failed" in mermaid
-    with pytest.raises(ValueError, match="no graph format 'svg'"):
-        draw_graph(graph, "svg")
-
-
-def test_a_node_in_no_wave_is_drawn_last_without_one() -> None:
-    graph = StatusGraph(title="t", nodes=[GraphNode("x"), GraphNode("y")], waves=[["y"]])
-    lines = draw_graph(graph).splitlines()
-    assert [line.split()[:2] for line in lines[2:]] == [["1", "y"], ["-", "x"]]
 
 
 def test_a_kind_without_a_graph_is_refused_before_any_cluster_is_asked() -> None:
