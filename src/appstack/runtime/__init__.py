@@ -74,7 +74,9 @@ if typing.TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs; at ru
     )
     from appstack.runtime.discovery import (
         crd_names,
+        crd_serves,
         unserved,
+        wait_served,
     )
     from appstack.runtime.errors import (
         AlreadyExists,
@@ -231,6 +233,8 @@ _HOMES = {
     "Result": "controller",
     "crd_names": "discovery",
     "unserved": "discovery",
+    "crd_serves": "discovery",
+    "wait_served": "discovery",
     "AlreadyExists": "errors",
     "ApiError": "errors",
     "BadRequest": "errors",
@@ -377,6 +381,7 @@ __all__ = [
     "configure_logging",
     "controller_key",
     "crd_names",
+    "crd_serves",
     "current_namespace",
     "finalize",
     "generation_changed",
@@ -395,6 +400,7 @@ __all__ = [
     "self_signed_context",
     "split_key",
     "unserved",
+    "wait_served",
     "when",
 ]
 

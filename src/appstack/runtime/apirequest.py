@@ -124,10 +124,13 @@ def list_page(
     label_selector: str | None = None,
     limit: int = 500,
     continue_token: str | None = None,
+    field_selector: str | None = None,
 ) -> ApiRequest:
     params = {"limit": str(limit)}
     if label_selector:
         params["labelSelector"] = label_selector
+    if field_selector:
+        params["fieldSelector"] = field_selector
     if continue_token:
         params["continue"] = continue_token
     return ApiRequest("GET", resource.path(namespace), params, accept=_accept(resource, "List"))
@@ -140,6 +143,7 @@ def watch(
     resource_version: str,
     label_selector: str | None = None,
     timeout_seconds: int = 290,
+    field_selector: str | None = None,
 ) -> ApiRequest:
     """A watch from ``resource_version`` with bookmarks; the server ends it after
     ``timeout_seconds``."""
@@ -151,6 +155,8 @@ def watch(
     }
     if label_selector:
         params["labelSelector"] = label_selector
+    if field_selector:
+        params["fieldSelector"] = field_selector
     accept = _accept(resource, "")
     return ApiRequest("GET", resource.path(namespace), params, stream=True, accept=accept)
 

@@ -321,6 +321,16 @@ class Cache:
             i.has_synced() for group in list(self._informers.values()) for i in group.values()
         )
 
+    def unserved(self) -> list[Resource]:
+        """The kinds the API server does not serve now (a LIST answered 404: their CRD
+        deleted, or not installed): their informers hold nothing and wait for them to be
+        served again (:attr:`~appstack.runtime.informer.Informer.served`)."""
+        return [
+            resource
+            for resource, group in list(self._informers.items())
+            if any(informer.served is False for informer in group.values())
+        ]
+
     async def start(self) -> None:
         """Start every informer created so far (the manager calls this)."""
         self._started = True

@@ -113,10 +113,17 @@ class Client:
         label_selector: str | None = None,
         limit: int = 500,
         token: str | None = None,
+        field_selector: str | None = None,
     ) -> tuple[list[Obj], str, str | None]:
-        """One page: its items, the resourceVersion and the next page's ``continue`` token."""
+        """One page: its items, the resourceVersion and the next page's ``continue`` token
+        (``field_selector``: e.g. ``metadata.name=NAME``, one object as a list)."""
         request = apirequest.list_page(
-            resource, namespace, label_selector=label_selector, limit=limit, continue_token=token
+            resource,
+            namespace,
+            label_selector=label_selector,
+            limit=limit,
+            continue_token=token,
+            field_selector=field_selector,
         )
         return apirequest.decode_list_page(await self._call(request))
 
@@ -148,17 +155,21 @@ class Client:
         label_selector: str | None = None,
         timeout_seconds: int = 290,
         inactivity_timeout: float = STALL_TIMEOUT,
+        field_selector: str | None = None,
     ) -> AsyncGenerator[Obj, None]:
-        """Watch events (``{"type", "object"}``) from ``resource_version``, with bookmarks.
-        The server ends the stream after ``timeout_seconds``; nothing (not even a bookmark)
-        for ``inactivity_timeout`` raises :class:`WatchStalled`; an ``ERROR`` event raises
-        its typed error (:class:`~appstack.runtime.errors.Gone` when the version expired)."""
+        """Watch events (``{"type", "object"}``) from ``resource_version``, with bookmarks
+        (of the objects ``field_selector`` selects, if given: ``metadata.name=NAME`` watches
+        one object). The server ends the stream after ``timeout_seconds``; nothing (not even
+        a bookmark) for ``inactivity_timeout`` raises :class:`WatchStalled`; an ``ERROR``
+        event raises its typed error (:class:`~appstack.runtime.errors.Gone` when the
+        version expired)."""
         request = apirequest.watch(
             resource,
             namespace,
             resource_version=resource_version,
             label_selector=label_selector,
             timeout_seconds=timeout_seconds,
+            field_selector=field_selector,
         )
         response = await self._send(request, Timeouts(total=None, read=inactivity_timeout))
         if response.lines is None:

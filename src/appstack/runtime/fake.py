@@ -15,8 +15,15 @@ What it keeps as the API server does, for the kinds it is told to serve
   precondition; a namespaced object needs its Namespace;
 * server-side apply: the fields each field manager applied are its own, an apply that no
   longer sets a field it set removes it (unless another manager set it since), ``force``
-  takes fields over; lists are atomic (replaced whole, as ``x-kubernetes-list-type:
-  atomic``);
+  takes fields over (a field two managers set is a conflict, whatever its value); lists
+  are atomic (replaced whole, as ``x-kubernetes-list-type: atomic``) but those the
+  built-in kinds declare as maps that operators co-own (``x-kubernetes-list-type: map``:
+  :func:`map_keys`) — ``metadata.ownerReferences`` by ``uid`` (every kind), and of the
+  built-in kinds containers and init containers by ``name``, a container's ``env`` by
+  ``name`` and ``ports`` by ``containerPort`` and ``protocol``, a Service's ``ports`` by
+  ``port`` and ``protocol`` (``protocol`` defaulting to ``TCP``), ``status.conditions`` by
+  ``type``: each item is its applier's (several may co-own one), merged into the list by
+  its keys and removed when no manager applies it any more;
 * the status subresource of the kinds that have one: writes to the object keep its status,
   writes to ``/status`` change only the status;
 * finalizers (deletion sets ``deletionTimestamp`` and waits for them) and the garbage
@@ -65,7 +72,34 @@ from appstack.runtime.resources import (
     Resource,
 )
 
-Path = tuple[str, ...]
+
+@dataclass(frozen=True)
+class _Key:
+    """An item of a list of type map (managedFields' ``k:{"name":"app"}``): the values of
+    its key fields."""
+
+    fields: tuple[tuple[str, Any], ...]
+
+    def matches(self, item: Any) -> bool:
+        return isinstance(item, dict) and all(
+            item.get(name, _DEFAULTS.get(name)) == value for name, value in self.fields
+        )
+
+
+#: A path to a field: map keys, and list items of type map (:class:`_Key`).
+Path = tuple[str | _Key, ...]
+#: Key fields the API server defaults before merging (a port's protocol).
+_DEFAULTS = {"protocol": "TCP"}
+_CONTAINERS = ("containers", "initContainers", "ephemeralContainers")
+#: The lists of type map of a container (by field), and of a built-in kind (by path).
+_CONTAINER_MAPS: dict[str, tuple[str, ...]] = {
+    "env": ("name",),
+    "ports": ("containerPort", "protocol"),
+}
+_MAPS: dict[Path, tuple[str, ...]] = {
+    ("spec", "ports"): ("port", "protocol"),  # a Service's
+    ("status", "conditions"): ("type",),
+}
 
 #: Built-in kinds served from the start, and whether each has a status subresource.
 BUILT_IN: dict[Resource, bool] = {
@@ -129,11 +163,101 @@ def _now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _leaves(value: Any, prefix: Path = ()) -> set[Path]:
-    """The leaf paths of ``value``: maps recursed into, anything else (lists too) a leaf."""
+def builtin(resource: Resource) -> bool:
+    """Whether ``resource`` is one of Kubernetes' own kinds (its group has no dot, or is
+    ``*.k8s.io``): the kinds whose lists of type map :func:`map_keys` knows."""
+    return "." not in resource.group or resource.group.endswith(".k8s.io")
+
+
+def map_keys(path: Path, *, built_in: bool) -> tuple[str, ...] | None:
+    """The key fields of the list at ``path`` if it is a list of type map the fake merges
+    (the module docstring names them; of a custom kind only ``metadata.ownerReferences``:
+    its schema, which the fake does not read, says the rest), else None (atomic)."""
+    if path == ("metadata", "ownerReferences"):
+        return ("uid",)
+    if not built_in or not path or not isinstance(path[-1], str):
+        return None
+    if path[-1] in _CONTAINERS:
+        return ("name",)
+    if len(path) > 1 and isinstance(path[-2], _Key):  # a field of an item: a container's
+        return _CONTAINER_MAPS.get(path[-1])
+    return _MAPS.get(path)
+
+
+def _items(value: Any, keys: tuple[str, ...] | None) -> list[tuple[_Key, Obj]] | None:
+    """The items of ``value`` by their keys, or None when it is no list of type map with
+    those keys (not a list, an item without a key, two items with one key: atomic)."""
+    if keys is None or not isinstance(value, list):
+        return None
+    out: list[tuple[_Key, Obj]] = []
+    for item in value:
+        if not isinstance(item, dict):
+            return None
+        fields = tuple((name, item.get(name, _DEFAULTS.get(name))) for name in keys)
+        if any(v is None or isinstance(v, (dict, list)) for _, v in fields):
+            return None
+        out.append((_Key(fields), item))
+    return out if len({key for key, _ in out}) == len(out) else None
+
+
+def _leaves(value: Any, prefix: Path = (), *, built_in: bool = False) -> set[Path]:
+    """The leaf paths of ``value``: maps recursed into; a list of type map
+    (:func:`map_keys`) item by item — the item itself (its keys) and its other fields —
+    anything else (other lists too) a leaf."""
     if isinstance(value, dict) and value:
-        return set().union(*(_leaves(v, (*prefix, k)) for k, v in value.items()))
+        return set().union(*(_leaves(v, (*prefix, k), built_in=built_in) for k, v in value.items()))
+    keys = map_keys(prefix, built_in=built_in)
+    items = _items(value, keys)
+    if items is not None and keys is not None:
+        paths: set[Path] = set()
+        for key, item in items:
+            paths.add((*prefix, key))
+            rest = {k: v for k, v in item.items() if k not in keys}
+            if rest:
+                paths |= _leaves(rest, (*prefix, key), built_in=built_in)
+        return paths
     return {prefix}
+
+
+def _is_item(path: Path) -> bool:
+    return bool(path) and isinstance(path[-1], _Key)
+
+
+def _show(path: Path) -> str:
+    """A path as the API server's conflicts name it: ``.spec.containers[name="app"].image``."""
+    shown = ""
+    for step in path:
+        if isinstance(step, _Key):
+            keys = ",".join(f"{k}={orjson.dumps(v).decode()}" for k, v in step.fields)
+            shown += f"[{keys}]"
+        else:
+            shown += f".{step}"
+    return shown
+
+
+def _merge_applied(
+    target: dict[str, Any], intent: Mapping[str, Any], prefix: Path, *, built_in: bool
+) -> None:
+    """Merge an applied intent into ``target``: maps recursively, lists of type map item
+    by item (by their keys: an item applied again merged into its namesake, a new one
+    appended), anything else replaced."""
+    for key, value in intent.items():
+        path: Path = (*prefix, key)
+        current = target.get(key)
+        if isinstance(value, dict) and isinstance(current, dict):
+            _merge_applied(current, value, path, built_in=built_in)
+            continue
+        keys = map_keys(path, built_in=built_in)
+        mine, theirs = _items(value, keys), _items(current, keys)
+        if mine is not None and theirs is not None and isinstance(current, list):
+            found = dict(theirs)
+            for item_key, item in mine:
+                if item_key in found:
+                    _merge_applied(found[item_key], item, (*path, item_key), built_in=built_in)
+                else:
+                    current.append(copy.deepcopy(item))
+            continue
+        target[key] = copy.deepcopy(value)
 
 
 def _merge(target: dict[str, Any], patch: Mapping[str, Any], *, nulls_delete: bool) -> None:
@@ -146,19 +270,35 @@ def _merge(target: dict[str, Any], patch: Mapping[str, Any], *, nulls_delete: bo
             target[key] = copy.deepcopy(value)
 
 
+def _child(node: Any, step: str | _Key) -> Any:
+    if isinstance(step, _Key):
+        found = [item for item in node if step.matches(item)] if isinstance(node, list) else []
+        return found[0] if found else None
+    nxt = node.get(step) if isinstance(node, dict) else None
+    return nxt if isinstance(nxt, (dict, list)) else None
+
+
+def _drop(node: Any, step: str | _Key) -> None:
+    if isinstance(step, _Key) and isinstance(node, list):
+        node[:] = [item for item in node if not step.matches(item)]
+    elif isinstance(step, str) and isinstance(node, dict):
+        node.pop(step, None)
+
+
 def _remove(target: dict[str, Any], path: Path) -> None:
-    """Remove ``path`` and the maps it leaves empty."""
+    """Remove ``path`` (a field, or an item of a list of type map) and the maps and lists
+    it leaves empty."""
     *parents, last = path
-    chain = [target]
-    for key in parents:
-        nxt = chain[-1].get(key)
-        if not isinstance(nxt, dict):
+    chain: list[Any] = [target]
+    for step in parents:
+        nxt = _child(chain[-1], step)
+        if nxt is None:
             return
         chain.append(nxt)
-    chain[-1].pop(last, None)
+    _drop(chain[-1], last)
     for depth in range(len(parents), 0, -1):
-        if chain[depth] == {}:
-            chain[depth - 1].pop(parents[depth - 1], None)
+        if chain[depth] in ({}, []):
+            _drop(chain[depth - 1], parents[depth - 1])
 
 
 _IDENTITY = ("apiVersion", "kind")
@@ -436,7 +576,8 @@ class FakeApiServer:
         _merge(merged, body, nulls_delete=True)
         new = self._kept(old, merged, target.has_status, target.sub)
         owners = {m: set(paths) for m, paths in stored.owners.items()}
-        owners.setdefault((manager, "Update"), set()).update(_leaves(_owned_part(body)))
+        set_by_patch = _leaves(_owned_part(body), built_in=builtin(target.resource))
+        owners.setdefault((manager, "Update"), set()).update(set_by_patch)
         return await self._store(target.resource, _Stored(new, owners), old)
 
     async def _apply(self, target: _Target, intent: Obj, applier: str, force: bool) -> Obj:
@@ -446,7 +587,8 @@ class FakeApiServer:
         manager = (applier, "Apply")
         key = self._key(resource, target.namespace, name)
         stored = self._objects.get(key)
-        applied = _leaves(_owned_part(intent))
+        built_in = builtin(resource)
+        applied = _leaves(_owned_part(intent), built_in=built_in)
         if stored is None:
             body = copy.deepcopy(intent)
             body.setdefault("metadata", {}).update(name=name)
@@ -455,12 +597,15 @@ class FakeApiServer:
             return created
         old = stored.obj
         others = {m: paths for m, paths in stored.owners.items() if m != manager}
-        taken = {p for paths in others.values() for p in paths if p in applied}
+        # an item of a list of type map is co-owned (each manager's, no conflict); its fields
+        # are not
+        fields = {path for path in applied if not _is_item(path)}
+        taken = {p for paths in others.values() for p in paths if p in fields}
         if taken and not force:
             conflicts = sorted(
-                f'conflict with "{m[0]}": .{".".join(path)}'
+                f'conflict with "{m[0]}": {_show(path)}'
                 for m, paths in others.items()
-                for path in paths & applied
+                for path in paths & fields
             )
             raise _Refusal(
                 409,
@@ -469,11 +614,12 @@ class FakeApiServer:
             )
         result = copy.deepcopy(old)
         for path in stored.owners.get(manager, set()) - applied:
-            if not any(path in paths for paths in others.values()):
+            if not any(_holds(p, path) for paths in others.values() for p in paths):
                 _remove(result, path)
-        _merge(result, {k: v for k, v in intent.items() if k not in _IDENTITY}, nulls_delete=False)
+        content = {k: v for k, v in intent.items() if k not in _IDENTITY}
+        _merge_applied(result, content, (), built_in=built_in)
         new = self._kept(old, result, target.has_status, target.sub)
-        owners = {m: paths - applied for m, paths in others.items()}
+        owners = {m: paths - fields for m, paths in others.items()}
         owners[manager] = applied
         return await self._store(resource, _Stored(new, owners), old)
 
@@ -551,6 +697,12 @@ class FakeApiServer:
         body = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": code,
                 "reason": reason, "message": message}  # fmt: skip
         return Response(code, {"Content-Type": "application/json"}, orjson.dumps(body))
+
+
+def _holds(owned: Path, path: Path) -> bool:
+    """Whether owning ``owned`` keeps ``path`` in place: the same field, or — ``path`` an
+    item of a list of type map — a field of that item."""
+    return owned == path or (_is_item(path) and owned[: len(path)] == path)
 
 
 def _content(obj: Obj) -> Obj:

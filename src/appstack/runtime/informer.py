@@ -8,7 +8,15 @@ The protocol is the state machine of :mod:`appstack.runtime.watcher`; this modul
   cache and only the *difference* is delivered — adds, updates and deletes — so nothing that
   changed while we could not watch (e.g. before a ``410 Gone``) is missed;
 * watch events update the cache and are delivered as they come; bookmarks only move the
-  resourceVersion.
+  resourceVersion;
+* a kind the API server stops serving (a LIST answered ``404``: its CRD deleted, or not
+  installed yet) is an empty LIST — the cache is emptied, the handlers told of each object
+  gone, the informer counts as synced — and the informer waits, without retrying in a loop,
+  until the kind is served again (``until_served``, by default
+  :func:`~appstack.runtime.discovery.wait_served`: a watch of its CRD), then lists it
+  afresh (every object an add). :attr:`Informer.served` and the gauge
+  ``<prefix>_informer_kind_served{resource}`` say which (a warning when it goes, a line
+  when it is back).
 
 Errors are logged, never raised, and backed off (0.5 s → 30 s, jittered) on the injected
 :class:`~appstack.runtime.clock.Clock`. Before an object is cached,
@@ -39,6 +47,7 @@ import structlog
 from appstack.runtime import errors
 from appstack.runtime.client import STALL_TIMEOUT, Client
 from appstack.runtime.clock import Clock, RealClock
+from appstack.runtime.discovery import wait_served
 from appstack.runtime.managedfields import MANAGED_FIELDS, keep_applied_by
 from appstack.runtime.ratelimit import RateLimiter
 from appstack.runtime.resources import Obj, Resource, object_key
@@ -54,6 +63,7 @@ from appstack.runtime.watcher import (
     Step,
     StepBackoff,
     Streaming,
+    Unserved,
     WatchEvent,
     Watching,
 )
@@ -159,7 +169,9 @@ class Informer:
     ``page_size`` objects per LIST page (default :data:`~appstack.runtime.watcher.PAGE_SIZE`,
     25, whatever the kind); ``list_gate``, if given, is held
     for each page until its objects are prepared (the :class:`~appstack.runtime.cache.Cache`
-    shares one among its informers)."""
+    shares one among its informers); ``until_served`` is awaited while the API server does
+    not serve the kind (default :func:`~appstack.runtime.discovery.wait_served`), True when
+    it came to be served (list at once; else after the backoff)."""
 
     def __init__(
         self,
@@ -177,6 +189,7 @@ class Informer:
         clock: Clock | None = None,
         backoff: Callable[[], RateLimiter] | None = None,
         list_gate: asyncio.Semaphore | None = None,
+        until_served: Callable[[Client, Resource], Awaitable[bool]] | None = None,
     ) -> None:
         self.client = client
         self.resource = resource
@@ -203,6 +216,10 @@ class Informer:
         self.state: State = Empty()
         self.relists = 0  # 410 Gone: listed afresh
         self.stalls = 0  # a watch quiet past its inactivity timeout, opened again
+        self.until_served = until_served or wait_served
+        #: Whether the API server serves the kind: None until a LIST is answered, False
+        #: while it answers 404 (nothing cached; waiting for it to be served again).
+        self.served: bool | None = None
         self._handlers: list[EventHandler] = []
         self._synced = asyncio.Event()
         # Partitioned by namespace (:meth:`partition`): which are kept in full, what is kept
@@ -316,6 +333,10 @@ class Informer:
             await self._after()
         try:
             while True:
+                if isinstance(self.state, Unserved) and await self.until_served(
+                    self.client, self.resource
+                ):
+                    stepper.reset()  # the CRD serves it now: list at once
                 # a helper's locals: a LIST's decoded objects are not held while watching
                 self._take(await stepper.step(self.state, self.client, self.query), stepper)
         finally:
@@ -339,6 +360,15 @@ class Informer:
             log.exception("informer failed, re-listing", resource=str(self.resource))
             self.state = Empty()
             stepper.failed()
+        listed = any(isinstance(event, Restarted) for event in result.events)
+        if listed:
+            self._set_served(not isinstance(result.state, Unserved))
+
+    def _set_served(self, served: bool) -> None:
+        if served and self.served is False:
+            log.info("kind served again, listed", resource=str(self.resource))
+        self.served = served
+        self.client.metrics.informer_kind_served.labels(str(self.resource)).set(int(served))
 
     def _report(self, result: Step, retry_in: float) -> None:
         error = result.error
@@ -349,6 +379,18 @@ class Informer:
                 resource=str(self.resource),
                 reason=error.message,
             )
+        elif isinstance(error, errors.NotFound):
+            if not isinstance(result.state, Unserved):  # a watch: a LIST tells
+                log.info("watch answered 404, listing", resource=str(self.resource))
+            elif self.served is not False:
+                log.warning(
+                    "kind not served (its CRD deleted or not installed): cache emptied, "
+                    "waiting for it to be served",
+                    resource=str(self.resource),
+                    namespace=self.query.namespace,
+                )
+            else:
+                log.debug("kind still not served", resource=str(self.resource))
         elif isinstance(error, errors.WatchStalled):
             # Routine, not a fault: a server may send no bookmark for a resource nobody has
             # changed since it started (seen on Kubernetes 1.30), and a half-open connection

@@ -189,6 +189,14 @@ class Metrics:
             namespace=prefix,
             registry=r,
         )
+        self.informer_kind_served = Gauge(
+            "informer_kind_served",
+            "1 while the API server serves the kind an informer keeps, 0 while it answers "
+            "404 (its CRD deleted or not installed): the cache then holds none of it.",
+            ["resource"],
+            namespace=prefix,
+            registry=r,
+        )
         self.metrics_auth_reviews = Counter(
             "metrics_auth_reviews",
             "TokenReviews asked to check a /metrics scraper's token, by result.",

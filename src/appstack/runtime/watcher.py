@@ -9,6 +9,8 @@ watch event — returning the events to deliver and the next state::
       │                                                │     └─ ended ────┤
       │                                                └── error, stalled, ended at once ─┤
       └──────────────── 410 Gone (re-list), malformed event ─────────────────────────────┘
+      ▲                                                                404 on a watch ─┘
+      └── the kind served again ── Unserved ◀── 404 on a LIST page (Restarted, empty)
 
 * LIST is paginated (``limit``/``continue``); the last page yields :class:`Restarted` with
   every object, and the informer makes its cache equal to it. A ``410`` on a ``continue``
@@ -24,6 +26,12 @@ watch event — returning the events to deliver and the next state::
   nothing changes; the client raises :class:`~appstack.runtime.errors.WatchStalled` when a
   stream goes silent. A stream that ends at once and empty is an error (:class:`EmptyWatch`):
   reopening it at once would spin.
+* A ``404`` on a LIST means the API server does not serve the kind (its CRD deleted, or not
+  installed yet): the step yields an empty :class:`Restarted` — the cache is emptied and
+  nothing stale is served — and goes :class:`Unserved`, backed off; a ``404`` opening a
+  watch lists again to find out. The informer waits in :class:`Unserved` until the kind is
+  served (:func:`~appstack.runtime.discovery.wait_served`), then lists as from
+  :class:`Empty`.
 * A step that failed in a way that could repeat at once says ``backoff=True``;
   :class:`StepBackoff` is the wrapper that then waits (exponential, jittered, on a
   :class:`~appstack.runtime.clock.Clock`) before the next step, and resets on progress.
@@ -116,7 +124,14 @@ class Streaming:
     seen: bool = False
 
 
-State = Empty | Listing | Watching | Streaming
+@dataclass(frozen=True)
+class Unserved:
+    """The API server does not serve the kind (a LIST was answered ``404``: its CRD is
+    gone, or not installed): nothing is cached; the next step lists as :class:`Empty`
+    does, once the informer has waited for the kind to be served."""
+
+
+State = Empty | Listing | Watching | Streaming | Unserved
 
 
 # ------------------------------------------------------------------------------ events
@@ -179,7 +194,7 @@ async def step(state: State, client: Client, query: ListWatch, clock: Clock) -> 
         )
         opened = Streaming(state.resource_version, stream, clock.now())
         return await _next_event(opened, query, clock)
-    return await _list_page(state, client, query)
+    return await _list_page(Empty() if isinstance(state, Unserved) else state, client, query)
 
 
 async def _list_page(state: Empty | Listing, client: Client, query: ListWatch) -> Step:
@@ -201,6 +216,8 @@ async def _gated_list_page(state: Empty | Listing, client: Client, query: ListWa
             _check(obj)
     except errors.Gone as error:  # the continue token expired: list from the start
         return Step(Empty(), error=error)
+    except errors.NotFound as error:  # the kind is not served: there is none of it
+        return Step(Unserved(), (Restarted([], ""),), error=error, backoff=True)
     except (errors.ApiError, errors.TransportError, MalformedEvent) as error:
         return Step(state, error=error, backoff=True)
     try:
@@ -246,6 +263,8 @@ async def _stream_failed(state: Streaming, error: Exception, clock: Clock) -> St
         return Step(watching)  # the server's timeoutSeconds: watch again from where we are
     if isinstance(error, errors.Gone):
         return Step(Empty(), error=error)
+    if isinstance(error, errors.NotFound):  # the kind may be gone: a LIST tells
+        return Step(Empty(), error=error, backoff=True)
     if isinstance(error, (errors.ApiError, errors.TransportError)):
         return Step(watching, error=error, backoff=True)
     await state.stream.aclose()  # a malformed event or line: start over from a fresh list
@@ -294,6 +313,13 @@ class StepBackoff:
         self.limiter = limiter or Jittered(ItemExponentialBackoff(0.5, 30.0), spread=0.2)
         self.delay = 0.0  # to wait before the next step
         self._relisted = False  # a 410 sent us to re-list and no watch event came since
+
+    def reset(self) -> None:
+        """Take the next step at once, and back off from the first delay after it (the
+        kind came to be served: list now)."""
+        self.limiter.forget(self._KEY)
+        self.delay = 0.0
+        self._relisted = False
 
     async def step(self, state: State, client: Client, query: ListWatch) -> Step:
         if self.delay > 0:

@@ -13,9 +13,14 @@ lost, 2 at start-up when a CRD of its kinds is not installed (one clear error in
 informers retrying forever) or the kubeconfig cannot be used (missing, unreadable, no such
 context): one log line each, no traceback. An API server that does not answer at start-up
 is waited for (a log line per attempt, with backoff; ``/readyz`` not ready meanwhile).
-Used by appstack's operator (:mod:`appstack.operator`) and by every operator scaffolded
-with ``appstack init`` (its ``__main__``, through
-:func:`appstack.sdk.flags.operator_command`).
+Readiness and kinds others install: at start-up the primary of a controller is required
+(its CRD missing: not ready, waiting); once started, a kind whose CRD is deleted is
+reported — a warning, ``<prefix>_informer_kind_served{resource}`` at 0,
+``manager.cache.unserved()`` — its cache emptied and its informers waiting for the CRD to
+come back, while the operator stays ready and live for its other kinds (a kind a
+controller only owns or watches never holds the start back). Used by appstack's operator
+(:mod:`appstack.operator`) and by every operator scaffolded with ``appstack init`` (its
+``__main__``, through :func:`appstack.sdk.flags.operator_command`).
 """
 
 from __future__ import annotations
@@ -133,7 +138,9 @@ async def require_crds(
     (``retry``: the first wait, doubling up to the second), one log line each time saying
     where and why; the probe says not ready meanwhile (the manager runs this as its
     preflight). Any other failure to ask (e.g. forbidden) goes on: the informers retry as
-    before."""
+    before. Only the start waits: a CRD deleted later empties that kind's cache and its
+    informers wait for it to be served again, the operator staying ready (the runtime's
+    :class:`~appstack.runtime.informer.Informer`)."""
     own = [c.primary for c in controllers if c.custom]
     others = [c.primary for c in controllers if not c.custom and c.primary not in own]
     backoff = ItemExponentialBackoff(*retry)

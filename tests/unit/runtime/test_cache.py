@@ -288,3 +288,14 @@ async def test_a_kind_kept_elsewhere_is_cut_down_there_and_read_again_when_selec
     assert cache.get(CONFIG_MAP, "closed/web") == _outside(full)
     informer._deliver(Deleted(_cm("web", "closed")))
     assert not cache.is_cut(CONFIG_MAP, "closed/web")
+
+
+def test_the_kinds_an_informer_found_unserved_are_the_cache_s_unserved_ones() -> None:
+    client, _ = scripted_client()
+    cache = Cache(client, ["a", "b"])
+    for resource in (CONFIG_MAP, OWNER, OTHER):
+        cache.informers(resource)
+    assert cache.unserved() == []  # not listed yet: not known to be unserved
+    cache.informers(OWNER)["b"].served = False  # a LIST of one namespace answered 404
+    cache.informers(OTHER)["a"].served = True
+    assert cache.unserved() == [OWNER]

@@ -14,6 +14,7 @@ from appstack.runtime import (
     CONFIG_MAP,
     DEPLOYMENT,
     NAMESPACE,
+    SERVICE,
     AlreadyExists,
     ApiError,
     Client,
@@ -172,3 +173,136 @@ async def test_what_it_does_not_do_is_refused_by_name() -> None:
     assert refused.value.code == 501
     with pytest.raises(NotFound):
         await client.get(WIDGET, "w", "ns")  # not served
+
+
+# --------------------------------------------- server-side apply of lists of type map
+def _deployment(*containers: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "d", "namespace": "ns"},
+        "spec": {"template": {"spec": {"containers": list(containers)}}},
+    }
+
+
+def _containers(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    containers: list[dict[str, Any]] = obj["spec"]["template"]["spec"]["containers"]
+    return containers
+
+
+async def test_containers_env_and_ports_are_merged_by_their_keys_and_co_owned() -> None:
+    client = await _client()
+    other = Client(client.transport, field_manager="sidecar-injector")
+    app = {
+        "name": "app",
+        "image": "app:1",
+        "env": [{"name": "X", "value": "1"}],
+        "ports": [{"containerPort": 80}],
+    }
+    await client.apply(DEPLOYMENT, _deployment(app))
+    await other.apply(DEPLOYMENT, _deployment({"name": "sidecar", "image": "proxy:1"}))
+    got = await client.get(DEPLOYMENT, "d", "ns")
+    assert [c["name"] for c in _containers(got)] == ["app", "sidecar"]
+
+    # the other manager adds to "app" (its env Z, its UDP port 80): no conflict, co-owned
+    more = {
+        "name": "app",
+        "env": [{"name": "Z", "value": "3"}],
+        "ports": [{"containerPort": 80, "protocol": "UDP"}],
+    }
+    await other.apply(DEPLOYMENT, _deployment(more, {"name": "sidecar", "image": "proxy:1"}))
+    # this one changes its env (X gone, Y new) and states its port's default protocol
+    app = {
+        **app,
+        "env": [{"name": "Y", "value": "2"}],
+        "ports": [{"containerPort": 80, "protocol": "TCP"}],
+    }
+    await client.apply(DEPLOYMENT, _deployment(app))
+    (mine, sidecar) = _containers(await client.get(DEPLOYMENT, "d", "ns"))
+    assert mine["image"] == "app:1"
+    assert sorted(e["name"] for e in mine["env"]) == ["Y", "Z"]
+    assert len(mine["ports"]) == 2  # 80/TCP once (TCP is the default), 80/UDP
+    assert sidecar == {"name": "sidecar", "image": "proxy:1"}
+
+    with pytest.raises(Conflict, match=r'\.spec\.template\.spec\.containers\[name="app"\]\.image'):
+        await other.apply(DEPLOYMENT, _deployment({"name": "app", "image": "app:2"}), force=False)
+
+    # the other stops applying its sidecar: gone; this one stops applying "app": its fields
+    # go, the container stays with what the other still applies in it
+    await other.apply(DEPLOYMENT, _deployment(more))
+    await client.apply(DEPLOYMENT, _deployment({"name": "web", "image": "web:1"}))
+    containers = _containers(await client.get(DEPLOYMENT, "d", "ns"))
+    assert {c["name"]: c for c in containers} == {
+        "app": {"name": "app", "env": [{"name": "Z", "value": "3"}], "ports": more["ports"]},
+        "web": {"name": "web", "image": "web:1"},
+    }
+
+
+async def test_owner_references_are_merged_by_uid_for_every_kind() -> None:
+    client = await _client(WIDGET)
+    other = Client(client.transport, field_manager="someone")
+
+    def widget(*uids: str) -> dict[str, Any]:
+        refs = [{"apiVersion": "v1", "kind": "ConfigMap", "name": u, "uid": u} for u in uids]
+        meta = {"name": "w", "namespace": "ns", "ownerReferences": refs}
+        return {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": meta}
+
+    await client.apply(WIDGET, widget("a"))
+    await other.apply(WIDGET, widget("b"))
+    got = await client.get(WIDGET, "w", "ns")
+    assert [r["uid"] for r in got["metadata"]["ownerReferences"]] == ["a", "b"]
+    await client.apply(WIDGET, widget())
+    got = await client.get(WIDGET, "w", "ns")
+    assert [r["uid"] for r in got["metadata"]["ownerReferences"]] == ["b"]
+
+
+async def test_a_services_ports_are_keyed_by_port_and_protocol() -> None:
+    client = await _client()
+    other = Client(client.transport, field_manager="someone")
+
+    def service(*ports: dict[str, Any]) -> dict[str, Any]:
+        meta = {"name": "s", "namespace": "ns"}
+        return {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": meta,
+            "spec": {"ports": list(ports)},
+        }
+
+    await client.apply(SERVICE, service({"port": 53, "name": "dns"}))
+    await other.apply(SERVICE, service({"port": 53, "protocol": "UDP", "name": "dns-udp"}))
+    got = await client.get(SERVICE, "s", "ns")
+    assert [p["name"] for p in got["spec"]["ports"]] == ["dns", "dns-udp"]
+
+
+async def test_status_conditions_are_merged_by_type() -> None:
+    client = await _client()
+    other = Client(client.transport, field_manager="someone")
+    await client.apply(DEPLOYMENT, _deployment({"name": "app", "image": "app:1"}))
+
+    def status(*types: str) -> dict[str, Any]:
+        conditions = [{"type": t, "status": "True"} for t in types]
+        return {**_deployment(), "status": {"conditions": conditions}}
+
+    await client.apply(DEPLOYMENT, status("Available"), subresource="status")
+    await other.apply(DEPLOYMENT, status("Audited"), subresource="status")
+    got = await client.get(DEPLOYMENT, "d", "ns")
+    assert [c["type"] for c in got["status"]["conditions"]] == ["Available", "Audited"]
+
+
+async def test_a_custom_kinds_lists_and_merge_patches_stay_atomic() -> None:
+    client = await _client(WIDGET)
+    other = Client(client.transport, field_manager="someone")
+
+    def widget(*names: str) -> dict[str, Any]:
+        spec = {"containers": [{"name": n} for n in names]}
+        meta = {"name": "w", "namespace": "ns"}
+        return {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": meta, "spec": spec}
+
+    await client.apply(WIDGET, widget("a"))
+    with pytest.raises(Conflict, match=r"\.spec\.containers"):  # its schema is not known
+        await other.apply(WIDGET, widget("b"), force=False)
+    await client.apply(DEPLOYMENT, _deployment({"name": "app", "image": "app:1"}))
+    patch = {"spec": {"template": {"spec": {"containers": [{"name": "new"}]}}}}
+    await client.patch(DEPLOYMENT, "d", patch, namespace="ns")  # JSON merge patch: replaced
+    assert _containers(await client.get(DEPLOYMENT, "d", "ns")) == [{"name": "new"}]

@@ -21,6 +21,7 @@ from appstack.runtime.watcher import (
     Step,
     StepBackoff,
     Streaming,
+    Unserved,
     Watching,
     step,
 )
@@ -171,6 +172,47 @@ async def test_a_410_when_opening_or_inside_the_stream_leads_to_a_relist(
         assert result.state == Empty()
         assert isinstance(result.error, errors.Gone)
         assert not result.backoff
+
+
+NOT_FOUND = {"kind": "Status", "code": 404, "reason": "NotFound", "message": "not found"}
+
+
+@pytest.mark.parametrize("state", [Empty(), Listing("t", [cm("a", "1")]), Unserved()])
+async def test_a_404_on_a_list_empties_the_cache_and_waits_unserved_after_backoff(
+    clock: RecordingClock, state: State
+) -> None:
+    client, transport = scripted_client()
+    transport.answer(404, NOT_FOUND)
+
+    result = await step(state, client, QUERY, clock)
+
+    assert result.state == Unserved()
+    assert result.events == (Restarted([], ""),)  # nothing stale stays cached
+    assert isinstance(result.error, errors.NotFound)
+    assert result.backoff
+
+
+async def test_an_unserved_kind_is_listed_from_the_start_once_served() -> None:
+    client, transport = scripted_client()
+    transport.page(["a"], "3")
+
+    result = await step(Unserved(), client, QUERY, RecordingClock())
+
+    assert result == Step(Watching("3"), (Restarted([cm("a", "3")], "3"),))
+    assert "continue" not in transport.sent[0][0].params
+
+
+async def test_a_404_opening_a_watch_lists_again_to_find_out_after_backoff(
+    clock: RecordingClock,
+) -> None:
+    client, transport = scripted_client()
+    transport.answer(404, NOT_FOUND)
+
+    result = await step(Watching("5"), client, QUERY, clock)
+
+    assert result.state == Empty()
+    assert isinstance(result.error, errors.NotFound)
+    assert result.backoff
 
 
 async def test_a_stream_that_ends_at_once_and_empty_is_backed_off(
@@ -352,3 +394,21 @@ async def test_a_410_relists_at_once_but_repeated_410s_back_off(clock: Recording
     # No wait before the first re-list; then 0.5, 1, 2 s; the bookmark resets it all.
     assert clock.slept == [0.5, 1.0, 2.0]
     assert sleeps[-3:] == [3.5, 3.5, 3.5]
+
+
+async def test_a_reset_backoff_steps_at_once_and_starts_from_the_first_delay() -> None:
+    clock = RecordingClock()
+    limiter = ItemExponentialBackoff(0.5, 30.0)
+    stepper = StepBackoff(clock, limiter)
+    for _ in range(4):
+        stepper.failed()
+    assert stepper.delay == 4.0
+
+    stepper.reset()
+    client, transport = scripted_client()
+    transport.page([], "1")
+    await stepper.step(Unserved(), client, QUERY)
+
+    assert clock.slept == []  # at once
+    stepper.failed()
+    assert stepper.delay == 0.5
