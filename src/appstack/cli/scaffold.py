@@ -98,9 +98,9 @@ def _api_options(command: F) -> F:
         [
             click.option(
                 "--resource/--no-resource",
-                default=True,
-                show_default=True,
-                help="Scaffold the kind (its model, CRD and sample).",
+                default=None,
+                help="Scaffold the kind (its model, CRD and sample) [default: yes; no for a "
+                "built-in group or --external-api-domain, which are not the project's].",
             ),
             click.option(
                 "--controller/--no-controller",
@@ -158,28 +158,42 @@ def create() -> None:
 
 
 @create.command("api")
-@click.option("--group", required=True, help="The API group, without the domain (webapp).")
+@click.option(
+    "--group",
+    required=True,
+    help="The API group, without the domain (webapp); a built-in group as it is (core, apps, "
+    "batch, networking.k8s.io...): a controller of its kind, --no-resource.",
+)
 @click.option("--version", required=True, help="The API version (v1, v1alpha1, v2beta3...).")
 @click.option("--kind", required=True, help="The kind, UpperCamelCase (Guestbook).")
+@click.option(
+    "--external-api-domain",
+    default=None,
+    help="Another project's API: the group is <group>.<this> (cert-manager + io), its CRD "
+    "installed by it; a controller of its kind, --no-resource.",
+)
 @_api_options
 def create_api(
     *,
     group: str,
     version: str,
     kind: str,
-    resource: bool,
+    external_api_domain: str | None,
+    resource: bool | None,
     controller: bool,
     namespaced: bool,
     plural: str | None,
     force: bool,
     directory: Path,
 ) -> None:
-    """Scaffold a kind and its controller (kubebuilder create api)."""
+    """Scaffold a kind and its controller (kubebuilder create api); or the controller of a
+    kind someone else declares (a built-in group, --external-api-domain)."""
     _create_api(
         directory,
         group=group,
         version=version,
         kind=kind,
+        external_api_domain=external_api_domain,
         resource=resource,
         controller=controller,
         namespaced=namespaced,

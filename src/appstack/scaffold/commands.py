@@ -3,7 +3,11 @@ directory — kubebuilder's commands and meanings, in Python. Each command check
 input first (:class:`~appstack.scaffold.project.Refused` names the flag) and writes
 nothing when it refuses; a later command inserts only at the scaffold markers
 (:func:`insert_at`), so files a user edited are left byte for byte as they are; ``--force``
-rewrites only that kind's own scaffold files. Used by :mod:`appstack.cli.scaffold`.
+rewrites only that kind's own scaffold files. ``create api`` of a kind the project does not
+declare — Kubernetes' own (``--group core``, ``apps``...: :mod:`.builtin`) or another
+project's CRD (``--external-api-domain``) — scaffolds a controller of any kind
+(:func:`create_object_controller`), as kubebuilder does for core and external types. Used
+by :mod:`appstack.cli.scaffold`.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from pathlib import Path
 
 import yaml
 
+from appstack.scaffold import builtin
 from appstack.scaffold import templates as t
 from appstack.scaffold.project import (
     Project,
@@ -155,17 +160,42 @@ def create_api(
     group: str,
     version: str,
     kind: str,
-    resource: bool = True,
+    resource: bool | None = None,
     controller: bool = True,
     namespaced: bool = True,
     plural: str | None = None,
     force: bool = False,
     domain: str | None = None,
+    external_api_domain: str | None = None,
     rewriting: Callable[[list[str]], None] | None = None,
 ) -> list[Path]:
-    """Scaffold a kind (``--resource``) and/or its controller (``--controller``). With
-    ``force``, the files it replaces whose content is not what it writes (edits of yours,
-    lost) are passed to ``rewriting`` first, before anything is written."""
+    """Scaffold a kind (``--resource``, the default) and/or its controller
+    (``--controller``). With ``force``, the files it replaces whose content is not what it
+    writes (edits of yours, lost) are passed to ``rewriting`` first, before anything is
+    written. ``external_api_domain``, or ``--no-resource`` for a kind of a built-in group
+    the project does not have a kind of its own of (kubebuilder's rule: ``--group batch
+    --kind CronJob`` with a resource is the project's ``batch.<domain>``): the controller of
+    a kind someone else declares (:func:`create_object_controller`)."""
+    if external_api_domain is not None or (
+        domain is None
+        and resource is False
+        and builtin.builtin_group(group)
+        and not _own_kind(directory, group, kind)
+    ):
+        return create_object_controller(
+            directory,
+            group=group,
+            version=version,
+            kind=kind,
+            resource=bool(resource),
+            controller=controller,
+            namespaced=namespaced,
+            plural=plural,
+            force=force,
+            external_api_domain=external_api_domain,
+            rewriting=rewriting,
+        )
+    resource = True if resource is None else resource
     project = read(directory)
     check_group(group)
     check_version(version)
@@ -235,6 +265,131 @@ def create_api(
     files = _api_files(directory, project, merged, resource=resource, controller=controller)
     files = _overwriting(directory, project.package, files, force=force, rewriting=rewriting)
     project.resources = [r for r in project.resources if r is not existing] + [merged]
+    files["PROJECT"] = project.to_text()
+    return _write(directory, files)
+
+
+def _foreign_group(
+    project: Project, group: str, version: str, kind: str, external_api_domain: str | None
+) -> tuple[tuple[str, str], str, str, builtin.Served | None]:
+    """A group the project does not own, checked: its (group, domain) as ``PROJECT``
+    records them, its API group, what it is (for messages), and the kind's plural and
+    scope when they are known (:mod:`.builtin`)."""
+    if external_api_domain is None:
+        found = builtin.builtin_group(group)
+        if found is None:
+            raise Refused(f"--group {group!r}: not a built-in API group")
+        answer = builtin.served(found, version, kind)
+        if isinstance(answer, str):
+            raise Refused(answer)
+        shown = found.api_group or "core"
+        what = f"{shown} is a built-in API group (Kubernetes serves it)"
+        return (found.name, found.domain), found.api_group, what, answer
+    if not group:
+        raise Refused("--group: an external API's group (cert-manager for cert-manager.io)")
+    check_group(group)
+    check_domain(external_api_domain, "--external-api-domain")
+    full_group = f"{group}.{external_api_domain}"
+    if full_group == project.domain or full_group.endswith(f".{project.domain}"):
+        raise Refused(
+            f"--external-api-domain {external_api_domain}: {full_group} is this project's "
+            "own group (create api without --external-api-domain)"
+        )
+    what = f"{full_group} is another project's API (its CRD is installed by it)"
+    return (group, external_api_domain), full_group, what, None
+
+
+def _own_kind(directory: Path, group: str, kind: str) -> bool:
+    """Whether the project declares ``kind`` in its own group ``group``.<domain> already
+    (then ``--no-resource`` adds its controller, as kubebuilder decides)."""
+    project = read(directory)
+    return any(
+        r.api and r.kind == kind and r.full_group == f"{group}.{project.domain}"
+        for r in project.resources
+    )
+
+
+def create_object_controller(
+    directory: Path,
+    *,
+    group: str,
+    version: str,
+    kind: str,
+    resource: bool = False,
+    controller: bool = True,
+    namespaced: bool = True,
+    plural: str | None = None,
+    force: bool = False,
+    external_api_domain: str | None = None,
+    rewriting: Callable[[list[str]], None] | None = None,
+) -> list[Path]:
+    """The controller of a kind the project reconciles but does not declare: one of
+    Kubernetes' (``group`` a built-in group, :mod:`.builtin`: used as it is, never with
+    the project's domain) or another project's CRD (``<group>.<external_api_domain>``,
+    kubebuilder's ``--external-api-domain``) — an :class:`~appstack.sdk.ObjectReconciler`
+    module registered at the controllers' marker, its in-memory test, and a ``PROJECT``
+    entry with ``core: true`` or ``external: true``. No CRD: ``resource`` is refused."""
+    project = read(directory)
+    check_version(version)
+    check_kind(kind)
+    recorded, full_group, what, known = _foreign_group(
+        project, group, version, kind, external_api_domain
+    )
+    if resource:
+        raise Refused(
+            f"--resource: {what}: no CRD of it is made here; scaffold its controller with "
+            "--controller --no-resource"
+        )
+    if not controller:
+        raise Refused("--no-resource --no-controller: nothing to scaffold")
+    if plural:
+        check_plural(plural)
+        if known is not None and plural != known.plural:
+            raise Refused(f"--plural {plural}: {kind} is served as {known.plural}")
+    plural = plural or (known.plural if known is not None else default_plural(kind))
+    namespaced = known.namespaced if known is not None else namespaced
+    existing = project.find(full_group, version, kind)
+    for other in project.resources:
+        if other.full_group == full_group and other.kind == kind and other.version != version:
+            raise Refused(
+                f"--version {version}: {kind} of {full_group or 'core'} has a controller "
+                f"here already, for {other.version}: one controller per kind"
+            )
+    if existing is not None and not force:
+        raise Refused(f"--kind {kind}: its controller already exists (--force rewrites it)")
+    module = existing.module_name if existing is not None else kind.lower()
+    taken = {r.module_name for r in project.resources if r is not existing}
+    if module in taken:
+        module = f"{recorded[0].replace('-', '_').replace('.', '_')}_{kind.lower()}"
+    if module in taken:
+        raise Refused(
+            f"--kind {kind}: the module {module}.py is another kind's already: nothing was written"
+        )
+    pkg = project.package
+    res = Resource(
+        group=recorded[0],
+        version=version,
+        kind=kind,
+        domain=recorded[1],
+        plural=plural,
+        path=f"{pkg}.controllers.{module}",
+        api=False,
+        namespaced=namespaced,
+        controller=True,
+        core=external_api_domain is None,
+        external=external_api_domain is not None,
+    )
+    registry = f"src/{pkg}/controllers/__init__.py"
+    files: Files = {
+        f"src/{pkg}/controllers/{module}.py": t.object_controller_module(project, res),
+        registry: insert_at(
+            (directory / registry).read_text(), t.MARK_CONTROLLERS, f'"{res.path}",'
+        ),
+    }
+    if res.namespaced:  # an object and its Event in one namespace, as the template's
+        files[f"tests/test_{module}_in_memory.py"] = t.test_object_in_memory(project, res)
+    files = _overwriting(directory, pkg, files, force=force, rewriting=rewriting)
+    project.resources = [r for r in project.resources if r is not existing] + [res]
     files["PROJECT"] = project.to_text()
     return _write(directory, files)
 

@@ -1,6 +1,7 @@
 """The ``PROJECT`` file of a scaffolded operator, in kubebuilder's schema (``version: "3"``,
 ``domain``, ``repo``, ``projectName``, ``layout``, ``plugins``, ``resources[]`` with
-group/version/kind/domain/path/api/controller/webhooks), and the checks every command's
+group/version/kind/domain/path/api/controller/webhooks, and ``core``/``external`` for a
+kind the project reconciles but does not declare), and the checks every command's
 input gets before anything is written (:func:`check_*`: each refusal names the flag).
 Read and written by the scaffolder's commands (:mod:`appstack.scaffold.commands`) and
 by ``appstack generate manifests``. Pure but for :func:`read` and :func:`write`.
@@ -41,23 +42,34 @@ class Webhooks:
 
 @dataclass
 class Resource:
-    """One kind of the project (kubebuilder's ``resources[]`` entry)."""
+    """One kind of the project (kubebuilder's ``resources[]`` entry). ``core``: a kind of
+    Kubernetes' own groups (``group`` kubebuilder's name of it, ``core`` for the core group;
+    ``domain`` what completes it, often none); ``external``: another project's CRD
+    (``<group>.<domain>``, ``--external-api-domain``). Neither has an API in the project:
+    ``path`` is then the controller module that declares its ``Resource``."""
 
     group: str
     version: str
     kind: str
     domain: str
     plural: str
-    path: str  # the Python module of its API
+    path: str  # the Python module of its API (of its controller, for core and external)
     api: bool = True
     namespaced: bool = True
     controller: bool = False
     webhooks: Webhooks | None = None
+    core: bool = False
+    external: bool = False
 
     @property
     def full_group(self) -> str:
-        """The API group: ``<group>.<domain>`` (``<domain>`` alone when there is no group)."""
-        return f"{self.group}.{self.domain}" if self.group else self.domain
+        """The API group: ``<group>.<domain>`` (``<domain>`` alone when there is no group,
+        ``<group>`` alone when there is no domain; ``""`` for the core group)."""
+        if self.core and self.group == "core":
+            return ""
+        if self.group and self.domain:
+            return f"{self.group}.{self.domain}"
+        return self.group or self.domain
 
     @property
     def module_name(self) -> str:
@@ -72,7 +84,13 @@ class Resource:
             out["api"] = {"crdVersion": "v1", "namespaced": self.namespaced}
         if self.controller:
             out["controller"] = True
-        out.update(domain=self.domain, group=self.group, kind=self.kind, path=self.path)
+        if self.core:
+            out["core"] = True
+        if self.domain or not self.core:
+            out["domain"] = self.domain
+        if self.external:
+            out["external"] = True
+        out.update(group=self.group, kind=self.kind, path=self.path)
         if self.plural != default_plural(self.kind):
             out["plural"] = self.plural
         out["version"] = self.version
@@ -98,6 +116,8 @@ class Resource:
             webhooks=Webhooks(bool(hooks.get("defaulting")), bool(hooks.get("validation")))
             if hooks
             else None,
+            core=bool(data.get("core")),
+            external=bool(data.get("external")),
         )
 
 

@@ -12,6 +12,7 @@ commands insert only there (:mod:`.markers`), so the files a user edited stay as
 from __future__ import annotations
 
 import datetime
+import textwrap
 from pathlib import Path
 
 from appstack.scaffold.project import Project, Resource
@@ -69,6 +70,8 @@ where = ["src"]
 
 [tool.pytest.ini_options]
 testpaths = ["tests"]
+# the package from this checkout, whatever else the environment has installed
+pythonpath = ["src"]
 addopts = "-p no:cacheprovider"
 
 [tool.ruff]
@@ -657,6 +660,120 @@ CONTROLLER = Registration(name="{module}", reconciler={kind}Reconciler, children
     )
 
 
+def _api_version(resource: Resource) -> str:
+    group = resource.full_group
+    return f"{group}/{resource.version}" if group else resource.version
+
+
+def _wrapped(text: str, indent: str = "") -> str:
+    """``text`` (a docstring with its quotes) filled to the generated project's lines."""
+    return textwrap.fill(
+        text,
+        width=92,
+        initial_indent=indent,
+        subsequent_indent=indent,
+        break_on_hyphens=False,
+        break_long_words=False,
+    )
+
+
+def _call(target: str, function: str, args: list[str]) -> str:
+    """``target = function(args)`` as ruff format writes it (the project's ``make lint``)."""
+    line = f"{target} = {function}({', '.join(args)})"
+    if len(line) <= 100:
+        return line
+    inner = f"    {', '.join(args)}"
+    if len(inner) <= 100:
+        return f"{target} = {function}(\n{inner}\n)"
+    return f"{target} = {function}(\n" + "".join(f"    {arg},\n" for arg in args) + ")"
+
+
+def object_controller_module(project: Project, resource: Resource) -> str:
+    """The controller of a kind the project does not declare (``create api --group core
+    --no-resource``, ``--external-api-domain``): an ``ObjectReconciler`` of it."""
+    kind, module, plural = resource.kind, resource.module_name, resource.plural
+    if resource.external:
+        whose = (
+            f"{resource.full_group}'s: another project's CRD (until it is installed, the "
+            "operator waits at start, not ready)"
+        )
+    else:
+        whose = "Kubernetes' own: every cluster serves it"
+    about = _wrapped(
+        f'"""The {kind} controller. {kind} ({_api_version(resource)}) is {whose}; not a kind '
+        "of this project, so its reconciler is an ``ObjectReconciler`` (``appstack create "
+        f"api --no-resource``): ``apply()`` is called for every {kind} in a namespace "
+        "enabled for the operator, on every change and every resync. What it declares is "
+        "what it is granted: ``make manifests`` derives the RBAC (now: read and watch "
+        f"{plural}) and the admission policies from ``primary``, ``selector``, ``owns``, "
+        '``writes``, ``watches`` and ``finalizer`` (appstack\'s docs/any-kind.md)."""'
+    )
+    args = [f'"{resource.full_group}"', f'"{resource.version}"', f'"{kind}"', f'"{plural}"']
+    primary = _call(
+        "PRIMARY", "Resource", [*args, *([] if resource.namespaced else ["namespaced=False"])]
+    )
+    registration = _call(
+        "CONTROLLER", "Registration", [f'name="{module}"', f"reconciler={kind}Reconciler"]
+    )
+    if resource.namespaced:
+        identity = f"\nfrom {project.package}.identity import IDENTITY\n"
+        doc = _wrapped(
+            f'"""{kind} -> what the operator does for it. The scaffold\'s example: a Normal '
+            "Event ``Observed`` about it (``kubectl describe`` shows it); make ``apply`` do "
+            'yours."""',
+            "    ",
+        )
+        example = f"""
+
+def note(obj: dict[str, Any]) -> str:
+    \"\"\"What the example Event says about ``obj`` (pure: tested without a cluster).\"\"\"
+    return f"{kind} {{obj['metadata']['name']}} observed by {{IDENTITY.project}}"
+
+
+class {kind}Reconciler(ObjectReconciler):
+{doc}
+
+    primary = PRIMARY
+    # Only the labelled ones (the API server filters; the others are never cached):
+    # selector = "{project.domain}/watched=true"
+
+    async def apply(self, obj: dict[str, Any]) -> Result | None:
+        self.writer.recorder.record(obj, "Normal", "Observed", note(obj))
+        return None
+"""
+    else:
+        identity = ""
+        example = f"""
+
+class {kind}Reconciler(ObjectReconciler):
+    \"\"\"{kind} -> what the operator does for it.\"\"\"
+
+    primary = PRIMARY
+
+    async def apply(self, obj: dict[str, Any]) -> Result | None:
+        # what the operator does for each {kind} (idempotent: called again and again)
+        return None
+"""
+    return (
+        header(project)
+        + f"""{about}
+
+from __future__ import annotations
+
+from typing import Any
+
+from appstack.runtime import Resource, Result
+from appstack.sdk import ObjectReconciler, Registration
+{identity}
+#: The kind it reconciles, as the API server serves it.
+{primary}
+{example}
+
+{registration}
+"""
+    )
+
+
 def sample(project: Project, resource: Resource) -> str:
     return f"""apiVersion: {resource.full_group}/{resource.version}
 kind: {resource.kind}
@@ -845,6 +962,61 @@ async def _scenario(sample: dict[str, Any]) -> None:
 
 def test_the_sample_gets_ready_in_memory(project_dir: Path) -> None:
     asyncio.run(_scenario(yaml.safe_load((project_dir / SAMPLE).read_text())))
+'''
+    )
+
+
+def test_object_in_memory(project: Project, resource: Resource) -> str:
+    """The in-memory test of a controller of a kind the project does not declare."""
+    kind, module, pkg = resource.kind, resource.module_name, project.package
+    return (
+        header(project)
+        + _wrapped(
+            f'"""The {kind} controller with no cluster (``make test-unit``): the operator\'s '
+            "controllers run in this process against appstack's in-memory API server "
+            "(``appstack.sdk.InMemoryOperator``: the real client, cache and reconcilers; it "
+            f"serves {kind} as the API server would, with no admission). A {kind} created in "
+            'a namespace enabled for the operator is reconciled: it gets the controller\'s Event."""'
+        )
+        + f'''
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from appstack.runtime import EVENT
+from appstack.sdk import InMemoryOperator
+
+from {pkg}.controllers import CONTROLLERS
+from {pkg}.controllers.{module} import PRIMARY, note
+from {pkg}.identity import IDENTITY
+
+SAMPLE: dict[str, Any] = {{
+    "apiVersion": "{_api_version(resource)}",
+    "kind": "{kind}",
+    "metadata": {{
+        "name": "{kind.lower()}-sample",
+        "namespace": "default",
+    }},
+}}
+
+
+async def _scenario() -> None:
+    async with InMemoryOperator(CONTROLLERS, IDENTITY) as running:
+        created = await running.client.create(PRIMARY, SAMPLE)
+        uid = created["metadata"]["uid"]
+
+        async def observed() -> list[dict[str, Any]]:
+            events, _ = await running.client.list(EVENT, "default")
+            return [e for e in events if e["regarding"].get("uid") == uid]
+
+        (event,) = await running.until(observed)
+        assert (event["reason"], event["note"]) == ("Observed", note(created))
+
+
+def test_the_sample_is_reconciled_in_memory() -> None:
+    asyncio.run(_scenario())
 '''
     )
 
