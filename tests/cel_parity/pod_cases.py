@@ -1,6 +1,6 @@
 """The parity rows of the pod fields AppService and AppStack components share (volumes and
-their mounts, tolerations: :mod:`appstack.api.pod`) and of CronTab's env and envFrom (pure
-data), changes of the base objects of :mod:`tests.cel_parity.kind_cases` and
+their mounts, tolerations: the SDK's models, :mod:`appstack.sdk.model`) and of CronTab's env
+and envFrom (pure data), changes of the base objects of :mod:`tests.cel_parity.kind_cases` and
 :data:`tests.cel_parity.appstack_cases.STACK`."""
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ _SECRET = {"secretKeyRef": {"name": "s", "key": "k"}}
 
 
 def _pod_cases(kind: str, path: str, obj: str) -> tuple[Case, ...]:
-    """The rules of :func:`appstack.api.pod.mount_rules` and of a volume and a toleration,
+    """The rules of :func:`appstack.sdk.model.mount_rules` and of a volume and a toleration,
     for the object at ``obj`` (``spec``, ``spec.components[1]``), whose schema is ``path``."""
-    v, m, t = f"{obj}.volumes", f"{obj}.volumeMounts", f"{obj}.tolerations"
+    v, m = f"{obj}.volumes", f"{obj}.volumeMounts"
     mount = {"name": "a", "mountPath": "/etc/app"}
     return (
         Case(
@@ -65,6 +65,15 @@ def _pod_cases(kind: str, path: str, obj: str) -> tuple[Case, ...]:
             ((v, [{"name": "a"}]),),
             f"{v}[0]",
         ),
+        *_toleration_cases(kind, path, obj),
+    )
+
+
+def _toleration_cases(kind: str, path: str, obj: str) -> tuple[Case, ...]:
+    """The rules of :class:`appstack.sdk.model.Toleration`, for the object at ``obj``: the
+    same for every kind with tolerations (AppService, AppStack components, EtcdCluster)."""
+    t = f"{obj}.tolerations"
+    return (
         Case(
             kind,
             f"{path}.tolerations[*]",
@@ -111,6 +120,7 @@ _C = ".spec.components[*]"
 POD_CASES: tuple[Case, ...] = (
     *_pod_cases("AppService", ".spec", "spec"),
     *_pod_cases("AppStack", _C, "spec.components[1]"),
+    *_toleration_cases("EtcdCluster", ".spec", "spec"),
     Case(
         "AppStack",
         _C,

@@ -1,6 +1,7 @@
 """A tutorial's operator that is not appstack, for the tests of what the SDK generates for
 any operator (its install, its admission guards): the guestbook of ``webapp.example.com``,
-one kind whose spec asks for a ``securityContext``, one controller owning ConfigMaps,
+one kind whose spec asks for a ``securityContext`` (the SDK's model, as a user's kind
+gets it), one controller owning ConfigMaps,
 Secrets, Deployments and Services, with a finalizer — as a scaffolded project's
 ``make manifests`` sees it (:class:`appstack.sdk.config.Project`)."""
 
@@ -18,26 +19,13 @@ from appstack.sdk import (
     OperatorIdentity,
     Problem,
     Registration,
+    SecurityContext,
     custom_kind,
 )
 from appstack.sdk import config as sdk_config
 
 IDENTITY = OperatorIdentity(project="guestbook", domain="webapp.example.com")
 FINALIZER = IDENTITY.key("cleanup")
-
-
-class Capabilities(KubeModel):
-    add: list[str] | None = Field(default=None, max_length=16)
-
-
-class SeccompProfile(KubeModel):
-    type: str = Field(max_length=64)
-
-
-class SecurityContext(KubeModel):
-    privileged: bool | None = None
-    capabilities: Capabilities | None = None
-    seccomp_profile: SeccompProfile | None = None
 
 
 class GuestbookSpec(KubeModel):

@@ -3,8 +3,8 @@ resources — run as a Deployment and exposed by a Service.
 
 Spec-compatible with the seed operator's sample (``size``, ``image``, ``ports``, ``envs``,
 ``resources``), plus what production users need (service type, command/args, probes, pod
-labels/annotations, image pull secrets, service account, volumes, scheduling:
-:mod:`appstack.api.pod`). Validation that can be decided
+labels/annotations, image pull secrets, service account, volumes, scheduling: the SDK's
+models of the Kubernetes types, :mod:`appstack.sdk.model`). Validation that can be decided
 from the object alone is declared here once, enforced at admission by the generated CRD
 (OpenAPI bounds and CEL rules) and by the model client-side (:mod:`appstack.sdk.cel`); the
 controller reports the rest as ``Ready=False``.
@@ -18,39 +18,32 @@ from typing import Annotated, Any
 from pydantic import ConfigDict, Field
 
 from appstack.api.kind import custom_kind
-from appstack.api.pod import (
-    AFFINITY,
-    IMAGE_PULL_SECRETS,
-    NODE_SELECTOR,
-    SPREAD,
-    TOLERATIONS,
-    VOLUME_MOUNTS,
-    VOLUMES,
-    Affinity,
-    NodeSelectorMap,
-    PullSecrets,
-    SpreadConstraints,
-    Tolerations,
-    VolumeMounts,
-    Volumes,
-    mount_rules,
-)
-from appstack.api.security import POD_SECURITY, SECURITY, PodSecurityLevel, SecurityContext
+from appstack.api.security import POD_SECURITY, SECURITY, PodSecurityLevel
 from appstack.sdk import (
     AGE,
     DNS_1035,
+    POD_FIELD_DOCS,
     WIDE_READY,
+    Affinity,
     Condition,
     CustomObject,
     EnvList,
     Image,
     KubeModel,
+    NodeSelectorMap,
     ObjectName,
     Probe,
+    PullSecrets,
     ResourceRequirements,
+    SecurityContext,
     ServicePort,
     ServiceType,
+    SpreadConstraints,
+    Tolerations,
+    VolumeMounts,
+    Volumes,
     default_service_type,
+    mount_rules,
     name_rules,
 )
 
@@ -126,16 +119,24 @@ class AppServiceSpec(KubeModel):
     pod_annotations: AnnotationMap | None = Field(
         default=None, description="Annotations for the pods."
     )
-    image_pull_secrets: PullSecrets | None = Field(default=None, description=IMAGE_PULL_SECRETS)
+    image_pull_secrets: PullSecrets | None = Field(
+        default=None, description=POD_FIELD_DOCS["imagePullSecrets"]
+    )
     service_account_name: ObjectName | None = Field(
         default=None, description="ServiceAccount the pods run as."
     )
-    volumes: Volumes | None = Field(default=None, description=VOLUMES)
-    volume_mounts: VolumeMounts | None = Field(default=None, description=VOLUME_MOUNTS)
-    node_selector: NodeSelectorMap | None = Field(default=None, description=NODE_SELECTOR)
-    tolerations: Tolerations | None = Field(default=None, description=TOLERATIONS)
-    affinity: Affinity | None = Field(default=None, description=AFFINITY)
-    topology_spread_constraints: SpreadConstraints | None = Field(default=None, description=SPREAD)
+    volumes: Volumes | None = Field(default=None, description=POD_FIELD_DOCS["volumes"])
+    volume_mounts: VolumeMounts | None = Field(
+        default=None, description=POD_FIELD_DOCS["volumeMounts"]
+    )
+    node_selector: NodeSelectorMap | None = Field(
+        default=None, description=POD_FIELD_DOCS["nodeSelector"]
+    )
+    tolerations: Tolerations | None = Field(default=None, description=POD_FIELD_DOCS["tolerations"])
+    affinity: Affinity | None = Field(default=None, description=POD_FIELD_DOCS["affinity"])
+    topology_spread_constraints: SpreadConstraints | None = Field(
+        default=None, description=POD_FIELD_DOCS["topologySpreadConstraints"]
+    )
 
     def effective_service_type(self) -> ServiceType:
         return default_service_type(self.service_type, self.ports)

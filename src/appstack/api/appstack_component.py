@@ -1,7 +1,7 @@
 """``AppStack`` component types: a Deployment with ports, env, config files, probes, its
-own command, volumes and scheduling (:mod:`appstack.api.pod`) and its dependencies on other
-members. Used by :mod:`appstack.api.appstack` and the AppStack
-controller. Types only, no I/O.
+own command, volumes and scheduling (the SDK's models of the Kubernetes types,
+:mod:`appstack.sdk.model`) and its dependencies on other members. Used by
+:mod:`appstack.api.appstack` and the AppStack controller. Types only, no I/O.
 """
 
 from __future__ import annotations
@@ -16,33 +16,26 @@ from appstack.api.appstack_rules import (
     CONFIG_RULES,
     component_problem,
 )
-from appstack.api.pod import (
-    AFFINITY,
-    IMAGE_PULL_SECRETS,
-    NODE_SELECTOR,
-    SPREAD,
-    TOLERATIONS,
-    VOLUME_MOUNTS,
-    VOLUMES,
+from appstack.api.security import SECURITY
+from appstack.sdk import (
+    DNS_LABEL,
+    POD_FIELD_DOCS,
     Affinity,
+    EnvList,
+    Image,
+    KubeModel,
     MountPath,
     NodeSelectorMap,
+    ObjectName,
+    Probe,
     PullSecrets,
+    ResourceRequirements,
+    SecurityContext,
+    ServiceType,
     SpreadConstraints,
     Tolerations,
     VolumeMounts,
     Volumes,
-)
-from appstack.api.security import SECURITY, SecurityContext
-from appstack.sdk import (
-    DNS_LABEL,
-    EnvList,
-    Image,
-    KubeModel,
-    ObjectName,
-    Probe,
-    ResourceRequirements,
-    ServiceType,
     default_service_type,
 )
 
@@ -102,7 +95,9 @@ class Component(KubeModel):
     args: list[ShortString] | None = Field(
         default=None, max_length=256, description="Arguments (replace the image's CMD)."
     )
-    image_pull_secrets: PullSecrets | None = Field(default=None, description=IMAGE_PULL_SECRETS)
+    image_pull_secrets: PullSecrets | None = Field(
+        default=None, description=POD_FIELD_DOCS["imagePullSecrets"]
+    )
     replicas: int = Field(1, ge=0, le=1000)
     ports: list[ComponentPort] | None = Field(default=None, max_length=32)
     env: dict[str, str] | None = Field(
@@ -119,20 +114,26 @@ class Component(KubeModel):
     )
     volumes: Volumes | None = Field(
         default=None,
-        description=f"{VOLUMES} A change of a ConfigMap or Secret mounted rolls this component.",
+        description=POD_FIELD_DOCS["volumes"]
+        + " A change of a ConfigMap or Secret mounted rolls this component.",
     )
     volume_mounts: VolumeMounts | None = Field(
-        default=None, description=f"{VOLUME_MOUNTS} config/configs are mounted already."
+        default=None,
+        description=POD_FIELD_DOCS["volumeMounts"] + " config/configs are mounted already.",
     )
     resources: ResourceRequirements | None = None
     readiness_probe: Probe | None = None
     liveness_probe: Probe | None = None
     security_context: SecurityContext | None = Field(default=None, description=SECURITY)
     service_type: ServiceType | None = None
-    node_selector: NodeSelectorMap | None = Field(default=None, description=NODE_SELECTOR)
-    tolerations: Tolerations | None = Field(default=None, description=TOLERATIONS)
-    affinity: Affinity | None = Field(default=None, description=AFFINITY)
-    topology_spread_constraints: SpreadConstraints | None = Field(default=None, description=SPREAD)
+    node_selector: NodeSelectorMap | None = Field(
+        default=None, description=POD_FIELD_DOCS["nodeSelector"]
+    )
+    tolerations: Tolerations | None = Field(default=None, description=POD_FIELD_DOCS["tolerations"])
+    affinity: Affinity | None = Field(default=None, description=POD_FIELD_DOCS["affinity"])
+    topology_spread_constraints: SpreadConstraints | None = Field(
+        default=None, description=POD_FIELD_DOCS["topologySpreadConstraints"]
+    )
     depends_on: list[MemberName] | None = Field(default=None, max_length=16)
     uses: list[MemberName] | None = Field(
         default=None,

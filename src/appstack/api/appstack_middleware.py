@@ -17,9 +17,18 @@ from appstack.api.managed_rules import (
     MAX_MEMBERS,
     REPLICAS,
 )
-from appstack.api.security import SECURITY, SecurityContext
+from appstack.api.security import SECURITY
 from appstack.api.urls import EXAMPLE, URL_RULES, url_problem
-from appstack.sdk import DNS_1035, TAG, Image, KubeModel, ObjectName, Quantity, ResourceRequirements
+from appstack.sdk import (
+    DNS_1035,
+    TAG,
+    Image,
+    KubeModel,
+    ObjectName,
+    Quantity,
+    ResourceRequirements,
+    SecurityContext,
+)
 
 MemberName = Annotated[str, Field(min_length=1, max_length=40, pattern=DNS_1035)]
 ServiceName = Annotated[str, Field(min_length=1, max_length=63, pattern=DNS_1035)]

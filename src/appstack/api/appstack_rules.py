@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from appstack.api.pod import mount_rules
-from appstack.sdk import NameRule
+from appstack.sdk import (
+    NameRule,
+    mount_rules,
+)
 
 # Children are named <stack>-<member>: a Service name (<= 63), and for managed middleware
 # a StatefulSet name (<= 52, so that its pods' controller-revision-hash label fits in 63).

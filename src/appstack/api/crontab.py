@@ -16,11 +16,11 @@ from pydantic import Field, field_validator
 from appstack.api.cron import cron_problem
 from appstack.api.cron_rules import CRON_RULES
 from appstack.api.kind import custom_kind
-from appstack.api.pod import IMAGE_PULL_SECRETS, PullSecrets
-from appstack.api.security import POD_SECURITY, SECURITY, PodSecurityLevel, SecurityContext
+from appstack.api.security import POD_SECURITY, SECURITY, PodSecurityLevel
 from appstack.sdk import (
     AGE,
     DNS_LABEL,
+    POD_FIELD_DOCS,
     WIDE_READY,
     Condition,
     CustomObject,
@@ -29,7 +29,9 @@ from appstack.sdk import (
     Image,
     KubeModel,
     ObjectName,
+    PullSecrets,
     ResourceRequirements,
+    SecurityContext,
     name_rules,
 )
 
@@ -65,7 +67,9 @@ class CronTabSpec(KubeModel):
         description="CPU/memory requests and limits of the container (what a ResourceQuota "
         "demanding them needs).",
     )
-    image_pull_secrets: PullSecrets | None = Field(default=None, description=IMAGE_PULL_SECRETS)
+    image_pull_secrets: PullSecrets | None = Field(
+        default=None, description=POD_FIELD_DOCS["imagePullSecrets"]
+    )
     service_account_name: ObjectName | None = Field(
         default=None, description="ServiceAccount the pods run as."
     )

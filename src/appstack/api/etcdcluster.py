@@ -10,7 +10,7 @@ creation) names the Secrets of peer and client TLS. Types only, no I/O.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Any
 
 from pydantic import ConfigDict, Field
 
@@ -23,16 +23,19 @@ from appstack.api.etcdcluster_recovery import (
 )
 from appstack.api.etcdcluster_version import VERSION_RULES
 from appstack.api.kind import custom_kind
-from appstack.api.pod import PullSecrets
 from appstack.sdk import (
     AGE,
     DNS_1035,
+    Affinity,
     Condition,
     CustomObject,
     KubeModel,
+    NodeSelectorMap,
     ObjectName,
+    PullSecrets,
     Quantity,
     ResourceRequirements,
+    Toleration,
     name_rules,
 )
 
@@ -77,16 +80,6 @@ _TLS_RULES: list[Any] = [
         "fieldPath": ".operatorSecretName",
     },
 ]
-
-
-class Toleration(KubeModel):
-    """A toleration of the member pods (core/v1 Toleration)."""
-
-    key: str | None = Field(default=None, max_length=316)
-    operator: Literal["Exists", "Equal"] | None = None
-    value: str | None = Field(default=None, max_length=63)
-    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
-    toleration_seconds: int | None = None
 
 
 _RESTORE_RULES: list[Any] = [
@@ -151,9 +144,6 @@ class TLSSpec(KubeModel):
     )
 
 
-LabelMap = Annotated[dict[str, Annotated[str, Field(max_length=63)]], Field(max_length=64)]
-
-
 class EtcdClusterSpec(MaintenanceFields):
     """The desired etcd cluster (the day-2 fields: :class:`MaintenanceFields`)."""
 
@@ -190,17 +180,16 @@ class EtcdClusterSpec(MaintenanceFields):
     resources: ResourceRequirements | None = Field(
         default=None, description="Member container resources."
     )
-    node_selector: LabelMap | None = Field(
+    node_selector: NodeSelectorMap | None = Field(
         default=None, description="Node labels members must run on."
     )
     tolerations: list[Toleration] | None = Field(
         default=None, max_length=32, description="Taints the members tolerate."
     )
-    affinity: dict[str, Any] | None = Field(
+    affinity: Affinity | None = Field(
         default=None,
-        description="Pod affinity/anti-affinity (core/v1 Affinity). Default: members prefer "
-        "different nodes (preferred pod anti-affinity on kubernetes.io/hostname).",
-        json_schema_extra={"x-kubernetes-preserve-unknown-fields": True},
+        description="Node affinity, pod affinity and anti-affinity of the members. Default: "
+        "members prefer different nodes (preferred pod anti-affinity on kubernetes.io/hostname).",
     )
     priority_class_name: ObjectName | None = Field(
         default=None, description="PriorityClass of members."

@@ -13,16 +13,13 @@ Two levels (:mod:`appstack.controllers.util.workloads` fills them in):
   kubelet's reason (``CreateContainerConfigError``).
 
 Managed middleware always runs restricted, as its image's own user. A ``securityContext``
-field overrides either level for one AppService, component or managed middleware.
+field overrides either level for one AppService, component or managed middleware; its model,
+like every Kubernetes core type, is the SDK's (:class:`appstack.sdk.SecurityContext`).
 """
 
 from __future__ import annotations
 
 from typing import Literal
-
-from pydantic import Field
-
-from appstack.sdk import KubeModel
 
 SECURITY = (
     "Overrides of the container's securityContext, on top of the podSecurity level "
@@ -37,26 +34,3 @@ POD_SECURITY = (
     "namespace enforces it (label pod-security.kubernetes.io/enforce=restricted), "
     "else baseline."
 )
-
-
-class Capabilities(KubeModel):
-    add: list[str] | None = Field(default=None, max_length=64, description="Capabilities to add.")
-    drop: list[str] | None = Field(default=None, max_length=64, description="Capabilities to drop.")
-
-
-class SeccompProfile(KubeModel):
-    type: Literal["RuntimeDefault", "Localhost", "Unconfined"]
-    localhost_profile: str | None = Field(default=None, max_length=4096)
-
-
-class SecurityContext(KubeModel):
-    """Overrides of the container's defaults (unset fields keep the level's default)."""
-
-    run_as_non_root: bool | None = None
-    run_as_user: int | None = Field(default=None, ge=0)
-    run_as_group: int | None = Field(default=None, ge=0)
-    allow_privilege_escalation: bool | None = None
-    read_only_root_filesystem: bool | None = None
-    privileged: bool | None = None
-    capabilities: Capabilities | None = None
-    seccomp_profile: SeccompProfile | None = None

@@ -19,7 +19,6 @@ from appstack.controllers.util.workloads import (
     container,
     pod_fields,
     security_context,
-    user_mounts,
 )
 from appstack.sdk import (
     ChildMeta,
@@ -32,6 +31,7 @@ from appstack.sdk import (
     child_metadata,
     instance_labels,
     user_env,
+    user_mounts,
 )
 
 CONTAINER = "app"

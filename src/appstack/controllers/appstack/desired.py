@@ -36,7 +36,6 @@ from appstack.controllers.util.workloads import (
     container,
     pod_fields,
     security_context,
-    user_mounts,
 )
 from appstack.sdk import (
     Container,
@@ -44,9 +43,10 @@ from appstack.sdk import (
     KubeObject,
     Manifest,
     ServicePortSpec,
-    Volume,
-    VolumeMount,
+    VolumeDict,
+    VolumeMountDict,
     user_env,
+    user_mounts,
 )
 
 Members = Mapping[str, Middleware | Component]  # what ``uses`` may name
@@ -98,10 +98,10 @@ def _mount_configs(
     _mount_volumes(c, main, spec)
     if not c.configs:
         return None if versions is None else labels.digest([versions])
-    mounts: list[VolumeMount] = []
-    volumes: list[Volume] = []
+    mounts: list[VolumeMountDict] = []
+    volumes: list[VolumeDict] = []
     for m in c.configs:
-        mount: VolumeMount = {"name": m.name, "mountPath": m.mount_path, "readOnly": True}
+        mount: VolumeMountDict = {"name": m.name, "mountPath": m.mount_path, "readOnly": True}
         if m.sub_path:
             mount["subPath"] = m.sub_path
         mounts.append(mount)

@@ -42,8 +42,8 @@ from appstack.sdk import (
     Manifest,
     ProbeDict,
     TemplateMeta,
-    Volume,
-    VolumeMount,
+    VolumeDict,
+    VolumeMountDict,
     secret_env,
     user_resources,
 )
@@ -154,8 +154,8 @@ def stateful_set(
     security = security_context(
         managed.security_context, {"runAsUser": engine.uid, "runAsGroup": engine.uid}
     )
-    mounts: list[VolumeMount] = [{"name": "data", "mountPath": engine.data_path}]
-    volumes: list[Volume] = []
+    mounts: list[VolumeMountDict] = [{"name": "data", "mountPath": engine.data_path}]
+    volumes: list[VolumeDict] = []
     template_meta: TemplateMeta = {"labels": {**labels.selector(stack, mw.name), **MANAGED_BY}}
     if managed.config_files and engine.config_dir:
         mounts.append({"name": "config", "mountPath": engine.config_dir, "readOnly": True})

@@ -201,11 +201,11 @@ def placement(spec: EtcdClusterSpec) -> dict[str, Any]:
     Jobs' pods)."""
     out: dict[str, Any] = {}
     if spec.node_selector:
-        out["nodeSelector"] = spec.node_selector
+        out["nodeSelector"] = dict(spec.node_selector)
     if spec.tolerations:
         out["tolerations"] = [t.to_dict() for t in spec.tolerations]
-    if spec.affinity:
-        out["affinity"] = spec.affinity
+    if spec.affinity is not None and spec.affinity.to_dict():
+        out["affinity"] = spec.affinity.to_dict()
     if spec.priority_class_name:
         out["priorityClassName"] = spec.priority_class_name
     if spec.image_pull_secrets:
@@ -311,7 +311,8 @@ def member_pod(
         "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": f"data-{pod}"}}],
     }
     pod_spec.update(placement(spec))
-    if not spec.affinity:  # by default, members prefer different nodes (one lost: one member)
+    # By default (no spec.affinity), members prefer different nodes (one lost: one member).
+    if "affinity" not in pod_spec:
         pod_spec["affinity"] = spread(cluster)
     labels = {**child_labels(cluster, COMPONENT), VOTER: "true" if voter else "false"}
     meta = child_metadata(obj, pod, labels)

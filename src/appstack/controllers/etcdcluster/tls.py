@@ -28,7 +28,7 @@ import binascii
 from typing import Any
 
 from appstack.api.etcdcluster import EtcdClusterSpec, TLSSpec
-from appstack.sdk import KubeObject, Manifest, Problem, Volume, VolumeMount
+from appstack.sdk import KubeObject, Manifest, Problem, VolumeDict, VolumeMountDict
 
 KEYS = ("ca.crt", "tls.crt", "tls.key")
 ROOT = "/etc/etcd/tls"
@@ -66,11 +66,11 @@ def _files(role: str) -> tuple[str, str, str]:
     return f"{ROOT}/{role}/ca.crt", f"{ROOT}/{role}/tls.crt", f"{ROOT}/{role}/tls.key"
 
 
-def _volume(role: str, secret: str) -> Volume:
+def _volume(role: str, secret: str) -> VolumeDict:
     return {"name": f"tls-{role}", "secret": {"secretName": secret, "defaultMode": 0o440}}
 
 
-def _mount(role: str) -> VolumeMount:
+def _mount(role: str) -> VolumeMountDict:
     return {"name": f"tls-{role}", "mountPath": f"{ROOT}/{role}", "readOnly": True}
 
 
@@ -119,7 +119,9 @@ def with_member_tls(pod: Manifest, spec: EtcdClusterSpec) -> Manifest:
     return pod
 
 
-def etcdctl_flags(spec: EtcdClusterSpec) -> tuple[list[str], list[Volume], list[VolumeMount]]:
+def etcdctl_flags(
+    spec: EtcdClusterSpec,
+) -> tuple[list[str], list[VolumeDict], list[VolumeMountDict]]:
     """What an ``etcdctl`` container needs to reach the members with client TLS: its
     flags, the operator Secret's volume and mount (all empty for plain clients)."""
     if spec.tls is None or not spec.tls.operator_secret_name:

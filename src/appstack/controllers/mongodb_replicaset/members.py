@@ -33,8 +33,8 @@ from appstack.sdk import (
     EnvVarDict,
     Manifest,
     Resources,
-    Volume,
-    VolumeMount,
+    VolumeDict,
+    VolumeMountDict,
 )
 
 KEYFILE_KEY = "keyfile"
@@ -83,8 +83,8 @@ class Members:
     resources: Resources | None = None
     shell: str = boot.MONGOSH
     sidecar_env: list[EnvVarDict] = field(default_factory=list)
-    sidecar_mounts: list[VolumeMount] = field(default_factory=list)
-    volumes: list[Volume] = field(default_factory=list)
+    sidecar_mounts: list[VolumeMountDict] = field(default_factory=list)
+    volumes: list[VolumeDict] = field(default_factory=list)
     data_volume: str = "data"  # the StatefulSet's claim template (claims <it>-<pod>)
 
 

@@ -33,12 +33,12 @@ from appstack.controllers.util.workloads import security_context
 from appstack.sdk import (
     ChildMeta,
     ClaimSpec,
-    KeyToPath,
+    KeyToPathDict,
     KubeObject,
     Manifest,
     SecretVolume,
-    Volume,
-    VolumeMount,
+    VolumeDict,
+    VolumeMountDict,
     child_metadata,
     instance_labels,
     user_resources,
@@ -110,15 +110,15 @@ def service(obj: KubeObject) -> Manifest:
     }
 
 
-def _user_volumes(users: list[User]) -> tuple[list[VolumeMount], list[Volume]]:
+def _user_volumes(users: list[User]) -> tuple[list[VolumeMountDict], list[VolumeDict]]:
     """Each user's password as ``/users/<i>/password`` (optional: the Secret may come later)."""
-    mounts: list[VolumeMount] = []
-    volumes: list[Volume] = []
+    mounts: list[VolumeMountDict] = []
+    volumes: list[VolumeDict] = []
     for i, u in enumerate(users):
         ref = u.password_secret_ref
         path = f"{bootstrap.USERS_PATH}/{i}"
         mounts.append({"name": f"user-{i}", "mountPath": path, "readOnly": True})
-        items: list[KeyToPath] = [{"key": ref.key, "path": "password"}]
+        items: list[KeyToPathDict] = [{"key": ref.key, "path": "password"}]
         source: SecretVolume = {
             "secretName": ref.name,
             "items": items,

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
-from appstack.api.pod import Affinity, Toleration, TopologySpreadConstraint, Volume, VolumeMount
-from appstack.api.security import PodSecurityLevel, SecurityContext
+from appstack.api.security import PodSecurityLevel
 from appstack.sdk import (
+    Affinity,
     Container,
     ContainerPort,
     ContainerSecurity,
@@ -26,11 +26,15 @@ from appstack.sdk import (
     Probe,
     Problem,
     ResourceRequirements,
+    SecurityContext,
+    Toleration,
+    TopologySpreadConstraint,
+    Volume,
     user_probe,
     user_resources,
     user_security,
+    user_volumes,
 )
-from appstack.sdk import VolumeMount as VolumeMountPart
 
 # Hardening that never stops an ordinary image (root ones included): within the `baseline`
 # Pod Security Standard, plus no privilege escalation and the runtime's seccomp profile.
@@ -118,7 +122,7 @@ def pod_fields(
     when unset, so a spec without them renders as before."""
     out: dict[str, Any] = {}
     if volumes:
-        out["volumes"] = [v.to_dict() for v in volumes]
+        out["volumes"] = user_volumes(volumes)
     if node_selector:
         out["nodeSelector"] = dict(node_selector)
     if tolerations:
@@ -128,11 +132,6 @@ def pod_fields(
     if spread:
         out["topologySpreadConstraints"] = [s.to_dict() for s in spread]
     return out
-
-
-def user_mounts(mounts: Sequence[VolumeMount] | None) -> list[VolumeMountPart]:
-    """The volumeMounts a spec sets, in wire form."""
-    return [cast(VolumeMountPart, m.to_dict()) for m in mounts or []]
 
 
 def unique_ports(ports: list[ContainerPort]) -> list[ContainerPort]:

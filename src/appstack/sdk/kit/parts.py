@@ -1,11 +1,17 @@
 """Typed parts of the children the controllers' pure ``desired`` functions build: a child's
-metadata and owner reference, environment variables, container and Service ports, volume
-mounts — so a misspelt key (``valueFrm``, ``containerport``) is a type error. They are
-the wire form (camelCase keys), put as-is into the child objects. Where the SDK also has a
-spec model of the type (:class:`~appstack.sdk.model.EnvVar`, :class:`~appstack.sdk.model.Probe`:
-what a user writes, validated), the wire shape is named ``...Dict`` (``EnvVarDict``,
-``ProbeDict``), as kubernetes-typed names its TypedDicts.
-Used by :mod:`.meta`, :mod:`.workloads` and every kind's ``desired`` modules.
+metadata and owner reference, environment variables, container and Service ports, volumes
+and their mounts — so a misspelt key (``valueFrm``, ``containerport``) is a type error. They
+are the wire form (camelCase keys), put as-is into the child objects.
+
+What a user writes in a spec is the SDK's model of the Kubernetes type
+(:mod:`appstack.sdk.model`: :class:`~appstack.sdk.model.EnvVar`,
+:class:`~appstack.sdk.model.Probe`, :class:`~appstack.sdk.model.Volume`, ...: validated,
+the one definition); the wire shape of the same type is named ``...Dict`` here
+(``EnvVarDict``, ``ProbeDict``, ``VolumeDict``), as kubernetes-typed names its TypedDicts, or
+after the field it fills (``Resources``, ``ContainerSecurity``). A model becomes its wire
+shape in one place, the ``user_*`` functions below (:func:`user_env`, :func:`user_probe`,
+:func:`user_resources`, :func:`user_security`, :func:`user_volumes`, :func:`user_mounts`).
+Used by :mod:`.meta` and every kind's ``desired`` modules.
 """
 
 from __future__ import annotations
@@ -15,7 +21,14 @@ from typing import Any, cast
 
 from typing_extensions import Required, TypedDict
 
-from appstack.sdk.model import KubeModel
+from appstack.sdk.model import (
+    EnvVar,
+    Probe,
+    ResourceRequirements,
+    SecurityContext,
+    Volume,
+    VolumeMount,
+)
 
 
 class OwnerReference(TypedDict):
@@ -68,28 +81,28 @@ class ContainerPort(TypedDict, total=False):
     protocol: str
 
 
-class VolumeMount(TypedDict, total=False):
+class VolumeMountDict(TypedDict, total=False):
     name: Required[str]
     mountPath: Required[str]
     readOnly: bool
     subPath: str
 
 
-class KeyToPath(TypedDict):
+class KeyToPathDict(TypedDict):
     key: str
     path: str
 
 
 class SecretVolume(TypedDict, total=False):
     secretName: Required[str]
-    items: list[KeyToPath]
+    items: list[KeyToPathDict]
     optional: bool
     defaultMode: int
 
 
 class ConfigMapVolume(TypedDict, total=False):
     name: Required[str]
-    items: list[KeyToPath]
+    items: list[KeyToPathDict]
     optional: bool
 
 
@@ -112,7 +125,7 @@ class EmptyDir(TypedDict, total=False):
     sizeLimit: str
 
 
-class Volume(TypedDict, total=False):
+class VolumeDict(TypedDict, total=False):
     """A pod's volume: one of the sources the controllers use."""
 
     name: Required[str]
@@ -123,12 +136,12 @@ class Volume(TypedDict, total=False):
     emptyDir: EmptyDir
 
 
-class Capabilities(TypedDict, total=False):
+class CapabilitiesDict(TypedDict, total=False):
     add: list[str]
     drop: list[str]
 
 
-class SeccompProfile(TypedDict, total=False):
+class SeccompProfileDict(TypedDict, total=False):
     type: Required[str]
     localhostProfile: str
 
@@ -142,8 +155,8 @@ class ContainerSecurity(TypedDict, total=False):
     allowPrivilegeEscalation: bool
     readOnlyRootFilesystem: bool
     privileged: bool
-    capabilities: Capabilities
-    seccompProfile: SeccompProfile
+    capabilities: CapabilitiesDict
+    seccompProfile: SeccompProfileDict
 
 
 class PodSecurityContext(TypedDict, total=False):
@@ -151,7 +164,7 @@ class PodSecurityContext(TypedDict, total=False):
     runAsUser: int
     runAsGroup: int
     fsGroup: int
-    seccompProfile: SeccompProfile
+    seccompProfile: SeccompProfileDict
 
 
 class ClaimSpec(TypedDict, total=False):
@@ -180,24 +193,30 @@ class TemplateMeta(TypedDict, total=False):
     annotations: dict[str, str]
 
 
-class ExecAction(TypedDict):
+class ExecActionDict(TypedDict):
     command: list[str]
 
 
-class HTTPGetAction(TypedDict, total=False):
+class HTTPGetActionDict(TypedDict, total=False):
     path: str
     port: Required[int | str]
     scheme: str
 
 
-class TCPSocketAction(TypedDict):
+class TCPSocketActionDict(TypedDict):
     port: int | str
 
 
+class GRPCActionDict(TypedDict, total=False):
+    port: Required[int]
+    service: str
+
+
 class ProbeDict(TypedDict, total=False):
-    exec: ExecAction
-    httpGet: HTTPGetAction
-    tcpSocket: TCPSocketAction
+    exec: ExecActionDict
+    httpGet: HTTPGetActionDict
+    tcpSocket: TCPSocketActionDict
+    grpc: GRPCActionDict
     initialDelaySeconds: int
     periodSeconds: int
     timeoutSeconds: int
@@ -222,32 +241,44 @@ class Container(TypedDict, total=False):
     env: list[EnvVarDict]
     envFrom: list[dict[str, Any]]
     ports: list[ContainerPort]
-    volumeMounts: list[VolumeMount]
+    volumeMounts: list[VolumeMountDict]
     resources: Resources
     readinessProbe: ProbeDict
     livenessProbe: ProbeDict
     securityContext: ContainerSecurity
 
 
-def user_resources(model: KubeModel) -> Resources:
-    """The resources a spec sets (the API's ResourceRequirements model), in wire form."""
+def user_resources(model: ResourceRequirements) -> Resources:
+    """The resources a spec sets (:class:`~appstack.sdk.model.ResourceRequirements`), in
+    wire form."""
     return cast(Resources, model.to_dict())
 
 
-def user_probe(model: KubeModel) -> ProbeDict:
-    """A probe a spec sets (the API's :class:`~appstack.sdk.model.Probe` model), in wire form."""
+def user_probe(model: Probe) -> ProbeDict:
+    """A probe a spec sets (:class:`~appstack.sdk.model.Probe`), in wire form."""
     return cast(ProbeDict, model.to_dict())
 
 
-def user_env(env: Iterable[KubeModel]) -> list[EnvVarDict]:
-    """The variables a spec lists (``envs``: the API's
-    :class:`~appstack.sdk.model.EnvVar` models), in wire form."""
+def user_env(env: Iterable[EnvVar]) -> list[EnvVarDict]:
+    """The variables a spec lists (:class:`~appstack.sdk.model.EnvVar`), in wire form."""
     return [cast(EnvVarDict, e.to_dict()) for e in env]
 
 
-def user_security(model: KubeModel | None) -> ContainerSecurity:
-    """The securityContext a spec sets (the API's SecurityContext model), in wire form."""
+def user_security(model: SecurityContext | None) -> ContainerSecurity:
+    """The securityContext a spec sets (:class:`~appstack.sdk.model.SecurityContext`), in
+    wire form; none: ``{}``."""
     return cast(ContainerSecurity, model.to_dict()) if model else {}
+
+
+def user_volumes(volumes: Iterable[Volume] | None) -> list[VolumeDict]:
+    """The volumes a spec lists (:class:`~appstack.sdk.model.Volume`), in wire form."""
+    return [cast(VolumeDict, v.to_dict()) for v in volumes or []]
+
+
+def user_mounts(mounts: Iterable[VolumeMount] | None) -> list[VolumeMountDict]:
+    """The volumeMounts a spec lists (:class:`~appstack.sdk.model.VolumeMount`), in wire
+    form."""
+    return [cast(VolumeMountDict, m.to_dict()) for m in mounts or []]
 
 
 def secret_env(name: str, secret: str, key: str) -> EnvVarDict:

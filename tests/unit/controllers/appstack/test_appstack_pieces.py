@@ -13,7 +13,6 @@ from pydantic import ValidationError
 
 from appstack.api.appstack import AppStack, AppStackSpec
 from appstack.api.graph import blocked_by, find_cycle, start_order, teardown_order
-from appstack.api.security import SecurityContext
 from appstack.controllers.appstack import catalog, desired, middleware, teardown
 from appstack.controllers.appstack.addresses import (
     ExternalIPPolicy,
@@ -23,6 +22,7 @@ from appstack.controllers.appstack.addresses import (
 )
 from appstack.controllers.appstack.connections import connection_env
 from appstack.controllers.util.workloads import BASELINE, RESTRICTED, security_context
+from appstack.sdk import SecurityContext
 
 MYSQL = {"name": "mysql", "type": "mysql", "managed": {}}
 Loc = tuple[str | int, ...]

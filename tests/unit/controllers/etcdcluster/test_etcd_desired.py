@@ -45,12 +45,19 @@ def test_peer_urls_name_member_pods_through_the_headless_service() -> None:
     assert desired.pod_of_peer_url(OBJ, "http://127.0.0.1:2380") == ""
 
 
+ANTI = {
+    "podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": "kubernetes.io/zone"}]
+    }
+}
+
+
 def test_member_pod_binds_to_its_pod_ip_and_carries_the_overrides() -> None:
     overrides = spec(
         nodeSelector={"disktype": "true"},
         tolerations=[{"key": "disktype", "operator": "Exists"}],
         priorityClassName="high",
-        affinity={"podAntiAffinity": {"x": 1}},
+        affinity=ANTI,
         resources={"requests": {"cpu": "100m"}},
     )
     initial = {"e-0": desired.peer_url(OBJ, "e-0"), "e-1": desired.peer_url(OBJ, "e-1")}
@@ -69,7 +76,7 @@ def test_member_pod_binds_to_its_pod_ip_and_carries_the_overrides() -> None:
     assert pod["spec"]["nodeSelector"] == {"disktype": "true"}
     assert pod["spec"]["tolerations"] == [{"key": "disktype", "operator": "Exists"}]
     assert pod["spec"]["priorityClassName"] == "high"
-    assert pod["spec"]["affinity"] == {"podAntiAffinity": {"x": 1}}
+    assert pod["spec"]["affinity"] == ANTI
     assert container["resources"] == {"requests": {"cpu": "100m"}}
     assert pod["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"] == "data-e-1"
     assert image_version(pod) == "3.6.16"

@@ -4,7 +4,7 @@ field), and a variable read from a Secret."""
 
 from __future__ import annotations
 
-from appstack.api.security import SecurityContext
+from appstack.sdk import SecurityContext
 from appstack.sdk.kit.parts import (
     secret_env,
     user_env,

@@ -1,4 +1,4 @@
-"""The pod fields AppService and AppStack components share (appstack.api.pod): the four
+"""The pod fields AppService and AppStack components share (the SDK's models): the four
 volume sources and nothing else, mounts that name volumes, scheduling in Kubernetes' shapes,
 and the checks a whole object's validation makes: admission's CEL rules (evaluated
 client-side) and what only the models check (nodeSelector keys)."""
@@ -12,8 +12,8 @@ from pydantic import ValidationError
 
 from appstack.api.appservice import AppService, AppServiceSpec
 from appstack.api.appstack import AppStack
-from appstack.api.pod import Affinity, Toleration, Volume, VolumeMount
 from appstack.manifests.crds import all_crds
+from appstack.sdk import Affinity, Toleration, Volume, VolumeMount
 
 Loc = tuple[str | int, ...]
 
