@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from appstack.controllers.rbac import RUNTIME_RULES
 from appstack.core import defaults
 from appstack.core.duration import DEFAULT_SYNC_PERIOD
 from appstack.manifests import admission, crds, rbac, workload
+from appstack.sdk import process_rules
 
 Obj = dict[str, Any]
 
@@ -80,9 +80,10 @@ def watched_rbac(watched: str, namespace: str) -> list[Obj]:
 
 
 def own_namespace_rbac(namespace: str) -> list[Obj]:
-    """A namespaced install's Role in its own namespace (for its Events, ...), needed
-    unless that namespace is also watched."""
-    return [rbac.role(namespace, rules=RUNTIME_RULES), rbac.role_binding(namespace, namespace)]
+    """A namespaced install's Role in its own namespace (for its Events, ...: the SDK's
+    :func:`~appstack.sdk.process_rules`), needed unless that namespace is also watched."""
+    own = rbac.role(namespace, rules=process_rules(cluster_wide=False))
+    return [own, rbac.role_binding(namespace, namespace)]
 
 
 def metrics_auth_rbac(namespace: str) -> list[Obj]:

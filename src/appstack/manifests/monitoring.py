@@ -21,8 +21,10 @@ from __future__ import annotations
 from typing import Any
 
 from appstack.manifests.crds import LABELS
-from appstack.manifests.rbac import METRICS_READER, NAME, NAMESPACE, cluster_name
+from appstack.manifests.rbac import METRICS_READER, NAME, NAMESPACE, cluster_name, metrics_reader
 from appstack.manifests.workload import METRICS_SERVICE, SELECTOR
+from appstack.sdk import binding
+from appstack.sdk import service_monitor as sdk_service_monitor
 
 #: The token every pod has mounted (Prometheus' own ServiceAccount's).
 TOKEN_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/token"  # noqa: S105 - a path
@@ -65,16 +67,14 @@ def service_monitor(
     }
     if secure:
         endpoint["tlsConfig"] = tls_config(namespace, cert_secret)
-    return {
-        "apiVersion": "monitoring.coreos.com/v1",
-        "kind": "ServiceMonitor",
-        "metadata": {"name": NAME, "namespace": namespace, "labels": dict(LABELS)},
-        "spec": {
-            "selector": {"matchLabels": dict(SELECTOR)},
-            "namespaceSelector": {"matchNames": [namespace]},
-            "endpoints": [endpoint],
-        },
-    }
+    return sdk_service_monitor(
+        NAME,
+        namespace,
+        labels=LABELS,
+        selector=SELECTOR,
+        endpoints=[endpoint],
+        namespaces=[namespace],
+    )
 
 
 def reader_binding(
@@ -84,11 +84,9 @@ def reader_binding(
 ) -> dict[str, Any]:
     """Bind the metrics-reader ClusterRole of the install in ``namespace`` to the scraper's
     ServiceAccount (a ClusterRoleBinding: non-resource URLs cannot be granted by a Role)."""
-    name = cluster_name(METRICS_READER, namespace)
-    return {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRoleBinding",
-        "metadata": {"name": name, "labels": dict(LABELS)},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-        "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": account_namespace}],
-    }
+    return binding(
+        cluster_name(METRICS_READER, namespace),
+        metrics_reader(namespace),
+        (account_namespace, account),
+        LABELS,
+    )

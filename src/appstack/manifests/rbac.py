@@ -1,8 +1,12 @@
-"""RBAC generated from what the controllers declare they use (no wildcards): a
-ServiceAccount, a ClusterRole + binding (watch all namespaces), a namespaced
-Role + binding variant (for ``appstack run --namespace``), and the leader-election Role +
-binding in the operator's own namespace (the Lease, by name). Which of them an install uses
-is decided in :mod:`appstack.manifests.install`.
+"""appstack's RBAC, built by the SDK's builders (:mod:`appstack.sdk.install`, the same that
+write a scaffolded project's ``config/rbac``) from its registrations
+(:func:`appstack.controllers.rbac.operator_rules`, derived as a project's ``manager-role``
+is): a ServiceAccount, a ClusterRole + binding (watch all namespaces), a namespaced
+Role + binding variant (for ``appstack run --namespace``), the leader-election Role +
+binding in the operator's own namespace (the Lease, by name), the metrics reader, the
+reviews behind ``/metrics``, the editor and viewer roles of its kinds — and what only
+appstack adds: the FlowSchema of its Lease requests. Which of them an install uses is
+decided in :mod:`appstack.manifests.install`. This module only names them.
 
 Cluster-scoped objects are named after the install's namespace
 (``appstack-operator-<namespace>``, :func:`cluster_name`): two installs in different
@@ -12,21 +16,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from appstack.controllers.rbac import RUNTIME_RULES, leader_election_rules, operator_rules
+from appstack.api.identity import IDENTITY
+from appstack.controllers.rbac import LEASE_NAME, operator_rules
 from appstack.controllers.registry import ALL
 from appstack.manifests.crds import LABELS
-from appstack.sdk import Rule
+from appstack.sdk import (
+    Rule,
+    binding,
+    metrics_auth_role,
+    metrics_reader_role,
+    user_role,
+)
+from appstack.sdk import cluster_role as sdk_cluster_role
+from appstack.sdk import (
+    leader_election_role as sdk_leader_election_role,
+)
+from appstack.sdk import role as sdk_role
+from appstack.sdk import service_account as sdk_service_account
 
 NAMESPACE = "appstack-system"
-REVIEWS = ("tokenreviews", "subjectaccessreviews")
 NAME = "appstack-operator"
-
-
-def _meta(name: str, namespace: str | None = None) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name, "labels": LABELS}
-    if namespace:
-        meta["namespace"] = namespace
-    return meta
 
 
 def cluster_name(base: str, namespace: str) -> str:
@@ -35,48 +44,30 @@ def cluster_name(base: str, namespace: str) -> str:
 
 
 def service_account(namespace: str = NAMESPACE) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(NAME, namespace)}
+    """The operator's ServiceAccount in ``namespace``."""
+    return sdk_service_account(NAME, namespace, LABELS)
 
 
 def cluster_role(namespace: str = NAMESPACE) -> dict[str, Any]:
-    return {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRole",
-        "metadata": _meta(cluster_name(NAME, namespace)),
-        "rules": operator_rules(),
-    }
+    """The operator's ClusterRole: every rule it uses, in every namespace."""
+    return sdk_cluster_role(cluster_name(NAME, namespace), operator_rules(), LABELS)
 
 
 def cluster_role_binding(namespace: str = NAMESPACE, base: str = NAME) -> dict[str, Any]:
     """Binds the ClusterRole ``<base>-<namespace>`` to the operator's ServiceAccount."""
     name = cluster_name(base, namespace)
-    return {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRoleBinding",
-        "metadata": _meta(name),
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-        "subjects": [{"kind": "ServiceAccount", "name": NAME, "namespace": namespace}],
-    }
+    return binding(name, sdk_cluster_role(name, []), (namespace, NAME), LABELS)
 
 
 def role(namespace: str, name: str = NAME, rules: list[Rule] | None = None) -> dict[str, Any]:
     """The operator's Role in ``namespace``: every rule it uses, unless told which."""
-    return {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "Role",
-        "metadata": _meta(name, namespace),
-        "rules": operator_rules(cluster_wide=False) if rules is None else rules,
-    }
+    rules = operator_rules(cluster_wide=False) if rules is None else rules
+    return sdk_role(name, namespace, rules, LABELS)
 
 
 def role_binding(namespace: str, sa_namespace: str = NAMESPACE, name: str = NAME) -> dict[str, Any]:
-    return {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "RoleBinding",
-        "metadata": _meta(name, namespace),
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
-        "subjects": [{"kind": "ServiceAccount", "name": NAME, "namespace": sa_namespace}],
-    }
+    """Binds the Role ``name`` in ``namespace`` to the operator's ServiceAccount."""
+    return binding(name, sdk_role(name, namespace, []), (sa_namespace, NAME), LABELS)
 
 
 LEADER_ELECTION = f"{NAME}-leader-election"
@@ -84,7 +75,9 @@ LEADER_ELECTION = f"{NAME}-leader-election"
 
 def leader_election_role(namespace: str = NAMESPACE) -> dict[str, Any]:
     """The Lease, only in the operator's namespace (``--leader-election-namespace``)."""
-    return role(namespace, LEADER_ELECTION, leader_election_rules())
+    return sdk_leader_election_role(
+        LEADER_ELECTION, namespace, lease=LEASE_NAME, domain=IDENTITY.domain, labels=LABELS
+    )
 
 
 def leader_election_role_binding(
@@ -105,7 +98,7 @@ def lease_flow_schema(namespace: str = NAMESPACE) -> dict[str, Any]:
     return {
         "apiVersion": "flowcontrol.apiserver.k8s.io/v1",
         "kind": "FlowSchema",
-        "metadata": _meta(cluster_name(LEASE_FLOW, namespace)),
+        "metadata": {"name": cluster_name(LEASE_FLOW, namespace), "labels": LABELS},
         "spec": {
             "priorityLevelConfiguration": {"name": "leader-election"},
             "matchingPrecedence": 190,  # before the built-in workload-leader-election (200)
@@ -139,46 +132,39 @@ METRICS_READER = "appstack-metrics-reader"
 
 def metrics_reader(namespace: str = NAMESPACE) -> dict[str, Any]:
     """Bind this to whoever scrapes the operator (e.g. Prometheus' ServiceAccount)."""
-    return {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRole",
-        "metadata": _meta(cluster_name(METRICS_READER, namespace)),
-        "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}],
-    }
+    return metrics_reader_role(cluster_name(METRICS_READER, namespace), LABELS)
+
+
+#: What the people who use appstack's kinds may do with them: the editor (aggregated into
+#: the cluster's ``admin`` and ``edit``), the viewer (into ``view``).
+USER_ROLES = (
+    (
+        "editor",
+        ("get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"),
+        ("admin", "edit"),
+    ),
+    ("viewer", ("get", "list", "watch"), ("view",)),
+)
 
 
 def user_roles(namespace: str = NAMESPACE) -> list[dict[str, Any]]:
     """``appstack-editor`` and ``appstack-viewer``: our kinds for the people who use them,
     aggregated into the cluster's ``admin``/``edit`` and ``view`` roles (kubebuilder's
-    ``<kind>_editor_role``/``_viewer_role``), so a namespace's editors create AppStacks
-    with no binding of ours."""
+    ``<kind>_editor_role``/``_viewer_role``, one for all of appstack's kinds), so a
+    namespace's editors create AppStacks with no binding of ours."""
     plurals = [controller.kind.resource.plural for controller in ALL]
-    statuses = [f"{plural}/status" for plural in plurals]
     group = ALL[0].kind.resource.group
-    aggregate = "rbac.authorization.k8s.io/aggregate-to-"
-    roles = []
-    for role, verbs, into in (
-        (
-            "editor",
-            ["get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"],
-            ("admin", "edit"),
-        ),
-        ("viewer", ["get", "list", "watch"], ("view",)),
-    ):
-        meta = _meta(cluster_name(f"appstack-{role}", namespace))
-        meta["labels"] = {**meta["labels"], **{f"{aggregate}{r}": "true" for r in into}}
-        roles.append(
-            {
-                "apiVersion": "rbac.authorization.k8s.io/v1",
-                "kind": "ClusterRole",
-                "metadata": meta,
-                "rules": [
-                    {"apiGroups": [group], "resources": plurals, "verbs": verbs},
-                    {"apiGroups": [group], "resources": statuses, "verbs": ["get"]},
-                ],
-            }
+    return [
+        user_role(
+            cluster_name(f"appstack-{name}", namespace),
+            group,
+            plurals,
+            verbs,
+            aggregate_to=into,
+            labels=LABELS,
         )
-    return roles
+        for name, verbs, into in USER_ROLES
+    ]
 
 
 METRICS_AUTH = f"{NAME}-metrics-auth"
@@ -187,12 +173,7 @@ METRICS_AUTH = f"{NAME}-metrics-auth"
 def metrics_auth_cluster_role(namespace: str = NAMESPACE) -> dict[str, Any]:
     """For a namespaced install: TokenReviews and SubjectAccessReviews are cluster-scoped,
     so guarding ``/metrics`` needs these two create rules cluster-wide (nothing else)."""
-    return {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRole",
-        "metadata": _meta(cluster_name(METRICS_AUTH, namespace)),
-        "rules": [r for r in RUNTIME_RULES if r["resources"][0] in REVIEWS],
-    }
+    return metrics_auth_role(cluster_name(METRICS_AUTH, namespace), LABELS)
 
 
 def metrics_auth_cluster_role_binding(namespace: str = NAMESPACE) -> dict[str, Any]:

@@ -1,6 +1,9 @@
 """The operator's workload — its own Namespace, its metrics Service and its Deployment: two
 replicas with leader election, probes, resources, and a locked-down security context
-(non-root, read-only root filesystem, seccomp RuntimeDefault, all capabilities dropped)."""
+(non-root, read-only root filesystem, seccomp RuntimeDefault, all capabilities dropped).
+Built by the SDK's builders (:mod:`appstack.sdk.install`, as a scaffolded project's
+``config/manager``), with what only appstack adds: its flags, the replicas on different
+nodes, the backup image, and the PodDisruptionBudget."""
 
 from __future__ import annotations
 
@@ -12,7 +15,13 @@ from appstack.core import defaults
 from appstack.core.duration import DEFAULT_SYNC_PERIOD
 from appstack.manifests.crds import LABELS
 from appstack.manifests.rbac import NAME, NAMESPACE
-from appstack.sdk import manager_container, manager_pod_security
+from appstack.sdk import (
+    manager_container,
+    manager_deployment,
+    manager_pod_security,
+    namespace_object,
+)
+from appstack.sdk import metrics_service as sdk_metrics_service
 
 IMAGE = f"appstack:{__version__}"
 BACKUP_IMAGE_ENV = "APPSTACK_BACKUP_IMAGE"  # appstack run --backup-image
@@ -20,14 +29,8 @@ CONCURRENCY = defaults.CONCURRENCY
 
 
 def namespace(name: str = NAMESPACE) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Namespace",
-        "metadata": {
-            "name": name,
-            "labels": {**LABELS, "pod-security.kubernetes.io/enforce": "restricted"},
-        },
-    }
+    """The operator's Namespace, enforcing the ``restricted`` Pod Security level."""
+    return namespace_object(name, {**LABELS, "pod-security.kubernetes.io/enforce": "restricted"})
 
 
 METRICS_SERVICE = f"{NAME}-metrics"
@@ -38,21 +41,15 @@ SELECTOR = {"app.kubernetes.io/name": NAME}
 
 def metrics_service(namespace: str = NAMESPACE) -> dict[str, Any]:
     """A Service in front of the operator's /metrics (for Prometheus / a ServiceMonitor)."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {
-            "name": METRICS_SERVICE,
-            "namespace": namespace,
-            "labels": {**LABELS, **SELECTOR},
-        },
-        "spec": {
-            "selector": SELECTOR,
-            "ports": [
-                {"name": "metrics", "port": 8080, "targetPort": "metrics", "protocol": "TCP"}
-            ],
-        },
-    }
+    return sdk_metrics_service(
+        METRICS_SERVICE,
+        namespace,
+        labels={**LABELS, **SELECTOR},
+        selector=SELECTOR,
+        port=8080,
+        port_name="metrics",
+        target_port="metrics",
+    )
 
 
 @dataclass(frozen=True)
@@ -141,40 +138,27 @@ def deployment(
         mount = {"name": "metrics-certs", "mountPath": METRICS_CERT_DIR, "readOnly": True}
         container["volumeMounts"] = [mount]
         pod["volumes"] = [certs]
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": NAME, "namespace": namespace, "labels": {**LABELS, **selector}},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": selector},
-            "template": {
-                "metadata": {"labels": {**LABELS, **selector}},
-                "spec": {
-                    "serviceAccountName": NAME,
-                    "securityContext": manager_pod_security(),
-                    "terminationGracePeriodSeconds": 30,
-                    # the replicas on different nodes where there are several: a node lost
-                    # takes the leader or the standby, not both
-                    "affinity": {
-                        "podAntiAffinity": {
-                            "preferredDuringSchedulingIgnoredDuringExecution": [
-                                {
-                                    "weight": 100,
-                                    "podAffinityTerm": {
-                                        "labelSelector": {"matchLabels": selector},
-                                        "topologyKey": "kubernetes.io/hostname",
-                                    },
-                                }
-                            ]
-                        }
-                    },
-                    "containers": [container],
-                    **pod,
-                },
-            },
+    # the replicas on different nodes where there are several: a node lost takes the
+    # leader or the standby, not both
+    apart = {
+        "weight": 100,
+        "podAffinityTerm": {
+            "labelSelector": {"matchLabels": dict(selector)},
+            "topologyKey": "kubernetes.io/hostname",
         },
     }
+    return manager_deployment(
+        NAME,
+        namespace,
+        labels=LABELS,
+        selector=selector,
+        container=container,
+        pod_security=manager_pod_security(),
+        service_account=NAME,
+        replicas=replicas,
+        affinity={"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [apart]}},
+        pod=pod,
+    )
 
 
 def disruption_budget(namespace: str = NAMESPACE) -> dict[str, Any]:

@@ -9,8 +9,8 @@ OwnerReferencesPermissionEnforcement, writing a child's ownerReferences also nee
 ``delete`` on the child, so every kind a controller creates with an owner is deletable.
 :func:`derived_rules` is a controller's whole Role from what it declares (``for_``,
 ``owns``, ``watches`` and explicit extras), merged per resource; :func:`cluster_role` and
-:func:`role` wrap rules in RBAC objects. appstack's operator concatenates its controllers'
-rules (:mod:`appstack.controllers.rbac`); an SDK user's ``make manifests`` derives them.
+:func:`role` wrap rules in RBAC objects. :func:`manager_rules` is the operator's own
+(Cluster)Role — a scaffolded project's ``manager-role`` and appstack's ClusterRole alike.
 """
 
 from __future__ import annotations
@@ -171,6 +171,18 @@ def process_rules(*, cluster_wide: bool = True) -> list[Rule]:
         rule(_NAMESPACES, *namespaces),
         *metrics_auth_rules(),
     ]
+
+
+def manager_rules(
+    controller_rules: Iterable[Rule], domain: str, *, cluster_wide: bool = True
+) -> list[Rule]:
+    """The operator's own (Cluster)Role's rules: its controllers' (each registration's
+    ``rules``, derived from what it declares), then what its process needs
+    (:func:`process_rules`; a namespaced install's Role cannot list namespaces), then the
+    admission guards' marker of its ``domain`` (:func:`marker_rule`) — merged
+    (:func:`merged`), each resource once with the union of its verbs."""
+    process = process_rules(cluster_wide=cluster_wide)
+    return merged([*controller_rules, *process, marker_rule(domain)])
 
 
 def metrics_auth_rules() -> list[Rule]:

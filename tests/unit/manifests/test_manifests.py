@@ -8,10 +8,11 @@ import yaml
 
 from appstack.cli.uninstall import INSTALLED, removal_order
 from appstack.cli.uninstall_scope import Scope, watched_namespaces
-from appstack.controllers.rbac import RUNTIME_RULES, operator_rules
+from appstack.controllers.rbac import operator_rules
 from appstack.controllers.registry import ALL
 from appstack.manifests import admission, bundle, chart, monitoring, rbac, workload
 from appstack.manifests.install import InstallOptions, install
+from appstack.sdk import process_rules
 from tests.support.paths import REPO_ROOT
 
 DEPLOY = REPO_ROOT / "deploy"
@@ -213,7 +214,7 @@ def test_a_namespaced_install_has_a_role_per_watched_namespace_and_flags_to_matc
         ("ClusterRole", None),  # appstack-namespace-enabler (a platform team)
         ("FlowSchema", None),  # Lease requests at the leader-election priority
     ]
-    assert parts.rbac[4]["rules"] == RUNTIME_RULES
+    assert parts.rbac[4]["rules"] == process_rules(cluster_wide=False)  # Events, ...
     for binding in [o for o in parts.rbac if o["kind"].endswith("Binding")]:
         assert binding["subjects"] == [
             {"kind": "ServiceAccount", "name": rbac.NAME, "namespace": "ops"}

@@ -1,0 +1,101 @@
+"""One generator (issue #47): every object kind that both appstack's install (deploy/, the
+Helm chart) and a scaffolded project's config/ contain is built by the SDK alone
+(``appstack.sdk.install``, ``appstack.sdk.rbac``, ``appstack.sdk.crds``, ``appstack.sdk.guards``);
+``appstack.manifests`` only parametrises those builders and adds what only appstack has. And
+appstack's own role is derived from its registrations as a project's ``manager-role`` is."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import yaml
+
+import appstack
+from appstack.api.identity import IDENTITY
+from appstack.controllers.registry import ALL
+from appstack.manifests import rbac
+from appstack.sdk import ConfigProject, config_files
+
+SRC = Path(appstack.__file__).parent
+#: appstack's install generator: what must not build an object of a kind the SDK builds.
+INSTALL = [*sorted((SRC / "manifests").rglob("*.py")), SRC / "controllers" / "rbac.py"]
+#: Built by both generators before #47's first step (a scan that finds fewer in the SDK
+#: has lost track of them).
+SHARED = {
+    "Namespace",
+    "CustomResourceDefinition",
+    "ServiceAccount",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "Role",
+    "RoleBinding",
+    "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionPolicyBinding",
+    "Deployment",
+    "Service",
+    "ServiceMonitor",
+}
+
+
+def _kinds(value: ast.expr) -> Iterator[str]:
+    """The constant kinds a ``"kind":`` value can be (both branches of a conditional)."""
+    if isinstance(value, ast.Constant) and isinstance(value.value, str):
+        yield value.value
+    elif isinstance(value, ast.IfExp):
+        yield from _kinds(value.body)
+        yield from _kinds(value.orelse)
+
+
+def built(path: Path) -> Iterator[tuple[str, int]]:
+    """(kind, line) of each Kubernetes object a dict literal in ``path`` makes: one with
+    ``apiVersion``, ``kind`` and ``metadata`` (a roleRef, an objref is no object)."""
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if not isinstance(node, ast.Dict):
+            continue
+        keys = dict(_constant_keys(node))
+        if {"apiVersion", "kind", "metadata"} <= keys.keys():
+            for kind in _kinds(keys["kind"]):
+                yield kind, node.lineno
+
+
+def _constant_keys(node: ast.Dict) -> list[tuple[str, ast.expr]]:
+    return [
+        (k.value, v)
+        for k, v in zip(node.keys, node.values, strict=True)
+        if isinstance(k, ast.Constant) and isinstance(k.value, str)
+    ]
+
+
+def sdk_kinds() -> set[str]:
+    return {kind for path in (SRC / "sdk").rglob("*.py") for kind, _ in built(path)}
+
+
+def test_the_scan_finds_every_kind_both_installs_contain_in_the_sdk() -> None:
+    assert sdk_kinds() >= SHARED
+
+
+def test_appstacks_install_builds_no_object_of_a_kind_the_sdk_builds() -> None:
+    """appstack's manifests call the SDK's builder for these (one builder per kind): a new
+    literal object of such a kind there is a second generator growing back."""
+    kinds = sdk_kinds()
+    found = [
+        f"{path.relative_to(SRC)}:{line} builds a {kind}"
+        for path in INSTALL
+        for kind, line in built(path)
+        if kind in kinds
+    ]
+    assert not found, "use the SDK's builder (appstack.sdk.install):\n" + "\n".join(found)
+
+
+def _manager_role(namespaced: bool) -> dict[str, object]:
+    project = ConfigProject(IDENTITY, "appstack", ALL, [c.kind for c in ALL], namespaced=namespaced)
+    role: dict[str, object] = yaml.safe_load(config_files(project)["rbac/role.yaml"])
+    return role
+
+
+def test_appstacks_roles_are_derived_as_a_projects_manager_role() -> None:
+    """A project with appstack's registrations would get appstack's very rules."""
+    assert rbac.cluster_role()["rules"] == _manager_role(namespaced=False)["rules"]
+    assert rbac.role("ops")["rules"] == _manager_role(namespaced=True)["rules"]
