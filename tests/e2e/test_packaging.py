@@ -1,6 +1,7 @@
 """The package builds cleanly: ``python -m build`` (sdist, then the wheel from it) and
 ``twine check --strict`` pass with no warning, the license is an SPDX expression with
-its file, and the wheel carries ``py.typed`` but no tests and no test bed (``appstack_testbed`` is
+its file, and the wheel carries ``py.typed`` and the scaffolder's templates but no tests
+(but the templates of a generated project's) and no test bed (``appstack_testbed`` is
 the distribution in ``testbed/``; the product's wheel has neither its code, nor its
 dependencies, nor its ``appstack cluster`` command)."""
 
@@ -48,8 +49,12 @@ def test_sdist_and_wheel_build_without_warnings_and_pass_twine_check(tmp_path: P
 
     names = zipfile.ZipFile(wheel).namelist()
     assert "appstack/py.typed" in names
+    assert "appstack/scaffold/templates/Makefile.tmpl" in names
+    assert "appstack/scaffold/templates/.gitignore.tmpl" in names
     assert f"appstack-{__version__}.dist-info/licenses/LICENSE" in names
-    assert not [n for n in names if n.startswith("tests/") or "/tests/" in n]
+    # the scaffolder's templates of a generated project's tests are data, not appstack's tests
+    tests = [n for n in names if n.startswith("tests/") or "/tests/" in n]
+    assert not [n for n in tests if not n.startswith("appstack/scaffold/templates/tests/")]
     assert not [n for n in names if "testbed" in n or n.startswith("appstack/testing")]
     assert not [n for n in names if "procnode" in n or n.endswith("pytest_plugin.py")]
     entry_points = zipfile.ZipFile(wheel).read(f"appstack-{__version__}.dist-info/entry_points.txt")

@@ -1,15 +1,18 @@
 """The operator workflow of the seeds, in Python: ``appstack init``, ``create api``,
 ``create webhook``, ``edit``, ``generate manifests`` / ``installer`` / ``k8s`` — kubebuilder's
 names, flags and meanings — and operator-sdk's spellings as aliases (``appstack new``,
-``add api``, ``add controller``). What they write: :mod:`appstack.scaffold`. Bad input is
-refused with the flag named, in one line, and nothing written. Registered on the CLI group
-by :mod:`appstack.cli`.
+``add api``, ``add controller``). The command layer only: each command parses its options
+and calls its one function in :mod:`appstack.scaffold.commands`, which checks the input and
+writes; a refusal (:class:`~appstack.scaffold.project.Refused`, the flag named) becomes
+one line ``Error: ...`` on stderr and exit status 2, here in one place
+(:func:`_refusals`), nothing written. Registered on the CLI group by :mod:`appstack.cli`.
 """
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -27,19 +30,48 @@ DIRECTORY = click.option(
 )
 
 
-def _refusing(action: Callable[[], list[Path]], directory: Path, then: str = "") -> None:
-    """Run ``action``; a refusal is one line on stderr and exit code 2, nothing written."""
+class _Refusal(click.ClickException):
+    """A refused command: ``Error: <what and which flag>`` on stderr, exit status 2."""
+
+    exit_code = 2
+
+
+@contextmanager
+def _refusals() -> Iterator[None]:
+    """The one place a scaffolder's refusal becomes the command's error."""
     from appstack.scaffold.project import Refused  # noqa: PLC0415
 
     try:
-        written = action()
+        yield
     except Refused as error:
-        click.echo(f"Error: {error}", err=True)
-        sys.exit(2)
+        raise _Refusal(str(error)) from error
+
+
+def _refusing(action: Callable[[], list[Path]], directory: Path, then: str = "") -> None:
+    """Run ``action`` (refused: :func:`_refusals`), then list what it wrote, relative to
+    ``directory``, and say what comes next."""
+    with _refusals():
+        written = action()
     for path in written:
         click.echo(f"wrote {path.relative_to(directory.resolve()) if path.is_absolute() else path}")
     if then:
         click.echo(then)
+
+
+def _rewriting(paths: list[str]) -> None:
+    """``--force``: the edited files it is about to replace, on stderr, before it writes."""
+    one = len(paths) == 1
+    click.echo(
+        f"--force: rewriting {len(paths)} file{'' if one else 's'} that "
+        f"differ{'s' if one else ''} from the scaffold (what you wrote in "
+        f"{'it' if one else 'them'} is replaced):",
+        err=True,
+    )
+    for path in paths:
+        click.echo(f"  {path}", err=True)
+
+
+NEXT_API = "Next: make manifests (then make test)"
 
 
 @click.command()
@@ -129,29 +161,6 @@ def _api_options(command: F) -> F:
     return command
 
 
-def _create_api(directory: Path, **kwargs: Any) -> None:
-    from appstack.scaffold import commands  # noqa: PLC0415
-
-    directory = directory.resolve()
-
-    def rewriting(paths: list[str]) -> None:
-        one = len(paths) == 1
-        click.echo(
-            f"--force: rewriting {len(paths)} file{'' if one else 's'} that "
-            f"differ{'s' if one else ''} from the scaffold (what you wrote in "
-            f"{'it' if one else 'them'} is replaced):",
-            err=True,
-        )
-        for path in paths:
-            click.echo(f"  {path}", err=True)
-
-    _refusing(
-        lambda: commands.create_api(directory, rewriting=rewriting, **kwargs),
-        directory,
-        "Next: make manifests (then make test)",
-    )
-
-
 @click.group()
 def create() -> None:
     """Scaffold an API or a webhook (kubebuilder create)."""
@@ -188,17 +197,25 @@ def create_api(
 ) -> None:
     """Scaffold a kind and its controller (kubebuilder create api); or the controller of a
     kind someone else declares (a built-in group, --external-api-domain)."""
-    _create_api(
+    from appstack.scaffold import commands  # noqa: PLC0415
+
+    directory = directory.resolve()
+    _refusing(
+        lambda: commands.create_api(
+            directory,
+            group=group,
+            version=version,
+            kind=kind,
+            external_api_domain=external_api_domain,
+            resource=resource,
+            controller=controller,
+            namespaced=namespaced,
+            plural=plural,
+            force=force,
+            rewriting=_rewriting,
+        ),
         directory,
-        group=group,
-        version=version,
-        kind=kind,
-        external_api_domain=external_api_domain,
-        resource=resource,
-        controller=controller,
-        namespaced=namespaced,
-        plural=plural,
-        force=force,
+        NEXT_API,
     )
 
 
@@ -241,7 +258,7 @@ def create_webhook(
             conversion=conversion,
         ),
         directory,
-        "Next: make manifests (then make test)",
+        NEXT_API,
     )
 
 
@@ -304,9 +321,7 @@ def new(name: str, repo: str, domain: str, owner: str) -> None:
 
     directory = Path(name).resolve()
     _refusing(
-        lambda: commands.init(
-            directory, domain=domain, repo=repo, project_name=Path(name).name, owner=owner
-        ),
+        lambda: commands.new(name, repo=repo, domain=domain, owner=owner),
         directory,
         f"Next: cd {name} && appstack add api "
         f"--api-version=<group>.{domain}/v1alpha1 --kind=<Kind>",
@@ -316,16 +331,6 @@ def new(name: str, repo: str, domain: str, owner: str) -> None:
 @click.group()
 def add() -> None:
     """operator-sdk's add api / add controller."""
-
-
-def _split(api_version: str) -> tuple[str, str, str]:
-    from appstack.scaffold.project import Refused, split_api_version  # noqa: PLC0415
-
-    try:
-        return split_api_version(api_version)
-    except Refused as error:
-        click.echo(f"Error: {error}", err=True)
-        sys.exit(2)
 
 
 @add.command("api")
@@ -344,15 +349,19 @@ def _split(api_version: str) -> tuple[str, str, str]:
 @DIRECTORY
 def add_api(api_version: str, kind: str, controller: bool, directory: Path) -> None:
     """Scaffold a kind (operator-sdk add api)."""
-    group, domain, version = _split(api_version)
-    _create_api(
+    from appstack.scaffold import commands  # noqa: PLC0415
+
+    directory = directory.resolve()
+    _refusing(
+        lambda: commands.add_api(
+            directory,
+            api_version=api_version,
+            kind=kind,
+            controller=controller,
+            rewriting=_rewriting,
+        ),
         directory,
-        group=group,
-        version=version,
-        kind=kind,
-        domain=domain,
-        resource=True,
-        controller=controller,
+        NEXT_API,
     )
 
 
@@ -362,15 +371,15 @@ def add_api(api_version: str, kind: str, controller: bool, directory: Path) -> N
 @DIRECTORY
 def add_controller(api_version: str, kind: str, directory: Path) -> None:
     """Scaffold the controller of a kind added before (operator-sdk add controller)."""
-    group, domain, version = _split(api_version)
-    _create_api(
+    from appstack.scaffold import commands  # noqa: PLC0415
+
+    directory = directory.resolve()
+    _refusing(
+        lambda: commands.add_controller(
+            directory, api_version=api_version, kind=kind, rewriting=_rewriting
+        ),
         directory,
-        group=group,
-        version=version,
-        kind=kind,
-        domain=domain,
-        resource=False,
-        controller=True,
+        NEXT_API,
     )
 
 
@@ -384,10 +393,10 @@ def generate() -> None:
 @DIRECTORY
 def generate_manifests(directory: Path) -> None:
     """Write config/ (CRDs, RBAC, the install) from the project's code (make manifests)."""
-    from appstack.scaffold import manifests  # noqa: PLC0415
+    from appstack.scaffold import commands  # noqa: PLC0415
 
     directory = directory.resolve()
-    _refusing(lambda: manifests.generate(directory), directory)
+    _refusing(lambda: commands.generate_manifests(directory), directory)
 
 
 @generate.command("k8s")
@@ -395,11 +404,11 @@ def generate_manifests(directory: Path) -> None:
 def generate_k8s(directory: Path) -> None:
     """operator-sdk generate k8s: Python models need no generated code; the CRDs are
     regenerated from them (the same as generate manifests)."""
-    from appstack.scaffold import manifests  # noqa: PLC0415
+    from appstack.scaffold import commands  # noqa: PLC0415
 
     directory = directory.resolve()
     click.echo("Python models need no deepcopy code; the CRDs come from them:")
-    _refusing(lambda: manifests.generate(directory), directory)
+    _refusing(lambda: commands.generate_manifests(directory), directory)
 
 
 @generate.command("installer")
@@ -412,24 +421,11 @@ def generate_installer(image: str, output: str, directory: Path) -> None:
     """The install of IMAGE as one YAML stream (make build-installer): the image set in
     config/manager, then `kubectl kustomize config/default` ($KUBECTL, else kubectl on
     PATH) — your edits in config/ included."""
-    import os  # noqa: PLC0415
-
-    from appstack.scaffold import manifests  # noqa: PLC0415
-    from appstack.scaffold.project import Refused  # noqa: PLC0415
+    from appstack.scaffold import commands  # noqa: PLC0415
 
     kubectl = os.environ.get("KUBECTL") or "kubectl"
-    try:
-        text = manifests.installer(directory.resolve(), image, kubectl)
-    except Refused as error:
-        click.echo(f"Error: {error}", err=True)
-        sys.exit(2)
-    except FileNotFoundError:
-        click.echo(
-            f"Error: {kubectl} not found: the installer is kustomize's build of config/default "
-            "(kubectl kustomize); install kubectl or set KUBECTL",
-            err=True,
-        )
-        sys.exit(2)
+    with _refusals():
+        text = commands.generate_installer(directory.resolve(), image, kubectl)
     if output == "-":
         click.echo(text, nl=False)
     else:

@@ -1,18 +1,20 @@
-"""What ``appstack init``, ``create api``, ``create webhook`` and ``edit`` do to a project
-directory — kubebuilder's commands and meanings, in Python. Each command checks all of its
-input first (:class:`~appstack.scaffold.project.Refused` names the flag) and writes
+"""What each scaffolder command does to a project directory — ``init``, ``create api``,
+``create webhook``, ``edit``, ``generate manifests`` / ``installer`` and operator-sdk's
+``new``, ``add api``, ``add controller``: kubebuilder's commands and meanings, in Python,
+one function per command. All the checks and refusals are here: each command checks all of
+its input first (:class:`~appstack.scaffold.project.Refused` names the flag) and writes
 nothing when it refuses; a later command inserts only at the scaffold markers
 (:func:`insert_at`), so files a user edited are left byte for byte as they are; ``--force``
 rewrites only that kind's own scaffold files. ``create api`` of a kind the project does not
 declare — Kubernetes' own (``--group core``, ``apps``...: :mod:`.builtin`) or another
 project's CRD (``--external-api-domain``) — scaffolds a controller of any kind
-(:func:`create_object_controller`), as kubebuilder does for core and external types. Used
-by :mod:`appstack.cli.scaffold`.
+(:func:`create_object_controller`), as kubebuilder does for core and external types. The
+files' text comes from :mod:`.templates`. Used by :mod:`appstack.cli.scaffold` (the click
+commands: options in, one call, a refusal turned into the command's error) and by tests.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -34,6 +36,7 @@ from appstack.scaffold.project import (
     check_version,
     default_plural,
     read,
+    split_api_version,
     write,
 )
 from appstack.sdk import ConfigProject, OperatorIdentity, config_files
@@ -103,8 +106,8 @@ def init(
         "pyproject.toml": t.pyproject(project),
         "Makefile": t.makefile(project, source or appstack_source()),
         "Dockerfile": t.dockerfile(project),
-        ".gitignore": t.GITIGNORE,
-        ".dockerignore": t.DOCKERIGNORE,
+        ".gitignore": t.gitignore(),
+        ".dockerignore": t.dockerignore(),
         "README.md": t.readme(project),
         f"src/{pkg}/__init__.py": t.package_init(project),
         f"src/{pkg}/__main__.py": t.package_main(project),
@@ -121,6 +124,14 @@ def init(
     files.update(_config(project))
     directory.mkdir(parents=True, exist_ok=True)
     return _write(directory, files)
+
+
+def new(name: str, *, repo: str, domain: str = "example.com", owner: str = "") -> list[Path]:
+    """operator-sdk's ``new NAME``: :func:`init` in the new directory ``NAME``, the project
+    named after it."""
+    return init(
+        Path(name).resolve(), domain=domain, repo=repo, project_name=Path(name).name, owner=owner
+    )
 
 
 def _config(project: Project) -> Files:
@@ -267,6 +278,50 @@ def create_api(
     project.resources = [r for r in project.resources if r is not existing] + [merged]
     files["PROJECT"] = project.to_text()
     return _write(directory, files)
+
+
+def add_api(
+    directory: Path,
+    *,
+    api_version: str,
+    kind: str,
+    controller: bool = False,
+    rewriting: Callable[[list[str]], None] | None = None,
+) -> list[Path]:
+    """operator-sdk's ``add api``: :func:`create_api` of a kind given as
+    ``<group>.<domain>/<version>``, its controller only with ``controller``."""
+    group, domain, version = split_api_version(api_version)
+    return create_api(
+        directory,
+        group=group,
+        version=version,
+        kind=kind,
+        domain=domain,
+        resource=True,
+        controller=controller,
+        rewriting=rewriting,
+    )
+
+
+def add_controller(
+    directory: Path,
+    *,
+    api_version: str,
+    kind: str,
+    rewriting: Callable[[list[str]], None] | None = None,
+) -> list[Path]:
+    """operator-sdk's ``add controller``: the controller of a kind :func:`add_api` added."""
+    group, domain, version = split_api_version(api_version)
+    return create_api(
+        directory,
+        group=group,
+        version=version,
+        kind=kind,
+        domain=domain,
+        resource=False,
+        controller=True,
+        rewriting=rewriting,
+    )
 
 
 def _foreign_group(
@@ -577,74 +632,17 @@ def create_webhook(
     model = str(path.relative_to(directory))
     files[model] = text
     test = f"tests/test_{res.module_name}_webhook.py"
-    before = {test: _webhook_test(project, res)} if res.webhooks else {}
+    before = {test: t.test_webhook(project, res)} if res.webhooks else {}
     res.webhooks = Webhooks(
         defaulting=defaulting or bool(res.webhooks and res.webhooks.defaulting),
         validation=validation or bool(res.webhooks and res.webhooks.validation),
     )
     files["PROJECT"] = project.to_text()
-    files[test] = _webhook_test(project, res)
+    files[test] = t.test_webhook(project, res)
     files = _refuse_overwriting(
         directory, project.package, files, marked=("PROJECT", model), pristine=before
     )
     return _write(directory, files)
-
-
-def _webhook_test(project: Project, res: Resource) -> str:
-    kind = res.kind
-    checks = []
-    if res.webhooks and res.webhooks.defaulting:
-        checks.append(
-            '''
-
-def test_foo_defaults_in_the_schema() -> None:
-    assert _spec_schema()["properties"]["foo"]["default"] == "bar"'''
-        )
-    if res.webhooks and res.webhooks.validation:
-        checks.append(
-            f"""
-
-
-def test_foo_may_not_be_forbidden_at_admission() -> None:
-    rules = _spec_schema()["x-kubernetes-validations"]
-    assert any("forbidden" in rule["rule"] for rule in rules)
-
-
-@pytest.mark.skipif(not cel_available(), reason="no CEL engine here (appstack's cel extra)")
-def test_the_rule_refuses_what_the_api_server_would() -> None:
-    \"\"\"The CEL rule evaluated here as the API server evaluates it at admission.\"\"\"
-    obj = {{"metadata": {{"name": "sample"}}, "spec": {{"foo": "forbidden"}}}}
-    with pytest.raises(ValidationError) as refused:
-        {kind}.model_validate(obj)
-    assert [(e["loc"], e["msg"]) for e in refused.value.errors()] == [
-        (("spec", "foo"), "may not be forbidden")
-    ]
-    {kind}.model_validate({{**obj, "spec": {{"foo": "allowed"}}}})"""
-        )
-    return (
-        t.header(project)
-        + f'''"""{kind}'s defaulting and validation: schema defaults and CEL rules the API server
-applies (``appstack create webhook``), checked in the generated CRD."""
-
-from __future__ import annotations
-
-from typing import Any
-
-import pytest
-from appstack.sdk import crd
-from appstack.sdk import cel_available
-from pydantic import ValidationError
-
-from {res.path} import {kind}
-
-
-def _spec_schema() -> dict[str, Any]:
-    version = crd({kind}.KIND)["spec"]["versions"][0]
-    return version["schema"]["openAPIV3Schema"]["properties"]["spec"]
-'''
-        + "".join(checks)
-        + "\n"
-    )
 
 
 def edit(
@@ -679,6 +677,29 @@ def edit(
     return changed
 
 
+def generate_manifests(directory: Path) -> list[Path]:
+    """``generate manifests`` (and operator-sdk's ``generate k8s``): the project's
+    ``config/`` from its code (:func:`appstack.scaffold.manifests.generate`)."""
+    from appstack.scaffold import manifests  # noqa: PLC0415 - imports the project's code
+
+    return manifests.generate(directory)
+
+
+def generate_installer(directory: Path, image: str, kubectl: str) -> str:
+    """``generate installer``: the install of ``image`` as one YAML stream, kustomize's
+    build of ``config/default`` by ``kubectl`` (:func:`appstack.scaffold.manifests.installer`);
+    refused when ``kubectl`` is not there."""
+    from appstack.scaffold import manifests  # noqa: PLC0415 - imports the project's code
+
+    try:
+        return manifests.installer(directory, image, kubectl)
+    except FileNotFoundError:
+        raise Refused(
+            f"{kubectl} not found: the installer is kustomize's build of config/default "
+            "(kubectl kustomize); install kubectl or set KUBECTL"
+        ) from None
+
+
 def sample_objects(directory: Path) -> list[dict[str, object]]:
     """The project's samples (config/samples), as objects."""
     samples = directory / "config" / "samples"
@@ -687,7 +708,3 @@ def sample_objects(directory: Path) -> list[dict[str, object]]:
         if path.name != "kustomization.yaml":
             objects += [o for o in yaml.safe_load_all(path.read_text()) if o]
     return objects
-
-
-def relpath(path: Path, start: Path) -> str:
-    return os.path.relpath(path, start)
