@@ -187,6 +187,7 @@ if typing.TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs; at ru
     )
     from appstack.runtime.servingcert import (
         CertFiles,
+        self_signed,
         self_signed_context,
     )
     from appstack.runtime.store import (
@@ -199,6 +200,16 @@ if typing.TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs; at ru
     )
     from appstack.runtime.tlsbuffer import (
         limit_tls_read_buffer,
+    )
+    from appstack.runtime.webhook import (
+        AdmissionRequest,
+        Answer,
+        Verdict,
+        Webhook,
+        WebhookServer,
+        allow,
+        deny,
+        json_patch,
     )
 
 #: Where each public name lives (its one home): ``module`` or ``module:attribute`` where
@@ -296,12 +307,21 @@ _HOMES = {
     "object_key": "resources",
     "split_key": "resources",
     "CertFiles": "servingcert",
+    "self_signed": "servingcert",
     "self_signed_context": "servingcert",
     "IndexFunc": "store",
     "Store": "store",
     "controller_key": "store",
     "Task": "tasks",
     "limit_tls_read_buffer": "tlsbuffer",
+    "AdmissionRequest": "webhook",
+    "Answer": "webhook",
+    "Verdict": "webhook",
+    "Webhook": "webhook",
+    "WebhookServer": "webhook",
+    "allow": "webhook",
+    "deny": "webhook",
+    "json_patch": "webhook",
 }
 
 __all__ = [
@@ -324,7 +344,9 @@ __all__ = [
     "STATEFUL_SET",
     "SUBJECT_ACCESS_REVIEW",
     "TOKEN_REVIEW",
+    "AdmissionRequest",
     "AlreadyExists",
+    "Answer",
     "ApiError",
     "BadRequest",
     "Builder",
@@ -374,8 +396,12 @@ __all__ = [
     "Transform",
     "TransportError",
     "Unauthorized",
+    "Verdict",
     "WatchStalled",
+    "Webhook",
+    "WebhookServer",
     "add_finalizer",
+    "allow",
     "annotated",
     "annotations_changed",
     "configure_logging",
@@ -383,9 +409,11 @@ __all__ = [
     "crd_names",
     "crd_serves",
     "current_namespace",
+    "deny",
     "finalize",
     "generation_changed",
     "has_finalizer",
+    "json_patch",
     "keep_applied_by",
     "labelled",
     "labels_changed",
@@ -397,6 +425,7 @@ __all__ = [
     "prefixed",
     "remove_finalizer",
     "request_for",
+    "self_signed",
     "self_signed_context",
     "split_key",
     "unserved",

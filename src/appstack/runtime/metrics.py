@@ -9,7 +9,10 @@ Workqueue (label ``name``): ``workqueue_depth``, ``workqueue_adds_total``,
 ``workqueue_queue_duration_seconds``, ``workqueue_work_duration_seconds``,
 ``workqueue_retries_total``. Leader election: ``leader_election_master_status{name}``,
 ``leader_election_writes_refused_total{name}`` (writes the fence refused).
-Client: ``rest_client_requests_total{code,method,host}``.
+Client: ``rest_client_requests_total{code,method,host}``. Admission webhooks
+(:mod:`.webhook`): ``controller_runtime_webhook_requests_total{webhook,code}``,
+``controller_runtime_webhook_latency_seconds{webhook}``,
+``controller_runtime_webhook_requests_in_flight{webhook}``.
 
 The runtime's own metrics, which controller-runtime does not have, are named with the
 ``prefix`` the program gives :class:`Metrics` (its Prometheus namespace: ``<prefix>_...``;
@@ -181,6 +184,25 @@ class Metrics:
             "rest_client_requests_total",
             "Number of HTTP requests, partitioned by status code, method, and host.",
             ["code", "method", "host"],
+            registry=r,
+        )
+        # the webhook server's (:mod:`.webhook`), as controller-runtime's
+        self.webhook_requests = Counter(
+            "controller_runtime_webhook_requests_total",
+            "Total number of admission requests by HTTP status code.",
+            ["webhook", "code"],
+            registry=r,
+        )
+        self.webhook_latency = Histogram(
+            "controller_runtime_webhook_latency_seconds",
+            "Histogram of the latency of processing admission requests",
+            ["webhook"],
+            registry=r,
+        )
+        self.webhook_in_flight = Gauge(
+            "controller_runtime_webhook_requests_in_flight",
+            "Current number of admission requests being served.",
+            ["webhook"],
             registry=r,
         )
         self.events_dropped = Counter(

@@ -182,6 +182,27 @@ def operator_flags(identity: OperatorIdentity) -> Callable[[F], F]:
             "Default: a self-signed certificate made at start-up, in memory.",
         ),
         click.option(
+            "--webhook-bind-address",
+            "webhook_address",
+            default=":9443",
+            show_default=True,
+            help="Address of the admission webhooks (only when the operator declares some).",
+        ),
+        click.option(
+            "--webhook-host",
+            default=None,
+            help="Developer mode: the host the API server reaches the webhooks at (e.g. "
+            "127.0.0.1 for a local cluster); the operator applies its webhook configurations "
+            "itself and deletes them on exit. Default: in-cluster, through a Service.",
+        ),
+        click.option(
+            "--webhook-service",
+            default="",
+            help="In-cluster: the Service in front of the webhooks, in the operator's "
+            f"namespace (default {identity.project}-webhook-service); its certificate is "
+            "written into the installed webhook configurations' caBundle.",
+        ),
+        click.option(
             "--health-probe-bind-address",
             default=":8081",
             show_default=True,

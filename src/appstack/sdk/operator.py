@@ -63,6 +63,7 @@ from appstack.sdk.identity import OperatorIdentity
 from appstack.sdk.kit.caching import cache_policy
 from appstack.sdk.kit.kind_metrics import KindMetrics
 from appstack.sdk.kit.registration import Registration
+from appstack.sdk.kit.webhooks import WebhookServing
 from appstack.sdk.options import MAX_LEASE_DURATION, MIN_LEASE_DURATION, OperatorOptions
 from appstack.sdk.process import settle_heap, tune_connections
 
@@ -233,12 +234,17 @@ class Assembly:
     recorder: EventRecorder
     election_client: Client | None = None
     cert_files: CertFiles | None = None
+    webhooks: WebhookServing | None = None
 
     async def run(self) -> None:
         """Run until the manager stops (SIGTERM, if :meth:`Manager.install_signal_handlers`
-        was called) or leadership is lost; then drain the Events and close the clients."""
+        was called) or leadership is lost; then drain the Events and close the clients.
+        The admission webhooks, if any, are served from the start to the end, on every
+        replica (not only the leader's)."""
         renewing = asyncio.create_task(self.cert_files.watch()) if self.cert_files else None
         try:
+            if self.webhooks is not None:
+                await self.webhooks.start(self.client)
             await self.manager.run()
         except LeadershipLost:
             await self.recorder.close(timeout=0)  # the fence refuses its writes: drop them
@@ -246,6 +252,8 @@ class Assembly:
         finally:
             if renewing is not None:
                 renewing.cancel()
+            if self.webhooks is not None:
+                await self.webhooks.stop(self.client)
             await self.recorder.close(timeout=min(5.0, self.manager.shutdown_timeout))
             await self.client.close()
             if self.election_client is not None:
@@ -334,6 +342,7 @@ async def assemble(
         manager.metrics.registry.register(collector(manager.cache))
     for task in tasks:
         manager.add_task(task(manager))
+    webhooks = webhook_serving(controllers, identity, options, manager)
     wire(
         manager,
         recorder,
@@ -345,7 +354,34 @@ async def assemble(
         enable_all_namespaces=options.enable_all_namespaces,
         controller_options=controller_options,
     )
-    return Assembly(client, manager, recorder, election_client, cert_files)
+    return Assembly(client, manager, recorder, election_client, cert_files, webhooks)
+
+
+def webhook_serving(
+    controllers: Sequence[Registration],
+    identity: OperatorIdentity,
+    options: OperatorOptions,
+    manager: Manager,
+) -> WebhookServing | None:
+    """The operator's admission webhooks (:mod:`appstack.sdk.kit.webhooks`) when any of
+    its registrations declares one, with a readiness check on ``manager``; else None (no
+    server, no certificate). ``--webhook-host`` is developer mode; otherwise the Service
+    (``--webhook-service``) in the operator's namespace (``POD_NAMESPACE``)."""
+    declared = [webhook for c in controllers for webhook in c.declared_webhooks]
+    if not declared:
+        return None
+    serving = WebhookServing(
+        declared,
+        identity,
+        address=options.webhook_address,
+        host=options.webhook_host,
+        service=options.webhook_service or f"{identity.project}-webhook-service",
+        namespace=os.environ.get("POD_NAMESPACE") or identity.namespace,
+        enable_all_namespaces=options.enable_all_namespaces,
+        metrics=manager.metrics,
+    )
+    manager.add_readiness_check("webhooks", serving.ready)
+    return serving
 
 
 async def serve(

@@ -50,6 +50,13 @@ class OperatorOptions:
     log_level: str = defaults.LOG_LEVEL
     sync_period: float = parse_duration(DEFAULT_SYNC_PERIOD)
     enable_all_namespaces: bool = False  # else only the namespaces labelled enabled
+    # admission webhooks (only when a registration declares some): where they listen;
+    # the host the API server reaches them at (developer mode: the operator applies its
+    # webhook configurations itself) or else the Service in-cluster (its name; empty:
+    # <project>-webhook-service in the operator's namespace)
+    webhook_address: str = ":9443"
+    webhook_host: str | None = None
+    webhook_service: str = ""
 
     @classmethod
     def from_flags(cls, **flags: Any) -> OperatorOptions:

@@ -41,6 +41,7 @@ from appstack.sdk.kit.observers import Gauges, Panels, StatusView
 from appstack.sdk.kit.parts import Manifest
 from appstack.sdk.kit.reconciler import KindReconciler
 from appstack.sdk.kit.references import referrers
+from appstack.sdk.kit.webhooks import KindWebhook, Mutator, Validator
 from appstack.sdk.rbac import Rule, derived_rules
 
 Children = Callable[[KubeObject, Any], list[Manifest]]
@@ -56,7 +57,11 @@ class Registration:
     condition type whose ``True`` means an object is up (default ``Ready``); ``gauges``,
     its own metric families and their samples from a cached object; ``status_view``, how a
     command line shows an object; ``dashboard``, the panels of its own metrics. Each is
-    optional; a kind declares what it has."""
+    optional; a kind declares what it has.
+
+    ``webhooks``: admission webhooks of its kind (:class:`~.webhooks.Validator`,
+    :class:`~.webhooks.Mutator`), served by the operator when any registration declares
+    one (:func:`appstack.sdk.operator.assemble`)."""
 
     name: str
     reconciler: type[KindReconciler[Any]] | type[ObjectReconciler]
@@ -70,6 +75,8 @@ class Registration:
     gauges: Gauges | None = None
     status_view: StatusView | None = None
     dashboard: Panels | None = None
+    # admission webhooks of its kind, served by the operator (:mod:`.webhooks`)
+    webhooks: tuple[Validator | Mutator, ...] = ()
 
     @property
     def kind(self) -> CustomKind:
@@ -96,6 +103,13 @@ class Registration:
         if issubclass(self.reconciler, KindReconciler):
             return self.reconciler.kind.resource
         return self.reconciler.primary
+
+    @property
+    def declared_webhooks(self) -> list[KindWebhook]:
+        """Its :attr:`webhooks`, each with the kind it is about (and the model that parses
+        its objects, for the project's own kind)."""
+        kind = self.kind if self.custom else None
+        return [KindWebhook(w, self.primary, kind) for w in self.webhooks]
 
     @property
     def owns(self) -> tuple[Resource, ...]:

@@ -1,0 +1,262 @@
+"""Webhooks declared beside a controller (sdk/kit/webhooks.py): their paths and names, the
+typed handlers (objects parsed with the kind's model; what the model refuses is denied
+naming the field), the generated configurations (rules, selectors, Service or URL, CA
+bundle), and the serving in both modes against the in-memory API server."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import ssl
+from typing import Any
+
+import aiohttp
+import pytest
+from cryptography import x509
+from pydantic import BaseModel, Field
+
+from appstack.runtime import CONFIG_MAP, FakeApiServer, NotFound, allow, deny
+from appstack.runtime.client import Client
+from appstack.runtime.webhook import AdmissionRequest, Verdict, answer
+from appstack.sdk import CustomObject, OperatorIdentity, custom_kind
+from appstack.sdk.kit.webhooks import (
+    MUTATING,
+    VALIDATING,
+    ClientConfig,
+    KindWebhook,
+    Mutator,
+    Validator,
+    WebhookReview,
+    WebhookServing,
+    bind,
+    configurations,
+    namespace_selector,
+    path,
+    webhook_name,
+)
+
+IDENTITY = OperatorIdentity(project="gizmo", domain="gizmo.example.com")
+
+
+class GizmoSpec(BaseModel):
+    size: int = Field(1, ge=0)
+
+
+class GizmoStatus(BaseModel):
+    pass
+
+
+@custom_kind(group="gizmo.example.com", plural="gizmos")
+class Gizmo(CustomObject):
+    spec: GizmoSpec
+    status: GizmoStatus | None = None
+
+
+def _check(review: WebhookReview) -> Verdict:
+    assert isinstance(review.object, Gizmo)
+    if review.object.spec.size > 3:
+        return deny("at most 3", field="spec.size")
+    return allow("dry run" if review.dry_run else "checked")
+
+
+async def _default(review: WebhookReview) -> dict[str, Any] | None:
+    assert review.raw is not None
+    review.raw["spec"].setdefault("size", 2)
+    return review.raw
+
+
+def _request(obj: dict[str, Any] | None, **more: Any) -> AdmissionRequest:
+    review = {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {"uid": "u", "operation": "CREATE", "object": obj, **more},
+    }
+    return AdmissionRequest.from_review(review)
+
+
+def _gizmo(**spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "gizmo.example.com/v1",
+        "kind": "Gizmo",
+        "metadata": {"name": "g", "namespace": "ns"},
+        "spec": spec,
+    }
+
+
+KIND = Gizmo.KIND
+VALIDATOR = Validator(_check, operations=("CREATE",))
+MUTATOR = Mutator(_default)
+
+
+def test_paths_and_names_follow_kubebuilder_and_are_domain_names() -> None:
+    assert path(VALIDATOR, KIND.resource) == "/validate-gizmo-example-com-v1-gizmo"
+    assert path(MUTATOR, CONFIG_MAP) == "/default-core-v1-configmap"
+    assert webhook_name(VALIDATOR, KIND.resource) == "validate.gizmos.gizmo.example.com"
+    assert webhook_name(MUTATOR, CONFIG_MAP) == "default.configmaps.core.k8s.io"
+
+
+async def test_a_typed_validator_reads_the_model_and_its_refusals_name_the_field() -> None:
+    webhook = bind(VALIDATOR, KIND.resource, KIND)
+    assert not webhook.mutating
+    assert await answer(webhook, _request(_gizmo(size=5)), 5) == deny(
+        "at most 3", field="spec.size"
+    )
+    assert await answer(webhook, _request(_gizmo(size=1), dryRun=True), 5) == allow("dry run")
+    refused = await answer(webhook, _request(_gizmo(size=-1)), 5)
+    assert isinstance(refused, Verdict)
+    assert (refused.allowed, refused.field, refused.code) == (False, "spec.size", 422)
+
+
+async def test_a_mutator_returns_the_changed_object_and_a_built_in_kind_has_no_model() -> None:
+    webhook = bind(MUTATOR, KIND.resource, KIND)
+    assert webhook.mutating
+    assert (await answer(webhook, _request(_gizmo()), 5)).object == _gizmo(size=2)
+    seen: list[WebhookReview] = []
+
+    def note(review: WebhookReview) -> None:
+        seen.append(review)
+
+    await answer(bind(Validator(note), CONFIG_MAP, None), _request({"metadata": {}}), 5)
+    assert seen[0].object is None
+    assert seen[0].operation == "CREATE"
+
+
+def test_configurations_send_the_kinds_requests_to_the_service_or_the_url() -> None:
+    declared = [KindWebhook(VALIDATOR, KIND.resource, KIND), KindWebhook(MUTATOR, CONFIG_MAP)]
+    service = ClientConfig(
+        service="gizmo-webhook-service", namespace="gizmo-system", ca_bundle=b"PEM"
+    )
+    validating, mutating = configurations(declared, IDENTITY, service)
+    assert validating["kind"] == VALIDATING.kind
+    assert validating["metadata"]["name"] == "gizmo-validating-webhooks"
+    assert mutating["kind"] == MUTATING.kind
+    [hook] = validating["webhooks"]
+    assert hook["rules"] == [
+        {
+            "apiGroups": ["gizmo.example.com"],
+            "apiVersions": ["v1"],
+            "resources": ["gizmos"],
+            "operations": ["CREATE"],
+            "scope": "Namespaced",
+        }
+    ]
+    assert (hook["sideEffects"], hook["failurePolicy"], hook["timeoutSeconds"]) == (
+        "None",
+        "Fail",
+        10,
+    )
+    assert hook["admissionReviewVersions"] == ["v1"]
+    assert hook["clientConfig"] == {
+        "service": {
+            "namespace": "gizmo-system",
+            "name": "gizmo-webhook-service",
+            "path": "/validate-gizmo-example-com-v1-gizmo",
+            "port": 443,
+        },
+        "caBundle": base64.b64encode(b"PEM").decode(),
+    }
+    assert hook["namespaceSelector"] == {
+        "matchExpressions": [
+            {
+                "key": "kubernetes.io/metadata.name",
+                "operator": "NotIn",
+                "values": ["gizmo-system", "kube-system"],
+            }
+        ],
+        "matchLabels": {IDENTITY.enabled_label: "true"},
+    }
+    assert mutating["webhooks"][0]["rules"][0]["apiGroups"] == [""]
+    [only] = configurations(declared[:1], IDENTITY, ClientConfig(url="https://127.0.0.1:9443/"))
+    assert only["webhooks"][0]["clientConfig"] == {
+        "url": "https://127.0.0.1:9443/validate-gizmo-example-com-v1-gizmo"
+    }
+    assert "matchLabels" not in namespace_selector(IDENTITY, enable_all=True)
+    with pytest.raises(ValueError, match="1 to 30"):
+        configurations([KindWebhook(Validator(_check, timeout=40), CONFIG_MAP)], IDENTITY, service)
+    with pytest.raises(ValueError, match="url or a service"):
+        ClientConfig().at("/x")
+
+
+async def test_developer_mode_applies_its_configurations_and_deletes_them_on_stop() -> None:
+    api = FakeApiServer([VALIDATING, MUTATING])
+    client = Client(api)
+    declared = [
+        KindWebhook(VALIDATOR, KIND.resource, KIND),
+        KindWebhook(MUTATOR, KIND.resource, KIND),
+    ]
+    serving = WebhookServing(declared, IDENTITY, address="127.0.0.1:0", host="127.0.0.1")
+    assert not serving.ready()
+    await serving.start(client)
+    try:
+        assert serving.ready()
+        [validating] = api.objects(VALIDATING)
+        url = validating["webhooks"][0]["clientConfig"]["url"]
+        assert url == f"https://127.0.0.1:{serving.server.port}/validate-gizmo-example-com-v1-gizmo"
+        bundle = base64.b64decode(validating["webhooks"][0]["clientConfig"]["caBundle"])
+        trusting = ssl.create_default_context(cadata=bundle.decode())  # the API server's view
+        review = {
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "request": {"uid": "u", "operation": "CREATE", "object": _gizmo(size=9)},
+        }
+        async with aiohttp.ClientSession() as http, http.post(url, json=review, ssl=trusting) as r:
+            answer = await r.json()
+        assert answer["response"]["status"]["message"] == "spec.size: at most 3"
+    finally:
+        await serving.stop(client)
+    assert not serving.ready()
+    for resource in (VALIDATING, MUTATING):
+        with pytest.raises(NotFound):
+            await client.get(
+                resource, f"gizmo-{'validating' if resource is VALIDATING else 'mutating'}-webhooks"
+            )
+
+
+async def test_in_cluster_mode_writes_its_ca_bundle_into_the_installed_configurations() -> None:
+    api = FakeApiServer([VALIDATING])
+    client = Client(api)
+    declared = [KindWebhook(VALIDATOR, KIND.resource, KIND)]
+    serving = WebhookServing(declared, IDENTITY, address="127.0.0.1:0", service="gizmo-webhooks")
+    installed = ClientConfig(service="gizmo-webhooks", namespace="gizmo-system")
+    [configuration] = configurations(declared, IDENTITY, installed)
+    configuration["webhooks"].append({**configuration["webhooks"][0], "name": "someone.elses.io"})
+    await client.create(VALIDATING, configuration)
+    await serving.start(client)
+    try:
+        assert serving.ready()
+        ours, theirs = (await client.get(VALIDATING, "gizmo-validating-webhooks"))["webhooks"]
+        assert base64.b64decode(ours["clientConfig"]["caBundle"]) == serving.cert
+        assert "caBundle" not in theirs["clientConfig"]
+        sans = x509.load_pem_x509_certificate(serving.cert).extensions
+        names = sans.get_extension_for_class(x509.SubjectAlternativeName).value
+        assert "gizmo-webhooks.gizmo-system.svc" in names.get_values_for_type(x509.DNSName)
+    finally:
+        await serving.stop(client)
+    await client.get(VALIDATING, "gizmo-validating-webhooks")  # installed: kept
+
+
+def test_a_serving_needs_a_host_or_a_service() -> None:
+    with pytest.raises(ValueError, match="host"):
+        WebhookServing([], IDENTITY)
+
+
+async def test_in_cluster_mode_is_not_ready_until_its_configurations_are_installed() -> None:
+    client = Client(FakeApiServer([VALIDATING]))
+    declared = [KindWebhook(VALIDATOR, KIND.resource, KIND)]
+    serving = WebhookServing(
+        declared, IDENTITY, address="127.0.0.1:0", service="gizmo-webhooks", retry=0.05
+    )
+    await serving.start(client)
+    try:
+        assert serving.server.listening
+        assert not serving.ready()
+        installed = ClientConfig(service="gizmo-webhooks", namespace="gizmo-system")
+        [configuration] = configurations(declared, IDENTITY, installed)
+        await client.create(VALIDATING, configuration)
+        for _ in range(100):
+            if serving.ready():
+                break
+            await asyncio.sleep(0.05)
+        assert serving.ready()
+    finally:
+        await serving.stop(client)
