@@ -12,6 +12,7 @@ only; the operator never imports it.
 from __future__ import annotations
 
 import inspect
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -36,8 +37,34 @@ underneath is [runtime-api.md](runtime-api.md).
 PACKAGES = {"runtime": runtime, "sdk": sdk}
 
 
+#: A Sphinx cross-reference in a docstring: ``:meth:`~appstack.runtime.Cache.get```,
+#: ``:class:`Client```, ``:py:func:`title <target>```.
+ROLE = re.compile(r":(?:py:)?(?:meth|class|func|data|attr|mod|exc|obj|const):`([^`]+)`")
+_TITLED = re.compile(r"^(.*?)\s*<([^<>]+)>$", re.DOTALL)
+
+
+def _reference(match: re.Match[str]) -> str:
+    """A role as Sphinx shows it, as inline code: its explicit title (``title <target>``),
+    the last component of a ``~target``, else the target as written (``!`` and a leading
+    ``.`` dropped)."""
+    text = " ".join(match.group(1).split())
+    titled = _TITLED.match(text)
+    if titled and titled.group(1):
+        return f"`{titled.group(1)}`"
+    target = "".join(text.split()).lstrip("!")  # a name wrapped over two lines is one name
+    if target.startswith("~"):
+        target = target.lstrip("~").rsplit(".", 1)[-1]
+    return f"`{target.lstrip('.')}`"
+
+
+def markdown(text: str) -> str:
+    """A docstring's Sphinx roles (``:meth:``, ``:class:``, ``:func:``, ``:data:``,
+    ``:attr:``, ``:mod:``, ``:exc:``...) as Markdown inline code of the name they show."""
+    return ROLE.sub(_reference, text)
+
+
 def _doc(obj: Any) -> str:
-    return inspect.cleandoc(inspect.getdoc(obj) or "(undocumented)")
+    return markdown(inspect.cleandoc(inspect.getdoc(obj) or "(undocumented)"))
 
 
 class _Text:
@@ -128,7 +155,7 @@ def _class(name: str, cls: type) -> list[str]:
 
 def _summary(obj: Any) -> str:
     doc = inspect.getdoc(obj)
-    return " ".join(doc.strip().split("\n\n")[0].split()) if doc else "(undocumented)"
+    return markdown(" ".join(doc.strip().split("\n\n")[0].split())) if doc else "(undocumented)"
 
 
 def _typeddict(name: str, cls: type) -> list[str]:
@@ -139,8 +166,12 @@ def _typeddict(name: str, cls: type) -> list[str]:
 
 
 def _constant(name: str, obj: Any) -> str:
-    """What a constant is: its value, where the value is the same in every process."""
+    """What a constant is: its value, where the value is the same in every process (a
+    set's members sorted: their order follows string hashing, which differs per process)."""
     text = repr(obj)
+    if isinstance(obj, (set, frozenset)) and obj:
+        members = ", ".join(sorted(repr(member) for member in obj))
+        text = f"{type(obj).__name__}({{{members}}})"
     if " at 0x" in text:
         return f"- **`{name}`** ({type(obj).__name__})"
     return f"- **`{name}`** = `{text}`"

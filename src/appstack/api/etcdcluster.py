@@ -145,7 +145,7 @@ class TLSSpec(KubeModel):
 
 
 class EtcdClusterSpec(MaintenanceFields):
-    """The desired etcd cluster (the day-2 fields: :class:`MaintenanceFields`)."""
+    """The desired etcd cluster, day-2 fields (compaction, quota, defragmentation...) included."""
 
     model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": _SPEC_RULES})
 
