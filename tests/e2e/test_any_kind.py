@@ -9,14 +9,42 @@ tests/e2e/test_tutorial.py."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
 from aiohttp import ClientSession
+from lightkube import Client as LightClient
+from lightkube.resources.rbac_authorization_v1 import ClusterRole, ClusterRoleBinding
 
-from appstack.runtime import CONFIG_MAP, NAMESPACE, Client, Manager, NotFound, Resource, Result
-from appstack.sdk import ObjectReconciler, OperatorIdentity, OperatorOptions, Registration, assemble
+from appstack.controllers.appstack import APP_STACK
+from appstack.runtime import (
+    CONFIG_MAP,
+    NAMESPACE,
+    Client,
+    Forbidden,
+    Manager,
+    NotFound,
+    Resource,
+    Result,
+    crd_serves,
+    wait_served,
+)
+from appstack.sdk import (
+    ObjectReconciler,
+    OperatorIdentity,
+    OperatorOptions,
+    Registration,
+    assemble,
+    binding,
+    cluster_role,
+    manager_rules,
+    object_rules,
+)
 from appstack_testbed.waiting import eventually
+from tests.e2e.conftest import apply_objects, service_account_kubeconfig
 
 IDENTITY = OperatorIdentity(project="stamper", domain="stamper.example.com")
 GROUP = "foreign.example.com"
@@ -209,3 +237,53 @@ async def _absent(client: Client) -> bool:
     except NotFound:
         return True
     return False
+
+
+async def test_the_operators_token_reads_the_crds_of_its_kinds_by_name_only(
+    operator_kubeconfig: Path,
+) -> None:
+    """appstack's install grants its token the CRDs of its kinds by name (what lets an
+    informer whose CRD was deleted wait on a watch of that one CRD): one of them is read
+    through a ``metadata.name`` field selector; another CRD, or all of them, are refused."""
+    async with await Client.connect(str(operator_kubeconfig)) as operator:
+        selector = "metadata.name=appstacks.appstack.dev"
+        items, _, _ = await operator.list_page(CRD, field_selector=selector, limit=1)
+        assert crd_serves(items[0], APP_STACK)
+        for other in ("metadata.name=gadgets.foreign.example.com", None):
+            with pytest.raises(Forbidden):
+                await operator.list_page(CRD, field_selector=other, limit=1)
+
+
+async def test_a_derived_role_lets_the_informer_wait_on_its_foreign_crd(
+    client: Client, kube: LightClient, kubeconfig: Path, namespace: str, tmp_path: Path
+) -> None:
+    """A project's manager role, derived from a controller of another project's kind,
+    grants the watch of that kind's CRD by name: under that role alone, ``wait_served``
+    waits on the watch and answers True the moment the CRD serves the kind (without the
+    grant it gives up at once and the informer falls back to listing now and then)."""
+    group = f"g{uuid.uuid4().hex[:8]}.example.com"
+    widget = Resource(group, "v1", "Gadget", "gadgets")
+
+    class Watcher(ObjectReconciler):
+        primary = widget
+
+    name = f"stamper-{namespace}"
+    role = cluster_role(name, manager_rules(object_rules(Watcher), IDENTITY.domain))
+    grant = binding(name, role, (namespace, "default"))
+    crd = gadget_crd()
+    crd["metadata"]["name"] = f"gadgets.{group}"
+    crd["spec"]["group"] = group
+    apply_objects(kube, [role, grant])
+    try:
+        path = service_account_kubeconfig(kube, kubeconfig, namespace, tmp_path / "k", "default")
+        async with await Client.connect(str(path)) as scoped:
+            waiting = asyncio.create_task(wait_served(scoped, widget, recheck=120))
+            await asyncio.sleep(1)  # it is waiting on the watch, not answering at once
+            assert not waiting.done()
+            await client.create(CRD, crd)
+            assert await asyncio.wait_for(waiting, 60) is True
+    finally:
+        with contextlib.suppress(NotFound):
+            await client.delete(CRD, crd["metadata"]["name"])
+        kube.delete(ClusterRole, name)
+        kube.delete(ClusterRoleBinding, name)

@@ -173,16 +173,78 @@ def process_rules(*, cluster_wide: bool = True) -> list[Rule]:
     ]
 
 
+#: The API groups Kubernetes serves itself — never from a CRD (``gateway.networking.k8s.io``
+#: or ``snapshot.storage.k8s.io``, under ``k8s.io`` too, are CRDs: not listed).
+BUILTIN_GROUPS = frozenset(
+    {
+        "",
+        "admissionregistration.k8s.io",
+        "apiextensions.k8s.io",
+        "apiregistration.k8s.io",
+        "apps",
+        "authentication.k8s.io",
+        "authorization.k8s.io",
+        "autoscaling",
+        "batch",
+        "certificates.k8s.io",
+        "coordination.k8s.io",
+        "discovery.k8s.io",
+        "events.k8s.io",
+        "extensions",
+        "flowcontrol.apiserver.k8s.io",
+        "internal.apiserver.k8s.io",
+        "metrics.k8s.io",
+        "networking.k8s.io",
+        "node.k8s.io",
+        "policy",
+        "rbac.authorization.k8s.io",
+        "resource.k8s.io",
+        "scheduling.k8s.io",
+        "storage.k8s.io",
+        "storagemigration.k8s.io",
+    }
+)
+_CRDS = Resource(
+    "apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False
+)
+
+
+def crd_read_rule(controller_rules: Iterable[Rule]) -> Rule | None:
+    """Read and watch, by name, the CRD of every kind ``controller_rules`` name that a CRD
+    serves (any group but :data:`BUILTIN_GROUPS`): what lets an informer
+    whose kind is not served — a foreign CRD not installed yet, or any CRD deleted while the
+    operator runs — wait on a watch of that one CRD and list the moment it is back
+    (:func:`appstack.runtime.wait_served`, a ``metadata.name`` field selector, which RBAC
+    matches against ``resourceNames``), instead of listing now and then. None if they name
+    no such kind. Only a ClusterRole can grant it (CRDs are cluster-scoped)."""
+    names = sorted(
+        {
+            f"{resource.split('/')[0]}.{group}"
+            for each in controller_rules
+            for group in each["apiGroups"]
+            if group not in BUILTIN_GROUPS and group != "*"
+            for resource in each["resources"]
+            if resource != "*"
+        }
+    )
+    if not names:
+        return None
+    return {**rule(_CRDS, *READ_VERBS), "resourceNames": names}
+
+
 def manager_rules(
     controller_rules: Iterable[Rule], domain: str, *, cluster_wide: bool = True
 ) -> list[Rule]:
     """The operator's own (Cluster)Role's rules: its controllers' (each registration's
     ``rules``, derived from what it declares), then what its process needs
-    (:func:`process_rules`; a namespaced install's Role cannot list namespaces), then the
-    admission guards' marker of its ``domain`` (:func:`marker_rule`) — merged
-    (:func:`merged`), each resource once with the union of its verbs."""
+    (:func:`process_rules`; a namespaced install's Role cannot list namespaces), cluster-wide
+    the CRDs of the kinds it uses, by name (:func:`crd_read_rule`), then the admission
+    guards' marker of its ``domain`` (:func:`marker_rule`) — merged (:func:`merged`), each
+    resource once with the union of its verbs."""
+    controller_rules = list(controller_rules)
     process = process_rules(cluster_wide=cluster_wide)
-    return merged([*controller_rules, *process, marker_rule(domain)])
+    crds = crd_read_rule(controller_rules) if cluster_wide else None
+    return merged([*controller_rules, *process, *([crds] if crds else []), marker_rule(domain)])
 
 
 def metrics_auth_rules() -> list[Rule]:

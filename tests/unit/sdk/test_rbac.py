@@ -1,0 +1,56 @@
+"""The operator's own role reads, by name, the CRDs of the kinds it uses — and nothing of
+Kubernetes' own groups, and not when it is a namespaced install's Role (a CRD is
+cluster-scoped) — so an informer whose kind is not served waits on a watch of that one CRD
+(:func:`appstack.runtime.wait_served`). The grant on a real API server:
+tests/e2e/test_any_kind.py."""
+
+from __future__ import annotations
+
+from appstack.core.resource import Resource
+from appstack.sdk import BUILTIN_GROUPS, crd_read_rule, manager_rules, rule
+
+CERTIFICATES = Resource("cert-manager.io", "v1", "Certificate", "certificates")
+GADGETS = Resource("example.com", "v1", "Gadget", "gadgets")
+SECRETS = Resource("", "v1", "Secret", "secrets")
+INGRESSES = Resource("networking.k8s.io", "v1", "Ingress", "ingresses")
+GATEWAYS = Resource("gateway.networking.k8s.io", "v1", "Gateway", "gateways")
+
+
+def _crd_rules(rules: list[dict[str, object]]) -> list[dict[str, object]]:
+    return [r for r in rules if r["resources"] == ["customresourcedefinitions"]]
+
+
+def test_the_crds_of_the_kinds_it_uses_are_read_by_name_only() -> None:
+    rules = [
+        rule(GADGETS, "get", "list", "watch"),
+        rule(GADGETS, "patch", subresource="status"),
+        rule(CERTIFICATES, "get", "list", "watch"),
+        rule(SECRETS, "get", "list", "watch", "create"),
+        rule(INGRESSES, "get"),
+        rule(GATEWAYS, "get", "list", "watch"),
+    ]
+    (crds,) = _crd_rules(manager_rules(rules, "example.com"))
+    assert crds == {
+        "apiGroups": ["apiextensions.k8s.io"],
+        "resources": ["customresourcedefinitions"],
+        "verbs": ["get", "list", "watch"],
+        # a Gateway is a CRD although its group ends in k8s.io; an Ingress is not
+        "resourceNames": [
+            "certificates.cert-manager.io",
+            "gadgets.example.com",
+            "gateways.gateway.networking.k8s.io",
+        ],
+    }
+
+
+def test_no_grant_without_such_kinds_nor_in_a_namespaced_role() -> None:
+    assert crd_read_rule([rule(SECRETS, "get"), rule(INGRESSES, "get")]) is None
+    assert _crd_rules(manager_rules([rule(SECRETS, "get")], "example.com")) == []
+    namespaced = manager_rules([rule(GADGETS, "get")], "example.com", cluster_wide=False)
+    assert _crd_rules(namespaced) == []
+
+
+def test_kubernetes_own_groups_include_the_core_group() -> None:
+    assert "" in BUILTIN_GROUPS
+    assert "apps" in BUILTIN_GROUPS
+    assert "gateway.networking.k8s.io" not in BUILTIN_GROUPS
