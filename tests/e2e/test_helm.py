@@ -167,6 +167,116 @@ def test_monitoring_labels_security_contexts_and_resources_are_values(helm: Helm
     assert container["resources"]["limits"] == {"memory": "1Gi"}  # no CPU limit to survive
 
 
+DIGEST = "sha256:" + "0123456789abcdef" * 4
+
+
+def test_pod_extensions_common_labels_and_probe_timing_are_values(
+    helm: Helm, tmp_path: Path
+) -> None:
+    """Issue #51: topologySpreadConstraints (beside the default anti-affinity), image.digest
+    (the tag ignored), commonLabels (every object, never a selector; podLabels and a
+    ServiceMonitor's labels win on a shared key), revisionHistoryLimit (0 too), extraEnv,
+    extraVolumes/extraVolumeMounts (beside the metrics certificate's) and the probes' timing
+    merged over the defaults (null drops one)."""
+    spread = {
+        "maxSkew": 1,
+        "topologyKey": "topology.kubernetes.io/zone",
+        "whenUnsatisfiable": "ScheduleAnyway",
+        "labelSelector": {"matchLabels": {"app.kubernetes.io/name": "appstack-operator"}},
+    }
+    values = {
+        "commonLabels": {"team": "platform", "release": "common"},
+        "podLabels": {"team": "pods"},
+        "metrics": {
+            "serviceMonitor": {"enabled": True, "labels": {"release": "kps"}},
+            "prometheusRule": {"enabled": True},
+            "grafanaDashboard": {"enabled": True},
+            "certSecret": "metrics-tls",
+        },
+        "image": {"repository": "registry.example.com/appstack", "tag": "9.9", "digest": DIGEST},
+        "revisionHistoryLimit": 0,
+        "extraEnv": [{"name": "HTTPS_PROXY", "value": "http://proxy:3128"}],
+        "extraVolumes": [{"name": "scratch", "emptyDir": {}}],
+        "extraVolumeMounts": [{"name": "scratch", "mountPath": "/scratch"}],
+        "livenessProbe": {"timeoutSeconds": 3, "failureThreshold": 6},
+        "readinessProbe": {"periodSeconds": 20, "initialDelaySeconds": None},
+        "topologySpreadConstraints": [spread],
+    }
+    file = tmp_path / "values.yaml"
+    file.write_text(yaml.safe_dump(values))
+    out = helm("template", "appstack", str(CHART), f"--namespace={NS}", KUBE, "-f", str(file))
+    objects = [d for d in yaml.safe_load_all(out.stdout) if d]
+    assert len(objects) > 20
+    for obj in objects:  # every object, the test pod's and the cluster-scoped ones too
+        labels = obj["metadata"]["labels"]
+        assert labels["team"] == "platform", (obj["kind"], obj["metadata"]["name"])
+        wanted = "kps" if obj["kind"] == "ServiceMonitor" else "common"
+        assert labels["release"] == wanted, obj["kind"]
+    rendered = {d["kind"]: d for d in objects}
+    deployment = rendered["Deployment"]
+    assert deployment["spec"]["revisionHistoryLimit"] == 0
+    selector = {"app.kubernetes.io/name": "appstack-operator"}
+    assert deployment["spec"]["selector"]["matchLabels"] == selector  # never a selector
+    for kind in ("Service", "PodDisruptionBudget"):
+        selected = rendered[kind]["spec"]["selector"]
+        assert selected.get("matchLabels", selected) == selector, kind
+    assert rendered["ServiceMonitor"]["spec"]["selector"]["matchLabels"] == selector
+    template = deployment["spec"]["template"]
+    assert template["metadata"]["labels"]["team"] == "pods"  # podLabels win
+    assert template["metadata"]["labels"]["release"] == "common"
+    pod = template["spec"]
+    assert pod["topologySpreadConstraints"] == [spread]
+    assert "podAntiAffinity" in pod["affinity"]  # the default stays
+    (container,) = pod["containers"]
+    image = f"registry.example.com/appstack@{DIGEST}"
+    assert container["image"] == image
+    assert rendered["Pod"]["spec"]["containers"][0]["image"] == image
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert env[workload.BACKUP_IMAGE_ENV] == image
+    assert container["env"][-1] == {"name": "HTTPS_PROXY", "value": "http://proxy:3128"}
+    wanted_pod = workload.deployment(namespace=NS, metrics_cert_secret="metrics-tls")["spec"][
+        "template"
+    ]["spec"]
+    (wanted,) = wanted_pod["containers"]
+    assert container["volumeMounts"] == [
+        *wanted["volumeMounts"],
+        {"name": "scratch", "mountPath": "/scratch"},
+    ]
+    assert pod["volumes"] == [*wanted_pod["volumes"], {"name": "scratch", "emptyDir": {}}]
+    assert container["livenessProbe"] == {
+        **wanted["livenessProbe"],
+        "timeoutSeconds": 3,
+        "failureThreshold": 6,
+    }
+    readiness = {k: v for k, v in wanted["readinessProbe"].items() if k != "initialDelaySeconds"}
+    assert container["readinessProbe"] == {**readiness, "periodSeconds": 20}
+    # the extra volumes alone (no certificate); a tag without a digest; a misspelt probe
+    # field and a digest that is not one are refused
+    alone = _deployment(
+        _template(
+            helm,
+            "appstack",
+            "--set=extraVolumes[0].name=scratch",
+            "--set=extraVolumes[0].emptyDir.medium=Memory",
+            "--set=extraVolumeMounts[0].name=scratch",
+            "--set=extraVolumeMounts[0].mountPath=/scratch",
+            "--set=image.tag=1.2.3",
+        ).stdout
+    )["spec"]["template"]["spec"]
+    assert alone["volumes"] == [{"name": "scratch", "emptyDir": {"medium": "Memory"}}]
+    assert alone["containers"][0]["volumeMounts"] == [{"name": "scratch", "mountPath": "/scratch"}]
+    assert alone["containers"][0]["image"] == "appstack:1.2.3"
+    for wrong, named in (  # a property name refused: named by itself (not by its path)
+        ("--set=livenessProbe.timeout=3", "'timeout'"),
+        ("--set=image.digest=latest", "/image/digest"),
+        ("--set=commonLabels.helm\\.sh/chart=x", "'helm.sh/chart'"),
+        ("--set=extraEnv[0].value=x", "/extraEnv/0"),
+    ):
+        refused = _template(helm, "appstack", wrong, check=False)
+        assert refused.returncode != 0, wrong
+        assert named in refused.stderr, (wrong, refused.stderr)
+
+
 def test_metrics_tls_values_choose_the_certificate_and_the_scrape_scheme(helm: Helm) -> None:
     """metrics.certSecret mounts a TLS Secret for /metrics and the ServiceMonitor verifies it
     by its CA for the Service's name; metrics.secure=false scrapes plain HTTP."""

@@ -11,7 +11,21 @@ app.kubernetes.io/name: {{ include "appstack.name" . }}
 {{ include "appstack.commonLabels" . }}
 {{- end }}
 
+{{/*
+The labels of every object (the operator's too), then the commonLabels value.
+*/}}
 {{- define "appstack.commonLabels" -}}
+{{ include "appstack.helmLabels" . }}
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/*
+Helm's standard labels alone: where more labels of the object (podLabels, metrics.*.labels)
+are merged over commonLabels.
+*/}}
+{{- define "appstack.helmLabels" -}}
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}

@@ -26,7 +26,14 @@ from appstack.manifests import (
     rbac,
     workload,
 )
-from appstack.manifests.chart_labels import HELPERS, standard_labels
+from appstack.manifests.chart_labels import (
+    HELPERS,
+    INCLUDE,
+    INCLUDE_COMMON,
+    INCLUDE_HELM,
+    merged_labels,
+    standard_labels,
+)
 from appstack.manifests.chart_monitoring import (
     dashboard_configmap,
     prometheus_rule,
@@ -53,16 +60,20 @@ from appstack.manifests.helmtext import (
     conditional_text,
     dump,
     if_item,
+    items,
+    merged_keys,
     pod_extras,
     pull_policy,
     range_item,
     sentinel,
+    set_scalar,
     substitute,
     with_block,
     with_default,
     with_scalar,
     wrap_item,
     wrap_key,
+    wrap_list_item,
 )
 
 OPERATOR_EXPR = '(include "appstack.operatorName" $)'
@@ -102,8 +113,48 @@ VALUES_HELP = """\
 # Names: every object's name starts with the fullname (fullnameOverride; else the release name
 # if it contains "appstack", else <release>-appstack): release appstack keeps appstack-operator,
 # releases side by side in one namespace get their own names. serviceAccount.create=false needs
-# serviceAccount.name. imagePullSecrets and image.pullPolicy: a private registry.
+# serviceAccount.name. imagePullSecrets and image.pullPolicy: a private registry;
+# image.digest (sha256:...) runs <repository>@<digest>, the tag ignored.
+#
+# commonLabels go on every object the chart renders (never on a selector; podLabels and
+# metrics.*.labels win on a key they set too). topologySpreadConstraints are passed to the
+# operator's pods as given (the default affinity stays). extraEnv, extraVolumes and
+# extraVolumeMounts extend the operator's pod. livenessProbe and readinessProbe: the probes'
+# timing (initialDelaySeconds, periodSeconds, timeoutSeconds, failureThreshold); a value you
+# set is merged over these defaults (null drops one). revisionHistoryLimit: null keeps
+# Kubernetes' default (10).
 """
+
+
+CERTS = "{{- if .Values.metrics.certSecret }}", "{{- end }}"
+
+
+def _extensible(pod: dict[str, Any], container: dict[str, Any]) -> None:
+    """Sentinels where the chart's values extend the operator's pod (:func:`_extended`)."""
+    container["env"].append(sentinel("EXTRA_ENV"))
+    for probe, name in (("livenessProbe", "LIVENESS"), ("readinessProbe", "READINESS")):
+        container[probe] = {"httpGet": container[probe]["httpGet"], sentinel(name): ""}
+    container["volumeMounts"].append(sentinel("EXTRA_MOUNTS"))
+    pod["volumes"].append(sentinel("EXTRA_VOLUMES"))
+
+
+def _extended(text: str) -> str:
+    """``extraEnv``, ``extraVolumeMounts``, ``extraVolumes`` (beside the metrics
+    certificate's, each key rendered when either is set), the probes' timing
+    (``livenessProbe``, ``readinessProbe``: Helm merges a value over the defaults) and
+    ``revisionHistoryLimit``, each rendering nothing by default."""
+    for key, name, extra in (
+        ("volumeMounts", "EXTRA_MOUNTS", ".Values.extraVolumeMounts"),
+        ("volumes", "EXTRA_VOLUMES", ".Values.extraVolumes"),
+    ):
+        either = f"{{{{- if or .Values.metrics.certSecret {extra} }}}}"
+        text = wrap_key(text, key, either, "{{- end }}")
+        text = items(text, name, extra)
+    text = wrap_list_item(text, "name: metrics-certs", *CERTS)
+    text = items(text, "EXTRA_ENV", ".Values.extraEnv")
+    text = merged_keys(text, "LIVENESS", ".Values.livenessProbe")
+    text = merged_keys(text, "READINESS", ".Values.readinessProbe")
+    return set_scalar(text, "revisionHistoryLimit", "HISTORY", ".Values.revisionHistoryLimit")
 
 
 def _deployment() -> str:
@@ -114,7 +165,12 @@ def _deployment() -> str:
         concurrency=sentinel("CONCURRENCY"),
         metrics_cert_secret=sentinel("CERT_SECRET"),
     )
-    deployment["spec"]["replicas"] = sentinel("REPLICAS")
+    spec = deployment["spec"]
+    deployment["spec"] = {
+        "replicas": sentinel("REPLICAS"),
+        "revisionHistoryLimit": sentinel("HISTORY"),
+        **{key: value for key, value in spec.items() if key != "replicas"},
+    }
     template = deployment["spec"]["template"]
     template["metadata"]["labels"] = {**template["metadata"]["labels"], POD_LABELS: ""}
     template["metadata"]["annotations"] = sentinel("POD_ANNOTATIONS")
@@ -124,6 +180,7 @@ def _deployment() -> str:
     for variable in container["env"]:
         if variable["name"] == workload.BACKUP_IMAGE_ENV:
             variable["value"] = sentinel("IMAGE")
+    _extensible(pod, container)
     container["resources"] = sentinel("RESOURCES")
     container["securityContext"] = sentinel("SECURITY_CONTEXT")
     pod["securityContext"] = sentinel("POD_SECURITY_CONTEXT")
@@ -133,15 +190,14 @@ def _deployment() -> str:
     pod["imagePullSecrets"] = sentinel("PULL_SECRETS")
     pod["nodeSelector"] = sentinel("NODE_SELECTOR")
     pod["tolerations"] = sentinel("TOLERATIONS")
+    pod["topologySpreadConstraints"] = sentinel("SPREAD")
     pod["priorityClassName"] = sentinel("PRIORITY")
     text = dump(deployment)
     text = wrap_item(
         text, "--leader-elect", "{{- if .Values.leaderElection.enabled }}", "{{- end }}"
     )
-    certs = "{{- if .Values.metrics.certSecret }}", "{{- end }}"
-    text = wrap_item(text, f"--metrics-cert-dir={workload.METRICS_CERT_DIR}", *certs)
-    for key in ("volumeMounts", "volumes"):
-        text = wrap_key(text, key, *certs)
+    text = wrap_item(text, f"--metrics-cert-dir={workload.METRICS_CERT_DIR}", *CERTS)
+    text = _extended(text)
     # the Lease is the operator's name: releases side by side elect a leader each (the
     # default name needs no flag, so an older image still runs the default install)
     text = if_item(
@@ -168,6 +224,7 @@ def _deployment() -> str:
     for key, name, value in (
         ("nodeSelector", "NODE_SELECTOR", ".Values.nodeSelector"),
         ("tolerations", "TOLERATIONS", ".Values.tolerations"),
+        ("topologySpreadConstraints", "SPREAD", ".Values.topologySpreadConstraints"),
     ):
         text = with_block(text, key, name, value)
     text = with_scalar(text, "priorityClassName", "PRIORITY", ".Values.priorityClassName")
@@ -253,14 +310,21 @@ order); `helm uninstall` keeps the CRDs.
 
 
 def _more_labels(text: str, labels: str) -> str:
-    """The object's labels, then those of ``labels`` (a values path)."""
-    standard = '    {{- include "appstack.labels" $ | nindent 4 }}\n'
+    """The object's labels, then those of ``labels`` (a values path) merged over
+    ``commonLabels``."""
+    standard = "    " + INCLUDE % 4 + "\n"
     if standard not in text:
         raise ValueError("no standard labels to add to")
-    more = (
-        f"    {{{{- with {labels} }}}}\n    {{{{- toYaml . | nindent 4 }}}}\n    {{{{- end }}}}\n"
-    )
-    return text.replace(standard, standard + more, 1)
+    return text.replace(standard, merged_labels(4, labels), 1)
+
+
+def _pod_labels(text: str) -> str:
+    """The operator pods' labels: Helm's standard ones, not ``commonLabels``, which
+    ``podLabels`` are merged over (:func:`appstack.manifests.helmtext.pod_extras`)."""
+    common = " " * 8 + INCLUDE_COMMON % 8 + "\n"
+    if text.count(common) != 1:
+        raise ValueError("not one pod template's labels")
+    return text.replace(common, " " * 8 + INCLUDE_HELM % 8 + "\n")
 
 
 #: Two replicas without leader election would both reconcile every object.
@@ -311,6 +375,7 @@ def render() -> dict[str, str]:
         ("templates/prometheusrule.yaml", ".Values.metrics.prometheusRule.labels"),
     ):
         files[path] = _more_labels(files[path], more)
+    files["templates/deployment.yaml"] = _pod_labels(files["templates/deployment.yaml"])
     files["templates/_helpers.tpl"] = HELPERS + NAME_HELPERS
     files["README.md"] = readme()
     for crd in crds.all_crds():

@@ -134,7 +134,23 @@ the operator's name, `<fullname>-operator` — `appstack-operator` in release `a
 their selectors select), `/instance` (the release), `/version`,
 `/managed-by: Helm`, `/part-of: appstack` and `helm.sh/chart` (the `appstack.labels`
 helper in `templates/_helpers.tpl`). The CRDs, which Helm does not
-template, keep `app.kubernetes.io/part-of: appstack`.
+template, keep `app.kubernetes.io/part-of: appstack`. `commonLabels` adds labels to every
+object the chart templates (the operator's pods included), never to a selector; on a key
+both set, `podLabels` (the pods) and `metrics.serviceMonitor.labels` /
+`metrics.prometheusRule.labels` win.
+
+## The operator's pods
+
+`image.digest` (`sha256:…`) runs the image by digest, `<repository>@<digest>` (the tag is
+then ignored; the backup image and the `helm test` pod follow). `topologySpreadConstraints`
+are passed to the pods as given (select `app.kubernetes.io/name: <fullname>-operator`); the
+default anti-affinity stays unless `affinity` is set. `extraEnv` appends environment
+variables to the operator container, `extraVolumes` / `extraVolumeMounts` add volumes (the
+root filesystem is read-only: mount an `emptyDir` where something must write).
+`livenessProbe` and `readinessProbe` hold the probes' timing: Helm merges what you set over
+the defaults, so `--set livenessProbe.failureThreshold=6` keeps the rest, and `null` drops a
+field (Kubernetes' default). `revisionHistoryLimit` sets the Deployment's (null: Kubernetes'
+default, 10).
 
 ## Values
 

@@ -20,6 +20,7 @@ from appstack.manifests import monitoring, workload
 
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 DURATION = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$"
+DIGEST = r"^$|^[a-z0-9]+([+._-][a-z0-9]+)*:[a-zA-Z0-9=_-]{32,}$"
 DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 #: The longest fullname: ``<fullname>-operator-metrics`` (the Service) stays a DNS label.
 FULLNAME_MAX = 46
@@ -43,6 +44,12 @@ class Image(_Values):
         workload.IMAGE.split(":")[0], min_length=1, description="The operator image's repository."
     )
     tag: str = Field("", description="Default: the chart's appVersion.")
+    digest: str = Field(
+        "",
+        pattern=DIGEST,
+        description="A manifest digest (sha256:...): when set, the image is "
+        "<repository>@<digest> and tag is ignored.",
+    )
     pull_policy: Literal["", "Always", "IfNotPresent", "Never"] = Field(
         "",
         description="The operator's (and the helm test pod's) imagePullPolicy. Empty: "
@@ -149,6 +156,37 @@ def _security() -> dict[str, Any]:
     return dict(container["securityContext"])
 
 
+#: The probe fields the chart's livenessProbe and readinessProbe may set.
+PROBE_TIMING = ("initialDelaySeconds", "periodSeconds", "timeoutSeconds", "failureThreshold")
+
+
+def _probe(kind: str) -> dict[str, int]:
+    """The generated install's timing of the operator's ``kind`` probe (not its check)."""
+    (container,) = workload.deployment()["spec"]["template"]["spec"]["containers"]
+    return {key: value for key, value in container[kind].items() if key in PROBE_TIMING}
+
+
+def _probe_field(kind: str, what: str) -> Any:
+    return Field(
+        default_factory=lambda: _probe(kind),
+        description=f"The {what} probe's timing ({', '.join(PROBE_TIMING)}), merged over "
+        "these defaults (a key left out keeps its default; null drops it: Kubernetes' "
+        "default).",
+        json_schema_extra={
+            "propertyNames": {"enum": list(PROBE_TIMING)},
+            "additionalProperties": {"type": "integer", "minimum": 0},
+        },
+    )
+
+
+def _objects(what: str, required: tuple[str, ...]) -> Any:
+    return Field(
+        default_factory=list,
+        description=what,
+        json_schema_extra={"items": {"type": "object", "required": list(required)}},
+    )
+
+
 class ChartValues(_Values):
     """Everything ``--set`` and ``-f values.yaml`` may say."""
 
@@ -183,6 +221,13 @@ class ChartValues(_Values):
     pod_annotations: dict[str, str] = Field(
         default_factory=dict, description="Annotations of the operator's pods."
     )
+    common_labels: dict[str, str] = Field(
+        default_factory=dict,
+        description="More labels of every object the chart renders (metadata.labels, the "
+        "operator's pods' too; never a selector). Not the chart's own (app.kubernetes.io/*, "
+        "helm.sh/chart); podLabels and metrics.*.labels win on a key they set too.",
+        json_schema_extra={"propertyNames": {"not": {"enum": list(STANDARD_POD_LABELS)}}},
+    )
     pod_labels: dict[str, str] = Field(
         default_factory=dict,
         description="More labels of the operator's pods (not the chart's own: "
@@ -190,6 +235,12 @@ class ChartValues(_Values):
         json_schema_extra={"propertyNames": {"not": {"enum": list(STANDARD_POD_LABELS)}}},
     )
     replicas: int = Field(2, ge=0, le=10, description="Operator replicas (one leads).")
+    revision_history_limit: int | None = Field(
+        None,
+        ge=0,
+        description="The Deployment's revisionHistoryLimit (old ReplicaSets kept). Null: "
+        "Kubernetes' default (10).",
+    )
     resources: dict[str, Any] = Field(
         default_factory=_resources, description="The operator container's resources."
     )
@@ -229,6 +280,21 @@ class ChartValues(_Values):
     extra_args: list[str] = Field(
         default_factory=list, description="More arguments of `appstack run`."
     )
+    extra_env: list[dict[str, Any]] = _objects(
+        "More environment variables of the operator container (EnvVar: name, value or "
+        "valueFrom), after its own.",
+        ("name",),
+    )
+    extra_volumes: list[dict[str, Any]] = _objects(
+        "More volumes of the operator pods (Volume), mounted by extraVolumeMounts.", ("name",)
+    )
+    extra_volume_mounts: list[dict[str, Any]] = _objects(
+        "More volumeMounts of the operator container (VolumeMount: name, mountPath; the root "
+        "filesystem is read-only).",
+        ("name", "mountPath"),
+    )
+    liveness_probe: dict[str, int] = _probe_field("livenessProbe", "liveness (/healthz)")
+    readiness_probe: dict[str, int] = _probe_field("readinessProbe", "readiness (/readyz)")
     node_selector: dict[str, str] = Field(
         default_factory=dict, description="The operator pods' nodeSelector."
     )
@@ -247,6 +313,15 @@ class ChartValues(_Values):
     )
     security_context: dict[str, Any] = Field(
         default_factory=_security, description="The operator container's securityContext."
+    )
+    topology_spread_constraints: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="The operator pods' topologySpreadConstraints, as given (their "
+        "labelSelector: app.kubernetes.io/name: <fullname>-operator). Empty: none; the "
+        "default affinity stays either way.",
+        json_schema_extra={
+            "items": {"type": "object", "required": ["maxSkew", "topologyKey", "whenUnsatisfiable"]}
+        },
     )
     priority_class_name: str = Field("", description="The operator pods' priorityClassName.")
     metrics: Metrics = Field(default_factory=lambda: Metrics.model_validate({}))

@@ -128,6 +128,63 @@ def with_scalar(text: str, key: str, name: str, values: str) -> str:
     return re.sub(pattern, replace, text, flags=re.MULTILINE)
 
 
+def items(text: str, name: str, values: str) -> str:
+    """The list item ``- '@@name@@'`` becomes the items of the list ``values`` (toYaml), at
+    its indentation; nothing when ``values`` is empty."""
+
+    def replace(match: re.Match[str]) -> str:
+        indent = match.group(1)
+        return (
+            f"{indent}{{{{- with {values} }}}}\n"
+            f"{indent}{{{{- toYaml . | nindent {len(indent)} }}}}\n{indent}{{{{- end }}}}"
+        )
+
+    pattern = rf"^(\s*)- '{re.escape(sentinel(name))}'$"
+    return re.sub(pattern, replace, text, flags=re.MULTILINE)
+
+
+def merged_keys(text: str, name: str, values: str) -> str:
+    """The mapping entry ``'@@name@@': ''`` becomes the entries of ``values`` (toYaml), at
+    its indentation; nothing when ``values`` is empty."""
+
+    def replace(match: re.Match[str]) -> str:
+        indent = match.group(1)
+        return (
+            f"{indent}{{{{- with {values} }}}}\n"
+            f"{indent}{{{{- toYaml . | nindent {len(indent)} }}}}\n{indent}{{{{- end }}}}"
+        )
+
+    pattern = rf"^(\s*)'{re.escape(sentinel(name))}': ''$"
+    return re.sub(pattern, replace, text, flags=re.MULTILINE)
+
+
+def set_scalar(text: str, key: str, name: str, values: str) -> str:
+    """``key: '@@name@@'`` becomes ``key: <values>`` only when ``values`` is set (not null:
+    unlike :func:`with_scalar`, 0 and false are rendered)."""
+
+    def replace(match: re.Match[str]) -> str:
+        indent = match.group(1)
+        return (
+            f'{indent}{{{{- if not (kindIs "invalid" {values}) }}}}\n'
+            f"{indent}{key}: {{{{ {values} }}}}\n{indent}{{{{- end }}}}"
+        )
+
+    pattern = rf"^(\s*){re.escape(key)}: '{re.escape(sentinel(name))}'$"
+    return re.sub(pattern, replace, text, flags=re.MULTILINE)
+
+
+def wrap_list_item(text: str, first: str, before: str, after: str) -> str:
+    """Surround each list item whose first line is ``- first`` (and the lines under it)
+    with template lines at its indentation."""
+
+    def replace(match: re.Match[str]) -> str:
+        indent = match.group(1)
+        return f"{indent}{before}\n{match.group(0)}{indent}{after}\n"
+
+    pattern = rf"^(\s*)- {re.escape(first)}\n(?:\1  .*\n)*"
+    return re.sub(pattern, replace, text, flags=re.MULTILINE)
+
+
 def wrap_key(text: str, key: str, before: str, after: str) -> str:
     """Surround the mapping entry ``key:`` and everything under it with template lines at
     its indentation."""
@@ -163,7 +220,12 @@ def _each_block(text: str, key: str, around: Callable[[str, list[str]], list[str
 NS = sentinel("NS")
 RELEASE_NS = "{{ .Release.Namespace }}"
 NAMESPACES = {"NS": RELEASE_NS, "WATCHED": "{{ . }}", "RELEASE_NS": "{{ $.Release.Namespace }}"}
-IMAGE = '"{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}"'
+#: The operator's image: ``<repository>@<digest>`` when ``image.digest`` is set (the tag
+#: ignored), else ``<repository>:<tag>`` (default: the chart's appVersion).
+IMAGE = (
+    '"{{ .Values.image.repository }}{{ with .Values.image.digest }}@{{ . }}{{ else }}:'
+    '{{ .Values.image.tag | default .Chart.AppVersion }}{{ end }}"'
+)
 
 
 def conditional_text(condition: str, text: str) -> str:
@@ -194,14 +256,15 @@ def pull_policy(container: Mapping[str, Any]) -> dict[str, Any]:
 def pod_extras(text: str) -> str:
     """The pod's ``imagePullPolicy`` (:func:`pull_policy`), ``imagePullSecrets:
     '@@PULL_SECRETS@@'`` and a ``POD_LABELS`` labels key become the chart's
-    ``image.pullPolicy``, ``imagePullSecrets`` and ``podLabels``, each only when set."""
+    ``image.pullPolicy``, ``imagePullSecrets`` and ``podLabels`` (merged over
+    ``commonLabels``), each only when set."""
     text = with_scalar(text, "imagePullPolicy", "PULL_POLICY", ".Values.image.pullPolicy")
     text = with_block(text, "imagePullSecrets", "PULL_SECRETS", ".Values.imagePullSecrets")
 
     def labels(match: re.Match[str]) -> str:
         indent = match.group(1)
         return (
-            f"{indent}{{{{- with .Values.podLabels }}}}\n"
+            f"{indent}{{{{- with merge (dict) .Values.podLabels .Values.commonLabels }}}}\n"
             f"{indent}{{{{- toYaml . | nindent {len(indent)} }}}}\n{indent}{{{{- end }}}}"
         )
 

@@ -148,6 +148,20 @@ def test_helm_lint_strict_passes_with_each_value_set(helm: Path) -> None:
         ("--set=serviceAccount.name=ops", "--set=serviceAccount.annotations.role=arn"),
         ("--set=podAnnotations.team=a", "--set=podLabels.team=a"),
         ("--set=watchNamespaces={team-a}", *EVERYTHING),
+        (
+            "--set=commonLabels.team=a",
+            "--set=revisionHistoryLimit=3",
+            "--set=image.digest=sha256:" + "ab" * 32,
+            "--set=extraEnv[0].name=A",
+            "--set=extraVolumes[0].name=scratch",
+            "--set=extraVolumeMounts[0].name=scratch",
+            "--set=extraVolumeMounts[0].mountPath=/scratch",
+            "--set=livenessProbe.failureThreshold=6",
+            "--set=topologySpreadConstraints[0].maxSkew=1",
+            "--set=topologySpreadConstraints[0].topologyKey=zone",
+            "--set=topologySpreadConstraints[0].whenUnsatisfiable=DoNotSchedule",
+            *EVERYTHING,
+        ),
     ):
         proc = _run(helm, "lint", "--strict", str(CHART), KUBE, *values)
         assert proc.returncode == 0, (values, proc.stdout, proc.stderr)

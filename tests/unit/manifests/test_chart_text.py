@@ -1,6 +1,7 @@
 """The Helm chart's generated text (pure): Helm's standard labels replace the generated
-ones in every labels block (selectors untouched), and the chart README lists every value
-with its default and a description."""
+ones in every labels block (selectors untouched), the chart README lists every value
+with its default and a description, and the pod extensions' helpers render nothing
+unless their value is set."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from appstack.manifests.chart_labels import (
 )
 from appstack.manifests.chart_readme import rows
 from appstack.manifests.chart_values import defaults
+from appstack.manifests.helmtext import items, merged_keys, set_scalar, wrap_list_item
 from tests.support.paths import REPO_ROOT
 
 CHART = REPO_ROOT / "charts" / "appstack"
@@ -85,3 +87,30 @@ def test_the_chart_readme_lists_every_value_with_its_default_and_a_description()
         assert f"| `{path}` |" in readme
     assert "helm show crds" in readme  # how CRDs are upgraded: Helm never does
     assert yaml.safe_load((CHART / "values.yaml").read_text()) == values
+
+
+def test_the_pod_extension_helpers_render_nothing_unless_a_value_is_set() -> None:
+    """The text helpers behind extraEnv/extraVolume(Mount)s, the probes' timing and
+    revisionHistoryLimit (tests/e2e/test_helm.py renders them with helm)."""
+    env = "env:\n- name: A\n  value: b\n- '@@EXTRA@@'\n"
+    assert items(env, "EXTRA", ".Values.extraEnv") == (
+        "env:\n- name: A\n  value: b\n"
+        "{{- with .Values.extraEnv }}\n{{- toYaml . | nindent 0 }}\n{{- end }}\n"
+    )
+    probe = "  probe:\n    httpGet: {}\n    '@@P@@': ''\n"
+    assert merged_keys(probe, "P", ".Values.p") == (
+        "  probe:\n    httpGet: {}\n"
+        "    {{- with .Values.p }}\n    {{- toYaml . | nindent 4 }}\n    {{- end }}\n"
+    )
+    assert set_scalar("  n: '@@N@@'\n", "n", "N", ".Values.n") == (
+        '  {{- if not (kindIs "invalid" .Values.n) }}\n  n: {{ .Values.n }}\n  {{- end }}\n'
+    )
+    volumes = "v:\n- name: certs\n  secret: x\n- name: other\n"
+    assert wrap_list_item(volumes, "name: certs", "{{- if c }}", "{{- end }}") == (
+        "v:\n{{- if c }}\n- name: certs\n  secret: x\n{{- end }}\n- name: other\n"
+    )
+    deployment = chart.render()["templates/deployment.yaml"]
+    assert "@@" not in deployment
+    # the operator pods' labels: podLabels merged over commonLabels, not both (a key twice)
+    assert "merge (dict) .Values.podLabels .Values.commonLabels" in deployment
+    assert deployment.count(INCLUDE_COMMON % 8) == 0
