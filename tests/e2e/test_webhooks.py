@@ -41,6 +41,7 @@ from appstack.sdk import (
     crd,
     custom_kind,
 )
+from appstack.sdk.kit.webhooks import MUTATING, VALIDATING
 from appstack_testbed.pytest_plugin import ClusterHandle
 from appstack_testbed.waiting import eventually
 
@@ -49,20 +50,6 @@ GROUP = f"hooks{SUFFIX}.example.com"
 IDENTITY = OperatorIdentity(project=f"hooks{SUFFIX}", domain=GROUP)
 CRD = Resource(
     "apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False
-)
-VALIDATING = Resource(
-    "admissionregistration.k8s.io",
-    "v1",
-    "ValidatingWebhookConfiguration",
-    "validatingwebhookconfigurations",
-    False,
-)
-MUTATING = Resource(
-    "admissionregistration.k8s.io",
-    "v1",
-    "MutatingWebhookConfiguration",
-    "mutatingwebhookconfigurations",
-    False,
 )
 CONFIGURATIONS = {
     VALIDATING: f"{IDENTITY.project}-validating-webhooks",

@@ -128,9 +128,9 @@ def with_scalar(text: str, key: str, name: str, values: str) -> str:
     return re.sub(pattern, replace, text, flags=re.MULTILINE)
 
 
-def items(text: str, name: str, values: str) -> str:
-    """The list item ``- '@@name@@'`` becomes the items of the list ``values`` (toYaml), at
-    its indentation; nothing when ``values`` is empty."""
+def _spliced(text: str, line: str, values: str) -> str:
+    """Each line matching ``line`` (its indentation captured) becomes what ``values``
+    holds (toYaml) at that indentation; nothing when ``values`` is empty."""
 
     def replace(match: re.Match[str]) -> str:
         indent = match.group(1)
@@ -139,23 +139,19 @@ def items(text: str, name: str, values: str) -> str:
             f"{indent}{{{{- toYaml . | nindent {len(indent)} }}}}\n{indent}{{{{- end }}}}"
         )
 
-    pattern = rf"^(\s*)- '{re.escape(sentinel(name))}'$"
-    return re.sub(pattern, replace, text, flags=re.MULTILINE)
+    return re.sub(line, replace, text, flags=re.MULTILINE)
+
+
+def items(text: str, name: str, values: str) -> str:
+    """The list item ``- '@@name@@'`` becomes the items of the list ``values`` (toYaml), at
+    its indentation; nothing when ``values`` is empty."""
+    return _spliced(text, rf"^(\s*)- '{re.escape(sentinel(name))}'$", values)
 
 
 def merged_keys(text: str, name: str, values: str) -> str:
     """The mapping entry ``'@@name@@': ''`` becomes the entries of ``values`` (toYaml), at
     its indentation; nothing when ``values`` is empty."""
-
-    def replace(match: re.Match[str]) -> str:
-        indent = match.group(1)
-        return (
-            f"{indent}{{{{- with {values} }}}}\n"
-            f"{indent}{{{{- toYaml . | nindent {len(indent)} }}}}\n{indent}{{{{- end }}}}"
-        )
-
-    pattern = rf"^(\s*)'{re.escape(sentinel(name))}': ''$"
-    return re.sub(pattern, replace, text, flags=re.MULTILINE)
+    return _spliced(text, rf"^(\s*)'{re.escape(sentinel(name))}': ''$", values)
 
 
 def set_scalar(text: str, key: str, name: str, values: str) -> str:
