@@ -1,5 +1,5 @@
 """`appstack run` on a cluster without our CRDs (or with only some): one clear error naming
-the missing ones, and exit 2 — not informers retrying list/watch forever while the process
+the missing ones, and exit 1 — not informers retrying list/watch forever while the process
 looks alive. On a cluster of the module's own (the session's has the CRDs installed)."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def _run(kubeconfig: Path) -> tuple[int, list[dict[str, object]]]:
 
 def test_the_operator_stops_at_once_naming_the_crds_it_misses(fresh_cluster: LocalCluster) -> None:
     code, lines = _run(fresh_cluster.kubeconfig)
-    assert code == 2, lines
+    assert code == 1, lines
     (error,) = [line for line in lines if line["level"] == "error"]
     assert error["missing"] == ALL_CRDS
     assert "install the CRDs first" in str(error["error"])
@@ -40,6 +40,6 @@ def test_the_operator_stops_at_once_naming_the_crds_it_misses(fresh_cluster: Loc
     (appservices,) = [c for c in crds.all_crds() if c["spec"]["names"]["kind"] == "AppService"]
     apply_objects(light, [appservices])
     code, lines = _run(fresh_cluster.kubeconfig)
-    assert code == 2
+    assert code == 1, lines
     (error,) = [line for line in lines if line["level"] == "error"]
     assert error["missing"] == [n for n in ALL_CRDS if n != appservices["metadata"]["name"]]

@@ -7,12 +7,29 @@ from __future__ import annotations
 import sys
 
 import click
+from click.core import ParameterSource
 
 from appstack.cli.errors import CommandError
 from appstack.cli.run import CONTEXT, KUBECONFIG
 from appstack.core import defaults
 from appstack.core.duration import DEFAULT_SYNC_PERIOD
-from appstack.sdk import check_duration
+from appstack.sdk import Duration, check_duration
+
+
+def _deprecated(
+    ctx: click.Context, param: click.Parameter, value: bool | None, instead: str
+) -> bool | None:
+    """The callback of a hidden deprecated ``--x/--no-x`` spelling: its value when given
+    (None otherwise), with one line on stderr naming the spelling to use, ``instead``."""
+    if value is None or ctx.get_parameter_source(param.name or "") not in _GIVEN:
+        return None
+    opts = param.opts if value else getattr(param, "secondary_opts", param.opts)
+    use = instead if value else f"--no-{instead.removeprefix('--')}"
+    click.echo(f"warning: {opts[0]} is deprecated: use {use}", err=True)
+    return value
+
+
+_GIVEN = (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
 
 
 @click.command(short_help="Write the install: CRDs, RBAC, the operator, one bundle; the chart.")
@@ -87,10 +104,19 @@ from appstack.sdk import check_duration
     help="The operator's --concurrency (reconciles at once, shared by its controllers).",
 )
 @click.option(
-    "--leader-election/--no-leader-election",
+    "--leader-elect/--no-leader-elect",
     default=True,
     show_default=True,
-    help="Run with --leader-elect (off: one replica only, never two).",
+    help="The operator's --leader-elect (off: one replica only, never two; chart value "
+    "leaderElection.enabled).",
+)
+@click.option(
+    "--leader-election/--no-leader-election",
+    "leader_election",
+    default=None,
+    hidden=True,
+    callback=lambda ctx, param, value: _deprecated(ctx, param, value, "--leader-elect"),
+    help="Deprecated: --leader-elect.",
 )
 @click.option(
     "--metrics-secure/--no-metrics-secure",
@@ -125,7 +151,8 @@ from appstack.sdk import check_duration
     "--extra-arg",
     "extra_args",
     multiple=True,
-    help="Any other flag of `appstack run`, e.g. --extra-arg=--lease-duration=30s (repeatable).",
+    help="Any other flag of `appstack run`, e.g. "
+    "--extra-arg=--leader-elect-lease-duration=30s (repeatable).",
 )
 @click.option(
     "--image-pull-secret",
@@ -159,7 +186,8 @@ def manifests(
     replicas: int,
     log_level: str,
     concurrency: int,
-    leader_election: bool,
+    leader_elect: bool,
+    leader_election: bool | None,
     metrics_secure: bool,
     metrics_cert_secret: str | None,
     allow_external_ips: bool,
@@ -191,8 +219,11 @@ def manifests(
             f"-o {output}: -o is the output format (yaml or json, printed to stdout); write "
             f"files with --output-dir {output}",
         )
-    if replicas > 1 and not leader_election:
-        raise click.UsageError("--no-leader-election runs one replica only: add --replicas=1")
+    if leader_election is not None:  # the deprecated spelling, given
+        leader_elect = leader_election
+    if replicas > 1 and not leader_elect:
+        spelt = "--no-leader-elect" if leader_election is None else "--no-leader-election"
+        raise click.UsageError(f"{spelt} runs one replica only: add --replicas=1")
     options = InstallOptions(
         namespace=namespace,
         image=image or IMAGE,
@@ -204,7 +235,7 @@ def manifests(
         concurrency=concurrency,
         metrics_cert_secret=metrics_cert_secret,
         flags=OperatorFlags(
-            leader_election=leader_election,
+            leader_election=leader_elect,
             metrics_secure=metrics_secure,
             allow_external_ips=allow_external_ips,
             external_deny_cidrs=tuple(external_deny_cidrs),
@@ -239,7 +270,13 @@ def manifests(
 @click.command(short_help="Remove appstack from a cluster: every object of ours, the operator.")
 @KUBECONFIG
 @CONTEXT
-@click.option("--timeout", default=300.0, show_default=True, help="Seconds to wait for each step.")
+@click.option(
+    "--timeout",
+    type=Duration(),
+    default="5m",
+    show_default=True,
+    help="How long to wait for each step (e.g. 90s, 10m, or seconds).",
+)
 @click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.option(
     "-n",
@@ -389,6 +426,12 @@ def status(
         tree = asyncio.run(once())
     except NotFound as error:
         raise CommandError(f"{resource.kind} {namespace}/{name} not found") from error
+    except status_kinds.NotKubernetes as error:
+        raise CommandError(
+            str(error),
+            "is this the cluster's kubeconfig, and its server the API server's URL? "
+            "(set KUBECONFIG or pass --kubeconfig)",
+        ) from error
     except KeyboardInterrupt:  # Ctrl-C ends --watch: not an error
         return
     click.echo(draw(tree), nl=False)

@@ -84,10 +84,35 @@ def _controller(kind: str) -> Registration:
     return controller
 
 
-async def collect(client: Client, resource: Resource, name: str, namespace: str) -> Tree:
-    """The view of ``resource`` ``namespace/name`` (NotFound if it does not exist)."""
-    obj = await client.get(resource, name, namespace)
+class NotKubernetes(Exception):
+    """The server answered, but not as a Kubernetes API server does (HTML, JSON that is
+    no object of the kind asked for: a proxy, a web server, the wrong port)."""
+
+    def __init__(self, server: str) -> None:
+        where = f"the server at {server}" if server else "the server"
+        super().__init__(f"{where} did not answer as a Kubernetes API server")
+        self.server = server
+
+
+async def fetch(client: Client, resource: Resource, name: str, namespace: str) -> Tree:
+    """``resource`` ``namespace/name`` as the API server answers it (NotFound if it does
+    not exist); :class:`NotKubernetes` when the answer is not JSON or not that object."""
+    server = str(getattr(client.transport, "base_url", "") or "")
+    try:
+        obj = await client.get(resource, name, namespace)
+    except json.JSONDecodeError as error:  # not JSON (orjson's error is one)
+        raise NotKubernetes(server) from error
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict) or meta.get("name") != name or "resourceVersion" not in meta:
+        raise NotKubernetes(server)
     obj.setdefault("kind", resource.kind)
+    return obj
+
+
+async def collect(client: Client, resource: Resource, name: str, namespace: str) -> Tree:
+    """The view of ``resource`` ``namespace/name`` (NotFound if it does not exist;
+    :class:`NotKubernetes` if the server is not an API server)."""
+    obj = await fetch(client, resource, name, namespace)
     return await _view(_controller(resource.kind)).collect(client, obj)
 
 
@@ -138,9 +163,8 @@ async def follow(
     then nothing more. NotFound if it does not exist at first."""
     shown: Tree | None = None
     while True:
-        obj = await client.get(resource, name, namespace)
+        obj = await fetch(client, resource, name, namespace)
         version = obj["metadata"]["resourceVersion"]
-        obj.setdefault("kind", resource.kind)
         tree = await _view(_controller(resource.kind)).collect(client, obj)
         if tree != shown:
             shown = tree

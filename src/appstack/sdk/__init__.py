@@ -70,6 +70,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs; at run time,
         KUBECONFIG as KUBECONFIG_OPTION,
     )
     from appstack.sdk.flags import (
+        Duration,
         check_duration,
         operator_command,
         operator_flags,
@@ -383,6 +384,7 @@ _HOMES = {
     "crd": "crds",
     "CONTEXT_OPTION": "flags:CONTEXT",
     "KUBECONFIG_OPTION": "flags:KUBECONFIG",
+    "Duration": "flags",
     "check_duration": "flags",
     "operator_command": "flags",
     "operator_flags": "flags",
@@ -641,6 +643,7 @@ __all__ = [
     "ContainerSecurity",
     "CustomKind",
     "CustomObject",
+    "Duration",
     "EmptyDirVolumeSource",
     "EnableAll",
     "EnvFromReference",

@@ -12,6 +12,7 @@ before aiohttp is imported: :mod:`appstack.sdk.process`).
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -59,6 +60,64 @@ def check_duration(_ctx: click.Context, _param: click.Parameter, value: str) -> 
     except ValueError as error:
         raise click.BadParameter(str(error)) from error
     return value
+
+
+if TYPE_CHECKING:  # generic from click 8.2 on; plain before
+    _FloatType = click.ParamType[float]
+else:
+    _FloatType = click.ParamType
+
+
+class Duration(_FloatType):
+    """A click type: a duration flag's value in seconds (a float), written as Go and
+    controller-runtime write durations (``90s``, ``10m``, ``1h30m``, ``500ms``) or as a bare
+    number of seconds (``15``, ``2.5``: what these flags took before); refused, naming the
+    flag, unless it parses and lies from ``minimum`` to ``maximum`` (seconds). Zero only
+    where ``zero`` allows it; never a negative duration."""
+
+    name = "duration"
+
+    def __init__(
+        self, minimum: float | None = None, maximum: float | None = None, *, zero: bool = False
+    ) -> None:
+        self.minimum, self.maximum, self.zero = minimum, maximum, zero
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        """Seconds in ``value`` (a duration, a bare number of seconds, or already a
+        number: a default), or click's usage error naming the flag."""
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            seconds = float(value)
+        else:
+            text = str(value).strip()
+            if self.zero and _ZERO.fullmatch(text):
+                seconds = 0.0
+            else:
+                try:
+                    seconds = parse_duration(text)
+                except ValueError as error:
+                    self.fail(str(error), param, ctx)
+        if seconds < 0 or (seconds == 0 and not self.zero):
+            self.fail(f"{value!r}: a duration must be more than zero", param, ctx)
+        low, high = self.minimum, self.maximum
+        if low is not None and seconds < low:
+            self.fail(f"must be {self._range()}, got {seconds:g}s", param, ctx)
+        if high is not None and seconds > high:
+            self.fail(f"must be {self._range()}, got {seconds:g}s", param, ctx)
+        return seconds
+
+    def _range(self) -> str:
+        low, high = self.minimum, self.maximum
+        if high is None:
+            return f"at least {low:g}s"
+        return f"from {low or 0:g}s to {high:g}s"
+
+    def __repr__(self) -> str:
+        return "DURATION"
+
+
+_ZERO = re.compile(r"0+(\.0*)?(ms|s|m|h)?")
 
 
 def operator_flags(identity: OperatorIdentity) -> Callable[[F], F]:
@@ -117,41 +176,45 @@ def operator_flags(identity: OperatorIdentity) -> Callable[[F], F]:
         click.option(
             "--leader-elect-lease-duration",
             "lease_duration",
-            type=click.FloatRange(MIN_LEASE_DURATION, MAX_LEASE_DURATION),
-            default=15.0,
+            type=Duration(MIN_LEASE_DURATION, MAX_LEASE_DURATION),
+            default="15s",
             show_default=True,
-            help="Seconds a non-leader waits after the last renewal it saw before taking over "
-            f"({MIN_LEASE_DURATION:g} to {MAX_LEASE_DURATION:g}).",
+            help="How long a non-leader waits after the last renewal it saw before taking "
+            f"over ({MIN_LEASE_DURATION:g}s to {MAX_LEASE_DURATION:g}s; e.g. 30s, or seconds).",
         ),
         click.option(
             "--leader-elect-renew-deadline",
             "renew_deadline",
-            default=10.0,
+            type=Duration(),
+            default="10s",
             show_default=True,
-            help="Seconds after the last successful renewal at which the leader stops writing "
-            "and exits (must be below the lease duration).",
+            help="How long after the last successful renewal the leader stops writing and "
+            "exits (must be below the lease duration).",
         ),
         click.option(
             "--leader-elect-retry-period",
             "retry_period",
-            default=2.0,
+            type=Duration(),
+            default="2s",
             show_default=True,
-            help="Seconds between acquire/renew attempts.",
+            help="The wait between acquire/renew attempts.",
         ),
         click.option(
             "--graceful-shutdown-timeout",
             "shutdown_timeout",
-            default=20.0,
+            type=Duration(zero=True),
+            default="20s",
             show_default=True,
-            help="On SIGTERM, seconds in-flight reconciles may finish before they are "
+            help="On SIGTERM, how long in-flight reconciles may finish before they are "
             "cancelled (keep below the pod's terminationGracePeriodSeconds).",
         ),
         click.option(
             "--auth-failure-threshold",
-            default=60.0,
+            type=Duration(zero=True),
+            default="60s",
             show_default=True,
             help="/healthz fails once the API server has rejected our credentials (401, or "
-            "403 on list/watch) for this many seconds.",
+            "403 on list/watch) for this long.",
         ),
         click.option(
             "--metrics-bind-address",

@@ -8,19 +8,21 @@ namespaces) → run until SIGTERM. Every name the operator is known by comes fro
 :class:`~appstack.sdk.identity.OperatorIdentity`: the field manager, the user agent
 ``<project>/<version> (<pod>_<suffix>)`` (the API server's audit log tells the replicas
 apart), the Lease, the Events' source, the runtime's metric prefix, the labels of its
-children. Exit codes: 0 after SIGTERM (bounded drain, Lease released), 1 when leadership is
-lost, 2 at start-up when a CRD of its kinds is not installed (one clear error instead of
-informers retrying forever) or the kubeconfig cannot be used (missing, unreadable, no such
-context): one log line each, no traceback. An API server that does not answer at start-up
-is waited for (a log line per attempt, with backoff; ``/readyz`` not ready meanwhile).
-Readiness and kinds others install: at start-up the primary of a controller is required
-(its CRD missing: not ready, waiting); once started, a kind whose CRD is deleted is
-reported — a warning, ``<prefix>_informer_kind_served{resource}`` at 0,
-``manager.cache.unserved()`` — its cache emptied and its informers waiting for the CRD to
-come back, while the operator stays ready and live for its other kinds (a kind a
-controller only owns or watches never holds the start back). Used by appstack's operator
-(:mod:`appstack.operator`) and by every operator scaffolded with ``appstack init`` (its
-``__main__``, through :func:`appstack.sdk.flags.operator_command`).
+children. Exit codes: 0 after SIGTERM (bounded drain, Lease released); 1 for every runtime
+failure — leadership lost, or at start-up a CRD of its kinds not installed (one clear error
+instead of informers retrying forever) or a kubeconfig that cannot be used (missing,
+unreadable, no such context): one log line each, no traceback; 2 only for a usage error
+(click's: an unknown option, a flag's value refused), before anything runs. An API server
+that does not answer at start-up is waited for (a log line per attempt, with backoff;
+``/readyz`` not ready meanwhile). Readiness and kinds others install: at start-up the
+primary of a controller is required (its CRD missing: not ready, waiting); once started,
+a kind whose CRD is deleted is reported — a warning,
+``<prefix>_informer_kind_served{resource}`` at 0, ``manager.cache.unserved()`` — its cache
+emptied and its informers waiting for the CRD to come back, while the operator stays ready
+and live for its other kinds (a kind a controller only owns or watches never holds the
+start back). Used by appstack's operator (:mod:`appstack.operator`) and by every operator
+scaffolded with ``appstack init`` (its ``__main__``, through
+:func:`appstack.sdk.flags.operator_command`).
 """
 
 from __future__ import annotations
@@ -422,8 +424,8 @@ def run_operator(
     **assembly: Any,
 ) -> int:
     """Configure logging, run the operator (:func:`serve`, ``assembly`` its keyword
-    arguments) and return its exit code: 0 after SIGTERM, 1 when leadership was lost, 2
-    when a CRD is missing or the kubeconfig cannot be used."""
+    arguments) and return its exit code: 0 after SIGTERM, 1 when leadership was lost, a CRD
+    is missing or the kubeconfig cannot be used (2 is left to usage errors, click's)."""
     options = options or OperatorOptions()
     configure_logging(options.log_format, options.log_level, cache_loggers=True)
     try:
@@ -432,8 +434,8 @@ def run_operator(
         return 1
     except MissingCRDs as error:
         log.error("cannot start", error=str(error), missing=error.names)
-        return 2
+        return 1
     except KubeconfigError as error:  # the user's to fix: no traceback
         log.error("cannot start", error=str(error), hint=KUBECONFIG_HINT)
-        return 2
+        return 1
     return 0

@@ -228,10 +228,10 @@ def test_render_of_an_object_without_its_type(document: str, error: str) -> None
 RUN_NO_PORTS = ("run", "--metrics-bind-address", "0", "--health-probe-bind-address", "0")
 
 
-def test_run_without_a_kubeconfig_is_one_line_and_exit_2(tmp_path: Path) -> None:
+def test_run_without_a_kubeconfig_is_one_line_and_exit_1(tmp_path: Path) -> None:
     result = appstack(*RUN_NO_PORTS, "--kubeconfig", str(tmp_path / "nonexistent"))
     assert "Traceback" not in result.stdout + result.stderr
-    assert result.returncode == 2
+    assert result.returncode == 1
     (line,) = [line for line in result.stderr.splitlines() if "cannot start" in line]
     assert f"kubeconfig {tmp_path / 'nonexistent'} does not exist" in line
     assert "point KUBECONFIG or --kubeconfig" in line
@@ -239,7 +239,7 @@ def test_run_without_a_kubeconfig_is_one_line_and_exit_2(tmp_path: Path) -> None
 
 def test_run_takes_a_kubeconfig_list_and_a_context(tmp_path: Path) -> None:
     """``KUBECONFIG=a:b`` merged and ``--context`` chosen, by the operator's own loader: an
-    unknown context is named, with exit 2 and no traceback."""
+    unknown context is named, with exit 1 and no traceback."""
     config = tmp_path / "config.yaml"
     config.write_text(
         "apiVersion: v1\nkind: Config\ncurrent-context: here\n"
@@ -250,7 +250,7 @@ def test_run_takes_a_kubeconfig_list_and_a_context(tmp_path: Path) -> None:
     listed = {"KUBECONFIG": f"{tmp_path / 'missing'}:{config}"}
     result = appstack(*RUN_NO_PORTS, "--context", "nowhere", env=listed)
     assert "Traceback" not in result.stdout + result.stderr
-    assert result.returncode == 2
+    assert result.returncode == 1
     (line,) = [line for line in result.stderr.splitlines() if "cannot start" in line]
     assert "no context 'nowhere'" in line
 

@@ -3,12 +3,14 @@ its controllers and its cache table are loaded only when it runs, and reach the 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from structlog.testing import capture_logs
 
-from appstack.runtime import POD, Resource, Transform
+from appstack.runtime import POD, KubeconfigError, LeadershipLost, Resource, Transform
 from appstack.sdk import OperatorIdentity, operator_command
 from appstack.sdk import operator as assembly
 from appstack.sdk.options import OperatorOptions
@@ -73,3 +75,124 @@ def test_a_lease_duration_out_of_its_range_is_refused_naming_the_flag(
     assert CliRunner().invoke(command, ["--leader-elect-lease-duration=300"]).exit_code == 0
     with pytest.raises(ValueError, match="from 1s to 300s"):
         assembly.check(OperatorOptions(lease_duration=float(seconds)))
+
+
+# --------------------------------------------------------------------- durations (#51)
+@pytest.mark.parametrize(
+    ("flag", "given", "field", "seconds"),
+    [
+        ("--leader-elect-lease-duration", "30s", "lease_duration", 30.0),
+        ("--leader-elect-lease-duration", "45", "lease_duration", 45.0),  # bare: seconds
+        ("--leader-elect-lease-duration", "5m", "lease_duration", 300.0),
+        ("--leader-elect-renew-deadline", "7.5s", "renew_deadline", 7.5),
+        ("--leader-elect-retry-period", "500ms", "retry_period", 0.5),
+        ("--leader-elect-retry-period", "1", "retry_period", 1.0),
+        ("--graceful-shutdown-timeout", "1m", "shutdown_timeout", 60.0),
+        ("--graceful-shutdown-timeout", "0", "shutdown_timeout", 0.0),  # cancel at once
+        ("--graceful-shutdown-timeout", "0s", "shutdown_timeout", 0.0),
+        ("--auth-failure-threshold", "2m", "auth_failure_threshold", 120.0),
+        ("--auth-failure-threshold", "3", "auth_failure_threshold", 3.0),
+    ],
+)
+def test_duration_flags_take_go_durations_and_bare_seconds(
+    monkeypatch: pytest.MonkeyPatch, flag: str, given: str, field: str, seconds: float
+) -> None:
+    ran: dict[str, Any] = {}
+    monkeypatch.setattr(assembly, "run_operator", lambda *args, **kw: ran.update(o=args[2]) or 0)
+    result = CliRunner().invoke(operator_command(lambda: [], IDENTITY), [f"{flag}={given}"])
+    assert result.exit_code == 0, result.output
+    assert getattr(ran["o"], field) == seconds
+
+
+def test_duration_flags_default_to_controller_runtimes_values(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ran: dict[str, Any] = {}
+    monkeypatch.setattr(assembly, "run_operator", lambda *args, **kw: ran.update(o=args[2]) or 0)
+    result = CliRunner().invoke(operator_command(lambda: [], IDENTITY), [])
+    assert result.exit_code == 0, result.output
+    options = ran["o"]
+    assert (options.lease_duration, options.renew_deadline, options.retry_period) == (15, 10, 2)
+    assert (options.shutdown_timeout, options.auth_failure_threshold) == (20, 60)
+    assert options == OperatorOptions()  # the same as the options' own defaults
+    help_text = CliRunner().invoke(operator_command(lambda: [], IDENTITY), ["--help"]).output
+    assert "[default: 15s]" in help_text
+    assert "--graceful-shutdown-timeout DURATION" in help_text
+
+
+@pytest.mark.parametrize(
+    ("flag", "given", "said"),
+    [
+        ("--leader-elect-renew-deadline", "soon", "'soon' is not a duration"),
+        ("--leader-elect-retry-period", "0", "must be more than zero"),
+        ("--leader-elect-retry-period", "-1s", "is not a duration"),
+        ("--graceful-shutdown-timeout", "-5", "is not a duration"),
+        ("--auth-failure-threshold", "1 m", "is not a duration"),
+        ("--leader-elect-lease-duration", "6m", "must be from 1s to 300s, got 360s"),
+        ("--leader-elect-lease-duration", "500ms", "must be from 1s to 300s, got 0.5s"),
+    ],
+)
+def test_a_duration_that_does_not_parse_is_a_usage_error_naming_the_flag(
+    monkeypatch: pytest.MonkeyPatch, flag: str, given: str, said: str
+) -> None:
+    monkeypatch.setattr(assembly, "run_operator", lambda *args, **kwargs: 0)
+    result = CliRunner().invoke(operator_command(lambda: [], IDENTITY), [f"{flag}={given}"])
+    assert result.exit_code == 2, result.output
+    assert flag in result.output
+    assert said in result.output
+
+
+# ------------------------------------------------------------------- exit codes (#51)
+def test_a_usage_error_exits_2(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(assembly, "run_operator", lambda *args, **kwargs: 0)
+    command = operator_command(lambda: [], IDENTITY)
+    result = CliRunner().invoke(command, ["--no-such-flag"])
+    assert result.exit_code == 2
+    assert "--no-such-flag" in result.output
+    # flags that do not fit together are a usage error too
+    result = CliRunner().invoke(command, ["--leader-elect-renew-deadline=20s"])
+    assert result.exit_code == 2, result.output
+
+
+@pytest.fixture
+def quiet_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """run_operator without its process-wide settings: logging left as it is (captured),
+    no process tuning."""
+    monkeypatch.setattr(assembly, "configure_logging", lambda *args, **kwargs: None)
+    monkeypatch.setenv("OPERATOR_PROCESS_TUNING", "off")
+
+
+NO_PORTS = ["--metrics-bind-address", "0", "--health-probe-bind-address", "0"]
+
+
+@pytest.mark.usefixtures("quiet_runs")
+def test_a_kubeconfig_that_does_not_exist_exits_1_with_one_line(tmp_path: Path) -> None:
+    missing = tmp_path / "nonexistent"
+    command = operator_command(lambda: [], IDENTITY)
+    with capture_logs() as logs:
+        result = CliRunner().invoke(command, ["--kubeconfig", str(missing), *NO_PORTS])
+    assert result.exit_code == 1, result.output
+    assert "Traceback" not in result.output
+    (line,) = [log for log in logs if log["event"] == "cannot start"]
+    assert line["error"] == f"kubeconfig {missing} does not exist"
+    assert line["hint"] == assembly.KUBECONFIG_HINT
+
+
+@pytest.mark.usefixtures("quiet_runs")
+@pytest.mark.parametrize(
+    "failure",
+    [
+        assembly.MissingCRDs(["guestbooks.webapp.example.com"]),
+        KubeconfigError("no kubeconfig"),
+        LeadershipLost("renew deadline passed"),
+    ],
+    ids=["crds-missing", "kubeconfig", "leadership-lost"],
+)
+def test_every_runtime_failure_exits_1(monkeypatch: pytest.MonkeyPatch, failure: Exception) -> None:
+    async def serve(*args: Any, **kwargs: Any) -> None:
+        raise failure
+
+    monkeypatch.setattr(assembly, "serve", serve)
+    result = CliRunner().invoke(operator_command(lambda: [], IDENTITY), NO_PORTS)
+    assert result.exit_code == 1, result.output
+    assert assembly.run_operator([], IDENTITY) == 1
