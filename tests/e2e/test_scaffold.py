@@ -17,7 +17,6 @@ pytest, ruff and mypy from PyPI: what ``make venv`` installs), passed as ``VENV`
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import importlib
 import json
 import os
@@ -42,6 +41,7 @@ from appstack_testbed.operators import token_kubeconfig
 from appstack_testbed.pytest_plugin import SESSION_ENV, ClusterHandle
 from appstack_testbed.waiting import eventually_sync
 from tests.e2e.shell_blocks import blocks
+from tests.support.files import file_digests
 from tests.support.paths import REPO_ROOT
 
 PAGE = REPO_ROOT / "docs" / "build-your-own-operator.md"
@@ -114,11 +114,7 @@ def _ok(proc: subprocess.CompletedProcess[str], what: str) -> str:
 
 
 def _snapshot(directory: Path) -> dict[str, str]:
-    return {
-        str(p.relative_to(directory)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(directory.rglob("*"))
-        if p.is_file() and "__pycache__" not in p.parts and ".pytest_cache" not in p.parts
-    }
+    return file_digests(directory, skip=("__pycache__", ".pytest_cache"))
 
 
 def test_the_page_shows_the_seeds_commands() -> None:

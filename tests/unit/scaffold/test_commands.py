@@ -14,6 +14,7 @@ import yaml
 from appstack.scaffold import commands, manifests
 from appstack.scaffold.project import Project, Refused, default_plural, read
 from appstack.sdk import config, crd
+from tests.support.files import file_digests
 
 
 def config_files_of(directory: Path) -> list[str]:
@@ -21,21 +22,7 @@ def config_files_of(directory: Path) -> list[str]:
 
 
 def _snapshot(directory: Path) -> dict[str, str]:
-    return {
-        str(p.relative_to(directory)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(directory.rglob("*"))
-        if p.is_file() and "__pycache__" not in p.parts
-    }
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    directory = tmp_path / "guestbook"
-    directory.mkdir()
-    commands.init(
-        directory, domain="tutorial.kubebuilder.io", repo="tutorial.kubebuilder.io/project"
-    )
-    return directory
+    return file_digests(directory)
 
 
 def test_init_writes_a_project_in_kubebuilders_layout(project: Path) -> None:

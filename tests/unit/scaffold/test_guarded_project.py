@@ -27,15 +27,11 @@ SHOP = namespace_object("shop", label=IDENTITY.enabled_label)
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    directory = tmp_path / "guestbook"
-    directory.mkdir()
-    commands.init(
-        directory, domain="tutorial.kubebuilder.io", repo="tutorial.kubebuilder.io/project"
-    )
-    commands.create_api(directory, group="webapp", version="v1", kind="Guestbook")
-    manifests.generate(directory)
-    return directory
+def project(project: Path) -> Path:
+    """The initialised project (conftest.py) with its Guestbook kind and manifests."""
+    commands.create_api(project, group="webapp", version="v1", kind="Guestbook")
+    manifests.generate(project)
+    return project
 
 
 def _policies(project: Path) -> dict[str, dict[str, Any]]:

@@ -9,7 +9,6 @@ written; the generated project's own unit tests (``make test-unit``'s pytest run
 
 from __future__ import annotations
 
-import hashlib
 import os
 import subprocess
 import sys
@@ -21,21 +20,12 @@ import yaml
 from click.testing import CliRunner, Result
 
 from appstack.cli import main
-from appstack.scaffold import commands, manifests
+from appstack.scaffold import manifests
 from appstack.scaffold.project import Project, read
 from tests.support.admission import namespace_object, refusals
+from tests.support.files import file_digests
 
 CREATE = ["create", "api", "--version", "v1"]
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    directory = tmp_path / "guestbook"
-    directory.mkdir()
-    commands.init(
-        directory, domain="tutorial.kubebuilder.io", repo="tutorial.kubebuilder.io/project"
-    )
-    return directory
 
 
 def _run(project: Path, *args: str) -> Result:
@@ -43,11 +33,7 @@ def _run(project: Path, *args: str) -> Result:
 
 
 def _snapshot(directory: Path) -> dict[str, str]:
-    return {
-        str(p.relative_to(directory)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(directory.rglob("*"))
-        if p.is_file() and "__pycache__" not in p.parts
-    }
+    return file_digests(directory)
 
 
 def _entry(project: Path, kind: str) -> dict[str, object]:
