@@ -6,8 +6,10 @@ never a traceback.
 it for what they find themselves (an unknown kind, an object not found).
 :func:`explain` turns the few exceptions a user's setup causes anywhere below a command
 into one: a kubeconfig that cannot be used, an API server that cannot be reached or
-rejects our credentials, CRDs not installed. The command group (:mod:`appstack.cli`)
-applies it to every command, once; any other exception is a bug and keeps its traceback.
+rejects our credentials, a server that answers but is no Kubernetes API server
+(:class:`NotKubernetes`: a proxy, a web server, the wrong port), CRDs not installed. The
+command group (:mod:`appstack.cli`) applies it to every command, once; any other
+exception is a bug and keeps its traceback.
 ``APPSTACK_DEBUG=1`` shows the traceback of the explained ones too. Light on purpose
 (click only): the runtime is imported only when there is an exception to explain, so
 ``appstack run`` still imports aiohttp its own way (:mod:`appstack.sdk.process`).
@@ -39,6 +41,23 @@ class CommandError(click.ClickException):
             click.echo(f"hint: {self.hint}", file=file, err=True)
 
 
+class NotKubernetes(Exception):
+    """The server answered, but not as a Kubernetes API server does (HTML, JSON that is
+    no object of the kind asked for: a proxy, a web server, the wrong port)."""
+
+    def __init__(self, server: str) -> None:
+        where = f"the server at {server}" if server else "the server"
+        super().__init__(f"{where} did not answer as a Kubernetes API server")
+        self.server = server
+
+
+#: What to check when the kubeconfig points somewhere that is no API server.
+NOT_KUBERNETES_HINT = (
+    "is this the cluster's kubeconfig, and its server the API server's URL? "
+    "(set KUBECONFIG or pass --kubeconfig)"
+)
+
+
 def debugging() -> bool:
     """Whether ``APPSTACK_DEBUG`` asks for tracebacks."""
     return os.environ.get(DEBUG, "") not in {"", "0"}
@@ -49,8 +68,9 @@ def explain(error: Exception) -> CommandError | None:
     from appstack.runtime import Forbidden, KubeconfigError, TransportError, Unauthorized  # noqa: PLC0415 - only with an error
     from appstack.sdk import KUBECONFIG_HINT, MissingCRDs  # noqa: PLC0415
 
-    if isinstance(error, KubeconfigError):
-        return CommandError(str(error), KUBECONFIG_HINT)
+    for kind, hint in ((KubeconfigError, KUBECONFIG_HINT), (NotKubernetes, NOT_KUBERNETES_HINT)):
+        if isinstance(error, kind):
+            return CommandError(str(error), hint)
     if isinstance(error, TransportError):
         where = f" at {error.server}" if error.server else ""
         reason = error.reason

@@ -426,12 +426,6 @@ def status(
         tree = asyncio.run(once())
     except NotFound as error:
         raise CommandError(f"{resource.kind} {namespace}/{name} not found") from error
-    except status_kinds.NotKubernetes as error:
-        raise CommandError(
-            str(error),
-            "is this the cluster's kubeconfig, and its server the API server's URL? "
-            "(set KUBECONFIG or pass --kubeconfig)",
-        ) from error
     except KeyboardInterrupt:  # Ctrl-C ends --watch: not an error
         return
     click.echo(draw(tree), nl=False)

@@ -15,7 +15,9 @@ A kind that declares no view is shown with its ready condition
 (an AppStack's: waves, ``dependsOn``/``uses`` edges, who blocks whom) is drawn by
 ``--graph`` and ``-o dot|mermaid`` (:func:`graph_of`). :func:`collect` reads the cluster,
 :func:`follow` again each time the object changes (``--watch``, on a watch of the API
-server); :func:`render` is pure. Used by ``appstack status`` (:mod:`appstack.cli.install`).
+server); :func:`require_api_server` refuses a server that is no API server (``uninstall``
+asks it first); :func:`render` is pure. Used by ``appstack status``
+(:mod:`appstack.cli.install`).
 Nothing here names a kind but the default.
 """
 
@@ -28,10 +30,11 @@ from typing import Any
 
 import yaml
 
+from appstack.cli.errors import NotKubernetes
 from appstack.controllers.registry import ALL, by_kind
 from appstack.controllers.util.statusview import basic_view
 from appstack.core.resource import Resource
-from appstack.runtime import Client, Gone, WatchStalled, crd_names, unserved
+from appstack.runtime import Client, Gone, NotFound, WatchStalled, crd_names, unserved
 from appstack.sdk import MissingCRDs, Registration, StatusGraph, StatusView, draw_graph
 
 Tree = dict[str, Any]
@@ -84,14 +87,20 @@ def _controller(kind: str) -> Registration:
     return controller
 
 
-class NotKubernetes(Exception):
-    """The server answered, but not as a Kubernetes API server does (HTML, JSON that is
-    no object of the kind asked for: a proxy, a web server, the wrong port)."""
-
-    def __init__(self, server: str) -> None:
-        where = f"the server at {server}" if server else "the server"
-        super().__init__(f"{where} did not answer as a Kubernetes API server")
-        self.server = server
+async def require_api_server(client: Client) -> None:
+    """Raise :class:`~appstack.cli.errors.NotKubernetes` unless the server ``client`` talks
+    to answers ``/version`` as a Kubernetes API server does — before a command reads an
+    empty answer as "nothing there" (a proxy's or a web server's 200 would otherwise make
+    ``uninstall`` report success)."""
+    server = str(getattr(client.transport, "base_url", "") or "")
+    try:
+        version = await client.request("GET", "/version", timeout=30.0, fenced=False)
+    except json.JSONDecodeError as error:  # not JSON (orjson's error is one)
+        raise NotKubernetes(server) from error
+    except NotFound as error:  # a server without /version is no API server
+        raise NotKubernetes(server) from error
+    if not isinstance(version, dict) or not isinstance(version.get("gitVersion"), str):
+        raise NotKubernetes(server)
 
 
 async def fetch(client: Client, resource: Resource, name: str, namespace: str) -> Tree:

@@ -1,6 +1,9 @@
 """``appstack uninstall``: remove appstack from a cluster without leaving anything stuck.
 
-In this order, each step waiting until the previous one is gone:
+First the server is asked whether it is a Kubernetes API server at all
+(:func:`~appstack.cli.status_kinds.require_api_server`): a proxy's or web server's 200 would
+otherwise read as "nothing installed" and end in a false success. Then, in this order, each
+step waiting until the previous one is gone:
 
 1. every custom resource of every registered kind, in all namespaces, deleted with
    foreground propagation — so each waits for its children (which block their owner's
@@ -28,6 +31,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from appstack.cli.status_kinds import require_api_server
 from appstack.cli.uninstall_scope import SELECTOR, discover
 from appstack.controllers.registry import ALL
 from appstack.core.resource import Resource
@@ -172,6 +176,7 @@ async def uninstall(
     """Custom resources, then the operator, then the CRDs (see the module docstring); only
     the install in ``namespace`` when given. While a step waits, what it still waits for is
     said every ``progress_every`` seconds."""
+    await require_api_server(client)
     wait = Wait(timeout, say, progress_every)
     scope = await discover(client, namespace)
     if not scope.alone:

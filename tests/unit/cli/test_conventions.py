@@ -203,3 +203,17 @@ def test_status_against_a_server_that_is_no_api_server_says_so_in_one_line(
     error, hint = result.stderr.splitlines()
     assert error == f"error: the server at {url} did not answer as a Kubernetes API server"
     assert hint.startswith("hint: is this the cluster's kubeconfig")
+
+
+@pytest.mark.parametrize("scope", [[], ["--namespace", "ops"]], ids=["all", "one-install"])
+def test_uninstall_against_a_server_that_is_no_api_server_fails_instead_of_succeeding(
+    not_an_api_server: tuple[Path, str], scope: list[str]
+) -> None:
+    """Before: every list read as empty, and "appstack uninstalled." with exit 0."""
+    config, url = not_an_api_server
+    result = CliRunner().invoke(main, ["uninstall", "--yes", "--kubeconfig", str(config), *scope])
+    assert result.exit_code == 1, result.output
+    assert "uninstalled" not in result.output
+    error, hint = result.stderr.splitlines()
+    assert error == f"error: the server at {url} did not answer as a Kubernetes API server"
+    assert hint.startswith("hint: is this the cluster's kubeconfig")
