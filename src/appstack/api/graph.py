@@ -1,4 +1,6 @@
 """Dependency graphs of stack members: cycle detection and start/teardown order (pure).
+The order is the standard library's (:mod:`graphlib`); the cycle is found here, visiting
+members in name order, so a refusal names the same cycle every time.
 
 Used to validate ``AppStack`` specs (a cycle is reported member by member) and, by its
 controller, to start members only once what they depend on is ready and to tear down in
@@ -8,6 +10,7 @@ reverse order.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from graphlib import CycleError, TopologicalSorter
 
 
 def find_cycle(edges: Mapping[str, Sequence[str]]) -> list[str] | None:
@@ -38,22 +41,21 @@ def find_cycle(edges: Mapping[str, Sequence[str]]) -> list[str] | None:
 
 
 def start_order(edges: Mapping[str, Sequence[str]]) -> list[list[str]]:
-    """Waves of members that can start together, dependencies first (the graph is acyclic).
+    """Waves of members that can start together, dependencies first (the standard library's
+    :class:`graphlib.TopologicalSorter`, each wave sorted; ValueError on a cycle).
 
     Members only mentioned as dependencies (e.g. middleware) are in the first wave.
     """
-    nodes = set(edges) | {d for deps in edges.values() for d in deps}
-    remaining = {n: set(edges.get(n, ())) for n in nodes}
+    sorter = TopologicalSorter(edges)
+    try:
+        sorter.prepare()
+    except CycleError as error:
+        raise ValueError("dependency cycle") from error
     waves: list[list[str]] = []
-    while remaining:
-        wave = sorted(n for n, deps in remaining.items() if not deps)
-        if not wave:
-            raise ValueError("dependency cycle")
+    while sorter.is_active():
+        wave = sorted(sorter.get_ready())
         waves.append(wave)
-        for n in wave:
-            del remaining[n]
-        for deps in remaining.values():
-            deps.difference_update(wave)
+        sorter.done(*wave)
     return waves
 
 
