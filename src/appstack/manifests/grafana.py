@@ -1,10 +1,11 @@
 """The Grafana dashboards users watch appstack with: one for the operator itself (its
 controllers, workqueues, leader, API requests, CPU and memory: controller-runtime's names,
 :mod:`appstack.runtime.metrics`) and one per registered kind
-(:data:`appstack.controllers.registry.ALL`): the rows every kind has — its objects'
-readiness (:mod:`appstack.controllers.kind_metrics`) and its controller — then the rows of
-its own metrics, which its registration declares (``dashboard``, in each kind's
-``metrics`` module). Generated into ``deploy/monitoring/dashboards/`` and the Helm chart
+(:data:`appstack.controllers.registry.ALL`). Each opens with a table of the objects not
+Ready now (every kind's on the operator's; the kind's on its own), then the rows every kind
+has — its objects' readiness (:mod:`appstack.controllers.kind_metrics`) and its controller
+— then the rows of its own metrics, which its registration declares (``dashboard``, in
+each kind's ``metrics`` module). Generated into ``deploy/monitoring/dashboards/`` and the Helm chart
 (:mod:`appstack.manifests.bundle`, :mod:`appstack.manifests.chart_monitoring`); a unit test
 checks that every expression only names metrics the operator exports. Pure."""
 
@@ -66,9 +67,18 @@ OPERATOR: list[Panel] = [
     ),
 ]
 
+#: The table at the top of the operator's dashboard: which objects are not Ready now, of
+#: every kind (``max by``: one row per object when several replicas are scraped).
+NOT_READY = "max by (kind, namespace, name) (appstack_object_ready) == 0"
+
 # The template variables of a kind's dashboard, in its selectors (given to each kind's own
 # panels: its registration's ``dashboard``).
 WHO = 'namespace=~"$namespace", name=~"$name"'
+
+
+def _not_ready(kind: str) -> str:
+    """A kind's dashboard's table: its objects not Ready now (in the chosen namespaces)."""
+    return f'max by (namespace, name) (appstack_object_ready{{kind="{kind}", {WHO}}}) == 0'
 
 
 def _kind_panels(kind: str, controller: str) -> list[Panel]:
@@ -77,7 +87,6 @@ def _kind_panels(kind: str, controller: str) -> list[Panel]:
     mine = f'controller="{controller}"'
     return [
         (f"{kind}s Ready / not Ready", "short", [f"sum({ready})", f"count({ready} == 0)"]),
-        (f"{kind}s not Ready", "short", [f"max by (namespace, name) ({ready}) == 0"]),
         (
             "Reconciles / s by result",
             "ops",
@@ -108,14 +117,44 @@ def _own_panels(controller: Registration) -> list[Panel]:
     return list(controller.dashboard(WHO)) if controller.dashboard else []
 
 
-def _panel(index: int, title: str, unit: str, exprs: list[str]) -> dict[str, Any]:
-    source = {"type": "prometheus", "uid": "${datasource}"}
+_SOURCE = {"type": "prometheus", "uid": "${datasource}"}
+_TABLE_HEIGHT = 8
+
+
+def _table(title: str, expr: str) -> dict[str, Any]:
+    """A table panel, the whole width at the top: one row per series of an instant query,
+    its labels as columns (the time and the value hidden)."""
     return {
-        "id": index + 1,
+        "id": 1,
+        "type": "table",
+        "title": title,
+        "datasource": _SOURCE,
+        "gridPos": {"h": _TABLE_HEIGHT, "w": 24, "x": 0, "y": 0},
+        "fieldConfig": {"defaults": {}, "overrides": []},
+        "options": {"showHeader": True},
+        "targets": [
+            {"refId": "A", "expr": expr, "datasource": _SOURCE, "instant": True, "format": "table"}
+        ],
+        "transformations": [
+            {"id": "organize", "options": {"excludeByName": {"Time": True, "Value": True}}}
+        ],
+    }
+
+
+def _panel(index: int, title: str, unit: str, exprs: list[str]) -> dict[str, Any]:
+    """A time series panel, two per row below the table."""
+    source = _SOURCE
+    return {
+        "id": index + 2,
         "type": "timeseries",
         "title": title,
         "datasource": source,
-        "gridPos": {"h": 8, "w": 12, "x": 12 * (index % 2), "y": 8 * (index // 2)},
+        "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 12 * (index % 2),
+            "y": _TABLE_HEIGHT + 8 * (index // 2),
+        },
         "fieldConfig": {"defaults": {"unit": unit}, "overrides": []},
         "targets": [
             {"refId": chr(ord("A") + i), "expr": expr, "datasource": source}
@@ -152,8 +191,11 @@ def _variables(kind: str | None) -> list[dict[str, Any]]:
     return variables
 
 
-def _dashboard(uid: str, title: str, kind: str | None, panels: list[Panel]) -> dict[str, Any]:
-    """A Grafana dashboard (schema 39) with a Prometheus data source variable."""
+def _dashboard(
+    uid: str, title: str, kind: str | None, table: dict[str, Any], panels: list[Panel]
+) -> dict[str, Any]:
+    """A Grafana dashboard (schema 39) with a Prometheus data source variable: ``table``
+    at the top, then ``panels``."""
     return {
         "uid": uid,
         "title": title,
@@ -163,28 +205,39 @@ def _dashboard(uid: str, title: str, kind: str | None, panels: list[Panel]) -> d
         "time": {"from": "now-6h", "to": "now"},
         "refresh": "30s",
         "templating": {"list": _variables(kind)},
-        "panels": [_panel(i, *panel) for i, panel in enumerate(panels)],
+        "panels": [table, *(_panel(i, *panel) for i, panel in enumerate(panels))],
     }
 
 
 def dashboards() -> dict[str, dict[str, Any]]:
     """File name → dashboard: ``appstack-operator.json``, then ``appstack-<kind>.json`` for
     every kind the operator serves (:data:`appstack.controllers.registry.ALL`)."""
-    out = {"appstack-operator.json": _dashboard(NAME, "appstack operator", None, OPERATOR)}
+    table = _table("Objects not Ready (kind, namespace, name)", NOT_READY)
+    out = {"appstack-operator.json": _dashboard(NAME, "appstack operator", None, table, OPERATOR)}
     for controller in ALL:
         kind = controller.kind.resource.kind
         panels = _kind_panels(kind, controller.name) + _own_panels(controller)
         out[f"appstack-{controller.name}.json"] = _dashboard(
-            f"appstack-{controller.name}", f"appstack {kind}", kind, panels
+            f"appstack-{controller.name}",
+            f"appstack {kind}",
+            kind,
+            _table(f"{kind}s not Ready (namespace, name)", _not_ready(kind)),
+            panels,
         )
     return out
 
 
 def expressions() -> list[str]:
-    """Every PromQL expression of every dashboard (panels and variables' queries aside)."""
-    return [e for _, _, exprs in OPERATOR for e in exprs] + [
-        e
-        for c in ALL
-        for _, _, exprs in _kind_panels(c.kind.resource.kind, c.name) + _own_panels(c)
-        for e in exprs
-    ]
+    """Every PromQL expression of every dashboard (panels and tables; the variables'
+    queries aside)."""
+    tables = [NOT_READY] + [_not_ready(c.kind.resource.kind) for c in ALL]
+    return (
+        tables
+        + [e for _, _, exprs in OPERATOR for e in exprs]
+        + [
+            e
+            for c in ALL
+            for _, _, exprs in _kind_panels(c.kind.resource.kind, c.name) + _own_panels(c)
+            for e in exprs
+        ]
+    )

@@ -99,3 +99,27 @@ def test_the_alerts() -> None:
         "AppstackEtcdBackupOverdue",
         "AppstackCronTabFailing",
     }
+
+
+def test_every_dashboard_opens_with_a_table_of_the_objects_not_ready_now() -> None:
+    """Issue #51: which objects are not Ready, at a glance — an instant query shown as a
+    table (kind, namespace, name), not a graph of series to hover over."""
+    boards = grafana.dashboards()
+    for file, board in boards.items():
+        table = board["panels"][0]
+        assert table["type"] == "table", file
+        assert table["gridPos"] == {"h": 8, "w": 24, "x": 0, "y": 0}
+        (target,) = table["targets"]
+        assert target["instant"] is True
+        assert target["format"] == "table"
+        assert "(appstack_object_ready" in target["expr"]
+        assert target["expr"].endswith("== 0")
+        assert all(p["gridPos"]["y"] >= 8 for p in board["panels"][1:]), file
+    operator = boards["appstack-operator.json"]["panels"][0]["targets"][0]["expr"]
+    assert operator.startswith("max by (kind, namespace, name) (")
+    for controller in ALL:
+        kind = controller.kind.resource.kind
+        expr = boards[f"appstack-{controller.name}.json"]["panels"][0]["targets"][0]["expr"]
+        assert expr.startswith("max by (namespace, name) (")
+        assert f'kind="{kind}"' in expr
+        assert 'namespace=~"$namespace"' in expr
