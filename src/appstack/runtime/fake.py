@@ -14,16 +14,20 @@ What it keeps as the API server does, for the kinds it is told to serve
   ``resourceVersion`` precondition (``Conflict``), JSON merge patch, delete with a ``uid``
   precondition; a namespaced object needs its Namespace;
 * server-side apply: the fields each field manager applied are its own, an apply that no
-  longer sets a field it set removes it (unless another manager set it since), ``force``
-  takes fields over (a field two managers set is a conflict, whatever its value); lists
-  are atomic (replaced whole, as ``x-kubernetes-list-type: atomic``) but those the
-  built-in kinds declare as maps that operators co-own (``x-kubernetes-list-type: map``:
-  :func:`map_keys`) — ``metadata.ownerReferences`` by ``uid`` (every kind), and of the
-  built-in kinds containers and init containers by ``name``, a container's ``env`` by
-  ``name`` and ``ports`` by ``containerPort`` and ``protocol``, a Service's ``ports`` by
-  ``port`` and ``protocol`` (``protocol`` defaulting to ``TCP``), ``status.conditions`` by
-  ``type``: each item is its applier's (several may co-own one), merged into the list by
-  its keys and removed when no manager applies it any more;
+  longer sets a field it set removes it (unless another manager set it since); a field
+  another manager owns is a conflict only when applied with another value (the same value
+  makes the two its co-owners), and ``force`` takes it over; lists are atomic (replaced
+  whole, as ``x-kubernetes-list-type: atomic``) but those the built-in kinds declare as
+  maps that operators co-own (``x-kubernetes-list-type: map``: :func:`map_keys`) —
+  ``metadata.ownerReferences`` by ``uid`` (every kind), and of the built-in kinds
+  containers and init containers by ``name``, a container's ``env`` by ``name``, ``ports``
+  by ``containerPort`` and ``protocol``, ``volumeMounts`` by ``mountPath`` and
+  ``volumeDevices`` by ``devicePath``, a pod spec's ``volumes`` and ``imagePullSecrets``
+  by ``name`` and ``topologySpreadConstraints`` by ``topologyKey`` and
+  ``whenUnsatisfiable``, a Service's ``ports`` by ``port`` and ``protocol`` (``protocol``
+  defaulting to ``TCP``), ``status.conditions`` by ``type``: each item is its applier's
+  (several may co-own one), merged into the list by its keys and removed when no manager
+  applies it any more;
 * the status subresource of the kinds that have one: writes to the object keep its status,
   writes to ``/status`` change only the status;
 * finalizers (deletion sets ``deletionTimestamp`` and waits for them) and the garbage
@@ -95,6 +99,14 @@ _CONTAINERS = ("containers", "initContainers", "ephemeralContainers")
 _CONTAINER_MAPS: dict[str, tuple[str, ...]] = {
     "env": ("name",),
     "ports": ("containerPort", "protocol"),
+    "volumeMounts": ("mountPath",),
+    "volumeDevices": ("devicePath",),
+}
+#: The lists of type map of a pod spec (a Pod's ``spec``, a workload's ``template.spec``).
+_POD_MAPS: dict[str, tuple[str, ...]] = {
+    "volumes": ("name",),
+    "imagePullSecrets": ("name",),
+    "topologySpreadConstraints": ("topologyKey", "whenUnsatisfiable"),
 }
 _MAPS: dict[Path, tuple[str, ...]] = {
     ("spec", "ports"): ("port", "protocol"),  # a Service's
@@ -181,6 +193,8 @@ def map_keys(path: Path, *, built_in: bool) -> tuple[str, ...] | None:
         return ("name",)
     if len(path) > 1 and isinstance(path[-2], _Key):  # a field of an item: a container's
         return _CONTAINER_MAPS.get(path[-1])
+    if len(path) > 1 and path[-2] == "spec" and path[-1] in _POD_MAPS:  # a pod spec's
+        return _POD_MAPS[path[-1]]
     return _MAPS.get(path)
 
 
@@ -597,9 +611,13 @@ class FakeApiServer:
             return created
         old = stored.obj
         others = {m: paths for m, paths in stored.owners.items() if m != manager}
-        # an item of a list of type map is co-owned (each manager's, no conflict); its fields
-        # are not
-        fields = {path for path in applied if not _is_item(path)}
+        # an item of a list of type map is co-owned (each manager's, no conflict); so is a
+        # field applied with the value it has: only a field set to another value is taken
+        fields = {
+            path
+            for path in applied
+            if not _is_item(path) and _value_at(intent, path) != _value_at(old, path)
+        }
         taken = {p for paths in others.values() for p in paths if p in fields}
         if taken and not force:
             conflicts = sorted(
@@ -697,6 +715,26 @@ class FakeApiServer:
         body = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": code,
                 "reason": reason, "message": message}  # fmt: skip
         return Response(code, {"Content-Type": "application/json"}, orjson.dumps(body))
+
+
+_ABSENT = object()
+
+
+def _value_at(obj: Any, path: Path) -> Any:
+    """The value at ``path`` in ``obj`` (an item of a list of type map found by its keys),
+    or a marker no value equals when it is not there."""
+    node = obj
+    for step in path:
+        if isinstance(step, _Key):
+            found = [i for i in node if step.matches(i)] if isinstance(node, list) else []
+            if not found:
+                return _ABSENT
+            node = found[0]
+        elif isinstance(node, dict) and step in node:
+            node = node[step]
+        else:
+            return _ABSENT
+    return node
 
 
 def _holds(owned: Path, path: Path) -> bool:

@@ -24,6 +24,7 @@ from appstack.runtime import (
     Resource,
     unserved,
 )
+from tests.support.ssa_scenarios import SCENARIOS, play
 
 WIDGET = Resource("example.com", "v1", "Widget", "widgets")
 
@@ -306,3 +307,11 @@ async def test_a_custom_kinds_lists_and_merge_patches_stay_atomic() -> None:
     patch = {"spec": {"template": {"spec": {"containers": [{"name": "new"}]}}}}
     await client.patch(DEPLOYMENT, "d", patch, namespace="ns")  # JSON merge patch: replaced
     assert _containers(await client.get(DEPLOYMENT, "d", "ns")) == [{"name": "new"}]
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+async def test_server_side_apply_scenarios_end_as_on_the_api_server(name: str) -> None:
+    """The same scenarios tests/e2e/test_fake_parity.py plays on the real API server."""
+    scenario = SCENARIOS[name]
+    client = await _client()
+    assert await play(client, "ns", scenario) == scenario.expected
