@@ -365,6 +365,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs; at run time,
     )
     from appstack.sdk.testing import (
         InMemoryOperator,
+        OperatorRunner,
     )
 
 #: Where each public name lives (its one home): ``module`` or ``module:attribute``
@@ -581,6 +582,7 @@ _HOMES = {
     "OperatorOptions": "options",
     "import_aiohttp": "process",
     "InMemoryOperator": "testing",
+    "OperatorRunner": "testing",
     "CANARY": "rbac",
     "GUARD_RESOURCE": "rbac",
     "MARKER": "rbac",
@@ -688,6 +690,7 @@ __all__ = [
     "ObjectReconciler",
     "OperatorIdentity",
     "OperatorOptions",
+    "OperatorRunner",
     "Panel",
     "PersistentVolumeClaimVolumeSource",
     "PodAffinity",

@@ -149,7 +149,14 @@ def _declared(value: str, want: str) -> str:
 
 
 def _model_of(model: type[BaseModel], name: str) -> type[BaseModel]:
-    """The model class of field ``name`` (``X | None`` → ``X``)."""
+    """The model class of field ``name`` (``X | None`` → ``X``); TypeError naming the field
+    when the model has none."""
+    if name not in model.model_fields:
+        raise TypeError(
+            f"{model.__name__} has no {name!r} field: a custom kind's model declares its "
+            f"{name} model (`{name}: {model.__name__}{name.capitalize()}"
+            f"{' | None = None' if name == 'status' else ''}`)"
+        )
     annotation = model.model_fields[name].annotation
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return annotation

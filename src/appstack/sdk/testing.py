@@ -1,28 +1,39 @@
-"""Unit tests of an operator with no cluster: :class:`InMemoryOperator` runs an operator's
-controllers — the real client, cache, workqueues, reconcilers and child writer — against
-the runtime's in-memory API server (:class:`~appstack.runtime.fake.FakeApiServer`), in
-this process and in milliseconds, as kopf's ``KopfRunner`` runs an operator and
+"""Tests of an operator, as context managers that run it in the test's own process.
+
+:class:`InMemoryOperator` — unit tests with no cluster: the operator's controllers — the
+real client, cache, workqueues, reconcilers and child writer — against the runtime's
+in-memory API server (:class:`~appstack.runtime.fake.FakeApiServer`), in milliseconds, as
 controller-runtime's fake client serves a reconciler::
 
     async with InMemoryOperator([CONTROLLER], IDENTITY) as running:
         await running.client.create(GUESTBOOK, {...})
         cm = await running.until(lambda: running.get(CONFIG_MAP, "book-config", "default"))
 
+:class:`OperatorRunner` — the same operator against a real cluster (any kubeconfig: the
+test bed's, kind's, k3d's, a real one), assembled exactly as its run command assembles it
+(:func:`~appstack.sdk.operator.assemble`: the CRD check, the cache, the controllers, the
+Events), as kopf's ``KopfRunner`` runs an operator in a test::
+
+    async with OperatorRunner([CONTROLLER], IDENTITY, namespaces=["test"]) as running:
+        await running.client.create(GUESTBOOK, {...})
+        cm = await running.until(lambda: running.get(CONFIG_MAP, "book-config", "test"))
+
 The kinds the controllers reconcile, own and watch are served; ``namespaces`` exist and are
 enabled for the operator (its namespace label). Nothing process-wide is changed (no
 logging set-up, no TLS buffers, no signal handlers). What the fake API server does not do
 — admission (CRD schemas, CEL rules, webhooks), JSON and strategic merge patches, the
 kubelet — stays for the tests on a real control plane (the test bed, or any cluster).
-Used by a project's unit tests (``make test-unit`` of a scaffolded one).
+Used by a project's unit tests (``make test-unit`` of a scaffolded one) and its tests on a
+cluster.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 from appstack.runtime.client import Client
 from appstack.runtime.errors import NotFound
@@ -32,12 +43,56 @@ from appstack.runtime.manager import Manager
 from appstack.runtime.resources import NAMESPACE, Obj, Resource
 from appstack.sdk.identity import OperatorIdentity
 from appstack.sdk.kit.registration import Registration
-from appstack.sdk.operator import wire
+from appstack.sdk.operator import Assembly, assemble, wire
+from appstack.sdk.options import OperatorOptions
 
 T = TypeVar("T")
 
 
-class InMemoryOperator:
+class _Probes:
+    """What a test asks of a running operator: an object as the API server has it now, and
+    a wait for a condition."""
+
+    client: Client
+
+    async def get(self, resource: Resource, name: str, namespace: str | None = None) -> Obj | None:
+        """The object as the API server has it now, or None."""
+        try:
+            return await self.client.get(resource, name, namespace)
+        except NotFound:
+            return None
+
+    @overload
+    async def until(
+        self, probe: Callable[[], Awaitable[T]], *, timeout: float = ..., interval: float = ...
+    ) -> T: ...
+
+    @overload
+    async def until(
+        self, probe: Callable[[], T], *, timeout: float = ..., interval: float = ...
+    ) -> T: ...
+
+    async def until(
+        self,
+        probe: Callable[[], Any],
+        *,
+        timeout: float = 10.0,
+        interval: float = 0.01,
+    ) -> Any:
+        """``probe()``'s first truthy answer (awaited if a coroutine), checked every
+        ``interval`` seconds; AssertionError after ``timeout`` seconds, with the last answer."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            answer = probe()
+            value = await answer if isinstance(answer, Awaitable) else answer
+            if value:
+                return value
+            if asyncio.get_running_loop().time() > deadline:
+                raise AssertionError(f"not true within {timeout}s: last answer {value!r}")
+            await asyncio.sleep(interval)
+
+
+class InMemoryOperator(_Probes):
     """``controllers`` of the operator ``identity`` running in memory (see the module
     docstring); ``kinds`` are more kinds to serve (with a status subresource), ``options``
     the controllers' own (``controller_options`` of :func:`appstack.sdk.wire`)."""
@@ -115,28 +170,102 @@ class InMemoryOperator:
             with contextlib.suppress(Exception):
                 await self._recorder.close()
 
-    async def get(self, resource: Resource, name: str, namespace: str | None = None) -> Obj | None:
-        """The object as the API server has it now, or None."""
-        try:
-            return await self.client.get(resource, name, namespace)
-        except NotFound:
-            return None
 
-    async def until(
+class OperatorRunner(_Probes):
+    """``controllers`` of the operator ``identity`` running in this process against the
+    cluster of ``kubeconfig`` (None: ``$KUBECONFIG`` or ``~/.kube/config``, as kubectl;
+    ``context`` one of its contexts), acting in ``namespaces`` (empty: every namespace) that
+    are enabled for it (its namespace label) — or in every one with
+    ``enable_all_namespaces=True``. ``settings`` are more
+    :class:`~appstack.sdk.options.OperatorOptions` fields; by default there is no leader
+    election and no HTTP endpoint (``/metrics``, ``/healthz``). ``assembly`` are keyword
+    arguments of :func:`~appstack.sdk.operator.assemble` (``controller_options``,
+    ``collectors``, ``tasks``, ``cache``...).
+
+    Entering starts it and returns once its caches have synced (its ``manager.ready``), or
+    raises what stopped it first (a CRD of its kinds not installed:
+    :class:`~appstack.sdk.operator.MissingCRDs`) or, after ``timeout`` seconds,
+    AssertionError. Leaving stops it as SIGTERM does — in-flight reconciles drained, Events
+    sent, the clients closed — and raises what it failed with while it ran, if anything.
+    Nothing process-wide is changed (logging, signal handlers, TLS buffers)."""
+
+    def __init__(
         self,
-        probe: Callable[[], T | Awaitable[T]],
+        controllers: Sequence[Registration],
+        identity: OperatorIdentity,
         *,
-        timeout: float = 10.0,
-        interval: float = 0.01,
-    ) -> T:
-        """``probe()``'s first truthy answer (awaited if a coroutine), checked every
-        ``interval`` seconds; AssertionError after ``timeout`` seconds, with the last answer."""
-        deadline = asyncio.get_running_loop().time() + timeout
-        while True:
-            answer = probe()
-            value: T = await answer if isinstance(answer, Awaitable) else answer
-            if value:
-                return value
-            if asyncio.get_running_loop().time() > deadline:
-                raise AssertionError(f"not true within {timeout}s: last answer {value!r}")
-            await asyncio.sleep(interval)
+        kubeconfig: str | None = None,
+        context: str | None = None,
+        namespaces: Sequence[str] = (),
+        timeout: float = 60.0,
+        assembly: Mapping[str, Any] | None = None,
+        **settings: Any,
+    ) -> None:
+        chosen: dict[str, Any] = {
+            "metrics_address": None,
+            "health_address": None,
+            "metrics_auth": False,
+            **settings,
+        }
+        self.options = OperatorOptions(
+            kubeconfig=kubeconfig, context=context, namespaces=list(namespaces), **chosen
+        )
+        self.controllers = list(controllers)
+        self.identity = identity
+        self.timeout = timeout
+        self._assembly = dict(assembly or {})
+        self._running: asyncio.Task[None] | None = None
+        self._assembled: Assembly | None = None
+
+    @property
+    def client(self) -> Client:  # type: ignore[override]  # set once running
+        """The operator's own client (its field manager, its credentials)."""
+        return self._started().client
+
+    @property
+    def manager(self) -> Manager:
+        """The running operator's manager (its cache: ``manager.cache``)."""
+        return self._started().manager
+
+    def _started(self) -> Assembly:
+        if self._assembled is None:
+            raise RuntimeError("the operator is not running: use `async with OperatorRunner(...)`")
+        return self._assembled
+
+    async def __aenter__(self) -> OperatorRunner:
+        assembled = await assemble(self.controllers, self.identity, self.options, **self._assembly)
+        self._assembled = assembled
+        running = asyncio.create_task(assembled.run())
+        self._running = running
+        try:
+            await self.until(
+                lambda: assembled.manager.ready or running.done(),
+                timeout=self.timeout,
+                interval=0.05,
+            )
+        except AssertionError:
+            assembled.manager.stop()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(running, self.options.shutdown_timeout + 10)
+            raise AssertionError(
+                f"the operator did not become ready within {self.timeout}s "
+                "(caches not synced: is the API server reachable, are its kinds served?)"
+            ) from None
+        if running.done():
+            running.result()  # what stopped it, raised here
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if self._assembled is None or self._running is None:
+            return
+        self._assembled.manager.stop()
+        try:
+            await asyncio.wait_for(self._running, self.options.shutdown_timeout + 10)
+        except Exception:
+            if error is None:  # the test passed: what the operator failed with is the news
+                raise

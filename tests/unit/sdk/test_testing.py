@@ -1,13 +1,16 @@
 """An operator's unit test with no cluster (sdk/testing.py, issue #48): the SDK's own
 reconciler kit — a KindReconciler writing a child and its status, an invalid spec
 refused in status, a deleted child restored, the child garbage-collected with its owner —
-running in memory through the real client, cache and controllers, in well under a second."""
+running in memory through the real client, cache and controllers, in well under a second.
+``OperatorRunner`` runs against a real cluster (tests/e2e/test_operator_runner.py); here
+only what it says before it runs."""
 
 from __future__ import annotations
 
 import time
 from typing import Any
 
+import pytest
 from pydantic import Field
 
 from appstack.runtime import CONFIG_MAP, Result
@@ -19,6 +22,7 @@ from appstack.sdk import (
     KubeModel,
     KubeObject,
     OperatorIdentity,
+    OperatorRunner,
     Problem,
     Registration,
     child_labels,
@@ -146,3 +150,26 @@ async def test_a_reconciler_runs_in_memory_against_the_fake_api_server() -> None
 
         await running.until(collected)
     assert time.monotonic() - started < 5
+
+
+def test_a_runner_not_entered_says_how_to_run_it() -> None:
+    runner = OperatorRunner([], IDENTITY)
+    with pytest.raises(RuntimeError, match=r"use `async with OperatorRunner\(...\)`"):
+        _ = runner.client
+    # its defaults: no leader election, no HTTP endpoint, every namespace
+    assert runner.options.leader_elect is False
+    assert runner.options.metrics_address is None
+    assert runner.options.health_address is None
+    assert runner.options.namespaces == []
+
+
+def test_a_kind_model_without_a_status_field_is_refused_naming_it() -> None:
+    with pytest.raises(TypeError, match=r"Lamp has no 'status' field: .*`status: LampStatus"):
+
+        @custom_kind(group="lamps.example.com", plural="lamps")
+        class Lamp(CustomObject):
+            spec: LampSpec
+
+
+class LampSpec(KubeModel):
+    on: bool = False
