@@ -81,12 +81,27 @@ def test_the_page_runs_against_the_control_plane(
 
 
 # ------------------------------------------- docs/any-kind.md, "Start it from the scaffolder"
-def _scaffolder_section(text: str) -> tuple[str, list[Any]]:
-    """The section's commands (its bash block) and the rules its YAML block shows."""
+def _scaffolder_section(text: str) -> tuple[str, str, list[Any]]:
+    """The section's commands (its bash block), its edit of ``__main__.py`` (its Python
+    block) and the rules its YAML block shows."""
     section = text.split("## Start it from the scaffolder", 1)[1].split("\n## ", 1)[0]
     (commands,) = re.findall(r"```bash\n(.*?)```", section, re.S)
+    (main,) = re.findall(r"```python\n(.*?)```", section, re.S)
     (rules,) = re.findall(r"```yaml\n(.*?)```", section, re.S)
-    return commands, yaml.safe_load(rules)
+    return commands, main, yaml.safe_load(rules)
+
+
+def _collect(main_py: Path, edit: str) -> None:
+    """The page's edit of the generated ``__main__.py``: its imports beside the others, its
+    ``main = ...`` in place of the generated one."""
+    imports = [line for line in edit.splitlines() if line.startswith("from ")]
+    statement = edit[edit.index("main = ") :]
+    text = main_py.read_text()
+    generated = "main = operator_command(controllers, IDENTITY, version=__version__)\n"
+    assert generated in text
+    anchor = "from secret_copier.identity import IDENTITY\n"
+    text = text.replace(generated, statement).replace(anchor, anchor + "\n".join(imports) + "\n")
+    main_py.write_text(text)
 
 
 def _ready(port: int, operator: subprocess.Popen[bytes]) -> bool:
@@ -99,6 +114,11 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def _scrape(port: int) -> str:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
+        return str(answer.read().decode())
 
 
 async def _gone(client: Client, name: str, namespace: str) -> bool:
@@ -115,13 +135,14 @@ def test_the_secret_copier_scaffolded_runs_under_the_role_make_manifests_derives
     """Issue #48: the Secret-copier started from ``create api --group core ... --no-resource``,
     its generated ClusterRole the page's, the project's operator running under it alone."""
     text = (DOCS / "any-kind.md").read_text()
-    commands, shown_rules = _scaffolder_section(text)
+    commands, edit, shown_rules = _scaffolder_section(text)
     bin_dir = str(Path(sys.executable).parent)
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
     subprocess.run(["bash", "-euo", "pipefail", "-c", commands], cwd=tmp_path, env=env, check=True)
     project = tmp_path / "secret-copier"
     module = tutorial_files(text)["secret_copier.py"]
     (project / "src/secret_copier/controllers/secret.py").write_text(module)
+    _collect(project / "src/secret_copier/__main__.py", edit)
     makefile = (project / "Makefile").read_text()
     assert "manifests: venv" in makefile
     assert "$(APPSTACK) generate manifests" in makefile
@@ -156,11 +177,12 @@ async def _copies_under(
             await client.apply(roles, role)
             await client.apply(bindings, binding(name, role, (namespace, "secret-copier")))
             token = token_kubeconfig(kubeconfig, namespace, "secret-copier", project / "token")
-            port = _free_port()
+            port, metrics = _free_port(), _free_port()
             operator = subprocess.Popen(
                 [
                     sys.executable, "-m", "secret_copier", f"--kubeconfig={token}",
-                    "--metrics-bind-address=0", f"--health-probe-bind-address=127.0.0.1:{port}",
+                    f"--metrics-bind-address=127.0.0.1:{metrics}", "--no-metrics-secure",
+                    "--no-metrics-auth", f"--health-probe-bind-address=127.0.0.1:{port}",
                 ],
                 cwd=project,
                 env=env,
@@ -181,6 +203,11 @@ async def _copies_under(
                     timeout=30, what="the copy", retry_on=(NotFound,),
                 )  # fmt: skip
                 assert copy["data"] == {"password": "czNjcmV0"}
+                await eventually(  # counted right after the copy is written
+                    lambda: asyncio.to_thread(_scrape, metrics),
+                    lambda text: "secret_copier_copies_written_total 1.0" in text.splitlines(),
+                    timeout=10, what="the project's own counter on /metrics",
+                )  # fmt: skip
                 await client.delete(SECRET, "db", namespace)
                 await eventually(
                     lambda: _gone(client, "db", other), timeout=30, what="the copy gone"
