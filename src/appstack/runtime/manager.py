@@ -15,7 +15,8 @@
    and the client's writes are fenced by :meth:`LeaderElector.fence` (refused once the
    Lease may be lost). Lease calls may use their own client (``election_client``);
 4. the controllers' workers, and the background tasks (:mod:`.tasks`: those that need no
-   Lease once the caches have synced, the others once leading).
+   Lease once the caches have synced, the others once leading; their ``cleanup`` at
+   shutdown, after the controllers have drained and before the Lease is released).
 
 Extra probes: :meth:`Manager.add_health_check` and :meth:`Manager.add_readiness_check`
 add named checks to ``/healthz`` and ``/readyz`` (a failing one answers 503 with its name).
@@ -47,7 +48,7 @@ from appstack.runtime.controller import Controller
 from appstack.runtime.leaderelection import LeaderElectionConfig, LeaderElector, LeadershipLost
 from appstack.runtime.metricsauth import MetricsAuth
 from appstack.runtime.resources import Resource
-from appstack.runtime.tasks import Task, supervise
+from appstack.runtime.tasks import Task, clean_up, supervise
 
 log = structlog.get_logger(__name__)
 
@@ -97,6 +98,7 @@ class Manager:
         self.controllers: list[Controller] = []
         self.tasks: list[Task] = []
         self._running: list[asyncio.Task[None]] = []
+        self._started: list[Task] = []  # whose cleanup runs at shutdown
         self._checks: dict[str, dict[str, Check]] = {"healthz": {}, "readyz": {}}
         self.elector = (
             LeaderElector(election_client or client, leader_election, metrics=self.metrics)
@@ -153,6 +155,7 @@ class Manager:
         for task in self.tasks:
             if task.leader_only == leading:
                 self._running.append(asyncio.create_task(supervise(task), name=task.name))
+                self._started.append(task)
 
     def backlog(self) -> bool:
         """Whether any controller has keys waiting for a worker (those being worked on not
@@ -231,6 +234,11 @@ class Manager:
         await asyncio.gather(*self._running, return_exceptions=True)
         self._running.clear()
         await asyncio.gather(*(c.stop(drain) for c in self.controllers), return_exceptions=True)
+        # graceful: every started task's cleanup; leadership lost: only those whose writes
+        # the fence does not refuse (tasks of every replica may read, or write elsewhere)
+        cleaning = [t for t in self._started if drain != 0 or not t.leader_only]
+        self._started.clear()
+        await clean_up(cleaning)
         if renewing is not None:
             renewing.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):

@@ -9,7 +9,11 @@ and writes through the manager's client are then refused while not leading (the 
 write fence), so such a task reads, or writes with a client of its own. A task that raises
 is logged with its traceback and started again after a backoff (1 s doubling to 60 s),
 never taking the operator down; at shutdown every task is cancelled before the controllers
-drain. Used by :class:`~appstack.runtime.manager.Manager` (``add_task``) and the SDK's
+drain. A task's ``cleanup`` (kopf's ``@kopf.on.cleanup``) runs once at a graceful shutdown
+if the task was started: after the controllers have drained and before the Lease is
+released — so its writes still pass the fence — bounded by :data:`CLEANUP_TIMEOUT`;
+when leadership was lost, a leader-only task's cleanup is skipped (its writes would be
+refused). Used by :class:`~appstack.runtime.manager.Manager` (``add_task``) and the SDK's
 assembly (``operator_command(..., tasks=...)``).
 """
 
@@ -25,18 +29,22 @@ log = structlog.get_logger(__name__)
 
 #: Waits before a failed task runs again: doubling from the first to the last.
 FIRST_RETRY, LAST_RETRY = 1.0, 60.0
+#: How long a task's cleanup may take at shutdown (then it is cancelled, and logged).
+CLEANUP_TIMEOUT = 10.0
 
 
 @dataclass(frozen=True)
 class Task:
     """``run`` under a ``name`` (in logs): once, or ``every`` seconds after
-    ``initial_delay``; only while leading when ``leader_only``."""
+    ``initial_delay``; only while leading when ``leader_only``; ``cleanup`` once at a
+    graceful shutdown, if it was started."""
 
     name: str
     run: Callable[[], Awaitable[None]]
     every: float | None = None
     leader_only: bool = True
     initial_delay: float = 0.0
+    cleanup: Callable[[], Awaitable[None]] | None = None
 
     def __post_init__(self) -> None:
         if self.every is not None and self.every <= 0:
@@ -72,3 +80,17 @@ async def supervise(
         if task.every is None:
             return
         await sleep(task.every)
+
+
+async def clean_up(tasks: list[Task], *, timeout: float = CLEANUP_TIMEOUT) -> None:
+    """Run the ``cleanup`` of each of ``tasks``, in order, each within ``timeout`` seconds;
+    one that fails or runs late is logged and the others still run."""
+    for task in tasks:
+        if task.cleanup is None:
+            continue
+        try:
+            await asyncio.wait_for(task.cleanup(), timeout)
+        except asyncio.TimeoutError:
+            log.error("task cleanup timed out", task=task.name, timeout=timeout)
+        except Exception:
+            log.exception("task cleanup failed", task=task.name)

@@ -1,7 +1,8 @@
 """Background tasks (runtime/tasks.py) and the manager's extra probes: a one-off runs once,
 a periodic one again after each wait, a failing one is logged and retried with a doubling
 backoff, a cancelled one stops; a manager runs its tasks after the caches synced and
-cancels them at shutdown; a failing readiness or health check answers 503 with its name.
+cancels them at shutdown, then runs their cleanups (one failing or hanging does not stop
+the others); a failing readiness or health check answers 503 with its name.
 Leader-only tasks on two replicas against the real API server:
 tests/e2e/test_manager_tasks.py."""
 
@@ -14,7 +15,7 @@ import structlog
 from aiohttp import ClientSession
 
 from appstack.runtime import Client, Manager, Task
-from appstack.runtime.tasks import supervise
+from appstack.runtime.tasks import clean_up, supervise
 from tests.support.scripted_transport import ScriptedTransport
 
 
@@ -113,3 +114,52 @@ async def test_the_manager_runs_its_tasks_serves_its_checks_and_cancels_at_shutd
     manager.stop()
     await asyncio.wait_for(running, 10)
     assert cancelled.is_set()
+
+
+async def test_a_started_tasks_cleanup_runs_at_shutdown_after_it_is_cancelled() -> None:
+    said: list[str] = []
+
+    async def daemon() -> None:
+        said.append("started")
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            said.append("cancelled")
+            raise
+
+    async def cleanup() -> None:
+        said.append("cleanup")
+
+    manager = Manager(Client(ScriptedTransport()))
+    manager.add_task(Task("daemon", daemon, cleanup=cleanup))
+    running = asyncio.create_task(manager.run())
+    await asyncio.sleep(0.1)
+    assert said == ["started"]
+    manager.stop()
+    await asyncio.wait_for(running, 10)
+    assert said == ["started", "cancelled", "cleanup"]
+
+
+async def test_a_cleanup_that_fails_or_hangs_is_logged_and_the_others_still_run() -> None:
+    ran: list[str] = []
+
+    async def fails() -> None:
+        raise RuntimeError("boom")
+
+    async def hangs() -> None:
+        await asyncio.Event().wait()
+
+    async def fine() -> None:
+        ran.append("fine")
+
+    async def nothing() -> None:
+        pass
+
+    tasks = [Task("a", nothing, cleanup=fails), Task("b", nothing, cleanup=hangs)]
+    with structlog.testing.capture_logs() as logs:
+        await clean_up([*tasks, Task("c", nothing, cleanup=fine)], timeout=0.1)
+    assert ran == ["fine"]
+    assert [(e["event"], e["task"]) for e in logs] == [
+        ("task cleanup failed", "a"),
+        ("task cleanup timed out", "b"),
+    ]
