@@ -132,16 +132,31 @@ export KUBECONFIG
 TESTBED_KUBECTL = $(shell $(BIN)/python -c 'from appstack_testbed.versions import Toolchain; print(Toolchain().binary("kubectl"))')
 KUBECTL ?= $(or $(shell command -v kubectl),$(TESTBED_KUBECTL))
 
+# `make install` and `make run` use .venv like every target; with RUN_VENV=DIR they make and
+# use an environment of the operator's own dependencies only (the wheel's: 25 packages,
+# 71 MB, against .venv's 114 and 518 MB, without mypy, mkdocs, boto3 or the test bed), with
+# kubectl taken from PATH: `make install run RUN_VENV=.venv-run`.
+RUN_VENV ?= $(VENV)
+ifneq ($(RUN_VENV),$(VENV))
+$(RUN_VENV)/.installed: pyproject.toml
+	@echo "[appstack] installing the operator's dependencies only into $(RUN_VENV)"
+	$(PYTHON) -m venv $(RUN_VENV)
+	$(RUN_VENV)/bin/pip install -q --upgrade pip
+	$(RUN_VENV)/bin/pip install -q -e .
+	@touch $@
+install: KUBECTL = $(or $(shell command -v kubectl),$(error kubectl is not on PATH))
+endif
+
 # The CRDs into the cluster / out of it (which deletes every appstack object with them).
-install: venv
+install: $(RUN_VENV)/.installed
 	$(KUBECTL) apply --server-side -f deploy/crds/
 
 uninstall: venv
 	$(KUBECTL) delete --ignore-not-found -f deploy/crds/
 
 # The operator from this checkout, against the current kubeconfig, in the foreground.
-run: venv
-	$(BIN)/appstack run
+run: $(RUN_VENV)/.installed
+	$(RUN_VENV)/bin/appstack run
 
 # The operator into the cluster, running IMG (build it first: make docker-build, or without
 # a daemon make image-oci, which also puts it into the local cluster's registry).

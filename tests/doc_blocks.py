@@ -16,8 +16,9 @@ A block's info string says what it is, and so how it is checked:
   the runtime tutorial's blocks (docs/runtime.md, headed ``# <file>.py``) are run by
   tests/e2e/test_tutorial.py; any other is run with this interpreter;
 * ``text``: a diagram or a listing, nothing to run;
-* ``mermaid``: a diagram drawn by ``appstack status -o mermaid``, nothing to run (the one in
-  docs/appstack.md is that command's golden output: tests/unit/cli/test_status_graph.py).
+* ``mermaid``: a diagram, nothing to run: one drawn by ``appstack status -o mermaid`` (the
+  one in docs/appstack.md is that command's golden output: tests/unit/cli/test_status_graph.py),
+  or the architecture picture of docs/index.md (the README's: tests/unit/test_doc_doors.py).
 
 The line just before a block may say otherwise: ``<!-- not run: reason -->`` (a command,
 snippet or object that cannot run as it stands, and why), or ``<!-- refused: words -->``

@@ -3,10 +3,16 @@ built image (the Dockerfile's contents) pulled from the local registry, under it
 ServiceAccount's projected token with the generated RBAC and admission policies, the
 in-cluster configuration, probes and a read-only root filesystem.
 
-With the Helm chart: install, the operator reconciling the seed's sample end to end (its
-nginx answering), ``helm test`` really GETting ``/metrics``, an upgrade to another image,
-and an uninstall that leaves nothing of the operator (the CRDs stay, as documented). Then
-with ``deploy/install.yaml`` and ``appstack uninstall``, which leaves nothing at all.
+With the Helm chart, as docs/on-your-cluster.md walks a platform team through it on a
+cluster that is not this machine's: a release built by ``make dist``'s command for
+``registry.example.com/team/appstack``, its OCI archive pushed with ``skopeo copy
+--preserve-digests`` into the local registry (the stand-in for the team's registry: the real
+node's containerd pulls every registry name from it), the packaged chart (``dist/*.tgz``)
+installed with that ``image.repository``; the operator running the archived image (by its
+digest), reconciling the seed's sample end to end (its nginx answering), ``helm test``
+really GETting ``/metrics``, an upgrade to another tag, and an uninstall that leaves nothing
+of the operator (the CRDs stay, as documented). Then with ``deploy/install.yaml`` and
+``appstack uninstall``, which leaves nothing at all.
 On a cluster of its own: an installed operator reconciles every enabled namespace.
 """
 
@@ -18,27 +24,33 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from appstack import __version__
 from appstack.api.namespaces import ENABLED
 from appstack_testbed.cluster import LocalCluster
 from appstack_testbed.helm import Helm
 from appstack_testbed.image import build_image
-from appstack_testbed.images.build import push_archive
+from appstack_testbed.images.build import push_archive, repository_path
 from appstack_testbed.pytest_plugin import ClusterHandle
 from appstack_testbed.registry import LocalRegistry
 from appstack_testbed.waiting import eventually_sync
 from tests.e2e.scrape_installed import scrape_installed
 from tests.e2e.test_real_node import http_get
 
+# cold, the image build and make dist's (helm's, the wheel's) come first, in the fixtures
+pytestmark = pytest.mark.timeout(1800)
 ROOT = Path(__file__).resolve().parents[2]
 NS = "appstack-system"
 IMAGE = f"appstack:{__version__}"
-NEXT = f"appstack:{__version__}-next"
+# the platform team's registry in docs/on-your-cluster.md; the local registry serves it
+REPOSITORY = "registry.example.com/team/appstack"
+NEXT = f"{__version__}-next"
 
 
 def _say(message: str) -> None:
@@ -51,15 +63,69 @@ def cluster(kube_cluster: ClusterHandle) -> Iterator[LocalCluster]:
     if os.geteuid() != 0:
         pytest.skip("a real node (and the daemonless image build) needs root")
     built = build_image(printer=_say)
-    registry = LocalRegistry(_say)
-    for ref in (IMAGE, NEXT):  # the same contents under a second name, for the upgrade
-        push_archive(built.archive, ref, registry, _say)
+    push_archive(built.archive, IMAGE, LocalRegistry(_say), _say)  # deploy/install.yaml's
     local = LocalCluster(f"incluster-{uuid.uuid4().hex[:6]}", nodes=1, real_nodes=1)
     local.up()
     try:
         yield local
     finally:
         local.down()
+
+
+@dataclass(frozen=True)
+class Release:
+    """``make dist``'s artifacts, the image pushed as docs/on-your-cluster.md says."""
+
+    directory: Path
+    digest: str  # the image's, as dist/install.yaml pins it and the registry serves it
+
+    @property
+    def chart(self) -> Path:
+        return self.directory / f"appstack-{__version__}.tgz"
+
+
+@pytest.fixture(scope="module")
+def release(cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> Release:
+    """``make dist IMG=registry.example.com/team/appstack`` (its command), then ``skopeo copy
+    --preserve-digests`` of the archive into the local registry as that repository, under the
+    version's tag and a second one for the upgrade (the image build is the fixture's, cached)."""
+    out = tmp_path_factory.mktemp("dist")
+    dist = subprocess.run(
+        [sys.executable, "-m", "appstack_testbed.dist", "--image", REPOSITORY, "-o", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert dist.returncode == 0, dist.stdout + dist.stderr[-3000:]
+    install = out / "install.yaml"
+    (deployment,) = [
+        d for d in yaml.safe_load_all(install.read_text()) if d and d["kind"] == "Deployment"
+    ]
+    image = deployment["spec"]["template"]["spec"]["containers"][0]["image"]
+    repository, _, digest = image.partition("@")
+    assert repository == REPOSITORY, image
+    assert digest.startswith("sha256:"), image
+    registry = LocalRegistry(_say)
+    registry.ensure()
+    path, _ = repository_path(f"{REPOSITORY}:{__version__}")  # team/appstack
+    for tag in (__version__, NEXT):
+        push = subprocess.run(
+            [
+                "skopeo",
+                "copy",
+                "--quiet",
+                "--preserve-digests",
+                "--dest-tls-verify=false",
+                f"oci-archive:{out / f'appstack-{__version__}.oci.tar'}",
+                f"docker://{registry.address}/{path}:{tag}",
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert push.returncode == 0, push.stderr
+    return Release(out, digest)
 
 
 def kubectl(cluster: LocalCluster, *args: str) -> str:
@@ -104,12 +170,17 @@ def seed_sample_served(cluster: LocalCluster, namespace: str, size: int) -> None
     assert "Welcome to nginx!" in http_get(f"http://{real.nodes()[0].node.address}:30002/")
 
 
-def test_helm_install_runs_the_operator_image_on_the_real_node_end_to_end(
-    cluster: LocalCluster, tmp_path: Path
+def test_helm_install_of_the_release_runs_its_image_on_the_real_node_end_to_end(
+    cluster: LocalCluster, release: Release, tmp_path: Path
 ) -> None:
     helm = Helm.ensure(cluster.kubeconfig, tmp_path / "helm", _say)
-    release = ("appstack", str(ROOT / "charts" / "appstack"), f"--namespace={NS}")
-    helm("install", *release, "--create-namespace", "--wait", "--timeout=4m")
+    chart = (
+        "appstack",
+        str(release.chart),
+        f"--namespace={NS}",
+        f"--set=image.repository={REPOSITORY}",
+    )
+    helm("install", *chart, "--create-namespace", "--wait", "--timeout=4m")
     pods = operator_pods(cluster)
     assert len(pods) == 2
     real = cluster.real()
@@ -117,7 +188,8 @@ def test_helm_install_runs_the_operator_image_on_the_real_node_end_to_end(
     for pod in pods:  # running for real, from the image, as the chart runs it
         assert pod["spec"]["nodeName"] == real.nodes()[0].name
         (container,) = pod["spec"]["containers"]
-        assert container["image"] == IMAGE
+        assert container["image"] == f"{REPOSITORY}:{__version__}"
+        assert pod["status"]["containerStatuses"][0]["imageID"].endswith(release.digest)
         assert container["securityContext"]["readOnlyRootFilesystem"] is True
         assert pod["spec"]["serviceAccountName"] == "appstack-operator"
         assert pod["status"]["containerStatuses"][0]["ready"] is True
@@ -128,29 +200,38 @@ def test_helm_install_runs_the_operator_image_on_the_real_node_end_to_end(
     tested = helm("test", "appstack", f"--namespace={NS}", "--timeout=3m")
     assert "Phase:          Succeeded" in tested.stdout, tested.stdout
 
-    helm("upgrade", *release, f"--set=image.tag={NEXT.split(':', 1)[1]}", "--wait", "--timeout=4m")
+    helm("upgrade", *chart, f"--set=image.tag={NEXT}", "--wait", "--timeout=4m")
     pods = operator_pods(cluster)
-    assert {p["spec"]["containers"][0]["image"] for p in pods} == {NEXT}
+    assert {p["spec"]["containers"][0]["image"] for p in pods} == {f"{REPOSITORY}:{NEXT}"}
     seed_sample_served(cluster, "shop", 3)  # the upgraded operator reconciles a change
 
     helm("uninstall", "appstack", f"--namespace={NS}", "--wait", "--timeout=3m")
     assert operator_pods(cluster) == []
-    left = kubectl(
-        cluster,
-        "get",
-        "deployment,serviceaccount,role,rolebinding,service",
-        "-n",
-        NS,
-        "-l",
-        "app.kubernetes.io/part-of=appstack",
-        "-o",
-        "name",
+    # what docs/on-your-cluster.md says stays: helm test's pod, which Helm keeps (the
+    # operator's pods are gone once their graceful shutdown ends)
+    eventually_sync(
+        lambda: kubectl(
+            cluster,
+            "get",
+            "deployment,replicaset,pod,serviceaccount,role,rolebinding,service,"
+            "poddisruptionbudget,configmap,secret",
+            "-n",
+            NS,
+            "-l",
+            "app.kubernetes.io/part-of=appstack",
+            "-o",
+            "name",
+        ),
+        lambda left: set(left.split()) <= {"pod/appstack-operator-test-metrics"},
+        timeout=60,
+        what="nothing of the release left in its namespace but helm test's pod",
+        interval=1,
     )
-    assert left.strip() == ""
     cluster_wide = kubectl(
         cluster,
         "get",
-        "clusterrole,clusterrolebinding,validatingadmissionpolicy,validatingadmissionpolicybinding",
+        "clusterrole,clusterrolebinding,validatingadmissionpolicy,"
+        "validatingadmissionpolicybinding,flowschema",
         "-l",
         "app.kubernetes.io/part-of=appstack",
         "-o",

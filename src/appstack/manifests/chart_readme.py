@@ -76,11 +76,16 @@ helm test appstack -n appstack-system   # GETs the operator's /metrics through i
 
 <!-- kinds -->
 The CRDs are in `crds/`. Helm installs them with the first `helm install` and **never
-upgrades or deletes them** — on purpose: a chart that templated its CRDs would delete
-every {KINDS} in the cluster on `helm uninstall`
-(deleting a CRD deletes all its objects). So before each `helm upgrade` to a new chart
-version, apply its CRDs yourself, server-side (they are too large for a client-side
-apply's annotation):
+upgrades or deletes them**, so `helm uninstall` cannot delete every {KINDS} in the
+cluster (deleting a CRD deletes all its objects). Why not templates with cert-manager's
+`crds.enabled` / `crds.keep` (`helm.sh/resource-policy: keep`), which `helm upgrade` would
+upgrade: a templated CRD belongs to one release, and this chart's releases share the CRDs —
+a second release (in another namespace, or side by side, below) would fail on CRDs the first
+owns unless installed with `crds.enabled=false`; and CRDs already installed from `crds/`,
+`deploy/` or `appstack manifests` carry no Helm ownership, so the first `helm upgrade` to
+such a chart would fail until each CRD is annotated for the release. Until a version ships
+that migration, before each `helm upgrade` to a new chart version apply its CRDs yourself,
+server-side (they are too large for a client-side apply's annotation):
 
 ```sh
 helm show crds ./charts/appstack | kubectl apply --server-side -f -
