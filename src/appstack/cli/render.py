@@ -27,9 +27,9 @@ from appstack.sdk import to_wire as wire
 
 PLACEHOLDER_UID = "00000000-0000-0000-0000-000000000000"  # assigned by the API server
 CEL_NOTE = (
-    "the CRDs' CEL rules were not checked here (no CEL engine: pip install 'appstack[cel]', "
-    "Python 3.11+ on Linux x86-64, macOS arm64 or Windows); the API server checks them when "
-    "the objects are applied"
+    "the CRDs' CEL rules were not checked here (no CEL engine: the cel extra, "
+    "pip install 'cel-expr-python>=0.1.3,<0.2' beside appstack, Python 3.11+ on Linux "
+    "x86-64, macOS arm64 or Windows); the API server checks them when the objects are applied"
 )
 
 

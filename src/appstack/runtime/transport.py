@@ -74,7 +74,8 @@ async def _kubernetes_asyncio_configuration(kubeconfig: str | None, context: str
     except ImportError as error:
         raise LegacyAuthMissing(
             "this kubeconfig's user authenticates with an auth-provider or basic auth, "
-            "which needs the legacy-auth extra: pip install 'appstack[legacy-auth]' "
+            "which needs the legacy-auth extra (appstack[legacy-auth]: "
+            "pip install 'kubernetes_asyncio>=31' into this environment) "
             "(or use a token, a client certificate or an exec plugin)"
         ) from error
 

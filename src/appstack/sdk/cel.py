@@ -15,11 +15,12 @@ libraries, the regex ``find``/``findAll`` and the lists' ``isSorted``; a rule th
 cannot compile (another Kubernetes library: ``quantity()``, ``url()``, ``ip()``...) is left
 to the API server, with a warning naming it (:attr:`KindRules.skipped`).
 
-The engine is Google's cel-cpp through ``cel-expr-python`` (the ``cel`` extra:
-``pip install 'appstack[cel]'``; wheels for Linux x86-64, macOS arm64 and Windows, Python
-3.11+). Where it is not installed :func:`available` is False and nothing is evaluated here:
-the API server still enforces every rule. An operator never needs it — what it reconciles
-was admitted — so appstack's image does not carry it. Used by
+The engine is Google's cel-cpp through ``cel-expr-python`` (the ``cel`` extra, which is
+that package alone: ``pip install 'cel-expr-python>=0.1.3,<0.2'`` beside appstack; wheels
+for Linux x86-64, macOS arm64 and Windows, Python 3.11+). Where it is not installed
+:func:`available` is False and nothing is evaluated here: the API server still enforces
+every rule. An operator never needs it — what it reconciles was admitted — so appstack's
+image does not carry it. Used by
 :class:`appstack.sdk.kind.CustomObject` (a model validated client-side: ``appstack
 render``, an operator author's tests) and by the parity tests.
 """

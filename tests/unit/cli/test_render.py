@@ -64,4 +64,4 @@ def test_without_the_cel_engine_render_says_the_rules_were_left_to_the_api_serve
     rendered = render_documents([PORTS, {**PORTS, "metadata": {"name": "again"}}], notes)
     assert {o["kind"] for o in rendered} == {"Deployment", "Service"}
     assert notes == [CEL_NOTE]  # once
-    assert "pip install 'appstack[cel]'" in CEL_NOTE
+    assert "pip install 'cel-expr-python>=0.1.3,<0.2'" in CEL_NOTE  # never appstack by name

@@ -109,7 +109,8 @@ async def test_a_basic_auth_user_needs_the_legacy_auth_extra(
     assert configuration.host.startswith("https://k.example:6443")
     for module in ("kubernetes_asyncio", "kubernetes_asyncio.client", "kubernetes_asyncio.config"):
         monkeypatch.setitem(sys.modules, module, None)  # as if not installed
-    with pytest.raises(LegacyAuthMissing, match=r"pip install 'appstack\[legacy-auth\]'"):
+    extra = r"appstack\[legacy-auth\]: pip install 'kubernetes_asyncio>=31'"
+    with pytest.raises(LegacyAuthMissing, match=extra):
         await load_configuration(str(path))
 
 
