@@ -20,6 +20,7 @@ import contextlib
 import importlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -354,6 +355,107 @@ def test_make_install_run_samples_uninstall(
     assert gone.returncode != 0, gone.stdout
 
 
+WEBHOOK = """
+
+def _check(review: WebhookReview):
+    if ((review.raw or {}).get("spec") or {}).get("foo") == "forbidden":
+        return deny("forbidden is not a foo", field="spec.foo")
+    return allow()
+
+
+CONTROLLER = replace(CONTROLLER, webhooks=(Validator(_check),))
+"""
+
+
+def _logged(env: dict[str, str], cwd: Path, event: str) -> dict[str, int]:
+    """Per operator pod, how many of its log lines say ``event``."""
+    logs = _ok(
+        _sh(
+            "kubectl -n guestbook-system logs -l control-plane=controller-manager "
+            "--tail=-1 --prefix",
+            cwd,
+            env,
+        ),
+        "the operator pods' logs",
+    )
+    counts: dict[str, int] = {}
+    for line in logs.splitlines():
+        pod = line.split(" ", 1)[0]
+        counts[pod] = counts.get(pod, 0) + (event in line)
+    return counts
+
+
+def _webhook_serving_in_cluster(env: dict[str, str], project: Path) -> None:
+    """The deployed operator's webhook, from the generated config/webhook, RBAC and guards:
+    both replicas Ready (listening, the CA bundle written) with the one certificate the
+    first made in the shared Secret, whose CA is the configuration's caBundle; the 30 s
+    certificate renewed and served anew by both, neither restarted.
+
+    Not exercised here: admission through the Service. The test bed's API server runs on
+    the host without kube-proxy, so a Service's ClusterIP is not routed from it (its call
+    leaves the host); tests/e2e/test_webhooks.py proves admission through two replicas and
+    a rotation with the API server calling them directly. The configuration's failurePolicy
+    is made Ignore before the samples, which the failed calls would otherwise refuse."""
+    secret = _ok(
+        _sh(
+            "kubectl -n guestbook-system get secret guestbook-webhook-server-cert "
+            "-o jsonpath='{.type}'",
+            project,
+            env,
+        ),
+        "the shared certificate's Secret",
+    )
+    assert secret == "kubernetes.io/tls"
+
+    def bundles() -> tuple[str, str]:
+        ca = _sh(
+            "kubectl -n guestbook-system get secret guestbook-webhook-server-cert "
+            "-o jsonpath='{.data.ca\\.crt}'",
+            project,
+            env,
+        ).stdout
+        injected = _sh(
+            "kubectl get validatingwebhookconfiguration guestbook-validating-webhooks "
+            "-o jsonpath='{.webhooks[0].clientConfig.caBundle}'",
+            project,
+            env,
+        ).stdout
+        return ca, injected
+
+    eventually_sync(
+        bundles, lambda b: b[0] and b[0] == b[1], timeout=30, what="the Secret's CA injected"
+    )
+    created = _logged(env, project, "webhook certificate created")
+    assert len(created) == 2, created
+    assert sum(created.values()) == 1, created  # the other replica took the first's
+    eventually_sync(
+        lambda: _logged(env, project, "webhook certificate reloaded"),
+        lambda reloads: len(reloads) == 2 and all(reloads.values()),
+        timeout=60,
+        what="a renewed certificate served by both replicas",
+    )
+    restarts = _ok(
+        _sh(
+            "kubectl -n guestbook-system get pods -l control-plane=controller-manager "
+            "-o jsonpath='{.items[*].status.containerStatuses[0].restartCount}'",
+            project,
+            env,
+        ),
+        "restarts",
+    )
+    assert restarts.split() == ["0", "0"], restarts
+    ignore = '[{"op": "replace", "path": "/webhooks/0/failurePolicy", "value": "Ignore"}]'
+    _ok(
+        _sh(
+            "kubectl patch validatingwebhookconfiguration guestbook-validating-webhooks "
+            f"--type=json -p '{ignore}'",
+            project,
+            env,
+        ),
+        "the webhook's calls that cannot leave the host ignored",
+    )
+
+
 def test_make_deploy_on_the_real_node_and_the_projects_own_e2e(
     env: dict[str, str],
     guestbook: Path,
@@ -364,16 +466,38 @@ def test_make_deploy_on_the_real_node_and_the_projects_own_e2e(
     """The image built without a daemon into the local registry, deployed with kustomize
     (config/default, the image set in config/manager) with the user's edit of
     config/manager/manager.yaml: the pod Ready on the real node reconciles the sample; make
-    undeploy removes it all. Then the project's own e2e test (its /metrics: 401, 200)
-    against this cluster."""
+    undeploy removes it all. With a validating webhook declared first (issue #49): two
+    replicas from the generated config/webhook share one certificate and renew it
+    (:func:`_webhook_serving_in_cluster`). Then the project's own e2e test (its /metrics:
+    401, 200) against this cluster, the webhook taken out again."""
     image = f"guestbook:e2e-{uuid.uuid4().hex[:6]}"
     deploy_env = {**env, "IMG": image}
-    # the user's own edit of the Deployment (issue #47: make manifests reverted it)
+    # a validating webhook declared (issue #49): make manifests adds config/webhook and
+    # wires it into the files scaffolded once
+    controller = guestbook / "src/guestbook/controllers/guestbook.py"
+    original = controller.read_text()
+    shutil.copytree(guestbook / "config", guestbook.parent / "config-before-webhook")
+    controller.write_text(
+        "from dataclasses import replace\n\nfrom appstack.runtime import allow, deny\n"
+        "from appstack.sdk import Validator, WebhookReview\n"
+        + original.replace("from __future__ import annotations\n", "")
+        + WEBHOOK
+    )
+    _ok(_sh("make manifests", guestbook, env), "make manifests, with a webhook")
+    # the user's own edit of the Deployment (issue #47: make manifests reverted it); two
+    # replicas sharing a webhook certificate valid 30 s, renewed while the test runs
     manager = guestbook / "config/manager/manager.yaml"
     documents = list(yaml.safe_load_all(manager.read_text()))
     (deployment,) = [d for d in documents if d and d["kind"] == "Deployment"]
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
     container["env"].append({"name": "GUESTBOOK_EDITED", "value": "kept"})
+    assert container["ports"][-1] == {
+        "name": "webhook-server",
+        "containerPort": 9443,
+        "protocol": "TCP",
+    }
+    deployment["spec"]["replicas"] = 2
+    container["args"].append("--webhook-cert-validity=30s")
     manager.write_text(yaml.safe_dump_all(documents))
     _ok(_sh("make image-oci", guestbook, deploy_env, timeout=1800), "make image-oci")
     _ok(_sh("make deploy", guestbook, deploy_env), "make deploy")
@@ -411,6 +535,7 @@ def test_make_deploy_on_the_real_node_and_the_projects_own_e2e(
             "its node",
         )
         assert node.startswith("real-node"), node
+        _webhook_serving_in_cluster(env, guestbook)
         _enable(env, guestbook, sample_namespace)
         _ok(
             _sh(f"kubectl -n {sample_namespace} apply -k config/samples/", guestbook, env),
@@ -420,6 +545,11 @@ def test_make_deploy_on_the_real_node_and_the_projects_own_e2e(
     finally:
         _ok(_sh("make undeploy", guestbook, deploy_env), "make undeploy")
     assert _sh("kubectl get namespace guestbook-system", guestbook, env).returncode != 0
+    # the project's own e2e applies its samples through the deployed operator: without the
+    # webhook, whose calls the test bed's API server cannot route to a Service (above)
+    controller.write_text(original)
+    shutil.rmtree(guestbook / "config")
+    shutil.copytree(guestbook.parent / "config-before-webhook", guestbook / "config")
     e2e_env = {**env, "APPSTACK_TEST_CLUSTER": kube_cluster.require_local().name}
     e2e_env.pop("APPSTACK_TEST_KUBECONFIG")
     e2e_env.pop(SESSION_ENV, None)  # a session of its own: it did not start the cluster

@@ -5,7 +5,9 @@ reaches ``https://127.0.0.1:<port>``; the operator applies its configurations wi
 self-signed certificate as the CA bundle). An invalid object is refused with the handler's
 field-level message; the mutating handler's change is stored; a server-side dry run reaches
 the handler with ``dryRun``; a warning reaches kubectl; the configurations are gone once
-the operator stops.
+the operator stops. Then two replicas in in-cluster mode share one certificate through a
+Secret and keep answering while it is renewed (reached through a round-robin TCP proxy
+standing in for the Service: the API server runs on this machine).
 
 The configurations are cluster-wide: they are named after this module's own project (a
 uuid), match only its own kind, and only in namespaces labelled enabled for that project —
@@ -14,8 +16,13 @@ the test's namespace alone — so no other test running beside it is ever refuse
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
+import itertools
+import ssl
+import time
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +30,17 @@ import pytest
 import yaml
 from aiohttp import ClientSession
 
-from appstack.runtime import NAMESPACE, ApiError, Client, NotFound, Resource, Result, allow, deny
+from appstack.runtime import (
+    NAMESPACE,
+    SECRET,
+    ApiError,
+    Client,
+    NotFound,
+    Resource,
+    Result,
+    allow,
+    deny,
+)
 from appstack.runtime.webhook import Verdict
 from appstack.sdk import (
     CustomObject,
@@ -41,8 +58,15 @@ from appstack.sdk import (
     crd,
     custom_kind,
 )
-from appstack.sdk.kit.webhooks import MUTATING, VALIDATING
+from appstack.sdk.kit.webhooks import (
+    MUTATING,
+    VALIDATING,
+    ClientConfig,
+    WebhookServing,
+    configurations,
+)
 from appstack_testbed.pytest_plugin import ClusterHandle
+from appstack_testbed.tcpproxy import TcpProxy
 from appstack_testbed.waiting import eventually
 
 SUFFIX = uuid.uuid4().hex[:6]
@@ -156,6 +180,10 @@ async def gadget_crd(kubeconfig: Path) -> Any:
             for resource, name in CONFIGURATIONS.items():  # whatever happened to the operator
                 await admin.delete(resource, name)
             await admin.delete(CRD, Gadget.KIND.crd_name)
+            # gone before the next test of the module creates it again
+            await eventually(
+                lambda: _gone(admin, CRD, Gadget.KIND.crd_name), timeout=60, what="CRD deleted"
+            )
 
 
 async def test_the_operators_webhooks_refuse_default_and_warn_through_the_api_server(
@@ -224,3 +252,128 @@ async def test_the_operators_webhooks_refuse_default_and_warn_through_the_api_se
     # developer mode: the operator deletes what it applied when it stops
     for resource, name in CONFIGURATIONS.items():
         assert await _gone(admin, resource, name)
+
+
+class _Replica(WebhookServing):
+    """An in-cluster replica (its certificate shared through the Secret, its CA bundle
+    written into the installed configuration) that the API server reaches at 127.0.0.1,
+    through the proxy below, instead of through a Service: its certificate names that."""
+
+    @property
+    def names(self) -> list[str]:
+        return ["127.0.0.1"]
+
+
+class _RoundRobin(TcpProxy):
+    """The Service's part: each new connection to the next replica."""
+
+    def __init__(self) -> None:
+        super().__init__(None)
+        self.ports: list[int] = []
+        self.turn = itertools.count()
+
+    async def _target(self, reader: Any, writer: Any) -> tuple[str, int]:
+        return "127.0.0.1", self.ports[next(self.turn) % len(self.ports)]
+
+
+async def _served_cert(port: int) -> bytes:
+    """The certificate (DER) the server on ``port`` presents."""
+    insecure = ssl.create_default_context()
+    insecure.check_hostname, insecure.verify_mode = False, ssl.CERT_NONE
+    _, writer = await asyncio.open_connection("127.0.0.1", port, ssl=insecure)
+    try:
+        der = writer.get_extra_info("ssl_object").getpeercert(binary_form=True)
+    finally:
+        writer.close()
+    return bytes(der)
+
+
+async def test_two_replicas_share_one_certificate_and_keep_answering_through_its_rotation(
+    kubeconfig: Path, namespace: str, gadget_crd: Client
+) -> None:
+    """Two replicas in in-cluster mode against the real API server: the first creates the
+    Secret, the second serves the same certificate; a denied and an allowed request; the
+    certificate (valid 30 s) renewed by one replica at two thirds of its life and served
+    by both, every admission request meanwhile answered by the webhook (none refused for
+    TLS reasons)."""
+    admin = gadget_crd
+    enable = {"metadata": {"labels": {IDENTITY.enabled_label: "true"}}}
+    await admin.patch(NAMESPACE, namespace, enable)
+    proxy = _RoundRobin()
+    await proxy.start()
+    try:
+        url = ClientConfig(url=f"https://127.0.0.1:{proxy.port}")
+        selector = {"matchLabels": {IDENTITY.enabled_label: "true"}}
+        declared = REGISTRATION.declared_webhooks[:1]  # the validator
+        (installed,) = configurations(declared, IDENTITY, url, selector=selector)
+        await admin.create(VALIDATING, installed)  # as the install has it: no caBundle
+        replicas = [
+            _Replica(
+                declared,
+                IDENTITY,
+                address="127.0.0.1:0",
+                service=f"{IDENTITY.project}-webhook-service",
+                namespace=namespace,
+                cert_validity=30,
+                retry=0.5,
+            )
+            for _ in range(2)
+        ]
+        async with await Client.connect(str(kubeconfig), field_manager="hooks-replicas") as own:
+            await asyncio.gather(*(r.start(own) for r in replicas))
+            try:
+                await _rotation(admin, namespace, replicas, proxy)
+            finally:
+                for replica in replicas:
+                    await replica.stop(own)
+    finally:
+        await proxy.stop()
+
+
+async def _rotation(
+    admin: Client, namespace: str, replicas: Sequence[WebhookServing], proxy: _RoundRobin
+) -> None:
+    proxy.ports = [r.server.port for r in replicas if r.server.port is not None]
+    await eventually(lambda: all(r.ready() for r in replicas), timeout=30, what="both ready")
+    secret = await admin.get(SECRET, f"{IDENTITY.project}-webhook-server-cert", namespace)
+    assert secret["type"] == "kubernetes.io/tls"
+    first, second = replicas
+    assert first.cert is not None
+    assert first.cert == second.cert
+    old = [await _served_cert(port) for port in proxy.ports]
+    assert old[0] == old[1]
+
+    # a denied and an allowed request, whichever replica answers
+    with pytest.raises(ApiError) as refused:
+        await admin.create(GADGET, _gadget("big", namespace, size=5))
+    assert "denied the request: spec.size: 5 is too large: at most 3" in str(refused.value)
+    await admin.create(GADGET, _gadget("small", namespace, size=1))
+
+    # requests flow while the certificate is renewed (about 20 s after it was made)
+    answered, failures = 0, []
+    started = time.monotonic()
+
+    async def rotated() -> bool:
+        return all([await _served_cert(port) != old[0] for port in proxy.ports])
+
+    async def flow() -> bool:
+        nonlocal answered
+        for name, size in ((f"r{answered}", 1), (f"big{answered}", 9)):
+            try:
+                await admin.create(GADGET, _gadget(name, namespace, size=size))
+                if size > 3:
+                    failures.append(f"{name}: admitted")
+            except ApiError as error:
+                if size <= 3 or "too large" not in str(error):
+                    failures.append(f"{name}: {error}")
+        answered += 1
+        return await rotated()
+
+    await eventually(flow, timeout=45, what="both replicas serving the renewed certificate")
+    await flow()  # and once more after
+    assert not failures, failures
+    new = [await _served_cert(port) for port in proxy.ports]
+    assert new[0] == new[1] != old[0]
+    bundle = (await admin.get(VALIDATING, CONFIGURATIONS[VALIDATING]))["webhooks"][0]
+    assert base64.b64decode(bundle["clientConfig"]["caBundle"]).count(b"BEGIN CERTIFICATE") == 2
+    print(f"rotation after {time.monotonic() - started:.1f}s, {answered} request pairs answered")

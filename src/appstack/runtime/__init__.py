@@ -72,6 +72,10 @@ if typing.TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs; at ru
         Request,
         Result,
     )
+    from appstack.runtime.conversion import (
+        Conversion,
+        ConversionError,
+    )
     from appstack.runtime.discovery import (
         crd_names,
         crd_serves,
@@ -187,8 +191,11 @@ if typing.TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs; at ru
     )
     from appstack.runtime.servingcert import (
         CertFiles,
+        IssuedCertificate,
+        issue_certificate,
         self_signed,
         self_signed_context,
+        tls_server_context,
     )
     from appstack.runtime.store import (
         IndexFunc,
@@ -238,6 +245,8 @@ _HOMES = {
     "Clock": "clock",
     "FakeClock": "clock",
     "RealClock": "clock",
+    "Conversion": "conversion",
+    "ConversionError": "conversion",
     "Controller": "controller",
     "Reconciler": "controller",
     "Request": "controller",
@@ -307,8 +316,11 @@ _HOMES = {
     "object_key": "resources",
     "split_key": "resources",
     "CertFiles": "servingcert",
+    "IssuedCertificate": "servingcert",
+    "issue_certificate": "servingcert",
     "self_signed": "servingcert",
     "self_signed_context": "servingcert",
+    "tls_server_context": "servingcert",
     "IndexFunc": "store",
     "Store": "store",
     "controller_key": "store",
@@ -357,6 +369,8 @@ __all__ = [
     "Clock",
     "Conflict",
     "Controller",
+    "Conversion",
+    "ConversionError",
     "EventHandler",
     "EventRecorder",
     "EventType",
@@ -369,6 +383,7 @@ __all__ = [
     "IndexFunc",
     "Informer",
     "Invalid",
+    "IssuedCertificate",
     "ItemExponentialBackoff",
     "KubeconfigError",
     "LeaderElectionConfig",
@@ -413,6 +428,7 @@ __all__ = [
     "finalize",
     "generation_changed",
     "has_finalizer",
+    "issue_certificate",
     "json_patch",
     "keep_applied_by",
     "labelled",
@@ -428,6 +444,7 @@ __all__ = [
     "self_signed",
     "self_signed_context",
     "split_key",
+    "tls_server_context",
     "unserved",
     "wait_served",
     "when",

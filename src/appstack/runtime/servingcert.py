@@ -13,11 +13,13 @@ passes the context to the :class:`~appstack.runtime.manager.Manager` (``metrics_
 from __future__ import annotations
 
 import asyncio
+import datetime
 import json
 import socket
 import ssl
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import structlog
@@ -29,21 +31,52 @@ log = structlog.get_logger(__name__)
 CERT_FILE, KEY_FILE = "tls.crt", "tls.key"
 
 
-def self_signed(names: list[str]) -> tuple[bytes, bytes]:
+@dataclass(frozen=True)
+class IssuedCertificate:
+    """A certificate made by :func:`issue_certificate`: its PEM, its key's PEM, and when
+    it is valid."""
+
+    cert: bytes
+    key: bytes
+    not_before: datetime.datetime
+    not_after: datetime.datetime
+
+
+def issue_certificate(names: list[str], validity: float | None = None) -> IssuedCertificate:
     """A self-signed ECDSA P-256 server certificate for ``names`` (DNS names or IP
-    addresses; the first is the subject), valid for a year: (certificate PEM, key PEM).
+    addresses; the first is the subject), valid for ``validity`` seconds (None: a year).
 
     Made by :mod:`appstack.runtime.selfsigned` in a child process, its PEMs read from the
     child's output (no file): the ``cryptography`` modules it needs hold ≈ 10 MiB for as
-    long as a process lives, and the operator needs them once, at start-up."""
+    long as a process lives, and the operator needs them only now and then."""
+    valid = [f"--valid-seconds={validity:g}"] if validity is not None else []
     made = subprocess.run(
-        [sys.executable, "-c", _RUN_FILE, str(Path(__file__).with_name("selfsigned.py")), *names],
+        [
+            sys.executable,
+            "-c",
+            _RUN_FILE,
+            str(Path(__file__).with_name("selfsigned.py")),
+            *valid,
+            *names,
+        ],
         capture_output=True,
         check=True,
         timeout=60,
     )
     pems = json.loads(made.stdout)
-    return pems["cert"].encode(), pems["key"].encode()
+    return IssuedCertificate(
+        pems["cert"].encode(),
+        pems["key"].encode(),
+        datetime.datetime.fromisoformat(pems["not_before"]),
+        datetime.datetime.fromisoformat(pems["not_after"]),
+    )
+
+
+def self_signed(names: list[str]) -> tuple[bytes, bytes]:
+    """A self-signed server certificate for ``names`` valid for a year (:func:`issue_certificate`):
+    (certificate PEM, key PEM)."""
+    made = issue_certificate(names)
+    return made.cert, made.key
 
 
 # The module run by path, without this package (whose __init__ imports the runtime) and
@@ -59,7 +92,8 @@ def default_names() -> list[str]:
     return [socket.gethostname(), "localhost", "127.0.0.1", "::1"]
 
 
-def _server_context() -> ssl.SSLContext:
+def tls_server_context() -> ssl.SSLContext:
+    """A TLS server context (TLS 1.2 or later) with no certificate loaded yet."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     return context
@@ -67,7 +101,7 @@ def _server_context() -> ssl.SSLContext:
 
 def self_signed_context(names: list[str] | None = None) -> ssl.SSLContext:
     """A server context with a fresh self-signed certificate (kept in memory only)."""
-    context = _server_context()
+    context = tls_server_context()
     cert, key = self_signed(names or default_names())
     load_cert_chain(context, cert, key)
     return context
@@ -75,12 +109,14 @@ def self_signed_context(names: list[str] | None = None) -> ssl.SSLContext:
 
 class CertFiles:
     """``tls.crt`` and ``tls.key`` in ``directory``, loaded into :attr:`context`, and
-    loaded again by :meth:`watch` whenever either file changes."""
+    loaded again by :meth:`watch` whenever either file changes; ``what`` they serve
+    (``metrics``, ``webhook``) names them in the log."""
 
-    def __init__(self, directory: str | Path) -> None:
+    def __init__(self, directory: str | Path, what: str = "metrics") -> None:
+        self.what = what
         self.cert = Path(directory, CERT_FILE)
         self.key = Path(directory, KEY_FILE)
-        self.context = _server_context()
+        self.context = tls_server_context()
         self._seen = self._stamp()
         self.context.load_cert_chain(self.cert, self.key)  # a missing/bad file fails start-up
 
@@ -96,10 +132,10 @@ class CertFiles:
                 return False
             self.context.load_cert_chain(self.cert, self.key)
         except (OSError, ssl.SSLError) as error:
-            log.warning("cannot load the metrics certificate yet", error=str(error))
+            log.warning("cannot load the certificate yet", serves=self.what, error=str(error))
             return False
         self._seen = stamp
-        log.info("metrics certificate reloaded", cert=str(self.cert))
+        log.info("certificate reloaded", serves=self.what, cert=str(self.cert))
         return True
 
     async def watch(self, interval: float = 30.0) -> None:

@@ -15,6 +15,8 @@ refused with code 500), a malformed review answered 400 with one log line (no tr
 Metrics keep controller-runtime's names: ``controller_runtime_webhook_requests_total
 {webhook,code}``, ``controller_runtime_webhook_latency_seconds{webhook}`` and
 ``controller_runtime_webhook_requests_in_flight{webhook}`` (:class:`~.metrics.Metrics`).
+CRD conversion webhooks (:class:`~.conversion.Conversion`, ``ConversionReview``) are served
+beside them (``conversions``), bounded and counted alike.
 
 The server runs on every replica (the API server calls whichever a Service picks), not
 only on the leader: a program starts it beside its manager (:meth:`WebhookServer.start`)
@@ -38,6 +40,7 @@ from typing import Any
 import structlog
 from aiohttp import web
 
+from appstack.runtime.conversion import Conversion, convert, review_request
 from appstack.runtime.metrics import Metrics
 
 log = structlog.get_logger(__name__)
@@ -286,11 +289,14 @@ class WebhookServer:
         metrics: Metrics | None = None,
         timeout: float = DEFAULT_TIMEOUT,
         max_body: int = MAX_BODY,
+        conversions: Sequence[Conversion] = (),
     ) -> None:
-        paths = [w.path for w in webhooks]
+        paths = [w.path for w in webhooks] + [c.path for c in conversions]
         if len(set(paths)) != len(paths):
             raise ValueError(f"two webhooks share a path: {paths}")
         self.webhooks = {w.path: w for w in webhooks}
+        #: the CRD conversion webhooks (:mod:`.conversion`), routed beside the admission ones
+        self.conversions = {c.path: c for c in conversions}
         self.address = address
         self.tls = tls
         self.metrics = metrics or Metrics()
@@ -308,6 +314,7 @@ class WebhookServer:
         """Listen (:attr:`port` is then the port bound)."""
         app = web.Application(client_max_size=self.max_body)
         app.add_routes([web.post(path, self._serve) for path in self.webhooks])
+        app.add_routes([web.post(path, self._serve) for path in self.conversions])
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         host, _, port = self.address.rpartition(":")
@@ -315,7 +322,8 @@ class WebhookServer:
         await site.start()
         self._runner = runner
         self.port = int(runner.addresses[-1][1])
-        log.info("webhook server listening", port=self.port, paths=sorted(self.webhooks))
+        paths = sorted([*self.webhooks, *self.conversions])
+        log.info("webhook server listening", port=self.port, paths=paths)
 
     async def stop(self) -> None:
         """Stop listening (requests in flight are cut off)."""
@@ -324,7 +332,7 @@ class WebhookServer:
         self._runner, self.port = None, None
 
     async def _serve(self, http: web.Request) -> web.Response:
-        webhook = self.webhooks[http.path]
+        webhook = self.webhooks.get(http.path) or self.conversions[http.path]
         label = webhook.label
         in_flight = self.metrics.webhook_in_flight.labels(label)
         started = time.monotonic()
@@ -337,7 +345,7 @@ class WebhookServer:
         self.metrics.webhook_requests.labels(label, str(response.status)).inc()
         return response
 
-    async def _respond(self, webhook: Webhook, http: web.Request) -> web.Response:
+    async def _respond(self, webhook: Webhook | Conversion, http: web.Request) -> web.Response:
         if http.content_type != "application/json":
             return self._bad(webhook, f"content type {http.content_type!r}, not application/json")
         if http.content_length is not None and http.content_length > self.max_body:
@@ -346,6 +354,8 @@ class WebhookServer:
             body = await http.read()
         except web.HTTPRequestEntityTooLarge:
             return web.Response(status=413, text=f"the body exceeds {self.max_body} bytes")
+        if isinstance(webhook, Conversion):
+            return await self._convert(webhook, body)
         try:
             request = AdmissionRequest.from_review(json.loads(body))
         except ValueError as error:  # json.JSONDecodeError is one
@@ -354,7 +364,14 @@ class WebhookServer:
         review = review_response(request.uid, verdict, original=request.object)
         return web.json_response(review)
 
+    async def _convert(self, conversion: Conversion, body: bytes) -> web.Response:
+        try:
+            asked = review_request(json.loads(body))
+        except ValueError as error:  # json.JSONDecodeError is one
+            return self._bad(conversion, str(error))
+        return web.json_response(await convert(conversion, asked, self.timeout))
+
     @staticmethod
-    def _bad(webhook: Webhook, why: str) -> web.Response:
-        log.warning("malformed admission review", webhook=webhook.label, error=why)
+    def _bad(webhook: Webhook | Conversion, why: str) -> web.Response:
+        log.warning("malformed review", webhook=webhook.label, error=why)
         return web.Response(status=400, text=why)

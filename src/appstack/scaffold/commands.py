@@ -245,9 +245,8 @@ def create_api(
         if same_kind and other.version != version:
             raise Refused(
                 f"--version {version}: {kind} of {wanted.full_group} is already served as "
-                f"{other.version}, and a kind has one version in this project (several "
-                "versions need a storage version and conversion, which the SDK does not "
-                "generate yet); nothing was written"
+                f"{other.version}, and the scaffolder does not add versions yet: declare "
+                f"{version} by hand with versioned_kind (docs/versions.md); nothing was written"
             )
     if existing is not None:
         if resource and existing.api and not force:
@@ -574,12 +573,14 @@ def create_webhook(
 ) -> list[Path]:
     """``--defaulting`` and ``--programmatic-validation`` as what the API server does itself:
     a schema default and a CEL rule on the kind's model (no webhook to run, no certificate);
-    ``--conversion`` is refused: a kind has one version for now."""
+    ``--conversion`` is refused: the scaffolder does not write conversions yet (the SDK's
+    :func:`~appstack.sdk.versioned_kind` declares them by hand)."""
     project = read(directory)
     if conversion:
         raise Refused(
-            "--conversion: conversion between versions of a kind is not supported yet (a kind "
-            "has one served version); nothing was written"
+            "--conversion: the scaffolder does not write conversions yet: declare the "
+            "versions and their to_hub/from_hub with versioned_kind (docs/versions.md); "
+            "nothing was written"
         )
     if not (defaulting or validation):
         raise Refused("create webhook needs --defaulting and/or --programmatic-validation")

@@ -22,6 +22,7 @@ from appstack.sdk import (
     config_files,
     config_with_args,
     config_with_image,
+    config_with_webhooks,
 )
 
 CONFIG = "config"
@@ -68,15 +69,28 @@ def _scaffolded(directory: Path, path: Path) -> bool:
 
 def generate(directory: Path) -> list[Path]:
     """Write ``config/``: the generated files, and those scaffolded once where missing (a
-    user's edits to ``manager/``, ``default/`` and ``prometheus/`` are theirs); the files
-    that changed (none the second time)."""
+    user's edits to ``manager/``, ``default/`` and ``prometheus/`` are theirs; once the
+    project declares webhooks, ``../webhook`` and the webhook port are added to them where
+    missing: :func:`appstack.sdk.config_with_webhooks`); the files that changed (none the
+    second time)."""
     changed = []
-    for path, text in files(directory).items():
+    project = load(directory)
+    generated = {directory / CONFIG / rel: text for rel, text in config_files(project).items()}
+    for path, text in generated.items():
         if path.is_file() and (_scaffolded(directory, path) or path.read_text() == text):
             continue
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
         changed.append(path)
+    # a project's first webhook: wired into the files scaffolded once, the rest kept
+    default = directory / CONFIG / "default" / "kustomization.yaml"
+    manager = directory / CONFIG / "manager" / "manager.yaml"
+    before = default.read_text(), manager.read_text()
+    after = config_with_webhooks(*before, project)
+    for path, old, new in ((default, before[0], after[0]), (manager, before[1], after[1])):
+        if new != old:
+            path.write_text(new)
+            changed.append(path)
     return changed
 
 

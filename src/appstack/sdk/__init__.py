@@ -60,6 +60,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs; at run time,
     from appstack.sdk.config import (
         with_image as config_with_image,
     )
+    from appstack.sdk.config import (
+        with_webhooks as config_with_webhooks,
+    )
     from appstack.sdk.crds import (
         crd,
     )
@@ -353,6 +356,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs; at run time,
         Rule,
         binding,
         cluster_role,
+        crd_conversion_rules,
         crd_read_rule,
         derived_rules,
         enabler_grant,
@@ -367,6 +371,15 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs; at run time,
         InMemoryOperator,
         OperatorRunner,
     )
+    from appstack.sdk.versions import (
+        ConversionRefused,
+        Version,
+        VersionError,
+        convert_object,
+        stash,
+        unstash,
+        versioned_kind,
+    )
 
 #: Where each public name lives (its one home): ``module`` or ``module:attribute``
 #: where the public name is not the module's own (``cel_labelled`` is
@@ -380,9 +393,17 @@ _HOMES = {
     "config_files": "config",
     "config_with_args": "config:with_args",
     "config_with_image": "config:with_image",
+    "config_with_webhooks": "config:with_webhooks",
     "manager_container": "config",
     "manager_pod_security": "config",
     "crd": "crds",
+    "Version": "versions",
+    "ConversionRefused": "versions",
+    "VersionError": "versions",
+    "stash": "versions",
+    "convert_object": "versions",
+    "unstash": "versions",
+    "versioned_kind": "versions",
     "CONTEXT_OPTION": "flags:CONTEXT",
     "KUBECONFIG_OPTION": "flags:KUBECONFIG",
     "Duration": "flags",
@@ -588,6 +609,7 @@ _HOMES = {
     "MARKER": "rbac",
     "manager_rules": "rbac",
     "crd_read_rule": "rbac",
+    "crd_conversion_rules": "rbac",
     "BUILTIN_GROUPS": "rbac",
     "marker_rule": "rbac",
     "process_rules": "rbac",
@@ -643,6 +665,7 @@ __all__ = [
     "Container",
     "ContainerPort",
     "ContainerSecurity",
+    "ConversionRefused",
     "CustomKind",
     "CustomObject",
     "Duration",
@@ -729,6 +752,8 @@ __all__ = [
     "TopologySpreadConstraint",
     "Truth",
     "Validator",
+    "Version",
+    "VersionError",
     "Violation",
     "Volume",
     "VolumeDict",
@@ -759,8 +784,11 @@ __all__ = [
     "config_files",
     "config_with_args",
     "config_with_image",
+    "config_with_webhooks",
     "controlled_by",
+    "convert_object",
     "crd",
+    "crd_conversion_rules",
     "crd_read_rule",
     "custom_kind",
     "default_service_type",
@@ -819,8 +847,10 @@ __all__ = [
     "serve",
     "service_account",
     "service_monitor",
+    "stash",
     "to_wire",
     "unique_env_names",
+    "unstash",
     "user_env",
     "user_mounts",
     "user_probe",
@@ -828,6 +858,7 @@ __all__ = [
     "user_role",
     "user_security",
     "user_volumes",
+    "versioned_kind",
     "wire",
 ]
 

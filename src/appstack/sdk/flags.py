@@ -22,7 +22,12 @@ import click
 from appstack.core import defaults
 from appstack.core.duration import DEFAULT_SYNC_PERIOD, parse_duration
 from appstack.sdk.identity import OperatorIdentity
-from appstack.sdk.options import MAX_LEASE_DURATION, MIN_LEASE_DURATION, OperatorOptions
+from appstack.sdk.options import (
+    MAX_LEASE_DURATION,
+    MIN_LEASE_DURATION,
+    MIN_WEBHOOK_CERT_VALIDITY,
+    OperatorOptions,
+)
 
 if TYPE_CHECKING:
     from appstack.core.resource import Resource
@@ -264,6 +269,23 @@ def operator_flags(identity: OperatorIdentity) -> Callable[[F], F]:
             help="In-cluster: the Service in front of the webhooks, in the operator's "
             f"namespace (default {identity.project}-webhook-service); its certificate is "
             "written into the installed webhook configurations' caBundle.",
+        ),
+        click.option(
+            "--webhook-cert-dir",
+            default=None,
+            help="In-cluster: directory with tls.crt and tls.key for the webhooks (a mounted "
+            "kubernetes.io/tls Secret, e.g. cert-manager's; reloaded when they change; the "
+            "caBundle left to cert-manager's CA injector). Default: a certificate the "
+            f"replicas share in the Secret {identity.project}-webhook-server-cert, made "
+            "and renewed by the operator.",
+        ),
+        click.option(
+            "--webhook-cert-validity",
+            type=Duration(MIN_WEBHOOK_CERT_VALIDITY),
+            default="8760h",
+            show_default=True,
+            help="How long the shared webhook certificate the operator makes is valid; it "
+            "is renewed a third of that before it ends, without a restart.",
         ),
         click.option(
             "--health-probe-bind-address",

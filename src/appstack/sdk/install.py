@@ -5,6 +5,11 @@ between them — names, namespace, labels, selector, ports, the operator's conta
 flags, the rules. Neither generator writes these objects itself (a unit test,
 ``tests/unit/manifests/test_one_generator.py``, keeps it so for ``appstack.manifests``).
 
+The admission webhooks' objects (when the operator declares webhooks) are here too: their
+Service (:func:`webhook_service`) and the roles to write their CA bundle and share their
+certificate (:func:`webhook_role`, :func:`webhook_cert_role`); the configurations
+themselves are :func:`appstack.sdk.kit.webhooks.configurations`.
+
 The RBAC objects wrap the rules of :mod:`appstack.sdk.rbac` (the operator's own role's:
 :func:`appstack.sdk.rbac.manager_rules`); the CRDs are :func:`appstack.sdk.crds.crd`, the
 admission policies :mod:`appstack.sdk.guards`. Pure: plain dicts, the keys in the order
@@ -22,6 +27,8 @@ from appstack.sdk.rbac import (
     marker_rule,
     metrics_auth_rules,
     role,
+    webhook_configuration_rules,
+    webhook_secret_rules,
 )
 
 Obj = dict[str, Any]
@@ -174,3 +181,41 @@ def service_monitor(
         "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
         "spec": spec,
     }
+
+
+#: The webhook server's container port and its name (the webhook Service's target).
+WEBHOOK_PORT = 9443
+WEBHOOK_PORT_NAME = "webhook-server"
+
+
+def webhook_service(
+    name: str,
+    namespace: str,
+    *,
+    labels: Mapping[str, str],
+    selector: Mapping[str, str],
+    target_port: int | str = WEBHOOK_PORT_NAME,
+) -> Obj:
+    """The Service the API server calls the operator's admission webhooks through: port
+    443 to the pods' ``target_port`` (the container port :data:`WEBHOOK_PORT_NAME`)."""
+    ports = [{"port": 443, "protocol": "TCP", "targetPort": target_port}]
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
+        "spec": {"ports": ports, "selector": dict(selector)},
+    }
+
+
+def webhook_role(
+    name: str, *, validating: str | None, mutating: str | None, labels: Mapping[str, str]
+) -> Obj:
+    """The ClusterRole to write the CA bundle into the operator's own webhook
+    configurations, by name (:func:`appstack.sdk.rbac.webhook_configuration_rules`)."""
+    return cluster_role(name, webhook_configuration_rules(validating, mutating), labels)
+
+
+def webhook_cert_role(name: str, namespace: str, *, secret: str, labels: Mapping[str, str]) -> Obj:
+    """The Role in the operator's own ``namespace`` for the Secret its replicas share their
+    webhook serving certificate in (:func:`appstack.sdk.rbac.webhook_secret_rules`)."""
+    return role(name, namespace, webhook_secret_rules(secret), labels)

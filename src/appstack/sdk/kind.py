@@ -63,6 +63,10 @@ class CustomKind:
     namespaced: bool = True
     group: str = ""
     version: str = VERSION
+    # every version its CRD serves (:class:`appstack.sdk.versions.Version` each, set by
+    # :func:`~appstack.sdk.versions.versioned_kind`), the storage one (this kind's
+    # ``version``, its model the hub) included; empty: only ``version``
+    versions: tuple[Any, ...] = ()
 
     @property
     def singular(self) -> str:
@@ -180,14 +184,17 @@ def custom_kind(
     subresources: Mapping[str, Any] | None = None,
     namespaced: bool = True,
     categories: tuple[str, ...] = (),
+    kind: str | None = None,
 ) -> Callable[[ModelT], ModelT]:
     """Declare the decorated model (named like its kind, with ``spec`` and ``status``
     fields) as a custom kind of API ``group`` (e.g. ``webapp.example.com``) and ``version``
-    (default ``v1``); ``subresources`` default to ``status``."""
+    (default ``v1``); ``subresources`` default to ``status``. ``kind`` names the kind when
+    the model is not named so (another version's model of the same kind, say
+    ``GadgetV1alpha1``: :mod:`appstack.sdk.versions`)."""
 
     def declare(model: ModelT) -> ModelT:
         model.KIND = CustomKind(
-            kind=model.__name__,
+            kind=kind or model.__name__,
             plural=plural,
             model=model,
             spec=_model_of(model, "spec"),

@@ -63,6 +63,7 @@ from appstack.runtime.controller import Controller
 from appstack.runtime.resources import Resource
 from appstack.sdk.identity import OperatorIdentity
 from appstack.sdk.kit.caching import cache_policy
+from appstack.sdk.kit.conversion import converting_kinds
 from appstack.sdk.kit.kind_metrics import KindMetrics
 from appstack.sdk.kit.registration import Registration
 from appstack.sdk.kit.webhooks import WebhookServing
@@ -238,6 +239,14 @@ class Assembly:
     cert_files: CertFiles | None = None
     webhooks: WebhookServing | None = None
 
+    @property
+    def unfenced(self) -> Client:
+        """A client whose writes are not fenced by leadership: what every replica's
+        webhook serving writes with (the shared certificate's Secret, the CA bundle), leader
+        or not — the leader election's own client when there is one (the main client's
+        writes are refused while this replica does not hold the Lease), else the client."""
+        return self.election_client or self.client
+
     async def run(self) -> None:
         """Run until the manager stops (SIGTERM, if :meth:`Manager.install_signal_handlers`
         was called) or leadership is lost; then drain the Events and close the clients.
@@ -246,7 +255,7 @@ class Assembly:
         renewing = asyncio.create_task(self.cert_files.watch()) if self.cert_files else None
         try:
             if self.webhooks is not None:
-                await self.webhooks.start(self.client)
+                await self.webhooks.start(self.unfenced)
             await self.manager.run()
         except LeadershipLost:
             await self.recorder.close(timeout=0)  # the fence refuses its writes: drop them
@@ -255,7 +264,7 @@ class Assembly:
             if renewing is not None:
                 renewing.cancel()
             if self.webhooks is not None:
-                await self.webhooks.stop(self.client)
+                await self.webhooks.stop(self.unfenced)
             await self.recorder.close(timeout=min(5.0, self.manager.shutdown_timeout))
             await self.client.close()
             if self.election_client is not None:
@@ -366,11 +375,15 @@ def webhook_serving(
     manager: Manager,
 ) -> WebhookServing | None:
     """The operator's admission webhooks (:mod:`appstack.sdk.kit.webhooks`) when any of
-    its registrations declares one, with a readiness check on ``manager``; else None (no
+    its registrations declares one (or its conversion webhook, when a kind's versions
+    convert: :mod:`appstack.sdk.versions`), with a readiness check on ``manager``; else None (no
     server, no certificate). ``--webhook-host`` is developer mode; otherwise the Service
-    (``--webhook-service``) in the operator's namespace (``POD_NAMESPACE``)."""
+    (``--webhook-service``) in the operator's namespace (``POD_NAMESPACE``), with the
+    certificate mounted in ``--webhook-cert-dir`` (cert-manager's) or else the one its
+    replicas share (valid ``--webhook-cert-validity``)."""
     declared = [webhook for c in controllers for webhook in c.declared_webhooks]
-    if not declared:
+    converting = converting_kinds([c.kind for c in controllers if c.custom])
+    if not declared and not converting:
         return None
     serving = WebhookServing(
         declared,
@@ -381,6 +394,9 @@ def webhook_serving(
         namespace=os.environ.get("POD_NAMESPACE") or identity.namespace,
         enable_all_namespaces=options.enable_all_namespaces,
         metrics=manager.metrics,
+        conversions=converting,
+        cert_dir=None if options.webhook_host else options.webhook_cert_dir,
+        cert_validity=options.webhook_cert_validity,
     )
     manager.add_readiness_check("webhooks", serving.ready)
     return serving

@@ -22,6 +22,10 @@ LogFormat = Literal["auto", "json", "console"]
 #: last renewal.
 MIN_LEASE_DURATION = 1.0
 MAX_LEASE_DURATION = 300.0
+#: How long the webhooks' shared serving certificate is valid (seconds), by default a
+#: year, and at least this (it is renewed a third of its lifetime before it ends).
+WEBHOOK_CERT_VALIDITY = 365 * 86400.0
+MIN_WEBHOOK_CERT_VALIDITY = 30.0
 
 
 @dataclass
@@ -57,6 +61,10 @@ class OperatorOptions:
     webhook_address: str = ":9443"
     webhook_host: str | None = None
     webhook_service: str = ""
+    # in-cluster: a mounted certificate (tls.crt + tls.key, e.g. cert-manager's; its CA
+    # injected by cert-manager), else the replicas' shared one, valid this long (seconds)
+    webhook_cert_dir: str | None = None
+    webhook_cert_validity: float = WEBHOOK_CERT_VALIDITY
 
     @classmethod
     def from_flags(cls, **flags: Any) -> OperatorOptions:

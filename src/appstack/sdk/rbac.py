@@ -58,7 +58,8 @@ def derived_rules(
     finalizer: bool = False,
     extra: Iterable[Rule] = (),
 ) -> list[Rule]:
-    """A controller's rules from its declaration: :func:`own_rules` of its ``kind``,
+    """A controller's rules from its declaration: :func:`own_rules` of its ``kind`` (and
+    :func:`crd_conversion_rules`),
     :data:`CHILD_VERBS` on each kind it ``owns``, :data:`READ_VERBS` on each it
     ``watches``, and ``extra`` rules as given — merged, so each (group, resource) appears
     once with the union of its verbs, in first-seen order."""
@@ -66,9 +67,26 @@ def derived_rules(
         *own_rules(kind, finalizer=finalizer),
         *(rule(resource, *CHILD_VERBS) for resource in owns),
         *(rule(resource, *READ_VERBS) for resource in watches),
+        *crd_conversion_rules(kind),
         *extra,
     ]
     return merged(rules)
+
+
+_CRDS = Resource(
+    "apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False
+)
+
+
+def crd_conversion_rules(kind: CustomKind) -> list[Rule]:
+    """When ``kind``'s versions convert (:mod:`appstack.sdk.versions`): ``get`` and
+    ``patch`` of its own CRD, by name — what writing the conversion webhook's CA bundle
+    (or developer-mode URL) into it needs, and nothing of anyone else's CRDs."""
+    if not any(getattr(v, "to_hub", None) is not None for v in kind.versions):
+        return []
+    named = rule(_CRDS, "get", "patch")
+    named["resourceNames"] = [kind.crd_name]
+    return [named]
 
 
 def merged(rules: Iterable[Rule]) -> list[Rule]:
@@ -285,3 +303,45 @@ def leader_election_rules(lease: str) -> list[Rule]:
     named = rule(_LEASES, "get", "update")
     named["resourceNames"] = [lease]
     return [named, rule(_LEASES, "create")]
+
+
+_VALIDATING_CONFIGS = Resource(
+    "admissionregistration.k8s.io",
+    "v1",
+    "ValidatingWebhookConfiguration",
+    "validatingwebhookconfigurations",
+    False,
+)
+_MUTATING_CONFIGS = Resource(
+    "admissionregistration.k8s.io",
+    "v1",
+    "MutatingWebhookConfiguration",
+    "mutatingwebhookconfigurations",
+    False,
+)
+_SECRETS = Resource("", "v1", "Secret", "secrets")
+#: What an operator does with its own webhook configurations: writes its CA bundle in.
+WEBHOOK_CONFIGURATION_VERBS = ("get", "update", "patch")
+
+
+def webhook_configuration_rules(validating: str | None, mutating: str | None) -> list[Rule]:
+    """Read and update, by name, the operator's own webhook configurations (the
+    ``validating`` and ``mutating`` one it has; None: it has none of that kind) — what
+    writing its CA bundle into their ``caBundle`` needs, and nothing of anyone else's.
+    Cluster-scoped: for a ClusterRole."""
+    rules = []
+    for resource, name in ((_VALIDATING_CONFIGS, validating), (_MUTATING_CONFIGS, mutating)):
+        if name:
+            named = rule(resource, *WEBHOOK_CONFIGURATION_VERBS)
+            named["resourceNames"] = [name]
+            rules.append(named)
+    return rules
+
+
+def webhook_secret_rules(secret: str) -> list[Rule]:
+    """The Secret its replicas share their webhook serving certificate in, by name (get,
+    update, patch), and ``create`` (RBAC cannot limit create by name): for a Role in the
+    operator's own namespace only."""
+    named = rule(_SECRETS, "get", "update", "patch")
+    named["resourceNames"] = [secret]
+    return [named, rule(_SECRETS, "create")]

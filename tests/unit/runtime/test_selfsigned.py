@@ -60,8 +60,21 @@ def test_run_as_a_program_it_prints_the_pems_as_json() -> None:
         timeout=60,
     )
     printed = json.loads(done.stdout)
-    assert set(printed) == {"cert", "key"}
+    assert set(printed) == {"cert", "key", "not_before", "not_after"}
     cert = x509.load_pem_x509_certificate(printed["cert"].encode())
     names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     assert names.get_values_for_type(x509.DNSName) == ["operator-0"]
     assert "PRIVATE KEY" in printed["key"]
+    assert datetime.datetime.fromisoformat(printed["not_after"]) == cert.not_valid_after_utc
+
+
+def test_a_shorter_validity_is_backdated_by_a_tenth_of_it() -> None:
+    done = subprocess.run(
+        [sys.executable, str(Path(selfsigned.__file__)), "--valid-seconds=60", "svc.ns.svc"],
+        capture_output=True,
+        check=True,
+        timeout=60,
+    )
+    cert = x509.load_pem_x509_certificate(json.loads(done.stdout)["cert"].encode())
+    lifetime = cert.not_valid_after_utc - cert.not_valid_before_utc
+    assert lifetime == datetime.timedelta(seconds=66)

@@ -4,15 +4,19 @@ kustomize name reference (a binding follows its policy's prefix); the namespace 
 ClusterRole is in config/rbac; the operator acts only in enabled namespaces unless the
 project enables them all; the files scaffolded once (manager, default, prometheus) are the
 user's, and what `appstack edit` changes in them is only the image and the flags its
-settings decide."""
+settings decide. A project that declares webhooks gets config/webhook (their Service and
+configurations), the webhook port, the RBAC for its own configurations and certificate
+Secret; one that declares none, nothing of it."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import yaml
 
-from appstack.sdk import config
+from appstack.runtime import Verdict, allow
+from appstack.sdk import Mutator, Validator, WebhookReview, config
 from tests.support.guestbook import PROJECT
 
 POLICIES = ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
@@ -126,3 +130,130 @@ def test_the_settings_change_only_their_own_flags_in_an_edited_manager() -> None
     closed = config.with_args(opened, PROJECT)
     assert "--enable-all-namespaces" not in closed
     assert "--sync-period=5m" in closed
+
+
+def _with_webhooks(*webhooks: Validator | Mutator) -> config.Project:
+    (registration,) = PROJECT.controllers
+    return dataclasses.replace(
+        PROJECT, controllers=[dataclasses.replace(registration, webhooks=webhooks)]
+    )
+
+
+def _allow(review: WebhookReview) -> Verdict:
+    return allow()
+
+
+def test_a_project_without_webhooks_has_nothing_of_them() -> None:
+    files = config.config_files(PROJECT)
+    assert not [p for p in files if p.startswith("webhook/") or "webhook" in p]
+    assert "../webhook" not in yaml.safe_load(files["default/kustomization.yaml"])["resources"]
+    assert "webhook" not in files["manager/manager.yaml"]
+    default, manager = files["default/kustomization.yaml"], files["manager/manager.yaml"]
+    assert config.with_webhooks(default, manager, PROJECT) == (default, manager)
+
+
+def test_a_project_with_webhooks_gets_their_service_configurations_port_and_rbac() -> None:
+    project = _with_webhooks(Validator(_allow))
+    files = config.config_files(project)
+    webhook = sorted(p for p in files if p.startswith("webhook/"))
+    assert webhook == [
+        "webhook/kustomization.yaml",
+        "webhook/manifests.yaml",
+        "webhook/service.yaml",
+    ]
+    assert yaml.safe_load(files["webhook/kustomization.yaml"])["resources"] == [
+        "manifests.yaml",
+        "service.yaml",
+    ]
+    (configuration,) = _objects(files["webhook/manifests.yaml"])  # validating only
+    assert configuration["kind"] == "ValidatingWebhookConfiguration"
+    assert configuration["metadata"]["name"] == "validating-webhooks"  # guestbook- prefixed
+    (hook,) = configuration["webhooks"]
+    assert hook["clientConfig"] == {
+        "service": {
+            "namespace": "system",
+            "name": "webhook-service",
+            "path": "/validate-webapp-example-com-v1-guestbook",
+            "port": 443,
+        }
+    }  # no caBundle: the operator writes it
+    assert hook["namespaceSelector"]["matchLabels"] == {"webapp.example.com/enabled": "true"}
+    (service,) = _objects(files["webhook/service.yaml"])
+    assert service["metadata"]["name"] == "webhook-service"
+    assert service["spec"]["ports"] == [
+        {"port": 443, "protocol": "TCP", "targetPort": "webhook-server"}
+    ]
+    assert service["spec"]["selector"] == {
+        "control-plane": "controller-manager",
+        "app.kubernetes.io/name": "guestbook",
+    }
+    (container,) = config.deployment(project)["spec"]["template"]["spec"]["containers"]
+    assert {"name": "webhook-server", "containerPort": 9443, "protocol": "TCP"} in container[
+        "ports"
+    ]
+    default = yaml.safe_load(files["default/kustomization.yaml"])["resources"]
+    assert default.index("../webhook") < default.index("../manager")
+    # its own configurations and its certificate's Secret, by their final names
+    (hooks,) = _objects(files["rbac/webhook_role.yaml"])
+    assert hooks["kind"] == "ClusterRole"
+    assert hooks["rules"] == [
+        {
+            "apiGroups": ["admissionregistration.k8s.io"],
+            "resources": ["validatingwebhookconfigurations"],
+            "verbs": ["get", "update", "patch"],
+            "resourceNames": ["guestbook-validating-webhooks"],
+        }
+    ]
+    (cert,) = _objects(files["rbac/webhook_cert_role.yaml"])
+    assert (cert["kind"], cert["metadata"]["namespace"]) == ("Role", "system")
+    assert cert["rules"][0]["resourceNames"] == ["guestbook-webhook-server-cert"]
+    assert cert["rules"][1] == {"apiGroups": [""], "resources": ["secrets"], "verbs": ["create"]}
+    rbac = yaml.safe_load(files["rbac/kustomization.yaml"])["resources"]
+    for name in ("webhook_role", "webhook_role_binding", "webhook_cert_role"):
+        assert f"{name}.yaml" in rbac
+    (bound,) = _objects(files["rbac/webhook_cert_role_binding.yaml"])
+    assert bound["roleRef"]["name"] == "webhook-cert-role"
+    both = config.config_files(_with_webhooks(Validator(_allow), Mutator(_allow)))
+    kinds = [o["kind"] for o in _objects(both["webhook/manifests.yaml"])]
+    assert kinds == ["ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"]
+    (both_roles,) = _objects(both["rbac/webhook_role.yaml"])
+    assert [r["resourceNames"] for r in both_roles["rules"]] == [
+        ["guestbook-validating-webhooks"],
+        ["guestbook-mutating-webhooks"],
+    ]
+
+
+def test_a_first_webhook_is_wired_into_the_files_scaffolded_once_keeping_the_rest() -> None:
+    plain = config.config_files(PROJECT)
+    edited_default = plain["default/kustomization.yaml"] + "patches:\n- path: mine.yaml\n"
+    manager = plain["manager/manager.yaml"].replace("cpu: 10m", "cpu: 20m")
+    project = _with_webhooks(Validator(_allow))
+    default, wired = config.with_webhooks(edited_default, manager, project)
+    body = yaml.safe_load(default)
+    assert body["patches"] == [{"path": "mine.yaml"}]
+    assert (
+        body["resources"]
+        == yaml.safe_load(config.config_files(project)["default/kustomization.yaml"])["resources"]
+    )
+    (deployment,) = [o for o in _objects(wired) if o["kind"] == "Deployment"]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert container["ports"][-1]["name"] == "webhook-server"
+    assert container["resources"]["requests"]["cpu"] == "20m"
+    assert default.startswith(config.SCAFFOLDED_HEADER)
+    assert config.with_webhooks(default, wired, project) == (default, wired)  # once
+
+
+def test_the_guards_let_the_operator_write_only_its_own_certificate_secret() -> None:
+    def conditions(project: config.Project) -> list[dict[str, str]]:
+        files = config.config_files(project)
+        policy = _objects(files["admission/operator_writes_policy.yaml"])[0]
+        return list(policy["spec"]["matchConditions"])
+
+    assert "webhook-certificate" not in str(conditions(PROJECT))
+    (exempt,) = [
+        c for c in conditions(_with_webhooks(Validator(_allow))) if "certificate" in c["name"]
+    ]
+    assert "request.namespace == 'guestbook-system'" in exempt["expression"]
+    assert "request.name == 'guestbook-webhook-server-cert'" in exempt["expression"]
+    assert "object.type == 'kubernetes.io/tls'" in exempt["expression"]
+    assert "request.operation != 'DELETE'" in exempt["expression"]

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from appstack.sdk.crds import crd
 from appstack.sdk.guards.expressions import (
     Validation,
     cel_string,
@@ -43,6 +42,7 @@ from appstack.sdk.guards.pods import (
 )
 from appstack.sdk.guards.subject import GuardedOperator, Obj
 from appstack.sdk.identity import NOT_ENABLED_REASON
+from appstack.sdk.schema import root_schema
 
 
 def _resources(operator: GuardedOperator, *, status: bool) -> list[dict[str, Any]]:
@@ -217,7 +217,7 @@ def baseline_validations(operator: GuardedOperator) -> list[Validation]:
     validations: list[Validation] = []
     privileged = operator.identity.allow_privileged_label
     for kind in operator.kinds:
-        schema = crd(kind)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+        schema = root_schema(kind.model, kind.spec, kind.status)  # the stored version's
         checks = [
             (
                 path,

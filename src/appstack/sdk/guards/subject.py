@@ -60,12 +60,17 @@ class WriteExtensions:
       (:class:`~appstack.sdk.kit.objects.ObjectReconciler`, e.g. a Secret-copier's
       copies), derived by :meth:`GuardedOperator.of`: only the ownership check is left out
       for them — still only in enabled namespaces, never a service-account-token Secret,
-      pods at the baseline, Services without addresses of the cluster."""
+      pods at the baseline, Services without addresses of the cluster;
+    * ``own_secret`` — (namespace, name) of the ``kubernetes.io/tls`` Secret the operator
+      keeps in its own namespace, owned by nothing (its admission webhooks' shared
+      certificate): its creates and updates are not matched by the writes policy (its RBAC
+      names that Secret in that namespace alone)."""
 
     owned_elsewhere: tuple[str, ...] = ()
     readopted: str | None = None
     validations: tuple[Validation, ...] = ()
     unowned: tuple[str, ...] = ()
+    own_secret: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True)

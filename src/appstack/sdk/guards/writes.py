@@ -244,6 +244,25 @@ def _finalizers(operator: GuardedOperator) -> Validation:
     )
 
 
+def _own_secret(operator: GuardedOperator) -> list[dict[str, str]]:
+    """The match condition that leaves out the operator's own TLS Secret in its own
+    namespace (:attr:`~.subject.WriteExtensions.own_secret`), if it keeps one."""
+    if operator.writes.own_secret is None:
+        return []
+    namespace, name = operator.writes.own_secret
+    return [
+        {
+            "name": "not-its-webhook-certificate",
+            "expression": (
+                "!(request.resource.group == '' && request.resource.resource == 'secrets'"
+                f" && request.namespace == {cel_string(namespace)}"
+                f" && request.name == {cel_string(name)}"
+                " && request.operation != 'DELETE' && object.type == 'kubernetes.io/tls')"
+            ),
+        }
+    ]
+
+
 def writes_policy(operator: GuardedOperator) -> Obj | None:
     """The bounds above (None: the operator's RBAC writes nothing they apply to)."""
     written = written_resources(operator)
@@ -265,7 +284,7 @@ def writes_policy(operator: GuardedOperator) -> Obj | None:
         operator.operator_name("writes"),
         {
             "matchConstraints": {"resourceRules": rules},
-            "matchConditions": operator.only_operator(),
+            "matchConditions": [*operator.only_operator(), *_own_secret(operator)],
             "variables": [
                 {
                     "name": "target",

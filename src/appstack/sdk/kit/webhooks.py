@@ -34,10 +34,12 @@ from appstack.runtime.certdata import load_cert_chain
 from appstack.runtime.client import Client
 from appstack.runtime.errors import ApiError, Conflict, NotFound, TransportError
 from appstack.runtime.metrics import Metrics
-from appstack.runtime.servingcert import self_signed
+from appstack.runtime.servingcert import CertFiles, self_signed, tls_server_context
 from appstack.runtime.webhook import AdmissionRequest, Answer, Webhook, WebhookServer, deny
 from appstack.sdk.identity import OperatorIdentity
 from appstack.sdk.kind import CustomKind
+from appstack.sdk.kit.conversion import conversion_webhook, point_crds
+from appstack.sdk.kit.webhookcert import SharedCertificate, Stored
 
 #: The configurations' kinds.
 VALIDATING = Resource(
@@ -55,6 +57,8 @@ MUTATING = Resource(
     False,
 )
 NAME_LABEL = "kubernetes.io/metadata.name"
+#: cert-manager's CA injector writes the caBundle of a configuration annotated so.
+INJECT_CA_FROM = "cert-manager.io/inject-ca-from"
 
 log = structlog.get_logger(__name__)
 
@@ -245,15 +249,24 @@ def configurations(
     client: ClientConfig,
     *,
     selector: Mapping[str, Any] | None = None,
+    names: Mapping[Resource, str] | None = None,
+    inject_ca_from: str | None = None,
 ) -> list[dict[str, Any]]:
     """The ``ValidatingWebhookConfiguration`` and ``MutatingWebhookConfiguration`` of the
-    declarations (only those that have webhooks), named per :func:`configuration_names`,
-    each webhook sent where ``client`` says, in the namespaces ``selector`` selects
-    (default: :func:`namespace_selector`)."""
+    declarations (only those that have webhooks), named per :func:`configuration_names`
+    (or ``names``), each webhook sent where ``client`` says, in the namespaces
+    ``selector`` selects (default: :func:`namespace_selector`). ``inject_ca_from``
+    (``<namespace>/<Certificate>``) annotates them for cert-manager's CA injector, which
+    then writes the ``caBundle`` (kubebuilder's ``cert-manager.io/inject-ca-from``)."""
     chosen = dict(selector) if selector is not None else namespace_selector(identity)
-    names = configuration_names(identity)
+    names = names or configuration_names(identity)
+    metadata_extra: dict[str, Any] = (
+        {"annotations": {INJECT_CA_FROM: inject_ca_from}} if inject_ca_from else {}
+    )
     made = []
     for resource, mutating in ((VALIDATING, False), (MUTATING, True)):
+        metadata: dict[str, Any] = {"name": names[resource], **metadata_extra}
+        metadata["labels"] = identity.install_labels
         hooks = [
             _webhook(d, client, chosen) for d in declared if d.declaration.mutating is mutating
         ]
@@ -262,7 +275,7 @@ def configurations(
                 {
                     "apiVersion": resource.api_version,
                     "kind": resource.kind,
-                    "metadata": {"name": names[resource], "labels": identity.install_labels},
+                    "metadata": metadata,
                     "webhooks": hooks,
                 }
             )
@@ -297,21 +310,35 @@ def _webhook(d: KindWebhook, client: ClientConfig, selector: Mapping[str, Any]) 
     return hook
 
 
+def secret_name(identity: OperatorIdentity) -> str:
+    """The Secret the replicas share their serving certificate in (in-cluster mode)."""
+    return f"{identity.project}-webhook-server-cert"
+
+
 class WebhookServing:
     """The operator's webhooks, served and made known to the API server: a server
-    (:class:`~appstack.runtime.WebhookServer`) on ``address`` with a self-signed
-    certificate made at start-up (in memory) for the names the API server uses — ``host``
-    in developer mode, the Service's DNS names in-cluster — and its configurations:
+    (:class:`~appstack.runtime.WebhookServer`) on ``address`` and its configurations, in
+    one of three modes:
 
-    * developer mode (``host``, e.g. ``127.0.0.1``): the operator applies its
-      configurations itself, pointing at ``https://<host>:<port>/<path>`` with its
-      certificate as the CA bundle, and deletes them when it stops (a ``Fail`` webhook
-      left pointing at nothing would refuse every request it matches);
-    * in-cluster (``service``, in ``namespace``): the configurations are installed with
-      the operator; it writes its certificate into their ``caBundle`` (by name) at start.
+    * developer mode (``host``, e.g. ``127.0.0.1``): a self-signed certificate made at
+      start-up (in memory) for ``host``; the operator applies its configurations itself,
+      pointing at ``https://<host>:<port>/<path>`` with its certificate as the CA bundle,
+      and deletes them when it stops (a ``Fail`` webhook left pointing at nothing would
+      refuse every request it matches);
+    * in-cluster (``service``, in ``namespace``): the certificate every replica shares,
+      in the Secret :func:`secret_name` (:class:`~.webhookcert.SharedCertificate`: made
+      by the first replica, valid ``cert_validity`` seconds, default a year, renewed a
+      third of its lifetime before it ends); the configurations are installed with the
+      operator and each replica writes the Secret's CA bundle into their ``caBundle`` (by
+      name). Every ``check`` seconds the Secret is read again; a changed one is written
+      into the ``caBundle`` first (the old certificate kept in it), then, ``grace``
+      seconds later, served — without a restart, no request refused meanwhile;
+    * in-cluster with a mounted certificate (``cert_dir``: ``tls.crt``, ``tls.key``, e.g.
+      cert-manager's Secret): served and reloaded when the files change; the ``caBundle``
+      is left to whoever made it (cert-manager's CA injector).
 
-    :attr:`ready` (the manager's readiness check) is true once it listens and the CA
-    bundle is written."""
+    :attr:`ready` (the manager's readiness check) is true once it listens and the API
+    server is told how to trust it."""
 
     def __init__(
         self,
@@ -325,9 +352,18 @@ class WebhookServing:
         enable_all_namespaces: bool = False,
         metrics: Metrics | None = None,
         retry: float = 5.0,
+        cert_dir: str | None = None,
+        cert_validity: float | None = None,
+        check: float | None = None,
+        grace: float = 2.0,
+        conversions: Sequence[CustomKind] = (),
     ) -> None:
         if host is None and not service:
             raise ValueError("webhooks are reached at a host (developer mode) or a Service")
+        if host is not None and cert_dir:
+            raise ValueError(
+                "a mounted webhook certificate is for in-cluster mode, not --webhook-host"
+            )
         self.declared = list(declared)
         self.identity = identity
         self.host = host
@@ -336,30 +372,57 @@ class WebhookServing:
         self.selector = namespace_selector(
             identity, enable_all=enable_all_namespaces, own_namespace=self.namespace
         )
+        self.cert_files = CertFiles(cert_dir, "webhook") if cert_dir else None
+        context = self.cert_files.context if self.cert_files else tls_server_context()
+        #: the certificate served (PEM; None with a mounted one) and the CA bundle written
+        self.cert: bytes | None = None
+        self.ca: bytes | None = None
+        self.cert_validity = cert_validity
+        if check is None:
+            check = min(60.0, max(1.0, (cert_validity or 3600.0) / 20))
+        self.check = check
+        self.grace = grace
+        self.secret = secret_name(identity)
+        self.shared: SharedCertificate | None = None
+        self.served_version = ""
         if host is not None:
-            names = [host]
-        else:
-            dns = f"{service}.{self.namespace}.svc"
-            names = [dns, f"{dns}.cluster.local", f"{service}.{self.namespace}"]
-        self.cert, key = self_signed(names)
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.minimum_version = ssl.TLSVersion.TLSv1_2
-        load_cert_chain(context, self.cert, key)
-        self.server = WebhookServer(served(declared), address=address, tls=context, metrics=metrics)
+            self.cert, key = self_signed([host])
+            self.ca = self.cert
+            load_cert_chain(context, self.cert, key)
+        self.context = context
+        #: the kinds whose CRDs send their ConversionReviews here (:mod:`.conversion`)
+        self.converting = list(conversions)
+        convert = conversion_webhook(self.converting)
+        self.server = WebhookServer(
+            served(declared),
+            address=address,
+            tls=context,
+            metrics=metrics,
+            conversions=[convert] if convert else [],
+        )
         self.injected = False
         self.retry = retry
-        self._retrying: asyncio.Task[None] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+
+    @property
+    def names(self) -> list[str]:
+        """The names the serving certificate is for: the host, or the Service's DNS names."""
+        if self.host is not None:
+            return [self.host]
+        dns = f"{self.service}.{self.namespace}.svc"
+        return [dns, f"{dns}.cluster.local", f"{self.service}.{self.namespace}"]
 
     def ready(self) -> bool:
         """Listening, and the API server told where and how to trust it."""
         return self.server.listening and self.injected
 
     def client_config(self) -> ClientConfig:
-        """Where the API server reaches this server (URL or Service), with its CA bundle."""
+        """Where the API server reaches this server (URL or Service), with its CA bundle
+        (none with a mounted certificate: cert-manager injects it)."""
         if self.host is not None:
             url = f"https://{self.host}:{self.server.port}"
-            return ClientConfig(url=url, ca_bundle=self.cert)
-        return ClientConfig(service=self.service, namespace=self.namespace, ca_bundle=self.cert)
+            return ClientConfig(url=url, ca_bundle=self.ca)
+        return ClientConfig(service=self.service, namespace=self.namespace, ca_bundle=self.ca)
 
     def configurations(self) -> list[dict[str, Any]]:
         """Its webhook configurations as they should be (:func:`configurations`)."""
@@ -368,14 +431,75 @@ class WebhookServing:
         )
 
     async def start(self, client: Client) -> None:
-        """Listen, then tell the API server (apply the configurations, or write their CA
-        bundle); while it cannot be told (not reachable, the configurations not installed
-        yet), try again every :attr:`retry` seconds in the background, not ready meanwhile."""
+        """Have a certificate, listen, then tell the API server (apply the configurations,
+        or write their CA bundle); what cannot be done yet (the API server not reachable,
+        the configurations not installed yet) is tried again every :attr:`retry` seconds in
+        the background, not ready meanwhile. Then, until :meth:`stop`, keep the
+        certificate current (the shared Secret, or the mounted files)."""
+        if self.host is None and self.cert_files is None:
+            self.shared = SharedCertificate(
+                client,
+                self.secret,
+                self.namespace,
+                self.names,
+                domain=self.identity.domain,
+                validity=self.cert_validity,
+                labels=self.identity.install_labels,
+            )
+        configured = await self._serve(client) and await self._configure(client)
+        self._tasks.append(asyncio.create_task(self._maintain(client, configured)))
+
+    async def _serve(self, client: Client) -> bool:
+        """Listen, once a certificate is loaded (the shared one obtained first)."""
+        if self.shared is not None and self.cert is None:
+            try:
+                stored = await self.shared.obtain()
+                self._load(stored)
+            except (ApiError, TransportError, ssl.SSLError) as error:
+                log.warning("cannot obtain the webhook certificate yet", error=str(error))
+                return False
+            self.ca = stored.ca or stored.cert
         await self.server.start()
+        return True
+
+    def _load(self, stored: Stored) -> None:
+        load_cert_chain(self.context, stored.cert, stored.key)
+        self.cert, self.served_version = stored.cert, stored.resource_version
+
+    async def _maintain(self, client: Client, configured: bool) -> None:
+        while not self.server.listening:
+            await asyncio.sleep(self.retry)
+            await self._serve(client)
+        while not configured:
+            await asyncio.sleep(self.retry)
+            configured = await self._configure(client)
+        if self.cert_files is not None:
+            await self.cert_files.watch(self.check)
+        while self.shared is not None:
+            await asyncio.sleep(self.check)
+            try:
+                await self._rotate(client, await self.shared.refresh())
+            except (ApiError, TransportError, ssl.SSLError) as error:
+                log.warning("cannot check the webhook certificate", error=str(error))
+
+    async def _rotate(self, client: Client, stored: Stored) -> None:
+        """Serve ``stored`` if it is not what is served: its CA bundle (the new certificate
+        and the old) written first, the new certificate served :attr:`grace` seconds later
+        (what the API server needs to see the new bundle)."""
+        if stored.resource_version == self.served_version or stored.cert == self.cert:
+            self.served_version = stored.resource_version
+            return
+        self.ca = stored.ca or stored.cert
         if not await self._configure(client):
-            self._retrying = asyncio.create_task(self._configure_until_done(client))
+            return  # tried again at the next check; the old certificate is served meanwhile
+        await asyncio.sleep(self.grace)
+        self._load(stored)
+        log.info("webhook certificate reloaded", secret=self.secret)
 
     async def _configure(self, client: Client) -> bool:
+        if self.cert_files is not None:  # cert-manager's CA injector writes the caBundle
+            self.injected = True
+            return True
         kinds = {VALIDATING.kind: VALIDATING, MUTATING.kind: MUTATING}
         try:
             for configuration in self.configurations():
@@ -384,21 +508,19 @@ class WebhookServing:
                     await client.apply(resource, configuration)
                 else:
                     await self._inject(client, resource, configuration)
+            if self.converting:  # the conversion webhook: in the kinds' own CRDs
+                url = self.client_config().url
+                await point_crds(client, self.converting, url, self.ca)
         except NotFound as error:
             log.warning("webhook configuration not installed yet", error=str(error))
             return False
         except (ApiError, TransportError) as error:
             log.warning("cannot configure the webhooks yet", error=str(error))
             return False
+        if not self.injected:
+            log.info("webhooks configured", mode="url" if self.host else "service")
         self.injected = True
-        log.info("webhooks configured", mode="url" if self.host else "service")
         return True
-
-    async def _configure_until_done(self, client: Client) -> None:
-        while True:
-            await asyncio.sleep(self.retry)
-            if await self._configure(client):
-                return
 
     async def _inject(
         self, client: Client, resource: Resource, configuration: dict[str, Any]
@@ -423,10 +545,11 @@ class WebhookServing:
 
     async def stop(self, client: Client) -> None:
         """Stop serving; in developer mode, delete the configurations it applied."""
-        if self._retrying is not None:
-            self._retrying.cancel()
+        for task in self._tasks:
+            task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await self._retrying
+                await task
+        self._tasks.clear()
         await self.server.stop()
         if self.host is None:
             return

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import datetime
+import os
 import ssl
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -15,8 +18,17 @@ import pytest
 from cryptography import x509
 from pydantic import BaseModel, Field
 
-from appstack.runtime import CONFIG_MAP, FakeApiServer, NotFound, allow, deny
+from appstack.runtime import (
+    CONFIG_MAP,
+    NAMESPACE,
+    SECRET,
+    FakeApiServer,
+    NotFound,
+    allow,
+    deny,
+)
 from appstack.runtime.client import Client
+from appstack.runtime.servingcert import self_signed
 from appstack.runtime.webhook import AdmissionRequest, Verdict, answer
 from appstack.sdk import CustomObject, OperatorIdentity, custom_kind
 from appstack.sdk.kit.webhooks import (
@@ -212,9 +224,14 @@ async def test_developer_mode_applies_its_configurations_and_deletes_them_on_sto
             )
 
 
+async def _system(client: Client) -> None:
+    await client.create(NAMESPACE, {"metadata": {"name": "gizmo-system"}})
+
+
 async def test_in_cluster_mode_writes_its_ca_bundle_into_the_installed_configurations() -> None:
     api = FakeApiServer([VALIDATING])
     client = Client(api)
+    await _system(client)
     declared = [KindWebhook(VALIDATOR, KIND.resource, KIND)]
     serving = WebhookServing(declared, IDENTITY, address="127.0.0.1:0", service="gizmo-webhooks")
     installed = ClientConfig(service="gizmo-webhooks", namespace="gizmo-system")
@@ -225,6 +242,7 @@ async def test_in_cluster_mode_writes_its_ca_bundle_into_the_installed_configura
     try:
         assert serving.ready()
         ours, theirs = (await client.get(VALIDATING, "gizmo-validating-webhooks"))["webhooks"]
+        assert serving.cert is not None
         assert base64.b64decode(ours["clientConfig"]["caBundle"]) == serving.cert
         assert "caBundle" not in theirs["clientConfig"]
         sans = x509.load_pem_x509_certificate(serving.cert).extensions
@@ -242,6 +260,7 @@ def test_a_serving_needs_a_host_or_a_service() -> None:
 
 async def test_in_cluster_mode_is_not_ready_until_its_configurations_are_installed() -> None:
     client = Client(FakeApiServer([VALIDATING]))
+    await _system(client)
     declared = [KindWebhook(VALIDATOR, KIND.resource, KIND)]
     serving = WebhookServing(
         declared, IDENTITY, address="127.0.0.1:0", service="gizmo-webhooks", retry=0.05
@@ -260,3 +279,140 @@ async def test_in_cluster_mode_is_not_ready_until_its_configurations_are_install
         assert serving.ready()
     finally:
         await serving.stop(client)
+
+
+async def _served_cert(port: int) -> bytes:
+    """The certificate (DER) the server on ``port`` presents."""
+    insecure = ssl.create_default_context()
+    insecure.check_hostname, insecure.verify_mode = False, ssl.CERT_NONE
+    _, writer = await asyncio.open_connection("127.0.0.1", port, ssl=insecure)
+    try:
+        der = writer.get_extra_info("ssl_object").getpeercert(binary_form=True)
+    finally:
+        writer.close()
+    assert der is not None
+    return bytes(der)
+
+
+async def _installed(client: Client, declared: list[KindWebhook]) -> None:
+    installed = ClientConfig(service="gizmo-webhooks", namespace="gizmo-system")
+    [configuration] = configurations(declared, IDENTITY, installed)
+    await client.create(VALIDATING, configuration)
+
+
+async def _bundle(client: Client) -> bytes:
+    hook = (await client.get(VALIDATING, "gizmo-validating-webhooks"))["webhooks"][0]
+    return base64.b64decode(hook["clientConfig"]["caBundle"])
+
+
+async def test_replicas_share_one_certificate_through_a_secret_and_rotate_it_together() -> None:
+    client = Client(FakeApiServer([VALIDATING]))
+    await _system(client)
+    declared = [KindWebhook(VALIDATOR, KIND.resource, KIND)]
+    await _installed(client, declared)
+    replicas = [
+        WebhookServing(declared, IDENTITY, address="127.0.0.1:0", service="gizmo-webhooks", grace=0)
+        for _ in range(2)
+    ]
+    await asyncio.gather(*(r.start(client) for r in replicas))  # both race to create it
+    try:
+        first, second = replicas
+        assert first.ready()
+        assert second.ready()
+        secret = await client.get(SECRET, "gizmo-webhook-server-cert", "gizmo-system")
+        assert secret["type"] == "kubernetes.io/tls"
+        assert set(secret["data"]) == {"tls.crt", "tls.key", "ca.crt"}
+        assert first.cert == second.cert == base64.b64decode(secret["data"]["tls.crt"])
+        assert first.cert is not None
+        old = ssl.PEM_cert_to_DER_cert(first.cert.decode())
+        for replica in replicas:
+            assert replica.server.port is not None
+            assert await _served_cert(replica.server.port) == old
+        assert await _bundle(client) == first.cert
+
+        # the certificate is due (the first replica's clock says): it renews it; the
+        # second, whose clock says the new one is not, reads it; both serve the new one
+        assert first.shared is not None
+        assert second.shared is not None
+        later = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(days=300)
+        first.shared.now = lambda: later
+        await first._rotate(client, await first.shared.refresh())
+        await second._rotate(client, await second.shared.refresh())
+        assert first.cert is not None
+        assert first.cert == second.cert
+        assert first.cert != ssl.DER_cert_to_PEM_cert(old).encode()
+        new = ssl.PEM_cert_to_DER_cert(first.cert.decode())
+        for replica in replicas:
+            assert replica.server.port is not None
+            assert await _served_cert(replica.server.port) == new
+        # the old certificate stays trusted beside the new
+        trusted = await _bundle(client)
+        assert trusted.startswith(first.cert)
+        assert ssl.DER_cert_to_PEM_cert(old).encode().strip() in trusted
+        assert trusted.count(b"BEGIN CERTIFICATE") == 2
+    finally:
+        for replica in replicas:
+            await replica.stop(client)
+
+
+def _write_pair(directory: Path, names: list[str]) -> bytes:
+    cert, key = self_signed(names)
+    (directory / "tls.key").write_bytes(key)
+    (directory / "tls.crt").write_bytes(cert)
+    return cert
+
+
+async def test_a_mounted_certificate_is_served_reloaded_and_its_ca_left_to_cert_manager(
+    tmp_path: Path,
+) -> None:
+    client = Client(FakeApiServer([VALIDATING]))
+    await _system(client)
+    declared = [KindWebhook(VALIDATOR, KIND.resource, KIND)]
+    await _installed(client, declared)
+    first = _write_pair(tmp_path, ["gizmo-webhooks.gizmo-system.svc"])
+    serving = WebhookServing(
+        declared,
+        IDENTITY,
+        address="127.0.0.1:0",
+        service="gizmo-webhooks",
+        cert_dir=str(tmp_path),
+        check=0.05,
+    )
+    await serving.start(client)
+    try:
+        assert serving.ready()  # cert-manager injects the CA: nothing to wait for
+        hook = (await client.get(VALIDATING, "gizmo-validating-webhooks"))["webhooks"][0]
+        assert "caBundle" not in hook["clientConfig"]
+        with pytest.raises(NotFound):
+            await client.get(SECRET, "gizmo-webhook-server-cert", "gizmo-system")
+        assert serving.server.port is not None
+        assert await _served_cert(serving.server.port) == ssl.PEM_cert_to_DER_cert(first.decode())
+        os_time = serving.cert_files
+        assert os_time is not None
+        renewed = _write_pair(tmp_path, ["gizmo-webhooks.gizmo-system.svc"])
+        stamp = os_time._seen[0] + 1  # a new mtime, whatever the filesystem's resolution
+        for name in ("tls.crt", "tls.key"):
+            os.utime(tmp_path / name, (stamp, stamp))
+        wanted = ssl.PEM_cert_to_DER_cert(renewed.decode())
+        for _ in range(100):
+            if await _served_cert(serving.server.port) == wanted:
+                break
+            await asyncio.sleep(0.05)
+        assert await _served_cert(serving.server.port) == wanted
+    finally:
+        await serving.stop(client)
+
+
+def test_configurations_for_cert_manager_carry_its_injection_annotation() -> None:
+    declared = [KindWebhook(VALIDATOR, KIND.resource, KIND)]
+    service = ClientConfig(service="gizmo-webhook-service", namespace="gizmo-system")
+    [made] = configurations(
+        declared, IDENTITY, service, inject_ca_from="gizmo-system/gizmo-serving-cert"
+    )
+    assert made["metadata"]["annotations"] == {
+        "cert-manager.io/inject-ca-from": "gizmo-system/gizmo-serving-cert"
+    }
+    [plain] = configurations(declared, IDENTITY, service)
+    assert "annotations" not in plain["metadata"]
+    with pytest.raises(ValueError, match="in-cluster"):
+        WebhookServing(declared, IDENTITY, host="127.0.0.1", cert_dir="/nowhere")

@@ -1,0 +1,252 @@
+"""A kind of two versions converted by the operator's webhook (issue #49), through the real
+API server: ``v1alpha1`` (``size``) and ``v1`` (``replicas``, renamed, and ``tier``, which
+v1alpha1 lacks), ``v1`` the storage version (the hub). An operator run in this process
+serves ``/convert`` in developer mode (the API server on this machine reaches
+``https://127.0.0.1:<port>``; the operator points the CRD's conversion webhook there with
+its self-signed CA). An object created as v1alpha1 is read as v1 and back, updated through
+either, stored as v1 (``status.storedVersions``), reconciled as the hub, keeps its ``tier``
+through a v1alpha1 round trip (an annotation), and one v1alpha1 cannot express is refused
+on read with the conversion's own message.
+
+The CRD is cluster-wide and named after this module's own group (a uuid), its objects only
+in the test's namespace."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import ClientSession
+
+from appstack.runtime import NAMESPACE, ApiError, Client, Resource, Result
+from appstack.sdk import (
+    ConversionRefused,
+    CustomObject,
+    KindReconciler,
+    KubeModel,
+    KubeObject,
+    OperatorIdentity,
+    OperatorOptions,
+    Problem,
+    Registration,
+    Version,
+    assemble,
+    crd,
+    custom_kind,
+    stash,
+    unstash,
+    versioned_kind,
+)
+from appstack_testbed.pytest_plugin import ClusterHandle
+from appstack_testbed.waiting import eventually
+
+SUFFIX = uuid.uuid4().hex[:6]
+GROUP = f"conv{SUFFIX}.example.com"
+IDENTITY = OperatorIdentity(project=f"conv{SUFFIX}", domain=GROUP)
+CRD = Resource(
+    "apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False
+)
+LARGEST = 1000  # the largest size v1alpha1 can say
+
+
+class WidgetStatus(KubeModel):
+    seen: bool | None = None
+
+
+class WidgetSpecV1alpha1(KubeModel):
+    size: int = 1
+
+
+@custom_kind(group=GROUP, plural="widgets", version="v1alpha1", kind="Widget")
+class WidgetV1alpha1(CustomObject):
+    spec: WidgetSpecV1alpha1
+    status: WidgetStatus | None = None
+
+
+class WidgetSpec(KubeModel):
+    replicas: int = 1
+    tier: str | None = None
+
+
+@custom_kind(group=GROUP, plural="widgets")
+class Widget(CustomObject):
+    spec: WidgetSpec
+    status: WidgetStatus | None = None
+
+
+def to_hub(old: WidgetV1alpha1) -> Widget:
+    tier = unstash(old, "tier")
+    return Widget(
+        metadata=old.metadata,
+        spec=WidgetSpec(replicas=old.spec.size, tier=tier),
+        status=old.status,
+    )
+
+
+def from_hub(hub: Widget) -> WidgetV1alpha1:
+    if hub.spec.replicas > LARGEST:
+        raise ConversionRefused(
+            f"replicas {hub.spec.replicas} cannot be said as v1alpha1's size (at most {LARGEST})"
+        )
+    old = WidgetV1alpha1(
+        metadata=hub.metadata, spec=WidgetSpecV1alpha1(size=hub.spec.replicas), status=hub.status
+    )
+    stash(old, "tier", hub.spec.tier)
+    return old
+
+
+WIDGET = versioned_kind(
+    Version(Widget, storage=True),
+    Version(
+        WidgetV1alpha1,
+        deprecated=True,
+        warning="v1alpha1 Widget is deprecated: use v1",
+        to_hub=to_hub,
+        from_hub=from_hub,
+    ),
+)
+V1 = WIDGET.resource
+V1ALPHA1 = WidgetV1alpha1.KIND.resource
+RECONCILED: list[tuple[str, int]] = []  # (name, spec.replicas) as the controller saw them
+
+
+class WidgetReconciler(KindReconciler[WidgetSpec]):
+    kind = WIDGET
+
+    def status(self, obj: KubeObject, problem: Problem | None) -> WidgetStatus:
+        return WidgetStatus(seen=True)
+
+    def invalid_status(self, obj: KubeObject, problem: Problem) -> WidgetStatus:
+        return WidgetStatus(seen=False)
+
+    async def apply(self, obj: KubeObject, spec: WidgetSpec) -> Result | None:
+        RECONCILED.append((obj["metadata"]["name"], spec.replicas))
+        await self.writer.write_status(obj, self.status(obj, None))
+        return None
+
+
+REGISTRATION = Registration(name="widgets", reconciler=WidgetReconciler)
+
+
+async def _ready(url: str) -> bool:
+    async with ClientSession() as http, http.get(f"{url}/readyz") as response:
+        return response.status == 200
+
+
+async def _served(client: Client) -> bool:
+    try:
+        await client.list_page(V1, "default", limit=1)
+    except ApiError:
+        return False
+    return True
+
+
+@pytest.fixture
+async def widget_crd(kubeconfig: Path) -> Any:
+    # the URL is the operator's to set (developer mode); until then nothing converts
+    manifest = crd(WIDGET, conversion={"url": "https://127.0.0.1:9/convert"})
+    async with await Client.connect(str(kubeconfig), field_manager="conversion-test") as admin:
+        await admin.create(CRD, manifest)
+        try:
+            await eventually(lambda: _served(admin), timeout=60, what="the Widget CRD served")
+            yield admin
+        finally:
+            await admin.delete(CRD, WIDGET.crd_name)
+
+
+async def test_an_object_is_read_and_written_at_both_versions_stored_as_the_hub(
+    kubeconfig: Path, namespace: str, widget_crd: Client, kube_cluster: ClusterHandle
+) -> None:
+    admin = widget_crd
+    local = kube_cluster.require_local()
+    enable = {"metadata": {"labels": {IDENTITY.enabled_label: "true"}}}
+    await admin.patch(NAMESPACE, namespace, enable)
+    assembled = await assemble(
+        [REGISTRATION],
+        IDENTITY,
+        OperatorOptions(
+            kubeconfig=str(kubeconfig),
+            metrics_address=None,
+            health_address="127.0.0.1:0",
+            metrics_auth=False,
+            webhook_address="127.0.0.1:0",
+            webhook_host="127.0.0.1",
+        ),
+    )
+    running = asyncio.create_task(assembled.run())
+    try:
+        manager = assembled.manager
+        await eventually(lambda: "health" in manager.bound, timeout=30, what="probes")
+        url = f"http://127.0.0.1:{manager.bound['health']}"
+        await eventually(lambda: _ready(url), timeout=60, what="ready, the CRD pointed here")
+        installed = await admin.get(CRD, WIDGET.crd_name)
+        client_config = installed["spec"]["conversion"]["webhook"]["clientConfig"]
+        assert assembled.webhooks is not None
+        port = assembled.webhooks.server.port
+        assert client_config["url"] == f"https://127.0.0.1:{port}/convert"
+        assert client_config["caBundle"]
+
+        # created as v1alpha1, stored as v1 (the hub), read at both
+        old = {
+            "apiVersion": V1ALPHA1.api_version,
+            "kind": "Widget",
+            "metadata": {"name": "w", "namespace": namespace},
+            "spec": {"size": 2},
+        }
+        await admin.create(V1ALPHA1, old)
+        assert (await admin.get(V1, "w", namespace))["spec"] == {"replicas": 2}
+        assert (await admin.get(V1ALPHA1, "w", namespace))["spec"] == {"size": 2}
+        crd_status = (await admin.get(CRD, WIDGET.crd_name))["status"]
+        assert crd_status["storedVersions"] == ["v1"]
+
+        # the controller reconciles the hub; its status reads at v1alpha1 too
+        await eventually(lambda: ("w", 2) in RECONCILED, timeout=30, what="reconciled as v1")
+
+        async def seen() -> Any:
+            return (await admin.get(V1ALPHA1, "w", namespace)).get("status", {}).get("seen")
+
+        await eventually(seen, timeout=30, what="status.seen read at v1alpha1")
+
+        # updated through v1 with what v1alpha1 lacks, read as v1alpha1
+        await admin.patch(V1, "w", {"spec": {"replicas": 3, "tier": "gold"}}, namespace=namespace)
+        spoke = await admin.get(V1ALPHA1, "w", namespace)
+        assert spoke["spec"] == {"size": 3}
+        assert spoke["metadata"]["annotations"] == {f"conversion.{GROUP}/tier": '"gold"'}
+
+        # written back at v1alpha1 (a PUT of what was read): the tier survives, the hub
+        # carries no annotation of it
+        spoke["spec"]["size"] = 4
+        await admin.update(V1ALPHA1, spoke)
+        hub = await admin.get(V1, "w", namespace)
+        assert hub["spec"] == {"replicas": 4, "tier": "gold"}
+        assert "annotations" not in hub["metadata"]
+
+        # the deprecated version warns kubectl's user
+        got = await asyncio.to_thread(
+            local.kubectl, "get", f"widgets.v1alpha1.{GROUP}", "w", "-n", namespace
+        )
+        assert "Warning: v1alpha1 Widget is deprecated: use v1" in got.stderr
+
+        # what v1alpha1 cannot say is refused on read, with the conversion's message
+        big = {"spec": {"replicas": LARGEST + 1}}
+        await admin.patch(V1, "w", big, namespace=namespace)
+        with pytest.raises(ApiError) as refused:
+            await admin.get(V1ALPHA1, "w", namespace)
+        assert f"cannot be said as v1alpha1's size (at most {LARGEST})" in str(refused.value)
+
+        exposition = manager.metrics.exposition().decode().splitlines()
+        counted = [
+            line
+            for line in exposition
+            if line.startswith("controller_runtime_webhook_requests_total{")
+            and 'webhook="convert"' in line
+        ]
+        assert counted
+    finally:
+        assembled.manager.stop()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(running, 60)
