@@ -16,12 +16,20 @@ from tests.support.paths import REPO_ROOT
 
 pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="no make")
 
+#: What a running make exports to its recipes.
+_MAKE_ENV = {"MAKEFLAGS", "MAKELEVEL", "MFLAGS", "MAKEOVERRIDES"}
+
 
 def _plan(tmp_path: Path, path: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        ["make", "-n", "install", "run", *args],
+        ["make", "--no-print-directory", "-n", "install", "run", *args],
         cwd=REPO_ROOT,
-        env={**os.environ, "PATH": path},
+        # as from a shell: not the settings of a make this test may run under (CI's make
+        # test), which would make this one print "Entering/Leaving directory"
+        env={
+            **{k: v for k, v in os.environ.items() if k not in _MAKE_ENV},
+            "PATH": path,
+        },
         capture_output=True,
         text=True,
         check=False,
