@@ -63,22 +63,32 @@ class ConversionRequest:
     objects: tuple[dict[str, Any], ...]
 
 
-def review_request(review: Any) -> ConversionRequest:
-    """The request of a ``ConversionReview``; ValueError, saying what is wrong, when the
-    body is not one."""
+def review_envelope(review: Any, api_version: str, kind: str) -> tuple[dict[str, Any], str]:
+    """The request of a review the API server sends a webhook (a ``ConversionReview``
+    here, an ``AdmissionReview`` in :mod:`.webhook`) and its uid; ValueError, saying what
+    is wrong, when the body is not a ``kind`` of ``api_version`` with a request and a uid."""
     if not isinstance(review, dict):
         raise ValueError("the body is not a JSON object")
-    if review.get("apiVersion") != API_VERSION or review.get("kind") != "ConversionReview":
+    if review.get("apiVersion") != api_version or review.get("kind") != kind:
+        article = "an" if kind[0] in "AEIOU" else "a"
         raise ValueError(
-            f"expected a ConversionReview of {API_VERSION}, got "
+            f"expected {article} {kind} of {api_version}, got "
             f"{review.get('kind')!r} of {review.get('apiVersion')!r}"
         )
     request = review.get("request")
     if not isinstance(request, dict):
-        raise ValueError("the ConversionReview has no request")
-    uid, desired = request.get("uid"), request.get("desiredAPIVersion")
+        raise ValueError(f"the {kind} has no request")
+    uid = request.get("uid")
     if not isinstance(uid, str) or not uid:
         raise ValueError("the request has no uid")
+    return request, uid
+
+
+def review_request(review: Any) -> ConversionRequest:
+    """The request of a ``ConversionReview``; ValueError, saying what is wrong, when the
+    body is not one."""
+    request, uid = review_envelope(review, API_VERSION, "ConversionReview")
+    desired = request.get("desiredAPIVersion")
     if not isinstance(desired, str) or "/" not in desired:
         raise ValueError(f"the request's desiredAPIVersion is not group/version: {desired!r}")
     objects = request.get("objects") or []

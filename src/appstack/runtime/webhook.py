@@ -40,7 +40,7 @@ from typing import Any
 import structlog
 from aiohttp import web
 
-from appstack.runtime.conversion import Conversion, convert, review_request
+from appstack.runtime.conversion import Conversion, convert, review_envelope, review_request
 from appstack.runtime.metrics import Metrics
 
 log = structlog.get_logger(__name__)
@@ -77,19 +77,8 @@ class AdmissionRequest:
     def from_review(cls, review: Any) -> AdmissionRequest:
         """The request of an ``AdmissionReview`` (``admission.k8s.io/v1``); ValueError,
         saying what is wrong, when it is not one."""
-        if not isinstance(review, dict):
-            raise ValueError("the body is not a JSON object")
-        if review.get("apiVersion") != API_VERSION or review.get("kind") != "AdmissionReview":
-            raise ValueError(
-                f"expected an AdmissionReview of {API_VERSION}, got "
-                f"{review.get('kind')!r} of {review.get('apiVersion')!r}"
-            )
-        request = review.get("request")
-        if not isinstance(request, dict):
-            raise ValueError("the AdmissionReview has no request")
-        uid, operation = request.get("uid"), request.get("operation")
-        if not isinstance(uid, str) or not uid:
-            raise ValueError("the request has no uid")
+        request, uid = review_envelope(review, API_VERSION, "AdmissionReview")
+        operation = request.get("operation")
         if operation not in OPERATIONS:
             raise ValueError(f"unknown operation {operation!r}")
         obj, old = request.get("object"), request.get("oldObject")
