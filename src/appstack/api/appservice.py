@@ -24,22 +24,19 @@ from appstack.sdk import (
     DNS_1035,
     POD_FIELD_DOCS,
     WIDE_READY,
-    Affinity,
     Condition,
     CustomObject,
     EnvList,
     Image,
     KubeModel,
-    NodeSelectorMap,
     ObjectName,
+    PodScheduling,
     Probe,
     PullSecrets,
     ResourceRequirements,
     SecurityContext,
     ServicePort,
     ServiceType,
-    SpreadConstraints,
-    Tolerations,
     VolumeMounts,
     Volumes,
     default_service_type,
@@ -80,7 +77,7 @@ _SPEC_RULES: list[Any] = [
 ]
 
 
-class AppServiceSpec(KubeModel):
+class AppServiceSpec(PodScheduling):
     """The desired state of an application."""
 
     model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": _SPEC_RULES})
@@ -128,14 +125,6 @@ class AppServiceSpec(KubeModel):
     volumes: Volumes | None = Field(default=None, description=POD_FIELD_DOCS["volumes"])
     volume_mounts: VolumeMounts | None = Field(
         default=None, description=POD_FIELD_DOCS["volumeMounts"]
-    )
-    node_selector: NodeSelectorMap | None = Field(
-        default=None, description=POD_FIELD_DOCS["nodeSelector"]
-    )
-    tolerations: Tolerations | None = Field(default=None, description=POD_FIELD_DOCS["tolerations"])
-    affinity: Affinity | None = Field(default=None, description=POD_FIELD_DOCS["affinity"])
-    topology_spread_constraints: SpreadConstraints | None = Field(
-        default=None, description=POD_FIELD_DOCS["topologySpreadConstraints"]
     )
 
     def effective_service_type(self) -> ServiceType:

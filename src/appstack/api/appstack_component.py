@@ -20,20 +20,17 @@ from appstack.api.security import SECURITY
 from appstack.sdk import (
     DNS_LABEL,
     POD_FIELD_DOCS,
-    Affinity,
     EnvList,
     Image,
     KubeModel,
     MountPath,
-    NodeSelectorMap,
     ObjectName,
+    PodScheduling,
     Probe,
     PullSecrets,
     ResourceRequirements,
     SecurityContext,
     ServiceType,
-    SpreadConstraints,
-    Tolerations,
     VolumeMounts,
     Volumes,
     default_service_type,
@@ -83,7 +80,7 @@ class ConfigMount(KubeModel):
     )
 
 
-class Component(KubeModel):
+class Component(PodScheduling):
     model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": COMPONENT_RULES})
 
     name: MemberName
@@ -126,14 +123,6 @@ class Component(KubeModel):
     liveness_probe: Probe | None = None
     security_context: SecurityContext | None = Field(default=None, description=SECURITY)
     service_type: ServiceType | None = None
-    node_selector: NodeSelectorMap | None = Field(
-        default=None, description=POD_FIELD_DOCS["nodeSelector"]
-    )
-    tolerations: Tolerations | None = Field(default=None, description=POD_FIELD_DOCS["tolerations"])
-    affinity: Affinity | None = Field(default=None, description=POD_FIELD_DOCS["affinity"])
-    topology_spread_constraints: SpreadConstraints | None = Field(
-        default=None, description=POD_FIELD_DOCS["topologySpreadConstraints"]
-    )
     depends_on: list[MemberName] | None = Field(default=None, max_length=16)
     uses: list[MemberName] | None = Field(
         default=None,

@@ -629,6 +629,41 @@ Tolerations = Annotated[list[Toleration], Field(max_length=16)]
 SpreadConstraints = Annotated[list[TopologySpreadConstraint], Field(max_length=8)]
 
 
+class PodScheduling(KubeModel):
+    """Where a kind's pods may run: ``nodeSelector``, ``tolerations``, ``affinity`` and
+    ``topologySpreadConstraints``, declared once with the same validation and descriptions
+    for every kind that has them. Inherit it beside your own fields (``class
+    WidgetSpec(PodScheduling)``); the generated CRD lists these fields after the kind's own,
+    and :meth:`pod_scheduling` gives them in the pod spec's wire form."""
+
+    __schema_trailing__ = True
+
+    node_selector: NodeSelectorMap | None = Field(
+        default=None, description=POD_FIELD_DOCS["nodeSelector"]
+    )
+    tolerations: Tolerations | None = Field(default=None, description=POD_FIELD_DOCS["tolerations"])
+    affinity: Affinity | None = Field(default=None, description=POD_FIELD_DOCS["affinity"])
+    topology_spread_constraints: SpreadConstraints | None = Field(
+        default=None, description=POD_FIELD_DOCS["topologySpreadConstraints"]
+    )
+
+    def pod_scheduling(self) -> dict[str, Any]:
+        """The fields set, as a pod spec has them (merge into the pod template's spec);
+        none when unset, so a spec without them renders as before."""
+        out: dict[str, Any] = {}
+        if self.node_selector:
+            out["nodeSelector"] = dict(self.node_selector)
+        if self.tolerations:
+            out["tolerations"] = [t.to_dict() for t in self.tolerations]
+        if self.affinity is not None and self.affinity.to_dict():
+            out["affinity"] = self.affinity.to_dict()
+        if self.topology_spread_constraints:
+            out["topologySpreadConstraints"] = [
+                s.to_dict() for s in self.topology_spread_constraints
+            ]
+        return out
+
+
 class Capabilities(KubeModel):
     add: list[str] | None = Field(default=None, max_length=64, description="Capabilities to add.")
     drop: list[str] | None = Field(default=None, max_length=64, description="Capabilities to drop.")

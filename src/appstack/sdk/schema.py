@@ -19,6 +19,8 @@ import inspect
 from typing import Any
 
 from pydantic import BaseModel
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+from pydantic_core import core_schema
 
 _DROP = {"title", "discriminator"}
 
@@ -44,10 +46,35 @@ def root_schema(model: Any, spec: type[BaseModel], status: type[BaseModel]) -> d
 
 
 def structural_schema(model: type[BaseModel]) -> dict[str, Any]:
-    raw = model.model_json_schema(by_alias=True, mode="validation")
+    raw = model.model_json_schema(
+        by_alias=True, mode="validation", schema_generator=_TrailingMixinsLast
+    )
     defs = raw.pop("$defs", {})
     converted: dict[str, Any] = _convert(raw, defs)
     return converted
+
+
+class _TrailingMixinsLast(GenerateJsonSchema):
+    """Pydantic lists inherited fields first; a mixin that marks itself
+    ``__schema_trailing__`` (the SDK's ``PodScheduling``) has its fields listed after the
+    model's own, as ``kubectl explain`` should show them: what the kind is about first."""
+
+    def model_schema(self, schema: core_schema.ModelSchema) -> JsonSchemaValue:
+        out = super().model_schema(schema)
+        properties = out.get("properties")
+        if not isinstance(properties, dict):
+            return out
+        trailing: list[str] = []
+        for base in schema["cls"].__mro__[1:]:
+            if issubclass(base, BaseModel) and base.__dict__.get("__schema_trailing__"):
+                trailing += [f.alias or n for n, f in base.model_fields.items()]
+        if trailing:
+            last = [k for k in properties if k in trailing]
+            out["properties"] = {
+                **{k: v for k, v in properties.items() if k not in trailing},
+                **{k: properties[k] for k in last},
+            }
+        return out
 
 
 def _convert(node: Any, defs: dict[str, Any]) -> Any:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+import pytest
+from pydantic import Field, ValidationError
 
+from appstack.sdk import PodScheduling
 from appstack.sdk.model import IntOrString, KubeModel
 from appstack.sdk.schema import structural_schema
 
@@ -53,3 +55,49 @@ def _keys(node: Any) -> set[str]:
     if isinstance(node, list):
         return {k for item in node for k in _keys(item)}
     return set()
+
+
+class _WidgetSpec(PodScheduling):
+    """A user's kind with the SDK's scheduling fields."""
+
+    image: str
+    size: int = 1
+
+
+def test_pod_scheduling_fields_come_after_the_kinds_own_and_validate_alike() -> None:
+    props = structural_schema(_WidgetSpec)["properties"]
+    assert list(props) == [
+        "image",
+        "size",
+        "nodeSelector",
+        "tolerations",
+        "affinity",
+        "topologySpreadConstraints",
+    ]
+    # The same bounds as every other kind with the field (the SDK's one declaration).
+    assert props["tolerations"]["maxItems"] == 16
+    assert props["topologySpreadConstraints"]["maxItems"] == 8
+    assert props["nodeSelector"]["maxProperties"] == 64
+
+
+def test_pod_scheduling_gives_the_pod_spec_wire_form() -> None:
+    spec = _WidgetSpec.model_validate(
+        {
+            "image": "nginx",
+            "nodeSelector": {"disk": "ssd"},
+            "tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}],
+            "topologySpreadConstraints": [
+                {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway"}
+            ],
+        }
+    )
+    assert spec.pod_scheduling() == {
+        "nodeSelector": {"disk": "ssd"},
+        "tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        "topologySpreadConstraints": [
+            {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway"}
+        ],
+    }
+    assert _WidgetSpec(image="nginx").pod_scheduling() == {}
+    with pytest.raises(ValidationError, match="nodeSelector"):
+        _WidgetSpec.model_validate({"image": "x", "nodeSelector": {"bad key!": "v"}})

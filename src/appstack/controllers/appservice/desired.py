@@ -17,7 +17,6 @@ from appstack.api.security import PodSecurityLevel
 from appstack.controllers.util.meta import child_labels
 from appstack.controllers.util.workloads import (
     container,
-    pod_fields,
     security_context,
 )
 from appstack.sdk import (
@@ -32,6 +31,7 @@ from appstack.sdk import (
     instance_labels,
     user_env,
     user_mounts,
+    user_volumes,
 )
 
 CONTAINER = "app"
@@ -75,15 +75,9 @@ def deployment(
         pod_spec["imagePullSecrets"] = [s.to_dict() for s in spec.image_pull_secrets]
     if spec.service_account_name:
         pod_spec["serviceAccountName"] = spec.service_account_name
-    pod_spec.update(
-        pod_fields(
-            volumes=spec.volumes,
-            node_selector=spec.node_selector,
-            tolerations=spec.tolerations,
-            affinity=spec.affinity,
-            spread=spec.topology_spread_constraints,
-        )
-    )
+    if spec.volumes:
+        pod_spec["volumes"] = user_volumes(spec.volumes)
+    pod_spec.update(spec.pod_scheduling())
     template_meta: TemplateMeta = {
         # Selector labels last: pod labels cannot break the selector.
         "labels": {**(spec.pod_labels or {}), **child_labels(name, COMPONENT)},

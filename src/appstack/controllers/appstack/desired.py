@@ -34,7 +34,6 @@ from appstack.controllers.appstack.mongodb import uri_env
 from appstack.controllers.util.meta import MANAGED_BY
 from appstack.controllers.util.workloads import (
     container,
-    pod_fields,
     security_context,
 )
 from appstack.sdk import (
@@ -47,6 +46,7 @@ from appstack.sdk import (
     VolumeMountDict,
     user_env,
     user_mounts,
+    user_volumes,
 )
 
 Members = Mapping[str, Middleware | Component]  # what ``uses`` may name
@@ -118,7 +118,7 @@ def _mount_volumes(c: Component, main: Container, spec: dict[str, Any]) -> None:
     if c.volume_mounts:
         main["volumeMounts"] = main.get("volumeMounts", []) + user_mounts(c.volume_mounts)
     if c.volumes:
-        spec["volumes"] = spec.get("volumes", []) + pod_fields(volumes=c.volumes)["volumes"]
+        spec["volumes"] = spec.get("volumes", []) + user_volumes(c.volumes)
 
 
 def used_secrets(c: Component, members: Members, stack: str) -> list[str]:
@@ -194,14 +194,7 @@ def deployment(
     }
     if c.image_pull_secrets:
         template["spec"]["imagePullSecrets"] = [s.to_dict() for s in c.image_pull_secrets]
-    template["spec"].update(
-        pod_fields(
-            node_selector=c.node_selector,
-            tolerations=c.tolerations,
-            affinity=c.affinity,
-            spread=c.topology_spread_constraints,
-        )
-    )
+    template["spec"].update(c.pod_scheduling())
     digest = _mount_configs(stack, c, main, template["spec"], config_maps_version)
     if digest is not None:
         template["metadata"]["annotations"] = {labels.CONFIG_HASH: digest[:16]}

@@ -17,7 +17,6 @@ from typing import Any
 
 from appstack.api.security import PodSecurityLevel
 from appstack.sdk import (
-    Affinity,
     Container,
     ContainerPort,
     ContainerSecurity,
@@ -27,13 +26,9 @@ from appstack.sdk import (
     Problem,
     ResourceRequirements,
     SecurityContext,
-    Toleration,
-    TopologySpreadConstraint,
-    Volume,
     user_probe,
     user_resources,
     user_security,
-    user_volumes,
 )
 
 # Hardening that never stops an ordinary image (root ones included): within the `baseline`
@@ -107,30 +102,6 @@ def container(
     if liveness_probe:
         out["livenessProbe"] = user_probe(liveness_probe)
     out["securityContext"] = security or RESTRICTED.copy()
-    return out
-
-
-def pod_fields(
-    *,
-    volumes: Sequence[Volume] | None = None,
-    node_selector: dict[str, str] | None = None,
-    tolerations: Sequence[Toleration] | None = None,
-    affinity: Affinity | None = None,
-    spread: Sequence[TopologySpreadConstraint] | None = None,
-) -> dict[str, Any]:
-    """The pod spec's fields a spec sets (user volumes, scheduling), in wire form; none
-    when unset, so a spec without them renders as before."""
-    out: dict[str, Any] = {}
-    if volumes:
-        out["volumes"] = user_volumes(volumes)
-    if node_selector:
-        out["nodeSelector"] = dict(node_selector)
-    if tolerations:
-        out["tolerations"] = [t.to_dict() for t in tolerations]
-    if affinity is not None and affinity.to_dict():
-        out["affinity"] = affinity.to_dict()
-    if spread:
-        out["topologySpreadConstraints"] = [s.to_dict() for s in spread]
     return out
 
 
