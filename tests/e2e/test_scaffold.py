@@ -391,11 +391,8 @@ def _webhook_serving_in_cluster(env: dict[str, str], project: Path) -> None:
     first made in the shared Secret, whose CA is the configuration's caBundle; the 30 s
     certificate renewed and served anew by both, neither restarted.
 
-    Not exercised here: admission through the Service. The test bed's API server runs on
-    the host without kube-proxy, so a Service's ClusterIP is not routed from it (its call
-    leaves the host); tests/e2e/test_webhooks.py proves admission through two replicas and
-    a rotation with the API server calling them directly. The configuration's failurePolicy
-    is made Ignore before the samples, which the failed calls would otherwise refuse."""
+    Admission through the Service is checked once the samples' namespace is enabled
+    (:func:`_admitted_by_the_deployed_webhook`)."""
     secret = _ok(
         _sh(
             "kubectl -n guestbook-system get secret guestbook-webhook-server-cert "
@@ -444,16 +441,32 @@ def _webhook_serving_in_cluster(env: dict[str, str], project: Path) -> None:
         "restarts",
     )
     assert restarts.split() == ["0", "0"], restarts
-    ignore = '[{"op": "replace", "path": "/webhooks/0/failurePolicy", "value": "Ignore"}]'
-    _ok(
-        _sh(
-            "kubectl patch validatingwebhookconfiguration guestbook-validating-webhooks "
-            f"--type=json -p '{ignore}'",
-            project,
-            env,
-        ),
-        "the webhook's calls that cannot leave the host ignored",
+
+
+def _admitted_by_the_deployed_webhook(env: dict[str, str], project: Path, namespace: str) -> None:
+    """The API server calls the deployed pods through the webhook's Service (failurePolicy
+    Fail, as generated): a Guestbook the user's check forbids is refused with its field
+    and message; the samples, applied next, are admitted by the same call."""
+    domain = yaml.safe_load((project / "PROJECT").read_text())["domain"]
+    forbidden = {
+        "apiVersion": f"webapp.{domain}/v1",
+        "kind": "Guestbook",
+        "metadata": {"name": "forbidden", "namespace": namespace},
+        "spec": {"foo": "forbidden"},
+    }
+    refused = subprocess.run(
+        ["kubectl", "create", "--dry-run=server", "-f", "-"],
+        input=json.dumps(forbidden),
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
+    assert refused.returncode != 0, refused.stdout
+    assert "forbidden is not a foo" in refused.stderr, refused.stderr
+    assert "spec.foo" in refused.stderr, refused.stderr
 
 
 def test_make_deploy_on_the_real_node_and_the_projects_own_e2e(
@@ -537,6 +550,7 @@ def test_make_deploy_on_the_real_node_and_the_projects_own_e2e(
         assert node.startswith("real-node"), node
         _webhook_serving_in_cluster(env, guestbook)
         _enable(env, guestbook, sample_namespace)
+        _admitted_by_the_deployed_webhook(env, guestbook, sample_namespace)
         _ok(
             _sh(f"kubectl -n {sample_namespace} apply -k config/samples/", guestbook, env),
             "apply the samples",
@@ -545,8 +559,7 @@ def test_make_deploy_on_the_real_node_and_the_projects_own_e2e(
     finally:
         _ok(_sh("make undeploy", guestbook, deploy_env), "make undeploy")
     assert _sh("kubectl get namespace guestbook-system", guestbook, env).returncode != 0
-    # the project's own e2e applies its samples through the deployed operator: without the
-    # webhook, whose calls the test bed's API server cannot route to a Service (above)
+    # the project's own e2e, as scaffolded: without the webhook
     controller.write_text(original)
     shutil.rmtree(guestbook / "config")
     shutil.copytree(guestbook.parent / "config-before-webhook", guestbook / "config")

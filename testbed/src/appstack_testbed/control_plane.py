@@ -221,6 +221,11 @@ def _apiserver(layout: Layout) -> list[str]:
         f"--service-cluster-ip-range={SERVICE_CIDR}",
         # The `kubernetes` Service would point at 127.0.0.1, which Endpoints may not hold.
         "--endpoint-reconciler-type=none",
+        # No kube-proxy on the host, where this API server runs: it calls webhooks (admission
+        # and CRD conversion) and aggregated APIs at a ready endpoint of their Service — a
+        # pod address, which the host routes — rather than at the ClusterIP, which only the
+        # nodes' rules translate. What a kube-proxy'd control plane reaches, reached.
+        "--enable-aggregator-routing=true",
         "--allow-privileged=true",
         "--max-requests-inflight=1000",
         "--max-mutating-requests-inflight=500",

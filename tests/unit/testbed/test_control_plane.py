@@ -55,6 +55,8 @@ def test_the_api_server_uses_rbac_and_service_account_keys(tmp_path: Path) -> No
     assert any(arg.startswith("--service-account-signing-key-file=") for arg in apiserver)
     assert f"--service-cluster-ip-range={control_plane.SERVICE_CIDR}" in apiserver
     assert f"--etcd-servers=http://127.0.0.1:{PORTS['etcd']}" in apiserver
+    # webhooks called at their Service's endpoints: the host has no kube-proxy
+    assert "--enable-aggregator-routing=true" in apiserver
 
 
 def test_the_api_server_audits_writes_only_with_a_bounded_log(tmp_path: Path) -> None:
