@@ -66,6 +66,7 @@ from appstack.sdk.kit.caching import cache_policy
 from appstack.sdk.kit.conversion import converting_kinds
 from appstack.sdk.kit.kind_metrics import KindMetrics
 from appstack.sdk.kit.registration import Registration
+from appstack.sdk.kit.storage import storage_migration
 from appstack.sdk.kit.webhooks import WebhookServing
 from appstack.sdk.options import MAX_LEASE_DURATION, MIN_LEASE_DURATION, OperatorOptions
 from appstack.sdk.process import settle_heap, tune_connections
@@ -354,6 +355,13 @@ async def assemble(
     for task in tasks:
         manager.add_task(task(manager))
     webhooks = webhook_serving(controllers, identity, options, manager)
+    migration = storage_migration(
+        client,
+        [c.kind for c in controllers if c.custom],
+        converting=webhooks.ready if webhooks is not None else None,
+    )
+    if migration is not None:
+        manager.add_task(migration)
     wire(
         manager,
         recorder,

@@ -79,14 +79,19 @@ _CRDS = Resource(
 
 
 def crd_conversion_rules(kind: CustomKind) -> list[Rule]:
-    """When ``kind``'s versions convert (:mod:`appstack.sdk.versions`): ``get`` and
-    ``patch`` of its own CRD, by name — what writing the conversion webhook's CA bundle
-    (or developer-mode URL) into it needs, and nothing of anyone else's CRDs."""
-    if not any(getattr(v, "to_hub", None) is not None for v in kind.versions):
+    """When ``kind`` has several versions (:mod:`appstack.sdk.versions`): ``get`` of its own
+    CRD and ``patch`` of its ``status``, by name — what migrating its storage needs
+    (:mod:`appstack.sdk.kit.storage`: the stored versions trimmed) — and, when they convert,
+    ``patch`` of the CRD itself: writing the conversion webhook's CA bundle (or
+    developer-mode URL) into it. Nothing of anyone else's CRDs."""
+    if len(kind.versions) < 2:
         return []
-    named = rule(_CRDS, "get", "patch")
+    converts = any(getattr(v, "to_hub", None) is not None for v in kind.versions)
+    named = rule(_CRDS, "get", "patch") if converts else rule(_CRDS, "get")
+    status = rule(_CRDS, "patch", subresource="status")
     named["resourceNames"] = [kind.crd_name]
-    return [named]
+    status["resourceNames"] = [kind.crd_name]
+    return [named, status]
 
 
 def merged(rules: Iterable[Rule]) -> list[Rule]:

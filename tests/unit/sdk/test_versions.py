@@ -254,7 +254,21 @@ def test_versions_of_one_schema_convert_with_strategy_none() -> None:
     made = crd(kind)
     assert made["spec"]["conversion"] == {"strategy": "None"}
     assert [v["name"] for v in made["spec"]["versions"]] == ["v1", "v1beta1"]
-    assert crd_conversion_rules(kind) == []
+    # no webhook to point the CRD at; its storage still migrates (stored versions trimmed)
+    assert crd_conversion_rules(kind) == [
+        {
+            "apiGroups": ["apiextensions.k8s.io"],
+            "resources": ["customresourcedefinitions"],
+            "verbs": ["get"],
+            "resourceNames": ["gadgets.ex.example.com"],
+        },
+        {
+            "apiGroups": ["apiextensions.k8s.io"],
+            "resources": ["customresourcedefinitions/status"],
+            "verbs": ["patch"],
+            "resourceNames": ["gadgets.ex.example.com"],
+        },
+    ]
 
 
 def test_a_single_version_kind_is_unchanged() -> None:
@@ -272,8 +286,16 @@ def test_the_operator_may_patch_its_own_crd_only() -> None:
         "verbs": ["get", "patch"],
         "resourceNames": ["gadgets.ex.example.com"],
     }
-    assert crd_conversion_rules(kind) == [expected]
+    status = {
+        "apiGroups": ["apiextensions.k8s.io"],
+        "resources": ["customresourcedefinitions/status"],
+        "verbs": ["patch"],
+        "resourceNames": ["gadgets.ex.example.com"],
+    }
+    assert crd_conversion_rules(kind) == [expected, status]
     assert expected in derived_rules(kind)
+    assert status in derived_rules(kind)
+    assert crd_conversion_rules(_models()[1].KIND) == []  # one version: nothing
 
 
 def test_the_projects_config_points_a_converting_crd_at_its_webhook_service() -> None:
