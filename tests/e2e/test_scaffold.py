@@ -302,7 +302,11 @@ def test_make_install_run_samples_uninstall(
 ) -> None:
     """make install, make run, the samples Ready at their generation, make uninstall — and
     a gauge the author declares on the kind's registration served on the operator's
-    /metrics beside each object's readiness (issue #47: the SDK dropped it)."""
+    /metrics beside each object's readiness (issue #47: the SDK dropped it). With v2 added
+    to the kind by ``create api`` after the controller was edited (issues #47, #49): the
+    edit kept byte for byte, the CRD of both versions (v1 stored), and each sample, one
+    written at v1 and one at v2, read at the other version through the conversion webhook
+    of the operator ``make run`` runs (developer mode: ``--webhook-host``)."""
     controller = guestbook / "src/guestbook/controllers/guestbook.py"
     original = controller.read_text()
     controller.write_text(
@@ -311,13 +315,31 @@ def test_make_install_run_samples_uninstall(
         + original.replace("from __future__ import annotations\n", "")
         + GAUGE
     )
+    edited = {
+        p: p.read_bytes() for p in (controller, guestbook / "src/guestbook/api/v1/guestbook.py")
+    }
+    _ok(
+        _sh("appstack create api --group webapp --version v2 --kind Guestbook", guestbook, env),
+        "create api v2",
+    )
+    assert {p: p.read_bytes() for p in edited} == edited
     _ok(_sh("make install", guestbook, env), "make install")
+    domain = yaml.safe_load((guestbook / "PROJECT").read_text())["domain"]
+    crd = yaml.safe_load(
+        _ok(_sh(f"kubectl get crd guestbooks.webapp.{domain} -o yaml", guestbook, env), "the CRD")
+    )
+    assert [(v["name"], v["storage"]) for v in crd["spec"]["versions"]] == [
+        ("v1", True),
+        ("v2", False),
+    ]
+    assert crd["spec"]["conversion"]["strategy"] == "Webhook"
     _enable(env, guestbook, sample_namespace)
-    health, metrics = _free_port(), _free_port()
+    health, metrics, webhook = _free_port(), _free_port(), _free_port()
     run_env = {
         **env,
         "RUN_ARGS": f"--metrics-bind-address=127.0.0.1:{metrics} --no-metrics-secure "
-        f"--no-metrics-auth --health-probe-bind-address=127.0.0.1:{health}",
+        f"--no-metrics-auth --health-probe-bind-address=127.0.0.1:{health} "
+        f"--webhook-host=127.0.0.1 --webhook-bind-address=127.0.0.1:{webhook}",
     }
     log = guestbook / "run.log"
     with open(log, "wb") as out:
@@ -330,11 +352,25 @@ def test_make_install_run_samples_uninstall(
             start_new_session=True,
         )
     try:
-        _ok(
-            _sh(f"kubectl -n {sample_namespace} apply -k config/samples/", guestbook, env),
-            "apply the samples",
+        # the v2 sample is stored as v1 once the operator has pointed the CRD at itself
+        eventually_sync(
+            lambda: _sh(f"kubectl -n {sample_namespace} apply -k config/samples/", guestbook, env),
+            lambda proc: proc.returncode == 0,
+            timeout=60,
+            what="the samples of both versions applied",
         )
         _ready_at_generation(env, guestbook, sample_namespace)
+        for name, at, other in (
+            ("guestbook-sample", "v1", "v2"),
+            ("guestbook-v2-sample", "v2", "v1"),
+        ):
+            resource = f"guestbooks.{other}.webapp.{domain}"
+            got = _sh(
+                f"kubectl -n {sample_namespace} get {resource} {name} -o json", guestbook, env
+            )
+            read = json.loads(_ok(got, f"{name}, written at {at}, read at {other}"))
+            assert read["apiVersion"] == f"webapp.{domain}/{other}"
+            assert read["spec"] == {"foo": "bar"}
         with urllib.request.urlopen(f"http://127.0.0.1:{metrics}/metrics", timeout=30) as got:
             scraped = got.read().decode()
         who = f'name="guestbook-sample",namespace="{sample_namespace}"'

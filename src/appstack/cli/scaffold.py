@@ -230,7 +230,17 @@ def create_api(
     is_flag=True,
     help="Validation: as CEL rules on the model, checked by the API server.",
 )
-@click.option("--conversion", is_flag=True, help="Refused: a kind has one version for now.")
+@click.option(
+    "--conversion",
+    is_flag=True,
+    help="The conversion of a kind of several versions (--version: its storage version), "
+    "served by the operator; create api of a new version writes it already.",
+)
+@click.option(
+    "--spoke",
+    multiple=True,
+    help="With --conversion: a version converted to and from --version [default: every other].",
+)
 @DIRECTORY
 def create_webhook(
     *,
@@ -240,10 +250,12 @@ def create_webhook(
     defaulting: bool,
     validation: bool,
     conversion: bool,
+    spoke: tuple[str, ...],
     directory: Path,
 ) -> None:
     """Defaulting and validation for a kind, done by the API server itself (no webhook to
-    run): schema defaults and CEL rules on its model."""
+    run): schema defaults and CEL rules on its model; or the conversion between a kind's
+    versions (--conversion), served by the operator."""
     from appstack.scaffold import commands  # noqa: PLC0415
 
     directory = directory.resolve()
@@ -256,6 +268,7 @@ def create_webhook(
             defaulting=defaulting,
             validation=validation,
             conversion=conversion,
+            spoke=spoke,
         ),
         directory,
         NEXT_API,

@@ -1,13 +1,15 @@
 """What each scaffolder command does to a project directory — ``init``, ``create api``,
 ``create webhook``, ``edit``, ``generate manifests`` / ``installer`` and operator-sdk's
 ``new``, ``add api``, ``add controller``: kubebuilder's commands and meanings, in Python,
-one function per command. All the checks and refusals are here: each command checks all of
-its input first (:class:`~appstack.scaffold.project.Refused` names the flag) and writes
-nothing when it refuses; a later command inserts only at the scaffold markers
-(:func:`insert_at`), so files a user edited are left byte for byte as they are; ``--force``
-rewrites only that kind's own scaffold files. ``create api`` of a kind the project does not
-declare — Kubernetes' own (``--group core``, ``apps``...: :mod:`.builtin`) or another
-project's CRD (``--external-api-domain``) — scaffolds a controller of any kind
+one function per command; ``create api`` of a kind the project has, at another version, adds
+that version to it (:func:`add_version`: the kind's conversion, no file rewritten). All the
+checks and refusals are here: each command checks all of its input first
+(:class:`~appstack.scaffold.project.Refused` names the flag) and writes nothing when it
+refuses; a later command inserts only at the scaffold markers (:func:`insert_at`), so files
+a user edited are left byte for byte as they are; ``--force`` rewrites only that kind's own
+scaffold files. ``create api`` of a kind the project does not declare — Kubernetes' own
+(``--group core``, ``apps``...: :mod:`.builtin`) or another project's CRD
+(``--external-api-domain``) — scaffolds a controller of any kind
 (:func:`create_object_controller`), as kubebuilder does for core and external types. The
 files' text comes from :mod:`.templates`. Used by :mod:`appstack.cli.scaffold` (the click
 commands: options in, one call, a refusal turned into the command's error) and by tests.
@@ -217,7 +219,25 @@ def create_api(
     if not resource and not controller:
         raise Refused("--no-resource --no-controller: nothing to scaffold")
     domain = domain if domain is not None else project.domain
-    existing = project.find(f"{group}.{domain}" if group else domain, version, kind)
+    full_group = f"{group}.{domain}" if group else domain
+    existing = project.find(full_group, version, kind)
+    versions = project.versions(full_group, kind)
+    if versions and existing is None:
+        return add_version(
+            directory,
+            project,
+            versions[0],
+            version=version,
+            resource=resource,
+            namespaced=namespaced,
+            plural=plural,
+        )
+    if existing is not None and versions and existing is not versions[0]:
+        raise Refused(
+            f"--version {version}: {kind} {version} was added to {full_group} {kind} as a "
+            f"version converted to and from {versions[0].version}: its module is yours to "
+            "edit (--force does not rewrite it)"
+        )
     module = existing.module_name if existing is not None else kind.lower()
     # a kind's modules (api/<version>/, controllers/, tests/) are named once per project
     taken = {r.module_name for r in project.resources if r is not existing}
@@ -240,14 +260,6 @@ def create_api(
         namespaced=namespaced,
         controller=controller,
     )
-    for other in project.resources:
-        same_kind = other.full_group == wanted.full_group and other.kind == kind
-        if same_kind and other.version != version:
-            raise Refused(
-                f"--version {version}: {kind} of {wanted.full_group} is already served as "
-                f"{other.version}, and the scaffolder does not add versions yet: declare "
-                f"{version} by hand with versioned_kind (docs/versions.md); nothing was written"
-            )
     if existing is not None:
         if resource and existing.api and not force:
             raise Refused(
@@ -277,6 +289,91 @@ def create_api(
     project.resources = [r for r in project.resources if r is not existing] + [merged]
     files["PROJECT"] = project.to_text()
     return _write(directory, files)
+
+
+def add_version(
+    directory: Path,
+    project: Project,
+    hub: Resource,
+    *,
+    version: str,
+    resource: bool = True,
+    namespaced: bool = True,
+    plural: str | None = None,
+) -> list[Path]:
+    """``create api`` of a kind the project has (``hub``: its storage version), at another
+    ``version`` (kubebuilder's multiversion tutorial): new files only — the version's module
+    (its model, its conversion to and from the hub, field by field and lossless, and the
+    kind's versions declared with :func:`~appstack.sdk.versioned_kind`), its sample, the
+    round-trip test — and a line at the versions marker of ``api/__init__.py``. The first
+    version's module and the kind's controller are never touched: the hub stays the storage
+    version, the one the controller reconciles; no controller for the new version (one per
+    kind). Refused, with nothing written, when a file it would write exists, and when
+    ``api/__init__.py`` was edited and lost its marker (the message says what to add)."""
+    kind = hub.kind
+    if not resource:
+        raise Refused(
+            f"--no-resource: {kind}'s controller reconciles {hub.version}, its storage "
+            f"version (one controller per kind); {version} would be a version of its API"
+        )
+    if namespaced != hub.namespaced:
+        scope = "namespaced" if hub.namespaced else "cluster-scoped"
+        raise Refused(
+            f"{'--namespaced' if namespaced else '--cluster-scoped'}: {kind} is {scope} at "
+            f"{hub.version}, and every version of a kind has its scope: "
+            f"{'drop --cluster-scoped' if hub.namespaced else 'pass --cluster-scoped'}"
+        )
+    if plural is not None and plural != hub.plural:
+        raise Refused(
+            f"--plural {plural}: {kind} is served as {hub.plural}, at every version (one CRD)"
+        )
+    pkg, module = project.package, hub.module_name
+    spoke = replace(
+        hub,
+        version=version,
+        path=f"{pkg}.api.{version}.{module}",
+        controller=False,
+        webhooks=None,
+    )
+    files: Files = {}
+    version_init = f"src/{pkg}/api/{version}/__init__.py"
+    if not (directory / version_init).exists():
+        files[version_init] = t.version_init(project, version)
+    files[f"src/{pkg}/api/{version}/{module}.py"] = t.spoke_module(project, spoke, hub)
+    sample = t.sample_file(spoke)
+    files[sample] = t.spoke_sample(project, spoke, hub)
+    samples = directory / "config/samples/kustomization.yaml"
+    text = samples.read_text() if samples.exists() else t.samples_kustomization()
+    files["config/samples/kustomization.yaml"] = insert_at(
+        text, t.MARK_SAMPLES, f"- {Path(sample).name}"
+    )
+    files[f"tests/test_{module}_{version}_conversion.py"] = t.test_conversion(project, spoke, hub)
+    registry = f"src/{pkg}/api/__init__.py"
+    files[registry] = _versions_registered(directory, project, registry, spoke)
+    files = _refuse_overwriting(directory, pkg, files, marked=(*MARKED_FILES, registry))
+    hooks = hub.webhooks or Webhooks()
+    hub.webhooks = replace(hooks, conversion=True, spoke=[*hooks.spoke, version])
+    project.resources.append(spoke)
+    files["PROJECT"] = project.to_text()
+    return _write(directory, files)
+
+
+def _versions_registered(directory: Path, project: Project, registry: str, spoke: Resource) -> str:
+    """``api/__init__.py`` importing ``spoke``'s module at the versions marker; rewritten
+    whole only while it is what the scaffolder wrote before the marker existed; refused
+    (saying what to add by hand) when it was edited and has no marker."""
+    line = f"import {spoke.path}  # noqa: F401 - declares {spoke.kind}'s versions"
+    path = directory / registry
+    text = path.read_text() if path.exists() else t.api_init(project)
+    if t.MARK_VERSIONS not in text and text == t.api_init_before_versions(project):
+        text = t.api_init(project)
+    if t.MARK_VERSIONS not in text:
+        raise Refused(
+            f"--version {spoke.version}: {registry} was edited and has no "
+            f"'{t.MARK_VERSIONS}' line: add `{line}` and, under it, that line by hand, then "
+            "run this again; nothing was written"
+        )
+    return insert_at(text, t.MARK_VERSIONS, line)
 
 
 def add_api(
@@ -570,18 +667,22 @@ def create_webhook(
     defaulting: bool,
     validation: bool,
     conversion: bool,
+    spoke: tuple[str, ...] = (),
 ) -> list[Path]:
     """``--defaulting`` and ``--programmatic-validation`` as what the API server does itself:
     a schema default and a CEL rule on the kind's model (no webhook to run, no certificate);
-    ``--conversion`` is refused: the scaffolder does not write conversions yet (the SDK's
-    :func:`~appstack.sdk.versioned_kind` declares them by hand)."""
+    ``--conversion`` (:func:`create_conversion`): the conversion of a kind of several
+    versions, served by the operator."""
     project = read(directory)
     if conversion:
-        raise Refused(
-            "--conversion: the scaffolder does not write conversions yet: declare the "
-            "versions and their to_hub/from_hub with versioned_kind (docs/versions.md); "
-            "nothing was written"
-        )
+        if defaulting or validation:
+            raise Refused(
+                "--conversion: alone (the defaulting and validation are the version's model's: "
+                "run create webhook again for them)"
+            )
+        return create_conversion(directory, group=group, version=version, kind=kind, spoke=spoke)
+    if spoke:
+        raise Refused("--spoke: only with --conversion")
     if not (defaulting or validation):
         raise Refused("create webhook needs --defaulting and/or --programmatic-validation")
     domain = project.domain
@@ -633,16 +734,78 @@ def create_webhook(
     model = str(path.relative_to(directory))
     files[model] = text
     test = f"tests/test_{res.module_name}_webhook.py"
-    before = {test: t.test_webhook(project, res)} if res.webhooks else {}
-    res.webhooks = Webhooks(
-        defaulting=defaulting or bool(res.webhooks and res.webhooks.defaulting),
-        validation=validation or bool(res.webhooks and res.webhooks.validation),
+    hooks = res.webhooks or Webhooks()
+    before = {test: t.test_webhook(project, res)} if hooks.defaulting or hooks.validation else {}
+    res.webhooks = replace(
+        hooks,
+        defaulting=defaulting or hooks.defaulting,
+        validation=validation or hooks.validation,
     )
     files["PROJECT"] = project.to_text()
     files[test] = t.test_webhook(project, res)
     files = _refuse_overwriting(
         directory, project.package, files, marked=("PROJECT", model), pristine=before
     )
+    return _write(directory, files)
+
+
+def create_conversion(
+    directory: Path, *, group: str, version: str, kind: str, spoke: tuple[str, ...] = ()
+) -> list[Path]:
+    """``create webhook --conversion --version HUB [--spoke V ...]``: the conversion of a
+    kind of several versions. ``create api`` of a new version of a kind writes that
+    version's conversion to and from the storage version (the hub) already, working, and
+    its round-trip test; this command writes again what of it is missing — the round-trip
+    test of each ``spoke`` (every version but the hub when none is named) — and records the
+    conversion in ``PROJECT``. It never rewrites a version's module: refused, saying why,
+    when ``version`` is not the hub, a spoke is not a version of the kind, the kind has one
+    version, a spoke's module declares no ``to_hub``/``from_hub``, or nothing is missing."""
+    project = read(directory)
+    full_group = f"{group}.{project.domain}" if group else project.domain
+    versions = project.versions(full_group, kind)
+    if not versions:
+        raise Refused(f"--kind {kind}: no API {full_group} {kind} in this project")
+    hub, others = versions[0], [r.version for r in versions[1:]]
+    if not others:
+        raise Refused(
+            f"--conversion: {kind} has one version ({hub.version}): add one with create api "
+            f"--version <v2> (it writes the conversion); nothing was written"
+        )
+    if version != hub.version:
+        raise Refused(
+            f"--version {version}: {kind}'s storage version (the hub) is {hub.version}: "
+            f"conversions are to and from it (--version {hub.version} --spoke {version})"
+        )
+    unknown = [v for v in spoke if v not in others]
+    if unknown:
+        raise Refused(
+            f"--spoke {unknown[0]}: not a version of {kind} besides {hub.version} "
+            f"({', '.join(others)})"
+        )
+    files: Files = {}
+    for spoke_version in spoke or tuple(others):
+        res = next(r for r in versions if r.version == spoke_version)
+        module = directory / f"src/{project.package}/api/{spoke_version}/{res.module_name}.py"
+        text = module.read_text() if module.is_file() else ""
+        if "def to_hub(" not in text or "def from_hub(" not in text:
+            raise Refused(
+                f"--spoke {spoke_version}: {module.relative_to(directory)} declares no "
+                "to_hub/from_hub, and the scaffolder never rewrites a version's module: "
+                "write them by hand (docs/versions.md); nothing was written"
+            )
+        test = f"tests/test_{res.module_name}_{spoke_version}_conversion.py"
+        if not (directory / test).exists():
+            files[test] = t.test_conversion(project, res, hub)
+    hooks = hub.webhooks or Webhooks()
+    spokes = [*hooks.spoke, *(v for v in others if v not in hooks.spoke)]
+    recorded = replace(hooks, conversion=True, spoke=spokes)
+    if not files and recorded == hooks:
+        raise Refused(
+            f"--conversion: {kind}'s conversion ({hub.version} to and from "
+            f"{', '.join(others)}) is scaffolded already, with its tests: nothing to add"
+        )
+    hub.webhooks = recorded
+    files["PROJECT"] = project.to_text()
     return _write(directory, files)
 
 

@@ -36,8 +36,16 @@ class Refused(ValueError):
 
 @dataclass
 class Webhooks:
+    """A kind's webhooks, as kubebuilder's ``PROJECT`` records them; ``conversion`` on the
+    storage version (the hub) of a kind of several versions, ``spoke`` its other versions."""
+
     defaulting: bool = False
     validation: bool = False
+    conversion: bool = False
+    spoke: list[str] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return self.defaulting or self.validation or self.conversion
 
 
 @dataclass
@@ -94,7 +102,7 @@ class Resource:
         if self.plural != default_plural(self.kind):
             out["plural"] = self.plural
         out["version"] = self.version
-        if self.webhooks is not None and (self.webhooks.defaulting or self.webhooks.validation):
+        if self.webhooks:
             hooks = {k: v for k, v in asdict(self.webhooks).items() if v}
             out["webhooks"] = {**hooks, "webhookVersion": "v1"}
         return out
@@ -113,7 +121,12 @@ class Resource:
             api=api is not None,
             namespaced=bool((api or {}).get("namespaced", True)),
             controller=bool(data.get("controller")),
-            webhooks=Webhooks(bool(hooks.get("defaulting")), bool(hooks.get("validation")))
+            webhooks=Webhooks(
+                bool(hooks.get("defaulting")),
+                bool(hooks.get("validation")),
+                bool(hooks.get("conversion")),
+                [str(v) for v in hooks.get("spoke") or []],
+            )
             if hooks
             else None,
             core=bool(data.get("core")),
@@ -179,6 +192,15 @@ class Project:
             resources=[Resource.from_dict(r) for r in data.get("resources") or []],
             enable_all_namespaces=bool(plugin.get("enableAllNamespaces", False)),
         )
+
+    def versions(self, full_group: str, kind: str) -> list[Resource]:
+        """Every version the project declares of ``kind`` in ``full_group`` (its API), the
+        storage version (the hub) first: the one whose webhooks say ``conversion``, else
+        the first declared."""
+        found = [
+            r for r in self.resources if r.api and (r.full_group, r.kind) == (full_group, kind)
+        ]
+        return sorted(found, key=lambda r: not (r.webhooks and r.webhooks.conversion))
 
     def find(self, full_group: str, version: str, kind: str) -> Resource | None:
         for resource in self.resources:

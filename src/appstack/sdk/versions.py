@@ -13,6 +13,10 @@ then serves them all, with ``spec.conversion`` a webhook when their schemas diff
 
 What a spoke cannot express is kept in an annotation by its functions (:func:`stash` in
 ``from_hub``, :func:`unstash` in ``to_hub``), so that hub → spoke → hub loses nothing.
+:func:`copy_to_hub` and :func:`copy_from_hub` are such functions for versions whose fields
+of the same name mean the same (what ``appstack create api`` scaffolds for a new version):
+spec and status copied field by field, what either side lacks kept in an annotation of the
+other, so that a round trip either way is lossless.
 :func:`convert_object` is the conversion the operator serves at ``/convert``
 (:func:`appstack.sdk.kit.conversion.conversion_webhook`), pure and unit-tested. Used by
 operators built on the SDK (and :mod:`appstack.sdk.kit`).
@@ -24,9 +28,9 @@ import dataclasses
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from appstack.sdk.kind import CustomKind, CustomObject
 from appstack.sdk.schema import root_schema
@@ -194,6 +198,103 @@ def unstash(obj: CustomObject, key: str, default: Any = None) -> Any:
         raise ConversionRefused(
             f"annotation {_annotation(obj, key)} is not what conversion kept: {error}"
         ) from None
+
+
+# ------------------------------------------------------------ field-by-field conversion
+_Target = TypeVar("_Target", bound=CustomObject)
+
+#: The key (:func:`stash`) under which a spoke keeps what the hub has and it lacks.
+HUB_FIELDS = "hub-fields"
+
+
+def spoke_fields_annotation(group: str, version: str) -> str:
+    """The annotation of a stored (hub) object keeping what the spoke ``version`` says and
+    the hub has no field for (:func:`copy_to_hub`): not under ``conversion.<group>/``,
+    which the hub never carries."""
+    return f"{group}/{version}-fields"
+
+
+def _wire_names(model: type[BaseModel] | None) -> set[str]:
+    if model is None:
+        return set()
+    return {info.alias or name for name, info in model.model_fields.items()}
+
+
+def _kept(obj: CustomObject, annotation: str) -> dict[str, Any]:
+    raw = (obj.metadata.get("annotations") or {}).pop(annotation, None)
+    if not obj.metadata.get("annotations"):
+        obj.metadata.pop("annotations", None)
+    if raw is None:
+        return {}
+    try:
+        kept = json.loads(raw)
+    except ValueError as error:
+        raise ConversionRefused(
+            f"annotation {annotation} is not what conversion kept: {error}"
+        ) from None
+    if not isinstance(kept, dict):
+        raise ConversionRefused(f"annotation {annotation} is not what conversion kept")
+    return kept
+
+
+def _copied(
+    obj: CustomObject, model: type[_Target], kept: Mapping[str, Any]
+) -> tuple[_Target, dict[str, Any]]:
+    """``obj`` as ``model`` — spec and status field by field (wire names), ``kept`` (by
+    part) under them — and, by part, the fields ``model`` has none of."""
+    target = model.KIND
+    data = obj.to_dict()
+    parts: dict[str, Any] = {}
+    rest: dict[str, Any] = {}
+    for part, part_model in (("spec", target.spec), ("status", target.status)):
+        values = data.get(part)
+        names = _wire_names(part_model)
+        own = {k: v for k, v in (values or {}).items() if k in names}
+        extra = {k: v for k, v in (values or {}).items() if k not in names}
+        merged = {**(kept.get(part) or {}), **own}
+        if values is not None or merged:
+            parts[part] = merged
+        if extra:
+            rest[part] = extra
+    try:
+        made = model.model_validate({"metadata": obj.metadata, **parts})
+    except ValidationError as error:
+        raise ConversionRefused(
+            f"not a valid {target.api_version}: {_field_error(error)} (a field whose "
+            "meaning differs between versions needs its own line in the conversion)"
+        ) from None
+    return made, rest
+
+
+def copy_to_hub(spoke: CustomObject, hub: type[_Target]) -> _Target:
+    """``spoke`` as the ``hub``'s model (a ``to_hub``): spec and status copied field by
+    field (same wire name, same meaning), the hub's fields the spoke lacked restored from
+    what :func:`copy_from_hub` kept, and the spoke's fields the hub lacks kept in an
+    annotation of the hub object, ``<group>/<spoke version>-fields``.
+    :class:`ConversionRefused` when a copied value does not fit the hub's model. ``spoke``
+    is left as it was."""
+    source = spoke.model_copy(deep=True)
+    kept = _kept(source, _annotation(source, HUB_FIELDS))
+    annotation = spoke_fields_annotation(spoke.KIND.group, spoke.KIND.version)
+    _kept(source, annotation)  # what a client wrote there is not the hub's to keep
+    made, rest = _copied(source, hub, kept)
+    if rest:
+        annotations = made.metadata.setdefault("annotations", {})
+        annotations[annotation] = json.dumps(rest, sort_keys=True)
+    return made
+
+
+def copy_from_hub(hub: CustomObject, spoke: type[_Target]) -> _Target:
+    """``hub`` as the ``spoke``'s model (a ``from_hub``): spec and status copied field by
+    field, the spoke's fields the hub lacks restored from what :func:`copy_to_hub` kept,
+    and the hub's fields the spoke lacks stashed (:func:`stash`) for the way back.
+    :class:`ConversionRefused` when a copied value does not fit the spoke's model. ``hub``
+    is left as it was."""
+    source = hub.model_copy(deep=True)
+    kept = _kept(source, spoke_fields_annotation(spoke.KIND.group, spoke.KIND.version))
+    made, rest = _copied(source, spoke, kept)
+    stash(made, HUB_FIELDS, rest or None)
+    return made
 
 
 # -------------------------------------------------------------------------- conversion

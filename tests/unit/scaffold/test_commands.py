@@ -195,28 +195,6 @@ def test_a_second_kind_leaves_edited_files_as_they_are(project: Path) -> None:
     assert (project / "src/guestbook/controllers/third_captain.py").is_file()
 
 
-def test_another_version_of_an_edited_kind_is_refused_and_nothing_is_lost(
-    project: Path,
-) -> None:
-    """Issue #47: v2 of a Guestbook whose controller was edited exited 0 and rewrote the
-    controller (and make manifests then wrote a CRD with only v2)."""
-    commands.create_api(project, group="webapp", version="v1", kind="Guestbook")
-    controller = project / "src/guestbook/controllers/guestbook.py"
-    controller.write_text(controller.read_text() + "\n# my own reconcile step\n")
-    before = _snapshot(project)
-    with pytest.raises(
-        Refused, match=r"--version v2: Guestbook of webapp\.tutorial\.kubebuilder\.io"
-    ):
-        commands.create_api(project, group="webapp", version="v2", kind="Guestbook")
-    with pytest.raises(Refused, match="--version v2"):
-        commands.create_api(
-            project, group="webapp", version="v2", kind="Guestbook", controller=False
-        )
-    assert _snapshot(project) == before
-    (only,) = manifests.load(project).kinds
-    assert only.version == "v1"
-
-
 def test_a_file_in_the_way_is_never_overwritten_without_force(project: Path) -> None:
     """A file create api would write that already exists with other content (written by
     hand, or left by another kind) refuses the command, nothing written."""

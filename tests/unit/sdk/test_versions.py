@@ -1,7 +1,8 @@
 """Several versions of one kind (sdk/versions.py): declarations refused with one sentence,
 hub ↔ spoke conversion on typed models (metadata kept, what a spoke cannot say stashed
 losslessly), the CRD of every version (crds.py) and the RBAC that writing its conversion
-webhook needs (rbac.py)."""
+webhook needs (rbac.py); the field-by-field conversion a scaffolded version starts with
+(copy_to_hub, copy_from_hub: lossless both ways)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from appstack.sdk import (
     OperatorIdentity,
     Version,
     VersionError,
+    copy_from_hub,
+    copy_to_hub,
     crd,
     crd_conversion_rules,
     custom_kind,
@@ -27,7 +30,7 @@ from appstack.sdk import (
 )
 from appstack.sdk.config import Project, config_files, conversion_client
 from appstack.sdk.kind import CustomKind
-from appstack.sdk.versions import convert_object
+from appstack.sdk.versions import convert_object, spoke_fields_annotation
 
 GROUP = "ex.example.com"
 AGE = {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
@@ -340,3 +343,77 @@ def test_a_project_that_only_converts_gets_the_service_port_and_certificate_it_n
         Project(OperatorIdentity(project="g", domain="ex.example.com"), "g", [], [single.KIND])
     )
     assert not any(path.startswith("webhook/") for path in plain)
+
+
+class KeptSpecV1(KubeModel):
+    size: int = 1
+    foo: str | None = None
+
+
+class KeptSpecV2(KubeModel):
+    foo: str | None = None
+    color: str | None = None
+
+
+def _copying_kind() -> tuple[CustomKind, type[CustomObject], type[CustomObject]]:
+    """v1 (the hub: ``size`` and ``foo``) and v2 (``foo`` and ``color``), converted by
+    copy_to_hub / copy_from_hub alone, as ``appstack create api`` scaffolds a new version."""
+
+    class V1(CustomObject):
+        spec: KeptSpecV1
+        status: Status | None = None
+
+    class V2(CustomObject):
+        spec: KeptSpecV2
+        status: Status | None = None
+
+    hub, spoke = _declare(V1, "v1"), _declare(V2, "v2")
+    kind = versioned_kind(
+        Version(hub, storage=True),
+        Version(
+            spoke,
+            to_hub=lambda obj: copy_to_hub(obj, hub),
+            from_hub=lambda obj: copy_from_hub(obj, spoke),
+        ),
+    )
+    return kind, hub, spoke
+
+
+def test_fields_copied_by_name_and_what_either_side_lacks_kept_both_ways() -> None:
+    kind, hub, _ = _copying_kind()
+    stored = _hub_object(size=3, foo="x") | {"status": {"ready": True}}
+    read = convert_object(kind, stored, f"{GROUP}/v2")
+    assert read["spec"] == {"foo": "x"}
+    assert read["status"] == {"ready": True}
+    assert read["metadata"]["annotations"] == {
+        f"conversion.{GROUP}/hub-fields": '{"spec": {"size": 3}}'
+    }
+    read["spec"]["color"] = "red"  # a field only v2 has, written by a v2 client
+    back = convert_object(kind, read, f"{GROUP}/v1")
+    assert back["spec"] == {"size": 3, "foo": "x"}
+    assert back["metadata"]["annotations"] == {
+        spoke_fields_annotation(GROUP, "v2"): '{"spec": {"color": "red"}}'
+    }
+    again = convert_object(kind, back, f"{GROUP}/v2")
+    assert again["spec"] == {"foo": "x", "color": "red"}
+    assert again["metadata"]["annotations"] == read["metadata"]["annotations"]
+    # nothing v2 lacks, nothing kept: the hub's object carries no annotation
+    plain = convert_object(kind, {**read, "spec": {"foo": "y"}}, f"{GROUP}/v1")
+    assert "annotations" not in plain["metadata"]
+    assert hub.model_validate(plain).spec.size == 3
+
+
+def test_a_copied_value_the_other_version_refuses_is_a_conversion_refused() -> None:
+    kind, _, spoke = _copying_kind()
+    stored = _hub_object(foo="x")
+    stored["metadata"]["annotations"] = {spoke_fields_annotation(GROUP, "v2"): "not json"}
+    with pytest.raises(ConversionRefused, match=r"v2-fields is not what conversion kept"):
+        convert_object(kind, stored, f"{GROUP}/v2")
+    stored["metadata"]["annotations"] = {
+        spoke_fields_annotation(GROUP, "v2"): '{"spec": {"color": 5}}'
+    }
+    with pytest.raises(ConversionRefused, match=r"not a valid .*/v2: spec\.color"):
+        convert_object(kind, stored, f"{GROUP}/v2")
+    original = spoke.model_validate({"metadata": {"name": "g"}, "spec": {"color": "red"}})
+    copy_to_hub(original, kind.model)
+    assert original.metadata == {"name": "g"}  # the spoke given is left as it was

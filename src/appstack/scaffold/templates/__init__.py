@@ -29,6 +29,7 @@ from appstack.sdk import OperatorIdentity
 MARK_CONTROLLERS = "# +appstack:scaffold:controllers"
 MARK_KINDS = "# +appstack:scaffold:kinds"
 MARK_SAMPLES = "# +appstack:scaffold:samples"
+MARK_VERSIONS = "# +appstack:scaffold:versions"
 
 Fields = dict[str, str]
 
@@ -92,6 +93,7 @@ def project_fields(project: Project) -> Fields:
         "mark_controllers": MARK_CONTROLLERS,
         "mark_kinds": MARK_KINDS,
         "mark_samples": MARK_SAMPLES,
+        "mark_versions": MARK_VERSIONS,
     }
 
 
@@ -109,6 +111,7 @@ def resource_fields(project: Project, resource: Resource) -> Fields:
         # where an own kind's model is (api/<version>/<module>.py)
         "resource_path": f"{project.package}.api.{resource.version}.{resource.module_name}",
         "sample": sample_file(resource),
+        "sample_name": f"{resource.kind.lower()}-sample",
     }
 
 
@@ -167,6 +170,51 @@ def kind_module(project: Project, resource: Resource) -> str:
     scope = "" if resource.namespaced else "\n    namespaced=False,"
     fields = {**resource_fields(project, resource), "scope": scope}
     return render("src/{package}/api/{version}/kind.py.tmpl", fields)
+
+
+def _spoke_fields(project: Project, spoke: Resource, hub: Resource) -> Fields:
+    """The fields of a version added to a kind (``spoke``) whose storage version is ``hub``."""
+    return {
+        **resource_fields(project, spoke),
+        "scope": "" if spoke.namespaced else "\n    namespaced=False,",
+        "hub_version": hub.version,
+        "hub_path": hub.path,
+        "hub_class": f"{hub.kind}{hub.version.capitalize()}",
+        "hub_sample": sample_file(hub).rpartition("/")[2],
+        "spoke_path": spoke.path,
+        "spoke_sample": sample_file(spoke).rpartition("/")[2],
+        "kind_constant": spoke.kind.upper(),
+        "sample_name": f"{spoke.kind.lower()}-{spoke.version}-sample",
+    }
+
+
+def spoke_module(project: Project, spoke: Resource, hub: Resource) -> str:
+    """The module of a version added to a kind: its model, its conversion to and from the
+    ``hub`` (field by field, lossless), and the kind's versions declared."""
+    fields = _spoke_fields(project, spoke, hub)
+    fields["docstring"] = _paragraph("fragments/spoke_kind_docstring.tmpl", fields)
+    return render("src/{package}/api/{version}/spoke_kind.py.tmpl", fields)
+
+
+def spoke_sample(project: Project, spoke: Resource, hub: Resource) -> str:
+    """The sample of a version added to a kind (named apart from the first version's)."""
+    return render("config/samples/sample.yaml.tmpl", _spoke_fields(project, spoke, hub))
+
+
+def test_conversion(project: Project, spoke: Resource, hub: Resource) -> str:
+    """The round trips of a version added to a kind, on the samples, without a cluster."""
+    fields = _spoke_fields(project, spoke, hub)
+    fields["docstring"] = _paragraph("fragments/conversion_test_docstring.tmpl", fields)
+    return render("tests/test_kind_conversion.py.tmpl", fields)
+
+
+def api_init_before_versions(project: Project) -> str:
+    """``api/__init__.py`` as projects scaffolded before versions could be added have it
+    (no versions marker): still that, it is the scaffolder's to rewrite."""
+    return (
+        f'{header(project)}"""The {project.project_name} operator\'s kinds, one module per kind '
+        'under its version."""\n'
+    )
 
 
 def controller_module(project: Project, resource: Resource) -> str:
