@@ -1,12 +1,13 @@
 """A kind of two versions converted by the operator's webhook (issue #49), through the real
 API server: ``v1alpha1`` (``size``) and ``v1`` (``replicas``, renamed, and ``tier``, which
 v1alpha1 lacks), ``v1`` the storage version (the hub). An operator run in this process
-serves ``/convert`` in developer mode (the API server on this machine reaches
+(``OperatorRunner``) serves ``/convert`` in developer mode (the API server on this machine reaches
 ``https://127.0.0.1:<port>``; the operator points the CRD's conversion webhook there with
 its self-signed CA). An object created as v1alpha1 is read as v1 and back, updated through
 either, stored as v1 (``status.storedVersions``), reconciled as the hub, keeps its ``tier``
 through a v1alpha1 round trip (an annotation), and one v1alpha1 cannot express is refused
-on read with the conversion's own message.
+on read with the conversion's own message. The deprecated version's warning reaches kubectl
+and the runtime's client (``Client.warnings``).
 
 The CRD is cluster-wide and named after this module's own group (a uuid), its objects only
 in the test's namespace."""
@@ -14,13 +15,12 @@ in the test's namespace."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import base64
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
-from aiohttp import ClientSession
 
 from appstack.runtime import NAMESPACE, ApiError, Client, Resource, Result
 from appstack.sdk import (
@@ -30,11 +30,10 @@ from appstack.sdk import (
     KubeModel,
     KubeObject,
     OperatorIdentity,
-    OperatorOptions,
+    OperatorRunner,
     Problem,
     Registration,
     Version,
-    assemble,
     crd,
     custom_kind,
     stash,
@@ -132,11 +131,6 @@ class WidgetReconciler(KindReconciler[WidgetSpec]):
 REGISTRATION = Registration(name="widgets", reconciler=WidgetReconciler)
 
 
-async def _ready(url: str) -> bool:
-    async with ClientSession() as http, http.get(f"{url}/readyz") as response:
-        return response.status == 200
-
-
 async def _served(client: Client) -> bool:
     try:
         await client.list_page(V1, "default", limit=1)
@@ -165,30 +159,14 @@ async def test_an_object_is_read_and_written_at_both_versions_stored_as_the_hub(
     local = kube_cluster.require_local()
     enable = {"metadata": {"labels": {IDENTITY.enabled_label: "true"}}}
     await admin.patch(NAMESPACE, namespace, enable)
-    assembled = await assemble(
-        [REGISTRATION],
-        IDENTITY,
-        OperatorOptions(
-            kubeconfig=str(kubeconfig),
-            metrics_address=None,
-            health_address="127.0.0.1:0",
-            metrics_auth=False,
-            webhook_address="127.0.0.1:0",
-            webhook_host="127.0.0.1",
-        ),
-    )
-    running = asyncio.create_task(assembled.run())
-    try:
-        manager = assembled.manager
-        await eventually(lambda: "health" in manager.bound, timeout=30, what="probes")
-        url = f"http://127.0.0.1:{manager.bound['health']}"
-        await eventually(lambda: _ready(url), timeout=60, what="ready, the CRD pointed here")
+    async with OperatorRunner([REGISTRATION], IDENTITY, kubeconfig=str(kubeconfig)) as running:
+        # ready: the CRD pointed at this operator's server, with its CA
         installed = await admin.get(CRD, WIDGET.crd_name)
         client_config = installed["spec"]["conversion"]["webhook"]["clientConfig"]
-        assert assembled.webhooks is not None
-        port = assembled.webhooks.server.port
+        port = running.webhook_port
         assert client_config["url"] == f"https://127.0.0.1:{port}/convert"
-        assert client_config["caBundle"]
+        assert running.webhook_ca is not None
+        assert client_config["caBundle"] == base64.b64encode(running.webhook_ca).decode()
 
         # created as v1alpha1, stored as v1 (the hub), read at both
         old = {
@@ -230,6 +208,12 @@ async def test_an_object_is_read_and_written_at_both_versions_stored_as_the_hub(
             local.kubectl, "get", f"widgets.v1alpha1.{GROUP}", "w", "-n", namespace
         )
         assert "Warning: v1alpha1 Widget is deprecated: use v1" in got.stderr
+        # and the runtime's client: gathered for the call, counted, logged once
+        with admin.warnings() as said:
+            await admin.get(V1ALPHA1, "w", namespace)
+            await admin.get(V1, "w", namespace)
+        assert said == ["v1alpha1 Widget is deprecated: use v1"]
+        assert "rest_client_warnings_total{" in admin.metrics.exposition().decode()
 
         # what v1alpha1 cannot say is refused on read, with the conversion's message
         big = {"spec": {"replicas": LARGEST + 1}}
@@ -238,7 +222,7 @@ async def test_an_object_is_read_and_written_at_both_versions_stored_as_the_hub(
             await admin.get(V1ALPHA1, "w", namespace)
         assert f"cannot be said as v1alpha1's size (at most {LARGEST})" in str(refused.value)
 
-        exposition = manager.metrics.exposition().decode().splitlines()
+        exposition = running.manager.metrics.exposition().decode().splitlines()
         counted = [
             line
             for line in exposition
@@ -246,7 +230,3 @@ async def test_an_object_is_read_and_written_at_both_versions_stored_as_the_hub(
             and 'webhook="convert"' in line
         ]
         assert counted
-    finally:
-        assembled.manager.stop()
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(running, 60)

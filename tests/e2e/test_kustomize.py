@@ -7,10 +7,14 @@ policy, and each FlowSchema names its own overlay's ServiceAccount — before, b
 ``-appstack-system`` and the second overwrote the first's ClusterRoleBinding (manifests/
 kustomize.py). Built with the session's kubectl: 1.36's kustomize, and 1.30's in the
 oldest-version session (``make e2e-oldest``).
+
+A scaffolded project's config/ with its cert-manager Component turned on builds with every
+name lined up (issue #49; the Component: appstack.sdk.config).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from pathlib import Path
 from typing import Any
@@ -19,7 +23,19 @@ import yaml
 
 from appstack.manifests import rbac
 from appstack.manifests.install import install
+from appstack.runtime import Verdict, allow
+from appstack.sdk import (
+    CustomObject,
+    KubeModel,
+    Validator,
+    Version,
+    WebhookReview,
+    config,
+    custom_kind,
+    versioned_kind,
+)
 from appstack_testbed.pytest_plugin import ClusterHandle
+from tests.support.guestbook import PROJECT as GUESTBOOK
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 #: The kinds of the base's own cluster-scoped objects (the CRDs are every install's).
@@ -150,3 +166,100 @@ def test_both_overlays_rbac_is_accepted_by_the_api_server(
         ).stdout
         assert applied.count("(server dry run)") == len(objects), applied
         assert f"clusterrolebinding.rbac.authorization.k8s.io/{rbac.NAME}-{namespace}" in applied
+
+
+class _RenamedSpec(KubeModel):
+    replicas: int = 1
+
+
+class _OldSpec(KubeModel):
+    size: int = 1
+
+
+class _DialStatus(KubeModel):
+    seen: bool | None = None
+
+
+@custom_kind(group="kustomize.example.com", plural="dials", version="v1alpha1", kind="Dial")
+class _DialV1alpha1(CustomObject):
+    spec: _OldSpec
+    status: _DialStatus | None = None
+
+
+@custom_kind(group="kustomize.example.com", plural="dials", kind="Dial")
+class _Dial(CustomObject):
+    spec: _RenamedSpec
+    status: _DialStatus | None = None
+
+
+_DIAL = versioned_kind(
+    Version(_Dial, storage=True),
+    Version(
+        _DialV1alpha1,
+        to_hub=lambda old: _Dial(metadata=old.metadata, spec=_RenamedSpec(replicas=old.spec.size)),
+        from_hub=lambda new: _DialV1alpha1(
+            metadata=new.metadata, spec=_OldSpec(size=new.spec.replicas)
+        ),
+    ),
+)
+
+
+def _allow(review: WebhookReview) -> Verdict:
+    return allow()
+
+
+def test_a_projects_cert_manager_component_builds_with_every_name_lined_up(
+    kube_cluster: ClusterHandle, tmp_path: Path
+) -> None:
+    """A project's config/ (a validating webhook, a kind whose versions convert) built with
+    kubectl's kustomize, config/default's cert-manager line uncommented: the Issuer, the
+    Certificate for the webhook Service's names, its Secret mounted at --webhook-cert-dir,
+    the CA injector's annotation naming the Certificate on the webhook configuration and on
+    the converting CRD — final names, after config/default's prefix and namespace. With the
+    line commented (as generated), none of it."""
+    (registration,) = GUESTBOOK.controllers
+    project = dataclasses.replace(
+        GUESTBOOK,
+        controllers=[dataclasses.replace(registration, webhooks=(Validator(_allow),))],
+        kinds=[*GUESTBOOK.kinds, _DIAL],
+    )
+    config_dir = tmp_path / "config"
+    for relative, text in config.config_files(project).items():
+        (config_dir / relative).parent.mkdir(parents=True, exist_ok=True)
+        (config_dir / relative).write_text(text)
+    plain = {_key(o): o for o in _kustomize(kube_cluster, config_dir / "default")}
+    assert not [key for key in plain if key[0] in ("Issuer", "Certificate")]
+    default = config_dir / "default" / "kustomization.yaml"
+    line = config.CERT_MANAGER_LINE
+    default.write_text(default.read_text().replace(line, line.removeprefix("#")))
+    built = _kustomize(kube_cluster, config_dir / "default")
+
+    def one(kind: str) -> dict[str, Any]:
+        (found,) = [o for o in built if o["kind"] == kind]
+        return found
+
+    issuer, certificate = one("Issuer"), one("Certificate")
+    namespace = "guestbook-system"
+    assert issuer["metadata"]["namespace"] == certificate["metadata"]["namespace"] == namespace
+    assert certificate["spec"]["issuerRef"]["name"] == issuer["metadata"]["name"]
+    service = next(
+        o for o in built if o["kind"] == "Service" and "webhook" in o["metadata"]["name"]
+    )
+    svc = f"{service['metadata']['name']}.{service['metadata']['namespace']}.svc"
+    assert certificate["spec"]["dnsNames"] == [svc, f"{svc}.cluster.local"]
+    pod = one("Deployment")["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert f"--webhook-cert-dir={config.CERT_DIR}" in container["args"]
+    (mount,) = container["volumeMounts"]
+    (volume,) = pod["volumes"]
+    assert (mount["name"], mount["mountPath"]) == (volume["name"], config.CERT_DIR)
+    assert volume["secret"]["secretName"] == certificate["spec"]["secretName"]
+    injected = {"cert-manager.io/inject-ca-from": f"{namespace}/{certificate['metadata']['name']}"}
+    dial = next(o for o in built if o["metadata"]["name"] == _DIAL.crd_name)
+    for annotated in (one("ValidatingWebhookConfiguration"), dial):
+        assert annotated["metadata"]["annotations"] == injected
+    # nothing else changed: the same objects but for these
+    assert {_key(o) for o in built} - set(plain) == {
+        _key(issuer),
+        _key(certificate),
+    }

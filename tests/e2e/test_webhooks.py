@@ -1,13 +1,15 @@
 """Admission webhooks served by the operator (issue #49), through the real API server: an
-operator run in this process declares a validating and a mutating webhook of a kind of its
-own (a throw-away CRD) and serves them in developer mode (the API server on this machine
-reaches ``https://127.0.0.1:<port>``; the operator applies its configurations with its
-self-signed certificate as the CA bundle). An invalid object is refused with the handler's
-field-level message; the mutating handler's change is stored; a server-side dry run reaches
-the handler with ``dryRun``; a warning reaches kubectl; the configurations are gone once
-the operator stops. Then two replicas in in-cluster mode share one certificate through a
-Secret and keep answering while it is renewed (reached through a round-robin TCP proxy
-standing in for the Service: the API server runs on this machine).
+operator run in this process (``OperatorRunner``) declares a validating and a mutating
+webhook of a kind of its own (a throw-away CRD) and serves them in developer mode (the API
+server on this machine reaches ``https://127.0.0.1:<port>``; the operator applies its
+configurations with its self-signed certificate as the CA bundle). An invalid object is
+refused with the handler's field-level message; the mutating handler's change is stored; a
+server-side dry run reaches the handler with ``dryRun``; a warning reaches kubectl and the
+runtime's client; the configurations are gone once the operator stops. Then two replicas in
+in-cluster mode share one certificate through a Secret and keep answering while it is
+renewed (reached through a round-robin TCP proxy standing in for the Service: the API
+server runs on this machine). Last, cert-manager mode: a mounted certificate served, the CA
+bundle left to cert-manager's injector (played by the test).
 
 The configurations are cluster-wide: they are named after this module's own project (a
 uuid), match only its own kind, and only in namespaces labelled enabled for that project —
@@ -17,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import itertools
 import ssl
 import time
@@ -28,7 +29,6 @@ from typing import Any
 
 import pytest
 import yaml
-from aiohttp import ClientSession
 
 from appstack.runtime import (
     NAMESPACE,
@@ -40,6 +40,7 @@ from appstack.runtime import (
     Result,
     allow,
     deny,
+    self_signed,
 )
 from appstack.runtime.webhook import Verdict
 from appstack.sdk import (
@@ -49,12 +50,11 @@ from appstack.sdk import (
     KubeObject,
     Mutator,
     OperatorIdentity,
-    OperatorOptions,
+    OperatorRunner,
     Problem,
     Registration,
     Validator,
     WebhookReview,
-    assemble,
     crd,
     custom_kind,
 )
@@ -148,11 +148,6 @@ def _gadget(name: str, namespace: str, **spec: Any) -> dict[str, Any]:
     }
 
 
-async def _ready(url: str) -> bool:
-    async with ClientSession() as http, http.get(f"{url}/readyz") as response:
-        return response.status == 200
-
-
 async def _gone(client: Client, resource: Resource, name: str) -> bool:
     try:
         await client.get(resource, name)
@@ -193,28 +188,16 @@ async def test_the_operators_webhooks_refuse_default_and_warn_through_the_api_se
     local = kube_cluster.require_local()
     enable = {"metadata": {"labels": {IDENTITY.enabled_label: "true"}}}
     await admin.patch(NAMESPACE, namespace, enable)
-    assembled = await assemble(
-        [REGISTRATION],
-        IDENTITY,
-        OperatorOptions(
-            kubeconfig=str(kubeconfig),
-            metrics_address=None,
-            health_address="127.0.0.1:0",
-            metrics_auth=False,
-            webhook_address="127.0.0.1:0",
-            webhook_host="127.0.0.1",
-        ),
-    )
-    running = asyncio.create_task(assembled.run())
-    try:
-        manager = assembled.manager
-        await eventually(lambda: "health" in manager.bound, timeout=30, what="probes")
-        url = f"http://127.0.0.1:{manager.bound['health']}"
-        await eventually(lambda: _ready(url), timeout=60, what="ready, webhooks configured")
+    async with OperatorRunner([REGISTRATION], IDENTITY, kubeconfig=str(kubeconfig)) as running:
+        # ready: the configurations applied, pointing at this operator's server, its CA
         validating = await admin.get(VALIDATING, CONFIGURATIONS[VALIDATING])
         # only this test's namespace is ever sent to it
         selector = validating["webhooks"][0]["namespaceSelector"]
         assert selector["matchLabels"] == {IDENTITY.enabled_label: "true"}
+        client_config = validating["webhooks"][0]["clientConfig"]
+        assert client_config["url"].startswith(f"https://127.0.0.1:{running.webhook_port}/")
+        assert running.webhook_ca is not None
+        assert client_config["caBundle"] == base64.b64encode(running.webhook_ca).decode()
 
         # refused, the field named, with the handler's message
         with pytest.raises(ApiError) as refused:
@@ -242,16 +225,68 @@ async def test_the_operators_webhooks_refuse_default_and_warn_through_the_api_se
         manifest = yaml.safe_dump(_gadget("largest", namespace, size=3))
         created = await asyncio.to_thread(local.kubectl, "create", "-f", "-", stdin=manifest)
         assert "Warning: size 3 is the largest there is" in created.stderr
+        with admin.warnings() as said:  # and the runtime's client
+            await admin.create(GADGET, _gadget("largest-too", namespace, size=3))
+        assert said == ["size 3 is the largest there is"]
 
-        exposition = manager.metrics.exposition().decode()
+        exposition = running.manager.metrics.exposition().decode()
         assert "controller_runtime_webhook_requests_total{" in exposition
-    finally:
-        assembled.manager.stop()
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(running, 60)
     # developer mode: the operator deletes what it applied when it stops
     for resource, name in CONFIGURATIONS.items():
         assert await _gone(admin, resource, name)
+
+
+async def test_a_mounted_certificate_is_served_and_its_ca_bundle_left_to_cert_manager(
+    kubeconfig: Path, namespace: str, gadget_crd: Client, tmp_path: Path
+) -> None:
+    """cert-manager mode (``--webhook-cert-dir``, what config/certmanager sets) against the
+    real API server, cert-manager's part played by the test (it cannot be installed here):
+    the certificate its Certificate would issue into the Secret, as the kubelet mounts it;
+    the configuration installed with the CA injector's annotation and the ``caBundle`` the
+    injector would write. The operator serves that certificate, writes no ``caBundle`` of its
+    own, and its webhook answers the API server."""
+    admin = gadget_crd
+    enable = {"metadata": {"labels": {IDENTITY.enabled_label: "true"}}}
+    await admin.patch(NAMESPACE, namespace, enable)
+    cert, key = self_signed(["127.0.0.1"])
+    (tmp_path / "tls.crt").write_bytes(cert)
+    (tmp_path / "tls.key").write_bytes(key)
+    async with OperatorRunner(
+        [REGISTRATION],
+        IDENTITY,
+        kubeconfig=str(kubeconfig),
+        webhook_host=None,
+        webhook_cert_dir=str(tmp_path),
+    ) as running:
+        assert (running.webhook_url, running.webhook_ca) == (None, None)  # cert-manager's
+        port = running.webhook_port
+        assert port is not None
+        assert await _served_cert(port) == ssl.PEM_cert_to_DER_cert(cert.decode())
+        injected = ClientConfig(url=f"https://127.0.0.1:{port}", ca_bundle=cert)
+        selector = {"matchLabels": {IDENTITY.enabled_label: "true"}}
+        (installed,) = configurations(
+            REGISTRATION.declared_webhooks[:1],  # the validator
+            IDENTITY,
+            injected,
+            selector=selector,
+            inject_ca_from=f"{namespace}/serving-cert",
+        )
+        await admin.create(VALIDATING, installed)
+
+        async def refused() -> str | None:
+            try:
+                await admin.create(GADGET, _gadget("big", namespace, size=5))
+            except ApiError as error:
+                return str(error)
+            await admin.delete(GADGET, "big", namespace)  # before the API server saw it
+            return None
+
+        said = await eventually(refused, timeout=30, what="the mounted certificate's webhook")
+        assert "denied the request: spec.size: 5 is too large: at most 3" in said
+        await admin.create(GADGET, _gadget("small", namespace, size=1))
+        stored = await admin.get(VALIDATING, CONFIGURATIONS[VALIDATING])
+        bundle = stored["webhooks"][0]["clientConfig"]["caBundle"]
+        assert base64.b64decode(bundle) == cert  # the injector's, untouched
 
 
 class _Replica(WebhookServing):

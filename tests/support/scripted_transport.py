@@ -28,10 +28,15 @@ class ScriptedTransport:
         self.open_streams = 0  # streams being read: started and not yet ended or closed
 
     def answer(
-        self, status: int = 200, body: Any = None, headers: Mapping[str, str] | None = None
+        self,
+        status: int = 200,
+        body: Any = None,
+        headers: Mapping[str, str] | None = None,
+        warnings: tuple[str, ...] = (),
     ) -> ScriptedTransport:
+        """The next answer; ``warnings``: its ``Warning:`` header values."""
         data = body if isinstance(body, bytes) else orjson.dumps(body) if body is not None else b""
-        self._answers.append(Response(status, dict(headers or {}), data))
+        self._answers.append(Response(status, dict(headers or {}), data, warnings=warnings))
         return self
 
     def page(self, names: list[str], rv: str, token: str | None = None) -> ScriptedTransport:

@@ -5,6 +5,7 @@ removing and inspecting appstack on a cluster. Registered on the ``appstack`` gr
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
 from click.core import ParameterSource
@@ -14,6 +15,9 @@ from appstack.cli.run import CONTEXT, KUBECONFIG
 from appstack.core import defaults
 from appstack.core.duration import DEFAULT_SYNC_PERIOD
 from appstack.sdk import Duration, check_duration
+
+if TYPE_CHECKING:
+    from appstack.runtime import Client
 
 
 def _deprecated(
@@ -30,6 +34,20 @@ def _deprecated(
 
 
 _GIVEN = (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
+
+
+async def _connect(kubeconfig: str | None, context: str | None) -> Client:
+    """The commands' client: the API server's warnings (a deprecated version, an admission
+    webhook's) printed on stderr as kubectl prints them, ``Warning: <text>``, once each."""
+    from appstack.runtime import Client  # noqa: PLC0415
+
+    client = await Client.connect(kubeconfig, context)
+    client.on_warning = _print_warning
+    return client
+
+
+def _print_warning(text: str) -> None:
+    click.echo(f"Warning: {text}", err=True)
 
 
 @click.command(short_help="Write the install: CRDs, RBAC, the operator, one bundle; the chart.")
@@ -296,7 +314,6 @@ def uninstall(
     import asyncio  # noqa: PLC0415
 
     from appstack.cli import uninstall as removal  # noqa: PLC0415
-    from appstack.runtime import Client  # noqa: PLC0415
 
     if not yes:
         question = (
@@ -309,7 +326,7 @@ def uninstall(
         click.confirm(question, abort=True)
 
     async def go() -> None:
-        async with await Client.connect(kubeconfig, context) as client:
+        async with await _connect(kubeconfig, context) as client:
             await removal.uninstall(client, click.echo, timeout, namespace)
 
     try:
@@ -376,7 +393,7 @@ def status(
     import asyncio  # noqa: PLC0415
 
     from appstack.cli import status_kinds  # noqa: PLC0415
-    from appstack.runtime import Client, NotFound, current_namespace  # noqa: PLC0415
+    from appstack.runtime import NotFound, current_namespace  # noqa: PLC0415
 
     namespace = namespace or current_namespace(kubeconfig, context)
     kind_name, _, name = target.rpartition("/")
@@ -396,7 +413,7 @@ def status(
         return status_kinds.draw(tree, output, graph=graph)
 
     async def once() -> dict[str, object]:
-        async with await Client.connect(kubeconfig, context) as client:
+        async with await _connect(kubeconfig, context) as client:
             try:
                 return await status_kinds.collect(client, resource, name, namespace)
             except NotFound:
@@ -404,7 +421,7 @@ def status(
                 raise
 
     async def watching() -> None:
-        async with await Client.connect(kubeconfig, context) as client:
+        async with await _connect(kubeconfig, context) as client:
             first = True
             try:
                 async for tree in status_kinds.follow(client, resource, name, namespace):

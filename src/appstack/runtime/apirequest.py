@@ -7,6 +7,8 @@
   watch ``ERROR`` event (e.g. ``410 Expired``) is raised as its typed error.
 * :func:`error_for` maps a status, body and headers to the typed error of
   :mod:`appstack.runtime.errors`; :func:`retry_delay` says whether to retry it unchanged.
+* :func:`parse_warnings` reads ``Warning:`` headers (RFC 7234: ``299 - "text"``), what the
+  API server says of a deprecated version or an admission webhook's warnings.
 * :class:`Transport` is what sends an :class:`ApiRequest`: the aiohttp one in
   :mod:`appstack.runtime.transport`, or a scripted one in unit tests.
 
@@ -17,9 +19,9 @@ Used by :mod:`appstack.runtime.client`, after lightkube's ``BasicRequest``/``pro
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import orjson
 
@@ -75,12 +77,14 @@ class Timeouts:
 
 @dataclass
 class Response:
-    """An answer: status, headers and body — or, for a successful watch, its lines."""
+    """An answer: status, headers and body — or, for a successful watch, its lines;
+    ``warnings``: every ``Warning:`` header's value as received (``headers`` keeps one)."""
 
     status: int
     headers: Mapping[str, str]
     body: bytes = b""
     lines: AsyncGenerator[bytes, None] | None = None
+    warnings: tuple[str, ...] = ()
 
 
 class Transport(Protocol):
@@ -300,6 +304,71 @@ def error_for(status: int, body: bytes, headers: Mapping[str, str]) -> errors.Ap
     except orjson.JSONDecodeError:
         value = {"message": body.decode(errors="replace")[:1000]}
     return errors.from_response(status, value if isinstance(value, dict) else None, headers)
+
+
+class ApiWarning(NamedTuple):
+    """One warning of a ``Warning:`` header: its code (the API server's are 299), its agent
+    (``-``) and its text."""
+
+    code: int
+    agent: str
+    text: str
+
+
+def parse_warnings(values: Iterable[str]) -> list[ApiWarning]:
+    """The warnings of ``Warning:`` header values (RFC 7234 §5.5), in order: each value a
+    comma-separated list of ``CODE AGENT "TEXT" ["DATE"]``, the text a quoted string whose
+    ``\\`` escapes the next character. A value that stops making sense is read up to there:
+    what precedes is kept, the rest ignored (as client-go)."""
+    found: list[ApiWarning] = []
+    for value in values:
+        found.extend(_warnings_of(value))
+    return found
+
+
+def _warnings_of(value: str) -> Iterator[ApiWarning]:
+    at, end = 0, len(value)
+    while True:
+        while at < end and value[at] in " \t,":
+            at += 1
+        if at == end:
+            return
+        code, at = value[at : at + 3], at + 3
+        if not (code.isascii() and code.isdigit()) or value[at : at + 1] != " ":
+            return
+        space = value.find(" ", at + 1)
+        if space <= at + 1:
+            return
+        agent = value[at + 1 : space]
+        text, at = _quoted(value, space + 1)
+        if text is None:
+            return
+        if value[at : at + 2] == ' "':  # a warn-date
+            date, at = _quoted(value, at + 1)
+            if date is None:
+                return
+        if at < end and value[at] not in " \t,":
+            return
+        yield ApiWarning(int(code), agent, text)
+
+
+def _quoted(value: str, at: int) -> tuple[str | None, int]:
+    """The quoted string starting at ``at`` (unescaped) and where it ends, or None."""
+    if value[at : at + 1] != '"':
+        return None, at
+    chars: list[str] = []
+    at += 1
+    while at < len(value):
+        char = value[at]
+        if char == "\\" and at + 1 < len(value):
+            chars.append(value[at + 1])
+            at += 2
+        elif char == '"':
+            return "".join(chars), at + 1
+        else:
+            chars.append(char)
+            at += 1
+    return None, at
 
 
 def retry_delay(error: errors.ApiError, cap: float = 10.0) -> float | None:

@@ -13,12 +13,22 @@ Every request, watches included, passes through :meth:`Client._send`: counted in
 ``write_guard`` (set by the manager under leader election), which may refuse it right before
 it is sent (Lease calls bypass it: ``fenced=False``); ``credentials`` re-reads a rotated
 token after a 401 (retried once if it changed); ``availability`` notes outages.
+
+The API server's warnings (``Warning: 299 - "text"`` headers: a deprecated version's
+``deprecationWarning``, an admission webhook's warnings) are counted in
+``<prefix>_rest_client_warnings_total{host}``, handed to :attr:`Client.on_warning` once per
+distinct text (default: logged at WARNING; the CLI prints ``Warning: text`` as kubectl), and
+gathered, every one, for the calls made inside :meth:`Client.warnings`.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
+
+import structlog
 
 from appstack.runtime import apirequest, errors
 from appstack.runtime.apirequest import ApiRequest, Response, Timeouts, Transport
@@ -37,6 +47,10 @@ BOOKMARK_INTERVAL = 60.0
 STALL_TIMEOUT = 1.5 * BOOKMARK_INTERVAL
 _MAX_RETRIES = 5
 _MAX_RETRY_WAIT = 10.0
+_WARNED_AT_MOST = 1024  # distinct warning texts remembered (then forgotten, and said again)
+
+log = structlog.get_logger(__name__)
+_GATHERED: ContextVar[list[str] | None] = ContextVar("client_warnings", default=None)
 
 
 class Client:
@@ -48,7 +62,8 @@ class Client:
     ``field_manager`` names its server-side applies and patches (default: the program's
     name, :func:`~appstack.runtime.program.program_name`); ``metrics`` is where it and
     everything built on it count (default: a new :class:`~appstack.runtime.metrics.Metrics`,
-    without a prefix).
+    without a prefix). ``on_warning`` (an attribute) is called with each distinct warning
+    text the API server sends (default: logged at WARNING); :meth:`warnings` gathers them.
     """
 
     def __init__(
@@ -68,6 +83,9 @@ class Client:
         self.availability = Availability()  # whether the server answers, for the controllers
         #: Called before every write; raises to refuse it, returns the seconds left to send.
         self.write_guard: Callable[[], float] | None = None
+        #: Called with each distinct warning text the API server sends (once per text).
+        self.on_warning: Callable[[str], None] = _log_warning
+        self._warned: set[str] = set()
 
     @classmethod
     async def connect(
@@ -100,6 +118,22 @@ class Client:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+    @contextmanager
+    def warnings(self) -> Iterator[list[str]]:
+        """The API server's warning texts for the calls made inside the block (by this task
+        and the tasks it starts there), every one in order, repeats included::
+
+            with client.warnings() as said:
+                await client.get(OLD_VERSION, "x", "ns")
+            assert said == ["example.com/v1alpha1 Widget is deprecated; use v1"]
+        """
+        gathered: list[str] = []
+        token = _GATHERED.set(gathered)
+        try:
+            yield gathered
+        finally:
+            _GATHERED.reset(token)
 
     async def get(self, resource: Resource, name: str, namespace: str | None = None) -> Obj:
         """One object; :class:`~appstack.runtime.errors.NotFound` if it does not exist."""
@@ -316,4 +350,26 @@ class Client:
         self.metrics.rest_requests.labels(str(response.status), request.method, host).inc()
         self.availability.answered(response.status)
         self.credentials.observe(request.method, response.status)
+        if response.warnings:
+            self._warnings(response.warnings, host)
         return response
+
+    def _warnings(self, headers: tuple[str, ...], host: str) -> None:
+        """The 299 warnings with a text (what the API server sends; others ignored, as
+        client-go): counted, gathered, handed on once per text."""
+        gathered = _GATHERED.get()
+        for warning in apirequest.parse_warnings(headers):
+            if warning.code != 299 or not warning.text:
+                continue
+            self.metrics.rest_warnings.labels(host).inc()
+            if gathered is not None:
+                gathered.append(warning.text)
+            if warning.text not in self._warned:
+                if len(self._warned) >= _WARNED_AT_MOST:
+                    self._warned.clear()
+                self._warned.add(warning.text)
+                self.on_warning(warning.text)
+
+
+def _log_warning(text: str) -> None:
+    log.warning("API server warning", warning=text)

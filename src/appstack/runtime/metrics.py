@@ -20,7 +20,8 @@ none by default). Events: ``<prefix>_events_dropped_total`` (Events not recorded
 too many were waiting). Scrapes: ``<prefix>_metrics_auth_reviews_total{result}``
 (TokenReviews asked to check a scraper's token: allowed, unauthenticated, forbidden,
 error) and ``<prefix>_metrics_auth_throttled_total`` (scrapes answered 429 without a
-review: over the review budget, :mod:`.metricsauth`).
+review: over the review budget, :mod:`.metricsauth`). Client:
+``<prefix>_rest_client_warnings_total{host}`` (the API server's ``Warning:`` headers).
 
 Everything lives in one :class:`Metrics` object with its own registry (tests create as many
 managers as they like). Used by the client, the workqueue, controllers and the manager.
@@ -223,6 +224,13 @@ class Metrics:
             "metrics_auth_reviews",
             "TokenReviews asked to check a /metrics scraper's token, by result.",
             ["result"],
+            namespace=prefix,
+            registry=r,
+        )
+        self.rest_warnings = Counter(
+            "rest_client_warnings",
+            "Warnings the API server sent in Warning headers (code 299), by host.",
+            ["host"],
             namespace=prefix,
             registry=r,
         )

@@ -159,14 +159,26 @@ class AiohttpTransport:
             if not request.stream or response.status != 200:
                 async with response:
                     body = await response.read()
-                return Response(response.status, dict(response.headers), body)
+                return Response(
+                    response.status, dict(response.headers), body, warnings=_warnings(response)
+                )
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as error:
             if guard is not None:
                 guard()  # no connection before leadership may have ended: say so
             raise TransportError(
                 f"{what}: {error or type(error).__name__}", self.base_url
             ) from error
-        return Response(200, dict(response.headers), lines=_lines(response, timeouts.read))
+        return Response(
+            200,
+            dict(response.headers),
+            lines=_lines(response, timeouts.read),
+            warnings=_warnings(response),
+        )
+
+
+def _warnings(response: aiohttp.ClientResponse) -> tuple[str, ...]:
+    """Every ``Warning:`` header (the API server sends one per warning)."""
+    return tuple(response.headers.getall("Warning", ()))
 
 
 def _proxy(url: str | None) -> str | None:

@@ -15,6 +15,14 @@ Generated from the code, rewritten by every ``make manifests``:
   by name, and the marker); the reviews behind ``/metrics``; the metrics reader; the
   namespace enabler (who may opt a namespace in); per kind an admin, editor and viewer role
   (the last two aggregated into ``edit`` and ``view``);
+* ``certmanager/`` — when the operator serves webhooks: a kustomize Component that lets
+  cert-manager issue the webhook certificate instead of the operator (kubebuilder's
+  ``config/certmanager``): a self-signed Issuer, a Certificate for the webhook Service's
+  DNS names, its Secret mounted into the manager at :data:`CERT_DIR` with
+  ``--webhook-cert-dir``, and ``cert-manager.io/inject-ca-from`` on the webhook
+  configurations and on the CRDs that convert (cert-manager's CA injector writes their
+  ``caBundle``); off until ``config/default/kustomization.yaml``'s one commented line
+  (:data:`CERT_MANAGER_LINE`) is uncommented (:func:`certmanager_objects`);
 * ``admission/`` — the operator's admission guards (:mod:`appstack.sdk.guards`): one file
   per ValidatingAdmissionPolicy and its binding (its token writes only in enabled
   namespaces, never in ``kube-*``, only what its kinds control; its kinds' status and
@@ -516,6 +524,144 @@ def webhook_objects(project: Project) -> dict[str, Obj | list[Obj]]:
     }
 
 
+#: Where the certmanager Component mounts cert-manager's Secret (controller-runtime's
+#: default webhook certificate directory), given to the operator as ``--webhook-cert-dir``.
+CERT_DIR = "/tmp/k8s-webhook-server/serving-certs"  # noqa: S108 - a mount point, not a temp file
+CERT_MANAGER = "cert-manager.io"
+#: The line of ``config/default/kustomization.yaml`` that, uncommented, turns the
+#: certmanager Component on (written commented, with what it does above it).
+CERT_MANAGER_LINE = "#components: [../certmanager]"
+CERT_MANAGER_NOTE = (
+    "# cert-manager installed in the cluster? Let it issue the webhook certificate instead\n"
+    "# of the operator (docs/webhooks.md, A certificate from cert-manager): uncomment the\n"
+    "# next line.\n"
+)
+
+
+def serving_certificate(project: Project) -> tuple[str, str]:
+    """The namespace and final name of the cert-manager Certificate of the webhook Service
+    (``<project>-serving-cert``, also its Secret's name): what ``inject-ca-from`` names."""
+    return project.identity.namespace, f"{project.identity.project}-serving-cert"
+
+
+def certmanager_objects(project: Project) -> dict[str, Obj | list[Obj]]:
+    """``config/certmanager``'s objects and patches (none if the operator serves no
+    webhook): the Issuer and Certificate (named before config/default's prefix: the
+    Certificate's ``issuerRef`` follows the Issuer's name through ``kustomizeconfig.yaml``),
+    the Deployment's Secret volume and mount, and the injection annotation of each webhook
+    configuration and converting CRD (final names: what cert-manager reads)."""
+    if not serves_webhooks(project):
+        return {}
+    namespace, certificate = serving_certificate(project)
+    service = f"{project.identity.project}-{WEBHOOK_SERVICE}"
+    labels = _labels(project)
+    issuer = {
+        "apiVersion": f"{CERT_MANAGER}/v1",
+        "kind": "Issuer",
+        "metadata": {"name": "selfsigned-issuer", "namespace": SYSTEM, "labels": labels},
+        "spec": {"selfSigned": {}},
+    }
+    cert = {
+        "apiVersion": f"{CERT_MANAGER}/v1",
+        "kind": "Certificate",
+        "metadata": {"name": "serving-cert", "namespace": SYSTEM, "labels": labels},
+        "spec": {
+            "dnsNames": [f"{service}.{namespace}.svc", f"{service}.{namespace}.svc.cluster.local"],
+            "issuerRef": {"kind": "Issuer", "name": "selfsigned-issuer"},
+            "secretName": certificate,
+        },
+    }
+    volume = "webhook-cert"
+    mounted = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": MANAGER, "namespace": SYSTEM},
+        "spec": {
+            "template": {
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "manager",
+                            "volumeMounts": [
+                                {"name": volume, "mountPath": CERT_DIR, "readOnly": True}
+                            ],
+                        }
+                    ],
+                    "volumes": [{"name": volume, "secret": {"secretName": certificate}}],
+                }
+            }
+        },
+    }
+    annotations = {f"{CERT_MANAGER}/inject-ca-from": f"{namespace}/{certificate}"}
+    injected = [
+        {
+            "apiVersion": c["apiVersion"],
+            "kind": c["kind"],
+            "metadata": {"name": c["metadata"]["name"], "annotations": annotations},
+        }
+        for c in webhook_configurations(project)
+    ]
+    injected += [
+        {
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": kind.crd_name, "annotations": annotations},
+        }
+        for kind in project.kinds
+        if spokes_differ(kind)
+    ]
+    return {
+        "certmanager/issuer.yaml": issuer,
+        "certmanager/certificate.yaml": cert,
+        "certmanager/manager_webhook_patch.yaml": mounted,
+        **({"certmanager/inject_ca_patch.yaml": injected} if injected else {}),
+    }
+
+
+def certmanager_kustomization(files: Sequence[str]) -> str:
+    """The certmanager Component: its Issuer and Certificate, the Deployment's volume and
+    ``--webhook-cert-dir`` (appended to the manager container's args: the first
+    container's, as the manager is in the scaffolded Deployment), the annotations."""
+    names = [f.removeprefix("certmanager/") for f in files]
+    patches: list[Obj] = [
+        {"path": "manager_webhook_patch.yaml"},
+        {
+            "path": "manager_cert_dir_patch.yaml",
+            "target": {"group": "apps", "kind": "Deployment", "name": MANAGER},
+        },
+    ]
+    if "inject_ca_patch.yaml" in names:
+        patches.append({"path": "inject_ca_patch.yaml"})
+    body = {
+        "apiVersion": "kustomize.config.k8s.io/v1alpha1",
+        "kind": "Component",
+        "resources": [n for n in names if n in ("issuer.yaml", "certificate.yaml")],
+        "configurations": ["kustomizeconfig.yaml"],
+        "patches": patches,
+    }
+    return HEADER + yaml.safe_dump(body, sort_keys=False)
+
+
+#: The JSON patch (RFC 6902) that appends ``--webhook-cert-dir`` to the manager's args.
+CERT_DIR_ARG = {
+    "op": "add",
+    "path": "/spec/template/spec/containers/0/args/-",
+    "value": f"--webhook-cert-dir={CERT_DIR}",
+}
+#: kustomize's name reference of the Certificate's issuer (renamed with the Issuer).
+ISSUER_REFERENCES = {
+    "nameReference": [
+        {
+            "kind": "Issuer",
+            "group": CERT_MANAGER,
+            "fieldSpecs": [
+                {"kind": "Certificate", "group": CERT_MANAGER, "path": "spec/issuerRef/name"}
+            ],
+        }
+    ]
+}
+
+
 def service_monitor(project: Project) -> Obj:
     """The ServiceMonitor of the manager's metrics Service (``config/prometheus``): HTTPS
     with the scraper's own token, the self-signed certificate not verified."""
@@ -562,6 +708,17 @@ def config_files(project: Project) -> dict[str, str]:
         files["webhook/kustomization.yaml"] = _kustomization(
             [p.removeprefix("webhook/") for p in webhook]
         )
+    certmanager = certmanager_objects(project)
+    for path, obj in certmanager.items():
+        files[path] = _dump(*(obj if isinstance(obj, list) else [obj]))
+    if certmanager:
+        files["certmanager/manager_cert_dir_patch.yaml"] = HEADER + yaml.safe_dump(
+            [CERT_DIR_ARG], sort_keys=False
+        )
+        files["certmanager/kustomizeconfig.yaml"] = HEADER + yaml.safe_dump(
+            ISSUER_REFERENCES, sort_keys=False
+        )
+        files["certmanager/kustomization.yaml"] = certmanager_kustomization(list(certmanager))
     namespace = namespace_object(SYSTEM, _labels(project))
     mine = SCAFFOLDED_HEADER
     files["manager/manager.yaml"] = _dump(namespace, deployment(project), header=mine)
@@ -570,11 +727,14 @@ def config_files(project: Project) -> dict[str, str]:
         ["manager.yaml"], mine, images=[{"name": IMAGE_NAME, "newName": name, "newTag": tag}]
     )
     files["default/metrics_service.yaml"] = _dump(metrics_service(project), header=mine)
-    files["default/kustomization.yaml"] = _kustomization(
-        default_resources(project),
-        mine,
-        namespace=project.identity.namespace,
-        namePrefix=f"{project.identity.project}-",
+    files["default/kustomization.yaml"] = _with_cert_manager_line(
+        _kustomization(
+            default_resources(project),
+            mine,
+            namespace=project.identity.namespace,
+            namePrefix=f"{project.identity.project}-",
+        ),
+        project,
     )
     files["prometheus/monitor.yaml"] = _dump(service_monitor(project), header=mine)
     files["prometheus/kustomization.yaml"] = _kustomization(["monitor.yaml"], mine)
@@ -585,6 +745,15 @@ def default_resources(project: Project) -> list[str]:
     """What ``config/default`` brings together (``../webhook`` when it declares webhooks)."""
     webhook = ["../webhook"] if serves_webhooks(project) else []
     return ["../crd", "../rbac", "../admission", *webhook, "../manager", "metrics_service.yaml"]
+
+
+def _with_cert_manager_line(kustomization: str, project: Project) -> str:
+    """``config/default/kustomization.yaml``'s text ending with the commented line that
+    turns the certmanager Component on, when the operator serves webhooks and the text
+    names no certmanager yet (kept as the user left it otherwise)."""
+    if not serves_webhooks(project) or "../certmanager" in kustomization:
+        return kustomization
+    return kustomization + CERT_MANAGER_NOTE + CERT_MANAGER_LINE + "\n"
 
 
 def with_image(kustomization: str, image: str) -> str:
@@ -627,9 +796,10 @@ def with_args(manager: str, project: Project) -> str:
 def with_webhooks(kustomization: str, manager: str, project: Project) -> tuple[str, str]:
     """``config/default/kustomization.yaml`` and ``config/manager/manager.yaml`` (both
     scaffolded once, then the user's) made to carry what the project's webhooks need, if
-    it declares any: ``../webhook`` among the resources, and the manager container's
-    ``webhook-server`` port — added where missing, everything else in them kept (what
-    ``make manifests`` does once a project declares its first webhook)."""
+    it declares any: ``../webhook`` among the resources (and the commented line that turns
+    the certmanager Component on), and the manager container's ``webhook-server`` port —
+    added where missing, everything else in them kept (what ``make manifests`` does once a
+    project declares its first webhook)."""
     if not serves_webhooks(project):
         return kustomization, manager
     body = yaml.safe_load(kustomization) or {}
@@ -639,6 +809,7 @@ def with_webhooks(kustomization: str, manager: str, project: Project) -> tuple[s
         resources.insert(at, "../webhook")
         body["resources"] = resources
         kustomization = _header_of(kustomization) + yaml.safe_dump(body, sort_keys=False)
+    kustomization = _with_cert_manager_line(kustomization, project)
     documents = [d for d in yaml.safe_load_all(manager) if d]
     changed = False
     for document in documents:

@@ -18,6 +18,11 @@ Events), as kopf's ``KopfRunner`` runs an operator in a test::
         await running.client.create(GUESTBOOK, {...})
         cm = await running.until(lambda: running.get(CONFIG_MAP, "book-config", "test"))
 
+An operator that serves webhooks (admission, conversion) serves them in developer mode on a
+free port of 127.0.0.1, where an API server on this machine (the test bed's) reaches them;
+the runner is entered once they are configured, and tells the test where they are
+(``webhook_url``, ``webhook_port``) and the CA that verifies them (``webhook_ca``).
+
 The kinds the controllers reconcile, own and watch are served; ``namespaces`` exist and are
 enabled for the operator (its namespace label). Nothing process-wide is changed (no
 logging set-up, no TLS buffers, no signal handlers). What the fake API server does not do
@@ -43,6 +48,7 @@ from appstack.runtime.manager import Manager
 from appstack.runtime.resources import NAMESPACE, Obj, Resource
 from appstack.sdk.identity import OperatorIdentity
 from appstack.sdk.kit.registration import Registration
+from appstack.sdk.kit.webhooks import WebhookServing
 from appstack.sdk.operator import Assembly, assemble, wire
 from appstack.sdk.options import OperatorOptions
 
@@ -178,11 +184,17 @@ class OperatorRunner(_Probes):
     are enabled for it (its namespace label) — or in every one with
     ``enable_all_namespaces=True``. ``settings`` are more
     :class:`~appstack.sdk.options.OperatorOptions` fields; by default there is no leader
-    election and no HTTP endpoint (``/metrics``, ``/healthz``). ``assembly`` are keyword
+    election and no HTTP endpoint (``/metrics``, ``/healthz``); its webhooks, if it serves
+    any, are served in developer mode on a free port of 127.0.0.1 (``webhook_host``
+    ``127.0.0.1``, ``webhook_address`` ``127.0.0.1:0``: an API server on this machine
+    reaches them; for one elsewhere, pass an address of this machine it reaches as
+    ``webhook_host`` and where to listen as ``webhook_address``). ``assembly`` are keyword
     arguments of :func:`~appstack.sdk.operator.assemble` (``controller_options``,
     ``collectors``, ``tasks``, ``cache``...).
 
-    Entering starts it and returns once its caches have synced (its ``manager.ready``), or
+    Entering starts it and returns once its caches have synced (its ``manager.ready``) and
+    its webhooks, if any, listen and are configured (the API server pointed at them: its
+    webhook configurations applied, its CRDs' conversion), or
     raises what stopped it first (a CRD of its kinds not installed:
     :class:`~appstack.sdk.operator.MissingCRDs`) or, after ``timeout`` seconds,
     AssertionError. Leaving stops it as SIGTERM does — in-flight reconciles drained, Events
@@ -205,6 +217,8 @@ class OperatorRunner(_Probes):
             "metrics_address": None,
             "health_address": None,
             "metrics_auth": False,
+            "webhook_host": "127.0.0.1",
+            "webhook_address": "127.0.0.1:0",
             **settings,
         }
         self.options = OperatorOptions(
@@ -227,6 +241,33 @@ class OperatorRunner(_Probes):
         """The running operator's manager (its cache: ``manager.cache``)."""
         return self._started().manager
 
+    @property
+    def webhooks(self) -> WebhookServing | None:
+        """The running operator's webhook serving (its server, certificate, configurations),
+        or None if it serves no webhook."""
+        return self._started().webhooks
+
+    @property
+    def webhook_port(self) -> int | None:
+        """The port its webhook server listens on, or None if it serves no webhook."""
+        serving = self.webhooks
+        return None if serving is None else serving.server.port
+
+    @property
+    def webhook_url(self) -> str | None:
+        """Where the API server reaches its webhooks (``https://<webhook_host>:<port>``, the
+        paths below it), or None if it serves none or is in-cluster mode (a Service)."""
+        serving = self.webhooks
+        return None if serving is None else serving.client_config().url
+
+    @property
+    def webhook_ca(self) -> bytes | None:
+        """The CA (PEM) that verifies its webhook server's certificate — the CA bundle it
+        gave the API server — or None (no webhook, or a mounted certificate's: the CA is its
+        issuer's)."""
+        serving = self.webhooks
+        return None if serving is None else serving.ca
+
     def _started(self) -> Assembly:
         if self._assembled is None:
             raise RuntimeError("the operator is not running: use `async with OperatorRunner(...)`")
@@ -237,19 +278,25 @@ class OperatorRunner(_Probes):
         self._assembled = assembled
         running = asyncio.create_task(assembled.run())
         self._running = running
+        webhooks = assembled.webhooks
+
+        def started() -> bool:
+            serving = webhooks is None or webhooks.ready()
+            return (assembled.manager.ready and serving) or running.done()
+
         try:
-            await self.until(
-                lambda: assembled.manager.ready or running.done(),
-                timeout=self.timeout,
-                interval=0.05,
-            )
+            await self.until(started, timeout=self.timeout, interval=0.05)
         except AssertionError:
             assembled.manager.stop()
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(running, self.options.shutdown_timeout + 10)
+            waiting = (
+                "caches not synced: is the API server reachable, are its kinds served?"
+                if not assembled.manager.ready
+                else "webhooks not configured: see its log"
+            )
             raise AssertionError(
-                f"the operator did not become ready within {self.timeout}s "
-                "(caches not synced: is the API server reachable, are its kinds served?)"
+                f"the operator did not become ready within {self.timeout}s ({waiting})"
             ) from None
         if running.done():
             running.result()  # what stopped it, raised here

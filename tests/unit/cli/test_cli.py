@@ -293,3 +293,26 @@ def test_manifests_o_is_a_format_and_directories_are_output_dir() -> None:
         assert "--output-dir deploy" in refused.output
         assert not Path("yaml").exists()
         assert not Path("deploy").exists()
+
+
+async def test_the_commands_print_the_api_servers_warnings_on_stderr_as_kubectl(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`uninstall` and `status` connect through ``_connect``: each distinct warning the API
+    server sends is one ``Warning: <text>`` line on stderr, nothing on stdout."""
+    from appstack.cli import install  # noqa: PLC0415
+    from appstack.runtime import CONFIG_MAP, Client  # noqa: PLC0415
+    from tests.support.scripted_transport import scripted_client  # noqa: PLC0415
+
+    scripted, transport = scripted_client()
+
+    async def connect(*_args: object, **_kwargs: object) -> Client:
+        return scripted
+
+    monkeypatch.setattr(Client, "connect", connect)
+    client = await install._connect(None, None)
+    for _ in range(2):
+        transport.answer(200, {}, warnings=('299 - "example.com/v1alpha1 Widget is deprecated"',))
+        await client.get(CONFIG_MAP, "x", "ns")
+    out, err = capsys.readouterr()
+    assert (out, err) == ("", "Warning: example.com/v1alpha1 Widget is deprecated\n")

@@ -177,3 +177,32 @@ def test_a_listed_item_gets_the_apiversion_and_kind_its_list_left_out() -> None:
     odd, _, last = apirequest.decode_list_page(table)
     assert odd == [{"x": 1}]
     assert last is None
+
+
+@pytest.mark.parametrize(
+    ("headers", "expected"),
+    [
+        (['299 - "v1alpha1 is deprecated"'], [(299, "-", "v1alpha1 is deprecated")]),
+        (  # a quoted text's escapes: \" and \\ stand for " and \
+            ['299 - "name \\"web\\" is taken, see C:\\\\x"'],
+            [(299, "-", 'name "web" is taken, see C:\\x')],
+        ),
+        (  # several: in one value, comma-separated, and in several headers; a warn-date
+            [
+                '299 - "one", 299 - "two, with a comma" "Wed, 02 Dec 2026 22:00:00 GMT"',
+                '199 agent:8443 "three"',
+            ],
+            [(299, "-", "one"), (299, "-", "two, with a comma"), (199, "agent:8443", "three")],
+        ),
+        (
+            ['299 - "kept", garbage', '299 - "next header"'],
+            [(299, "-", "kept"), (299, "-", "next header")],
+        ),
+        (["299 - unquoted", '29 - "short code"', '299 "no agent"', '299 - "unterminated'], []),
+        (['299 - "a"x', "", "   ,  "], []),
+    ],
+)
+def test_warning_headers_are_parsed_as_rfc_7234_says_and_malformed_ones_ignored(
+    headers: list[str], expected: list[tuple[int, str, str]]
+) -> None:
+    assert [tuple(w) for w in apirequest.parse_warnings(headers)] == expected

@@ -257,3 +257,76 @@ def test_the_guards_let_the_operator_write_only_its_own_certificate_secret() -> 
     assert "request.name == 'guestbook-webhook-server-cert'" in exempt["expression"]
     assert "object.type == 'kubernetes.io/tls'" in exempt["expression"]
     assert "request.operation != 'DELETE'" in exempt["expression"]
+
+
+def test_a_project_with_webhooks_gets_a_cert_manager_component_off_until_one_line() -> None:
+    """config/certmanager (kubebuilder's config/certmanager, as a kustomize Component): a
+    self-signed Issuer, a Certificate for the webhook Service's final DNS names whose Secret
+    the manager mounts at --webhook-cert-dir, and the CA injector's annotation naming that
+    Certificate on each webhook configuration; config/default turns it on with one
+    commented line (built with kustomize: tests/e2e/test_kustomize.py)."""
+    project = _with_webhooks(Validator(_allow), Mutator(_allow))
+    files = config.config_files(project)
+    assert sorted(p for p in files if p.startswith("certmanager/")) == [
+        "certmanager/certificate.yaml",
+        "certmanager/inject_ca_patch.yaml",
+        "certmanager/issuer.yaml",
+        "certmanager/kustomization.yaml",
+        "certmanager/kustomizeconfig.yaml",
+        "certmanager/manager_cert_dir_patch.yaml",
+        "certmanager/manager_webhook_patch.yaml",
+    ]
+    component = yaml.safe_load(files["certmanager/kustomization.yaml"])
+    assert component["kind"] == "Component"
+    assert component["resources"] == ["issuer.yaml", "certificate.yaml"]
+    assert [p["path"] for p in component["patches"]] == [
+        "manager_webhook_patch.yaml",
+        "manager_cert_dir_patch.yaml",
+        "inject_ca_patch.yaml",
+    ]
+    (issuer,) = _objects(files["certmanager/issuer.yaml"])
+    (certificate,) = _objects(files["certmanager/certificate.yaml"])
+    assert certificate["spec"]["issuerRef"] == {"kind": "Issuer", "name": "selfsigned-issuer"}
+    assert issuer["metadata"]["name"] == "selfsigned-issuer"
+    assert certificate["spec"]["dnsNames"] == [
+        "guestbook-webhook-service.guestbook-system.svc",
+        "guestbook-webhook-service.guestbook-system.svc.cluster.local",
+    ]
+    secret = certificate["spec"]["secretName"]
+    assert config.serving_certificate(project) == ("guestbook-system", secret)
+    (mounted,) = _objects(files["certmanager/manager_webhook_patch.yaml"])
+    pod = mounted["spec"]["template"]["spec"]
+    assert pod["volumes"] == [{"name": "webhook-cert", "secret": {"secretName": secret}}]
+    assert pod["containers"][0]["volumeMounts"][0]["mountPath"] == config.CERT_DIR
+    (arg,) = yaml.safe_load(files["certmanager/manager_cert_dir_patch.yaml"])
+    assert arg["value"] == f"--webhook-cert-dir={config.CERT_DIR}"
+    injected = _objects(files["certmanager/inject_ca_patch.yaml"])
+    configured = _objects(files["webhook/manifests.yaml"])
+    assert [(o["kind"], o["metadata"]["name"]) for o in injected] == [
+        (o["kind"], o["metadata"]["name"]) for o in configured
+    ]
+    for patch in injected:
+        assert patch["metadata"]["annotations"] == {
+            "cert-manager.io/inject-ca-from": f"guestbook-system/{secret}"
+        }
+    # off by default: one commented line turns it on
+    default = files["default/kustomization.yaml"]
+    assert "components" not in yaml.safe_load(default)
+    assert default.count(config.CERT_MANAGER_LINE) == 1
+    body = yaml.safe_load(default.replace(config.CERT_MANAGER_LINE, config.CERT_MANAGER_LINE[1:]))
+    assert body["components"] == ["../certmanager"]
+    # a project without webhooks: none of it
+    plain = config.config_files(PROJECT)
+    assert not [p for p in plain if p.startswith("certmanager/")]
+    assert "certmanager" not in plain["default/kustomization.yaml"]
+
+
+def test_a_first_webhook_brings_the_cert_manager_line_once_and_keeps_it_turned_on() -> None:
+    plain = config.config_files(PROJECT)
+    project = _with_webhooks(Validator(_allow))
+    default, manager = config.with_webhooks(
+        plain["default/kustomization.yaml"], plain["manager/manager.yaml"], project
+    )
+    assert default.count(config.CERT_MANAGER_LINE) == 1
+    turned_on = default.replace(config.CERT_MANAGER_LINE, config.CERT_MANAGER_LINE[1:])
+    assert config.with_webhooks(turned_on, manager, project) == (turned_on, manager)

@@ -161,6 +161,19 @@ def test_a_runner_not_entered_says_how_to_run_it() -> None:
     assert runner.options.metrics_address is None
     assert runner.options.health_address is None
     assert runner.options.namespaces == []
+    # webhooks, if any: developer mode on a free port of 127.0.0.1 (the test bed's API
+    # server reaches it); where they are is known once running
+    assert (runner.options.webhook_host, runner.options.webhook_address) == (
+        "127.0.0.1",
+        "127.0.0.1:0",
+    )
+    with pytest.raises(RuntimeError, match="not running"):
+        _ = runner.webhook_port
+    elsewhere = OperatorRunner([], IDENTITY, webhook_host="10.0.0.5", webhook_address=":0")
+    assert (elsewhere.options.webhook_host, elsewhere.options.webhook_address) == (
+        "10.0.0.5",
+        ":0",
+    )
 
 
 def test_a_kind_model_without_a_status_field_is_refused_naming_it() -> None:

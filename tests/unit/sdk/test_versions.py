@@ -332,6 +332,15 @@ def test_a_project_that_only_converts_gets_the_service_port_and_certificate_it_n
     assert "../webhook" in yaml.safe_load(files["default/kustomization.yaml"])["resources"]
     assert "rbac/webhook_cert_role.yaml" in files
     assert "rbac/webhook_role.yaml" not in files
+    # cert-manager's variant injects the CA into the CRD's conversion webhook
+    (injected,) = [d for d in yaml.safe_load_all(files["certmanager/inject_ca_patch.yaml"]) if d]
+    assert (injected["kind"], injected["metadata"]["name"]) == (
+        "CustomResourceDefinition",
+        f"gadgets.{GROUP}",
+    )
+    assert injected["metadata"]["annotations"] == {
+        "cert-manager.io/inject-ca-from": "gadgets-system/gadgets-serving-cert"
+    }
     manager = [d for d in yaml.safe_load_all(files["manager/manager.yaml"]) if d]
     (container,) = manager[-1]["spec"]["template"]["spec"]["containers"]
     assert {"name": "webhook-server", "containerPort": 9443, "protocol": "TCP"} in container[
