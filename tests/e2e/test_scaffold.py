@@ -37,6 +37,7 @@ import yaml
 
 from appstack.scaffold import manifests
 from appstack_testbed.dist import source_build_lock
+from appstack_testbed.helm import Helm
 from appstack_testbed.image import build_with_dockerfile, buildah_run, remove_dockerfile_image
 from appstack_testbed.operators import token_kubeconfig
 from appstack_testbed.pytest_plugin import SESSION_ENV, ClusterHandle
@@ -606,6 +607,49 @@ def test_make_deploy_on_the_real_node_and_the_projects_own_e2e(
         _sh(f"{env['VENV']}/bin/python -m pytest tests/e2e -q", guestbook, e2e_env, timeout=1800),
         "the project's e2e",
     )
+    # the same install as a Helm chart (make helm, issue #47), the image already built
+    _helm_release(env, guestbook, kube_cluster)
+
+
+def _helm_release(env: dict[str, str], project: Path, cluster: ClusterHandle) -> None:
+    """``make helm``'s chart of the image the project's own e2e built and deployed (as
+    config/manager names it) installed under a release name that is not the project's, in
+    a namespace of its own (its CRDs from the chart: the kustomize install's removed
+    first): the release's operator pod Ready, selected by the release; uninstalled after."""
+    started = time.monotonic()
+    kustomization = yaml.safe_load((project / "config/manager/kustomization.yaml").read_text())
+    (entry,) = kustomization["images"]
+    image = f"{entry['newName']}:{entry['newTag']}"
+    _ok(_sh(f"make helm IMG={image}", project, env), "make helm")
+    _ok(_sh("make uninstall ignore-not-found=true", project, env), "the CRDs removed")
+    helm = Helm.ensure(cluster.kubeconfig, project.parent / "helm-home")
+    namespace, release = f"gb-helm-{uuid.uuid4().hex[:6]}", "gb-e2e"
+    chart = str(project / "dist" / "chart")
+    helm("install", release, chart, f"--namespace={namespace}", "--create-namespace")
+    try:
+        deployment = f"{release}-guestbook-controller-manager"
+        _ok(
+            _sh(
+                f"kubectl -n {namespace} rollout status deployment/{deployment} --timeout=180s",
+                project,
+                env,
+            ),
+            "the release's operator pod Ready",
+        )
+        selector = _ok(
+            _sh(
+                f"kubectl -n {namespace} get deployment {deployment} -o "
+                "jsonpath='{.spec.selector.matchLabels.app\\.kubernetes\\.io/instance}'",
+                project,
+                env,
+            ),
+            "its selector",
+        )
+        assert selector == release, selector
+    finally:
+        helm("uninstall", release, f"--namespace={namespace}", "--wait", check=False)
+        _sh(f"kubectl delete namespace {namespace} --wait=false", project, env)
+    print(f"\nhelm install of make helm's chart: {time.monotonic() - started:.1f} s")
 
 
 def _token_kubectl(

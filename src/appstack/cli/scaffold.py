@@ -399,7 +399,8 @@ def add_controller(api_version: str, kind: str, directory: Path) -> None:
 # ----------------------------------------------------------------------------- generate
 @click.group()
 def generate() -> None:
-    """Generate what the code implies (controller-gen's job): manifests, the installer."""
+    """Generate what the code implies (controller-gen's job): manifests, the installer,
+    the Helm chart."""
 
 
 @generate.command("manifests")
@@ -444,6 +445,26 @@ def generate_installer(image: str, output: str, directory: Path) -> None:
     else:
         Path(output).write_text(text)
         click.echo(f"wrote {output}")
+
+
+@generate.command("chart")
+@click.option("--image", default="", help="The operator's image (default: config/manager's).")
+@click.option("--force", is_flag=True, help="Rewrite the chart's files you edited too.")
+@DIRECTORY
+def generate_chart(image: str, force: bool, directory: Path) -> None:
+    """The Helm chart in dist/chart/ (make helm), derived from `kubectl kustomize
+    config/default` ($KUBECTL, else kubectl on PATH) — your edits in config/ included; a
+    file of the chart you edited is kept (--force rewrites it)."""
+    from appstack.scaffold import commands  # noqa: PLC0415
+
+    directory = directory.resolve()
+    kubectl = os.environ.get("KUBECTL") or "kubectl"
+    with _refusals():
+        written, kept = commands.generate_chart(directory, image, kubectl, force=force)
+    for path in written:
+        click.echo(f"wrote {path.relative_to(directory)}")
+    for path in kept:
+        click.echo(f"kept {path.relative_to(directory)} (edited; --force rewrites it)")
 
 
 COMMANDS = {

@@ -1,267 +1,33 @@
-"""Turning a generated object into Helm template text: the object is built by the same
-functions as deploy/ with *sentinel* strings (``@@NAME@@``) where a value comes from the
-chart's values, dumped as YAML, and each sentinel replaced by its template expression —
-so the chart cannot drift from the generated manifests. Pure; used by
-:mod:`appstack.manifests.chart`."""
+"""Turning a generated object into Helm template text for appstack's chart
+(:mod:`appstack.manifests.chart`): the SDK's :class:`appstack.sdk.HelmText` — the same
+sentinel method every operator's chart is made with (:func:`appstack.sdk.chart_files`) —
+under the names appstack's chart modules use."""
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Mapping
-from typing import Any
-
-import yaml
-
-
-def sentinel(name: str) -> str:
-    return f"@@{name}@@"
-
-
-class _NoAliases(yaml.SafeDumper):
-    """A template is read by Helm's text engine first: a YAML alias (``*id001``) for an
-    object used twice (a selector, say) would not survive it; each is written out."""
-
-    def ignore_aliases(self, data: Any) -> bool:
-        return True
-
-
-def dump(obj: Mapping[str, Any]) -> str:
-    return yaml.dump(dict(obj), Dumper=_NoAliases, sort_keys=False, width=100)
-
-
-def substitute(text: str, values: Mapping[str, str]) -> str:
-    """Replace each quoted scalar sentinel (``'@@X@@'``) by its expression, and one inside
-    a longer string (e.g. a namespace in a CEL expression) by the expression in place."""
-    for name, expression in values.items():
-        text = text.replace(f"'{sentinel(name)}'", expression)
-        text = text.replace(sentinel(name), expression)
-    return text
-
-
-def wrap_item(text: str, item: str, before: str, after: str) -> str:
-    """Surround the list item line ``- item`` with template lines at its indentation."""
-
-    def replace(match: re.Match[str]) -> str:
-        indent = match.group(1)
-        return f"{indent}{before}\n{match.group(0)}\n{indent}{after}"
-
-    return re.sub(rf"^(\s*)- {re.escape(item)}$", replace, text, flags=re.MULTILINE)
-
-
-def _control_item(text: str, name: str, item: str, control: str) -> str:
-    """The list item ``- '@@name@@'`` becomes ``- item`` between ``{{- control }}`` and
-    ``{{- end }}``."""
-
-    def replace(match: re.Match[str]) -> str:
-        indent = match.group(1)
-        return f"{indent}{{{{- {control} }}}}\n{indent}- {item}\n{indent}{{{{- end }}}}"
-
-    pattern = rf"^(\s*)- '{re.escape(sentinel(name))}'$"
-    return re.sub(pattern, replace, text, flags=re.MULTILINE)
-
-
-def range_item(text: str, name: str, item: str, values: str) -> str:
-    """The list item ``- '@@name@@'`` becomes one ``item`` per element of ``values``."""
-    return _control_item(text, name, item, f"range {values}")
-
-
-def block(text: str, key: str, name: str, values: str) -> str:
-    """``key: '@@name@@'`` becomes ``key:`` followed by ``values`` as YAML (toYaml)."""
-
-    def replace(match: re.Match[str]) -> str:
-        indent = match.group(1)
-        nindent = len(indent) + 2
-        return f"{indent}{key}:\n{indent}  {{{{- toYaml {values} | nindent {nindent} }}}}"
-
-    pattern = rf"^(\s*){re.escape(key)}: '{re.escape(sentinel(name))}'$"
-    return re.sub(pattern, replace, text, flags=re.MULTILINE)
-
-
-def with_default(text: str, key: str, values: str) -> str:
-    """The block ``key:`` (and everything under it) stays as the default, rendered only when
-    ``values`` is empty; otherwise ``values`` as YAML takes its place."""
-
-    def around(indent: str, block: list[str]) -> list[str]:
-        return [
-            f"{indent}{{{{- with {values} }}}}",
-            f"{indent}{key}:",
-            f"{indent}  {{{{- toYaml . | nindent {len(indent) + 2} }}}}",
-            f"{indent}{{{{- else }}}}",
-            *block,
-            f"{indent}{{{{- end }}}}",
-        ]
-
-    return _each_block(text, key, around)
-
-
-def if_item(text: str, name: str, item: str, condition: str) -> str:
-    """The list item ``- '@@name@@'`` becomes ``- item`` only if ``condition`` holds."""
-    return _control_item(text, name, item, f"if {condition}")
-
-
-def with_block(text: str, key: str, name: str, values: str) -> str:
-    """``key: '@@name@@'`` becomes ``key:`` and ``values`` as YAML, only when ``values`` is
-    not empty (``with``)."""
-
-    def replace(match: re.Match[str]) -> str:
-        indent = match.group(1)
-        nindent = len(indent) + 2
-        return (
-            f"{indent}{{{{- with {values} }}}}\n{indent}{key}:\n"
-            f"{indent}  {{{{- toYaml . | nindent {nindent} }}}}\n{indent}{{{{- end }}}}"
-        )
-
-    pattern = rf"^(\s*){re.escape(key)}: '{re.escape(sentinel(name))}'$"
-    return re.sub(pattern, replace, text, flags=re.MULTILINE)
-
-
-def with_scalar(text: str, key: str, name: str, values: str) -> str:
-    """``key: '@@name@@'`` becomes ``key: <values>`` only when ``values`` is not empty."""
-
-    def replace(match: re.Match[str]) -> str:
-        indent = match.group(1)
-        return (
-            f"{indent}{{{{- with {values} }}}}\n{indent}{key}: {{{{ . }}}}\n{indent}{{{{- end }}}}"
-        )
-
-    pattern = rf"^(\s*){re.escape(key)}: '{re.escape(sentinel(name))}'$"
-    return re.sub(pattern, replace, text, flags=re.MULTILINE)
-
-
-def _spliced(text: str, line: str, values: str) -> str:
-    """Each line matching ``line`` (its indentation captured) becomes what ``values``
-    holds (toYaml) at that indentation; nothing when ``values`` is empty."""
-
-    def replace(match: re.Match[str]) -> str:
-        indent = match.group(1)
-        return (
-            f"{indent}{{{{- with {values} }}}}\n"
-            f"{indent}{{{{- toYaml . | nindent {len(indent)} }}}}\n{indent}{{{{- end }}}}"
-        )
-
-    return re.sub(line, replace, text, flags=re.MULTILINE)
-
-
-def items(text: str, name: str, values: str) -> str:
-    """The list item ``- '@@name@@'`` becomes the items of the list ``values`` (toYaml), at
-    its indentation; nothing when ``values`` is empty."""
-    return _spliced(text, rf"^(\s*)- '{re.escape(sentinel(name))}'$", values)
-
-
-def merged_keys(text: str, name: str, values: str) -> str:
-    """The mapping entry ``'@@name@@': ''`` becomes the entries of ``values`` (toYaml), at
-    its indentation; nothing when ``values`` is empty."""
-    return _spliced(text, rf"^(\s*)'{re.escape(sentinel(name))}': ''$", values)
-
-
-def set_scalar(text: str, key: str, name: str, values: str) -> str:
-    """``key: '@@name@@'`` becomes ``key: <values>`` only when ``values`` is set (not null:
-    unlike :func:`with_scalar`, 0 and false are rendered)."""
-
-    def replace(match: re.Match[str]) -> str:
-        indent = match.group(1)
-        return (
-            f'{indent}{{{{- if not (kindIs "invalid" {values}) }}}}\n'
-            f"{indent}{key}: {{{{ {values} }}}}\n{indent}{{{{- end }}}}"
-        )
-
-    pattern = rf"^(\s*){re.escape(key)}: '{re.escape(sentinel(name))}'$"
-    return re.sub(pattern, replace, text, flags=re.MULTILINE)
-
-
-def wrap_list_item(text: str, first: str, before: str, after: str) -> str:
-    """Surround each list item whose first line is ``- first`` (and the lines under it)
-    with template lines at its indentation."""
-
-    def replace(match: re.Match[str]) -> str:
-        indent = match.group(1)
-        return f"{indent}{before}\n{match.group(0)}{indent}{after}\n"
-
-    pattern = rf"^(\s*)- {re.escape(first)}\n(?:\1  .*\n)*"
-    return re.sub(pattern, replace, text, flags=re.MULTILINE)
-
-
-def wrap_key(text: str, key: str, before: str, after: str) -> str:
-    """Surround the mapping entry ``key:`` and everything under it with template lines at
-    its indentation."""
-    return _each_block(
-        text, key, lambda indent, block: [f"{indent}{before}", *block, f"{indent}{after}"]
-    )
-
-
-def _each_block(text: str, key: str, around: Callable[[str, list[str]], list[str]]) -> str:
-    """Every mapping entry ``key:`` with everything under it (deeper lines, and a list's
-    ``- `` items at its own indentation) replaced by ``around(indent, its lines)``."""
-    lines = text.split("\n")
-    out: list[str] = []
-    i = 0
-    while i < len(lines):
-        match = re.match(rf"^(\s*){re.escape(key)}:", lines[i])
-        if match is None:
-            out.append(lines[i])
-            i += 1
-            continue
-        indent = match.group(1)
-        end = i + 1
-        while end < len(lines) and (
-            lines[end].startswith(indent + " ") or lines[end].startswith(indent + "- ")
-        ):
-            end += 1
-        out += around(indent, lines[i:end])
-        i = end
-    return "\n".join(out)
-
-
-#: The release's namespace where the generated objects have ``NS`` (see :data:`NAMESPACES`).
-NS = sentinel("NS")
-RELEASE_NS = "{{ .Release.Namespace }}"
-NAMESPACES = {"NS": RELEASE_NS, "WATCHED": "{{ . }}", "RELEASE_NS": "{{ $.Release.Namespace }}"}
-#: The operator's image: ``<repository>@<digest>`` when ``image.digest`` is set (the tag
-#: ignored), else ``<repository>:<tag>`` (default: the chart's appVersion).
-IMAGE = (
-    '"{{ .Values.image.repository }}{{ with .Values.image.digest }}@{{ . }}{{ else }}:'
-    '{{ .Values.image.tag | default .Chart.AppVersion }}{{ end }}"'
-)
-
-
-def conditional_text(condition: str, text: str) -> str:
-    """``text`` (namespaces substituted) only if ``condition`` holds."""
-    return f"{{{{- if {condition} }}}}\n" + substitute(text, NAMESPACES) + "{{- end }}\n"
-
-
-def conditional(condition: str, obj: Mapping[str, Any], extra: Mapping[str, str]) -> str:
-    """The object ``obj`` with ``extra`` sentinels substituted, only if ``condition`` holds."""
-    return conditional_text(condition, substitute(dump(obj), {**NAMESPACES, **extra}))
-
-
-#: A pod template's labels key replaced by ``podLabels`` (:func:`pod_extras`).
-POD_LABELS = sentinel("POD_LABELS")
-
-
-def pull_policy(container: Mapping[str, Any]) -> dict[str, Any]:
-    """``container`` with ``imagePullPolicy`` (a sentinel for :func:`pod_extras`) after its
-    image."""
-    out: dict[str, Any] = {}
-    for key, value in container.items():
-        out[key] = value
-        if key == "image":
-            out["imagePullPolicy"] = sentinel("PULL_POLICY")
-    return out
-
-
-def pod_extras(text: str) -> str:
-    """The pod's ``imagePullPolicy`` (:func:`pull_policy`), ``imagePullSecrets:
-    '@@PULL_SECRETS@@'`` and a ``POD_LABELS`` labels key become the chart's
-    ``image.pullPolicy``, ``imagePullSecrets`` and ``podLabels`` (merged over
-    ``commonLabels``), each only when set."""
-    text = with_scalar(text, "imagePullPolicy", "PULL_POLICY", ".Values.image.pullPolicy")
-    text = with_block(text, "imagePullSecrets", "PULL_SECRETS", ".Values.imagePullSecrets")
-
-    def labels(match: re.Match[str]) -> str:
-        indent = match.group(1)
-        return (
-            f"{indent}{{{{- with merge (dict) .Values.podLabels .Values.commonLabels }}}}\n"
-            f"{indent}{{{{- toYaml . | nindent {len(indent)} }}}}\n{indent}{{{{- end }}}}"
-        )
-
-    return re.sub(rf"^(\s*)'{re.escape(POD_LABELS)}': ''$", labels, text, flags=re.MULTILINE)
+from appstack.sdk import HelmText
+
+sentinel = HelmText.sentinel
+dump = HelmText.dump
+substitute = HelmText.substitute
+wrap_item = HelmText.wrap_item
+range_item = HelmText.range_item
+block = HelmText.block
+with_default = HelmText.with_default
+if_item = HelmText.if_item
+with_block = HelmText.with_block
+with_scalar = HelmText.with_scalar
+items = HelmText.items
+merged_keys = HelmText.merged_keys
+set_scalar = HelmText.set_scalar
+wrap_list_item = HelmText.wrap_list_item
+wrap_key = HelmText.wrap_key
+conditional_text = HelmText.conditional_text
+conditional = HelmText.conditional
+pull_policy = HelmText.pull_policy
+pod_extras = HelmText.pod_extras
+NS = HelmText.NS
+RELEASE_NS = HelmText.RELEASE_NS
+NAMESPACES = HelmText.NAMESPACES
+IMAGE = HelmText.IMAGE
+POD_LABELS = HelmText.POD_LABELS

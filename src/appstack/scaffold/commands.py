@@ -864,6 +864,25 @@ def generate_installer(directory: Path, image: str, kubectl: str) -> str:
         ) from None
 
 
+def generate_chart(
+    directory: Path, image: str, kubectl: str, *, force: bool = False
+) -> tuple[list[Path], list[Path]]:
+    """``generate chart`` (``make helm``): the Helm chart in ``dist/chart`` from the
+    project's install (:func:`appstack.scaffold.manifests.write_chart`): (written, kept —
+    the files edited since they were generated); refused when ``kubectl`` is not there."""
+    from appstack.scaffold import manifests  # noqa: PLC0415 - imports the project's code
+
+    if image and any(c.isspace() for c in image):
+        raise Refused(f"--image {image!r}: an image reference, e.g. registry/name:tag")
+    try:
+        return manifests.write_chart(directory, image, kubectl, force=force)
+    except FileNotFoundError:
+        raise Refused(
+            f"{kubectl} not found: the chart is made from kustomize's build of config/default "
+            "(kubectl kustomize); install kubectl or set KUBECTL"
+        ) from None
+
+
 def sample_objects(directory: Path) -> list[dict[str, object]]:
     """The project's samples (config/samples), as objects."""
     samples = directory / "config" / "samples"

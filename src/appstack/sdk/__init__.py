@@ -43,6 +43,10 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs; at run time,
     from appstack.sdk.cel import (
         available as cel_available,
     )
+    from appstack.sdk.chart import (
+        ChartError,
+        chart_files,
+    )
     from appstack.sdk.config import (
         SCAFFOLDED as SCAFFOLDED_CONFIG,
     )
@@ -103,6 +107,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs; at run time,
         EnableAll,
         GuardedOperator,
         WriteExtensions,
+    )
+    from appstack.sdk.helmtext import (
+        HelmText,
     )
     from appstack.sdk.identity import (
         NOT_ENABLED_REASON,
@@ -391,6 +398,8 @@ _HOMES = {
     "Violation": "cel",
     "cel_available": "cel:available",
     "rules_of": "cel",
+    "ChartError": "chart",
+    "chart_files": "chart",
     "ConfigProject": "config:Project",
     "SCAFFOLDED_CONFIG": "config:SCAFFOLDED",
     "config_files": "config",
@@ -425,6 +434,7 @@ _HOMES = {
     "EnableAll": "guards.subject",
     "GuardedOperator": "guards.subject",
     "WriteExtensions": "guards.subject",
+    "HelmText": "helmtext",
     "NOT_ENABLED_REASON": "identity",
     "OperatorIdentity": "identity",
     "leader_election_role": "install",
@@ -662,6 +672,7 @@ __all__ = [
     "Affinity",
     "Assembly",
     "Capabilities",
+    "ChartError",
     "ChildMeta",
     "ChildWriter",
     "ClaimSpec",
@@ -691,6 +702,7 @@ __all__ = [
     "GraphNode",
     "GuardedOperator",
     "HTTPGetAction",
+    "HelmText",
     "Image",
     "InMemoryOperator",
     "KeySelector",
@@ -781,6 +793,7 @@ __all__ = [
     "cel_ownerless",
     "cel_refusal",
     "cel_unchanged",
+    "chart_files",
     "check_duration",
     "check_options",
     "child_labels",

@@ -76,6 +76,7 @@ def test_init_writes_a_project_in_kubebuilders_layout(project: Path) -> None:
         "docker-build",
         "docker-push",
         "build-installer",
+        "helm",
         "install",
         "uninstall",
         "deploy",

@@ -1,0 +1,585 @@
+"""A Helm chart for an operator built on the SDK, derived from its install — the objects
+``config/default`` builds (kustomize's output, the user's edits in ``config/`` included),
+as kubebuilder's helm/v2-alpha plugin derives ``dist/chart`` from ``dist/install.yaml``:
+:func:`chart_files`, what ``appstack generate chart`` (``make helm`` of a scaffolded
+project) writes.
+
+Each object is templated, not copied: its name's ``<project>-`` prefix becomes the chart's
+fullname (``fullnameOverride``; else the release name if it contains the chart's name, else
+``<release>-<chart>``), its namespace the release's, every reference to a renamed object
+(role bindings, the policies' bindings, the webhook Service in the webhook configurations
+and the CRDs' conversion, the leader-election Lease, the ServiceAccount) follows it, and the
+operator's pods are selected — by their Deployment, Services, ServiceMonitor and default
+anti-affinity — by the release (``app.kubernetes.io/instance``), not a fixed name: two
+releases in one namespace select only their own pods. Release ``<project>`` keeps every name
+of the kustomize install. The webhook configurations keep their names: the operator writes
+their CA bundles by name (one release of a project that serves webhooks per cluster, as its
+CRDs).
+
+The values are what a platform team expects (image repository/tag/digest/pullPolicy,
+imagePullSecrets, replicas, resources, nodeSelector, tolerations, affinity,
+podSecurityContext, securityContext, pod annotations and labels, leader election, extra
+arguments and environment, the metrics Service and a ServiceMonitor with its labels, the
+CRDs kept on uninstall), their defaults those of the install. Template text comes from the
+objects with sentinels (:mod:`appstack.sdk.helmtext`, what appstack's own chart is made
+with). Pure: the same objects always give the same files.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from appstack.sdk.helmtext import (
+    IMAGE,
+    POD_LABELS,
+    block,
+    dump,
+    if_item,
+    items,
+    merged_keys,
+    pod_extras,
+    pull_policy,
+    range_item,
+    sentinel,
+    substitute,
+    with_block,
+    with_default,
+    wrap_item,
+)
+from appstack.sdk.identity import OperatorIdentity
+
+Obj = dict[str, Any]
+HEADER = (
+    "# Generated from the operator's install (config/): change config/ or the code and\n"
+    "# regenerate the chart.\n"
+)
+#: Kinds without a namespace (kustomize's ``namespace:`` may have given one anyway).
+CLUSTER_SCOPED = frozenset(
+    {
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "CustomResourceDefinition",
+        "FlowSchema",
+        "MutatingWebhookConfiguration",
+        "Namespace",
+        "PriorityClass",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+        "ValidatingWebhookConfiguration",
+    }
+)
+#: Objects the operator finds by their generated name: never renamed.
+FIXED_NAMES = frozenset(
+    {"CustomResourceDefinition", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"}
+)
+#: Where each kind's template goes under ``templates/`` (kubebuilder's config/ layout).
+DIRECTORIES = {
+    "CustomResourceDefinition": "crd",
+    "ServiceAccount": "rbac",
+    "Role": "rbac",
+    "ClusterRole": "rbac",
+    "RoleBinding": "rbac",
+    "ClusterRoleBinding": "rbac",
+    "ValidatingAdmissionPolicy": "admission",
+    "ValidatingAdmissionPolicyBinding": "admission",
+    "ValidatingWebhookConfiguration": "webhook",
+    "MutatingWebhookConfiguration": "webhook",
+    "Deployment": "manager",
+    "ServiceMonitor": "prometheus",
+}
+FULLNAME = sentinel("FULLNAME")
+LABELS = sentinel("LABELS")
+SELECTOR = sentinel("SELECTOR")
+_DNS_LABEL_MAX = 63
+
+
+class ChartError(ValueError):
+    """The install cannot be made a chart (no operator Deployment in it, say)."""
+
+
+def _helpers(chart: str, selector_extra: Mapping[str, str], fullname_max: int) -> str:
+    extra = "".join(f"\n{key}: {value}" for key, value in selector_extra.items())
+    return f"""\
+{{{{/* Generated from the operator's install (appstack.sdk.chart). */}}}}
+
+{{{{/* The chart's name, or nameOverride. */}}}}
+{{{{- define "{chart}.name" -}}}}
+{{{{- default .Chart.Name .Values.nameOverride | trunc {fullname_max} | trimSuffix "-" }}}}
+{{{{- end }}}}
+
+{{{{/*
+What every object's name starts with: fullnameOverride; else the release name if it contains
+the chart's name; else <release>-<name>. At most {fullname_max} characters, so that the longest
+Service name stays a DNS label.
+*/}}}}
+{{{{- define "{chart}.fullname" -}}}}
+{{{{- if .Values.fullnameOverride }}}}
+{{{{- .Values.fullnameOverride | trunc {fullname_max} | trimSuffix "-" }}}}
+{{{{- else }}}}
+{{{{- $name := default .Chart.Name .Values.nameOverride }}}}
+{{{{- if contains $name .Release.Name }}}}
+{{{{- .Release.Name | trunc {fullname_max} | trimSuffix "-" }}}}
+{{{{- else }}}}
+{{{{- printf "%s-%s" .Release.Name $name | trunc {fullname_max} | trimSuffix "-" }}}}
+{{{{- end }}}}
+{{{{- end }}}}
+{{{{- end }}}}
+
+{{{{/* What selects this release's operator pods (never another release's). */}}}}
+{{{{- define "{chart}.selectorLabels" -}}}}
+app.kubernetes.io/name: {{{{ include "{chart}.name" . }}}}
+app.kubernetes.io/instance: {{{{ .Release.Name }}}}{extra}
+{{{{- end }}}}
+
+{{{{/* The labels of every object: Kubernetes' recommended ones, then commonLabels. */}}}}
+{{{{- define "{chart}.labels" -}}}}
+app.kubernetes.io/name: {{{{ include "{chart}.name" . }}}}
+app.kubernetes.io/instance: {{{{ .Release.Name }}}}
+app.kubernetes.io/version: {{{{ .Chart.AppVersion | quote }}}}
+app.kubernetes.io/managed-by: {{{{ .Release.Service }}}}
+app.kubernetes.io/part-of: {chart}
+helm.sh/chart: {{{{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 \
+| trimSuffix "-" }}}}
+{{{{- with .Values.commonLabels }}}}
+{{{{ toYaml . }}}}
+{{{{- end }}}}
+{{{{- end }}}}
+"""
+
+
+def _split_image(image: str) -> tuple[str, str, str]:
+    """``repo[:tag][@digest]`` → (repository, tag, digest)."""
+    name, _, digest = image.partition("@")
+    repository, tag = name, ""
+    if ":" in name.rsplit("/", 1)[-1]:
+        repository, _, tag = name.rpartition(":")
+    return repository, tag, digest
+
+
+def _walk_replace(node: Any, match: Mapping[str, str], by: Obj) -> Any:
+    """``node`` with every mapping equal to ``match`` replaced by ``by``."""
+    if isinstance(node, dict):
+        if node == dict(match):
+            return dict(by)
+        return {key: _walk_replace(value, match, by) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_walk_replace(item, match, by) for item in node]
+    return node
+
+
+def _relabel(meta: Obj, install_labels: Mapping[str, str]) -> None:
+    """``meta``'s labels: the chart's (``LABELS``) and those of its own the install's
+    labels do not cover (``control-plane``, an aggregation label...)."""
+    own = {
+        key: value
+        for key, value in (meta.get("labels") or {}).items()
+        if install_labels.get(key) != value
+    }
+    meta["labels"] = {LABELS: "", **own}
+
+
+def _manager(objects: list[Obj]) -> tuple[Obj, Obj]:
+    deployments = [o for o in objects if o["kind"] == "Deployment"]
+    if len(deployments) != 1:
+        raise ChartError(f"the install has {len(deployments)} Deployments, not the operator's one")
+    (deployment,) = deployments
+    containers = deployment["spec"]["template"]["spec"]["containers"]
+    named = [c for c in containers if c.get("name") == "manager"]
+    return deployment, (named or containers)[0]
+
+
+def _values(deployment: Obj, container: Obj, kinds: set[str]) -> Obj:
+    """values.yaml: every value with the install's own setting as its default (those of the
+    metrics Service, the ServiceMonitor and the CRDs when ``kinds`` has them: ``metrics``
+    for the Service)."""
+    pod = deployment["spec"]["template"]["spec"]
+    repository, tag, digest = _split_image(str(container.get("image", "")))
+    values: Obj = {
+        "nameOverride": "",
+        "fullnameOverride": "",
+        "image": {
+            "repository": repository,
+            "tag": tag,
+            "digest": digest,
+            "pullPolicy": container.get("imagePullPolicy", ""),
+        },
+        "imagePullSecrets": pod.get("imagePullSecrets") or [],
+        "replicas": deployment["spec"].get("replicas", 1),
+        "resources": container.get("resources") or {},
+        "podAnnotations": {},
+        "podLabels": {},
+        "commonLabels": {},
+        "nodeSelector": pod.get("nodeSelector") or {},
+        "tolerations": pod.get("tolerations") or [],
+        "affinity": pod.get("affinity") or {},
+        "podSecurityContext": pod.get("securityContext") or {},
+        "securityContext": container.get("securityContext") or {},
+        "serviceAccount": {"annotations": {}},
+        "leaderElection": {"enabled": "--leader-elect" in (container.get("args") or [])},
+        "extraArgs": [],
+        "extraEnv": [],
+    }
+    if "metrics" in kinds:
+        values["metrics"] = {"enabled": True}
+        if "ServiceMonitor" in kinds:
+            monitor = {"enabled": False, "interval": "30s", "labels": {}}
+            values["metrics"]["serviceMonitor"] = monitor
+    if "CustomResourceDefinition" in kinds:
+        values["crd"] = {"enable": True, "keep": True}
+    return values
+
+
+VALUES_HELP = """\
+# {chart}: the operator's chart, generated from its install (config/).
+#
+# Names: every object's name starts with the fullname (fullnameOverride; else the release
+# name if it contains "{chart}", else <release>-{chart}); the operator's pods are selected by
+# the release, so releases side by side in one namespace keep to their own pods.
+# image.tag empty: the chart's appVersion; image.digest (sha256:...) runs
+# <repository>@<digest>. affinity empty: this release's replicas preferably on different
+# nodes. leaderElection.enabled=false needs replicas: 1. extraArgs are the operator's flags
+# (python -m <package> --help); extraEnv more of its environment.
+# metrics.serviceMonitor needs the Prometheus Operator's CRDs; its labels are what your
+# Prometheus selects it by (kube-prometheus-stack: release: <its release>).
+# crd.enable=false: the CRDs are installed some other way; crd.keep: helm uninstall leaves
+# them (and every object of them).
+"""
+
+
+@dataclass(frozen=True)
+class _Install:
+    """What templating each object of one install needs to know."""
+
+    chart: str
+    prefix: str
+    namespace: str
+    names: Mapping[str, str]
+    selector: Mapping[str, str]
+    install_labels: Mapping[str, str]
+    account: str
+    lease: str | None
+    webhook_service: str | None
+
+
+def _deployment_text(deployment: Obj, container: Obj, install: _Install) -> str:
+    """The operator's Deployment with the values' sentinels, as template text."""
+    spec = deployment["spec"]
+    spec["replicas"] = sentinel("REPLICAS")
+    template = spec["template"]
+    meta = template.setdefault("metadata", {})
+    pod = template["spec"]
+    annotations = meta.get("annotations") or {}
+    meta["annotations"] = (
+        {**annotations, sentinel("POD_ANNOTATIONS"): ""}
+        if annotations
+        else sentinel("POD_ANNOTATIONS")
+    )
+    own = {
+        key: value
+        for key, value in (meta.get("labels") or {}).items()
+        if key not in install.selector and install.install_labels.get(key) != value
+    }
+    meta["labels"] = {SELECTOR: "", POD_LABELS: "", **own}
+    spec["selector"] = {"matchLabels": {SELECTOR: ""}}
+    container.pop("imagePullPolicy", None)
+    container["image"] = sentinel("IMAGE")
+    args = list(container.get("args") or [])
+    lease, webhook_service = install.lease, install.webhook_service
+    flags = ["LEASE"] if lease else []
+    flags += ["WEBHOOK_SERVICE"] if webhook_service else []
+    container["args"] = args + [sentinel(flag) for flag in (*flags, "EXTRA_ARGS")]
+    container["env"] = [*(container.get("env") or []), sentinel("EXTRA_ENV")]
+    container["resources"] = sentinel("RESOURCES")
+    container["securityContext"] = sentinel("SECURITY_CONTEXT")
+    pod["securityContext"] = sentinel("POD_SECURITY_CONTEXT")
+    pod["containers"] = [pull_policy(c) if c is container else c for c in pod["containers"]]
+    pod["imagePullSecrets"] = sentinel("PULL_SECRETS")
+    pod["nodeSelector"] = sentinel("NODE_SELECTOR")
+    pod["tolerations"] = sentinel("TOLERATIONS")
+    # the default: this release's replicas preferably on different nodes
+    pod["affinity"] = {
+        "podAntiAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 100,
+                    "podAffinityTerm": {
+                        "topologyKey": "kubernetes.io/hostname",
+                        "labelSelector": {"matchLabels": {SELECTOR: ""}},
+                    },
+                }
+            ]
+        }
+    }
+    text = dump(deployment)
+    text = wrap_item(
+        text, "--leader-elect", "{{- if .Values.leaderElection.enabled }}", "{{- end }}"
+    )
+    if lease:
+        text = if_item(
+            text, "LEASE", f"--leader-election-id={lease}", ".Values.leaderElection.enabled"
+        )
+    if webhook_service:
+        text = text.replace(
+            f"'{sentinel('WEBHOOK_SERVICE')}'", f"--webhook-service={webhook_service}"
+        )
+    text = range_item(text, "EXTRA_ARGS", "{{ . | quote }}", ".Values.extraArgs")
+    text = items(text, "EXTRA_ENV", ".Values.extraEnv")
+    text = block(text, "resources", "RESOURCES", ".Values.resources")
+    text = block(text, "securityContext", "SECURITY_CONTEXT", ".Values.securityContext")
+    text = block(text, "securityContext", "POD_SECURITY_CONTEXT", ".Values.podSecurityContext")
+    text = with_default(text, "affinity", ".Values.affinity")
+    for key, name, value in (
+        ("nodeSelector", "NODE_SELECTOR", ".Values.nodeSelector"),
+        ("tolerations", "TOLERATIONS", ".Values.tolerations"),
+        ("annotations", "POD_ANNOTATIONS", ".Values.podAnnotations"),
+    ):
+        text = with_block(text, key, name, value)
+    text = merged_keys(text, "POD_ANNOTATIONS", ".Values.podAnnotations")
+    text = pod_extras(text)
+    return substitute(text, {"REPLICAS": "{{ .Values.replicas }}", "IMAGE": IMAGE})
+
+
+#: Two replicas without leader election would both reconcile every object.
+ONE_LEADER = (
+    "{{- if and (not .Values.leaderElection.enabled) (gt (int .Values.replicas) 1) }}\n"
+    '{{- fail "leaderElection.enabled=false with replicas > 1: every replica would reconcile '
+    'the same objects at once. Set replicas=1, or keep leader election on" }}\n'
+    "{{- end }}\n"
+)
+
+
+def _labels_text(text: str, chart: str) -> str:
+    """The ``LABELS`` and ``SELECTOR`` sentinel keys become the helpers' includes."""
+
+    def include(helper: str) -> Any:
+        def replace(match: re.Match[str]) -> str:
+            indent = match.group(1)
+            return f'{indent}{{{{- include "{chart}.{helper}" $ | nindent {len(indent)} }}}}'
+
+        return replace
+
+    text = re.sub(rf"^(\s*)'{re.escape(LABELS)}': ''$", include("labels"), text, flags=re.M)
+    pattern = rf"^(\s*)'{re.escape(SELECTOR)}': ''$"
+    return re.sub(pattern, include("selectorLabels"), text, flags=re.M)
+
+
+def _renamed(text: str, names: Mapping[str, str]) -> str:
+    """Every whole-name occurrence of a key of ``names`` (not a longer name's start or
+    end) replaced by its value."""
+    for old in sorted(names, key=len, reverse=True):
+        text = re.sub(rf"(?<![\w-]){re.escape(old)}(?![\w-])", names[old], text)
+    return text
+
+
+def _prepared(obj: Obj, install: _Install) -> None:
+    """``obj``'s metadata and selectors with the chart's sentinels, in place."""
+    kind, meta = obj["kind"], obj["metadata"]
+    if kind in CLUSTER_SCOPED:
+        meta.pop("namespace", None)
+    _relabel(meta, install.install_labels)
+    if kind == "ServiceMonitor":
+        meta["labels"][sentinel("MONITOR_LABELS")] = ""
+        obj["spec"]["selector"] = {"matchLabels": {SELECTOR: ""}}
+        for endpoint in obj["spec"].get("endpoints") or []:
+            endpoint["interval"] = sentinel("INTERVAL")
+    elif kind == "CustomResourceDefinition":
+        meta["annotations"] = {**(meta.get("annotations") or {}), sentinel("KEEP"): ""}
+    elif kind == "ServiceAccount" and meta["name"] == install.account:
+        meta["annotations"] = {
+            **(meta.get("annotations") or {}),
+            sentinel("ACCOUNT_ANNOTATIONS"): "",
+        }
+
+
+def _condition(obj: Obj) -> str | None:
+    """The values an object is rendered under, if any."""
+    kind = obj["kind"]
+    if kind == "CustomResourceDefinition":
+        return ".Values.crd.enable"
+    if kind == "ServiceMonitor":
+        return "and .Values.metrics.enabled .Values.metrics.serviceMonitor.enabled"
+    if kind == "Service" and obj["metadata"]["name"].endswith("metrics-service"):
+        return ".Values.metrics.enabled"
+    return None
+
+
+def _path(obj: Obj, install: _Install) -> str:
+    """``templates/<directory>/<name without the prefix>.yaml``, the directory as in
+    ``config/``."""
+    kind, name = obj["kind"], obj["metadata"]["name"]
+    if kind == "Service":
+        directory = "webhook" if name == f"{install.prefix}webhook-service" else "metrics"
+    else:
+        directory = DIRECTORIES.get(kind, "extra")
+    return f"templates/{directory}/{name.removeprefix(install.prefix)}.yaml"
+
+
+def _object_text(obj: Obj, container: Obj | None, install: _Install) -> str:
+    """One object as template text (``container``: the operator's, when ``obj`` is its
+    Deployment)."""
+    _prepared(obj, install)
+    if container is not None:
+        text = ONE_LEADER + _deployment_text(obj, container, install)
+    else:
+        text = dump(_walk_replace(obj, install.selector, {SELECTOR: ""}))
+    text = _labels_text(text, install.chart)
+    text = merged_keys(text, "ACCOUNT_ANNOTATIONS", ".Values.serviceAccount.annotations")
+    text = merged_keys(text, "MONITOR_LABELS", ".Values.metrics.serviceMonitor.labels")
+    text = re.sub(
+        rf"^(\s*)'{re.escape(sentinel('KEEP'))}': ''$",
+        r"\1{{- if $.Values.crd.keep }}\n\1helm.sh/resource-policy: keep\n\1{{- end }}",
+        text,
+        flags=re.M,
+    )
+    # names inside quoted strings too (a CEL literal): replaced in place, quotes kept
+    text = _renamed(text, {**install.names, install.namespace: "{{ $.Release.Namespace }}"})
+    text = text.replace(FULLNAME, f'{{{{ include "{install.chart}.fullname" $ }}}}')
+    text = substitute(text, {"INTERVAL": "{{ $.Values.metrics.serviceMonitor.interval }}"})
+    condition = _condition(obj)
+    return f"{{{{- if {condition} }}}}\n{text}{{{{- end }}}}\n" if condition else text
+
+
+def chart_files(
+    objects: Sequence[Mapping[str, Any]],
+    identity: OperatorIdentity,
+    *,
+    version: str = "0.1.0",
+    app_version: str = "",
+    image: str = "",
+    header: str | None = None,
+) -> dict[str, str]:
+    """The Helm chart of an operator's install: relative path (under ``dist/chart``) →
+    content. ``objects`` are the install as ``kubectl kustomize config/default`` builds it
+    (names prefixed ``<project>-``, namespace ``<project>-system``: ``identity``'s), with
+    the ServiceMonitor of ``config/prometheus`` if wanted; ``version`` is the chart's,
+    ``app_version`` the operator's (default: the image's tag, else ``version``); ``image``,
+    if given, the default image instead of the install's; ``header``, the comment each YAML
+    file starts with (default: :data:`HEADER`). :class:`ChartError` when the
+    install has not exactly one Deployment (the operator's)."""
+    header = HEADER if header is None else header
+    chart = identity.project
+    prefix = f"{chart}-"
+    work = [
+        copy.deepcopy(dict(o))
+        for o in objects
+        if o and not (o.get("kind") == "Namespace" and o["metadata"]["name"] == identity.namespace)
+    ]
+    deployment, container = _manager(work)
+    if image:
+        container["image"] = image
+    # what the install has: a metrics Service stands for itself ("metrics")
+    kinds = {o["kind"] for o in work if o["kind"] != "Service"}
+    kinds |= {"metrics" for o in work if _condition(o) == ".Values.metrics.enabled"}
+    values = _values(deployment, container, kinds)
+    names = {
+        o["metadata"]["name"]: f"{FULLNAME}-{o['metadata']['name'].removeprefix(prefix)}"
+        for o in work
+        if o["kind"] not in FIXED_NAMES and o["metadata"]["name"].startswith(prefix)
+    }
+    lease = None
+    if values["leaderElection"]["enabled"] and identity.lease_name.startswith(prefix):
+        lease = names[identity.lease_name] = (
+            f"{FULLNAME}-{identity.lease_name.removeprefix(prefix)}"
+        )
+    selector = dict(deployment["spec"]["selector"]["matchLabels"])
+    install = _Install(
+        chart=chart,
+        prefix=prefix,
+        namespace=identity.namespace,
+        names=names,
+        selector=selector,
+        install_labels={"app.kubernetes.io/name": chart, **identity.install_labels},
+        account=deployment["spec"]["template"]["spec"].get("serviceAccountName", ""),
+        lease=lease,
+        webhook_service=names.get(f"{prefix}webhook-service"),
+    )
+    files: dict[str, list[str]] = {}
+    for obj in work:
+        text = _object_text(obj, container if obj is deployment else None, install)
+        files.setdefault(_path(obj, install), []).append(text)
+    services = [
+        n for n in names if any(o["metadata"]["name"] == n and o["kind"] == "Service" for o in work)
+    ]
+    longest = max((len(n) - len(prefix) + 1 for n in services), default=0)
+    chart_yaml = {
+        "apiVersion": "v2",
+        "name": chart,
+        "description": f"The {chart} operator, generated from its install.",
+        "type": "application",
+        "version": version,
+        "appVersion": app_version or values["image"]["tag"] or version,
+        "kubeVersion": ">=1.30.0-0",  # ValidatingAdmissionPolicy v1 (GA in 1.30)
+    }
+    extra = {k: v for k, v in selector.items() if k != "app.kubernetes.io/name"}
+    out = {
+        "Chart.yaml": header + dump(chart_yaml),
+        "values.yaml": header
+        + VALUES_HELP.format(chart=chart)
+        + yaml.safe_dump(values, sort_keys=False),
+        "values.schema.json": json.dumps(_schema(values), indent=2) + "\n",
+        ".helmignore": header + "*.orig\n*.rej\n*~\n",
+        "templates/_helpers.tpl": _helpers(chart, extra, min(_DNS_LABEL_MAX - longest, 52)),
+        "templates/NOTES.txt": NOTES.format(chart=chart, enabled=identity.enabled_label),
+    }
+    for path, texts in sorted(files.items()):
+        out[path] = header + "---\n".join(texts)
+    return out
+
+
+NOTES = """\
+{chart} {{{{ .Chart.AppVersion }}}} is installed in namespace {{{{ .Release.Namespace }}}}.
+
+  kubectl -n {{{{ .Release.Namespace }}}} rollout status deployment/\
+{{{{ include "{chart}.fullname" . }}}}-controller-manager
+
+It acts only in namespaces labelled {enabled}=true (unless it was built to act in all):
+  kubectl label namespace NAME {enabled}=true
+"""
+
+
+def _schema(values: Obj) -> Obj:
+    """values.schema.json: each value's type (a misspelt key refused), the image's digest
+    and pull policy checked."""
+
+    def of(value: Any) -> Obj:
+        if isinstance(value, bool):
+            return {"type": "boolean"}
+        if isinstance(value, int):
+            return {"type": "integer", "minimum": 0}
+        if isinstance(value, str):
+            return {"type": "string"}
+        return {"type": "array" if isinstance(value, list) else "object"}
+
+    def structured(node: Obj, keys: Sequence[str]) -> Obj:
+        return {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {key: nested(node[key], key) for key in keys},
+        }
+
+    def nested(value: Any, key: str) -> Obj:
+        if key in ("image", "leaderElection", "serviceAccount", "crd"):
+            return structured(value, list(value))
+        if key == "metrics":
+            schema = structured(value, list(value))
+            if "serviceMonitor" in value:
+                monitor = value["serviceMonitor"]
+                schema["properties"]["serviceMonitor"] = structured(monitor, list(monitor))
+            return schema
+        return of(value)
+
+    schema = structured(values, list(values))
+    image = schema["properties"]["image"]["properties"]
+    image["repository"]["minLength"] = 1
+    image["digest"]["pattern"] = r"^$|^[a-z0-9]+([+._-][a-z0-9]+)*:[a-zA-Z0-9=_-]{32,}$"
+    image["pullPolicy"]["enum"] = ["", "Always", "IfNotPresent", "Never"]
+    for key in ("nameOverride", "fullnameOverride"):
+        schema["properties"][key]["pattern"] = r"^$|^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}

@@ -1,0 +1,275 @@
+"""A scaffolded project's Helm chart (``appstack generate chart``, ``make helm``; the SDK's
+:func:`appstack.sdk.chart_files`) with the real ``helm`` and ``kubectl kustomize`` (the test
+bed's binaries, offline; skipped where the test bed is not built, helm built if missing):
+``helm lint --strict`` passes; two releases in one namespace collide on no object and each
+selects only its own pods (the bug class of issue #51: selectors and anti-affinity keyed to
+the release); release ``<project>`` keeps every name of kustomize's install; the values
+change what they say; a project that serves webhooks gets its Service, flag and
+configurations following the release; an edited chart file is kept by the next generation."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from appstack.scaffold import commands, manifests
+from appstack.sdk import ChartError, OperatorIdentity, chart_files
+from appstack_testbed.build import GoBuilder
+from appstack_testbed.helm import helm_component
+from appstack_testbed.versions import Toolchain
+
+KUBE = "--kube-version=1.30.0"  # offline helm assumes 1.20; the chart needs 1.30
+NS = "team-a"
+IDENTITY = OperatorIdentity(project="guestbook", domain="example.com")
+Obj = dict[str, Any]
+WEBHOOK = """
+
+def _check(review: WebhookReview):
+    return allow()
+
+
+CONTROLLER = replace(CONTROLLER, webhooks=(Validator(_check),))
+"""
+
+
+@pytest.fixture(scope="module")
+def tools() -> tuple[Path, Path]:
+    """(helm, kubectl)."""
+    kubectl = Toolchain().binary("kubectl")
+    if not kubectl.is_file():  # no test bed here (make test-unit on a bare machine)
+        pytest.skip("kubectl is not built yet (appstack cluster build)")
+    # with the test bed (make test, CI), helm too: built from the module proxy if missing
+    return GoBuilder(Toolchain()).ensure(helm_component()), kubectl
+
+
+def _run(binary: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {"HOME": "/nonexistent", "PATH": "/usr/bin:/bin"}
+    return subprocess.run(
+        [str(binary), *args], capture_output=True, text=True, env=env, check=False
+    )
+
+
+def _guestbook(directory: Path, webhook: bool = False) -> Path:
+    commands.create_api(directory, group="webapp", version="v1", kind="Guestbook")
+    if webhook:
+        controller = directory / "src/guestbook/controllers/guestbook.py"
+        original = controller.read_text().replace("from __future__ import annotations\n", "")
+        controller.write_text(
+            "from dataclasses import replace\n\nfrom appstack.runtime import allow\n"
+            "from appstack.sdk import Validator, WebhookReview\n" + original + WEBHOOK
+        )
+    commands.generate_manifests(directory)
+    return directory
+
+
+@pytest.fixture
+def chart(project: Path, tools: tuple[Path, Path]) -> Path:
+    """The guestbook project's chart, as make helm writes it."""
+    _guestbook(project)
+    commands.generate_chart(project, "registry.example/guestbook:v1", str(tools[1]))
+    return project / "dist" / "chart"
+
+
+def template(helm: Path, chart: Path, release: str, *values: str, namespace: str = NS) -> list[Obj]:
+    proc = _run(helm, "template", release, str(chart), f"--namespace={namespace}", KUBE, *values)
+    assert proc.returncode == 0, proc.stderr
+    return [o for o in yaml.safe_load_all(proc.stdout) if o]
+
+
+def refused(helm: Path, chart: Path, *values: str) -> str:
+    proc = _run(helm, "template", "a", str(chart), f"--namespace={NS}", KUBE, *values)
+    assert proc.returncode != 0, f"{values} rendered"
+    return proc.stderr
+
+
+def one(objects: list[Obj], kind: str, contains: str = "") -> Obj:
+    (found,) = [o for o in objects if o["kind"] == kind and contains in o["metadata"]["name"]]
+    return found
+
+
+def keys(objects: list[Obj]) -> set[tuple[str, str, str]]:
+    return {(o["kind"], o["metadata"]["name"], o["metadata"].get("namespace", "")) for o in objects}
+
+
+def manager(objects: list[Obj]) -> tuple[Obj, Obj]:
+    deployment = one(objects, "Deployment")
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    return deployment, container
+
+
+def test_the_chart_lints_and_two_releases_keep_to_their_own_pods(
+    chart: Path, tools: tuple[Path, Path]
+) -> None:
+    helm = tools[0]
+    for values in ((), ("--set=metrics.serviceMonitor.enabled=true",)):
+        proc = _run(helm, "lint", "--strict", str(chart), KUBE, *values)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    monitor = "--set=metrics.serviceMonitor.enabled=true"
+    first, second = template(helm, chart, "a", monitor), template(helm, chart, "b", monitor)
+    crds = {o["metadata"]["name"] for o in first if o["kind"] == "CustomResourceDefinition"}
+    shared = keys(first) & keys(second)
+    assert {name for _, name, _ in shared} == crds  # cluster-wide by nature: crd.enable=false
+    for release, objects in (("a", first), ("b", second)):
+        deployment, container = manager(objects)
+        selector = deployment["spec"]["selector"]["matchLabels"]
+        assert selector["app.kubernetes.io/instance"] == release
+        pod = deployment["spec"]["template"]
+        assert selector.items() <= pod["metadata"]["labels"].items()
+        (term,) = pod["spec"]["affinity"]["podAntiAffinity"][
+            "preferredDuringSchedulingIgnoredDuringExecution"
+        ]
+        assert term["podAffinityTerm"]["labelSelector"]["matchLabels"] == selector
+        assert one(objects, "Service")["spec"]["selector"] == selector
+        assert one(objects, "ServiceMonitor")["spec"]["selector"]["matchLabels"] == selector
+        account = pod["spec"]["serviceAccountName"]
+        assert account == f"{release}-guestbook-controller-manager"
+        for binding in [o for o in objects if o["kind"] in ("RoleBinding", "ClusterRoleBinding")]:
+            assert binding["subjects"] == [
+                {"kind": "ServiceAccount", "name": account, "namespace": NS}
+            ]
+            assert binding["roleRef"]["name"] in {o["metadata"]["name"] for o in objects}
+        for policy in [o for o in objects if o["kind"] == "ValidatingAdmissionPolicyBinding"]:
+            assert policy["spec"]["policyName"] == policy["metadata"]["name"]
+            assert policy["metadata"]["name"].startswith(f"{release}-guestbook-")
+        lease = one(objects, "Role", "leader-election")["rules"][0]["resourceNames"]
+        assert lease == [f"{release}-guestbook-operator"]
+        assert f"--leader-election-id={release}-guestbook-operator" in container["args"]
+        assert container["image"] == "registry.example/guestbook:v1"
+
+
+def test_release_named_after_the_project_keeps_kustomizes_names(
+    chart: Path, project: Path, tools: tuple[Path, Path]
+) -> None:
+    installed = manifests.install_objects(project, str(tools[1]))
+    objects = template(tools[0], chart, "guestbook", namespace="guestbook-system")
+    monitor = [o for o in installed if o["kind"] == "ServiceMonitor"]
+    expected = {
+        (o["kind"], o["metadata"]["name"])
+        for o in installed
+        if o["kind"] != "Namespace" and o not in monitor
+    }
+    assert {(o["kind"], o["metadata"]["name"]) for o in objects} == expected
+    assert {o["metadata"].get("namespace") for o in objects if o["kind"] == "Deployment"} == {
+        "guestbook-system"
+    }
+
+
+def test_the_values_change_what_they_say(chart: Path, tools: tuple[Path, Path]) -> None:
+    helm = tools[0]
+    digest = "sha256:" + "a" * 64
+    objects = template(
+        helm,
+        chart,
+        "a",
+        "--set=replicas=3",
+        f"--set=image.digest={digest}",
+        "--set=image.pullPolicy=Always",
+        "--set=nodeSelector.disk=ssd",
+        "--set=tolerations[0].key=dedicated,tolerations[0].operator=Exists",
+        "--set=affinity.nodeAffinity.x=y",
+        "--set=podSecurityContext.fsGroup=2000",
+        "--set=securityContext.readOnlyRootFilesystem=false",
+        "--set=resources.limits.memory=1Gi",
+        "--set=podLabels.team=x,podAnnotations.note=y",
+        "--set=extraArgs[0]=--log-level=debug",
+        "--set=extraEnv[0].name=MINE,extraEnv[0].value=one",
+        "--set=serviceAccount.annotations.iam=role",
+        "--set=metrics.serviceMonitor.enabled=true",
+        "--set=metrics.serviceMonitor.labels.release=prom",
+        "--set=crd.enable=false",
+    )
+    deployment, container = manager(objects)
+    pod = deployment["spec"]["template"]
+    assert deployment["spec"]["replicas"] == 3
+    assert container["image"] == f"registry.example/guestbook@{digest}"
+    assert container["imagePullPolicy"] == "Always"
+    assert pod["spec"]["nodeSelector"] == {"disk": "ssd"}
+    assert pod["spec"]["tolerations"] == [{"key": "dedicated", "operator": "Exists"}]
+    assert pod["spec"]["affinity"] == {"nodeAffinity": {"x": "y"}}
+    assert pod["spec"]["securityContext"]["fsGroup"] == 2000
+    assert container["securityContext"]["readOnlyRootFilesystem"] is False
+    assert container["resources"]["limits"]["memory"] == "1Gi"
+    assert pod["metadata"]["labels"]["team"] == "x"
+    assert pod["metadata"]["annotations"] == {"note": "y"}
+    assert container["args"][-1] == "--log-level=debug"
+    assert container["env"][-1] == {"name": "MINE", "value": "one"}
+    assert one(objects, "ServiceAccount")["metadata"]["annotations"] == {"iam": "role"}
+    assert one(objects, "ServiceMonitor")["metadata"]["labels"]["release"] == "prom"
+    assert not [o for o in objects if o["kind"] == "CustomResourceDefinition"]
+    crd = one(template(helm, chart, "a"), "CustomResourceDefinition")
+    assert crd["metadata"]["annotations"] == {"helm.sh/resource-policy": "keep"}
+    plain = template(helm, chart, "a", "--set=leaderElection.enabled=false", "--set=replicas=1")
+    args = manager(plain)[1]["args"]
+    assert not [a for a in args if a.startswith("--leader-elect")]
+    assert "every replica would reconcile" in refused(
+        helm, chart, "--set=leaderElection.enabled=false", "--set=replicas=2"
+    )
+    off = template(helm, chart, "a", "--set=metrics.enabled=false")
+    assert not [o for o in off if o["kind"] == "Service"]
+    assert "replicas" in refused(helm, chart, "--set=replicas=many")
+    assert "imagePullPolicy" in refused(helm, chart, "--set=imagePullPolicy=Always")  # misspelt
+    assert "pullPolicy" in refused(helm, chart, "--set=image.pullPolicy=Sometimes")
+
+
+def test_a_project_that_serves_webhooks_gets_them_following_the_release(
+    project: Path, tools: tuple[Path, Path]
+) -> None:
+    helm, kubectl = tools
+    _guestbook(project, webhook=True)
+    commands.generate_chart(project, "", str(kubectl))
+    chart = project / "dist" / "chart"
+    assert _run(helm, "lint", "--strict", str(chart), KUBE).returncode == 0
+    objects = template(helm, chart, "a")
+    deployment, container = manager(objects)
+    service = one(objects, "Service", "webhook-service")
+    assert service["metadata"]["name"] == "a-guestbook-webhook-service"
+    assert service["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
+    assert "--webhook-service=a-guestbook-webhook-service" in container["args"]
+    configuration = one(objects, "ValidatingWebhookConfiguration")
+    # the operator writes its CA bundle into it by this name
+    assert configuration["metadata"]["name"] == "guestbook-validating-webhooks"
+    for hook in configuration["webhooks"]:
+        reference = hook["clientConfig"]["service"]
+        assert (reference["name"], reference["namespace"]) == (service["metadata"]["name"], NS)
+
+
+def test_an_edited_chart_file_is_kept_and_force_rewrites_it(
+    chart: Path, project: Path, tools: tuple[Path, Path]
+) -> None:
+    kubectl = str(tools[1])
+    values = chart / "values.yaml"
+    values.write_text(values.read_text() + "# mine\n")
+    mine = chart / "templates" / "extra.yaml"
+    mine.write_text("# my own template\n")
+    stale = chart / "templates" / "rbac" / "gone.yaml"
+    record = json.loads((chart / manifests.CHART_RECORD).read_text())
+    stale.write_text("x\n")
+    record["templates/rbac/gone.yaml"] = manifests._digest("x\n")
+    (chart / manifests.CHART_RECORD).write_text(json.dumps(record))
+    written, kept = commands.generate_chart(project, "registry.example/guestbook:v2", kubectl)
+    assert kept == [values]
+    assert values.read_text().endswith("# mine\n")
+    assert mine.read_text() == "# my own template\n"
+    assert not stale.exists()
+    assert written == [chart / "Chart.yaml"]  # appVersion: v2
+    written, kept = commands.generate_chart(project, "registry.example/guestbook:v2", kubectl)
+    assert (written, kept) == ([], [values])
+    written, kept = commands.generate_chart(
+        project, "registry.example/guestbook:v2", kubectl, force=True
+    )
+    assert (written, kept) == ([values], [])
+    assert "tag: v2" in values.read_text()
+
+
+def test_bad_input_is_refused_in_one_line(project: Path, tools: tuple[Path, Path]) -> None:
+    with pytest.raises(ChartError, match="0 Deployments"):
+        chart_files([{"kind": "ServiceAccount", "metadata": {"name": "x"}}], IDENTITY)
+    with pytest.raises(commands.Refused, match="--image"):
+        commands.generate_chart(project, "a b", str(tools[1]))
+    with pytest.raises(commands.Refused, match="not found"):
+        commands.generate_chart(project, "", str(project / "no-kubectl"))
