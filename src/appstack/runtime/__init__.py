@@ -197,6 +197,11 @@ if typing.TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs; at ru
         self_signed_context,
         tls_server_context,
     )
+    from appstack.runtime.sharding import (
+        KeyFenced,
+        ShardingConfig,
+        ShardLabels,
+    )
     from appstack.runtime.store import (
         IndexFunc,
         Store,
@@ -321,6 +326,9 @@ _HOMES = {
     "self_signed": "servingcert",
     "self_signed_context": "servingcert",
     "tls_server_context": "servingcert",
+    "KeyFenced": "sharding",
+    "ShardingConfig": "sharding",
+    "ShardLabels": "sharding",
     "IndexFunc": "store",
     "Store": "store",
     "controller_key": "store",
@@ -385,6 +393,7 @@ __all__ = [
     "Invalid",
     "IssuedCertificate",
     "ItemExponentialBackoff",
+    "KeyFenced",
     "KubeconfigError",
     "LeaderElectionConfig",
     "LeadershipLost",
@@ -404,6 +413,8 @@ __all__ = [
     "Result",
     "ServerError",
     "ServerTimeout",
+    "ShardLabels",
+    "ShardingConfig",
     "Store",
     "Task",
     "TerminalError",

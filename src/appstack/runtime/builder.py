@@ -109,6 +109,9 @@ class Builder:
         if primary is None:
             raise ValueError("a controller needs a primary kind: call for_()")
         cache = self.manager.cache
+        shard = getattr(self.manager, "shard", None)
+        if shard is not None:  # a sharded kind: only this shard's keys
+            reconciler = shard.wrap(reconciler, primary)
         controller = Controller(
             self.name or primary.kind.lower(),
             reconciler,

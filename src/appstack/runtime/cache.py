@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import structlog
 
@@ -127,6 +127,8 @@ class Cache:
         self._scoped_tasks: dict[tuple[Resource, str], asyncio.Task[None]] = {}
         self._selected: set[str] = set()
         self._followed: list[Resource] = []
+        # Kinds selected further (a sharded operator's primaries: only this shard's).
+        self._restricted: dict[Resource, str] = {}
 
     def configure(self, by_object: Mapping[Resource, ByObject]) -> None:
         """Declare what is kept of each kind in ``by_object`` (before its informers exist;
@@ -139,8 +141,22 @@ class Cache:
         self._by_object.update(by_object)
 
     def by_object(self, resource: Resource) -> ByObject:
-        """What the cache keeps of ``resource`` (everything, if it was not declared)."""
-        return self._by_object.get(resource) or ByObject()
+        """What the cache keeps of ``resource`` (everything, if it was not declared), with
+        its :meth:`restrict` selector added to the declared one."""
+        policy = self._by_object.get(resource) or ByObject()
+        extra = self._restricted.get(resource)
+        if extra is None:
+            return policy
+        chosen = f"{policy.label_selector},{extra}" if policy.label_selector else extra
+        return replace(policy, label_selector=chosen)
+
+    def restrict(self, resource: Resource, selector: str) -> None:
+        """Keep of ``resource`` only the objects that also match ``selector`` (whatever its
+        declaration says; a sharded operator's primaries: only those labelled to this
+        shard). Before its informers exist."""
+        if resource in self._informers:
+            raise RuntimeError(f"the informers of {resource} already exist")
+        self._restricted[resource] = selector
 
     def informers(self, resource: Resource) -> dict[str | None, Informer]:
         """The informers of ``resource`` (created on first use; started with the cache):

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import socket
 import time
 import uuid
@@ -201,7 +202,10 @@ class EventRecorder:
         self._drained.clear()
         if self._active < (1 if self._yielding() else self.senders):
             self._active += 1
-            task = asyncio.get_running_loop().create_task(self._send_loop())
+            # a context of its own: not the reconcile's that happened to start it (its
+            # log fields, the key a sharded operator's write fence checks)
+            loop = asyncio.get_running_loop()
+            task = contextvars.Context().run(loop.create_task, self._send_loop())
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
         return True

@@ -61,6 +61,8 @@ class LeaderElectionConfig:
     lease_duration: float = 15.0
     renew_deadline: float = 10.0
     retry_period: float = 2.0
+    #: Labels of the Lease when this elector creates it (a shard's Lease is found by them).
+    labels: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if not 0 < self.retry_period < self.renew_deadline < self.lease_duration:
@@ -159,6 +161,20 @@ class LeaderElector:
         except (errors.ApiError, TransportError) as error:
             log.warning("could not release the lease", error=str(error))
 
+    async def label(self, labels: dict[str, str]) -> None:
+        """Add ``labels`` to the Lease (a shard marking itself leaving), a merge patch
+        outside the fence, kept as the Lease's latest version (so a release that follows
+        does not conflict)."""
+        cfg = self.config
+        self._lease = await self.client.request(
+            "PATCH",
+            LEASE.path(cfg.namespace, cfg.name),
+            body={"metadata": {"labels": labels}},
+            content_type="application/merge-patch+json",
+            timeout=cfg.request_timeout,
+            fenced=False,
+        )
+
     # ------------------------------------------------------------------------ internals
     def _set_leader(self, value: bool) -> None:
         self.is_leader = value
@@ -238,7 +254,11 @@ class LeaderElector:
         return {
             "apiVersion": "coordination.k8s.io/v1",
             "kind": "Lease",
-            "metadata": {"name": cfg.name, "namespace": cfg.namespace},
+            "metadata": {
+                "name": cfg.name,
+                "namespace": cfg.namespace,
+                **({"labels": dict(cfg.labels)} if cfg.labels else {}),
+            },
             "spec": {
                 "holderIdentity": cfg.identity,
                 "leaseDurationSeconds": int(cfg.lease_duration),

@@ -18,6 +18,12 @@
    Lease once the caches have synced, the others once leading; their ``cleanup`` at
    shutdown, after the controllers have drained and before the Lease is released).
 
+Sharded (``sharding``, with leader election: :mod:`.sharding`, docs/sharding.md): every
+replica runs its controllers on the keys of its own shard Lease and watches the shard
+Leases; the election Lease's holder also coordinates and runs the leader-only tasks; a
+graceful stop marks the shard leaving, drains the workers, hands the keys back and
+releases the shard's Lease before the rest.
+
 Extra probes: :meth:`Manager.add_health_check` and :meth:`Manager.add_readiness_check`
 add named checks to ``/healthz`` and ``/readyz`` (a failing one answers 503 with its name).
 
@@ -48,6 +54,7 @@ from appstack.runtime.controller import Controller
 from appstack.runtime.leaderelection import LeaderElectionConfig, LeaderElector, LeadershipLost
 from appstack.runtime.metricsauth import MetricsAuth
 from appstack.runtime.resources import Resource
+from appstack.runtime.sharding import _FENCE, Coordinator, Shard, ShardingConfig
 from appstack.runtime.tasks import Task, clean_up, supervise
 
 log = structlog.get_logger(__name__)
@@ -87,6 +94,7 @@ class Manager:
         metrics_auth: MetricsAuth | None = None,
         metrics_tls: ssl.SSLContext | None = None,
         preflight: Callable[[], Awaitable[None]] | None = None,
+        sharding: ShardingConfig | None = None,
     ) -> None:
         self.client = client
         # Awaited once the probes are served and before the informers start (e.g. waiting
@@ -107,6 +115,19 @@ class Manager:
         )
         if self.elector is not None:
             client.write_guard = self.elector.fence
+        self.shard: Shard | None = None
+        if sharding is not None:
+            if leader_election is None:
+                raise ValueError("sharding needs leader election: its Lease elects the coordinator")
+            self.shard = Shard(
+                client,
+                election_client or client,
+                self.cache,
+                config=sharding,
+                election=leader_election,
+                metrics=self.metrics,
+            )
+            client.write_guard = self.shard.guard
         self.shutdown_timeout = shutdown_timeout
         self.auth_failure_threshold = auth_failure_threshold
         self._clients = [client, *([election_client] if election_client else [])]
@@ -117,6 +138,8 @@ class Manager:
         self.bound: dict[str, int] = {}  # "metrics"/"health" -> port actually bound
         self._stop = asyncio.Event()
         self._runners: list[web.AppRunner] = []
+        self._shard_renewing: asyncio.Task[None] | None = None
+        self._leading: asyncio.Task[None] | None = None
 
     def add(self, controller: Controller) -> None:
         """Run ``controller`` (:class:`~appstack.runtime.builder.Builder` calls this)."""
@@ -192,6 +215,9 @@ class Manager:
                 return
             log.info("caches synced", controllers=[c.name for c in self.controllers])
             self._start_tasks(leading=False)
+            if self.shard is not None and self.elector is not None:
+                await self._run_sharded(self.shard, self.elector)
+                return
             if self.elector is not None:
                 if not await self._until_stopped(self.elector.acquire()):
                     return
@@ -213,6 +239,86 @@ class Manager:
         finally:
             await self._shutdown(renewing, drain)
 
+    # ------------------------------------------------------------------ sharded mode
+    async def _run_sharded(self, shard: Shard, elector: LeaderElector) -> None:
+        """Every replica a shard: its own Lease, then its controllers (of its keys only);
+        the coordinator (and the leader-only tasks) on the one holding the election Lease.
+        Raises :class:`LeadershipLost` when either Lease is lost."""
+        if not await self._until_stopped(shard.elector.acquire()):
+            return
+        log.info("shard joined", shard=shard.name)
+        self._shard_renewing = asyncio.create_task(shard.elector.keep_renewing())
+        for controller in self.controllers:
+            await controller.start()
+        leading = asyncio.Event()
+        coordinator = Coordinator(
+            self.client,
+            shard.config,
+            lease_namespace=elector.config.namespace,
+            lease_value=shard.lease_value,
+            namespaces=self.cache.namespaces,
+            metrics=shard.metrics,
+            clock=elector.clock,
+            default_duration=elector.config.lease_duration,
+        )
+        token = _FENCE.set(elector.fence)  # its writes (once elected): the election Lease's
+        try:  # on every replica: it looks until elected, then coordinates
+            self._running.append(
+                asyncio.create_task(coordinator.run(leading), name="shard-coordinator")
+            )
+        finally:
+            _FENCE.reset(token)
+        self._leading = asyncio.create_task(self._lead(elector, leading))
+        stopping = asyncio.create_task(self._stop.wait())
+        waits: set[asyncio.Task[Any]] = {stopping, self._shard_renewing, self._leading}
+        done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
+        for task in done - {stopping}:
+            task.result()  # raises LeadershipLost
+
+    async def _lead(self, elector: LeaderElector, leading: asyncio.Event) -> None:
+        """Acquire the election Lease, then coordinate (``leading``) and run the leader-only
+        tasks, their writes fenced by it, until it is lost."""
+        await elector.acquire()
+        token = _FENCE.set(elector.fence)  # the tasks made now are fenced by it
+        try:
+            self._start_tasks(leading=True)
+        finally:
+            _FENCE.reset(token)
+        leading.set()
+        await elector.keep_renewing()
+
+    async def _shutdown_sharded(
+        self, shard: Shard, elector: LeaderElector, drain: float | None
+    ) -> None:
+        """Mark the shard leaving, stop the workers, hand the keys back, release the shard's
+        Lease; then the coordinator and tasks, the election Lease, the informers."""
+        log.info("shutting down", drain_seconds=drain, shard=shard.name)
+        graceful = drain != 0 and shard.elector.remaining() > 0
+        if graceful:
+            await shard.mark_leaving()
+        await asyncio.gather(*(c.stop(drain) for c in self.controllers), return_exceptions=True)
+        if graceful:
+            await shard.hand_back()
+        for renewing in (self._shard_renewing, self._leading):
+            if renewing is not None:
+                renewing.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await renewing
+        await shard.elector.release()
+        for running in self._running:
+            running.cancel()
+        await asyncio.gather(*self._running, return_exceptions=True)
+        self._running.clear()
+        cleaning = [t for t in self._started if drain != 0 or not t.leader_only]
+        self._started.clear()
+        await clean_up(cleaning)
+        await elector.release()
+        await self.cache.stop()
+        for runner in self._runners:
+            await runner.cleanup()
+        self._runners.clear()
+
     async def _until_stopped(self, awaitable: Awaitable[Any]) -> bool:
         """Await ``awaitable`` unless stop is requested first; True if it completed."""
         task = asyncio.ensure_future(awaitable)
@@ -228,6 +334,9 @@ class Manager:
         return False
 
     async def _shutdown(self, renewing: asyncio.Task[None] | None, drain: float | None) -> None:
+        if self.shard is not None and self.elector is not None:
+            await self._shutdown_sharded(self.shard, self.elector, drain)
+            return
         log.info("shutting down", drain_seconds=drain)
         for running in self._running:
             running.cancel()

@@ -25,20 +25,46 @@ key (a *drain*). This module decides, from what the API server shows, and does n
 
 The label keys are the caller's (the runtime names no product): :class:`ShardLabels`.
 The same functions drive the property-based model of the protocol
-(``tests/unit/runtime/test_sharding_model.py``). Nothing outside the tests uses this
-module yet: the runtime's wiring (shard Leases, selected informers, the per-key write
-fence, the coordinator's sweep) and the SDK's setting are still to come (docs/sharding.md).
+(``tests/unit/runtime/test_sharding_model.py``).
+
+The second half is the runtime's wiring, the :class:`~appstack.runtime.manager.Manager`'s
+sharded mode (``sharding=ShardingConfig(...)``; the SDK's ``--sharding`` derives it):
+
+* :class:`Shard` — this replica's shard Lease (a :class:`LeaderElector`: the same
+  acquire, renew, fence and release), its primaries' informers restricted to the objects
+  labelled to it, the client's write guard (the Lease's fence, and inside a reconcile the
+  key's: :data:`CURRENT_KEY`, :class:`KeyFenced`), the reconciler wrapper running
+  :func:`shard_step`, and the graceful stop's steps (leaving mark, keys handed back);
+* :class:`Coordinator` — on the replica holding the leader-election Lease: the shard
+  Leases and the unassigned objects at every look, a paginated metadata-only sweep on
+  every change, label patches on the version read, the metrics (:class:`ShardMetrics`).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import enum
 import hashlib
-from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass, replace
 from typing import Any
 
+import structlog
+from prometheus_client import Counter, Gauge
+
+from appstack.runtime import errors
+from appstack.runtime.cache import Cache
+from appstack.runtime.client import Client, TransportError
 from appstack.runtime.clock import Clock
+from appstack.runtime.controller import Reconciler, Request, Result
+from appstack.runtime.leaderelection import LeaderElectionConfig, LeaderElector, NotLeader
+from appstack.runtime.metrics import Metrics
+from appstack.runtime.resources import LEASE, Obj, Resource
+
+log = structlog.get_logger(__name__)
 
 
 def root_key(group: str, kind: str, namespace: str, name: str) -> str:
@@ -276,3 +302,464 @@ class ShardRoster:
         now = self.clock.now()
         left = [since + duration - now for _, since, duration, _ in self._seen.values()]
         return min((seconds for seconds in left if seconds > 0), default=None)
+
+
+# ---------------------------------------------------------------------------- the wiring
+# What a running operator does with the decisions above: the Manager's sharded mode.
+
+#: The root key of the reconcile running in this task (None outside one): what the write
+#: fence checks a write against.
+CURRENT_KEY: ContextVar[str | None] = ContextVar("shard_key", default=None)
+#: The fence that replaces the shard's in this task: the coordinator's and the leader-only
+#: tasks' writes are fenced by the leader-election Lease instead.
+_FENCE: ContextVar[Callable[[], float] | None] = ContextVar("shard_fence", default=None)
+
+
+class KeyFenced(NotLeader):
+    """A write for a key this shard no longer holds (its drain acknowledged, or its label
+    gone from the shard's cache) was refused locally."""
+
+
+@dataclass(frozen=True)
+class ShardingConfig:
+    """How a :class:`~appstack.runtime.manager.Manager` shards: the label keys on the
+    primary objects (``labels``) and on the shard Leases (``lease_label``, whose value is
+    the operator's leader-election Lease name; ``leaving_label`` on a stopping shard's),
+    the primary kinds with the label selector that chooses the operator's objects among them
+    (None: all), at most ``max_drains`` drains in flight per kind, and the coordinator's
+    pace: a look at the Leases and the unassigned objects every ``interval`` seconds, a full
+    sweep on every change of the shards and at least every ``sweep_interval`` seconds, in
+    pages of ``page_size`` objects (metadata only, nothing kept between pages)."""
+
+    labels: ShardLabels
+    lease_label: str
+    leaving_label: str
+    primaries: tuple[tuple[Resource, str | None], ...]
+    max_drains: int = 10
+    interval: float = 1.0
+    sweep_interval: float = 30.0
+    page_size: int = 500
+
+    def __post_init__(self) -> None:
+        if not self.primaries:
+            raise ValueError("sharding needs at least one primary kind")
+        if self.max_drains < 1 or self.interval <= 0 or self.sweep_interval <= 0:
+            raise ValueError(
+                "sharding needs max_drains >= 1 and positive intervals, got "
+                f"{self.max_drains}, {self.interval}s, {self.sweep_interval}s"
+            )
+
+
+def _key(resource: Resource, namespace: str | None, name: str) -> str:
+    return root_key(resource.group, resource.kind, namespace or "", name)
+
+
+def _cache_key(namespace: str | None, name: str) -> str:
+    return f"{namespace}/{name}" if namespace else name
+
+
+class ShardMetrics:
+    """The sharding metrics, in the manager's registry under its prefix:
+    ``<prefix>_shard_key_writes_refused_total`` (a shard's writes for keys it no longer
+    holds), ``<prefix>_shard_unassigned_keys{resource}`` and
+    ``<prefix>_shard_keys{resource,shard}`` (the coordinator's last sweep),
+    ``<prefix>_shard_handovers_total{resource,reason}`` (keys the coordinator moved from
+    one shard to another: ``drain`` asked, ``expired`` shard's key reassigned)."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        registry, prefix = metrics.registry, metrics.prefix
+        self.refused = Counter(
+            "shard_key_writes_refused",
+            "Writes refused locally: for a key this shard acknowledged a drain of or no "
+            "longer holds.",
+            namespace=prefix,
+            registry=registry,
+        )
+        self.unassigned = Gauge(
+            "shard_unassigned_keys",
+            "Primary objects labelled to no Ready shard at the coordinator's last look.",
+            ["resource"],
+            namespace=prefix,
+            registry=registry,
+        )
+        self.keys = Gauge(
+            "shard_keys",
+            "Primary objects labelled to each shard at the coordinator's last full sweep.",
+            ["resource", "shard"],
+            namespace=prefix,
+            registry=registry,
+        )
+        self.handovers = Counter(
+            "shard_handovers",
+            "Keys the coordinator moved between shards: drains asked, keys of expired "
+            "shards reassigned.",
+            ["resource", "reason"],
+            namespace=prefix,
+            registry=registry,
+        )
+
+
+class Shard:
+    """This replica as a shard: its Lease (through :class:`LeaderElector`: the same
+    acquire, renew, fence and release), the write fence per key (the client's
+    ``write_guard``), the reconciler wrapper that skips, acknowledges or reconciles a key
+    (:func:`shard_step`), and the graceful stop's steps (mark leaving, hand the keys back).
+    Made by the manager from its :class:`ShardingConfig` and leader-election settings."""
+
+    def __init__(
+        self,
+        client: Client,
+        election_client: Client,
+        cache: Cache,
+        *,
+        config: ShardingConfig,
+        election: LeaderElectionConfig,
+        metrics: Metrics,
+    ) -> None:
+        self.config = config
+        self.cache = cache
+        self.client = election_client  # the Lease's calls
+        self.writer = client  # the label patches: fenced by this shard's Lease
+        self.name = shard_name(election.name, election.identity)
+        self.lease_value = election.name[:63].rstrip("-._")
+        own = replace(election, name=self.name, labels=((config.lease_label, self.lease_value),))
+        self.elector = LeaderElector(election_client, own, metrics=metrics)
+        self.metrics = ShardMetrics(metrics)
+        self.primaries = {(r.group, r.kind): r for r, _ in config.primaries}
+        self.released: set[str] = set()  # keys whose drain this shard acknowledged
+        for resource, _ in config.primaries:
+            cache.restrict(resource, f"{config.labels.shard}={self.name}")
+
+    # --------------------------------------------------------------------- the fence
+    def holds(self, key: str) -> bool:
+        """Whether this shard may write for ``key``: labelled to it in its cache, and no
+        drain of it acknowledged since."""
+        if key in self.released:
+            return False
+        group, kind, namespace, name = key.split("/", 3)
+        resource = self.primaries.get((group, kind))
+        if resource is None:
+            return True  # not a sharded kind's key
+        obj = self.cache.get(resource, _cache_key(namespace or None, name))
+        labels = ((obj or {}).get("metadata") or {}).get("labels") or {}
+        return bool(labels.get(self.config.labels.shard) == self.name)
+
+    def guard(self) -> float:
+        """The client's write guard: the leader-election Lease's fence in the coordinator's
+        and leader-only tasks; else this shard's Lease fence and, inside a reconcile, the
+        key's (:class:`KeyFenced`)."""
+        override = _FENCE.get()
+        if override is not None:
+            return override()
+        remaining = self.elector.fence()
+        key = CURRENT_KEY.get()
+        if key is not None and not self.holds(key):
+            self.metrics.refused.inc()
+            raise KeyFenced(f"shard {self.name} no longer holds {key}; write refused")
+        return remaining
+
+    # ------------------------------------------------------------------ the reconciles
+    def wrap(self, reconciler: Reconciler, primary: Resource) -> Reconciler:
+        """``reconciler`` as this shard runs it, when ``primary`` is a sharded kind."""
+        if (primary.group, primary.kind) not in self.primaries:
+            return reconciler
+        return _ShardedReconciler(self, reconciler, self.primaries[(primary.group, primary.kind)])
+
+    async def acknowledge(self, resource: Resource, obj: Mapping[str, Any], key: str) -> None:
+        """Let go of a drained key: from now on its writes are refused; both labels
+        removed in one patch on the version the drain was seen at (409: the object changed,
+        the key is held again and the next reconcile acknowledges again)."""
+        meta = obj["metadata"]
+        self.released.add(key)
+        token = CURRENT_KEY.set(None)  # the acknowledgement itself passes the key's fence
+        try:
+            await self.writer.patch(
+                resource,
+                meta["name"],
+                acknowledge_patch(self.config.labels, meta["resourceVersion"]),
+                namespace=meta.get("namespace"),
+            )
+        except errors.Conflict:
+            self.released.discard(key)
+            raise
+        except errors.NotFound:
+            return
+        finally:
+            CURRENT_KEY.reset(token)
+        log.info("drain acknowledged", shard=self.name, key=key, at=time.time())
+
+    # --------------------------------------------------------------------- stopping
+    async def mark_leaving(self) -> None:
+        """Label this shard's Lease as leaving: the coordinator assigns it nothing more."""
+        try:
+            await self.elector.label({self.config.leaving_label: "true"})
+            log.info("shard leaving", shard=self.name)
+        except (errors.ApiError, TransportError) as error:
+            log.warning("could not mark the shard leaving", shard=self.name, error=str(error))
+
+    async def hand_back(self) -> int:
+        """Remove this shard's label from every key it holds (its workers stopped), each on
+        the version in its cache; returns how many. Failures are left to the Lease's
+        release: the coordinator then assigns what is still labelled to this shard."""
+        handed = 0
+        for resource, _ in self.config.primaries:
+            for obj in self.cache.objects(resource):
+                meta = obj.get("metadata") or {}
+                labels = meta.get("labels") or {}
+                if labels.get(self.config.labels.shard) != self.name:
+                    continue
+                self.released.add(_key(resource, meta.get("namespace"), meta["name"]))
+                try:
+                    await self.writer.patch(
+                        resource,
+                        meta["name"],
+                        release_patch(self.config.labels, meta["resourceVersion"]),
+                        namespace=meta.get("namespace"),
+                    )
+                    handed += 1
+                except (errors.ApiError, TransportError, NotLeader) as error:
+                    log.info("key not handed back", key=meta["name"], error=str(error))
+        log.info("keys handed back", shard=self.name, keys=handed)
+        return handed
+
+
+class _ShardedReconciler:
+    """A reconciler of a sharded kind as a shard runs it: :func:`shard_step` on the cached
+    object first; the reconcile runs with its key in :data:`CURRENT_KEY`."""
+
+    def __init__(self, shard: Shard, inner: Reconciler, primary: Resource) -> None:
+        self.shard, self.inner, self.primary = shard, inner, primary
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def reconcile(self, request: Request) -> Result | None:
+        shard = self.shard
+        key = _key(self.primary, request.namespace, request.name)
+        obj = shard.cache.get(self.primary, request.key)
+        if obj is None:  # not this shard's (or gone): its owner reconciles it
+            shard.released.discard(key)  # the fence refuses it anyway: not in the cache
+            return None
+        labels = (obj.get("metadata") or {}).get("labels") or {}
+        step = shard_step(shard.name, labels, shard.config.labels)
+        if step is Step.SKIP:
+            return None
+        if step is Step.ACKNOWLEDGE:
+            await shard.acknowledge(self.primary, obj, key)
+            return None
+        shard.released.discard(key)  # labelled to it again since (a cache never goes back)
+        token = CURRENT_KEY.set(key)
+        try:
+            return await self.inner.reconcile(request)
+        finally:
+            CURRENT_KEY.reset(token)
+
+
+#: The coordinator's label patches in flight at once.
+PATCHES_AT_ONCE = 16
+
+
+class Coordinator:
+    """The coordinator, acting on the replica holding the leader-election Lease (its writes
+    fenced by that Lease; the others only look, :meth:`run`): every ``interval`` it lists
+    the shard Leases (:class:`ShardRoster`) and the objects with no shard label; on a
+    change of the Ready or leaving shards, while keys wait to move or after a conflict, and
+    every ``sweep_interval`` it sweeps every primary object, a page at a time, keeping
+    nothing between pages (:func:`coordinate`); each label patch carries the version it
+    read. Deletes the Leases of shards gone (released, or expired on its clock: their fence
+    shut long before)."""
+
+    def __init__(
+        self,
+        client: Client,
+        config: ShardingConfig,
+        *,
+        lease_namespace: str,
+        lease_value: str,
+        namespaces: Sequence[str] | None,
+        metrics: ShardMetrics,
+        clock: Clock,
+        default_duration: float,
+    ) -> None:
+        self.client, self.config, self.metrics, self.clock = client, config, metrics, clock
+        self.lease_namespace, self.lease_value = lease_namespace, lease_value
+        self.namespaces: list[str | None] = list(namespaces) if namespaces else [None]
+        self.roster = ShardRoster(clock, config.leaving_label, default_duration)
+        self._pending = False  # keys wait to move: sweep again at the next look
+
+    async def run(self, leading: asyncio.Event | None = None) -> None:
+        """Look and sweep until cancelled; while ``leading`` is not set, only look (every
+        replica does: its roster is warm the moment it is elected, so a shard that died
+        with the coordinator is judged from when it was last seen renewing, not from the
+        election)."""
+        last: tuple[frozenset[str], frozenset[str]] | None = None
+        next_sweep = 0.0
+        while True:
+            try:
+                acting = leading is None or leading.is_set()
+                ready, leaving = await self.look(delete=acting)
+                if not acting and leading is not None:  # look again, or act once elected
+                    with contextlib.suppress(asyncio.TimeoutError):
+                        await asyncio.wait_for(leading.wait(), self.config.interval)
+                    continue
+                shards = (frozenset(ready), frozenset(leaving))
+                now = self.clock.now()
+                if shards != last:
+                    log.info("shards", ready=sorted(ready), leaving=sorted(leaving))
+                if shards != last or self._pending or now >= next_sweep:
+                    await self.sweep(ready, leaving)
+                    last, next_sweep = shards, now + self.config.sweep_interval
+                else:
+                    await self.sweep(ready, leaving, unassigned_only=True)
+            except (errors.ApiError, TransportError, NotLeader) as error:
+                log.warning("shard coordination failed; trying again", error=str(error))
+            except Exception as error:  # a bug: said, and the next look tries again
+                log.error("shard coordination failed", error=str(error), exc_info=error)
+            wait = min(self.config.interval, self.roster.next_expiry() or self.config.interval)
+            await self.clock.sleep(max(0.05, wait))
+
+    async def look(self, *, delete: bool = True) -> tuple[set[str], set[str]]:
+        """Read the shard Leases (and, ``delete``, delete those of shards gone): the Ready
+        and the leaving shards."""
+        selector = f"{self.config.lease_label}={self.lease_value}"
+        leases, _ = await self.client.list(LEASE, self.lease_namespace, label_selector=selector)
+        self.roster.observe(leases)
+        ready = self.roster.ready()
+        for lease in leases if delete else ():  # released, or expired on our clock: gone
+            meta = lease.get("metadata") or {}
+            if meta.get("name") not in ready:
+                with contextlib.suppress(errors.ApiError, TransportError):
+                    await self.client.delete(
+                        LEASE, meta["name"], self.lease_namespace, uid=meta.get("uid")
+                    )
+        return ready, self.roster.leaving()
+
+    async def sweep(
+        self, ready: set[str], leaving: set[str], unassigned_only: bool = False
+    ) -> None:
+        """Decide every primary object (or, ``unassigned_only``, those with no shard label)
+        a page at a time, and patch."""
+        pending = False
+        if not unassigned_only:
+            self.metrics.keys.clear()
+        for resource, chosen in self.config.primaries:
+            counts: dict[str, int] = {}
+            unassigned = 0
+            for namespace in self.namespaces:
+                in_flight = 0
+                if not unassigned_only:
+                    in_flight = await self._drains_in_flight(resource, chosen, namespace, ready)
+                selector = chosen
+                if unassigned_only:
+                    absent = f"!{self.config.labels.shard}"
+                    selector = f"{chosen},{absent}" if chosen else absent
+                token: str | None = None
+                while True:
+                    page, _, token = await self.client.list_page(
+                        resource.metadata_only(),
+                        namespace,
+                        label_selector=selector,
+                        limit=self.config.page_size,
+                        token=token,
+                    )
+                    got = await self._decide(
+                        resource, page, ready, leaving, in_flight=in_flight, counts=counts
+                    )
+                    unassigned += got[0]
+                    in_flight += got[1]
+                    pending = pending or got[2]
+                    if token is None:
+                        break
+            self.metrics.unassigned.labels(str(resource)).set(unassigned)
+            if not unassigned_only:
+                for shard, count in counts.items():
+                    self.metrics.keys.labels(str(resource), shard).set(count)
+        if not unassigned_only:
+            self._pending = pending
+
+    async def _drains_in_flight(
+        self, resource: Resource, chosen: str | None, namespace: str | None, ready: set[str]
+    ) -> int:
+        drain = self.config.labels.drain
+        selector = f"{chosen},{drain}" if chosen else drain
+        items, _ = await self.client.list(
+            resource.metadata_only(), namespace, label_selector=selector
+        )
+        shard = self.config.labels.shard
+        return sum(
+            1 for o in items if ((o.get("metadata") or {}).get("labels") or {}).get(shard) in ready
+        )
+
+    async def _decide(
+        self,
+        resource: Resource,
+        page: list[Obj],
+        ready: set[str],
+        leaving: set[str],
+        *,
+        in_flight: int,
+        counts: dict[str, int],
+    ) -> tuple[int, int, bool]:
+        """One page: (keys left unassigned, drains asked, whether keys still wait: to move
+        from a Ready shard, or their patch conflicted)."""
+        names = self.config.labels
+        by_key: dict[str, Obj] = {}
+        states: list[KeyState] = []
+        for obj in page:
+            meta = obj.get("metadata") or {}
+            key = _key(resource, meta.get("namespace"), meta.get("name", ""))
+            by_key[key] = obj
+            states.append(KeyState.of(key, meta.get("labels") or {}, names))
+        actions = coordinate(states, ready, leaving, self.config.max_drains, in_flight)
+        holder = {s.key: s.shard for s in states}
+        for state in states:
+            if state.shard in ready:
+                counts[state.shard] = counts.get(state.shard, 0) + 1
+        unassigned = sum(1 for s in states if s.shard not in ready)
+        gate = asyncio.Semaphore(PATCHES_AT_ONCE)
+
+        async def carry_out(action: Action) -> bool | None:
+            """True once patched, False on a conflict, None when the object is gone."""
+            meta = by_key[action.key]["metadata"]
+            async with gate:
+                try:
+                    await self.client.patch(
+                        resource,
+                        meta["name"],
+                        action_patch(action, names, meta["resourceVersion"]),
+                        namespace=meta.get("namespace"),
+                    )
+                except errors.Conflict:
+                    return False  # changed since the page was read: sweep again at once
+                except errors.NotFound:
+                    return None
+                except errors.ApiError as error:  # refused (e.g. by admission): said, skipped
+                    log.warning("label patch refused", key=action.key, error=str(error))
+                    return None
+            return True
+
+        outcomes = await asyncio.gather(*(carry_out(action) for action in actions))
+        conflicted = False in outcomes
+        done = {a.key for a, outcome in zip(actions, outcomes, strict=True) if outcome}
+        drains = 0
+        for action in actions:
+            if action.key not in done:
+                continue
+            if isinstance(action, Drain):
+                drains += 1
+                self.metrics.handovers.labels(str(resource), "drain").inc()
+            else:
+                unassigned -= 1
+                if holder[action.key] is not None:
+                    self.metrics.handovers.labels(str(resource), "expired").inc()
+                log.info("key assigned", key=action.key, shard=action.shard)
+        targets = sorted(ready - leaving)
+        pending = conflicted or any(
+            s.shard in ready
+            and s.shard not in leaving
+            and not s.draining
+            and s.key not in done
+            and owner(s.key, targets) != s.shard
+            for s in states
+        )
+        return unassigned, drains, pending

@@ -205,6 +205,15 @@ def operator_flags(identity: OperatorIdentity) -> Callable[[F], F]:
             help="The wait between acquire/renew attempts.",
         ),
         click.option(
+            "--sharding/--no-sharding",
+            default=False,
+            show_default=True,
+            help="Every replica reconciles its own share of the objects (a Lease per "
+            "replica, the owner in a label on each object, handed over without overlap). "
+            "Turns leader election on: its Lease elects the replica that assigns the "
+            "objects; the --leader-elect-* settings time every Lease.",
+        ),
+        click.option(
             "--graceful-shutdown-timeout",
             "shutdown_timeout",
             type=Duration(zero=True),

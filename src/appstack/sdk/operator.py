@@ -33,7 +33,7 @@ import socket
 import ssl
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import structlog
@@ -51,6 +51,8 @@ from appstack.runtime import (
     Manager,
     Metrics,
     MetricsAuth,
+    ShardingConfig,
+    ShardLabels,
     Task,
     TransportError,
     configure_logging,
@@ -99,6 +101,47 @@ def check(options: OperatorOptions) -> None:
         )
     LeaderElectionConfig(
         "-", "-", "-", options.lease_duration, options.renew_deadline, options.retry_period
+    )
+
+
+def shard_labels(identity: OperatorIdentity) -> ShardLabels:
+    """The label keys a sharded operator puts on its primary objects: the owning shard
+    ``shard.<domain>/<project>``, a drain asked ``drain.shard.<domain>/<project>``."""
+    return ShardLabels(
+        f"shard.{identity.domain}/{identity.project}",
+        f"drain.shard.{identity.domain}/{identity.project}",
+    )
+
+
+class ShardingRefused(ValueError):
+    """The operator cannot shard as it stands (a primary that another controller follows)."""
+
+
+def sharding_config(
+    controllers: Sequence[Registration], identity: OperatorIdentity, options: OperatorOptions
+) -> ShardingConfig:
+    """How the operator shards (``--sharding``, docs/sharding.md): its controllers'
+    primaries (each with the label selector that chooses its objects, if any) under its
+    identity's labels (:func:`shard_labels`; its shard Leases labelled
+    ``<domain>/shard-of``, a stopping one's ``<domain>/shard-leaving``), the coordinator
+    looking as often as the Lease is retried (at most every second). A primary that
+    another controller also owns or watches is refused (:class:`ShardingRefused`): its
+    objects follow their root's shard, which the SDK does not label yet."""
+    primaries = {c.primary for c in controllers}
+    for c in controllers:
+        followed = {*c.owns, *(r for r, _ in c.reconciler.watches), *c.reconciler.references}
+        for resource in primaries & followed - {c.primary}:
+            raise ShardingRefused(
+                f"--sharding: {resource} is reconciled by its own controller and also "
+                f"followed by controller {c.name}; shard only root kinds"
+            )
+    chosen = {c.primary: getattr(c.reconciler, "selector", None) or None for c in controllers}
+    return ShardingConfig(
+        labels=shard_labels(identity),
+        lease_label=identity.key("shard-of"),
+        leaving_label=identity.key("shard-leaving"),
+        primaries=tuple(sorted(chosen.items(), key=lambda item: str(item[0]))),
+        interval=min(1.0, options.retry_period),
     )
 
 
@@ -297,6 +340,7 @@ async def assemble(
     is changed unless ``tune_process`` (asyncio's TLS read buffer made 16 KiB:
     :func:`~appstack.sdk.process.tune_connections`; :func:`serve` asks for it): an operator
     assembled inside another asyncio program leaves that program as it was."""
+    sharding = sharding_config(controllers, identity, options) if options.sharding else None
     me = instance()
     agent = identity.user_agent(version or "dev", me)
     tls, cert_files = metrics_tls(options)
@@ -309,7 +353,7 @@ async def assemble(
             renew_deadline=options.renew_deadline,
             retry_period=options.retry_period,
         )
-        if options.leader_elect
+        if options.leader_elect or options.sharding
         else None
     )
     if tune_process:  # before the first connection: 16 KiB TLS buffers, not 256 KiB
@@ -344,6 +388,7 @@ async def assemble(
         metrics_auth=MetricsAuth(client) if options.metrics_auth else None,
         metrics_tls=tls,
         preflight=lambda: require_crds(client, controllers, crds_hint),
+        sharding=sharding,
     )
     recorder = EventRecorder(
         client, controller=identity.event_source, instance=me, busy=manager.backlog
@@ -445,12 +490,19 @@ def run_operator(
     controllers: Sequence[Registration],
     identity: OperatorIdentity,
     options: OperatorOptions | None = None,
+    *,
+    sharding: bool = False,
     **assembly: Any,
 ) -> int:
     """Configure logging, run the operator (:func:`serve`, ``assembly`` its keyword
-    arguments) and return its exit code: 0 after SIGTERM, 1 when leadership was lost, a CRD
-    is missing or the kubeconfig cannot be used (2 is left to usage errors, click's)."""
+    arguments) and return its exit code: 0 after SIGTERM, 1 when leadership (or a shard's
+    Lease) was lost, a CRD is missing or the kubeconfig cannot be used (2 is left to usage
+    errors, click's; an operator that cannot shard is 1 too). ``sharding=True`` (as
+    ``options.sharding``, the ``--sharding`` flag): every replica active on its own share
+    of the primary objects (docs/sharding.md)."""
     options = options or OperatorOptions()
+    if sharding:
+        options = replace(options, sharding=True)
     configure_logging(options.log_format, options.log_level, cache_loggers=True)
     try:
         asyncio.run(serve(controllers, identity, options, **assembly))
@@ -458,6 +510,9 @@ def run_operator(
         return 1
     except MissingCRDs as error:
         log.error("cannot start", error=str(error), missing=error.names)
+        return 1
+    except ShardingRefused as error:
+        log.error("cannot start", error=str(error))
         return 1
     except KubeconfigError as error:  # the user's to fix: no traceback
         log.error("cannot start", error=str(error), hint=KUBECONFIG_HINT)

@@ -43,6 +43,9 @@ class OperatorOptions:
     lease_duration: float = 15.0
     renew_deadline: float = 10.0
     retry_period: float = 2.0
+    # every replica active on its own share of the primary objects (docs/sharding.md);
+    # leader election on (its Lease elects the coordinator), with the Lease settings above
+    sharding: bool = False
     shutdown_timeout: float = 20.0
     auth_failure_threshold: float = 60.0
     metrics_address: str | None = ":8080"

@@ -1,0 +1,253 @@
+"""The runtime's wiring of sharding (runtime/sharding.py: Shard, Coordinator; the manager's
+sharded mode) against the in-memory API server: the coordinator assigns, drains only after
+nothing else, reassigns a gone shard's keys and deletes its Lease; a shard's write fence
+refuses a write for a key it let go of (counted) and lets the coordinator's through on the
+election Lease's fence; a sharded manager reconciles only its keys, acknowledges a drain
+without reconciling, and hands its keys back on a graceful stop. The e2e on the local
+cluster, with processes scaled and killed: tests/e2e/test_sharding.py."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from appstack.runtime import CONFIG_MAP, LEASE, NAMESPACE, Client, Metrics
+from appstack.runtime.builder import Builder
+from appstack.runtime.cache import Cache
+from appstack.runtime.clock import FakeClock
+from appstack.runtime.controller import Request, Result
+from appstack.runtime.fake import FakeApiServer
+from appstack.runtime.leaderelection import LeaderElectionConfig, NotLeader
+from appstack.runtime.manager import Manager
+from appstack.runtime.sharding import (
+    _FENCE,
+    CURRENT_KEY,
+    Coordinator,
+    KeyFenced,
+    Shard,
+    ShardingConfig,
+    ShardLabels,
+    ShardMetrics,
+    owner,
+    root_key,
+)
+
+NS = "ns"
+ONLY_NS = {"namespace": NS}
+LABELS = ShardLabels("shard.example.com/op", "drain.shard.example.com/op")
+CONFIG = ShardingConfig(
+    labels=LABELS,
+    lease_label="example.com/shard-of",
+    leaving_label="example.com/shard-leaving",
+    primaries=((CONFIG_MAP, "app=yes"),),
+    max_drains=3,
+    interval=0.02,
+)
+
+
+async def _client() -> Client:
+    client = Client(FakeApiServer(), field_manager="test")
+    await client.create(NAMESPACE, {"metadata": {"name": NS}})
+    return client
+
+
+def _cm(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    meta = {"name": name, "namespace": NS, "labels": {"app": "yes", **(labels or {})}}
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta}
+
+
+def _lease(name: str, holder: str = "someone") -> dict[str, Any]:
+    return {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": name, "namespace": NS, "labels": {CONFIG.lease_label: "op"}},
+        "spec": {"holderIdentity": holder, "leaseDurationSeconds": 3, "renewTime": "t0"},
+    }
+
+
+def _key(name: str) -> str:
+    return root_key("", "ConfigMap", NS, name)
+
+
+async def _labels(client: Client) -> dict[str, dict[str, str]]:
+    items, _ = await client.list(CONFIG_MAP, NS)
+    return {o["metadata"]["name"]: o["metadata"].get("labels") or {} for o in items}
+
+
+def _coordinator(client: Client, clock: FakeClock) -> Coordinator:
+    return Coordinator(
+        client,
+        CONFIG,
+        lease_namespace=NS,
+        lease_value="op",
+        namespaces=[NS],
+        metrics=ShardMetrics(Metrics()),
+        clock=clock,
+        default_duration=3.0,
+    )
+
+
+async def test_the_coordinator_assigns_drains_and_reassigns_a_gone_shards_keys() -> None:
+    client, clock = await _client(), FakeClock()
+    for name in ("s1", "s2"):
+        await client.create(LEASE, _lease(name))
+    names = [f"c{i}" for i in range(30)]
+    for name in names:
+        await client.create(CONFIG_MAP, _cm(name))
+    await client.create(
+        CONFIG_MAP, {**_cm("other"), "metadata": {"name": "other", "namespace": NS}}
+    )
+    coordinator = _coordinator(client, clock)
+
+    ready, leaving = await coordinator.look()
+    assert ready == {"s1", "s2"}
+    await coordinator.sweep(ready, leaving, unassigned_only=True)
+    labels = await _labels(client)
+    assert all(labels[n][LABELS.shard] == owner(_key(n), ["s1", "s2"]) for n in names)
+    assert LABELS.shard not in labels["other"]  # not chosen by the primary's selector
+    assert coordinator.metrics.unassigned.labels(str(CONFIG_MAP))._value.get() == 0
+
+    await client.create(LEASE, _lease("s3"))  # a new shard: its keys drained, 3 at a time
+    ready, leaving = await coordinator.look()
+    await coordinator.sweep(ready, leaving)
+    labels = await _labels(client)
+    drained = [n for n in names if LABELS.drain in labels[n]]
+    assert len(drained) == 3
+    assert all(labels[n][LABELS.drain] == labels[n][LABELS.shard] for n in drained)
+    assert all(owner(_key(n), ["s1", "s2", "s3"]) == "s3" for n in drained)
+    assert not any(labels[n].get(LABELS.shard) == "s3" for n in names)  # none before the ack
+    assert coordinator._pending  # more keys wait to move
+
+    for name in drained:  # their holders acknowledge: then, and only then, s3 gets them
+        meta = {"labels": {LABELS.shard: None, LABELS.drain: None}}
+        await client.patch(CONFIG_MAP, name, {"metadata": meta}, namespace=NS)
+    await coordinator.sweep(ready, leaving, unassigned_only=True)
+    labels = await _labels(client)
+    assert all(labels[n][LABELS.shard] == "s3" for n in drained)
+
+    await _then_shards_go(client, clock, coordinator, names)
+
+
+async def _then_shards_go(
+    client: Client, clock: FakeClock, coordinator: Coordinator, names: list[str]
+) -> None:
+    s1 = await client.get(LEASE, "s1", NS)  # s1 released its Lease: its keys go at once
+    s1["spec"]["holderIdentity"] = ""
+    await client.update(LEASE, s1)
+    ready, leaving = await coordinator.look()
+    assert ready == {"s2", "s3"}
+    await coordinator.sweep(ready, leaving)
+    labels = await _labels(client)
+    assert not any(labels[n].get(LABELS.shard) == "s1" for n in names)
+    leases, _ = await client.list(LEASE, NS)
+    assert sorted(lease["metadata"]["name"] for lease in leases) == ["s2", "s3"]
+
+    await clock.advance(2.9)  # s2 renews, s3 does not: expired on the coordinator's clock
+    s2 = await client.get(LEASE, "s2", NS)
+    s2["spec"]["renewTime"] = "t1"
+    await client.update(LEASE, s2)
+    await coordinator.look()
+    await clock.advance(0.2)
+    ready, leaving = await coordinator.look()
+    assert ready == {"s2"}
+    await coordinator.sweep(ready, leaving)
+    labels = await _labels(client)
+    assert all(labels[n][LABELS.shard] == "s2" for n in names)  # drains asked of s2 run on
+    handovers = coordinator.metrics.handovers
+    assert handovers.labels(str(CONFIG_MAP), "drain")._value.get() >= 3
+    assert handovers.labels(str(CONFIG_MAP), "expired")._value.get() > 0
+
+
+async def test_the_fence_refuses_a_write_for_a_key_the_shard_let_go() -> None:
+    client = await _client()
+    election = LeaderElectionConfig("op", NS, "me", 3.0, 2.0, 0.5)
+    cache = Cache(client, [NS])
+    shard = Shard(client, client, cache, config=CONFIG, election=election, metrics=Metrics())
+    client.write_guard = shard.guard
+    await shard.elector.acquire()
+    lease = await client.get(LEASE, shard.name, NS)
+    assert lease["metadata"]["labels"] == {CONFIG.lease_label: "op"}
+    await client.create(CONFIG_MAP, _cm("mine", {LABELS.shard: shard.name}))
+    await client.create(CONFIG_MAP, _cm("theirs", {LABELS.shard: "another"}))
+    cache.informers(CONFIG_MAP)
+    await cache.start()
+    await cache.wait_synced()
+    assert cache.keys(CONFIG_MAP) == [f"{NS}/mine"]  # selected server-side
+
+    write = {"metadata": {"annotations": {"a": "b"}}}
+    token = CURRENT_KEY.set(_key("mine"))
+    await client.patch(CONFIG_MAP, "mine", write, namespace=NS)
+    shard.released.add(_key("mine"))  # a drain acknowledged
+    with pytest.raises(KeyFenced):
+        await client.patch(CONFIG_MAP, "mine", write, namespace=NS)
+    CURRENT_KEY.reset(token)
+    token = CURRENT_KEY.set(_key("theirs"))  # not in this shard's cache
+    with pytest.raises(KeyFenced):
+        await client.patch(CONFIG_MAP, "theirs", write, namespace=NS)
+    CURRENT_KEY.reset(token)
+    assert shard.metrics.refused._value.get() == 2
+    await client.patch(CONFIG_MAP, "theirs", write, namespace=NS)  # outside a reconcile
+
+    def refuse() -> float:
+        raise NotLeader("not the coordinator")
+
+    token = _FENCE.set(refuse)  # the coordinator's writes: the election Lease's fence
+    with pytest.raises(NotLeader):
+        await client.patch(CONFIG_MAP, "mine", write, namespace=NS)
+    _FENCE.reset(token)
+    await cache.stop()
+
+
+async def test_a_sharded_manager_reconciles_its_keys_acknowledges_and_hands_back() -> None:
+    admin = await _client()  # the test's writes: not fenced
+    client = Client(admin.transport, field_manager="op")
+    election = LeaderElectionConfig("op", NS, "me", 3.0, 2.0, 0.5)
+    manager = Manager(client, namespaces=[NS], leader_election=election, sharding=CONFIG)
+    seen: list[str] = []
+
+    class Record:
+        async def reconcile(self, request: Request) -> Result | None:
+            seen.append(request.name)
+            note = {"metadata": {"annotations": {"seen": "yes"}}}
+            await client.patch(CONFIG_MAP, request.name, note, namespace=NS)
+            return None
+
+    Builder(manager, "record").for_(CONFIG_MAP).complete(Record())
+    for name in ("a", "b"):
+        await admin.create(CONFIG_MAP, _cm(name))
+    running = asyncio.create_task(manager.run())
+    shard = manager.shard
+    assert shard is not None
+
+    async def until(check: Any) -> None:
+        for _ in range(500):
+            if await check():
+                return
+            await asyncio.sleep(0.01)
+        raise AssertionError("not in time")
+
+    async def reconciled() -> bool:
+        labels = await _labels(client)
+        return set(seen) >= {"a", "b"} and all(
+            labels[n].get(LABELS.shard) == shard.name for n in ("a", "b")
+        )
+
+    await until(reconciled)
+    count = seen.count("a")
+    await client.patch(
+        CONFIG_MAP, "a", {"metadata": {"labels": {LABELS.drain: shard.name}}}, namespace=NS
+    )
+
+    async def acknowledged() -> bool:  # and assigned again by the coordinator (one shard)
+        return _key("a") not in shard.released and seen.count("a") > count
+
+    await until(acknowledged)
+    manager.stop()
+    await running
+    labels = await _labels(client)
+    assert all(LABELS.shard not in labels[n] for n in ("a", "b"))  # handed back
+    lease = await client.get(LEASE, shard.name, NS)
+    assert not lease["spec"]["holderIdentity"]  # released after
+    assert lease["metadata"]["labels"][CONFIG.leaving_label] == "true"
