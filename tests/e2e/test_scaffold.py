@@ -20,6 +20,7 @@ import contextlib
 import importlib
 import json
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -491,15 +492,10 @@ def _admitted_by_the_deployed_webhook(env: dict[str, str], project: Path, namesp
         "metadata": {"name": "forbidden", "namespace": namespace},
         "spec": {"foo": "forbidden"},
     }
-    refused = subprocess.run(
-        ["kubectl", "create", "--dry-run=server", "-f", "-"],
-        input=json.dumps(forbidden),
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
+    refused = _sh(
+        f"echo {shlex.quote(json.dumps(forbidden))} | kubectl create --dry-run=server -f -",
+        project,
+        env,
     )
     assert refused.returncode != 0, refused.stdout
     assert "forbidden is not a foo" in refused.stderr, refused.stderr
