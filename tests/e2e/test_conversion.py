@@ -7,7 +7,9 @@ its self-signed CA). An object created as v1alpha1 is read as v1 and back, updat
 either, stored as v1 (``status.storedVersions``), reconciled as the hub, keeps its ``tier``
 through a v1alpha1 round trip (an annotation), and one v1alpha1 cannot express is refused
 on read with the conversion's own message. The deprecated version's warning reaches kubectl
-and the runtime's client (``Client.warnings``).
+and the runtime's client (``Client.warnings``). An object made while the first release's CRD
+(v1alpha1 alone) was installed is read at both versions with the same data, and the
+operator migrates its storage: v1 in etcd, ``status.storedVersions`` ``[v1]``.
 
 The CRD is cluster-wide and named after this module's own group (a uuid), its objects only
 in the test's namespace."""
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import uuid
 from pathlib import Path
 from typing import Any
@@ -64,6 +67,10 @@ class WidgetSpecV1alpha1(KubeModel):
 class WidgetV1alpha1(CustomObject):
     spec: WidgetSpecV1alpha1
     status: WidgetStatus | None = None
+
+
+#: the first release's CRD: v1alpha1 alone, stored (seed 000's AppService started there)
+FIRST_RELEASE = crd(WidgetV1alpha1.KIND)
 
 
 class WidgetSpec(KubeModel):
@@ -131,22 +138,43 @@ class WidgetReconciler(KindReconciler[WidgetSpec]):
 REGISTRATION = Registration(name="widgets", reconciler=WidgetReconciler)
 
 
-async def _served(client: Client) -> bool:
+def _stored(local: Any, namespace: str, name: str) -> str:
+    """The apiVersion of a Widget as etcd holds it."""
+    raw = local.etcdctl(
+        "get", f"/registry/{GROUP}/widgets/{namespace}/{name}", "--print-value-only"
+    )
+    return str(json.loads(raw)["apiVersion"])
+
+
+async def _served(client: Client, resource: Resource) -> bool:
     try:
-        await client.list_page(V1, "default", limit=1)
+        await client.list_page(resource, "default", limit=1)
     except ApiError:
         return False
     return True
 
 
 @pytest.fixture
-async def widget_crd(kubeconfig: Path) -> Any:
+async def widget_crd(kubeconfig: Path, namespace: str, kube_cluster: ClusterHandle) -> Any:
+    """The Widget CRD as two releases install it: first v1alpha1 alone, stored, and an
+    object made then (``before``, size 5); then both versions, v1 the storage version."""
     # the URL is the operator's to set (developer mode); until then nothing converts
     manifest = crd(WIDGET, conversion={"url": "https://127.0.0.1:9/convert"})
     async with await Client.connect(str(kubeconfig), field_manager="conversion-test") as admin:
-        await admin.create(CRD, manifest)
+        await admin.apply(CRD, FIRST_RELEASE)
         try:
-            await eventually(lambda: _served(admin), timeout=60, what="the Widget CRD served")
+            await eventually(
+                lambda: _served(admin, V1ALPHA1), timeout=60, what="the first Widget CRD served"
+            )
+            await admin.create(V1ALPHA1, {
+                "apiVersion": V1ALPHA1.api_version, "kind": "Widget",
+                "metadata": {"name": "before", "namespace": namespace}, "spec": {"size": 5},
+            })  # fmt: skip
+            await admin.apply(CRD, manifest)
+            await eventually(lambda: _served(admin, V1), timeout=60, what="the Widget CRD served")
+            # stored as it was written until something rewrites it (the operator, below)
+            local = kube_cluster.require_local()
+            assert _stored(local, namespace, "before") == f"{GROUP}/v1alpha1"
             yield admin
         finally:
             await admin.delete(CRD, WIDGET.crd_name)
@@ -167,6 +195,18 @@ async def test_an_object_is_read_and_written_at_both_versions_stored_as_the_hub(
         assert client_config["url"] == f"https://127.0.0.1:{port}/convert"
         assert running.webhook_ca is not None
         assert client_config["caBundle"] == base64.b64encode(running.webhook_ca).decode()
+
+        # made while v1alpha1 alone was stored: read at both versions with the same data
+        assert (await admin.get(V1, "before", namespace))["spec"] == {"replicas": 5}
+        assert (await admin.get(V1ALPHA1, "before", namespace))["spec"] == {"size": 5}
+        # its storage migrated by the operator: v1 in etcd, storedVersions trimmed to [v1]
+
+        async def migrated() -> bool:
+            got = await admin.get(CRD, WIDGET.crd_name)
+            return bool(got["status"]["storedVersions"] == ["v1"])
+
+        await eventually(migrated, timeout=30, what="storedVersions trimmed to [v1]")
+        assert _stored(local, namespace, "before") == f"{GROUP}/v1"
 
         # created as v1alpha1, stored as v1 (the hub), read at both
         old = {
