@@ -9,7 +9,10 @@ runtime's client; the configurations are gone once the operator stops. Then two 
 in-cluster mode share one certificate through a Secret and keep answering while it is
 renewed (reached through a round-robin TCP proxy standing in for the Service: the API
 server runs on this machine). Last, cert-manager mode: a mounted certificate served, the CA
-bundle left to cert-manager's injector (played by the test).
+bundle left to cert-manager's injector (played by the test). And what goes wrong: the
+operator down (``failurePolicy`` Fail refuses, saying the webhook could not be called;
+Ignore admits), a handler that raises or is too slow, a body over the server's limit —
+each a clear admission error, the operator answering the next request.
 
 The configurations are cluster-wide: they are named after this module's own project (a
 uuid), match only its own kind, and only in namespaces labelled enabled for that project —
@@ -136,6 +139,29 @@ REGISTRATION = Registration(
     name="gadgets",
     reconciler=GadgetReconciler,
     webhooks=(Validator(check), Mutator(default)),
+)
+#: the same check, the API server told to admit what it cannot have checked
+IGNORED = Registration(
+    name="gadgets",
+    reconciler=GadgetReconciler,
+    webhooks=(Validator(check, failure_policy="Ignore"),),
+)
+
+
+async def misbehave(review: WebhookReview) -> Verdict:
+    """A handler with bugs: it raises on tier ``crash``, is too slow on tier ``slow``."""
+    assert isinstance(review.object, Gadget)
+    if review.object.spec.tier == "crash":
+        raise RuntimeError("a bug in the handler")
+    if review.object.spec.tier == "slow":
+        await asyncio.sleep(5)
+    return allow()
+
+
+MISBEHAVING = Registration(
+    name="gadgets",
+    reconciler=GadgetReconciler,
+    webhooks=(Validator(misbehave, timeout=2),),  # the operator answers within 1.5 s
 )
 
 
@@ -412,3 +438,100 @@ async def _rotation(
     bundle = (await admin.get(VALIDATING, CONFIGURATIONS[VALIDATING]))["webhooks"][0]
     assert base64.b64decode(bundle["clientConfig"]["caBundle"]).count(b"BEGIN CERTIFICATE") == 2
     print(f"rotation after {time.monotonic() - started:.1f}s, {answered} request pairs answered")
+
+
+async def _refused(admin: Client, namespace: str, names: Any, size: int = 1) -> str | None:
+    """Create a gadget (a new name each time): the refusal's message, or None (created)."""
+    try:
+        await admin.create(GADGET, _gadget(next(names), namespace, size=size))
+    except ApiError as error:
+        return str(error)
+    return None
+
+
+async def test_with_the_operator_down_fail_refuses_saying_so_and_ignore_admits(
+    kubeconfig: Path, namespace: str, gadget_crd: Client
+) -> None:
+    """The operator stopped, its configuration left as it was (an in-cluster operator's
+    stays installed; developer mode deletes its own on stop, so the test puts it back):
+    under ``failurePolicy: Fail`` every request of the kind is refused, the message saying
+    the webhook could not be called; under ``Ignore`` the same object is admitted."""
+    admin = gadget_crd
+    enable = {"metadata": {"labels": {IDENTITY.enabled_label: "true"}}}
+    await admin.patch(NAMESPACE, namespace, enable)
+    async with OperatorRunner([REGISTRATION], IDENTITY, kubeconfig=str(kubeconfig)) as running:
+        client = ClientConfig(url=running.webhook_url, ca_bundle=running.webhook_ca)
+        with pytest.raises(ApiError, match="too large"):  # up, it answers
+            await admin.create(GADGET, _gadget("big", namespace, size=5))
+    assert await _gone(admin, VALIDATING, CONFIGURATIONS[VALIDATING])
+    selector = {"matchLabels": {IDENTITY.enabled_label: "true"}}
+    names = (f"g{i}" for i in itertools.count())
+
+    (failing,) = configurations(
+        REGISTRATION.declared_webhooks[:1], IDENTITY, client, selector=selector
+    )
+    assert failing["webhooks"][0]["failurePolicy"] == "Fail"
+    await admin.create(VALIDATING, failing)
+    said = await eventually(
+        lambda: _refused(admin, namespace, names), timeout=30, what="refused, the operator down"
+    )
+    assert "Internal error occurred: failed calling webhook" in said, said
+    assert f'"validate.gadgets.{GROUP}"' in said, said
+    assert "connection refused" in said, said
+    print(f"operator down, Fail: {said}")
+
+    (ignoring,) = configurations(IGNORED.declared_webhooks, IDENTITY, client, selector=selector)
+    assert ignoring["webhooks"][0]["failurePolicy"] == "Ignore"
+    await admin.apply(VALIDATING, ignoring)
+
+    async def admitted() -> bool:
+        return await _refused(admin, namespace, names) is None
+
+    await eventually(admitted, timeout=30, what="admitted under Ignore, the operator down")
+    # unchecked: what the webhook would have refused is admitted too
+    assert await _refused(admin, namespace, names, size=5) is None
+
+
+async def test_a_handler_that_raises_or_is_too_slow_and_a_body_too_large_are_clear_refusals(
+    kubeconfig: Path, namespace: str, gadget_crd: Client
+) -> None:
+    """What the user sees when the handler goes wrong: an exception is a refusal that says
+    the webhook failed (the traceback in the operator's log, not in the answer), a handler
+    slower than the webhook's ``timeoutSeconds`` (2) is refused by the operator itself
+    saying so (at 1.5 s, before the API server gives up), a review over the server's body
+    limit is refused (413); the operator keeps answering after each."""
+    admin = gadget_crd
+    enable = {"metadata": {"labels": {IDENTITY.enabled_label: "true"}}}
+    await admin.patch(NAMESPACE, namespace, enable)
+    async with OperatorRunner([MISBEHAVING], IDENTITY, kubeconfig=str(kubeconfig)) as running:
+        hook = f'admission webhook "validate.gadgets.{GROUP}" denied the request'
+        with pytest.raises(ApiError) as crashed:
+            await admin.create(GADGET, {**_gadget("crash", namespace), "spec": {"tier": "crash"}})
+        said = str(crashed.value)
+        assert f"{hook}: the webhook failed to decide (see the operator's log)" in said, said
+        assert "a bug" not in said
+        assert "Traceback" not in said
+        await admin.create(GADGET, _gadget("after-crash", namespace, size=1))  # still serving
+
+        started = time.monotonic()
+        with pytest.raises(ApiError) as slow:
+            await admin.create(GADGET, {**_gadget("slow", namespace), "spec": {"tier": "slow"}})
+        assert f"{hook}: the webhook did not answer within 1.5s" in str(slow.value), slow.value
+        assert time.monotonic() - started < 2.5
+        print(f"too slow: {slow.value}")
+        await admin.create(GADGET, _gadget("after-slow", namespace, size=1))
+
+        serving = running.webhooks
+        assert serving is not None
+        serving.server.max_body = 32 * 1024  # the API server's 3 MiB cannot be reached
+        large = _gadget("large", namespace, size=1)
+        large["metadata"]["annotations"] = {"example.com/blob": "x" * 64 * 1024}
+        with pytest.raises(ApiError) as too_large:
+            await admin.create(GADGET, large)
+        said = str(too_large.value)
+        assert "failed calling webhook" in said, said
+        assert "the review is larger than the webhook server's limit (32768 bytes)" in said
+        print(f"body over the limit: {said}")
+        await admin.create(GADGET, _gadget("after-large", namespace, size=1))
+        exposition = running.manager.metrics.exposition().decode()
+        assert 'controller_runtime_webhook_requests_total{code="413",' in exposition

@@ -10,8 +10,10 @@ handler may also return the object as it wants it stored (a dict, or ``Verdict.o
 the server computes the RFC 6902 JSONPatch from the object it was sent (:func:`json_patch`).
 
 What a request may cost is bounded: bodies up to :data:`MAX_BODY` (the API server's own
-limit; 413 beyond), a handler answering within ``timeout`` seconds (else the request is
-refused with code 500), a malformed review answered 400 with one log line (no traceback).
+limit; 413 beyond), a handler answering within ``timeout`` seconds (the server's, or the
+webhook's own; else the request is refused with code 500: a coroutine handler is cut off
+then, a plain function runs on the event loop and cannot be), a malformed review answered
+400 with one log line (no traceback).
 Metrics keep controller-runtime's names: ``controller_runtime_webhook_requests_total
 {webhook,code}``, ``controller_runtime_webhook_latency_seconds{webhook}`` and
 ``controller_runtime_webhook_requests_in_flight{webhook}`` (:class:`~.metrics.Metrics`).
@@ -148,13 +150,15 @@ Handler = Callable[[AdmissionRequest], Answer | Awaitable[Answer]]
 @dataclass(frozen=True)
 class Webhook:
     """One admission webhook: the ``path`` the API server posts to, its ``handler``,
-    whether it is ``mutating``, and its ``name`` (the metrics' ``webhook`` label; default:
-    the path)."""
+    whether it is ``mutating``, its ``name`` (the metrics' ``webhook`` label; default:
+    the path), and the seconds its handler has to answer (``timeout``; default: the
+    server's)."""
 
     path: str
     handler: Handler
     mutating: bool = False
     name: str = ""
+    timeout: float | None = None
 
     def __post_init__(self) -> None:
         if not self.path.startswith("/"):
@@ -338,18 +342,18 @@ class WebhookServer:
         if http.content_type != "application/json":
             return self._bad(webhook, f"content type {http.content_type!r}, not application/json")
         if http.content_length is not None and http.content_length > self.max_body:
-            return web.Response(status=413, text=f"the body exceeds {self.max_body} bytes")
+            return self._too_large(webhook)
         try:
             body = await http.read()
         except web.HTTPRequestEntityTooLarge:
-            return web.Response(status=413, text=f"the body exceeds {self.max_body} bytes")
+            return self._too_large(webhook)
         if isinstance(webhook, Conversion):
             return await self._convert(webhook, body)
         try:
             request = AdmissionRequest.from_review(json.loads(body))
         except ValueError as error:  # json.JSONDecodeError is one
             return self._bad(webhook, str(error))
-        verdict = await answer(webhook, request, self.timeout)
+        verdict = await answer(webhook, request, webhook.timeout or self.timeout)
         review = review_response(request.uid, verdict, original=request.object)
         return web.json_response(review)
 
@@ -359,6 +363,21 @@ class WebhookServer:
         except ValueError as error:  # json.JSONDecodeError is one
             return self._bad(conversion, str(error))
         return web.json_response(await convert(conversion, asked, self.timeout))
+
+    def _too_large(self, webhook: Webhook | Conversion) -> web.Response:
+        """413, as a ``Status`` the API server reads: its message is what the user sees
+        ("failed calling webhook ...: the review is larger than ...")."""
+        message = f"the review is larger than the webhook server's limit ({self.max_body} bytes)"
+        log.warning("review too large", webhook=webhook.label, limit=self.max_body)
+        status = {
+            "apiVersion": "v1",
+            "kind": "Status",
+            "status": "Failure",
+            "message": message,
+            "reason": "RequestEntityTooLarge",
+            "code": 413,
+        }
+        return web.json_response(status, status=413)
 
     @staticmethod
     def _bad(webhook: Webhook | Conversion, why: str) -> web.Response:

@@ -248,6 +248,9 @@ async def test_the_server_answers_each_path_with_its_handler(pems: tuple[bytes, 
             assert "expected an AdmissionReview" in text
             status, text = await post("/validate", None, raw=b"x" * 20_000)
             assert status == 413
+            assert json.loads(text)["message"] == (
+                "the review is larger than the webhook server's limit (10000 bytes)"
+            )
             async with http.post(base + "/nowhere", data=b"{}", ssl=client_tls) as r:
                 assert r.status == 404
         exposition = metrics.exposition().decode()

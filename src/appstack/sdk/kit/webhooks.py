@@ -8,11 +8,11 @@ From the declarations come the runtime's :class:`~appstack.runtime.Webhook` obje
 (:func:`served`, one path each) and the ``ValidatingWebhookConfiguration`` and
 ``MutatingWebhookConfiguration`` that send the API server there
 (:func:`configurations`): the kind's group, version and resource and the declared
-operations, ``admissionReviewVersions: [v1]``, ``sideEffects: None``, ``failurePolicy:
-Fail``, the handler's timeout, only in the namespaces the operator serves (never its own
-nor ``kube-system``), pointing at a Service (in-cluster) or at a URL (developer mode: an
-operator run from a terminal against a local cluster), with the CA bundle that verifies the
-operator's serving certificate.
+operations, ``admissionReviewVersions: [v1]``, ``sideEffects: None``, the declared
+``failurePolicy`` (``Fail`` by default), the handler's timeout, only in the namespaces the
+operator serves (never its own nor ``kube-system``), pointing at a Service (in-cluster) or
+at a URL (developer mode: an operator run from a terminal against a local cluster), with
+the CA bundle that verifies the operator's serving certificate.
 """
 
 from __future__ import annotations
@@ -98,12 +98,16 @@ class Validator:
     :func:`~appstack.runtime.allow` (warnings optional) or :func:`~appstack.runtime.deny`
     (a message, the field it is about); asked on ``operations``; ``name`` makes its path
     and webhook name unique when a kind has several; ``timeout`` seconds
-    (``timeoutSeconds``, 1 to 30)."""
+    (``timeoutSeconds``, 1 to 30: the operator answers with a timeout error a little
+    before, see :func:`handler_timeout`); ``failure_policy`` what the API server does when
+    the operator cannot be called (down, unreachable, too slow): ``Fail`` refuses the
+    request, ``Ignore`` admits it unchecked."""
 
     handler: ReviewHandler
     operations: tuple[str, ...] = ("CREATE", "UPDATE")
     name: str = "validate"
     timeout: int = 10
+    failure_policy: str = "Fail"
     mutating = False
 
 
@@ -117,10 +121,21 @@ class Mutator:
     operations: tuple[str, ...] = ("CREATE", "UPDATE")
     name: str = "default"
     timeout: int = 10
+    failure_policy: str = "Fail"
     mutating = True
 
 
 Declaration = Validator | Mutator
+#: The API server's choices when a webhook cannot be called.
+FAILURE_POLICIES = ("Fail", "Ignore")
+
+
+def handler_timeout(declaration: Declaration) -> float:
+    """Seconds the operator gives the handler: a little less than the ``timeoutSeconds``
+    the API server waits (a quarter of it, at most one second, kept for the network), so
+    that a slow handler is answered with the operator's own message ("did not answer
+    within ...") rather than the API server's "context deadline exceeded"."""
+    return declaration.timeout - min(1.0, declaration.timeout / 4)
 
 
 def path(declaration: Declaration, resource: Resource) -> str:
@@ -170,6 +185,7 @@ def bind(declaration: Declaration, resource: Resource, kind: CustomKind | None) 
         handle,
         mutating=declaration.mutating,
         name=webhook_name(declaration, resource),
+        timeout=handler_timeout(declaration),
     )
 
 
@@ -286,6 +302,10 @@ def _webhook(d: KindWebhook, client: ClientConfig, selector: Mapping[str, Any]) 
     declaration, resource = d.declaration, d.resource
     if not 1 <= declaration.timeout <= 30:
         raise ValueError(f"a webhook's timeout is 1 to 30 seconds, got {declaration.timeout}")
+    if declaration.failure_policy not in FAILURE_POLICIES:
+        raise ValueError(
+            f"a webhook's failure_policy is Fail or Ignore, got {declaration.failure_policy!r}"
+        )
     rule = {
         "apiGroups": [resource.group],
         "apiVersions": [resource.version],
@@ -297,7 +317,7 @@ def _webhook(d: KindWebhook, client: ClientConfig, selector: Mapping[str, Any]) 
         "name": webhook_name(declaration, resource),
         "admissionReviewVersions": ["v1"],
         "sideEffects": "None",
-        "failurePolicy": "Fail",
+        "failurePolicy": declaration.failure_policy,
         "timeoutSeconds": declaration.timeout,
         "matchPolicy": "Equivalent",
         "rules": [rule],

@@ -42,6 +42,7 @@ from appstack.sdk.kit.webhooks import (
     WebhookServing,
     bind,
     configurations,
+    handler_timeout,
     namespace_selector,
     path,
     webhook_name,
@@ -187,6 +188,26 @@ def test_configurations_send_the_kinds_requests_to_the_service_or_the_url() -> N
         configurations([KindWebhook(Validator(_check, timeout=40), CONFIG_MAP)], IDENTITY, service)
     with pytest.raises(ValueError, match="url or a service"):
         ClientConfig().at("/x")
+
+
+def test_the_failure_policy_is_declared_and_the_operator_times_out_before_the_api_server() -> None:
+    ignored = KindWebhook(Validator(_check, failure_policy="Ignore", timeout=2), CONFIG_MAP)
+    url = ClientConfig(url="https://127.0.0.1:9443")
+    [configuration] = configurations([ignored], IDENTITY, url)
+    hook = configuration["webhooks"][0]
+    assert (hook["failurePolicy"], hook["timeoutSeconds"]) == ("Ignore", 2)
+    with pytest.raises(ValueError, match="Fail or Ignore"):
+        configurations(
+            [KindWebhook(Mutator(_check, failure_policy="fail"), CONFIG_MAP)], IDENTITY, url
+        )
+    # the operator's own timeout error comes first: 1 s -> 0.75 s, 2 -> 1.5, 10 -> 9
+    assert [handler_timeout(Validator(_check, timeout=t)) for t in (1, 2, 10, 30)] == [
+        0.75,
+        1.5,
+        9.0,
+        29.0,
+    ]
+    assert bind(Validator(_check, timeout=2), CONFIG_MAP, None).timeout == 1.5
 
 
 async def test_developer_mode_applies_its_configurations_and_deletes_them_on_stop() -> None:
