@@ -108,6 +108,14 @@ def _print_warning(text: str) -> None:
     help="Operator replicas (one leads, the others stand by).",
 )
 @click.option(
+    "--shards",
+    default=0,
+    type=click.IntRange(0, 10),
+    help="Sharded: this many replicas (2 or more), each active on its own share of the "
+    "objects (the operator's --sharding), with the RBAC and admission guards that needs "
+    "(docs/sharding.md). Overrides --replicas.",
+)
+@click.option(
     "--log-level",
     default=defaults.LOG_LEVEL,
     show_default=True,
@@ -202,6 +210,7 @@ def manifests(
     enable_all_namespaces: bool,
     chart_dir: str | None,
     replicas: int,
+    shards: int,
     log_level: str,
     concurrency: int,
     leader_elect: bool,
@@ -239,6 +248,10 @@ def manifests(
         )
     if leader_election is not None:  # the deprecated spelling, given
         leader_elect = leader_election
+    if shards == 1:
+        raise click.UsageError("--shards 1 is one replica: give 2 or more, or leave it out")
+    if shards and not leader_elect:
+        raise click.UsageError("--shards elects its coordinator: leave out --no-leader-elect")
     if replicas > 1 and not leader_elect:
         spelt = "--no-leader-elect" if leader_election is None else "--no-leader-election"
         raise click.UsageError(f"{spelt} runs one replica only: add --replicas=1")
@@ -252,6 +265,7 @@ def manifests(
         log_level=log_level,
         concurrency=concurrency,
         metrics_cert_secret=metrics_cert_secret,
+        shards=shards,
         flags=OperatorFlags(
             leader_election=leader_elect,
             metrics_secure=metrics_secure,

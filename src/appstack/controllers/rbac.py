@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from appstack.api.identity import IDENTITY
 from appstack.controllers.registry import ALL
-from appstack.sdk import CANARY, GUARD_RESOURCE, MARKER, Rule, manager_rules
+from appstack.sdk import CANARY, GUARD_RESOURCE, MARKER, Rule, manager_rules, sharding_rules
 
 __all__ = [
     "CANARY",
@@ -29,9 +29,12 @@ MARKER_GROUP = IDENTITY.domain
 MARKER_RESOURCE = GUARD_RESOURCE
 
 
-def operator_rules(*, cluster_wide: bool = True) -> list[Rule]:
+def operator_rules(*, cluster_wide: bool = True, sharded: bool = False) -> list[Rule]:
     """Every rule the operator uses (the generated ClusterRole, or without the namespaces'
     list and watch a Role): derived from its registrations exactly as a scaffolded
-    project's ``manager-role`` is (:func:`appstack.sdk.manager_rules`)."""
+    project's ``manager-role`` is (:func:`appstack.sdk.manager_rules`); ``sharded``, with
+    the label patches of its primaries (:func:`appstack.sdk.sharding_rules`)."""
     rules = [rule_ for controller in ALL for rule_ in controller.rules]
+    if sharded:
+        rules += sharding_rules(controller.primary for controller in ALL)
     return manager_rules(rules, IDENTITY.domain, cluster_wide=cluster_wide)

@@ -83,8 +83,11 @@ def slices_ok() -> str:
     )
 
 
-def guarded(namespace: str = NAMESPACE, *, enable_all: EnableAll = False) -> GuardedOperator:
-    """appstack's operator installed in ``namespace`` (see above)."""
+def guarded(
+    namespace: str = NAMESPACE, *, enable_all: EnableAll = False, sharded: bool = False
+) -> GuardedOperator:
+    """appstack's operator installed in ``namespace`` (see above); ``sharded``: its token
+    may change the shard labels of its kinds' objects, and nobody else may."""
     slices = refusal(
         slices_ok(),
         "the appstack operator may only write EndpointSlices of its own, named "
@@ -93,21 +96,24 @@ def guarded(namespace: str = NAMESPACE, *, enable_all: EnableAll = False) -> Gua
     return GuardedOperator.of(
         IDENTITY,
         ALL,
-        rules=operator_rules(),
+        rules=operator_rules(sharded=sharded),
         suffix=f"-{namespace}",
         shown_suffix="-<install namespace>",
         enable_all=enable_all,
+        sharded=sharded,
         writes=WriteExtensions(
             owned_elsewhere=("Secret",), readopted=_reowned_volume(), validations=(slices,)
         ),
     )
 
 
-def policies(namespace: str = NAMESPACE, *, enable_all: EnableAll = False) -> list[dict[str, Any]]:
+def policies(
+    namespace: str = NAMESPACE, *, enable_all: EnableAll = False, sharded: bool = False
+) -> list[dict[str, Any]]:
     """Every policy with its binding, in install order: who may enable a namespace first,
     then the operator's writes (Secrets, children, its Lease, our kinds and Events), then
-    tenants' objects of our kinds."""
-    operator = guarded(namespace, enable_all=enable_all)
+    tenants' objects of our kinds (``sharded``: and their shard labels)."""
+    operator = guarded(namespace, enable_all=enable_all, sharded=sharded)
     return guard_policies(operator, own=[secrets_policy(operator)])
 
 

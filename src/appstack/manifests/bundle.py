@@ -87,16 +87,18 @@ def render(options: InstallOptions | None = None) -> dict[str, str]:
     files["rbac/service_account.yaml"] = _yaml(parts.service_account)
     if options.cluster_wide:
         # deploy/ also carries the Role variant for a hand-made namespaced install
-        files["rbac/cluster_role.yaml"] = _yaml(rbac.cluster_role(options.namespace))
+        files["rbac/cluster_role.yaml"] = _yaml(
+            rbac.cluster_role(options.namespace, sharded=options.sharded)
+        )
         files["rbac/cluster_role_binding.yaml"] = _yaml(
             rbac.cluster_role_binding(options.namespace)
         )
-        files["rbac/role.yaml"] = _yaml(rbac.role(options.namespace))
+        files["rbac/role.yaml"] = _yaml(rbac.role(options.namespace, sharded=options.sharded))
         files["rbac/role_binding.yaml"] = _yaml(
             rbac.role_binding(options.namespace, options.namespace)
         )
         files["rbac/leader_election_role.yaml"] = _yaml(
-            rbac.leader_election_role(options.namespace),
+            rbac.leader_election_role(options.namespace, sharded=options.sharded),
             rbac.leader_election_role_binding(options.namespace, options.namespace),
         )
         files["rbac/metrics_reader.yaml"] = _yaml(rbac.metrics_reader(options.namespace))

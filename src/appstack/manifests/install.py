@@ -36,10 +36,17 @@ class InstallOptions:
     concurrency: int = defaults.CONCURRENCY
     metrics_cert_secret: str | None = None
     flags: workload.OperatorFlags = field(default_factory=workload.OperatorFlags)
+    #: Sharded (docs/sharding.md): this many replicas, each active on its own share of the
+    #: objects (``--sharding``), with the RBAC and guards that needs; 0: not sharded.
+    shards: int = 0
 
     @property
     def cluster_wide(self) -> bool:
         return not self.watch_namespaces
+
+    @property
+    def sharded(self) -> bool:
+        return self.shards > 0
 
 
 @dataclass(frozen=True)
@@ -69,14 +76,14 @@ class Install:
         ]
 
 
-def cluster_wide_rbac(namespace: str) -> list[Obj]:
+def cluster_wide_rbac(namespace: str, *, sharded: bool = False) -> list[Obj]:
     """A cluster-wide install's own grants: the ClusterRole + binding (every namespace)."""
-    return [rbac.cluster_role(namespace), rbac.cluster_role_binding(namespace)]
+    return [rbac.cluster_role(namespace, sharded=sharded), rbac.cluster_role_binding(namespace)]
 
 
-def watched_rbac(watched: str, namespace: str) -> list[Obj]:
+def watched_rbac(watched: str, namespace: str, *, sharded: bool = False) -> list[Obj]:
     """A namespaced install's grants in one watched namespace: a Role + RoleBinding."""
-    return [rbac.role(watched), rbac.role_binding(watched, namespace)]
+    return [rbac.role(watched, sharded=sharded), rbac.role_binding(watched, namespace)]
 
 
 def own_namespace_rbac(namespace: str) -> list[Obj]:
@@ -94,13 +101,14 @@ def metrics_auth_rbac(namespace: str) -> list[Obj]:
     ]
 
 
-def common_rbac(namespace: str) -> list[Obj]:
+def common_rbac(namespace: str, *, sharded: bool = False) -> list[Obj]:
     """Every install: the leader-election Role (the Lease, by name, in the operator's
-    namespace), the metrics-reader ClusterRole for scrapers, the editor and viewer
+    namespace; sharded, every Lease there), the metrics-reader ClusterRole for scrapers,
+    the editor and viewer
     ClusterRoles of our kinds (aggregated into ``admin``/``edit`` and ``view``), and the
     FlowSchema that gives the operator's Lease requests the leader-election priority."""
     return [
-        rbac.leader_election_role(namespace),
+        rbac.leader_election_role(namespace, sharded=sharded),
         rbac.leader_election_role_binding(namespace, namespace),
         rbac.metrics_reader(namespace),
         *rbac.user_roles(namespace),
@@ -114,15 +122,18 @@ def rbac_objects(options: InstallOptions) -> list[Obj]:
     the operator's own namespace unless watched, and the /metrics reviews ClusterRole);
     then, always, :func:`common_rbac`. The Helm chart templates the same functions
     (:mod:`appstack.manifests.chart`)."""
-    namespace = options.namespace
+    namespace, sharded = options.namespace, options.sharded
     if options.cluster_wide:
-        return [*cluster_wide_rbac(namespace), *common_rbac(namespace)]
+        return [
+            *cluster_wide_rbac(namespace, sharded=sharded),
+            *common_rbac(namespace, sharded=sharded),
+        ]
     objects: list[Obj] = []
     for watched in options.watch_namespaces:
-        objects += watched_rbac(watched, namespace)
+        objects += watched_rbac(watched, namespace, sharded=sharded)
     if namespace not in options.watch_namespaces:
         objects += own_namespace_rbac(namespace)
-    return [*objects, *metrics_auth_rbac(namespace), *common_rbac(namespace)]
+    return [*objects, *metrics_auth_rbac(namespace), *common_rbac(namespace, sharded=sharded)]
 
 
 def install(options: InstallOptions | None = None) -> Install:
@@ -133,12 +144,17 @@ def install(options: InstallOptions | None = None) -> Install:
         crds=crds.all_crds(),
         service_account=rbac.service_account(options.namespace),
         rbac=rbac_objects(options),
-        admission=admission.policies(options.namespace, enable_all=options.enable_all_namespaces),
+        admission=admission.policies(
+            options.namespace,
+            enable_all=options.enable_all_namespaces,
+            sharded=options.sharded,
+        ),
         deployment=workload.deployment(
             options.image,
             namespace=options.namespace,
             watch_namespaces=options.watch_namespaces,
-            replicas=options.replicas,
+            replicas=options.shards or options.replicas,
+            sharding=options.sharded,
             sync_period=options.sync_period,
             log_level=options.log_level,
             concurrency=options.concurrency,

@@ -48,9 +48,11 @@ def service_account(namespace: str = NAMESPACE) -> dict[str, Any]:
     return sdk_service_account(NAME, namespace, LABELS)
 
 
-def cluster_role(namespace: str = NAMESPACE) -> dict[str, Any]:
-    """The operator's ClusterRole: every rule it uses, in every namespace."""
-    return sdk_cluster_role(cluster_name(NAME, namespace), operator_rules(), LABELS)
+def cluster_role(namespace: str = NAMESPACE, *, sharded: bool = False) -> dict[str, Any]:
+    """The operator's ClusterRole: every rule it uses, in every namespace (``sharded``: with
+    its primaries' label patches)."""
+    rules = operator_rules(sharded=sharded)
+    return sdk_cluster_role(cluster_name(NAME, namespace), rules, LABELS)
 
 
 def cluster_role_binding(namespace: str = NAMESPACE, base: str = NAME) -> dict[str, Any]:
@@ -59,9 +61,12 @@ def cluster_role_binding(namespace: str = NAMESPACE, base: str = NAME) -> dict[s
     return binding(name, sdk_cluster_role(name, []), (namespace, NAME), LABELS)
 
 
-def role(namespace: str, name: str = NAME, rules: list[Rule] | None = None) -> dict[str, Any]:
-    """The operator's Role in ``namespace``: every rule it uses, unless told which."""
-    rules = operator_rules(cluster_wide=False) if rules is None else rules
+def role(
+    namespace: str, name: str = NAME, rules: list[Rule] | None = None, *, sharded: bool = False
+) -> dict[str, Any]:
+    """The operator's Role in ``namespace``: every rule it uses (``sharded``: with its
+    primaries' label patches), unless told which."""
+    rules = operator_rules(cluster_wide=False, sharded=sharded) if rules is None else rules
     return sdk_role(name, namespace, rules, LABELS)
 
 
@@ -73,10 +78,16 @@ def role_binding(namespace: str, sa_namespace: str = NAMESPACE, name: str = NAME
 LEADER_ELECTION = f"{NAME}-leader-election"
 
 
-def leader_election_role(namespace: str = NAMESPACE) -> dict[str, Any]:
-    """The Lease, only in the operator's namespace (``--leader-election-namespace``)."""
+def leader_election_role(namespace: str = NAMESPACE, *, sharded: bool = False) -> dict[str, Any]:
+    """The Lease, only in the operator's namespace (``--leader-election-namespace``);
+    ``sharded``: every Lease there (the shard Leases have names of their own)."""
     return sdk_leader_election_role(
-        LEADER_ELECTION, namespace, lease=LEASE_NAME, domain=IDENTITY.domain, labels=LABELS
+        LEADER_ELECTION,
+        namespace,
+        lease=LEASE_NAME,
+        domain=IDENTITY.domain,
+        labels=LABELS,
+        sharded=sharded,
     )
 
 

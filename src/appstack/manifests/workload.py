@@ -89,11 +89,13 @@ def deployment(
     metrics_cert_secret: str | None = None,
     enable_all_namespaces: bool = False,
     flags: OperatorFlags | None = None,
+    sharding: bool = False,
 ) -> dict[str, Any]:
     """The operator's Deployment; it watches ``watch_namespaces`` (none: all) and resyncs
     every ``sync_period``. /metrics is HTTPS with a self-signed certificate made at
     start-up, or with ``metrics_cert_secret`` (a ``kubernetes.io/tls`` Secret) mounted.
-    ``flags``: the rest of what an installer sets (the chart's values of the same names)."""
+    ``flags``: the rest of what an installer sets (the chart's values of the same names);
+    ``sharding``: every replica a shard (``--sharding``, docs/sharding.md)."""
     flags = flags or OperatorFlags()
     selector = SELECTOR
     certs = (
@@ -107,6 +109,7 @@ def deployment(
         [
             "run",
             *(["--leader-elect"] if flags.leader_election else []),
+            *(["--sharding"] if sharding else []),
             "--metrics-bind-address=:8080",
             "--health-probe-bind-address=:8081",
             "--log-format=json",

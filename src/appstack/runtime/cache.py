@@ -49,6 +49,24 @@ Transform = Callable[[Obj], Obj]
 NAMESPACES = NAMESPACE.metadata_only()
 
 
+def _keeping_labels(transform: Transform, labels: tuple[str, ...]) -> Transform:
+    """``transform``, then the object's labels ``labels`` put back if it dropped them."""
+
+    def kept(obj: Obj) -> Obj:
+        found = {
+            k: v
+            for k, v in ((obj.get("metadata") or {}).get("labels") or {}).items()
+            if k in labels
+        }
+        out = transform(obj)
+        if found:
+            meta = out.setdefault("metadata", {})
+            meta["labels"] = {**(meta.get("labels") or {}), **found}
+        return out
+
+    return kept
+
+
 def namespace_metadata(obj: Obj) -> Obj:
     """What the cache keeps of a namespace it follows: its name, uid, version and labels."""
     meta = obj.get("metadata") or {}
@@ -128,7 +146,7 @@ class Cache:
         self._selected: set[str] = set()
         self._followed: list[Resource] = []
         # Kinds selected further (a sharded operator's primaries: only this shard's).
-        self._restricted: dict[Resource, str] = {}
+        self._restricted: dict[Resource, tuple[str, tuple[str, ...]]] = {}
 
     def configure(self, by_object: Mapping[Resource, ByObject]) -> None:
         """Declare what is kept of each kind in ``by_object`` (before its informers exist;
@@ -144,19 +162,25 @@ class Cache:
         """What the cache keeps of ``resource`` (everything, if it was not declared), with
         its :meth:`restrict` selector added to the declared one."""
         policy = self._by_object.get(resource) or ByObject()
-        extra = self._restricted.get(resource)
-        if extra is None:
+        restricted = self._restricted.get(resource)
+        if restricted is None:
             return policy
+        extra, labels = restricted
         chosen = f"{policy.label_selector},{extra}" if policy.label_selector else extra
-        return replace(policy, label_selector=chosen)
+        transform = policy.transform
+        if transform is not None and labels:
+            transform = _keeping_labels(transform, labels)
+        return replace(policy, label_selector=chosen, transform=transform)
 
-    def restrict(self, resource: Resource, selector: str) -> None:
+    def restrict(self, resource: Resource, selector: str, keep: tuple[str, ...] = ()) -> None:
         """Keep of ``resource`` only the objects that also match ``selector`` (whatever its
         declaration says; a sharded operator's primaries: only those labelled to this
-        shard). Before its informers exist."""
+        shard), with their labels ``keep`` whatever its transform drops (the shard labels,
+        which a transform keeping only the operator's own would). Before its informers
+        exist."""
         if resource in self._informers:
             raise RuntimeError(f"the informers of {resource} already exist")
-        self._restricted[resource] = selector
+        self._restricted[resource] = (selector, keep)
 
     def informers(self, resource: Resource) -> dict[str | None, Informer]:
         """The informers of ``resource`` (created on first use; started with the cache):

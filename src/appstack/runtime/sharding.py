@@ -428,7 +428,11 @@ class Shard:
         self.primaries = {(r.group, r.kind): r for r, _ in config.primaries}
         self.released: set[str] = set()  # keys whose drain this shard acknowledged
         for resource, _ in config.primaries:
-            cache.restrict(resource, f"{config.labels.shard}={self.name}")
+            cache.restrict(
+                resource,
+                f"{config.labels.shard}={self.name}",
+                keep=(config.labels.shard, config.labels.drain),
+            )
 
     # --------------------------------------------------------------------- the fence
     def holds(self, key: str) -> bool:

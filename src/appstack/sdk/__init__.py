@@ -374,6 +374,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs; at run time,
         process_rules,
         role,
         rule,
+        sharding_rules,
     )
     from appstack.sdk.testing import (
         InMemoryOperator,
@@ -624,6 +625,7 @@ _HOMES = {
     "GUARD_RESOURCE": "rbac",
     "MARKER": "rbac",
     "manager_rules": "rbac",
+    "sharding_rules": "rbac",
     "crd_read_rule": "rbac",
     "crd_conversion_rules": "rbac",
     "BUILTIN_GROUPS": "rbac",
@@ -869,6 +871,7 @@ __all__ = [
     "serve",
     "service_account",
     "service_monitor",
+    "sharding_rules",
     "stash",
     "to_wire",
     "unique_env_names",

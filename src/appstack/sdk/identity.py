@@ -93,6 +93,16 @@ class OperatorIdentity:
         and may-write."""
         return (self.enabled_label, self.allow_privileged_label, self.may_write_label)
 
+    @property
+    def shard_labels(self) -> tuple[str, str]:
+        """The labels a sharded operator routes its primary objects by (docs/sharding.md):
+        the owning shard ``shard.<domain>/<project>`` and a drain asked
+        ``drain.shard.<domain>/<project>`` — set by the operator alone (its guards)."""
+        return (
+            f"shard.{self.domain}/{self.project}",
+            f"drain.shard.{self.domain}/{self.project}",
+        )
+
     def not_enabled_message(self, namespace: str) -> str:
         """What the Ready condition says in a namespace the operator is not enabled in."""
         return (

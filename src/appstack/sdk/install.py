@@ -54,13 +54,21 @@ def namespace_object(name: str, labels: Mapping[str, str]) -> Obj:
 
 
 def leader_election_role(
-    name: str, namespace: str, *, lease: str, domain: str, labels: Mapping[str, str]
+    name: str,
+    namespace: str,
+    *,
+    lease: str,
+    domain: str,
+    labels: Mapping[str, str],
+    sharded: bool = False,
 ) -> Obj:
     """The Role in the operator's own ``namespace`` for its leader-election Lease ``lease``
-    (by name: :func:`appstack.sdk.rbac.leader_election_rules`) and the admission guards'
+    (by name: :func:`appstack.sdk.rbac.leader_election_rules`; ``sharded``: every Lease of
+    the namespace, the shard Leases') and the admission guards'
     marker of its ``domain``: the Lease's policy recognises the operator by it in a
     namespaced install too, whose other Roles are only in the namespaces it watches."""
-    return role(name, namespace, [*leader_election_rules(lease), marker_rule(domain)], labels)
+    rules = [*leader_election_rules(lease, sharded=sharded), marker_rule(domain)]
+    return role(name, namespace, rules, labels)
 
 
 def metrics_auth_role(name: str, labels: Mapping[str, str]) -> Obj:

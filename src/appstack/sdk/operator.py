@@ -107,10 +107,7 @@ def check(options: OperatorOptions) -> None:
 def shard_labels(identity: OperatorIdentity) -> ShardLabels:
     """The label keys a sharded operator puts on its primary objects: the owning shard
     ``shard.<domain>/<project>``, a drain asked ``drain.shard.<domain>/<project>``."""
-    return ShardLabels(
-        f"shard.{identity.domain}/{identity.project}",
-        f"drain.shard.{identity.domain}/{identity.project}",
-    )
+    return ShardLabels(*identity.shard_labels)
 
 
 class ShardingRefused(ValueError):

@@ -302,12 +302,31 @@ def enabler_grant(domain: str) -> tuple[str, str, str]:
     return (domain, ENABLER_RESOURCE, ENABLER_VERB)
 
 
-def leader_election_rules(lease: str) -> list[Rule]:
+def leader_election_rules(lease: str, *, sharded: bool = False) -> list[Rule]:
     """The Lease ``lease``, by name (get, update), and ``create`` (RBAC cannot limit create
-    by name): for a Role in the operator's own namespace only."""
+    by name): for a Role in the operator's own namespace only. ``sharded``: every Lease of
+    that namespace instead (:data:`SHARD_LEASE_VERBS`) — the shard Leases have names of
+    their own (docs/sharding.md)."""
+    if sharded:
+        return [rule(_LEASES, *SHARD_LEASE_VERBS)]
     named = rule(_LEASES, "get", "update")
     named["resourceNames"] = [lease]
     return [named, rule(_LEASES, "create")]
+
+
+#: What a sharded operator does with the Leases of its own namespace: holds, renews and
+#: releases its shard's (update, patch: marked leaving), lists and watches its peers' (the
+#: coordinator, by label), deletes a departed shard's.
+SHARD_LEASE_VERBS = ("get", "list", "watch", "create", "update", "patch", "delete")
+
+
+def sharding_rules(primaries: Iterable[Resource]) -> list[Rule]:
+    """What a sharded operator needs on its ``primaries`` beyond what its controllers
+    declare: ``patch`` (the coordinator's assignment and drain labels, a shard's
+    acknowledgement) — for its (Cluster)Role, merged with :func:`manager_rules`; its Leases
+    are :func:`leader_election_rules` with ``sharded``. The admission guards let these
+    patches change the two shard labels and nothing else (:mod:`appstack.sdk.guards`)."""
+    return [rule(resource, "patch") for resource in dict.fromkeys(primaries)]
 
 
 _VALIDATING_CONFIGS = Resource(

@@ -364,3 +364,24 @@ def test_an_uninstall_beside_a_helm_release_in_its_namespace_removes_only_its_ow
     assert not scope.owns("ClusterRole", "b-appstack-operator-metrics-auth-ops", None)
     assert not scope.owns("CustomResourceDefinition", "appservices.appstack.dev", None)
     assert not Scope("ops", ("a",), ("other",), own).shares_its_namespace
+
+
+def test_a_sharded_install_runs_its_shards_with_what_they_need() -> None:
+    default, sharded = install(), install(InstallOptions(shards=3))
+    assert sharded.deployment["spec"]["replicas"] == 3
+    (container,) = sharded.deployment["spec"]["template"]["spec"]["containers"]
+    assert "--sharding" in container["args"]
+    assert sharded.budget == default.budget  # at most one replica evicted at a time
+    role = sharded.rbac[0]
+    assert role["metadata"]["name"] == rbac.cluster_name(rbac.NAME, rbac.NAMESPACE)
+    patched = {r["resources"][0] for r in role["rules"] if "patch" in r["verbs"]}
+    assert {"appservices", "appstacks", "crontabs", "etcdclusters"} <= patched
+    (leases, _marker) = rbac.leader_election_role(sharded=True)["rules"]
+    assert "resourceNames" not in leases
+    assert "delete" in leases["verbs"]
+    names = [o["metadata"]["name"] for o in sharded.admission]
+    assert "appstack-shard-labels-appstack-system" in names
+    unsharded = [o["metadata"]["name"] for o in default.admission]
+    assert "appstack-shard-labels-appstack-system" not in unsharded
+    (default_container,) = default.deployment["spec"]["template"]["spec"]["containers"]
+    assert "--sharding" not in default_container["args"]

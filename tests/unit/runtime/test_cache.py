@@ -299,3 +299,20 @@ def test_the_kinds_an_informer_found_unserved_are_the_cache_s_unserved_ones() ->
     cache.informers(OWNER)["b"].served = False  # a LIST of one namespace answered 404
     cache.informers(OTHER)["a"].served = True
     assert cache.unserved() == [OWNER]
+
+
+def test_a_restricted_kind_keeps_the_labels_it_is_told_whatever_its_transform_drops() -> None:
+    def labels_dropped(obj: Obj) -> Obj:
+        obj["metadata"].pop("labels", None)
+        return obj
+
+    client, _ = scripted_client()
+    cache = Cache(client, ["ns"], by_object={SECRET: ByObject(transform=labels_dropped)})
+    cache.restrict(SECRET, "shard=s1", keep=("shard", "drain"))
+    policy = cache.by_object(SECRET)
+    assert policy.label_selector == "shard=s1"
+    assert policy.transform is not None
+    labels = {"shard": "s1", "drain": "s1", "tenant": "x" * 63}
+    kept = policy.transform({"metadata": {"name": "a", "labels": labels}})
+    assert kept["metadata"]["labels"] == {"shard": "s1", "drain": "s1"}
+    assert policy.transform({"metadata": {"name": "b"}}) == {"metadata": {"name": "b"}}

@@ -7,7 +7,8 @@ tests/e2e/test_any_kind.py."""
 from __future__ import annotations
 
 from appstack.core.resource import Resource
-from appstack.sdk import BUILTIN_GROUPS, crd_read_rule, manager_rules, rule
+from appstack.sdk import BUILTIN_GROUPS, crd_read_rule, manager_rules, rule, sharding_rules
+from appstack.sdk.rbac import SHARD_LEASE_VERBS, leader_election_rules
 
 CERTIFICATES = Resource("cert-manager.io", "v1", "Certificate", "certificates")
 GADGETS = Resource("example.com", "v1", "Gadget", "gadgets")
@@ -54,3 +55,15 @@ def test_kubernetes_own_groups_include_the_core_group() -> None:
     assert "" in BUILTIN_GROUPS
     assert "apps" in BUILTIN_GROUPS
     assert "gateway.networking.k8s.io" not in BUILTIN_GROUPS
+
+
+def test_a_sharded_operator_patches_its_primaries_and_holds_any_lease_of_its_namespace() -> None:
+    widgets = Resource("example.com", "v1", "Widget", "widgets")
+    assert sharding_rules([widgets, widgets]) == [
+        {"apiGroups": ["example.com"], "resources": ["widgets"], "verbs": ["patch"]}
+    ]
+    (leases,) = leader_election_rules("widgets", sharded=True)
+    assert leases["verbs"] == list(SHARD_LEASE_VERBS)
+    assert "resourceNames" not in leases  # the shard Leases have names of their own
+    named, _ = leader_election_rules("widgets")
+    assert named["resourceNames"] == ["widgets"]

@@ -22,7 +22,10 @@ own write rules through :class:`WriteExtensions`). Pure; ``admissionregistration
 * ``<name>-kinds``, ``<name>-events`` (:mod:`.kinds`) — its kinds: only finalizers and
   status; Events only in enabled namespaces, about its kinds, in their namespace;
 * ``<project>-baseline`` — a tenant's objects of its kinds at the Pod Security baseline
-  (where their schemas ask for a ``securityContext`` or pod annotations).
+  (where their schemas ask for a ``securityContext`` or pod annotations);
+* ``<project>-shard-labels`` (installed sharded only, :attr:`GuardedOperator.sharded`) —
+  nobody but the operator sets or changes the shard labels of its kinds' objects; its own
+  ``<name>-kinds`` then lets it change those two labels.
 
 A policy with nothing to bound (no kind, nothing written) is left out. Who the operator is:
 :mod:`.subject`.
@@ -32,7 +35,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from appstack.sdk.guards.kinds import baseline_policy, events_policy, kinds_policy
+from appstack.sdk.guards.kinds import (
+    baseline_policy,
+    events_policy,
+    kinds_policy,
+    shard_labels_policy,
+)
 from appstack.sdk.guards.namespaces import enabler_role, namespaces_policy
 from appstack.sdk.guards.subject import EnableAll, GuardedOperator, Obj, WriteExtensions
 from appstack.sdk.guards.writes import lease_policy, writes_policy
@@ -57,6 +65,7 @@ def policies(operator: GuardedOperator, *, own: Iterable[Obj] = ()) -> list[Obj]
         kinds_policy(operator),
         events_policy(operator),
         baseline_policy(operator),
+        shard_labels_policy(operator),
     )
     result: list[Obj] = []
     for each in every:

@@ -8,7 +8,10 @@
   one condition, ``Ready=False``, ``NamespaceNotEnabled``, with the operator's message);
   never its spec, labels, annotations or ``ownerReferences`` — a stolen token cannot
   change a tenant's spec, nor have the garbage collector delete a tenant's object by
-  giving it a made-up owner;
+  giving it a made-up owner; installed sharded, it may also change the two shard labels
+  it routes its objects by (and no other label);
+* :func:`shard_labels_policy` — installed sharded only: nobody else (a tenant) sets,
+  changes or removes those shard labels;
 * :func:`events_policy` — the operator's Events: only in enabled namespaces, and only
   about an object of its kinds (exact apiVersion) in the Event's own namespace;
 * :func:`baseline_policy` — for everyone who creates or changes its kinds: no
@@ -27,6 +30,7 @@ from typing import Any
 
 from appstack.sdk.guards.expressions import (
     Validation,
+    cel_list,
     cel_string,
     finalizers_added_only,
     labelled,
@@ -81,11 +85,51 @@ def says_only_not_enabled(operator: GuardedOperator) -> str:
     )
 
 
+def _labels_kept_but(keys: tuple[str, ...]) -> str:
+    """CEL: an update leaves every label but ``keys`` as it was (none added, removed or
+    changed)."""
+    skipped = cel_list(keys)
+
+    def within(a: str, b: str) -> str:
+        return (
+            f"(!has({a}.metadata.labels) || {a}.metadata.labels.all(k, k in {skipped} || "
+            f"(has({b}.metadata.labels) && k in {b}.metadata.labels && "
+            f"{b}.metadata.labels[k] == {a}.metadata.labels[k])))"
+        )
+
+    return f"({within('object', 'oldObject')} && {within('oldObject', 'object')})"
+
+
+def _label_kept(key: str) -> str:
+    """CEL: ``key`` is on the object as it was before (absent before: absent after; a
+    create: absent)."""
+    new, old = "object.metadata.labels", "oldObject.metadata.labels"
+    on_new = f"(has({new}) && {cel_string(key)} in {new})"
+    on_old = f"(request.operation == 'UPDATE' && has({old}) && {cel_string(key)} in {old})"
+    return (
+        f"({on_new} == {on_old} && "
+        f"(!{on_new} || {new}[{cel_string(key)}] == {old}[{cel_string(key)}]))"
+    )
+
+
 def kinds_policy(operator: GuardedOperator) -> Obj | None:
-    """The operator's updates of its kinds: finalizers and status only (see above); None
-    for an operator without kinds."""
+    """The operator's updates of its kinds: finalizers and status only (see above) — and,
+    installed sharded, the shard labels (assignment, drain, acknowledgement); None for an
+    operator without kinds."""
     if not operator.kinds:
         return None
+    labels = (
+        _labels_kept_but(operator.identity.shard_labels)
+        if operator.sharded
+        else unchanged("metadata.labels")
+    )
+    said = (
+        "labels (but the shard labels "
+        + " and ".join(operator.identity.shard_labels)
+        + ", it routes its objects by)"
+        if operator.sharded
+        else "labels"
+    )
     # request.subResource is absent (not "") on the object itself
     main = "(!has(request.subResource) || request.subResource == '')"
     status = "(has(request.subResource) && request.subResource == 'status')"
@@ -99,10 +143,10 @@ def kinds_policy(operator: GuardedOperator) -> Obj | None:
             "variables": [operator.enabled_variable()],
             "validations": [
                 refusal(
-                    f"!({main}) || ({unchanged('spec')} && {unchanged('metadata.labels')} && "
+                    f"!({main}) || ({unchanged('spec')} && {labels} && "
                     f"{unchanged('metadata.annotations')})",
                     f"{who} may change only the finalizers and the status of "
-                    "its kinds' objects, never their spec, labels or annotations",
+                    f"its kinds' objects, never their spec, {said} or annotations",
                 ),
                 refusal(
                     f"!({main}) || {unchanged('metadata.ownerReferences')}",
@@ -125,6 +169,32 @@ def kinds_policy(operator: GuardedOperator) -> Obj | None:
                     f"status that says so: one condition, Ready=False, {NOT_ENABLED_REASON}, "
                     "with its message, and no other condition beside it",
                 ),
+            ],
+        },
+    )
+
+
+def shard_labels_policy(operator: GuardedOperator) -> Obj | None:
+    """Installed sharded: nobody but the operator (and the cluster's administrators) sets,
+    changes or removes the shard labels of its kinds' objects — a tenant who relabels its
+    object to another shard, drains it or unassigns it would make shards hand keys over
+    outside the protocol (two shards at once while caches catch up). The labels route
+    objects and grant nothing (docs/sharding.md); None unless sharded or without kinds."""
+    if not operator.sharded or not operator.kinds:
+        return None
+    shard, drain = operator.identity.shard_labels
+    return operator.policy(
+        operator.project_name("shard-labels"),
+        {
+            "matchConstraints": {"resourceRules": _resources(operator, status=False)},
+            "matchConditions": operator.not_operator(),
+            "validations": [
+                refusal(
+                    f"{_label_kept(shard)} && {_label_kept(drain)}",
+                    f"only the {operator.identity.project} operator sets the labels {shard} "
+                    f"and {drain} (which shard reconciles the object): leave them as they "
+                    "are — update with what you read, or apply/patch without them",
+                )
             ],
         },
     )

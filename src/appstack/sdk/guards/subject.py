@@ -96,6 +96,10 @@ class GuardedOperator:
     #: :class:`~appstack.sdk.kit.objects.ObjectReconciler`'s primary): its Events may be
     #: about them too.
     others: tuple[str, ...] = ()
+    #: Installed sharded (docs/sharding.md): its token may change the shard labels of its
+    #: kinds' objects (:attr:`~appstack.sdk.identity.OperatorIdentity.shard_labels`), and
+    #: nobody else may (:func:`~.kinds.shard_labels_policy`).
+    sharded: bool = False
 
     @classmethod
     def of(
@@ -214,6 +218,12 @@ class GuardedOperator:
             },
             {"name": "not-an-administrator", "expression": f"!{self._holds(CANARY)}"},
         ]
+
+    def not_operator(self) -> list[dict[str, str]]:
+        """Requests by anyone but the operator and the holders of everything: tenants,
+        other controllers (the opposite of :meth:`only_operator`, administrators left
+        out of both)."""
+        return [{"name": "not-the-operator", "expression": f"!{self._holds(MARKER)}"}]
 
     def policy(self, name: str, spec: Obj) -> Obj:
         """A ValidatingAdmissionPolicy of the install (refusing when it cannot be evaluated)."""
