@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import signal
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -37,11 +38,12 @@ from lightkube.resources.admissionregistration_v1 import (
     ValidatingAdmissionPolicy,
     ValidatingAdmissionPolicyBinding,
 )
-from lightkube.resources.core_v1 import ServiceAccount
+from lightkube.resources.core_v1 import Namespace, ServiceAccount
 from lightkube.resources.rbac_authorization_v1 import RoleBinding
 from lightkube.types import PatchType
 
 from appstack.api.identity import IDENTITY
+from appstack.api.namespaces import ENABLED
 from appstack.controllers.appservice import APP_SERVICE
 from appstack.manifests import bundle, rbac
 from appstack.manifests.install import InstallOptions
@@ -63,6 +65,9 @@ EDITOR = rbac.cluster_name("appstack-editor", rbac.NAMESPACE)
 GUARD = f"{IDENTITY.project}-shard-labels-{rbac.NAMESPACE}"
 APPS = 6
 PROBE = "shard-guard-probe"
+# the probe's namespace: enabled for appstack (the operator's own namespace is not: the
+# writes policy refuses the operator any write there, sharded or not)
+PROBE_NAMESPACE = f"shard-probe-{uuid.uuid4().hex[:6]}"
 
 
 def _label_patch_admitted(as_operator: LightClient) -> bool:
@@ -72,7 +77,7 @@ def _label_patch_admitted(as_operator: LightClient) -> bool:
             GenericAppService,
             PROBE,
             _labels(**{SHARD: "s"}),
-            namespace=rbac.NAMESPACE,
+            namespace=PROBE_NAMESPACE,
             patch_type=PatchType.MERGE,
             dry_run=True,
         )
@@ -89,7 +94,9 @@ def sharded_install(kube: LightClient, operator_kubeconfig: Path) -> Iterator[No
     (once the API server enforces them: the operator's token may patch a shard label),
     then back as they were (the shard-labels guard removed)."""
     apply_objects(kube, bundle.permissions(InstallOptions(shards=2)))
-    probe = codecs.from_dict(app_service(PROBE, rbac.NAMESPACE))
+    enabled = ObjectMeta(name=PROBE_NAMESPACE, labels={ENABLED: "true"})
+    kube.create(Namespace(metadata=enabled))
+    probe = codecs.from_dict(app_service(PROBE, PROBE_NAMESPACE))
     kube.apply(probe, force=True)
     as_operator = LightClient(config=KubeConfig.from_file(str(operator_kubeconfig)))
     try:
@@ -103,7 +110,7 @@ def sharded_install(kube: LightClient, operator_kubeconfig: Path) -> Iterator[No
         apply_objects(kube, bundle.permissions())
         kube.delete(ValidatingAdmissionPolicyBinding, GUARD)
         kube.delete(ValidatingAdmissionPolicy, GUARD)
-        kube.delete(GenericAppService, PROBE, namespace=rbac.NAMESPACE)
+        kube.delete(Namespace, PROBE_NAMESPACE)
 
 
 @pytest.fixture
