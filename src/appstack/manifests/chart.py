@@ -1,7 +1,8 @@
 """The Helm chart ``charts/appstack``, generated from the same functions as deploy/ (see
 :mod:`appstack.manifests.helmtext`): with default values ``helm template`` renders
 exactly the objects of the generated install (a test checks it), and the values change
-the image, replicas, resources, watched namespaces, leader election and metrics.
+the image, replicas, resources, watched namespaces, leader election, sharding (the
+objects of ``appstack manifests --shards``: :func:`_sharded_or_not`) and metrics.
 
 CRDs are in ``crds/``: Helm installs them with the first release and never upgrades or
 deletes them (so ``helm uninstall`` cannot delete every user's resources); an upgrade
@@ -13,6 +14,7 @@ Helm's standard labels (:mod:`appstack.manifests.chart_labels`).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import yaml
@@ -48,6 +50,7 @@ from appstack.manifests.chart_names import (
     label_operator,
 )
 from appstack.manifests.chart_readme import readme
+from appstack.manifests.chart_values import SHARDS_MIN
 from appstack.manifests.chart_values import defaults as value_defaults
 from appstack.manifests.chart_values import schema as values_schema
 from appstack.manifests.helmtext import (
@@ -107,7 +110,10 @@ VALUES_HELP = """\
 # of `appstack run`; nodeSelector, tolerations, affinity (empty: this release's replicas on
 # different nodes), priorityClassName schedule the operator; podSecurityContext and
 # securityContext (OpenShift restricted-v2: drop runAsUser/runAsGroup). leaderElection.enabled
-# =false needs replicas: 1. No CPU limit by default (a throttled operator falls behind).
+# =false needs replicas: 1. sharding.enabled: every replica reconciles its own share of the
+# objects (--sharding, with the grants and guards it needs, as `appstack manifests --shards`;
+# needs leader election and replicas >= 2; docs/sharding.md). No CPU limit by default (a
+# throttled operator falls behind).
 # values.schema.json checks every value: a misspelt one fails the install with its path named.
 #
 # Names: every object's name starts with the fullname (fullnameOverride; else the release name
@@ -127,6 +133,8 @@ VALUES_HELP = """\
 
 
 CERTS = "{{- if .Values.metrics.certSecret }}", "{{- end }}"
+#: ``sharding.enabled`` (``$``: also inside a range over the watched namespaces).
+SHARDED = "{{- if $.Values.sharding.enabled }}"
 
 
 def _extensible(pod: dict[str, Any], container: dict[str, Any]) -> None:
@@ -164,6 +172,7 @@ def _deployment() -> str:
         log_level=sentinel("LOG_LEVEL"),
         concurrency=sentinel("CONCURRENCY"),
         metrics_cert_secret=sentinel("CERT_SECRET"),
+        sharding=True,
     )
     spec = deployment["spec"]
     deployment["spec"] = {
@@ -196,6 +205,7 @@ def _deployment() -> str:
     text = wrap_item(
         text, "--leader-elect", "{{- if .Values.leaderElection.enabled }}", "{{- end }}"
     )
+    text = wrap_item(text, "--sharding", SHARDED, "{{- end }}")
     text = wrap_item(text, f"--metrics-cert-dir={workload.METRICS_CERT_DIR}", *CERTS)
     text = _extended(text)
     # the Lease is the operator's name: releases side by side elect a leader each (the
@@ -253,26 +263,56 @@ def _service_account() -> str:
     return conditional_text(".Values.serviceAccount.create", text)
 
 
+def _key(obj: dict[str, Any]) -> tuple[str, str]:
+    return obj["kind"], obj["metadata"]["name"]
+
+
+def _sharded_or_not(objects: Callable[[bool], list[dict[str, Any]]]) -> list[str]:
+    """Template parts of ``objects(sharded)``, unsharded and sharded, as
+    ``sharding.enabled`` chooses: an object both have alike once, one that differs
+    (its rules, its policy's expressions) in an if/else, one only a sharded install has
+    (the shard-labels policy) in an if. Unsharded, exactly the objects (in their order)
+    of ``objects(False)``."""
+    plain, sharded = objects(False), objects(True)
+    unsharded = {_key(obj): obj for obj in plain}
+    if [_key(obj) for obj in sharded if _key(obj) in unsharded] != list(unsharded):
+        raise ValueError("a sharded install must have every unsharded object, in its order")
+    parts: list[str] = []
+    for obj in sharded:
+        before = unsharded.get(_key(obj))
+        if before == obj:
+            parts.append(dump(obj))
+        elif before is None:
+            parts += [SHARDED, dump(obj), "{{- end }}"]
+        else:
+            parts += [SHARDED, dump(obj), "{{- else }}", dump(before), "{{- end }}"]
+    return parts
+
+
 def _rbac() -> str:
     """The functions :func:`appstack.manifests.install.rbac_objects` composes, with Helm's
-    control flow where it has Python's: the chart's RBAC cannot drift from deploy/'s."""
+    control flow where it has Python's: the chart's RBAC cannot drift from deploy/'s, nor
+    its sharded RBAC and guards (``sharding.enabled``) from ``--shards``'."""
     watched, release = sentinel("WATCHED"), sentinel("RELEASE_NS")
 
     def objects(items: list[dict[str, Any]]) -> list[str]:
         return [dump(obj) for obj in items]
 
+    def policies(sharded: bool) -> list[dict[str, Any]]:
+        return admission.policies(NS, enable_all=sentinel("ENABLE_ALL"), sharded=sharded)
+
     parts = [
         "{{- if not .Values.watchNamespaces }}",
-        *objects(install.cluster_wide_rbac(NS)),
+        *_sharded_or_not(lambda sharded: install.cluster_wide_rbac(NS, sharded=sharded)),
         "{{- else }}\n{{- range .Values.watchNamespaces }}",
-        *objects(install.watched_rbac(watched, release)),
+        *_sharded_or_not(lambda sharded: install.watched_rbac(watched, release, sharded=sharded)),
         "{{- end }}\n{{- if not (has .Release.Namespace .Values.watchNamespaces) }}",
         *objects(install.own_namespace_rbac(NS)),
         "{{- end }}",
         *objects(install.metrics_auth_rbac(NS)),
         "{{- end }}",
-        *objects(install.common_rbac(NS)),
-        *(dump(policy) for policy in admission.policies(NS, enable_all=sentinel("ENABLE_ALL"))),
+        *_sharded_or_not(lambda sharded: install.common_rbac(NS, sharded=sharded)),
+        *_sharded_or_not(policies),
     ]
     text = "\n---\n".join(parts).replace("}}\n---\n", "}}\n")
     # the policies' "enabled" variable: every namespace, or only labelled ones
@@ -327,6 +367,16 @@ def _pod_labels(text: str) -> str:
     return text.replace(common, " " * 8 + INCLUDE_HELM % 8 + "\n")
 
 
+#: A sharded install needs its coordinator elected and two shards or more (the values
+#: schema refuses it first, naming the value; this says why).
+SHARDS_NEED = (
+    "{{- if and .Values.sharding.enabled (or (not .Values.leaderElection.enabled) "
+    f"(lt (int .Values.replicas) {SHARDS_MIN})) }}}}\n"
+    '{{- fail "sharding.enabled=true needs leaderElection.enabled=true (its Lease elects '
+    f'the coordinator) and replicas >= {SHARDS_MIN} (the shards)" }}}}\n'
+    "{{- end }}\n"
+)
+
 #: Two replicas without leader election would both reconcile every object.
 ONE_LEADER = (
     "{{- if and (not .Values.leaderElection.enabled) (gt (int .Values.replicas) 1) }}\n"
@@ -354,7 +404,7 @@ def render() -> dict[str, str]:
         "templates/NOTES.txt": NOTES,
         "templates/serviceaccount.yaml": HEADER + _service_account(),
         "templates/rbac.yaml": HEADER + _rbac(),
-        "templates/deployment.yaml": HEADER + ONE_LEADER + _deployment(),
+        "templates/deployment.yaml": HEADER + SHARDS_NEED + ONE_LEADER + _deployment(),
         "templates/poddisruptionbudget.yaml": HEADER
         + substitute(dump(workload.disruption_budget(NS)), NAMESPACES),
         "templates/service.yaml": HEADER

@@ -157,6 +157,26 @@ the defaults, so `--set livenessProbe.failureThreshold=6` keeps the rest, and `n
 field (Kubernetes' default). `revisionHistoryLimit` sets the Deployment's (null: Kubernetes'
 default, 10).
 
+## Sharded
+
+`sharding.enabled=true` runs every replica as a shard (`--sharding`): each reconciles its
+own share of the objects instead of one replica working while the others wait
+(`docs/sharding.md` in the appstack repository: how it works, and what happens on scale,
+crash and stop). `replicas` is the number of shards (2 or more), leader election stays on
+(its Lease elects the coordinator that assigns the objects), and the chart renders the
+grants and guards a sharded install needs instead of the unsharded ones — the objects of
+`appstack manifests --shards <replicas>`, made by the same functions: the operator's
+(Cluster)Role may patch its kinds' objects (the shard labels), its Role may write every
+Lease of the release namespace (one per shard), the kinds policy lets it change the two
+shard labels and a `<fullname>-shard-labels-<namespace>` policy refuses anyone else
+changing them. The values schema refuses `sharding.enabled=true` with
+`leaderElection.enabled=false` or fewer than 2 replicas.
+
+```sh
+helm install appstack ./charts/appstack -n appstack-system \\
+    --set sharding.enabled=true --set replicas=3
+```
+
 ## Values
 
 `values.schema.json` checks every value: a misspelt or mistyped one fails the install

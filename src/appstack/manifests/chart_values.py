@@ -22,6 +22,8 @@ DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 DURATION = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$"
 DIGEST = r"^$|^[a-z0-9]+([+._-][a-z0-9]+)*:[a-zA-Z0-9=_-]{32,}$"
 DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+#: The fewest replicas of a sharded install (one shard is an unsharded install, slower).
+SHARDS_MIN = 2
 #: The longest fullname: ``<fullname>-operator-metrics`` (the Service) stays a DNS label.
 FULLNAME_MAX = 46
 #: The pod labels the chart sets itself (podLabels may not set them: the selector's among them).
@@ -80,6 +82,15 @@ class ServiceAccount(_Values):
 
 class Toggle(_Values):
     enabled: bool = False
+
+
+class Sharding(_Values):
+    enabled: bool = Field(
+        False,
+        description="--sharding: every replica active on its own share of the objects "
+        "(docs/sharding.md), with the grants and guards that needs (as appstack manifests "
+        "--shards). Needs leaderElection.enabled and replicas >= 2 (the shards).",
+    )
 
 
 class Account(_Values):
@@ -234,7 +245,9 @@ class ChartValues(_Values):
         "app.kubernetes.io/*, helm.sh/chart).",
         json_schema_extra={"propertyNames": {"not": {"enum": list(STANDARD_POD_LABELS)}}},
     )
-    replicas: int = Field(2, ge=0, le=10, description="Operator replicas (one leads).")
+    replicas: int = Field(
+        2, ge=0, le=10, description="Operator replicas (one leads; sharded: the shards, 2 or more)."
+    )
     revision_history_limit: int | None = Field(
         None,
         ge=0,
@@ -257,6 +270,7 @@ class ChartValues(_Values):
         default_factory=lambda: Toggle.model_validate({"enabled": True}),
         description="--leader-elect: only one replica reconciles.",
     )
+    sharding: Sharding = Field(default_factory=lambda: Sharding.model_validate({}))
     log_level: Literal["debug", "info", "warning", "error", "critical"] = Field(
         "info", description="--log-level"
     )
@@ -341,4 +355,20 @@ def schema() -> dict[str, Any]:
     account = generated["$defs"]["ServiceAccount"]
     account["if"] = {"properties": {"create": {"const": False}}, "required": ["create"]}
     account["then"] = {"properties": {"name": {"minLength": 1}}, "required": ["name"]}
+    # sharded: two shards or more, and leader election on (its Lease elects the coordinator)
+    generated["if"] = {
+        "properties": {
+            "sharding": {"properties": {"enabled": {"const": True}}, "required": ["enabled"]}
+        },
+        "required": ["sharding"],
+    }
+    generated["then"] = {
+        "properties": {
+            "replicas": {"minimum": SHARDS_MIN},
+            "leaderElection": {
+                "properties": {"enabled": {"const": True}},
+                "required": ["enabled"],
+            },
+        }
+    }
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", **generated}
