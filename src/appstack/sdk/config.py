@@ -593,28 +593,32 @@ def certmanager_objects(project: Project) -> dict[str, Obj | list[Obj]]:
         },
     }
     annotations = {f"{CERT_MANAGER}/inject-ca-from": f"{namespace}/{certificate}"}
-    injected = [
-        {
+    # one patch per file: kustomize before v5.1 (kubectl 1.30's) reads one object from a
+    # patch file, and refuses a file of several
+    injected: dict[str, Obj | list[Obj]] = {
+        f"certmanager/inject_ca_{c['kind'].lower()}.yaml": {
             "apiVersion": c["apiVersion"],
             "kind": c["kind"],
             "metadata": {"name": c["metadata"]["name"], "annotations": annotations},
         }
         for c in webhook_configurations(project)
-    ]
-    injected += [
+    }
+    injected.update(
         {
-            "apiVersion": "apiextensions.k8s.io/v1",
-            "kind": "CustomResourceDefinition",
-            "metadata": {"name": kind.crd_name, "annotations": annotations},
+            f"certmanager/inject_ca_{kind.crd_name}.yaml": {
+                "apiVersion": "apiextensions.k8s.io/v1",
+                "kind": "CustomResourceDefinition",
+                "metadata": {"name": kind.crd_name, "annotations": annotations},
+            }
+            for kind in project.kinds
+            if spokes_differ(kind)
         }
-        for kind in project.kinds
-        if spokes_differ(kind)
-    ]
+    )
     return {
         "certmanager/issuer.yaml": issuer,
         "certmanager/certificate.yaml": cert,
         "certmanager/manager_webhook_patch.yaml": mounted,
-        **({"certmanager/inject_ca_patch.yaml": injected} if injected else {}),
+        **injected,
     }
 
 
@@ -630,8 +634,7 @@ def certmanager_kustomization(files: Sequence[str]) -> str:
             "target": {"group": "apps", "kind": "Deployment", "name": MANAGER},
         },
     ]
-    if "inject_ca_patch.yaml" in names:
-        patches.append({"path": "inject_ca_patch.yaml"})
+    patches += [{"path": n} for n in names if n.startswith("inject_ca_")]
     body = {
         "apiVersion": "kustomize.config.k8s.io/v1alpha1",
         "kind": "Component",

@@ -269,7 +269,8 @@ def test_a_project_with_webhooks_gets_a_cert_manager_component_off_until_one_lin
     files = config.config_files(project)
     assert sorted(p for p in files if p.startswith("certmanager/")) == [
         "certmanager/certificate.yaml",
-        "certmanager/inject_ca_patch.yaml",
+        "certmanager/inject_ca_mutatingwebhookconfiguration.yaml",
+        "certmanager/inject_ca_validatingwebhookconfiguration.yaml",
         "certmanager/issuer.yaml",
         "certmanager/kustomization.yaml",
         "certmanager/kustomizeconfig.yaml",
@@ -279,10 +280,14 @@ def test_a_project_with_webhooks_gets_a_cert_manager_component_off_until_one_lin
     component = yaml.safe_load(files["certmanager/kustomization.yaml"])
     assert component["kind"] == "Component"
     assert component["resources"] == ["issuer.yaml", "certificate.yaml"]
-    assert [p["path"] for p in component["patches"]] == [
+    assert [p["path"] for p in component["patches"]][:2] == [
         "manager_webhook_patch.yaml",
         "manager_cert_dir_patch.yaml",
-        "inject_ca_patch.yaml",
+    ]
+    # one object a file (kustomize before v5.1 reads one object from a patch file)
+    assert sorted(p["path"] for p in component["patches"][2:]) == [
+        "inject_ca_mutatingwebhookconfiguration.yaml",
+        "inject_ca_validatingwebhookconfiguration.yaml",
     ]
     (issuer,) = _objects(files["certmanager/issuer.yaml"])
     (certificate,) = _objects(files["certmanager/certificate.yaml"])
@@ -300,11 +305,16 @@ def test_a_project_with_webhooks_gets_a_cert_manager_component_off_until_one_lin
     assert pod["containers"][0]["volumeMounts"][0]["mountPath"] == config.CERT_DIR
     (arg,) = yaml.safe_load(files["certmanager/manager_cert_dir_patch.yaml"])
     assert arg["value"] == f"--webhook-cert-dir={config.CERT_DIR}"
-    injected = _objects(files["certmanager/inject_ca_patch.yaml"])
-    configured = _objects(files["webhook/manifests.yaml"])
-    assert [(o["kind"], o["metadata"]["name"]) for o in injected] == [
-        (o["kind"], o["metadata"]["name"]) for o in configured
+    injected = [
+        obj
+        for path in sorted(files)
+        if path.startswith("certmanager/inject_ca_")
+        for obj in _objects(files[path])
     ]
+    configured = _objects(files["webhook/manifests.yaml"])
+    assert sorted((o["kind"], o["metadata"]["name"]) for o in injected) == sorted(
+        (o["kind"], o["metadata"]["name"]) for o in configured
+    )
     for patch in injected:
         assert patch["metadata"]["annotations"] == {
             "cert-manager.io/inject-ca-from": f"guestbook-system/{secret}"

@@ -333,7 +333,8 @@ def test_a_project_that_only_converts_gets_the_service_port_and_certificate_it_n
     assert "rbac/webhook_cert_role.yaml" in files
     assert "rbac/webhook_role.yaml" not in files
     # cert-manager's variant injects the CA into the CRD's conversion webhook
-    (injected,) = [d for d in yaml.safe_load_all(files["certmanager/inject_ca_patch.yaml"]) if d]
+    patch = files[f"certmanager/inject_ca_gadgets.{GROUP}.yaml"]
+    (injected,) = [d for d in yaml.safe_load_all(patch) if d]
     assert (injected["kind"], injected["metadata"]["name"]) == (
         "CustomResourceDefinition",
         f"gadgets.{GROUP}",
