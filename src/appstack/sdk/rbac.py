@@ -227,9 +227,6 @@ BUILTIN_GROUPS = frozenset(
         "storagemigration.k8s.io",
     }
 )
-_CRDS = Resource(
-    "apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False
-)
 
 
 def crd_read_rule(controller_rules: Iterable[Rule]) -> Rule | None:

@@ -20,7 +20,8 @@ it); its RBAC — ``patch`` of the CRD's ``status``, by name — is
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import structlog
 
@@ -41,10 +42,8 @@ def multi_version_kinds(kinds: Sequence[CustomKind]) -> list[CustomKind]:
     return list({k.crd_name: k for k in kinds if len(k.versions) > 1}.values())
 
 
-def _storage_version(crd: dict[str, object]) -> str:
-    spec = crd.get("spec")
-    versions = spec.get("versions", []) if isinstance(spec, dict) else []
-    return next(str(v["name"]) for v in versions if v.get("storage"))
+def _storage_version(crd: Mapping[str, Any]) -> str:
+    return next(str(v["name"]) for v in crd["spec"]["versions"] if v.get("storage"))
 
 
 async def migrate_storage(client: Client, kind: CustomKind, *, page_size: int = PAGE) -> int:
