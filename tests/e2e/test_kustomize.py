@@ -263,3 +263,45 @@ def test_a_projects_cert_manager_component_builds_with_every_name_lined_up(
         _key(issuer),
         _key(certificate),
     }
+
+
+def test_a_projects_sharding_component_builds_sharded_with_every_name_lined_up(
+    kube_cluster: ClusterHandle, tmp_path: Path
+) -> None:
+    """A project's config/ built with kubectl's kustomize, config/default's sharding line
+    uncommented and 3 replicas asked by kustomize's ``replicas:`` (issue #50): the manager
+    runs 3 replicas with ``--sharding``, its leader-election Role holds every Lease of its
+    namespace, the kinds guard lets it change the shard labels, the shard-labels guard
+    (prefixed) is bound by its prefixed name; nothing else differs from the unsharded build."""
+    config_dir = tmp_path / "config"
+    for relative, text in config.config_files(GUESTBOOK).items():
+        (config_dir / relative).parent.mkdir(parents=True, exist_ok=True)
+        (config_dir / relative).write_text(text)
+    plain = {_key(o): o for o in _kustomize(kube_cluster, config_dir / "default")}
+    default = config_dir / "default" / "kustomization.yaml"
+    line = config.SHARDING_LINE
+    replicas = "replicas:\n- name: controller-manager\n  count: 3\n"
+    default.write_text(default.read_text().replace(line, line.removeprefix("#")) + replicas)
+    built = {_key(o): o for o in _kustomize(kube_cluster, config_dir / "default")}
+    namespace = "guestbook-system"
+    deployment = built["Deployment", namespace, "guestbook-controller-manager"]
+    assert deployment["spec"]["replicas"] == 3
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert container["args"][-1] == "--sharding"
+    assert "--leader-elect" in container["args"]
+    election = built["Role", namespace, "guestbook-leader-election-role"]
+    assert election["rules"][0]["resources"] == ["leases"]
+    assert "resourceNames" not in election["rules"][0]
+    policies = {k[2]: o for k, o in built.items() if k[0] == "ValidatingAdmissionPolicy"}
+    bindings = {k[2]: o for k, o in built.items() if k[0] == "ValidatingAdmissionPolicyBinding"}
+    assert {b["spec"]["policyName"] for b in bindings.values()} == set(policies)
+    assert "guestbook-shard-labels" in policies
+    assert "shard.webapp.example.com/guestbook" in str(policies["guestbook-operator-kinds"])
+    changed = {k for k in built if k not in plain or built[k] != plain[k]}
+    assert changed == {
+        ("Deployment", namespace, "guestbook-controller-manager"),
+        ("Role", namespace, "guestbook-leader-election-role"),
+        ("ValidatingAdmissionPolicy", namespace, "guestbook-operator-kinds"),
+        ("ValidatingAdmissionPolicy", namespace, "guestbook-shard-labels"),
+        ("ValidatingAdmissionPolicyBinding", namespace, "guestbook-shard-labels"),
+    }

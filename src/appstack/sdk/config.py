@@ -54,6 +54,7 @@ same code always gives the same bytes (``make manifests`` twice changes nothing)
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -91,7 +92,7 @@ from appstack.sdk.kit.webhooks import (
     namespace_selector,
     secret_name,
 )
-from appstack.sdk.rbac import binding, cluster_role, manager_rules, role
+from appstack.sdk.rbac import binding, cluster_role, manager_rules, role, sharding_rules
 from appstack.sdk.versions import spokes_differ
 
 HEADER = (
@@ -142,7 +143,9 @@ class Project:
     """What the install is generated from: the operator's identity and package, its
     controllers and kinds (a kind may have no controller), whether it watches only its own
     namespace, the image, and whether it acts in every namespace (by default only in
-    those labelled ``<domain>/enabled=true``)."""
+    those labelled ``<domain>/enabled=true``). ``sharded``: the install as the
+    ``config/sharding`` Component makes it (:func:`sharding_objects`) — what its RBAC and
+    guards are then."""
 
     identity: OperatorIdentity
     package: str
@@ -151,6 +154,7 @@ class Project:
     namespaced: bool = False
     image: str = "controller:latest"
     enable_all_namespaces: bool = False
+    sharded: bool = False
 
 
 def conversion_client(project: Project, kind: CustomKind) -> dict[str, Any] | None:
@@ -184,8 +188,11 @@ def _labels(project: Project) -> dict[str, str]:
 
 def operator_rules(project: Project) -> list[Obj]:
     """The manager role's rules: every controller's, then the process's, then the admission
-    guards' marker (:func:`appstack.sdk.rbac.marker_rule`)."""
+    guards' marker (:func:`appstack.sdk.rbac.marker_rule`); sharded, with the label patches
+    of its primaries (:func:`appstack.sdk.rbac.sharding_rules`)."""
     rules = [r for controller in project.controllers for r in controller.rules]
+    if project.sharded:
+        rules += sharding_rules(controller.primary for controller in project.controllers)
     return manager_rules(rules, project.identity.domain, cluster_wide=not project.namespaced)
 
 
@@ -208,6 +215,7 @@ def guarded(project: Project) -> guards.GuardedOperator:
         kinds=project.kinds,
         enable_all=project.enable_all_namespaces,
         labels=_labels(project),
+        sharded=project.sharded,
         **own_secret,
     )
 
@@ -391,6 +399,7 @@ def rbac_objects(project: Project) -> dict[str, Obj | list[Obj]]:
         lease=identity.lease_name,
         domain=identity.domain,
         labels=labels,
+        sharded=project.sharded,
     )
     reviews = metrics_auth_role("metrics-auth-role", labels)
     reader = metrics_reader_role("metrics-reader", labels)
@@ -665,6 +674,135 @@ ISSUER_REFERENCES = {
 }
 
 
+#: config/default's commented line that turns the sharding Component on.
+SHARDING_LINE = "#components: [../sharding]"
+SHARDING_NOTE = (
+    "# Sharding (docs/sharding.md): every replica reconciles its own share of the objects.\n"
+    "# Uncomment the next line and give the manager 2 replicas or more (replicas: below);\n"
+    "# With cert-manager's line too, join the two into one components: list.\n"
+)
+#: The JSON patch (RFC 6902) that appends ``--sharding`` to the manager's args.
+SHARDING_ARG = {
+    "op": "add",
+    "path": "/spec/template/spec/containers/0/args/-",
+    "value": "--sharding",
+}
+
+
+def _target(obj: Obj) -> Obj:
+    """A kustomize patch target naming ``obj`` (before config/default's prefix)."""
+    group, _, version = obj["apiVersion"].rpartition("/")
+    return {
+        "group": group,
+        "version": version,
+        "kind": obj["kind"],
+        "name": obj["metadata"]["name"],
+    }
+
+
+def _changes(plain: Obj, sharded: Obj) -> list[Obj]:
+    """The JSON patch (RFC 6902) that makes ``plain`` into ``sharded``, a top-level field at
+    a time (``rules``, ``spec``...): whole fields replaced, so nothing of the unsharded one
+    survives in a changed field."""
+    ops: list[Obj] = []
+    for key in sorted({*plain, *sharded} - {"apiVersion", "kind", "metadata"}):
+        if key not in sharded:
+            ops.append({"op": "remove", "path": f"/{key}"})
+        elif plain.get(key) != sharded[key]:
+            ops.append(
+                {
+                    "op": "add" if key not in plain else "replace",
+                    "path": f"/{key}",
+                    "value": sharded[key],
+                }
+            )
+    return ops
+
+
+def sharding_objects(project: Project) -> dict[str, Obj | list[Obj]]:
+    """``config/sharding``'s resources and patches (none for a project without
+    controllers): what the install needs to run sharded (``--sharding``, docs/sharding.md)
+    — computed as the difference between the project's RBAC and admission guards installed
+    sharded and not, so that it is exactly what :func:`rbac_objects` and
+    :func:`admission_objects` give with ``sharded``: the manager role with ``patch`` of its
+    primaries (the shard labels), the leader-election Role on every Lease of the
+    namespace (the shard Leases), the kinds guard letting the token change the two shard
+    labels, and the ``shard-labels`` guard refusing a tenant setting them. A file only the
+    sharded install has is a resource; a changed object a JSON patch of its changed fields
+    (``<name>_patch.yaml``, its target in :func:`sharding_kustomization`)."""
+    if not project.controllers:
+        return {}
+    sharded = dataclasses.replace(project, sharded=True)
+    plain: dict[str, Obj | list[Obj]] = {**rbac_objects(project), **admission_objects(project)}
+    wanted: dict[str, Obj | list[Obj]] = {**rbac_objects(sharded), **admission_objects(sharded)}
+    gone = sorted(set(plain) - set(wanted))
+    if gone:  # the sharded install only adds files: a Component cannot remove one
+        raise ValueError(f"the sharded install has no {gone[0]}")
+    files: dict[str, Obj | list[Obj]] = {}
+    for path in sorted(wanted):
+        name = path.rpartition("/")[2]
+        if path not in plain:
+            files[f"sharding/{name}"] = wanted[path]
+            continue
+        before = {_key(o): o for o in _listed(plain[path])}
+        for obj in _listed(wanted[path]):
+            ops = _changes(before[_key(obj)], obj)
+            if ops:
+                stem = obj["metadata"]["name"].replace("-", "_")
+                files[f"sharding/{stem}_patch.yaml"] = [_target(obj), *ops]
+    return files
+
+
+def _listed(objects: Obj | list[Obj]) -> list[Obj]:
+    return objects if isinstance(objects, list) else [objects]
+
+
+def _key(obj: Obj) -> tuple[str, str]:
+    return obj["kind"], obj["metadata"]["name"]
+
+
+def sharding_files(project: Project) -> dict[str, str]:
+    """``config/sharding``'s files: :func:`sharding_objects` written out (a patch file
+    holds its operations; its target goes to the Component's kustomization), the
+    manager's ``--sharding`` patch, and the Component (with the policies' name reference,
+    as config/admission)."""
+    objects = sharding_objects(project)
+    if not objects:
+        return {}
+    files: dict[str, str] = {}
+    resources: list[str] = []
+    patches: list[Obj] = [
+        {
+            "path": "manager_sharding_patch.yaml",
+            "target": {"group": "apps", "kind": "Deployment", "name": MANAGER},
+        }
+    ]
+    for path, obj in objects.items():
+        name = path.removeprefix("sharding/")
+        if path.endswith("_patch.yaml"):
+            target, *ops = _listed(obj)
+            files[path] = HEADER + yaml.safe_dump(ops, sort_keys=False)
+            patches.append({"path": name, "target": target})
+        else:
+            files[path] = _dump(*_listed(obj))
+            resources.append(name)
+    files["sharding/manager_sharding_patch.yaml"] = HEADER + yaml.safe_dump(
+        [SHARDING_ARG], sort_keys=False
+    )
+    files["sharding/kustomizeconfig.yaml"] = HEADER + yaml.safe_dump(
+        NAME_REFERENCES, sort_keys=False
+    )
+    body = {
+        "apiVersion": "kustomize.config.k8s.io/v1alpha1",
+        "kind": "Component",
+        "resources": resources,
+        "configurations": ["kustomizeconfig.yaml"],
+        "patches": patches,
+    }
+    files["sharding/kustomization.yaml"] = HEADER + yaml.safe_dump(body, sort_keys=False)
+    return files
+
+
 def service_monitor(project: Project) -> Obj:
     """The ServiceMonitor of the manager's metrics Service (``config/prometheus``): HTTPS
     with the scraper's own token, the self-signed certificate not verified."""
@@ -722,6 +860,7 @@ def config_files(project: Project) -> dict[str, str]:
             ISSUER_REFERENCES, sort_keys=False
         )
         files["certmanager/kustomization.yaml"] = certmanager_kustomization(list(certmanager))
+    files.update(sharding_files(project))
     namespace = namespace_object(SYSTEM, _labels(project))
     mine = SCAFFOLDED_HEADER
     files["manager/manager.yaml"] = _dump(namespace, deployment(project), header=mine)
@@ -730,15 +869,15 @@ def config_files(project: Project) -> dict[str, str]:
         ["manager.yaml"], mine, images=[{"name": IMAGE_NAME, "newName": name, "newTag": tag}]
     )
     files["default/metrics_service.yaml"] = _dump(metrics_service(project), header=mine)
-    files["default/kustomization.yaml"] = _with_cert_manager_line(
-        _kustomization(
-            default_resources(project),
-            mine,
-            namespace=project.identity.namespace,
-            namePrefix=f"{project.identity.project}-",
-        ),
-        project,
+    default = _kustomization(
+        default_resources(project),
+        mine,
+        namespace=project.identity.namespace,
+        namePrefix=f"{project.identity.project}-",
     )
+    if project.controllers:  # a Component to turn on: see sharding_objects
+        default += SHARDING_NOTE + SHARDING_LINE + "\n"
+    files["default/kustomization.yaml"] = _with_cert_manager_line(default, project)
     files["prometheus/monitor.yaml"] = _dump(service_monitor(project), header=mine)
     files["prometheus/kustomization.yaml"] = _kustomization(["monitor.yaml"], mine)
     return dict(sorted(files.items()))

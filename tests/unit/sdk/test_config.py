@@ -340,3 +340,68 @@ def test_a_first_webhook_brings_the_cert_manager_line_once_and_keeps_it_turned_o
     assert default.count(config.CERT_MANAGER_LINE) == 1
     turned_on = default.replace(config.CERT_MANAGER_LINE, config.CERT_MANAGER_LINE[1:])
     assert config.with_webhooks(turned_on, manager, project) == (turned_on, manager)
+
+
+def _patched(obj: dict[str, Any], ops: list[dict[str, Any]]) -> dict[str, Any]:
+    """``obj`` with the top-level JSON patch ``ops`` applied (all config/sharding writes)."""
+    out = dict(obj)
+    for op in ops:
+        key = op["path"].removeprefix("/")
+        assert "/" not in key
+        assert op["op"] in ("add", "replace", "remove")
+        if op["op"] == "remove":
+            del out[key]
+        else:
+            out[key] = op["value"]
+    return out
+
+
+def test_config_sharding_is_exactly_the_sharded_install_off_until_one_line() -> None:
+    """config/sharding (a kustomize Component, issue #50): config/rbac and config/admission
+    with its patches applied and its resources added are exactly the project's install
+    generated sharded — the leader-election Role on every Lease of the namespace, the kinds
+    guard letting the token change the two shard labels, the shard-labels guard — and the
+    manager gets --sharding; config/default turns it on with one commented line (built
+    with kustomize: tests/e2e/test_kustomize.py)."""
+    files = config.config_files(PROJECT)
+    component = yaml.safe_load(files["sharding/kustomization.yaml"])
+    assert component["kind"] == "Component"
+    assert component["configurations"] == ["kustomizeconfig.yaml"]
+    assert component["resources"] == ["shard_labels_policy.yaml"]
+    sharded = dataclasses.replace(PROJECT, sharded=True)
+
+    def objects(project: config.Project) -> dict[tuple[str, str], dict[str, Any]]:
+        every = {**config.rbac_objects(project), **config.admission_objects(project)}
+        return {
+            (o["kind"], o["metadata"]["name"]): o
+            for value in every.values()
+            for o in (value if isinstance(value, list) else [value])
+        }
+
+    built = objects(PROJECT)
+    for resource in component["resources"]:
+        for obj in _objects(files[f"sharding/{resource}"]):
+            built[obj["kind"], obj["metadata"]["name"]] = obj
+    patched = set()
+    for patch in component["patches"]:
+        target, ops = patch["target"], yaml.safe_load(files[f"sharding/{patch['path']}"])
+        if target["kind"] == "Deployment":
+            assert ops == [config.SHARDING_ARG]
+            continue
+        key = (target["kind"], target["name"])
+        built[key] = _patched(built[key], ops)
+        patched.add(key)
+    assert built == objects(sharded)
+    assert patched == {
+        ("Role", "leader-election-role"),
+        ("ValidatingAdmissionPolicy", "operator-kinds"),
+    }
+    leases = objects(sharded)["Role", "leader-election-role"]["rules"][0]
+    assert leases["resources"] == ["leases"]
+    assert "resourceNames" not in leases
+    assert {"list", "watch", "delete"} <= set(leases["verbs"])
+    # off by default: one commented line turns it on
+    default = files["default/kustomization.yaml"]
+    assert "components" not in yaml.safe_load(default)
+    body = yaml.safe_load(default.replace(config.SHARDING_LINE, config.SHARDING_LINE[1:]))
+    assert body["components"] == ["../sharding"]
