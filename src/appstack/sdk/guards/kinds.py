@@ -176,17 +176,31 @@ def kinds_policy(operator: GuardedOperator) -> Obj | None:
 
 def shard_labels_policy(operator: GuardedOperator) -> Obj | None:
     """Installed sharded: nobody but the operator (and the cluster's administrators) sets,
-    changes or removes the shard labels of its kinds' objects — a tenant who relabels its
-    object to another shard, drains it or unassigns it would make shards hand keys over
-    outside the protocol (two shards at once while caches catch up). The labels route
-    objects and grant nothing (docs/sharding.md); None unless sharded or without kinds."""
-    if not operator.sharded or not operator.kinds:
+    changes or removes the shard labels of its kinds' objects, nor of the objects its
+    controllers of other kinds reconcile (:attr:`GuardedOperator.other_primaries`: a
+    ConfigMap's, a Pod's) — a tenant who relabels its object to another shard, drains it or
+    unassigns it would make shards hand keys over outside the protocol (two shards at once
+    while caches catch up). The labels route objects and grant nothing (docs/sharding.md);
+    None unless sharded, or with no primary."""
+    if not operator.sharded or not (operator.kinds or operator.other_primaries):
         return None
     shard, drain = operator.identity.shard_labels
+    rules = _resources(operator, status=False) if operator.kinds else []
+    for group in dict.fromkeys(r.group for r in operator.other_primaries):
+        rules.append(
+            {
+                "apiGroups": [group],
+                "apiVersions": ["*"],
+                "operations": ["CREATE", "UPDATE"],
+                "resources": sorted(
+                    {r.plural for r in operator.other_primaries if r.group == group}
+                ),
+            }
+        )
     return operator.policy(
         operator.project_name("shard-labels"),
         {
-            "matchConstraints": {"resourceRules": _resources(operator, status=False)},
+            "matchConstraints": {"resourceRules": rules},
             "matchConditions": operator.not_operator(),
             "validations": [
                 refusal(

@@ -33,6 +33,7 @@ from appstack.sdk.kind import CustomKind
 from appstack.sdk.rbac import CANARY, GUARD_RESOURCE, MARKER, Rule
 
 if TYPE_CHECKING:  # only read: the guards import no runtime
+    from appstack.runtime import Resource
     from appstack.sdk.kit.registration import Registration
 
 API_VERSION = "admissionregistration.k8s.io/v1"
@@ -100,6 +101,10 @@ class GuardedOperator:
     #: kinds' objects (:attr:`~appstack.sdk.identity.OperatorIdentity.shard_labels`), and
     #: nobody else may (:func:`~.kinds.shard_labels_policy`).
     sharded: bool = False
+    #: The resources its controllers of any kind reconcile (an ``ObjectReconciler``'s
+    #: primary: ConfigMaps, another project's kind): installed sharded, their shard labels
+    #: are guarded as its kinds' are (:func:`~.kinds.shard_labels_policy`).
+    other_primaries: tuple[Resource, ...] = ()
 
     @classmethod
     def of(
@@ -135,6 +140,9 @@ class GuardedOperator:
         others = [f"{c.primary.api_version}/{c.primary.kind}" for c in registered if not c.custom]
         if others:
             options["others"] = tuple(dict.fromkeys(others))
+            options["other_primaries"] = tuple(
+                dict.fromkeys(c.primary for c in registered if not c.custom)
+            )
         return cls(
             identity=identity,
             kinds=tuple(served.values()),

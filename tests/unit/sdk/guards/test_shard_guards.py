@@ -13,8 +13,10 @@ from typing import Any
 
 import pytest
 
+from appstack.runtime import SECRET, Result
+from appstack.sdk import ObjectReconciler, Registration
 from appstack.sdk import config as sdk_config
-from appstack.sdk.guards import policies
+from appstack.sdk.guards import GuardedOperator, policies
 from appstack.sdk.guards.kinds import kinds_policy, shard_labels_policy
 from tests.support.admission import namespace_object, refusals
 from tests.support.guestbook import IDENTITY, PROJECT
@@ -104,3 +106,44 @@ def test_everything_else_a_tenant_does_is_left_to_the_other_guards() -> None:
     (condition,) = guard["spec"]["matchConditions"]  # anyone without the operator's marker
     assert condition["expression"].startswith("!authorizer.group('webapp.example.com')")
     assert guard in policies(SHARDED)
+
+
+class _Copier(ObjectReconciler):
+    """A controller of a built-in kind (docs/any-kind.md): Secrets as its primary."""
+
+    primary = SECRET
+
+    async def apply(self, obj: dict[str, Any]) -> Result | None:
+        return None
+
+
+def test_the_shard_labels_of_a_built_in_primary_are_guarded_too() -> None:
+    """A sharded operator that reconciles Secrets (an ObjectReconciler's primary) routes
+    them by the same labels: a tenant may not set or change them on a Secret either, the
+    operator may (the writes guard lets it write those unowned), an unsharded install
+    has no such guard; an operator of built-in kinds only gets it as well."""
+    copier = Registration(name="copier", reconciler=_Copier)
+    sharded = replace(
+        GuardedOperator.of(IDENTITY, [*PROJECT.controllers, copier], rules=UNSHARDED.rules),
+        sharded=True,
+    )
+    policy = shard_labels_policy(sharded)
+    assert policy is not None
+    rules = policy["spec"]["matchConstraints"]["resourceRules"]
+    assert [(r["apiGroups"], r["resources"]) for r in rules] == [
+        (["webapp.example.com"], ["guestbooks"]),
+        ([""], ["secrets"]),
+    ]
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db", "namespace": "shop"}}
+    assert "only the guestbook operator sets the labels" in _said(
+        policy, "CREATE", _labelled(secret, **{SHARD: "s1"})
+    )
+    assert "only the guestbook operator" in _said(
+        policy, "UPDATE", _labelled(secret, **{DRAIN: "s1"}), secret
+    )
+    assert _said(policy, "UPDATE", _labelled(secret, team="a"), secret) == ""
+    only_copier = replace(GuardedOperator.of(IDENTITY, [copier]), sharded=True)
+    alone = shard_labels_policy(only_copier)
+    assert alone is not None
+    assert alone["spec"]["matchConstraints"]["resourceRules"] == [rules[1]]
+    assert shard_labels_policy(GuardedOperator.of(IDENTITY, [copier])) is None
