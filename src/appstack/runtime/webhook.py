@@ -244,17 +244,23 @@ def _verdict(answer: Answer) -> Verdict:
 async def answer(webhook: Webhook, request: AdmissionRequest, timeout: float) -> Verdict:
     """``webhook``'s verdict on ``request``, its handler given at most ``timeout`` seconds
     (a refusal with code 500 past it, or when the handler raises: logged with its
-    traceback, the client told only that it failed). A validating webhook's object is
-    ignored; a mutating handler gets a copy of the object to change."""
+    traceback, the client told only that it failed). A handler that is not a coroutine
+    function runs in a worker thread (``asyncio.to_thread``), so that a slow one neither
+    stalls the event loop nor escapes its timeout (past it, its thread finishes unheard). A
+    validating webhook's object is ignored; a mutating handler gets a copy of the object to
+    change."""
     mutable = (
         AdmissionRequest(**{**request.__dict__, "object": copy.deepcopy(request.object)})
         if webhook.mutating
         else request
     )
     try:
-        result = webhook.handler(mutable)
-        if inspect.isawaitable(result):
-            result = await asyncio.wait_for(result, timeout)
+        if inspect.iscoroutinefunction(webhook.handler):
+            result = await asyncio.wait_for(webhook.handler(mutable), timeout)
+        else:  # a plain function, in a worker thread: the loop never waits for it
+            result = await asyncio.wait_for(asyncio.to_thread(webhook.handler, mutable), timeout)
+            if inspect.isawaitable(result):
+                result = await asyncio.wait_for(result, timeout)
         verdict = _verdict(result)
     except asyncio.TimeoutError:  # not yet the built-in TimeoutError on Python 3.10
         log.warning("webhook handler timed out", webhook=webhook.label, timeout=timeout)

@@ -24,7 +24,7 @@ import inspect
 import ssl
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import structlog
 from pydantic import BaseModel, ValidationError
@@ -175,10 +175,15 @@ def bind(declaration: Declaration, resource: Resource, kind: CustomKind | None) 
         except ValidationError as error:
             where, message = _field(error)
             return deny(message, field=where)
-        answer = declaration.handler(review)
-        if inspect.isawaitable(answer):
-            answer = await answer
-        return answer
+        handler: Callable[[WebhookReview], Any] = declaration.handler
+        if inspect.iscoroutinefunction(handler):
+            answer = await handler(review)
+        else:  # in a worker thread: the event loop (the reconcilers, the other requests)
+            # never waits for a plain function, and its timeout holds
+            answer = await asyncio.to_thread(handler, review)
+            if inspect.isawaitable(answer):
+                answer = await answer
+        return cast(Answer, answer)
 
     return Webhook(
         path(declaration, resource),

@@ -10,6 +10,8 @@ import base64
 import datetime
 import os
 import ssl
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -437,3 +439,35 @@ def test_configurations_for_cert_manager_carry_its_injection_annotation() -> Non
     assert "annotations" not in plain["metadata"]
     with pytest.raises(ValueError, match="in-cluster"):
         WebhookServing(declared, IDENTITY, host="127.0.0.1", cert_dir="/nowhere")
+
+
+async def test_a_slow_plain_handler_neither_stalls_the_loop_nor_escapes_its_timeout() -> None:
+    """A handler that is not a coroutine runs in a worker thread: while it sleeps past its
+    timeout the event loop keeps running (a ticker counts on), the request is refused at
+    the operator's timeout, and the next request is answered."""
+    release = threading.Event()
+
+    def slow(review: WebhookReview) -> Verdict:
+        release.wait(5)
+        return allow()
+
+    webhook = bind(Validator(slow, timeout=1), KIND.resource, KIND)
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.05)
+            ticks += 1
+
+    running = asyncio.create_task(ticker())
+    started = time.monotonic()
+    try:
+        refused = await answer(webhook, _request(_gizmo(size=1)), webhook.timeout)
+    finally:
+        running.cancel()
+        release.set()
+    assert refused == deny("the webhook did not answer within 0.75s", code=500)
+    assert 0.7 <= time.monotonic() - started < 2
+    assert ticks >= 8  # the loop ran all along: 0.75 s of 50 ms ticks
+    assert await answer(webhook, _request(_gizmo(size=1)), webhook.timeout) == allow()
