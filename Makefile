@@ -168,11 +168,10 @@ deploy: venv
 undeploy: venv
 	$(BIN)/appstack uninstall $(if $(YES),--yes)
 
-# The runtime's and the SDK's API references (docs/runtime-api.md, docs/sdk-api.md),
-# generated from their docstrings.
+# The CRDs' field reference (docs/crd-reference.md), generated from the kinds' models. The
+# runtime's and the SDK's API references (docs/runtime-api.md, docs/sdk-api.md) are rendered
+# from the docstrings by mkdocstrings when the site is built (docs-site).
 docs: venv
-	$(BIN)/python -m appstack.apidoc docs/runtime-api.md
-	$(BIN)/python -m appstack.apidoc docs/sdk-api.md sdk
 	$(BIN)/python -m appstack.manifests.reference docs/crd-reference.md
 
 # The documentation site (mkdocs.yml): docs/ built into build/site, every internal link and

@@ -12,7 +12,7 @@ A block's info string says what it is, and so how it is checked:
   stored); a part of one (no ``apiVersion``: a ``spec:`` excerpt, or fields that the
   object's ``spec`` has too) is merged into the page's first object of ours and that is
   dry-run; other YAML (a kustomization, say) only parses;
-* ``python``: it compiles (top-level ``await`` allowed; a one-line signature as a ``def``);
+* ``python``: it compiles (top-level ``await`` allowed);
   the runtime tutorial's blocks (docs/runtime.md, headed ``# <file>.py``) are run by
   tests/e2e/test_tutorial.py; any other is run with this interpreter;
 * ``text``: a diagram or a listing, nothing to run;
@@ -42,7 +42,6 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGES = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "CONTRIBUTING.md", ROOT / "SECURITY.md"]
 LANGUAGES = {*SHELLS, "yaml", "python", "text", "mermaid"}
 NOTE = re.compile(r"^<!--\s*(not run|refused):\s*(.+?)\s*-->$")
-SIGNATURE = re.compile(r"^\w+\(.*\)( -> .+)?$")
 TUTORIAL = re.compile(r"^# [\w.]+\.py$")
 GROUP = "appstack.dev/"
 
@@ -128,15 +127,9 @@ def objects_to_create(block: Fenced, page: list[Fenced]) -> list[dict[str, Any]]
     return []
 
 
-def signature(block: Fenced) -> bool:
-    """A Python block that is one call signature (docs/runtime-api.md's classes)."""
-    return len(block.lines) == 1 and bool(SIGNATURE.match(block.lines[0]))
-
-
 def compiled(block: Fenced) -> None:
-    """Compile a Python block (raises SyntaxError); a lone signature compiles as a def."""
-    source = f"def {block.lines[0]}: ...\n" if signature(block) else block.text
-    compile(source, block.name, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    """Compile a Python block (raises SyntaxError)."""
+    compile(block.text, block.name, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
 
 
 def tutorial_block(block: Fenced) -> bool:
@@ -156,7 +149,7 @@ def on_cluster(block: Fenced, page: list[Fenced]) -> bool:
     if block.language in SHELLS:
         return True
     if block.language == "python":
-        return not tutorial_block(block) and not signature(block)
+        return not tutorial_block(block)
     return block.language == "yaml" and bool(objects_to_create(block, page))
 
 
