@@ -18,7 +18,8 @@ from typing import Any
 
 import httpx
 from lightkube import Client as LightClient
-from lightkube import KubeConfig
+from lightkube import KubeConfig, codecs
+from lightkube.core.exceptions import ApiError
 
 from appstack.manifests.install import Install
 from appstack_testbed.waiting import eventually_sync
@@ -39,6 +40,25 @@ def admin_client(kubeconfig: Path) -> LightClient:
 def apply_install(light: LightClient, parts: Install) -> None:
     """Everything but the Deployment (no kubelet here to run it)."""
     apply_objects(light, [o for o in parts.objects() if o is not parts.deployment])
+
+
+def remove_install(light: LightClient, parts: Install) -> None:
+    """The install's own objects but the CRDs (the session's): its namespace and its
+    cluster-scoped grants and admission policies (named after its namespace). A test on the
+    shared cluster must remove them: every install's policies match every appstack
+    operator's token (whoever holds the guards' marker), so an install left behind holds
+    the shared one to its own rules — an unsharded one refused the sharded install's
+    shard-label patches (tests/e2e/test_sharding_install.py)."""
+    for obj in reversed(parts.objects()):
+        meta = obj["metadata"]
+        if obj["kind"] == "CustomResourceDefinition" or meta.get("namespace"):
+            continue  # a namespaced object goes with its namespace
+        resource = codecs.from_dict(obj)
+        try:
+            light.delete(type(resource), meta["name"])
+        except ApiError as error:
+            if error.status.code != 404:
+                raise
 
 
 def operator_command(deployment: dict[str, Any], kubeconfig: Path, health: int) -> list[str]:

@@ -22,18 +22,18 @@ from appstack.runtime.client import Client
 from appstack.runtime.resources import DEPLOYMENT
 from appstack_testbed.pytest_plugin import ClusterHandle
 from tests.e2e.conftest import is_ready, until
-from tests.e2e.installed import apply_install, running_operator
+from tests.e2e.installed import apply_install, remove_install, running_operator
 
 
 @pytest.fixture
 def namespaces(kube: LightClient) -> Iterator[list[str]]:
-    """ops, a, b, c — fresh, deleted afterwards."""
+    """ops, a, b, c — fresh, deleted afterwards (ops with the install: the test's)."""
     suffix = uuid.uuid4().hex[:6]
     names = [f"{n}-{suffix}" for n in ("ops", "team-a", "team-b", "team-c")]
     for name in names[1:]:  # the install creates its own namespace
         kube.create(Namespace(metadata=ObjectMeta(name=name, labels={ENABLED: "true"})))
     yield names
-    for name in names:
+    for name in names[1:]:
         kube.delete(Namespace, name)
 
 
@@ -67,22 +67,26 @@ async def test_a_namespaced_install_reconciles_in_its_namespaces_only(
         "tokenreviews",
         "subjectaccessreviews",
     }
+    # removed again: its policies, cluster-wide, would hold the shared install to its rules
     apply_install(kube, parts)
+    try:
+        await client.create(APP_SERVICE, _app("web", team_c))  # first: it had every chance
+        with running_operator(kube, kube_cluster.kubeconfig, parts, tmp_path):
+            for watched in (team_a, team_b):
+                await client.create(APP_SERVICE, _app("web", watched))
+            for watched in (team_a, team_b):
+                ready = f"{watched}/web Ready"
+                await until(client, APP_SERVICE, "web", watched, is_ready, 60, ready)
+                await client.get(DEPLOYMENT, "web", watched)
 
-    await client.create(APP_SERVICE, _app("web", team_c))  # first: it had every chance
-    with running_operator(kube, kube_cluster.kubeconfig, parts, tmp_path):
-        for watched in (team_a, team_b):
-            await client.create(APP_SERVICE, _app("web", watched))
-        for watched in (team_a, team_b):
-            await until(client, APP_SERVICE, "web", watched, is_ready, 60, f"{watched}/web Ready")
-            await client.get(DEPLOYMENT, "web", watched)
-
-        async with await Client.connect(str(tmp_path / "operator-kubeconfig")) as operator:
-            with pytest.raises(errors.Forbidden):
-                await operator.list(APP_SERVICE, namespace=team_c)
-            with pytest.raises(errors.Forbidden):
-                await operator.list(APP_SERVICE)  # no cluster-wide rights either
-        with pytest.raises(errors.NotFound):
-            await client.get(DEPLOYMENT, "web", team_c)
-        untouched = await client.get(APP_SERVICE, "web", team_c)
-        assert not untouched.get("status")
+            async with await Client.connect(str(tmp_path / "operator-kubeconfig")) as operator:
+                with pytest.raises(errors.Forbidden):
+                    await operator.list(APP_SERVICE, namespace=team_c)
+                with pytest.raises(errors.Forbidden):
+                    await operator.list(APP_SERVICE)  # no cluster-wide rights either
+            with pytest.raises(errors.NotFound):
+                await client.get(DEPLOYMENT, "web", team_c)
+            untouched = await client.get(APP_SERVICE, "web", team_c)
+            assert not untouched.get("status")
+    finally:
+        remove_install(kube, parts)

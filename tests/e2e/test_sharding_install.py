@@ -11,24 +11,30 @@ touch the shard labels.
   install, in the test's namespace: the Leases there) — AppServices of an enabled
   namespace labelled to their owners among the live shards and Ready, one shard stopped
   (its keys handed back, its Lease deleted by the coordinator, its keys on the other),
-  both exiting 0, and no write refused in their logs.
+  the coordinator's gauges on ``/metrics`` saying so (keys per shard, none unassigned,
+  no drain in flight), both exiting 0, and no write refused in their logs.
 
 Serial: it swaps the shared install's ClusterRole and admission policies
 (``appstack-system``) for the sharded install's and back — the policies match the
 operator's marker, so the unsharded ones would refuse the shards' label patches, and the
-sharded ones would relax the kinds policy the other tests check.
+sharded ones would relax the kinds policy the other tests check. Every appstack install's
+policies bind every appstack operator's token (whoever holds the guards' marker): another
+install's, unsharded, left on the cluster refuses the shards' label patches whatever this
+module swaps — what failed it in the full suite (test_install_namespaced.py left its
+install's policies behind; it removes them now). So it checks first that none is there, and
+waits, when done, until the unsharded install's RBAC refuses the label patch again.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import signal
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from lightkube import ApiError, KubeConfig, codecs
 from lightkube import Client as LightClient
@@ -42,6 +48,7 @@ from lightkube.resources.admissionregistration_v1 import (
 from lightkube.resources.core_v1 import Namespace, ServiceAccount
 from lightkube.resources.rbac_authorization_v1 import RoleBinding
 from lightkube.types import PatchType
+from prometheus_client.parser import text_string_to_metric_families
 
 from appstack.api.identity import IDENTITY
 from appstack.api.namespaces import ENABLED
@@ -51,22 +58,13 @@ from appstack.manifests.install import InstallOptions
 from appstack.runtime import DEPLOYMENT, LEASE, errors
 from appstack.runtime.client import Client
 from appstack.runtime.sharding import owner, root_key
-from appstack_testbed.replica import Replica
+from appstack.sdk import GUARD_RESOURCE
+from appstack_testbed.replica import Replica, free_port
 from appstack_testbed.waiting import condition_status, eventually, eventually_sync
 from tests.e2e.conftest import apply_objects, service_account_kubeconfig
 from tests.e2e.replicas import app_service
 
-# Skipped in the suite for now: it passes alone and after the install tests on a fresh or a
-# joined cluster (five runs), but in the full suite's serial phase (.ci/run, twice) the
-# operator's dry-run label patch stayed refused (403) for 15 s; REFUSED now says why. To run
-# it: APPSTACK_SHARDING_INSTALL_E2E=1 (issue #50).
-pytestmark = [
-    pytest.mark.serial,
-    pytest.mark.skipif(
-        os.environ.get("APPSTACK_SHARDING_INSTALL_E2E") != "1",
-        reason="refused in the full suite's serial phase only, not understood yet (issue #50)",
-    ),
-]
+pytestmark = pytest.mark.serial
 
 GenericAppService = create_namespaced_resource("appstack.dev", "v1", "AppService", "appservices")
 
@@ -76,12 +74,19 @@ EDITOR = rbac.cluster_name("appstack-editor", rbac.NAMESPACE)
 GUARD = f"{IDENTITY.project}-shard-labels-{rbac.NAMESPACE}"
 APPS = 6
 PROBE = "shard-guard-probe"
+#: The unsharded install's refusal of the probe's patch: its ClusterRole grants no patch of
+#: AppServices (a sharded one does: the shard labels are patched).
+UNSHARDED = 'cannot patch resource "appservices"'
+
 # the probe's namespace: enabled for appstack (the operator's own namespace is not: the
 # writes policy refuses the operator any write there, sharded or not)
 PROBE_NAMESPACE = f"shard-probe-{uuid.uuid4().hex[:6]}"
 
 
 REFUSED: list[str] = []  # the last refusal of the probe: what a timeout reports
+#: What the API server's authorizer is asked in the match conditions of every policy that
+#: binds appstack's operator (the guards' marker; appstack.sdk.guards.subject).
+MARKER_CHECK = f"authorizer.group('{IDENTITY.domain}').resource('{GUARD_RESOURCE}')"
 
 
 def _label_patch_admitted(as_operator: LightClient) -> bool:
@@ -103,11 +108,29 @@ def _label_patch_admitted(as_operator: LightClient) -> bool:
     return True
 
 
+def _foreign_policies(kube: LightClient) -> list[str]:
+    """Policies that bind appstack's operator (they ask for its marker) but are not the
+    shared install's: another install's. Every install's policies hold every appstack
+    operator's token (docs/security.md), so an unsharded one left on the cluster refuses
+    the shard-label patches for ever."""
+    ours = {o["metadata"]["name"] for o in bundle.permissions(InstallOptions(shards=2))}
+    return sorted(
+        policy.metadata.name
+        for policy in kube.list(ValidatingAdmissionPolicy)
+        if policy.metadata.name not in ours
+        and any(
+            MARKER_CHECK in condition.expression for condition in policy.spec.matchConditions or []
+        )
+    )
+
+
 @pytest.fixture(scope="module")
 def sharded_install(kube: LightClient, operator_kubeconfig: Path) -> Iterator[None]:
     """The shared install's permissions as ``appstack manifests --shards 2`` makes them
     (once the API server enforces them: the operator's token may patch a shard label),
     then back as they were (the shard-labels guard removed)."""
+    foreign = _foreign_policies(kube)
+    assert not foreign, f"another appstack install's policies bind the operator: {foreign}"
     apply_objects(kube, bundle.permissions(InstallOptions(shards=2)))
     enabled = ObjectMeta(name=PROBE_NAMESPACE, labels={ENABLED: "true"})
     kube.create(Namespace(metadata=enabled))
@@ -119,14 +142,22 @@ def sharded_install(kube: LightClient, operator_kubeconfig: Path) -> Iterator[No
             lambda: _label_patch_admitted(as_operator),
             timeout=15,
             what="the sharded install's guards enforced",
-            diagnose=lambda: REFUSED,
+            diagnose=lambda: [*REFUSED, f"other installs' policies: {_foreign_policies(kube)}"],
         )
         yield
     finally:  # the shared install first: nothing below may leave it sharded
         apply_objects(kube, bundle.permissions())
         kube.delete(ValidatingAdmissionPolicyBinding, GUARD)
         kube.delete(ValidatingAdmissionPolicy, GUARD)
-        kube.delete(Namespace, PROBE_NAMESPACE)
+        try:  # the tests after this one see the unsharded RBAC in force
+            eventually_sync(
+                lambda: not _label_patch_admitted(as_operator) and UNSHARDED in REFUSED[0],
+                timeout=15,
+                what="the unsharded install's RBAC enforced again",
+                diagnose=lambda: REFUSED,
+            )
+        finally:
+            kube.delete(Namespace, PROBE_NAMESPACE)
 
 
 @pytest.fixture
@@ -257,6 +288,11 @@ def _names(namespace: str, live: dict[str, str]) -> dict[tuple[str, int], str]:
     raise AssertionError("no names found for both shards")
 
 
+def _plain_metrics(port: int) -> tuple[str, ...]:
+    """``appstack run``'s flags for ``/metrics`` on ``port``, plain HTTP, no token asked."""
+    return (f"--metrics-bind-address=127.0.0.1:{port}", "--no-metrics-auth", "--no-metrics-secure")
+
+
 def _refusals(logs: Path) -> list[str]:
     """Every log line of the processes about a write refused (by RBAC or admission)."""
     found = []
@@ -284,7 +320,11 @@ async def test_appstack_sharded_under_its_install(  # noqa: PLR0917 - fixtures
         kube.apply(codecs.from_dict(obj), force=True)
     token = service_account_kubeconfig(kube, kubeconfig, rbac.NAMESPACE, tmp_path / "sa")
     args = ("--sharding", "--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s")
-    replicas = [Replica(name, token, namespace, tmp_path, *args) for name in ("sa", "sb")]
+    metrics = {name: free_port() for name in ("sa", "sb")}  # the coordinator's gauges
+    replicas = [
+        Replica(name, token, namespace, tmp_path, *args, *_plain_metrics(metrics[name]))
+        for name in ("sa", "sb")
+    ]
     try:
         for replica in replicas:
             await replica.wait_ready()
@@ -303,9 +343,18 @@ async def test_appstack_sharded_under_its_install(  # noqa: PLR0917 - fixtures
             timeout=30,
             what="every AppService on its owner and Ready",
         )
-        # stop the one that does not coordinate: its keys handed back, its Lease deleted
         election = await client.get(LEASE, rbac.LEASE_NAME, namespace)
         leader = election["spec"]["holderIdentity"].split("_")[0]
+        # the coordinator's gauges: none waiting, no drain left (the keys per shard are
+        # counted by full sweeps: at the next change of the shards)
+        balanced = {"unassigned": 0, "oldest": 0, "drains": 0}
+        await eventually(
+            lambda: _shard_gauges(metrics[leader]),
+            lambda gauges: {k: v for k, v in gauges.items() if k != "keys"} == balanced,
+            timeout=15,
+            what="the coordinator's gauges: every key assigned",
+        )
+        # stop the one that does not coordinate: its keys handed back, its Lease deleted
         (leaving,) = [r for r in replicas if r.name != leader]
         leaving.signal(signal.SIGTERM)
         assert await leaving.wait_exit(20) == 0, leaving.log()
@@ -320,6 +369,13 @@ async def test_appstack_sharded_under_its_install(  # noqa: PLR0917 - fixtures
             lambda off: not off,
             timeout=15,
             what="every AppService on the shard left",
+        )
+        left = {**balanced, "keys": {live[leader]: APPS}}
+        await eventually(
+            lambda: _shard_gauges(metrics[leader]),
+            lambda gauges: gauges == left,
+            timeout=15,
+            what="the coordinator's gauges: every key on the shard left",
         )
         # the key moved is reconciled by the shard left: a change reaches its Deployment
         moved = names[(leaving.name, 0)]
@@ -342,6 +398,29 @@ async def test_appstack_sharded_under_its_install(  # noqa: PLR0917 - fixtures
     assert all(
         any(map(_json, (tmp_path / f"{r.name}.log").read_text().splitlines())) for r in replicas
     )
+
+
+async def _shard_gauges(port: int) -> dict[str, Any]:
+    """The coordinator's sharding gauges on ``/metrics`` at ``port``: the largest unassigned
+    count, oldest wait and drains in flight over the primary kinds, and the AppServices per
+    shard."""
+    async with httpx.AsyncClient() as http:
+        text = (await http.get(f"http://127.0.0.1:{port}/metrics", timeout=5)).text
+    samples = [s for f in text_string_to_metric_families(text) for s in f.samples]
+
+    def most(name: str) -> float | None:
+        return max((s.value for s in samples if s.name == f"appstack_shard_{name}"), default=None)
+
+    return {
+        "unassigned": most("unassigned_keys"),
+        "oldest": most("oldest_unassigned_seconds"),
+        "drains": most("drains_in_flight"),
+        "keys": {
+            s.labels["shard"]: s.value
+            for s in samples
+            if s.name == "appstack_shard_keys" and s.labels["resource"] == str(APP_SERVICE)
+        },
+    }
 
 
 def _json(line: str) -> dict[str, Any]:

@@ -31,8 +31,6 @@ from typing import Any
 
 import pytest
 from lightkube import Client as LightClient
-from lightkube import codecs
-from lightkube.core.exceptions import ApiError
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace
 
@@ -44,7 +42,7 @@ from appstack.runtime.client import Client
 from appstack.runtime.resources import CONFIG_MAP
 from appstack_testbed.pytest_plugin import ClusterHandle
 from tests.e2e.conftest import is_ready, until
-from tests.e2e.installed import apply_install, running_operator
+from tests.e2e.installed import apply_install, remove_install, running_operator
 
 COUNT = 220
 SIZE = 900_000  # characters of data per ConfigMap: 0.9 MB, base64 of random bytes
@@ -125,21 +123,6 @@ class MemorySampler:
         )
 
 
-def _remove_install(kube: LightClient, objects: list[dict[str, Any]]) -> None:
-    """The install's own objects but the CRDs (shared by the session): its namespace and
-    its cluster-scoped grants and policies (named after its namespace)."""
-    for obj in reversed(objects):
-        meta = obj["metadata"]
-        if obj["kind"] == "CustomResourceDefinition" or meta.get("namespace"):
-            continue  # a namespaced object goes with its namespace
-        resource = codecs.from_dict(obj)
-        try:
-            kube.delete(type(resource), meta["name"])
-        except ApiError as error:
-            if error.status.code != 404:
-                raise
-
-
 async def test_labelled_configmaps_of_a_tenant_do_not_run_the_operator_out_of_memory(
     kube: LightClient,
     kube_cluster: ClusterHandle,
@@ -195,7 +178,7 @@ async def test_labelled_configmaps_of_a_tenant_do_not_run_the_operator_out_of_me
         assert "Traceback" not in log, log[-3000:]
     finally:
         await _each(names, delete)
-        _remove_install(kube, parts.objects())
+        remove_install(kube, parts)
 
 
 # ------------------------------------------------------------- ballast in labels (#46)
@@ -317,4 +300,4 @@ async def test_ballast_in_labels_enabled_or_not_does_not_run_the_operator_out_of
         assert "Traceback" not in log, log[-3000:]
     finally:
         kube.delete(Namespace, closed)
-        _remove_install(kube, parts.objects())
+        remove_install(kube, parts)

@@ -14,6 +14,11 @@ from appstack.manifests import grafana
 from appstack.manifests.crds import LABELS
 from appstack.manifests.grafana import LEADER
 from appstack.manifests.rbac import NAME, NAMESPACE
+from appstack.sdk import OperatorOptions
+
+#: A sharded install's lease (its replicas run with the default): a key that waits
+#: unassigned longer than that is not waiting for a shard gone to expire.
+LEASE = OperatorOptions().lease_duration
 
 ALERTS: list[dict[str, Any]] = [
     {
@@ -114,6 +119,24 @@ ALERTS: list[dict[str, Any]] = [
             "snapshot is more than 30 minutes overdue",
             "description": "Its backup Jobs do not complete (kubectl get jobs -n "
             "{{ $labels.namespace }}); the newest snapshot is getting old.",
+        },
+    },
+    {
+        "alert": "AppstackShardKeysUnassigned",
+        # Sharded installs only (docs/sharding.md): the coordinator assigns a new key
+        # within a look and a gone shard's keys as soon as its Lease expires.
+        "expr": f"max by (resource) ({grafana.SHARD_WAIT}) > {LEASE:g}",
+        "for": "1m",
+        "labels": {"severity": "warning"},
+        "annotations": {
+            # short: the chart's escaping of {{ $value ... }} needs it on one line
+            "summary": "{{ $labels.resource }}: keys unassigned for "
+            "{{ $value | humanizeDuration }}",
+            "description": "Objects no shard reconciles, the oldest waiting longer than a "
+            "lease. No Ready shard takes them: are the replicas running and their "
+            "shard Leases renewed (kubectl get leases -A -l "
+            "appstack.dev/shard-of), or are the coordinator's label patches refused (its log: "
+            "label patch refused)? See docs/sharding.md.",
         },
     },
     {

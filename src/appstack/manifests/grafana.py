@@ -1,6 +1,6 @@
 """The Grafana dashboards users watch appstack with: one for the operator itself (its
 controllers, workqueues, leader, API requests, CPU and memory: controller-runtime's names,
-:mod:`appstack.runtime.metrics`) and one per registered kind
+:mod:`appstack.runtime.metrics`; installed sharded, its shards) and one per registered kind
 (:data:`appstack.controllers.registry.ALL`). Each opens with a table of the objects not
 Ready now (every kind's on the operator's; the kind's on its own), then the rows every kind
 has — its objects' readiness (:mod:`appstack.controllers.kind_metrics`) and its controller
@@ -64,6 +64,34 @@ OPERATOR: list[Panel] = [
             "sum by (kind) (appstack_object_ready)",
             "count by (kind) (appstack_object_ready == 0)",
         ],
+    ),
+]
+
+#: How long the key unassigned longest has waited, per kind (a sharded install's
+#: coordinator: runtime/sharding.py; ``max``: only the coordinating replica has it).
+SHARD_WAIT = "appstack_shard_oldest_unassigned_seconds"
+
+#: The sharding panels, last on the operator's dashboard (the first beside the objects per
+#: kind, the other two a row): empty unless installed sharded (docs/sharding.md).
+SHARDS: list[Panel] = [
+    (
+        "Shards: keys per shard",
+        "short",
+        ["max by (resource, shard) (appstack_shard_keys)"],
+    ),
+    (
+        "Shards: keys unassigned, drains in flight, handovers (5m)",
+        "short",
+        [
+            "max by (resource) (appstack_shard_unassigned_keys)",
+            "max by (resource) (appstack_shard_drains_in_flight)",
+            "sum by (resource, reason) (increase(appstack_shard_handovers_total[5m]))",
+        ],
+    ),
+    (
+        "Shards: the oldest unassigned key's wait",
+        "s",
+        [f"max by (resource) ({SHARD_WAIT})"],
     ),
 ]
 
@@ -213,7 +241,8 @@ def dashboards() -> dict[str, dict[str, Any]]:
     """File name → dashboard: ``appstack-operator.json``, then ``appstack-<kind>.json`` for
     every kind the operator serves (:data:`appstack.controllers.registry.ALL`)."""
     table = _table("Objects not Ready (kind, namespace, name)", NOT_READY)
-    out = {"appstack-operator.json": _dashboard(NAME, "appstack operator", None, table, OPERATOR)}
+    operator = _dashboard(NAME, "appstack operator", None, table, OPERATOR + SHARDS)
+    out = {"appstack-operator.json": operator}
     for controller in ALL:
         kind = controller.kind.resource.kind
         panels = _kind_panels(kind, controller.name) + _own_panels(controller)
@@ -233,7 +262,7 @@ def expressions() -> list[str]:
     tables = [NOT_READY] + [_not_ready(c.kind.resource.kind) for c in ALL]
     return (
         tables
-        + [e for _, _, exprs in OPERATOR for e in exprs]
+        + [e for _, _, exprs in OPERATOR + SHARDS for e in exprs]
         + [
             e
             for c in ALL

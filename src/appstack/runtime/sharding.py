@@ -361,8 +361,11 @@ def _cache_key(namespace: str | None, name: str) -> str:
 class ShardMetrics:
     """The sharding metrics, in the manager's registry under its prefix:
     ``<prefix>_shard_key_writes_refused_total`` (a shard's writes for keys it no longer
-    holds), ``<prefix>_shard_unassigned_keys{resource}`` and
-    ``<prefix>_shard_keys{resource,shard}`` (the coordinator's last sweep),
+    holds), ``<prefix>_shard_unassigned_keys{resource}``,
+    ``<prefix>_shard_oldest_unassigned_seconds{resource}`` (how long the key unassigned
+    longest has been; 0 with none) and ``<prefix>_shard_drains_in_flight{resource}``
+    (drains asked and not yet acknowledged), as the coordinator's last look left them,
+    ``<prefix>_shard_keys{resource,shard}`` (as its last full sweep left them),
     ``<prefix>_shard_handovers_total{resource,reason}`` (keys the coordinator moved from
     one shard to another: ``drain`` asked, ``expired`` shard's key reassigned)."""
 
@@ -378,6 +381,21 @@ class ShardMetrics:
         self.unassigned = Gauge(
             "shard_unassigned_keys",
             "Primary objects labelled to no Ready shard at the coordinator's last look.",
+            ["resource"],
+            namespace=prefix,
+            registry=registry,
+        )
+        self.oldest_unassigned = Gauge(
+            "shard_oldest_unassigned_seconds",
+            "Seconds the primary object unassigned longest (labelled to no Ready shard) has "
+            "been so, on the coordinator's clock; 0 when every object is assigned.",
+            ["resource"],
+            namespace=prefix,
+            registry=registry,
+        )
+        self.drains = Gauge(
+            "shard_drains_in_flight",
+            "Drains the coordinator asked that their shard has not acknowledged yet.",
             ["resource"],
             namespace=prefix,
             registry=registry,
@@ -590,6 +608,14 @@ class Coordinator:
         self.namespaces: list[str | None] = list(namespaces) if namespaces else [None]
         self.roster = ShardRoster(clock, config.leaving_label, default_duration)
         self._pending = False  # keys wait to move: sweep again at the next look
+        # per resource: each key left unassigned -> (since when, on the coordinator's clock;
+        # whether labelled to a shard not Ready: a look, which lists only unlabelled keys,
+        # keeps those as the last full sweep left them). Only the keys waiting: empty when
+        # all is well, every key only while no shard can take one.
+        self._waiting: dict[str, dict[str, tuple[float, bool]]] = {}
+        # per resource: the keys whose drain was asked and not yet acknowledged (at most
+        # max_drains per namespace); a look drops those it sees acknowledged (unlabelled)
+        self._draining: dict[str, set[str]] = {}
 
     async def run(self, leading: asyncio.Event | None = None) -> None:
         """Look and sweep until cancelled; while ``leading`` is not set, only look (every
@@ -648,11 +674,15 @@ class Coordinator:
             self.metrics.keys.clear()
         for resource, chosen in self.config.primaries:
             counts: dict[str, int] = {}
-            unassigned = 0
+            left: dict[str, bool] = {}  # keys left unassigned -> labelled (to a shard gone)
+            seen: set[str] = set()  # a look's: the unlabelled keys listed
+            drained: set[str] = set()  # a full sweep's: drains in flight and asked
             for namespace in self.namespaces:
                 in_flight = 0
                 if not unassigned_only:
-                    in_flight = await self._drains_in_flight(resource, chosen, namespace, ready)
+                    asked = await self._drains_in_flight(resource, chosen, namespace, ready)
+                    in_flight = len(asked)
+                    drained |= asked
                 selector = chosen
                 if unassigned_only:
                     absent = f"!{self.config.labels.shard}"
@@ -666,33 +696,68 @@ class Coordinator:
                         limit=self.config.page_size,
                         token=token,
                     )
-                    got = await self._decide(
+                    waiting, asked_now, wait = await self._decide(
                         resource, page, ready, leaving, in_flight=in_flight, counts=counts
                     )
-                    unassigned += got[0]
-                    in_flight += got[1]
-                    pending = pending or got[2]
+                    left.update(waiting)
+                    drained.update(asked_now)
+                    in_flight += len(asked_now)
+                    pending = pending or wait
+                    for obj in page if unassigned_only else ():  # a sweep keeps no keys
+                        meta = obj.get("metadata") or {}
+                        seen.add(_key(resource, meta.get("namespace"), meta.get("name", "")))
                     if token is None:
                         break
-            self.metrics.unassigned.labels(str(resource)).set(unassigned)
+            self._account(str(resource), left, seen, drained, unassigned_only=unassigned_only)
             if not unassigned_only:
                 for shard, count in counts.items():
                     self.metrics.keys.labels(str(resource), shard).set(count)
         if not unassigned_only:
             self._pending = pending
 
+    def _account(
+        self,
+        resource: str,
+        left: Mapping[str, bool],
+        seen: set[str],
+        drained: set[str],
+        *,
+        unassigned_only: bool,
+    ) -> None:
+        """The gauges of ``resource`` after a pass that listed ``seen`` and left ``left``
+        unassigned: how many wait and since when, and the drains in flight (a full sweep
+        counts them afresh; a look drops those acknowledged: their key listed unlabelled)."""
+        now = self.clock.now()
+        before = self._waiting.get(resource, {})
+        waiting = (
+            {k: v for k, v in before.items() if v[1] and k not in seen} if unassigned_only else {}
+        )
+        for key, labelled in left.items():
+            waiting[key] = (before[key][0] if key in before else now, labelled)
+        self._waiting[resource] = waiting
+        self.metrics.unassigned.labels(resource).set(len(waiting))
+        oldest = min((since for since, _ in waiting.values()), default=now)
+        self.metrics.oldest_unassigned.labels(resource).set(now - oldest)
+        if unassigned_only:
+            drained = self._draining.get(resource, set()) - seen
+        self._draining[resource] = drained
+        self.metrics.drains.labels(resource).set(len(drained))
+
     async def _drains_in_flight(
         self, resource: Resource, chosen: str | None, namespace: str | None, ready: set[str]
-    ) -> int:
+    ) -> set[str]:
+        """The keys of ``namespace`` whose drain is asked of a Ready shard."""
         drain = self.config.labels.drain
         selector = f"{chosen},{drain}" if chosen else drain
         items, _ = await self.client.list(
             resource.metadata_only(), namespace, label_selector=selector
         )
         shard = self.config.labels.shard
-        return sum(
-            1 for o in items if ((o.get("metadata") or {}).get("labels") or {}).get(shard) in ready
-        )
+        return {
+            _key(resource, meta.get("namespace"), meta.get("name", ""))
+            for meta in ((o.get("metadata") or {}) for o in items)
+            if (meta.get("labels") or {}).get(shard) in ready
+        }
 
     async def _decide(
         self,
@@ -703,8 +768,9 @@ class Coordinator:
         *,
         in_flight: int,
         counts: dict[str, int],
-    ) -> tuple[int, int, bool]:
-        """One page: (keys left unassigned, drains asked, whether keys still wait: to move
+    ) -> tuple[dict[str, bool], list[str], bool]:
+        """One page: (the keys left unassigned, each with whether it is labelled — to a
+        shard not Ready —, the keys whose drain was asked, whether keys still wait: to move
         from a Ready shard, or their patch conflicted)."""
         names = self.config.labels
         by_key: dict[str, Obj] = {}
@@ -719,7 +785,7 @@ class Coordinator:
         for state in states:
             if state.shard in ready:
                 counts[state.shard] = counts.get(state.shard, 0) + 1
-        unassigned = sum(1 for s in states if s.shard not in ready)
+        left = {s.key: s.shard is not None for s in states if s.shard not in ready}
         gate = asyncio.Semaphore(PATCHES_AT_ONCE)
 
         async def carry_out(action: Action) -> bool | None:
@@ -745,15 +811,16 @@ class Coordinator:
         outcomes = await asyncio.gather(*(carry_out(action) for action in actions))
         conflicted = False in outcomes
         done = {a.key for a, outcome in zip(actions, outcomes, strict=True) if outcome}
-        drains = 0
+        drains: list[str] = []
         for action in actions:
             if action.key not in done:
                 continue
             if isinstance(action, Drain):
-                drains += 1
+                drains.append(action.key)
                 self.metrics.handovers.labels(str(resource), "drain").inc()
             else:
-                unassigned -= 1
+                del left[action.key]
+                counts[action.shard] = counts.get(action.shard, 0) + 1  # as the sweep leaves it
                 if holder[action.key] is not None:
                     self.metrics.handovers.labels(str(resource), "expired").inc()
                 log.info("key assigned", key=action.key, shard=action.shard)
@@ -766,4 +833,4 @@ class Coordinator:
             and owner(s.key, targets) != s.shard
             for s in states
         )
-        return unassigned, drains, pending
+        return left, drains, pending

@@ -8,10 +8,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from appstack.api.identity import IDENTITY
 from appstack.controllers.kind_metrics import FAMILIES
 from appstack.controllers.registry import ALL
 from appstack.manifests import dashboard, grafana
 from appstack.runtime.metrics import Metrics
+from appstack.runtime.sharding import ShardMetrics
 
 OURS = re.compile(
     r"\b((?:controller_runtime|workqueue|leader_election|rest_client|process|python|appstack)_\w+)"
@@ -20,9 +22,12 @@ OURS = re.compile(
 
 def _exported_samples() -> set[str]:
     suffixes = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count")}
+    sharded = Metrics(prefix=IDENTITY.metric_prefix)  # a sharded install's replicas: + these
+    ShardMetrics(sharded)
     return {
         family.name + suffix
-        for family in Metrics().registry.collect()
+        for registry in (Metrics().registry, sharded.registry)
+        for family in registry.collect()
         for suffix in suffixes.get(family.type, ("",))
     } | set(FAMILIES)
 
@@ -98,6 +103,7 @@ def test_the_alerts() -> None:
         "AppstackEtcdNearQuota",
         "AppstackEtcdBackupOverdue",
         "AppstackCronTabFailing",
+        "AppstackShardKeysUnassigned",
     }
 
 

@@ -3,8 +3,9 @@ sharded mode) against the in-memory API server: the coordinator assigns, drains 
 nothing else, reassigns a gone shard's keys and deletes its Lease; a shard's write fence
 refuses a write for a key it let go of (counted) and lets the coordinator's through on the
 election Lease's fence; a sharded manager reconciles only its keys, acknowledges a drain
-without reconciling, and hands its keys back on a graceful stop. The e2e on the local
-cluster, with processes scaled and killed: tests/e2e/test_sharding.py."""
+without reconciling, and hands its keys back on a graceful stop; the coordinator's gauges
+say how many keys wait unassigned and since when, and the drains in flight. The e2e on the
+local cluster, with processes scaled and killed: tests/e2e/test_sharding.py."""
 
 from __future__ import annotations
 
@@ -158,6 +159,78 @@ async def _then_shards_go(
     handovers = coordinator.metrics.handovers
     assert handovers.labels(str(CONFIG_MAP), "drain")._value.get() >= 3
     assert handovers.labels(str(CONFIG_MAP), "expired")._value.get() > 0
+
+
+def _gauges(coordinator: Coordinator) -> tuple[float, float, float]:
+    """(unassigned keys, the oldest one's age, drains in flight) of the ConfigMaps."""
+    metrics, resource = coordinator.metrics, str(CONFIG_MAP)
+    return (
+        metrics.unassigned.labels(resource)._value.get(),
+        metrics.oldest_unassigned.labels(resource)._value.get(),
+        metrics.drains.labels(resource)._value.get(),
+    )
+
+
+async def test_the_coordinator_reports_how_long_keys_wait_unassigned() -> None:
+    client, clock = await _client(), FakeClock()
+    coordinator = _coordinator(client, clock)
+    for name in ("c0", "c1"):
+        await client.create(CONFIG_MAP, _cm(name))
+    ready, leaving = await coordinator.look()  # no shard: nothing can be assigned
+    await coordinator.sweep(ready, leaving, unassigned_only=True)
+    assert _gauges(coordinator) == (2, 0, 0)
+    await clock.advance(5)
+    await client.create(CONFIG_MAP, _cm("c2"))
+    await client.create(CONFIG_MAP, _cm("gone", {LABELS.shard: "dead"}))  # a shard gone
+    await coordinator.sweep(ready, leaving, unassigned_only=True)
+    assert _gauges(coordinator) == (3, 5, 0)  # the oldest since the first look
+    await clock.advance(1)
+    await coordinator.sweep(ready, leaving)  # the full sweep sees the dead shard's key too
+    assert _gauges(coordinator) == (4, 6, 0)
+
+    await client.create(LEASE, _lease("s1"))
+    ready, leaving = await coordinator.look()
+    await clock.advance(1)
+    await coordinator.sweep(ready, leaving, unassigned_only=True)
+    # the unlabelled keys assigned; the look lists no labelled one: kept from the sweep
+    assert _gauges(coordinator) == (1, 1, 0)
+    await coordinator.sweep(ready, leaving)
+    assert _gauges(coordinator) == (0, 0, 0)
+    assert all(labels[LABELS.shard] == "s1" for labels in (await _labels(client)).values())
+    # the keys per shard as the sweep left them: the one it assigned counted
+    assert coordinator.metrics.keys.labels(str(CONFIG_MAP), "s1")._value.get() == 4
+
+
+async def test_the_coordinator_reports_the_drains_in_flight() -> None:
+    client, clock = await _client(), FakeClock()
+    await client.create(LEASE, _lease("s1"))
+    names = [f"c{i}" for i in range(30)]
+    for name in names:
+        await client.create(CONFIG_MAP, _cm(name))
+    coordinator = _coordinator(client, clock)
+    ready, leaving = await coordinator.look()
+    await coordinator.sweep(ready, leaving)
+    await client.create(LEASE, _lease("s2"))  # a new shard: drains, CONFIG.max_drains at a time
+    ready, leaving = await coordinator.look()
+    await coordinator.sweep(ready, leaving)
+    assert _gauges(coordinator) == (0, 0, CONFIG.max_drains)
+    drained = [n for n, labels in (await _labels(client)).items() if LABELS.drain in labels]
+    meta = {"labels": {LABELS.shard: None, LABELS.drain: None}}
+    await client.patch(CONFIG_MAP, drained[0], {"metadata": meta}, namespace=NS)  # acknowledged
+    await coordinator.sweep(ready, leaving, unassigned_only=True)
+    assert _gauges(coordinator) == (0, 0, CONFIG.max_drains - 1)  # and the key assigned
+    assert (await _labels(client))[drained[0]][LABELS.shard] == "s2"
+    s2 = await client.get(LEASE, "s2", NS)  # the new shard goes: the drains are let run
+    s2["spec"]["holderIdentity"] = ""
+    await client.update(LEASE, s2)
+    ready, leaving = await coordinator.look()
+    await coordinator.sweep(ready, leaving)
+    assert _gauges(coordinator) == (0, 0, CONFIG.max_drains - 1)
+    for name in drained[1:]:
+        await client.patch(CONFIG_MAP, name, {"metadata": meta}, namespace=NS)
+    await coordinator.sweep(ready, leaving, unassigned_only=True)
+    assert _gauges(coordinator) == (0, 0, 0)
+    assert all(labels[LABELS.shard] == "s1" for labels in (await _labels(client)).values())
 
 
 async def test_the_fence_refuses_a_write_for_a_key_the_shard_let_go() -> None:
