@@ -57,8 +57,8 @@ from appstack.manifests.helmtext import (
     IMAGE,
     NAMESPACES,
     NS,
+    ONE_LEADER,
     POD_LABELS,
-    block,
     conditional,
     conditional_text,
     dump,
@@ -66,13 +66,14 @@ from appstack.manifests.helmtext import (
     items,
     merged_keys,
     pod_extras,
+    pod_settings,
+    pod_settings_text,
     pull_policy,
     range_item,
     sentinel,
     set_scalar,
     substitute,
     with_block,
-    with_default,
     with_scalar,
     wrap_item,
     wrap_key,
@@ -190,9 +191,7 @@ def _deployment() -> str:
         if variable["name"] == workload.BACKUP_IMAGE_ENV:
             variable["value"] = sentinel("IMAGE")
     _extensible(pod, container)
-    container["resources"] = sentinel("RESOURCES")
-    container["securityContext"] = sentinel("SECURITY_CONTEXT")
-    pod["securityContext"] = sentinel("POD_SECURITY_CONTEXT")
+    pod_settings(pod, container)
     flags = ("LEASE", "INSECURE", "IPS", "DENY", "NAMES", "ENABLE_FLAG", "EXTRA", "WATCH")
     container["args"] += [sentinel(flag) for flag in flags]
     pod["containers"] = [pull_policy(container)]
@@ -225,12 +224,9 @@ def _deployment() -> str:
     text = if_item(text, "ENABLE_FLAG", "--enable-all-namespaces", ".Values.enableAllNamespaces")
     text = range_item(text, "EXTRA", "{{ . | quote }}", ".Values.extraArgs")
     text = range_item(text, "WATCH", "--namespace={{ . }}", ".Values.watchNamespaces")
-    text = block(text, "resources", "RESOURCES", ".Values.resources")
-    text = block(text, "securityContext", "SECURITY_CONTEXT", ".Values.securityContext")
-    text = block(text, "securityContext", "POD_SECURITY_CONTEXT", ".Values.podSecurityContext")
-    # the default: this release's replicas on different nodes (its own name label, which
-    # label_operator makes the release's)
-    text = with_default(text, "affinity", ".Values.affinity")
+    # the default affinity: this release's replicas on different nodes (its own name
+    # label, which label_operator makes the release's)
+    text = pod_settings_text(text)
     for key, name, value in (
         ("nodeSelector", "NODE_SELECTOR", ".Values.nodeSelector"),
         ("tolerations", "TOLERATIONS", ".Values.tolerations"),
@@ -374,14 +370,6 @@ SHARDS_NEED = (
     f"(lt (int .Values.replicas) {SHARDS_MIN})) }}}}\n"
     '{{- fail "sharding.enabled=true needs leaderElection.enabled=true (its Lease elects '
     f'the coordinator) and replicas >= {SHARDS_MIN} (the shards)" }}}}\n'
-    "{{- end }}\n"
-)
-
-#: Two replicas without leader election would both reconcile every object.
-ONE_LEADER = (
-    "{{- if and (not .Values.leaderElection.enabled) (gt (int .Values.replicas) 1) }}\n"
-    '{{- fail "leaderElection.enabled=false with replicas > 1: every replica would reconcile '
-    'the same objects at once. Set replicas=1, or keep leader election on" }}\n'
     "{{- end }}\n"
 )
 

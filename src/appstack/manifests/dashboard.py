@@ -15,6 +15,7 @@ from appstack.manifests.crds import LABELS
 from appstack.manifests.grafana import LEADER
 from appstack.manifests.rbac import NAME, NAMESPACE
 from appstack.sdk import OperatorOptions
+from appstack.sdk import prometheus_rule as sdk_prometheus_rule
 
 #: A sharded install's lease (its replicas run with the default): a key that waits
 #: unassigned longer than that is not waiting for a shard gone to expire.
@@ -152,13 +153,8 @@ ALERTS: list[dict[str, Any]] = [
 
 
 def prometheus_rule(namespace: str = NAMESPACE) -> dict[str, Any]:
-    """The alerts as a Prometheus Operator PrometheusRule."""
-    return {
-        "apiVersion": "monitoring.coreos.com/v1",
-        "kind": "PrometheusRule",
-        "metadata": {"name": NAME, "namespace": namespace, "labels": dict(LABELS)},
-        "spec": {"groups": [{"name": "appstack-operator", "rules": ALERTS}]},
-    }
+    """The alerts as a Prometheus Operator PrometheusRule (:func:`appstack.sdk.prometheus_rule`)."""
+    return sdk_prometheus_rule(NAME, namespace, labels=LABELS, groups={NAME: ALERTS})
 
 
 def expressions() -> list[str]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from appstack.controllers.rbac import operator_rules
 from appstack.core import defaults
 from appstack.core.duration import DEFAULT_SYNC_PERIOD
 from appstack.manifests import admission, crds, rbac, workload
@@ -77,20 +78,21 @@ class Install:
 
 
 def cluster_wide_rbac(namespace: str, *, sharded: bool = False) -> list[Obj]:
-    """A cluster-wide install's own grants: the ClusterRole + binding (every namespace)."""
-    return [rbac.cluster_role(namespace, sharded=sharded), rbac.cluster_role_binding(namespace)]
+    """A cluster-wide install's own grants: the ClusterRole + binding (every namespace,
+    :func:`appstack.sdk.manager_grants`)."""
+    return rbac.grants(namespace, operator_rules(sharded=sharded))
 
 
 def watched_rbac(watched: str, namespace: str, *, sharded: bool = False) -> list[Obj]:
     """A namespaced install's grants in one watched namespace: a Role + RoleBinding."""
-    return [rbac.role(watched, sharded=sharded), rbac.role_binding(watched, namespace)]
+    rules = operator_rules(cluster_wide=False, sharded=sharded)
+    return rbac.grants(namespace, rules, watched=watched)
 
 
 def own_namespace_rbac(namespace: str) -> list[Obj]:
     """A namespaced install's Role in its own namespace (for its Events, ...: the SDK's
     :func:`~appstack.sdk.process_rules`), needed unless that namespace is also watched."""
-    own = rbac.role(namespace, rules=process_rules(cluster_wide=False))
-    return [own, rbac.role_binding(namespace, namespace)]
+    return rbac.grants(namespace, process_rules(cluster_wide=False), watched=namespace)
 
 
 def metrics_auth_rbac(namespace: str) -> list[Obj]:

@@ -4,8 +4,8 @@ write a scaffolded project's ``config/rbac``) from its registrations
 is): a ServiceAccount, a ClusterRole + binding (watch all namespaces), a namespaced
 Role + binding variant (for ``appstack run --namespace``), the leader-election Role +
 binding in the operator's own namespace (the Lease, by name), the metrics reader, the
-reviews behind ``/metrics``, the editor and viewer roles of its kinds — and what only
-appstack adds: the FlowSchema of its Lease requests. Which of them an install uses is
+reviews behind ``/metrics``, the editor and viewer roles of its kinds, and the FlowSchema
+of its Lease requests (:func:`appstack.sdk.lease_flow_schema`). Which of them an install uses is
 decided in :mod:`appstack.manifests.install`. This module only names them.
 
 Cluster-scoped objects are named after the install's namespace
@@ -23,15 +23,15 @@ from appstack.manifests.crds import LABELS
 from appstack.sdk import (
     Rule,
     binding,
+    manager_grants,
     metrics_auth_role,
     metrics_reader_role,
     user_role,
 )
-from appstack.sdk import cluster_role as sdk_cluster_role
 from appstack.sdk import (
     leader_election_role as sdk_leader_election_role,
 )
-from appstack.sdk import role as sdk_role
+from appstack.sdk import lease_flow_schema as sdk_lease_flow_schema
 from appstack.sdk import service_account as sdk_service_account
 
 NAMESPACE = "appstack-system"
@@ -48,31 +48,41 @@ def service_account(namespace: str = NAMESPACE) -> dict[str, Any]:
     return sdk_service_account(NAME, namespace, LABELS)
 
 
+def grants(
+    namespace: str, rules: list[Rule], *, watched: str | None = None
+) -> list[dict[str, Any]]:
+    """The operator's own role of ``rules`` and its binding to the ServiceAccount of the
+    install in ``namespace`` (:func:`appstack.sdk.manager_grants`): the ClusterRole
+    ``appstack-operator-<namespace>`` (every namespace), or the Role ``appstack-operator``
+    in the ``watched`` namespace."""
+    name = NAME if watched else cluster_name(NAME, namespace)
+    return manager_grants(name, rules, account=(namespace, NAME), labels=LABELS, namespace=watched)
+
+
 def cluster_role(namespace: str = NAMESPACE, *, sharded: bool = False) -> dict[str, Any]:
     """The operator's ClusterRole: every rule it uses, in every namespace (``sharded``: with
     its primaries' label patches)."""
-    rules = operator_rules(sharded=sharded)
-    return sdk_cluster_role(cluster_name(NAME, namespace), rules, LABELS)
+    return grants(namespace, operator_rules(sharded=sharded))[0]
 
 
-def cluster_role_binding(namespace: str = NAMESPACE, base: str = NAME) -> dict[str, Any]:
-    """Binds the ClusterRole ``<base>-<namespace>`` to the operator's ServiceAccount."""
-    name = cluster_name(base, namespace)
-    return binding(name, sdk_cluster_role(name, []), (namespace, NAME), LABELS)
+def cluster_role_binding(namespace: str = NAMESPACE) -> dict[str, Any]:
+    """Binds the ClusterRole ``appstack-operator-<namespace>`` to the operator's
+    ServiceAccount."""
+    return grants(namespace, [])[1]
 
 
-def role(
-    namespace: str, name: str = NAME, rules: list[Rule] | None = None, *, sharded: bool = False
-) -> dict[str, Any]:
+def role(namespace: str, *, sharded: bool = False) -> dict[str, Any]:
     """The operator's Role in ``namespace``: every rule it uses (``sharded``: with its
-    primaries' label patches), unless told which."""
-    rules = operator_rules(cluster_wide=False, sharded=sharded) if rules is None else rules
-    return sdk_role(name, namespace, rules, LABELS)
+    primaries' label patches)."""
+    return grants(
+        namespace, operator_rules(cluster_wide=False, sharded=sharded), watched=namespace
+    )[0]
 
 
-def role_binding(namespace: str, sa_namespace: str = NAMESPACE, name: str = NAME) -> dict[str, Any]:
-    """Binds the Role ``name`` in ``namespace`` to the operator's ServiceAccount."""
-    return binding(name, sdk_role(name, namespace, []), (sa_namespace, NAME), LABELS)
+def role_binding(namespace: str, sa_namespace: str = NAMESPACE) -> dict[str, Any]:
+    """Binds the Role ``appstack-operator`` in ``namespace`` to the operator's
+    ServiceAccount (of the install in ``sa_namespace``)."""
+    return grants(sa_namespace, [], watched=namespace)[1]
 
 
 LEADER_ELECTION = f"{NAME}-leader-election"
@@ -94,48 +104,23 @@ def leader_election_role(namespace: str = NAMESPACE, *, sharded: bool = False) -
 def leader_election_role_binding(
     namespace: str = NAMESPACE, sa_namespace: str = NAMESPACE
 ) -> dict[str, Any]:
-    return role_binding(namespace, sa_namespace, LEADER_ELECTION)
+    """Binds the leader-election Role in ``namespace`` to the operator's ServiceAccount (of
+    the install in ``sa_namespace``)."""
+    return binding(LEADER_ELECTION, leader_election_role(namespace), (sa_namespace, NAME), LABELS)
 
 
 LEASE_FLOW = f"{NAME}-leases"
 
 
 def lease_flow_schema(namespace: str = NAMESPACE) -> dict[str, Any]:
-    """API Priority and Fairness: the operator's Lease requests (in its namespace, by its
-    ServiceAccount) go to the cluster's built-in ``leader-election`` priority level, as
-    kube-controller-manager's do, so renewals never queue behind a flood of writes (the
-    operator's own included) on a busy API server — a leader that cannot renew stops
-    writing, so this keeps the fence from closing for nothing. Not a permission."""
-    return {
-        "apiVersion": "flowcontrol.apiserver.k8s.io/v1",
-        "kind": "FlowSchema",
-        "metadata": {"name": cluster_name(LEASE_FLOW, namespace), "labels": LABELS},
-        "spec": {
-            "priorityLevelConfiguration": {"name": "leader-election"},
-            "matchingPrecedence": 190,  # before the built-in workload-leader-election (200)
-            "distinguisherMethod": {"type": "ByUser"},
-            "rules": [
-                {
-                    "subjects": [
-                        {
-                            "kind": "ServiceAccount",
-                            "serviceAccount": {"name": NAME, "namespace": namespace},
-                        }
-                    ],
-                    "resourceRules": [
-                        {
-                            "apiGroups": ["coordination.k8s.io"],
-                            "resources": ["leases"],
-                            "verbs": ["get", "create", "update"],
-                            # its only Leases are in its own namespace (its RBAC); "*" keeps
-                            # a kustomize overlay that moves the namespace matching
-                            "namespaces": ["*"],
-                        }
-                    ],
-                }
-            ],
-        },
-    }
+    """API Priority and Fairness: the operator's Lease requests (by its ServiceAccount) go
+    to the cluster's built-in ``leader-election`` priority level
+    (:func:`appstack.sdk.lease_flow_schema`), so renewals never queue behind a flood of
+    writes (the operator's own included) — a leader that cannot renew stops writing, so
+    this keeps the fence from closing for nothing."""
+    return sdk_lease_flow_schema(
+        cluster_name(LEASE_FLOW, namespace), account=(namespace, NAME), labels=LABELS
+    )
 
 
 METRICS_READER = "appstack-metrics-reader"
@@ -188,4 +173,5 @@ def metrics_auth_cluster_role(namespace: str = NAMESPACE) -> dict[str, Any]:
 
 
 def metrics_auth_cluster_role_binding(namespace: str = NAMESPACE) -> dict[str, Any]:
-    return cluster_role_binding(namespace, METRICS_AUTH)
+    name = cluster_name(METRICS_AUTH, namespace)
+    return binding(name, metrics_auth_cluster_role(namespace), (namespace, NAME), LABELS)

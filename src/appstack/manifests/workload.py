@@ -2,8 +2,9 @@
 replicas with leader election, probes, resources, and a locked-down security context
 (non-root, read-only root filesystem, seccomp RuntimeDefault, all capabilities dropped).
 Built by the SDK's builders (:mod:`appstack.sdk.install`, as a scaffolded project's
-``config/manager``), with what only appstack adds: its flags, the replicas on different
-nodes, the backup image, and the PodDisruptionBudget."""
+``config/manager``), with options any operator built on the SDK has too (the replicas on
+different nodes, the PodDisruptionBudget, pull secrets and policy, a mounted certificate);
+only appstack's values are here: its names, flags, resources and the backup image."""
 
 from __future__ import annotations
 
@@ -15,11 +16,14 @@ from appstack.core import defaults
 from appstack.core.duration import DEFAULT_SYNC_PERIOD
 from appstack.manifests.crds import LABELS
 from appstack.manifests.rbac import NAME, NAMESPACE
+from appstack.sdk import disruption_budget as sdk_disruption_budget
 from appstack.sdk import (
+    manager_args,
     manager_container,
     manager_deployment,
     manager_pod_security,
     namespace_object,
+    spread_affinity,
 )
 from appstack.sdk import metrics_service as sdk_metrics_service
 
@@ -30,10 +34,13 @@ CONCURRENCY = defaults.CONCURRENCY
 
 def namespace(name: str = NAMESPACE) -> dict[str, Any]:
     """The operator's Namespace, enforcing the ``restricted`` Pod Security level."""
-    return namespace_object(name, {**LABELS, "pod-security.kubernetes.io/enforce": "restricted"})
+    return namespace_object(name, LABELS, pod_security="restricted")
 
 
 METRICS_SERVICE = f"{NAME}-metrics"
+#: The operator's /metrics (HTTPS unless --no-metrics-secure) and health probes' ports.
+METRICS_PORT = 8080
+HEALTH_PORT = 8081
 #: Where a metrics certificate Secret is mounted (--metrics-cert-dir).
 METRICS_CERT_DIR = "/etc/appstack/metrics-certs"
 SELECTOR = {"app.kubernetes.io/name": NAME}
@@ -46,7 +53,7 @@ def metrics_service(namespace: str = NAMESPACE) -> dict[str, Any]:
         namespace,
         labels={**LABELS, **SELECTOR},
         selector=SELECTOR,
-        port=8080,
+        port=METRICS_PORT,
         port_name="metrics",
         target_port="metrics",
     )
@@ -97,28 +104,33 @@ def deployment(
     ``flags``: the rest of what an installer sets (the chart's values of the same names);
     ``sharding``: every replica a shard (``--sharding``, docs/sharding.md)."""
     flags = flags or OperatorFlags()
-    selector = SELECTOR
     certs = (
         {"name": "metrics-certs", "secret": {"secretName": metrics_cert_secret}}
         if metrics_cert_secret
         else None
+    )
+    mounts = (
+        [{"name": "metrics-certs", "mountPath": METRICS_CERT_DIR, "readOnly": True}]
+        if certs
+        else []
     )
     container = manager_container(
         "operator",
         image,
         [
             "run",
-            *(["--leader-elect"] if flags.leader_election else []),
-            *(["--sharding"] if sharding else []),
-            "--metrics-bind-address=:8080",
-            "--health-probe-bind-address=:8081",
-            "--log-format=json",
-            f"--sync-period={sync_period}",
-            f"--log-level={log_level}",
-            f"--concurrency={concurrency}",
-            *([f"--metrics-cert-dir={METRICS_CERT_DIR}"] if certs else []),
-            *(f"--namespace={watched}" for watched in watch_namespaces),
-            *(["--enable-all-namespaces"] if enable_all_namespaces else []),
+            *manager_args(
+                metrics_port=METRICS_PORT,
+                health_port=HEALTH_PORT,
+                leader_elect=flags.leader_election,
+                sharding=sharding,
+                sync_period=sync_period,
+                log_level=log_level,
+                concurrency=concurrency,
+                metrics_cert_dir=METRICS_CERT_DIR if certs else None,
+                namespaces=watch_namespaces,
+                enable_all_namespaces=enable_all_namespaces,
+            ),
             *flags.args(),
         ],
         # no CPU limit: a throttled operator falls behind its watches and its Lease
@@ -127,48 +139,30 @@ def deployment(
             "requests": {"cpu": "100m", "memory": "128Mi"},
             "limits": {"memory": "512Mi"},
         },
-        metrics_port=8080,
-        health_port=8081,
+        metrics_port=METRICS_PORT,
+        health_port=HEALTH_PORT,
+        # the image EtcdCluster backups to an object store run: the operator's own
+        env=[{"name": BACKUP_IMAGE_ENV, "value": image}],
+        image_pull_policy=flags.image_pull_policy,
+        volume_mounts=mounts,
     )
-    # the image EtcdCluster backups to an object store run: the operator's own
-    container["env"] = [*container.get("env", []), {"name": BACKUP_IMAGE_ENV, "value": image}]
-    if flags.image_pull_policy:
-        container["imagePullPolicy"] = flags.image_pull_policy
-    pod: dict[str, Any] = {}
-    if flags.image_pull_secrets:
-        pod["imagePullSecrets"] = [{"name": name} for name in flags.image_pull_secrets]
-    if certs:
-        mount = {"name": "metrics-certs", "mountPath": METRICS_CERT_DIR, "readOnly": True}
-        container["volumeMounts"] = [mount]
-        pod["volumes"] = [certs]
-    # the replicas on different nodes where there are several: a node lost takes the
-    # leader or the standby, not both
-    apart = {
-        "weight": 100,
-        "podAffinityTerm": {
-            "labelSelector": {"matchLabels": dict(selector)},
-            "topologyKey": "kubernetes.io/hostname",
-        },
-    }
     return manager_deployment(
         NAME,
         namespace,
         labels=LABELS,
-        selector=selector,
+        selector=SELECTOR,
         container=container,
         pod_security=manager_pod_security(),
         service_account=NAME,
         replicas=replicas,
-        affinity={"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [apart]}},
-        pod=pod,
+        # the replicas on different nodes where there are several: a node lost takes the
+        # leader or the standby, not both
+        affinity=spread_affinity(SELECTOR),
+        image_pull_secrets=flags.image_pull_secrets,
+        volumes=[certs] if certs else [],
     )
 
 
 def disruption_budget(namespace: str = NAMESPACE) -> dict[str, Any]:
     """At most one replica evicted at a time (a drain leaves the other to lead)."""
-    return {
-        "apiVersion": "policy/v1",
-        "kind": "PodDisruptionBudget",
-        "metadata": {"name": NAME, "namespace": namespace, "labels": {**LABELS, **SELECTOR}},
-        "spec": {"maxUnavailable": 1, "selector": {"matchLabels": dict(SELECTOR)}},
-    }
+    return sdk_disruption_budget(NAME, namespace, labels=LABELS, selector=SELECTOR)

@@ -38,22 +38,24 @@ import yaml
 
 from appstack.sdk.helmtext import (
     IMAGE,
+    ONE_LEADER,
     POD_LABELS,
-    block,
     dump,
     if_item,
     items,
     merged_keys,
     pod_extras,
+    pod_settings,
+    pod_settings_text,
     pull_policy,
     range_item,
     sentinel,
     substitute,
     with_block,
-    with_default,
     wrap_item,
 )
 from appstack.sdk.identity import OperatorIdentity
+from appstack.sdk.install import spread_affinity
 
 Obj = dict[str, Any]
 HEADER = (
@@ -296,27 +298,13 @@ def _deployment_text(deployment: Obj, container: Obj, install: _Install) -> str:
     flags += ["WEBHOOK_SERVICE"] if webhook_service else []
     container["args"] = args + [sentinel(flag) for flag in (*flags, "EXTRA_ARGS")]
     container["env"] = [*(container.get("env") or []), sentinel("EXTRA_ENV")]
-    container["resources"] = sentinel("RESOURCES")
-    container["securityContext"] = sentinel("SECURITY_CONTEXT")
-    pod["securityContext"] = sentinel("POD_SECURITY_CONTEXT")
+    pod_settings(pod, container)
     pod["containers"] = [pull_policy(c) if c is container else c for c in pod["containers"]]
     pod["imagePullSecrets"] = sentinel("PULL_SECRETS")
     pod["nodeSelector"] = sentinel("NODE_SELECTOR")
     pod["tolerations"] = sentinel("TOLERATIONS")
     # the default: this release's replicas preferably on different nodes
-    pod["affinity"] = {
-        "podAntiAffinity": {
-            "preferredDuringSchedulingIgnoredDuringExecution": [
-                {
-                    "weight": 100,
-                    "podAffinityTerm": {
-                        "topologyKey": "kubernetes.io/hostname",
-                        "labelSelector": {"matchLabels": {SELECTOR: ""}},
-                    },
-                }
-            ]
-        }
-    }
+    pod["affinity"] = spread_affinity({SELECTOR: ""})
     text = dump(deployment)
     text = wrap_item(
         text, "--leader-elect", "{{- if .Values.leaderElection.enabled }}", "{{- end }}"
@@ -331,10 +319,7 @@ def _deployment_text(deployment: Obj, container: Obj, install: _Install) -> str:
         )
     text = range_item(text, "EXTRA_ARGS", "{{ . | quote }}", ".Values.extraArgs")
     text = items(text, "EXTRA_ENV", ".Values.extraEnv")
-    text = block(text, "resources", "RESOURCES", ".Values.resources")
-    text = block(text, "securityContext", "SECURITY_CONTEXT", ".Values.securityContext")
-    text = block(text, "securityContext", "POD_SECURITY_CONTEXT", ".Values.podSecurityContext")
-    text = with_default(text, "affinity", ".Values.affinity")
+    text = pod_settings_text(text)
     for key, name, value in (
         ("nodeSelector", "NODE_SELECTOR", ".Values.nodeSelector"),
         ("tolerations", "TOLERATIONS", ".Values.tolerations"),
@@ -344,15 +329,6 @@ def _deployment_text(deployment: Obj, container: Obj, install: _Install) -> str:
     text = merged_keys(text, "POD_ANNOTATIONS", ".Values.podAnnotations")
     text = pod_extras(text)
     return substitute(text, {"REPLICAS": "{{ .Values.replicas }}", "IMAGE": IMAGE})
-
-
-#: Two replicas without leader election would both reconcile every object.
-ONE_LEADER = (
-    "{{- if and (not .Values.leaderElection.enabled) (gt (int .Values.replicas) 1) }}\n"
-    '{{- fail "leaderElection.enabled=false with replicas > 1: every replica would reconcile '
-    'the same objects at once. Set replicas=1, or keep leader election on" }}\n'
-    "{{- end }}\n"
-)
 
 
 def _labels_text(text: str, chart: str) -> str:

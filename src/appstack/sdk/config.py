@@ -68,7 +68,9 @@ from appstack.sdk.install import (
     WEBHOOK_PORT,
     WEBHOOK_PORT_NAME,
     leader_election_role,
+    manager_args,
     manager_deployment,
+    manager_grants,
     metrics_auth_role,
     metrics_reader_role,
     namespace_object,
@@ -92,7 +94,7 @@ from appstack.sdk.kit.webhooks import (
     namespace_selector,
     secret_name,
 )
-from appstack.sdk.rbac import binding, cluster_role, manager_rules, role, sharding_rules
+from appstack.sdk.rbac import binding, manager_rules, sharding_rules
 from appstack.sdk.versions import spokes_differ
 
 HEADER = (
@@ -259,13 +261,18 @@ def manager_container(
     metrics_port: int = METRICS_PORT,
     health_port: int = HEALTH_PORT,
     webhook_port: int | None = None,
+    env: Sequence[Obj] = (),
+    image_pull_policy: str | None = None,
+    volume_mounts: Sequence[Obj] = (),
 ) -> Obj:
     """An operator's container, as every install of an operator built on the SDK runs it:
     its pod's namespace and name in ``POD_NAMESPACE``/``POD_NAME`` (the Lease's holder and
-    namespace), the metrics and health ports (and ``webhook_port``, named
-    ``webhook-server``, when it serves admission webhooks), liveness on ``/healthz`` and
-    readiness on ``/readyz``, no privilege escalation, a read-only root filesystem, non-root, no
-    capabilities and the runtime's default seccomp profile."""
+    namespace), then ``env`` as given, the metrics and health ports (and ``webhook_port``,
+    named ``webhook-server``, when it serves admission webhooks), liveness on ``/healthz``
+    and readiness on ``/readyz``, no privilege escalation, a read-only root filesystem,
+    non-root, no capabilities and the runtime's default seccomp profile; its image pulled
+    as ``image_pull_policy`` says (None: Kubernetes' default), with ``volume_mounts`` of the
+    pod's volumes (:func:`~appstack.sdk.manager_deployment`'s ``volumes``)."""
     return {
         "name": name,
         "image": image,
@@ -277,6 +284,7 @@ def manager_container(
                 "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}},
             },
             {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+            *env,
         ],
         "ports": [
             {"name": "metrics", "containerPort": metrics_port, "protocol": "TCP"},
@@ -305,6 +313,8 @@ def manager_container(
             "capabilities": {"drop": ["ALL"]},
             "seccompProfile": {"type": "RuntimeDefault"},
         },
+        **({"imagePullPolicy": image_pull_policy} if image_pull_policy else {}),
+        **({"volumeMounts": list(volume_mounts)} if volume_mounts else {}),
     }
 
 
@@ -322,16 +332,12 @@ def manager_pod_security() -> Obj:
 def deployment(project: Project) -> Obj:
     """The operator's Deployment (before ``config/default``'s prefix and namespace)."""
     selector = {"control-plane": MANAGER, "app.kubernetes.io/name": project.identity.project}
-    args = [
-        "--leader-elect",
-        f"--metrics-bind-address=:{METRICS_PORT}",
-        f"--health-probe-bind-address=:{HEALTH_PORT}",
-        "--log-format=json",
-    ]
-    if project.namespaced:
-        args.append("--namespace=$(POD_NAMESPACE)")
-    if project.enable_all_namespaces:
-        args.append("--enable-all-namespaces")
+    args = manager_args(
+        metrics_port=METRICS_PORT,
+        health_port=HEALTH_PORT,
+        namespaces=["$(POD_NAMESPACE)"] if project.namespaced else [],
+        enable_all_namespaces=project.enable_all_namespaces,
+    )
     container = manager_container(
         "manager",
         f"{IMAGE_NAME}:latest",
@@ -386,11 +392,13 @@ def rbac_objects(project: Project) -> dict[str, Obj | list[Obj]]:
     labels = _labels(project)
     account = (SYSTEM, MANAGER)
     account_obj = service_account(MANAGER, SYSTEM, labels)
-    rules = operator_rules(project)
-    manager = (
-        role("manager-role", SYSTEM, rules, labels)
-        if project.namespaced
-        else cluster_role("manager-role", rules, labels)
+    manager, bound = manager_grants(
+        "manager-role",
+        operator_rules(project),
+        account=account,
+        labels=labels,
+        namespace=SYSTEM if project.namespaced else None,
+        binding_name="manager-rolebinding",
     )
     identity = project.identity
     election = leader_election_role(
@@ -406,7 +414,7 @@ def rbac_objects(project: Project) -> dict[str, Obj | list[Obj]]:
     files: dict[str, Obj | list[Obj]] = {
         "rbac/service_account.yaml": account_obj,
         "rbac/role.yaml": manager,
-        "rbac/role_binding.yaml": binding("manager-rolebinding", manager, account, labels),
+        "rbac/role_binding.yaml": bound,
         "rbac/leader_election_role.yaml": election,
         "rbac/leader_election_role_binding.yaml": binding(
             "leader-election-rolebinding", election, account, labels

@@ -226,6 +226,15 @@ IMAGE = (
     '{{ .Values.image.tag | default .Chart.AppVersion }}{{ end }}"'
 )
 
+#: The Deployment template's guard: two replicas without leader election would both
+#: reconcile every object, so such values fail the render, saying why.
+ONE_LEADER = (
+    "{{- if and (not .Values.leaderElection.enabled) (gt (int .Values.replicas) 1) }}\n"
+    '{{- fail "leaderElection.enabled=false with replicas > 1: every replica would reconcile '
+    'the same objects at once. Set replicas=1, or keep leader election on" }}\n'
+    "{{- end }}\n"
+)
+
 
 def conditional_text(condition: str, text: str) -> str:
     """``text`` (namespaces substituted) only if ``condition`` holds."""
@@ -250,6 +259,25 @@ def pull_policy(container: Mapping[str, Any]) -> dict[str, Any]:
         if key == "image":
             out["imagePullPolicy"] = sentinel("PULL_POLICY")
     return out
+
+
+def pod_settings(pod: dict[str, Any], container: dict[str, Any]) -> None:
+    """Sentinels where the chart's values set the operator container's ``resources`` and
+    ``securityContext`` and its pod's ``securityContext`` (:func:`pod_settings_text`)."""
+    container["resources"] = sentinel("RESOURCES")
+    container["securityContext"] = sentinel("SECURITY_CONTEXT")
+    pod["securityContext"] = sentinel("POD_SECURITY_CONTEXT")
+
+
+def pod_settings_text(text: str) -> str:
+    """The chart's ``resources``, ``securityContext`` and ``podSecurityContext`` (each as
+    the values give it: their defaults are the install's) where :func:`pod_settings` put
+    its sentinels, and ``affinity`` from the values or, when they give none, the
+    Deployment's own (its replicas apart: :func:`appstack.sdk.spread_affinity`)."""
+    text = block(text, "resources", "RESOURCES", ".Values.resources")
+    text = block(text, "securityContext", "SECURITY_CONTEXT", ".Values.securityContext")
+    text = block(text, "securityContext", "POD_SECURITY_CONTEXT", ".Values.podSecurityContext")
+    return with_default(text, "affinity", ".Values.affinity")
 
 
 def pod_extras(text: str) -> str:
@@ -299,9 +327,12 @@ class HelmText:
     conditional = staticmethod(conditional)
     pull_policy = staticmethod(pull_policy)
     pod_extras = staticmethod(pod_extras)
+    pod_settings = staticmethod(pod_settings)
+    pod_settings_text = staticmethod(pod_settings_text)
     #: The release's namespace where an object has the sentinel ``NS``.
     NS = NS
     RELEASE_NS = RELEASE_NS
     NAMESPACES = NAMESPACES
     IMAGE = IMAGE
     POD_LABELS = POD_LABELS
+    ONE_LEADER = ONE_LEADER
