@@ -259,6 +259,16 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs; at run time,
         pods_of,
         recheck_after,
     )
+    from appstack.sdk.kit.policies import (
+        AdmissionPolicy,
+        PolicyError,
+        PolicyFailure,
+        PolicyValidation,
+        PolicyVerdict,
+    )
+    from appstack.sdk.kit.policies import (
+        evaluate as evaluate_policy,
+    )
     from appstack.sdk.kit.reconciler import (
         KindReconciler,
     )
@@ -552,6 +562,12 @@ _HOMES = {
     "pod_transforms": "kit.pods",
     "pods_of": "kit.pods",
     "recheck_after": "kit.pods",
+    "AdmissionPolicy": "kit.policies",
+    "PolicyError": "kit.policies",
+    "PolicyFailure": "kit.policies",
+    "PolicyValidation": "kit.policies",
+    "PolicyVerdict": "kit.policies",
+    "evaluate_policy": "kit.policies:evaluate",
     "KindReconciler": "kit.reconciler",
     "Timer": "kit.timers",
     "Mutator": "kit.webhooks",
@@ -691,6 +707,7 @@ __all__ = [
     "TAG",
     "TOLERATION_RULES",
     "WIDE_READY",
+    "AdmissionPolicy",
     "Affinity",
     "Assembly",
     "Capabilities",
@@ -760,6 +777,10 @@ __all__ = [
     "PodAffinityTerm",
     "PodScheduling",
     "PodSecurityContext",
+    "PolicyError",
+    "PolicyFailure",
+    "PolicyValidation",
+    "PolicyVerdict",
     "PreferredSchedulingTerm",
     "Probe",
     "ProbeDict",
@@ -843,6 +864,7 @@ __all__ = [
     "enabler_grant",
     "enabler_role",
     "error_message",
+    "evaluate_policy",
     "field_path",
     "guard_policies",
     "import_aiohttp",

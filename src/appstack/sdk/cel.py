@@ -49,6 +49,7 @@ __all__ = [
     "Violation",
     "apply_defaults",
     "available",
+    "environment",
     "location",
     "refusal",
     "rules_of",
@@ -128,10 +129,17 @@ def _is_sorted(items: list[Any]) -> bool:
     return all(a <= b for a, b in itertools.pairwise(items))
 
 
-@functools.cache
 def _environment() -> Any:
-    """The engine's environment: ``self`` and ``oldSelf`` of any type, the strings
-    extension, and the Kubernetes library functions our engine lacks."""
+    """The engine's environment of a CRD's rules: ``self`` and ``oldSelf``."""
+    return environment(("self", "oldSelf"))
+
+
+@functools.cache
+def environment(variables: tuple[str, ...]) -> Any:
+    """The engine's environment: ``variables`` of any type (a CRD's rules: ``self``,
+    ``oldSelf``; an admission policy's: ``object``, ``request``...,
+    :mod:`appstack.sdk.kit.policies`), the strings extension, and the Kubernetes library
+    functions our engine lacks."""
     cel, strings = _engine()
     t = cel.Type
     string_list = t.List(t.STRING)
@@ -152,7 +160,7 @@ def _environment() -> Any:
         cel.FunctionDecl("isSorted", [member("list_is_sorted", [dyn_list], t.BOOL, _is_sorted)]),
     ]
     return cel.NewEnv(
-        variables={"self": t.DYN, "oldSelf": t.DYN},
+        variables=dict.fromkeys(variables, t.DYN),
         extensions=[strings()],
         functions=functions,
     )

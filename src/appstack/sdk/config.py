@@ -26,7 +26,9 @@ Generated from the code, rewritten by every ``make manifests``:
 * ``admission/`` — the operator's admission guards (:mod:`appstack.sdk.guards`): one file
   per ValidatingAdmissionPolicy and its binding (its token writes only in enabled
   namespaces, never in ``kube-*``, only what its kinds control; its kinds' status and
-  finalizers only; Events about its kinds; its Lease; who may set the opt-in labels), and a
+  finalizers only; Events about its kinds; its Lease; who may set the opt-in labels), the
+  ValidatingAdmissionPolicies the registrations declare (:mod:`appstack.sdk.kit.policies`:
+  ``<plural>[_<name>]_policy.yaml``, bound to the enabled namespaces), and a
   ``kustomizeconfig.yaml`` that renames a binding's policy with its policy.
 
 Scaffolded once, then the user's (:data:`SCAFFOLDED`, written only where missing: the
@@ -83,6 +85,7 @@ from appstack.sdk.install import (
 from appstack.sdk.install import metrics_service as metrics_service_object
 from appstack.sdk.install import service_monitor as service_monitor_object
 from appstack.sdk.kind import CustomKind
+from appstack.sdk.kit.policies import PolicyError, policy_objects
 from appstack.sdk.kit.registration import Registration
 from appstack.sdk.kit.webhooks import (
     MUTATING,
@@ -228,16 +231,27 @@ def _prefix(project: Project) -> str:
 
 def admission_objects(project: Project) -> dict[str, list[Obj]]:
     """config/admission's files: each policy with its binding, named as before
-    config/default's prefix."""
+    config/default's prefix — the guards, then the policies the registrations declare
+    (:mod:`appstack.sdk.kit.policies`)."""
     prefix = _prefix(project)
     files: dict[str, list[Obj]] = {}
     every = guards.policies(guarded(project))
+    declared = [d for controller in project.controllers for d in controller.declared_policies]
+    every += policy_objects(
+        declared,
+        project.identity,
+        enable_all=project.enable_all_namespaces,
+        labels=_labels(project),
+    )
     for policy, bound in zip(every[::2], every[1::2], strict=True):
         name = policy["metadata"]["name"].removeprefix(prefix)
         for obj in (policy, bound):
             obj["metadata"]["name"] = name
         bound["spec"]["policyName"] = name
-        files[f"admission/{name.replace('-', '_')}_policy.yaml"] = [policy, bound]
+        path = f"admission/{name.replace('-', '_')}_policy.yaml"
+        if path in files:
+            raise PolicyError(f"admission policy {prefix}{name}: a guard has that name: rename it")
+        files[path] = [policy, bound]
     return files
 
 

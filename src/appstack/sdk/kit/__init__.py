@@ -7,7 +7,8 @@
 * :mod:`.registration` — :class:`~.registration.Registration`, a kind's controller declared
   once (its reconciler, what it owns and watches, its RBAC) and wired into a manager, with
   what outside tools read of its objects (:mod:`.observers`: its ready condition, gauges,
-  status view, dashboard panels);
+  status view, dashboard panels) and its admission webhooks and policies
+  (:mod:`.webhooks`, :mod:`.policies`);
 * :mod:`.children` — :class:`~.children.ChildWriter`, every write of a child: server-side
   apply only when something differs, never taking over an object it does not control, one
   Event per change, status written only when it changed;

@@ -39,6 +39,7 @@ from appstack.sdk.kit.namespaces import shared_gate
 from appstack.sdk.kit.objects import ObjectReconciler, object_rules
 from appstack.sdk.kit.observers import Gauges, Panels, StatusView
 from appstack.sdk.kit.parts import Manifest
+from appstack.sdk.kit.policies import AdmissionPolicy, KindPolicy, PolicyError, check
 from appstack.sdk.kit.reconciler import KindReconciler
 from appstack.sdk.kit.references import referrers
 from appstack.sdk.kit.webhooks import KindWebhook, Mutator, Validator
@@ -61,7 +62,11 @@ class Registration:
 
     ``webhooks``: admission webhooks of its kind (:class:`~.webhooks.Validator`,
     :class:`~.webhooks.Mutator`), served by the operator when any registration declares
-    one (:func:`appstack.sdk.operator.assemble`)."""
+    one (:func:`appstack.sdk.operator.assemble`).
+
+    ``policies``: ValidatingAdmissionPolicies of its kind (or of a kind it owns, watches or
+    refers to: :class:`~.policies.AdmissionPolicy`), evaluated by the API server, generated
+    into the install; checked here, when the registration is made."""
 
     name: str
     reconciler: type[KindReconciler[Any]] | type[ObjectReconciler]
@@ -77,6 +82,33 @@ class Registration:
     dashboard: Panels | None = None
     # admission webhooks of its kind, served by the operator (:mod:`.webhooks`)
     webhooks: tuple[Validator | Mutator, ...] = ()
+    # ValidatingAdmissionPolicies of its kind, evaluated by the API server (:mod:`.policies`)
+    policies: tuple[AdmissionPolicy, ...] = ()
+
+    def __post_init__(self) -> None:
+        for i, policy in enumerate(self.policies):
+            resource = self._policy_resource(policy)
+            check(policy, f"{resource.kind} (registration {self.name})", f"policies[{i}]")
+
+    def _policy_resource(self, policy: AdmissionPolicy) -> Resource:
+        """The kind ``policy`` is about: its ``resource``, which the controller must
+        reconcile, own, watch or refer to (default: its primary)."""
+        if policy.resource is None:
+            return self.primary
+        known = [
+            self.primary,
+            *self.owns,
+            *(r for r, _ in self.reconciler.watches),
+            *getattr(self.reconciler, "references", ()),
+        ]
+        wanted = policy.resource
+        if not any((r.group, r.plural) == (wanted.group, wanted.plural) for r in known):
+            raise PolicyError(
+                f"admission policy of {wanted.kind} (registration {self.name}): "
+                f"resource: the controller neither reconciles, owns, watches nor refers to "
+                f"{wanted.plural}"
+            )
+        return wanted
 
     @property
     def kind(self) -> CustomKind:
@@ -110,6 +142,11 @@ class Registration:
         its objects, for the project's own kind)."""
         kind = self.kind if self.custom else None
         return [KindWebhook(w, self.primary, kind) for w in self.webhooks]
+
+    @property
+    def declared_policies(self) -> list[KindPolicy]:
+        """Its :attr:`policies`, each with the kind it is about."""
+        return [KindPolicy(p, self._policy_resource(p)) for p in self.policies]
 
     @property
     def owns(self) -> tuple[Resource, ...]:
