@@ -12,13 +12,39 @@ import datetime
 import heapq
 import itertools
 import time
-from typing import Protocol
+from collections.abc import Awaitable
+from typing import Protocol, TypeVar
+
+T = TypeVar("T")
 
 
 def micro_time() -> str:
     """Wall-clock now as a Kubernetes MicroTime (``2026-11-23T02:00:00.123456Z``), for the
     timestamps we write into Leases and Events."""
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+async def within(awaitable: Awaitable[T], seconds: float) -> T:
+    """``awaitable``'s result, or :class:`asyncio.TimeoutError` after ``seconds`` (it is
+    cancelled then, and waited for) — :func:`asyncio.wait_for` without its flaw before
+    Python 3.12: a cancellation of the caller that arrives as ``awaitable`` completes is
+    not lost (3.11's ``wait_for`` returns the result instead, and the cancelled task runs
+    on). Leader election and the shard coordinator wait with it: after a SIGSTOP every
+    reply and timer of a process is due at once, and its shutdown's cancellation of a Lease
+    attempt was swallowed, so the process never exited."""
+    task = asyncio.ensure_future(awaitable)
+    try:
+        done, _ = await asyncio.wait({task}, timeout=seconds)
+    except asyncio.CancelledError:
+        task.cancel()
+        await asyncio.wait({task})
+        raise
+    if not done:
+        task.cancel()
+        await asyncio.wait({task})
+        if task.cancelled():
+            raise asyncio.TimeoutError
+    return task.result()
 
 
 class Clock(Protocol):

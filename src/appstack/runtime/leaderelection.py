@@ -36,7 +36,7 @@ import structlog
 
 from appstack.runtime import errors
 from appstack.runtime.client import Client, TransportError
-from appstack.runtime.clock import Clock, RealClock, micro_time
+from appstack.runtime.clock import Clock, RealClock, micro_time, within
 from appstack.runtime.metrics import Metrics
 from appstack.runtime.resources import LEASE
 
@@ -188,7 +188,7 @@ class LeaderElector:
     async def _attempt(self, budget: float) -> bool:
         """One acquire/renew attempt, abandoned after ``budget`` seconds."""
         try:
-            return await asyncio.wait_for(self._try_acquire_or_renew(), budget)
+            return await within(self._try_acquire_or_renew(), budget)  # cancel-safe
         except asyncio.TimeoutError:
             log.warning("lease attempt timed out", budget=round(budget, 2))
             return False

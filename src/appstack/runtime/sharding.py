@@ -58,7 +58,7 @@ from prometheus_client import Counter, Gauge
 from appstack.runtime import errors
 from appstack.runtime.cache import Cache
 from appstack.runtime.client import Client, TransportError
-from appstack.runtime.clock import Clock
+from appstack.runtime.clock import Clock, within
 from appstack.runtime.controller import Reconciler, Request, Result
 from appstack.runtime.leaderelection import LeaderElectionConfig, LeaderElector, NotLeader
 from appstack.runtime.metrics import Metrics
@@ -546,8 +546,11 @@ class Shard:
 
 
 class _ShardedReconciler:
-    """A reconciler of a sharded kind as a shard runs it: :func:`shard_step` on the cached
-    object first; the reconcile runs with its key in :data:`CURRENT_KEY`."""
+    """A reconciler of a sharded kind as a shard runs it: nothing once the shard's Lease may
+    have expired (a shard frozen past it and continued would otherwise start, from its
+    stale cache, reconciles of keys already another's — each write refused by the fence,
+    but a reconcile begun), then :func:`shard_step` on the cached object; the reconcile
+    runs with its key in :data:`CURRENT_KEY`."""
 
     def __init__(self, shard: Shard, inner: Reconciler, primary: Resource) -> None:
         self.shard, self.inner, self.primary = shard, inner, primary
@@ -557,6 +560,8 @@ class _ShardedReconciler:
 
     async def reconcile(self, request: Request) -> Result | None:
         shard = self.shard
+        if shard.elector.remaining() <= 0:  # its Lease may have expired (a freeze): its
+            return None  # cache may be stale and the key another's; the process is ending
         key = _key(self.primary, request.namespace, request.name)
         obj = shard.cache.get(self.primary, request.key)
         if obj is None:  # not this shard's (or gone): its owner reconciles it
@@ -630,7 +635,7 @@ class Coordinator:
                 ready, leaving = await self.look(delete=acting)
                 if not acting and leading is not None:  # look again, or act once elected
                     with contextlib.suppress(asyncio.TimeoutError):
-                        await asyncio.wait_for(leading.wait(), self.config.interval)
+                        await within(leading.wait(), self.config.interval)
                     continue
                 shards = (frozenset(ready), frozenset(leaving))
                 now = self.clock.now()

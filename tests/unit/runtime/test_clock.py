@@ -1,6 +1,7 @@
 """Time, injectable (runtime/clock.py): the fake clock moves only when advanced and wakes
-its sleepers in time order as they fall due; the real one is the monotonic clock; and the
-timestamps written into Leases and Events are Kubernetes MicroTimes."""
+its sleepers in time order as they fall due; the real one is the monotonic clock; the
+timestamps written into Leases and Events are Kubernetes MicroTimes; and ``within`` times
+an awaitable out without ever losing its caller's cancellation."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import time
 
 import pytest
 
-from appstack.runtime.clock import FakeClock, RealClock, micro_time
+from appstack.runtime.clock import FakeClock, RealClock, micro_time, within
 
 
 async def test_the_fake_clock_moves_only_when_advanced() -> None:
@@ -74,3 +75,36 @@ async def test_the_real_clock_is_monotonic_and_sleeps_no_less_than_asked() -> No
 
 def test_micro_time_is_utc_to_the_microsecond() -> None:
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", micro_time())
+
+
+async def test_within_returns_the_result_or_times_out_and_cancels() -> None:
+    assert await within(asyncio.sleep(0, result="done"), 1.0) == "done"
+    slow = asyncio.ensure_future(asyncio.sleep(10))
+    with pytest.raises(asyncio.TimeoutError):
+        await within(slow, 0.01)
+    assert slow.cancelled()
+    with pytest.raises(ValueError, match="boom"):
+        await within(_fail(), 1.0)
+
+
+async def _fail() -> None:
+    raise ValueError("boom")
+
+
+async def test_within_never_loses_a_cancellation_that_arrives_as_the_awaitable_completes() -> None:
+    """The same step completes the awaited future and cancels its waiter (what a SIGSTOPped
+    process sees once continued: every reply and timer due at once). asyncio.wait_for of
+    Python 3.11 returns the result and the task runs on; ``within`` raises CancelledError."""
+    reply: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+    ran_on: list[str] = []
+
+    async def attempt() -> None:
+        ran_on.append(await within(reply, 10.0))
+
+    task = asyncio.create_task(attempt())
+    await asyncio.sleep(0)  # the task now waits in within()
+    reply.set_result("renewed")
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert ran_on == []

@@ -4,7 +4,8 @@ nothing else, reassigns a gone shard's keys and deletes its Lease; a shard's wri
 refuses a write for a key it let go of (counted) and lets the coordinator's through on the
 election Lease's fence; a sharded manager reconciles only its keys, acknowledges a drain
 without reconciling, and hands its keys back on a graceful stop; the coordinator's gauges
-say how many keys wait unassigned and since when, and the drains in flight. The e2e on the
+say how many keys wait unassigned and since when, and the drains in flight; a shard whose
+Lease may have expired starts no reconcile. The e2e on the
 local cluster, with processes scaled and killed: tests/e2e/test_sharding.py."""
 
 from __future__ import annotations
@@ -270,6 +271,35 @@ async def test_the_fence_refuses_a_write_for_a_key_the_shard_let_go() -> None:
     with pytest.raises(NotLeader):
         await client.patch(CONFIG_MAP, "mine", write, namespace=NS)
     _FENCE.reset(token)
+    await cache.stop()
+
+
+async def test_a_shard_whose_lease_may_have_expired_starts_no_reconcile() -> None:
+    """A shard frozen past its Lease (SIGSTOP) and continued runs what its queue held before
+    it learns the Lease is lost — from its stale cache, keys already another shard's. It
+    starts none of them (bench/sharding_faults.py saw them start; their writes refused)."""
+    client = await _client()
+    election = LeaderElectionConfig("op", NS, "me", 3.0, 2.0, 0.5)
+    cache = Cache(client, [NS])
+    shard = Shard(client, client, cache, config=CONFIG, election=election, metrics=Metrics())
+    await shard.elector.acquire()
+    await client.create(CONFIG_MAP, _cm("mine", {LABELS.shard: shard.name}))
+    cache.informers(CONFIG_MAP)
+    await cache.start()
+    await cache.wait_synced()
+    ran: list[str] = []
+
+    class Inner:
+        async def reconcile(self, request: Request) -> Result | None:
+            ran.append(request.name)
+            return None
+
+    wrapped = shard.wrap(Inner(), CONFIG_MAP)  # type: ignore[arg-type]
+    await wrapped.reconcile(Request(NS, "mine"))
+    assert ran == ["mine"]
+    shard.elector._renewed_at -= election.renew_deadline + 0.1  # frozen past the deadline
+    await wrapped.reconcile(Request(NS, "mine"))
+    assert ran == ["mine"]
     await cache.stop()
 
 
