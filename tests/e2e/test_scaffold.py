@@ -48,6 +48,7 @@ from tests.support.files import file_digests
 from tests.support.paths import REPO_ROOT
 
 PAGE = REPO_ROOT / "docs" / "build-your-own-operator.md"
+REGISTRY = "src/guestbook/controllers/__init__.py"
 
 
 @pytest.fixture(scope="module")
@@ -146,8 +147,13 @@ def test_the_pages_blocks_run_from_an_empty_directory(env: dict[str, str], tmp_p
     )
     guestbook = tmp_path / "guestbook"
     assert (guestbook / "config/crd/bases/webapp.tutorial.kubebuilder.io_guestbooks.yaml").is_file()
-    # create webhook's rule and its test, which ran with the CEL engine (not skipped)
-    assert "may not be forbidden" in (guestbook / "src/guestbook/api/v1/guestbook.py").read_text()
+    # create webhook's Python handlers, whose tests make test ran (and its controller test
+    # with them served in developer mode); the CEL engine of the model's rules is there too
+    registry = (guestbook / "src/guestbook/controllers/__init__.py").read_text()
+    for role in ("validator", "defaulter"):
+        assert f'"guestbook.webhooks.guestbook_{role}",' in registry
+        assert (guestbook / f"tests/test_guestbook_{role}.py").is_file()
+    assert (guestbook / "config/webhook/manifests.yaml").is_file()
     engine = "python -c 'from appstack.sdk.cel import available; assert available()'"
     _ok(_sh(engine, guestbook, env), "the CEL engine in the projects' venv")
     project = yaml.safe_load((tmp_path / "first-operator" / "PROJECT").read_text())
@@ -393,18 +399,6 @@ def test_make_install_run_samples_uninstall(
     assert gone.returncode != 0, gone.stdout
 
 
-WEBHOOK = """
-
-def _check(review: WebhookReview):
-    if ((review.raw or {}).get("spec") or {}).get("foo") == "forbidden":
-        return deny("forbidden is not a foo", field="spec.foo")
-    return allow()
-
-
-CONTROLLER = replace(CONTROLLER, webhooks=(Validator(_check),))
-"""
-
-
 def _logged(env: dict[str, str], cwd: Path, event: str) -> dict[str, int]:
     """Per operator pod, how many of its log lines say ``event``."""
     logs = _ok(
@@ -482,9 +476,10 @@ def _webhook_serving_in_cluster(env: dict[str, str], project: Path) -> None:
 
 
 def _admitted_by_the_deployed_webhook(env: dict[str, str], project: Path, namespace: str) -> None:
-    """The API server calls the deployed pods through the webhook's Service (failurePolicy
-    Fail, as generated): a Guestbook the user's check forbids is refused with its field
-    and message; the samples, applied next, are admitted by the same call."""
+    """The API server calls the deployed pods through the webhooks' Service (failurePolicy
+    Fail, as generated): a Guestbook the scaffolded validator forbids is refused with its
+    field and message; one without ``spec.foo`` is stored with the scaffolded defaulter's
+    value; the samples, applied next, are admitted by the same calls."""
     domain = yaml.safe_load((project / "PROJECT").read_text())["domain"]
     forbidden = {
         "apiVersion": f"webapp.{domain}/v1",
@@ -500,6 +495,16 @@ def _admitted_by_the_deployed_webhook(env: dict[str, str], project: Path, namesp
     assert refused.returncode != 0, refused.stdout
     assert "forbidden is not a foo" in refused.stderr, refused.stderr
     assert "spec.foo" in refused.stderr, refused.stderr
+    empty = {**forbidden, "metadata": {"name": "defaulted", "namespace": namespace}, "spec": {}}
+    created = _ok(
+        _sh(
+            f"echo {shlex.quote(json.dumps(empty))} | kubectl create -o json -f -",
+            project,
+            env,
+        ),
+        "a Guestbook without spec.foo",
+    )
+    assert json.loads(created)["spec"] == {"foo": "bar"}, created
 
 
 def test_make_deploy_on_the_real_node_and_the_projects_own_e2e(
@@ -512,24 +517,28 @@ def test_make_deploy_on_the_real_node_and_the_projects_own_e2e(
     """The image built without a daemon into the local registry, deployed with kustomize
     (config/default, the image set in config/manager) with the user's edit of
     config/manager/manager.yaml: the pod Ready on the real node reconciles the sample; make
-    undeploy removes it all. With a validating webhook declared first (issue #49): two
-    replicas from the generated config/webhook share one certificate and renew it
-    (:func:`_webhook_serving_in_cluster`). Then the project's own e2e test (its /metrics:
-    401, 200) against this cluster, the webhook taken out again."""
+    undeploy removes it all. With the webhooks ``create webhook --programmatic-validation
+    --defaulting`` scaffolds first (issue #49): two replicas from the generated
+    config/webhook share one certificate and renew it (:func:`_webhook_serving_in_cluster`)
+    and answer the API server (:func:`_admitted_by_the_deployed_webhook`). Then the
+    project's own e2e test (its /metrics: 401, 200) against this cluster, the webhooks taken
+    out again."""
     image = f"guestbook:e2e-{uuid.uuid4().hex[:6]}"
     deploy_env = {**env, "IMG": image}
-    # a validating webhook declared (issue #49): make manifests adds config/webhook and
-    # wires it into the files scaffolded once
-    controller = guestbook / "src/guestbook/controllers/guestbook.py"
-    original = controller.read_text()
+    # the scaffolded webhooks (issue #49): make manifests adds config/webhook and wires it
+    # into the files scaffolded once
+    kept = {p: p.read_text() for p in (guestbook / "PROJECT", guestbook / REGISTRY)}
     shutil.copytree(guestbook / "config", guestbook.parent / "config-before-webhook")
-    controller.write_text(
-        "from dataclasses import replace\n\nfrom appstack.runtime import allow, deny\n"
-        "from appstack.sdk import Validator, WebhookReview\n"
-        + original.replace("from __future__ import annotations\n", "")
-        + WEBHOOK
+    _ok(
+        _sh(
+            "appstack create webhook --group webapp --version v1 --kind Guestbook "
+            "--programmatic-validation --defaulting",
+            guestbook,
+            env,
+        ),
+        "create webhook",
     )
-    _ok(_sh("make manifests", guestbook, env), "make manifests, with a webhook")
+    _ok(_sh("make manifests", guestbook, env), "make manifests, with the webhooks")
     # the user's own edit of the Deployment (issue #47: make manifests reverted it); two
     # replicas sharing a webhook certificate valid 30 s, renewed while the test runs
     manager = guestbook / "config/manager/manager.yaml"
@@ -592,8 +601,12 @@ def test_make_deploy_on_the_real_node_and_the_projects_own_e2e(
     finally:
         _ok(_sh("make undeploy", guestbook, deploy_env), "make undeploy")
     assert _sh("kubectl get namespace guestbook-system", guestbook, env).returncode != 0
-    # the project's own e2e, as scaffolded: without the webhook
-    controller.write_text(original)
+    # the project's own e2e, as scaffolded: without the webhooks
+    for path, text in kept.items():
+        path.write_text(text)
+    shutil.rmtree(guestbook / "src/guestbook/webhooks")
+    for role in ("validator", "defaulter"):
+        (guestbook / f"tests/test_guestbook_{role}.py").unlink()
     shutil.rmtree(guestbook / "config")
     shutil.copytree(guestbook.parent / "config-before-webhook", guestbook / "config")
     e2e_env = {**env, "APPSTACK_TEST_CLUSTER": kube_cluster.require_local().name}

@@ -89,11 +89,6 @@ TESTED_ELSEWHERE: dict[str, dict[str, tuple[str, ...]]] = {
             "tests/e2e/test_appservice.py",
             "tests/e2e/test_crontab.py",
         ),
-        "registration": (
-            "tests/unit/controllers/test_registration.py",
-            "tests/unit/controllers/test_kind_metrics.py",
-            "tests/unit/sdk/test_public_api.py",
-        ),
     },
     "api": {
         # the kinds' models and rules, through the controllers that read them and the CEL

@@ -72,6 +72,11 @@ def _rewriting(paths: list[str]) -> None:
 
 
 NEXT_API = "Next: make manifests (then make test)"
+NEXT_STORAGE = (
+    "Next: the controller reconciles the new storage version once it imports the kind's "
+    "models from the new version's module (docs/versions.md, Seed 000); then make manifests "
+    "test-unit"
+)
 
 
 @click.command()
@@ -181,6 +186,12 @@ def create() -> None:
     help="Another project's API: the group is <group>.<this> (cert-manager + io), its CRD "
     "installed by it; a controller of its kind, --no-resource.",
 )
+@click.option(
+    "--storage",
+    is_flag=True,
+    help="A new version of a kind of one version, as its storage version (the hub): the "
+    "first converted to and from it, deprecated, then migrated by the operator.",
+)
 @_api_options
 def create_api(
     *,
@@ -188,6 +199,7 @@ def create_api(
     version: str,
     kind: str,
     external_api_domain: str | None,
+    storage: bool,
     resource: bool | None,
     controller: bool,
     namespaced: bool,
@@ -213,9 +225,10 @@ def create_api(
             plural=plural,
             force=force,
             rewriting=_rewriting,
+            storage=storage,
         ),
         directory,
-        NEXT_API,
+        NEXT_STORAGE if storage else NEXT_API,
     )
 
 
@@ -223,12 +236,16 @@ def create_api(
 @click.option("--group", required=True, help="The kind's API group, without the domain.")
 @click.option("--version", required=True, help="The kind's API version.")
 @click.option("--kind", required=True, help="The kind.")
-@click.option("--defaulting", is_flag=True, help="Defaults: as schema defaults on the model.")
+@click.option(
+    "--defaulting",
+    is_flag=True,
+    help="A defaulting (mutating) webhook in Python, served by the operator, and its tests.",
+)
 @click.option(
     "--programmatic-validation",
     "validation",
     is_flag=True,
-    help="Validation: as CEL rules on the model, checked by the API server.",
+    help="A validating webhook in Python, served by the operator, and its tests.",
 )
 @click.option(
     "--conversion",
@@ -253,9 +270,9 @@ def create_webhook(
     spoke: tuple[str, ...],
     directory: Path,
 ) -> None:
-    """Defaulting and validation for a kind, done by the API server itself (no webhook to
-    run): schema defaults and CEL rules on its model; or the conversion between a kind's
-    versions (--conversion), served by the operator."""
+    """A kind's admission webhooks in Python, served by the operator with the kind's
+    controller (config/webhook from make manifests), each with its tests; or the conversion
+    between a kind's versions (--conversion), served by the operator."""
     from appstack.scaffold import commands  # noqa: PLC0415
 
     directory = directory.resolve()

@@ -181,20 +181,27 @@ def create_api(
     domain: str | None = None,
     external_api_domain: str | None = None,
     rewriting: Callable[[list[str]], None] | None = None,
+    storage: bool = False,
 ) -> list[Path]:
     """Scaffold a kind (``--resource``, the default) and/or its controller
-    (``--controller``). With ``force``, the files it replaces whose content is not what it
-    writes (edits of yours, lost) are passed to ``rewriting`` first, before anything is
-    written. ``external_api_domain``, or ``--no-resource`` for a kind of a built-in group
-    the project does not have a kind of its own of (kubebuilder's rule: ``--group batch
-    --kind CronJob`` with a resource is the project's ``batch.<domain>``): the controller of
-    a kind someone else declares (:func:`create_object_controller`)."""
+    (``--controller``); ``storage``: a new version of a kind of one version, as its
+    storage version (:func:`add_version`). With ``force``, the files it replaces whose
+    content is not what it writes (edits of yours, lost) are passed to ``rewriting`` first,
+    before anything is written. ``external_api_domain``, or ``--no-resource`` for a kind of
+    a built-in group the project does not have a kind of its own of (kubebuilder's rule:
+    ``--group batch --kind CronJob`` with a resource is the project's ``batch.<domain>``):
+    the controller of a kind someone else declares (:func:`create_object_controller`)."""
     if external_api_domain is not None or (
         domain is None
         and resource is False
         and builtin.builtin_group(group)
         and not _own_kind(directory, group, kind)
     ):
+        if storage:
+            raise Refused(
+                "--storage: a version of the project's own kind only (no CRD of this one is "
+                "made here); nothing was written"
+            )
         return create_object_controller(
             directory,
             group=group,
@@ -222,6 +229,7 @@ def create_api(
     full_group = f"{group}.{domain}" if group else domain
     existing = project.find(full_group, version, kind)
     versions = project.versions(full_group, kind)
+    _storage_checked(storage, f"{full_group}/{version} {kind}", existing, versions)
     if versions and existing is None:
         return add_version(
             directory,
@@ -231,6 +239,7 @@ def create_api(
             resource=resource,
             namespaced=namespaced,
             plural=plural,
+            storage=storage,
         )
     if existing is not None and versions and existing is not versions[0]:
         raise Refused(
@@ -300,6 +309,7 @@ def add_version(
     resource: bool = True,
     namespaced: bool = True,
     plural: str | None = None,
+    storage: bool = False,
 ) -> list[Path]:
     """``create api`` of a kind the project has (``hub``: its storage version), at another
     ``version`` (kubebuilder's multiversion tutorial): new files only — the version's module
@@ -309,7 +319,9 @@ def add_version(
     version's module and the kind's controller are never touched: the hub stays the storage
     version, the one the controller reconciles; no controller for the new version (one per
     kind). Refused, with nothing written, when a file it would write exists, and when
-    ``api/__init__.py`` was edited and lost its marker (the message says what to add)."""
+    ``api/__init__.py`` was edited and lost its marker (the message says what to add).
+    With ``storage``, the new version is the storage version instead
+    (:func:`_add_storage_version`)."""
     kind = hub.kind
     if not resource:
         raise Refused(
@@ -327,6 +339,8 @@ def add_version(
         raise Refused(
             f"--plural {plural}: {kind} is served as {hub.plural}, at every version (one CRD)"
         )
+    if storage:
+        return _add_storage_version(directory, project, hub, version=version)
     pkg, module = project.package, hub.module_name
     spoke = replace(
         hub,
@@ -356,6 +370,108 @@ def add_version(
     project.resources.append(spoke)
     files["PROJECT"] = project.to_text()
     return _write(directory, files)
+
+
+def _storage_checked(
+    storage: bool, wanted: str, existing: Resource | None, versions: list[Resource]
+) -> None:
+    """``create api --storage`` of ``wanted`` (``<group>/<version> <Kind>``) refused,
+    saying why, unless it adds a version to a kind the project has."""
+    if not storage:
+        return
+    if not versions:
+        raise Refused(
+            f"--storage: {wanted} is a new kind, whose first version is its storage version "
+            "(drop --storage); nothing was written"
+        )
+    if existing is not None:
+        raise Refused(
+            f"--storage: {wanted} exists already"
+            + (
+                ", and is the storage version"
+                if existing is versions[0]
+                else ": moving the storage to it rewrites modules that are yours (by hand: "
+                'docs/versions.md, "To store v2 instead")'
+            )
+            + "; nothing was written"
+        )
+
+
+def _add_storage_version(
+    directory: Path, project: Project, old: Resource, *, version: str
+) -> list[Path]:
+    """``create api --storage``: ``version`` added to a kind of one version (``old``) as its
+    storage version, the hub — new files only: its module (its model, ``old`` converted to
+    and from it, field by field and lossless, deprecated, and the kind's versions declared
+    with the new one ``storage=True``), its sample, the round-trip test of ``old``; a line
+    at the versions marker of ``api/__init__.py``; and in ``controllers/__init__.py`` the
+    kind's ``KIND_MODELS`` line, as the scaffolder wrote it, naming the new module instead
+    (the CRD is the hub's). ``old``'s module and the controller are never touched: the
+    controller reconciles the hub once it imports the new module's models (its one edit;
+    the command's next step says so). Refused, with nothing written, when the kind has
+    other versions already (their conversions are to and from ``old``: rewriting them is
+    yours), a file it would write exists, or ``KIND_MODELS`` has neither line (the message
+    names the line to change by hand)."""
+    kind = old.kind
+    versions = project.versions(old.full_group, kind)
+    if len(versions) > 1:
+        raise Refused(
+            f"--storage: {kind} has versions {', '.join(r.version for r in versions)} already, "
+            f"converted to and from {old.version}: moving the storage rewrites their modules, "
+            'yours (by hand: docs/versions.md, "To store v2 instead"); nothing was written'
+        )
+    pkg, module = project.package, old.module_name
+    hub = replace(
+        old,
+        version=version,
+        path=f"{pkg}.api.{version}.{module}",
+        controller=False,
+        webhooks=Webhooks(conversion=True, spoke=[old.version]),
+    )
+    files: Files = {}
+    version_init = f"src/{pkg}/api/{version}/__init__.py"
+    if not (directory / version_init).exists():
+        files[version_init] = t.version_init(project, version)
+    files[f"src/{pkg}/api/{version}/{module}.py"] = t.storage_module(project, hub, old)
+    sample = t.sample_file(hub)
+    files[sample] = t.spoke_sample(project, hub, old)
+    samples = directory / "config/samples/kustomization.yaml"
+    text = samples.read_text() if samples.exists() else t.samples_kustomization()
+    files["config/samples/kustomization.yaml"] = insert_at(
+        text, t.MARK_SAMPLES, f"- {Path(sample).name}"
+    )
+    files[f"tests/test_{module}_{old.version}_conversion.py"] = t.storage_test_conversion(
+        project, old, hub
+    )
+    registry = f"src/{pkg}/api/__init__.py"
+    files[registry] = _versions_registered(directory, project, registry, hub)
+    kinds = f"src/{pkg}/controllers/__init__.py"
+    files[kinds] = _kind_model_moved(directory, kinds, old, hub)
+    files = _refuse_overwriting(directory, pkg, files, marked=(*MARKED_FILES, registry))
+    project.resources.append(hub)
+    files["PROJECT"] = project.to_text()
+    return _write(directory, files)
+
+
+def _kind_model_moved(directory: Path, registry: str, old: Resource, hub: Resource) -> str:
+    """``controllers/__init__.py`` with the ``KIND_MODELS`` line of ``old``'s model (as
+    :func:`_api_files` wrote it) naming ``hub``'s — as it is if it names ``hub``'s already;
+    refused, saying which line to change by hand, when it has neither line, once."""
+    path = directory / registry
+    text = path.read_text() if path.exists() else ""
+    before, after = f'"{old.path}:{old.kind}",', f'"{hub.path}:{hub.kind}",'
+    lines = text.splitlines(keepends=True)
+    if [line.strip() for line in lines].count(after) == 1:
+        return text
+    found = [i for i, line in enumerate(lines) if line.strip() == before]
+    if len(found) != 1:
+        raise Refused(
+            f"--storage: {registry} was edited and has no line `{before}` in KIND_MODELS: "
+            f"make its {old.kind} entry `{after}` by hand, then run this again; nothing was "
+            "written"
+        )
+    lines[found[0]] = lines[found[0]].replace(before, after)
+    return "".join(lines)
 
 
 def _versions_registered(directory: Path, project: Project, registry: str, spoke: Resource) -> str:
@@ -669,83 +785,85 @@ def create_webhook(
     conversion: bool,
     spoke: tuple[str, ...] = (),
 ) -> list[Path]:
-    """``--defaulting`` and ``--programmatic-validation`` as what the API server does itself:
-    a schema default and a CEL rule on the kind's model (no webhook to run, no certificate);
+    """``--programmatic-validation`` and ``--defaulting`` (kubebuilder's CustomValidator
+    and CustomDefaulter, in Python): per flag a module of the kind's webhook under
+    ``src/<package>/webhooks/`` (a validating handler that refuses with the field named and
+    warns, a defaulting one that fills a field and returns the object), its tests without a
+    cluster, and the module's line at the webhooks marker of ``controllers/__init__.py``
+    (``WEBHOOK_MODULES``: the operator serves them with the kind's controller; ``make
+    manifests`` writes ``config/webhook``). What exists is kept as it is — running it again,
+    or with the other flag, adds only what is missing. Refused, nothing written, for a kind
+    the project does not declare, one without a controller, a version that is not its
+    storage version, and a registry without the marker (the message says what to add).
     ``--conversion`` (:func:`create_conversion`): the conversion of a kind of several
     versions, served by the operator."""
     project = read(directory)
     if conversion:
         if defaulting or validation:
             raise Refused(
-                "--conversion: alone (the defaulting and validation are the version's model's: "
-                "run create webhook again for them)"
+                "--conversion: alone (the defaulting and validation webhooks are the storage "
+                "version's: run create webhook again for them)"
             )
         return create_conversion(directory, group=group, version=version, kind=kind, spoke=spoke)
     if spoke:
         raise Refused("--spoke: only with --conversion")
     if not (defaulting or validation):
         raise Refused("create webhook needs --defaulting and/or --programmatic-validation")
-    domain = project.domain
-    res = project.find(f"{group}.{domain}" if group else domain, version, kind)
+    flag = "--programmatic-validation" if validation else "--defaulting"
+    full_group = f"{group}.{project.domain}" if group else project.domain
+    res = project.find(full_group, version, kind)
     if res is None or not res.api:
-        raise Refused(f"--kind {kind}: no API {group}.{domain}/{version} {kind} in this project")
-    path = directory / f"src/{project.package}/api/{version}/{res.module_name}.py"
-    text = path.read_text()
-    spec_class = f"class {kind}Spec(KubeModel):"
-    if spec_class not in text:
-        raise Refused(f"{path}: {spec_class} not found (rename it back, or edit by hand)")
+        raise Refused(f"--kind {kind}: no API {full_group}/{version} {kind} in this project")
+    hub = project.versions(full_group, kind)[0]
+    if hub is not res:
+        raise Refused(
+            f"--version {version}: {kind}'s webhooks are served at its storage version, the "
+            f"one its controller reconciles (--version {hub.version})"
+        )
+    if not res.controller:
+        raise Refused(
+            f"--kind {kind}: it has no controller in this project, and webhooks are served "
+            f"with their kind's controller (create api --no-resource --controller first)"
+        )
+    pkg, module = project.package, res.module_name
+    registry = f"src/{pkg}/controllers/__init__.py"
+    text = (directory / registry).read_text()
+    if t.MARK_WEBHOOKS not in text:
+        raise Refused(
+            f"{flag}: {registry} has no '{t.MARK_WEBHOOKS}' line (it was scaffolded before "
+            "create webhook wrote Python handlers): add a WEBHOOK_MODULES list holding that "
+            "line and make CONTROLLERS with_webhooks(<the registrations>, WEBHOOK_MODULES), "
+            "from appstack.sdk, as appstack init writes it now; nothing was written"
+        )
+    wanted = {
+        "validator": (validation, t.validator_module, t.test_validator),
+        "defaulter": (defaulting, t.defaulter_module, t.test_defaulter),
+    }
     files: Files = {}
-    if defaulting and "+appstack:webhook:defaulting" not in text:
-        example = (
-            "        default=None, max_length=256, "
-            'description="An example field: what the child holds."'
-        )
-        if example not in text:
-            raise Refused(
-                f"--defaulting: {path} no longer has the scaffolded example field foo; give "
-                "your fields defaults in the model (Field(default=...)): the CRD carries them"
-            )
-        text = text.replace(
-            example,
-            '        default="bar",  # +appstack:webhook:defaulting: a schema default\n'
-            "        max_length=256,\n"
-            '        description="An example field: what the child holds.",',
-        )
-    if validation and "+appstack:webhook:validation" not in text:
-        rule = (
-            "    # +appstack:webhook:validation: a CEL rule the API server checks at admission\n"
-            "    model_config = ConfigDict(\n"
-            "        json_schema_extra={\n"
-            '            "x-kubernetes-validations": [\n'
-            "                {\n"
-            '                    "rule": "!has(self.foo) || self.foo != \'forbidden\'",\n'
-            '                    "message": "may not be forbidden",\n'
-            '                    "fieldPath": ".foo",\n'
-            "                }\n"
-            "            ]\n"
-            "        }\n"
-            "    )\n\n"
-        )
-        docstring_end = text.index('"""', text.index('"""', text.index(spec_class)) + 3) + 3
-        text = text[:docstring_end] + "\n\n" + rule.rstrip("\n") + text[docstring_end:]
-        text = text.replace(
-            "from pydantic import Field\n", "from pydantic import ConfigDict, Field\n"
-        )
-    model = str(path.relative_to(directory))
-    files[model] = text
-    test = f"tests/test_{res.module_name}_webhook.py"
+    package_init = f"src/{pkg}/webhooks/__init__.py"
+    if not (directory / package_init).exists():
+        files[package_init] = t.webhooks_init(project)
+    for role, (asked, handler, test) in wanted.items():
+        if not asked:
+            continue
+        path = f"src/{pkg}/webhooks/{module}_{role}.py"
+        for rel, text_of in ((path, handler), (f"tests/test_{module}_{role}.py", test)):
+            files[rel] = text_of(project, res)
+        text = insert_at(text, t.MARK_WEBHOOKS, f'"{pkg}.webhooks.{module}_{role}",')
+    files[registry] = text
+    # a file there already is kept as it is (yours, or the scaffold's): only what is missing
+    files = {
+        rel: body
+        for rel, body in files.items()
+        if rel == registry or not (directory / rel).exists()
+    }
     hooks = res.webhooks or Webhooks()
-    before = {test: t.test_webhook(project, res)} if hooks.defaulting or hooks.validation else {}
     res.webhooks = replace(
         hooks,
         defaulting=defaulting or hooks.defaulting,
         validation=validation or hooks.validation,
     )
     files["PROJECT"] = project.to_text()
-    files[test] = t.test_webhook(project, res)
-    files = _refuse_overwriting(
-        directory, project.package, files, marked=("PROJECT", model), pristine=before
-    )
     return _write(directory, files)
 
 

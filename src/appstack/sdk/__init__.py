@@ -280,6 +280,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs; at run time,
     )
     from appstack.sdk.kit.registration import (
         Registration,
+        with_webhooks,
     )
     from appstack.sdk.kit.timers import (
         Timer,
@@ -399,6 +400,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs; at run time,
     from appstack.sdk.testing import (
         InMemoryOperator,
         OperatorRunner,
+        webhook_review,
     )
     from appstack.sdk.versions import (
         ConversionRefused,
@@ -578,6 +580,7 @@ _HOMES = {
     "reference": "kit.references",
     "secret_metadata": "kit.references",
     "Registration": "kit.registration",
+    "with_webhooks": "kit.registration",
     "ENV_VAR_RULES": "model",
     "Condition": "model",
     "EnvFromSource": "model",
@@ -655,6 +658,7 @@ _HOMES = {
     "import_aiohttp": "process",
     "InMemoryOperator": "testing",
     "OperatorRunner": "testing",
+    "webhook_review": "testing",
     "CANARY": "rbac",
     "GUARD_RESOURCE": "rbac",
     "MARKER": "rbac",
@@ -932,7 +936,9 @@ __all__ = [
     "user_security",
     "user_volumes",
     "versioned_kind",
+    "webhook_review",
     "wire",
+    "with_webhooks",
 ]
 
 

@@ -30,12 +30,22 @@ logging set-up, no TLS buffers, no signal handlers). What the fake API server do
 kubelet — stays for the tests on a real control plane (the test bed, or any cluster).
 Used by a project's unit tests (``make test-unit`` of a scaffolded one) and its tests on a
 cluster.
+
+:func:`webhook_review` — an admission webhook's handler called with no server at all: the
+:class:`~appstack.sdk.kit.webhooks.WebhookReview` the operator would hand it for an object
+(parsed with the kind's model, as the operator parses it), for a scaffolded project's
+tests of its validating and defaulting handlers (``appstack create webhook``)::
+
+    verdict = validate(webhook_review(Guestbook.KIND, {..., "spec": {"foo": "forbidden"}}))
+    assert verdict.field == "spec.foo"
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
+import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TypeVar, overload
@@ -46,13 +56,64 @@ from appstack.runtime.events import EventRecorder
 from appstack.runtime.fake import FakeApiServer
 from appstack.runtime.manager import Manager
 from appstack.runtime.resources import NAMESPACE, Obj, Resource
+from appstack.runtime.webhook import AdmissionRequest
 from appstack.sdk.identity import OperatorIdentity
+from appstack.sdk.kind import CustomKind
 from appstack.sdk.kit.registration import Registration
-from appstack.sdk.kit.webhooks import WebhookServing
+from appstack.sdk.kit.webhooks import WebhookReview, WebhookServing
 from appstack.sdk.operator import Assembly, assemble, wire
 from appstack.sdk.options import OperatorOptions
 
 T = TypeVar("T")
+
+
+def webhook_review(
+    kind: CustomKind | Resource,
+    obj: Mapping[str, Any] | None,
+    *,
+    old: Mapping[str, Any] | None = None,
+    operation: str | None = None,
+    user: str = "tester",
+    groups: Sequence[str] = ("system:authenticated",),
+    dry_run: bool = False,
+) -> WebhookReview:
+    """What a declared webhook's handler is asked about ``obj`` (and ``old``, the object
+    before an update), as the operator asks it: ``operation`` ``CREATE`` (``UPDATE`` when
+    ``old`` is given; ``DELETE``, ``CONNECT``), by ``user`` of ``groups``; for a
+    :class:`~appstack.sdk.kind.CustomKind` both parsed with its model (``review.object``,
+    ``review.old_object``: pydantic's ValidationError when the model refuses one — the
+    operator denies such a request, naming the field, before any handler is asked); for
+    another kind's ``Resource`` the dicts only. ``review.raw`` is a copy of ``obj``: a
+    defaulting handler changes and returns it, ``obj`` stays as it is."""
+    resource = kind.resource if isinstance(kind, CustomKind) else kind
+    operation = operation or ("UPDATE" if old is not None else "CREATE")
+    new = copy.deepcopy(dict(obj)) if obj is not None else None
+    before = copy.deepcopy(dict(old)) if old is not None else None
+    metadata = (new or before or {}).get("metadata") or {}
+    request = AdmissionRequest(
+        uid=str(uuid.uuid4()),
+        operation=operation,
+        kind={"group": resource.group, "version": resource.version, "kind": resource.kind},
+        resource={
+            "group": resource.group,
+            "version": resource.version,
+            "resource": resource.plural,
+        },
+        name=str(metadata.get("name", "")),
+        namespace=str(metadata.get("namespace", "")) if resource.namespaced else "",
+        object=new,
+        old_object=before,
+        user_info={"username": user, "groups": list(groups)},
+        dry_run=dry_run,
+    )
+    if not isinstance(kind, CustomKind):
+        return WebhookReview(request)
+    model = kind.model
+    return WebhookReview(
+        request,
+        model.model_validate(new) if new is not None else None,
+        model.model_validate(before) if before is not None else None,
+    )
 
 
 class _Probes:

@@ -237,20 +237,53 @@ def _kept(obj: CustomObject, annotation: str) -> dict[str, Any]:
     return kept
 
 
+def _defaults(model: type[BaseModel] | None) -> dict[str, Any]:
+    """The wire names and default values (as on the wire) of ``model``'s fields that have
+    one."""
+    if model is None:
+        return {}
+    out: dict[str, Any] = {}
+    for name, info in model.model_fields.items():
+        if info.is_required():
+            continue
+        value = info.get_default(call_default_factory=True)
+        out[info.alias or name] = (
+            value.model_dump(mode="json", by_alias=True, exclude_none=True)
+            if isinstance(value, BaseModel)
+            else value
+        )
+    return out
+
+
 def _copied(
-    obj: CustomObject, model: type[_Target], kept: Mapping[str, Any]
+    obj: CustomObject,
+    model: type[_Target],
+    kept: Mapping[str, Any],
+    renamed: Mapping[str, str],
 ) -> tuple[_Target, dict[str, Any]]:
-    """``obj`` as ``model`` — spec and status field by field (wire names), ``kept`` (by
-    part) under them — and, by part, the fields ``model`` has none of."""
+    """``obj`` as ``model`` — spec and status field by field (wire names; the spec's
+    ``renamed`` ones under their new name), ``kept`` (by part) under them — and, by part,
+    the fields ``model`` has none of and whose value is not their default in ``obj``'s
+    model (a default needs no keeping: the way back fills it in again)."""
     target = model.KIND
     data = obj.to_dict()
     parts: dict[str, Any] = {}
     rest: dict[str, Any] = {}
-    for part, part_model in (("spec", target.spec), ("status", target.status)):
+    for part, part_model, source_model in (
+        ("spec", target.spec, obj.KIND.spec),
+        ("status", target.status, obj.KIND.status),
+    ):
         values = data.get(part)
+        if part == "spec" and values:
+            values = {renamed.get(k, k): v for k, v in values.items()}
         names = _wire_names(part_model)
+        defaults = _defaults(source_model)
         own = {k: v for k, v in (values or {}).items() if k in names}
-        extra = {k: v for k, v in (values or {}).items() if k not in names}
+        extra = {
+            k: v
+            for k, v in (values or {}).items()
+            if k not in names and not (k in defaults and defaults[k] == v)
+        }
         merged = {**(kept.get(part) or {}), **own}
         if values is not None or merged:
             parts[part] = merged
@@ -266,33 +299,41 @@ def _copied(
     return made, rest
 
 
-def copy_to_hub(spoke: CustomObject, hub: type[_Target]) -> _Target:
+def copy_to_hub(
+    spoke: CustomObject, hub: type[_Target], renamed: Mapping[str, str] | None = None
+) -> _Target:
     """``spoke`` as the ``hub``'s model (a ``to_hub``): spec and status copied field by
-    field (same wire name, same meaning), the hub's fields the spoke lacked restored from
-    what :func:`copy_from_hub` kept, and the spoke's fields the hub lacks kept in an
-    annotation of the hub object, ``<group>/<spoke version>-fields``.
+    field (same wire name, same meaning; ``renamed`` the spec's fields the hub calls
+    otherwise, the spoke's wire name to the hub's: ``{"size": "replicas"}``), the hub's
+    fields the spoke lacked restored from what :func:`copy_from_hub` kept, and the spoke's
+    fields the hub lacks kept in an annotation of the hub object,
+    ``<group>/<spoke version>-fields`` (unless they hold their default).
     :class:`ConversionRefused` when a copied value does not fit the hub's model. ``spoke``
     is left as it was."""
     source = spoke.model_copy(deep=True)
     kept = _kept(source, _annotation(source, HUB_FIELDS))
     annotation = spoke_fields_annotation(spoke.KIND.group, spoke.KIND.version)
     _kept(source, annotation)  # what a client wrote there is not the hub's to keep
-    made, rest = _copied(source, hub, kept)
+    made, rest = _copied(source, hub, kept, renamed or {})
     if rest:
         annotations = made.metadata.setdefault("annotations", {})
         annotations[annotation] = json.dumps(rest, sort_keys=True)
     return made
 
 
-def copy_from_hub(hub: CustomObject, spoke: type[_Target]) -> _Target:
+def copy_from_hub(
+    hub: CustomObject, spoke: type[_Target], renamed: Mapping[str, str] | None = None
+) -> _Target:
     """``hub`` as the ``spoke``'s model (a ``from_hub``): spec and status copied field by
-    field, the spoke's fields the hub lacks restored from what :func:`copy_to_hub` kept,
+    field (``renamed`` as :func:`copy_to_hub`'s, the same mapping: spoke's name to the
+    hub's), the spoke's fields the hub lacks restored from what :func:`copy_to_hub` kept,
     and the hub's fields the spoke lacks stashed (:func:`stash`) for the way back.
     :class:`ConversionRefused` when a copied value does not fit the spoke's model. ``hub``
     is left as it was."""
     source = hub.model_copy(deep=True)
     kept = _kept(source, spoke_fields_annotation(spoke.KIND.group, spoke.KIND.version))
-    made, rest = _copied(source, spoke, kept)
+    back = {hub_name: name for name, hub_name in (renamed or {}).items()}
+    made, rest = _copied(source, spoke, kept, back)
     stash(made, HUB_FIELDS, rest or None)
     return made
 

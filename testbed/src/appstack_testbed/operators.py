@@ -6,7 +6,11 @@ plane: what the project's generated tests use, so they stay a few lines each.
   namespace enabled for the project (its identity's ``<domain>/enabled=true``: the
   generated operator acts, as installed, only in enabled namespaces), and the operator run
   as ``python -m <package>`` with that account's token, watching that namespace: a rule the
-  generated role lacks fails the test. Helpers create objects, wait for ``Ready`` at a
+  generated role lacks fails the test. A project whose code declares admission webhooks
+  (``config/webhook/manifests.yaml`` has configurations: ``appstack create webhook``) has
+  them served in developer mode (``--webhook-host=127.0.0.1``, a free port), the account
+  also let apply and delete the two configurations that mode writes, so the API server
+  asks them about the test's objects. Helpers create objects, wait for ``Ready`` at a
   generation, read and delete children; on leaving, SIGTERM and a clean exit are checked.
 * :func:`deployed_operator` — the project's image built without a daemon
   (:func:`appstack_testbed.image.build_project_image`), pushed to the local registry, set
@@ -40,6 +44,7 @@ import yaml
 from appstack.runtime import NAMESPACE, Client, NotFound, Resource
 from appstack.scaffold.project import Project, read
 from appstack.sdk.identity import OperatorIdentity
+from appstack.sdk.kit.webhooks import configuration_names
 from appstack_testbed.waiting import condition_status, eventually_sync
 
 T = TypeVar("T")
@@ -150,6 +155,14 @@ def install_crds(kubeconfig: Path, project_dir: Path) -> None:
         eventually_sync(established, timeout=30, what=f"CRD {name} established")
 
 
+def _declares_admission_webhooks(project_dir: Path) -> bool:
+    """Whether the project's code declares admission webhooks: ``make manifests`` wrote
+    their configurations into ``config/webhook/manifests.yaml``."""
+    manifests = project_dir / "config/webhook/manifests.yaml"
+    kinds = ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
+    return manifests.is_file() and any(o.get("kind") in kinds for o in _yaml_objects(manifests))
+
+
 class OperatorUnderTest:
     """The project's operator as a process, under its generated role, watching one
     namespace (see the module docstring). A context manager."""
@@ -160,6 +173,7 @@ class OperatorUnderTest:
         self.namespace = namespace
         self.project = read(self.project_dir)
         self.role = f"{self.project.project_name}-manager-role-{uuid.uuid4().hex[:6]}"
+        self.webhooks = _declares_admission_webhooks(self.project_dir)
         self.account = "operator-under-test"
         self.proc: subprocess.Popen[bytes] | None = None
         self.log = self.project_dir / f".operator-{namespace}.log"
@@ -213,6 +227,8 @@ class OperatorUnderTest:
             for resource, obj in objects:
                 await client.apply(resource, obj)
 
+        if self.webhooks:
+            objects += self._webhook_access()
         _run(self.kubeconfig, apply)
         enable_namespace(self.kubeconfig, self.namespace, self.project)
         account_config = token_kubeconfig(
@@ -232,6 +248,8 @@ class OperatorUnderTest:
             "--metrics-bind-address=0",
             f"--health-probe-bind-address=127.0.0.1:{health}",
         ]
+        if self.webhooks:  # developer mode: the API server on this machine calls them here
+            argv += ["--webhook-host=127.0.0.1", f"--webhook-bind-address=127.0.0.1:{_free_port()}"]
         with open(self.log, "wb") as out:
             self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env)
 
@@ -258,6 +276,68 @@ class OperatorUnderTest:
                 raise AssertionError(f"the operator exited with {code}:\n{self.tail()}")
         with contextlib.suppress(Exception):
             _run(self.kubeconfig, lambda c: c.delete(CLUSTER_ROLE, self.role))
+        if self.webhooks:
+
+            async def remove(client: Client) -> None:
+                for resource in (CLUSTER_ROLE_BINDING, CLUSTER_ROLE):
+                    with contextlib.suppress(NotFound):
+                        await client.delete(resource, self._webhook_role)
+
+            with contextlib.suppress(Exception):
+                _run(self.kubeconfig, remove)
+
+    @property
+    def _webhook_role(self) -> str:
+        return f"{self.role}-webhooks"
+
+    def _webhook_access(self) -> list[tuple[Resource, dict[str, Any]]]:
+        """A ClusterRole and its binding to the account: what developer mode does with the
+        operator's webhook configurations (cluster-scoped: a RoleBinding cannot grant it) —
+        create them, then read, patch and delete them by name."""
+        identity = OperatorIdentity(project=self.project.project_name, domain=self.project.domain)
+        group = "admissionregistration.k8s.io"
+        plurals = ["validatingwebhookconfigurations", "mutatingwebhookconfigurations"]
+        rules = [
+            {"apiGroups": [group], "resources": plurals, "verbs": ["create"]},
+            {
+                "apiGroups": [group],
+                "resources": plurals,
+                "resourceNames": sorted(configuration_names(identity).values()),
+                "verbs": ["get", "patch", "update", "delete"],
+            },
+        ]
+        name = self._webhook_role
+        return [
+            (
+                CLUSTER_ROLE,
+                {
+                    "apiVersion": "rbac.authorization.k8s.io/v1",
+                    "kind": "ClusterRole",
+                    "metadata": {"name": name},
+                    "rules": rules,
+                },
+            ),
+            (
+                CLUSTER_ROLE_BINDING,
+                {
+                    "apiVersion": "rbac.authorization.k8s.io/v1",
+                    "kind": "ClusterRoleBinding",
+                    "metadata": {"name": name},
+                    "roleRef": {
+                        "apiGroup": "rbac.authorization.k8s.io",
+                        "kind": "ClusterRole",
+                        "name": name,
+                    },
+                    "subjects": [
+                        {
+                            "kind": "ServiceAccount",
+                            "name": self.account,
+                            "namespace": self.namespace,
+                        }
+                    ],
+                },
+            ),
+        ]
 
     def tail(self) -> str:
         """The end of the operator's log."""

@@ -13,7 +13,7 @@ import yaml
 
 from appstack.scaffold import commands, manifests
 from appstack.scaffold.project import Project, Refused, default_plural, read
-from appstack.sdk import config, crd
+from appstack.sdk import config
 from tests.support.files import file_digests
 
 
@@ -239,22 +239,6 @@ def test_force_lists_the_edited_files_it_rewrites_before_writing(project: Path) 
     assert quiet.stderr == ""
 
 
-def test_create_webhook_again_keeps_an_edited_test(project: Path) -> None:
-    commands.create_api(project, group="webapp", version="v1", kind="Guestbook")
-    hook = {"group": "webapp", "version": "v1", "kind": "Guestbook", "conversion": False}
-    commands.create_webhook(project, defaulting=True, validation=False, **hook)  # type: ignore[arg-type]
-    test = project / "tests/test_guestbook_webhook.py"
-    # unedited: the second webhook's checks are added to it
-    commands.create_webhook(project, defaulting=False, validation=True, **hook)  # type: ignore[arg-type]
-    assert "forbidden" in test.read_text()
-    assert "defaults_in_the_schema" in test.read_text()
-    test.write_text(test.read_text() + "\n# my own check\n")
-    model = project / "src/guestbook/api/v1/guestbook.py"
-    model.write_text(model.read_text().replace('default="bar"', 'default="baz"'))
-    commands.create_webhook(project, defaulting=True, validation=True, **hook)  # type: ignore[arg-type]
-    assert test.read_text().endswith("# my own check\n")  # nothing new to say: left alone
-
-
 def test_operator_sdks_api_version_and_a_controller_added_later(tmp_path: Path) -> None:
     directory = tmp_path / "first-operator"
     commands.init(directory, domain="example.com", repo="github.com/njlkj/first-operator")
@@ -287,39 +271,20 @@ def test_operator_sdks_api_version_and_a_controller_added_later(tmp_path: Path) 
     assert (directory / "src/first_operator/controllers/appservice.py").exists()
 
 
-def test_webhooks_become_schema_defaults_and_cel_rules_and_conversion_is_refused(
-    project: Path,
-) -> None:
+def test_create_webhook_conversion_is_alone(project: Path) -> None:
     commands.create_api(project, group="webapp", version="v1", kind="Guestbook")
     before = _snapshot(project)
-    with pytest.raises(Refused, match="--conversion"):
+    with pytest.raises(Refused, match="--conversion: alone"):
         commands.create_webhook(
             project,
             group="webapp",
             version="v1",
             kind="Guestbook",
-            defaulting=False,
+            defaulting=True,
             validation=False,
             conversion=True,
         )
     assert _snapshot(project) == before
-    commands.create_webhook(
-        project,
-        group="webapp",
-        version="v1",
-        kind="Guestbook",
-        defaulting=True,
-        validation=True,
-        conversion=False,
-    )
-    model = manifests.load(project).kinds[0]
-    spec = crd(model)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
-    assert spec["properties"]["foo"]["default"] == "bar"
-    assert "self.foo != 'forbidden'" in spec["x-kubernetes-validations"][0]["rule"]
-    (resource,) = read(project).resources
-    assert resource.webhooks is not None
-    assert resource.webhooks.validation
-    assert (project / "tests/test_guestbook_webhook.py").exists()
 
 
 def test_manifests_twice_change_nothing_and_name_the_crd_as_kubebuilder(project: Path) -> None:

@@ -3,7 +3,8 @@ reconciler kit — a KindReconciler writing a child and its status, an invalid s
 refused in status, a deleted child restored, the child garbage-collected with its owner —
 running in memory through the real client, cache and controllers, in well under a second.
 ``OperatorRunner`` runs against a real cluster (tests/e2e/test_operator_runner.py); here
-only what it says before it runs."""
+only what it says before it runs. ``webhook_review``: a handler asked as the operator asks
+it (the object parsed with the model, the old one on update, a copy to change)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ import time
 from typing import Any
 
 import pytest
-from pydantic import Field
+from pydantic import Field, ValidationError
 
-from appstack.runtime import CONFIG_MAP, Result
+from appstack.runtime import CONFIG_MAP, Result, Verdict, allow, deny
 from appstack.sdk import (
     Condition,
     CustomObject,
@@ -25,12 +26,14 @@ from appstack.sdk import (
     OperatorRunner,
     Problem,
     Registration,
+    WebhookReview,
     child_labels,
     child_metadata,
     condition,
     custom_kind,
     now_rfc3339,
     previous_conditions,
+    webhook_review,
 )
 
 IDENTITY = OperatorIdentity(project="notes", domain="notes.example.com")
@@ -186,3 +189,44 @@ def test_a_kind_model_without_a_status_field_is_refused_naming_it() -> None:
 
 class LampSpec(KubeModel):
     on: bool = False
+
+
+def _check_note(review: WebhookReview) -> Verdict:
+    assert isinstance(review.object, Note)
+    if review.object.spec.text == "secret":
+        return deny("secret is not a note", field="spec.text")
+    if (
+        isinstance(review.old_object, Note)
+        and review.old_object.spec.text != review.object.spec.text
+    ):
+        return allow("the text changes")
+    return allow()
+
+
+def test_webhook_review_asks_a_handler_as_the_operator_does() -> None:
+    """A create, parsed with the kind's model; an update with the old object; who asks."""
+    refused = _check_note(webhook_review(Note.KIND, _note("a", "secret")))
+    assert (refused.allowed, refused.field, refused.code) == (False, "spec.text", 422)
+    review = webhook_review(Note.KIND, _note("a", "new"), old=_note("a", "old"), user="ann")
+    assert (review.operation, review.dry_run) == ("UPDATE", False)
+    assert (review.request.name, review.request.namespace) == ("a", "default")
+    assert review.request.user_info["username"] == "ann"
+    assert review.request.resource == {"group": NOTE.group, "version": "v1", "resource": "notes"}
+    assert _check_note(review).warnings == ("the text changes",)
+
+
+def test_webhook_review_gives_a_copy_to_change_and_the_models_refusal() -> None:
+    sent = _note("a", "text")
+    review = webhook_review(Note.KIND, sent, dry_run=True)
+    assert review.raw is not None
+    review.raw["spec"]["text"] = "changed"
+    assert sent["spec"]["text"] == "text"
+    assert review.dry_run
+    with pytest.raises(ValidationError):  # the operator denies it before any handler
+        webhook_review(Note.KIND, _note("a", ""))
+
+
+def test_webhook_review_of_a_kind_not_declared_has_the_dicts_only() -> None:
+    config_map = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}
+    review = webhook_review(CONFIG_MAP, config_map, operation="DELETE")
+    assert (review.object, review.operation, review.raw) == (None, "DELETE", config_map)

@@ -427,3 +427,62 @@ def test_a_copied_value_the_other_version_refuses_is_a_conversion_refused() -> N
     original = spoke.model_validate({"metadata": {"name": "g"}, "spec": {"color": "red"}})
     copy_to_hub(original, kind.model)
     assert original.metadata == {"name": "g"}  # the spoke given is left as it was
+
+
+class SeedSpecV1alpha1(KubeModel):
+    size: int = 1
+    image: str = "nginx"
+    legacy: str = "on"
+
+
+class SeedSpecV1(KubeModel):
+    replicas: int = 1
+    image: str = "nginx"
+
+
+def test_a_renamed_field_and_a_default_are_not_kept_in_an_annotation() -> None:
+    """copy_to_hub / copy_from_hub with ``renamed`` (seed 000's v1alpha1 size, v1's
+    replicas): the value under the other name, nothing kept; a field the hub lacks holding
+    its default is not kept either (the way back fills it in again)."""
+
+    class New(CustomObject):
+        spec: SeedSpecV1
+        status: Status | None = None
+
+    class Old(CustomObject):
+        spec: SeedSpecV1alpha1
+        status: Status | None = None
+
+    hub, spoke = _declare(New, "v1"), _declare(Old, "v1alpha1")
+    renamed = {"size": "replicas"}
+    kind = versioned_kind(
+        Version(hub, storage=True),
+        Version(
+            spoke,
+            to_hub=lambda obj: copy_to_hub(obj, hub, renamed),
+            from_hub=lambda obj: copy_from_hub(obj, spoke, renamed),
+        ),
+    )
+    written = {
+        "apiVersion": f"{GROUP}/v1alpha1",
+        "kind": "Gadget",
+        "metadata": {"name": "g"},
+        "spec": {"size": 3, "image": "x"},
+    }
+    stored = convert_object(kind, written, f"{GROUP}/v1")
+    assert stored["spec"] == {"replicas": 3, "image": "x"}
+    assert "annotations" not in stored["metadata"]
+    read = convert_object(kind, stored, f"{GROUP}/v1alpha1")
+    assert read["spec"] == {"size": 3, "image": "x", "legacy": "on"}
+    assert "annotations" not in read["metadata"]
+    assert convert_object(kind, read, f"{GROUP}/v1") == stored
+    # a value other than its default is kept, and comes back
+    kept = convert_object(kind, {**written, "spec": {"size": 2, "legacy": "off"}}, f"{GROUP}/v1")
+    assert kept["metadata"]["annotations"] == {
+        spoke_fields_annotation(GROUP, "v1alpha1"): '{"spec": {"legacy": "off"}}'
+    }
+    assert convert_object(kind, kept, f"{GROUP}/v1alpha1")["spec"] == {
+        "size": 2,
+        "image": "nginx",
+        "legacy": "off",
+    }

@@ -3,7 +3,7 @@ a :class:`~appstack.scaffold.project.Project`), each from a template file beside
 module, package data loaded with :mod:`importlib.resources`: ``Makefile.tmpl`` for the
 ``Makefile``, ``src/{package}/controllers/kind.py.tmpl`` for a kind's controller...;
 ``fragments/`` holds the parts that some files have and others not (the license header,
-the example of a cluster-scoped kind's controller, a webhook's checks). A template is
+the example of a cluster-scoped kind's controller, docstrings). A template is
 filled with :meth:`str.format_map` from plain named fields (``{kind}``, ``{package}``: no
 attribute or index lookups; ``{{``/``}}`` for a literal brace), so the generated Python,
 YAML and Makefile keep their braces. A thin scaffold — what the operator does lives in
@@ -30,6 +30,7 @@ MARK_CONTROLLERS = "# +appstack:scaffold:controllers"
 MARK_KINDS = "# +appstack:scaffold:kinds"
 MARK_SAMPLES = "# +appstack:scaffold:samples"
 MARK_VERSIONS = "# +appstack:scaffold:versions"
+MARK_WEBHOOKS = "# +appstack:scaffold:webhooks"
 
 Fields = dict[str, str]
 
@@ -94,6 +95,7 @@ def project_fields(project: Project) -> Fields:
         "mark_kinds": MARK_KINDS,
         "mark_samples": MARK_SAMPLES,
         "mark_versions": MARK_VERSIONS,
+        "mark_webhooks": MARK_WEBHOOKS,
     }
 
 
@@ -196,6 +198,22 @@ def spoke_module(project: Project, spoke: Resource, hub: Resource) -> str:
     return render("src/{package}/api/{version}/spoke_kind.py.tmpl", fields)
 
 
+def storage_module(project: Project, hub: Resource, old: Resource) -> str:
+    """The module of a version added to a kind as its storage version (``create api
+    --storage``): its model, the kind's first version ``old`` (kept as it is) converted to
+    and from it (field by field, lossless, deprecated), and the kind's versions declared."""
+    fields = {
+        **resource_fields(project, hub),
+        "scope": "" if hub.namespaced else "\n    namespaced=False,",
+        "old_version": old.version,
+        "old_path": old.path,
+        "old_class": f"{old.kind}{old.version.capitalize()}",
+        "kind_constant": hub.kind.upper(),
+    }
+    fields["docstring"] = _paragraph("fragments/storage_kind_docstring.tmpl", fields)
+    return render("src/{package}/api/{version}/storage_kind.py.tmpl", fields)
+
+
 def spoke_sample(project: Project, spoke: Resource, hub: Resource) -> str:
     """The sample of a version added to a kind (named apart from the first version's)."""
     return render("config/samples/sample.yaml.tmpl", _spoke_fields(project, spoke, hub))
@@ -203,7 +221,18 @@ def spoke_sample(project: Project, spoke: Resource, hub: Resource) -> str:
 
 def test_conversion(project: Project, spoke: Resource, hub: Resource) -> str:
     """The round trips of a version added to a kind, on the samples, without a cluster."""
+    return _conversion_test(project, spoke, hub, spoke.path)
+
+
+def storage_test_conversion(project: Project, old: Resource, hub: Resource) -> str:
+    """The round trips of a kind's first version (``old``) and the version added as its
+    storage version (``create api --storage``), whose module declares the versions."""
+    return _conversion_test(project, old, hub, hub.path)
+
+
+def _conversion_test(project: Project, spoke: Resource, hub: Resource, versions: str) -> str:
     fields = _spoke_fields(project, spoke, hub)
+    fields["versions_path"] = versions
     fields["docstring"] = _paragraph("fragments/conversion_test_docstring.tmpl", fields)
     return render("tests/test_kind_conversion.py.tmpl", fields)
 
@@ -323,14 +352,36 @@ def test_e2e(project: Project) -> str:
 
 
 # ------------------------------------------------------------------------- create webhook
-def test_webhook(project: Project, resource: Resource) -> str:
-    """A kind's test of its schema defaults and CEL rules (``create webhook``): the checks
-    of what its ``webhooks`` in ``PROJECT`` say it has."""
-    fields = resource_fields(project, resource)
-    checks = []
-    if resource.webhooks and resource.webhooks.defaulting:
-        checks.append(render("fragments/webhook_defaulting_test.tmpl", fields))
-    if resource.webhooks and resource.webhooks.validation:
-        checks.append(render("fragments/webhook_validation_test.tmpl", fields))
-    fields.update(checks="".join(checks), resource_path=resource.path)
-    return render("tests/test_kind_webhook.py.tmpl", fields)
+def webhooks_init(project: Project) -> str:
+    """The package of the kinds' admission webhooks (``src/<package>/webhooks/``)."""
+    return render("src/{package}/webhooks/__init__.py.tmpl", project_fields(project))
+
+
+def _webhook_fields(project: Project, resource: Resource) -> Fields:
+    return {**resource_fields(project, resource), "resource_path": resource.path}
+
+
+def validator_module(project: Project, resource: Resource) -> str:
+    """A kind's validating webhook (``create webhook --programmatic-validation``): a
+    handler that refuses with the field named, and warns."""
+    return render(
+        "src/{package}/webhooks/kind_validator.py.tmpl", _webhook_fields(project, resource)
+    )
+
+
+def defaulter_module(project: Project, resource: Resource) -> str:
+    """A kind's defaulting webhook (``create webhook --defaulting``): a handler that fills a
+    field and returns the object."""
+    return render(
+        "src/{package}/webhooks/kind_defaulter.py.tmpl", _webhook_fields(project, resource)
+    )
+
+
+def test_validator(project: Project, resource: Resource) -> str:
+    """The validating webhook's tests, without a cluster (``appstack.sdk.webhook_review``)."""
+    return render("tests/test_kind_validator.py.tmpl", _webhook_fields(project, resource))
+
+
+def test_defaulter(project: Project, resource: Resource) -> str:
+    """The defaulting webhook's tests, without a cluster (``appstack.sdk.webhook_review``)."""
+    return render("tests/test_kind_defaulter.py.tmpl", _webhook_fields(project, resource))

@@ -20,9 +20,10 @@ what a kind is known by lives with its controller, not in lists keyed by kind na
 
 from __future__ import annotations
 
+import importlib
 import inspect
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from appstack.core.duration import DEFAULT_SYNC_PERIOD, parse_duration
@@ -42,7 +43,7 @@ from appstack.sdk.kit.parts import Manifest
 from appstack.sdk.kit.policies import AdmissionPolicy, KindPolicy, PolicyError, check
 from appstack.sdk.kit.reconciler import KindReconciler
 from appstack.sdk.kit.references import referrers
-from appstack.sdk.kit.webhooks import KindWebhook, Mutator, Validator
+from appstack.sdk.kit.webhooks import Declaration, KindWebhook, Mutator, Validator
 from appstack.sdk.rbac import Rule, derived_rules
 
 Children = Callable[[KubeObject, Any], list[Manifest]]
@@ -244,3 +245,35 @@ def _bound(mapper: Mapper, reconciler: object) -> Mapper:
     if inspect.isfunction(mapper) and method is mapper:
         return cast(Mapper, getattr(reconciler, mapper.__name__))
     return mapper
+
+
+def with_webhooks(
+    registrations: Sequence[Registration], modules: Sequence[str]
+) -> list[Registration]:
+    """``registrations`` with the admission webhooks of each of ``modules`` added to the
+    registration of its kind (a scaffolded project's ``WEBHOOK_MODULES``, the modules
+    ``appstack create webhook`` writes): a module names its kind as ``KIND`` (a
+    :class:`~appstack.sdk.kind.CustomKind`, or the ``Resource`` of a kind the project does
+    not declare) and its :class:`~.webhooks.Validator` and :class:`~.webhooks.Mutator`
+    declarations as ``WEBHOOKS``. ValueError, naming the module, when it lacks either or
+    no registration reconciles its kind."""
+    added: dict[Resource, list[Declaration]] = {}
+    for name in modules:
+        module = importlib.import_module(name)
+        kind, declared = getattr(module, "KIND", None), getattr(module, "WEBHOOKS", None)
+        resource = kind.resource if isinstance(kind, CustomKind) else kind
+        if not isinstance(resource, Resource) or not isinstance(declared, tuple | list):
+            raise ValueError(
+                f"{name}: a webhook module names its kind as KIND and its Validator and "
+                "Mutator declarations as WEBHOOKS"
+            )
+        if not any(r.primary == resource for r in registrations):
+            raise ValueError(
+                f"{name}: no controller reconciles {resource.kind} ({resource.api_version}): "
+                "webhooks are served with the controller of their kind"
+            )
+        added.setdefault(resource, []).extend(declared)
+    return [
+        replace(r, webhooks=(*r.webhooks, *added[r.primary])) if r.primary in added else r
+        for r in registrations
+    ]
