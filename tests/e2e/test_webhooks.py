@@ -34,6 +34,7 @@ import pytest
 import yaml
 
 from appstack.runtime import (
+    CONFIG_MAP,
     NAMESPACE,
     SECRET,
     ApiError,
@@ -114,12 +115,36 @@ def check(review: WebhookReview) -> Verdict:
     return allow()
 
 
-def default(review: WebhookReview) -> dict[str, Any] | None:
+async def default(review: WebhookReview) -> dict[str, Any] | None:
+    """The tier, when none is given: the namespace's ``gadget-defaults`` ConfigMap says
+    which (read with the operator's client), else ``standard``."""
     obj = review.raw
     assert obj is not None
-    obj["spec"].setdefault("tier", "standard")
+    assert review.client is not None
+    if "tier" not in obj["spec"]:
+        try:
+            defaults = await review.client.get(
+                CONFIG_MAP, "gadget-defaults", review.request.namespace
+            )
+        except NotFound:
+            defaults = {}
+        obj["spec"]["tier"] = (defaults.get("data") or {}).get("tier", "standard")
     obj["metadata"].setdefault("labels", {})["hooks.example.com/defaulted"] = "true"
     return obj
+
+
+async def one_exclusive(review: WebhookReview) -> Verdict:
+    """One Gadget of tier ``exclusive`` a namespace: another object decides, which no CEL
+    rule of this one can see."""
+    assert isinstance(review.object, Gadget)
+    assert review.client is not None
+    if review.object.spec.tier != "exclusive":
+        return allow()
+    for other in await review.client.list(GADGET, review.request.namespace):
+        name = other["metadata"]["name"]
+        if name != review.request.name and (other.get("spec") or {}).get("tier") == "exclusive":
+            return deny(f"tier exclusive is Gadget {name}'s: one a namespace", field="spec.tier")
+    return allow()
 
 
 class GadgetReconciler(KindReconciler[GadgetSpec]):
@@ -138,7 +163,7 @@ class GadgetReconciler(KindReconciler[GadgetSpec]):
 REGISTRATION = Registration(
     name="gadgets",
     reconciler=GadgetReconciler,
-    webhooks=(Validator(check), Mutator(default)),
+    webhooks=(Validator(check), Validator(one_exclusive, name="exclusive"), Mutator(default)),
 )
 #: the same check, the API server told to admit what it cannot have checked
 IGNORED = Registration(
@@ -237,6 +262,20 @@ async def test_the_operators_webhooks_refuse_default_and_warn_through_the_api_se
         stored = await admin.get(GADGET, "plain", namespace)
         assert stored["spec"]["tier"] == "standard"
         assert stored["metadata"]["labels"]["hooks.example.com/defaulted"] == "true"
+
+        # a default computed from another object: the namespace's defaults ConfigMap
+        defaults = {"metadata": {"name": "gadget-defaults", "namespace": namespace}}
+        await admin.create(CONFIG_MAP, {**defaults, "data": {"tier": "gold"}})
+        await admin.create(GADGET, _gadget("golden", namespace, size=1))
+        assert (await admin.get(GADGET, "golden", namespace))["spec"]["tier"] == "gold"
+
+        # refused for what another object holds, the field named
+        await admin.create(GADGET, _gadget("first", namespace, tier="exclusive"))
+        with pytest.raises(ApiError) as taken:
+            await admin.create(GADGET, _gadget("second", namespace, tier="exclusive"))
+        assert taken.value.code == 422
+        said = "denied the request: spec.tier: tier exclusive is Gadget first's: one a namespace"
+        assert said in str(taken.value)
 
         # a server-side dry run reaches the handler with dryRun, and stores nothing
         manifest = yaml.safe_dump(_gadget("dry", namespace, size=2))

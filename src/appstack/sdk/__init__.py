@@ -288,6 +288,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs; at run time,
     from appstack.sdk.kit.webhooks import (
         Mutator,
         Validator,
+        WebhookReader,
         WebhookReview,
     )
     from appstack.sdk.model import (
@@ -574,6 +575,7 @@ _HOMES = {
     "Timer": "kit.timers",
     "Mutator": "kit.webhooks",
     "Validator": "kit.webhooks",
+    "WebhookReader": "kit.webhooks",
     "WebhookReview": "kit.webhooks",
     "REFERENCES": "kit.references",
     "metadata_only": "kit.references",
@@ -827,6 +829,7 @@ __all__ = [
     "VolumeMountDict",
     "VolumeMounts",
     "Volumes",
+    "WebhookReader",
     "WebhookReview",
     "WeightedPodAffinityTerm",
     "WriteExtensions",

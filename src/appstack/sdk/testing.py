@@ -60,7 +60,7 @@ from appstack.runtime.webhook import AdmissionRequest
 from appstack.sdk.identity import OperatorIdentity
 from appstack.sdk.kind import CustomKind
 from appstack.sdk.kit.registration import Registration
-from appstack.sdk.kit.webhooks import WebhookReview, WebhookServing
+from appstack.sdk.kit.webhooks import WebhookReader, WebhookReview, WebhookServing
 from appstack.sdk.operator import Assembly, assemble, wire
 from appstack.sdk.options import OperatorOptions
 
@@ -76,6 +76,7 @@ def webhook_review(
     user: str = "tester",
     groups: Sequence[str] = ("system:authenticated",),
     dry_run: bool = False,
+    client: Client | None = None,
 ) -> WebhookReview:
     """What a declared webhook's handler is asked about ``obj`` (and ``old``, the object
     before an update), as the operator asks it: ``operation`` ``CREATE`` (``UPDATE`` when
@@ -84,7 +85,9 @@ def webhook_review(
     ``review.old_object``: pydantic's ValidationError when the model refuses one — the
     operator denies such a request, naming the field, before any handler is asked); for
     another kind's ``Resource`` the dicts only. ``review.raw`` is a copy of ``obj``: a
-    defaulting handler changes and returns it, ``obj`` stays as it is."""
+    defaulting handler changes and returns it, ``obj`` stays as it is. ``client`` (a
+    runtime client, or an in-memory operator's) is what ``review.client`` reads other
+    objects with, as the operator's client (:class:`~appstack.sdk.kit.webhooks.WebhookReader`)."""
     resource = kind.resource if isinstance(kind, CustomKind) else kind
     operation = operation or ("UPDATE" if old is not None else "CREATE")
     new = copy.deepcopy(dict(obj)) if obj is not None else None
@@ -106,13 +109,15 @@ def webhook_review(
         user_info={"username": user, "groups": list(groups)},
         dry_run=dry_run,
     )
+    reader = WebhookReader(client) if client is not None else None
     if not isinstance(kind, CustomKind):
-        return WebhookReview(request)
+        return WebhookReview(request, client=reader)
     model = kind.model
     return WebhookReview(
         request,
         model.model_validate(new) if new is not None else None,
         model.model_validate(before) if before is not None else None,
+        reader,
     )
 
 

@@ -61,17 +61,44 @@ NAME_LABEL = "kubernetes.io/metadata.name"
 INJECT_CA_FROM = "cert-manager.io/inject-ca-from"
 
 log = structlog.get_logger(__name__)
+Obj = dict[str, Any]
+
+
+class WebhookReader:
+    """What a webhook handler reads other objects with (:attr:`WebhookReview.client`): the
+    operator's client, for ``get`` and ``list`` only — a webhook has no side effects (its
+    configuration says ``sideEffects: None``, and a dry run is asked too), so it cannot
+    write. Under the operator's RBAC: it reads what the operator may read."""
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+
+    async def get(self, resource: Resource, name: str, namespace: str | None = None) -> Obj:
+        """One object; :class:`~appstack.runtime.NotFound` if it does not exist."""
+        return await self._client.get(resource, name, namespace)
+
+    async def list(
+        self, resource: Resource, namespace: str | None = None, *, label_selector: str | None = None
+    ) -> list[Obj]:
+        """Every object of ``resource`` (in ``namespace``; those ``label_selector`` selects)."""
+        items, _ = await self._client.list(resource, namespace, label_selector=label_selector)
+        return items
 
 
 @dataclass(frozen=True)
 class WebhookReview:
     """What a declared handler is asked: the runtime's ``request`` (operation, objects as
     dicts, user info, ``dry_run``), and for the project's own kinds ``object`` and
-    ``old_object`` parsed with the kind's model (None for other kinds, or absent)."""
+    ``old_object`` parsed with the kind's model (None for other kinds, or absent); and
+    ``client``, a :class:`WebhookReader` of other objects (the operator's; None where no client
+    is at hand, as in a unit test that gives none): what a check no CEL rule can make
+    reads — another object of the namespace, a referenced Secret. Reading needs a coroutine
+    handler (``async def``)."""
 
     request: AdmissionRequest
     object: BaseModel | None = None
     old_object: BaseModel | None = None
+    client: WebhookReader | None = None
 
     @property
     def operation(self) -> str:
@@ -162,15 +189,25 @@ def _field(error: ValidationError) -> tuple[str, str]:
     return ".".join(str(p) for p in first["loc"]), first["msg"]
 
 
-def bind(declaration: Declaration, resource: Resource, kind: CustomKind | None) -> Webhook:
+def bind(
+    declaration: Declaration,
+    resource: Resource,
+    kind: CustomKind | None,
+    client: Callable[[], Client | None] = lambda: None,
+) -> Webhook:
     """The runtime's webhook of ``declaration`` for ``resource`` (its objects parsed with
     ``kind``'s model when it is the project's own: an object the model refuses is denied,
-    naming the field, before the handler is asked)."""
+    naming the field, before the handler is asked); ``client()``, the client its reviews
+    read other objects with, if any yet."""
 
     async def handle(request: AdmissionRequest) -> Answer:
+        current = client()
         try:
             review = WebhookReview(
-                request, _parse(kind, request.object), _parse(kind, request.old_object)
+                request,
+                _parse(kind, request.object),
+                _parse(kind, request.old_object),
+                WebhookReader(current) if current is not None else None,
             )
         except ValidationError as error:
             where, message = _field(error)
@@ -204,9 +241,12 @@ class KindWebhook:
     kind: CustomKind | None = None
 
 
-def served(declared: Sequence[KindWebhook]) -> list[Webhook]:
-    """The runtime's webhooks of every declaration (what the server routes)."""
-    return [bind(d.declaration, d.resource, d.kind) for d in declared]
+def served(
+    declared: Sequence[KindWebhook], client: Callable[[], Client | None] = lambda: None
+) -> list[Webhook]:
+    """The runtime's webhooks of every declaration (what the server routes), their reviews
+    reading with ``client()``."""
+    return [bind(d.declaration, d.resource, d.kind, client) for d in declared]
 
 
 def namespace_selector(
@@ -418,8 +458,10 @@ class WebhookServing:
         #: the kinds whose CRDs send their ConversionReviews here (:mod:`.conversion`)
         self.converting = list(conversions)
         convert = conversion_webhook(self.converting)
+        #: the client the handlers read with (the one :meth:`start` is given)
+        self.client: Client | None = None
         self.server = WebhookServer(
-            served(declared),
+            served(declared, lambda: self.client),
             address=address,
             tls=context,
             metrics=metrics,
@@ -461,6 +503,7 @@ class WebhookServing:
         the configurations not installed yet) is tried again every :attr:`retry` seconds in
         the background, not ready meanwhile. Then, until :meth:`stop`, keep the
         certificate current (the shared Secret, or the mounted files)."""
+        self.client = client
         if self.host is None and self.cert_files is None:
             self.shared = SharedCertificate(
                 client,

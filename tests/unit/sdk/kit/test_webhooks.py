@@ -32,7 +32,7 @@ from appstack.runtime import (
 from appstack.runtime.client import Client
 from appstack.runtime.servingcert import self_signed
 from appstack.runtime.webhook import AdmissionRequest, Verdict, answer
-from appstack.sdk import CustomObject, OperatorIdentity, custom_kind
+from appstack.sdk import CustomObject, OperatorIdentity, custom_kind, webhook_review
 from appstack.sdk.kit.webhooks import (
     MUTATING,
     VALIDATING,
@@ -40,6 +40,7 @@ from appstack.sdk.kit.webhooks import (
     KindWebhook,
     Mutator,
     Validator,
+    WebhookReader,
     WebhookReview,
     WebhookServing,
     bind,
@@ -471,3 +472,59 @@ async def test_a_slow_plain_handler_neither_stalls_the_loop_nor_escapes_its_time
     assert 0.7 <= time.monotonic() - started < 2
     assert ticks >= 8  # the loop ran all along: 0.75 s of 50 ms ticks
     assert await answer(webhook, _request(_gizmo(size=1)), webhook.timeout) == allow()
+
+
+class _Objects:
+    """A client that has some Gizmos (what a review's reader asks; writes absent)."""
+
+    def __init__(self, *objects: dict[str, Any]) -> None:
+        self.objects = list(objects)
+        self.asked: list[tuple[str, str | None]] = []
+
+    async def get(self, resource: Any, name: str, namespace: str | None = None) -> dict[str, Any]:
+        self.asked.append((name, namespace))
+        return next(o for o in self.objects if o["metadata"]["name"] == name)
+
+    async def list(
+        self, resource: Any, namespace: str | None = None, *, label_selector: str | None = None
+    ) -> tuple[list[dict[str, Any]], str]:
+        self.asked.append(("*", namespace))
+        return [o for o in self.objects if o["metadata"]["namespace"] == namespace], "1"
+
+
+async def _unique_size(review: WebhookReview) -> Verdict:
+    """One Gizmo of a size per namespace: what no CEL rule of the object can see."""
+    assert review.client is not None
+    assert isinstance(review.object, Gizmo)
+    for other in await review.client.list(KIND.resource, review.request.namespace):
+        if (
+            other["metadata"]["name"] != review.request.name
+            and other["spec"].get("size") == review.object.spec.size
+        ):
+            return deny(
+                f"size {review.object.spec.size} is Gizmo {other['metadata']['name']}'s",
+                field="spec.size",
+            )
+    return allow()
+
+
+async def test_a_handler_reads_other_objects_through_the_operators_client_read_only() -> None:
+    """A coroutine handler reads the namespace's other objects with ``review.client`` (the
+    operator's client, get and list only); the serving gives it the client it started
+    with; a review made for a unit test reads what it is given."""
+    other = {**_gizmo(size=2), "metadata": {"name": "taken", "namespace": "ns"}}
+    client = _Objects(other)
+    webhook = bind(Validator(_unique_size), KIND.resource, KIND, lambda: client)  # type: ignore[arg-type,return-value]
+    asked = {"namespace": "ns", "name": "g"}
+    assert await answer(webhook, _request(_gizmo(size=2), **asked), 5) == deny(
+        "size 2 is Gizmo taken's", field="spec.size"
+    )
+    assert await answer(webhook, _request(_gizmo(size=1), **asked), 5) == allow()
+    assert client.asked == [("*", "ns"), ("*", "ns")]
+    reader = WebhookReview(_request(_gizmo()), client=WebhookReader(client)).client  # type: ignore[arg-type]
+    assert reader is not None
+    assert not hasattr(reader, "create")
+    assert not hasattr(reader, "patch")
+    assert (await reader.get(KIND.resource, "taken", "ns"))["spec"] == {"size": 2}
+    review = webhook_review(KIND, _gizmo(size=2), client=client)  # type: ignore[arg-type]
+    assert await _unique_size(review) == deny("size 2 is Gizmo taken's", field="spec.size")
