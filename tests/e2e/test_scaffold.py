@@ -293,6 +293,29 @@ def _ready_at_generation(
     raise AssertionError(f"guestbook-sample not Ready at its generation: {last}")
 
 
+def _on_a_live_shard(env: dict[str, str], cwd: Path, namespace: str) -> None:
+    """The sample is labelled to a shard whose Lease one of the two replicas holds, and
+    both replicas hold one (issue #50, docs/sharding.md)."""
+    domain = yaml.safe_load((cwd / "PROJECT").read_text())["domain"]
+    leases = json.loads(
+        _ok(
+            _sh(
+                f"kubectl -n guestbook-system get leases -l {domain}/shard-of -o json",
+                cwd,
+                env,
+            ),
+            "the shard Leases",
+        )
+    )["items"]
+    shards = {lease["metadata"]["name"] for lease in leases}
+    assert len(shards) == 2, shards
+    sample = json.loads(
+        _ok(_sh(f"kubectl -n {namespace} get guestbook guestbook-sample -o json", cwd, env), "")
+    )
+    label = sample["metadata"].get("labels", {}).get(f"shard.{domain}/guestbook")
+    assert label in shards, (label, shards)
+
+
 GAUGE = """
 
 def _length(obj: dict[str, Any], labels: dict[str, str]) -> Iterator[Sample]:
@@ -520,9 +543,10 @@ def test_make_deploy_on_the_real_node_and_the_projects_own_e2e(
     undeploy removes it all. With the webhooks ``create webhook --programmatic-validation
     --defaulting`` scaffolds first (issue #49): two replicas from the generated
     config/webhook share one certificate and renew it (:func:`_webhook_serving_in_cluster`)
-    and answer the API server (:func:`_admitted_by_the_deployed_webhook`). Then the
-    project's own e2e test (its /metrics: 401, 200) against this cluster, the webhooks taken
-    out again."""
+    and answer the API server (:func:`_admitted_by_the_deployed_webhook`). The two replicas
+    are shards (issue #50: config/default's sharding line uncommented, one line): the
+    sample is labelled to one of them and Ready. Then the project's own e2e test (its
+    /metrics: 401, 200) against this cluster, the webhooks taken out again."""
     image = f"guestbook:e2e-{uuid.uuid4().hex[:6]}"
     deploy_env = {**env, "IMG": image}
     # the scaffolded webhooks (issue #49): make manifests adds config/webhook and wires it
@@ -554,6 +578,11 @@ def test_make_deploy_on_the_real_node_and_the_projects_own_e2e(
     deployment["spec"]["replicas"] = 2
     container["args"].append("--webhook-cert-validity=30s")
     manager.write_text(yaml.safe_dump_all(documents))
+    # sharded with one line (issue #50): the two replicas are two shards
+    default = guestbook / "config/default/kustomization.yaml"
+    line = "#components: [../sharding]"
+    assert line in default.read_text()
+    default.write_text(default.read_text().replace(line, line.removeprefix("#")))
     _ok(_sh("make image-oci", guestbook, deploy_env, timeout=1800), "make image-oci")
     _ok(_sh("make deploy", guestbook, deploy_env), "make deploy")
     try:
@@ -598,6 +627,7 @@ def test_make_deploy_on_the_real_node_and_the_projects_own_e2e(
             "apply the samples",
         )
         _ready_at_generation(env, guestbook, sample_namespace)
+        _on_a_live_shard(env, guestbook, sample_namespace)
     finally:
         _ok(_sh("make undeploy", guestbook, deploy_env), "make undeploy")
     assert _sh("kubectl get namespace guestbook-system", guestbook, env).returncode != 0

@@ -897,9 +897,9 @@ def config_files(project: Project) -> dict[str, str]:
         namespace=project.identity.namespace,
         namePrefix=f"{project.identity.project}-",
     )
-    if project.controllers:  # a Component to turn on: see sharding_objects
-        default += SHARDING_NOTE + SHARDING_LINE + "\n"
-    files["default/kustomization.yaml"] = _with_cert_manager_line(default, project)
+    files["default/kustomization.yaml"] = _with_cert_manager_line(
+        _with_sharding_line(default, project), project
+    )
     files["prometheus/monitor.yaml"] = _dump(service_monitor(project), header=mine)
     files["prometheus/kustomization.yaml"] = _kustomization(["monitor.yaml"], mine)
     return dict(sorted(files.items()))
@@ -918,6 +918,15 @@ def _with_cert_manager_line(kustomization: str, project: Project) -> str:
     if not serves_webhooks(project) or "../certmanager" in kustomization:
         return kustomization
     return kustomization + CERT_MANAGER_NOTE + CERT_MANAGER_LINE + "\n"
+
+
+def _with_sharding_line(kustomization: str, project: Project) -> str:
+    """``config/default/kustomization.yaml``'s text ending with the commented line that
+    turns the sharding Component on (:func:`sharding_objects`), once the project has a
+    controller and the text names no sharding yet (kept as the user left it otherwise)."""
+    if not project.controllers or "../sharding" in kustomization:
+        return kustomization
+    return kustomization + SHARDING_NOTE + SHARDING_LINE + "\n"
 
 
 def with_image(kustomization: str, image: str) -> str:
@@ -963,9 +972,11 @@ def with_webhooks(kustomization: str, manager: str, project: Project) -> tuple[s
     it declares any: ``../webhook`` among the resources (and the commented line that turns
     the certmanager Component on), and the manager container's ``webhook-server`` port —
     added where missing, everything else in them kept (what ``make manifests`` does once a
-    project declares its first webhook)."""
+    project declares its first webhook). The same pass gives the default kustomization the
+    commented line that turns ``config/sharding`` on once the project has a controller (a
+    project is scaffolded before its first ``create api``)."""
     if not serves_webhooks(project):
-        return kustomization, manager
+        return _with_sharding_line(kustomization, project), manager
     body = yaml.safe_load(kustomization) or {}
     resources = list(body.get("resources") or [])
     if "../webhook" not in resources:
@@ -973,7 +984,8 @@ def with_webhooks(kustomization: str, manager: str, project: Project) -> tuple[s
         resources.insert(at, "../webhook")
         body["resources"] = resources
         kustomization = _header_of(kustomization) + yaml.safe_dump(body, sort_keys=False)
-    kustomization = _with_cert_manager_line(kustomization, project)
+    # the rewrite above keeps no comment: the commented lines come back, sharding's first
+    kustomization = _with_cert_manager_line(_with_sharding_line(kustomization, project), project)
     documents = [d for d in yaml.safe_load_all(manager) if d]
     changed = False
     for document in documents:

@@ -405,3 +405,19 @@ def test_config_sharding_is_exactly_the_sharded_install_off_until_one_line() -> 
     assert "components" not in yaml.safe_load(default)
     body = yaml.safe_load(default.replace(config.SHARDING_LINE, config.SHARDING_LINE[1:]))
     assert body["components"] == ["../sharding"]
+
+
+def test_the_sharding_line_reaches_a_project_scaffolded_before_its_first_controller() -> None:
+    """`appstack init` writes config/default/kustomization.yaml before any controller
+    exists (no sharding line then); the first `make manifests` with a controller adds the
+    commented line once, and keeps it as the user left it after."""
+    empty = dataclasses.replace(PROJECT, controllers=[], kinds=[])
+    at_init = config.config_files(empty)["default/kustomization.yaml"]
+    assert config.SHARDING_LINE not in at_init
+    manager = config.config_files(PROJECT)["manager/manager.yaml"]
+    default, _ = config.with_webhooks(at_init, manager, PROJECT)
+    assert default.count(config.SHARDING_LINE) == 1
+    again, _ = config.with_webhooks(default, manager, PROJECT)
+    assert again == default
+    turned_on = default.replace(config.SHARDING_LINE, config.SHARDING_LINE[1:])
+    assert config.with_webhooks(turned_on, manager, PROJECT)[0] == turned_on
