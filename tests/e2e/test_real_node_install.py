@@ -13,6 +13,9 @@ digest), reconciling the seed's sample end to end (its nginx answering), ``helm 
 really GETting ``/metrics``, an upgrade to another tag, and an uninstall that leaves nothing
 of the operator (the CRDs stay, as documented). Then with ``deploy/install.yaml`` and
 ``appstack uninstall``, which leaves nothing at all.
+Last, installed sharded (issue #50): ``appstack manifests --shards 3``, three operator pods
+each a shard, ``make demo``'s examples applied unchanged by the demo's own steps and
+answering, the AppStack handed to another shard when its shard's pod is deleted.
 On a cluster of its own: an installed operator reconciles every enabled namespace.
 """
 
@@ -32,7 +35,12 @@ import pytest
 import yaml
 
 from appstack import __version__
+from appstack.api.identity import IDENTITY
+from appstack.api.kind import GROUP
 from appstack.api.namespaces import ENABLED
+from appstack.controllers.rbac import LEASE_NAME
+from appstack.runtime import owner, root_key
+from appstack_testbed import demo
 from appstack_testbed.cluster import LocalCluster
 from appstack_testbed.helm import Helm
 from appstack_testbed.image import build_image
@@ -280,3 +288,147 @@ def test_install_yaml_and_appstack_uninstall_leave_nothing(
     )
     assert everything.strip() == ""
     assert "appstack.dev" not in kubectl(cluster, "get", "crd", "-o", "name")
+
+
+# --- Installed sharded (issue #50): the demo's examples, unchanged, on three shards.
+
+SHARDS = 3
+SHARD_LABEL, DRAIN_LABEL = IDENTITY.shard_labels
+SHARD_OF = IDENTITY.key("shard-of")
+POD_SELECTOR = "app.kubernetes.io/name=appstack-operator"
+
+
+def _shards(cluster: LocalCluster) -> dict[str, str]:
+    """Held shard Lease -> the pod holding it (its identity's pod name), in the install's
+    namespace."""
+    leases = get(cluster, "leases", "-n", NS, "-l", f"{SHARD_OF}={LEASE_NAME}")
+    return {
+        lease["metadata"]["name"]: lease["spec"]["holderIdentity"].split("_")[0]
+        for lease in leases["items"]
+        if lease["spec"].get("holderIdentity")
+    }
+
+
+def _owners(cluster: LocalCluster, live: set[str]) -> dict[str, str]:
+    """``Kind/name`` -> its shard label, of the demo's objects (namespace ``default``), once
+    each is labelled to its owner among ``live`` with no drain asked; ``{}`` before."""
+    found = get(cluster, "-n", "default", "appservices,appstacks")["items"]
+    owners = {}
+    for obj in found:
+        labels = obj["metadata"].get("labels") or {}
+        key = root_key(GROUP, obj["kind"], "default", obj["metadata"]["name"])
+        if DRAIN_LABEL in labels or labels.get(SHARD_LABEL) != owner(key, live):
+            return {}
+        owners[f"{obj['kind']}/{obj['metadata']['name']}"] = labels[SHARD_LABEL]
+    return owners if len(found) == 2 else {}
+
+
+def _refused_writes(cluster: LocalCluster) -> list[str]:
+    """Log lines of the running operator pods about a write refused (RBAC or admission)."""
+    logs = kubectl(cluster, "-n", NS, "logs", "-l", POD_SELECTOR, "--tail=-1", "--prefix")
+    return [
+        line[:400]
+        for line in logs.splitlines()
+        if any(word in line.lower() for word in ("forbidden", "denied", '"status": 403'))
+    ]
+
+
+def test_installed_with_three_shards_the_demo_examples_run_unchanged(
+    cluster: LocalCluster,
+) -> None:
+    """docs/sharding.md's ``appstack manifests --shards 3 -o yaml | kubectl apply
+    --server-side -f -``, the image from the local registry, three operator pods on the real
+    node each a shard; then what ``make demo`` does with them, by the demo's own steps:
+    namespace ``default`` opened, examples/appservice.yaml and examples/dataservice.yaml
+    applied as they are, the sample's nginx and the stack's web → proxy → auth → MariaDB
+    answering. Each object is labelled to its owner among the live shards. The pod owning
+    the AppStack is deleted: the stack is handed to another shard, which applies a change
+    of it (web scaled to 2), and the stack answers again. No write refused in any log."""
+    # the module's earlier tests uninstalled appstack: the seed's sample's NodePort is
+    # free again once its Service has gone
+    eventually_sync(
+        lambda: kubectl(cluster, "get", "services", "-A", "-o", "jsonpath={..nodePort}"),
+        lambda ports: "30002" not in ports.split(),
+        timeout=60,
+        what="NodePort 30002 released by the earlier installs' sample",
+        interval=1,
+    )
+    install = subprocess.run(
+        [sys.executable, "-m", "appstack", "manifests", "--shards", str(SHARDS), "-o", "yaml"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert install.returncode == 0, install.stderr
+    cluster.kubectl("apply", "--server-side", "-f", "-", stdin=install.stdout)
+    kubectl(cluster, "-n", NS, "rollout", "status", "deployment/appstack-operator", "--timeout=4m")
+    pods = operator_pods(cluster)
+    assert len(pods) == SHARDS
+    for pod in pods:
+        assert "--sharding" in pod["spec"]["containers"][0]["args"]
+    live = eventually_sync(
+        lambda: _shards(cluster),
+        lambda shards: len(shards) == SHARDS,
+        timeout=60,
+        what="a shard Lease held by each operator pod",
+        interval=1,
+    )
+    assert set(live.values()) == {p["metadata"]["name"] for p in pods}
+
+    # make demo's steps, by its own functions (testbed/src/appstack_testbed/demo.py)
+    said: list[str] = []
+    kubectl(cluster, "label", "namespace", "default", f"{ENABLED}=true", "--overwrite")
+    kubectl(cluster, "apply", "-f", str(ROOT / "examples" / "appservice.yaml"))
+    demo.wait_app(cluster, "appservice-sample", said.append)
+    real = cluster.real()
+    assert real is not None
+    node = real.nodes()[0].node.address
+    assert "Welcome to nginx!" in http_get(f"http://{node}:30002/")
+    answers: list[str] = []
+    demo.run_stack(cluster, ROOT / "examples" / "dataservice.yaml", said.append, node, answers)
+    assert any("MySQL" in answer for answer in answers), said
+
+    owners = eventually_sync(
+        lambda: _owners(cluster, set(live)),
+        bool,
+        timeout=30,
+        what="the demo's objects labelled to their owners",
+        interval=1,
+    )
+    # the AppStack's shard stopped (its pod deleted, as a node drain or a rollout would):
+    # the stack goes to another shard, which reconciles a change of it
+    stack_shard = owners["AppStack/dataservice"]
+    kubectl(cluster, "-n", NS, "delete", "pod", live[stack_shard], "--wait=false")
+    moved = eventually_sync(
+        lambda: (_shards(cluster), _owners(cluster, set(_shards(cluster)))),
+        lambda found: len(found[0]) == SHARDS and stack_shard not in found[0] and bool(found[1]),
+        timeout=120,
+        what="the stack handed over and a new pod's shard live",
+        interval=1,
+    )[1]
+    assert moved["AppStack/dataservice"] != stack_shard
+    stack = get(cluster, "-n", "default", "appstack/dataservice")
+    web = next(i for i, c in enumerate(stack["spec"]["components"]) if c["name"] == "web")
+    scale = [{"op": "add", "path": f"/spec/components/{web}/replicas", "value": 2}]
+    kubectl(
+        cluster,
+        "-n",
+        "default",
+        "patch",
+        "appstack/dataservice",
+        "--type=json",
+        "-p",
+        json.dumps(scale),
+    )
+    eventually_sync(
+        lambda: get(cluster, "-n", "default", "deployment/dataservice-web"),
+        lambda d: d["spec"]["replicas"] == 2 and d["status"].get("readyReplicas") == 2,
+        timeout=120,
+        what="the stack's change applied by its new shard",
+        interval=1,
+    )
+    demo.watch_stack(cluster, "dataservice", said.append)
+    assert "dataservice-auth" in http_get(
+        f"http://{node}:{demo.WEB_NODE_PORT}{demo.THROUGH_THE_STACK}"
+    )
+    assert not _refused_writes(cluster), "\n".join(_refused_writes(cluster))
