@@ -263,10 +263,21 @@ async def test_an_object_is_read_and_written_at_both_versions_stored_as_the_hub(
         assert f"cannot be said as v1alpha1's size (at most {LARGEST})" in str(refused.value)
 
         exposition = running.manager.metrics.exposition().decode().splitlines()
-        counted = [
-            line
-            for line in exposition
-            if line.startswith("controller_runtime_webhook_requests_total{")
+        assert any(
+            line.startswith("controller_runtime_webhook_requests_total{")
             and 'webhook="convert"' in line
-        ]
-        assert counted
+            for line in exposition
+        )
+    await _pointed_back_at_the_service(admin, kubeconfig)
+
+
+async def _pointed_back_at_the_service(admin: Client, kubeconfig: Path) -> None:
+    """The operator stopped: the CRD points at its Service again, as a generated CRD says (no
+    URL of a server gone, no developer's CA), so ``make install`` merges it in cleanly."""
+    service = {"namespace": IDENTITY.namespace, "name": f"{IDENTITY.project}-webhook-service"}
+    generated = crd(WIDGET, conversion={"service": service})
+    installed = (await admin.get(CRD, WIDGET.crd_name))["spec"]["conversion"]
+    installed["webhook"]["clientConfig"]["service"].pop("port")  # the API server's default
+    assert installed == generated["spec"]["conversion"]
+    async with await Client.connect(str(kubeconfig), field_manager="kubectl") as kubectl:
+        await kubectl.apply(CRD, generated, force=True)

@@ -85,6 +85,7 @@ from appstack.sdk.install import (
 from appstack.sdk.install import metrics_service as metrics_service_object
 from appstack.sdk.install import service_monitor as service_monitor_object
 from appstack.sdk.kind import CustomKind
+from appstack.sdk.kit.conversion import service_client
 from appstack.sdk.kit.policies import PolicyError, policy_objects
 from appstack.sdk.kit.registration import Registration
 from appstack.sdk.kit.webhooks import (
@@ -169,7 +170,7 @@ def conversion_client(project: Project, kind: CustomKind) -> dict[str, Any] | No
     if not spokes_differ(kind):
         return None
     name = f"{project.identity.project}-{WEBHOOK_SERVICE}"
-    return {"service": {"namespace": project.identity.namespace, "name": name}}
+    return service_client(name, project.identity.namespace)
 
 
 def crd_file(kind: CustomKind) -> str:

@@ -310,7 +310,11 @@ def test_the_projects_config_points_a_converting_crd_at_its_webhook_service() ->
     generated = files[f"crd/bases/{GROUP}_gadgets.yaml"]
     assert "strategy: Webhook" in generated
     assert conversion_client(project, kind) == {
-        "service": {"namespace": "gadgets-system", "name": "gadgets-webhook-service"}
+        "service": {
+            "namespace": "gadgets-system",
+            "name": "gadgets-webhook-service",
+            "path": "/convert",
+        }
     }
     _, single = _models()
     assert conversion_client(project, single.KIND) is None

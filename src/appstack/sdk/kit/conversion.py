@@ -7,8 +7,11 @@ operator's webhook server (:class:`~appstack.sdk.kit.webhooks.WebhookServing`) s
 in developer mode (an operator run from a terminal, ``--webhook-host``) each CRD's
 ``spec.conversion.webhook.clientConfig`` is pointed at ``https://<host>:<port>/convert``
 with the self-signed CA; in-cluster only its ``caBundle`` is written (the Service is the
-installed CRD's). The RBAC this needs — ``get`` and ``patch`` of the operator's own CRDs,
-by name — is :func:`appstack.sdk.rbac.crd_conversion_rules`.
+installed CRD's). When a developer-mode operator stops, :func:`restore_crds` points the
+CRDs it pointed at itself back at the operator's Service, as the generated CRD has it, so
+that ``make install`` (which merges the generated CRD in: a ``url`` beside a ``service`` is
+refused) and ``make deploy`` work after ``make run``. The RBAC this needs — ``get`` and
+``patch`` of the operator's own CRDs, by name — is :func:`appstack.sdk.rbac.crd_conversion_rules`.
 """
 
 from __future__ import annotations
@@ -92,3 +95,34 @@ async def point_crds(
         log.info(
             "conversion webhook configured", crd=kind.crd_name, mode="url" if url else "service"
         )
+
+
+def service_client(service: str, namespace: str) -> dict[str, Any]:
+    """The ``clientConfig`` of a conversion webhook served behind the operator's Service
+    ``namespace/service`` at ``/convert``: what a generated CRD names
+    (:func:`appstack.sdk.config.conversion_client`)."""
+    return {"service": {"namespace": namespace, "name": service, "path": CONVERT_PATH}}
+
+
+async def restore_crds(
+    client: Client, kinds: Sequence[CustomKind], url: str, service: dict[str, Any]
+) -> list[str]:
+    """Point back at ``service`` (:func:`service_client`) every one of ``kinds``' CRDs whose
+    conversion webhook is still at ``url`` (developer mode's, as :func:`point_crds` left
+    it: a CRD someone changed since is left alone), dropping the ``url`` and the
+    developer's CA (the operator in the cluster writes its own). Returns the CRDs
+    restored; raises what the API server says."""
+    at = url.rstrip("/") + CONVERT_PATH
+    restored = []
+    for kind in kinds:
+        installed = await client.get(CRDS, kind.crd_name)
+        webhook = (installed.get("spec", {}).get("conversion") or {}).get("webhook") or {}
+        if (webhook.get("clientConfig") or {}).get("url") != at:
+            continue
+        config = {**service, "url": None, "caBundle": None}
+        patch = {"spec": {"conversion": {"webhook": {"clientConfig": config}}}}
+        await client.patch(CRDS, kind.crd_name, patch)
+        restored.append(kind.crd_name)
+    if restored:
+        log.info("conversion webhook pointed back at the Service", crds=restored)
+    return restored

@@ -38,7 +38,12 @@ from appstack.runtime.servingcert import CertFiles, self_signed, tls_server_cont
 from appstack.runtime.webhook import AdmissionRequest, Answer, Webhook, WebhookServer, deny
 from appstack.sdk.identity import OperatorIdentity
 from appstack.sdk.kind import CustomKind
-from appstack.sdk.kit.conversion import conversion_webhook, point_crds
+from appstack.sdk.kit.conversion import (
+    conversion_webhook,
+    point_crds,
+    restore_crds,
+    service_client,
+)
 from appstack.sdk.kit.webhookcert import SharedCertificate, Stored
 
 #: The configurations' kinds.
@@ -468,6 +473,8 @@ class WebhookServing:
             conversions=[convert] if convert else [],
         )
         self.injected = False
+        #: the URL the CRDs' conversion webhook was pointed at (developer mode), if it was
+        self.pointed: str | None = None
         self.retry = retry
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -579,6 +586,7 @@ class WebhookServing:
             if self.converting:  # the conversion webhook: in the kinds' own CRDs
                 url = self.client_config().url
                 await point_crds(client, self.converting, url, self.ca)
+                self.pointed = url
         except NotFound as error:
             log.warning("webhook configuration not installed yet", error=str(error))
             return False
@@ -612,7 +620,8 @@ class WebhookServing:
                     raise
 
     async def stop(self, client: Client) -> None:
-        """Stop serving; in developer mode, delete the configurations it applied."""
+        """Stop serving; in developer mode, delete the configurations it applied and point
+        the CRDs it pointed at itself back at the Service (:func:`restore_crds`)."""
         for task in self._tasks:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -626,3 +635,13 @@ class WebhookServing:
                 await client.delete(resource, name)
             except Exception as error:  # the process is ending: say so, go on
                 log.warning("cannot delete a webhook configuration", name=name, error=str(error))
+        if self.pointed and self.service:
+            service = service_client(self.service, self.namespace)
+            try:
+                await restore_crds(client, self.converting, self.pointed, service)
+            except Exception as error:  # the process is ending: say so, go on
+                log.warning(
+                    "cannot point the CRDs' conversion webhook back at the Service; "
+                    "`kubectl replace -k config/crd` does",
+                    error=str(error),
+                )

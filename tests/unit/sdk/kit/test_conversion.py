@@ -1,7 +1,8 @@
 """The operator's conversion webhook (sdk/kit/conversion.py): which kinds it converts, the
 ConversionReview it answers for them (typed conversion inside, a refusal as the client's
 message), and its CRDs pointed at it — a URL in developer mode, only the CA bundle
-in-cluster, nothing written when already so."""
+in-cluster, nothing written when already so — and back at the Service when a developer-mode
+operator stops."""
 
 from __future__ import annotations
 
@@ -28,6 +29,8 @@ from appstack.sdk.kit.conversion import (
     converting_kinds,
     crd_patch,
     point_crds,
+    restore_crds,
+    service_client,
 )
 
 GROUP = "kit.example.com"
@@ -139,3 +142,19 @@ async def test_the_crd_is_patched_once_then_left_alone() -> None:
         "url": "https://127.0.0.1:1/convert",
         "caBundle": base64.b64encode(b"CA2").decode(),
     }
+
+
+async def test_a_developer_mode_url_is_pointed_back_at_the_service_as_generated() -> None:
+    api = FakeApiServer([CRDS])
+    client = Client(api, field_manager="operator")
+    service = service_client("ops-webhook-service", "ops")
+    generated = crd(THING, conversion=service)
+    await client.create(CRDS, generated)
+    url = "https://127.0.0.1:9443"
+    await point_crds(client, [THING], url, b"DEV-CA")
+    # someone else's URL is left alone; ours is replaced by the generated Service
+    assert await restore_crds(client, [THING], "https://10.0.0.1:1", service) == []
+    assert await restore_crds(client, [THING], url, service) == [THING.crd_name]
+    restored = (await client.get(CRDS, THING.crd_name))["spec"]["conversion"]
+    assert restored == generated["spec"]["conversion"]  # no url, no developer's CA
+    assert await restore_crds(client, [THING], url, service) == []  # done: nothing written
