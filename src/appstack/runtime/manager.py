@@ -140,6 +140,7 @@ class Manager:
         self._runners: list[web.AppRunner] = []
         self._shard_renewing: asyncio.Task[None] | None = None
         self._leading: asyncio.Task[None] | None = None
+        self._coordinating = asyncio.Event()  # sharded: set once this replica coordinates
 
     def add(self, controller: Controller) -> None:
         """Run ``controller`` (:class:`~appstack.runtime.builder.Builder` calls this)."""
@@ -250,7 +251,7 @@ class Manager:
         self._shard_renewing = asyncio.create_task(shard.elector.keep_renewing())
         for controller in self.controllers:
             await controller.start()
-        leading = asyncio.Event()
+        leading = self._coordinating
         coordinator = Coordinator(
             self.client,
             shard.config,
@@ -291,9 +292,16 @@ class Manager:
     async def _shutdown_sharded(
         self, shard: Shard, elector: LeaderElector, drain: float | None
     ) -> None:
-        """Mark the shard leaving, stop the workers, hand the keys back, release the shard's
-        Lease; then the coordinator and tasks, the election Lease, the informers."""
+        """Stop campaigning for the election Lease unless already coordinating, mark the
+        shard leaving, stop the workers, hand the keys back, release the shard's Lease; then
+        the coordinator and tasks, the election Lease, the informers."""
         log.info("shutting down", drain_seconds=drain, shard=shard.name)
+        if self._leading is not None and not self._coordinating.is_set():
+            # a replica on its way out campaigns no more: it would take the coordinator's
+            # role (and the leader-only tasks) for the moment its shutdown lasts
+            self._leading.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._leading
         graceful = drain != 0 and shard.elector.remaining() > 0
         if graceful:
             await shard.mark_leaving()

@@ -34,6 +34,7 @@ from appstack.runtime.sharding import (
     ShardMetrics,
     owner,
     root_key,
+    shard_name,
 )
 
 NS = "ns"
@@ -354,3 +355,55 @@ async def test_a_sharded_manager_reconciles_its_keys_acknowledges_and_hands_back
     lease = await client.get(LEASE, shard.name, NS)
     assert not lease["spec"]["holderIdentity"]  # released after
     assert lease["metadata"]["labels"][CONFIG.leaving_label] == "true"
+
+
+async def test_a_shard_stopping_takes_no_coordinator_role_while_it_drains() -> None:
+    """A replica that does not coordinate, asked to stop while a reconcile is in flight,
+    campaigns no more: the coordinator's election Lease, expiring during its drain, is
+    not taken by it (it would coordinate, and run the leader-only tasks, for the moment its
+    shutdown lasts)."""
+    admin = await _client()
+    api = admin.transport
+    assert isinstance(api, FakeApiServer)
+    client = Client(api, field_manager="op")
+    election = LeaderElectionConfig("op", NS, "me", 1.0, 0.6, 0.05)
+    # the coordinator is another replica (its key already assigned to this one's shard),
+    # which stops renewing when this one is asked to stop
+    lease = _lease("op", holder="other")
+    lease["metadata"] = {"name": "op", "namespace": NS}
+    lease["spec"]["leaseDurationSeconds"] = 1
+    await admin.create(LEASE, lease)
+    await admin.create(CONFIG_MAP, _cm("a", {LABELS.shard: shard_name("op", "me")}))
+    gone = asyncio.Event()
+
+    async def other_renews() -> None:
+        beat = 0
+        while not gone.is_set():
+            beat += 1
+            renewed = {"spec": {"renewTime": f"2026-12-03T00:00:{beat % 60:02d}.000000Z"}}
+            await admin.patch(LEASE, "op", renewed, namespace=NS)
+            await asyncio.sleep(0.1)
+
+    manager = Manager(client, namespaces=[NS], leader_election=election, sharding=CONFIG)
+    started, release = asyncio.Event(), asyncio.Event()
+
+    class Slow:
+        async def reconcile(self, request: Request) -> Result | None:
+            started.set()
+            await release.wait()
+            return None
+
+    Builder(manager, "slow").for_(CONFIG_MAP).complete(Slow())
+    renewing = asyncio.create_task(other_renews())
+    running = asyncio.create_task(manager.run())
+    await asyncio.wait_for(started.wait(), 10)
+    gone.set()
+    await renewing
+    manager.stop()
+    await asyncio.sleep(1.5)  # the election Lease, unrenewed, has expired meanwhile
+    release.set()
+    await asyncio.wait_for(running, 10)
+    election_path = f"/namespaces/{NS}/leases/op"
+    taken = [r for r in api.requests if r.method == "PUT" and r.path.endswith(election_path)]
+    assert taken == []
+    assert (await admin.get(LEASE, "op", NS))["spec"]["holderIdentity"] == "other"
