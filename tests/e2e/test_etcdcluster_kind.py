@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from appstack.controllers.etcdcluster import ETCD_CLUSTER
+from appstack.controllers.etcdcluster import ETCD_CLUSTER, desired
 from appstack.controllers.etcdcluster.resources import PDB
 from appstack.runtime import errors
 from appstack.runtime.client import Client
@@ -27,6 +27,10 @@ def seed(name: str, namespace: str, **spec: Any) -> dict[str, Any]:
     }
 
 
+TOLERATION = {"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}
+ZONES = {"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone"}
+
+
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
@@ -40,6 +44,12 @@ def seed(name: str, namespace: str, **spec: Any) -> dict[str, Any]:
             "spec.disasterRecovery.enabled: Invalid value: disasterRecovery.enabled needs backup",
         ),
         ({"disasterRecovery": {"after": "soon"}}, "spec.disasterRecovery.after: Invalid value"),
+        # PodScheduling's bounds, as for every kind: 32 tolerations at most
+        ({"tolerations": [TOLERATION] * 33}, "spec.tolerations: Too many: 33: must have at most"),
+        (
+            {"topologySpreadConstraints": [{**ZONES, "whenUnsatisfiable": "Never"}]},
+            'spec.topologySpreadConstraints[0].whenUnsatisfiable: Unsupported value: "Never"',
+        ),
     ],
 )
 @pytest.mark.usefixtures("operator_kubeconfig")  # installs the CRDs
@@ -94,6 +104,37 @@ async def test_seed_example_creates_services_budget_and_bootstrap_members(
     conditions = {c["type"]: c for c in cluster["status"]["conditions"]}
     assert conditions["Available"]["status"] == "False"
     assert conditions["Progressing"]["status"] == "True"
+
+
+async def test_scheduling_fields_reach_the_members_beside_the_default_anti_affinity(
+    client: Client, namespace: str, operator: RunningOperator
+) -> None:
+    """``PodScheduling`` on the API server: 32 tolerations (every kind's bound, EtcdCluster's
+    before) and a spread constraint (new to EtcdCluster) are admitted and reach the member
+    pod, which keeps the default anti-affinity since ``affinity`` is unset."""
+    tolerations = [{**TOLERATION, "key": f"dedicated-{i}"} for i in range(32)]
+    spread = {
+        **ZONES,
+        "whenUnsatisfiable": "ScheduleAnyway",
+        "labelSelector": {"matchLabels": desired.selector("placed")},
+    }
+    await client.create(
+        ETCD_CLUSTER,
+        seed(
+            "placed",
+            namespace,
+            replicas=1,
+            nodeSelector={"kubernetes.io/os": "linux"},
+            tolerations=tolerations,
+            topologySpreadConstraints=[spread],
+        ),
+    )
+    pod = await until(client, POD, "placed-0", namespace, bool, timeout=30)
+    # the namespace's admission plugins may add theirs (kwok nodes, not-ready/unreachable)
+    assert pod["spec"]["nodeSelector"]["kubernetes.io/os"] == "linux"
+    assert [t for t in pod["spec"]["tolerations"] if t in tolerations] == tolerations
+    assert pod["spec"]["topologySpreadConstraints"] == [spread]
+    assert pod["spec"]["affinity"] == desired.spread("placed")
 
 
 async def test_a_member_name_taken_by_someone_elses_pod_or_volume_is_never_adopted(

@@ -5,12 +5,15 @@ The seed's example (``replicas: 3``, ``storage: 10Gi``) is valid as written, und
 failures than the odd count below it while needing a larger quorum, so it is refused at
 admission unless ``allowEvenReplicas`` says it is meant. Everything decidable from the
 object alone is a CEL rule with a field-level message. ``tls`` (optional, set at
-creation) names the Secrets of peer and client TLS. Types only, no I/O.
+creation) names the Secrets of peer and client TLS. Where members run (``nodeSelector``,
+``tolerations``, ``affinity``, ``topologySpreadConstraints``) is the SDK's ``PodScheduling``:
+the same fields, bounds and rules as AppService's; only the default of ``affinity`` is
+EtcdCluster's own (members prefer different nodes). Types only, no I/O.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import ConfigDict, Field
 
@@ -26,16 +29,14 @@ from appstack.api.kind import custom_kind
 from appstack.sdk import (
     AGE,
     DNS_1035,
-    Affinity,
     Condition,
     CustomObject,
     KubeModel,
-    NodeSelectorMap,
     ObjectName,
+    PodScheduling,
     PullSecrets,
     Quantity,
     ResourceRequirements,
-    Toleration,
     name_rules,
 )
 
@@ -144,10 +145,14 @@ class TLSSpec(KubeModel):
     )
 
 
-class EtcdClusterSpec(MaintenanceFields):
+class EtcdClusterSpec(MaintenanceFields, PodScheduling):
     """The desired etcd cluster, day-2 fields (compaction, quota, defragmentation...) included."""
 
     model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": _SPEC_RULES})
+    __scheduling_defaults__: ClassVar[dict[str, str]] = {
+        "affinity": "Default: members prefer different nodes (a preferred pod anti-affinity "
+        "on kubernetes.io/hostname); set, it replaces that default.",
+    }
 
     replicas: int = Field(3, ge=1, le=9, description="Members (odd; see allowEvenReplicas).")
     allow_even_replicas: bool = Field(
@@ -179,17 +184,6 @@ class EtcdClusterSpec(MaintenanceFields):
     )
     resources: ResourceRequirements | None = Field(
         default=None, description="Member container resources."
-    )
-    node_selector: NodeSelectorMap | None = Field(
-        default=None, description="Node labels members must run on."
-    )
-    tolerations: list[Toleration] | None = Field(
-        default=None, max_length=32, description="Taints the members tolerate."
-    )
-    affinity: Affinity | None = Field(
-        default=None,
-        description="Node affinity, pod affinity and anti-affinity of the members. Default: "
-        "members prefer different nodes (preferred pod anti-affinity on kubernetes.io/hostname).",
     )
     priority_class_name: ObjectName | None = Field(
         default=None, description="PriorityClass of members."

@@ -46,7 +46,11 @@ def _type(schema: dict[str, Any]) -> str:
 
 
 def _cell(text: str) -> str:
-    return " ".join(text.replace("|", "\\|").split())
+    """``text`` as one table cell: one line, ``|`` escaped, and ``[`` outside code spans
+    (``host[:port][/path]`` would be a Markdown reference link)."""
+    parts = text.replace("|", "\\|").split("`")
+    parts[::2] = [part.replace("[", "\\[") for part in parts[::2]]
+    return " ".join("`".join(parts).split())
 
 
 def _notes(schema: dict[str, Any]) -> str:
@@ -73,7 +77,8 @@ def _rows(schema: dict[str, Any], path: str, required: bool) -> list[str]:
     ]
     for rule in schema.get("x-kubernetes-validations") or []:
         said = rule.get("message") or rule.get("messageExpression") or rule["rule"]
-        rows.append(f"| `{path}` | rule | | {_cell(str(said))} | `{_cell(rule['rule'])}` |")
+        code = _cell("`" + rule["rule"] + "`")
+        rows.append(f"| `{path}` | rule | | {_cell(str(said))} | {code} |")
     item = schema.get("items") if schema.get("type") == "array" else None
     below, prefix = (item, f"{path}[]") if item else (schema, path)
     needed = set(below.get("required") or [])

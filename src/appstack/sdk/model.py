@@ -34,10 +34,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Annotated, Any, Literal, Protocol, TypeVar
+from typing import Annotated, Any, ClassVar, Literal, Protocol, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    GetJsonSchemaHandler,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core.core_schema import CoreSchema
 
 from appstack.sdk.names import DNS_LABEL, ObjectName
 
@@ -625,7 +634,9 @@ POD_FIELD_DOCS: dict[str, str] = {
 PullSecrets = Annotated[list[LocalObjectReference], Field(max_length=16)]
 Volumes = Annotated[list[Volume], Field(max_length=MAX_VOLUMES)]
 VolumeMounts = Annotated[list[VolumeMount], Field(max_length=MAX_VOLUMES)]
-Tolerations = Annotated[list[Toleration], Field(max_length=16)]
+# 32: the most any kind took before PodScheduling was the one model (EtcdCluster's), so no
+# object valid then is refused now; the API server sets no bound of its own.
+Tolerations = Annotated[list[Toleration], Field(max_length=32)]
 SpreadConstraints = Annotated[list[TopologySpreadConstraint], Field(max_length=8)]
 
 
@@ -634,9 +645,15 @@ class PodScheduling(KubeModel):
     ``topologySpreadConstraints``, declared once with the same validation and descriptions
     for every kind that has them. Inherit it beside your own fields (``class
     WidgetSpec(PodScheduling)``); the generated CRD lists these fields after the kind's own,
-    and :meth:`pod_scheduling` gives them in the pod spec's wire form."""
+    and :meth:`pod_scheduling` gives them in the pod spec's wire form.
+
+    A kind whose controller fills in a field it leaves unset says so in
+    ``__scheduling_defaults__`` (wire name → sentence, e.g. ``{"affinity": "Default: ..."}``):
+    the sentence follows the field's shared description in the CRD, so ``kubectl explain``
+    shows the kind's default while validation stays the same for every kind."""
 
     __schema_trailing__ = True
+    __scheduling_defaults__: ClassVar[dict[str, str]] = {}
 
     node_selector: NodeSelectorMap | None = Field(
         default=None, description=POD_FIELD_DOCS["nodeSelector"]
@@ -646,6 +663,25 @@ class PodScheduling(KubeModel):
     topology_spread_constraints: SpreadConstraints | None = Field(
         default=None, description=POD_FIELD_DOCS["topologySpreadConstraints"]
     )
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        ours = {f.alias or n for n, f in PodScheduling.model_fields.items()}
+        unknown = sorted(set(cls.__scheduling_defaults__) - ours)
+        if unknown:
+            raise TypeError(f"{cls.__name__}.__scheduling_defaults__ names no field: {unknown}")
+
+    @classmethod
+    def __get_pydantic_json_schema__(
+        cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        schema = handler(core_schema)
+        properties = handler.resolve_ref_schema(schema).get("properties") or {}
+        for wire, sentence in cls.__scheduling_defaults__.items():
+            field = properties[wire]
+            field["description"] = f"{field['description']} {sentence}"
+        return schema
 
     def pod_scheduling(self) -> dict[str, Any]:
         """The fields set, as a pod spec has them (merge into the pod template's spec);

@@ -2,7 +2,9 @@
 core type (:mod:`appstack.sdk.model`), so a field is validated the same way in every kind —
 no second ``Toleration`` in an api module, no pod field taken as a plain ``dict``, no wire
 TypedDict (:mod:`appstack.sdk.kit.parts`) named like the model a user writes. It fails when
-someone re-adds a duplicate."""
+someone re-adds a duplicate, or a kind declares a scheduling field (``nodeSelector``,
+``tolerations``, ``affinity``, ``topologySpreadConstraints``) itself instead of inheriting
+the SDK's ``PodScheduling``."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from pydantic import BaseModel, ValidationError
 import appstack.api
 import appstack.sdk
 from appstack.api.appservice import AppServiceSpec
+from appstack.api.appstack_component import Component
 from appstack.api.etcdcluster import EtcdClusterSpec
 from appstack.controllers.registry import ALL
 from appstack.sdk import model as sdk_model
@@ -151,11 +154,12 @@ def test_pod_fields_are_typed_with_the_sdks_models(registration: Any) -> None:
 
 def test_a_kind_refuses_a_toleration_or_affinity_the_others_refuse() -> None:
     """EtcdCluster took ``affinity`` as any object and its own, unchecked Toleration: now the
-    same refusals as AppService's."""
+    same refusals as AppService's (and the same ``topologySpreadConstraints``)."""
     bad = (
         {"affinity": {"podAntiAffinity": {"x": 1}}},
         {"tolerations": [{"key": "bad key!", "operator": "Exists"}]},
         {"nodeSelector": {"not a key": "v"}},
+        {"topologySpreadConstraints": [{"maxSkew": 0, "topologyKey": "zone"}]},
     )
     for fields in bad:
         for spec, base in (
@@ -164,3 +168,63 @@ def test_a_kind_refuses_a_toleration_or_affinity_the_others_refuse() -> None:
         ):
             with pytest.raises(ValidationError):
                 spec.model_validate({**base, **fields})
+
+
+#: PodScheduling's fields: Python name by wire name.
+SCHEDULING: dict[str, str] = {
+    f.alias or n: n for n, f in sdk_model.PodScheduling.model_fields.items()
+}
+
+
+def _declared_by(cls: type[BaseModel], name: str) -> type:
+    """The class of ``cls``'s MRO whose body declares field ``name``."""
+    return next(c for c in cls.__mro__ if name in vars(c).get("__annotations__", {}))
+
+
+@pytest.mark.parametrize("registration", ALL, ids=lambda r: r.kind.kind)
+def test_scheduling_fields_are_pod_schedulings_never_declared_again(registration: Any) -> None:
+    """Any model of a kind with one of the scheduling fields inherits ``PodScheduling`` and
+    takes all four from it, unchanged: no kind has its own bound, rule or type."""
+    for cls in _models(registration.kind.spec):
+        wires = {f.alias or n for n, f in cls.model_fields.items()}
+        if not wires & set(SCHEDULING):
+            continue
+        assert issubclass(cls, sdk_model.PodScheduling), f"{cls.__name__}: not PodScheduling"
+        for name in SCHEDULING.values():
+            assert _declared_by(cls, name) is sdk_model.PodScheduling, f"{cls.__name__}.{name}"
+            mine, shared = cls.model_fields[name], sdk_model.PodScheduling.model_fields[name]
+            assert (mine.annotation, mine.metadata) == (shared.annotation, shared.metadata)
+
+
+def test_etcdclusters_scheduling_fields_are_pod_schedulings() -> None:
+    assert issubclass(EtcdClusterSpec, sdk_model.PodScheduling)
+    assert {f.alias or n for n, f in EtcdClusterSpec.model_fields.items()} >= set(SCHEDULING)
+    spec = EtcdClusterSpec.model_validate(
+        {
+            "storage": "1Gi",
+            "topologySpreadConstraints": [
+                {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway"}
+            ],
+        }
+    )
+    assert list(spec.pod_scheduling()) == ["topologySpreadConstraints"]
+
+
+@pytest.mark.parametrize(
+    ("spec", "base"),
+    [
+        (AppServiceSpec, {"image": "nginx"}),
+        (Component, {"name": "web", "image": "nginx"}),
+        (EtcdClusterSpec, {"storage": "1Gi"}),
+    ],
+    ids=lambda x: getattr(x, "__name__", ""),
+)
+def test_every_kind_takes_32_tolerations_and_refuses_33(
+    spec: type[BaseModel], base: dict[str, Any]
+) -> None:
+    """One bound for all: EtcdCluster's 32 (it took them before it used PodScheduling, so
+    no object valid then is refused now); AppService's and AppStack's rose from 16."""
+    toleration = {"key": "dedicated", "operator": "Exists"}
+    assert len(spec.model_validate({**base, "tolerations": [toleration] * 32}).tolerations) == 32
+    with pytest.raises(ValidationError, match="at most 32 items"):
+        spec.model_validate({**base, "tolerations": [toleration] * 33})

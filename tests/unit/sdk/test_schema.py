@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import pytest
 from pydantic import Field, ValidationError
 
 from appstack.sdk import PodScheduling
-from appstack.sdk.model import IntOrString, KubeModel
+from appstack.sdk.model import POD_FIELD_DOCS, IntOrString, KubeModel
 from appstack.sdk.schema import structural_schema
 
 
@@ -75,7 +75,8 @@ def test_pod_scheduling_fields_come_after_the_kinds_own_and_validate_alike() -> 
         "topologySpreadConstraints",
     ]
     # The same bounds as every other kind with the field (the SDK's one declaration).
-    assert props["tolerations"]["maxItems"] == 16
+    # 32 tolerations: EtcdCluster's bound before it used PodScheduling, now every kind's.
+    assert props["tolerations"]["maxItems"] == 32
     assert props["topologySpreadConstraints"]["maxItems"] == 8
     assert props["nodeSelector"]["maxProperties"] == 64
 
@@ -101,3 +102,42 @@ def test_pod_scheduling_gives_the_pod_spec_wire_form() -> None:
     assert _WidgetSpec(image="nginx").pod_scheduling() == {}
     with pytest.raises(ValidationError, match="nodeSelector"):
         _WidgetSpec.model_validate({"image": "x", "nodeSelector": {"bad key!": "v"}})
+
+
+class _DefaultingSpec(PodScheduling):
+    """A kind whose controller fills in an affinity left unset."""
+
+    __scheduling_defaults__: ClassVar[dict[str, str]] = {
+        "affinity": "Default: away from each other."
+    }
+
+    image: str
+
+
+class _Holder(KubeModel):
+    """A model embedding it (the spec as a CRD's root embeds it: through a reference)."""
+
+    spec: _DefaultingSpec
+
+
+def test_a_kinds_scheduling_default_follows_the_shared_description() -> None:
+    said = f"{POD_FIELD_DOCS['affinity']} Default: away from each other."
+    assert structural_schema(_DefaultingSpec)["properties"]["affinity"]["description"] == said
+    nested = structural_schema(_Holder)["properties"]["spec"]["properties"]
+    assert nested["affinity"]["description"] == said
+    assert nested["tolerations"]["description"] == POD_FIELD_DOCS["tolerations"]
+    # the shared declaration and the other kinds keep theirs; validation is the same
+    for other in (_WidgetSpec, PodScheduling):
+        plain = structural_schema(other)["properties"]["affinity"]["description"]
+        assert plain == POD_FIELD_DOCS["affinity"]
+    with pytest.raises(ValidationError, match="tolerations"):
+        _DefaultingSpec.model_validate({"image": "x", "tolerations": [{"key": "bad key!"}]})
+
+
+def test_a_scheduling_default_for_no_such_field_is_refused_at_declaration() -> None:
+    with pytest.raises(TypeError, match=r"names no field: \['priorityClassName'\]"):
+
+        class _Wrong(PodScheduling):
+            __scheduling_defaults__: ClassVar[dict[str, str]] = {
+                "priorityClassName": "Default: high."
+            }

@@ -10,7 +10,7 @@ mount — the operator never touches the files. Retention rotates file names: sn
 ``n`` is ``<cluster>-<n mod retention>.db``, so at most ``retention`` files exist and the
 oldest is overwritten (``etcdctl`` writes ``.part`` and renames, so a failed run never
 leaves a broken file under a kept name). The Job's pod is placed like the members
-(nodeSelector, tolerations, affinity, priority class).
+(nodeSelector, tolerations, affinity, priority class; not their topologySpreadConstraints).
 
 With ``backup.s3`` the Job's init container saves the snapshot onto an emptyDir and its
 container — the operator's own image (``--backup-image``), running ``appstack etcd-backup
@@ -198,7 +198,7 @@ def backup_job(
             {"name": "backup", "persistentVolumeClaim": {"claimName": plan.pvc_name}},
             *tls_volumes,
         ],
-        **desired.placement(spec),
+        **desired.placement(spec, spread_constraints=False),
     }
     if plan.s3 is not None:  # saved on an emptyDir first, then uploaded
         flags, ca_volumes, ca_mounts = _s3_flags(plan.s3)

@@ -196,16 +196,14 @@ def spread(cluster: str) -> dict[str, Any]:
     }
 
 
-def placement(spec: EtcdClusterSpec) -> dict[str, Any]:
-    """The members' scheduling constraints and pull secrets (also given to the backup
-    Jobs' pods)."""
-    out: dict[str, Any] = {}
-    if spec.node_selector:
-        out["nodeSelector"] = dict(spec.node_selector)
-    if spec.tolerations:
-        out["tolerations"] = [t.to_dict() for t in spec.tolerations]
-    if spec.affinity is not None and spec.affinity.to_dict():
-        out["affinity"] = spec.affinity.to_dict()
+def placement(spec: EtcdClusterSpec, *, spread_constraints: bool = True) -> dict[str, Any]:
+    """The members' scheduling constraints (the SDK's ``PodScheduling``: the same fields as
+    AppService's), priority class and pull secrets. The backup Jobs' pods get them without
+    ``topologySpreadConstraints`` (``spread_constraints=False``): those spread the members,
+    and a lone pod they do not select gains nothing from them but a chance to stay Pending."""
+    out = spec.pod_scheduling()
+    if not spread_constraints:
+        out.pop("topologySpreadConstraints", None)
     if spec.priority_class_name:
         out["priorityClassName"] = spec.priority_class_name
     if spec.image_pull_secrets:

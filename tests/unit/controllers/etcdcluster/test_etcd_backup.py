@@ -31,6 +31,14 @@ S3 = {
 }
 
 
+SPREAD = {
+    "maxSkew": 1,
+    "topologyKey": "topology.kubernetes.io/zone",
+    "whenUnsatisfiable": "DoNotSchedule",
+    "labelSelector": {"matchLabels": {"app.kubernetes.io/instance": "e"}},
+}
+
+
 def spec(**extra: Any) -> EtcdClusterSpec:
     return EtcdClusterSpec.model_validate({"replicas": 3, "storage": "1Gi", **extra})
 
@@ -52,6 +60,8 @@ def test_the_snapshot_job_saves_from_the_leader_onto_the_pvc_placed_like_members
     wanted = spec(
         backup={"intervalMinutes": 30, "pvcName": "snaps", "retention": 2},
         nodeSelector={"a": "b"},
+        tolerations=[{"key": "a", "operator": "Exists"}],
+        topologySpreadConstraints=[SPREAD],
     )
     assert wanted.backup is not None
     job = backup.backup_job(OBJ, wanted, wanted.backup, 3, "e-1", image=IMG, at=AT)
@@ -68,6 +78,10 @@ def test_the_snapshot_job_saves_from_the_leader_onto_the_pvc_placed_like_members
     ]
     assert pod["volumes"][0]["persistentVolumeClaim"]["claimName"] == "snaps"
     assert pod["nodeSelector"] == {"a": "b"}
+    assert pod["tolerations"] == [{"key": "a", "operator": "Exists"}]
+    # the members' spread constraints are theirs: a lone Job pod they do not select has none
+    assert "topologySpreadConstraints" not in pod
+    assert "affinity" not in pod  # nor the members' default anti-affinity
     assert pod["restartPolicy"] == "OnFailure"
 
 

@@ -95,6 +95,27 @@ def test_children_services_and_a_quorum_keeping_budget() -> None:
     assert claim["spec"]["storageClassName"] == "fast"
 
 
+def test_spread_constraints_reach_the_members_beside_the_default_anti_affinity() -> None:
+    """PodScheduling's fourth field, new to EtcdCluster: given to the member pods as
+    AppService gives it to its Deployment's; the default anti-affinity stays unless
+    ``affinity`` itself is set."""
+    zone = {
+        "maxSkew": 1,
+        "topologyKey": "topology.kubernetes.io/zone",
+        "whenUnsatisfiable": "ScheduleAnyway",
+        "labelSelector": {"matchLabels": desired.selector("e")},
+    }
+    pod = desired.member_pod(
+        OBJ, spec(topologySpreadConstraints=[zone]), "e-0", {}, new_cluster=True, voter=True
+    )
+    assert pod["spec"]["topologySpreadConstraints"] == [zone]
+    assert pod["spec"]["affinity"] == desired.spread("e")
+    plain = desired.member_pod(OBJ, spec(), "e-0", {}, new_cluster=True, voter=True)
+    assert "topologySpreadConstraints" not in plain["spec"]
+    with pytest.raises(ValidationError, match="topologySpreadConstraints"):
+        spec(topologySpreadConstraints=[{**zone, "whenUnsatisfiable": "Never"}])
+
+
 def test_pod_view_reads_readiness_ip_version_and_deletion() -> None:
     pod = desired.member_pod(OBJ, spec(), "e-0", {}, new_cluster=True, voter=True)
     assert pod["spec"]["automountServiceAccountToken"] is False  # etcd needs no API token
