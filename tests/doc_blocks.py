@@ -21,9 +21,12 @@ A block's info string says what it is, and so how it is checked:
   or the architecture picture of docs/index.md (the README's: tests/unit/test_doc_doors.py).
 
 The line just before a block may say otherwise: ``<!-- not run: reason -->`` (a command,
-snippet or object that cannot run as it stands, and why), or ``<!-- refused: words -->``
-(a YAML object the API server must refuse, with those words in its message). A block of
-any other language, or untagged, fails the unit test: new docs stay tested.
+snippet or object that cannot run as it stands, and why), ``<!-- refused: words -->``
+(a YAML object the API server must refuse, with those words in its message), or
+``<!-- run by: tests/e2e/test_x.py, how -->`` (a shell block that test runs as written, on
+a cluster of its own, reading it with :func:`run_by` by its page and heading: the unit test
+checks that the test names both). A block of any other language, or untagged, fails the
+unit test: new docs stay tested.
 """
 
 from __future__ import annotations
@@ -41,7 +44,9 @@ from tests.e2e.shell_blocks import SHELLS, console_commands, fences
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "CONTRIBUTING.md", ROOT / "SECURITY.md"]
 LANGUAGES = {*SHELLS, "yaml", "python", "text", "mermaid"}
-NOTE = re.compile(r"^<!--\s*(not run|refused):\s*(.+?)\s*-->$")
+NOTE = re.compile(r"^<!--\s*(not run|refused|run by):\s*(.+?)\s*-->$")
+RUNNER = re.compile(r"^(tests/[\w/]+\.py)\b")  # the test a "run by" note names
+HEADING = re.compile(r"^#{1,6} (.+?)\s*#*$")
 TUTORIAL = re.compile(r"^# [\w.]+\.py$")
 GROUP = "appstack.dev/"
 
@@ -54,8 +59,9 @@ class Fenced:
     line: int  # of the opening fence, 1-based
     language: str
     lines: tuple[str, ...]
-    note: str | None = None  # "not run" | "refused"
+    note: str | None = None  # "not run" | "refused" | "run by"
     reason: str = ""
+    heading: str = ""  # of the section it is in ("" before the first)
 
     @property
     def name(self) -> str:
@@ -64,6 +70,12 @@ class Fenced:
     @property
     def text(self) -> str:
         return "\n".join(self.lines) + "\n"
+
+    @property
+    def runner(self) -> str | None:
+        """The test file a ``run by`` note names (relative to the checkout)."""
+        found = RUNNER.match(self.reason) if self.note == "run by" else None
+        return found.group(1) if found else None
 
     @property
     def commands(self) -> list[str]:
@@ -76,7 +88,13 @@ class Fenced:
 def fenced(path: Path) -> list[Fenced]:
     """Every fenced block of ``path``, in order."""
     out: list[Fenced] = []
+    lines = path.read_text().splitlines()
+    heading, scanned = "", 0  # lines[:scanned] read for headings, blocks skipped
     for fence in fences(path):
+        for text in lines[scanned : fence.line - 1]:
+            if found := HEADING.match(text):
+                heading = found.group(1)
+        scanned = fence.line + len(fence.body) + 1  # past its closing fence
         note = NOTE.match(fence.before)
         out.append(
             Fenced(
@@ -86,8 +104,20 @@ def fenced(path: Path) -> list[Fenced]:
                 lines=fence.body,
                 note=note.group(1) if note else None,
                 reason=note.group(2) if note else "",
+                heading=heading,
             )
         )
+    return out
+
+
+def run_by(path: Path, test: str) -> dict[str, Fenced]:
+    """The blocks of ``path`` whose ``run by`` note names ``test``, by their heading (one
+    per section): what that test runs as written."""
+    out: dict[str, Fenced] = {}
+    for block in fenced(path):
+        if block.runner == test:
+            assert block.heading not in out, f"{block.name}: a second block run by {test}"
+            out[block.heading] = block
     return out
 
 
@@ -143,8 +173,9 @@ def tutorial_block(block: Fenced) -> bool:
 
 
 def on_cluster(block: Fenced, page: list[Fenced]) -> bool:
-    """Whether the e2e test does something with the block."""
-    if block.note == "not run" or block.language == "text":
+    """Whether tests/e2e/test_doc_blocks.py does something with the block (not with one
+    another test runs: ``run by``)."""
+    if block.note in ("not run", "run by") or block.language == "text":
         return False
     if block.language in SHELLS:
         return True

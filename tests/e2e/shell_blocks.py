@@ -1,4 +1,5 @@
-"""The shell commands a Markdown page shows its reader, as a test runs them (pure).
+"""The shell commands a Markdown page shows its reader, as a test runs them: parsed (pure),
+and run as bash runs a pasted block (:func:`run_pasted`).
 
 A fenced block whose info string is ``bash``, ``sh``, ``shell`` or ``console`` is meant to
 be typed: in ``console`` blocks the commands are the lines after ``$ `` (with their
@@ -16,6 +17,8 @@ docs pages).
 from __future__ import annotations
 
 import re
+import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -106,3 +109,25 @@ def blocks(path: Path) -> list[Block]:
             )
         )
     return out
+
+
+def run_pasted(
+    script: str, cwd: Path, env: Mapping[str, str], what: str, timeout: float = 600
+) -> subprocess.CompletedProcess[str]:
+    """``script`` run as bash runs a block pasted into it (``-euo pipefail``: the first
+    failing command fails it), in ``cwd`` with exactly ``env``; asserts it succeeded,
+    naming ``what`` with the script and the ends of its output otherwise."""
+    proc = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script],
+        cwd=cwd,
+        env=dict(env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    assert proc.returncode == 0, (
+        f"{what} failed ({proc.returncode}):\n$ {script}\n"
+        f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    )
+    return proc

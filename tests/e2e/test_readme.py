@@ -27,7 +27,7 @@ from appstack_testbed import demo
 from appstack_testbed.cluster import LocalCluster
 from appstack_testbed.helm import Helm
 from appstack_testbed.pytest_plugin import ClusterHandle
-from tests.e2e.shell_blocks import Block, blocks
+from tests.e2e.shell_blocks import Block, blocks, run_pasted
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -80,19 +80,8 @@ def reader_env(
 def test_readme_block(block: Block, reader_env: dict[str, str], workdir: Path) -> None:
     if block.skip is not None:
         pytest.skip(block.skip)
-    proc = subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", block.script],
-        cwd=workdir,
-        env=reader_env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
-    assert proc.returncode == 0, (
-        f"{block.name} (README.md line {block.line}) failed ({proc.returncode}):\n"
-        f"$ {block.script}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-    )
+    what = f"{block.name} (README.md line {block.line})"
+    run_pasted(block.script, workdir, reader_env, what, timeout=900)
 
 
 def test_make_install_and_make_run_reconcile_the_seed_sample(

@@ -5,12 +5,18 @@ in-cluster configuration, probes and a read-only root filesystem.
 
 With the Helm chart, as docs/on-your-cluster.md walks a platform team through it on a
 cluster that is not this machine's: a release built by ``make dist``'s command for
-``registry.example.com/team/appstack``, its OCI archive pushed with ``skopeo copy
---preserve-digests`` into the local registry (the stand-in for the team's registry: the real
-node's containerd pulls every registry name from it), the packaged chart (``dist/*.tgz``)
-installed with that ``image.repository``; the operator running the archived image (by its
-digest), reconciling the seed's sample end to end (its nginx answering), ``helm test``
-really GETting ``/metrics``, an upgrade to another tag, and an uninstall that leaves nothing
+``registry.example.com/team/appstack``, then the page's blocks of steps 2 to 5 run verbatim
+(read by their headings: :func:`tests.doc_blocks.run_by`) in a reader's shell — this
+cluster's kubeconfig, the test bed's kubectl and helm on ``PATH``, ``dist/`` the release and
+``examples/`` the checkout's. The one substitution is the page's own ("replace
+``registry.example.com/team`` by yours"): the push's ``docker://registry.example.com/`` is
+the local registry's address (the stand-in for the team's registry: the real node's
+containerd pulls every registry name from it, so the chart's ``image.repository`` stays as
+written); that registry speaks plain HTTP, which skopeo accepts from the reader's
+``~/.config/containers/registries.conf`` (``insecure = true``), no flag added. Checked: the
+operator running the archived image (by its digest), ``helm test`` really GETting
+``/metrics``, the seed's sample reconciled end to end (its nginx answering), an upgrade to
+another tag (the test's own, between steps 4 and 5), and an uninstall that leaves nothing
 of the operator (the CRDs stay, as documented). Then with ``deploy/install.yaml`` and
 ``appstack uninstall``, which leaves nothing at all.
 Last, installed sharded (issue #50): ``appstack manifests --shards 3``, three operator pods
@@ -21,8 +27,10 @@ On a cluster of its own: an installed operator reconciles every enabled namespac
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import re
 import subprocess
 import sys
 import uuid
@@ -48,7 +56,9 @@ from appstack_testbed.images.build import push_archive, repository_path
 from appstack_testbed.pytest_plugin import ClusterHandle
 from appstack_testbed.registry import LocalRegistry
 from appstack_testbed.waiting import eventually_sync
+from tests.doc_blocks import Fenced, run_by
 from tests.e2e.scrape_installed import scrape_installed
+from tests.e2e.shell_blocks import run_pasted
 from tests.e2e.test_real_node import http_get
 
 # cold, the image build and make dist's (helm's, the wheel's) come first, in the fixtures
@@ -59,6 +69,12 @@ IMAGE = f"appstack:{__version__}"
 # the platform team's registry in docs/on-your-cluster.md; the local registry serves it
 REPOSITORY = "registry.example.com/team/appstack"
 NEXT = f"{__version__}-next"
+# the page's steps this module runs as written: its blocks' notes name this file
+PAGE = ROOT / "docs" / "on-your-cluster.md"
+PUSH = "2. Push the image to your registry"
+INSTALL = "3. Install the chart with that image"
+FIRST = "4. The first AppService"
+REMOVE = "5. Remove it"
 
 
 def _say(message: str) -> None:
@@ -80,6 +96,65 @@ def cluster(kube_cluster: ClusterHandle) -> Iterator[LocalCluster]:
         local.down()
 
 
+def steps() -> dict[str, Fenced]:
+    """The page's blocks this module runs, by heading, each in appstack's version."""
+    found = run_by(PAGE, "tests/e2e/test_real_node_install.py")
+    assert set(found) == {PUSH, INSTALL, FIRST, REMOVE}, sorted(found)
+    for heading in (PUSH, INSTALL):  # dist/appstack-X.oci.tar, .../appstack:X, appstack-X.tgz
+        versions = set(re.findall(r"appstack[-:](\d+\.\d+\.\d+)", found[heading].text))
+        assert versions == {__version__}, f"{PAGE.name}, {heading}: {versions}, not {__version__}"
+    return found
+
+
+@dataclass(frozen=True)
+class Reader:
+    """The shell the page's reader types its blocks into: this cluster's kubeconfig, the
+    test bed's kubectl and helm on ``PATH``, a home of its own (helm's state, skopeo's
+    ``registries.conf``), in a directory whose ``dist/`` is the release and ``examples/``
+    the checkout's."""
+
+    directory: Path
+    home: Path
+    env: dict[str, str]
+    registry: str  # the local registry's address: the reader's registry here
+
+    @property
+    def dist(self) -> Path:
+        return self.directory / "dist"
+
+    def run(self, block: Fenced) -> str:
+        """A block's commands, in order, as bash runs a pasted block; its output."""
+        return run_pasted(block.text, self.directory, self.env, block.name).stdout
+
+
+@pytest.fixture(scope="module")
+def reader(cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> Reader:
+    directory = tmp_path_factory.mktemp("reader")
+    (directory / "examples").symlink_to(ROOT / "examples")
+    home = tmp_path_factory.mktemp("reader-home")
+    registry = LocalRegistry(_say)
+    registry.ensure()
+    # plain HTTP: what a registry without TLS needs (man 5 containers-registries.conf)
+    conf = home / ".config" / "containers" / "registries.conf"
+    conf.parent.mkdir(parents=True)
+    conf.write_text(f'[[registry]]\nlocation = "{registry.address}"\ninsecure = true\n')
+    helm = Helm.ensure(cluster.kubeconfig, home, _say)
+    path = dict.fromkeys(
+        [str(helm.binary.parent), str(cluster.toolchain.bin_dir), "/usr/bin", "/bin"]
+    )
+    env = {
+        "HOME": str(home),
+        "PATH": os.pathsep.join(path),
+        "KUBECONFIG": str(cluster.kubeconfig),
+        # where the Helm wrapper keeps them: the test's own helm upgrade shares its state
+        "HELM_CACHE_HOME": str(home / "cache"),
+        "HELM_CONFIG_HOME": str(home / "config"),
+        "HELM_DATA_HOME": str(home / "data"),
+        **{k: v for k, v in os.environ.items() if k == "TMPDIR"},
+    }
+    return Reader(directory, home, env, registry.address)
+
+
 @dataclass(frozen=True)
 class Release:
     """``make dist``'s artifacts, the image pushed as docs/on-your-cluster.md says."""
@@ -93,11 +168,13 @@ class Release:
 
 
 @pytest.fixture(scope="module")
-def release(cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> Release:
-    """``make dist IMG=registry.example.com/team/appstack`` (its command), then ``skopeo copy
-    --preserve-digests`` of the archive into the local registry as that repository, under the
-    version's tag and a second one for the upgrade (the image build is the fixture's, cached)."""
-    out = tmp_path_factory.mktemp("dist")
+def release(reader: Reader) -> Release:
+    """``make dist IMG=registry.example.com/team/appstack`` (its command) into the reader's
+    ``dist/``, then the page's push block with the local registry's address for
+    ``registry.example.com`` (``skopeo copy --preserve-digests`` of the archive, the
+    version's tag), and a second tag for the upgrade (the image build is the cluster
+    fixture's, cached)."""
+    out = reader.dist
     dist = subprocess.run(
         [sys.executable, "-m", "appstack_testbed.dist", "--image", REPOSITORY, "-o", str(out)],
         cwd=ROOT,
@@ -114,25 +191,29 @@ def release(cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> 
     repository, _, digest = image.partition("@")
     assert repository == REPOSITORY, image
     assert digest.startswith("sha256:"), image
-    registry = LocalRegistry(_say)
-    registry.ensure()
+    push = steps()[PUSH]
+    yours = "docker://registry.example.com/"  # the page's "replace ... by yours"
+    assert yours in push.text, push.text
+    ours = f"docker://{reader.registry}/"
+    reader.run(dataclasses.replace(push, lines=tuple(x.replace(yours, ours) for x in push.lines)))
     path, _ = repository_path(f"{REPOSITORY}:{__version__}")  # team/appstack
-    for tag in (__version__, NEXT):
-        push = subprocess.run(
-            [
-                "skopeo",
-                "copy",
-                "--quiet",
-                "--preserve-digests",
-                "--dest-tls-verify=false",
-                f"oci-archive:{out / f'appstack-{__version__}.oci.tar'}",
-                f"docker://{registry.address}/{path}:{tag}",
-            ],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        assert push.returncode == 0, push.stderr
+    registry = LocalRegistry(_say)
+    assert registry.has(path, __version__)
+    next_push = subprocess.run(  # not on the page: the upgrade's tag
+        [
+            "skopeo",
+            "copy",
+            "--quiet",
+            "--preserve-digests",
+            f"oci-archive:{out / f'appstack-{__version__}.oci.tar'}",
+            f"docker://{reader.registry}/{path}:{NEXT}",
+        ],
+        env=reader.env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert next_push.returncode == 0, next_push.stderr
     return Release(out, digest)
 
 
@@ -179,16 +260,11 @@ def seed_sample_served(cluster: LocalCluster, namespace: str, size: int) -> None
 
 
 def test_helm_install_of_the_release_runs_its_image_on_the_real_node_end_to_end(
-    cluster: LocalCluster, release: Release, tmp_path: Path
+    cluster: LocalCluster, release: Release, reader: Reader
 ) -> None:
-    helm = Helm.ensure(cluster.kubeconfig, tmp_path / "helm", _say)
-    chart = (
-        "appstack",
-        str(release.chart),
-        f"--namespace={NS}",
-        f"--set=image.repository={REPOSITORY}",
-    )
-    helm("install", *chart, "--create-namespace", "--wait", "--timeout=4m")
+    page = steps()
+    installed = reader.run(page[INSTALL])  # helm install ... --wait; helm test
+    assert "Phase:          Succeeded" in installed, installed  # its GET of /metrics
     pods = operator_pods(cluster)
     assert len(pods) == 2
     real = cluster.real()
@@ -204,16 +280,26 @@ def test_helm_install_of_the_release_runs_its_image_on_the_real_node_end_to_end(
     logs = kubectl(cluster, "-n", NS, "logs", "-l", "app.kubernetes.io/name=appstack-operator")
     assert "caches synced" in logs
 
-    seed_sample_served(cluster, "shop", 2)
-    tested = helm("test", "appstack", f"--namespace={NS}", "--timeout=3m")
-    assert "Phase:          Succeeded" in tested.stdout, tested.stdout
+    reader.run(page[FIRST])  # namespace shop opened, the sample applied and Ready
+    seed_sample_served(cluster, "shop", 2)  # its nginx answering on the node
 
-    helm("upgrade", *chart, f"--set=image.tag={NEXT}", "--wait", "--timeout=4m")
+    helm = Helm.ensure(cluster.kubeconfig, reader.home, _say)
+    helm(
+        "upgrade",
+        "appstack",
+        str(release.chart),
+        f"--namespace={NS}",
+        f"--set=image.repository={REPOSITORY}",
+        f"--set=image.tag={NEXT}",
+        "--wait",
+        "--timeout=4m",
+    )
     pods = operator_pods(cluster)
     assert {p["spec"]["containers"][0]["image"] for p in pods} == {f"{REPOSITORY}:{NEXT}"}
     seed_sample_served(cluster, "shop", 3)  # the upgraded operator reconciles a change
 
-    helm("uninstall", "appstack", f"--namespace={NS}", "--wait", "--timeout=3m")
+    reader.run(page[REMOVE])  # the sample deleted (its finalizer removed), helm uninstall
+    assert cluster.kubectl("-n", "shop", "get", "appservices", "-o", "name").stdout == ""
     assert operator_pods(cluster) == []
     # what docs/on-your-cluster.md says stays: helm test's pod, which Helm keeps (the
     # operator's pods are gone once their graceful shutdown ends)
@@ -248,6 +334,7 @@ def test_helm_install_of_the_release_runs_its_image_on_the_real_node_end_to_end(
     assert cluster_wide.strip() == ""
     crds = kubectl(cluster, "get", "crd", "-o", "name")
     assert "appservices.appstack.dev" in crds  # kept by Helm (crds/), as documented
+    assert cluster.kubectl("get", "namespace", NS, check=False).returncode == 0  # documented
 
 
 def test_install_yaml_and_appstack_uninstall_leave_nothing(

@@ -1,7 +1,8 @@
 """What can be checked of the documentation's code blocks without a cluster
 (:mod:`tests.doc_blocks`): every block says what it is, YAML parses, Python compiles, the
-runtime tutorial's blocks are the ones tests/e2e/test_tutorial.py runs, and every block is
-run on the cluster (tests/e2e/test_doc_blocks.py) unless a note above it says why not."""
+runtime tutorial's blocks are the ones tests/e2e/test_tutorial.py runs, a block noted as
+run by another test is read by that test, and every block is run on the cluster
+(tests/e2e/test_doc_blocks.py) unless a note above it says why not or which test runs it."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from tests.doc_blocks import LANGUAGES, PAGES, Fenced, fenced
 from tests.e2e.shell_blocks import SHELLS
 from tests.e2e.test_tutorial import DOCS, tutorial_files
 from tests.e2e.test_tutorial import PAGES as TUTORIAL_PAGES
+from tests.support.paths import REPO_ROOT
 
 BLOCKS = [b for page in PAGES if page.exists() for b in fenced(page)]
 
@@ -33,7 +35,24 @@ def untested(page: list[Fenced]) -> list[str]:
             problems.append(f"{block.name}: only an object of ours can be refused")
         if block.language in SHELLS and not block.commands:
             problems.append(f"{block.name}: an empty shell block")
+        if block.note == "run by" and (block.language not in SHELLS or block.runner is None):
+            problems.append(f"{block.name}: only a shell block is run by a test (tests/...py)")
     return problems
+
+
+def unread(block: Fenced) -> list[str]:
+    """What is wrong with a ``run by`` note: the test it names does not exist, or does not
+    name the block's page and heading (what it reads the block by: doc_blocks.run_by)."""
+    assert block.runner is not None
+    test = REPO_ROOT / block.runner
+    if not test.is_file():
+        return [f"{block.name}: {block.runner} does not exist"]
+    source = test.read_text()
+    return [
+        f"{block.name}: {block.runner} does not name {what!r}"
+        for what in (block.path.name, block.heading)
+        if what not in source
+    ]
 
 
 def test_the_pages_show_code() -> None:
@@ -50,6 +69,39 @@ def test_an_untagged_block_or_a_note_without_reason_is_caught(tmp_path: Path) ->
     page = tmp_path / "new.md"
     page.write_text("```\nls\n```\n\n<!-- not run: no -->\n```bash\nls\n```\n")
     assert len(untested(fenced(page))) == 2
+
+
+def test_a_block_run_by_a_test_is_read_by_it() -> None:
+    run = [b for b in BLOCKS if b.note == "run by"]
+    assert run  # docs/on-your-cluster.md's steps (tests/e2e/test_real_node_install.py)
+    assert [problem for block in run for problem in unread(block)] == []
+
+
+def test_blocks_are_found_by_heading_and_runner(tmp_path: Path) -> None:
+    page = tmp_path / "door.md"
+    page.write_text(
+        "# Door\n\n```text\nx\n```\n\n## 1. Build\n\n"
+        "<!-- run by: tests/e2e/test_real_node_install.py, as written -->\n"
+        "```bash\n# not a heading\nmake dist\n```\n\n"
+        "<!-- not run: the reader's own environment, not ours -->\n```bash\npip install x\n```\n"
+        "\n### 2. Push\n\n<!-- run by: tests/e2e/test_real_node_install.py -->\n"
+        "```bash\nskopeo copy a b\n```\n\n<!-- run by: tests/x.py -->\n```yaml\na: 1\n```\n"
+    )
+    blocks = fenced(page)
+    assert [b.heading for b in blocks] == ["Door", "1. Build", "1. Build", "2. Push", "2. Push"]
+    steps = doc_blocks.run_by(page, "tests/e2e/test_real_node_install.py")
+    assert {h: b.commands for h, b in steps.items()} == {
+        "1. Build": ["# not a heading", "make dist"],
+        "2. Push": ["skopeo copy a b"],
+    }
+    assert not any(doc_blocks.on_cluster(b, blocks) for b in blocks)
+    assert untested(blocks) == [
+        f"{blocks[4].name}: only a shell block is run by a test (tests/...py)"
+    ]
+    assert unread(blocks[1]) == [
+        f"{blocks[1].name}: tests/e2e/test_real_node_install.py does not name 'door.md'",
+        f"{blocks[1].name}: tests/e2e/test_real_node_install.py does not name '1. Build'",
+    ]
 
 
 @pytest.mark.parametrize("block", [b for b in BLOCKS if b.language == "yaml"], ids=str)

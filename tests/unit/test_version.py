@@ -1,6 +1,7 @@
 """One version: ``appstack.__version__``. The package reads it (pyproject's dynamic
 version), the chart and the image label are generated from it; the test bed's
-distribution and the Dockerfile repeat it, checked here."""
+distribution, the Dockerfile and the pages' commands (``dist/appstack-X.tgz``,
+``.../appstack:X``) repeat it, checked here."""
 
 from __future__ import annotations
 
@@ -29,3 +30,14 @@ def test_every_place_says_the_same_version() -> None:
     chart = (ROOT / "charts" / "appstack" / "Chart.yaml").read_text()
     assert f"version: {__version__}" in chart
     assert f"appVersion: {__version__}" in chart
+
+
+def test_the_pages_name_this_version() -> None:
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    other = {
+        f"{page.relative_to(ROOT)}: {found.group(0)}"
+        for page in pages
+        for found in re.finditer(r"\bappstack[-:](\d+\.\d+\.\d+)\b", page.read_text())
+        if found.group(1) != __version__
+    }
+    assert not other
