@@ -87,6 +87,9 @@ def main() -> int:
     parser.add_argument("--stamp-child", action="store_true", help="write <name>-seen")
     parser.add_argument("--lease-kubeconfig", help="the Lease calls' own connection")
     parser.add_argument("--lease-duration", type=float, default=3.0, help="renew: 2/3 of it")
+    parser.add_argument(
+        "--max-drains", type=int, default=OperatorOptions.shard_max_drains, help="per look"
+    )
     args = parser.parse_args()
     Tick.delay, Tick.quiet, Tick.stamp_child = args.delay, args.quiet, args.stamp_child
     metrics = f"127.0.0.1:{args.metrics_port}" if args.metrics_port else None
@@ -102,6 +105,7 @@ def main() -> int:
         retry_period=0.5,
         shutdown_timeout=5.0,
         concurrency=args.concurrency,
+        shard_max_drains=args.max_drains,
         metrics_address=metrics,
         metrics_auth=False,
         metrics_secure=False,

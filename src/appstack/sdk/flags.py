@@ -214,6 +214,15 @@ def operator_flags(identity: OperatorIdentity) -> Callable[[F], F]:
             "objects; the --leader-elect-* settings time every Lease.",
         ),
         click.option(
+            "--shard-max-drains",
+            type=click.IntRange(1, 1000),
+            default=10,
+            show_default=True,
+            help="With --sharding: objects asked to move at once, per kind. Higher moves "
+            "keys faster on a scale-out (about this many per coordinator look) at the cost "
+            "of more reconciles waiting for their new owner at a time (docs/sharding.md).",
+        ),
+        click.option(
             "--graceful-shutdown-timeout",
             "shutdown_timeout",
             type=Duration(zero=True),

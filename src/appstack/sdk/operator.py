@@ -121,7 +121,8 @@ def sharding_config(
     primaries (each with the label selector that chooses its objects, if any) under its
     identity's labels (:func:`shard_labels`; its shard Leases labelled
     ``<domain>/shard-of``, a stopping one's ``<domain>/shard-leaving``), the coordinator
-    looking as often as the Lease is retried (at most every second). A primary that
+    looking as often as the Lease is retried (at most every second) and draining at most
+    ``shard_max_drains`` keys of a kind at once. A primary that
     another controller also owns or watches is refused (:class:`ShardingRefused`): its
     objects follow their root's shard, which the SDK does not label yet."""
     primaries = {c.primary for c in controllers}
@@ -138,6 +139,7 @@ def sharding_config(
         lease_label=identity.key("shard-of"),
         leaving_label=identity.key("shard-leaving"),
         primaries=tuple(sorted(chosen.items(), key=lambda item: str(item[0]))),
+        max_drains=options.shard_max_drains,
         interval=min(1.0, options.retry_period),
     )
 

@@ -46,6 +46,9 @@ class OperatorOptions:
     # every replica active on its own share of the primary objects (docs/sharding.md);
     # leader election on (its Lease elects the coordinator), with the Lease settings above
     sharding: bool = False
+    # sharded: keys drained at once per kind while keys move (a scale-out, a shard back):
+    # how fast they move against how many reconciles wait for their new owner at a time
+    shard_max_drains: int = 10
     shutdown_timeout: float = 20.0
     auth_failure_threshold: float = 60.0
     metrics_address: str | None = ":8080"

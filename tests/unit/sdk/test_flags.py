@@ -196,3 +196,17 @@ def test_every_runtime_failure_exits_1(monkeypatch: pytest.MonkeyPatch, failure:
     result = CliRunner().invoke(operator_command(lambda: [], IDENTITY), NO_PORTS)
     assert result.exit_code == 1, result.output
     assert assembly.run_operator([], IDENTITY) == 1
+
+
+def test_shard_max_drains_reaches_the_options_and_is_bounded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ran: dict[str, Any] = {}
+    monkeypatch.setattr(assembly, "run_operator", lambda *args, **kw: ran.update(o=args[2]) or 0)
+    command = operator_command(lambda: [], IDENTITY)
+    result = CliRunner().invoke(command, ["--sharding", "--shard-max-drains=50"])
+    assert result.exit_code == 0, result.output
+    assert ran["o"].shard_max_drains == 50
+    refused = CliRunner().invoke(command, ["--shard-max-drains=0"])
+    assert refused.exit_code == 2
+    assert "--shard-max-drains" in refused.output
