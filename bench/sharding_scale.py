@@ -23,11 +23,15 @@ whose controller stamps labelled ConfigMaps) as real processes, each reconcile w
   reconciles/s the shards did and their mean time, the load average.
 * ``rss`` — one shard alone with M/N objects (N = 2, 3, 4), its RSS measured as above:
   what each of N shards' RSS is compared with.
-* ``moves`` — keys moved by a real scale-out, read from the objects' labels: one shard on
-  ``--moves-keys`` objects (20 ms reconciles, 32 workers), then a shard added at a time
-  (up to ``--moves-to``), each time the labels read once every object is on its owner
-  again: keys whose label changed, how many went to the new shard, the busiest shard over
-  the mean.
+* ``moves`` — keys moved by a real scale-out and scale-in, read from the objects' labels:
+  one shard on ``--moves-keys`` objects (20 ms reconciles, 32 workers), then a shard added
+  at a time (up to ``--moves-to``), each time the labels read once every object is on its
+  owner again: keys whose label changed, how many went to the new shard, the busiest shard
+  over the mean; then back down to one shard, the newest stopped gracefully (SIGTERM) at a
+  time: keys whose label changed, how many were a staying shard's (done-when 2: none),
+  the seconds until the shard exited and until every key was on its owner again. Each
+  step's record says whether done-when 2's bounds held (moved within 0.9-1.15 x the ideal
+  1/(N+1); busiest shard ≤ 1.10 x the mean; on scale-in only the leaving shard's keys).
 * ``coordinator`` — the coordinator alone (the runtime's ``Coordinator``, in a process of
   its own doing nothing else) sweeping 1,000 → 30,000 objects labelled to four shards:
   its RSS and peak RSS after each size's sweeps (it keeps nothing between pages, so
@@ -37,7 +41,7 @@ Usage:
   python bench/sharding_scale.py --cluster appstack-test --json docs/sharding-scale.json
       [--phases capacity,rss,moves,coordinator] [--objects 1000] [--workers 4]
       [--delay 0.2] [--step 15] [--shards 1,2,3,4] [--moves-keys 2000] [--moves-to 4]
-      [--write] [--lease-duration 15]
+      [--write] [--lease-duration 15] [--max-drains 10]
 
 The shards run with ``--lease-duration`` Leases (15 s, the SDK's default; the program's
 own 3 s lost a Lease on a machine loaded by other work). A phase's records are merged into
@@ -197,6 +201,7 @@ class Shards:
                 "--namespace", self.namespace, "--delay", str(self.args.delay),
                 "--concurrency", str(self.args.workers), "--metrics-port", str(port), "--quiet",
                 "--lease-duration", str(self.args.lease_duration),
+                "--max-drains", str(self.args.max_drains),
             ],
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -313,6 +318,43 @@ async def balanced(client: Client, namespace: str, pods: set[str], count: int) -
         DRAIN not in labels and labels.get(SHARD) == owner(key_of(namespace, name), names)
         for name, labels in objects.items()
     )
+
+
+class Settled:
+    """:func:`balanced` for many objects, without loading the API server the hand-over
+    uses (a LIST of 10,000 objects takes seconds of its CPU): a call is True once ``count``
+    objects are each on their owner among ``pods``' shards, no drain. Each call lists the
+    shard Leases and the objects with a drain label or no shard label (few); only when
+    there are none does it read every object, and then again no sooner than one second
+    for each 20 keys it found off their owner (at most 60 s later): a hand-over moving
+    fewer than 20 keys/s is seen settled within a second or two."""
+
+    def __init__(self, client: Client, namespace: str, pods: set[str], count: int) -> None:
+        self.client, self.namespace, self.pods, self.count = client, namespace, pods, count
+        self.not_before = 0.0
+
+    async def __call__(self) -> bool:
+        client, namespace = self.client, self.namespace
+        live = await live_shards(client, namespace)
+        if set(live) != self.pods or time.monotonic() < self.not_before:
+            return False
+        for selector in (f"{TICK}=yes,{DRAIN}", f"{TICK}=yes,!{SHARD}"):
+            moving, _ = await client.list(
+                CONFIG_MAP.metadata_only(), namespace, label_selector=selector
+            )
+            if moving:
+                return False
+        names = set(live.values())
+        objects = await labels_of(client, namespace)
+        off = sum(
+            1
+            for name, labels in objects.items()
+            if DRAIN in labels or labels.get(SHARD) != owner(key_of(namespace, name), names)
+        )
+        if len(objects) == self.count and off == 0:
+            return True
+        self.not_before = time.monotonic() + min(60.0, off / 20)
+        return False
 
 
 async def bounded(count: int, make: Any) -> None:
@@ -536,53 +578,179 @@ async def single_rss(
         await client.delete(NAMESPACE, namespace)
 
 
+#: Done-when 2 of issue #50: keys moved on N → N+1 within these x the ideal 1/(N+1); the
+#: busiest shard at most this x the mean.
+MOVED_X_IDEAL = (0.9, 1.15)
+BUSIEST_X_MEAN = 1.10
+
+
+def scale_out_moves(before: dict[str, str], after: dict[str, str], new: str) -> dict[str, Any]:
+    """N → N+1 from the objects' shard labels before and after (object name → shard), the
+    new shard ``new``: the keys whose label changed, how many went to the new shard, x the
+    ideal keys/(N+1), the busiest shard x the mean, and whether both bounds of done-when 2
+    hold (moved within :data:`MOVED_X_IDEAL`, busiest ≤ :data:`BUSIEST_X_MEAN`)."""
+    keys, shards = len(after), len(set(after.values()) | {new})
+    moved = [name for name in after if after[name] != before.get(name)]
+    per_shard = Counter(after.values())
+    x_ideal = len(moved) / (keys / shards)
+    busiest = max(per_shard.values()) / (keys / shards)
+    return {
+        "keys": keys,
+        "moved": len(moved),
+        "moved_to_new_shard": sum(1 for name in moved if after[name] == new),
+        "x_ideal": round(x_ideal, 2),
+        "busiest_x_mean": round(busiest, 2),
+        "keys_per_shard": sorted(per_shard.values(), reverse=True),
+        "moved_within_bounds": MOVED_X_IDEAL[0] <= x_ideal <= MOVED_X_IDEAL[1],
+        "busiest_within_bound": busiest <= BUSIEST_X_MEAN,
+    }
+
+
+def scale_in_moves(before: dict[str, str], after: dict[str, str], leaving: str) -> dict[str, Any]:
+    """N → N-1 from the objects' shard labels before and after (object name → shard), the
+    shard ``leaving`` stopped: the keys whose label changed, how many of them were the
+    leaving shard's and how many a staying shard's (0 when only the leaving shard's keys
+    moved), whether every key of the leaving shard moved, x the ideal keys/N, the busiest
+    shard x the mean, and whether the bounds of done-when 2 hold."""
+    keys, shards = len(after), len(set(after.values()))
+    moved = [name for name in after if after[name] != before.get(name)]
+    held = [name for name, shard in before.items() if shard == leaving]
+    from_leaving = sum(1 for name in moved if before.get(name) == leaving)
+    per_shard = Counter(after.values())
+    busiest = max(per_shard.values()) / (keys / shards)
+    still_leaving = sum(1 for shard in after.values() if shard == leaving)
+    return {
+        "keys": keys,
+        "leaving_keys": len(held),
+        "moved": len(moved),
+        "moved_from_leaving_shard": from_leaving,
+        "moved_from_staying_shards": len(moved) - from_leaving,
+        "x_ideal": round(len(moved) / (keys / (shards + 1)), 2),
+        "busiest_x_mean": round(busiest, 2),
+        "keys_per_shard": sorted(per_shard.values(), reverse=True),
+        "only_leaving_moved": len(moved) == from_leaving == len(held) and not still_leaving,
+        "busiest_within_bound": busiest <= BUSIEST_X_MEAN,
+    }
+
+
+async def shard_labels(client: Client, namespace: str) -> dict[str, str]:
+    """Object name → the shard its label names."""
+    return {n: labels[SHARD] for n, labels in (await labels_of(client, namespace)).items()}
+
+
+async def scale_in_step(  # noqa: PLR0917 - one step's inputs
+    client: Client,
+    shards: Shards,
+    namespace: str,
+    pods: set[str],
+    n: int,
+    before: dict[str, str],
+    patience: float,
+) -> dict[str, Any]:
+    """N -> N-1: the shard ``s<N-1>`` stopped with SIGTERM (``pods`` are those staying),
+    its exit awaited, then every key on its owner among the staying shards: the record."""
+    pod = f"s{n - 1}"
+    keys = len(before)
+    leaving = (await live_shards(client, namespace))[pod]
+    coordinator = await coordinator_of(client, namespace)
+    proc, _ = shards.procs.pop(pod)
+    stopped = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    try:
+        code = await asyncio.to_thread(proc.wait, patience)  # it hands back its keys
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        raise RuntimeError(f"shard {pod} did not exit within {patience} s of SIGTERM") from None
+    exited = time.monotonic() - stopped
+    await until(
+        Settled(client, namespace, pods, keys), patience, f"{n - 1} shards balanced", shards
+    )
+    took = time.monotonic() - stopped
+    after = await shard_labels(client, namespace)
+    record = {
+        "from": n,
+        "to": n - 1,
+        "direction": "in",
+        "stopped": pod,
+        "stopped_was_coordinator": coordinator == pod,
+        "exit_code": code,
+        "exited_s": round(exited, 1),
+        **scale_in_moves(before, after, leaving),
+        "balanced_s": round(took, 1),
+        "load_average": _load(),
+    }
+    record["keys_per_s"] = round(record["moved"] / took, 1)
+    return record
+
+
 async def moves(
-    client: Client, kubeconfig: str, keys: int, to: int, args: argparse.Namespace
+    client: Client,
+    kubeconfig: str,
+    keys: int,
+    to: int,
+    args: argparse.Namespace,
+    *,
+    saved: Any = None,
 ) -> list[dict[str, Any]]:
-    """Scale out 1 → ``to`` shards on ``keys`` objects: per N → N+1, the keys whose label
-    changed (read from the objects), how many went to the new shard, the busiest shard.
-    The shards run with the program's own 20 ms reconciles and 32 workers: a drain's
-    acknowledgement waits in the shard's queue behind the reconciles before it, and what is
-    measured here is the coordinator's hand-over, not latency-bound reconciles."""
+    """Scale out 1 → ``to`` shards on ``keys`` objects, then back in to 1: per N → N+1, the
+    keys whose label changed (read from the objects), how many went to the new shard, the
+    busiest shard (:func:`scale_out_moves`); per N → N-1 (the newest shard stopped with
+    SIGTERM: it marks its Lease leaving and hands its keys back), the keys that moved, how
+    many were a staying shard's (:func:`scale_in_moves`), how long the shard took to exit
+    and until every key was on its owner again. The shards run with the program's own
+    20 ms reconciles and 32 workers: a drain's acknowledgement waits in the shard's queue
+    behind the reconciles before it, and what is measured here is the coordinator's
+    hand-over, not latency-bound reconciles. Whether every key is on its owner is judged by
+    :class:`Settled`, which reads every object's labels only when no key is moving.
+    ``saved`` (if given) is called with the records after each step."""
     namespace = await new_namespace(client, "bench-shard-moves")
     fast = argparse.Namespace(**{**vars(args), "delay": 0.02, "workers": 32})
     shards = Shards(kubeconfig, namespace, fast)
     records: list[dict[str, Any]] = []
+    patience = 900 + keys * 0.3  # at 10,000 keys an hour: a step at 3 keys/s and more
     try:
         shards.start("s0")
         await until(lambda: _has(client, namespace, {"s0"}), 60, "the shard's Lease held", shards)
+        started = time.monotonic()
         await create_objects(client, namespace, 0, keys)
+        created = time.monotonic() - started
         pods = {"s0"}
-        await until(lambda: balanced(client, namespace, pods, keys), 300, "objects on s0", shards)
-        before = {n: labels[SHARD] for n, labels in (await labels_of(client, namespace)).items()}
+        await until(Settled(client, namespace, pods, keys), patience, "objects on s0", shards)
+        _log(f"moves: {keys} objects created in {created:.0f} s, on s0 after "
+             f"{time.monotonic() - started:.0f} s")  # fmt: skip
+        before = await shard_labels(client, namespace)
         for n in range(1, to):
             pod = f"s{n}"
             shards.start(pod)
             pods = pods | {pod}
             took = await until(
-                lambda wanted=pods: balanced(client, namespace, wanted, keys),
-                900,
-                f"{n + 1} shards balanced",
-                shards,
+                Settled(client, namespace, pods, keys), patience, f"{n + 1} shards balanced", shards
             )
             new = (await live_shards(client, namespace))[pod]
-            after = {n: labels[SHARD] for n, labels in (await labels_of(client, namespace)).items()}
-            moved = [name for name in after if after[name] != before[name]]
-            counts = Counter(after.values())
+            after = await shard_labels(client, namespace)
             record = {
                 "from": n,
                 "to": n + 1,
-                "keys": keys,
-                "moved": len(moved),
-                "moved_to_new_shard": sum(1 for name in moved if after[name] == new),
-                "x_ideal": round(len(moved) / (keys / (n + 1)), 2),
-                "busiest_x_mean": round(max(counts.values()) / (keys / (n + 1)), 2),
+                "direction": "out",
+                **scale_out_moves(before, after, new),
                 "balanced_s": round(took, 1),
-                "keys_per_s": round(len(moved) / took, 1),
+                "load_average": _load(),
             }
+            record["keys_per_s"] = round(record["moved"] / took, 1)
             _log(f"moves {json.dumps(record)}")
             records.append(record)
+            if saved:
+                saved(records)
             before = after
+        for n in range(to, 1, -1):
+            pods = pods - {f"s{n - 1}"}
+            record = await scale_in_step(client, shards, namespace, pods, n, before, patience)
+            _log(f"moves {json.dumps(record)}")
+            records.append(record)
+            if saved:
+                saved(records)
+            before = await shard_labels(client, namespace)
         return records
     finally:
         shards.stop_all()
@@ -684,6 +852,7 @@ async def main(args: argparse.Namespace, kubeconfig: str, cluster_dir: Path | No
         "delay_s": args.delay,
         "reconcile_writes": args.write,
         "workers_per_shard": args.workers,
+        "max_drains": args.max_drains,
         "step_s": args.step,
         "objects": args.objects,
         "control_plane_pids_found": sorted(plane),
@@ -710,8 +879,16 @@ async def main(args: argparse.Namespace, kubeconfig: str, cluster_dir: Path | No
             ]
             save()
         if "moves" in phases:
-            record["moves"] = await moves(client, kubeconfig, args.moves_keys, args.moves_to, args)
-            save()
+
+            def save_moves(records: list[dict[str, Any]]) -> None:
+                record["moves"] = records
+                save()
+
+            save_moves(
+                await moves(
+                    client, kubeconfig, args.moves_keys, args.moves_to, args, saved=save_moves
+                )
+            )
         if "coordinator" in phases:
             sizes = [int(s) for s in args.coordinator_sizes.split(",")]
             record["coordinator_rss"] = await coordinator_rss(client, kubeconfig, sizes)
@@ -739,6 +916,12 @@ def cli() -> None:
         type=float,
         default=15.0,
         help="the shards' Leases (renew deadline 2/3 of it): the SDK's default",
+    )
+    parser.add_argument(
+        "--max-drains",
+        type=int,
+        default=10,
+        help="the shards' --shard-max-drains (keys asked to move at once): the SDK's default",
     )
     parser.add_argument("--step", type=float, default=15.0, help="seconds per load step")
     parser.add_argument("--moves-keys", type=int, default=2000)

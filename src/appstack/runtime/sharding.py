@@ -521,16 +521,14 @@ class Shard:
 
     async def hand_back(self) -> int:
         """Remove this shard's label from every key it holds (its workers stopped), each on
-        the version in its cache; returns how many. Failures are left to the Lease's
-        release: the coordinator then assigns what is still labelled to this shard."""
-        handed = 0
-        for resource, _ in self.config.primaries:
-            for obj in self.cache.objects(resource):
-                meta = obj.get("metadata") or {}
-                labels = meta.get("labels") or {}
-                if labels.get(self.config.labels.shard) != self.name:
-                    continue
-                self.released.add(_key(resource, meta.get("namespace"), meta["name"]))
+        the version in its cache, :data:`PATCHES_AT_ONCE` patches at a time (a shard of
+        thousands of keys hands them back within a pod's grace period); returns how many.
+        Failures are left to the Lease's release: the coordinator then assigns what is
+        still labelled to this shard."""
+        gate = asyncio.Semaphore(PATCHES_AT_ONCE)
+
+        async def release(resource: Resource, meta: Mapping[str, Any]) -> bool:
+            async with gate:
                 try:
                     await self.writer.patch(
                         resource,
@@ -538,9 +536,21 @@ class Shard:
                         release_patch(self.config.labels, meta["resourceVersion"]),
                         namespace=meta.get("namespace"),
                     )
-                    handed += 1
                 except (errors.ApiError, TransportError, NotLeader) as error:
                     log.info("key not handed back", key=meta["name"], error=str(error))
+                    return False
+                return True
+
+        releasing = []
+        for resource, _ in self.config.primaries:
+            for obj in self.cache.objects(resource):
+                meta = obj.get("metadata") or {}
+                labels = meta.get("labels") or {}
+                if labels.get(self.config.labels.shard) != self.name:
+                    continue
+                self.released.add(_key(resource, meta.get("namespace"), meta["name"]))
+                releasing.append(release(resource, meta))
+        handed = sum(await asyncio.gather(*releasing))
         log.info("keys handed back", shard=self.name, keys=handed)
         return handed
 

@@ -87,3 +87,50 @@ def test_efficiency_is_capacity_over_n_times_one_shards() -> None:
     unmeasured = [{"shards": 1, "capacity_changes_per_s": 0.0}]
     sharding_scale.efficiencies(unmeasured)
     assert "efficiency" not in unmeasured[0]
+
+
+def test_a_scale_out_counts_the_keys_that_moved_and_checks_done_when_2() -> None:
+    before = {f"o-{i}": ("a" if i % 2 else "b") for i in range(12)}
+    after = dict(before) | {"o-0": "c", "o-1": "c", "o-2": "c", "o-3": "c"}
+    record = sharding_scale.scale_out_moves(before, after, "c")
+    assert record == {
+        "keys": 12,
+        "moved": 4,
+        "moved_to_new_shard": 4,
+        "x_ideal": 1.0,
+        "busiest_x_mean": 1.0,
+        "keys_per_shard": [4, 4, 4],
+        "moved_within_bounds": True,
+        "busiest_within_bound": True,
+    }
+    skewed = dict(before) | {"o-0": "c", "o-2": "c"}  # 2 moved of the ideal 4; b holds 4
+    worse = sharding_scale.scale_out_moves(before, skewed, "c")
+    assert worse["x_ideal"] == 0.5
+    assert worse["busiest_x_mean"] == 1.5  # a: 6 of a mean 4
+    assert worse["moved_within_bounds"] is False
+    assert worse["busiest_within_bound"] is False
+
+
+def test_a_scale_in_moves_only_the_leaving_shards_keys() -> None:
+    before = {f"o-{i}": "abc"[i % 3] for i in range(12)}
+    after = before | {"o-2": "b", "o-5": "a", "o-8": "b", "o-11": "a"}  # c's keys
+    record = sharding_scale.scale_in_moves(before, after, "c")
+    assert record["leaving_keys"] == 4
+    assert record["moved"] == record["moved_from_leaving_shard"] == 4
+    assert record["moved_from_staying_shards"] == 0
+    assert record["x_ideal"] == 1.0  # 4 of 12 keys over 3 shards
+    assert record["keys_per_shard"] == [6, 6]
+    assert record["only_leaving_moved"] is True
+    assert record["busiest_within_bound"] is True
+
+
+def test_a_scale_in_that_moves_a_staying_shards_key_is_caught() -> None:
+    before = {f"o-{i}": "abc"[i % 3] for i in range(12)}
+    after = {name: ("a" if shard == "c" else shard) for name, shard in before.items()}
+    after["o-1"] = "a"  # b's key moved too
+    record = sharding_scale.scale_in_moves(before, after, "c")
+    assert record["moved_from_staying_shards"] == 1
+    assert record["only_leaving_moved"] is False
+    assert record["busiest_within_bound"] is False  # a: 9 of a mean 6
+    kept = before | {"o-2": "a", "o-5": "b"}  # not every key of c moved: c still holds two
+    assert sharding_scale.scale_in_moves(before, kept, "c")["only_leaving_moved"] is False

@@ -407,3 +407,51 @@ async def test_a_shard_stopping_takes_no_coordinator_role_while_it_drains() -> N
     taken = [r for r in api.requests if r.method == "PUT" and r.path.endswith(election_path)]
     assert taken == []
     assert (await admin.get(LEASE, "op", NS))["spec"]["holderIdentity"] == "other"
+
+
+async def test_a_stopping_shard_hands_its_keys_back_several_at_a_time() -> None:
+    """The hand-back's label patches run side by side (a shard of thousands of keys is
+    done within a pod's grace period, not one round trip after another), and every key
+    is handed back."""
+
+    class Slow(FakeApiServer):
+        stopping, in_flight, most = False, 0, 0
+
+        async def send(self, request: Any, timeouts: Any, guard: Any = None) -> Any:
+            if not (self.stopping and request.method == "PATCH" and "/configmaps/" in request.path):
+                return await super().send(request, timeouts, guard)
+            self.in_flight += 1
+            self.most = max(self.most, self.in_flight)
+            try:
+                await asyncio.sleep(0.01)
+                return await super().send(request, timeouts, guard)
+            finally:
+                self.in_flight -= 1
+
+    api = Slow()
+    admin = Client(api, field_manager="test")
+    await admin.create(NAMESPACE, {"metadata": {"name": NS}})
+    client = Client(api, field_manager="op")
+    election = LeaderElectionConfig("op", NS, "me", 3.0, 2.0, 0.5)
+    manager = Manager(client, namespaces=[NS], leader_election=election, sharding=CONFIG)
+    mine = shard_name("op", "me")
+    names = [f"k{i}" for i in range(40)]
+    for name in names:
+        await admin.create(CONFIG_MAP, _cm(name, {LABELS.shard: mine}))
+
+    class Nothing:
+        async def reconcile(self, request: Request) -> Result | None:
+            return None
+
+    Builder(manager, "nothing").for_(CONFIG_MAP).complete(Nothing())
+    running = asyncio.create_task(manager.run())
+    for _ in range(500):  # the shard joined, its cache of the keys filled
+        if manager.shard is not None and len(manager.shard.cache.objects(CONFIG_MAP)) == 40:
+            break
+        await asyncio.sleep(0.01)
+    api.stopping = True
+    manager.stop()
+    await asyncio.wait_for(running, 10)
+    labels = await _labels(admin)
+    assert all(LABELS.shard not in labels[name] for name in names)
+    assert api.most > 1
