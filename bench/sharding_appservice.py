@@ -56,7 +56,6 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
@@ -71,6 +70,10 @@ from appstack.controllers.appservice import APP_SERVICE
 from appstack.controllers.rbac import LEASE_NAME
 from appstack.manifests.crds import all_crds
 from appstack.runtime import LEASE, NAMESPACE, Client, Resource, errors, owner, root_key
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.e2e.shard_harness
+
+from tests.e2e.shard_harness import live_shards
 
 SHARD, DRAIN = IDENTITY.shard_labels
 SHARD_OF = f"{IDENTITY.key('shard-of')}={LEASE_NAME}"
@@ -246,16 +249,6 @@ class Shards:
         return codes
 
 
-async def live_shards(client: Client, namespace: str) -> dict[str, str]:
-    """POD_NAME of the holder → shard (Lease) name, of the held shard Leases."""
-    leases, _ = await client.list(LEASE, namespace, label_selector=SHARD_OF)
-    return {
-        lease["spec"]["holderIdentity"].split("_")[0]: lease["metadata"]["name"]
-        for lease in leases
-        if lease["spec"].get("holderIdentity")
-    }
-
-
 async def coordinator_of(client: Client, namespace: str) -> str:
     lease = await client.get(LEASE, LEASE_NAME, namespace)
     return str(lease["spec"].get("holderIdentity") or "").split("_")[0]
@@ -280,13 +273,6 @@ async def guarded(work: Any, shards: Shards) -> Any:
             shards.check()
     finally:
         task.cancel()
-
-
-async def new_namespace(client: Client, prefix: str) -> str:
-    namespace = f"{prefix}-{uuid.uuid4().hex[:6]}"
-    meta = {"name": namespace, "labels": {ENABLED: "true"}}
-    await client.create(NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": meta})
-    return namespace
 
 
 async def delete_namespace(client: Client, namespace: str) -> float:
@@ -352,7 +338,7 @@ async def start_shards(client: Client, shards: Shards, pods: list[str]) -> None:
 
 
 async def _holding(client: Client, namespace: str, pods: set[str]) -> bool:
-    return set(await live_shards(client, namespace)) == pods
+    return set(await live_shards(client, namespace, SHARD_OF)) == pods
 
 
 async def waves(
@@ -379,7 +365,7 @@ async def waves(
 async def measure(
     client: Client, kubeconfig: str, n: int, args: argparse.Namespace, plane: dict[str, int]
 ) -> dict[str, Any]:
-    namespace = await new_namespace(client, f"bench-apps{n}")
+    namespace = await sharding_scale.new_namespace(client, f"bench-apps{n}", {ENABLED: "true"})
     shards = Shards(kubeconfig, namespace, args.lease_duration, args.operator_arg)
     pods = [f"s{i}" for i in range(n)]
     watch = None
@@ -387,7 +373,7 @@ async def measure(
         await start_shards(client, shards, pods)
         idle = shards.rss_mib()
         create, update, watch = await waves(client, shards, args.objects, plane)
-        live = await live_shards(client, namespace)
+        live = await live_shards(client, namespace, SHARD_OF)
         labels = await app_labels(client, namespace)
         apps, _ = await client.list(APP_SERVICE, namespace)
         run = {
@@ -416,7 +402,7 @@ async def scale_out(
 ) -> dict[str, Any]:
     """One shard and M Ready apps, then a second shard: until every app is on its owner
     among the two and Ready; the keys moved; then an image wave on the two."""
-    namespace = await new_namespace(client, "bench-apps-out")
+    namespace = await sharding_scale.new_namespace(client, "bench-apps-out", {ENABLED: "true"})
     shards = Shards(kubeconfig, namespace, args.lease_duration, args.operator_arg)
     watch = None
     try:
@@ -430,7 +416,7 @@ async def scale_out(
         held: list[float] = []  # when the new shard's Lease was first seen held
 
         async def settled() -> bool:
-            live.update(await live_shards(client, namespace))
+            live.update(await live_shards(client, namespace, SHARD_OF))
             if set(live) != {"s0", "s1"}:
                 return False
             held[:] = held or [time.monotonic() - started]
@@ -520,16 +506,7 @@ def cli() -> None:
     args = parser.parse_args()
     if args.lease_duration < 2:
         parser.error("--lease-duration: at least 2 s (the renew deadline is 2/3 of it)")
-    cluster_dir: Path | None = None
-    kubeconfig = args.kubeconfig
-    if args.cluster:
-        from appstack_testbed.cluster import LocalCluster  # noqa: PLC0415 - the test bed's
-
-        cluster = LocalCluster(args.cluster)
-        if not cluster.is_up():
-            parser.error(f"the cluster {args.cluster} is not running (appstack cluster up)")
-        kubeconfig, cluster_dir = str(cluster.kubeconfig), cluster.directory
-    asyncio.run(main(args, kubeconfig, cluster_dir))
+    asyncio.run(main(args, *sharding_scale.target(parser, args)))
 
 
 if __name__ == "__main__":

@@ -68,12 +68,14 @@ import time
 import urllib.request
 import uuid
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
 from appstack.runtime import CONFIG_MAP, LEASE, NAMESPACE, Client, errors, owner, root_key
+from appstack.sdk import OperatorOptions
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAM = ROOT / "tests" / "e2e" / "shard_program.py"
@@ -395,10 +397,13 @@ async def create_objects(client: Client, namespace: str, first: int, last: int) 
     return names
 
 
-async def new_namespace(client: Client, prefix: str) -> str:
+async def new_namespace(
+    client: Client, prefix: str, labels: Mapping[str, str] | None = None
+) -> str:
+    """A namespace of its own, ``prefix``-<random>, labelled ``labels`` if given."""
     namespace = f"{prefix}-{uuid.uuid4().hex[:6]}"
-    body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
-    await client.create(NAMESPACE, body)
+    meta: dict[str, Any] = {"name": namespace, **({"labels": dict(labels)} if labels else {})}
+    await client.create(NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": meta})
     return namespace
 
 
@@ -898,6 +903,20 @@ async def main(args: argparse.Namespace, kubeconfig: str, cluster_dir: Path | No
     print(json.dumps(record, indent=2))
 
 
+def target(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[str, Path | None]:
+    """The kubeconfig and, for ``--cluster``, the local cluster's directory (its control
+    plane's processes are read from it) of a bench's ``--cluster`` / ``--kubeconfig``; a usage
+    error when the named cluster is not running. Also bench/sharding_appservice.py's."""
+    if not args.cluster:
+        return args.kubeconfig, None
+    from appstack_testbed.cluster import LocalCluster  # noqa: PLC0415 - the test bed's
+
+    cluster = LocalCluster(args.cluster)
+    if not cluster.is_up():
+        parser.error(f"the cluster {args.cluster} is not running (appstack cluster up)")
+    return str(cluster.kubeconfig), cluster.directory
+
+
 def cli() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     where = parser.add_mutually_exclusive_group(required=True)
@@ -920,7 +939,7 @@ def cli() -> None:
     parser.add_argument(
         "--max-drains",
         type=int,
-        default=10,
+        default=OperatorOptions.shard_max_drains,
         help="the shards' --shard-max-drains (keys asked to move at once): the SDK's default",
     )
     parser.add_argument("--step", type=float, default=15.0, help="seconds per load step")
@@ -935,16 +954,7 @@ def cli() -> None:
     if args.coordinator_child:
         coordinator_child(args.kubeconfig, args.coordinator_child, FAKE_SHARDS)
         return
-    cluster_dir: Path | None = None
-    kubeconfig = args.kubeconfig
-    if args.cluster:
-        from appstack_testbed.cluster import LocalCluster  # noqa: PLC0415 - the test bed's
-
-        cluster = LocalCluster(args.cluster)
-        if not cluster.is_up():
-            parser.error(f"the cluster {args.cluster} is not running (appstack cluster up)")
-        kubeconfig, cluster_dir = str(cluster.kubeconfig), cluster.directory
-    asyncio.run(main(args, kubeconfig, cluster_dir))
+    asyncio.run(main(args, *target(parser, args)))
 
 
 if __name__ == "__main__":

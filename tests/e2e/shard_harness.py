@@ -81,9 +81,11 @@ class Shards:
                         yield {**entry, "proc": path.stem}
 
 
-async def live_shards(client: Client, namespace: str) -> dict[str, str]:
-    """POD_NAME prefix of the holder -> shard (Lease) name, of the held shard Leases."""
-    leases, _ = await client.list(LEASE, namespace, label_selector=SHARD_OF)
+async def live_shards(client: Client, namespace: str, selector: str = SHARD_OF) -> dict[str, str]:
+    """POD_NAME prefix of the holder -> shard (Lease) name, of the held shard Leases
+    ``selector`` chooses (``<domain>/shard-of=<election Lease>``: the test program's by
+    default; appstack's for its own operator)."""
+    leases, _ = await client.list(LEASE, namespace, label_selector=selector)
     return {
         lease["spec"]["holderIdentity"].split("_")[0]: lease["metadata"]["name"]
         for lease in leases

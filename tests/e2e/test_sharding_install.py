@@ -63,6 +63,7 @@ from appstack_testbed.replica import Replica, free_port
 from appstack_testbed.waiting import condition_status, eventually, eventually_sync
 from tests.e2e.conftest import apply_objects, service_account_kubeconfig
 from tests.e2e.replicas import app_service
+from tests.e2e.shard_harness import live_shards
 
 pytestmark = pytest.mark.serial
 
@@ -246,16 +247,6 @@ async def test_only_the_operator_changes_the_shard_labels(
     await client.patch(APP_SERVICE, "web", _labels(**{SHARD: "s3"}), namespace=namespace)
 
 
-async def _live(client: Client, namespace: str) -> dict[str, str]:
-    """Process name -> its shard Lease, of the held shard Leases."""
-    leases, _ = await client.list(LEASE, namespace, label_selector=SHARD_OF)
-    return {
-        lease["spec"]["holderIdentity"].split("_")[0]: lease["metadata"]["name"]
-        for lease in leases
-        if lease["spec"].get("holderIdentity")
-    }
-
-
 async def _off_owners(client: Client, namespace: str, shards: set[str]) -> list[str]:
     """Every AppService not yet labelled to its owner among ``shards`` (or drained, or not
     Ready), as ``name shard drain ready``; ``["none"]`` before they are all there."""
@@ -329,7 +320,7 @@ async def test_appstack_sharded_under_its_install(  # noqa: PLR0917 - fixtures
         for replica in replicas:
             await replica.wait_ready()
         live = await eventually(
-            lambda: _live(client, namespace),
+            lambda: live_shards(client, namespace, SHARD_OF),
             lambda shards: set(shards) == {"sa", "sb"},
             timeout=15,
             what="both shards' Leases held",

@@ -216,7 +216,7 @@ def operator_flags(identity: OperatorIdentity) -> Callable[[F], F]:
         click.option(
             "--shard-max-drains",
             type=click.IntRange(1, 1000),
-            default=10,
+            default=OperatorOptions.shard_max_drains,
             show_default=True,
             help="With --sharding: objects asked to move at once, per kind. Higher moves "
             "keys faster on a scale-out (about this many per coordinator look) at the cost "

@@ -17,7 +17,7 @@ refused) and ``make deploy`` work after ``make run``. The RBAC this needs — ``
 from __future__ import annotations
 
 import base64
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import structlog
@@ -63,12 +63,23 @@ def conversion_webhook(kinds: Sequence[CustomKind]) -> Conversion | None:
     return Conversion(CONVERT_PATH, converter, name="convert")
 
 
+def _convert_url(url: str) -> str:
+    """The conversion webhook's URL on a developer-mode server at ``url``."""
+    return url.rstrip("/") + CONVERT_PATH
+
+
+def _client_config(crd: Mapping[str, Any]) -> tuple[str | None, dict[str, Any]]:
+    """An installed CRD's conversion strategy and its webhook's ``clientConfig`` ({} if none)."""
+    conversion = crd.get("spec", {}).get("conversion") or {}
+    return conversion.get("strategy"), (conversion.get("webhook") or {}).get("clientConfig") or {}
+
+
 def crd_patch(url: str | None, ca_bundle: bytes | None) -> dict[str, Any]:
     """The merge patch of a CRD's conversion webhook: at ``url`` (developer mode: any
     Service dropped) or only its ``caBundle`` (in-cluster)."""
     config: dict[str, Any] = {}
     if url is not None:
-        config = {"url": url.rstrip("/") + CONVERT_PATH, "service": None}
+        config = {"url": _convert_url(url), "service": None}
     if ca_bundle:
         config["caBundle"] = base64.b64encode(ca_bundle).decode()
     webhook = {"conversionReviewVersions": ["v1"], "clientConfig": config}
@@ -84,10 +95,8 @@ async def point_crds(
     patch = crd_patch(url, ca_bundle)
     want = patch["spec"]["conversion"]["webhook"]["clientConfig"]
     for kind in kinds:
-        installed = await client.get(CRDS, kind.crd_name)
-        conversion = installed.get("spec", {}).get("conversion") or {}
-        have = (conversion.get("webhook") or {}).get("clientConfig") or {}
-        if conversion.get("strategy") == "Webhook" and all(
+        strategy, have = _client_config(await client.get(CRDS, kind.crd_name))
+        if strategy == "Webhook" and all(
             have.get(k) == v for k, v in want.items() if v is not None
         ):
             continue
@@ -112,12 +121,10 @@ async def restore_crds(
     it: a CRD someone changed since is left alone), dropping the ``url`` and the
     developer's CA (the operator in the cluster writes its own). Returns the CRDs
     restored; raises what the API server says."""
-    at = url.rstrip("/") + CONVERT_PATH
     restored = []
     for kind in kinds:
-        installed = await client.get(CRDS, kind.crd_name)
-        webhook = (installed.get("spec", {}).get("conversion") or {}).get("webhook") or {}
-        if (webhook.get("clientConfig") or {}).get("url") != at:
+        _, have = _client_config(await client.get(CRDS, kind.crd_name))
+        if have.get("url") != _convert_url(url):
             continue
         config = {**service, "url": None, "caBundle": None}
         patch = {"spec": {"conversion": {"webhook": {"clientConfig": config}}}}
