@@ -62,6 +62,7 @@ from tests.e2e.shard_harness import (
     check_logs,
     churn,
     config_map,
+    handover_latency,
     labelled,
     live_shards,
 )
@@ -276,25 +277,6 @@ class Run:
 def _percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
-
-
-def handover_latency(lines: list[dict[str, Any]]) -> list[float]:
-    """For every drain acknowledgement: seconds until another shard's first reconcile of
-    the key (acknowledgements whose key was never reconciled again are left out)."""
-    starts: dict[str, list[tuple[float, str]]] = defaultdict(list)
-    for entry in lines:
-        if "reconcile" in entry:
-            starts[entry["reconcile"]].append((entry["start"], entry["proc"]))
-    for runs in starts.values():
-        runs.sort()
-    latencies = []
-    for entry in lines:
-        if entry.get("event") == "drain acknowledged":
-            key = "/".join(entry["key"].split("/")[2:])
-            later = [s for s, p in starts.get(key, []) if s > entry["at"] and p != entry["proc"]]
-            if later:
-                latencies.append(later[0] - entry["at"])
-    return latencies
 
 
 def _pod(event: AuditEvent) -> str:

@@ -29,7 +29,10 @@ whose controller stamps labelled ConfigMaps) as real processes, each reconcile w
   owner again: keys whose label changed, how many went to the new shard, the busiest shard
   over the mean; then back down to one shard, the newest stopped gracefully (SIGTERM) at a
   time: keys whose label changed, how many were a staying shard's (done-when 2: none),
-  the seconds until the shard exited and until every key was on its owner again. Each
+  the seconds until the shard exited and until every key was on its owner again, and
+  done-when 3's graceful bound per key handed back: the seconds from its hand-back (the
+  stopping shard's log) to its new owner's first reconcile (the shards' per-reconcile
+  lines: this phase runs them without ``--quiet``), p50/p99/max and how many over 2 s. Each
   step's record says whether done-when 2's bounds held (moved within 0.9-1.15 x the ideal
   1/(N+1); busiest shard ≤ 1.10 x the mean; on scale-in only the leaving shard's keys).
 * ``coordinator`` — the coordinator alone (the runtime's ``Coordinator``, in a process of
@@ -41,9 +44,10 @@ Usage:
   python bench/sharding_scale.py --cluster appstack-test --json docs/sharding-scale.json
       [--phases capacity,rss,moves,coordinator] [--objects 1000] [--workers 4]
       [--delay 0.2] [--step 15] [--shards 1,2,3,4] [--moves-keys 2000] [--moves-to 4]
-      [--write] [--lease-duration 15] [--max-drains 10]
+      [--write] [--lease-duration 15] [--max-drains auto] [--shutdown-timeout 20]
 
-The shards run with ``--lease-duration`` Leases (15 s, the SDK's default; the program's
+The shards run with ``--shutdown-timeout`` (20 s, the SDK's default: a stopping shard's
+hand-back is bounded by it) and ``--lease-duration`` Leases (15 s, the SDK's default; the program's
 own 3 s lost a Lease on a machine loaded by other work). A phase's records are merged into
 an existing ``--json`` file (capacity runs by N), so phases and N can be run apart.
 
@@ -77,6 +81,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from appstack.runtime import CONFIG_MAP, LEASE, NAMESPACE, Client, errors, owner, root_key
 from appstack.sdk import OperatorOptions
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.e2e.shard_harness
+
+from tests.e2e.shard_harness import log_lines
+
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAM = ROOT / "tests" / "e2e" / "shard_program.py"
 SHARD = "shard.tick.example.com/tick"
@@ -89,6 +97,8 @@ TICKS = os.sysconf("SC_CLK_TCK")
 COUNTS = ("waits", "le_0.1", "le_1", "reconciles", "reconcile_s", "depth")
 FAKE_SHARDS = [f"tick-shard-{i:010x}" for i in range(4)]  # the coordinator phase's shards
 STEPS = (0.7, 0.85, 0.9, 0.95, 1.0, 1.05, 1.1, 1.2)  # x the ideal load
+HANDED = "key handed back"  # a stopping shard's log event, per key (runtime/sharding.py)
+GRACEFUL_GAP_S = 2.0  # done-when 3: no key unowned longer than this after a graceful stop
 
 
 def _log(message: str) -> None:
@@ -201,9 +211,11 @@ class Shards:
             [
                 sys.executable, str(PROGRAM), "--kubeconfig", self.kubeconfig,
                 "--namespace", self.namespace, "--delay", str(self.args.delay),
-                "--concurrency", str(self.args.workers), "--metrics-port", str(port), "--quiet",
+                "--concurrency", str(self.args.workers), "--metrics-port", str(port),
+                *(["--quiet"] if getattr(self.args, "quiet", True) else []),
                 "--lease-duration", str(self.args.lease_duration),
                 "--max-drains", str(self.args.max_drains),
+                "--shutdown-timeout", str(self.args.shutdown_timeout),
             ],
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -663,6 +675,7 @@ async def scale_in_step(  # noqa: PLR0917 - one step's inputs
     proc.send_signal(signal.SIGTERM)
     try:
         code = await asyncio.to_thread(proc.wait, patience)  # it hands back its keys
+        exited_at = time.time()
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
@@ -673,6 +686,19 @@ async def scale_in_step(  # noqa: PLR0917 - one step's inputs
     )
     took = time.monotonic() - stopped
     after = await shard_labels(client, namespace)
+    await shards.quiet(patience)  # the new owners' first reconciles of the keys done
+    lines = [e for e in log_lines(shards.logs) if e.get("proc") == pod or "reconcile" in e]
+    handed = {
+        "/".join(e["key"].split("/")[2:]): e["at"]
+        for e in lines
+        if e.get("proc") == pod and e.get("event") == HANDED
+    }
+    # the keys it did not hand back before its shutdown timeout: let go at its exit
+    let_go = {
+        f"{namespace}/{name}": exited_at
+        for name, shard in before.items()
+        if shard == leaving and f"{namespace}/{name}" not in handed
+    }
     record = {
         "from": n,
         "to": n - 1,
@@ -683,10 +709,47 @@ async def scale_in_step(  # noqa: PLR0917 - one step's inputs
         "exited_s": round(exited, 1),
         **scale_in_moves(before, after, leaving),
         "balanced_s": round(took, 1),
+        "handing_back_s": (
+            round(max(handed.values()) - min(handed.values()), 1) if handed else None
+        ),
+        **hand_back_gaps(unowned(lines, {**handed, **let_go}, pod), len(handed), len(let_go)),
         "load_average": _load(),
     }
     record["keys_per_s"] = round(record["moved"] / took, 1)
     return record
+
+
+def unowned(lines: list[dict[str, Any]], let_go: Mapping[str, float], pod: str) -> list[float]:
+    """Per key the stopping shard ``pod`` let go of (``namespace/name`` → when: its
+    ``key handed back``, or its exit for a key it had not handed back), the seconds until
+    another shard's first reconcile of the key began (keys never reconciled again are left
+    out)."""
+    first: dict[str, float] = {}
+    for entry in lines:
+        key = entry.get("reconcile")
+        if key in let_go and entry["proc"] != pod and entry["start"] >= let_go[key]:
+            first[key] = min(entry["start"], first.get(key, entry["start"]))
+    return [first[key] - at for key, at in let_go.items() if key in first]
+
+
+def hand_back_gaps(gaps: list[float], handed: int, released: int = 0) -> dict[str, Any]:
+    """Done-when 3's graceful bound, per key of the stopping shard: the seconds from when
+    it let go of the key (its hand-back, or its exit for a key it had not handed back
+    within its shutdown timeout) to the new owner's first reconcile of it, as
+    p50/p99/max, how many were over :data:`GRACEFUL_GAP_S`, and how many keys no new
+    owner reconciled in the logs."""
+    ordered = sorted(gaps)
+
+    def at(q: float) -> float | None:
+        return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 3) if ordered else None
+
+    return {
+        "keys_handed_back": handed,
+        "keys_left_at_exit": released,
+        "gap_s": {"p50": at(0.5), "p99": at(0.99), "max": at(1.0)},
+        "gaps_over_bound": sum(1 for gap in gaps if gap > GRACEFUL_GAP_S),
+        "keys_not_reconciled_again": handed + released - len(gaps),
+    }
 
 
 async def moves(
@@ -710,7 +773,7 @@ async def moves(
     :class:`Settled`, which reads every object's labels only when no key is moving.
     ``saved`` (if given) is called with the records after each step."""
     namespace = await new_namespace(client, "bench-shard-moves")
-    fast = argparse.Namespace(**{**vars(args), "delay": 0.02, "workers": 32})
+    fast = argparse.Namespace(**{**vars(args), "delay": 0.02, "workers": 32, "quiet": False})
     shards = Shards(kubeconfig, namespace, fast)
     records: list[dict[str, Any]] = []
     patience = 900 + keys * 0.3  # at 10,000 keys an hour: a step at 3 keys/s and more
@@ -858,6 +921,7 @@ async def main(args: argparse.Namespace, kubeconfig: str, cluster_dir: Path | No
         "reconcile_writes": args.write,
         "workers_per_shard": args.workers,
         "max_drains": args.max_drains,
+        "shutdown_timeout_s": args.shutdown_timeout,
         "step_s": args.step,
         "objects": args.objects,
         "control_plane_pids_found": sorted(plane),
@@ -938,9 +1002,16 @@ def cli() -> None:
     )
     parser.add_argument(
         "--max-drains",
-        type=int,
-        default=OperatorOptions.shard_max_drains,
-        help="the shards' --shard-max-drains (keys asked to move at once): the SDK's default",
+        default="auto",
+        help="the shards' --shard-max-drains (keys asked to move at once; a number or auto):"
+        " the SDK's default",
+    )
+    parser.add_argument(
+        "--shutdown-timeout",
+        type=float,
+        default=OperatorOptions.shutdown_timeout,
+        help="the shards' --graceful-shutdown-timeout (a stopping shard's hand-back is bounded "
+        "by it): the SDK's default",
     )
     parser.add_argument("--step", type=float, default=15.0, help="seconds per load step")
     parser.add_argument("--moves-keys", type=int, default=2000)

@@ -16,7 +16,7 @@ import random
 import subprocess
 import sys
 from collections import defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from signal import SIGCONT, Signals
@@ -73,12 +73,41 @@ class Shards:
 
     def lines(self) -> Iterator[dict[str, Any]]:
         """Every JSON line of every process, with ``proc``: the process's name."""
-        for path in self.logs.glob("*.log"):
-            for line in path.read_text().splitlines():
-                with contextlib.suppress(ValueError):
-                    entry = json.loads(line)
-                    if isinstance(entry, dict):
-                        yield {**entry, "proc": path.stem}
+        return log_lines(self.logs)
+
+
+def log_lines(directory: Path) -> Iterator[dict[str, Any]]:
+    """Every JSON line of every ``<process>.log`` in ``directory``, with ``proc``: the
+    process's name."""
+    for path in directory.glob("*.log"):
+        for line in path.read_text(errors="replace").splitlines():
+            with contextlib.suppress(ValueError):
+                entry = json.loads(line)
+                if isinstance(entry, dict):
+                    yield {**entry, "proc": path.stem}
+
+
+def handover_latency(
+    lines: Iterable[dict[str, Any]], event: str = "drain acknowledged"
+) -> list[float]:
+    """For every ``event`` of :data:`LETTING_GO` (a drain acknowledged, or a key handed back
+    by a stopping shard): seconds until another shard's first reconcile of the key began
+    (keys never reconciled again are left out)."""
+    lines = list(lines)
+    starts: dict[str, list[tuple[float, str]]] = defaultdict(list)
+    for entry in lines:
+        if "reconcile" in entry:
+            starts[entry["reconcile"]].append((entry["start"], entry["proc"]))
+    for runs in starts.values():
+        runs.sort()
+    latencies = []
+    for entry in lines:
+        if entry.get("event") == event:
+            key = "/".join(entry["key"].split("/")[2:])
+            later = [s for s, p in starts.get(key, []) if s > entry["at"] and p != entry["proc"]]
+            if later:
+                latencies.append(later[0] - entry["at"])
+    return latencies
 
 
 async def live_shards(client: Client, namespace: str, selector: str = SHARD_OF) -> dict[str, str]:
@@ -154,6 +183,7 @@ class LogCheck:
     reconciles: int = 0
     handovers: int = 0
     acknowledgements: int = 0
+    hand_backs: int = 0
     overlaps: list[str] = field(default_factory=list)
     late_writes: list[str] = field(default_factory=list)
 
@@ -162,19 +192,27 @@ class LogCheck:
             "reconciles": self.reconciles,
             "handovers": self.handovers,
             "acknowledgements": self.acknowledgements,
+            "hand_backs": self.hand_backs,
             "overlapping_reconciles": len(self.overlaps),
             "writes_after_acknowledgement": len(self.late_writes),
         }
+
+
+#: The log events of a shard letting go of a key: a drain acknowledged, a key handed back
+#: by a stopping shard (runtime/sharding.py).
+HANDED = "key handed back"
+LETTING_GO = frozenset({"drain acknowledged", HANDED})
 
 
 def check_logs(
     lines: list[dict[str, Any]], frozen: Mapping[str, Sequence[tuple[float, float]]] | None = None
 ) -> LogCheck:
     """From every reconcile's (shard, key, start, end, wrote, sent) and every drain
-    acknowledgement in the processes' logs: reconciles of one key by two shards that
-    overlap in time, and writes by a shard for a key after it acknowledged a drain of it
-    (unless it reconciled the key again since: assigned it back); a *handover* is two
-    consecutive reconciles of a key by different shards.
+    acknowledgement and graceful hand-back of a key in the processes' logs
+    (:data:`LETTING_GO`): reconciles of one key by two shards that overlap in time, and
+    writes by a shard for a key after it let go of it (unless it reconciled the key again
+    since: assigned it back); a *handover* is two consecutive reconciles of a key by
+    different shards.
 
     ``frozen``: per shard, the (SIGSTOP, SIGCONT) times of its freezes past its Lease. A
     reconcile in flight across a freeze stood still from the SIGSTOP on: it counts as ending
@@ -188,10 +226,11 @@ def check_logs(
             start, proc, wrote = entry["start"], entry["proc"], entry["wrote"]
             end = _through_freezes(entry, (frozen or {}).get(proc, ()), found)
             reconciles[entry["reconcile"]].append((start, end, proc, wrote))
-        elif entry.get("event") == "drain acknowledged":
+        elif entry.get("event") in LETTING_GO:
             namespace, name = entry["key"].split("/")[2:]
             acks[(f"{namespace}/{name}", entry["proc"])].append(entry["at"])
-    found.acknowledgements = sum(len(at) for at in acks.values())
+            found.hand_backs += entry["event"] == HANDED
+    found.acknowledgements = sum(len(at) for at in acks.values()) - found.hand_backs
     for key, runs in reconciles.items():
         runs.sort()
         found.reconciles += len(runs)

@@ -88,7 +88,13 @@ def main() -> int:
     parser.add_argument("--lease-kubeconfig", help="the Lease calls' own connection")
     parser.add_argument("--lease-duration", type=float, default=3.0, help="renew: 2/3 of it")
     parser.add_argument(
-        "--max-drains", type=int, default=OperatorOptions.shard_max_drains, help="per look"
+        "--max-drains",
+        type=lambda value: None if value == "auto" else int(value),
+        default=OperatorOptions.shard_max_drains,
+        help="per look: a number, or auto (the SDK's default)",
+    )
+    parser.add_argument(
+        "--shutdown-timeout", type=float, default=5.0, help="seconds: the hand-back's bound"
     )
     args = parser.parse_args()
     Tick.delay, Tick.quiet, Tick.stamp_child = args.delay, args.quiet, args.stamp_child
@@ -103,7 +109,7 @@ def main() -> int:
         lease_duration=args.lease_duration,
         renew_deadline=args.lease_duration * 2 / 3,
         retry_period=0.5,
-        shutdown_timeout=5.0,
+        shutdown_timeout=args.shutdown_timeout,
         concurrency=args.concurrency,
         shard_max_drains=args.max_drains,
         metrics_address=metrics,

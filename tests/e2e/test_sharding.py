@@ -7,7 +7,8 @@ acknowledgement in the processes' logs: no two shards' reconciles of one key ove
 no shard writes for a key after it acknowledged a drain of it (until it is assigned the
 key again); every object is labelled to a live shard within the lease duration + 2 s of
 the SIGKILL and the freeze (a new coordinator elected meanwhile), and to the one left
-within 2 s of the graceful stop; new objects are assigned. The frozen shard, continued,
+within 2 s of the graceful stop, each key the stopped shard handed back reconciled by its
+new owner within 2 s of the hand-back; new objects are assigned. The frozen shard, continued,
 writes nothing more (the audit log) and exits 1. The figures go to docs/sharding.md;
 bench/sharding_faults.py runs the same program through a thousand and more handovers
 under every fault."""
@@ -27,12 +28,14 @@ from appstack_testbed.audit import read_audit_events
 from appstack_testbed.pytest_plugin import ClusterHandle
 from appstack_testbed.waiting import eventually
 from tests.e2e.shard_harness import (
+    HANDED,
     LEASE_DURATION,
     Shards,
     balanced,
     check_logs,
     churn,
     config_map,
+    handover_latency,
     live_shards,
     off,
 )
@@ -121,14 +124,18 @@ async def test_shards_scale_crash_and_stop_without_overlap_or_orphans(
     changes = await changing
     shards.signal("b", signal.SIGTERM)
 
-    found = check_logs(list(shards.lines()), {"d": [(frozen, resumed)]})
+    lines = list(shards.lines())
+    found = check_logs(lines, {"d": [(frozen, resumed)]})
+    # each key c handed back on its SIGTERM: from when c let go of it to b's first reconcile
+    unowned = handover_latency(lines, HANDED)
     figures = found.figures()
     events = read_audit_events(kube_cluster.require_local().directory, namespace=namespace)
     thawed = [e for e in events if "(d_" in e.user_agent and e.received.timestamp() > resumed]
     print(  # the figures docs/sharding.md quotes
         f"\nsharding e2e: {figures} changes={changes} scale-out={scale_out:.1f}s "
         f"new-assigned={assigned_new:.1f}s orphaned-after-SIGKILL={orphaned:.1f}s "
-        f"after-SIGTERM={handed_back:.1f}s frozen-writes-after-resume={len(thawed)}"
+        f"after-SIGTERM={handed_back:.1f}s frozen-writes-after-resume={len(thawed)} "
+        f"handed-back-unreconciled-max={max(unowned, default=0):.2f}s ({len(unowned)} keys)"
     )
     assert not found.overlaps, "\n".join(found.overlaps[:20])
     assert not found.late_writes, "\n".join(found.late_writes[:20])
@@ -138,5 +145,6 @@ async def test_shards_scale_crash_and_stop_without_overlap_or_orphans(
     assert figures["acknowledgements"] > 0
     assert orphaned <= LEASE_DURATION + 2
     assert handed_back <= 2
+    assert max(unowned, default=99) <= 2  # c handed its keys straight to b (none: fails)
     assert shards.procs["c"].returncode == 0
     assert shards.procs["b"].returncode == 0

@@ -21,8 +21,9 @@
 Sharded (``sharding``, with leader election: :mod:`.sharding`, docs/sharding.md): every
 replica runs its controllers on the keys of its own shard Lease and watches the shard
 Leases; the election Lease's holder also coordinates and runs the leader-only tasks; a
-graceful stop marks the shard leaving, drains the workers, hands the keys back and
-releases the shard's Lease before the rest.
+graceful stop marks the shard leaving, hands each key to its new owner while its workers go
+on with the keys not yet handed, stops the workers and releases the shard's Lease before the
+rest.
 
 Extra probes: :meth:`Manager.add_health_check` and :meth:`Manager.add_readiness_check`
 add named checks to ``/healthz`` and ``/readyz`` (a failing one answers 503 with its name).
@@ -116,6 +117,7 @@ class Manager:
         if self.elector is not None:
             client.write_guard = self.elector.fence
         self.shard: Shard | None = None
+        self._coordinator: Coordinator | None = None  # sharded: every replica's looks
         if sharding is not None:
             if leader_election is None:
                 raise ValueError("sharding needs leader election: its Lease elects the coordinator")
@@ -252,7 +254,7 @@ class Manager:
         for controller in self.controllers:
             await controller.start()
         leading = self._coordinating
-        coordinator = Coordinator(
+        self._coordinator = coordinator = Coordinator(
             self.client,
             shard.config,
             lease_namespace=elector.config.namespace,
@@ -293,8 +295,11 @@ class Manager:
         self, shard: Shard, elector: LeaderElector, drain: float | None
     ) -> None:
         """Stop campaigning for the election Lease unless already coordinating, mark the
-        shard leaving, stop the workers, hand the keys back, release the shard's Lease; then
-        the coordinator and tasks, the election Lease, the informers."""
+        shard leaving, hand each key to its owner among the staying shards (as this
+        replica's roster sees them) while the workers go on with the keys not yet handed —
+        within the shutdown timeout, whose rest is the workers' drain —, stop the workers,
+        release the shard's Lease; then the coordinator and tasks, the election Lease, the
+        informers."""
         log.info("shutting down", drain_seconds=drain, shard=shard.name)
         if self._leading is not None and not self._coordinating.is_set():
             # a replica on its way out campaigns no more: it would take the coordinator's
@@ -303,11 +308,9 @@ class Manager:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._leading
         graceful = drain != 0 and shard.elector.remaining() > 0
-        if graceful:
-            await shard.mark_leaving()
+        if graceful:  # its workers go on with the keys not yet handed (Shard.hand_back)
+            drain = await self._hand_back(shard, drain)
         await asyncio.gather(*(c.stop(drain) for c in self.controllers), return_exceptions=True)
-        if graceful:
-            await shard.hand_back()
         for renewing in (self._shard_renewing, self._leading):
             if renewing is not None:
                 renewing.cancel()
@@ -326,6 +329,31 @@ class Manager:
         for runner in self._runners:
             await runner.cleanup()
         self._runners.clear()
+
+    async def _hand_back(self, shard: Shard, drain: float | None) -> float | None:
+        """Mark the shard leaving and hand its keys to the staying shards, within the
+        shutdown timeout ``drain`` (None: no bound); returns what is left of it for the
+        workers' drain (at least a second). A hand-back cut short leaves the keys not yet
+        handed to the Lease's release: released before the pod's grace period ends, they are
+        assigned at the coordinator's next look instead of after the Lease's expiry."""
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        await shard.mark_leaving()
+        roster = self._coordinator.roster if self._coordinator is not None else None
+        stayers = roster.ready() - roster.leaving() if roster is not None else set()
+        try:
+            await asyncio.wait_for(shard.hand_back(stayers), drain)
+        except TimeoutError:
+            log.warning(
+                "hand-back cut short at the shutdown timeout; the keys left go when the "
+                "shard's Lease is released",
+                shard=shard.name,
+                timeout_seconds=drain,
+                keys_begun=len(shard.handing),
+            )
+        if drain is None:
+            return None
+        return max(1.0, drain - (loop.time() - started))
 
     async def _until_stopped(self, awaitable: Awaitable[Any]) -> bool:
         """Await ``awaitable`` unless stop is requested first; True if it completed."""

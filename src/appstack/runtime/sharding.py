@@ -34,7 +34,8 @@ sharded mode (``sharding=ShardingConfig(...)``; the SDK's ``--sharding`` derives
   acquire, renew, fence and release), its primaries' informers restricted to the objects
   labelled to it, the client's write guard (the Lease's fence, and inside a reconcile the
   key's: :data:`CURRENT_KEY`, :class:`KeyFenced`), the reconciler wrapper running
-  :func:`shard_step`, and the graceful stop's steps (leaving mark, keys handed back);
+  :func:`shard_step`, and the graceful stop's steps (leaving mark, each key handed to its
+  new owner at its turn while the workers go on with the others);
 * :class:`Coordinator` — on the replica holding the leader-election Lease: the shard
   Leases and the unassigned objects at every look, a paginated metadata-only sweep on
   every change, label patches on the version read, the metrics (:class:`ShardMetrics`).
@@ -47,7 +48,7 @@ import contextlib
 import enum
 import hashlib
 import time
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import Any
@@ -168,8 +169,9 @@ def coordinate(
     the Ready shards that are not leaving (none when there is no such shard). A key held by
     a Ready, staying shard that is not its owner is drained — never more than ``max_drains``
     drains in flight, counting those already asked (a drained key whose shard is gone is
-    assigned at once). A leaving shard's keys are left to it: it hands them back itself
-    before it releases its Lease, or they are assigned once its Lease has expired. A drain
+    assigned at once). A leaving shard's keys are left to it: it hands each to its owner
+    among the staying shards itself (:meth:`Shard.hand_back`) before it releases its Lease,
+    or they are assigned once its Lease has expired. A drain
     whose key's owner is its holder again is let run: the key comes back after the
     acknowledgement (a cancel would race the acknowledgement for no gain).
 
@@ -326,16 +328,17 @@ class ShardingConfig:
     primary objects (``labels``) and on the shard Leases (``lease_label``, whose value is
     the operator's leader-election Lease name; ``leaving_label`` on a stopping shard's),
     the primary kinds with the label selector that chooses the operator's objects among them
-    (None: all), at most ``max_drains`` drains in flight per kind, and the coordinator's
-    pace: a look at the Leases and the unassigned objects every ``interval`` seconds, a full
-    sweep on every change of the shards and at least every ``sweep_interval`` seconds, in
-    pages of ``page_size`` objects (metadata only, nothing kept between pages)."""
+    (None: all), at most ``max_drains`` drains in flight per kind and namespace (None: by
+    the number of objects, :func:`auto_drains`), and the coordinator's pace: a look at the
+    Leases and the unassigned objects every ``interval`` seconds, a full sweep on every
+    change of the shards and at least every ``sweep_interval`` seconds, in pages of
+    ``page_size`` objects (metadata only, nothing kept between pages)."""
 
     labels: ShardLabels
     lease_label: str
     leaving_label: str
     primaries: tuple[tuple[Resource, str | None], ...]
-    max_drains: int = 10
+    max_drains: int | None = None
     interval: float = 1.0
     sweep_interval: float = 30.0
     page_size: int = 500
@@ -343,11 +346,27 @@ class ShardingConfig:
     def __post_init__(self) -> None:
         if not self.primaries:
             raise ValueError("sharding needs at least one primary kind")
-        if self.max_drains < 1 or self.interval <= 0 or self.sweep_interval <= 0:
+        drains = 1 if self.max_drains is None else self.max_drains
+        if drains < 1 or self.interval <= 0 or self.sweep_interval <= 0:
             raise ValueError(
                 "sharding needs max_drains >= 1 and positive intervals, got "
                 f"{self.max_drains}, {self.interval}s, {self.sweep_interval}s"
             )
+
+
+#: The drains in flight per kind of a coordinator left to choose (``max_drains=None``):
+#: at least this many, and :data:`DRAINS_PER_OBJECT` of the kind's objects.
+MIN_DRAINS = 10
+DRAINS_PER_OBJECT = 0.01
+
+
+def auto_drains(objects: int) -> int:
+    """The drains in flight a coordinator allows for a kind of ``objects`` objects (as its
+    last full sweep counted them) when none is set: 1 % of them, at least
+    :data:`MIN_DRAINS` — a scale-out moves keys in about the same number of coordinator
+    looks at 1,000 objects as at 10,000, and at most 1 % of them wait for their new owner
+    at a time."""
+    return max(MIN_DRAINS, int(objects * DRAINS_PER_OBJECT))
 
 
 def _key(resource: Resource, namespace: str | None, name: str) -> str:
@@ -421,7 +440,8 @@ class Shard:
     """This replica as a shard: its Lease (through :class:`LeaderElector`: the same
     acquire, renew, fence and release), the write fence per key (the client's
     ``write_guard``), the reconciler wrapper that skips, acknowledges or reconciles a key
-    (:func:`shard_step`), and the graceful stop's steps (mark leaving, hand the keys back).
+    (:func:`shard_step`), and the graceful stop's steps (mark leaving, hand each key to its
+    new owner: :meth:`hand_back`).
     Made by the manager from its :class:`ShardingConfig` and leader-election settings."""
 
     def __init__(
@@ -445,6 +465,10 @@ class Shard:
         self.metrics = ShardMetrics(metrics)
         self.primaries = {(r.group, r.kind): r for r, _ in config.primaries}
         self.released: set[str] = set()  # keys whose drain this shard acknowledged
+        #: keys this stopping shard has handed back or is handing back (never acted on again)
+        self.handing: set[str] = set()
+        # key -> (reconciles of it in flight here, set once there are none)
+        self._reconciling: dict[str, tuple[int, asyncio.Event]] = {}
         for resource, _ in config.primaries:
             cache.restrict(
                 resource,
@@ -456,7 +480,7 @@ class Shard:
     def holds(self, key: str) -> bool:
         """Whether this shard may write for ``key``: labelled to it in its cache, and no
         drain of it acknowledged since."""
-        if key in self.released:
+        if key in self.released or key in self.handing:
             return False
         group, kind, namespace, name = key.split("/", 3)
         resource = self.primaries.get((group, kind))
@@ -519,48 +543,106 @@ class Shard:
         except (errors.ApiError, TransportError) as error:
             log.warning("could not mark the shard leaving", shard=self.name, error=str(error))
 
-    async def hand_back(self) -> int:
-        """Remove this shard's label from every key it holds (its workers stopped), each on
-        the version in its cache, :data:`PATCHES_AT_ONCE` patches at a time (a shard of
-        thousands of keys hands them back within a pod's grace period); returns how many.
-        Failures are left to the Lease's release: the coordinator then assigns what is
-        still labelled to this shard."""
+    async def hand_back(self, stayers: Collection[str] = ()) -> int:
+        """Hand every key this stopping shard holds to its owner among ``stayers`` (the
+        Ready shards that stay, as this replica's roster sees them; with none, the key is
+        left unlabelled for the coordinator), :data:`PATCHES_AT_ONCE` at a time, while its
+        workers go on reconciling the keys not yet handed: a key stops being this shard's
+        only at its turn (:attr:`handing`: no reconcile of it starts here again, and one in
+        flight ends first), so no key waits unreconciled for the others to be handed — at
+        thousands of keys the hand-back takes tens of seconds, each key about one patch.
+        Each patch carries the version in the cache (on a conflict the object is read again,
+        and handed if still this shard's); keys assigned to it meanwhile are handed after.
+        Returns how many keys were handed. Failures are left to the Lease's release: the
+        coordinator then assigns what is still labelled to this shard."""
         gate = asyncio.Semaphore(PATCHES_AT_ONCE)
+        targets = sorted(set(stayers) - {self.name})
+        names = self.config.labels
 
-        async def release(resource: Resource, meta: Mapping[str, Any]) -> bool:
+        async def hand(resource: Resource, key: str, meta: Mapping[str, Any]) -> bool:
             async with gate:
-                try:
-                    await self.writer.patch(
-                        resource,
-                        meta["name"],
-                        release_patch(self.config.labels, meta["resourceVersion"]),
-                        namespace=meta.get("namespace"),
+                self.handing.add(key)  # from here on the key is never acted on here
+                await self._idle(key)  # a reconcile of it in flight ends first
+                let_go = time.time()  # no reconcile of it here since: the log's "at"
+                target = owner(key, targets)
+                for _ in range(3):
+                    version = meta["resourceVersion"]
+                    patch = (
+                        action_patch(Assign(key, target), names, version)
+                        if target is not None
+                        else release_patch(names, version)
                     )
-                except (errors.ApiError, TransportError, NotLeader) as error:
-                    log.info("key not handed back", key=meta["name"], error=str(error))
-                    return False
-                return True
+                    try:
+                        await self.writer.patch(
+                            resource, meta["name"], patch, namespace=meta.get("namespace")
+                        )
+                    except errors.Conflict:  # changed since the cache saw it: read it again
+                        try:
+                            fresh = await self.writer.get(
+                                resource, meta["name"], meta.get("namespace")
+                            )
+                        except (errors.ApiError, TransportError) as error:
+                            log.info("key not handed back", key=key, error=str(error))
+                            return False
+                        meta = fresh.get("metadata") or {}
+                        if (meta.get("labels") or {}).get(names.shard) != self.name:
+                            return False  # no longer this shard's
+                        continue
+                    except errors.NotFound:
+                        return False
+                    except (errors.ApiError, TransportError, NotLeader) as error:
+                        log.info("key not handed back", key=key, error=str(error))
+                        return False
+                    log.info("key handed back", shard=self.name, key=key, to=target, at=let_go)
+                    return True
+                return False
 
-        releasing = []
-        for resource, _ in self.config.primaries:
-            for obj in self.cache.objects(resource):
-                meta = obj.get("metadata") or {}
-                labels = meta.get("labels") or {}
-                if labels.get(self.config.labels.shard) != self.name:
-                    continue
-                self.released.add(_key(resource, meta.get("namespace"), meta["name"]))
-                releasing.append(release(resource, meta))
-        handed = sum(await asyncio.gather(*releasing))
+        handed = 0
+        for _ in range(3):  # then the keys assigned to it while it handed the others
+            handing = []
+            for resource, _ in self.config.primaries:
+                for obj in self.cache.objects(resource):
+                    meta = obj.get("metadata") or {}
+                    if (meta.get("labels") or {}).get(names.shard) != self.name:
+                        continue
+                    key = _key(resource, meta.get("namespace"), meta["name"])
+                    if key not in self.handing:
+                        handing.append(hand(resource, key, meta))
+            if not handing:
+                break
+            handed += sum(await asyncio.gather(*handing))
         log.info("keys handed back", shard=self.name, keys=handed)
         return handed
+
+    # ------------------------------------------------------- a key's reconciles here
+    @contextlib.contextmanager
+    def _busy(self, key: str) -> Iterator[None]:
+        """Around a reconcile (or acknowledgement) of ``key`` in this process."""
+        count, idle = self._reconciling.get(key, (0, asyncio.Event()))
+        self._reconciling[key] = (count + 1, idle)
+        try:
+            yield
+        finally:
+            count, idle = self._reconciling[key]
+            if count == 1:
+                del self._reconciling[key]
+                idle.set()
+            else:
+                self._reconciling[key] = (count - 1, idle)
+
+    async def _idle(self, key: str) -> None:
+        """Until no reconcile of ``key`` is in flight in this process."""
+        while (running := self._reconciling.get(key)) is not None:
+            await running[1].wait()
 
 
 class _ShardedReconciler:
     """A reconciler of a sharded kind as a shard runs it: nothing once the shard's Lease may
     have expired (a shard frozen past it and continued would otherwise start, from its
     stale cache, reconciles of keys already another's — each write refused by the fence,
-    but a reconcile begun), then :func:`shard_step` on the cached object; the reconcile
-    runs with its key in :data:`CURRENT_KEY`."""
+    but a reconcile begun), nothing for a key a stopping shard has handed back, then
+    :func:`shard_step` on the cached object; the reconcile runs with its key in
+    :data:`CURRENT_KEY`, counted in flight for :meth:`Shard.hand_back`."""
 
     def __init__(self, shard: Shard, inner: Reconciler, primary: Resource) -> None:
         self.shard, self.inner, self.primary = shard, inner, primary
@@ -573,6 +655,13 @@ class _ShardedReconciler:
         if shard.elector.remaining() <= 0:  # its Lease may have expired (a freeze): its
             return None  # cache may be stale and the key another's; the process is ending
         key = _key(self.primary, request.namespace, request.name)
+        if key in shard.handing:  # handed back (or at its turn): its new owner reconciles it
+            return None
+        with shard._busy(key):  # a hand-back of the key waits for this to end
+            return await self._step(request, key)
+
+    async def _step(self, request: Request, key: str) -> Result | None:
+        shard = self.shard
         obj = shard.cache.get(self.primary, request.key)
         if obj is None:  # not this shard's (or gone): its owner reconciles it
             shard.released.discard(key)  # the fence refuses it anyway: not in the cache
@@ -631,6 +720,8 @@ class Coordinator:
         # per resource: the keys whose drain was asked and not yet acknowledged (at most
         # max_drains per namespace); a look drops those it sees acknowledged (unlabelled)
         self._draining: dict[str, set[str]] = {}
+        # per resource: its objects at the last full sweep (what auto_drains follows)
+        self._objects: dict[str, int] = {}
 
     async def run(self, leading: asyncio.Event | None = None) -> None:
         """Look and sweep until cancelled; while ``leading`` is not set, only look (every
@@ -725,10 +816,18 @@ class Coordinator:
                         break
             self._account(str(resource), left, seen, drained, unassigned_only=unassigned_only)
             if not unassigned_only:
+                self._objects[str(resource)] = sum(counts.values()) + len(left)
                 for shard, count in counts.items():
                     self.metrics.keys.labels(str(resource), shard).set(count)
         if not unassigned_only:
             self._pending = pending
+
+    def max_drains(self, resource: Resource) -> int:
+        """The drains in flight allowed for ``resource``: the configured number, or
+        :func:`auto_drains` of its objects at the last full sweep."""
+        if self.config.max_drains is not None:
+            return self.config.max_drains
+        return auto_drains(self._objects.get(str(resource), 0))
 
     def _account(
         self,
@@ -795,7 +894,7 @@ class Coordinator:
             key = _key(resource, meta.get("namespace"), meta.get("name", ""))
             by_key[key] = obj
             states.append(KeyState.of(key, meta.get("labels") or {}, names))
-        actions = coordinate(states, ready, leaving, self.config.max_drains, in_flight)
+        actions = coordinate(states, ready, leaving, self.max_drains(resource), in_flight)
         holder = {s.key: s.shard for s in states}
         for state in states:
             if state.shard in ready:

@@ -69,8 +69,30 @@ def check_duration(_ctx: click.Context, _param: click.Parameter, value: str) -> 
 
 if TYPE_CHECKING:  # generic from click 8.2 on; plain before
     _FloatType = click.ParamType[float]
+    _DrainsType = click.ParamType[int | None]
 else:
-    _FloatType = click.ParamType
+    _FloatType = _DrainsType = click.ParamType
+
+
+class Drains(_DrainsType):
+    """A click type: ``--shard-max-drains``' value — ``auto`` (None: the coordinator
+    follows the number of objects) or a whole number from 1 to 1000."""
+
+    name = "auto|1-1000"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> int | None:
+        """None for ``auto``, else the number, or click's usage error naming the flag."""
+        if value is None or (isinstance(value, str) and value.strip().lower() == "auto"):
+            return None
+        try:
+            number = int(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is neither auto nor a whole number", param, ctx)
+        if not 1 <= number <= 1000:
+            self.fail(f"{number} is not auto nor from 1 to 1000", param, ctx)
+        return number
 
 
 class Duration(_FloatType):
@@ -215,12 +237,13 @@ def operator_flags(identity: OperatorIdentity) -> Callable[[F], F]:
         ),
         click.option(
             "--shard-max-drains",
-            type=click.IntRange(1, 1000),
-            default=OperatorOptions.shard_max_drains,
+            type=Drains(),
+            default="auto",
             show_default=True,
-            help="With --sharding: objects asked to move at once, per kind. Higher moves "
-            "keys faster on a scale-out (about this many per coordinator look) at the cost "
-            "of more reconciles waiting for their new owner at a time (docs/sharding.md).",
+            help="With --sharding: objects asked to move at once, per kind: a number from 1 "
+            "to 1000, or auto (1% of the kind's objects, at least 10). Higher moves keys "
+            "faster on a scale-out (about this many per coordinator look) at the cost of "
+            "more reconciles waiting for their new owner at a time (docs/sharding.md).",
         ),
         click.option(
             "--graceful-shutdown-timeout",

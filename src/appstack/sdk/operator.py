@@ -122,7 +122,8 @@ def sharding_config(
     identity's labels (:func:`shard_labels`; its shard Leases labelled
     ``<domain>/shard-of``, a stopping one's ``<domain>/shard-leaving``), the coordinator
     looking as often as the Lease is retried (at most every second) and draining at most
-    ``shard_max_drains`` keys of a kind at once. A primary that
+    ``shard_max_drains`` keys of a kind at once (None: 1 % of its objects, at least 10). A
+    primary that
     another controller also owns or watches is refused (:class:`ShardingRefused`): its
     objects follow their root's shard, which the SDK does not label yet."""
     primaries = {c.primary for c in controllers}

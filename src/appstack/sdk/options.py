@@ -47,8 +47,9 @@ class OperatorOptions:
     # leader election on (its Lease elects the coordinator), with the Lease settings above
     sharding: bool = False
     # sharded: keys drained at once per kind while keys move (a scale-out, a shard back):
-    # how fast they move against how many reconciles wait for their new owner at a time
-    shard_max_drains: int = 10
+    # how fast they move against how many reconciles wait for their new owner at a time;
+    # None ("auto"): 1 % of the kind's objects, at least 10 (runtime's auto_drains)
+    shard_max_drains: int | None = None
     shutdown_timeout: float = 20.0
     auth_failure_threshold: float = 60.0
     metrics_address: str | None = ":8080"

@@ -14,7 +14,7 @@ from typing import Any
 
 from appstack_testbed.audit import read_audit_events
 from appstack_testbed.control_plane import AUDIT_LOG
-from tests.e2e.shard_harness import DRAIN, SHARD, check_logs
+from tests.e2e.shard_harness import DRAIN, SHARD, check_logs, handover_latency
 from tests.support.paths import REPO_ROOT
 
 sys.path.insert(0, str(REPO_ROOT / "bench"))
@@ -36,6 +36,7 @@ def test_the_log_check_finds_overlaps_and_writes_after_an_acknowledgement() -> N
         "reconciles": 2,
         "handovers": 1,
         "acknowledgements": 1,
+        "hand_backs": 0,
         "overlapping_reconciles": 0,
         "writes_after_acknowledgement": 0,
     }
@@ -43,6 +44,18 @@ def test_the_log_check_finds_overlaps_and_writes_after_an_acknowledgement() -> N
     assert len(check_logs(overlapping).overlaps) == 1
     late = [*clean, _reconcile("a", 1.5, 3, 2.5)]  # a run begun before its acknowledgement
     assert len(check_logs(late).late_writes) == 1
+    # a stopping shard's hand-back of a key is letting go of it, as an acknowledgement is
+    handed = {**ack, "event": "key handed back"}
+    assert check_logs([_reconcile("a", 0, 1, 0.5), handed]).figures()["hand_backs"] == 1
+    assert len(check_logs([handed, _reconcile("a", 1.5, 3, 2.5)]).late_writes) == 1
+
+
+def test_handover_latency_runs_from_letting_go_to_another_shards_first_reconcile() -> None:
+    handed = {"event": "key handed back", "key": f"/ConfigMap/{NS}/k", "proc": "a", "at": T0 + 2}
+    lines = [_reconcile("a", 0, 1, 0.5), handed, _reconcile("b", 2.5, 3, None)]
+    assert handover_latency(lines, "key handed back") == [0.5]
+    assert handover_latency(lines) == []  # no drain acknowledged
+    assert handover_latency([_reconcile("a", 0, 1, 0.5), handed], "key handed back") == []
 
 
 def test_a_reconcile_in_flight_across_a_freeze_ends_at_the_sigstop_unless_it_wrote_after() -> None:

@@ -134,3 +134,22 @@ def test_a_scale_in_that_moves_a_staying_shards_key_is_caught() -> None:
     assert record["busiest_within_bound"] is False  # a: 9 of a mean 6
     kept = before | {"o-2": "a", "o-5": "b"}  # not every key of c moved: c still holds two
     assert sharding_scale.scale_in_moves(before, kept, "c")["only_leaving_moved"] is False
+
+
+def test_a_graceful_stop_reports_each_keys_unowned_time_and_those_over_two_seconds() -> None:
+    lines = [
+        {"reconcile": "ns/a", "proc": "s0", "start": 10.3},
+        {"reconcile": "ns/a", "proc": "s0", "start": 10.9},
+        {"reconcile": "ns/b", "proc": "s1", "start": 9.0},  # the leaving shard's own run
+        {"reconcile": "ns/b", "proc": "s0", "start": 14.0},
+        {"reconcile": "ns/c", "proc": "s0", "start": 8.0},  # before it was let go: not it
+    ]
+    let_go = {"ns/a": 10.0, "ns/b": 11.0, "ns/c": 12.0}
+    gaps = sharding_scale.unowned(lines, let_go, "s1")
+    assert [round(g, 3) for g in gaps] == [0.3, 3.0]
+    figures = sharding_scale.hand_back_gaps(gaps, handed=2, released=1)
+    assert (figures["keys_handed_back"], figures["keys_left_at_exit"]) == (2, 1)
+    assert figures["gap_s"]["max"] == 3.0
+    assert figures["gaps_over_bound"] == 1
+    assert figures["keys_not_reconciled_again"] == 1
+    assert sharding_scale.hand_back_gaps([], handed=0)["gap_s"]["max"] is None

@@ -2,19 +2,22 @@
 functions (runtime/sharding.py: ``coordinate``, ``shard_step``, ``owner``).
 
 Hypothesis plays every interleaving of: shards joining, renewing their Lease, crashing
-(their Lease then expires), stopping gracefully (mark leaving, stop workers, hand each key
-back, release the Lease) and freezing past their renew deadline; each shard's cache
-catching up with an object late; shards acknowledging drains (or not yet); the coordinator
-sweeping (reading every object and the Leases) and applying the sweep's patches later, each
-with the resourceVersion it read as precondition. Clocks are one clock: what the real
-protocol measures on each replica's own clock only makes a shard give up sooner or the
-coordinator wait longer (leaderelection.py's fencing argument).
+(their Lease then expires), stopping gracefully (mark leaving, then hand each key, at its
+turn, to its owner among the shards its roster shows staying — a roster that may be stale:
+the target may be dead, leaving or gone — while the workers go on with the keys not yet
+handed; stop the workers, release the Lease) and freezing past their renew deadline; each
+shard's cache catching up with an object late; shards acknowledging drains (or not yet);
+the coordinator sweeping (reading every object and the Leases) and applying the sweep's
+patches later, each with the resourceVersion it read as precondition. Clocks are one
+clock: what the real protocol measures on each replica's own clock only makes a shard give
+up sooner or the coordinator wait longer (leaderelection.py's fencing argument).
 
 Invariants:
 
 * at most one shard may act on a key at any time: a shard may act while its process runs
   its workers, its last renewal is younger than the renew deadline (the write fence), its
-  cache shows the key labelled to it and it has not acknowledged a drain of it since;
+  cache shows the key labelled to it and it has neither acknowledged a drain of it since
+  nor begun to hand it back;
 * once the system is quiet (every live shard renewing, the dead ones expired, the leaving
   ones gone, caches caught up, sweeps and acknowledgements run to the end) every key is
   labelled to its rendezvous owner among the live shards, with no drain label left.
@@ -71,6 +74,7 @@ class Shard:
     released: bool = False  # its Lease is released
     cache: dict[str, Object] = field(default_factory=dict)  # what its informer shows
     acknowledged: dict[str, int] = field(default_factory=dict)  # key -> rv of its ack
+    handing: set[str] = field(default_factory=set)  # keys it handed back or is handing
 
 
 class Protocol(RuleBasedStateMachine):
@@ -103,6 +107,7 @@ class Protocol(RuleBasedStateMachine):
             and seen is not None
             and seen.labels.get(NAMES.shard) == shard.name
             and key not in shard.acknowledged
+            and key not in shard.handing
         )
 
     def write(self, key: str, labels: dict[str, str | None], rv: int) -> bool:
@@ -195,7 +200,7 @@ class Protocol(RuleBasedStateMachine):
 
     def reconcile_as(self, shard: Shard) -> None:
         for key, seen in sorted(shard.cache.items()):
-            if self.fenced(shard) or key in shard.acknowledged:
+            if self.fenced(shard) or key in shard.acknowledged or key in shard.handing:
                 continue  # the write guard refuses
             step = shard_step(shard.name, seen.labels, NAMES)
             if step is Step.ACKNOWLEDGE:
@@ -207,30 +212,60 @@ class Protocol(RuleBasedStateMachine):
 
     @rule(data=st.data())
     def begin_stop(self, data: st.DataObject) -> None:
-        """A graceful stop: mark the Lease leaving (while it is still fresh), stop workers."""
+        """A graceful stop: mark the Lease leaving (while it is still fresh); the workers go
+        on with the keys not yet handed back."""
         able = [s for s in self.live() if not s.leaving and not self.fenced(s)]
         if able:
-            shard = data.draw(st.sampled_from(able))
-            shard.leaving, shard.workers = True, False
+            data.draw(st.sampled_from(able)).leaving = True
 
     @rule(data=st.data())
     def hand_back(self, data: st.DataObject) -> None:
-        """A stopping shard removes its label from its keys (each as it reads it now)."""
+        """A stopping shard hands one of its keys (as its cache shows them) to the owner
+        among the shards its roster shows staying — a roster that may be stale."""
         stopping = [s for s in self.live() if s.leaving]
         if not stopping:
             return
-        self.hand_back_as(data.draw(st.sampled_from(stopping)))
+        shard = data.draw(st.sampled_from(stopping))
+        mine = [
+            k
+            for k, seen in sorted(shard.cache.items())
+            if seen.labels.get(NAMES.shard) == shard.name
+        ]
+        if not (held := [k for k in mine if k not in shard.handing]):
+            return
+        others = sorted(set(self.shards) - {shard.name})
+        roster = data.draw(
+            st.lists(st.sampled_from(others), unique=True) if others else st.just([])
+        )
+        self.hand_key(shard, data.draw(st.sampled_from(held)), roster)
+
+    def hand_key(self, shard: Shard, key: str, stayers: list[str]) -> None:
+        """One key at its turn: acted on here no more (a reconcile of it in flight ends
+        first: reconciles are atomic here), then labelled to its owner among ``stayers``
+        (none: unlabelled) on the version the cache shows — a 409 reads it again and hands
+        it if it is still this shard's."""
+        shard.handing.add(key)
+        target = owner(key, stayers)
+        for rv in (shard.cache[key].rv, self.objects[key].rv):
+            if self.fenced(shard) or self.objects[key].labels.get(NAMES.shard) != shard.name:
+                return  # the fence refuses; or, read again, no longer this shard's
+            if self.write(key, {NAMES.shard: target, NAMES.drain: None}, rv):
+                return
 
     def hand_back_as(self, shard: Shard) -> None:
+        """Every key at once, to the owners among the Ready shards that stay."""
+        stayers = [n for n in self.ready() if n != shard.name and not self.shards[n].leaving]
         for key in KEYS:
-            seen = self.objects[key]
-            if seen.labels.get(NAMES.shard) == shard.name and not self.fenced(shard):
-                self.write(key, {NAMES.shard: None, NAMES.drain: None}, seen.rv)
+            if self.objects[key].labels.get(NAMES.shard) == shard.name:
+                self.see(shard, key)
+                self.hand_key(shard, key, stayers)
 
     @rule(data=st.data())
     def release(self, data: st.DataObject) -> None:
+        """A stopping shard's workers stop and it releases its Lease."""
         if stopping := [s for s in self.live() if s.leaving]:
-            data.draw(st.sampled_from(stopping)).released = True
+            shard = data.draw(st.sampled_from(stopping))
+            shard.workers, shard.released = False, True
 
     @rule()
     def sweep(self) -> None:
@@ -371,14 +406,18 @@ def test_a_graceful_stop_hands_back_only_its_own_keys() -> None:
     machine = _settled(3)
     before = {key: machine.objects[key].labels[NAMES.shard] for key in KEYS}
     leaving = machine.shards["shard-1"]
-    leaving.leaving, leaving.workers = True, False
+    leaving.leaving = True
     machine.sweep()
     assert machine.pending == []  # a leaving shard's keys are left to it
-    machine.hand_back_as(leaving)
-    assert all(machine.objects[key].labels == {} for key in KEYS if before[key] == "shard-1")
-    machine.sweep()  # handed back: assigned at once, never to the leaving shard
-    machine.apply()
-    leaving.released = True
+    mine = [key for key in KEYS if before[key] == "shard-1"]
+    assert all(_acting(machine, key) == ["shard-1"] for key in mine)  # until their turn
+    machine.hand_back_as(leaving)  # each straight to its owner among the staying shards
+    assert all(_acting(machine, key) == [] for key in mine)  # until the new owner sees it
+    for shard in machine.live():
+        for key in KEYS:
+            machine.see(shard, key)
+    assert all(len(_acting(machine, key)) == 1 for key in KEYS)
+    leaving.workers, leaving.released = False, True
     machine.sweep()
     assert machine.pending == []
     after = {key: machine.objects[key].labels[NAMES.shard] for key in KEYS}

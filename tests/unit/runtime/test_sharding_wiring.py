@@ -11,6 +11,8 @@ local cluster, with processes scaled and killed: tests/e2e/test_sharding.py."""
 from __future__ import annotations
 
 import asyncio
+import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -32,6 +34,7 @@ from appstack.runtime.sharding import (
     ShardingConfig,
     ShardLabels,
     ShardMetrics,
+    auto_drains,
     owner,
     root_key,
     shard_name,
@@ -79,10 +82,10 @@ async def _labels(client: Client) -> dict[str, dict[str, str]]:
     return {o["metadata"]["name"]: o["metadata"].get("labels") or {} for o in items}
 
 
-def _coordinator(client: Client, clock: FakeClock) -> Coordinator:
+def _coordinator(client: Client, clock: FakeClock, config: ShardingConfig = CONFIG) -> Coordinator:
     return Coordinator(
         client,
-        CONFIG,
+        config,
         lease_namespace=NS,
         lease_value="op",
         namespaces=[NS],
@@ -445,8 +448,9 @@ async def test_a_stopping_shard_hands_its_keys_back_several_at_a_time() -> None:
 
     Builder(manager, "nothing").for_(CONFIG_MAP).complete(Nothing())
     running = asyncio.create_task(manager.run())
-    for _ in range(500):  # the shard joined, its cache of the keys filled
-        if manager.shard is not None and len(manager.shard.cache.objects(CONFIG_MAP)) == 40:
+    for _ in range(1000):  # the shard joined, its cache of the keys filled
+        shard = manager.shard
+        if shard and shard.elector.remaining() > 0 and len(shard.cache.objects(CONFIG_MAP)) == 40:
             break
         await asyncio.sleep(0.01)
     api.stopping = True
@@ -455,3 +459,174 @@ async def test_a_stopping_shard_hands_its_keys_back_several_at_a_time() -> None:
     labels = await _labels(admin)
     assert all(LABELS.shard not in labels[name] for name in names)
     assert api.most > 1
+
+
+async def _until(check: Any, seconds: float = 10) -> None:
+    for _ in range(int(seconds / 0.01)):
+        if check():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"not in {seconds} s")
+
+
+class _SlowLabelPatches(FakeApiServer):
+    """The in-memory API server, each shard-label patch 0.1 s slow once ``stopping``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stopping = False
+        self.label_patches: list[dict[str, Any]] = []
+
+    async def send(self, request: Any, timeouts: Any, guard: Any = None) -> Any:
+        body = json.loads(request.body) if request.body else {}
+        labels = (body.get("metadata") or {}).get("labels") or {}
+        if self.stopping and request.method == "PATCH" and LABELS.shard in labels:
+            self.label_patches.append(labels)
+            await asyncio.sleep(0.1)
+        return await super().send(request, timeouts, guard)
+
+
+def _recording(
+    api: FakeApiServer,
+    identity: str,
+    runs: list[tuple[str, str, float, float]],
+    hold: Any,
+) -> Manager:
+    """A sharded manager of replica ``identity`` whose reconciles take 10 ms (or wait for
+    the event ``hold(name)`` gives) and are recorded in ``runs``."""
+    client = Client(api, field_manager="op")
+    election = LeaderElectionConfig("op", NS, identity, 3.0, 2.0, 0.2)
+    manager = Manager(client, namespaces=[NS], leader_election=election, sharding=CONFIG)
+
+    class Record:
+        async def reconcile(self, request: Request) -> Result | None:
+            start = asyncio.get_running_loop().time()
+            held = hold(request.name)
+            await (held.wait() if held is not None else asyncio.sleep(0.01))
+            runs.append((identity, request.name, start, asyncio.get_running_loop().time()))
+            return None
+
+    Builder(manager, "record").for_(CONFIG_MAP).complete(Record())
+    return manager
+
+
+async def test_a_stopping_shard_hands_each_key_to_its_new_owner_while_reconciling_the_rest(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A graceful stop at many keys: each key goes straight to its owner among the staying
+    shards (one patch, never left unlabelled for the coordinator), one at a time here; the
+    keys not yet handed are still reconciled by the stopping shard (changed during the
+    hand-back, each is reconciled by one shard or the other, never by both at once); a key
+    whose reconcile is in flight is handed only once that reconcile has ended."""
+    monkeypatch.setattr("appstack.runtime.sharding.PATCHES_AT_ONCE", 1)
+
+    api = _SlowLabelPatches()
+    admin = Client(api, field_manager="test")
+    await admin.create(NAMESPACE, {"metadata": {"name": NS}})
+    me, other = shard_name("op", "me"), shard_name("op", "other")
+    names = [f"k{i:02d}" for i in range(24)]
+    mine = [n for n in names if owner(_key(n), [me, other]) == me]
+    for name in names:
+        await admin.create(CONFIG_MAP, _cm(name, {LABELS.shard: owner(_key(name), [me, other])}))
+    runs: list[tuple[str, str, float, float]] = []  # (shard, key, start, end)
+    in_flight, finish = asyncio.Event(), asyncio.Event()
+    slow_key = mine[0]
+    staying = _recording(api, "other", runs, lambda _: None)
+    stopping = _recording(
+        api, "me", runs, lambda name: finish if name == slow_key and in_flight.is_set() else None
+    )
+    running = [asyncio.create_task(m.run()) for m in (staying, stopping)]
+
+    def joined() -> bool:  # both joined, each with its keys reconciled once, and the
+        done = {(who, key) for who, key, *_ in runs}  # stopping one's roster sees the other
+        coordinator = stopping._coordinator
+        return all((("me" if n in mine else "other"), n) in done for n in names) and bool(
+            coordinator and other in coordinator.roster.ready()
+        )
+
+    await _until(joined)
+    in_flight.set()
+    await admin.patch(CONFIG_MAP, slow_key, {"data": {"v": "1"}}, namespace=NS)
+    await _until(lambda: bool(stopping.shard and _key(slow_key) in stopping.shard._reconciling))
+    api.stopping = True
+    stopped_at = asyncio.get_running_loop().time()
+    stopping.stop()
+    await asyncio.sleep(0.05)
+    for name in names:  # every key changes while the stopping shard hands its keys back
+        await admin.patch(CONFIG_MAP, name, {"data": {"v": "2"}}, namespace=NS)
+    await asyncio.sleep(0.3)
+    labels = await _labels(admin)
+    assert labels[slow_key][LABELS.shard] == me  # its reconcile is in flight: not handed yet
+    finish.set()
+    await asyncio.wait_for(running[1], 20)
+    labels = await _labels(admin)
+    assert all(labels[n].get(LABELS.shard) == other for n in names)
+    assert all(LABELS.drain not in labels[n] for n in names)
+    # straight to the new owner: no hand-back patch leaves a key unlabelled
+    assert api.label_patches
+    assert all(p[LABELS.shard] == other for p in api.label_patches)
+    await _until(  # the staying shard reconciles every key changed meanwhile
+        lambda: (
+            {k for who, k, start, _ in runs if who == "other" and start > stopped_at} >= set(mine)
+        )
+    )
+    # while it handed the others back, the stopping shard still reconciled keys of its own
+    kept = {key for who, key, start, _ in runs if who == "me" and start > stopped_at + 0.05}
+    assert kept, runs
+    for name in mine:  # never both at once: the stopping shard's runs end before the other's
+        ends = [end for who, key, _, end in runs if who == "me" and key == name]
+        starts = [start for who, key, start, _ in runs if who == "other" and key == name]
+        assert max(ends) <= min(s for s in starts if s > stopped_at), name
+    staying.stop()
+    await asyncio.wait_for(running[0], 20)
+
+
+async def test_a_hand_back_longer_than_the_shutdown_timeout_is_cut_and_the_lease_released(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A shard of more keys than it can hand back within the shutdown timeout (below the
+    pod's grace period) stops handing at the timeout and releases its Lease — the keys left
+    are assigned at the coordinator's next look, not after the Lease's expiry (as after a
+    SIGKILL at the end of the grace period)."""
+    monkeypatch.setattr("appstack.runtime.sharding.PATCHES_AT_ONCE", 1)
+    api = _SlowLabelPatches()
+    admin = Client(api, field_manager="test")
+    await admin.create(NAMESPACE, {"metadata": {"name": NS}})
+    mine = shard_name("op", "me")
+    names = [f"k{i:02d}" for i in range(30)]
+    for name in names:
+        await admin.create(CONFIG_MAP, _cm(name, {LABELS.shard: mine}))
+    runs: list[tuple[str, str, float, float]] = []
+    manager = _recording(api, "me", runs, lambda _: None)
+    manager.shutdown_timeout = 0.5
+    running = asyncio.create_task(manager.run())
+    await _until(lambda: {key for _, key, *_ in runs} == set(names))
+    api.stopping = True
+    loop = asyncio.get_running_loop()
+    stopped = loop.time()
+    manager.stop()
+    await asyncio.wait_for(running, 10)
+    took = loop.time() - stopped
+    left = [n for n, labels in (await _labels(admin)).items() if labels.get(LABELS.shard) == mine]
+    assert 0 < len(left) < len(names)  # cut short: 30 patches of 0.1 s one at a time
+    assert took < 0.5 + 1.0 + 1.0  # the timeout, the workers' last second, the release
+    lease = await admin.get(LEASE, mine, NS)
+    assert not lease["spec"]["holderIdentity"]  # released: the keys left go at once
+
+
+async def test_left_to_choose_the_coordinator_drains_one_percent_of_the_objects() -> None:
+    """``max_drains=None`` (the SDK's ``--shard-max-drains=auto``): at least 10 drains in
+    flight, and 1 % of the kind's objects as the last full sweep counted them."""
+    assert [auto_drains(n) for n in (0, 999, 1_000, 10_000, 30_000)] == [10, 10, 10, 100, 300]
+    client, clock = await _client(), FakeClock()
+    await client.create(LEASE, _lease("s1"))
+    names = [f"c{i:04d}" for i in range(1_500)]
+    await asyncio.gather(*(client.create(CONFIG_MAP, _cm(n, {LABELS.shard: "s1"})) for n in names))
+    coordinator = _coordinator(client, clock, replace(CONFIG, max_drains=None))
+    assert coordinator.max_drains(CONFIG_MAP) == 10  # no sweep yet
+    await coordinator.sweep(*await coordinator.look())
+    assert coordinator.max_drains(CONFIG_MAP) == 15
+    await client.create(LEASE, _lease("s2"))  # a new shard: 15 of its keys drained at once
+    await coordinator.sweep(*await coordinator.look())
+    drained = [n for n, labels in (await _labels(client)).items() if LABELS.drain in labels]
+    assert len(drained) == 15

@@ -207,6 +207,11 @@ def test_shard_max_drains_reaches_the_options_and_is_bounded(
     result = CliRunner().invoke(command, ["--sharding", "--shard-max-drains=50"])
     assert result.exit_code == 0, result.output
     assert ran["o"].shard_max_drains == 50
-    refused = CliRunner().invoke(command, ["--shard-max-drains=0"])
-    assert refused.exit_code == 2
-    assert "--shard-max-drains" in refused.output
+    for auto in ([], ["--shard-max-drains=auto"]):  # the default: 1 % of the objects
+        result = CliRunner().invoke(command, ["--sharding", *auto])
+        assert result.exit_code == 0, result.output
+        assert ran["o"].shard_max_drains is None
+    for wrong in ("0", "1001", "many"):
+        refused = CliRunner().invoke(command, [f"--shard-max-drains={wrong}"])
+        assert refused.exit_code == 2
+        assert "--shard-max-drains" in refused.output

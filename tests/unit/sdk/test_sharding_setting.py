@@ -70,7 +70,7 @@ def test_the_configuration_comes_from_the_identity_and_the_controllers() -> None
     assert config.leaving_label == "webapp.example.com/shard-leaving"
     assert config.primaries == ((CONFIG_MAP, "copy=yes"),)
     assert config.interval == 0.5
-    assert config.max_drains == 10
+    assert config.max_drains is None  # auto: the coordinator follows the objects
     faster = OperatorOptions(sharding=True, shard_max_drains=100)
     registrations = [Registration(name="copies", reconciler=Copies)]
     assert assembly.sharding_config(registrations, IDENTITY, faster).max_drains == 100
