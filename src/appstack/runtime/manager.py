@@ -49,8 +49,9 @@ from typing import Any
 import structlog
 from aiohttp import web
 
+from appstack.runtime import errors
 from appstack.runtime.cache import ByObject, Cache
-from appstack.runtime.client import Client
+from appstack.runtime.client import Client, TransportError
 from appstack.runtime.controller import Controller
 from appstack.runtime.leaderelection import LeaderElectionConfig, LeaderElector, LeadershipLost
 from appstack.runtime.metricsauth import MetricsAuth
@@ -339,8 +340,16 @@ class Manager:
         loop = asyncio.get_running_loop()
         started = loop.time()
         await shard.mark_leaving()
-        roster = self._coordinator.roster if self._coordinator is not None else None
-        stayers = roster.ready() - roster.leaving() if roster is not None else set()
+        coordinator = self._coordinator
+
+        def stayers() -> set[str]:  # as this replica's roster sees them now (every look)
+            if coordinator is None:
+                return set()
+            return coordinator.roster.ready() - coordinator.roster.leaving()
+
+        if coordinator is not None:  # a fresh look first: a shard stopped since is no target
+            with contextlib.suppress(errors.ApiError, TransportError):
+                await coordinator.look(delete=False)
         try:
             await asyncio.wait_for(shard.hand_back(stayers), drain)
         except TimeoutError:

@@ -543,10 +543,13 @@ class Shard:
         except (errors.ApiError, TransportError) as error:
             log.warning("could not mark the shard leaving", shard=self.name, error=str(error))
 
-    async def hand_back(self, stayers: Collection[str] = ()) -> int:
-        """Hand every key this stopping shard holds to its owner among ``stayers`` (the
-        Ready shards that stay, as this replica's roster sees them; with none, the key is
-        left unlabelled for the coordinator), :data:`PATCHES_AT_ONCE` at a time, while its
+    async def hand_back(self, stayers: Callable[[], Collection[str]] = lambda: ()) -> int:
+        """Hand every key this stopping shard holds to its owner among ``stayers()`` (the
+        Ready shards that stay, as this replica's roster sees them at the key's turn; with
+        none, the key is left unlabelled for the coordinator). A roster can be a look
+        behind: a key handed to a shard that has just stopped is assigned by the
+        coordinator once it sees that shard gone, as a gone shard's keys are. Keys go
+        :data:`PATCHES_AT_ONCE` at a time, while its
         workers go on reconciling the keys not yet handed: a key stops being this shard's
         only at its turn (:attr:`handing`: no reconcile of it starts here again, and one in
         flight ends first), so no key waits unreconciled for the others to be handed — at
@@ -556,7 +559,6 @@ class Shard:
         Returns how many keys were handed. Failures are left to the Lease's release: the
         coordinator then assigns what is still labelled to this shard."""
         gate = asyncio.Semaphore(PATCHES_AT_ONCE)
-        targets = sorted(set(stayers) - {self.name})
         names = self.config.labels
 
         async def hand(resource: Resource, key: str, meta: Mapping[str, Any]) -> bool:
@@ -564,7 +566,7 @@ class Shard:
                 self.handing.add(key)  # from here on the key is never acted on here
                 await self._idle(key)  # a reconcile of it in flight ends first
                 let_go = time.time()  # no reconcile of it here since: the log's "at"
-                target = owner(key, targets)
+                target = owner(key, sorted(set(stayers()) - {self.name}))
                 for _ in range(3):
                     version = meta["resourceVersion"]
                     patch = (
@@ -894,6 +896,9 @@ class Coordinator:
             key = _key(resource, meta.get("namespace"), meta.get("name", ""))
             by_key[key] = obj
             states.append(KeyState.of(key, meta.get("labels") or {}, names))
+        # the shards marked leaving since the look that began this sweep (a shard stopping
+        # on this replica looks again at once): none is assigned a key it just handed back
+        leaving = leaving | self.roster.leaving()
         actions = coordinate(states, ready, leaving, self.max_drains(resource), in_flight)
         holder = {s.key: s.shard for s in states}
         for state in states:

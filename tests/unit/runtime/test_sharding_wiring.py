@@ -630,3 +630,20 @@ async def test_left_to_choose_the_coordinator_drains_one_percent_of_the_objects(
     await coordinator.sweep(*await coordinator.look())
     drained = [n for n, labels in (await _labels(client)).items() if LABELS.drain in labels]
     assert len(drained) == 15
+
+
+async def test_a_sweep_assigns_nothing_to_a_shard_the_roster_has_since_seen_leaving() -> None:
+    """A sweep begun on a look from before a shard was marked leaving (a replica stopping:
+    it marks its Lease, looks again at once and hands its keys back) does not assign that
+    shard a key it just released."""
+    client, clock = await _client(), FakeClock()
+    await client.create(LEASE, _lease("s1"))
+    await client.create(CONFIG_MAP, _cm("k"))
+    coordinator = _coordinator(client, clock)
+    ready, leaving = await coordinator.look()
+    assert (ready, leaving) == ({"s1"}, set())
+    marked = {"metadata": {"labels": {CONFIG.leaving_label: "true"}}}
+    await client.patch(LEASE, "s1", marked, namespace=NS)
+    await coordinator.look(delete=False)  # the stopping replica's fresh look
+    await coordinator.sweep(ready, leaving, unassigned_only=True)  # the earlier look's sets
+    assert LABELS.shard not in (await _labels(client))["k"]
