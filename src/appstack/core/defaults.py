@@ -7,3 +7,6 @@ from __future__ import annotations
 CONCURRENCY = 32
 #: ``--log-level``.
 LOG_LEVEL = "info"
+#: ``--graceful-shutdown-timeout``: on SIGTERM, how long in-flight reconciles (a sharded
+#: replica's hand-back) may take; below the pod's ``terminationGracePeriodSeconds`` (30).
+SHUTDOWN_TIMEOUT = "20s"

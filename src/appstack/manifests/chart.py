@@ -54,11 +54,14 @@ from appstack.manifests.chart_values import SHARDS_MIN
 from appstack.manifests.chart_values import defaults as value_defaults
 from appstack.manifests.chart_values import schema as values_schema
 from appstack.manifests.helmtext import (
+    GRACE_PERIOD,
     IMAGE,
     NAMESPACES,
     NS,
     ONE_LEADER,
     POD_LABELS,
+    SHUTDOWN_ARG,
+    SHUTDOWN_IN_GRACE,
     conditional,
     conditional_text,
     dump,
@@ -113,7 +116,10 @@ VALUES_HELP = """\
 # securityContext (OpenShift restricted-v2: drop runAsUser/runAsGroup). leaderElection.enabled
 # =false needs replicas: 1. sharding.enabled: every replica reconciles its own share of the
 # objects (--sharding, with the grants and guards it needs, as `appstack manifests --shards`;
-# needs leader election and replicas >= 2; docs/sharding.md). No CPU limit by default (a
+# needs leader election and replicas >= 2; docs/sharding.md). gracefulShutdownTimeout
+# (--graceful-shutdown-timeout: on SIGTERM, in-flight reconciles and a shard's hand-back)
+# must be below terminationGracePeriodSeconds (the install fails otherwise): raise both for
+# a shard of more than about 3,500 objects (docs/sharding.md). No CPU limit by default (a
 # throttled operator falls behind).
 # values.schema.json checks every value: a misspelt one fails the install with its path named.
 #
@@ -192,7 +198,18 @@ def _deployment() -> str:
             variable["value"] = sentinel("IMAGE")
     _extensible(pod, container)
     pod_settings(pod, container)
-    flags = ("LEASE", "INSECURE", "IPS", "DENY", "NAMES", "ENABLE_FLAG", "EXTRA", "WATCH")
+    pod["terminationGracePeriodSeconds"] = sentinel("GRACE")
+    flags = (
+        "LEASE",
+        "INSECURE",
+        "IPS",
+        "DENY",
+        "NAMES",
+        "ENABLE_FLAG",
+        "SHUTDOWN",
+        "EXTRA",
+        "WATCH",
+    )
     container["args"] += [sentinel(flag) for flag in flags]
     pod["containers"] = [pull_policy(container)]
     pod["imagePullSecrets"] = sentinel("PULL_SECRETS")
@@ -222,6 +239,8 @@ def _deployment() -> str:
         text, "NAMES", "--allow-external-cluster-names", ".Values.allowExternalClusterNames"
     )
     text = if_item(text, "ENABLE_FLAG", "--enable-all-namespaces", ".Values.enableAllNamespaces")
+    # gracefulShutdownTimeout: the flag only when not its default (the install has none)
+    text = if_item(text, "SHUTDOWN", *SHUTDOWN_ARG)
     text = range_item(text, "EXTRA", "{{ . | quote }}", ".Values.extraArgs")
     text = range_item(text, "WATCH", "--namespace={{ . }}", ".Values.watchNamespaces")
     # the default affinity: this release's replicas on different nodes (its own name
@@ -243,6 +262,7 @@ def _deployment() -> str:
         "SYNC": "{{ .Values.syncPeriod }}",
         "LOG_LEVEL": "{{ .Values.logLevel }}",
         "CONCURRENCY": "{{ .Values.concurrency }}",
+        "GRACE": GRACE_PERIOD,
     }
     return substitute(text, {**NAMESPACES, **values})
 
@@ -392,7 +412,11 @@ def render() -> dict[str, str]:
         "templates/NOTES.txt": NOTES,
         "templates/serviceaccount.yaml": HEADER + _service_account(),
         "templates/rbac.yaml": HEADER + _rbac(),
-        "templates/deployment.yaml": HEADER + SHARDS_NEED + ONE_LEADER + _deployment(),
+        "templates/deployment.yaml": HEADER
+        + SHARDS_NEED
+        + ONE_LEADER
+        + SHUTDOWN_IN_GRACE
+        + _deployment(),
         "templates/poddisruptionbudget.yaml": HEADER
         + substitute(dump(workload.disruption_budget(NS)), NAMESPACES),
         "templates/service.yaml": HEADER

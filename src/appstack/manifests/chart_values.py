@@ -3,8 +3,9 @@
 mistyped value fails at ``helm install`` with its path named instead of being ignored.
 
 Every operator flag the docs tell an installer to set has a value here (log level,
-concurrency, sync period, external addresses, watched namespaces, leader election, extra
-arguments), and the scheduling a platform team expects (nodeSelector, tolerations, affinity,
+concurrency, sync period, external addresses, watched namespaces, leader election, the
+graceful shutdown timeout with the pods' grace period above it, extra arguments), and the
+scheduling a platform team expects (nodeSelector, tolerations, affinity,
 priorityClassName, resources). Used by :mod:`appstack.manifests.chart`.
 """
 
@@ -15,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from appstack.core import defaults as operator_defaults
 from appstack.core.duration import DEFAULT_SYNC_PERIOD
 from appstack.manifests import monitoring, workload
 
@@ -167,6 +169,11 @@ def _security() -> dict[str, Any]:
     return dict(container["securityContext"])
 
 
+def _grace_period() -> int:
+    """The generated install's terminationGracePeriodSeconds (30)."""
+    return int(workload.deployment()["spec"]["template"]["spec"]["terminationGracePeriodSeconds"])
+
+
 #: The probe fields the chart's livenessProbe and readinessProbe may set.
 PROBE_TIMING = ("initialDelaySeconds", "periodSeconds", "timeoutSeconds", "failureThreshold")
 
@@ -271,6 +278,22 @@ class ChartValues(_Values):
         description="--leader-elect: only one replica reconciles.",
     )
     sharding: Sharding = Field(default_factory=lambda: Sharding.model_validate({}))
+    termination_grace_period_seconds: int = Field(
+        default_factory=_grace_period,
+        ge=1,
+        description="The operator pods' terminationGracePeriodSeconds: how long Kubernetes "
+        "waits after SIGTERM before it kills a replica. Must be above "
+        "gracefulShutdownTimeout (the install fails otherwise). Raise both for a sharded "
+        "operator of more than about 3,500 objects a shard (docs/sharding.md).",
+    )
+    graceful_shutdown_timeout: str = Field(
+        operator_defaults.SHUTDOWN_TIMEOUT,
+        pattern=DURATION,
+        description="--graceful-shutdown-timeout (passed only when not its default, "
+        f"{operator_defaults.SHUTDOWN_TIMEOUT}): on SIGTERM, how long in-flight reconciles "
+        "may finish and a shard may hand its objects back. A duration with its unit (20s, "
+        "1m30s, 500ms), below terminationGracePeriodSeconds.",
+    )
     log_level: Literal["debug", "info", "warning", "error", "critical"] = Field(
         "info", description="--log-level"
     )

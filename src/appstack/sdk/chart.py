@@ -18,11 +18,12 @@ CRDs).
 
 The values are what a platform team expects (image repository/tag/digest/pullPolicy,
 imagePullSecrets, replicas, resources, nodeSelector, tolerations, affinity,
-podSecurityContext, securityContext, pod annotations and labels, leader election, extra
-arguments and environment, the metrics Service and a ServiceMonitor with its labels, the
-CRDs kept on uninstall), their defaults those of the install. Template text comes from the
-objects with sentinels (:mod:`appstack.sdk.helmtext`, what appstack's own chart is made
-with). Pure: the same objects always give the same files.
+podSecurityContext, securityContext, pod annotations and labels, leader election, the pods'
+terminationGracePeriodSeconds and the operator's ``--graceful-shutdown-timeout`` below it
+(checked at render), extra arguments and environment, the metrics Service and a
+ServiceMonitor with its labels, the CRDs kept on uninstall), their defaults those of the
+install. Template text comes from the objects with sentinels (:mod:`appstack.sdk.helmtext`,
+what appstack's own chart is made with). Pure: the same objects always give the same files.
 """
 
 from __future__ import annotations
@@ -37,9 +38,14 @@ from typing import Any
 import yaml
 
 from appstack.sdk.helmtext import (
+    DURATION,
+    GRACE_PERIOD,
     IMAGE,
     ONE_LEADER,
     POD_LABELS,
+    SHUTDOWN_ARG,
+    SHUTDOWN_IN_GRACE,
+    SHUTDOWN_TIMEOUT,
     dump,
     if_item,
     items,
@@ -96,6 +102,10 @@ DIRECTORIES = {
     "Deployment": "manager",
     "ServiceMonitor": "prometheus",
 }
+#: A pod's terminationGracePeriodSeconds when its spec gives none (Kubernetes' default).
+KUBERNETES_GRACE_PERIOD = 30
+#: The operator's flag ``gracefulShutdownTimeout`` sets (:func:`_shutdown_timeout`).
+SHUTDOWN_FLAG = "--graceful-shutdown-timeout"
 FULLNAME = sentinel("FULLNAME")
 LABELS = sentinel("LABELS")
 SELECTOR = sentinel("SELECTOR")
@@ -197,10 +207,30 @@ def _manager(objects: list[Obj]) -> tuple[Obj, Obj]:
     return deployment, (named or containers)[0]
 
 
+def _shutdown_timeout(container: Obj) -> str:
+    """The install's ``--graceful-shutdown-timeout`` (the operator's default if it has
+    none), taken out of ``container``'s arguments: ``gracefulShutdownTimeout`` sets it."""
+    args = [str(arg) for arg in container.get("args") or []]
+    timeout, kept, i = SHUTDOWN_TIMEOUT, [], 0
+    while i < len(args):
+        if args[i].startswith(f"{SHUTDOWN_FLAG}="):
+            timeout = args[i].partition("=")[2]
+        elif args[i] == SHUTDOWN_FLAG and i + 1 < len(args):
+            timeout = args[i + 1]
+            i += 1
+        else:
+            kept.append(args[i])
+        i += 1
+    if "args" in container:
+        container["args"] = kept
+    return timeout
+
+
 def _values(deployment: Obj, container: Obj, kinds: set[str]) -> Obj:
     """values.yaml: every value with the install's own setting as its default (those of the
     metrics Service, the ServiceMonitor and the CRDs when ``kinds`` has them: ``metrics``
-    for the Service)."""
+    for the Service). The install's ``--graceful-shutdown-timeout``, if any, leaves
+    ``container``'s arguments for ``gracefulShutdownTimeout``."""
     pod = deployment["spec"]["template"]["spec"]
     repository, tag, digest = _split_image(str(container.get("image", "")))
     values: Obj = {
@@ -225,6 +255,10 @@ def _values(deployment: Obj, container: Obj, kinds: set[str]) -> Obj:
         "securityContext": container.get("securityContext") or {},
         "serviceAccount": {"annotations": {}},
         "leaderElection": {"enabled": "--leader-elect" in (container.get("args") or [])},
+        "terminationGracePeriodSeconds": pod.get(
+            "terminationGracePeriodSeconds", KUBERNETES_GRACE_PERIOD
+        ),
+        "gracefulShutdownTimeout": _shutdown_timeout(container),
         "extraArgs": [],
         "extraEnv": [],
     }
@@ -246,8 +280,12 @@ VALUES_HELP = """\
 # the release, so releases side by side in one namespace keep to their own pods.
 # image.tag empty: the chart's appVersion; image.digest (sha256:...) runs
 # <repository>@<digest>. affinity empty: this release's replicas preferably on different
-# nodes. leaderElection.enabled=false needs replicas: 1. extraArgs are the operator's flags
-# (python -m <package> --help); extraEnv more of its environment.
+# nodes. leaderElection.enabled=false needs replicas: 1. gracefulShutdownTimeout
+# (--graceful-shutdown-timeout, passed when not {shutdown}: on SIGTERM, how long in-flight
+# reconciles, and a sharded replica's hand-back, may take; a duration such as 90s or 1m30s)
+# must be below terminationGracePeriodSeconds, or the install fails: raise both together.
+# extraArgs are the operator's flags (python -m <package> --help); extraEnv more of its
+# environment.
 # metrics.serviceMonitor needs the Prometheus Operator's CRDs; its labels are what your
 # Prometheus selects it by (kube-prometheus-stack: release: <its release>).
 # crd.enable=false: the CRDs are installed some other way; crd.keep: helm uninstall leaves
@@ -296,6 +334,7 @@ def _deployment_text(deployment: Obj, container: Obj, install: _Install) -> str:
     lease, webhook_service = install.lease, install.webhook_service
     flags = ["LEASE"] if lease else []
     flags += ["WEBHOOK_SERVICE"] if webhook_service else []
+    flags += ["SHUTDOWN"]
     container["args"] = args + [sentinel(flag) for flag in (*flags, "EXTRA_ARGS")]
     container["env"] = [*(container.get("env") or []), sentinel("EXTRA_ENV")]
     pod_settings(pod, container)
@@ -303,6 +342,7 @@ def _deployment_text(deployment: Obj, container: Obj, install: _Install) -> str:
     pod["imagePullSecrets"] = sentinel("PULL_SECRETS")
     pod["nodeSelector"] = sentinel("NODE_SELECTOR")
     pod["tolerations"] = sentinel("TOLERATIONS")
+    pod["terminationGracePeriodSeconds"] = sentinel("GRACE")
     # the default: this release's replicas preferably on different nodes
     pod["affinity"] = spread_affinity({SELECTOR: ""})
     text = dump(deployment)
@@ -317,6 +357,7 @@ def _deployment_text(deployment: Obj, container: Obj, install: _Install) -> str:
         text = text.replace(
             f"'{sentinel('WEBHOOK_SERVICE')}'", f"--webhook-service={webhook_service}"
         )
+    text = if_item(text, "SHUTDOWN", *SHUTDOWN_ARG)
     text = range_item(text, "EXTRA_ARGS", "{{ . | quote }}", ".Values.extraArgs")
     text = items(text, "EXTRA_ENV", ".Values.extraEnv")
     text = pod_settings_text(text)
@@ -328,7 +369,8 @@ def _deployment_text(deployment: Obj, container: Obj, install: _Install) -> str:
         text = with_block(text, key, name, value)
     text = merged_keys(text, "POD_ANNOTATIONS", ".Values.podAnnotations")
     text = pod_extras(text)
-    return substitute(text, {"REPLICAS": "{{ .Values.replicas }}", "IMAGE": IMAGE})
+    values = {"REPLICAS": "{{ .Values.replicas }}", "IMAGE": IMAGE, "GRACE": GRACE_PERIOD}
+    return substitute(text, values)
 
 
 def _labels_text(text: str, chart: str) -> str:
@@ -402,7 +444,7 @@ def _object_text(obj: Obj, container: Obj | None, install: _Install) -> str:
     Deployment)."""
     _prepared(obj, install)
     if container is not None:
-        text = ONE_LEADER + _deployment_text(obj, container, install)
+        text = ONE_LEADER + SHUTDOWN_IN_GRACE + _deployment_text(obj, container, install)
     else:
         text = dump(_walk_replace(obj, install.selector, {SELECTOR: ""}))
     text = _labels_text(text, install.chart)
@@ -497,7 +539,7 @@ def chart_files(
     out = {
         "Chart.yaml": header + dump(chart_yaml),
         "values.yaml": header
-        + VALUES_HELP.format(chart=chart)
+        + VALUES_HELP.format(chart=chart, shutdown=SHUTDOWN_TIMEOUT)
         + yaml.safe_dump(values, sort_keys=False),
         "values.schema.json": json.dumps(_schema(values), indent=2) + "\n",
         ".helmignore": header + "*.orig\n*.rej\n*~\n",
@@ -558,4 +600,7 @@ def _schema(values: Obj) -> Obj:
     image["pullPolicy"]["enum"] = ["", "Always", "IfNotPresent", "Never"]
     for key in ("nameOverride", "fullnameOverride"):
         schema["properties"][key]["pattern"] = r"^$|^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+    # the timeout below the grace period: the Deployment template checks (SHUTDOWN_IN_GRACE)
+    schema["properties"]["terminationGracePeriodSeconds"]["minimum"] = 1
+    schema["properties"]["gracefulShutdownTimeout"]["pattern"] = DURATION
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}

@@ -249,7 +249,7 @@ def operator_flags(identity: OperatorIdentity) -> Callable[[F], F]:
             "--graceful-shutdown-timeout",
             "shutdown_timeout",
             type=Duration(zero=True),
-            default="20s",
+            default=defaults.SHUTDOWN_TIMEOUT,
             show_default=True,
             help="On SIGTERM, how long in-flight reconciles may finish before they are "
             "cancelled (keep below the pod's terminationGracePeriodSeconds).",

@@ -13,6 +13,8 @@ from typing import Any
 
 import yaml
 
+from appstack.core import defaults
+
 
 def sentinel(name: str) -> str:
     """The placeholder ``@@name@@`` a value of the chart takes the place of."""
@@ -235,6 +237,46 @@ ONE_LEADER = (
     "{{- end }}\n"
 )
 
+#: ``gracefulShutdownTimeout``'s default: the operator's own ``--graceful-shutdown-timeout``
+#: (:data:`SHUTDOWN_ARG` passes the flag only for another value).
+SHUTDOWN_TIMEOUT = defaults.SHUTDOWN_TIMEOUT
+#: A duration as ``--graceful-shutdown-timeout`` takes it in a chart (Go's, as
+#: ``90s``, ``1m30s``, ``500ms``; a bare number of seconds, which the flag also takes, not).
+DURATION = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$"
+#: The operator's ``--graceful-shutdown-timeout`` list item (:func:`if_item`'s item and
+#: condition): only when ``gracefulShutdownTimeout`` is not the flag's own default, so a
+#: chart's default render stays the install's.
+SHUTDOWN_ARG = (
+    "--graceful-shutdown-timeout={{ .Values.gracefulShutdownTimeout }}",
+    f'ne (toString .Values.gracefulShutdownTimeout) "{SHUTDOWN_TIMEOUT}"',
+)
+#: The Deployment template's guard of the pods' ``terminationGracePeriodSeconds`` (their
+#: ``{{ int64 .Values.terminationGracePeriodSeconds }}``): the operator's graceful stop
+#: (``gracefulShutdownTimeout``, a Go duration parsed by Sprig's ``dateModify``, which adds
+#: it to a date; whole seconds compared, so ``29.9s`` is below 30 and ``30.5s`` is not) must
+#: end before Kubernetes kills it, else a sharded replica's hand-back is cut short by the
+#: kill, its remaining objects left to its Lease's expiry. Values that say otherwise fail
+#: the render, saying why (a timeout that is no duration too, when the schema was skipped).
+SHUTDOWN_IN_GRACE = (
+    "{{- $shutdown := toString .Values.gracefulShutdownTimeout }}\n"
+    f"{{{{- if not (regexMatch `{DURATION}` $shutdown) }}}}\n"
+    '{{- fail (printf "gracefulShutdownTimeout=%s is not a duration such as 20s, 1m30s or '
+    '500ms" $shutdown) }}\n'
+    "{{- end }}\n"
+    '{{- $epoch := toDate "2006-01-02" "2000-01-01" }}\n'
+    "{{- $seconds := sub (unixEpoch (dateModify $shutdown $epoch) | int64) "
+    "(unixEpoch $epoch | int64) }}\n"
+    "{{- if ge $seconds (int64 .Values.terminationGracePeriodSeconds) }}\n"
+    '{{- fail (printf "gracefulShutdownTimeout=%s is not below '
+    "terminationGracePeriodSeconds=%d: Kubernetes would kill the operator before its "
+    "graceful stop (a shard's hand-back) ends. Raise terminationGracePeriodSeconds above "
+    'it" $shutdown (int64 .Values.terminationGracePeriodSeconds)) }}\n'
+    "{{- end }}\n"
+)
+#: The pods' ``terminationGracePeriodSeconds`` from the values (an integer: Helm reads a
+#: number of values.yaml as a float, printed 1e+06 when large).
+GRACE_PERIOD = "{{ int64 .Values.terminationGracePeriodSeconds }}"
+
 
 def conditional_text(condition: str, text: str) -> str:
     """``text`` (namespaces substituted) only if ``condition`` holds."""
@@ -336,3 +378,7 @@ class HelmText:
     IMAGE = IMAGE
     POD_LABELS = POD_LABELS
     ONE_LEADER = ONE_LEADER
+    SHUTDOWN_TIMEOUT = SHUTDOWN_TIMEOUT
+    SHUTDOWN_ARG = SHUTDOWN_ARG
+    SHUTDOWN_IN_GRACE = SHUTDOWN_IN_GRACE
+    GRACE_PERIOD = GRACE_PERIOD

@@ -50,7 +50,7 @@ class OperatorOptions:
     # how fast they move against how many reconciles wait for their new owner at a time;
     # None ("auto"): 1 % of the kind's objects, at least 10 (runtime's auto_drains)
     shard_max_drains: int | None = None
-    shutdown_timeout: float = 20.0
+    shutdown_timeout: float = parse_duration(defaults.SHUTDOWN_TIMEOUT)
     auth_failure_threshold: float = 60.0
     metrics_address: str | None = ":8080"
     metrics_auth: bool = True

@@ -4,7 +4,8 @@ bed's binaries, offline; skipped where the test bed is not built, helm built if 
 ``helm lint --strict`` passes; two releases in one namespace collide on no object and each
 selects only its own pods (the bug class of issue #51: selectors and anti-affinity keyed to
 the release); release ``<project>`` keeps every name of kustomize's install; the values
-change what they say; a project that serves webhooks gets its Service, flag and
+change what they say (the pods' grace period and the operator's graceful shutdown timeout
+below it, checked at render, included); a project that serves webhooks gets its Service, flag and
 configurations following the release; an edited chart file is kept by the next generation."""
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import pytest
 import yaml
 
 from appstack.scaffold import commands, manifests
-from appstack.sdk import ChartError, OperatorIdentity, chart_files
+from appstack.sdk import ChartError, OperatorIdentity, chart_files, operator_command
 from appstack_testbed.build import GoBuilder
 from appstack_testbed.helm import helm_component
 from appstack_testbed.versions import Toolchain
@@ -214,6 +215,92 @@ def test_the_values_change_what_they_say(chart: Path, tools: tuple[Path, Path]) 
     assert "replicas" in refused(helm, chart, "--set=replicas=many")
     assert "imagePullPolicy" in refused(helm, chart, "--set=imagePullPolicy=Always")  # misspelt
     assert "pullPolicy" in refused(helm, chart, "--set=image.pullPolicy=Sometimes")
+
+
+def shutdown_timeout(container: Obj) -> float:
+    """The seconds the project's operator (``python -m guestbook``) reads from its
+    arguments."""
+    command = operator_command(list, IDENTITY)
+    with command.make_context("guestbook", list(container["args"])) as ctx:
+        return float(ctx.params["shutdown_timeout"])
+
+
+def test_the_grace_period_and_the_shutdown_timeout_below_it(
+    chart: Path, tools: tuple[Path, Path]
+) -> None:
+    """Issue #50: a sharded operator of many objects needs a longer graceful stop, and the
+    pod a longer grace period above it; by default the install's 30 s and the operator's
+    own 20 s (no flag)."""
+    helm = tools[0]
+    flag = "--graceful-shutdown-timeout"
+    values = yaml.safe_load((chart / "values.yaml").read_text())
+    assert (values["terminationGracePeriodSeconds"], values["gracefulShutdownTimeout"]) == (
+        30,
+        "20s",
+    )
+    before, container = manager(template(helm, chart, "a"))
+    assert before["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] == 30
+    assert not [a for a in container["args"] if a.startswith(flag)]
+    assert shutdown_timeout(container) == 20.0
+    raised = ("--set=terminationGracePeriodSeconds=90", "--set=gracefulShutdownTimeout=1m")
+    after, container = manager(template(helm, chart, "a", *raised, "--set=extraArgs={-v}"))
+    assert container["args"][-2:] == [f"{flag}=1m", "-v"]  # extraArgs after: they win
+    assert shutdown_timeout({"args": container["args"][:-1]}) == 60.0
+    pod = after["spec"]["template"]["spec"]
+    assert pod["terminationGracePeriodSeconds"] == 90
+    pod["terminationGracePeriodSeconds"], container["args"] = 30, container["args"][:-2]
+    assert after == before  # nothing else changed
+    for sets, message in (
+        (("--set=gracefulShutdownTimeout=30s",), "=30s is not below terminationGracePeriod"),
+        (
+            ("--set=gracefulShutdownTimeout=1m", "--set=terminationGracePeriodSeconds=60"),
+            "gracefulShutdownTimeout=1m is not below terminationGracePeriodSeconds=60",
+        ),
+        (("--set-string=gracefulShutdownTimeout=15",), "/gracefulShutdownTimeout"),
+        (("--set=terminationGracePeriodSeconds=0",), "/terminationGracePeriodSeconds"),
+        (
+            ("--skip-schema-validation", "--set-string=gracefulShutdownTimeout=15"),
+            "gracefulShutdownTimeout=15 is not a duration",
+        ),
+    ):
+        assert message in refused(helm, chart, *sets), sets
+    ok = template(helm, chart, "a", "--set=gracefulShutdownTimeout=29.5s")
+    assert shutdown_timeout(manager(ok)[1]) == 29.5
+
+
+@pytest.mark.parametrize(
+    "flag", [["--graceful-shutdown-timeout", "45s"], ["--graceful-shutdown-timeout=45s"]]
+)
+def test_an_installs_own_shutdown_timeout_and_grace_period_are_the_defaults(
+    project: Path, tools: tuple[Path, Path], tmp_path: Path, flag: list[str]
+) -> None:
+    """config/ edited to stop in 45 s within 60: the chart's defaults, the flag once."""
+    helm, kubectl = tools
+    _guestbook(project)
+    objects = manifests.install_objects(project, str(kubectl))
+    (deployment,) = [o for o in objects if o["kind"] == "Deployment"]
+    pod = deployment["spec"]["template"]["spec"]
+    pod["terminationGracePeriodSeconds"] = 60
+    pod["containers"][0]["args"] += flag
+    chart = tmp_path / "chart"
+    for path, text in chart_files(objects, IDENTITY).items():
+        (chart / path).parent.mkdir(parents=True, exist_ok=True)
+        (chart / path).write_text(text)
+    values = yaml.safe_load((chart / "values.yaml").read_text())
+    assert (values["terminationGracePeriodSeconds"], values["gracefulShutdownTimeout"]) == (
+        60,
+        "45s",
+    )
+    rendered, container = manager(template(helm, chart, "a"))
+    assert rendered["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] == 60
+    assert [a for a in container["args"] if "graceful" in a] == ["--graceful-shutdown-timeout=45s"]
+    assert shutdown_timeout(container) == 45.0
+    # the operator's own default: no flag
+    _, container = manager(template(helm, chart, "a", "--set=gracefulShutdownTimeout=20s"))
+    assert not [a for a in container["args"] if "graceful" in a]
+    assert "=1m is not below terminationGracePeriodSeconds=60" in refused(
+        helm, chart, "--set=gracefulShutdownTimeout=1m"
+    )
 
 
 def test_a_project_that_serves_webhooks_gets_them_following_the_release(
