@@ -23,11 +23,11 @@ from typing import Any
 from appstack.manifests.crds import LABELS
 from appstack.manifests.rbac import METRICS_READER, NAME, NAMESPACE, cluster_name, metrics_reader
 from appstack.manifests.workload import METRICS_SERVICE, SELECTOR
-from appstack.sdk import binding
+from appstack.sdk import SERVICE_ACCOUNT_TOKEN, binding, metrics_endpoint, metrics_tls
 from appstack.sdk import service_monitor as sdk_service_monitor
 
 #: The token every pod has mounted (Prometheus' own ServiceAccount's).
-TOKEN_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/token"  # noqa: S105 - a path
+TOKEN_FILE = SERVICE_ACCOUNT_TOKEN
 #: kube-prometheus' Prometheus ServiceAccount, the default scraper bound to read /metrics.
 PROMETHEUS_ACCOUNT = {"name": "prometheus-k8s", "namespace": "monitoring"}
 
@@ -40,13 +40,8 @@ def server_name(namespace: str = NAMESPACE) -> str:
 def tls_config(namespace: str = NAMESPACE, cert_secret: str | None = None) -> dict[str, Any]:
     """How Prometheus checks the operator's certificate: against ``ca.crt`` of
     ``cert_secret`` (in the operator's namespace, as cert-manager writes it), or not at all
-    for the self-signed default."""
-    if not cert_secret:
-        return {"insecureSkipVerify": True}
-    return {
-        "ca": {"secret": {"name": cert_secret, "key": "ca.crt"}},
-        "serverName": server_name(namespace),
-    }
+    for the self-signed default (the SDK's :func:`~appstack.sdk.metrics_tls`)."""
+    return metrics_tls(cert_secret, server_name(namespace) if cert_secret else None)
 
 
 def service_monitor(
@@ -57,16 +52,16 @@ def service_monitor(
     cert_secret: str | None = None,
 ) -> dict[str, Any]:
     """Scrape ``/metrics`` of every Pod behind the metrics Service, with Prometheus' token,
-    over HTTPS unless ``secure`` is False (``--no-metrics-secure``)."""
-    endpoint: dict[str, Any] = {
-        "port": "metrics",
-        "path": "/metrics",
-        "interval": interval,
-        "bearerTokenFile": TOKEN_FILE,
-        "scheme": "https" if secure else "http",
-    }
-    if secure:
-        endpoint["tlsConfig"] = tls_config(namespace, cert_secret)
+    over HTTPS unless ``secure`` is False (``--no-metrics-secure``): the SDK's endpoint
+    (:func:`~appstack.sdk.metrics_endpoint`), as a scaffolded project's
+    ``config/prometheus``."""
+    endpoint = metrics_endpoint(
+        "metrics",
+        secure=secure,
+        interval=interval,
+        ca_secret=cert_secret,
+        server_name=server_name(namespace) if cert_secret else None,
+    )
     return sdk_service_monitor(
         NAME,
         namespace,

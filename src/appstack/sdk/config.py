@@ -74,6 +74,7 @@ from appstack.sdk.install import (
     manager_deployment,
     manager_grants,
     metrics_auth_role,
+    metrics_endpoint,
     metrics_reader_role,
     namespace_object,
     service_account,
@@ -829,13 +830,7 @@ def sharding_files(project: Project) -> dict[str, str]:
 def service_monitor(project: Project) -> Obj:
     """The ServiceMonitor of the manager's metrics Service (``config/prometheus``): HTTPS
     with the scraper's own token, the self-signed certificate not verified."""
-    endpoint = {
-        "path": "/metrics",
-        "port": "https",
-        "scheme": "https",
-        "bearerTokenFile": "/var/run/secrets/kubernetes.io/serviceaccount/token",
-        "tlsConfig": {"insecureSkipVerify": True},
-    }
+    endpoint = metrics_endpoint("https")  # the scraper's token, HTTPS, not verified
     return service_monitor_object(
         f"{MANAGER}-metrics-monitor",
         SYSTEM,
