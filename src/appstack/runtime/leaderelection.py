@@ -3,7 +3,9 @@ the write fence that keeps a replica which may have lost the Lease from writing.
 
 * A candidate acquires the Lease when it does not exist, has no holder, or its holder has
   not renewed it for ``lease_duration`` — measured on *our* clock from when we last saw the
-  record change, so clock skew between machines does not matter.
+  record change, so clock skew between machines does not matter. It tries every
+  ``retry_period``, and just after the holder's Lease would expire when that comes first:
+  a crashed leader's successor takes over at the expiry, not up to a retry period later.
 * The leader renews every ``retry_period``. Every attempt (GET + PUT, short per-request
   timeouts) is cut off at the renew deadline: ``renew_deadline`` after the start of the
   last successful renewal. Past it, or as soon as the Lease shows another holder (stolen,
@@ -41,6 +43,10 @@ from appstack.runtime.metrics import Metrics
 from appstack.runtime.resources import LEASE
 
 log = structlog.get_logger(__name__)
+
+#: How long after another holder's Lease would expire (on our clock) a candidate tries to
+#: take it: past the expiry, so the attempt is not refused as a moment too early.
+EXPIRY_MARGIN = 0.01
 
 
 class LeadershipLost(Exception):
@@ -97,6 +103,7 @@ class LeaderElector:
         self._refused = metrics.writes_refused.labels(config.name)
         self._observed: tuple[Any, ...] | None = None
         self._observed_at = 0.0
+        self._expires_at: float | None = None  # another holder's Lease, on our clock
         self._lease: dict[str, Any] | None = None
         self._renewed_at = float("-inf")  # start of the last successful acquire/renew
         self._other_holder = ""
@@ -116,15 +123,27 @@ class LeaderElector:
         return remaining
 
     async def acquire(self) -> None:
-        """Return once we hold the lease (retrying every ``retry_period``)."""
+        """Return once we hold the lease (retrying every ``retry_period``, and just after the
+        holder's Lease would expire on our clock when that comes sooner: a successor takes
+        over at the expiry, not up to a retry period after it)."""
         while not await self._attempt(self.config.renew_deadline):
-            await self.clock.sleep(self.config.retry_period)
+            await self.clock.sleep(self._until_next_attempt())
         self._set_leader(True)
         log.info(
             "became leader",
             lease=f"{self.config.namespace}/{self.config.name}",
             identity=self.config.identity,
         )
+
+    def _until_next_attempt(self) -> float:
+        """Seconds to the next acquire attempt: the retry period, or less when another
+        holder's Lease, as last seen changing, expires sooner on our clock."""
+        wait = self.config.retry_period
+        if self._expires_at is not None:
+            left = self._expires_at - self.clock.now()
+            if left >= 0:
+                wait = min(wait, left + EXPIRY_MARGIN)
+        return wait
 
     async def keep_renewing(self) -> None:
         """Renew until cancelled; raises :class:`LeadershipLost` at the renew deadline or
@@ -229,12 +248,14 @@ class LeaderElector:
         )
         if record != self._observed:
             self._observed, self._observed_at = record, self.clock.now()
+        self._expires_at = None
         holder = spec.get("holderIdentity") or ""
         if self.is_leader and holder != cfg.identity:
             self._other_holder = holder or "nobody"  # stolen or cleared under us
             return None
         duration = float(spec.get("leaseDurationSeconds") or cfg.lease_duration)
         if holder and holder != cfg.identity and self._observed_at + duration > self.clock.now():
+            self._expires_at = self._observed_at + duration
             return None  # someone else holds a lease that has not expired
         now = micro_time()
         new_spec = dict(spec)

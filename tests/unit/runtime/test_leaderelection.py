@@ -6,6 +6,8 @@ tests/e2e/test_leader_election.py."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from appstack.runtime.clock import FakeClock
@@ -61,3 +63,30 @@ async def test_the_fence_counts_from_before_the_renewal_was_sent_and_closes_at_t
     await client.get(CONFIG_MAP, "x", "ns")  # reads are not fenced
     assert "timeout" not in transport.sent[-1][0].params
     assert metrics.writes_refused.labels("l")._value.get() == 2
+
+
+async def test_a_candidate_tries_again_just_after_the_holders_lease_would_expire() -> None:
+    """Another holder's 3 s Lease, seen at t=0 and never renewed: the candidate (retry period
+    2 s) does not wait for its next retry at 4 s — it takes the Lease just after 3 s."""
+    clock = FakeClock(start=0.0)
+    client, transport = scripted_client()
+    config = LeaderElectionConfig("l", "ns", "me", 15, 10, 2)
+    elector = LeaderElector(client, config, metrics=Metrics(), clock=clock)
+    held = {
+        "metadata": {"name": "l", "namespace": "ns", "resourceVersion": "1"},
+        "spec": {"holderIdentity": "other", "leaseDurationSeconds": 3, "renewTime": "t0"},
+    }
+    for _ in range(3):  # at 0, at 2 (the retry period) and just after 3 (the expiry)
+        transport.answer(200, held)
+    transport.answer(200, {**held, "spec": {**held["spec"], "holderIdentity": "me"}})
+    acquiring = asyncio.create_task(elector.acquire())
+    await clock.advance(0)
+    await clock.advance(2)
+    assert [r.method for r, _ in transport.sent] == ["GET", "GET"]
+    await clock.advance(0.9)
+    assert not acquiring.done()  # 2.9 s: not expired yet, and no attempt since 2 s
+    assert len(transport.sent) == 2
+    await clock.advance(0.2)  # 3.1 s: tried just after the expiry, not at 4 s
+    await asyncio.wait_for(acquiring, 1)
+    assert [r.method for r, _ in transport.sent] == ["GET", "GET", "GET", "PUT"]
+    assert elector.is_leader
