@@ -96,6 +96,31 @@ def _seen(server: prometheus_server.PrometheusServer) -> str:
     )
 
 
+async def shipped_scrape(
+    client: Client, namespace: str, tmp_path: Path
+) -> tuple[dict[str, Any], dict[str, Any], int]:
+    """A Prometheus scrape job with the shipped ServiceMonitor's endpoint settings (its
+    scraper's token, read by a ServiceAccount of the test's bound to the metrics reader),
+    scraping an operator of this machine on a free port instead of the Service's Pods: the
+    endpoint, the job and the port. Only the interval is shortened (30 s shipped), so that a
+    test takes seconds."""
+    (monitor,) = [
+        d for d in shipped_documents("service-monitor.yaml") if d["kind"] == "ServiceMonitor"
+    ]
+    (endpoint,) = monitor["spec"]["endpoints"]
+    token = tmp_path / "token"
+    token.write_text(await _scraper_token(client, namespace))
+    metrics = _free_port()
+    job = scrape_config(
+        "appstack-operator",
+        endpoint,
+        [f"127.0.0.1:{metrics}"],
+        files={monitoring.TOKEN_FILE: token},
+        overrides={"scrape_interval": "1s", "scrape_timeout": "1s"},
+    )
+    return endpoint, job, metrics
+
+
 # The operator holds a Lease of its own in the test's namespace (leases_here), not the
 # session's shared appstack-system/appstack-operator.
 @pytest.mark.usefixtures("leases_here")
@@ -106,22 +131,7 @@ async def test_prometheus_scrapes_the_operator_and_alerts_only_once_it_is_gone(
     tmp_path: Path,
     prometheus_binaries: Binaries,  # built before the clock starts
 ) -> None:
-    (monitor,) = [
-        d for d in shipped_documents("service-monitor.yaml") if d["kind"] == "ServiceMonitor"
-    ]
-    (endpoint,) = monitor["spec"]["endpoints"]
-    token = tmp_path / "token"
-    token.write_text(await _scraper_token(client, namespace))
-    metrics = _free_port()
-    # The shipped settings, scraping this process instead of the Service's Pods; only the
-    # interval is shortened (30 s shipped), so that the test takes seconds.
-    job = scrape_config(
-        "appstack-operator",
-        endpoint,
-        [f"127.0.0.1:{metrics}"],
-        files={monitoring.TOKEN_FILE: token},
-        overrides={"scrape_interval": "1s", "scrape_timeout": "1s"},
-    )
+    endpoint, job, metrics = await shipped_scrape(client, namespace, tmp_path)
     argv = appstack_run(
         operator_kubeconfig,
         namespace,

@@ -37,23 +37,22 @@ from typing import Any
 from appstack.api.identity import IDENTITY
 from appstack.controllers.appservice import APP_SERVICE
 from appstack.controllers.rbac import LEASE_NAME
-from appstack.manifests import monitoring
 from appstack.runtime import LEASE, errors
 from appstack.runtime.client import Client
 from appstack.runtime.resources import Resource
 from appstack.runtime.sharding import root_key
 from appstack_testbed import prometheus_server
 from appstack_testbed.prometheus import Binaries
-from appstack_testbed.prometheus_config import alert_names, rule_groups, scrape_config
+from appstack_testbed.prometheus_config import alert_names, rule_groups
 from appstack_testbed.waiting import eventually
 from tests.e2e.conftest import Program, appstack_run, program
 from tests.e2e.scrape_installed import shipped_documents
 from tests.e2e.test_monitoring_scrape import (
     CLUSTER_ROLE_BINDING,
     _free_port,
-    _scraper_token,
     _seen,
     _value,
+    shipped_scrape,
 )
 
 ALERT = "AppstackShardKeysUnassigned"
@@ -268,22 +267,7 @@ async def test_orphan_alert_fires_while_label_patches_are_refused_and_resolves_a
     tmp_path: Path,
     prometheus_binaries: Binaries,  # built before the clock starts
 ) -> None:
-    (monitor,) = [
-        d for d in shipped_documents("service-monitor.yaml") if d["kind"] == "ServiceMonitor"
-    ]
-    (endpoint,) = monitor["spec"]["endpoints"]
-    token = tmp_path / "token"
-    token.write_text(await _scraper_token(client, namespace))
-    metrics = _free_port()
-    # The shipped settings, scraping this process; only the interval is shortened (30 s
-    # shipped), so that the test takes seconds.
-    job = scrape_config(
-        "appstack-operator",
-        endpoint,
-        [f"127.0.0.1:{metrics}"],
-        files={monitoring.TOKEN_FILE: token},
-        overrides={"scrape_interval": "1s", "scrape_timeout": "1s"},
-    )
+    _, job, metrics = await shipped_scrape(client, namespace, tmp_path)
     argv = appstack_run(
         kubeconfig,
         namespace,

@@ -9,7 +9,6 @@ cluster-scoped ones included."""
 from __future__ import annotations
 
 import re
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,14 +20,8 @@ from appstack.manifests import chart
 from appstack.manifests.chart_names import ACCOUNT, follow_names
 from appstack.manifests.install import install
 from appstack.manifests.rbac import NAME
-from appstack_testbed.build import GoBuilder
-from appstack_testbed.helm import helm_component
-from appstack_testbed.versions import Toolchain
-from tests.support.paths import REPO_ROOT
+from tests.unit.manifests.helm_chart import CHART, KUBE, NS, helm_template, run_helm
 
-CHART = REPO_ROOT / "charts" / "appstack"
-NS = "appstack-system"
-KUBE = "--kube-version=1.30.0"  # offline helm assumes 1.20; the chart needs 1.30
 CLUSTER_SCOPED = {
     "ClusterRole",
     "ClusterRoleBinding",
@@ -46,28 +39,14 @@ Obj = dict[str, Any]
 Key = tuple[str, str, str]
 
 
-@pytest.fixture(scope="module")
-def helm() -> Path:
-    builder = GoBuilder(Toolchain())
-    component = helm_component()
-    if not builder.is_built(component):
-        pytest.skip("helm is not built yet (tests/e2e/test_helm.py builds it: make e2e)")
-    return builder.toolchain.binary("helm")
-
-
-def _run(helm: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {"HOME": "/nonexistent", "PATH": "/usr/bin:/bin"}
-    return subprocess.run([str(helm), *args], capture_output=True, text=True, env=env, check=False)
-
-
 def template(helm: Path, release: str, *values: str, namespace: str = NS) -> list[Obj]:
-    proc = _run(helm, "template", release, str(CHART), f"--namespace={namespace}", KUBE, *values)
+    proc = helm_template(helm, release, *values, namespace=namespace)
     assert proc.returncode == 0, proc.stderr
     return [o for o in yaml.safe_load_all(proc.stdout) if o]
 
 
 def refused(helm: Path, *values: str) -> str:
-    proc = _run(helm, "template", "a", str(CHART), f"--namespace={NS}", KUBE, *values)
+    proc = helm_template(helm, "a", *values)
     assert proc.returncode != 0, f"accepted: {values}"
     return proc.stderr
 
@@ -163,7 +142,7 @@ def test_helm_lint_strict_passes_with_each_value_set(helm: Path) -> None:
             *EVERYTHING,
         ),
     ):
-        proc = _run(helm, "lint", "--strict", str(CHART), KUBE, *values)
+        proc = run_helm(helm, "lint", "--strict", str(CHART), KUBE, *values)
         assert proc.returncode == 0, (values, proc.stdout, proc.stderr)
 
 

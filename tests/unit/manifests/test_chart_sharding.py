@@ -17,35 +17,13 @@ import yaml
 
 from appstack.manifests.chart_labels import with_chart_labels
 from appstack.manifests.install import InstallOptions, install
-from appstack_testbed.build import GoBuilder
-from appstack_testbed.helm import helm_component
-from appstack_testbed.versions import Toolchain
-from tests.support.paths import REPO_ROOT
+from tests.unit.manifests.helm_chart import CHART, KUBE, NS, SHARDED, helm_template, run_helm
 
-CHART = REPO_ROOT / "charts" / "appstack"
-NS = "appstack-system"
-KUBE = "--kube-version=1.30.0"  # offline helm assumes 1.20; the chart needs 1.30
-SHARDED = "--set=sharding.enabled=true"
 Obj = dict[str, Any]
 
 
-@pytest.fixture(scope="module")
-def helm() -> Path:
-    toolchain = Toolchain()
-    if not toolchain.binary("kubectl").is_file():  # no test bed here (a bare machine)
-        pytest.skip("the test bed is not built yet (appstack cluster build)")
-    return GoBuilder(toolchain).ensure(helm_component())
-
-
-def _run(helm: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {"HOME": "/nonexistent", "PATH": "/usr/bin:/bin"}
-    return subprocess.run([str(helm), *args], capture_output=True, text=True, env=env, check=False)
-
-
 def _helm(helm: Path, release: str, *values: str) -> subprocess.CompletedProcess[str]:
-    return _run(
-        helm, "template", release, str(CHART), f"--namespace={NS}", "--skip-tests", KUBE, *values
-    )
+    return helm_template(helm, release, *values, tests=False)
 
 
 def template(helm: Path, release: str, *values: str) -> list[Obj]:
@@ -133,7 +111,7 @@ def test_another_release_shards_under_its_own_names(helm: Path) -> None:
 
 def test_helm_lint_strict_passes_sharded(helm: Path) -> None:
     for values in ((SHARDED,), (SHARDED, "--set=replicas=4", "--set=watchNamespaces={team-a}")):
-        proc = _run(helm, "lint", "--strict", str(CHART), KUBE, *values)
+        proc = run_helm(helm, "lint", "--strict", str(CHART), KUBE, *values)
         assert proc.returncode == 0, (values, proc.stdout, proc.stderr)
 
 

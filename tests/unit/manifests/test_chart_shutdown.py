@@ -20,34 +20,15 @@ from appstack.cli.run import run
 from appstack.core import defaults
 from appstack.manifests.chart_values import ChartValues
 from appstack.sdk import OperatorOptions
-from appstack_testbed.build import GoBuilder
-from appstack_testbed.helm import helm_component
-from appstack_testbed.versions import Toolchain
-from tests.support.paths import REPO_ROOT
+from tests.unit.manifests.helm_chart import SHARDED, helm_template
 
-CHART = REPO_ROOT / "charts" / "appstack"
-NS = "appstack-system"
-KUBE = "--kube-version=1.30.0"  # offline helm assumes 1.20; the chart needs 1.30
-SHARDED = "--set=sharding.enabled=true"
 FLAG = "--graceful-shutdown-timeout"
 NOT_BELOW = "is not below terminationGracePeriodSeconds"
 Obj = dict[str, Any]
 
 
-@pytest.fixture(scope="module")
-def helm() -> Path:
-    toolchain = Toolchain()
-    if not toolchain.binary("kubectl").is_file():  # no test bed here (a bare machine)
-        pytest.skip("the test bed is not built yet (appstack cluster build)")
-    return GoBuilder(toolchain).ensure(helm_component())
-
-
 def _helm(helm: Path, *values: str) -> subprocess.CompletedProcess[str]:
-    env = {"HOME": "/nonexistent", "PATH": "/usr/bin:/bin"}
-    args = ["template", "appstack", str(CHART), f"--namespace={NS}", "--skip-tests", KUBE]
-    return subprocess.run(
-        [str(helm), *args, *values], capture_output=True, text=True, env=env, check=False
-    )
+    return helm_template(helm, "appstack", *values, tests=False)
 
 
 def deployment(helm: Path, *values: str) -> Obj:
