@@ -84,9 +84,13 @@ e2e: build
 # caches and pages, of lists every supported version serves alike), and the scaffolder's
 # workflow (a generated project's files, lint, tests, image and deploy: what the SDK writes,
 # the same on either version; the CRDs, RBAC and runtime it generates for are appstack's
-# own, which run on both), and the shard orphan alert (Prometheus evaluating the operator's
-# gauges; the admission policy it breaks the coordinator with is tested on both by
-# test_admission_policies.py) ran in the first session already;
+# own, which run on both), the shard orphan alert and the operator's scrape (Prometheus
+# evaluating the operator's gauges; the admission policy the first breaks the coordinator
+# with is tested on both by test_admission_policies.py), and the runtime's client-side
+# protocols on a Lease — the write fence (test_fencing.py) and sharding's handovers
+# (test_sharding.py): the coordination.k8s.io/v1 Lease and optimistic concurrency they rest
+# on are the same on every supported version; leader election itself, with its
+# FlowSchema, runs on both (test_leader_election.py) — ran in the first session already;
 # everything the API server decides (CRDs, CEL, admission policies, server-side apply,
 # watches, the scheduler and kubelet of a real node) runs on both.
 OLDEST_K8S := $(shell sed -n 's/^OLDEST_KUBERNETES = "\(.*\)"/\1/p' testbed/src/appstack_testbed/versions.py)
@@ -95,7 +99,8 @@ VERSION_INDEPENDENT := tests/e2e/test_packaging.py tests/e2e/test_readme.py test
 	tests/e2e/test_etcdcluster_schedule.py tests/e2e/test_etcdcluster_tls.py \
 	tests/e2e/test_etcdcluster_recovery.py tests/e2e/test_testbed_objectstore.py \
 	tests/e2e/test_real_middleware.py tests/e2e/test_scaffold.py tests/e2e/test_tenant_memory.py \
-	tests/e2e/test_shard_alert.py
+	tests/e2e/test_shard_alert.py tests/e2e/test_fencing.py tests/e2e/test_sharding.py \
+	tests/e2e/test_monitoring_scrape.py
 e2e-oldest: venv
 	APPSTACK_K8S_VERSION=$(OLDEST_K8S) $(BIN)/appstack cluster build --real-node
 	export APPSTACK_K8S_VERSION=$(OLDEST_K8S) \
