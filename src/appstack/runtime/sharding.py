@@ -549,11 +549,11 @@ class Shard:
         none, the key is left unlabelled for the coordinator). A roster can be a look
         behind: a key handed to a shard that has just stopped is assigned by the
         coordinator once it sees that shard gone, as a gone shard's keys are. Keys go
-        :data:`PATCHES_AT_ONCE` at a time, while its
-        workers go on reconciling the keys not yet handed: a key stops being this shard's
-        only at its turn (:attr:`handing`: no reconcile of it starts here again, and one in
-        flight ends first), so no key waits unreconciled for the others to be handed — at
-        thousands of keys the hand-back takes tens of seconds, each key about one patch.
+        :data:`PATCHES_AT_ONCE` at a time, while its workers go on reconciling the keys not
+        yet handed: a key stops being this shard's only at its turn (:attr:`handing`: no
+        reconcile of it starts here again, and one in flight ends first), so no key waits
+        unreconciled for the others to be handed — at thousands of keys the hand-back takes
+        tens of seconds, each key about one patch.
         Each patch carries the version in the cache (on a conflict the object is read again,
         and handed if still this shard's); keys assigned to it meanwhile are handed after.
         Returns how many keys were handed. Failures are left to the Lease's release: the
