@@ -84,7 +84,9 @@ e2e: build
 # caches and pages, of lists every supported version serves alike), and the scaffolder's
 # workflow (a generated project's files, lint, tests, image and deploy: what the SDK writes,
 # the same on either version; the CRDs, RBAC and runtime it generates for are appstack's
-# own, which run on both), the shard orphan alert and the operator's scrape (Prometheus
+# own, which run on both), a half-open watch's stall detection (test_watch_stall.py: the
+# client's read timeout against the bookmark interval, 60 s on every version; a watch resumed
+# from its resourceVersion runs on both, test_informer.py), the shard orphan alert and the operator's scrape (Prometheus
 # evaluating the operator's gauges; the admission policy the first breaks the coordinator
 # with is tested on both by test_admission_policies.py), and the runtime's client-side
 # protocols on a Lease — the write fence (test_fencing.py) and sharding's handovers
@@ -100,7 +102,7 @@ VERSION_INDEPENDENT := tests/e2e/test_packaging.py tests/e2e/test_readme.py test
 	tests/e2e/test_etcdcluster_recovery.py tests/e2e/test_testbed_objectstore.py \
 	tests/e2e/test_real_middleware.py tests/e2e/test_scaffold.py tests/e2e/test_tenant_memory.py \
 	tests/e2e/test_shard_alert.py tests/e2e/test_fencing.py tests/e2e/test_sharding.py \
-	tests/e2e/test_monitoring_scrape.py
+	tests/e2e/test_monitoring_scrape.py tests/e2e/test_watch_stall.py
 e2e-oldest: venv
 	APPSTACK_K8S_VERSION=$(OLDEST_K8S) $(BIN)/appstack cluster build --real-node
 	export APPSTACK_K8S_VERSION=$(OLDEST_K8S) \

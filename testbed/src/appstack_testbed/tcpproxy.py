@@ -9,8 +9,9 @@ the network on purpose.
 * ``connect=True`` — it is an HTTP ``CONNECT`` proxy (kubeconfig ``proxy-url``) instead of a
   fixed forwarder.
 
-:func:`proxied_kubeconfig` writes a copy of a kubeconfig whose server is the proxy. Plain
-asyncio streams; used by tests/e2e/test_connections.py.
+:func:`api_server` reads the address a kubeconfig's API server is at (what the proxy forwards
+to); :func:`proxied_kubeconfig` writes a copy of a kubeconfig whose server is the proxy. Plain
+asyncio streams; used by tests/e2e/test_connections.py and tests/e2e/test_watch_stall.py.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import asyncio
 import contextlib
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
 
@@ -124,6 +126,13 @@ class TcpProxy:
             if client not in self._blocked:
                 with contextlib.suppress(OSError):
                     sink.close()
+
+
+def api_server(kubeconfig: Path) -> tuple[str, int]:
+    """The host and port of the API server of ``kubeconfig``'s first cluster."""
+    server = yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
+    parts = urlsplit(server)
+    return str(parts.hostname), int(parts.port or 443)
 
 
 def proxied_kubeconfig(source: Path, dest: Path, proxy: TcpProxy, **cluster: Any) -> Path:
