@@ -647,3 +647,70 @@ async def test_a_sweep_assigns_nothing_to_a_shard_the_roster_has_since_seen_leav
     await coordinator.look(delete=False)  # the stopping replica's fresh look
     await coordinator.sweep(ready, leaving, unassigned_only=True)  # the earlier look's sets
     assert LABELS.shard not in (await _labels(client))["k"]
+
+
+async def test_a_stale_hand_back_patch_reads_the_key_again_and_hands_it_only_if_still_its() -> None:
+    """A hand-back patch carries the version in the cache; when the object changed since
+    (409), the shard reads it again: still labelled to it, it is handed on the fresh
+    version (the change kept); labelled to another shard meanwhile, it is left as it is."""
+
+    class Interleaving(FakeApiServer):
+        """Before the stopping shard's first label patch of ``stale`` (or ``moved``), someone
+        else changes that object: the patch's version is then out of date."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.stopping, self.done, self.refused = False, set[str](), 0
+
+        async def send(self, request: Any, timeouts: Any, guard: Any = None) -> Any:
+            body = json.loads(request.body) if request.body else {}
+            labels = (body.get("metadata") or {}).get("labels") or {}
+            name = request.path.rsplit("/", 1)[-1].split("?")[0]
+            first = name in ("stale", "moved") and name not in self.done
+            if self.stopping and request.method == "PATCH" and LABELS.shard in labels and first:
+                self.done.add(name)
+                change = (
+                    {"data": {"v": "changed"}}
+                    if name == "stale"
+                    else {"metadata": {"labels": {LABELS.shard: "someone-else"}}}
+                )
+                await admin.patch(CONFIG_MAP, name, change, namespace=NS)
+                answer = await super().send(request, timeouts, guard)
+                self.refused += answer.status == 409
+                return answer
+            return await super().send(request, timeouts, guard)
+
+    api = Interleaving()
+    admin = Client(api, field_manager="test")
+    await admin.create(NAMESPACE, {"metadata": {"name": NS}})
+    client = Client(api, field_manager="op")
+    election = LeaderElectionConfig("op", NS, "me", 3.0, 2.0, 0.5)
+    manager = Manager(client, namespaces=[NS], leader_election=election, sharding=CONFIG)
+    mine = shard_name("op", "me")
+    names = ["stale", "moved", "plain"]
+    for name in names:
+        await admin.create(CONFIG_MAP, _cm(name, {LABELS.shard: mine}))
+
+    class Nothing:
+        async def reconcile(self, request: Request) -> Result | None:
+            return None
+
+    Builder(manager, "nothing").for_(CONFIG_MAP).complete(Nothing())
+    running = asyncio.create_task(manager.run())
+    await _until(
+        lambda: bool(
+            manager.shard
+            and manager.shard.elector.remaining() > 0
+            and len(manager.shard.cache.objects(CONFIG_MAP)) == 3
+        )
+    )
+    api.stopping = True
+    manager.stop()
+    await asyncio.wait_for(running, 10)
+    assert api.refused == 2  # both patches were refused as stale first
+    labels = await _labels(admin)
+    assert LABELS.shard not in labels["stale"]  # handed (no shard stays: left unlabelled)
+    assert LABELS.shard not in labels["plain"]
+    assert labels["moved"][LABELS.shard] == "someone-else"  # no longer its: left alone
+    stale = await admin.get(CONFIG_MAP, "stale", NS)
+    assert stale["data"] == {"v": "changed"}  # the change made meanwhile kept
