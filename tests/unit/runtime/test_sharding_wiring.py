@@ -412,6 +412,36 @@ async def test_a_shard_stopping_takes_no_coordinator_role_while_it_drains() -> N
     assert (await admin.get(LEASE, "op", NS))["spec"]["holderIdentity"] == "other"
 
 
+async def _one_shard(
+    api: FakeApiServer, names: list[str]
+) -> tuple[Client, Manager, asyncio.Task[None]]:
+    """A sharded manager of replica ``me`` alone on ``api`` (reconciling nothing), running,
+    its shard joined with the ConfigMaps ``names`` labelled to it in its cache; and the
+    admin client that made them."""
+    admin = Client(api, field_manager="test")
+    await admin.create(NAMESPACE, {"metadata": {"name": NS}})
+    client = Client(api, field_manager="op")
+    election = LeaderElectionConfig("op", NS, "me", 3.0, 2.0, 0.5)
+    manager = Manager(client, namespaces=[NS], leader_election=election, sharding=CONFIG)
+    mine = shard_name("op", "me")
+    for name in names:
+        await admin.create(CONFIG_MAP, _cm(name, {LABELS.shard: mine}))
+
+    class Nothing:
+        async def reconcile(self, request: Request) -> Result | None:
+            return None
+
+    Builder(manager, "nothing").for_(CONFIG_MAP).complete(Nothing())
+    running = asyncio.create_task(manager.run())
+    for _ in range(1000):  # the shard joined, its cache of the keys filled
+        shard = manager.shard
+        cached = len(shard.cache.objects(CONFIG_MAP)) if shard else 0
+        if shard and shard.elector.remaining() > 0 and cached == len(names):
+            break
+        await asyncio.sleep(0.01)
+    return admin, manager, running
+
+
 async def test_a_stopping_shard_hands_its_keys_back_several_at_a_time() -> None:
     """The hand-back's label patches run side by side (a shard of thousands of keys is
     done within a pod's grace period, not one round trip after another), and every key
@@ -432,27 +462,8 @@ async def test_a_stopping_shard_hands_its_keys_back_several_at_a_time() -> None:
                 self.in_flight -= 1
 
     api = Slow()
-    admin = Client(api, field_manager="test")
-    await admin.create(NAMESPACE, {"metadata": {"name": NS}})
-    client = Client(api, field_manager="op")
-    election = LeaderElectionConfig("op", NS, "me", 3.0, 2.0, 0.5)
-    manager = Manager(client, namespaces=[NS], leader_election=election, sharding=CONFIG)
-    mine = shard_name("op", "me")
     names = [f"k{i}" for i in range(40)]
-    for name in names:
-        await admin.create(CONFIG_MAP, _cm(name, {LABELS.shard: mine}))
-
-    class Nothing:
-        async def reconcile(self, request: Request) -> Result | None:
-            return None
-
-    Builder(manager, "nothing").for_(CONFIG_MAP).complete(Nothing())
-    running = asyncio.create_task(manager.run())
-    for _ in range(1000):  # the shard joined, its cache of the keys filled
-        shard = manager.shard
-        if shard and shard.elector.remaining() > 0 and len(shard.cache.objects(CONFIG_MAP)) == 40:
-            break
-        await asyncio.sleep(0.01)
+    admin, manager, running = await _one_shard(api, names)
     api.stopping = True
     manager.stop()
     await asyncio.wait_for(running, 10)
@@ -681,29 +692,7 @@ async def test_a_stale_hand_back_patch_reads_the_key_again_and_hands_it_only_if_
             return await super().send(request, timeouts, guard)
 
     api = Interleaving()
-    admin = Client(api, field_manager="test")
-    await admin.create(NAMESPACE, {"metadata": {"name": NS}})
-    client = Client(api, field_manager="op")
-    election = LeaderElectionConfig("op", NS, "me", 3.0, 2.0, 0.5)
-    manager = Manager(client, namespaces=[NS], leader_election=election, sharding=CONFIG)
-    mine = shard_name("op", "me")
-    names = ["stale", "moved", "plain"]
-    for name in names:
-        await admin.create(CONFIG_MAP, _cm(name, {LABELS.shard: mine}))
-
-    class Nothing:
-        async def reconcile(self, request: Request) -> Result | None:
-            return None
-
-    Builder(manager, "nothing").for_(CONFIG_MAP).complete(Nothing())
-    running = asyncio.create_task(manager.run())
-    await _until(
-        lambda: bool(
-            manager.shard
-            and manager.shard.elector.remaining() > 0
-            and len(manager.shard.cache.objects(CONFIG_MAP)) == 3
-        )
-    )
+    admin, manager, running = await _one_shard(api, ["stale", "moved", "plain"])
     api.stopping = True
     manager.stop()
     await asyncio.wait_for(running, 10)
