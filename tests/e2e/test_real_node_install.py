@@ -16,7 +16,9 @@ written); that registry speaks plain HTTP, which skopeo accepts from the reader'
 ``~/.config/containers/registries.conf`` (``insecure = true``), no flag added. Checked: the
 operator running the archived image (by its digest), ``helm test`` really GETting
 ``/metrics``, the seed's sample reconciled end to end (its nginx answering), an upgrade to
-another tag (the test's own, between steps 4 and 5), and an uninstall that leaves nothing
+another tag (the test's own, between steps 4 and 5), then sharded with its shards set
+by a HorizontalPodAutoscaler (the chart's ``autoscaling``: the cluster's HPA controller
+adds the third shard), and an uninstall that leaves nothing
 of the operator (the CRDs stay, as documented). Then with ``deploy/install.yaml`` and
 ``appstack uninstall``, which leaves nothing at all.
 Last, installed sharded (issue #50): ``appstack manifests --shards 3``, three operator pods
@@ -298,6 +300,42 @@ def test_helm_install_of_the_release_runs_its_image_on_the_real_node_end_to_end(
     assert {p["spec"]["containers"][0]["image"] for p in pods} == {f"{REPOSITORY}:{NEXT}"}
     seed_sample_served(cluster, "shop", 3)  # the upgraded operator reconciles a change
 
+    # Sharded, its shards set by a HorizontalPodAutoscaler (the chart's autoscaling values,
+    # docs/sharding.md): the cluster's own HPA controller scales the Deployment, which has
+    # no replicas of its own any more, to the autoscaler's minimum, then to a minimum
+    # raised to 3 (no metrics-server here: the bounds are what it acts on); each pod it
+    # adds is a shard that takes its share, and the sample is reconciled by its owner.
+    helm(
+        "upgrade",
+        "appstack",
+        str(release.chart),
+        f"--namespace={NS}",
+        "--reuse-values",
+        "--set=sharding.enabled=true",
+        "--set=autoscaling.enabled=true",
+        "--set=autoscaling.minReplicas=2",
+        "--set=autoscaling.maxReplicas=3",
+        "--wait",
+        "--timeout=4m",
+    )
+    raised = '{"spec": {"minReplicas": 3}}'
+    kubectl(cluster, "-n", NS, "patch", "hpa/appstack-operator", "--type=merge", "-p", raised)
+    live = eventually_sync(
+        lambda: _shards(cluster),
+        lambda shards: len(shards) == 3,
+        timeout=120,
+        what="three shard Leases, the third pod started by the autoscaler",
+        interval=1,
+    )
+    hpa = get(cluster, "-n", NS, "hpa/appstack-operator")
+    assert hpa["status"]["desiredReplicas"] == 3, hpa["status"]
+    assert get(cluster, "-n", NS, "deployment/appstack-operator")["spec"]["replicas"] == 3
+    assert set(live.values()) == {p["metadata"]["name"] for p in operator_pods(cluster)}
+    seed_sample_served(cluster, "shop", 2)  # a change, reconciled by the sample's shard
+    key = root_key(GROUP, "AppService", "shop", "appservice-sample")
+    sample = get(cluster, "-n", "shop", "appservice/appservice-sample")
+    assert sample["metadata"]["labels"][SHARD_LABEL] == owner(key, set(live))
+
     reader.run(page[REMOVE])  # the sample deleted (its finalizer removed), helm uninstall
     assert cluster.kubectl("-n", "shop", "get", "appservices", "-o", "name").stdout == ""
     assert operator_pods(cluster) == []
@@ -308,7 +346,7 @@ def test_helm_install_of_the_release_runs_its_image_on_the_real_node_end_to_end(
             cluster,
             "get",
             "deployment,replicaset,pod,serviceaccount,role,rolebinding,service,"
-            "poddisruptionbudget,configmap,secret",
+            "poddisruptionbudget,horizontalpodautoscaler,configmap,secret",
             "-n",
             NS,
             "-l",

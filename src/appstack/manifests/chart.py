@@ -54,6 +54,7 @@ from appstack.manifests.chart_values import SHARDS_MIN
 from appstack.manifests.chart_values import defaults as value_defaults
 from appstack.manifests.chart_values import schema as values_schema
 from appstack.manifests.helmtext import (
+    AUTOSCALING_RANGE,
     GRACE_PERIOD,
     IMAGE,
     NAMESPACES,
@@ -62,6 +63,7 @@ from appstack.manifests.helmtext import (
     POD_LABELS,
     SHUTDOWN_ARG,
     SHUTDOWN_IN_GRACE,
+    autoscaler_text,
     conditional,
     conditional_text,
     dump,
@@ -76,6 +78,7 @@ from appstack.manifests.helmtext import (
     sentinel,
     set_scalar,
     substitute,
+    unless_autoscaled,
     with_block,
     with_scalar,
     wrap_item,
@@ -116,10 +119,12 @@ VALUES_HELP = """\
 # securityContext (OpenShift restricted-v2: drop runAsUser/runAsGroup). leaderElection.enabled
 # =false needs replicas: 1. sharding.enabled: every replica reconciles its own share of the
 # objects (--sharding, with the grants and guards it needs, as `appstack manifests --shards`;
-# needs leader election and replicas >= 2; docs/sharding.md). gracefulShutdownTimeout
+# needs leader election and replicas >= 2; docs/sharding.md); autoscaling.enabled: a
+# HorizontalPodAutoscaler sets the shards between autoscaling.minReplicas and .maxReplicas
+# (CPU, or autoscaling.metrics; needs sharding.enabled). gracefulShutdownTimeout
 # (--graceful-shutdown-timeout: on SIGTERM, in-flight reconciles and a shard's hand-back)
 # must be below terminationGracePeriodSeconds (the install fails otherwise): raise both for
-# a shard of more than about 3,500 objects (docs/sharding.md). No CPU limit by default (a
+# a shard of more than about 5,000 objects (docs/sharding.md). No CPU limit by default (a
 # throttled operator falls behind).
 # values.schema.json checks every value: a misspelt one fails the install with its path named.
 #
@@ -255,6 +260,7 @@ def _deployment() -> str:
     text = with_scalar(text, "priorityClassName", "PRIORITY", ".Values.priorityClassName")
     text = with_block(text, "annotations", "POD_ANNOTATIONS", ".Values.podAnnotations")
     text = pod_extras(text)
+    text = unless_autoscaled(text)
     values = {
         "REPLICAS": "{{ .Values.replicas }}",
         "IMAGE": IMAGE,
@@ -387,9 +393,13 @@ def _pod_labels(text: str) -> str:
 #: schema refuses it first, naming the value; this says why).
 SHARDS_NEED = (
     "{{- if and .Values.sharding.enabled (or (not .Values.leaderElection.enabled) "
-    f"(lt (int .Values.replicas) {SHARDS_MIN})) }}}}\n"
+    f"(and (not .Values.autoscaling.enabled) (lt (int .Values.replicas) {SHARDS_MIN}))) }}}}\n"
     '{{- fail "sharding.enabled=true needs leaderElection.enabled=true (its Lease elects '
     f'the coordinator) and replicas >= {SHARDS_MIN} (the shards)" }}}}\n'
+    "{{- end }}\n"
+    "{{- if and .Values.autoscaling.enabled (not .Values.sharding.enabled) }}\n"
+    '{{- fail "autoscaling.enabled=true needs sharding.enabled=true: only a sharded '
+    "operator's replicas share the work (the others of an unsharded one wait as standbys)\" }}\n"
     "{{- end }}\n"
 )
 
@@ -414,11 +424,14 @@ def render() -> dict[str, str]:
         "templates/rbac.yaml": HEADER + _rbac(),
         "templates/deployment.yaml": HEADER
         + SHARDS_NEED
+        + AUTOSCALING_RANGE
         + ONE_LEADER
         + SHUTDOWN_IN_GRACE
         + _deployment(),
         "templates/poddisruptionbudget.yaml": HEADER
         + substitute(dump(workload.disruption_budget(NS)), NAMESPACES),
+        "templates/horizontalpodautoscaler.yaml": HEADER
+        + autoscaler_text(rbac.NAME, rbac.NAME, {**crds.LABELS, **workload.SELECTOR}),
         "templates/service.yaml": HEADER
         + conditional(".Values.metrics.enabled", workload.metrics_service(NS), {}),
         "templates/servicemonitor.yaml": HEADER + service_monitor(),

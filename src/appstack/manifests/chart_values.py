@@ -19,6 +19,7 @@ from pydantic.alias_generators import to_camel
 from appstack.core import defaults as operator_defaults
 from appstack.core.duration import DEFAULT_SYNC_PERIOD
 from appstack.manifests import monitoring, workload
+from appstack.sdk import HelmText
 
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 DURATION = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$"
@@ -92,6 +93,46 @@ class Sharding(_Values):
         description="--sharding: every replica active on its own share of the objects "
         "(docs/sharding.md), with the grants and guards that needs (as appstack manifests "
         "--shards). Needs leaderElection.enabled and replicas >= 2 (the shards).",
+    )
+
+
+#: ``autoscaling``'s defaults: the SDK's, as every operator's chart has them.
+AUTOSCALING = HelmText.autoscaling_values()
+
+
+class Autoscaling(_Values):
+    enabled: bool = Field(
+        False,
+        description="A HorizontalPodAutoscaler sets the replicas — the shards — instead of "
+        "replicas (needs sharding.enabled; docs/sharding.md): the Deployment then has no "
+        "replicas of its own, so an upgrade does not undo the autoscaler's choice.",
+    )
+    min_replicas: int = Field(
+        AUTOSCALING["minReplicas"], ge=SHARDS_MIN, description="The fewest shards."
+    )
+    max_replicas: int = Field(
+        AUTOSCALING["maxReplicas"],
+        ge=SHARDS_MIN,
+        description="The most shards (not below minReplicas).",
+    )
+    target_cpu_utilization_percentage: int = Field(
+        AUTOSCALING["targetCPUUtilizationPercentage"],
+        ge=1,
+        alias="targetCPUUtilizationPercentage",
+        description="The pods' average CPU, in % of their request, the autoscaler keeps them "
+        "at (needs the cluster's metrics-server); unused when metrics is set.",
+    )
+    metrics: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="The HorizontalPodAutoscaler's own metrics (autoscaling/v2 MetricSpec), "
+        "e.g. a queue's depth through a Prometheus adapter, instead of the CPU target.",
+        json_schema_extra={"items": {"type": "object", "required": ["type"]}},
+    )
+    behavior: dict[str, Any] = Field(
+        default_factory=lambda: dict(AUTOSCALING["behavior"]),
+        description="How fast the shards change (autoscaling/v2 behavior). Default: one pod "
+        "more or less a minute at most, scale-down after 5 minutes of less load — each "
+        "step moves objects between shards.",
     )
 
 
@@ -278,13 +319,14 @@ class ChartValues(_Values):
         description="--leader-elect: only one replica reconciles.",
     )
     sharding: Sharding = Field(default_factory=lambda: Sharding.model_validate({}))
+    autoscaling: Autoscaling = Field(default_factory=lambda: Autoscaling.model_validate({}))
     termination_grace_period_seconds: int = Field(
         default_factory=_grace_period,
         ge=1,
         description="The operator pods' terminationGracePeriodSeconds: how long Kubernetes "
         "waits after SIGTERM before it kills a replica. Must be above "
         "gracefulShutdownTimeout (the install fails otherwise). Raise both for a sharded "
-        "operator of more than about 3,500 objects a shard (docs/sharding.md).",
+        "operator of more than about 5,000 objects a shard (docs/sharding.md).",
     )
     graceful_shutdown_timeout: str = Field(
         operator_defaults.SHUTDOWN_TIMEOUT,
@@ -378,20 +420,25 @@ def schema() -> dict[str, Any]:
     account = generated["$defs"]["ServiceAccount"]
     account["if"] = {"properties": {"create": {"const": False}}, "required": ["create"]}
     account["then"] = {"properties": {"name": {"minLength": 1}}, "required": ["name"]}
-    # sharded: two shards or more, and leader election on (its Lease elects the coordinator)
-    generated["if"] = {
-        "properties": {
-            "sharding": {"properties": {"enabled": {"const": True}}, "required": ["enabled"]}
+    on = {"properties": {"enabled": {"const": True}}, "required": ["enabled"]}
+    generated["allOf"] = [
+        # sharded: leader election on (its Lease elects the coordinator), and two shards or
+        # more (replicas, or autoscaling.minReplicas, whose own minimum is 2)
+        {
+            "if": {"properties": {"sharding": on}, "required": ["sharding"]},
+            "then": {"properties": {"leaderElection": on}},
         },
-        "required": ["sharding"],
-    }
-    generated["then"] = {
-        "properties": {
-            "replicas": {"minimum": SHARDS_MIN},
-            "leaderElection": {
-                "properties": {"enabled": {"const": True}},
-                "required": ["enabled"],
+        {
+            "if": {
+                "properties": {"sharding": on, "autoscaling": {"not": on}},
+                "required": ["sharding"],
             },
-        }
-    }
+            "then": {"properties": {"replicas": {"minimum": SHARDS_MIN}}},
+        },
+        # autoscaled: only a sharded operator's replicas share the work
+        {
+            "if": {"properties": {"autoscaling": on}, "required": ["autoscaling"]},
+            "then": {"properties": {"sharding": on}, "required": ["sharding"]},
+        },
+    ]
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", **generated}

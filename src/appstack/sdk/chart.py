@@ -38,6 +38,7 @@ from typing import Any
 import yaml
 
 from appstack.sdk.helmtext import (
+    AUTOSCALING_RANGE,
     DURATION,
     GRACE_PERIOD,
     IMAGE,
@@ -46,6 +47,8 @@ from appstack.sdk.helmtext import (
     SHUTDOWN_ARG,
     SHUTDOWN_IN_GRACE,
     SHUTDOWN_TIMEOUT,
+    autoscaler_text,
+    autoscaling_values,
     dump,
     if_item,
     items,
@@ -57,6 +60,7 @@ from appstack.sdk.helmtext import (
     range_item,
     sentinel,
     substitute,
+    unless_autoscaled,
     with_block,
     wrap_item,
 )
@@ -226,11 +230,12 @@ def _shutdown_timeout(container: Obj) -> str:
     return timeout
 
 
-def _values(deployment: Obj, container: Obj, kinds: set[str]) -> Obj:
+def _values(deployment: Obj, container: Obj, kinds: set[str], sharded: bool) -> Obj:
     """values.yaml: every value with the install's own setting as its default (those of the
     metrics Service, the ServiceMonitor and the CRDs when ``kinds`` has them: ``metrics``
-    for the Service). The install's ``--graceful-shutdown-timeout``, if any, leaves
-    ``container``'s arguments for ``gracefulShutdownTimeout``."""
+    for the Service; ``autoscaling``, off, when the operator is ``sharded``). The install's
+    ``--graceful-shutdown-timeout``, if any, leaves ``container``'s arguments for
+    ``gracefulShutdownTimeout``."""
     pod = deployment["spec"]["template"]["spec"]
     repository, tag, digest = _split_image(str(container.get("image", "")))
     values: Obj = {
@@ -244,6 +249,7 @@ def _values(deployment: Obj, container: Obj, kinds: set[str]) -> Obj:
         },
         "imagePullSecrets": pod.get("imagePullSecrets") or [],
         "replicas": deployment["spec"].get("replicas", 1),
+        **({"autoscaling": autoscaling_values()} if sharded else {}),
         "resources": container.get("resources") or {},
         "podAnnotations": {},
         "podLabels": {},
@@ -272,6 +278,13 @@ def _values(deployment: Obj, container: Obj, kinds: set[str]) -> Obj:
     return values
 
 
+AUTOSCALING_HELP = """
+# autoscaling (the operator is sharded: every replica a shard): enabled, a
+# HorizontalPodAutoscaler sets the replicas between minReplicas and maxReplicas, at
+# targetCPUUtilizationPercentage of the CPU requests (or its own metrics), at the pace of
+# behavior (each step moves objects between shards); replicas is then left to it."""
+
+
 VALUES_HELP = """\
 # {chart}: the operator's chart, generated from its install (config/).
 #
@@ -285,7 +298,7 @@ VALUES_HELP = """\
 # reconciles, and a sharded replica's hand-back, may take; a duration such as 90s or 1m30s)
 # must be below terminationGracePeriodSeconds, or the install fails: raise both together.
 # extraArgs are the operator's flags (python -m <package> --help); extraEnv more of its
-# environment.
+# environment.{autoscaling}
 # metrics.serviceMonitor needs the Prometheus Operator's CRDs; its labels are what your
 # Prometheus selects it by (kube-prometheus-stack: release: <its release>).
 # crd.enable=false: the CRDs are installed some other way; crd.keep: helm uninstall leaves
@@ -306,6 +319,7 @@ class _Install:
     account: str
     lease: str | None
     webhook_service: str | None
+    sharded: bool = False
 
 
 def _deployment_text(deployment: Obj, container: Obj, install: _Install) -> str:
@@ -369,6 +383,8 @@ def _deployment_text(deployment: Obj, container: Obj, install: _Install) -> str:
         text = with_block(text, key, name, value)
     text = merged_keys(text, "POD_ANNOTATIONS", ".Values.podAnnotations")
     text = pod_extras(text)
+    if install.sharded:
+        text = unless_autoscaled(text)
     values = {"REPLICAS": "{{ .Values.replicas }}", "IMAGE": IMAGE, "GRACE": GRACE_PERIOD}
     return substitute(text, values)
 
@@ -444,7 +460,8 @@ def _object_text(obj: Obj, container: Obj | None, install: _Install) -> str:
     Deployment)."""
     _prepared(obj, install)
     if container is not None:
-        text = ONE_LEADER + SHUTDOWN_IN_GRACE + _deployment_text(obj, container, install)
+        checks = ONE_LEADER + SHUTDOWN_IN_GRACE + (AUTOSCALING_RANGE if install.sharded else "")
+        text = checks + _deployment_text(obj, container, install)
     else:
         text = dump(_walk_replace(obj, install.selector, {SELECTOR: ""}))
     text = _labels_text(text, install.chart)
@@ -462,6 +479,15 @@ def _object_text(obj: Obj, container: Obj | None, install: _Install) -> str:
     text = substitute(text, {"INTERVAL": "{{ $.Values.metrics.serviceMonitor.interval }}"})
     condition = _condition(obj)
     return f"{{{{- if {condition} }}}}\n{text}{{{{- end }}}}\n" if condition else text
+
+
+def _autoscaler(deployment: str, install: _Install) -> str:
+    """A sharded operator's HorizontalPodAutoscaler (``autoscaling.enabled``), named and
+    labelled as its Deployment."""
+    text = autoscaler_text(deployment, deployment, {LABELS: ""})
+    text = _labels_text(text, install.chart)
+    text = _renamed(text, install.names)
+    return text.replace(FULLNAME, f'{{{{ include "{install.chart}.fullname" $ }}}}')
 
 
 def chart_files(
@@ -495,7 +521,8 @@ def chart_files(
     # what the install has: a metrics Service stands for itself ("metrics")
     kinds = {o["kind"] for o in work if o["kind"] != "Service"}
     kinds |= {"metrics" for o in work if _condition(o) == ".Values.metrics.enabled"}
-    values = _values(deployment, container, kinds)
+    sharded = "--sharding" in (container.get("args") or [])
+    values = _values(deployment, container, kinds, sharded)
     names = {
         o["metadata"]["name"]: f"{FULLNAME}-{o['metadata']['name'].removeprefix(prefix)}"
         for o in work
@@ -517,6 +544,7 @@ def chart_files(
         account=deployment["spec"]["template"]["spec"].get("serviceAccountName", ""),
         lease=lease,
         webhook_service=names.get(f"{prefix}webhook-service"),
+        sharded=sharded,
     )
     files: dict[str, list[str]] = {}
     for obj in work:
@@ -539,13 +567,21 @@ def chart_files(
     out = {
         "Chart.yaml": header + dump(chart_yaml),
         "values.yaml": header
-        + VALUES_HELP.format(chart=chart, shutdown=SHUTDOWN_TIMEOUT)
+        + VALUES_HELP.format(
+            chart=chart,
+            shutdown=SHUTDOWN_TIMEOUT,
+            autoscaling=AUTOSCALING_HELP if sharded else "",
+        )
         + yaml.safe_dump(values, sort_keys=False),
         "values.schema.json": json.dumps(_schema(values), indent=2) + "\n",
         ".helmignore": header + "*.orig\n*.rej\n*~\n",
         "templates/_helpers.tpl": _helpers(chart, extra, min(_DNS_LABEL_MAX - longest, 52)),
         "templates/NOTES.txt": NOTES.format(chart=chart, enabled=identity.enabled_label),
     }
+    if sharded:
+        files["templates/manager/horizontalpodautoscaler.yaml"] = [
+            _autoscaler(deployment["metadata"]["name"], install)
+        ]
     for path, texts in sorted(files.items()):
         out[path] = header + "---\n".join(texts)
     return out
@@ -583,9 +619,9 @@ def _schema(values: Obj) -> Obj:
         }
 
     def nested(value: Any, key: str) -> Obj:
-        if key in ("image", "leaderElection", "serviceAccount", "crd"):
+        if key in ("image", "leaderElection", "serviceAccount", "crd", "autoscaling"):
             return structured(value, list(value))
-        if key == "metrics":
+        if key == "metrics" and isinstance(value, dict):  # autoscaling's is a list
             schema = structured(value, list(value))
             if "serviceMonitor" in value:
                 monitor = value["serviceMonitor"]
@@ -603,4 +639,9 @@ def _schema(values: Obj) -> Obj:
     # the timeout below the grace period: the Deployment template checks (SHUTDOWN_IN_GRACE)
     schema["properties"]["terminationGracePeriodSeconds"]["minimum"] = 1
     schema["properties"]["gracefulShutdownTimeout"]["pattern"] = DURATION
+    if "autoscaling" in values:  # a sharded operator: two shards or more
+        scaling = schema["properties"]["autoscaling"]["properties"]
+        for key in ("minReplicas", "maxReplicas"):
+            scaling[key]["minimum"] = 2
+        scaling["targetCPUUtilizationPercentage"]["minimum"] = 1
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}

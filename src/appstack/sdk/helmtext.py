@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from appstack.core import defaults
+from appstack.sdk.install import SHARD_SCALING_BEHAVIOR, autoscaler, cpu_utilization
 
 
 def sentinel(name: str) -> str:
@@ -278,6 +279,66 @@ SHUTDOWN_IN_GRACE = (
 GRACE_PERIOD = "{{ int64 .Values.terminationGracePeriodSeconds }}"
 
 
+#: ``autoscaling`` in a chart's values: a sharded operator's replicas set by a
+#: HorizontalPodAutoscaler (:func:`autoscaler_text`) instead of ``replicas``.
+AUTOSCALING = ".Values.autoscaling"
+
+
+def autoscaling_values(cpu_percent: int = 80) -> dict[str, Any]:
+    """A chart's ``autoscaling`` values, off: between 2 and 4 replicas (shards) at
+    ``cpu_percent`` % of the pods' CPU requests (``metrics``, if given, instead: the
+    HorizontalPodAutoscaler's own list, e.g. a queue's depth through a metrics adapter), at
+    the pace of :data:`~appstack.sdk.install.SHARD_SCALING_BEHAVIOR` (``behavior``)."""
+    return {
+        "enabled": False,
+        "minReplicas": 2,
+        "maxReplicas": 4,
+        "targetCPUUtilizationPercentage": cpu_percent,
+        "metrics": [],
+        "behavior": dict(SHARD_SCALING_BEHAVIOR),
+    }
+
+
+#: A chart's check of ``autoscaling`` (its values' schema checks each number alone).
+AUTOSCALING_RANGE = (
+    f"{{{{- if and {AUTOSCALING}.enabled (lt (int {AUTOSCALING}.maxReplicas) "
+    f"(int {AUTOSCALING}.minReplicas)) }}}}\n"
+    '{{- fail "autoscaling.maxReplicas is below autoscaling.minReplicas" }}\n'
+    "{{- end }}\n"
+)
+
+
+def autoscaler_text(name: str, deployment: str, labels: Mapping[str, str]) -> str:
+    """The HorizontalPodAutoscaler (:func:`~appstack.sdk.install.autoscaler`) of the
+    Deployment ``deployment`` as template text, rendered when ``autoscaling.enabled``:
+    ``minReplicas``, ``maxReplicas``, ``metrics`` (default: ``targetCPUUtilizationPercentage``
+    of the CPU requests) and ``behavior`` from the values; in the release's namespace."""
+    obj = autoscaler(
+        name,
+        NS,
+        labels=labels,
+        deployment=deployment,
+        min_replicas=sentinel("MIN_REPLICAS"),
+        max_replicas=sentinel("MAX_REPLICAS"),
+        metrics=cpu_utilization(sentinel("CPU_PERCENT")),
+        behavior=sentinel("BEHAVIOR"),
+    )
+    text = with_default(dump(obj), "metrics", f"{AUTOSCALING}.metrics")
+    text = block(text, "behavior", "BEHAVIOR", f"{AUTOSCALING}.behavior")
+    values = {
+        "MIN_REPLICAS": f"{{{{ {AUTOSCALING}.minReplicas }}}}",
+        "MAX_REPLICAS": f"{{{{ {AUTOSCALING}.maxReplicas }}}}",
+        "CPU_PERCENT": f"{{{{ {AUTOSCALING}.targetCPUUtilizationPercentage }}}}",
+    }
+    return conditional_text(f"{AUTOSCALING}.enabled", substitute(text, values))
+
+
+def unless_autoscaled(text: str) -> str:
+    """A Deployment's template text with its ``replicas`` rendered only while
+    ``autoscaling`` is off: the autoscaler's choice is not undone by the next upgrade."""
+    return wrap_key(text, "replicas", f"{{{{- if not {AUTOSCALING}.enabled }}}}", "{{- end }}")
+
+
 def conditional_text(condition: str, text: str) -> str:
     """``text`` (namespaces substituted) only if ``condition`` holds."""
     return f"{{{{- if {condition} }}}}\n" + substitute(text, NAMESPACES) + "{{- end }}\n"
@@ -371,6 +432,9 @@ class HelmText:
     pod_extras = staticmethod(pod_extras)
     pod_settings = staticmethod(pod_settings)
     pod_settings_text = staticmethod(pod_settings_text)
+    autoscaler_text = staticmethod(autoscaler_text)
+    autoscaling_values = staticmethod(autoscaling_values)
+    unless_autoscaled = staticmethod(unless_autoscaled)
     #: The release's namespace where an object has the sentinel ``NS``.
     NS = NS
     RELEASE_NS = RELEASE_NS
@@ -382,3 +446,4 @@ class HelmText:
     SHUTDOWN_ARG = SHUTDOWN_ARG
     SHUTDOWN_IN_GRACE = SHUTDOWN_IN_GRACE
     GRACE_PERIOD = GRACE_PERIOD
+    AUTOSCALING_RANGE = AUTOSCALING_RANGE

@@ -13,7 +13,9 @@ themselves are :func:`appstack.sdk.kit.webhooks.configurations`.
 What an install may add beyond a scaffolded ``config/`` has its builder here too, for any
 operator built on the SDK: the PodDisruptionBudget of a replicated operator
 (:func:`disruption_budget`), its replicas kept on different nodes
-(:func:`spread_affinity`), the API Priority and Fairness FlowSchema that gives its Lease
+(:func:`spread_affinity`), the HorizontalPodAutoscaler that sets a sharded operator's
+replicas — its shards — from its load (:func:`autoscaler`, :func:`cpu_utilization`,
+:data:`SHARD_SCALING_BEHAVIOR`), the API Priority and Fairness FlowSchema that gives its Lease
 requests the cluster's ``leader-election`` priority (:func:`lease_flow_schema`), and the
 container's and pod's extras (``env``, ``image_pull_policy``, ``volume_mounts`` of
 :func:`~appstack.sdk.manager_container`; ``image_pull_secrets``, ``volumes`` of
@@ -311,6 +313,60 @@ def disruption_budget(
         "metadata": {"name": name, "namespace": namespace, "labels": {**labels, **selector}},
         "spec": {"maxUnavailable": max_unavailable, "selector": {"matchLabels": dict(selector)}},
     }
+
+
+#: How an operator's replicas follow its load when it is sharded (every replica a shard):
+#: one pod more or less a minute at most, and a scale-down only after five minutes of less
+#: load — each step moves keys between shards (docs/sharding.md), so steps are few and
+#: none is taken back at once.
+SHARD_SCALING_BEHAVIOR: Obj = {
+    "scaleUp": {
+        "stabilizationWindowSeconds": 60,
+        "selectPolicy": "Min",
+        "policies": [{"type": "Pods", "value": 1, "periodSeconds": 60}],
+    },
+    "scaleDown": {
+        "stabilizationWindowSeconds": 300,
+        "selectPolicy": "Min",
+        "policies": [{"type": "Pods", "value": 1, "periodSeconds": 120}],
+    },
+}
+
+
+def autoscaler(
+    name: str,
+    namespace: str,
+    *,
+    labels: Mapping[str, str],
+    deployment: str,
+    min_replicas: int | str,
+    max_replicas: int | str,
+    metrics: Sequence[Mapping[str, Any]] | str,
+    behavior: Mapping[str, Any] | str = SHARD_SCALING_BEHAVIOR,
+) -> Obj:
+    """The HorizontalPodAutoscaler (``autoscaling/v2``) of a sharded operator's Deployment
+    ``deployment``: between ``min_replicas`` and ``max_replicas`` replicas — shards — as
+    ``metrics`` say (e.g. :func:`cpu_utilization`), at the pace ``behavior`` allows
+    (default :data:`SHARD_SCALING_BEHAVIOR`). Its Deployment then leaves ``replicas``
+    unset, so that applying the install again does not undo the autoscaler's choice."""
+    return {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": deployment},
+            "minReplicas": min_replicas,
+            "maxReplicas": max_replicas,
+            "metrics": metrics if isinstance(metrics, str) else [dict(m) for m in metrics],
+            "behavior": behavior if isinstance(behavior, str) else dict(behavior),
+        },
+    }
+
+
+def cpu_utilization(percent: int | str) -> list[Obj]:
+    """:func:`autoscaler`'s metrics for a target of ``percent`` % of the pods' CPU requests."""
+    target = {"type": "Utilization", "averageUtilization": percent}
+    return [{"type": "Resource", "resource": {"name": "cpu", "target": target}}]
 
 
 #: The cluster's built-in priority level kube-controller-manager's and kube-scheduler's

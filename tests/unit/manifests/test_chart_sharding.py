@@ -128,3 +128,79 @@ def test_a_sharded_install_without_its_coordinator_or_its_shards_is_refused(
     # unsharded, one replica without leader election is still an install
     single = template(helm, "appstack", "--set=leaderElection.enabled=false", "--set=replicas=1")
     assert [o["spec"]["replicas"] for o in single if o["kind"] == "Deployment"] == [1]
+
+
+AUTOSCALED = (SHARDED, "--set=autoscaling.enabled=true")
+
+
+def test_autoscaled_a_horizontal_pod_autoscaler_sets_the_shards_and_the_deployment_leaves_them(
+    helm: Path,
+) -> None:
+    """``autoscaling.enabled`` (sharded): the chart adds a HorizontalPodAutoscaler of the
+    operator's Deployment — between its min and max, at the CPU target or the metrics given,
+    at the pace of its behavior — and the Deployment has no replicas of its own (an
+    upgrade leaves the autoscaler's choice); nothing else changes."""
+    sharded = {_key(o): o for o in template(helm, "appstack", SHARDED)}
+    scaled = {_key(o): o for o in template(helm, "appstack", *AUTOSCALED)}
+    assert set(scaled) - set(sharded) == {("HorizontalPodAutoscaler", NS, "appstack-operator")}
+    changed = {key for key in sharded if sharded[key] != scaled[key]}
+    assert changed == {("Deployment", NS, "appstack-operator")}
+    deployment = scaled["Deployment", NS, "appstack-operator"]
+    assert "replicas" not in deployment["spec"]
+    before = dict(sharded["Deployment", NS, "appstack-operator"]["spec"])
+    assert before.pop("replicas") == 2
+    assert deployment["spec"] == before
+    hpa = scaled["HorizontalPodAutoscaler", NS, "appstack-operator"]
+    assert hpa["apiVersion"] == "autoscaling/v2"
+    spec = hpa["spec"]
+    assert spec["scaleTargetRef"] == {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "name": "appstack-operator",
+    }
+    assert (spec["minReplicas"], spec["maxReplicas"]) == (2, 4)
+    cpu = {"type": "Utilization", "averageUtilization": 80}
+    assert spec["metrics"] == [{"type": "Resource", "resource": {"name": "cpu", "target": cpu}}]
+    assert spec["behavior"]["scaleDown"]["stabilizationWindowSeconds"] == 300
+    assert spec["behavior"]["scaleUp"]["policies"] == [
+        {"type": "Pods", "value": 1, "periodSeconds": 60}
+    ]
+    assert hpa["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "Helm"
+
+    # another release's autoscaler scales its own Deployment; custom metrics replace the CPU
+    custom = [
+        *AUTOSCALED,
+        "--set=autoscaling.minReplicas=3",
+        "--set=autoscaling.maxReplicas=6",
+        "--set=autoscaling.metrics[0].type=Pods",
+        "--set=autoscaling.metrics[0].pods.metric.name=workqueue_depth",
+        "--set=autoscaling.metrics[0].pods.target.type=AverageValue",
+        "--set=autoscaling.metrics[0].pods.target.averageValue=30",
+    ]
+    (other,) = (o for o in template(helm, "b", *custom) if o["kind"] == "HorizontalPodAutoscaler")
+    assert other["metadata"]["name"] == other["spec"]["scaleTargetRef"]["name"]
+    assert other["metadata"]["name"] == "b-appstack-operator"
+    assert (other["spec"]["minReplicas"], other["spec"]["maxReplicas"]) == (3, 6)
+    assert [m["type"] for m in other["spec"]["metrics"]] == ["Pods"]
+    assert other["spec"]["metrics"][0]["pods"]["metric"]["name"] == "workqueue_depth"
+    proc = run_helm(helm, "lint", "--strict", str(CHART), KUBE, *custom)
+    assert proc.returncode == 0, (proc.stdout, proc.stderr)
+
+
+def test_autoscaling_an_unsharded_operator_or_below_two_shards_is_refused(helm: Path) -> None:
+    """An autoscaler of an unsharded operator would only add standbys: refused, by the
+    schema and (schema skipped) by the template, saying why; so are fewer than two shards
+    and a maximum below the minimum. ``replicas`` no longer counts once autoscaled."""
+    alone = "--set=autoscaling.enabled=true"
+    assert "/sharding/enabled" in refused(helm, alone)
+    skipped = refused(helm, "--skip-schema-validation", alone)
+    assert "autoscaling.enabled=true needs sharding.enabled=true" in skipped
+    assert "/autoscaling/minReplicas" in refused(
+        helm, *AUTOSCALED, "--set=autoscaling.minReplicas=1"
+    )
+    upside_down = ("--set=autoscaling.minReplicas=5", "--set=autoscaling.maxReplicas=3")
+    assert "maxReplicas is below autoscaling.minReplicas" in refused(
+        helm, *AUTOSCALED, *upside_down
+    )
+    kinds = [o["kind"] for o in template(helm, "appstack", *AUTOSCALED, "--set=replicas=1")]
+    assert "HorizontalPodAutoscaler" in kinds

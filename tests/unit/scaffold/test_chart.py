@@ -360,3 +360,54 @@ def test_bad_input_is_refused_in_one_line(project: Path, tools: tuple[Path, Path
         commands.generate_chart(project, "a b", str(tools[1]))
     with pytest.raises(commands.Refused, match="not found"):
         commands.generate_chart(project, "", str(project / "no-kubectl"))
+
+
+def test_a_sharded_projects_chart_scales_its_shards_with_an_autoscaler(
+    project: Path, tools: tuple[Path, Path]
+) -> None:
+    """Issue #50 (replicas = shards, a HorizontalPodAutoscaler can change them): a project
+    whose config/default turns the sharding Component on gets ``autoscaling`` values, off
+    by default (the install's objects as before); on, a HorizontalPodAutoscaler of the
+    release's Deployment, which then leaves its replicas to it. An unsharded project's
+    chart has neither."""
+    helm, kubectl = tools
+    _guestbook(project)
+    commands.generate_chart(project, "registry.example/guestbook:v1", str(kubectl))
+    unsharded = yaml.safe_load((project / "dist/chart/values.yaml").read_text())
+    assert "autoscaling" not in unsharded
+    assert not (project / "dist/chart/templates/manager/horizontalpodautoscaler.yaml").exists()
+    kustomization = project / "config/default/kustomization.yaml"
+    text = kustomization.read_text()
+    assert "#components: [../sharding]" in text
+    kustomization.write_text(
+        text.replace("#components: [../sharding]", "components: [../sharding]")
+    )
+    commands.generate_chart(project, "registry.example/guestbook:v1", str(kubectl))  # make helm
+    chart = project / "dist" / "chart"
+    values = yaml.safe_load((chart / "values.yaml").read_text())
+    assert values["autoscaling"]["enabled"] is False
+    assert (values["autoscaling"]["minReplicas"], values["autoscaling"]["maxReplicas"]) == (2, 4)
+    default = template(helm, chart, "a")
+    assert "HorizontalPodAutoscaler" not in {o["kind"] for o in default}
+    deployment, container = manager(default)
+    assert "--sharding" in container["args"]
+    assert "replicas" in deployment["spec"]
+
+    scaled = template(helm, chart, "a", "--set=autoscaling.enabled=true")
+    deployment, _ = manager(scaled)
+    assert "replicas" not in deployment["spec"]
+    hpa = one(scaled, "HorizontalPodAutoscaler")
+    assert hpa["metadata"]["name"] == deployment["metadata"]["name"]
+    assert hpa["spec"]["scaleTargetRef"]["name"] == deployment["metadata"]["name"]
+    assert hpa["metadata"]["namespace"] == NS
+    assert hpa["metadata"]["labels"]["app.kubernetes.io/instance"] == "a"
+    assert hpa["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"] == 80
+    lint = _run(helm, "lint", "--strict", str(chart), KUBE, "--set=autoscaling.enabled=true")
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    assert "/autoscaling/minReplicas" in refused(
+        helm, chart, "--set=autoscaling.enabled=true", "--set=autoscaling.minReplicas=1"
+    )
+    upside_down = ("--set=autoscaling.minReplicas=5", "--set=autoscaling.maxReplicas=3")
+    assert "maxReplicas is below" in refused(
+        helm, chart, "--set=autoscaling.enabled=true", *upside_down
+    )
