@@ -83,7 +83,7 @@ from appstack.sdk import OperatorOptions
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.e2e.shard_harness
 
-from tests.e2e.shard_harness import log_lines
+from tests.e2e.shard_harness import log_lines, reconciled_after
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAM = ROOT / "tests" / "e2e" / "shard_program.py"
@@ -723,13 +723,8 @@ def unowned(lines: list[dict[str, Any]], let_go: Mapping[str, float], pod: str) 
     """Per key the stopping shard ``pod`` let go of (``namespace/name`` → when: its
     ``key handed back``, or its exit for a key it had not handed back), the seconds until
     another shard's first reconcile of the key began (keys never reconciled again are left
-    out)."""
-    first: dict[str, float] = {}
-    for entry in lines:
-        key = entry.get("reconcile")
-        if key in let_go and entry["proc"] != pod and entry["start"] >= let_go[key]:
-            first[key] = min(entry["start"], first.get(key, entry["start"]))
-    return [first[key] - at for key, at in let_go.items() if key in first]
+    out): :func:`tests.e2e.shard_harness.reconciled_after`, as the e2e measures it."""
+    return reconciled_after(lines, [(key, at, pod) for key, at in let_go.items()])
 
 
 def hand_back_gaps(gaps: list[float], handed: int, released: int = 0) -> dict[str, Any]:

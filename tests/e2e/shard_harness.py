@@ -87,6 +87,24 @@ def log_lines(directory: Path) -> Iterator[dict[str, Any]]:
                     yield {**entry, "proc": path.stem}
 
 
+def reconciled_after(
+    lines: Iterable[dict[str, Any]], let_go: Iterable[tuple[str, float, str]]
+) -> list[float]:
+    """For each ``(key, when, by)`` — a key (``namespace/name``) process ``by`` let go of
+    at ``when`` — the seconds until another process's first reconcile of the key began at or
+    after ``when``, in the order given (keys never reconciled again are left out)."""
+    starts: dict[str, list[tuple[float, str]]] = defaultdict(list)
+    for entry in lines:
+        if "reconcile" in entry:
+            starts[entry["reconcile"]].append((entry["start"], entry["proc"]))
+    latencies = []
+    for key, when, by in let_go:
+        later = [start for start, proc in starts.get(key, []) if start >= when and proc != by]
+        if later:
+            latencies.append(min(later) - when)
+    return latencies
+
+
 def handover_latency(
     lines: Iterable[dict[str, Any]], event: str = "drain acknowledged"
 ) -> list[float]:
@@ -94,20 +112,12 @@ def handover_latency(
     by a stopping shard): seconds until another shard's first reconcile of the key began
     (keys never reconciled again are left out)."""
     lines = list(lines)
-    starts: dict[str, list[tuple[float, str]]] = defaultdict(list)
-    for entry in lines:
-        if "reconcile" in entry:
-            starts[entry["reconcile"]].append((entry["start"], entry["proc"]))
-    for runs in starts.values():
-        runs.sort()
-    latencies = []
-    for entry in lines:
-        if entry.get("event") == event:
-            key = "/".join(entry["key"].split("/")[2:])
-            later = [s for s, p in starts.get(key, []) if s > entry["at"] and p != entry["proc"]]
-            if later:
-                latencies.append(later[0] - entry["at"])
-    return latencies
+    let_go = [
+        ("/".join(entry["key"].split("/")[2:]), entry["at"], entry["proc"])
+        for entry in lines
+        if entry.get("event") == event
+    ]
+    return reconciled_after(lines, let_go)
 
 
 async def live_shards(client: Client, namespace: str, selector: str = SHARD_OF) -> dict[str, str]:
