@@ -50,6 +50,27 @@ def _print_warning(text: str) -> None:
     click.echo(f"Warning: {text}", err=True)
 
 
+def _autoscale(given: str | None, shards: int) -> tuple[int, int] | None:
+    """``--autoscale MIN:MAX`` as (MIN, MAX), checked against ``--shards``."""
+    if given is None:
+        return None
+    if not shards:
+        raise click.UsageError(
+            "--autoscale sets the shards of a sharded install: add --shards (the fewest)"
+        )
+    low, sep, high = given.partition(":")
+    if not (sep and low.isdigit() and high.isdigit()):
+        raise click.UsageError(f"--autoscale {given}: MIN:MAX, e.g. 2:6")
+    bounds = int(low), int(high)
+    if bounds[0] < 2 or bounds[1] < bounds[0]:
+        raise click.UsageError(
+            f"--autoscale {given}: at least 2 shards, MAX not below MIN, e.g. 2:6"
+        )
+    if not bounds[0] <= shards <= bounds[1]:
+        raise click.UsageError(f"--autoscale {given}: --shards {shards} is outside it")
+    return bounds
+
+
 @click.command(short_help="Write the install: CRDs, RBAC, the operator, one bundle; the chart.")
 @click.option(
     "--output-dir",
@@ -114,6 +135,15 @@ def _print_warning(text: str) -> None:
     help="Sharded: this many replicas (2 or more), each active on its own share of the "
     "objects (the operator's --sharding), with the RBAC and admission guards that needs "
     "(docs/sharding.md). Overrides --replicas.",
+)
+@click.option(
+    "--autoscale",
+    default=None,
+    metavar="MIN:MAX",
+    help="With --shards: a HorizontalPodAutoscaler sets the shards between MIN and MAX "
+    "(at 80% of the pods' CPU requests; needs the cluster's metrics-server), and the "
+    "Deployment has no replicas of its own (--shards, within MIN:MAX, then only turns "
+    "sharding on); the chart's autoscaling, docs/sharding.md.",
 )
 @click.option(
     "--log-level",
@@ -211,6 +241,7 @@ def manifests(
     chart_dir: str | None,
     replicas: int,
     shards: int,
+    autoscale: str | None,
     log_level: str,
     concurrency: int,
     leader_elect: bool,
@@ -252,6 +283,7 @@ def manifests(
         raise click.UsageError("--shards 1 is one replica: give 2 or more, or leave it out")
     if shards and not leader_elect:
         raise click.UsageError("--shards elects its coordinator: leave out --no-leader-elect")
+    bounds = _autoscale(autoscale, shards)
     if replicas > 1 and not leader_elect:
         spelt = "--no-leader-elect" if leader_election is None else "--no-leader-election"
         raise click.UsageError(f"{spelt} runs one replica only: add --replicas=1")
@@ -266,6 +298,7 @@ def manifests(
         concurrency=concurrency,
         metrics_cert_secret=metrics_cert_secret,
         shards=shards,
+        autoscale=bounds,
         flags=OperatorFlags(
             leader_election=leader_elect,
             metrics_secure=metrics_secure,

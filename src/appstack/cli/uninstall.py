@@ -47,6 +47,9 @@ _ADMISSION = "admissionregistration.k8s.io"
 INSTALLED: dict[str, Resource] = {
     "Deployment": DEPLOYMENT,
     "PodDisruptionBudget": PDB,
+    "HorizontalPodAutoscaler": Resource(
+        "autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers"
+    ),
     "Service": SERVICE,
     "ServiceAccount": SERVICE_ACCOUNT,
     "Role": Resource(_RBAC, "v1", "Role", "roles"),
@@ -88,11 +91,16 @@ class Found:
 
 
 def removal_order() -> list[Resource]:
-    """The kinds an install creates (either variant), in reverse order of creation: the
+    """The kinds an install creates (any variant: cluster-wide, namespaced, autoscaled), in
+    reverse order of creation: the
     Deployment first, the CRDs and then the Namespace last."""
     kinds = [
         obj["kind"]
-        for options in (InstallOptions(), InstallOptions(watch_namespaces=("watched",)))
+        for options in (
+            InstallOptions(),
+            InstallOptions(watch_namespaces=("watched",)),
+            InstallOptions(shards=2, autoscale=(2, 4)),
+        )
         for obj in reversed(install(options).objects())
     ]
     last = ("CustomResourceDefinition", "Namespace")

@@ -86,9 +86,7 @@ def render(options: InstallOptions | None = None) -> dict[str, str]:
     else:
         files["rbac/roles.yaml"] = _yaml(*parts.rbac)
     files["admission/policies.yaml"] = _yaml(*parts.admission)
-    files["operator.yaml"] = _yaml(
-        parts.namespace, parts.deployment, parts.budget, parts.metrics_service
-    )
+    files["operator.yaml"] = _yaml(parts.namespace, *parts.workload())
     var_specs = _template_resources(files, resources(options, list(files)), options.namespace)
     files[KUSTOMIZATION] = kustomization(options, list(files))
     files[NAME_REFERENCES] = HEADER + yaml.safe_dump(

@@ -9,13 +9,14 @@ the e2e tests, which apply exactly these objects.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from appstack.controllers.rbac import operator_rules
 from appstack.core import defaults
 from appstack.core.duration import DEFAULT_SYNC_PERIOD
 from appstack.manifests import admission, crds, rbac, workload
+from appstack.manifests.chart_values import SHARDS_MIN
 from appstack.sdk import process_rules
 
 Obj = dict[str, Any]
@@ -40,6 +41,21 @@ class InstallOptions:
     #: Sharded (docs/sharding.md): this many replicas, each active on its own share of the
     #: objects (``--sharding``), with the RBAC and guards that needs; 0: not sharded.
     shards: int = 0
+    #: Sharded and autoscaled: (fewest, most) shards, set by a HorizontalPodAutoscaler (the
+    #: Deployment then has no replicas of its own); None: ``shards`` replicas, fixed.
+    autoscale: tuple[int, int] | None = None
+
+    def __post_init__(self) -> None:
+        if self.autoscale is None:
+            return
+        if not self.sharded:
+            raise ValueError("autoscaling needs a sharded install (shards)")
+        low, high = self.autoscale
+        if low < SHARDS_MIN or high < low:
+            raise ValueError(
+                f"autoscale {low}:{high}: at least {SHARDS_MIN} shards, the most not below "
+                "the fewest"
+            )
 
     @property
     def cluster_wide(self) -> bool:
@@ -62,6 +78,13 @@ class Install:
     deployment: Obj = field(default_factory=dict)
     budget: Obj = field(default_factory=dict)
     metrics_service: Obj = field(default_factory=dict)
+    #: Autoscaled: the HorizontalPodAutoscaler of the Deployment; else empty.
+    autoscaler: Obj = field(default_factory=dict)
+
+    def workload(self) -> list[Obj]:
+        """The Deployment and what goes with it (deploy/operator.yaml)."""
+        scaled = [self.autoscaler] if self.autoscaler else []
+        return [self.deployment, self.budget, *scaled, self.metrics_service]
 
     def objects(self) -> list[Obj]:
         """Everything, in the order it can be applied."""
@@ -71,9 +94,7 @@ class Install:
             self.service_account,
             *self.rbac,
             *self.admission,
-            self.deployment,
-            self.budget,
-            self.metrics_service,
+            *self.workload(),
         ]
 
 
@@ -141,6 +162,16 @@ def rbac_objects(options: InstallOptions) -> list[Obj]:
 def install(options: InstallOptions | None = None) -> Install:
     """The install for ``options`` (default: cluster-wide in appstack-system)."""
     options = options or InstallOptions()
+    parts = _install(options)
+    if options.autoscale is not None:  # the shards are the autoscaler's to set
+        parts.deployment["spec"].pop("replicas")
+        parts = replace(
+            parts, autoscaler=workload.autoscaler(*options.autoscale, options.namespace)
+        )
+    return parts
+
+
+def _install(options: InstallOptions) -> Install:
     return Install(
         namespace=workload.namespace(options.namespace),
         crds=crds.all_crds(),

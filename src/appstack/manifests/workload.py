@@ -16,8 +16,9 @@ from appstack.core import defaults
 from appstack.core.duration import DEFAULT_SYNC_PERIOD
 from appstack.manifests.crds import LABELS
 from appstack.manifests.rbac import NAME, NAMESPACE
-from appstack.sdk import disruption_budget as sdk_disruption_budget
 from appstack.sdk import (
+    HelmText,
+    cpu_utilization,
     manager_args,
     manager_container,
     manager_deployment,
@@ -25,6 +26,8 @@ from appstack.sdk import (
     namespace_object,
     spread_affinity,
 )
+from appstack.sdk import autoscaler as sdk_autoscaler
+from appstack.sdk import disruption_budget as sdk_disruption_budget
 from appstack.sdk import metrics_service as sdk_metrics_service
 
 IMAGE = f"appstack:{__version__}"
@@ -44,6 +47,8 @@ HEALTH_PORT = 8081
 #: Where a metrics certificate Secret is mounted (--metrics-cert-dir).
 METRICS_CERT_DIR = "/etc/appstack/metrics-certs"
 SELECTOR = {"app.kubernetes.io/name": NAME}
+#: The CPU target of an autoscaled install (% of the requests): the chart's default too.
+AUTOSCALE_CPU = int(HelmText.autoscaling_values()["targetCPUUtilizationPercentage"])
 
 
 def metrics_service(namespace: str = NAMESPACE) -> dict[str, Any]:
@@ -160,6 +165,23 @@ def deployment(
         affinity=spread_affinity(SELECTOR),
         image_pull_secrets=flags.image_pull_secrets,
         volumes=[certs] if certs else [],
+    )
+
+
+def autoscaler(
+    minimum: int, maximum: int, namespace: str = NAMESPACE, cpu_percent: int = AUTOSCALE_CPU
+) -> dict[str, Any]:
+    """The HorizontalPodAutoscaler of a sharded install (``--autoscale MIN:MAX``, the
+    chart's ``autoscaling``): between ``minimum`` and ``maximum`` shards at
+    ``cpu_percent`` % of the pods' CPU requests, at the SDK's pace for shards."""
+    return sdk_autoscaler(
+        NAME,
+        namespace,
+        labels={**LABELS, **SELECTOR},
+        deployment=NAME,
+        min_replicas=minimum,
+        max_replicas=maximum,
+        metrics=cpu_utilization(cpu_percent),
     )
 
 

@@ -61,8 +61,12 @@ def generated(options: InstallOptions) -> list[Obj]:
             InstallOptions(shards=2, watch_namespaces=("team-a", "team-b")),
         ),
         (("--set=watchNamespaces={team-a}",), InstallOptions(watch_namespaces=("team-a",))),
+        (
+            (SHARDED, "--set=autoscaling.enabled=true", "--set=autoscaling.maxReplicas=6"),
+            InstallOptions(shards=2, autoscale=(2, 6)),
+        ),
     ],
-    ids=["defaults", "sharded", "sharded-3", "sharded-watching", "watching"],
+    ids=["defaults", "sharded", "sharded-3", "sharded-watching", "watching", "autoscaled"],
 )
 def test_the_chart_renders_the_objects_of_appstack_manifests(
     helm: Path, values: tuple[str, ...], options: InstallOptions

@@ -279,9 +279,11 @@ def test_watching_the_operators_own_namespace_needs_no_extra_role() -> None:
 
 
 def test_uninstall_knows_every_kind_an_install_creates_and_removes_the_crds_last() -> None:
-    for options in (InstallOptions(), InstallOptions(watch_namespaces=("a",))):
+    autoscaled = InstallOptions(shards=2, autoscale=(2, 4))
+    for options in (InstallOptions(), InstallOptions(watch_namespaces=("a",)), autoscaled):
         assert {o["kind"] for o in install(options).objects()} <= set(INSTALLED)
     order = [r.kind for r in removal_order()]
+    assert "HorizontalPodAutoscaler" in order
     assert order[0] == "Deployment"
     assert order[-2:] == ["CustomResourceDefinition", "Namespace"]
 
