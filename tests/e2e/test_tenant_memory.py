@@ -182,8 +182,14 @@ async def test_labelled_configmaps_of_a_tenant_do_not_run_the_operator_out_of_me
 
 
 # ------------------------------------------------------------- ballast in labels (#46)
-#: Labels of ≈ 1.3 MB on one object: 8,600 of 20 + 63 characters of key and 63 of value.
-LABELS = 8_600
+#: Labels of ≈ 1.3 MB on one object: 3,420 of the longest keys Kubernetes takes (a prefix of
+#: 253 characters, a name of 63) and values of 63. The review's 8,600 labels of 20 + 63 and
+#: 63 characters were as many bytes, but took the API server twice as long to write
+#: (label by label: 9.2 s against 4.5 s for 24 objects, 114 s for the whole ballast); the
+#: operator gets the same bytes, and the same 1.3 MB an object to cut down to 32 labels.
+LABELS = 3_420
+#: The longest label prefix (a DNS subdomain of 253 characters).
+PREFIX = ".".join(["b" * 62] * 4)[:253]
 #: In a namespace not enabled (the review's figures: 250 ConfigMaps made the operator's
 #: restart peak 2.25 GiB, 130 AppServices OOM-killed it too) and, a tenth as many, in an
 #: enabled one.
@@ -192,7 +198,7 @@ OPEN_CONFIG_MAPS, OPEN_APP_SERVICES = 25, 13
 
 
 def _ballast() -> dict[str, str]:
-    return {f"ballast.example.com/k{i:05d}-{'p' * 56}": "v" * 63 for i in range(LABELS)}
+    return {f"{PREFIX}/k{i:05d}-{'p' * 56}": "v" * 63 for i in range(LABELS)}
 
 
 def _memory_limit(parts: Any) -> int:
@@ -268,8 +274,12 @@ async def test_ballast_in_labels_enabled_or_not_does_not_run_the_operator_out_of
                 listed, ready_after = memory.peak, memory.samples[-1][0]
                 # Each status write to a 1.3 MB object costs the API server the object's
                 # size twice over: under this ballast many time out (the fence's deadline)
-                # and are retried with backoff — the operator keeps working meanwhile.
-                await until(
+                # and are retried with backoff — the operator keeps working meanwhile: an
+                # AppService created now, beside the ballast, is reconciled to Ready while
+                # the closed namespace's are told so (both waited for at once).
+                waits = time.monotonic()
+                await client.create(APP_SERVICE, app_service("web", namespace, 2, ballast=False))
+                told = until(
                     client,
                     APP_SERVICE,
                     "app-000",
@@ -281,8 +291,9 @@ async def test_ballast_in_labels_enabled_or_not_does_not_run_the_operator_out_of
                     240,
                     "the closed namespace's AppService told so",
                 )
-                await client.create(APP_SERVICE, app_service("web", namespace, 2, ballast=False))
-                await until(client, APP_SERVICE, "web", namespace, is_ready, 240, "web Ready")
+                ready = until(client, APP_SERVICE, "web", namespace, is_ready, 240, "web Ready")
+                await asyncio.gather(told, ready)
+                waited = time.monotonic() - waits
                 memory.read()
                 assert op.poll() is None, "the operator exited"
         finally:
@@ -293,7 +304,8 @@ async def test_ballast_in_labels_enabled_or_not_does_not_run_the_operator_out_of
             f"\nballast in labels ({LABELS} labels, ≈ 1.3 MB an object; written in "
             f"{written:.0f} s): {CLOSED_CONFIG_MAPS} ConfigMaps and {CLOSED_APP_SERVICES} "
             f"AppServices not enabled, {OPEN_CONFIG_MAPS} and {OPEN_APP_SERVICES} enabled: "
-            f"ready after {ready_after:.1f} s at a peak of {listed / MiB:.1f} MiB; then "
+            f"ready after {ready_after:.1f} s at a peak of {listed / MiB:.1f} MiB; web Ready "
+            f"and app-000 told so {waited:.0f} s later; then "
             f"{memory.summary()}; the limit {limit / MiB:.0f} MiB"
         )
         assert memory.peak < limit, memory.summary()
