@@ -9,7 +9,7 @@ the e2e tests, which apply exactly these objects.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from appstack.controllers.rbac import operator_rules
@@ -162,16 +162,6 @@ def rbac_objects(options: InstallOptions) -> list[Obj]:
 def install(options: InstallOptions | None = None) -> Install:
     """The install for ``options`` (default: cluster-wide in appstack-system)."""
     options = options or InstallOptions()
-    parts = _install(options)
-    if options.autoscale is not None:  # the shards are the autoscaler's to set
-        parts.deployment["spec"].pop("replicas")
-        parts = replace(
-            parts, autoscaler=workload.autoscaler(*options.autoscale, options.namespace)
-        )
-    return parts
-
-
-def _install(options: InstallOptions) -> Install:
     return Install(
         namespace=workload.namespace(options.namespace),
         crds=crds.all_crds(),
@@ -186,7 +176,8 @@ def _install(options: InstallOptions) -> Install:
             options.image,
             namespace=options.namespace,
             watch_namespaces=options.watch_namespaces,
-            replicas=options.shards or options.replicas,
+            # autoscaled: none of its own, the autoscaler's to set
+            replicas=None if options.autoscale else options.shards or options.replicas,
             sharding=options.sharded,
             sync_period=options.sync_period,
             log_level=options.log_level,
@@ -197,4 +188,9 @@ def _install(options: InstallOptions) -> Install:
         ),
         budget=workload.disruption_budget(options.namespace),
         metrics_service=workload.metrics_service(options.namespace),
+        autoscaler=(
+            workload.autoscaler(*options.autoscale, options.namespace)
+            if options.autoscale is not None
+            else {}
+        ),
     )

@@ -94,7 +94,7 @@ def deployment(
     *,
     namespace: str = NAMESPACE,
     watch_namespaces: tuple[str, ...] = (),
-    replicas: int = 2,
+    replicas: int | None = 2,
     sync_period: str = DEFAULT_SYNC_PERIOD,
     log_level: str = defaults.LOG_LEVEL,
     concurrency: int | str = defaults.CONCURRENCY,
@@ -107,7 +107,8 @@ def deployment(
     every ``sync_period``. /metrics is HTTPS with a self-signed certificate made at
     start-up, or with ``metrics_cert_secret`` (a ``kubernetes.io/tls`` Secret) mounted.
     ``flags``: the rest of what an installer sets (the chart's values of the same names);
-    ``sharding``: every replica a shard (``--sharding``, docs/sharding.md)."""
+    ``sharding``: every replica a shard (``--sharding``, docs/sharding.md); ``replicas``
+    None: none of its own (its :func:`autoscaler` sets them)."""
     flags = flags or OperatorFlags()
     certs = (
         {"name": "metrics-certs", "secret": {"secretName": metrics_cert_secret}}

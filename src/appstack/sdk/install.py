@@ -234,14 +234,15 @@ def manager_deployment(
     container: Obj,
     pod_security: Obj,
     service_account: str,
-    replicas: int | str = 1,
+    replicas: int | str | None = 1,
     affinity: Obj | None = None,
     image_pull_secrets: Sequence[str] = (),
     volumes: Sequence[Obj] = (),
     pod: Mapping[str, Any] | None = None,
 ) -> Obj:
-    """The operator's Deployment: ``replicas`` pods selected by ``selector`` (also among
-    their ``labels``), each running ``container`` (:func:`~appstack.sdk.manager_container`)
+    """The operator's Deployment: ``replicas`` pods (None: no ``replicas`` of its own, for
+    a HorizontalPodAutoscaler to set: :func:`autoscaler`) selected by ``selector`` (also
+    among their ``labels``), each running ``container`` (:func:`~appstack.sdk.manager_container`)
     as ``service_account`` with ``pod_security`` (:func:`~appstack.sdk.manager_pod_security`),
     30 s to shut down; ``affinity`` (e.g. :func:`spread_affinity`), the Secrets its image
     is pulled with (``image_pull_secrets``, by name: a private registry), the pod's
@@ -267,7 +268,7 @@ def manager_deployment(
         "kind": "Deployment",
         "metadata": {"name": name, "namespace": namespace, "labels": template_labels},
         "spec": {
-            "replicas": replicas,
+            **({"replicas": replicas} if replicas is not None else {}),
             "selector": {"matchLabels": dict(selector)},
             "template": {"metadata": {"labels": dict(template_labels)}, "spec": spec},
         },
