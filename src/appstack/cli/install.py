@@ -61,11 +61,13 @@ def _autoscale(given: str | None, shards: int) -> tuple[int, int] | None:
     low, sep, high = given.partition(":")
     if not (sep and low.isdigit() and high.isdigit()):
         raise click.UsageError(f"--autoscale {given}: MIN:MAX, e.g. 2:6")
+    from appstack.manifests.install import check_autoscale  # noqa: PLC0415
+
     bounds = int(low), int(high)
-    if bounds[0] < 2 or bounds[1] < bounds[0]:
-        raise click.UsageError(
-            f"--autoscale {given}: at least 2 shards, MAX not below MIN, e.g. 2:6"
-        )
+    try:
+        check_autoscale(*bounds)
+    except ValueError as error:
+        raise click.UsageError(f"--autoscale {given}: {error}, e.g. 2:6") from None
     if not bounds[0] <= shards <= bounds[1]:
         raise click.UsageError(f"--autoscale {given}: --shards {shards} is outside it")
     return bounds

@@ -22,6 +22,13 @@ from appstack.sdk import process_rules
 Obj = dict[str, Any]
 
 
+def check_autoscale(low: int, high: int) -> None:
+    """``ValueError`` unless ``low``:``high`` are an autoscaled install's bounds (its fewest
+    and most shards): ``appstack manifests --autoscale`` says the same."""
+    if low < SHARDS_MIN or high < low:
+        raise ValueError(f"at least {SHARDS_MIN} shards, MAX not below MIN")
+
+
 @dataclass(frozen=True)
 class InstallOptions:
     """Where the operator runs, which image, which namespaces it watches (none: all), and
@@ -50,12 +57,7 @@ class InstallOptions:
             return
         if not self.sharded:
             raise ValueError("autoscaling needs a sharded install (shards)")
-        low, high = self.autoscale
-        if low < SHARDS_MIN or high < low:
-            raise ValueError(
-                f"autoscale {low}:{high}: at least {SHARDS_MIN} shards, the most not below "
-                "the fewest"
-            )
+        check_autoscale(*self.autoscale)
 
     @property
     def cluster_wide(self) -> bool:
