@@ -2,7 +2,8 @@
 the chart's unit tests (test_chart_names.py, test_chart_sharding.py,
 test_chart_shutdown.py): the chart, the namespace and Kubernetes version they render for,
 the helm binary (built once by the test bed; without a test bed the tests skip) and
-``helm template``."""
+``helm template``. The binary, ``run_helm`` and the Kubernetes version serve a scaffolded
+project's chart tests too (tests/unit/scaffold/test_chart.py)."""
 
 from __future__ import annotations
 

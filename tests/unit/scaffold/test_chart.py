@@ -11,7 +11,6 @@ configurations following the release; an edited chart file is kept by the next g
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +19,9 @@ import yaml
 
 from appstack.scaffold import commands, manifests
 from appstack.sdk import ChartError, OperatorIdentity, chart_files, operator_command
-from appstack_testbed.build import GoBuilder
-from appstack_testbed.helm import helm_component
 from appstack_testbed.versions import Toolchain
+from tests.unit.manifests.helm_chart import KUBE, helm_binary, run_helm
 
-KUBE = "--kube-version=1.30.0"  # offline helm assumes 1.20; the chart needs 1.30
 NS = "team-a"
 IDENTITY = OperatorIdentity(project="guestbook", domain="example.com")
 Obj = dict[str, Any]
@@ -40,19 +37,10 @@ CONTROLLER = replace(CONTROLLER, webhooks=(Validator(_check),))
 
 @pytest.fixture(scope="module")
 def tools() -> tuple[Path, Path]:
-    """(helm, kubectl)."""
-    kubectl = Toolchain().binary("kubectl")
-    if not kubectl.is_file():  # no test bed here (make test-unit on a bare machine)
-        pytest.skip("kubectl is not built yet (appstack cluster build)")
-    # with the test bed (make test, CI), helm too: built from the module proxy if missing
-    return GoBuilder(Toolchain()).ensure(helm_component()), kubectl
-
-
-def _run(binary: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {"HOME": "/nonexistent", "PATH": "/usr/bin:/bin"}
-    return subprocess.run(
-        [str(binary), *args], capture_output=True, text=True, env=env, check=False
-    )
+    """(helm, kubectl): the test bed's, helm built from the module proxy if missing (skipped
+    where the test bed is not built: make test-unit on a bare machine)."""
+    helm = helm_binary()
+    return helm, Toolchain().binary("kubectl")
 
 
 def _guestbook(directory: Path, webhook: bool = False) -> Path:
@@ -77,13 +65,15 @@ def chart(project: Path, tools: tuple[Path, Path]) -> Path:
 
 
 def template(helm: Path, chart: Path, release: str, *values: str, namespace: str = NS) -> list[Obj]:
-    proc = _run(helm, "template", release, str(chart), f"--namespace={namespace}", KUBE, *values)
+    proc = run_helm(
+        helm, "template", release, str(chart), f"--namespace={namespace}", KUBE, *values
+    )
     assert proc.returncode == 0, proc.stderr
     return [o for o in yaml.safe_load_all(proc.stdout) if o]
 
 
 def refused(helm: Path, chart: Path, *values: str) -> str:
-    proc = _run(helm, "template", "a", str(chart), f"--namespace={NS}", KUBE, *values)
+    proc = run_helm(helm, "template", "a", str(chart), f"--namespace={NS}", KUBE, *values)
     assert proc.returncode != 0, f"{values} rendered"
     return proc.stderr
 
@@ -108,7 +98,7 @@ def test_the_chart_lints_and_two_releases_keep_to_their_own_pods(
 ) -> None:
     helm = tools[0]
     for values in ((), ("--set=metrics.serviceMonitor.enabled=true",)):
-        proc = _run(helm, "lint", "--strict", str(chart), KUBE, *values)
+        proc = run_helm(helm, "lint", "--strict", str(chart), KUBE, *values)
         assert proc.returncode == 0, proc.stdout + proc.stderr
     monitor = "--set=metrics.serviceMonitor.enabled=true"
     first, second = template(helm, chart, "a", monitor), template(helm, chart, "b", monitor)
@@ -310,7 +300,7 @@ def test_a_project_that_serves_webhooks_gets_them_following_the_release(
     _guestbook(project, webhook=True)
     commands.generate_chart(project, "", str(kubectl))
     chart = project / "dist" / "chart"
-    assert _run(helm, "lint", "--strict", str(chart), KUBE).returncode == 0
+    assert run_helm(helm, "lint", "--strict", str(chart), KUBE).returncode == 0
     objects = template(helm, chart, "a")
     deployment, container = manager(objects)
     service = one(objects, "Service", "webhook-service")
@@ -402,7 +392,7 @@ def test_a_sharded_projects_chart_scales_its_shards_with_an_autoscaler(
     assert hpa["metadata"]["namespace"] == NS
     assert hpa["metadata"]["labels"]["app.kubernetes.io/instance"] == "a"
     assert hpa["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"] == 80
-    lint = _run(helm, "lint", "--strict", str(chart), KUBE, "--set=autoscaling.enabled=true")
+    lint = run_helm(helm, "lint", "--strict", str(chart), KUBE, "--set=autoscaling.enabled=true")
     assert lint.returncode == 0, lint.stdout + lint.stderr
     assert "/autoscaling/minReplicas" in refused(
         helm, chart, "--set=autoscaling.enabled=true", "--set=autoscaling.minReplicas=1"
