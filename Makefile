@@ -53,18 +53,20 @@ unit: venv
 
 # Tests run in two phases on one cluster (CONTRIBUTING.md, "Tests"): first every test not
 # marked `serial` on $(WORKERS) parallel workers (pytest-xdist; a test's own namespace, a
-# module's tests on one worker in order, the tests taking the seed's fixed NodePorts in
-# turn: `node_ports`), then the `serial` ones alone on the quiet cluster
+# module's tests on one worker in order, the modules longest first as tests/durations.json
+# measured them — not xdist's order, most tests first: --no-loadscope-reorder —, the tests
+# taking the seed's fixed NodePorts in turn: `node_ports`), then the `serial` ones alone on the quiet cluster
 # (their subject is a timing bound, or they restart what every test shares). The cluster the
 # first phase starts is kept for the second, which stops it (one APPSTACK_TEST_SESSION).
 # Both phases run whatever the first's outcome; either failing fails the target.
 # WORKERS: measured on this 2-core machine, docs/design.md "Test time"; WORKERS=0 runs the
-# first phase in one process too.
+# first phase in one process too. `make test STORE_DURATIONS=1` rewrites tests/durations.json
+# from the default Kubernetes' parallel phase (commit it).
 WORKERS ?= 3
 define two-phases
 	export APPSTACK_TEST_SESSION="$${APPSTACK_TEST_SESSION:-make-$$$$-$$(date +%s)}"; status=0; \
-	APPSTACK_KEEP_CLUSTER=1 $(BIN)/pytest $(1) -n $(WORKERS) --dist loadfile -m "not serial" \
-	  --durations=25 || status=$$?; \
+	APPSTACK_KEEP_CLUSTER=1 $(BIN)/pytest $(1) -n $(WORKERS) --dist loadfile --no-loadscope-reorder \
+	  -m "not serial" --durations=25 $(2) || status=$$?; \
 	$(BIN)/pytest $(1) -m serial -p no:xdist --durations=10 || { code=$$?; [ $$code = 5 ] || status=$$code; }; \
 	exit $$status
 endef
@@ -115,7 +117,7 @@ e2e-oldest: venv
 # (e2e-oldest, the same two phases).
 test: lint typecheck imports docs-site build prometheus
 	$(BIN)/appstack cluster build --versitygw
-	$(call two-phases,tests)
+	$(call two-phases,tests,$(if $(STORE_DURATIONS),--store-durations))
 	$(MAKE) --no-print-directory e2e-oldest
 
 # The main job: local cluster (with a real node as root), CRDs + RBAC, the operator in the

@@ -25,6 +25,7 @@ import pytest
 import yaml
 from lightkube import ApiError, KubeConfig, codecs
 from lightkube import Client as LightClient
+from lightkube.generic_resource import GenericNamespacedResource, create_namespaced_resource
 from lightkube.models.authentication_v1 import TokenRequestSpec
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.apiextensions_v1 import CustomResourceDefinition
@@ -32,6 +33,7 @@ from lightkube.resources.core_v1 import Service as LightService
 from lightkube.resources.core_v1 import ServiceAccount
 
 from appstack import __version__
+from appstack.api.appstack import AppStack
 from appstack.api.identity import IDENTITY
 from appstack.controllers.appstack.addresses import ExternalIPPolicy, parse_networks
 from appstack.controllers.registry import ALL, CACHE
@@ -59,34 +61,11 @@ WIDGET_GROUP = "testbed.appstack.dev"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every e2e test is marked ``e2e``. With parallel workers (``make test``: pytest-xdist,
-    ``--dist loadfile``: a module's tests on one worker, in order, so a module-scoped fixture
-    — a cluster of its own, a scaffolded project, an installed release — is made once) the
-    workers take the modules in this order: those sharing such a fixture first (the longest
-    poles), then the other e2e modules, then the unit tests, which fill the gaps at the end.
-    Stable: a module's tests keep their order."""
+    """Every e2e test is marked ``e2e`` (the order the workers take the modules in:
+    tests/conftest.py)."""
     for item in items:
         if "/e2e/" in str(item.fspath):
             item.add_marker(pytest.mark.e2e)
-    modules = {item.fspath for item in items if _shares_a_module_fixture(item)}
-    items.sort(key=lambda item: _start_order(item, modules))
-
-
-def _start_order(item: pytest.Item, modules: set[Any]) -> int:
-    if "/e2e/" not in str(item.fspath):
-        return 2
-    return 0 if item.fspath in modules else 1
-
-
-def _shares_a_module_fixture(item: pytest.Item) -> bool:
-    definitions = getattr(item, "_fixtureinfo", None)
-    if definitions is None:
-        return False
-    return any(
-        d.scope in ("module", "package", "class")
-        for defs in definitions.name2fixturedefs.values()
-        for d in defs
-    )
 
 
 @pytest.fixture(autouse=True)
@@ -349,6 +328,15 @@ def operator_kubeconfig(
     service_account_kubeconfig(light, kube_cluster.kubeconfig, rbac.NAMESPACE, path)
     _wait_for_the_admission_policies(path)
     return path
+
+
+@pytest.fixture(scope="session")
+def finalized_kinds() -> tuple[type[GenericNamespacedResource], ...]:
+    """AppStack's teardown finalizer (our one finalized kind) is released when a test's
+    namespace is deleted (the test bed's ``namespace``): the operator that would run the
+    teardown has stopped with the test."""
+    kind = AppStack.KIND
+    return (create_namespaced_resource(kind.group, kind.version, kind.kind, kind.plural),)
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import uuid
 
 import pytest
 from lightkube import ApiError, Client, codecs
@@ -12,11 +13,18 @@ from lightkube.generic_resource import create_namespaced_resource
 from lightkube.models.core_v1 import ServicePort, ServiceSpec
 from lightkube.models.meta_v1 import ObjectMeta, OwnerReference
 from lightkube.resources.apps_v1 import Deployment, ReplicaSet, StatefulSet
-from lightkube.resources.core_v1 import ConfigMap, Node, PersistentVolumeClaim, Pod, Service
+from lightkube.resources.core_v1 import (
+    ConfigMap,
+    Namespace,
+    Node,
+    PersistentVolumeClaim,
+    Pod,
+    Service,
+)
 from lightkube.utils.quantity import parse_quantity
 
 from appstack.runtime.resources import Resource
-from appstack_testbed.pytest_plugin import ClusterHandle
+from appstack_testbed.pytest_plugin import ClusterHandle, release_finalizers
 from appstack_testbed.waiting import condition_status, eventually_sync
 
 LABELS = {"app": "web"}
@@ -257,3 +265,40 @@ def test_a_statefulset_with_volume_claims_becomes_ready_with_bound_volumes(
     assert sorted(c.metadata.name for c in claims) == ["data-db-0", "data-db-1"]
     assert all(c.status.phase == "Bound" for c in claims)
     assert all(c.spec.storageClassName == "standard" for c in claims)
+
+
+def test_a_namespace_held_by_a_stopped_operators_finalizer_goes_once_it_is_released(
+    kube: Client, widget_crd: Resource
+) -> None:
+    """What the ``namespace`` fixture does after a test (``finalized_kinds``): a namespace
+    deleted while an object in it holds a finalizer nobody will remove (the test's operator
+    has stopped) stays Terminating — swept kind by kind by the namespace controller every
+    15 s — until :func:`release_finalizers` removes it; then the namespace goes."""
+    widget = create_namespaced_resource(
+        widget_crd.group, widget_crd.version, widget_crd.kind, widget_crd.plural
+    )
+    name = f"held-{uuid.uuid4().hex[:6]}"
+    kube.create(Namespace(metadata=ObjectMeta(name=name)))
+    held = widget(
+        metadata={"name": "held", "finalizers": [f"{widget_crd.group}/cleanup"]},
+        spec={"min": 1, "max": 1},
+    )
+    kube.create(held, namespace=name)
+    kube.delete(Namespace, name)
+
+    def finalizers_remaining() -> str | None:
+        return condition_status(kube.get(Namespace, name), "NamespaceFinalizersRemaining")
+
+    eventually_sync(
+        finalizers_remaining, lambda s: s == "True", timeout=30, what=f"{name} held by a finalizer"
+    )
+    release_finalizers(kube, name, [widget])
+
+    def gone() -> bool:
+        try:
+            kube.get(Namespace, name)
+        except ApiError as error:
+            return error.status.code == 404
+        return False
+
+    eventually_sync(gone, bool, timeout=60, what=f"namespace {name} gone")

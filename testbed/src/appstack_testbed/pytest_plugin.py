@@ -24,6 +24,12 @@ Enable with ``pytest_plugins = ["appstack_testbed.pytest_plugin"]`` in a conftes
   namespaces it opens to appstack), deleted afterwards. Its pods run on the kwok nodes
   (fake, instant, as many as wanted: the namespace selects and tolerates them) — unless
   the test also uses ``real_node``: then they run on the real node, like a user's.
+  Objects of the kinds ``finalized_kinds`` names still holding finalizers there once the
+  test is done have them removed after the namespace is deleted: the operator that would
+  remove them (a test's) has stopped, and a namespace left Terminating is swept kind by
+  kind by the namespace controller every 15 s for the rest of the session.
+* ``finalized_kinds`` (session): those kinds (lightkube resource classes), none by
+  default; a conftest overrides it to name its operator's finalized kinds.
 * ``prometheus_binaries`` (session): Prometheus and promtool
   (:class:`appstack_testbed.prometheus.Binaries`), built on first use with progress shown.
 
@@ -37,15 +43,17 @@ import os
 import re
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 import pytest
-from lightkube import Client, KubeConfig
+from lightkube import ApiError, Client, KubeConfig
+from lightkube.generic_resource import GenericNamespacedResource
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace, Pod, ServiceAccount
+from lightkube.types import PatchType
 
 from appstack.api.kind import group_key
 from appstack.api.namespaces import ENABLED
@@ -212,8 +220,19 @@ def real_node(kube_cluster: ClusterHandle, kube: Client) -> Iterator[RealNodeHan
         services.stop()
 
 
+@pytest.fixture(scope="session")
+def finalized_kinds() -> Sequence[type[GenericNamespacedResource]]:
+    """The kinds whose finalizers only an operator run by a test removes (the ``namespace``
+    fixture releases them once the test is done): none unless a conftest overrides this."""
+    return ()
+
+
 @pytest.fixture
-def namespace(kube: Client, request: pytest.FixtureRequest) -> Iterator[str]:
+def namespace(
+    kube: Client,
+    request: pytest.FixtureRequest,
+    finalized_kinds: Sequence[type[GenericNamespacedResource]],
+) -> Iterator[str]:
     base = re.sub(r"[^a-z0-9-]+", "-", request.node.name.lower()).strip("-")[:40].strip("-")
     name = f"{base}-{uuid.uuid4().hex[:6]}"
     real = "real_node" in request.fixturenames
@@ -235,3 +254,27 @@ def namespace(kube: Client, request: pytest.FixtureRequest) -> Iterator[str]:
     )
     yield name
     kube.delete(Namespace, name)
+    release_finalizers(kube, name, finalized_kinds)
+
+
+def release_finalizers(
+    kube: Client, namespace: str, kinds: Sequence[type[GenericNamespacedResource]]
+) -> None:
+    """Remove the finalizers of the objects of ``kinds`` in ``namespace`` (deleted, its
+    operator stopped), so that the namespace goes instead of staying Terminating."""
+    for kind in kinds:
+        for obj in kube.list(kind, namespace=namespace):
+            meta = obj.metadata
+            if meta is None or not meta.finalizers or meta.name is None:
+                continue
+            try:
+                kube.patch(
+                    kind,
+                    meta.name,
+                    {"metadata": {"finalizers": None}},
+                    namespace=namespace,
+                    patch_type=PatchType.MERGE,
+                )
+            except ApiError as error:
+                if error.status.code != 404:  # gone meanwhile: nothing to release
+                    raise
