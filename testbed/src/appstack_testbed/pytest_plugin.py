@@ -263,7 +263,13 @@ def release_finalizers(
     """Remove the finalizers of the objects of ``kinds`` in ``namespace`` (deleted, its
     operator stopped), so that the namespace goes instead of staying Terminating."""
     for kind in kinds:
-        for obj in kube.list(kind, namespace=namespace):
+        try:
+            objects = list(kube.list(kind, namespace=namespace))
+        except Exception as error:  # lightkube's ApiError, or its HTTP error (a bare 404)
+            if _http_status(error) != 404:  # 404: the kind not served (CRD removed), none held
+                raise
+            continue
+        for obj in objects:
             meta = obj.metadata
             if meta is None or not meta.finalizers or meta.name is None:
                 continue
@@ -278,3 +284,10 @@ def release_finalizers(
             except ApiError as error:
                 if error.status.code != 404:  # gone meanwhile: nothing to release
                     raise
+
+
+def _http_status(error: Exception) -> int | None:
+    if isinstance(error, ApiError):
+        return error.status.code
+    response = getattr(error, "response", None)
+    return getattr(response, "status_code", None)
