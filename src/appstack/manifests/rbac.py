@@ -131,16 +131,10 @@ def metrics_reader(namespace: str = NAMESPACE) -> dict[str, Any]:
     return metrics_reader_role(cluster_name(METRICS_READER, namespace), LABELS)
 
 
-#: What the people who use appstack's kinds may do with them: the editor (aggregated into
-#: the cluster's ``admin`` and ``edit``), the viewer (into ``view``).
-USER_ROLES = (
-    (
-        "editor",
-        ("get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"),
-        ("admin", "edit"),
-    ),
-    ("viewer", ("get", "list", "watch"), ("view",)),
-)
+#: The user roles of appstack's kinds: one editor and one viewer for all of them (the SDK's
+#: :data:`appstack.sdk.USER_ROLES`, which a project has per kind), aggregated into the
+#: cluster's ``admin``/``edit`` and ``view``.
+USER_ROLES = ("editor", "viewer")
 
 
 def user_roles(namespace: str = NAMESPACE) -> list[dict[str, Any]]:
@@ -150,17 +144,11 @@ def user_roles(namespace: str = NAMESPACE) -> list[dict[str, Any]]:
     namespace's editors create AppStacks with no binding of ours."""
     plurals = [controller.kind.resource.plural for controller in ALL]
     group = ALL[0].kind.resource.group
-    return [
-        user_role(
-            cluster_name(f"appstack-{name}", namespace),
-            group,
-            plurals,
-            verbs,
-            aggregate_to=into,
-            labels=LABELS,
-        )
-        for name, verbs, into in USER_ROLES
-    ]
+
+    def name(access: str) -> str:
+        return cluster_name(f"appstack-{access}", namespace)
+
+    return [user_role(name(access), group, plurals, access, labels=LABELS) for access in USER_ROLES]
 
 
 METRICS_AUTH = f"{NAME}-metrics-auth"

@@ -67,6 +67,7 @@ from appstack.sdk import guards
 from appstack.sdk.crds import crd
 from appstack.sdk.identity import OperatorIdentity
 from appstack.sdk.install import (
+    USER_ROLES,
     WEBHOOK_PORT,
     WEBHOOK_PORT_NAME,
     leader_election_role,
@@ -379,26 +380,16 @@ def deployment(project: Project) -> Obj:
 def _kind_roles(project: Project, kind: CustomKind) -> dict[str, Obj]:
     """kubebuilder's ``<kind>_{admin,editor,viewer}_role.yaml`` (``<group>_<kind>_...`` when
     another group of the project has a kind of that name, as in its multigroup layout);
-    editor and viewer aggregated into the cluster's ``edit``/``admin`` and ``view``."""
+    editor and viewer aggregated into the cluster's ``edit``/``admin`` and ``view``
+    (:data:`~appstack.sdk.install.USER_ROLES`)."""
     group, plural = kind.group, kind.plural
     name = kind.kind.lower()
     if sum(k.kind == kind.kind for k in project.kinds) > 1:
         name = f"{group.split('.')[0]}-{name}"
-    verbs = {
-        "admin": ["*"],
-        "editor": ["create", "delete", "get", "list", "patch", "update", "watch"],
-        "viewer": ["get", "list", "watch"],
-    }
-    into = {"admin": (), "editor": ("admin", "edit"), "viewer": ("view",)}
     roles = {}
-    for role_name, allowed in verbs.items():
-        roles[f"rbac/{name.replace('-', '_')}_{role_name}_role.yaml"] = user_role(
-            f"{name}-{role_name}-role",
-            group,
-            [plural],
-            allowed,
-            aggregate_to=into[role_name],
-            labels=_labels(project),
+    for access in USER_ROLES:
+        roles[f"rbac/{name.replace('-', '_')}_{access}_role.yaml"] = user_role(
+            f"{name}-{access}-role", group, [plural], access, labels=_labels(project)
         )
     return roles
 

@@ -133,20 +133,28 @@ def metrics_reader_role(name: str, labels: Mapping[str, str]) -> Obj:
 AGGREGATE_TO = "rbac.authorization.k8s.io/aggregate-to-"
 
 
+#: The roles of the people who use an operator's kinds, by access (kubebuilder's
+#: ``<kind>_admin/editor/viewer_role``): the verbs on the kinds, and the cluster's roles
+#: each is aggregated into — a namespace's editors use the kinds with no binding of the
+#: operator's. The editor has what the cluster's ``edit`` has on its own kinds
+#: (``deletecollection`` too); the admin is bound by hand (everything, aggregated nowhere).
+USER_ROLES: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "admin": (("*",), ()),
+    "editor": (
+        ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"),
+        ("admin", "edit"),
+    ),
+    "viewer": (("get", "list", "watch"), ("view",)),
+}
+
+
 def user_role(
-    name: str,
-    group: str,
-    plurals: Sequence[str],
-    verbs: Sequence[str],
-    *,
-    aggregate_to: Sequence[str] = (),
-    labels: Mapping[str, str],
+    name: str, group: str, plurals: Sequence[str], access: str, *, labels: Mapping[str, str]
 ) -> Obj:
-    """A ClusterRole for the people who use the operator's kinds (kubebuilder's
-    ``<kind>_admin/editor/viewer_role``): ``verbs`` on ``plurals`` of ``group`` and ``get``
-    on their status, aggregated into each of the cluster's roles named in ``aggregate_to``
-    (``admin``, ``edit``, ``view``), so a namespace's editors use the kinds with no binding
-    of the operator's."""
+    """The ClusterRole ``name`` of the people who use ``plurals`` of ``group`` with
+    ``access`` (a key of :data:`USER_ROLES`: its verbs on them, ``get`` on their status, and
+    its aggregation into the cluster's roles). ``KeyError`` for another access."""
+    verbs, aggregate_to = USER_ROLES[access]
     rules = [
         {"apiGroups": [group], "resources": list(plurals), "verbs": list(verbs)},
         {"apiGroups": [group], "resources": [f"{p}/status" for p in plurals], "verbs": ["get"]},
