@@ -1,6 +1,8 @@
 """The PrometheusRule alerts users are warned by, from the metrics the operator exports
 (controller-runtime's names, :mod:`appstack.runtime.metrics`, and what users run, per kind,
-:mod:`appstack.controllers.kind_metrics`); the Grafana dashboards are
+:mod:`appstack.controllers.kind_metrics`): the operator's own here, then those each kind
+declares on its registration (``alerts``: :func:`appstack.sdk.alert_rules`, as in any
+operator built on the SDK); the Grafana dashboards are
 :mod:`appstack.manifests.grafana`. Generated into ``deploy/monitoring/`` and the Helm chart;
 a unit test checks that every metric they reference is one the operator's registry exports
 (:func:`expressions`). Pure."""
@@ -9,19 +11,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from appstack.controllers.etcdcluster.maintenance import NEAR_QUOTA
+from appstack.controllers.registry import ALL
 from appstack.manifests import grafana
 from appstack.manifests.crds import LABELS
 from appstack.manifests.grafana import LEADER
 from appstack.manifests.rbac import NAME, NAMESPACE
-from appstack.sdk import OperatorOptions
+from appstack.sdk import OperatorOptions, alert_rules
 from appstack.sdk import prometheus_rule as sdk_prometheus_rule
 
 #: A sharded install's lease (its replicas run with the default): a key that waits
 #: unassigned longer than that is not waiting for a shard gone to expire.
 LEASE = OperatorOptions().lease_duration
 
-ALERTS: list[dict[str, Any]] = [
+#: The operator's own alerts: its workqueues, leadership, readiness, shards.
+OPERATOR_ALERTS: list[dict[str, Any]] = [
     {
         "alert": "AppstackReconcileErrors",
         "expr": "sum by (controller) (rate(controller_runtime_reconcile_errors_total[5m])) > 0",
@@ -70,59 +73,6 @@ ALERTS: list[dict[str, Any]] = [
         },
     },
     {
-        "alert": "AppstackEtcdQuorumLost",
-        "expr": "min by (namespace, name) (appstack_etcdcluster_quorum) == 0",
-        "for": "2m",
-        "labels": {"severity": "critical"},
-        "annotations": {
-            "summary": "EtcdCluster {{ $labels.namespace }}/{{ $labels.name }} has lost its "
-            "quorum: it takes no writes",
-            "description": "Fewer than half of its voters are healthy. With "
-            "spec.disasterRecovery enabled it is rebuilt from the newest snapshot; see "
-            "docs/etcdcluster.md.",
-        },
-    },
-    {
-        "alert": "AppstackEtcdNoSpace",
-        "expr": 'max by (namespace, name) (appstack_etcdcluster_alarm{alarm="NOSPACE"}) == 1',
-        "for": "1m",
-        "labels": {"severity": "critical"},
-        "annotations": {
-            "summary": "EtcdCluster {{ $labels.namespace }}/{{ $labels.name }} raised NOSPACE: "
-            "it refuses every write",
-            "description": "Its database reached spec.quotaBackendBytes. Set "
-            "spec.recoverFromNoSpace to compact, defragment and disarm it, or raise the "
-            "quota; see docs/etcdcluster.md.",
-        },
-    },
-    {
-        "alert": "AppstackEtcdNearQuota",
-        "expr": "max by (namespace, name) (appstack_etcdcluster_db_size_bytes) / "
-        f"max by (namespace, name) (appstack_etcdcluster_quota_backend_bytes) > {NEAR_QUOTA}",
-        "for": "10m",
-        "labels": {"severity": "warning"},
-        "annotations": {
-            "summary": "EtcdCluster {{ $labels.namespace }}/{{ $labels.name }}: a member's "
-            "database file holds {{ $value | humanizePercentage }} of its quota",
-            "description": "At the quota etcd raises NOSPACE and refuses every write. Delete "
-            "what is not needed, let compaction free old revisions and defragment "
-            "(spec.defragmentation), or raise spec.quotaBackendBytes; see docs/etcdcluster.md.",
-        },
-    },
-    {
-        "alert": "AppstackEtcdBackupOverdue",
-        "expr": "time() - max by (namespace, name) "
-        "(appstack_etcdcluster_next_backup_due_timestamp_seconds) > 1800",
-        "for": "10m",
-        "labels": {"severity": "warning"},
-        "annotations": {
-            "summary": "EtcdCluster {{ $labels.namespace }}/{{ $labels.name }}: a scheduled "
-            "snapshot is more than 30 minutes overdue",
-            "description": "Its backup Jobs do not complete (kubectl get jobs -n "
-            "{{ $labels.namespace }}); the newest snapshot is getting old.",
-        },
-    },
-    {
         "alert": "AppstackShardKeysUnassigned",
         # Sharded installs only (docs/sharding.md): the coordinator assigns a new key
         # within a look and a gone shard's keys as soon as its Lease expires.
@@ -140,16 +90,10 @@ ALERTS: list[dict[str, Any]] = [
             "label patch refused)? See docs/sharding.md.",
         },
     },
-    {
-        "alert": "AppstackCronTabFailing",
-        "expr": "max by (namespace, name) (appstack_crontab_last_run_failed) == 1",
-        "for": "5m",
-        "labels": {"severity": "warning"},
-        "annotations": {
-            "summary": "CronTab {{ $labels.namespace }}/{{ $labels.name }}: its newest run failed",
-        },
-    },
 ]
+#: The operator's alerts, then those its kinds declare on their registrations
+#: (:func:`appstack.sdk.alert_rules`).
+ALERTS: list[dict[str, Any]] = [*OPERATOR_ALERTS, *alert_rules(ALL)]
 
 
 def prometheus_rule(namespace: str = NAMESPACE) -> dict[str, Any]:

@@ -189,6 +189,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs; at run time,
     )
     from appstack.sdk.kit.kind_metrics import (
         KindMetrics,
+        alert_rules,
         ready_metric,
     )
     from appstack.sdk.kit.kind_metrics import (
@@ -222,6 +223,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs; at run time,
         object_rules,
     )
     from appstack.sdk.kit.observers import (
+        Alert,
         Gauges,
         Panel,
         Sample,
@@ -518,6 +520,7 @@ _HOMES = {
     "now_rfc3339": "kit.conditions",
     "previous_conditions": "kit.conditions",
     "KindMetrics": "kit.kind_metrics",
+    "alert_rules": "kit.kind_metrics",
     "metric_families": "kit.kind_metrics:families",
     "ready_metric": "kit.kind_metrics",
     "metric_samples": "kit.kind_metrics:samples",
@@ -538,6 +541,7 @@ _HOMES = {
     "ObjectReconciler": "kit.objects",
     "object_rules": "kit.objects",
     "Gauges": "kit.observers",
+    "Alert": "kit.observers",
     "GRAPH_FORMATS": "kit.graphs",
     "GraphEdge": "kit.graphs",
     "GraphNode": "kit.graphs",
@@ -732,6 +736,7 @@ __all__ = [
     "WIDE_READY",
     "AdmissionPolicy",
     "Affinity",
+    "Alert",
     "Assembly",
     "Capabilities",
     "ChartError",
@@ -850,6 +855,7 @@ __all__ = [
     "WebhookReview",
     "WeightedPodAffinityTerm",
     "WriteExtensions",
+    "alert_rules",
     "as_object",
     "assemble",
     "autoscaler",

@@ -34,6 +34,7 @@ CONTROLLER = Registration(
     children=desired.children,
     share=0.5,  # schedules change rarely: half the workers of the others
     gauges=metrics.GAUGES,
+    alerts=metrics.ALERTS,
     dashboard=metrics.panels,
     status_view=view.VIEW,
 )

@@ -1,8 +1,9 @@
 """The CronTab's own gauge — whether its newest run failed, read from its typed status —
-and the dashboard row that shows it. Declared on its registration (:data:`.CONTROLLER`);
-the operator's per-kind collector reads it at scrape time
-(:mod:`appstack.controllers.kind_metrics`) and its dashboard is drawn by
-:mod:`appstack.manifests.grafana`. Pure.
+the dashboard row that shows it and the alert on it (:data:`ALERTS`). Declared on its
+registration (:data:`.CONTROLLER`); the operator's per-kind collector reads it at scrape
+time (:mod:`appstack.controllers.kind_metrics`), its dashboard is drawn by
+:mod:`appstack.manifests.grafana` and its alert goes into the operator's PrometheusRule
+(:func:`appstack.sdk.alert_rules`). Pure.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from appstack.api.crontab import CronTabStatus
-from appstack.sdk import Gauges, Panel, Sample
+from appstack.sdk import Alert, Gauges, Panel, Sample
 
 LAST_RUN_FAILED = "appstack_crontab_last_run_failed"
 FAMILIES = {LAST_RUN_FAILED: "1 if the CronTab's newest run failed"}
@@ -40,3 +41,12 @@ def panels(who: str) -> Sequence[Panel]:
 
 
 GAUGES = Gauges(FAMILIES, samples)
+
+#: What users are warned of about their CronTabs (the operator's PrometheusRule).
+ALERTS = (
+    Alert(
+        "AppstackCronTabFailing",
+        f"max by (namespace, name) ({LAST_RUN_FAILED}) == 1",
+        "CronTab {{ $labels.namespace }}/{{ $labels.name }}: its newest run failed",
+    ),
+)

@@ -4,7 +4,7 @@ scaling one learner at a time, member replacement, upgrades leader last; status 
 the members as etcd reports them.
 
 :data:`CONTROLLER` registers it, with what is known of a cluster from outside: it is up
-when ``Available`` (:data:`.status.UP`), its gauges and dashboard rows (:mod:`.metrics`),
+when ``Available`` (:data:`.status.UP`), its gauges, dashboard rows and alerts (:mod:`.metrics`),
 its status view (:mod:`.view`); :data:`RBAC_RULES` is exactly what it uses.
 """
 
@@ -38,6 +38,7 @@ CONTROLLER = Registration(
     children=desired.children,
     ready_condition=status.UP,
     gauges=metrics.GAUGES,
+    alerts=metrics.ALERTS,
     dashboard=metrics.panels,
     status_view=view.VIEW,
 )

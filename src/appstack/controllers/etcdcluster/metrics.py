@@ -1,11 +1,12 @@
 """The EtcdCluster's own gauges — its members, healthy voters, leader and quorum, the times
 of its newest snapshot, next scheduled one and last defragmentation, its members' database
 sizes beside its quota and the alarms etcd raised — read from its typed status (and the
-replicas, quota and backup plan of its spec), and the dashboard rows that show them.
+replicas, quota and backup plan of its spec), the dashboard rows that show them and the
+alerts on them (:data:`ALERTS`: quorum lost, NOSPACE, near the quota, a snapshot overdue).
 Declared on its registration (:data:`.CONTROLLER`); the operator's per-kind collector reads
 them at scrape time (:mod:`appstack.controllers.kind_metrics`), its dashboard is drawn by
-:mod:`appstack.manifests.grafana` and its alerts (:mod:`appstack.manifests.dashboard`) use
-them. Pure.
+:mod:`appstack.manifests.grafana` and its alerts go into the operator's PrometheusRule
+(:mod:`appstack.manifests.dashboard`, through :func:`appstack.sdk.alert_rules`). Pure.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from appstack.api.etcdcluster import EtcdClusterStatus
 from appstack.api.etcdcluster_backup import BackupSpec
 from appstack.api.etcdcluster_maintenance import DEFAULT_QUOTA
 from appstack.controllers.etcdcluster.backup_schedule import next_due
-from appstack.sdk import Gauges, Panel, Sample
+from appstack.controllers.etcdcluster.maintenance import NEAR_QUOTA
+from appstack.sdk import Alert, Gauges, Panel, Sample
 
 FAMILIES: dict[str, str] = {
     "appstack_etcdcluster_members": "An EtcdCluster's members (voters and learners)",
@@ -171,3 +173,48 @@ def panels(who: str) -> Sequence[Panel]:
 
 
 GAUGES = Gauges(FAMILIES, samples)
+
+#: What users are warned of about their EtcdClusters (the operator's PrometheusRule).
+ALERTS = (
+    Alert(
+        "AppstackEtcdQuorumLost",
+        "min by (namespace, name) (appstack_etcdcluster_quorum) == 0",
+        "EtcdCluster {{ $labels.namespace }}/{{ $labels.name }} has lost its quorum: it takes "
+        "no writes",
+        for_="2m",
+        severity="critical",
+        description="Fewer than half of its voters are healthy. With spec.disasterRecovery "
+        "enabled it is rebuilt from the newest snapshot; see docs/etcdcluster.md.",
+    ),
+    Alert(
+        "AppstackEtcdNoSpace",
+        'max by (namespace, name) (appstack_etcdcluster_alarm{alarm="NOSPACE"}) == 1',
+        "EtcdCluster {{ $labels.namespace }}/{{ $labels.name }} raised NOSPACE: it refuses "
+        "every write",
+        for_="1m",
+        severity="critical",
+        description="Its database reached spec.quotaBackendBytes. Set spec.recoverFromNoSpace "
+        "to compact, defragment and disarm it, or raise the quota; see docs/etcdcluster.md.",
+    ),
+    Alert(
+        "AppstackEtcdNearQuota",
+        "max by (namespace, name) (appstack_etcdcluster_db_size_bytes) / "
+        f"max by (namespace, name) (appstack_etcdcluster_quota_backend_bytes) > {NEAR_QUOTA}",
+        "EtcdCluster {{ $labels.namespace }}/{{ $labels.name }}: a member's database file "
+        "holds {{ $value | humanizePercentage }} of its quota",
+        for_="10m",
+        description="At the quota etcd raises NOSPACE and refuses every write. Delete what is "
+        "not needed, let compaction free old revisions and defragment "
+        "(spec.defragmentation), or raise spec.quotaBackendBytes; see docs/etcdcluster.md.",
+    ),
+    Alert(
+        "AppstackEtcdBackupOverdue",
+        "time() - max by (namespace, name) "
+        "(appstack_etcdcluster_next_backup_due_timestamp_seconds) > 1800",
+        "EtcdCluster {{ $labels.namespace }}/{{ $labels.name }}: a scheduled snapshot is more "
+        "than 30 minutes overdue",
+        for_="10m",
+        description="Its backup Jobs do not complete (kubectl get jobs -n "
+        "{{ $labels.namespace }}); the newest snapshot is getting old.",
+    ),
+)

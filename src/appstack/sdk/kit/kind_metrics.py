@@ -8,7 +8,9 @@ scrapes — by :class:`KindMetrics`, a Prometheus collector the SDK's assembly
 (:func:`appstack.sdk.operator.assemble`) registers for every operator built on it, so a
 gauge a scaffolded operator declares reaches its ``/metrics`` as appstack's own do.
 :func:`families` and :func:`samples` are pure (appstack's alerts and dashboards, and the
-unit tests, read them). Nothing here names a kind.
+unit tests, read them), as is :func:`alert_rules`, the alerting rules the registrations
+declare over those metrics (appstack's PrometheusRule, a scaffolded project's
+``config/prometheus/alerts.yaml``). Nothing here names a kind.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from appstack.sdk.identity import OperatorIdentity
 from appstack.sdk.kit.observers import Sample
 from appstack.sdk.kit.registration import Registration
 
-__all__ = ["KindMetrics", "families", "ready_metric", "samples"]
+__all__ = ["KindMetrics", "alert_rules", "families", "ready_metric", "samples"]
 
 
 def ready_metric(identity: OperatorIdentity) -> str:
@@ -53,6 +55,22 @@ def families(controllers: Sequence[Registration], identity: OperatorIdentity) ->
                 raise ValueError(f"{controller.primary.kind}: the gauge {name} is declared twice")
             found[name] = text
     return found
+
+
+def alert_rules(controllers: Sequence[Registration]) -> list[dict[str, Any]]:
+    """The alerting rules every registration declares (``alerts``), in order, as a
+    PrometheusRule's group lists them. An alert name two of them declare is refused."""
+    rules: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for controller in controllers:
+        for alert in controller.alerts:
+            if alert.name in seen:
+                raise ValueError(
+                    f"{controller.primary.kind}: the alert {alert.name} is declared twice"
+                )
+            seen.add(alert.name)
+            rules.append(alert.rule())
+    return rules
 
 
 def _up(obj: dict[str, Any], wanted: str) -> bool:

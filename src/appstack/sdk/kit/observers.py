@@ -10,16 +10,20 @@ optional; none changes how an object is reconciled):
   object to its samples, for a Prometheus collector reading the cache at scrape time;
 * :class:`StatusView` — how a command line shows one object and what was made for it, and
   optionally its dependency graph (:class:`~appstack.sdk.kit.graphs.StatusGraph`);
-* dashboard panels (:data:`Panel`) over its own metrics.
+* dashboard panels (:data:`Panel`) over its own metrics;
+* :class:`Alert` — Prometheus alerting rules over its metrics, generated into the
+  operator's PrometheusRule (:func:`~appstack.sdk.kit.kind_metrics.alert_rules`).
 
 The operator that registers the kind decides what it does with them (appstack: its
-per-kind collector, ``appstack status``, its Grafana dashboards and Argo CD health
-checks); a registration that declares none of them is a controller as before. Pure
-declarations: nothing here reads a cluster.
+per-kind collector, ``appstack status``, its Grafana dashboards, alerts and Argo CD health
+checks; a scaffolded project: its collector and ``config/prometheus/alerts.yaml``); a
+registration that declares none of them is a controller as before. Pure declarations:
+nothing here reads a cluster.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -64,3 +68,47 @@ class StatusView:
     collect: Callable[[Client, dict[str, Any]], Awaitable[StatusTree]]
     render: Callable[[StatusTree], str]
     graph: Callable[[StatusTree], StatusGraph] | None = None
+
+
+#: What Prometheus accepts as an alert's name (a metric name) and as its ``for``.
+ALERT_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
+PROMETHEUS_DURATION = re.compile(r"(?=\d)(\d+y)?(\d+w)?(\d+d)?(\d+h)?(\d+m)?(\d+s)?(\d+ms)?")
+
+
+@dataclass(frozen=True)
+class Alert:
+    """A Prometheus alerting rule over the kind's metrics (its :class:`Gauges`' families,
+    the runtime's): ``name`` (the rule's ``alert``), ``expr`` (PromQL, true while it fires),
+    ``for_`` (how long it must hold first: a Prometheus duration, ``5m``), the ``severity``
+    label and the ``summary`` and ``description`` annotations (Prometheus templates such as
+    ``{{ $labels.name }}``). ``ValueError`` for a name or duration Prometheus refuses, or
+    an empty expression or summary."""
+
+    name: str
+    expr: str
+    summary: str
+    for_: str = "5m"
+    severity: str = "warning"
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if not ALERT_NAME.fullmatch(self.name):
+            raise ValueError(f"alert {self.name!r}: name: not a Prometheus metric name")
+        if not PROMETHEUS_DURATION.fullmatch(self.for_):
+            raise ValueError(f"alert {self.name}: for_: {self.for_!r} is not a duration (5m)")
+        for field in ("expr", "summary", "severity"):
+            if not getattr(self, field).strip():
+                raise ValueError(f"alert {self.name}: {field}: empty")
+
+    def rule(self) -> dict[str, Any]:
+        """The rule as a PrometheusRule's group lists it."""
+        annotations = {"summary": self.summary}
+        if self.description:
+            annotations["description"] = self.description
+        return {
+            "alert": self.name,
+            "expr": self.expr,
+            "for": self.for_,
+            "labels": {"severity": self.severity},
+            "annotations": annotations,
+        }

@@ -13,7 +13,7 @@ often if the kind needs it (:attr:`Registration.resync`).
 
 A registration also carries what the tools looking at the kind from outside its reconciler
 read (:mod:`.observers`; all optional, none used by :meth:`Registration.setup`): its ready
-condition, its own gauges, its status view and its dashboard panels. The operator's
+condition, its own gauges, its status view, its dashboard panels and its alerts. The operator's
 metrics, dashboards, health checks and command line iterate over the registrations, so
 what a kind is known by lives with its controller, not in lists keyed by kind names.
 """
@@ -38,7 +38,7 @@ from appstack.sdk.kind import CustomKind
 from appstack.sdk.kit.kubeobject import KubeObject
 from appstack.sdk.kit.namespaces import shared_gate
 from appstack.sdk.kit.objects import ObjectReconciler, object_rules
-from appstack.sdk.kit.observers import Gauges, Panels, StatusView
+from appstack.sdk.kit.observers import Alert, Gauges, Panels, StatusView
 from appstack.sdk.kit.parts import Manifest
 from appstack.sdk.kit.policies import AdmissionPolicy, KindPolicy, PolicyError, check
 from appstack.sdk.kit.reconciler import KindReconciler
@@ -58,8 +58,10 @@ class Registration:
     What outside tools read of its objects (:mod:`.observers`): ``ready_condition``, the
     condition type whose ``True`` means an object is up (default ``Ready``); ``gauges``,
     its own metric families and their samples from a cached object; ``status_view``, how a
-    command line shows an object; ``dashboard``, the panels of its own metrics. Each is
-    optional; a kind declares what it has.
+    command line shows an object; ``dashboard``, the panels of its own metrics;
+    ``alerts``, Prometheus alerting rules over them (the operator's PrometheusRule:
+    :func:`~appstack.sdk.kit.kind_metrics.alert_rules`). Each is optional; a kind declares
+    what it has.
 
     ``webhooks``: admission webhooks of its kind (:class:`~.webhooks.Validator`,
     :class:`~.webhooks.Mutator`), served by the operator when any registration declares
@@ -81,6 +83,7 @@ class Registration:
     gauges: Gauges | None = None
     status_view: StatusView | None = None
     dashboard: Panels | None = None
+    alerts: tuple[Alert, ...] = ()
     # admission webhooks of its kind, served by the operator (:mod:`.webhooks`)
     webhooks: tuple[Validator | Mutator, ...] = ()
     # ValidatingAdmissionPolicies of its kind, evaluated by the API server (:mod:`.policies`)

@@ -12,7 +12,7 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from appstack.runtime.resources import Resource
-from appstack.sdk import Gauges, KindMetrics, Sample
+from appstack.sdk import Alert, Gauges, KindMetrics, Sample
 from appstack.sdk.kit import kind_metrics
 from tests.support.guestbook import IDENTITY, PROJECT
 
@@ -58,3 +58,48 @@ def test_families_name_the_prefix_and_refuse_a_gauge_declared_twice() -> None:
     }
     with pytest.raises(ValueError, match="guestbook_foo_length is declared twice"):
         kind_metrics.families([MEASURED, MEASURED], IDENTITY)
+
+
+SHORT = Alert(
+    "GuestbookFooEmpty",
+    "max by (namespace, name) (guestbook_foo_length) == 0",
+    "Guestbook {{ $labels.namespace }}/{{ $labels.name }} has an empty foo",
+    for_="10m",
+    description="Set spec.foo.",
+)
+
+
+def test_a_kinds_alerts_are_rules_of_its_operators_prometheus_rule() -> None:
+    alerted = replace(MEASURED, alerts=(SHORT,))
+    assert kind_metrics.alert_rules([PLAIN]) == []
+    assert kind_metrics.alert_rules([alerted]) == [
+        {
+            "alert": "GuestbookFooEmpty",
+            "expr": "max by (namespace, name) (guestbook_foo_length) == 0",
+            "for": "10m",
+            "labels": {"severity": "warning"},
+            "annotations": {
+                "summary": "Guestbook {{ $labels.namespace }}/{{ $labels.name }} has an empty foo",
+                "description": "Set spec.foo.",
+            },
+        }
+    ]
+    with pytest.raises(ValueError, match="the alert GuestbookFooEmpty is declared twice"):
+        kind_metrics.alert_rules([alerted, alerted])
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        ({"name": "Foo Empty"}, "name: not a Prometheus metric name"),
+        ({"for_": "10 minutes"}, "for_: '10 minutes' is not a duration"),
+        ({"for_": ""}, "for_: '' is not a duration"),
+        ({"expr": " "}, "expr: empty"),
+        ({"summary": ""}, "summary: empty"),
+    ],
+)
+def test_an_alert_prometheus_would_refuse_is_refused_where_it_is_declared(
+    change: dict[str, str], said: str
+) -> None:
+    with pytest.raises(ValueError, match=said):
+        replace(SHORT, **change)
