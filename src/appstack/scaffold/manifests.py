@@ -25,11 +25,14 @@ import yaml
 
 from appstack.scaffold import project as projects
 from appstack.sdk import (
+    CONFIG_ALERTS_FILE,
+    CONFIG_HEADER,
     SCAFFOLDED_CONFIG,
     ChartError,
     ConfigProject,
     chart_files,
     config_files,
+    config_with_alerts,
     config_with_args,
     config_with_image,
     config_with_webhooks,
@@ -81,7 +84,9 @@ def generate(directory: Path) -> list[Path]:
     """Write ``config/``: the generated files, and those scaffolded once where missing (a
     user's edits to ``manager/``, ``default/`` and ``prometheus/`` are theirs; once the
     project declares webhooks, ``../webhook`` and the webhook port are added to them where
-    missing: :func:`appstack.sdk.config_with_webhooks`); the files that changed (none the
+    missing: :func:`appstack.sdk.config_with_webhooks`; its kinds' alerts,
+    ``prometheus/alerts.yaml``, listed in ``prometheus/kustomization.yaml`` while any is
+    declared: :func:`appstack.sdk.config_with_alerts`); the files that changed (none the
     second time)."""
     changed = []
     project = load(directory)
@@ -101,6 +106,17 @@ def generate(directory: Path) -> list[Path]:
         if new != old:
             path.write_text(new)
             changed.append(path)
+    # the kinds' alerts: listed in config/prometheus where they are generated
+    monitoring = directory / CONFIG / "prometheus" / "kustomization.yaml"
+    listed = config_with_alerts(monitoring.read_text(), project)
+    if listed != monitoring.read_text():
+        monitoring.write_text(listed)
+        changed.append(monitoring)
+    alerts = directory / CONFIG / "prometheus" / CONFIG_ALERTS_FILE
+    gone = alerts not in generated and alerts.is_file()
+    if gone and alerts.read_text().startswith(CONFIG_HEADER):
+        alerts.unlink()  # none declared any more: generated, never edited, taken out
+        changed.append(alerts)
     return changed
 
 
@@ -181,16 +197,17 @@ def _kustomized(directory: Path, kubectl: str, overlay: str) -> list[dict[str, A
 
 def install_objects(directory: Path, kubectl: str = "kubectl") -> list[dict[str, Any]]:
     """What ``make deploy`` applies — kustomize's build of ``config/default``, every edit of
-    the user's in ``config/`` included — and the ServiceMonitor of ``config/prometheus``,
-    named and placed as ``config/default`` names and places the rest."""
+    the user's in ``config/`` included — and what ``config/prometheus`` holds (the
+    ServiceMonitor, the kinds' alerts), named and placed as ``config/default`` names and
+    places the rest."""
     project = load(directory)
     objects = _kustomized(directory, kubectl, "default")
     prefix = f"{project.identity.project}-"
-    for monitor in _kustomized(directory, kubectl, "prometheus"):
-        if not monitor["metadata"]["name"].startswith(prefix):
-            monitor["metadata"]["name"] = prefix + monitor["metadata"]["name"]
-        monitor["metadata"]["namespace"] = project.identity.namespace
-        objects.append(monitor)
+    for monitoring in _kustomized(directory, kubectl, "prometheus"):
+        if not monitoring["metadata"]["name"].startswith(prefix):
+            monitoring["metadata"]["name"] = prefix + monitoring["metadata"]["name"]
+        monitoring["metadata"]["namespace"] = project.identity.namespace
+        objects.append(monitoring)
     return objects
 
 

@@ -48,6 +48,12 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs; at run time,
         chart_files,
     )
     from appstack.sdk.config import (
+        ALERTS_FILE as CONFIG_ALERTS_FILE,
+    )
+    from appstack.sdk.config import (
+        HEADER as CONFIG_HEADER,
+    )
+    from appstack.sdk.config import (
         NAME_REFERENCES as KUSTOMIZE_NAME_REFERENCES,
     )
     from appstack.sdk.config import (
@@ -60,6 +66,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs; at run time,
         config_files,
         manager_container,
         manager_pod_security,
+    )
+    from appstack.sdk.config import (
+        with_alerts as config_with_alerts,
     )
     from appstack.sdk.config import (
         with_args as config_with_args,
@@ -435,10 +444,13 @@ _HOMES = {
     "chart_files": "chart",
     "ConfigProject": "config:Project",
     "SCAFFOLDED_CONFIG": "config:SCAFFOLDED",
+    "CONFIG_ALERTS_FILE": "config:ALERTS_FILE",
+    "CONFIG_HEADER": "config:HEADER",
     "KUSTOMIZE_NAME_REFERENCES": "config:NAME_REFERENCES",
     "config_files": "config",
     "config_with_args": "config:with_args",
     "config_with_image": "config:with_image",
+    "config_with_alerts": "config:with_alerts",
     "config_with_webhooks": "config:with_webhooks",
     "manager_container": "config",
     "manager_pod_security": "config",
@@ -706,6 +718,8 @@ __all__ = [
     "CHILD_TRANSFORMS",
     "CLAIM_TRANSFORMS",
     "COMPONENT_LABEL",
+    "CONFIG_ALERTS_FILE",
+    "CONFIG_HEADER",
     "CONTEXT_OPTION",
     "DEFAULT_VERSION",
     "DNS_1035",
@@ -876,6 +890,7 @@ __all__ = [
     "cluster_role",
     "condition",
     "config_files",
+    "config_with_alerts",
     "config_with_args",
     "config_with_image",
     "config_with_webhooks",

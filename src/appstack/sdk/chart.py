@@ -21,9 +21,11 @@ imagePullSecrets, replicas, resources, nodeSelector, tolerations, affinity,
 podSecurityContext, securityContext, pod annotations and labels, leader election, the pods'
 terminationGracePeriodSeconds and the operator's ``--graceful-shutdown-timeout`` below it
 (checked at render), extra arguments and environment, the metrics Service and a
-ServiceMonitor with its labels, the CRDs kept on uninstall), their defaults those of the
-install. Template text comes from the objects with sentinels (:mod:`appstack.sdk.helmtext`,
-what appstack's own chart is made with). Pure: the same objects always give the same files.
+ServiceMonitor with its labels, the PrometheusRule of the alerts the kinds declare with its
+labels — its Prometheus templates kept as they are —, the CRDs kept on uninstall), their
+defaults those of the install. Template text comes from the objects with sentinels
+(:mod:`appstack.sdk.helmtext`, what appstack's own chart is made with). Pure: the same
+objects always give the same files.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ from appstack.sdk.helmtext import (
     dump,
     if_item,
     items,
+    literal_braces,
     merged_keys,
     pod_extras,
     pod_settings,
@@ -105,6 +108,7 @@ DIRECTORIES = {
     "MutatingWebhookConfiguration": "webhook",
     "Deployment": "manager",
     "ServiceMonitor": "prometheus",
+    "PrometheusRule": "prometheus",
 }
 #: A pod's terminationGracePeriodSeconds when its spec gives none (Kubernetes' default).
 KUBERNETES_GRACE_PERIOD = 30
@@ -273,6 +277,8 @@ def _values(deployment: Obj, container: Obj, kinds: set[str], sharded: bool) -> 
         if "ServiceMonitor" in kinds:
             monitor = {"enabled": False, "interval": "30s", "labels": {}}
             values["metrics"]["serviceMonitor"] = monitor
+        if "PrometheusRule" in kinds:  # the alerts the kinds declare
+            values["metrics"]["prometheusRule"] = {"enabled": False, "labels": {}}
     if "CustomResourceDefinition" in kinds:
         values["crd"] = {"enable": True, "keep": True}
     return values
@@ -418,6 +424,8 @@ def _prepared(obj: Obj, install: _Install) -> None:
     if kind in CLUSTER_SCOPED:
         meta.pop("namespace", None)
     _relabel(meta, install.install_labels)
+    if kind == "PrometheusRule":
+        meta["labels"][sentinel("RULE_LABELS")] = ""
     if kind == "ServiceMonitor":
         meta["labels"][sentinel("MONITOR_LABELS")] = ""
         obj["spec"]["selector"] = {"matchLabels": {SELECTOR: ""}}
@@ -439,6 +447,8 @@ def _condition(obj: Obj) -> str | None:
         return ".Values.crd.enable"
     if kind == "ServiceMonitor":
         return "and .Values.metrics.enabled .Values.metrics.serviceMonitor.enabled"
+    if kind == "PrometheusRule":
+        return "and .Values.metrics.enabled .Values.metrics.prometheusRule.enabled"
     if kind == "Service" and obj["metadata"]["name"].endswith("metrics-service"):
         return ".Values.metrics.enabled"
     return None
@@ -464,9 +474,12 @@ def _object_text(obj: Obj, container: Obj | None, install: _Install) -> str:
         text = checks + _deployment_text(obj, container, install)
     else:
         text = dump(_walk_replace(obj, install.selector, {SELECTOR: ""}))
+    if obj["kind"] == "PrometheusRule":  # its annotations are Prometheus templates
+        text = literal_braces(text)
     text = _labels_text(text, install.chart)
     text = merged_keys(text, "ACCOUNT_ANNOTATIONS", ".Values.serviceAccount.annotations")
     text = merged_keys(text, "MONITOR_LABELS", ".Values.metrics.serviceMonitor.labels")
+    text = merged_keys(text, "RULE_LABELS", ".Values.metrics.prometheusRule.labels")
     text = re.sub(
         rf"^(\s*)'{re.escape(sentinel('KEEP'))}': ''$",
         r"\1{{- if $.Values.crd.keep }}\n\1helm.sh/resource-policy: keep\n\1{{- end }}",
@@ -623,9 +636,9 @@ def _schema(values: Obj) -> Obj:
             return structured(value, list(value))
         if key == "metrics" and isinstance(value, dict):  # autoscaling's is a list
             schema = structured(value, list(value))
-            if "serviceMonitor" in value:
-                monitor = value["serviceMonitor"]
-                schema["properties"]["serviceMonitor"] = structured(monitor, list(monitor))
+            for part in ("serviceMonitor", "prometheusRule"):
+                if part in value:
+                    schema["properties"][part] = structured(value[part], list(value[part]))
             return schema
         return of(value)
 

@@ -46,6 +46,11 @@ Deployment's resources, env and patches are edited there, as in kubebuilder):
   same apply: guarded before the operator's process has started); ``prometheus/`` — a
   ServiceMonitor.
 
+Generated beside them when the kinds declare alerts (their registrations' ``alerts``):
+``prometheus/alerts.yaml``, the PrometheusRule of those alerts, listed in
+``prometheus/kustomization.yaml`` by ``make manifests`` (:func:`with_alerts`; taken out
+again when none is declared).
+
 Every object of a kind appstack's own install has too (ServiceAccount, RBAC, Namespace,
 Deployment, metrics Service, ServiceMonitor) is built by :mod:`appstack.sdk.install`, the
 builders appstack's ``deploy/`` and Helm chart use: one generator, two layouts.
@@ -78,6 +83,7 @@ from appstack.sdk.install import (
     metrics_endpoint,
     metrics_reader_role,
     namespace_object,
+    prometheus_rule,
     service_account,
     user_role,
     webhook_cert_role,
@@ -88,6 +94,7 @@ from appstack.sdk.install import metrics_service as metrics_service_object
 from appstack.sdk.install import service_monitor as service_monitor_object
 from appstack.sdk.kind import CustomKind
 from appstack.sdk.kit.conversion import service_client
+from appstack.sdk.kit.kind_metrics import alert_rules
 from appstack.sdk.kit.policies import PolicyError, policy_objects
 from appstack.sdk.kit.registration import Registration
 from appstack.sdk.kit.webhooks import (
@@ -831,6 +838,40 @@ def service_monitor(project: Project) -> Obj:
     )
 
 
+#: ``config/prometheus``'s generated file: the PrometheusRule of the alerts the kinds declare.
+ALERTS_FILE = "alerts.yaml"
+
+
+def alerts_rule(project: Project) -> Obj | None:
+    """The PrometheusRule of the alerts the project's registrations declare (their
+    ``alerts``: :func:`appstack.sdk.alert_rules`), one group named after the project; None
+    when none declares any."""
+    rules = alert_rules(project.controllers)
+    if not rules:
+        return None
+    return prometheus_rule(
+        f"{MANAGER}-alerts",
+        SYSTEM,
+        labels={**_labels(project), "control-plane": MANAGER},
+        groups={project.identity.project: rules},
+    )
+
+
+def with_alerts(kustomization: str, project: Project) -> str:
+    """``config/prometheus/kustomization.yaml`` (scaffolded once, then the user's) listing
+    :data:`ALERTS_FILE` exactly when the project declares alerts (:func:`alerts_rule`):
+    added where missing, taken out once none is declared, everything else in it kept."""
+    body = yaml.safe_load(kustomization) or {}
+    resources = list(body.get("resources") or [])
+    wanted = alerts_rule(project) is not None
+    if wanted == (ALERTS_FILE in resources):
+        return kustomization
+    body["resources"] = (
+        [*resources, ALERTS_FILE] if wanted else [r for r in resources if r != ALERTS_FILE]
+    )
+    return _header_of(kustomization) + yaml.safe_dump(body, sort_keys=False)
+
+
 def config_files(project: Project) -> dict[str, str]:
     """Relative path (under ``config/``) → content, every generated file."""
     files: dict[str, str] = {}
@@ -889,6 +930,9 @@ def config_files(project: Project) -> dict[str, str]:
     )
     files["prometheus/monitor.yaml"] = _dump(service_monitor(project), header=mine)
     files["prometheus/kustomization.yaml"] = _kustomization(["monitor.yaml"], mine)
+    alerts = alerts_rule(project)
+    if alerts is not None:
+        files[f"prometheus/{ALERTS_FILE}"] = _dump(alerts)
     return dict(sorted(files.items()))
 
 

@@ -35,6 +35,16 @@ def dump(obj: Mapping[str, Any]) -> str:
     return yaml.dump(dict(obj), Dumper=_NoAliases, sort_keys=False, width=100)
 
 
+def literal_braces(text: str) -> str:
+    """``text`` with every ``{{`` and ``}}`` written as a Helm action printing it (a
+    Prometheus template in an alert's annotations, ``{{ $labels.name }}``, survives Helm's
+    rendering as it was, whatever line YAML put it on). Before any action of the chart's
+    own is added."""
+    opening, closing = "\0OPEN\0", "\0CLOSE\0"
+    text = text.replace("{{", opening).replace("}}", closing)
+    return text.replace(opening, '{{ "{{" }}').replace(closing, '{{ "}}" }}')
+
+
 def substitute(text: str, values: Mapping[str, str]) -> str:
     """Replace each quoted scalar sentinel (``'@@X@@'``) by its expression, and one inside
     a longer string (e.g. a namespace in a CEL expression) by the expression in place."""

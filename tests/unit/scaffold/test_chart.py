@@ -401,3 +401,63 @@ def test_a_sharded_projects_chart_scales_its_shards_with_an_autoscaler(
     assert "maxReplicas is below" in refused(
         helm, chart, "--set=autoscaling.enabled=true", *upside_down
     )
+
+
+ALERT = """
+
+CONTROLLER = replace(
+    CONTROLLER,
+    alerts=(
+        Alert(
+            "GuestbookNotReady",
+            'max by (namespace, name) (guestbook_object_ready{kind="Guestbook"}) == 0',
+            "Guestbook {{ $labels.namespace }}/{{ $labels.name }} is not Ready: "
+            "{{ $value | humanize }}",
+            for_="10m",
+        ),
+    ),
+)
+"""
+
+
+def test_a_kinds_alerts_are_the_projects_prometheus_rule_and_the_charts(
+    project: Path, tools: tuple[Path, Path]
+) -> None:
+    """An alert declared on a registration (``Registration.alerts``): ``make manifests``
+    writes ``config/prometheus/alerts.yaml`` and lists it beside the user's ServiceMonitor;
+    the chart renders it with ``metrics.prometheusRule.enabled`` (and its labels), its
+    Prometheus templates as declared; without the alert both are taken out again."""
+    helm, kubectl = tools
+    _guestbook(project)
+    controller = project / "src/guestbook/controllers/guestbook.py"
+    before = controller.read_text()
+    original = before.replace("from __future__ import annotations\n", "")
+    controller.write_text(
+        "from dataclasses import replace\n\nfrom appstack.sdk import Alert\n" + original + ALERT
+    )
+    commands.generate_manifests(project)
+    prometheus = project / "config" / "prometheus"
+    listed = yaml.safe_load((prometheus / "kustomization.yaml").read_text())["resources"]
+    assert listed == ["monitor.yaml", "alerts.yaml"]
+    (rule,) = yaml.safe_load_all((prometheus / "alerts.yaml").read_text())
+    (group,) = rule["spec"]["groups"]
+    assert (rule["kind"], group["name"]) == ("PrometheusRule", "guestbook")
+    assert [r["alert"] for r in group["rules"]] == ["GuestbookNotReady"]
+    commands.generate_chart(project, "registry.example/guestbook:v1", str(kubectl))
+    chart = project / "dist" / "chart"
+    on = ("--set=metrics.prometheusRule.enabled=true", "--set=metrics.prometheusRule.labels.r=p")
+    assert run_helm(helm, "lint", "--strict", str(chart), KUBE, *on).returncode == 0
+    assert not [o for o in template(helm, chart, "a") if o["kind"] == "PrometheusRule"]
+    rendered = one(template(helm, chart, "a", *on), "PrometheusRule")
+    assert rendered["metadata"]["name"] == "a-guestbook-controller-manager-alerts"
+    assert rendered["metadata"]["labels"]["r"] == "p"
+    (alert,) = rendered["spec"]["groups"][0]["rules"]
+    assert alert["annotations"]["summary"] == (
+        "Guestbook {{ $labels.namespace }}/{{ $labels.name }} is not Ready: {{ $value | humanize }}"
+    )
+    assert alert == group["rules"][0]
+    controller.write_text(before)
+    commands.generate_manifests(project)
+    assert not (prometheus / "alerts.yaml").exists()
+    listed = yaml.safe_load((prometheus / "kustomization.yaml").read_text())["resources"]
+    assert listed == ["monitor.yaml"]
