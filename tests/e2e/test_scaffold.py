@@ -2,7 +2,8 @@
 control plane: docs/build-your-own-operator.md's blocks run as one shell session (seed 002's
 init + create api, make manifests, make lint test; seed 000's new / add api / add
 controller / generate k8s); make install, make run in the background, the samples Ready at
-their generation, make uninstall; make image-oci + make deploy on the real node, the pod
+their generation, make uninstall; make image-oci (the generated Dockerfile, from the wheels
+of make build alone) + make deploy on the real node, the pod
 reconciling the sample, make undeploy, and the project's own e2e (its /metrics 401 and 200);
 the generated admission policies holding the operator's own token (issue #46); a second
 kind after editing the first's files; bad input to every command refused with the flag named
@@ -26,12 +27,13 @@ import signal
 import socket
 import subprocess
 import sys
+import tarfile
 import time
 import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import yaml
@@ -39,7 +41,6 @@ import yaml
 from appstack.scaffold import manifests
 from appstack_testbed.dist import source_build_lock
 from appstack_testbed.helm import Helm
-from appstack_testbed.image import build_with_dockerfile, buildah_run, remove_dockerfile_image
 from appstack_testbed.operators import token_kubeconfig
 from appstack_testbed.pytest_plugin import SESSION_ENV, ClusterHandle
 from appstack_testbed.waiting import eventually_sync
@@ -537,7 +538,8 @@ def test_make_deploy_on_the_real_node_and_the_projects_own_e2e(
     kube_cluster: ClusterHandle,
     real_node: object,
 ) -> None:
-    """The image built without a daemon into the local registry, deployed with kustomize
+    """The image built from the generated Dockerfile without a daemon (issue #47: its pip
+    step finds everything in dist/, with no index) into the local registry, deployed with kustomize
     (config/default, the image set in config/manager) with the user's edit of
     config/manager/manager.yaml: the pod Ready on the real node reconciles the sample; make
     undeploy removes it all. With the webhooks ``create webhook --programmatic-validation
@@ -583,7 +585,7 @@ def test_make_deploy_on_the_real_node_and_the_projects_own_e2e(
     line = "#components: [../sharding]"
     assert line in default.read_text()
     default.write_text(default.read_text().replace(line, line.removeprefix("#")))
-    _ok(_sh("make image-oci", guestbook, deploy_env, timeout=1800), "make image-oci")
+    _make_image_oci(guestbook, deploy_env)
     _ok(_sh("make deploy", guestbook, deploy_env), "make deploy")
     try:
         edited = _ok(
@@ -639,15 +641,23 @@ def test_make_deploy_on_the_real_node_and_the_projects_own_e2e(
         (guestbook / f"tests/test_guestbook_{role}.py").unlink()
     shutil.rmtree(guestbook / "config")
     shutil.copytree(guestbook.parent / "config-before-webhook", guestbook / "config")
-    e2e_env = {**env, "APPSTACK_TEST_CLUSTER": kube_cluster.require_local().name}
+    _projects_own_e2e(env, guestbook, kube_cluster)
+    # the same install as a Helm chart (make helm, issue #47), the image already built
+    _helm_release(env, guestbook, kube_cluster)
+
+
+def _projects_own_e2e(env: dict[str, str], project: Path, cluster: ClusterHandle) -> None:
+    """The project's tests/e2e as ``make test-e2e`` runs them, on this session's cluster:
+    ``make build`` first (the wheels of this source, the image's Dockerfile installs)."""
+    with source_build_lock():  # make build's pip wheel of the checkout writes its egg-info
+        _ok(_sh("make build", project, env), "make build")
+    e2e_env = {**env, "APPSTACK_TEST_CLUSTER": cluster.require_local().name}
     e2e_env.pop("APPSTACK_TEST_KUBECONFIG")
     e2e_env.pop(SESSION_ENV, None)  # a session of its own: it did not start the cluster
     _ok(
-        _sh(f"{env['VENV']}/bin/python -m pytest tests/e2e -q", guestbook, e2e_env, timeout=1800),
+        _sh(f"{env['VENV']}/bin/python -m pytest tests/e2e -q", project, e2e_env, timeout=1800),
         "the project's e2e",
     )
-    # the same install as a Helm chart (make helm, issue #47), the image already built
-    _helm_release(env, guestbook, kube_cluster)
 
 
 def _helm_release(env: dict[str, str], project: Path, cluster: ClusterHandle) -> None:
@@ -836,30 +846,38 @@ def test_the_installed_policies_hold_the_operators_token(
         _sh(f"kubectl delete --ignore-not-found -f {install}", guestbook, env)
 
 
-def test_make_build_and_the_generated_dockerfile_make_a_working_image(
-    env: dict[str, str], guestbook: Path
-) -> None:
-    """Issue #47: the Dockerfile as generated could not be built — `make build` put only the
-    project's wheel in dist/, and pip looked for appstack on the public index, where no
-    such package is (and anyone registering the name would be installed). Now `make build`
-    writes every wheel the image needs (the project's, appstack's, their dependencies' for
-    the image's Python) and the Dockerfile installs from those alone (--no-index): built
-    here as `docker build` would (buildah; FROM the same Debian suite built from Debian
-    packages), the image runs the operator's command as 65532."""
-    with source_build_lock():  # pip wheel of the checkout writes its src/*.egg-info
-        _ok(_sh("make build", guestbook, env), "make build")
-    wheels = {p.name.split("-")[0] for p in (guestbook / "dist").glob("*.whl")}
+def _make_image_oci(project: Path, env: dict[str, str]) -> None:
+    """``make image-oci`` (issue #47): the generated Dockerfile's image, its pip step given
+    the wheels ``make build`` put in ``dist/`` alone (``--no-index``: appstack is on no
+    index), with the Dockerfile's user and entry point."""
+    with source_build_lock():  # make build's pip wheel of the checkout writes its egg-info
+        built = _ok(_sh("make image-oci", project, env, timeout=1800), "make image-oci")
+    wheels = {p.name.split("-")[0] for p in (project / "dist").glob("*.whl")}
     assert {"appstack", "guestbook", "pydantic_core", "aiohttp", "cryptography"} <= wheels
-    assert "--no-index" in (guestbook / "Dockerfile").read_text()
-    ref = f"localhost/guestbook:dockerfile-{uuid.uuid4().hex[:6]}"
-    build_with_dockerfile(guestbook, ref)
-    try:
-        run = buildah_run(ref, "python", "-m", "guestbook", "--help")
-        assert run.returncode == 0, run.stderr
-        assert "--leader-elect" in run.stdout, run.stdout
-        assert buildah_run(ref, "id", "-u").stdout.strip() == "65532"
-    finally:
-        remove_dockerfile_image(ref)
+    assert "--no-index" in (project / "Dockerfile").read_text()
+    (archive,) = [line for line in built.splitlines() if line.endswith(".oci.tar")]
+    config = _image_config(Path(archive))
+    assert config["User"] == "65532:65532", config
+    assert config["Entrypoint"] == ["python", "-m", "guestbook"], config
+    # the Dockerfile's own venv, not appstack's image's (/opt/appstack)
+    assert config["Env"][0].startswith("PATH=/opt/operator/bin:"), config
+
+
+def _image_config(archive: Path) -> dict[str, Any]:
+    """The container configuration (User, Entrypoint, ...) of the one image in an
+    oci-archive, read from its index, manifest and config blobs."""
+    with tarfile.open(archive) as tar:
+
+        def blob(descriptor: dict[str, Any]) -> dict[str, Any]:
+            algorithm, digest = descriptor["digest"].split(":")
+            member = tar.extractfile(f"blobs/{algorithm}/{digest}")
+            assert member is not None, descriptor
+            return cast("dict[str, Any]", json.load(member))
+
+        index = tar.extractfile("index.json")
+        assert index is not None, archive
+        (manifest,) = json.load(index)["manifests"]
+        return cast("dict[str, Any]", blob(blob(manifest)["config"])["config"])
 
 
 def test_a_second_kind_leaves_the_edited_first_kind_as_it_is(

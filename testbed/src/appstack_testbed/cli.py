@@ -127,14 +127,15 @@ def build(
     "--project",
     default=None,
     type=click.Path(file_okay=False, exists=True),
-    help="A project scaffolded with `appstack init`: its operator's image.",
+    help="A project scaffolded with `appstack init`: its operator's image, built from its "
+    "Dockerfile over the wheels `make build` put in its dist/.",
 )
 def image(tag: str, refresh: bool, push: bool, project: str | None) -> None:
     """Build the operator image without a container daemon (root; mmdebstrap + buildah).
 
     Same contents as the Dockerfile; prints the path of the oci-archive (cached). With
-    --project, the image of an operator scaffolded with `appstack init` (appstack's image
-    with the project's package, run as `python -m <package>`).
+    --project, the image of an operator scaffolded with `appstack init`: its own Dockerfile's
+    steps, run as `docker build` would (buildah), over the wheels in its dist/ (`make build`).
     """
     from pathlib import Path  # noqa: PLC0415
 

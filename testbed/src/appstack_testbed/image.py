@@ -15,6 +15,10 @@ agree), and :func:`build_image` replays the two stages:
    :mod:`appstack_testbed.image_labels`: source, revision, created), committed with
    buildah to an oci-archive.
 
+An operator scaffolded with ``appstack init`` (``make image-oci`` there, ``appstack cluster
+image --project``) is built from its own generated ``Dockerfile`` instead, step by step as
+``docker build`` runs it (:func:`build_with_dockerfile`, :func:`build_project_image`).
+
 Everything lives in ``$APPSTACK_CACHE/image``; the archive is named after a key of all its
 inputs (rootfs keys, steps, configuration, lock and sources), so a warm call returns at
 once. Needs root (chroot, mounts); missing tools are installed with apt-get.
@@ -249,82 +253,66 @@ def build_image(
 def build_project_image(
     project: Path, printer: Printer = _stderr, *, ref: str, refresh: bool = False
 ) -> BuiltImage:
-    """The image of an operator scaffolded with ``appstack init``: appstack's image (built
-    as above) with the project's package (``src/<package>``) added to its venv and the
-    entry point ``python -m <package>`` — no daemon, no index beyond what appstack's image
-    was built from. A project whose code needs more dependencies than appstack's builds
-    with its Dockerfile instead."""
+    """The image of an operator scaffolded with ``appstack init``, built from the project's
+    own ``Dockerfile`` as ``docker build`` would (:func:`build_with_dockerfile`: the same
+    steps, buildah instead of a daemon) from the wheels ``make build`` put in ``dist/``,
+    then written as an oci-archive in the cache (for the local registry, or ``podman
+    load``). What a user changes in the Dockerfile — more packages, more dependencies — is
+    in the image. Up to date (the same Dockerfile, wheels and ``ref``): returned at once."""
     from appstack.scaffold.project import read  # noqa: PLC0415
 
     package = read(project).package
-    base = build_image(printer=printer, refresh=refresh)
+    wheels = sorted((project / "dist").glob("*.whl"))
+    if not any(_distribution(wheel) == package for wheel in wheels):
+        raise ImageBuildError(
+            f"{project / 'dist'} has no wheel of {package}: its Dockerfile installs from "
+            "the wheels there alone — run `make build` first (`make image-oci` does)"
+        )
     cache = cache_root() / "image"
-    digest = hashlib.sha256(base.archive.name.encode())
-    for path in sorted((project / "src" / package).rglob("*.py")):
-        digest.update(str(path.relative_to(project)).encode() + b"\0" + path.read_bytes())
-    digest.update(ref.encode())
-    archive = cache / f"project-{package}-{digest.hexdigest()[:16]}.oci.tar"
+    digest = hashlib.sha256(BUILD_ROOTFS.key.encode() + b"\0" + ref.encode() + b"\0")
+    digest.update((project / "Dockerfile").read_bytes())
+    for wheel in wheels:
+        digest.update(wheel.name.encode() + b"\0" + hashlib.sha256(wheel.read_bytes()).digest())
+    key = digest.hexdigest()[:16]
+    archive = cache / f"project-{package}-{key}.oci.tar"
     if archive.is_file() and not refresh:
         printer(f"[appstack] image {ref} is up to date: {archive}")
+        os.utime(archive)  # recently used: kept when older ones are pruned
         return BuiltImage(archive, ref)
-    storage = cache / "buildah"
-    buildah = [
-        "buildah",
-        f"--root={storage / 'storage'}",
-        f"--runroot={storage / 'run'}",
-        "--storage-driver=vfs",
-    ]
-
-    def run(*args: str) -> str:
-        proc = subprocess.run([*buildah, *args], capture_output=True, text=True, check=False)
-        if proc.returncode != 0:
-            raise ImageBuildError(f"buildah {args[0]} failed: {proc.stderr.strip()[-2000:]}")
-        return proc.stdout.strip()
-
-    with _file_lock(cache / ".image.lock"):
-        started = time.monotonic()
-        container = run(
-            "from", "--name", f"project-image-{os.getpid()}", f"oci-archive:{base.archive}"
-        )
-        try:
-            rootfs = Path(run("mount", container))
-            (site,) = sorted((rootfs / VENV.lstrip("/")).glob("lib/python3*/site-packages"))
-            target = site / package
-            shutil.copytree(
-                project / "src" / package, target, ignore=shutil.ignore_patterns("__pycache__")
-            )
-            run("umount", container)
-            run(
-                "config",
-                f"--entrypoint={json.dumps(['python', '-m', package])}",
-                "--cmd=[]",
-                f"--label=org.opencontainers.image.title={package}",
-                container,
-            )
-            partial = archive.with_name(archive.name + ".partial")
-            partial.unlink(missing_ok=True)
-            run("commit", "--format=oci", "--quiet", container, f"oci-archive:{partial}:{ref}")
-            os.replace(partial, archive)
-        finally:
-            subprocess.run([*buildah, "rm", container], capture_output=True, check=False)
-        for old in keep_newest(list(cache.glob(f"project-{package}-*.oci.tar")), KEEP):
-            if old != archive:
-                old.unlink()
-    took = _fmt(time.monotonic() - started)
-    printer(f"[appstack] image {ref} ({package} on appstack's image) built in {took}")
+    started = time.monotonic()
+    # a name of its own in the build storage: the archive carries ``ref``
+    built = f"localhost/appstack-project-{package}:{key}"
+    build_with_dockerfile(project, built, printer)
+    try:
+        partial = archive.with_name(f"{archive.name}.{os.getpid()}.partial")
+        _buildah(_dockerfile_buildah(), "push", "--quiet", built, f"oci-archive:{partial}:{ref}")
+        os.replace(partial, archive)
+    finally:
+        remove_dockerfile_image(built)
+    for old in keep_newest(list(cache.glob(f"project-{package}-*.oci.tar")), KEEP):
+        if old != archive:
+            old.unlink()
+    took, size = _fmt(time.monotonic() - started), archive.stat().st_size / 2**20
+    printer(f"[appstack] image {ref} from {project / 'Dockerfile'} in {took} ({size:.0f} MiB)")
     return BuiltImage(archive, ref)
+
+
+def _distribution(wheel: Path) -> str:
+    """A wheel's distribution name as its file name spells it (``-``, ``.`` as ``_``)."""
+    return wheel.name.split("-", 1)[0].lower()
 
 
 def build_with_dockerfile(project: Path, ref: str, printer: Printer = _stderr) -> str:
     """The image of a scaffolded project built from its own ``Dockerfile`` as ``docker
     build`` would (buildah, chroot isolation, the host's network; root), its wheels from
     ``make build`` in ``dist/``; returns the image id, stored under ``ref`` in the cache's
-    buildah storage (``buildah_run`` runs a command in it). No registry is reachable here:
-    the Dockerfile's ``FROM`` is replaced by a Debian rootfs of the same suite built from
-    Debian packages (:data:`BUILD_ROOTFS`); every ``RUN`` step is the Dockerfile's own
-    (apt-get from Debian, pip from PyPI). A CA bundle pip must trust (``PIP_CERT``: an index
-    behind a TLS-inspecting proxy) reaches pip through ``/etc/pip.conf`` during the build
-    only, as a user behind such a proxy would pass it."""
+    buildah storage (:func:`build_project_image` writes it as an oci-archive). No registry
+    is reachable here: the Dockerfile's ``FROM`` is replaced by a Debian rootfs of the same
+    suite built from Debian packages (:data:`BUILD_ROOTFS`); every ``RUN`` step is the
+    Dockerfile's own (as generated: apt-get from Debian, pip from ``dist/`` alone). A CA
+    bundle pip must trust (``PIP_CERT``: an index behind a TLS-inspecting proxy, for a
+    Dockerfile a user made fetch from one) reaches pip through ``/etc/pip.conf`` during the
+    build only, as a user behind such a proxy would pass it."""
     cache = cache_root() / "image"
     ensure_tools(printer)
     # Debian's python3 and python3-venv there already: the Dockerfile's apt-get step still
@@ -367,22 +355,6 @@ def build_with_dockerfile(project: Path, ref: str, printer: Printer = _stderr) -
         image = _buildah(buildah, "inspect", "--type=image", "--format={{.FromImageID}}", ref)
         printer(f"[appstack] image {ref} built in {_fmt(time.monotonic() - started)}")
         return image
-
-
-def buildah_run(ref: str, *argv: str) -> subprocess.CompletedProcess[str]:
-    """``argv`` run in an image :func:`build_with_dockerfile` built, as its user."""
-    buildah = _dockerfile_buildah()
-    container = _buildah(buildah, "from", ref)
-    try:
-        return subprocess.run(
-            [*buildah, "run", "--isolation=chroot", container, "--", *argv],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-    finally:
-        subprocess.run([*buildah, "rm", container], capture_output=True, check=False)
 
 
 def remove_dockerfile_image(ref: str) -> None:

@@ -12,8 +12,9 @@ plane: what the project's generated tests use, so they stay a few lines each.
   also let apply and delete the two configurations that mode writes, so the API server
   asks them about the test's objects. Helpers create objects, wait for ``Ready`` at a
   generation, read and delete children; on leaving, SIGTERM and a clean exit are checked.
-* :func:`deployed_operator` — the project's image built without a daemon
-  (:func:`appstack_testbed.image.build_project_image`), pushed to the local registry, set
+* :func:`deployed_operator` — the project's image built from its Dockerfile without a
+  daemon over the wheels ``make build`` put in ``dist/`` (``make test-e2e`` runs it first;
+  :func:`appstack_testbed.image.build_project_image`), pushed to the local registry, set
   in ``config/manager`` and ``config/default`` applied with kustomize as ``make deploy``
   does (its admission policies included, the user's edits too): the operator runs as a pod
   on the real node; helpers apply the samples in a namespace enabled for the project, wait

@@ -7,9 +7,12 @@ import os
 import shlex
 from pathlib import Path
 
+import pytest
+
+from appstack.scaffold.project import Project, write
 from appstack_testbed import image
 from appstack_testbed.oci import keep_newest
-from appstack_testbed.rootfs import Bind, DebianRootfs, namespace_command
+from appstack_testbed.rootfs import Bind, DebianRootfs, ImageBuildError, namespace_command
 
 
 def test_rootfs_key_depends_on_the_package_set_only_not_its_order() -> None:
@@ -102,3 +105,15 @@ def test_pruning_keeps_the_most_recently_used(tmp_path: Path) -> None:
         os.utime(path, (1_000_000 - age, 1_000_000 - age))
         paths.append(path)
     assert keep_newest(paths, 2) == [tmp_path / "a30", tmp_path / "a40"]
+
+
+def test_a_projects_image_needs_its_wheel_in_dist_and_says_how_to_get_it(tmp_path: Path) -> None:
+    """``make image-oci`` of a scaffolded project builds its Dockerfile, which installs from
+    dist/ alone: without the project's wheel there it is refused, naming ``make build``,
+    before anything is built (another project's wheel does not count)."""
+    write(tmp_path, Project(domain="example.com", repo="example.com/g", project_name="my-book"))
+    (tmp_path / "dist").mkdir()
+    (tmp_path / "dist" / "appstack-0.1.0-py3-none-any.whl").write_bytes(b"")
+    (tmp_path / "dist" / "my_bookmarks-0.1.0-py3-none-any.whl").write_bytes(b"")
+    with pytest.raises(ImageBuildError, match=r"no wheel of my_book: .*run `make build` first"):
+        image.build_project_image(tmp_path, ref="my-book:dev")
