@@ -37,8 +37,9 @@ sharded mode (``sharding=ShardingConfig(...)``; the SDK's ``--sharding`` derives
   :func:`shard_step`, and the graceful stop's steps (leaving mark, each key handed to its
   new owner at its turn while the workers go on with the others);
 * :class:`Coordinator` — on the replica holding the leader-election Lease: the shard
-  Leases and the unassigned objects at every look, a paginated metadata-only sweep on
-  every change, label patches on the version read, the metrics (:class:`ShardMetrics`).
+  Leases at every look, a watch of the unassigned objects (assigned as they come), a
+  paginated metadata-only sweep on every change, label patches on the version read, the
+  metrics (:class:`ShardMetrics`).
 """
 
 from __future__ import annotations
@@ -48,7 +49,15 @@ import contextlib
 import enum
 import hashlib
 import time
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Callable,
+    Collection,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import Any
@@ -61,6 +70,7 @@ from appstack.runtime.cache import Cache
 from appstack.runtime.client import Client, TransportError
 from appstack.runtime.clock import Clock, within
 from appstack.runtime.controller import Reconciler, Request, Result
+from appstack.runtime.informer import FuncHandler, Informer
 from appstack.runtime.leaderelection import LeaderElectionConfig, LeaderElector, NotLeader
 from appstack.runtime.metrics import Metrics
 from appstack.runtime.resources import LEASE, Obj, Resource
@@ -330,9 +340,10 @@ class ShardingConfig:
     the primary kinds with the label selector that chooses the operator's objects among them
     (None: all), at most ``max_drains`` drains in flight per kind and namespace (None: by
     the number of objects, :func:`auto_drains`), and the coordinator's pace: a look at the
-    Leases and the unassigned objects every ``interval`` seconds, a full sweep on every
-    change of the shards and at least every ``sweep_interval`` seconds, in pages of
-    ``page_size`` objects (metadata only, nothing kept between pages)."""
+    Leases every ``interval`` seconds (the unassigned objects are watched: assigned as
+    they come), a full sweep on every change of the shards and at least every
+    ``sweep_interval`` seconds, in pages of ``page_size`` objects (metadata only, nothing
+    kept between pages)."""
 
     labels: ShardLabels
     lease_label: str
@@ -690,12 +701,15 @@ PATCHES_AT_ONCE = 16
 class Coordinator:
     """The coordinator, acting on the replica holding the leader-election Lease (its writes
     fenced by that Lease; the others only look, :meth:`run`): every ``interval`` it lists
-    the shard Leases (:class:`ShardRoster`) and the objects with no shard label; on a
-    change of the Ready or leaving shards, while keys wait to move or after a conflict, and
-    every ``sweep_interval`` it sweeps every primary object, a page at a time, keeping
-    nothing between pages (:func:`coordinate`); each label patch carries the version it
-    read. Deletes the Leases of shards gone (released, or expired on its clock: their fence
-    shut long before)."""
+    the shard Leases (:class:`ShardRoster`); it watches the objects with no shard label
+    (a metadata-only informer per primary kind and namespace, selecting them server-side:
+    it holds only the keys waiting, and an object created or a drain acknowledged wakes it
+    at once, so assigning a key costs no LIST and no more as objects grow); on a change of
+    the Ready or leaving shards, while keys wait to move or after a conflict (at most once
+    per ``interval``), and every ``sweep_interval`` it sweeps every primary object, a page
+    at a time, keeping nothing between pages (:func:`coordinate`); each label patch carries
+    the version it read. Deletes the Leases of shards gone (released, or expired on its
+    clock: their fence shut long before)."""
 
     def __init__(
         self,
@@ -724,6 +738,14 @@ class Coordinator:
         self._draining: dict[str, set[str]] = {}
         # per resource: its objects at the last full sweep (what auto_drains follows)
         self._objects: dict[str, int] = {}
+        # while acting: per (resource, namespace), the informer of its unassigned objects,
+        # their tasks, and what wakes the loop (an object came to lack the shard label)
+        self._unassigned: dict[tuple[str, str | None], Informer] = {}
+        self._watching: list[asyncio.Task[None]] = []
+        self._woken = asyncio.Event()
+        # per key: the version an assignment patched (the informer's copy lags behind it:
+        # not assigned again while it shows that version)
+        self._assigned: dict[str, str] = {}
 
     async def run(self, leading: asyncio.Event | None = None) -> None:
         """Look and sweep until cancelled; while ``leading`` is not set, only look (every
@@ -731,30 +753,92 @@ class Coordinator:
         with the coordinator is judged from when it was last seen renewing, not from the
         election)."""
         last: tuple[frozenset[str], frozenset[str]] | None = None
-        next_sweep = 0.0
-        while True:
+        next_sweep = next_look = next_full = float("-inf")
+        interval = self.config.interval
+        try:
+            while True:
+                try:
+                    acting = leading is None or leading.is_set()
+                    now = self.clock.now()
+                    if not acting or now >= next_look or last is None:
+                        ready, leaving = await self.look(delete=acting)
+                        next_look = now + interval
+                    else:  # woken by the watch: the Leases as last looked at, judged now
+                        ready, leaving = self.roster.ready(), self.roster.leaving()
+                    if not acting and leading is not None:  # look again, or act once elected
+                        with contextlib.suppress(asyncio.TimeoutError):
+                            await within(leading.wait(), interval)
+                        continue
+                    self.watch_unassigned()
+                    shards = (frozenset(ready), frozenset(leaving))
+                    if shards != last:
+                        log.info("shards", ready=sorted(ready), leaving=sorted(leaving))
+                    full = shards != last or now >= next_sweep
+                    if full or (self._pending and now >= next_full):
+                        await self.sweep(ready, leaving)
+                        next_full = now + interval
+                        if full:
+                            last, next_sweep = shards, now + self.config.sweep_interval
+                    else:
+                        await self.sweep(ready, leaving, unassigned_only=True)
+                except (errors.ApiError, TransportError, NotLeader) as error:
+                    log.warning("shard coordination failed; trying again", error=str(error))
+                except Exception as error:  # a bug: said, and the next look tries again
+                    log.error("shard coordination failed", error=str(error), exc_info=error)
+                wait = min(interval, self.roster.next_expiry() or interval)
+                await self._pause(max(0.05, wait))
+        finally:
+            await self.stop_watching()
+
+    def watch_unassigned(self) -> None:
+        """Start watching each primary kind's objects with no shard label (once): from
+        then on a look at them reads the informers' copies, and a new one wakes
+        :meth:`run`."""
+        if self._unassigned:
+            return
+        absent = f"!{self.config.labels.shard}"
+        wake = FuncHandler(
+            add=lambda _obj: self._woken.set(),
+            update=lambda _old, _new: self._woken.set(),
+        )
+        for resource, chosen in self.config.primaries:
+            for namespace in self.namespaces:
+                informer = Informer(
+                    self.client,
+                    resource.metadata_only(),
+                    namespace=namespace,
+                    label_selector=f"{chosen},{absent}" if chosen else absent,
+                    page_size=self.config.page_size,
+                    clock=self.clock,
+                )
+                informer.add_handler(wake)
+                self._unassigned[(str(resource), namespace)] = informer
+                self._watching.append(
+                    asyncio.create_task(informer.run(), name=f"unassigned-{resource}")
+                )
+
+    async def stop_watching(self) -> None:
+        """Stop the informers of :meth:`watch_unassigned` (a look lists again)."""
+        tasks, self._watching = self._watching, []
+        self._unassigned.clear()
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks)
+
+    async def _pause(self, seconds: float) -> None:
+        """Wait ``seconds`` on the clock, or less if the watch of unassigned objects saw
+        one come (or a drain acknowledged)."""
+        if not self._woken.is_set():
+            sleeping = asyncio.ensure_future(self.clock.sleep(seconds))
+            woken = asyncio.ensure_future(self._woken.wait())
             try:
-                acting = leading is None or leading.is_set()
-                ready, leaving = await self.look(delete=acting)
-                if not acting and leading is not None:  # look again, or act once elected
-                    with contextlib.suppress(asyncio.TimeoutError):
-                        await within(leading.wait(), self.config.interval)
-                    continue
-                shards = (frozenset(ready), frozenset(leaving))
-                now = self.clock.now()
-                if shards != last:
-                    log.info("shards", ready=sorted(ready), leaving=sorted(leaving))
-                if shards != last or self._pending or now >= next_sweep:
-                    await self.sweep(ready, leaving)
-                    last, next_sweep = shards, now + self.config.sweep_interval
-                else:
-                    await self.sweep(ready, leaving, unassigned_only=True)
-            except (errors.ApiError, TransportError, NotLeader) as error:
-                log.warning("shard coordination failed; trying again", error=str(error))
-            except Exception as error:  # a bug: said, and the next look tries again
-                log.error("shard coordination failed", error=str(error), exc_info=error)
-            wait = min(self.config.interval, self.roster.next_expiry() or self.config.interval)
-            await self.clock.sleep(max(0.05, wait))
+                await asyncio.wait({sleeping, woken}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for task in (sleeping, woken):
+                    task.cancel()
+                await asyncio.wait({sleeping, woken})
+        self._woken.clear()
 
     async def look(self, *, delete: bool = True) -> tuple[set[str], set[str]]:
         """Read the shard Leases (and, ``delete``, delete those of shards gone): the Ready
@@ -791,19 +875,7 @@ class Coordinator:
                     asked = await self._drains_in_flight(resource, chosen, namespace, ready)
                     in_flight = len(asked)
                     drained |= asked
-                selector = chosen
-                if unassigned_only:
-                    absent = f"!{self.config.labels.shard}"
-                    selector = f"{chosen},{absent}" if chosen else absent
-                token: str | None = None
-                while True:
-                    page, _, token = await self.client.list_page(
-                        resource.metadata_only(),
-                        namespace,
-                        label_selector=selector,
-                        limit=self.config.page_size,
-                        token=token,
-                    )
+                async for page in self._pages(resource, chosen, namespace, unassigned_only):
                     waiting, asked_now, wait = await self._decide(
                         resource, page, ready, leaving, in_flight=in_flight, counts=counts
                     )
@@ -814,8 +886,6 @@ class Coordinator:
                     for obj in page if unassigned_only else ():  # a sweep keeps no keys
                         meta = obj.get("metadata") or {}
                         seen.add(_key(resource, meta.get("namespace"), meta.get("name", "")))
-                    if token is None:
-                        break
             self._account(str(resource), left, seen, drained, unassigned_only=unassigned_only)
             if not unassigned_only:
                 self._objects[str(resource)] = sum(counts.values()) + len(left)
@@ -823,6 +893,53 @@ class Coordinator:
                     self.metrics.keys.labels(str(resource), shard).set(count)
         if not unassigned_only:
             self._pending = pending
+
+    async def _pages(
+        self, resource: Resource, chosen: str | None, namespace: str | None, unassigned: bool
+    ) -> AsyncIterator[list[Obj]]:
+        """The primary objects of ``resource`` in ``namespace`` chosen by ``chosen`` (or,
+        ``unassigned``, those with no shard label: the informer's copies once it has
+        listed), a LIST page at a time."""
+        watched = self._watched(resource, namespace) if unassigned else None
+        if watched is not None:
+            yield watched
+            return
+        selector = chosen
+        if unassigned:
+            absent = f"!{self.config.labels.shard}"
+            selector = f"{chosen},{absent}" if chosen else absent
+        token: str | None = None
+        while True:
+            page, _, token = await self.client.list_page(
+                resource.metadata_only(),
+                namespace,
+                label_selector=selector,
+                limit=self.config.page_size,
+                token=token,
+            )
+            yield page
+            if token is None:
+                return
+
+    def _watched(self, resource: Resource, namespace: str | None) -> list[Obj] | None:
+        """The unassigned objects of ``resource`` in ``namespace`` as the informer of
+        :meth:`watch_unassigned` holds them (None until it has listed: a look lists them),
+        but those an assignment patched whose newer version it has not seen yet."""
+        informer = self._unassigned.get((str(resource), namespace))
+        if informer is None or not informer.has_synced():
+            return None
+        objects, versions = [], {}
+        for obj in informer.store.iter_objects():
+            meta = obj.get("metadata") or {}
+            key = _key(resource, meta.get("namespace"), meta.get("name", ""))
+            versions[key] = version = meta.get("resourceVersion")
+            if self._assigned.get(key) != version:
+                objects.append(obj)
+        mine = f"{resource.group}/{resource.kind}/" + (f"{namespace}/" if namespace else "")
+        for key in [k for k in self._assigned if k.startswith(mine)]:
+            if versions.get(key) != self._assigned[key]:  # gone from the copy, or changed
+                del self._assigned[key]
+        return objects
 
     def max_drains(self, resource: Resource) -> int:
         """The drains in flight allowed for ``resource``: the configured number, or
@@ -939,6 +1056,7 @@ class Coordinator:
                 self.metrics.handovers.labels(str(resource), "drain").inc()
             else:
                 del left[action.key]
+                self._assigned[action.key] = by_key[action.key]["metadata"]["resourceVersion"]
                 counts[action.shard] = counts.get(action.shard, 0) + 1  # as the sweep leaves it
                 if holder[action.key] is not None:
                     self.metrics.handovers.labels(str(resource), "expired").inc()

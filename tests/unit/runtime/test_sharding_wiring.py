@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncGenerator
 from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from appstack.runtime import CONFIG_MAP, LEASE, NAMESPACE, Client, Metrics
+from appstack.runtime.apirequest import ApiRequest
 from appstack.runtime.builder import Builder
 from appstack.runtime.cache import Cache
 from appstack.runtime.clock import FakeClock
@@ -39,6 +41,7 @@ from appstack.runtime.sharding import (
     root_key,
     shard_name,
 )
+from appstack_testbed.waiting import eventually
 
 NS = "ns"
 ONLY_NS = {"namespace": NS}
@@ -174,6 +177,86 @@ def _gauges(coordinator: Coordinator) -> tuple[float, float, float]:
         metrics.oldest_unassigned.labels(resource)._value.get(),
         metrics.drains.labels(resource)._value.get(),
     )
+
+
+class _Counting(FakeApiServer):
+    """The in-memory API server, counting the requests other than watches by method and
+    resource (the last part of the path before a name); ``slow_leaving``: a watch's events
+    of objects leaving its selector are held back (a watch late to show an assignment)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent: list[tuple[str, str]] = []
+        self.slow_leaving = False
+
+    async def _stream(self, *args: Any) -> AsyncGenerator[bytes, None]:
+        async for line in super()._stream(*args):
+            if self.slow_leaving and json.loads(line)["type"] == "DELETED":
+                continue  # never comes
+            yield line
+
+    async def send(self, request: ApiRequest, timeouts: Any, guard: Any = None) -> Any:
+        if not request.stream and "configmaps" in request.path:
+            self.sent.append((request.method, request.path.rsplit("configmaps", 1)[1]))
+        return await super().send(request, timeouts, guard)
+
+
+async def test_the_coordinator_assigns_what_its_watch_brings_at_once_and_lists_nothing() -> None:
+    api = _Counting()
+    client, clock = Client(api, field_manager="test"), FakeClock()
+    await client.create(NAMESPACE, {"metadata": {"name": NS}})
+    await client.create(LEASE, _lease("s1"))
+    coordinator = _coordinator(client, clock, replace(CONFIG, interval=5.0))
+    running = asyncio.create_task(coordinator.run())
+    try:
+        await eventually(
+            lambda: (
+                bool(coordinator._unassigned)
+                and all(i.has_synced() for i in coordinator._unassigned.values())
+            ),
+            timeout=5,
+            what="the watch of unassigned ConfigMaps listed",
+        )
+        await asyncio.sleep(0.05)  # the first pass done
+        api.sent.clear()
+        names = [f"c{i}" for i in range(20)]
+        for name in names:  # the clock does not move: no look is due, the watch wakes it
+            await client.create(CONFIG_MAP, _cm(name))
+
+        def labelled() -> bool:  # read in the server's memory: no request
+            return all(LABELS.shard in o["metadata"]["labels"] for o in api.objects(CONFIG_MAP))
+
+        await _until(labelled)  # the clock has not moved
+        assert all(o["metadata"]["labels"][LABELS.shard] == "s1" for o in api.objects(CONFIG_MAP))
+        coordinator_calls = [c for c in api.sent if c[0] != "POST"]
+        # one patch each: none repeated on the informer's older copy; no LIST, no GET
+        assert sorted(coordinator_calls) == sorted(("PATCH", f"/{n}") for n in names)
+        assert not coordinator._pending
+
+        api.sent.clear()  # the watch lags: a key assigned is not assigned again on its copy
+        api.slow_leaving = True
+        await client.create(CONFIG_MAP, _cm("late-1"))
+        await _until(labelled)
+        await client.create(CONFIG_MAP, _cm("late-2"))
+        await _until(labelled)
+        assert ("PATCH", "/late-1") in api.sent
+        assert [c for c in api.sent if c[0] == "PATCH"] == [
+            ("PATCH", "/late-1"),
+            ("PATCH", "/late-2"),
+        ]
+        assert not coordinator._pending
+        api.slow_leaving = False
+
+        api.sent.clear()  # a drain acknowledged (both labels removed): assigned at once too
+        meta = {"labels": {LABELS.shard: None}}
+        await client.patch(CONFIG_MAP, "c3", {"metadata": meta}, namespace=NS)
+        await _until(labelled)
+        assert api.sent == [("PATCH", "/c3"), ("PATCH", "/c3")]  # the test's, the coordinator's
+    finally:
+        running.cancel()
+        await asyncio.gather(running, return_exceptions=True)
+    assert coordinator._unassigned == {}  # the watch stopped with it
+    assert coordinator._watching == []
 
 
 async def test_the_coordinator_reports_how_long_keys_wait_unassigned() -> None:
