@@ -38,7 +38,10 @@ whose controller stamps labelled ConfigMaps) as real processes, each reconcile w
 * ``coordinator`` — the coordinator alone (the runtime's ``Coordinator``, in a process of
   its own doing nothing else) sweeping 1,000 → 30,000 objects labelled to four shards:
   its RSS and peak RSS after each size's sweeps (it keeps nothing between pages, so
-  neither should grow with the objects).
+  neither should grow with the objects); a sweep's seconds; the seconds of the LIST of the
+  objects lacking the shard label that every look sent before the coordinator watched them
+  (``unassigned_list_s``: the API server filters all of them), and the LISTs of the objects
+  the coordinator, running idle, sends in 10 s now (none).
 
 Usage:
   python bench/sharding_scale.py --cluster appstack-test --json docs/sharding-scale.json
@@ -96,6 +99,7 @@ IN_FLIGHT = 64  # the load generator's and the object creator's requests at once
 TICKS = os.sysconf("SC_CLK_TCK")
 COUNTS = ("waits", "le_0.1", "le_1", "reconciles", "reconcile_s", "depth")
 FAKE_SHARDS = [f"tick-shard-{i:010x}" for i in range(4)]  # the coordinator phase's shards
+IDLE_S = 10.0  # the coordinator phase's idle coordinator, watched this long
 STEPS = (0.7, 0.85, 0.9, 0.95, 1.0, 1.05, 1.1, 1.2)  # x the ideal load
 HANDED = "key handed back"  # a stopping shard's log event, per key (runtime/sharding.py)
 GRACEFUL_GAP_S = 2.0  # done-when 3: no key unowned longer than this after a graceful stop
@@ -851,14 +855,42 @@ def coordinator_child(kubeconfig: str, namespace: str, shards: list[str]) -> Non
                 clock=RealClock(),
                 default_duration=15.0,
             )
+            sent: list[str] = []
+            send = client.transport.send
+
+            async def counted(request: Any, timeouts: Any, guard: Any = None) -> Any:
+                if not request.stream and request.method == "GET" and "configmaps" in request.path:
+                    sent.append(request.path)
+                return await send(request, timeouts, guard)
+
+            client.transport.send = counted  # type: ignore[method-assign]
             for _ in sys.stdin:
                 started = time.monotonic()
                 for _ in range(3):
                     await coordinator.sweep(set(shards), set())
+                swept = (time.monotonic() - started) / 3
+                started = time.monotonic()  # what every look cost before the watch: a LIST
+                for _ in range(3):  # of the objects lacking the shard label (none here)
                     await coordinator.sweep(set(shards), set(), unassigned_only=True)
+                look_list = (time.monotonic() - started) / 3
+                # the coordinator running, idle: once it has swept and its watch has listed,
+                # the LISTs of the objects it sends in IDLE_S (none: the watch shows them)
+                running = asyncio.create_task(coordinator.run())
+                await asyncio.sleep(IDLE_S / 2)
+                sent.clear()
+                await asyncio.sleep(IDLE_S)
+                idle_lists = len(sent)
+                running.cancel()
+                await asyncio.gather(running, return_exceptions=True)
                 pid = os.getpid()
-                line = {"rss_kib": _status_kib(pid, "VmRSS"), "hwm_kib": _status_kib(pid, "VmHWM")}
-                print(json.dumps({**line, "sweep_s": (time.monotonic() - started) / 3}), flush=True)
+                line = {
+                    "rss_kib": _status_kib(pid, "VmRSS"),
+                    "hwm_kib": _status_kib(pid, "VmHWM"),
+                    "sweep_s": swept,
+                    "look_list_s": look_list,
+                    "idle_lists": idle_lists,
+                }
+                print(json.dumps(line), flush=True)
 
     asyncio.run(run())
 
@@ -895,6 +927,8 @@ async def coordinator_rss(
                 "rss_mib": round(line["rss_kib"] / 1024, 1),
                 "peak_rss_mib": round(line["hwm_kib"] / 1024, 1),
                 "sweep_s": round(line["sweep_s"], 2),
+                "unassigned_list_s": round(line["look_list_s"], 3),
+                f"lists_in_{IDLE_S:.0f}s_idle": line["idle_lists"],
             }
             _log(f"coordinator {json.dumps(record)}")
             records.append(record)

@@ -42,11 +42,12 @@ import json
 import os
 import re
 import sys
+import time
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import pytest
 from lightkube import ApiError, Client, KubeConfig
@@ -263,11 +264,8 @@ def release_finalizers(
     """Remove the finalizers of the objects of ``kinds`` in ``namespace`` (deleted, its
     operator stopped), so that the namespace goes instead of staying Terminating."""
     for kind in kinds:
-        try:
-            objects = list(kube.list(kind, namespace=namespace))
-        except Exception as error:  # lightkube's ApiError, or its HTTP error (a bare 404)
-            if _http_status(error) != 404:  # 404: the kind not served (CRD removed), none held
-                raise
+        objects = _listed(kube, kind, namespace)
+        if objects is None:
             continue
         for obj in objects:
             meta = obj.metadata
@@ -284,6 +282,29 @@ def release_finalizers(
             except ApiError as error:
                 if error.status.code != 404:  # gone meanwhile: nothing to release
                     raise
+
+
+#: Seconds the finalizers' release waits for a kind whose storage is being set up again (a
+#: test applied its CRD anew: the API server answers 429 "storage is (re)initializing").
+STORAGE_WAIT = 30.0
+
+
+def _listed(
+    kube: Client, kind: type[GenericNamespacedResource], namespace: str
+) -> list[Any] | None:
+    """The objects of ``kind`` in ``namespace``; None when the kind is not served (its CRD
+    removed: none is held). A 429 while its storage is set up again is waited out."""
+    deadline = time.monotonic() + STORAGE_WAIT
+    while True:
+        try:
+            return list(kube.list(kind, namespace=namespace))
+        except Exception as error:  # lightkube's ApiError, or its HTTP error (a bare 404)
+            status = _http_status(error)
+            if status == 404:
+                return None
+            if status != 429 or time.monotonic() > deadline:
+                raise
+        time.sleep(0.5)
 
 
 def _http_status(error: Exception) -> int | None:
