@@ -921,7 +921,13 @@ async def coordinator_rss(
             made = size
             child.stdin.write("sweep\n")
             child.stdin.flush()
-            line = json.loads(await asyncio.to_thread(child.stdout.readline))
+            line: dict[str, Any] = {}
+            while "rss_kib" not in line:  # the running coordinator's log lines go by
+                text = await asyncio.to_thread(child.stdout.readline)
+                if not text:
+                    raise RuntimeError("the coordinator's process ended")
+                with contextlib.suppress(ValueError):
+                    line = json.loads(text)
             record = {
                 "objects": size,
                 "rss_mib": round(line["rss_kib"] / 1024, 1),
