@@ -796,7 +796,6 @@ class Coordinator:
         :meth:`run`."""
         if self._unassigned:
             return
-        absent = f"!{self.config.labels.shard}"
         wake = FuncHandler(
             add=lambda _obj: self._woken.set(),
             update=lambda _old, _new: self._woken.set(),
@@ -807,7 +806,7 @@ class Coordinator:
                     self.client,
                     resource.metadata_only(),
                     namespace=namespace,
-                    label_selector=f"{chosen},{absent}" if chosen else absent,
+                    label_selector=self._unassigned_selector(chosen),
                     page_size=self.config.page_size,
                     clock=self.clock,
                 )
@@ -904,10 +903,7 @@ class Coordinator:
         if watched is not None:
             yield watched
             return
-        selector = chosen
-        if unassigned:
-            absent = f"!{self.config.labels.shard}"
-            selector = f"{chosen},{absent}" if chosen else absent
+        selector = self._unassigned_selector(chosen) if unassigned else chosen
         token: str | None = None
         while True:
             page, _, token = await self.client.list_page(
@@ -920,6 +916,12 @@ class Coordinator:
             yield page
             if token is None:
                 return
+
+    def _unassigned_selector(self, chosen: str | None) -> str:
+        """The label selector of the primary objects ``chosen`` selects that carry no shard
+        label."""
+        absent = f"!{self.config.labels.shard}"
+        return f"{chosen},{absent}" if chosen else absent
 
     def _watched(self, resource: Resource, namespace: str | None) -> list[Obj] | None:
         """The unassigned objects of ``resource`` in ``namespace`` as the informer of

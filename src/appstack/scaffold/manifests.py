@@ -108,8 +108,9 @@ def generate(directory: Path) -> list[Path]:
             changed.append(path)
     # the kinds' alerts: listed in config/prometheus where they are generated
     monitoring = directory / CONFIG / "prometheus" / "kustomization.yaml"
-    listed = config_with_alerts(monitoring.read_text(), project)
-    if listed != monitoring.read_text():
+    kustomization = monitoring.read_text()
+    listed = config_with_alerts(kustomization, project)
+    if listed != kustomization:
         monitoring.write_text(listed)
         changed.append(monitoring)
     alerts = directory / CONFIG / "prometheus" / CONFIG_ALERTS_FILE
