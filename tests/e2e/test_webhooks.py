@@ -544,6 +544,7 @@ async def test_a_handler_that_raises_or_is_too_slow_and_a_body_too_large_are_cle
     await admin.patch(NAMESPACE, namespace, enable)
     async with OperatorRunner([MISBEHAVING], IDENTITY, kubeconfig=str(kubeconfig)) as running:
         hook = f'admission webhook "validate.gadgets.{GROUP}" denied the request'
+
         # the API server's first call opens its connection to the webhook (TLS, on a
         # loaded machine a second or more of the 2 s): an allowed review first, until one
         # is answered, so the timings below measure the handler and not the handshake
