@@ -1,11 +1,14 @@
 # syntax=docker/dockerfile:1
 # The appstack operator image: `make image` (Docker), `make image-buildx PLATFORMS=...`.
-# Multi-stage: the build stage makes the wheel and a venv with the hash-locked
-# dependencies (requirements.lock); the final stage is Debian's python3 plus that venv,
-# run as uid 65532 (deploy/operator.yaml's securityContext). `make image-oci` builds the
-# same contents without a daemon (testbed/src/appstack_testbed/image.py replays these steps;
-# tests/unit/testbed/test_image_spec.py keeps the two in step) and `make test` runs the operator
-# from that image.
+# Both run `make wheels` first: every wheel the image installs lands in dist/image-wheels —
+# appstack's, built from this checkout, and its dependencies' pinned with hashes in
+# requirements.lock, for Debian 12's Python 3.11 on amd64 and arm64. The build stage
+# installs from those alone (--no-index, hash-checked): no package index is asked for
+# anything while the image builds (appstack is on none). The final stage is Debian's
+# python3 plus that venv, run as uid 65532 (deploy/operator.yaml's securityContext).
+# `make image-oci` builds the same contents without a daemon
+# (testbed/src/appstack_testbed/image.py replays these steps; tests/unit/testbed/test_image_spec.py
+# keeps the two in step) and `make test` runs the operator from that image.
 #
 # Base: Debian 12 (bookworm) slim, pinned to a point release. To pin it by digest:
 #   skopeo inspect --format '{{.Digest}}' docker://docker.io/library/debian:12.15-slim
@@ -17,13 +20,12 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 python3-venv \
  && rm -rf /var/lib/apt/lists/*
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
-COPY pyproject.toml README.md LICENSE requirements.lock /src/
-COPY src /src/src
+COPY requirements.lock /src/
+COPY dist/image-wheels/ /wheels/
 RUN python3 -m venv /opt/build-tools \
- && /opt/build-tools/bin/pip wheel --no-deps --wheel-dir /dist /src \
  && python3 -m venv --without-pip /opt/appstack \
- && /opt/build-tools/bin/pip --python /opt/appstack/bin/python install --no-deps --require-hashes -r /src/requirements.lock \
- && /opt/build-tools/bin/pip --python /opt/appstack/bin/python install --no-deps /dist/appstack-*.whl \
+ && /opt/build-tools/bin/pip --python /opt/appstack/bin/python install --no-index --find-links /wheels --no-deps --require-hashes -r /src/requirements.lock \
+ && /opt/build-tools/bin/pip --python /opt/appstack/bin/python install --no-index --no-deps /wheels/appstack-*.whl \
  && /opt/build-tools/bin/pip --python /opt/appstack/bin/python check
 
 FROM ${BASE_IMAGE}

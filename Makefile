@@ -14,7 +14,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: venv build prometheus lint typecheck imports unit e2e e2e-oldest test demo demo-down clean \
 	docs image image-buildx image-oci lock docs-site manifests install uninstall run deploy undeploy \
-	docker-build docker-push docker-buildx dist build-installer
+	docker-build docker-push docker-buildx dist build-installer wheels
 
 $(VENV)/.installed: pyproject.toml testbed/pyproject.toml
 	@echo "[appstack] installing Python dependencies into $(VENV)"
@@ -212,11 +212,18 @@ define need-docker
 	  echo "[appstack] Build the same image without a daemon (as root): make image-oci"; exit 1; }
 endef
 
-image:
+# Every wheel the image installs, into dist/image-wheels (the Dockerfile COPYs them and
+# installs from them alone, --no-index): appstack's, built from this checkout, and the
+# dependencies requirements.lock pins, hash-checked, for Debian 12's Python 3.11 on amd64
+# and arm64 (downloaded here, where the package index is reachable; appstack_testbed.image).
+wheels: venv
+	$(BIN)/python -m appstack_testbed.image wheels dist/image-wheels
+
+image: wheels
 	$(need-docker)
 	docker build $(DOCKER_BUILD_ARGS) --tag $(IMG) .
 
-image-buildx:
+image-buildx: wheels
 	$(need-docker)
 	docker buildx build $(DOCKER_BUILD_ARGS) --platform=$(PLATFORMS) --tag $(IMG) --push .
 

@@ -7,9 +7,12 @@ build steps, user and configuration (``tests/unit/testbed/test_image_spec.py`` c
 agree), and :func:`build_image` replays the two stages:
 
 1. build stage: a Debian minbase rootfs with ``python3 python3-venv`` (mmdebstrap,
-   cached); the sources are copied in and :data:`BUILD_STEPS` run chrooted in it, as
-   root: the wheel is built with pip, then installed with the locked dependencies
-   (``requirements.lock``, hash-checked) into the venv ``/opt/appstack``;
+   cached); the lock and the wheels — appstack's, built from the sources on the host, and
+   its locked dependencies' for the image's Python, downloaded once per lock into the cache
+   (:func:`gather_wheels` is the same for ``make wheels``, which the Dockerfile's build
+   needs) — are copied in, and :data:`BUILD_STEPS` run chrooted in it, as root, with no
+   name resolution: the venv ``/opt/appstack`` made from those wheels alone
+   (``--no-index``, the dependencies hash-checked against ``requirements.lock``);
 2. final stage: a minbase rootfs with ``python3`` (cached), :data:`USER_STEP`, the venv
    copied over, the image configuration set (with the provenance labels of
    :mod:`appstack_testbed.image_labels`: source, revision, created), committed with
@@ -32,6 +35,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -42,7 +46,6 @@ from appstack_testbed import image_labels
 from appstack_testbed.build import _file_lock, _fmt, _stderr
 from appstack_testbed.oci import KEEP, ImageConfig, commit, keep_newest
 from appstack_testbed.rootfs import (
-    Bind,
     DebianRootfs,
     ImageBuildError,
     Printer,
@@ -63,20 +66,32 @@ VENV = "/opt/appstack"
 UID = GID = 65532
 PIP = "/opt/build-tools/bin/pip"
 INTO_VENV = f"{PIP} --python {VENV}/bin/python"
+#: Where ``make wheels`` puts every wheel the image installs — appstack's and its locked
+#: dependencies' — for the Dockerfile to COPY: the image is built from them alone
+#: (``--no-index``), nothing fetched while it builds.
+WHEELS = "dist/image-wheels"
+#: The image's Python (Debian 12's python3) and the machines its dependency wheels are for
+#: (amd64 and arm64: ``make image-buildx PLATFORMS=linux/amd64,linux/arm64``).
+IMAGE_PYTHON = "3.11"
+IMAGE_ARCHS = ("x86_64", "aarch64")
+#: The manylinux glibc levels accepted (bookworm has glibc 2.36).
+_GLIBC = ("2_17", "2_28", "2_34")
 BUILD_STEPS = (
     "python3 -m venv /opt/build-tools",
-    f"{PIP} wheel --no-deps --wheel-dir /dist /src",
     f"python3 -m venv --without-pip {VENV}",
-    f"{INTO_VENV} install --no-deps --require-hashes -r /src/requirements.lock",
-    f"{INTO_VENV} install --no-deps /dist/appstack-*.whl",
+    f"{INTO_VENV} install --no-index --find-links /wheels --no-deps --require-hashes "
+    "-r /src/requirements.lock",
+    f"{INTO_VENV} install --no-index --no-deps /wheels/appstack-*.whl",
     f"{INTO_VENV} check",
 )
 USER_STEP = (
     f"groupadd --gid {GID} appstack && useradd --uid {UID} --gid {GID} --no-create-home "
     "--home-dir /nonexistent --shell /usr/sbin/nologin appstack"
 )
-# What the Dockerfile COPYs into the build stage (directories recursively).
+# What the image is made of — the wheel's sources and the lock —: its key and provenance.
 SOURCES = ("pyproject.toml", "README.md", "LICENSE", "requirements.lock", "src")
+# What the Dockerfile COPYs into the build stage: (from the context, to).
+COPIED = (("requirements.lock", "/src/"), (f"{WHEELS}/", "/wheels/"))
 CONFIG = ImageConfig(
     entrypoint=("appstack",),
     cmd=("run", "--leader-elect"),
@@ -96,12 +111,6 @@ CONFIG = ImageConfig(
 )
 BUILD_ROOTFS = DebianRootfs(SUITE, BUILD_PACKAGES)
 RUNTIME_ROOTFS = DebianRootfs(SUITE, RUNTIME_PACKAGES)
-# Passed from the caller's environment into the build stage (pip's index, CA bundle, proxy).
-_PASS_ENV = (
-    *("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_TRUSTED_HOST", "PIP_DEFAULT_TIMEOUT"),
-    *("PIP_CERT", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy"),
-    "no_proxy",
-)
 
 
 def project_root() -> Path:
@@ -159,34 +168,94 @@ def _build_env() -> dict[str, str]:
         "PIP_DISABLE_PIP_VERSION_CHECK": "1",
         "PIP_PROGRESS_BAR": "off",
         "PIP_ROOT_USER_ACTION": "ignore",
+        "PIP_NO_CACHE_DIR": "1",
     }
-    env.update({k: os.environ[k] for k in _PASS_ENV if os.environ.get(k)})
     return env
 
 
+def _pip(*args: str) -> list[str]:
+    return [sys.executable, "-m", "pip", "--disable-pip-version-check", *args]
+
+
+def build_wheel(project: Path, into: Path, printer: Printer = _stderr) -> Path:
+    """appstack's wheel, built from a copy of ``project``'s :data:`SOURCES` (the checkout
+    is left as it is), into ``into``."""
+    into.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="appstack-wheel-") as tmp:
+        for path in source_files(project):
+            target = Path(tmp) / path.relative_to(project)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, target)
+        printer("[appstack] wheel: appstack, from the sources")
+        run_streaming(_pip("wheel", "-q", "--no-deps", "-w", str(into), tmp), printer)
+    (wheel,) = into.glob(f"appstack-{__version__}-*.whl")
+    return wheel
+
+
+def download_dependencies(
+    lock: Path, into: Path, printer: Printer = _stderr, archs: tuple[str, ...] = IMAGE_ARCHS
+) -> list[Path]:
+    """The wheels of every dependency ``lock`` pins, for the image's Python on each of
+    ``archs``, into ``into`` — hash-checked against the lock (pip's index, as the host's
+    pip is configured: ``PIP_INDEX_URL``...)."""
+    into.mkdir(parents=True, exist_ok=True)
+    for arch in archs:
+        platforms = [f"manylinux_{glibc}_{arch}" for glibc in _GLIBC] + [f"manylinux2014_{arch}"]
+        printer(f"[appstack] wheels: the locked dependencies for Python {IMAGE_PYTHON} on {arch}")
+        run_streaming(
+            _pip(
+                "download", "-q", "--no-deps", "--require-hashes", "--only-binary=:all:",
+                "--implementation", "cp", "--python-version", IMAGE_PYTHON,
+                *(arg for platform in platforms for arg in ("--platform", platform)),
+                "-r", str(lock), "-d", str(into),
+            ),
+            printer,
+        )  # fmt: skip
+    return sorted(into.glob("*.whl"))
+
+
+def gather_wheels(project: Path, into: Path, printer: Printer = _stderr) -> list[Path]:
+    """Every wheel the image installs, into ``into`` (its old wheels removed first):
+    appstack's (:func:`build_wheel`) and its dependencies' (:func:`download_dependencies`).
+    What ``make wheels`` runs before ``make image``."""
+    into.mkdir(parents=True, exist_ok=True)
+    for old in into.glob("*.whl"):
+        old.unlink()
+    build_wheel(project, into, printer)
+    return download_dependencies(project / "requirements.lock", into, printer)
+
+
+def _dependency_wheels(project: Path, printer: Printer) -> Path:
+    """The locked dependencies' wheels, downloaded once per lock into the cache."""
+    lock = project / "requirements.lock"
+    digest = hashlib.sha256(lock.read_bytes() + repr((IMAGE_PYTHON, IMAGE_ARCHS)).encode())
+    into = cache_root() / "image" / f"wheels-{digest.hexdigest()[:16]}"
+    done = into / ".complete"
+    if not done.is_file():
+        with _file_lock(cache_root() / "image" / ".wheels.lock"):
+            if not done.is_file():
+                download_dependencies(lock, into, printer)
+                done.touch()
+    return into
+
+
 def _build_stage(project: Path, work: Path, printer: Printer) -> Path:
-    """Run :data:`BUILD_STEPS` in a fresh build-stage rootfs; return that rootfs."""
+    """Run :data:`BUILD_STEPS` in a fresh build-stage rootfs, with the lock and every wheel
+    (:data:`COPIED`) in it and no network; return that rootfs."""
     tarball = bootstrap(BUILD_ROOTFS, cache_root() / "image", printer)
     builder = work / "build"
     builder.mkdir()
     subprocess.run(["tar", "-xpf", str(tarball), "-C", str(builder)], check=True)
-    for path in source_files(project):
-        target = builder / "src" / path.relative_to(project)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(path, target)
-    pip_cache = cache_root() / "image" / "pip-cache"
-    pip_cache.mkdir(parents=True, exist_ok=True)
-    binds = [
-        Bind(pip_cache, "/root/.cache/pip", read_only=False),
-        Bind(Path("/etc/resolv.conf"), "/etc/resolv.conf"),
-    ]
-    if os.environ.get("PIP_CERT"):  # a CA bundle pip must trust, at the same path inside
-        binds.append(Bind(Path(os.environ["PIP_CERT"]), os.environ["PIP_CERT"]))
+    (builder / "src").mkdir(exist_ok=True)
+    shutil.copy2(project / "requirements.lock", builder / "src" / "requirements.lock")
+    wheels = builder / "wheels"
+    for wheel in _dependency_wheels(project, printer).glob("*.whl"):
+        wheels.mkdir(exist_ok=True)
+        shutil.copy2(wheel, wheels / wheel.name)
+    build_wheel(project, wheels, printer)
     script = " && ".join(BUILD_STEPS)
-    printer("[appstack] build stage: wheel, then the venv with the locked dependencies")
-    run_streaming(
-        namespace_command(builder, ["sh", "-exc", script], binds=binds), printer, env=_build_env()
-    )
+    printer("[appstack] build stage: the venv, from the wheels alone")
+    run_streaming(namespace_command(builder, ["sh", "-exc", script]), printer, env=_build_env())
     return builder
 
 
@@ -378,3 +447,25 @@ def _buildah(buildah: list[str], *args: str) -> str:
     if proc.returncode != 0:
         raise ImageBuildError(f"buildah {args[0]} failed: {proc.stderr.strip()[-2000:]}")
     return proc.stdout.strip()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m appstack_testbed.image wheels [DIR]``: :func:`gather_wheels` of this
+    checkout into DIR (default :data:`WHEELS`) — ``make wheels``."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] != "wheels" or len(args) > 2:
+        print("usage: python -m appstack_testbed.image wheels [DIR]", file=sys.stderr)
+        return 2
+    project = project_root()
+    into = Path(args[1]) if len(args) == 2 else project / WHEELS
+    try:
+        wheels = gather_wheels(project, into)
+    except (ImageBuildError, subprocess.CalledProcessError) as error:
+        print(f"[appstack] {error}", file=sys.stderr)
+        return 1
+    print(f"[appstack] {len(wheels)} wheels in {into}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

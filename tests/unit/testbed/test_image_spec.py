@@ -61,8 +61,24 @@ def test_build_stage_matches_the_daemonless_build() -> None:
     apt, steps = _runs(build)
     assert _apt_packages(apt) == image.BUILD_PACKAGES
     assert tuple(steps) == image.BUILD_STEPS
-    copied = [src for i, a in build if i == "COPY" for src in a.split()[:-1]]
-    assert sorted(copied) == sorted(image.SOURCES)
+    copied = [tuple(a.split()) for i, a in build if i == "COPY"]
+    assert copied == list(image.COPIED)  # the lock and the wheels: no source, no index
+
+
+def test_the_image_builds_from_the_wheels_alone() -> None:
+    """Every pip step of the build stage installs with ``--no-index`` from the copied
+    wheels, the dependencies hash-checked against the lock; and the build context
+    (.dockerignore) holds only what the Dockerfile copies."""
+    installs = [step for step in image.BUILD_STEPS if " install " in step]
+    assert len(installs) == 2
+    assert all("--no-index" in step and "/wheels" in step for step in installs)
+    assert "--require-hashes -r /src/requirements.lock" in installs[0]
+    ignored = [
+        line
+        for line in (ROOT / ".dockerignore").read_text().splitlines()
+        if line and not line.startswith("#")
+    ]
+    assert ignored == ["*", "!requirements.lock", f"!{image.WHEELS}/*.whl"]
 
 
 def test_final_stage_matches_the_daemonless_build() -> None:
