@@ -18,9 +18,9 @@ from appstack.manifests.helmtext import (
     NAMESPACES,
     NS,
     RELEASE_NS,
-    conditional,
     conditional_text,
     dump,
+    literal_braces,
     pod_extras,
     sentinel,
     substitute,
@@ -140,9 +140,10 @@ def test_pod() -> str:
 
 def prometheus_rule() -> str:
     """The alerts; their own templates (``{{ $labels.x }}``, ``{{ $value | ... }}``) pass
-    through Helm as literals."""
-    text = conditional(".Values.metrics.prometheusRule.enabled", dashboard.prometheus_rule(NS), {})
-    return re.sub(r'\{\{ (\$[^{}"]+?) \}\}', r'{{ "{{ \1 }}" }}', text)
+    through Helm as literals, whatever line YAML folded them onto
+    (:func:`appstack.sdk.helmtext.literal_braces`, as a scaffolded project's chart)."""
+    text = literal_braces(dump(dashboard.prometheus_rule(NS)))  # before the chart's own
+    return conditional_text(".Values.metrics.prometheusRule.enabled", text)
 
 
 def dashboard_configmap() -> str:

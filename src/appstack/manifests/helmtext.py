@@ -30,6 +30,7 @@ pod_settings = HelmText.pod_settings
 pod_settings_text = HelmText.pod_settings_text
 autoscaler_text = HelmText.autoscaler_text
 unless_autoscaled = HelmText.unless_autoscaled
+literal_braces = HelmText.literal_braces
 NS = HelmText.NS
 RELEASE_NS = HelmText.RELEASE_NS
 NAMESPACES = HelmText.NAMESPACES

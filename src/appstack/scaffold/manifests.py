@@ -25,8 +25,6 @@ import yaml
 
 from appstack.scaffold import project as projects
 from appstack.sdk import (
-    CONFIG_ALERTS_FILE,
-    CONFIG_HEADER,
     SCAFFOLDED_CONFIG,
     ChartError,
     ConfigProject,
@@ -84,10 +82,10 @@ def generate(directory: Path) -> list[Path]:
     """Write ``config/``: the generated files, and those scaffolded once where missing (a
     user's edits to ``manager/``, ``default/`` and ``prometheus/`` are theirs; once the
     project declares webhooks, ``../webhook`` and the webhook port are added to them where
-    missing: :func:`appstack.sdk.config_with_webhooks`; its kinds' alerts,
-    ``prometheus/alerts.yaml``, listed in ``prometheus/kustomization.yaml`` while any is
-    declared: :func:`appstack.sdk.config_with_alerts`); the files that changed (none the
-    second time)."""
+    missing: :func:`appstack.sdk.config_with_webhooks`; the operator's alerts,
+    ``prometheus/alerts.yaml``, listed in ``prometheus/kustomization.yaml`` where a project
+    scaffolded before did not list it: :func:`appstack.sdk.config_with_alerts`); the files
+    that changed (none the second time)."""
     changed = []
     project = load(directory)
     generated = {directory / CONFIG / rel: text for rel, text in config_files(project).items()}
@@ -106,18 +104,13 @@ def generate(directory: Path) -> list[Path]:
         if new != old:
             path.write_text(new)
             changed.append(path)
-    # the kinds' alerts: listed in config/prometheus where they are generated
+    # the operator's alerts: listed in config/prometheus beside its ServiceMonitor
     monitoring = directory / CONFIG / "prometheus" / "kustomization.yaml"
     kustomization = monitoring.read_text()
-    listed = config_with_alerts(kustomization, project)
+    listed = config_with_alerts(kustomization)
     if listed != kustomization:
         monitoring.write_text(listed)
         changed.append(monitoring)
-    alerts = directory / CONFIG / "prometheus" / CONFIG_ALERTS_FILE
-    gone = alerts not in generated and alerts.is_file()
-    if gone and alerts.read_text().startswith(CONFIG_HEADER):
-        alerts.unlink()  # none declared any more: generated, never edited, taken out
-        changed.append(alerts)
     return changed
 
 

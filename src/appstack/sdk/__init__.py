@@ -199,6 +199,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs; at run time,
     from appstack.sdk.kit.kind_metrics import (
         KindMetrics,
         alert_rules,
+        alerting_rules,
+        operator_alerts,
         ready_metric,
     )
     from appstack.sdk.kit.kind_metrics import (
@@ -533,6 +535,8 @@ _HOMES = {
     "previous_conditions": "kit.conditions",
     "KindMetrics": "kit.kind_metrics",
     "alert_rules": "kit.kind_metrics",
+    "alerting_rules": "kit.kind_metrics",
+    "operator_alerts": "kit.kind_metrics",
     "metric_families": "kit.kind_metrics:families",
     "ready_metric": "kit.kind_metrics",
     "metric_samples": "kit.kind_metrics:samples",
@@ -870,6 +874,7 @@ __all__ = [
     "WeightedPodAffinityTerm",
     "WriteExtensions",
     "alert_rules",
+    "alerting_rules",
     "as_object",
     "assemble",
     "autoscaler",
@@ -943,6 +948,7 @@ __all__ = [
     "namespace_object",
     "now_rfc3339",
     "object_rules",
+    "operator_alerts",
     "operator_command",
     "operator_flags",
     "own_rules",

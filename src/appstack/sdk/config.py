@@ -46,10 +46,11 @@ Deployment's resources, env and patches are edited there, as in kubebuilder):
   same apply: guarded before the operator's process has started); ``prometheus/`` — a
   ServiceMonitor.
 
-Generated beside them when the kinds declare alerts (their registrations' ``alerts``):
-``prometheus/alerts.yaml``, the PrometheusRule of those alerts, listed in
-``prometheus/kustomization.yaml`` by ``make manifests`` (:func:`with_alerts`; taken out
-again when none is declared).
+Generated beside them: ``prometheus/alerts.yaml``, the PrometheusRule of the operator's
+alerts — those every SDK operator gets (:func:`appstack.sdk.operator_alerts`) and those its
+kinds declare (their registrations' ``alerts``) —, listed in
+``prometheus/kustomization.yaml`` (by ``make manifests`` in a project scaffolded before:
+:func:`with_alerts`).
 
 Every object of a kind appstack's own install has too (ServiceAccount, RBAC, Namespace,
 Deployment, metrics Service, ServiceMonitor) is built by :mod:`appstack.sdk.install`, the
@@ -94,7 +95,7 @@ from appstack.sdk.install import metrics_service as metrics_service_object
 from appstack.sdk.install import service_monitor as service_monitor_object
 from appstack.sdk.kind import CustomKind
 from appstack.sdk.kit.conversion import service_client
-from appstack.sdk.kit.kind_metrics import alert_rules
+from appstack.sdk.kit.kind_metrics import alerting_rules
 from appstack.sdk.kit.policies import PolicyError, policy_objects
 from appstack.sdk.kit.registration import Registration
 from appstack.sdk.kit.webhooks import (
@@ -107,6 +108,7 @@ from appstack.sdk.kit.webhooks import (
     namespace_selector,
     secret_name,
 )
+from appstack.sdk.options import OperatorOptions
 from appstack.sdk.rbac import binding, manager_rules, sharding_rules
 from appstack.sdk.versions import spokes_differ
 
@@ -842,13 +844,14 @@ def service_monitor(project: Project) -> Obj:
 ALERTS_FILE = "alerts.yaml"
 
 
-def alerts_rule(project: Project) -> Obj | None:
-    """The PrometheusRule of the alerts the project's registrations declare (their
-    ``alerts``: :func:`appstack.sdk.alert_rules`), one group named after the project; None
-    when none declares any."""
-    rules = alert_rules(project.controllers)
-    if not rules:
-        return None
+def alerts_rule(project: Project) -> Obj:
+    """The PrometheusRule of the operator's alerts — those every SDK operator gets
+    (:func:`appstack.sdk.operator_alerts`: reconcile errors, a stuck workqueue, no leader,
+    an object not up, a sharded operator's unassigned keys) and those its registrations
+    declare (their ``alerts``) —, one group named after the project."""
+    rules = alerting_rules(
+        project.identity, project.controllers, lease_duration=OperatorOptions().lease_duration
+    )
     return prometheus_rule(
         f"{MANAGER}-alerts",
         SYSTEM,
@@ -857,18 +860,15 @@ def alerts_rule(project: Project) -> Obj | None:
     )
 
 
-def with_alerts(kustomization: str, project: Project) -> str:
+def with_alerts(kustomization: str) -> str:
     """``config/prometheus/kustomization.yaml`` (scaffolded once, then the user's) listing
-    :data:`ALERTS_FILE` exactly when the project declares alerts (:func:`alerts_rule`):
-    added where missing, taken out once none is declared, everything else in it kept."""
+    :data:`ALERTS_FILE`: added where missing (a project scaffolded before every operator
+    had its alerts), everything else in it kept."""
     body = yaml.safe_load(kustomization) or {}
     resources = list(body.get("resources") or [])
-    wanted = alerts_rule(project) is not None
-    if wanted == (ALERTS_FILE in resources):
+    if ALERTS_FILE in resources:
         return kustomization
-    body["resources"] = (
-        [*resources, ALERTS_FILE] if wanted else [r for r in resources if r != ALERTS_FILE]
-    )
+    body["resources"] = [*resources, ALERTS_FILE]
     return _header_of(kustomization) + yaml.safe_dump(body, sort_keys=False)
 
 
@@ -929,10 +929,8 @@ def config_files(project: Project) -> dict[str, str]:
         _with_sharding_line(default, project), project
     )
     files["prometheus/monitor.yaml"] = _dump(service_monitor(project), header=mine)
-    files["prometheus/kustomization.yaml"] = _kustomization(["monitor.yaml"], mine)
-    alerts = alerts_rule(project)
-    if alerts is not None:
-        files[f"prometheus/{ALERTS_FILE}"] = _dump(alerts)
+    files["prometheus/kustomization.yaml"] = _kustomization(["monitor.yaml", ALERTS_FILE], mine)
+    files[f"prometheus/{ALERTS_FILE}"] = _dump(alerts_rule(project))
     return dict(sorted(files.items()))
 
 

@@ -445,6 +445,7 @@ class HelmText:
     autoscaler_text = staticmethod(autoscaler_text)
     autoscaling_values = staticmethod(autoscaling_values)
     unless_autoscaled = staticmethod(unless_autoscaled)
+    literal_braces = staticmethod(literal_braces)
     #: The release's namespace where an object has the sentinel ``NS``.
     NS = NS
     RELEASE_NS = RELEASE_NS

@@ -138,12 +138,8 @@ def test_release_named_after_the_project_keeps_kustomizes_names(
 ) -> None:
     installed = manifests.install_objects(project, str(tools[1]))
     objects = template(tools[0], chart, "guestbook", namespace="guestbook-system")
-    monitor = [o for o in installed if o["kind"] == "ServiceMonitor"]
-    expected = {
-        (o["kind"], o["metadata"]["name"])
-        for o in installed
-        if o["kind"] != "Namespace" and o not in monitor
-    }
+    off = {"Namespace", "ServiceMonitor", "PrometheusRule"}  # the monitoring: values to turn on
+    expected = {(o["kind"], o["metadata"]["name"]) for o in installed if o["kind"] not in off}
     assert {(o["kind"], o["metadata"]["name"]) for o in objects} == expected
     assert {o["metadata"].get("namespace") for o in objects if o["kind"] == "Deployment"} == {
         "guestbook-system"
@@ -423,12 +419,26 @@ CONTROLLER = replace(
 def test_a_kinds_alerts_are_the_projects_prometheus_rule_and_the_charts(
     project: Path, tools: tuple[Path, Path]
 ) -> None:
-    """An alert declared on a registration (``Registration.alerts``): ``make manifests``
-    writes ``config/prometheus/alerts.yaml`` and lists it beside the user's ServiceMonitor;
-    the chart renders it with ``metrics.prometheusRule.enabled`` (and its labels), its
-    Prometheus templates as declared; without the alert both are taken out again."""
+    """The operator's own alerts (every SDK operator's: reconcile errors, a stuck queue, no
+    leader, an object not up, unassigned shard keys) are ``config/prometheus/alerts.yaml``,
+    listed beside the user's ServiceMonitor; an alert declared on a registration
+    (``Registration.alerts``) follows them there after ``make manifests``; the chart renders
+    them with ``metrics.prometheusRule.enabled`` (and its labels), their Prometheus
+    templates as declared, the leader alert naming the release's Lease; without the kind's
+    alert the operator's stay."""
     helm, kubectl = tools
     _guestbook(project)
+    own = [
+        f"Guestbook{name}"
+        for name in (
+            "ReconcileErrors",
+            "WorkqueueStuck",
+            "NoLeader",
+            "ObjectNotReady",
+            "ShardKeysUnassigned",
+        )
+    ]
+    prometheus = project / "config" / "prometheus"
     controller = project / "src/guestbook/controllers/guestbook.py"
     before = controller.read_text()
     original = before.replace("from __future__ import annotations\n", "")
@@ -436,28 +446,36 @@ def test_a_kinds_alerts_are_the_projects_prometheus_rule_and_the_charts(
         "from dataclasses import replace\n\nfrom appstack.sdk import Alert\n" + original + ALERT
     )
     commands.generate_manifests(project)
-    prometheus = project / "config" / "prometheus"
     listed = yaml.safe_load((prometheus / "kustomization.yaml").read_text())["resources"]
     assert listed == ["monitor.yaml", "alerts.yaml"]
     (rule,) = yaml.safe_load_all((prometheus / "alerts.yaml").read_text())
     (group,) = rule["spec"]["groups"]
     assert (rule["kind"], group["name"]) == ("PrometheusRule", "guestbook")
-    assert [r["alert"] for r in group["rules"]] == ["GuestbookNotReady"]
+    assert [r["alert"] for r in group["rules"]] == [*own, "GuestbookNotReady"]
     commands.generate_chart(project, "registry.example/guestbook:v1", str(kubectl))
     chart = project / "dist" / "chart"
     on = ("--set=metrics.prometheusRule.enabled=true", "--set=metrics.prometheusRule.labels.r=p")
     assert run_helm(helm, "lint", "--strict", str(chart), KUBE, *on).returncode == 0
     assert not [o for o in template(helm, chart, "a") if o["kind"] == "PrometheusRule"]
-    rendered = one(template(helm, chart, "a", *on), "PrometheusRule")
+    objects = template(helm, chart, "a", *on)
+    rendered = one(objects, "PrometheusRule")
     assert rendered["metadata"]["name"] == "a-guestbook-controller-manager-alerts"
     assert rendered["metadata"]["labels"]["r"] == "p"
-    (alert,) = rendered["spec"]["groups"][0]["rules"]
-    assert alert["annotations"]["summary"] == (
+    alerts = {a["alert"]: a for a in rendered["spec"]["groups"][0]["rules"]}
+    assert list(alerts) == [*own, "GuestbookNotReady"]
+    assert alerts["GuestbookNotReady"]["annotations"]["summary"] == (
         "Guestbook {{ $labels.namespace }}/{{ $labels.name }} is not Ready: {{ $value | humanize }}"
     )
-    assert alert == group["rules"][0]
+    assert alerts["GuestbookNotReady"] == group["rules"][-1]
+    args = one(objects, "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--leader-election-id=a-guestbook-operator" in args
+    assert (
+        'leader_election_master_status{name="a-guestbook-operator"}'
+        in (alerts["GuestbookNoLeader"]["expr"])
+    )
     controller.write_text(before)
     commands.generate_manifests(project)
-    assert not (prometheus / "alerts.yaml").exists()
+    (rule,) = yaml.safe_load_all((prometheus / "alerts.yaml").read_text())
+    assert [r["alert"] for r in rule["spec"]["groups"][0]["rules"]] == own
     listed = yaml.safe_load((prometheus / "kustomization.yaml").read_text())["resources"]
-    assert listed == ["monitor.yaml"]
+    assert listed == ["monitor.yaml", "alerts.yaml"]

@@ -9,12 +9,14 @@ scrapes — by :class:`KindMetrics`, a Prometheus collector the SDK's assembly
 gauge a scaffolded operator declares reaches its ``/metrics`` as appstack's own do.
 :func:`families` and :func:`samples` are pure (appstack's alerts and dashboards, and the
 unit tests, read them), as is :func:`alert_rules`, the alerting rules the registrations
-declare over those metrics (appstack's PrometheusRule, a scaffolded project's
-``config/prometheus/alerts.yaml``). Nothing here names a kind.
+declare over those metrics, and :func:`operator_alerts`, those every operator built on the
+SDK gets over the runtime's metrics (appstack's PrometheusRule, a scaffolded project's
+``config/prometheus/alerts.yaml``: :func:`rules` is both). Nothing here names a kind.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
@@ -23,10 +25,18 @@ from prometheus_client.registry import Collector
 
 from appstack.runtime.cache import Cache
 from appstack.sdk.identity import OperatorIdentity
-from appstack.sdk.kit.observers import Sample
+from appstack.sdk.kit.observers import Alert, Sample
 from appstack.sdk.kit.registration import Registration
 
-__all__ = ["KindMetrics", "alert_rules", "families", "ready_metric", "samples"]
+__all__ = [
+    "KindMetrics",
+    "alert_rules",
+    "alerting_rules",
+    "families",
+    "operator_alerts",
+    "ready_metric",
+    "samples",
+]
 
 
 def ready_metric(identity: OperatorIdentity) -> str:
@@ -71,6 +81,105 @@ def alert_rules(controllers: Sequence[Registration]) -> list[dict[str, Any]]:
             seen.add(alert.name)
             rules.append(alert.rule())
     return rules
+
+
+def _title(project: str) -> str:
+    """``guestbook`` → ``Guestbook``, ``my-op`` → ``MyOp``: the operator's alerts' prefix."""
+    return "".join(part[:1].upper() + part[1:] for part in re.split(r"[-_.]", project) if part)
+
+
+def _listing(controllers: Sequence[Registration]) -> str:
+    """How a user lists the operator's objects: ``kubectl get <category>`` when every kind
+    shares one, else its plurals."""
+    kinds = [c.kind for c in controllers if c.custom]
+    shared = set.intersection(*(set(k.categories) for k in kinds)) if kinds else set()
+    what = min(shared) if shared else ",".join(dict.fromkeys(c.primary.plural for c in controllers))
+    return f"kubectl get {what} -A -o wide"
+
+
+def operator_alerts(
+    identity: OperatorIdentity, controllers: Sequence[Registration], *, lease_duration: float
+) -> tuple[Alert, ...]:
+    """The alerts every operator built on the SDK gets, over the runtime's metrics of its
+    ``controllers`` (named ``<Project>...``): a controller that keeps failing to reconcile
+    (15 minutes of errors), a workqueue that has items and processes none (a standby
+    replica's is not counted), no replica holding the leader Lease (critical), an object
+    of its kinds not up for 15 minutes (:func:`ready_metric`; only with kinds of its own),
+    and a sharded operator's keys unassigned longer than a Lease (``lease_duration``
+    seconds: a key waiting that long is not waiting for a gone shard's Lease to expire).
+    Each series is the operator's own: its controllers' names, its Lease, its prefix."""
+    title = _title(identity.project)
+    names = "|".join(re.escape(c.name) for c in controllers)
+    leader = f'leader_election_master_status{{name="{identity.lease_name}"}}'
+    alerts = [
+        Alert(
+            f"{title}ReconcileErrors",
+            "sum by (controller) (rate(controller_runtime_reconcile_errors_total"
+            f'{{controller=~"{names}"}}[5m])) > 0',
+            f"{identity.project} controller {{{{ $labels.controller }}}} keeps failing to "
+            "reconcile",
+            for_="15m",
+            description="Reconcile errors for 15 minutes: see the operator's log and the "
+            f"objects' Ready condition ({_listing(controllers)}).",
+        ),
+        Alert(
+            f"{title}WorkqueueStuck",
+            # A standby replica (leader_election_master_status 0) queues what its warm
+            # cache sees and works on none of it until it leads: not a stuck queue.
+            f'max by (name) (workqueue_depth{{name=~"{names}"}} unless on (instance) '
+            f"({leader} == 0)) > 0 and sum by (name) "
+            f'(rate(workqueue_work_duration_seconds_count{{name=~"{names}"}}[10m])) == 0',
+            f"{identity.project} workqueue {{{{ $labels.name }}}} has items but processes none",
+            for_="15m",
+        ),
+        Alert(
+            f"{title}NoLeader",
+            f"(max({leader}) or vector(0)) < 1",
+            f"No {identity.project} operator replica holds the leader Lease: nothing reconciles",
+            severity="critical",
+        ),
+    ]
+    if any(c.custom for c in controllers):
+        alerts.append(
+            Alert(
+                f"{title}ObjectNotReady",
+                # ``max by``: one series per object when several replicas are scraped
+                f"max by (kind, namespace, name) ({ready_metric(identity)}) == 0",
+                "{{ $labels.kind }} {{ $labels.namespace }}/{{ $labels.name }} has not "
+                "been Ready for 15 minutes",
+                for_="15m",
+                description="Its Ready condition and Events say why: kubectl describe -n "
+                "{{ $labels.namespace }} {{ $labels.kind }} {{ $labels.name }}",
+            )
+        )
+    alerts.append(
+        Alert(
+            f"{title}ShardKeysUnassigned",
+            f"max by (resource) ({identity.metric_prefix}_shard_oldest_unassigned_seconds)"
+            f" > {lease_duration:g}",
+            "{{ $labels.resource }}: keys unassigned for {{ $value | humanizeDuration }}",
+            for_="1m",
+            description="Objects no shard reconciles, the oldest waiting longer than a "
+            "lease. No Ready shard takes them: are the replicas running and their shard "
+            f"Leases renewed (kubectl get leases -A -l {identity.key('shard-of')}), or are "
+            "the coordinator's label patches refused (its log: label patch refused)? See "
+            "docs/sharding.md.",
+        )
+    )
+    return tuple(alerts)
+
+
+def alerting_rules(
+    identity: OperatorIdentity, controllers: Sequence[Registration], *, lease_duration: float
+) -> list[dict[str, Any]]:
+    """Every alerting rule of the operator: :func:`operator_alerts`, then those its kinds
+    declare (:func:`alert_rules`); an alert name two of them use is refused."""
+    own = [a.rule() for a in operator_alerts(identity, controllers, lease_duration=lease_duration)]
+    declared = alert_rules(controllers)
+    taken = {rule["alert"] for rule in own} & {rule["alert"] for rule in declared}
+    if taken:
+        raise ValueError(f"the alert {min(taken)} is the operator's own: name yours otherwise")
+    return [*own, *declared]
 
 
 def _up(obj: dict[str, Any], wanted: str) -> bool:

@@ -103,3 +103,42 @@ def test_an_alert_prometheus_would_refuse_is_refused_where_it_is_declared(
 ) -> None:
     with pytest.raises(ValueError, match=said):
         replace(SHORT, **change)
+
+
+def test_every_operator_gets_alerts_of_its_own_over_its_own_series() -> None:
+    """The alerts every SDK operator gets are named after the project and select its own
+    series: its controllers' names, its Lease, its metric prefix — never another
+    operator's (appstack's controllers are not guestbook's)."""
+    alerts = kind_metrics.operator_alerts(IDENTITY, [PLAIN], lease_duration=15)
+    by_name = {a.name: a for a in alerts}
+    assert list(by_name) == [
+        "GuestbookReconcileErrors",
+        "GuestbookWorkqueueStuck",
+        "GuestbookNoLeader",
+        "GuestbookObjectNotReady",
+        "GuestbookShardKeysUnassigned",
+    ]
+    name = PLAIN.name
+    assert f'controller_runtime_reconcile_errors_total{{controller=~"{name}"}}' in (
+        by_name["GuestbookReconcileErrors"].expr
+    )
+    assert f'workqueue_depth{{name=~"{name}"}}' in by_name["GuestbookWorkqueueStuck"].expr
+    lease = f'leader_election_master_status{{name="{IDENTITY.lease_name}"}}'
+    assert by_name["GuestbookNoLeader"].expr == f"(max({lease}) or vector(0)) < 1"
+    assert by_name["GuestbookNoLeader"].severity == "critical"
+    assert "guestbook_object_ready" in by_name["GuestbookObjectNotReady"].expr
+    shards = by_name["GuestbookShardKeysUnassigned"].expr
+    assert shards == "max by (resource) (guestbook_shard_oldest_unassigned_seconds) > 15"
+    listing = f"kubectl get {PLAIN.primary.plural} -A -o wide"
+    assert listing in by_name["GuestbookReconcileErrors"].description
+
+
+def test_the_operators_alerts_come_first_and_a_kind_may_not_take_their_names() -> None:
+    declared = Alert("GuestbookFooLong", "guestbook_foo_length > 3", "foo is long")
+    rules = kind_metrics.alerting_rules(
+        IDENTITY, [replace(PLAIN, alerts=(declared,))], lease_duration=15
+    )
+    assert [r["alert"] for r in rules][-2:] == ["GuestbookShardKeysUnassigned", "GuestbookFooLong"]
+    clash = Alert("GuestbookNoLeader", "vector(1)", "mine")
+    with pytest.raises(ValueError, match="GuestbookNoLeader is the operator's own"):
+        kind_metrics.alerting_rules(IDENTITY, [replace(PLAIN, alerts=(clash,))], lease_duration=15)
