@@ -205,6 +205,7 @@ if typing.TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs; at ru
         ShardMetrics,
         owner,
         root_key,
+        shard_child_labels,
     )
     from appstack.runtime.store import (
         IndexFunc,
@@ -337,6 +338,7 @@ _HOMES = {
     "ShardMetrics": "sharding",
     "owner": "sharding",
     "root_key": "sharding",
+    "shard_child_labels": "sharding",
     "IndexFunc": "store",
     "Store": "store",
     "controller_key": "store",
@@ -466,6 +468,7 @@ __all__ = [
     "root_key",
     "self_signed",
     "self_signed_context",
+    "shard_child_labels",
     "split_key",
     "tls_server_context",
     "unserved",

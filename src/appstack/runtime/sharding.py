@@ -32,9 +32,13 @@ sharded mode (``sharding=ShardingConfig(...)``; the SDK's ``--sharding`` derives
 
 * :class:`Shard` — this replica's shard Lease (a :class:`LeaderElector`: the same
   acquire, renew, fence and release), its primaries' informers restricted to the objects
-  labelled to it, the client's write guard (the Lease's fence, and inside a reconcile the
-  key's: :data:`CURRENT_KEY`, :class:`KeyFenced`), the reconciler wrapper running
-  :func:`shard_step`, and the graceful stop's steps (leaving mark, each key handed to its
+  labelled to it — and its children's (``ShardingConfig.children``): a child written in a
+  reconcile carries its root's shard and uid (:func:`shard_child_labels`, which the SDK's
+  children writer adds), and a shard that comes to hold a key first relabels the key's
+  children to itself (:meth:`Shard.adopt`: one LIST per child kind of its primary kind,
+  selected by the root's uid) —, the client's write guard (the Lease's fence, and inside a
+  reconcile the key's: :data:`CURRENT_KEY`, :class:`KeyFenced`), the reconciler wrapper
+  running :func:`shard_step`, and the graceful stop's steps (leaving mark, each key handed to its
   new owner at its turn while the workers go on with the others);
 * :class:`Coordinator` — on the replica holding the leader-election Lease: the shard
   Leases at every look, a watch of the unassigned objects (assigned as they come), a
@@ -327,6 +331,19 @@ CURRENT_KEY: ContextVar[str | None] = ContextVar("shard_key", default=None)
 _FENCE: ContextVar[Callable[[], float] | None] = ContextVar("shard_fence", default=None)
 
 
+#: The labels a child written in this task's reconcile carries (its root's shard and uid;
+#: None outside a sharded reconcile, or when no child kind is split).
+_CHILD_LABELS: ContextVar[Mapping[str, str] | None] = ContextVar("shard_children", default=None)
+
+
+def shard_child_labels() -> Mapping[str, str]:
+    """The labels a child written now must carry so that its shard keeps it in its cache:
+    inside a sharded operator's reconcile of a root, the root's shard and uid; else none.
+    The SDK's children writer adds them to every child it writes (and to an existing child
+    it finds without them)."""
+    return _CHILD_LABELS.get() or {}
+
+
 class KeyFenced(NotLeader):
     """A write for a key this shard no longer holds (its drain acknowledged, or its label
     gone from the shard's cache) was refused locally."""
@@ -353,10 +370,24 @@ class ShardingConfig:
     interval: float = 1.0
     sweep_interval: float = 30.0
     page_size: int = 500
+    #: Per primary kind, the kinds of its children whose caches are split too: a shard
+    #: keeps only the children labelled to it (``labels.shard``), each also labelled with
+    #: its root's uid under ``root_label`` (how a shard that comes to hold a key finds its
+    #: children). Only kinds that no controller watches or reads otherwise (Pods a
+    #: Deployment makes carry no label of ours).
+    children: tuple[tuple[Resource, tuple[Resource, ...]], ...] = ()
+    root_label: str = ""
+
+    @property
+    def child_kinds(self) -> tuple[Resource, ...]:
+        """Every split child kind, once."""
+        return tuple(dict.fromkeys(r for _, kinds in self.children for r in kinds))
 
     def __post_init__(self) -> None:
         if not self.primaries:
             raise ValueError("sharding needs at least one primary kind")
+        if self.children and not self.root_label:
+            raise ValueError("sharded children need the root label key (root_label)")
         drains = 1 if self.max_drains is None else self.max_drains
         if drains < 1 or self.interval <= 0 or self.sweep_interval <= 0:
             raise ValueError(
@@ -486,6 +517,15 @@ class Shard:
                 f"{config.labels.shard}={self.name}",
                 keep=(config.labels.shard, config.labels.drain),
             )
+        for resource in config.child_kinds:
+            cache.restrict(
+                resource,
+                f"{config.labels.shard}={self.name}",
+                keep=(config.labels.shard, config.root_label),
+            )
+        #: keys whose children this shard has relabelled to itself since it came to hold
+        #: them (:meth:`adopt`); a key let go of leaves it
+        self.adopted: set[str] = set()
 
     # --------------------------------------------------------------------- the fence
     def holds(self, key: str) -> bool:
@@ -528,6 +568,7 @@ class Shard:
         the key is held again and the next reconcile acknowledges again)."""
         meta = obj["metadata"]
         self.released.add(key)
+        self.adopted.discard(key)
         token = CURRENT_KEY.set(None)  # the acknowledgement itself passes the key's fence
         try:
             await self.writer.patch(
@@ -544,6 +585,51 @@ class Shard:
         finally:
             CURRENT_KEY.reset(token)
         log.info("drain acknowledged", shard=self.name, key=key, at=time.time())
+
+    # --------------------------------------------------------------------- children
+    def labels_for_children(self, root: Mapping[str, Any]) -> dict[str, str]:
+        """What each child of ``root`` carries: this shard's name and the root's uid."""
+        uid = (root.get("metadata") or {}).get("uid") or ""
+        return {self.config.labels.shard: self.name, self.config.root_label: uid}
+
+    async def adopt(self, primary: Resource, root: Mapping[str, Any]) -> int:
+        """Relabel to this shard the children of ``root`` still labelled to another (its
+        previous owner's, a gone shard's): they enter this shard's caches, so what it
+        prunes or reads of them is there. One LIST per child kind, selected server-side by
+        the root's uid and a shard not this one; only the children the root controls are
+        patched (a label anyone could forge moves nothing else). Inside the root's
+        reconcile: fenced by its key. How many were relabelled."""
+        meta = root.get("metadata") or {}
+        uid, namespace = meta.get("uid"), meta.get("namespace")
+        kinds = dict(self.config.children).get(primary, ())
+        if not uid or not kinds:
+            return 0
+        shard, moved = self.config.labels.shard, 0
+        # only those not yet this shard's: a shard started again lists nothing to patch
+        selector = f"{self.config.root_label}={uid},{shard}!={self.name}"
+        for resource in kinds:
+            children, _ = await self.writer.list(
+                resource, namespace if resource.namespaced else None, label_selector=selector
+            )
+            for child in children:
+                cmeta = child.get("metadata") or {}
+                controlled = any(
+                    ref.get("controller") and ref.get("uid") == uid
+                    for ref in cmeta.get("ownerReferences") or []
+                )
+                if not controlled or (cmeta.get("labels") or {}).get(shard) == self.name:
+                    continue
+                patch = {"metadata": {"labels": {shard: self.name}}}
+                try:
+                    await self.writer.patch(
+                        resource, cmeta["name"], patch, namespace=cmeta.get("namespace")
+                    )
+                except errors.NotFound:
+                    continue
+                moved += 1
+        if moved:
+            log.info("children adopted", shard=self.name, root=meta.get("name"), moved=moved)
+        return moved
 
     # --------------------------------------------------------------------- stopping
     async def mark_leaving(self) -> None:
@@ -575,6 +661,7 @@ class Shard:
         async def hand(resource: Resource, key: str, meta: Mapping[str, Any]) -> bool:
             async with gate:
                 self.handing.add(key)  # from here on the key is never acted on here
+                self.adopted.discard(key)
                 await self._idle(key)  # a reconcile of it in flight ends first
                 let_go = time.time()  # no reconcile of it here since: the log's "at"
                 target = owner(key, sorted(set(stayers()) - {self.name}))
@@ -678,6 +765,7 @@ class _ShardedReconciler:
         obj = shard.cache.get(self.primary, request.key)
         if obj is None:  # not this shard's (or gone): its owner reconciles it
             shard.released.discard(key)  # the fence refuses it anyway: not in the cache
+            shard.adopted.discard(key)
             return None
         labels = (obj.get("metadata") or {}).get("labels") or {}
         step = shard_step(shard.name, labels, shard.config.labels)
@@ -688,9 +776,16 @@ class _ShardedReconciler:
             return None
         shard.released.discard(key)  # labelled to it again since (a cache never goes back)
         token = CURRENT_KEY.set(key)
+        children = _CHILD_LABELS.set(
+            shard.labels_for_children(obj) if shard.config.children else None
+        )
         try:
+            if shard.config.children and key not in shard.adopted:
+                await shard.adopt(self.primary, obj)  # its children, wherever left
+                shard.adopted.add(key)
             return await self.inner.reconcile(request)
         finally:
+            _CHILD_LABELS.reset(children)
             CURRENT_KEY.reset(token)
 
 

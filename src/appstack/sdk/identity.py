@@ -103,6 +103,13 @@ class OperatorIdentity:
             f"drain.shard.{self.domain}/{self.project}",
         )
 
+    @property
+    def shard_root_label(self) -> str:
+        """The label a sharded operator puts on each child it writes besides the shard's:
+        its root's uid, ``root.shard.<domain>/<project>`` — how a shard that comes to hold
+        a root finds its children (docs/sharding.md)."""
+        return f"root.shard.{self.domain}/{self.project}"
+
     def not_enabled_message(self, namespace: str) -> str:
         """What the Ready condition says in a namespace the operator is not enabled in."""
         return (

@@ -125,7 +125,9 @@ def sharding_config(
     ``shard_max_drains`` keys of a kind at once (None: 1 % of its objects, at least 10). A
     primary that
     another controller also owns or watches is refused (:class:`ShardingRefused`): its
-    objects follow their root's shard, which the SDK does not label yet."""
+    objects would follow their root's shard, which the SDK does not label yet. The
+    children of the kinds :func:`sharded_children` names are split between the shards too
+    (each child labelled with its root's shard and uid)."""
     primaries = {c.primary for c in controllers}
     for c in controllers:
         followed = {*c.owns, *(r for r, _ in c.reconciler.watches), *c.reconciler.references}
@@ -142,7 +144,25 @@ def sharding_config(
         primaries=tuple(sorted(chosen.items(), key=lambda item: str(item[0]))),
         max_drains=options.shard_max_drains,
         interval=min(1.0, options.retry_period),
+        children=sharded_children(controllers),
+        root_label=identity.shard_root_label,
     )
+
+
+def sharded_children(
+    controllers: Sequence[Registration],
+) -> tuple[tuple[Resource, tuple[Resource, ...]], ...]:
+    """Per primary kind, the child kinds a sharded operator's shards each cache only their
+    share of: those its controller owns (written by the children writer, labelled with
+    their root's shard) that no controller watches or refers to (Pods a Deployment makes,
+    a user's Secret: no label of ours on them), nor reconciles."""
+    followed = {
+        *(r for c in controllers for r, _ in c.reconciler.watches),
+        *(r for c in controllers for r in c.reconciler.references),
+        *(c.primary for c in controllers),
+    }
+    split = ((c.primary, tuple(r for r in c.owns if r not in followed)) for c in controllers)
+    return tuple(sorted(((p, kinds) for p, kinds in split if kinds), key=lambda i: str(i[0])))
 
 
 def metrics_tls(options: OperatorOptions) -> tuple[ssl.SSLContext | None, CertFiles | None]:

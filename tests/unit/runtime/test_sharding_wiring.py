@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from appstack.runtime import CONFIG_MAP, LEASE, NAMESPACE, Client, Metrics
+from appstack.runtime import CONFIG_MAP, LEASE, NAMESPACE, SECRET, Client, Metrics
 from appstack.runtime.apirequest import ApiRequest
 from appstack.runtime.builder import Builder
 from appstack.runtime.cache import Cache
@@ -39,6 +39,7 @@ from appstack.runtime.sharding import (
     auto_drains,
     owner,
     root_key,
+    shard_child_labels,
     shard_name,
 )
 from appstack_testbed.waiting import eventually
@@ -786,3 +787,129 @@ async def test_a_stale_hand_back_patch_reads_the_key_again_and_hands_it_only_if_
     assert labels["moved"][LABELS.shard] == "someone-else"  # no longer its: left alone
     stale = await admin.get(CONFIG_MAP, "stale", NS)
     assert stale["data"] == {"v": "changed"}  # the change made meanwhile kept
+
+
+ROOT_LABEL = "root.shard.example.com/op"
+WITH_CHILDREN = replace(CONFIG, children=((CONFIG_MAP, (SECRET,)),), root_label=ROOT_LABEL)
+
+
+class _ChildWriting:
+    """A root's reconcile as the SDK's children writer does it: apply its one wanted child
+    (``<root>-child``) with the shard's child labels, prune any other child it controls
+    that the cache shows."""
+
+    def __init__(self, client: Client, manager: Manager) -> None:
+        self.client, self.manager = client, manager
+
+    async def reconcile(self, request: Request) -> Result | None:
+        root = self.manager.cache.get(CONFIG_MAP, request.key)
+        if root is None:
+            return None
+        uid = root["metadata"]["uid"]
+        owner_ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": request.name}
+        child = {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {
+                "name": f"{request.name}-child",
+                "namespace": NS,
+                "labels": {"app": "child", **shard_child_labels()},
+                "ownerReferences": [{**owner_ref, "uid": uid, "controller": True}],
+            },
+        }
+        await self.client.apply(SECRET, child)
+        for cached in self.manager.cache.objects(SECRET):
+            meta = cached["metadata"]
+            mine = any(r.get("uid") == uid for r in meta.get("ownerReferences") or [])
+            if mine and meta["name"] != f"{request.name}-child":
+                await self.client.delete(SECRET, meta["name"], NS)
+        return None
+
+
+async def test_each_shard_caches_its_roots_children_and_adopts_them_with_the_key() -> None:
+    """Children follow their root: each is written with its root's shard and uid, and a
+    shard's cache of the child kind holds only the children of its own roots (the split
+    is server-side, as the primaries'); a shard that comes to hold a key — at the start,
+    after a drain, after a hand-back — first relabels that root's children left with
+    another shard (one LIST per child kind, by the root's uid), so what it prunes is in its
+    cache: a stray child left under a gone shard's label is found and pruned."""
+    admin = await _client()
+    api = admin.transport
+    names = [f"r{i}" for i in range(8)]
+    for name in names:
+        await admin.create(CONFIG_MAP, _cm(name))
+    root = await admin.get(CONFIG_MAP, "r0", NS)
+    stray = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {
+            "name": "r0-left-behind",
+            "namespace": NS,
+            "labels": {
+                "app": "child",
+                LABELS.shard: "op-gone",
+                ROOT_LABEL: root["metadata"]["uid"],
+            },
+            "ownerReferences": [
+                {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "name": "r0",
+                    "uid": root["metadata"]["uid"],
+                    "controller": True,
+                }
+            ],
+        },
+    }
+    await admin.create(SECRET, stray)
+
+    def start(replica: str) -> tuple[Manager, asyncio.Task[None]]:
+        client = Client(api, field_manager="op")
+        election = LeaderElectionConfig("op", NS, replica, 3.0, 2.0, 0.1)
+        manager = Manager(client, namespaces=[NS], leader_election=election, sharding=WITH_CHILDREN)
+        Builder(manager, "roots").for_(CONFIG_MAP).owns(SECRET).complete(
+            _ChildWriting(client, manager)
+        )
+        return manager, asyncio.create_task(manager.run())
+
+    async def settled(*managers: Manager) -> bool:
+        """Every root's child labelled as its root, each shard caching exactly its own."""
+        roots = {o["metadata"]["name"]: o for o in (await admin.list(CONFIG_MAP, NS))[0]}
+        children = {o["metadata"]["name"]: o for o in (await admin.list(SECRET, NS))[0]}
+        if set(children) != {f"{n}-child" for n in names}:
+            return False  # not all written yet, or the stray child not yet pruned
+        for name in names:
+            labels = children[f"{name}-child"]["metadata"]["labels"]
+            owner_shard = roots[name]["metadata"]["labels"].get(LABELS.shard)
+            if owner_shard is None or labels.get(LABELS.shard) != owner_shard:
+                return False
+        for manager in managers:
+            shard = manager.shard
+            assert shard is not None
+            cached = {o["metadata"]["name"] for o in shard.cache.objects(SECRET)}
+            own = {
+                f"{n}-child"
+                for n in names
+                if roots[n]["metadata"]["labels"].get(LABELS.shard) == shard.name
+            }
+            if cached != own:
+                return False
+        return True
+
+    first, first_running = start("me")
+    await eventually(lambda: settled(first), timeout=20, what="one shard with every child")
+    second, second_running = start("you")
+
+    async def split() -> bool:
+        held = [len(m.shard.cache.objects(CONFIG_MAP)) for m in (first, second) if m.shard]
+        return len(held) == 2 and min(held) > 0 and await settled(first, second)
+
+    await eventually(split, timeout=20, what="the roots and their children split in two")
+    cached = [len(m.shard.cache.objects(SECRET)) for m in (first, second) if m.shard]
+    assert sum(cached) == len(names), cached
+    assert min(cached) > 0, cached
+    second.stop()
+    await asyncio.wait_for(second_running, 10)
+    await eventually(lambda: settled(first), timeout=20, what="handed back with the children")
+    first.stop()
+    await asyncio.wait_for(first_running, 10)

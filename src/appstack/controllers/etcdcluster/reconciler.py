@@ -439,6 +439,7 @@ class EtcdClusterReconciler(KindReconciler[EtcdClusterSpec]):
             found = await self.client.get(resource, name, want["metadata"]["namespace"])
             if not _owned(found, obj):  # taken meanwhile
                 raise ChildConflict(self.writer.conflict(resource, name)) from None
+            await self.writer.claim(resource, found)  # sharded: in this shard's cache
             return
         name = want["metadata"]["name"]
         await self.writer.event(obj, "Normal", "Created", f"Created {resource.kind} {name}")

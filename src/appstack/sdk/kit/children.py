@@ -25,6 +25,7 @@ from appstack.runtime import errors
 from appstack.runtime.cache import Cache
 from appstack.runtime.client import Client
 from appstack.runtime.events import EventRecorder, EventType
+from appstack.runtime.sharding import shard_child_labels
 from appstack.sdk.kit.compare import (
     already_so,
     create_only,
@@ -255,7 +256,23 @@ class ChildWriter:
             said = "owned by" if owners else "kept apart from"
             note = f"{resource.kind} {name} ({what}) now {said} {owner['kind']}"
             await self.event(owner, "Normal", "Updated", note)
-        return dict(current), None
+        return await self.claim(resource, dict(current)), None
+
+    async def claim(self, resource: Resource, child: dict[str, Any]) -> dict[str, Any]:
+        """``child`` (ours, found by name) labelled to this shard if a sharded operator's
+        reconcile asks it (:func:`appstack.runtime.shard_child_labels`) and it is not yet
+        — else the shard would never see it in its cache; as it is otherwise."""
+        wanted = shard_child_labels()
+        labels = (child.get("metadata") or {}).get("labels") or {}
+        missing = {k: v for k, v in wanted.items() if labels.get(k) != v}
+        if not missing:
+            return child
+        meta = child["metadata"]
+        patch = {"metadata": {"labels": missing}}
+        patched = await self.client.patch(
+            resource, meta["name"], patch, namespace=meta.get("namespace")
+        )
+        return dict(patched)
 
     async def delete_child(
         self, resource: Resource, child: dict[str, Any], *, propagation: str = "Background"

@@ -21,6 +21,7 @@ from typing import Any, cast
 
 from typing_extensions import Required, TypedDict
 
+from appstack.runtime.sharding import shard_child_labels
 from appstack.sdk.model import (
     EnvVar,
     Probe,
@@ -304,5 +305,12 @@ class Manifest(TypedDict, total=False):
 
 
 def wire(child: Manifest) -> dict[str, Any]:
-    """``child`` as the API client sends it (a JSON object)."""
-    return cast(dict[str, Any], child)
+    """``child`` as the API client sends it (a JSON object) — in a sharded operator's
+    reconcile with its root's shard labels added (:func:`appstack.runtime.shard_child_labels`:
+    the shard keeps in its cache only the children labelled to it), a copy then."""
+    extra = shard_child_labels()
+    if not extra:
+        return cast(dict[str, Any], child)
+    meta = child["metadata"]
+    labels = {**(meta.get("labels") or {}), **extra}
+    return cast(dict[str, Any], {**child, "metadata": {**meta, "labels": labels}})
