@@ -457,7 +457,8 @@ def test_installed_with_three_shards_the_demo_examples_run_unchanged(
     applied as they are, the sample's nginx and the stack's web → proxy → auth → MariaDB
     answering. Each object is labelled to its owner among the live shards. The pod owning
     the AppStack is deleted: the stack is handed to another shard, which applies a change
-    of it (web scaled to 2), and the stack answers again. No write refused in any log."""
+    of it (web scaled to 2), and the stack answers again, its children labelled to the new
+    shard. No write refused in any log."""
     # the module's earlier tests uninstalled appstack: the seed's sample's NodePort is
     # free again once its Service has gone
     eventually_sync(
@@ -545,4 +546,17 @@ def test_installed_with_three_shards_the_demo_examples_run_unchanged(
     assert "dataservice-auth" in http_get(
         f"http://{node}:{demo.WEB_NODE_PORT}{demo.THROUGH_THE_STACK}"
     )
+    # its children followed it (docs/sharding.md, "Children follow their root"): each
+    # labelled with its new owner, as that shard's caches select them
+    made = get(
+        cluster,
+        "-n",
+        "default",
+        "deployments,statefulsets,services,configmaps",
+        "-l",
+        f"{IDENTITY.shard_root_label}={stack['metadata']['uid']}",
+    )["items"]
+    assert "dataservice-web" in {c["metadata"]["name"] for c in made}, made
+    shards = {c["metadata"]["name"]: c["metadata"]["labels"].get(SHARD_LABEL) for c in made}
+    assert set(shards.values()) == {moved["AppStack/dataservice"]}, shards
     assert not _refused_writes(cluster), "\n".join(_refused_writes(cluster))
