@@ -32,9 +32,10 @@ AppService is labelled to its owner among the two shards (no drain left) and Rea
 keys moved (bench/sharding_scale.py's ``scale_out_moves``), then an image wave of all M on
 the two shards (the moved keys reconciled by their new owner).
 
-Each shard caches every Deployment, Service and pod-owning child of the namespace: only
-the AppServices are split by shard (docs/sharding.md, "What is not done yet"). The shards'
-RSS and CPU say what that costs.
+Each shard caches its own AppServices and their Deployments and Services (children follow
+their root's shard label: docs/sharding.md, "Children follow their root"); the Pods the
+Deployments make are cached whole by every shard. The shards' RSS and CPU say what each
+costs; ``--objects`` at N shards against M/N at one shard is issue #50's RSS bound.
 
 Usage:
   python bench/sharding_appservice.py --cluster bench-apps --json docs/sharding-appservice.json
