@@ -7,7 +7,10 @@ same-named object the owner does not control, creates create-once children (gene
 credentials) without ever overwriting them, deletes children with a UID precondition,
 records ``Created``/``Updated``/``Deleted``/``Pruned`` Events, turns rejections the user
 must fix into a :class:`~appstack.sdk.kit.conditions.Problem`, reports problems
-(log + Warning Event) and writes status only when it changed. Used by every controller.
+(log + Warning Event) and writes status only when it changed. In a sharded operator every
+child it writes carries its root's shard labels (:func:`~.parts.wire`), and one it finds by
+name without them is given them (:meth:`ChildWriter.claim`): the shard's caches of the child
+kinds hold only its own roots' children (docs/sharding.md). Used by every controller.
 """
 
 from __future__ import annotations

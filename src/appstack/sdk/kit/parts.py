@@ -11,7 +11,9 @@ the one definition); the wire shape of the same type is named ``...Dict`` here
 after the field it fills (``Resources``, ``ContainerSecurity``). A model becomes its wire
 shape in one place, the ``user_*`` functions below (:func:`user_env`, :func:`user_probe`,
 :func:`user_resources`, :func:`user_security`, :func:`user_volumes`, :func:`user_mounts`).
-Used by :mod:`.meta` and every kind's ``desired`` modules.
+A wanted child is sent as :func:`wire` makes it: in a sharded operator's reconcile, with its
+root's shard labels (:func:`appstack.runtime.shard_child_labels`). Used by :mod:`.meta`,
+every kind's ``desired`` modules and the children writer (:mod:`.children`).
 """
 
 from __future__ import annotations
