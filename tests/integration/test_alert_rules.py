@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from appstack.manifests import dashboard
+from appstack.sdk import OperatorIdentity, alerting_rules
 from appstack_testbed import prometheus
 from appstack_testbed.prometheus_config import alert_names, rule_groups
 
@@ -94,3 +95,23 @@ def test_the_dashboard_queries_parse(promtool: prometheus.Binaries, tmp_path: Pa
     rules.write_text(yaml.safe_dump({"groups": [{"name": "dashboard", "rules": records}]}))
     checked = promtool.promtool("check", "rules", str(rules))
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_an_operators_own_alerts_load_whatever_its_controllers_are_named(
+    promtool: prometheus.Binaries, tmp_path: Path
+) -> None:
+    """The alerts every SDK operator gets select its controllers by name in a PromQL regex:
+    names with regex characters (``guest-book``, ``a.b``) still give rules promtool loads."""
+    from dataclasses import replace  # noqa: PLC0415
+
+    from tests.support.guestbook import PROJECT  # noqa: PLC0415
+
+    (plain,) = PROJECT.controllers
+    named = [replace(plain, name="guest-book"), replace(plain, name="a.b")]
+    identity = OperatorIdentity(project="guest-book", domain="webapp.example.com")
+    rules = alerting_rules(identity, named, lease_duration=15)
+    path = tmp_path / "rules.yaml"
+    path.write_text(yaml.safe_dump({"groups": [{"name": "guest-book", "rules": rules}]}))
+    checked = promtool.promtool("check", "rules", str(path))
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert f"SUCCESS: {len(rules)} rules found" in checked.stdout

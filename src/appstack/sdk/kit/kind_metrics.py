@@ -11,7 +11,7 @@ gauge a scaffolded operator declares reaches its ``/metrics`` as appstack's own 
 unit tests, read them), as is :func:`alert_rules`, the alerting rules the registrations
 declare over those metrics, and :func:`operator_alerts`, those every operator built on the
 SDK gets over the runtime's metrics (appstack's PrometheusRule, a scaffolded project's
-``config/prometheus/alerts.yaml``: :func:`rules` is both). Nothing here names a kind.
+``config/prometheus/alerts.yaml``: :func:`alerting_rules` is both). Nothing here names a kind.
 """
 
 from __future__ import annotations
@@ -88,6 +88,14 @@ def _title(project: str) -> str:
     return "".join(part[:1].upper() + part[1:] for part in re.split(r"[-_.]", project) if part)
 
 
+def _matching(names: Iterable[str]) -> str:
+    """A PromQL regex matcher's string (``=~"..."``) matching exactly ``names``: each
+    regex-escaped, then its backslashes escaped for the double-quoted PromQL string (a
+    controller named ``guest-book`` is ``guest\\\\-book`` there; ``guest\\-book`` is an
+    unknown escape sequence and the whole rule fails to load)."""
+    return "|".join(re.escape(name) for name in names).replace("\\", "\\\\")
+
+
 def _listing(controllers: Sequence[Registration]) -> str:
     """How a user lists the operator's objects: ``kubectl get <category>`` when every kind
     shares one, else its plurals."""
@@ -109,7 +117,7 @@ def operator_alerts(
     seconds: a key waiting that long is not waiting for a gone shard's Lease to expire).
     Each series is the operator's own: its controllers' names, its Lease, its prefix."""
     title = _title(identity.project)
-    names = "|".join(re.escape(c.name) for c in controllers)
+    names = _matching(c.name for c in controllers)
     leader = f'leader_election_master_status{{name="{identity.lease_name}"}}'
     alerts = [
         Alert(

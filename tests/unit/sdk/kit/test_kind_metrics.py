@@ -142,3 +142,12 @@ def test_the_operators_alerts_come_first_and_a_kind_may_not_take_their_names() -
     clash = Alert("GuestbookNoLeader", "vector(1)", "mine")
     with pytest.raises(ValueError, match="GuestbookNoLeader is the operator's own"):
         kind_metrics.alerting_rules(IDENTITY, [replace(PLAIN, alerts=(clash,))], lease_duration=15)
+
+
+def test_a_controller_name_with_regex_characters_is_matched_exactly() -> None:
+    """``guest-book`` and ``a.b`` are regex-escaped for PromQL's double-quoted string
+    (``\\\\-``, ``\\\\.``): ``\\-`` alone is no PromQL escape and fails the rule's load
+    (tests/integration/test_alert_rules.py loads it with promtool)."""
+    named = [replace(PLAIN, name="guest-book"), replace(PLAIN, name="a.b")]
+    alerts = {a.name: a for a in kind_metrics.operator_alerts(IDENTITY, named, lease_duration=15)}
+    assert '{controller=~"guest\\\\-book|a\\\\.b"}' in alerts["GuestbookReconcileErrors"].expr
