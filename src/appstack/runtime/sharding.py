@@ -523,6 +523,7 @@ class Shard:
                 f"{config.labels.shard}={self.name}",
                 keep=(config.labels.shard, config.root_label),
             )
+        self._child_kinds = dict(config.children)
         #: keys whose children this shard has relabelled to itself since it came to hold
         #: them (:meth:`adopt`); a key let go of leaves it
         self.adopted: set[str] = set()
@@ -601,7 +602,7 @@ class Shard:
         reconcile: fenced by its key. How many were relabelled."""
         meta = root.get("metadata") or {}
         uid, namespace = meta.get("uid"), meta.get("namespace")
-        kinds = dict(self.config.children).get(primary, ())
+        kinds = self._child_kinds.get(primary, ())
         if not uid or not kinds:
             return 0
         shard, moved = self.config.labels.shard, 0
@@ -617,7 +618,7 @@ class Shard:
                     ref.get("controller") and ref.get("uid") == uid
                     for ref in cmeta.get("ownerReferences") or []
                 )
-                if not controlled or (cmeta.get("labels") or {}).get(shard) == self.name:
+                if not controlled:  # this shard's already: not listed (the selector)
                     continue
                 patch = {"metadata": {"labels": {shard: self.name}}}
                 try:

@@ -249,8 +249,8 @@ def _build_stage(project: Path, work: Path, printer: Printer) -> Path:
     (builder / "src").mkdir(exist_ok=True)
     shutil.copy2(project / "requirements.lock", builder / "src" / "requirements.lock")
     wheels = builder / "wheels"
+    wheels.mkdir()
     for wheel in _dependency_wheels(project, printer).glob("*.whl"):
-        wheels.mkdir(exist_ok=True)
         shutil.copy2(wheel, wheels / wheel.name)
     build_wheel(project, wheels, printer)
     script = " && ".join(BUILD_STEPS)
