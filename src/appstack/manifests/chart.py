@@ -50,7 +50,6 @@ from appstack.manifests.chart_names import (
     label_operator,
 )
 from appstack.manifests.chart_readme import readme
-from appstack.manifests.chart_values import SHARDS_MIN
 from appstack.manifests.chart_values import defaults as value_defaults
 from appstack.manifests.chart_values import schema as values_schema
 from appstack.manifests.helmtext import (
@@ -61,12 +60,15 @@ from appstack.manifests.helmtext import (
     NS,
     ONE_LEADER,
     POD_LABELS,
+    SHARDED,
+    SHARDING_NEEDS,
     SHUTDOWN_ARG,
     SHUTDOWN_IN_GRACE,
     autoscaler_text,
     conditional,
     conditional_text,
     dump,
+    either,
     if_item,
     items,
     merged_keys,
@@ -145,8 +147,6 @@ VALUES_HELP = """\
 
 
 CERTS = "{{- if .Values.metrics.certSecret }}", "{{- end }}"
-#: ``sharding.enabled`` (``$``: also inside a range over the watched namespaces).
-SHARDED = "{{- if $.Values.sharding.enabled }}"
 
 
 def _extensible(pod: dict[str, Any], container: dict[str, Any]) -> None:
@@ -291,24 +291,13 @@ def _key(obj: dict[str, Any]) -> tuple[str, str]:
 
 def _sharded_or_not(objects: Callable[[bool], list[dict[str, Any]]]) -> list[str]:
     """Template parts of ``objects(sharded)``, unsharded and sharded, as
-    ``sharding.enabled`` chooses: an object both have alike once, one that differs
-    (its rules, its policy's expressions) in an if/else, one only a sharded install has
-    (the shard-labels policy) in an if. Unsharded, exactly the objects (in their order)
-    of ``objects(False)``."""
-    plain, sharded = objects(False), objects(True)
-    unsharded = {_key(obj): obj for obj in plain}
-    if [_key(obj) for obj in sharded if _key(obj) in unsharded] != list(unsharded):
-        raise ValueError("a sharded install must have every unsharded object, in its order")
-    parts: list[str] = []
-    for obj in sharded:
-        before = unsharded.get(_key(obj))
-        if before == obj:
-            parts.append(dump(obj))
-        elif before is None:
-            parts += [SHARDED, dump(obj), "{{- end }}"]
-        else:
-            parts += [SHARDED, dump(obj), "{{- else }}", dump(before), "{{- end }}"]
-    return parts
+    ``sharding.enabled`` chooses (the SDK's :func:`~appstack.sdk.HelmText.either`, as
+    every operator's chart): unsharded, exactly the objects of ``objects(False)``."""
+
+    def parts(sharded: bool) -> list[tuple[tuple[str, str], str]]:
+        return [(_key(obj), dump(obj)) for obj in objects(sharded)]
+
+    return either(SHARDED, parts(False), parts(True))
 
 
 def _rbac() -> str:
@@ -389,21 +378,6 @@ def _pod_labels(text: str) -> str:
     return text.replace(common, " " * 8 + INCLUDE_HELM % 8 + "\n")
 
 
-#: A sharded install needs its coordinator elected and two shards or more (the values
-#: schema refuses it first, naming the value; this says why).
-SHARDS_NEED = (
-    "{{- if and .Values.sharding.enabled (or (not .Values.leaderElection.enabled) "
-    f"(and (not .Values.autoscaling.enabled) (lt (int .Values.replicas) {SHARDS_MIN}))) }}}}\n"
-    '{{- fail "sharding.enabled=true needs leaderElection.enabled=true (its Lease elects '
-    f'the coordinator) and replicas >= {SHARDS_MIN} (the shards)" }}}}\n'
-    "{{- end }}\n"
-    "{{- if and .Values.autoscaling.enabled (not .Values.sharding.enabled) }}\n"
-    '{{- fail "autoscaling.enabled=true needs sharding.enabled=true: only a sharded '
-    "operator's replicas share the work (the others of an unsharded one wait as standbys)\" }}\n"
-    "{{- end }}\n"
-)
-
-
 def render() -> dict[str, str]:
     """Relative path (under charts/appstack) → file content."""
     chart = {
@@ -423,7 +397,7 @@ def render() -> dict[str, str]:
         "templates/serviceaccount.yaml": HEADER + _service_account(),
         "templates/rbac.yaml": HEADER + _rbac(),
         "templates/deployment.yaml": HEADER
-        + SHARDS_NEED
+        + SHARDING_NEEDS
         + AUTOSCALING_RANGE
         + ONE_LEADER
         + SHUTDOWN_IN_GRACE

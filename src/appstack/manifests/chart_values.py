@@ -26,7 +26,7 @@ DURATION = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$"
 DIGEST = r"^$|^[a-z0-9]+([+._-][a-z0-9]+)*:[a-zA-Z0-9=_-]{32,}$"
 DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 #: The fewest replicas of a sharded install (one shard is an unsharded install, slower).
-SHARDS_MIN = 2
+SHARDS_MIN = HelmText.SHARDS_MIN
 #: The longest fullname: ``<fullname>-operator-metrics`` (the Service) stays a DNS label.
 FULLNAME_MAX = 46
 #: The pod labels the chart sets itself (podLabels may not set them: the selector's among them).
@@ -420,25 +420,5 @@ def schema() -> dict[str, Any]:
     account = generated["$defs"]["ServiceAccount"]
     account["if"] = {"properties": {"create": {"const": False}}, "required": ["create"]}
     account["then"] = {"properties": {"name": {"minLength": 1}}, "required": ["name"]}
-    on = {"properties": {"enabled": {"const": True}}, "required": ["enabled"]}
-    generated["allOf"] = [
-        # sharded: leader election on (its Lease elects the coordinator), and two shards or
-        # more (replicas, or autoscaling.minReplicas, whose own minimum is 2)
-        {
-            "if": {"properties": {"sharding": on}, "required": ["sharding"]},
-            "then": {"properties": {"leaderElection": on}},
-        },
-        {
-            "if": {
-                "properties": {"sharding": on, "autoscaling": {"not": on}},
-                "required": ["sharding"],
-            },
-            "then": {"properties": {"replicas": {"minimum": SHARDS_MIN}}},
-        },
-        # autoscaled: only a sharded operator's replicas share the work
-        {
-            "if": {"properties": {"autoscaling": on}, "required": ["autoscaling"]},
-            "then": {"properties": {"sharding": on}, "required": ["sharding"]},
-        },
-    ]
+    generated["allOf"] = HelmText.sharding_schema_rules()
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", **generated}

@@ -16,8 +16,10 @@ import hashlib
 import importlib
 import json
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -177,9 +179,9 @@ CHART_HEADER = (
 )
 
 
-def _kustomized(directory: Path, kubectl: str, overlay: str) -> list[dict[str, Any]]:
+def _kustomized(config: Path, kubectl: str, overlay: str) -> list[dict[str, Any]]:
     proc = subprocess.run(
-        [kubectl, "kustomize", str(directory / CONFIG / overlay)],
+        [kubectl, "kustomize", str(config / overlay)],
         capture_output=True,
         text=True,
         check=False,
@@ -189,20 +191,50 @@ def _kustomized(directory: Path, kubectl: str, overlay: str) -> list[dict[str, A
     return [o for o in yaml.safe_load_all(proc.stdout) if o]
 
 
-def install_objects(directory: Path, kubectl: str = "kubectl") -> list[dict[str, Any]]:
+def install_objects(
+    directory: Path, kubectl: str = "kubectl", *, config: Path | None = None
+) -> list[dict[str, Any]]:
     """What ``make deploy`` applies — kustomize's build of ``config/default``, every edit of
     the user's in ``config/`` included — and what ``config/prometheus`` holds (the
     ServiceMonitor, the kinds' alerts), named and placed as ``config/default`` names and
-    places the rest."""
+    places the rest (``config``: another copy of ``config/`` to build instead)."""
     project = load(directory)
-    objects = _kustomized(directory, kubectl, "default")
+    config = config or directory / CONFIG
+    objects = _kustomized(config, kubectl, "default")
     prefix = f"{project.identity.project}-"
-    for monitoring in _kustomized(directory, kubectl, "prometheus"):
+    for monitoring in _kustomized(config, kubectl, "prometheus"):
         if not monitoring["metadata"]["name"].startswith(prefix):
             monitoring["metadata"]["name"] = prefix + monitoring["metadata"]["name"]
         monitoring["metadata"]["namespace"] = project.identity.namespace
         objects.append(monitoring)
     return objects
+
+
+#: config/default's entry of the sharding Component (config/sharding).
+SHARDING_COMPONENT = "../sharding"
+
+
+def sharding_toggled(directory: Path, kubectl: str = "kubectl") -> list[dict[str, Any]] | None:
+    """The install of :func:`install_objects` with the sharding Component turned the other
+    way in ``config/default`` (on if it is off, off if on), built from a copy of
+    ``config/`` (the project's files untouched); None when the project has no
+    ``config/sharding`` (no controller)."""
+    config = directory / CONFIG
+    if not (config / "sharding" / "kustomization.yaml").is_file():
+        return None
+    with tempfile.TemporaryDirectory(prefix="appstack-chart-") as tmp:
+        copied = Path(tmp) / CONFIG
+        shutil.copytree(config, copied)
+        kustomization = copied / "default" / "kustomization.yaml"
+        body = yaml.safe_load(kustomization.read_text()) or {}
+        components = [c for c in body.get("components") or [] if c != SHARDING_COMPONENT]
+        if len(components) == len(body.get("components") or []):
+            components.append(SHARDING_COMPONENT)
+        body["components"] = components
+        if not components:
+            del body["components"]
+        kustomization.write_text(yaml.safe_dump(body, sort_keys=False))
+        return install_objects(directory, kubectl, config=copied)
 
 
 def _version(directory: Path) -> str:
@@ -235,6 +267,7 @@ def write_chart(
             version=version,
             image=image,
             header=CHART_HEADER,
+            toggled=sharding_toggled(directory, kubectl),
         )
     except ChartError as error:
         raise projects.Refused(f"config/default: {error}") from None

@@ -46,12 +46,15 @@ from appstack.sdk.helmtext import (
     IMAGE,
     ONE_LEADER,
     POD_LABELS,
+    SHARDED,
+    SHARDING_NEEDS,
     SHUTDOWN_ARG,
     SHUTDOWN_IN_GRACE,
     SHUTDOWN_TIMEOUT,
     autoscaler_text,
     autoscaling_values,
     dump,
+    either,
     if_item,
     items,
     literal_braces,
@@ -62,6 +65,7 @@ from appstack.sdk.helmtext import (
     pull_policy,
     range_item,
     sentinel,
+    sharding_schema_rules,
     substitute,
     unless_autoscaled,
     with_block,
@@ -234,11 +238,14 @@ def _shutdown_timeout(container: Obj) -> str:
     return timeout
 
 
-def _values(deployment: Obj, container: Obj, kinds: set[str], sharded: bool) -> Obj:
+def _values(
+    deployment: Obj, container: Obj, kinds: set[str], sharded: bool, sharding: bool | None
+) -> Obj:
     """values.yaml: every value with the install's own setting as its default (those of the
     metrics Service, the ServiceMonitor and the CRDs when ``kinds`` has them: ``metrics``
-    for the Service; ``autoscaling``, off, when the operator is ``sharded``). The install's
-    ``--graceful-shutdown-timeout``, if any, leaves ``container``'s arguments for
+    for the Service; ``autoscaling``, off, when the operator is ``sharded`` or may be;
+    ``sharding``, when the chart may turn it on or off, ``sharding`` its default). The
+    install's ``--graceful-shutdown-timeout``, if any, leaves ``container``'s arguments for
     ``gracefulShutdownTimeout``."""
     pod = deployment["spec"]["template"]["spec"]
     repository, tag, digest = _split_image(str(container.get("image", "")))
@@ -265,6 +272,7 @@ def _values(deployment: Obj, container: Obj, kinds: set[str], sharded: bool) -> 
         "securityContext": container.get("securityContext") or {},
         "serviceAccount": {"annotations": {}},
         "leaderElection": {"enabled": "--leader-elect" in (container.get("args") or [])},
+        **({"sharding": {"enabled": sharding}} if sharding is not None else {}),
         "terminationGracePeriodSeconds": pod.get(
             "terminationGracePeriodSeconds", KUBERNETES_GRACE_PERIOD
         ),
@@ -282,6 +290,12 @@ def _values(deployment: Obj, container: Obj, kinds: set[str], sharded: bool) -> 
     if "CustomResourceDefinition" in kinds:
         values["crd"] = {"enable": True, "keep": True}
     return values
+
+
+SHARDING_HELP = """
+# sharding.enabled (docs/sharding.md): every replica reconciles its own share of the
+# objects (the install as config/sharding makes it); needs leaderElection.enabled and 2
+# replicas or more."""
 
 
 AUTOSCALING_HELP = """
@@ -304,7 +318,7 @@ VALUES_HELP = """\
 # reconciles, and a sharded replica's hand-back, may take; a duration such as 90s or 1m30s)
 # must be below terminationGracePeriodSeconds, or the install fails: raise both together.
 # extraArgs are the operator's flags (python -m <package> --help); extraEnv more of its
-# environment.{autoscaling}
+# environment.{sharding}{autoscaling}
 # metrics.serviceMonitor needs the Prometheus Operator's CRDs; its labels are what your
 # Prometheus selects it by (kube-prometheus-stack: release: <its release>).
 # crd.enable=false: the CRDs are installed some other way; crd.keep: helm uninstall leaves
@@ -326,6 +340,9 @@ class _Install:
     lease: str | None
     webhook_service: str | None
     sharded: bool = False
+    #: ``sharding.enabled`` chooses: the Deployment's ``--sharding`` and the objects only a
+    #: sharded install has or has otherwise.
+    toggled: bool = False
 
 
 def _deployment_text(deployment: Obj, container: Obj, install: _Install) -> str:
@@ -356,6 +373,8 @@ def _deployment_text(deployment: Obj, container: Obj, install: _Install) -> str:
     flags += ["WEBHOOK_SERVICE"] if webhook_service else []
     flags += ["SHUTDOWN"]
     container["args"] = args + [sentinel(flag) for flag in (*flags, "EXTRA_ARGS")]
+    if install.toggled:  # where the sharding Component puts it: last of the install's own
+        container["args"].insert(len(args), sentinel("SHARDING"))
     container["env"] = [*(container.get("env") or []), sentinel("EXTRA_ENV")]
     pod_settings(pod, container)
     pod["containers"] = [pull_policy(c) if c is container else c for c in pod["containers"]]
@@ -377,6 +396,7 @@ def _deployment_text(deployment: Obj, container: Obj, install: _Install) -> str:
         text = text.replace(
             f"'{sentinel('WEBHOOK_SERVICE')}'", f"--webhook-service={webhook_service}"
         )
+    text = if_item(text, "SHARDING", "--sharding", ".Values.sharding.enabled")
     text = if_item(text, "SHUTDOWN", *SHUTDOWN_ARG)
     text = range_item(text, "EXTRA_ARGS", "{{ . | quote }}", ".Values.extraArgs")
     text = items(text, "EXTRA_ENV", ".Values.extraEnv")
@@ -471,6 +491,7 @@ def _object_text(obj: Obj, container: Obj | None, install: _Install) -> str:
     _prepared(obj, install)
     if container is not None:
         checks = ONE_LEADER + SHUTDOWN_IN_GRACE + (AUTOSCALING_RANGE if install.sharded else "")
+        checks += SHARDING_NEEDS if install.toggled else ""
         text = checks + _deployment_text(obj, container, install)
     else:
         text = dump(_walk_replace(obj, install.selector, {SELECTOR: ""}))
@@ -503,6 +524,77 @@ def _autoscaler(deployment: str, install: _Install) -> str:
     return text.replace(FULLNAME, f'{{{{ include "{install.chart}.fullname" $ }}}}')
 
 
+def _kept(objects: Sequence[Mapping[str, Any]], identity: OperatorIdentity) -> list[Obj]:
+    """Copies of the install's objects but its own Namespace (the release's is used)."""
+    return [
+        copy.deepcopy(dict(o))
+        for o in objects
+        if o and not (o.get("kind") == "Namespace" and o["metadata"]["name"] == identity.namespace)
+    ]
+
+
+def _is_sharded(container: Obj) -> bool:
+    return "--sharding" in (container.get("args") or [])
+
+
+def _sharding_pair(work: list[Obj], other: list[Obj]) -> tuple[list[Obj], list[Obj]]:
+    """(unsharded, sharded) of an install and the same install with the sharding Component
+    toggled; :class:`ChartError` unless exactly one is sharded and their Deployments differ
+    only by ``--sharding`` (what the Component changes in it)."""
+    mine, theirs = _manager(work)[1], _manager(other)[1]
+    if _is_sharded(mine) == _is_sharded(theirs):
+        raise ChartError("the install with the sharding Component toggled is sharded alike")
+    plain, sharded = (other, work) if _is_sharded(mine) else (work, other)
+    unsharded, container = _manager(copy.deepcopy(sharded))
+    container["args"].remove("--sharding")
+    if not container["args"]:
+        del container["args"]
+    if unsharded != _manager(plain)[0]:
+        raise ChartError("the sharding Component changes the Deployment beyond --sharding")
+    return plain, sharded
+
+
+def _joined(parts: Sequence[str]) -> str:
+    """A template file of objects' texts and :func:`~appstack.sdk.helmtext.either`'s lines
+    between them: one YAML document per object."""
+    controls = {SHARDED, "{{- else }}", "{{- end }}"}
+    out: list[str] = []
+    for i, part in enumerate(parts):
+        if part in controls:
+            out.append(part + "\n")
+        else:
+            out.append(("---\n" if i else "") + part)
+    return "".join(out)
+
+
+def _parts(
+    installs: Sequence[list[Obj]], deployment: Obj, container: Obj, install: _Install
+) -> dict[str, list[str]]:
+    """Each template file's parts: the objects of the one install, or of the two
+    (unsharded, sharded) as ``sharding.enabled`` chooses (their Deployment, ``deployment``,
+    templated once)."""
+    manager_text = _object_text(deployment, container, install)
+    texts: list[dict[str, list[tuple[tuple[str, str], str]]]] = []
+    for objects in installs:
+        files: dict[str, list[tuple[tuple[str, str], str]]] = {}
+        for obj in objects:
+            key = (obj["kind"], obj["metadata"]["name"])
+            is_manager = obj["kind"] == "Deployment"  # _manager: the install's only one
+            text = manager_text if is_manager else _object_text(obj, None, install)
+            files.setdefault(_path(obj, install), []).append((key, text))
+        texts.append(files)
+    parts: dict[str, list[str]] = {}
+    for path in sorted({p for files in texts for p in files}):
+        if len(texts) == 1:
+            parts[path] = [text for _, text in texts[0][path]]
+            continue
+        try:
+            parts[path] = either(SHARDED, texts[0].get(path, []), texts[1].get(path, []))
+        except ValueError as error:
+            raise ChartError(f"the sharding Component: {error}") from None
+    return parts
+
+
 def chart_files(
     objects: Sequence[Mapping[str, Any]],
     identity: OperatorIdentity,
@@ -511,6 +603,7 @@ def chart_files(
     app_version: str = "",
     image: str = "",
     header: str | None = None,
+    toggled: Sequence[Mapping[str, Any]] | None = None,
 ) -> dict[str, str]:
     """The Helm chart of an operator's install: relative path (under ``dist/chart``) →
     content. ``objects`` are the install as ``kubectl kustomize config/default`` builds it
@@ -518,27 +611,34 @@ def chart_files(
     the ServiceMonitor of ``config/prometheus`` if wanted; ``version`` is the chart's,
     ``app_version`` the operator's (default: the image's tag, else ``version``); ``image``,
     if given, the default image instead of the install's; ``header``, the comment each YAML
-    file starts with (default: :data:`HEADER`). :class:`ChartError` when the
-    install has not exactly one Deployment (the operator's)."""
+    file starts with (default: :data:`HEADER`). ``toggled``, if given: the same install
+    with the sharding Component (``config/sharding``) turned the other way — the chart then
+    has ``sharding.enabled`` (default: as ``objects``), rendering the one or the other
+    (:func:`~appstack.sdk.HelmText.either`), and ``autoscaling``. :class:`ChartError` when
+    the install has not exactly one Deployment (the operator's), or ``toggled`` is not
+    that install with sharding turned the other way."""
     header = HEADER if header is None else header
     chart = identity.project
     prefix = f"{chart}-"
-    work = [
-        copy.deepcopy(dict(o))
-        for o in objects
-        if o and not (o.get("kind") == "Namespace" and o["metadata"]["name"] == identity.namespace)
-    ]
+    work = _kept(objects, identity)
     deployment, container = _manager(work)
+    sharding: bool | None = None
+    installs = [work]
+    if toggled is not None:
+        sharding = _is_sharded(container)
+        installs = list(_sharding_pair(work, _kept(toggled, identity)))
+        deployment, container = _manager(installs[0])  # the Deployment: --sharding a value
     if image:
         container["image"] = image
+    every = [o for install in installs for o in install]
     # what the install has: a metrics Service stands for itself ("metrics")
-    kinds = {o["kind"] for o in work if o["kind"] != "Service"}
-    kinds |= {"metrics" for o in work if _condition(o) == ".Values.metrics.enabled"}
-    sharded = "--sharding" in (container.get("args") or [])
-    values = _values(deployment, container, kinds, sharded)
+    kinds = {o["kind"] for o in every if o["kind"] != "Service"}
+    kinds |= {"metrics" for o in every if _condition(o) == ".Values.metrics.enabled"}
+    sharded = toggled is not None or _is_sharded(container)
+    values = _values(deployment, container, kinds, sharded, sharding)
     names = {
         o["metadata"]["name"]: f"{FULLNAME}-{o['metadata']['name'].removeprefix(prefix)}"
-        for o in work
+        for o in every
         if o["kind"] not in FIXED_NAMES and o["metadata"]["name"].startswith(prefix)
     }
     lease = None
@@ -558,15 +658,11 @@ def chart_files(
         lease=lease,
         webhook_service=names.get(f"{prefix}webhook-service"),
         sharded=sharded,
+        toggled=toggled is not None,
     )
-    files: dict[str, list[str]] = {}
-    for obj in work:
-        text = _object_text(obj, container if obj is deployment else None, install)
-        files.setdefault(_path(obj, install), []).append(text)
-    services = [
-        n for n in names if any(o["metadata"]["name"] == n and o["kind"] == "Service" for o in work)
-    ]
-    longest = max((len(n) - len(prefix) + 1 for n in services), default=0)
+    parts = _parts(installs, deployment, container, install)
+    services = {o["metadata"]["name"] for o in every if o["kind"] == "Service"}
+    longest = max((len(n) - len(prefix) + 1 for n in names if n in services), default=0)
     chart_yaml = {
         "apiVersion": "v2",
         "name": chart,
@@ -577,26 +673,30 @@ def chart_files(
         "kubeVersion": ">=1.30.0-0",  # ValidatingAdmissionPolicy v1 (GA in 1.30)
     }
     extra = {k: v for k, v in selector.items() if k != "app.kubernetes.io/name"}
+    schema = _schema(values)
+    if toggled is not None:
+        schema["allOf"] = sharding_schema_rules()
     out = {
         "Chart.yaml": header + dump(chart_yaml),
         "values.yaml": header
         + VALUES_HELP.format(
             chart=chart,
             shutdown=SHUTDOWN_TIMEOUT,
+            sharding=SHARDING_HELP if toggled is not None else "",
             autoscaling=AUTOSCALING_HELP if sharded else "",
         )
         + yaml.safe_dump(values, sort_keys=False),
-        "values.schema.json": json.dumps(_schema(values), indent=2) + "\n",
+        "values.schema.json": json.dumps(schema, indent=2) + "\n",
         ".helmignore": header + "*.orig\n*.rej\n*~\n",
         "templates/_helpers.tpl": _helpers(chart, extra, min(_DNS_LABEL_MAX - longest, 52)),
         "templates/NOTES.txt": NOTES.format(chart=chart, enabled=identity.enabled_label),
     }
     if sharded:
-        files["templates/manager/horizontalpodautoscaler.yaml"] = [
+        parts["templates/manager/horizontalpodautoscaler.yaml"] = [
             _autoscaler(deployment["metadata"]["name"], install)
         ]
-    for path, texts in sorted(files.items()):
-        out[path] = header + "---\n".join(texts)
+    for path, texts_ in sorted(parts.items()):
+        out[path] = header + _joined(texts_)
     return out
 
 
@@ -632,7 +732,7 @@ def _schema(values: Obj) -> Obj:
         }
 
     def nested(value: Any, key: str) -> Obj:
-        if key in ("image", "leaderElection", "serviceAccount", "crd", "autoscaling"):
+        if key in ("image", "leaderElection", "sharding", "serviceAccount", "crd", "autoscaling"):
             return structured(value, list(value))
         if key == "metrics" and isinstance(value, dict):  # autoscaling's is a list
             schema = structured(value, list(value))

@@ -8,7 +8,7 @@ used by the SDK's chart generator (:mod:`appstack.sdk.chart`) and, through
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import yaml
@@ -318,6 +318,81 @@ AUTOSCALING_RANGE = (
 )
 
 
+#: ``sharding`` in a chart's values: every replica a shard of the objects (``--sharding``,
+#: docs/sharding.md), on or off at install time.
+SHARDING = ".Values.sharding"
+#: The fewest replicas of a sharded install (one shard is an unsharded install, slower).
+SHARDS_MIN = 2
+#: The line opening what only a sharded install has (``$``: also inside a range).
+SHARDED = "{{- if $.Values.sharding.enabled }}"
+#: A chart's checks of ``sharding`` with ``autoscaling``: its coordinator is elected and it
+#: has two shards or more; only a sharded operator autoscales (the values' schema refuses
+#: each first, naming the value: :func:`sharding_schema_rules`; this says why).
+SHARDING_NEEDS = (
+    "{{- if and .Values.sharding.enabled (or (not .Values.leaderElection.enabled) "
+    f"(and (not .Values.autoscaling.enabled) (lt (int .Values.replicas) {SHARDS_MIN}))) }}}}\n"
+    '{{- fail "sharding.enabled=true needs leaderElection.enabled=true (its Lease elects '
+    f'the coordinator) and replicas >= {SHARDS_MIN} (the shards)" }}}}\n'
+    "{{- end }}\n"
+    "{{- if and .Values.autoscaling.enabled (not .Values.sharding.enabled) }}\n"
+    '{{- fail "autoscaling.enabled=true needs sharding.enabled=true: only a sharded '
+    "operator's replicas share the work (the others of an unsharded one wait as standbys)\" }}\n"
+    "{{- end }}\n"
+)
+
+
+def sharding_schema_rules() -> list[dict[str, Any]]:
+    """The values schema's ``allOf`` rules of ``sharding`` (:data:`SHARDING_NEEDS`, checked
+    before rendering): sharded, leader election on (its Lease elects the coordinator) and
+    two shards or more (``replicas``, or ``autoscaling.minReplicas``, whose own minimum is
+    :data:`SHARDS_MIN`); autoscaled, sharded."""
+    on = {"properties": {"enabled": {"const": True}}, "required": ["enabled"]}
+    return [
+        {
+            "if": {"properties": {"sharding": on}, "required": ["sharding"]},
+            "then": {"properties": {"leaderElection": on}},
+        },
+        {
+            "if": {
+                "properties": {"sharding": on, "autoscaling": {"not": on}},
+                "required": ["sharding"],
+            },
+            "then": {"properties": {"replicas": {"minimum": SHARDS_MIN}}},
+        },
+        {
+            "if": {"properties": {"autoscaling": on}, "required": ["autoscaling"]},
+            "then": {"properties": {"sharding": on}, "required": ["sharding"]},
+        },
+    ]
+
+
+def either(
+    opening: str,
+    plain: Sequence[tuple[Any, str]],
+    varied: Sequence[tuple[Any, str]],
+) -> list[str]:
+    """Template parts of two installs that differ by one value (sharded or not, say):
+    ``plain`` and ``varied`` as (key, template text) pairs in install order, ``opening`` the
+    line that opens what holds while the value is set (:data:`SHARDED`). A part both have
+    alike comes once; one that differs is in an if/else; one only ``varied`` has is in an
+    if. Unset, exactly ``plain``'s parts in their order. ``ValueError`` unless ``varied``
+    has every key of ``plain`` in its order (the varied install may only add objects and
+    change them: a kustomize Component, ``--shards``)."""
+    before = dict(plain)
+    if [key for key, _ in varied if key in before] != [key for key, _ in plain]:
+        raise ValueError("the varied install must have every object of the plain one, in its order")
+    parts: list[str] = []
+    for key, text in varied:
+        was = before.get(key)
+        if was == text:
+            parts.append(text)
+        elif was is None:
+            parts += [opening, text, "{{- end }}"]
+        else:
+            parts += [opening, text, "{{- else }}", was, "{{- end }}"]
+    return parts
+
+
 def autoscaler_text(name: str, deployment: str, labels: Mapping[str, str]) -> str:
     """The HorizontalPodAutoscaler (:func:`~appstack.sdk.install.autoscaler`) of the
     Deployment ``deployment`` as template text, rendered when ``autoscaling.enabled``:
@@ -446,6 +521,8 @@ class HelmText:
     autoscaling_values = staticmethod(autoscaling_values)
     unless_autoscaled = staticmethod(unless_autoscaled)
     literal_braces = staticmethod(literal_braces)
+    either = staticmethod(either)
+    sharding_schema_rules = staticmethod(sharding_schema_rules)
     #: The release's namespace where an object has the sentinel ``NS``.
     NS = NS
     RELEASE_NS = RELEASE_NS
@@ -458,3 +535,6 @@ class HelmText:
     SHUTDOWN_IN_GRACE = SHUTDOWN_IN_GRACE
     GRACE_PERIOD = GRACE_PERIOD
     AUTOSCALING_RANGE = AUTOSCALING_RANGE
+    SHARDED = SHARDED
+    SHARDS_MIN = SHARDS_MIN
+    SHARDING_NEEDS = SHARDING_NEEDS

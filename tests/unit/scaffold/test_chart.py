@@ -348,23 +348,92 @@ def test_bad_input_is_refused_in_one_line(project: Path, tools: tuple[Path, Path
         commands.generate_chart(project, "", str(project / "no-kubectl"))
 
 
-def test_a_sharded_projects_chart_scales_its_shards_with_an_autoscaler(
+def _content(obj: Obj) -> Obj:
+    """What an object grants or checks (not its name or labels, which the chart sets)."""
+    return {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
+
+
+def _same_install(rendered: list[Obj], installed: list[Obj]) -> None:
+    """The chart rendered as release ``guestbook`` in guestbook-system is ``installed``
+    (kustomize's build): the same objects by kind and name, each role's rules and each
+    policy's and binding's spec alike, and the manager's arguments (the chart's flags
+    following the release's names after them)."""
+    off = {"Namespace", "ServiceMonitor", "PrometheusRule"}  # the monitoring: values to turn on
+    expected = {(o["kind"], o["metadata"]["name"]): o for o in installed if o["kind"] not in off}
+    assert {(o["kind"], o["metadata"]["name"]) for o in rendered} == set(expected)
+    checked = ("ClusterRole", "Role", "ValidatingAdmissionPolicy")
+    for obj in rendered:
+        if obj["kind"] in checked or obj["kind"] == "ValidatingAdmissionPolicyBinding":
+            assert _content(obj) == _content(expected[obj["kind"], obj["metadata"]["name"]])
+    args = manager(rendered)[1]["args"]
+    wanted = manager([o for o in installed if o["kind"] == "Deployment"])[1]["args"]
+    assert args[: len(wanted)] == wanted
+
+
+def test_sharding_is_a_value_of_the_chart_rendering_the_sharded_install_or_not(
     project: Path, tools: tuple[Path, Path]
 ) -> None:
-    """Issue #50 (replicas = shards, a HorizontalPodAutoscaler can change them): a project
-    whose config/default turns the sharding Component on gets ``autoscaling`` values, off
-    by default (the install's objects as before); on, a HorizontalPodAutoscaler of the
-    release's Deployment, which then leaves its replicas to it. An unsharded project's
-    chart has neither."""
+    """Issue #50 (a scaffolded operator shards with one flag, in its chart too) and #47 (one
+    way to turn an install into a chart: the SDK's, which appstack's chart uses for the
+    same choice): ``sharding.enabled`` renders exactly the install config/sharding makes
+    (its RBAC, guards and ``--sharding``), off the install without it, whichever the
+    project's config/default chose as the default; refused without two shards or with
+    autoscaling and no sharding."""
     helm, kubectl = tools
     _guestbook(project)
     commands.generate_chart(project, "registry.example/guestbook:v1", str(kubectl))
-    unsharded = yaml.safe_load((project / "dist/chart/values.yaml").read_text())
-    assert "autoscaling" not in unsharded
-    assert not (project / "dist/chart/templates/manager/horizontalpodautoscaler.yaml").exists()
+    chart = project / "dist" / "chart"
+    values = yaml.safe_load((chart / "values.yaml").read_text())
+    assert values["sharding"] == {"enabled": False}
+    assert values["autoscaling"]["enabled"] is False
+    plain = manifests.install_objects(project, str(kubectl))
+    sharded = manifests.sharding_toggled(project, str(kubectl))
+    assert sharded is not None
+    release = (chart, "guestbook")
+    default = template(helm, *release, namespace="guestbook-system")
+    _same_install(default, plain)
+    assert "--sharding" not in manager(default)[1]["args"]
+    on = ("--set=sharding.enabled=true", "--set=replicas=3")
+    rendered = template(helm, *release, *on, namespace="guestbook-system")
+    _same_install(rendered, sharded)
+    assert "--sharding" in manager(rendered)[1]["args"]
+    assert manager(rendered)[0]["spec"]["replicas"] == 3
+    assert {o["metadata"]["name"] for o in rendered} > {o["metadata"]["name"] for o in default}
+    lint = run_helm(helm, "lint", "--strict", str(chart), KUBE, *on)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    assert "/replicas" in refused(helm, chart, "--set=sharding.enabled=true", "--set=replicas=1")
+    assert "/sharding" in refused(helm, chart, "--set=autoscaling.enabled=true")
+    # the project's config/default turns the Component on: sharded by default, off on demand
     kustomization = project / "config/default/kustomization.yaml"
     text = kustomization.read_text()
     assert "#components: [../sharding]" in text
+    kustomization.write_text(
+        text.replace("#components: [../sharding]", "components: [../sharding]")
+        + "replicas:\n- name: controller-manager\n  count: 3\n"
+    )
+    commands.generate_chart(project, "registry.example/guestbook:v1", str(kubectl))
+    assert yaml.safe_load((chart / "values.yaml").read_text())["sharding"] == {"enabled": True}
+    _same_install(
+        template(helm, *release, namespace="guestbook-system"),
+        sharded_now := (manifests.install_objects(project, str(kubectl))),
+    )
+    assert "--sharding" in manager(sharded_now)[1]["args"]
+    off = template(helm, *release, "--set=sharding.enabled=false", namespace="guestbook-system")
+    _same_install(off, manifests.sharding_toggled(project, str(kubectl)) or [])
+    assert "--sharding" not in manager(off)[1]["args"]
+
+
+def test_a_sharded_projects_chart_scales_its_shards_with_an_autoscaler(
+    project: Path, tools: tuple[Path, Path]
+) -> None:
+    """Issue #50 (replicas = shards, a HorizontalPodAutoscaler can change them): a project's
+    chart has ``autoscaling`` values, off by default (the install's objects as before); on,
+    with sharding, a HorizontalPodAutoscaler of the release's Deployment, which then leaves
+    its replicas to it."""
+    helm, kubectl = tools
+    _guestbook(project)
+    kustomization = project / "config/default/kustomization.yaml"
+    text = kustomization.read_text()
     kustomization.write_text(
         text.replace("#components: [../sharding]", "components: [../sharding]")
     )
@@ -373,7 +442,7 @@ def test_a_sharded_projects_chart_scales_its_shards_with_an_autoscaler(
     values = yaml.safe_load((chart / "values.yaml").read_text())
     assert values["autoscaling"]["enabled"] is False
     assert (values["autoscaling"]["minReplicas"], values["autoscaling"]["maxReplicas"]) == (2, 4)
-    default = template(helm, chart, "a")
+    default = template(helm, chart, "a", "--set=replicas=2")
     assert "HorizontalPodAutoscaler" not in {o["kind"] for o in default}
     deployment, container = manager(default)
     assert "--sharding" in container["args"]
