@@ -196,13 +196,17 @@ def install_objects(
 ) -> list[dict[str, Any]]:
     """What ``make deploy`` applies — kustomize's build of ``config/default``, every edit of
     the user's in ``config/`` included — and what ``config/prometheus`` holds (the
-    ServiceMonitor, the kinds' alerts), named and placed as ``config/default`` names and
-    places the rest (``config``: another copy of ``config/`` to build instead)."""
+    ServiceMonitor, the kinds' alerts) and ``config/grafana`` (the dashboards), named and
+    placed as ``config/default`` names and places the rest (``config``: another copy of
+    ``config/`` to build instead)."""
     project = load(directory)
     config = config or directory / CONFIG
     objects = _kustomized(config, kubectl, "default")
     prefix = f"{project.identity.project}-"
-    for monitoring in _kustomized(config, kubectl, "prometheus"):
+    monitoring_objects = _kustomized(config, kubectl, "prometheus")
+    if (config / "grafana" / "kustomization.yaml").is_file():  # made before: none
+        monitoring_objects += _kustomized(config, kubectl, "grafana")
+    for monitoring in monitoring_objects:
         if not monitoring["metadata"]["name"].startswith(prefix):
             monitoring["metadata"]["name"] = prefix + monitoring["metadata"]["name"]
         monitoring["metadata"]["namespace"] = project.identity.namespace

@@ -189,6 +189,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs; at run time,
         now_rfc3339,
         previous_conditions,
     )
+    from appstack.sdk.kit.dashboards import dashboard_expressions, operator_dashboards
     from appstack.sdk.kit.graphs import (
         GRAPH_FORMATS,
         GraphEdge,
@@ -533,6 +534,8 @@ _HOMES = {
     "last_condition": "kit.conditions",
     "now_rfc3339": "kit.conditions",
     "previous_conditions": "kit.conditions",
+    "dashboard_expressions": "kit.dashboards",
+    "operator_dashboards": "kit.dashboards",
     "KindMetrics": "kit.kind_metrics",
     "alert_rules": "kit.kind_metrics",
     "alerting_rules": "kit.kind_metrics",
@@ -908,6 +911,7 @@ __all__ = [
     "crd_conversion_rules",
     "crd_read_rule",
     "custom_kind",
+    "dashboard_expressions",
     "default_service_type",
     "derived_rules",
     "describe_validation",
@@ -950,6 +954,7 @@ __all__ = [
     "object_rules",
     "operator_alerts",
     "operator_command",
+    "operator_dashboards",
     "operator_flags",
     "own_rules",
     "owner_reference",

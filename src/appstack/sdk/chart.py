@@ -73,6 +73,7 @@ from appstack.sdk.helmtext import (
 )
 from appstack.sdk.identity import OperatorIdentity
 from appstack.sdk.install import spread_affinity
+from appstack.sdk.kit.dashboards import SIDECAR_LABEL
 
 Obj = dict[str, Any]
 HEADER = (
@@ -287,6 +288,8 @@ def _values(
             values["metrics"]["serviceMonitor"] = monitor
         if "PrometheusRule" in kinds:  # the alerts the kinds declare
             values["metrics"]["prometheusRule"] = {"enabled": False, "labels": {}}
+        if "dashboards" in kinds:  # config/grafana's ConfigMap, for Grafana's sidecar
+            values["metrics"]["grafanaDashboard"] = {"enabled": False}
     if "CustomResourceDefinition" in kinds:
         values["crd"] = {"enable": True, "keep": True}
     return values
@@ -296,6 +299,11 @@ SHARDING_HELP = """
 # sharding.enabled (docs/sharding.md): every replica reconciles its own share of the
 # objects (the install as config/sharding makes it); needs leaderElection.enabled and 2
 # replicas or more."""
+
+
+GRAFANA_HELP = """
+# metrics.grafanaDashboard: the operator's Grafana dashboards (config/grafana) as a ConfigMap
+# labelled grafana_dashboard=1, for Grafana's dashboard sidecar."""
 
 
 AUTOSCALING_HELP = """
@@ -320,7 +328,7 @@ VALUES_HELP = """\
 # extraArgs are the operator's flags (python -m <package> --help); extraEnv more of its
 # environment.{sharding}{autoscaling}
 # metrics.serviceMonitor needs the Prometheus Operator's CRDs; its labels are what your
-# Prometheus selects it by (kube-prometheus-stack: release: <its release>).
+# Prometheus selects it by (kube-prometheus-stack: release: <its release>).{grafana}
 # crd.enable=false: the CRDs are installed some other way; crd.keep: helm uninstall leaves
 # them (and every object of them).
 """
@@ -460,6 +468,25 @@ def _prepared(obj: Obj, install: _Install) -> None:
         }
 
 
+def _dashboards(obj: Obj) -> bool:
+    """Whether ``obj`` is the ConfigMap of the operator's Grafana dashboards
+    (``config/grafana``), labelled for Grafana's sidecar."""
+    labels = obj["metadata"].get("labels") or {}
+    return obj["kind"] == "ConfigMap" and labels.get(SIDECAR_LABEL) == "1"
+
+
+def _files_text(text: str, files: Sequence[str]) -> str:
+    """The dashboards ConfigMap's ``data``: each file read from the chart's
+    ``dashboards/`` (:func:`chart_files` puts them there), where :func:`_prepared` left a
+    sentinel per file."""
+    for i, name in enumerate(files):
+        text = text.replace(
+            f"  '{sentinel(f'FILE_{i}')}': ''\n",
+            f'  {name}: |-\n    {{{{- $.Files.Get "dashboards/{name}" | nindent 4 }}}}\n',
+        )
+    return text
+
+
 def _condition(obj: Obj) -> str | None:
     """The values an object is rendered under, if any."""
     kind = obj["kind"]
@@ -471,6 +498,8 @@ def _condition(obj: Obj) -> str | None:
         return "and .Values.metrics.enabled .Values.metrics.prometheusRule.enabled"
     if kind == "Service" and obj["metadata"]["name"].endswith("metrics-service"):
         return ".Values.metrics.enabled"
+    if _dashboards(obj):
+        return ".Values.metrics.grafanaDashboard.enabled"
     return None
 
 
@@ -480,6 +509,8 @@ def _path(obj: Obj, install: _Install) -> str:
     kind, name = obj["kind"], obj["metadata"]["name"]
     if kind == "Service":
         directory = "webhook" if name == f"{install.prefix}webhook-service" else "metrics"
+    elif _dashboards(obj):
+        directory = "grafana"
     else:
         directory = DIRECTORIES.get(kind, "extra")
     return f"templates/{directory}/{name.removeprefix(install.prefix)}.yaml"
@@ -488,6 +519,9 @@ def _path(obj: Obj, install: _Install) -> str:
 def _object_text(obj: Obj, container: Obj | None, install: _Install) -> str:
     """One object as template text (``container``: the operator's, when ``obj`` is its
     Deployment)."""
+    files = sorted(obj.get("data") or {}) if _dashboards(obj) else []
+    if files:  # the JSON files are the chart's (dashboards/), read at render
+        obj["data"] = {sentinel(f"FILE_{i}"): "" for i in range(len(files))}
     _prepared(obj, install)
     if container is not None:
         checks = ONE_LEADER + SHUTDOWN_IN_GRACE + (AUTOSCALING_RANGE if install.sharded else "")
@@ -511,6 +545,7 @@ def _object_text(obj: Obj, container: Obj | None, install: _Install) -> str:
     text = _renamed(text, {**install.names, install.namespace: "{{ $.Release.Namespace }}"})
     text = text.replace(FULLNAME, f'{{{{ include "{install.chart}.fullname" $ }}}}')
     text = substitute(text, {"INTERVAL": "{{ $.Values.metrics.serviceMonitor.interval }}"})
+    text = _files_text(text, files)
     condition = _condition(obj)
     return f"{{{{- if {condition} }}}}\n{text}{{{{- end }}}}\n" if condition else text
 
@@ -634,6 +669,8 @@ def chart_files(
     # what the install has: a metrics Service stands for itself ("metrics")
     kinds = {o["kind"] for o in every if o["kind"] != "Service"}
     kinds |= {"metrics" for o in every if _condition(o) == ".Values.metrics.enabled"}
+    kinds |= {"dashboards" for o in every if _dashboards(o)}
+    dashboards = {k: str(v) for o in every if _dashboards(o) for k, v in o["data"].items()}
     sharded = toggled is not None or _is_sharded(container)
     values = _values(deployment, container, kinds, sharded, sharding)
     names = {
@@ -684,6 +721,7 @@ def chart_files(
             shutdown=SHUTDOWN_TIMEOUT,
             sharding=SHARDING_HELP if toggled is not None else "",
             autoscaling=AUTOSCALING_HELP if sharded else "",
+            grafana=GRAFANA_HELP if dashboards else "",
         )
         + yaml.safe_dump(values, sort_keys=False),
         "values.schema.json": json.dumps(schema, indent=2) + "\n",
@@ -691,6 +729,7 @@ def chart_files(
         "templates/_helpers.tpl": _helpers(chart, extra, min(_DNS_LABEL_MAX - longest, 52)),
         "templates/NOTES.txt": NOTES.format(chart=chart, enabled=identity.enabled_label),
     }
+    out.update({f"dashboards/{name}": text for name, text in sorted(dashboards.items())})
     if sharded:
         parts["templates/manager/horizontalpodautoscaler.yaml"] = [
             _autoscaler(deployment["metadata"]["name"], install)
@@ -736,7 +775,7 @@ def _schema(values: Obj) -> Obj:
             return structured(value, list(value))
         if key == "metrics" and isinstance(value, dict):  # autoscaling's is a list
             schema = structured(value, list(value))
-            for part in ("serviceMonitor", "prometheusRule"):
+            for part in ("serviceMonitor", "prometheusRule", "grafanaDashboard"):
                 if part in value:
                     schema["properties"][part] = structured(value[part], list(value[part]))
             return schema

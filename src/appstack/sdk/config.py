@@ -46,7 +46,9 @@ Deployment's resources, env and patches are edited there, as in kubebuilder):
   same apply: guarded before the operator's process has started); ``prometheus/`` — a
   ServiceMonitor.
 
-Generated beside them: ``prometheus/alerts.yaml``, the PrometheusRule of the operator's
+Generated beside them: ``grafana/`` — the operator's Grafana dashboards
+(:func:`grafana_files`) and the kustomization that makes them a ConfigMap for Grafana's
+sidecar; ``prometheus/alerts.yaml``, the PrometheusRule of the operator's
 alerts — those every SDK operator gets (:func:`appstack.sdk.operator_alerts`) and those its
 kinds declare (their registrations' ``alerts``) —, listed in
 ``prometheus/kustomization.yaml`` (by ``make manifests`` in a project scaffolded before:
@@ -63,6 +65,7 @@ same code always gives the same bytes (``make manifests`` twice changes nothing)
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -95,6 +98,7 @@ from appstack.sdk.install import metrics_service as metrics_service_object
 from appstack.sdk.install import service_monitor as service_monitor_object
 from appstack.sdk.kind import CustomKind
 from appstack.sdk.kit.conversion import service_client
+from appstack.sdk.kit.dashboards import SIDECAR_LABEL, operator_dashboards
 from appstack.sdk.kit.kind_metrics import alerting_rules
 from appstack.sdk.kit.policies import PolicyError, policy_objects
 from appstack.sdk.kit.registration import Registration
@@ -931,7 +935,34 @@ def config_files(project: Project) -> dict[str, str]:
     files["prometheus/monitor.yaml"] = _dump(service_monitor(project), header=mine)
     files["prometheus/kustomization.yaml"] = _kustomization(["monitor.yaml", ALERTS_FILE], mine)
     files[f"prometheus/{ALERTS_FILE}"] = _dump(alerts_rule(project))
+    files.update(grafana_files(project))
     return dict(sorted(files.items()))
+
+
+#: ``config/grafana``'s ConfigMap of the dashboards (before config/default's prefix).
+DASHBOARDS = "grafana-dashboards"
+
+
+def grafana_files(project: Project) -> dict[str, str]:
+    """``config/grafana``: the operator's Grafana dashboards
+    (:func:`appstack.sdk.operator_dashboards`: the operator's, then one per kind of its own
+    with its registration's panels) as JSON files, and a kustomization making them one
+    ConfigMap labelled for Grafana's dashboard sidecar (``kubectl apply -k config/grafana``
+    in the Grafana's namespace, or the chart's ``metrics.grafanaDashboard.enabled``)."""
+    boards = operator_dashboards(project.identity, project.controllers)
+    files = {
+        f"grafana/{name}": json.dumps(board, indent=2) + "\n" for name, board in boards.items()
+    }
+    generator = {
+        "name": DASHBOARDS,
+        "files": list(boards),
+        "options": {
+            "labels": {**_labels(project), SIDECAR_LABEL: "1"},
+            "disableNameSuffixHash": True,
+        },
+    }
+    files["grafana/kustomization.yaml"] = _kustomization([], configMapGenerator=[generator])
+    return files
 
 
 def default_resources(project: Project) -> list[str]:

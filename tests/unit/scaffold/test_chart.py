@@ -93,6 +93,14 @@ def manager(objects: list[Obj]) -> tuple[Obj, Obj]:
     return deployment, container
 
 
+def _off(obj: Obj) -> bool:
+    """An object of the install the chart renders only when a value turns it on (the
+    release's namespace is Helm's): the monitoring — the ServiceMonitor, the alerts, the
+    dashboards."""
+    dashboards = (obj["metadata"].get("labels") or {}).get("grafana_dashboard") == "1"
+    return obj["kind"] in {"Namespace", "ServiceMonitor", "PrometheusRule"} or dashboards
+
+
 def test_the_chart_lints_and_two_releases_keep_to_their_own_pods(
     chart: Path, tools: tuple[Path, Path]
 ) -> None:
@@ -138,8 +146,7 @@ def test_release_named_after_the_project_keeps_kustomizes_names(
 ) -> None:
     installed = manifests.install_objects(project, str(tools[1]))
     objects = template(tools[0], chart, "guestbook", namespace="guestbook-system")
-    off = {"Namespace", "ServiceMonitor", "PrometheusRule"}  # the monitoring: values to turn on
-    expected = {(o["kind"], o["metadata"]["name"]) for o in installed if o["kind"] not in off}
+    expected = {(o["kind"], o["metadata"]["name"]) for o in installed if not _off(o)}
     assert {(o["kind"], o["metadata"]["name"]) for o in objects} == expected
     assert {o["metadata"].get("namespace") for o in objects if o["kind"] == "Deployment"} == {
         "guestbook-system"
@@ -358,8 +365,7 @@ def _same_install(rendered: list[Obj], installed: list[Obj]) -> None:
     (kustomize's build): the same objects by kind and name, each role's rules and each
     policy's and binding's spec alike, and the manager's arguments (the chart's flags
     following the release's names after them)."""
-    off = {"Namespace", "ServiceMonitor", "PrometheusRule"}  # the monitoring: values to turn on
-    expected = {(o["kind"], o["metadata"]["name"]): o for o in installed if o["kind"] not in off}
+    expected = {(o["kind"], o["metadata"]["name"]): o for o in installed if not _off(o)}
     assert {(o["kind"], o["metadata"]["name"]) for o in rendered} == set(expected)
     checked = ("ClusterRole", "Role", "ValidatingAdmissionPolicy")
     for obj in rendered:
@@ -548,3 +554,30 @@ def test_a_kinds_alerts_are_the_projects_prometheus_rule_and_the_charts(
     assert [r["alert"] for r in rule["spec"]["groups"][0]["rules"]] == own
     listed = yaml.safe_load((prometheus / "kustomization.yaml").read_text())["resources"]
     assert listed == ["monitor.yaml", "alerts.yaml"]
+
+
+def test_the_dashboards_are_a_configmap_for_grafanas_sidecar_when_asked(
+    chart: Path, project: Path, tools: tuple[Path, Path]
+) -> None:
+    """Issue #47 (what a kind declares is read by SDK code for any operator): make
+    manifests writes the operator's dashboards to config/grafana, and the chart renders
+    them, byte for byte, as one ConfigMap labelled for Grafana's sidecar in the release's
+    namespace when ``metrics.grafanaDashboard.enabled`` (off by default)."""
+    helm = tools[0]
+    assert yaml.safe_load((chart / "values.yaml").read_text())["metrics"]["grafanaDashboard"] == {
+        "enabled": False
+    }
+    assert not [o for o in template(helm, chart, "a") if o["kind"] == "ConfigMap"]
+    on = "--set=metrics.grafanaDashboard.enabled=true"
+    lint = run_helm(helm, "lint", "--strict", str(chart), KUBE, on)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    configmap = one(template(helm, chart, "a", on), "ConfigMap")
+    assert configmap["metadata"]["name"] == "a-guestbook-grafana-dashboards"
+    assert configmap["metadata"]["namespace"] == NS
+    assert configmap["metadata"]["labels"]["grafana_dashboard"] == "1"
+    grafana = project / "config" / "grafana"
+    written = {p.name: p.read_text() for p in grafana.glob("*.json")}
+    assert sorted(written) == ["guestbook-guestbook.json", "guestbook-operator.json"]
+    assert configmap["data"] == {name: text.rstrip("\n") for name, text in written.items()}
+    board = json.loads(configmap["data"]["guestbook-operator.json"])
+    assert board["uid"] == "guestbook-operator"

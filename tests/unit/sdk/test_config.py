@@ -85,6 +85,9 @@ def test_the_operator_acts_only_in_enabled_namespaces_unless_the_project_says_al
 def test_the_files_scaffolded_once_say_they_are_the_users() -> None:
     files = config.config_files(PROJECT)
     for path, text in files.items():
+        if path.endswith(".json"):  # JSON has no comment: config/grafana's kustomization says
+            assert files[f"{path.rpartition('/')[0]}/kustomization.yaml"].startswith(config.HEADER)
+            continue
         mine = path in config.SCAFFOLDED
         assert text.startswith(config.SCAFFOLDED_HEADER if mine else config.HEADER), path
     assert set(config.SCAFFOLDED) <= set(files)

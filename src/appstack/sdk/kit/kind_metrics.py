@@ -88,7 +88,7 @@ def _title(project: str) -> str:
     return "".join(part[:1].upper() + part[1:] for part in re.split(r"[-_.]", project) if part)
 
 
-def _matching(names: Iterable[str]) -> str:
+def matching(names: Iterable[str]) -> str:
     """A PromQL regex matcher's string (``=~"..."``) matching exactly ``names``: each
     regex-escaped, then its backslashes escaped for the double-quoted PromQL string (a
     controller named ``guest-book`` is ``guest\\\\-book`` there; ``guest\\-book`` is an
@@ -117,7 +117,7 @@ def operator_alerts(
     seconds: a key waiting that long is not waiting for a gone shard's Lease to expire).
     Each series is the operator's own: its controllers' names, its Lease, its prefix."""
     title = _title(identity.project)
-    names = _matching(c.name for c in controllers)
+    names = matching(c.name for c in controllers)
     leader = f'leader_election_master_status{{name="{identity.lease_name}"}}'
     alerts = [
         Alert(

@@ -10,13 +10,15 @@ optional; none changes how an object is reconciled):
   object to its samples, for a Prometheus collector reading the cache at scrape time;
 * :class:`StatusView` — how a command line shows one object and what was made for it, and
   optionally its dependency graph (:class:`~appstack.sdk.kit.graphs.StatusGraph`);
-* dashboard panels (:data:`Panel`) over its own metrics;
+* dashboard panels (:data:`Panel`) over its own metrics, on its kind's dashboard
+  (:func:`~appstack.sdk.kit.dashboards.operator_dashboards`);
 * :class:`Alert` — Prometheus alerting rules over its metrics, generated into the
   operator's PrometheusRule (:func:`~appstack.sdk.kit.kind_metrics.alert_rules`).
 
 The operator that registers the kind decides what it does with them (appstack: its
 per-kind collector, ``appstack status``, its Grafana dashboards, alerts and Argo CD health
-checks; a scaffolded project: its collector and ``config/prometheus/alerts.yaml``); a
+checks; a scaffolded project: its collector, ``config/grafana/`` and
+``config/prometheus/alerts.yaml``); a
 registration that declares none of them is a controller as before. Pure declarations:
 nothing here reads a cluster.
 """
