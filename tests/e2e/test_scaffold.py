@@ -664,7 +664,8 @@ def _helm_release(env: dict[str, str], project: Path, cluster: ClusterHandle) ->
     """``make helm``'s chart of the image the project's own e2e built and deployed (as
     config/manager names it) installed under a release name that is not the project's, in
     a namespace of its own (its CRDs from the chart: the kustomize install's removed
-    first): the release's operator pod Ready, selected by the release; uninstalled after."""
+    first): the release's operator pod Ready, selected by the release, and ``helm test``
+    (its /metrics answering through the release's Service) passing; uninstalled after."""
     started = time.monotonic()
     kustomization = yaml.safe_load((project / "config/manager/kustomization.yaml").read_text())
     (entry,) = kustomization["images"]
@@ -695,6 +696,9 @@ def _helm_release(env: dict[str, str], project: Path, cluster: ClusterHandle) ->
             "its selector",
         )
         assert selector == release, selector
+        # helm test: the chart's Pod GETs /metrics through the release's metrics Service
+        tested = helm("test", release, f"--namespace={namespace}", "--timeout=2m")
+        assert "Phase:          Succeeded" in tested.stdout, tested.stdout
     finally:
         helm("uninstall", release, f"--namespace={namespace}", "--wait", check=False)
         _sh(f"kubectl delete namespace {namespace} --wait=false", project, env)

@@ -21,6 +21,7 @@ from appstack.manifests.helmtext import (
     conditional_text,
     dump,
     literal_braces,
+    metrics_test_pod,
     pod_extras,
     sentinel,
     substitute,
@@ -83,53 +84,10 @@ def service_monitor() -> str:
 
 
 def test_pod() -> str:
+    """``helm test``'s Pod: GETs /metrics through the metrics Service (the SDK's
+    :func:`~appstack.sdk.HelmText.metrics_test_pod`, as every operator's chart)."""
     url = f"{sentinel('SCHEME')}://{workload.METRICS_SERVICE}.{RELEASE_NS}.svc:8080/metrics"
-    pod = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": f"{rbac.NAME}-test-metrics",
-            "namespace": NS,
-            "labels": dict(crds.LABELS),
-            "annotations": {
-                "helm.sh/hook": "test",
-                "helm.sh/hook-delete-policy": "before-hook-creation",
-            },
-        },
-        "spec": {
-            "restartPolicy": "Never",
-            "securityContext": {"runAsNonRoot": True, "runAsUser": 65532},
-            "imagePullSecrets": sentinel("PULL_SECRETS"),
-            "containers": [
-                {
-                    "name": "metrics",
-                    "image": sentinel("IMAGE"),
-                    "imagePullPolicy": sentinel("PULL_POLICY"),
-                    "command": [
-                        "python3",
-                        "-c",
-                        # /metrics answers; 401/403 is an answer too: it is guarded by
-                        # TokenReview + SubjectAccessReview (--metrics-auth, the default).
-                        # HTTPS: the connection is what is tested, not who signed it.
-                        "import os, ssl, urllib.error, urllib.request\n"
-                        "unverified = ssl._create_unverified_context()\n"
-                        "try:\n"
-                        "    urllib.request.urlopen(\n"
-                        "        os.environ['METRICS_URL'], timeout=10, context=unverified\n"
-                        "    )\n"
-                        "except urllib.error.HTTPError as error:\n"
-                        "    assert error.code in (401, 403), error\n",
-                    ],
-                    "env": [{"name": "METRICS_URL", "value": url}],
-                    "securityContext": {
-                        "allowPrivilegeEscalation": False,
-                        "capabilities": {"drop": ["ALL"]},
-                        "seccompProfile": {"type": "RuntimeDefault"},
-                    },
-                }
-            ],
-        },
-    }
+    pod = metrics_test_pod(f"{rbac.NAME}-test-metrics", NS, url, crds.LABELS)
     scheme = f"{{{{ if {SECURE} }}}}https{{{{ else }}}}http{{{{ end }}}}"
     # the operator's image: pulled as the operator's is (a private registry's Secret)
     text = pod_extras(dump(pod))

@@ -44,3 +44,4 @@ AUTOSCALING_RANGE = HelmText.AUTOSCALING_RANGE
 SHARDED = HelmText.SHARDED
 SHARDING_NEEDS = HelmText.SHARDING_NEEDS
 either = HelmText.either
+metrics_test_pod = HelmText.metrics_test_pod

@@ -59,6 +59,7 @@ from appstack.sdk.helmtext import (
     items,
     literal_braces,
     merged_keys,
+    metrics_test_pod,
     pod_extras,
     pod_settings,
     pod_settings_text,
@@ -550,6 +551,23 @@ def _object_text(obj: Obj, container: Obj | None, install: _Install) -> str:
     return f"{{{{- if {condition} }}}}\n{text}{{{{- end }}}}\n" if condition else text
 
 
+def _test_pod(service: Obj, install: _Install) -> str:
+    """``helm test``'s Pod (:func:`~appstack.sdk.helmtext.metrics_test_pod`): a GET of
+    ``/metrics`` through the release's metrics Service ``service`` (HTTPS unless its port
+    is named ``http``), with the operator's image; rendered with the Service."""
+    (port, *_) = service["spec"]["ports"]
+    scheme = "http" if port.get("name") == "http" else "https"
+    name = service["metadata"]["name"]
+    url = f"{scheme}://{name}.{install.namespace}.svc:{port['port']}/metrics"
+    pod = metrics_test_pod(f"{FULLNAME}-test-metrics", install.namespace, url, {LABELS: ""})
+    text = pod_extras(dump(pod))
+    text = _labels_text(text, install.chart)
+    text = _renamed(text, {**install.names, install.namespace: "{{ $.Release.Namespace }}"})
+    text = text.replace(FULLNAME, f'{{{{ include "{install.chart}.fullname" $ }}}}')
+    text = substitute(text, {"IMAGE": IMAGE})
+    return f"{{{{- if .Values.metrics.enabled }}}}\n{text}{{{{- end }}}}\n"
+
+
 def _autoscaler(deployment: str, install: _Install) -> str:
     """A sharded operator's HorizontalPodAutoscaler (``autoscaling.enabled``), named and
     labelled as its Deployment."""
@@ -730,6 +748,9 @@ def chart_files(
         "templates/NOTES.txt": NOTES.format(chart=chart, enabled=identity.enabled_label),
     }
     out.update({f"dashboards/{name}": text for name, text in sorted(dashboards.items())})
+    metrics = [o for o in installs[0] if _condition(o) == ".Values.metrics.enabled"]
+    if metrics and extra:  # a label of the operator's pods it lacks: no selector takes it
+        parts["templates/tests/test-metrics.yaml"] = [_test_pod(metrics[0], install)]
     if sharded:
         parts["templates/manager/horizontalpodautoscaler.yaml"] = [
             _autoscaler(deployment["metadata"]["name"], install)

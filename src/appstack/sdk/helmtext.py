@@ -424,6 +424,63 @@ def unless_autoscaled(text: str) -> str:
     return wrap_key(text, "replicas", f"{{{{- if not {AUTOSCALING}.enabled }}}}", "{{- end }}")
 
 
+#: ``helm test``'s check of the operator's ``/metrics`` (:func:`metrics_test_pod`): it
+#: answers; 401/403 is an answer too (guarded by TokenReview + SubjectAccessReview, the
+#: default); over HTTPS the connection is what is tested, not who signed the certificate.
+METRICS_CHECK = (
+    "import os, ssl, urllib.error, urllib.request\n"
+    "unverified = ssl._create_unverified_context()\n"
+    "try:\n"
+    "    urllib.request.urlopen(\n"
+    "        os.environ['METRICS_URL'], timeout=10, context=unverified\n"
+    "    )\n"
+    "except urllib.error.HTTPError as error:\n"
+    "    assert error.code in (401, 403), error\n"
+)
+
+
+def metrics_test_pod(
+    name: str, namespace: str, url: str, labels: Mapping[str, str]
+) -> dict[str, Any]:
+    """The ``helm test`` Pod (hook ``test``) that GETs the operator's ``url`` (its metrics
+    Service's ``/metrics``) with the operator's own image (Python is there), pulled as the
+    operator's is: sentinels ``IMAGE``, ``PULL_SECRETS``, ``PULL_POLICY``
+    (:func:`pod_extras`, :data:`IMAGE`). Non-root, no capabilities: runs under the
+    ``restricted`` Pod Security level."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": dict(labels),
+            "annotations": {
+                "helm.sh/hook": "test",
+                "helm.sh/hook-delete-policy": "before-hook-creation",
+            },
+        },
+        "spec": {
+            "restartPolicy": "Never",
+            "securityContext": {"runAsNonRoot": True, "runAsUser": 65532},
+            "imagePullSecrets": sentinel("PULL_SECRETS"),
+            "containers": [
+                {
+                    "name": "metrics",
+                    "image": sentinel("IMAGE"),
+                    "imagePullPolicy": sentinel("PULL_POLICY"),
+                    "command": ["python3", "-c", METRICS_CHECK],
+                    "env": [{"name": "METRICS_URL", "value": url}],
+                    "securityContext": {
+                        "allowPrivilegeEscalation": False,
+                        "capabilities": {"drop": ["ALL"]},
+                        "seccompProfile": {"type": "RuntimeDefault"},
+                    },
+                }
+            ],
+        },
+    }
+
+
 def conditional_text(condition: str, text: str) -> str:
     """``text`` (namespaces substituted) only if ``condition`` holds."""
     return f"{{{{- if {condition} }}}}\n" + substitute(text, NAMESPACES) + "{{- end }}\n"
@@ -522,6 +579,7 @@ class HelmText:
     unless_autoscaled = staticmethod(unless_autoscaled)
     literal_braces = staticmethod(literal_braces)
     either = staticmethod(either)
+    metrics_test_pod = staticmethod(metrics_test_pod)
     sharding_schema_rules = staticmethod(sharding_schema_rules)
     #: The release's namespace where an object has the sentinel ``NS``.
     NS = NS

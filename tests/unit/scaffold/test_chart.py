@@ -93,6 +93,11 @@ def manager(objects: list[Obj]) -> tuple[Obj, Obj]:
     return deployment, container
 
 
+def _hook(obj: Obj) -> bool:
+    """``helm test``'s Pod: the chart's, not the install's."""
+    return "helm.sh/hook" in (obj["metadata"].get("annotations") or {})
+
+
 def _off(obj: Obj) -> bool:
     """An object of the install the chart renders only when a value turns it on (the
     release's namespace is Helm's): the monitoring — the ServiceMonitor, the alerts, the
@@ -147,7 +152,7 @@ def test_release_named_after_the_project_keeps_kustomizes_names(
     installed = manifests.install_objects(project, str(tools[1]))
     objects = template(tools[0], chart, "guestbook", namespace="guestbook-system")
     expected = {(o["kind"], o["metadata"]["name"]) for o in installed if not _off(o)}
-    assert {(o["kind"], o["metadata"]["name"]) for o in objects} == expected
+    assert {(o["kind"], o["metadata"]["name"]) for o in objects if not _hook(o)} == expected
     assert {o["metadata"].get("namespace") for o in objects if o["kind"] == "Deployment"} == {
         "guestbook-system"
     }
@@ -366,6 +371,7 @@ def _same_install(rendered: list[Obj], installed: list[Obj]) -> None:
     policy's and binding's spec alike, and the manager's arguments (the chart's flags
     following the release's names after them)."""
     expected = {(o["kind"], o["metadata"]["name"]): o for o in installed if not _off(o)}
+    rendered = [o for o in rendered if not _hook(o)]
     assert {(o["kind"], o["metadata"]["name"]) for o in rendered} == set(expected)
     checked = ("ClusterRole", "Role", "ValidatingAdmissionPolicy")
     for obj in rendered:
@@ -581,3 +587,34 @@ def test_the_dashboards_are_a_configmap_for_grafanas_sidecar_when_asked(
     assert configmap["data"] == {name: text.rstrip("\n") for name, text in written.items()}
     board = json.loads(configmap["data"]["guestbook-operator.json"])
     assert board["uid"] == "guestbook-operator"
+
+
+def test_helm_test_gets_metrics_through_the_releases_service(
+    chart: Path, tools: tuple[Path, Path]
+) -> None:
+    """``helm test`` (as appstack's chart, the SDK's pod): a Pod hooked ``test`` that GETs
+    /metrics through the release's metrics Service with the operator's image, pulled as
+    the operator's is, that no selector of the release's takes for an operator pod; none
+    with the metrics Service off."""
+    helm = tools[0]
+    objects = template(helm, chart, "a", "--set=imagePullSecrets[0].name=regcred")
+    pod = one(objects, "Pod")
+    assert pod["metadata"]["name"] == "a-guestbook-test-metrics"
+    assert pod["metadata"]["namespace"] == NS
+    assert pod["metadata"]["annotations"]["helm.sh/hook"] == "test"
+    (container,) = pod["spec"]["containers"]
+    assert container["image"] == "registry.example/guestbook:v1"
+    assert pod["spec"]["imagePullSecrets"] == [{"name": "regcred"}]
+    service = one(objects, "Service", "metrics")
+    port = service["spec"]["ports"][0]["port"]
+    url = f"https://{service['metadata']['name']}.{NS}.svc:{port}/metrics"
+    assert container["env"] == [{"name": "METRICS_URL", "value": url}]
+    labels = pod["metadata"]["labels"]
+    for selector in (
+        manager(objects)[0]["spec"]["selector"]["matchLabels"],
+        service["spec"]["selector"],
+    ):
+        assert not selector.items() <= labels.items()
+    assert not [
+        o for o in template(helm, chart, "a", "--set=metrics.enabled=false") if o["kind"] == "Pod"
+    ]
