@@ -16,17 +16,14 @@ from appstack.controllers.registry import ALL
 from appstack.manifests import grafana
 from appstack.manifests.crds import LABELS
 from appstack.manifests.rbac import NAME, NAMESPACE
-from appstack.sdk import OperatorOptions, alerting_rules
+from appstack.sdk import alerting_rules
 from appstack.sdk import prometheus_rule as sdk_prometheus_rule
-
-#: A sharded install's lease (its replicas run with the default): a key that waits
-#: unassigned longer than that is not waiting for a shard gone to expire.
-LEASE = OperatorOptions().lease_duration
 
 #: The operator's alerts — those every SDK operator gets (:func:`appstack.sdk.operator_alerts`:
 #: its workqueues, leadership, readiness, shards) — then those its kinds declare on their
-#: registrations (:func:`appstack.sdk.alert_rules`).
-ALERTS: list[dict[str, Any]] = alerting_rules(IDENTITY, ALL, lease_duration=LEASE)
+#: registrations (:func:`appstack.sdk.alert_rules`); a sharded install's replicas run
+#: with the default lease, which the unassigned-keys alert waits for.
+ALERTS: list[dict[str, Any]] = alerting_rules(IDENTITY, ALL)
 
 
 def prometheus_rule(namespace: str = NAMESPACE) -> dict[str, Any]:

@@ -112,7 +112,6 @@ from appstack.sdk.kit.webhooks import (
     namespace_selector,
     secret_name,
 )
-from appstack.sdk.options import OperatorOptions
 from appstack.sdk.rbac import binding, manager_rules, sharding_rules
 from appstack.sdk.versions import spokes_differ
 
@@ -853,9 +852,7 @@ def alerts_rule(project: Project) -> Obj:
     (:func:`appstack.sdk.operator_alerts`: reconcile errors, a stuck workqueue, no leader,
     an object not up, a sharded operator's unassigned keys) and those its registrations
     declare (their ``alerts``) —, one group named after the project."""
-    rules = alerting_rules(
-        project.identity, project.controllers, lease_duration=OperatorOptions().lease_duration
-    )
+    rules = alerting_rules(project.identity, project.controllers)
     return prometheus_rule(
         f"{MANAGER}-alerts",
         SYSTEM,

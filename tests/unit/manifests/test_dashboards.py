@@ -12,8 +12,7 @@ from appstack.api.identity import IDENTITY
 from appstack.controllers.kind_metrics import FAMILIES
 from appstack.controllers.registry import ALL
 from appstack.manifests import dashboard, grafana
-from appstack.runtime.metrics import Metrics
-from appstack.runtime.sharding import ShardMetrics
+from tests.support.exported_metrics import exported_samples
 
 OURS = re.compile(
     r"\b((?:controller_runtime|workqueue|leader_election|rest_client|process|python|appstack)_\w+)"
@@ -21,15 +20,7 @@ OURS = re.compile(
 
 
 def _exported_samples() -> set[str]:
-    suffixes = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count")}
-    sharded = Metrics(prefix=IDENTITY.metric_prefix)  # a sharded install's replicas: + these
-    ShardMetrics(sharded)
-    return {
-        family.name + suffix
-        for registry in (Metrics().registry, sharded.registry)
-        for family in registry.collect()
-        for suffix in suffixes.get(family.type, ("",))
-    } | set(FAMILIES)
+    return exported_samples(IDENTITY.metric_prefix) | set(FAMILIES)
 
 
 def _queries(board: dict[str, Any]) -> list[str]:

@@ -81,6 +81,13 @@ class Synced(dict[tuple[str, str], dict[str, Any] | None]):
         return self[keys[0]] if keys else None
 
 
+def _unclaimed(child: dict[str, Any]) -> dict[str, str]:
+    """The labels of a sharded reconcile's root (:func:`appstack.runtime.shard_child_labels`)
+    that ``child`` lacks: what :meth:`ChildWriter.claim` adds."""
+    labels = (child.get("metadata") or {}).get("labels") or {}
+    return {k: v for k, v in shard_child_labels().items() if labels.get(k) != v}
+
+
 class ChildWriter:
     """Writes the children (of the kinds in ``owns``), events and status of ``owner_kind``."""
 
@@ -252,22 +259,26 @@ class ChildWriter:
         # Owned or not as ``want`` says now (e.g. a stack's credentials when its volumes'
         # ``retainOnDelete`` flips), never anything else of it.
         owners = owners_to_write(current, meta, owner["metadata"]["uid"])
-        if owners is not None:
-            kept = current["metadata"]["resourceVersion"]
-            patch = {"metadata": {"ownerReferences": owners or None, "resourceVersion": kept}}
-            current = await self.client.patch(resource, name, patch, namespace=namespace)
-            said = "owned by" if owners else "kept apart from"
-            note = f"{resource.kind} {name} ({what}) now {said} {owner['kind']}"
-            await self.event(owner, "Normal", "Updated", note)
-        return await self.claim(resource, dict(current)), None
+        if owners is None:
+            return await self.claim(resource, dict(current)), None
+        kept = current["metadata"]["resourceVersion"]
+        changed: dict[str, Any] = {"ownerReferences": owners or None, "resourceVersion": kept}
+        labels = _unclaimed(current)  # and its shard's labels, in the same write
+        if labels:
+            changed["labels"] = labels
+        current = await self.client.patch(
+            resource, name, {"metadata": changed}, namespace=namespace
+        )
+        said = "owned by" if owners else "kept apart from"
+        note = f"{resource.kind} {name} ({what}) now {said} {owner['kind']}"
+        await self.event(owner, "Normal", "Updated", note)
+        return dict(current), None
 
     async def claim(self, resource: Resource, child: dict[str, Any]) -> dict[str, Any]:
         """``child`` (ours, found by name) labelled to this shard if a sharded operator's
         reconcile asks it (:func:`appstack.runtime.shard_child_labels`) and it is not yet
         — else the shard would never see it in its cache; as it is otherwise."""
-        wanted = shard_child_labels()
-        labels = (child.get("metadata") or {}).get("labels") or {}
-        missing = {k: v for k, v in wanted.items() if labels.get(k) != v}
+        missing = _unclaimed(child)
         if not missing:
             return child
         meta = child["metadata"]

@@ -27,6 +27,7 @@ from appstack.runtime.cache import Cache
 from appstack.sdk.identity import OperatorIdentity
 from appstack.sdk.kit.observers import Alert, Sample
 from appstack.sdk.kit.registration import Registration
+from appstack.sdk.options import OperatorOptions
 
 __all__ = [
     "KindMetrics",
@@ -106,7 +107,10 @@ def _listing(controllers: Sequence[Registration]) -> str:
 
 
 def operator_alerts(
-    identity: OperatorIdentity, controllers: Sequence[Registration], *, lease_duration: float
+    identity: OperatorIdentity,
+    controllers: Sequence[Registration],
+    *,
+    lease_duration: float | None = None,
 ) -> tuple[Alert, ...]:
     """The alerts every operator built on the SDK gets, over the runtime's metrics of its
     ``controllers`` (named ``<Project>...``): a controller that keeps failing to reconcile
@@ -114,8 +118,11 @@ def operator_alerts(
     replica's is not counted), no replica holding the leader Lease (critical), an object
     of its kinds not up for 15 minutes (:func:`ready_metric`; only with kinds of its own),
     and a sharded operator's keys unassigned longer than a Lease (``lease_duration``
-    seconds: a key waiting that long is not waiting for a gone shard's Lease to expire).
-    Each series is the operator's own: its controllers' names, its Lease, its prefix."""
+    seconds, default the operator's own default, :class:`~appstack.sdk.OperatorOptions`: a
+    key waiting that long is not waiting for a gone shard's Lease to expire). Each series
+    is the operator's own: its controllers' names, its Lease, its prefix."""
+    if lease_duration is None:
+        lease_duration = OperatorOptions().lease_duration
     title = _title(identity.project)
     names = matching(c.name for c in controllers)
     leader = f'leader_election_master_status{{name="{identity.lease_name}"}}'
@@ -178,7 +185,10 @@ def operator_alerts(
 
 
 def alerting_rules(
-    identity: OperatorIdentity, controllers: Sequence[Registration], *, lease_duration: float
+    identity: OperatorIdentity,
+    controllers: Sequence[Registration],
+    *,
+    lease_duration: float | None = None,
 ) -> list[dict[str, Any]]:
     """Every alerting rule of the operator: :func:`operator_alerts`, then those its kinds
     declare (:func:`alert_rules`); an alert name two of them use is refused."""

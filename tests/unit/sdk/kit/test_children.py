@@ -11,6 +11,7 @@ process."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ import pytest
 from appstack.runtime.cache import Cache
 from appstack.runtime.events import EventRecorder
 from appstack.runtime.resources import CONFIG_MAP, SECRET, SERVICE
+from appstack.runtime.sharding import _CHILD_LABELS
 from appstack.sdk.kit.children import PROGRESS_INTERVAL, ChildWriter, Synced
 from tests.support.scripted_transport import scripted_client
 
@@ -85,6 +87,29 @@ async def test_a_kept_one_is_adopted_and_comes_back_as_patched() -> None:
     assert problem is None
     assert current == adopted  # the version after the owner was written
     assert [r.method for r, _ in transport.sent] == ["GET", "PATCH"]
+
+
+async def test_in_a_sharded_reconcile_its_owner_and_its_shard_labels_are_one_write() -> None:
+    """A kept child adopted inside a sharded operator's reconcile: its owner and its root's
+    shard labels (what the shard's split cache selects it by) go in one PATCH, not two."""
+    writer, transport = _writer()
+    shard = {"shard.example.com/op": "op-shard-a", "root.shard.example.com/op": "root-uid"}
+    adopted = _secret({**REF, "controller": True}, rv="8")
+    adopted["metadata"]["labels"] = {**LABELS, **shard}
+    transport.answer(200, _secret(None))
+    transport.answer(200, adopted)
+    token = _CHILD_LABELS.set(shard)
+    try:
+        current, problem = await writer.ensure_once(OWNER, SECRET, WANT, "generated")
+    finally:
+        _CHILD_LABELS.reset(token)
+    assert problem is None
+    assert current == adopted
+    assert [r.method for r, _ in transport.sent] == ["GET", "PATCH"]
+    patch = json.loads(transport.sent[1][0].body or b"{}")
+    assert patch["metadata"]["labels"] == shard
+    assert patch["metadata"]["ownerReferences"] == [{**REF, "controller": True}]
+    assert patch["metadata"]["resourceVersion"] == "7"  # the version read: nothing in between
 
 
 async def test_one_that_is_not_ours_is_a_conflict_and_comes_back_as_none() -> None:

@@ -15,9 +15,7 @@ from typing import Any
 
 import yaml
 
-from appstack.runtime.metrics import Metrics
 from appstack.runtime.resources import SECRET
-from appstack.runtime.sharding import ShardMetrics
 from appstack.sdk import (
     Gauges,
     ObjectReconciler,
@@ -27,6 +25,7 @@ from appstack.sdk import (
     metric_families,
     operator_dashboards,
 )
+from tests.support.exported_metrics import exported_samples
 from tests.support.guestbook import IDENTITY, PROJECT, GuestbookReconciler
 
 GAUGES = Gauges(
@@ -45,15 +44,7 @@ METRIC = re.compile(
 
 
 def _exported() -> set[str]:
-    suffixes = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count")}
-    sharded = Metrics(prefix=IDENTITY.metric_prefix)
-    ShardMetrics(sharded)
-    return {
-        family.name + suffix
-        for registry in (Metrics().registry, sharded.registry)
-        for family in registry.collect()
-        for suffix in suffixes.get(family.type, ("",))
-    } | set(metric_families([REGISTRATION], IDENTITY))
+    return exported_samples(IDENTITY.metric_prefix) | set(metric_families([REGISTRATION], IDENTITY))
 
 
 def _boards() -> dict[str, dict[str, Any]]:
