@@ -746,6 +746,7 @@ def chart_files(
         ".helmignore": header + "*.orig\n*.rej\n*~\n",
         "templates/_helpers.tpl": _helpers(chart, extra, min(_DNS_LABEL_MAX - longest, 52)),
         "templates/NOTES.txt": NOTES.format(chart=chart, enabled=identity.enabled_label),
+        "README.md": readme(chart, values, crds="crd" in values),
     }
     out.update({f"dashboards/{name}": text for name, text in sorted(dashboards.items())})
     metrics = [o for o in installs[0] if _condition(o) == ".Values.metrics.enabled"]
@@ -758,6 +759,127 @@ def chart_files(
     for path, texts_ in sorted(parts.items()):
         out[path] = header + _joined(texts_)
     return out
+
+
+#: What each value does, by its dotted path (a path not here has its parent's).
+VALUE_HELP = {
+    "nameOverride": "The chart's name in every object's name.",
+    "fullnameOverride": "What every object's name starts with, instead of the release's.",
+    "image": "The operator's image.",
+    "image.repository": "The image's repository.",
+    "image.tag": "The image's tag (empty: the chart's appVersion).",
+    "image.digest": "The image's digest (`sha256:...`), run instead of the tag.",
+    "image.pullPolicy": "The image's pull policy (empty: Kubernetes' default).",
+    "imagePullSecrets": "Secrets to pull the image with (`[{name: ...}]`).",
+    "replicas": "The operator's replicas (one leads, or each is a shard).",
+    "autoscaling": "Sharded: a HorizontalPodAutoscaler sets the shards.",
+    "autoscaling.enabled": "On: the replicas are the autoscaler's (needs sharding.enabled).",
+    "autoscaling.minReplicas": "The fewest shards (2 or more).",
+    "autoscaling.maxReplicas": "The most shards.",
+    "autoscaling.targetCPUUtilizationPercentage": "The CPU target, % of the requests.",
+    "autoscaling.metrics": "The autoscaler's own metrics instead of the CPU target.",
+    "autoscaling.behavior": "The pace of scaling (each step moves objects between shards).",
+    "resources": "The operator container's resources.",
+    "podAnnotations": "More annotations of the operator's pods.",
+    "podLabels": "More labels of the operator's pods (merged over commonLabels).",
+    "commonLabels": "More labels of every object.",
+    "nodeSelector": "Where the operator's pods may run.",
+    "tolerations": "The operator pods' tolerations.",
+    "affinity": "The pods' affinity (empty: this release's replicas on different nodes).",
+    "podSecurityContext": "The operator pods' securityContext.",
+    "securityContext": "The operator container's securityContext.",
+    "serviceAccount.annotations": "Annotations of the operator's ServiceAccount.",
+    "leaderElection.enabled": "One replica acts, the others wait (false: replicas must be 1).",
+    "sharding.enabled": "Every replica reconciles its own share of the objects "
+    "(config/sharding's install; 2 replicas or more).",
+    "terminationGracePeriodSeconds": "How long a stopping pod may take.",
+    "gracefulShutdownTimeout": "The operator's --graceful-shutdown-timeout (below the grace "
+    "period).",
+    "extraArgs": "More flags of the operator (`python -m <package> --help`).",
+    "extraEnv": "More environment of the operator.",
+    "metrics.enabled": "The Service in front of /metrics (HTTPS, the scraper's token).",
+    "metrics.serviceMonitor": "A Prometheus Operator ServiceMonitor of it.",
+    "metrics.serviceMonitor.interval": "How often it scrapes.",
+    "metrics.serviceMonitor.labels": "What your Prometheus selects it by.",
+    "metrics.prometheusRule": "The operator's alerts as a PrometheusRule.",
+    "metrics.prometheusRule.labels": "What your Prometheus selects it by.",
+    "metrics.grafanaDashboard": "The dashboards as a ConfigMap for Grafana's sidecar.",
+    "crd.enable": "Install the CRDs (false: installed some other way).",
+    "crd.keep": "helm uninstall leaves the CRDs (and every object of them).",
+}
+#: The values whose keys are values of their own (the others are maps a user fills).
+NESTED = frozenset(
+    {
+        "image",
+        "leaderElection",
+        "sharding",
+        "serviceAccount",
+        "crd",
+        "autoscaling",
+        "metrics",
+        "metrics.serviceMonitor",
+        "metrics.prometheusRule",
+        "metrics.grafanaDashboard",
+    }
+)
+
+
+def _value_rows(values: Obj, prefix: str = "") -> list[tuple[str, Any]]:
+    rows: list[tuple[str, Any]] = []
+    for key, value in values.items():
+        path = f"{prefix}{key}"
+        if path in NESTED and isinstance(value, dict):
+            rows += _value_rows(value, f"{path}.")
+        else:
+            rows.append((path, value))
+    return rows
+
+
+def _default(value: Any) -> str:
+    text = json.dumps(value, separators=(", ", ": ")).replace("|", "\\|")
+    return f"`{text}`" if len(text) <= 60 else "see values.yaml"
+
+
+def _help(path: str) -> str:
+    while path not in VALUE_HELP and "." in path:
+        path = path.rpartition(".")[0]
+    return VALUE_HELP.get(path, "")
+
+
+def readme(chart: str, values: Obj, *, crds: bool) -> str:
+    """The chart's README.md: how to install, test, upgrade and uninstall it, and every
+    value of ``values`` (as values.yaml holds them) with its default and what it does."""
+    rows = "".join(
+        f"| `{path}` | {_default(value)} | {_help(path)} |\n" for path, value in _value_rows(values)
+    )
+    keep = (
+        " The CRDs stay (`crd.keep`), and every object of them: delete those first if they "
+        "should go."
+        if crds
+        else ""
+    )
+    return f"""\
+# {chart}
+
+The {chart} operator's Helm chart, generated from its install (`config/`, `make helm`).
+
+```bash
+helm install {chart} . --namespace {chart}-system --create-namespace
+helm test {chart} --namespace {chart}-system      # /metrics answers through its Service
+helm upgrade {chart} . --namespace {chart}-system --set replicas=3
+helm uninstall {chart} --namespace {chart}-system
+```
+
+Every object's name starts with the release's fullname and follows the release's namespace;
+two releases in one namespace keep to their own pods.{keep}
+
+## Values
+
+`values.schema.json` refuses a misspelt or mistyped value, naming it.
+
+| value | default | what it does |
+|---|---|---|
+{rows}"""
 
 
 NOTES = """\

@@ -341,7 +341,7 @@ def test_an_edited_chart_file_is_kept_and_force_rewrites_it(
     assert values.read_text().endswith("# mine\n")
     assert mine.read_text() == "# my own template\n"
     assert not stale.exists()
-    assert written == [chart / "Chart.yaml"]  # appVersion: v2
+    assert set(written) == {chart / "Chart.yaml", chart / "README.md"}  # appVersion, tag: v2
     written, kept = commands.generate_chart(project, "registry.example/guestbook:v2", kubectl)
     assert (written, kept) == ([], [values])
     written, kept = commands.generate_chart(
@@ -618,3 +618,37 @@ def test_helm_test_gets_metrics_through_the_releases_service(
     assert not [
         o for o in template(helm, chart, "a", "--set=metrics.enabled=false") if o["kind"] == "Pod"
     ]
+
+
+def test_the_readme_lists_every_value_with_its_default_and_what_it_does(chart: Path) -> None:
+    """The chart's README (as appstack's): how to install, test, upgrade and uninstall it,
+    and a row per value of values.yaml — each leaf, the maps a user fills as one — with
+    its default and a description."""
+    text = (chart / "README.md").read_text()
+    assert "helm install guestbook . --namespace guestbook-system" in text
+    assert "helm test guestbook" in text
+    values = yaml.safe_load((chart / "values.yaml").read_text())
+    rows = {
+        line.split("|")[1].strip().strip("`"): line
+        for line in text.splitlines()
+        if line.startswith("| `")
+    }
+    expected = {
+        "replicas",
+        "image.repository",
+        "sharding.enabled",
+        "autoscaling.behavior",
+        "resources",
+        "metrics.serviceMonitor.interval",
+        "metrics.grafanaDashboard.enabled",
+        "crd.keep",
+    }
+    assert expected <= set(rows)
+    assert "`" + json.dumps(values["replicas"]) + "`" in rows["replicas"]
+    for path, row in rows.items():
+        node: Any = values
+        for key in path.split("."):
+            node = node[key]  # every row is a value of values.yaml
+        description = row.split("|")[3].strip()
+        assert description, path
+    assert len(rows) == len(set(rows))
