@@ -201,6 +201,17 @@ class Manager:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.stop)
 
+    def release_signal_handlers(self) -> None:
+        """After :meth:`run`, in a process about to exit: the loop's SIGTERM and SIGINT
+        handlers removed and both signals ignored from now on. asyncio closes the loop's
+        wakeup pipe before it removes its handlers, so a second signal arriving as the loop
+        closes (``make run`` forwards the SIGTERM it got to the operator, which got its
+        own) would print "Exception ignored ... Bad file descriptor" with a traceback."""
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
+            signal.signal(sig, signal.SIG_IGN)
+
     @property
     def ready(self) -> bool:
         return self._preflight_passed and self.cache.has_synced()

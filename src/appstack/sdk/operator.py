@@ -503,7 +503,10 @@ async def serve(
             else "off"
         ),
     )
-    await assembled.run()
+    try:
+        await assembled.run()
+    finally:  # the process exits next: a late signal is not a traceback on the terminal
+        assembled.manager.release_signal_handlers()
 
 
 def run_operator(

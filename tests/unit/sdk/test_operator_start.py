@@ -6,6 +6,8 @@ readiness probe is not ready meanwhile)."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -16,6 +18,7 @@ from appstack.controllers.registry import ALL
 from appstack.runtime import Manager, TransportError
 from appstack.runtime.client import Client
 from appstack.sdk import operator
+from tests.support.paths import REPO_ROOT
 from tests.support.scripted_transport import ScriptedTransport
 
 
@@ -82,3 +85,40 @@ async def test_the_probe_is_not_ready_while_the_preflight_waits() -> None:
     manager.stop()  # stops the wait too
     await asyncio.wait_for(running, 10)
     assert not release.is_set()
+
+
+RELEASED = """
+import asyncio, os, signal
+from appstack.runtime import Manager
+from appstack.runtime.client import Client
+from tests.support.scripted_transport import ScriptedTransport
+
+async def main():
+    manager = Manager(Client(ScriptedTransport()), namespaces=["ns"])
+    manager.install_signal_handlers()
+    manager.release_signal_handlers()
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGTERM):  # as make forwards one
+        os.kill(os.getpid(), sig)
+    await asyncio.sleep(0.1)
+    print("still here")
+
+asyncio.run(main())
+os.kill(os.getpid(), signal.SIGTERM)  # after the loop closed too
+"""
+
+
+def test_after_the_run_a_late_signal_is_ignored_not_a_traceback() -> None:
+    """An operator's last moments (:func:`appstack.sdk.serve` releases the manager's signal
+    handlers when its run ends): a second SIGTERM — ``make run`` forwards the one it got —
+    or a Ctrl-C arriving as the loop closes is ignored, the process exits 0 and prints no
+    traceback (CI saw "Exception ignored ... Bad file descriptor" from asyncio's handler
+    writing to the closed wakeup pipe)."""
+    done = subprocess.run(
+        [sys.executable, "-c", RELEASED],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO_ROOT,
+        check=False,
+    )
+    assert (done.returncode, done.stdout.strip(), done.stderr) == (0, "still here", "")
