@@ -20,6 +20,8 @@ from appstack.manifests.helmtext import (
     RELEASE_NS,
     conditional_text,
     dump,
+    file_entries,
+    files_text,
     literal_braces,
     metrics_test_pod,
     pod_extras,
@@ -106,7 +108,9 @@ def prometheus_rule() -> str:
 
 def dashboard_configmap() -> str:
     """One ConfigMap holding every dashboard file (chart ``dashboards/``), each key read
-    with ``.Files.Get`` so the JSON is shipped as generated."""
+    with ``.Files.Get`` so the JSON is shipped as generated (the SDK's
+    :func:`~appstack.sdk.HelmText.files_text`, as every operator's chart)."""
+    names = list(grafana.dashboards())
     configmap = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -115,12 +119,7 @@ def dashboard_configmap() -> str:
             "namespace": NS,
             "labels": {**crds.LABELS, "grafana_dashboard": "1"},
         },
-        "data": {name: sentinel("DASHBOARD") for name in grafana.dashboards()},
+        "data": file_entries(names),
     }
-    text = dump(configmap)
-    for name in grafana.dashboards():
-        text = text.replace(
-            f"  {name}: '{sentinel('DASHBOARD')}'\n",
-            f"  {name}: |-\n" + f'    {{{{- .Files.Get "dashboards/{name}" | nindent 4 }}}}\n',
-        )
+    text = files_text(dump(configmap), names, "dashboards")
     return conditional_text(".Values.metrics.grafanaDashboard.enabled", text)

@@ -45,3 +45,5 @@ SHARDED = HelmText.SHARDED
 SHARDING_NEEDS = HelmText.SHARDING_NEEDS
 either = HelmText.either
 metrics_test_pod = HelmText.metrics_test_pod
+file_entries = HelmText.file_entries
+files_text = HelmText.files_text

@@ -192,14 +192,18 @@ def _kustomized(config: Path, kubectl: str, overlay: str) -> list[dict[str, Any]
 
 
 def install_objects(
-    directory: Path, kubectl: str = "kubectl", *, config: Path | None = None
+    directory: Path,
+    kubectl: str = "kubectl",
+    *,
+    config: Path | None = None,
+    project: ConfigProject | None = None,
 ) -> list[dict[str, Any]]:
     """What ``make deploy`` applies — kustomize's build of ``config/default``, every edit of
     the user's in ``config/`` included — and what ``config/prometheus`` holds (the
     ServiceMonitor, the kinds' alerts) and ``config/grafana`` (the dashboards), named and
     placed as ``config/default`` names and places the rest (``config``: another copy of
-    ``config/`` to build instead)."""
-    project = load(directory)
+    ``config/`` to build instead; ``project``: the project as :func:`load` read it)."""
+    project = project or load(directory)
     config = config or directory / CONFIG
     objects = _kustomized(config, kubectl, "default")
     prefix = f"{project.identity.project}-"
@@ -218,7 +222,9 @@ def install_objects(
 SHARDING_COMPONENT = "../sharding"
 
 
-def sharding_toggled(directory: Path, kubectl: str = "kubectl") -> list[dict[str, Any]] | None:
+def sharding_toggled(
+    directory: Path, kubectl: str = "kubectl", *, project: ConfigProject | None = None
+) -> list[dict[str, Any]] | None:
     """The install of :func:`install_objects` with the sharding Component turned the other
     way in ``config/default`` (on if it is off, off if on), built from a copy of
     ``config/`` (the project's files untouched); None when the project has no
@@ -231,14 +237,15 @@ def sharding_toggled(directory: Path, kubectl: str = "kubectl") -> list[dict[str
         shutil.copytree(config, copied)
         kustomization = copied / "default" / "kustomization.yaml"
         body = yaml.safe_load(kustomization.read_text()) or {}
-        components = [c for c in body.get("components") or [] if c != SHARDING_COMPONENT]
-        if len(components) == len(body.get("components") or []):
+        listed = list(body.get("components") or [])
+        components = [c for c in listed if c != SHARDING_COMPONENT]
+        if len(components) == len(listed):
             components.append(SHARDING_COMPONENT)
         body["components"] = components
         if not components:
             del body["components"]
         kustomization.write_text(yaml.safe_dump(body, sort_keys=False))
-        return install_objects(directory, kubectl, config=copied)
+        return install_objects(directory, kubectl, config=copied, project=project)
 
 
 def _version(directory: Path) -> str:
@@ -266,12 +273,12 @@ def write_chart(
     version = _version(directory)
     try:
         generated = chart_files(
-            install_objects(directory, kubectl),
+            install_objects(directory, kubectl, project=project),
             project.identity,
             version=version,
             image=image,
             header=CHART_HEADER,
-            toggled=sharding_toggled(directory, kubectl),
+            toggled=sharding_toggled(directory, kubectl, project=project),
         )
     except ChartError as error:
         raise projects.Refused(f"config/default: {error}") from None

@@ -55,6 +55,8 @@ from appstack.sdk.helmtext import (
     autoscaling_values,
     dump,
     either,
+    file_entries,
+    files_text,
     if_item,
     items,
     literal_braces,
@@ -118,6 +120,8 @@ DIRECTORIES = {
 }
 #: A pod's terminationGracePeriodSeconds when its spec gives none (Kubernetes' default).
 KUBERNETES_GRACE_PERIOD = 30
+#: Where the chart keeps the dashboards' JSON files (read at render: :func:`files_text`).
+DASHBOARDS_DIR = "dashboards"
 #: The operator's flag ``gracefulShutdownTimeout`` sets (:func:`_shutdown_timeout`).
 SHUTDOWN_FLAG = "--graceful-shutdown-timeout"
 FULLNAME = sentinel("FULLNAME")
@@ -447,6 +451,13 @@ def _renamed(text: str, names: Mapping[str, str]) -> str:
     return text
 
 
+def _released(text: str, install: _Install) -> str:
+    """``text`` with the install's names and namespace following the release's: each
+    renamed object's fullname, the release's namespace."""
+    text = _renamed(text, {**install.names, install.namespace: "{{ $.Release.Namespace }}"})
+    return text.replace(FULLNAME, f'{{{{ include "{install.chart}.fullname" $ }}}}')
+
+
 def _prepared(obj: Obj, install: _Install) -> None:
     """``obj``'s metadata and selectors with the chart's sentinels, in place."""
     kind, meta = obj["kind"], obj["metadata"]
@@ -474,18 +485,6 @@ def _dashboards(obj: Obj) -> bool:
     (``config/grafana``), labelled for Grafana's sidecar."""
     labels = obj["metadata"].get("labels") or {}
     return obj["kind"] == "ConfigMap" and labels.get(SIDECAR_LABEL) == "1"
-
-
-def _files_text(text: str, files: Sequence[str]) -> str:
-    """The dashboards ConfigMap's ``data``: each file read from the chart's
-    ``dashboards/`` (:func:`chart_files` puts them there), where :func:`_prepared` left a
-    sentinel per file."""
-    for i, name in enumerate(files):
-        text = text.replace(
-            f"  '{sentinel(f'FILE_{i}')}': ''\n",
-            f'  {name}: |-\n    {{{{- $.Files.Get "dashboards/{name}" | nindent 4 }}}}\n',
-        )
-    return text
 
 
 def _condition(obj: Obj) -> str | None:
@@ -522,7 +521,7 @@ def _object_text(obj: Obj, container: Obj | None, install: _Install) -> str:
     Deployment)."""
     files = sorted(obj.get("data") or {}) if _dashboards(obj) else []
     if files:  # the JSON files are the chart's (dashboards/), read at render
-        obj["data"] = {sentinel(f"FILE_{i}"): "" for i in range(len(files))}
+        obj["data"] = file_entries(files)
     _prepared(obj, install)
     if container is not None:
         checks = ONE_LEADER + SHUTDOWN_IN_GRACE + (AUTOSCALING_RANGE if install.sharded else "")
@@ -543,10 +542,9 @@ def _object_text(obj: Obj, container: Obj | None, install: _Install) -> str:
         flags=re.M,
     )
     # names inside quoted strings too (a CEL literal): replaced in place, quotes kept
-    text = _renamed(text, {**install.names, install.namespace: "{{ $.Release.Namespace }}"})
-    text = text.replace(FULLNAME, f'{{{{ include "{install.chart}.fullname" $ }}}}')
+    text = _released(text, install)
     text = substitute(text, {"INTERVAL": "{{ $.Values.metrics.serviceMonitor.interval }}"})
-    text = _files_text(text, files)
+    text = files_text(text, files, DASHBOARDS_DIR)
     condition = _condition(obj)
     return f"{{{{- if {condition} }}}}\n{text}{{{{- end }}}}\n" if condition else text
 
@@ -561,9 +559,7 @@ def _test_pod(service: Obj, install: _Install) -> str:
     url = f"{scheme}://{name}.{install.namespace}.svc:{port['port']}/metrics"
     pod = metrics_test_pod(f"{FULLNAME}-test-metrics", install.namespace, url, {LABELS: ""})
     text = pod_extras(dump(pod))
-    text = _labels_text(text, install.chart)
-    text = _renamed(text, {**install.names, install.namespace: "{{ $.Release.Namespace }}"})
-    text = text.replace(FULLNAME, f'{{{{ include "{install.chart}.fullname" $ }}}}')
+    text = _released(_labels_text(text, install.chart), install)
     text = substitute(text, {"IMAGE": IMAGE})
     return f"{{{{- if .Values.metrics.enabled }}}}\n{text}{{{{- end }}}}\n"
 
@@ -572,9 +568,7 @@ def _autoscaler(deployment: str, install: _Install) -> str:
     """A sharded operator's HorizontalPodAutoscaler (``autoscaling.enabled``), named and
     labelled as its Deployment."""
     text = autoscaler_text(deployment, deployment, {LABELS: ""})
-    text = _labels_text(text, install.chart)
-    text = _renamed(text, install.names)
-    return text.replace(FULLNAME, f'{{{{ include "{install.chart}.fullname" $ }}}}')
+    return _released(_labels_text(text, install.chart), install)
 
 
 def _kept(objects: Sequence[Mapping[str, Any]], identity: OperatorIdentity) -> list[Obj]:
@@ -748,7 +742,7 @@ def chart_files(
         "templates/NOTES.txt": NOTES.format(chart=chart, enabled=identity.enabled_label),
         "README.md": readme(chart, values, crds="crd" in values),
     }
-    out.update({f"dashboards/{name}": text for name, text in sorted(dashboards.items())})
+    out.update({f"{DASHBOARDS_DIR}/{name}": text for name, text in sorted(dashboards.items())})
     metrics = [o for o in installs[0] if _condition(o) == ".Values.metrics.enabled"]
     if metrics and extra:  # a label of the operator's pods it lacks: no selector takes it
         parts["templates/tests/test-metrics.yaml"] = [_test_pod(metrics[0], install)]
@@ -906,25 +900,20 @@ def _schema(values: Obj) -> Obj:
             return {"type": "string"}
         return {"type": "array" if isinstance(value, list) else "object"}
 
-    def structured(node: Obj, keys: Sequence[str]) -> Obj:
+    def structured(node: Obj, prefix: str) -> Obj:
         return {
             "type": "object",
             "additionalProperties": False,
-            "properties": {key: nested(node[key], key) for key in keys},
+            "properties": {key: nested(value, f"{prefix}{key}") for key, value in node.items()},
         }
 
-    def nested(value: Any, key: str) -> Obj:
-        if key in ("image", "leaderElection", "sharding", "serviceAccount", "crd", "autoscaling"):
-            return structured(value, list(value))
-        if key == "metrics" and isinstance(value, dict):  # autoscaling's is a list
-            schema = structured(value, list(value))
-            for part in ("serviceMonitor", "prometheusRule", "grafanaDashboard"):
-                if part in value:
-                    schema["properties"][part] = structured(value[part], list(value[part]))
-            return schema
+    def nested(value: Any, path: str) -> Obj:
+        # a value of values of its own (NESTED: the README's rows too), or a map a user fills
+        if path in NESTED and isinstance(value, dict):
+            return structured(value, f"{path}.")
         return of(value)
 
-    schema = structured(values, list(values))
+    schema = structured(values, "")
     image = schema["properties"]["image"]["properties"]
     image["repository"]["minLength"] = 1
     image["digest"]["pattern"] = r"^$|^[a-z0-9]+([+._-][a-z0-9]+)*:[a-zA-Z0-9=_-]{32,}$"

@@ -481,6 +481,23 @@ def metrics_test_pod(
     }
 
 
+def file_entries(names: Sequence[str]) -> dict[str, str]:
+    """A ConfigMap's ``data`` standing for the chart's files ``names`` (a sentinel key per
+    file, so no name in it is renamed): :func:`files_text` makes each entry read its file."""
+    return {sentinel(f"FILE_{i}"): "" for i in range(len(names))}
+
+
+def files_text(text: str, names: Sequence[str], directory: str) -> str:
+    """The ``data`` entries :func:`file_entries` left, each ``<name>: |-`` and the chart's
+    ``<directory>/<name>`` read at render (``.Files.Get``): files shipped as generated."""
+    for i, name in enumerate(names):
+        text = text.replace(
+            f"  '{sentinel(f'FILE_{i}')}': ''\n",
+            f'  {name}: |-\n    {{{{- $.Files.Get "{directory}/{name}" | nindent 4 }}}}\n',
+        )
+    return text
+
+
 def conditional_text(condition: str, text: str) -> str:
     """``text`` (namespaces substituted) only if ``condition`` holds."""
     return f"{{{{- if {condition} }}}}\n" + substitute(text, NAMESPACES) + "{{- end }}\n"
@@ -580,6 +597,8 @@ class HelmText:
     literal_braces = staticmethod(literal_braces)
     either = staticmethod(either)
     metrics_test_pod = staticmethod(metrics_test_pod)
+    file_entries = staticmethod(file_entries)
+    files_text = staticmethod(files_text)
     sharding_schema_rules = staticmethod(sharding_schema_rules)
     #: The release's namespace where an object has the sentinel ``NS``.
     NS = NS
