@@ -664,8 +664,11 @@ def _helm_release(env: dict[str, str], project: Path, cluster: ClusterHandle) ->
     """``make helm``'s chart of the image the project's own e2e built and deployed (as
     config/manager names it) installed under a release name that is not the project's, in
     a namespace of its own (its CRDs from the chart: the kustomize install's removed
-    first): the release's operator pod Ready, selected by the release, and ``helm test``
-    (its /metrics answering through the release's Service) passing; uninstalled after."""
+    first), told to watch one namespace (``watchNamespaces``: a Role there, no
+    ClusterRole): the release's operator pod Ready, selected by the release; the sample in
+    the watched namespace Ready, the one in another enabled namespace untouched and not
+    readable by the operator's ServiceAccount; ``helm test`` (its /metrics answering through
+    the release's Service) passing; uninstalled after."""
     started = time.monotonic()
     kustomization = yaml.safe_load((project / "config/manager/kustomization.yaml").read_text())
     (entry,) = kustomization["images"]
@@ -673,9 +676,21 @@ def _helm_release(env: dict[str, str], project: Path, cluster: ClusterHandle) ->
     _ok(_sh(f"make helm IMG={image}", project, env), "make helm")
     _ok(_sh("make uninstall ignore-not-found=true", project, env), "the CRDs removed")
     helm = Helm.ensure(cluster.kubeconfig, project.parent / "helm-home")
-    namespace, release = f"gb-helm-{uuid.uuid4().hex[:6]}", "gb-e2e"
+    suffix = uuid.uuid4().hex[:6]
+    namespace, release = f"gb-helm-{suffix}", "gb-e2e"
+    watched, unwatched = f"gb-watched-{suffix}", f"gb-unwatched-{suffix}"
+    for each in (watched, unwatched):
+        _ok(_sh(f"kubectl create namespace {each}", project, env), f"namespace {each}")
+        _enable(env, project, each)
     chart = str(project / "dist" / "chart")
-    helm("install", release, chart, f"--namespace={namespace}", "--create-namespace")
+    helm(
+        "install",
+        release,
+        chart,
+        f"--namespace={namespace}",
+        "--create-namespace",
+        f"--set=watchNamespaces={{{watched}}}",
+    )
     try:
         deployment = f"{release}-guestbook-controller-manager"
         _ok(
@@ -696,12 +711,34 @@ def _helm_release(env: dict[str, str], project: Path, cluster: ClusterHandle) ->
             "its selector",
         )
         assert selector == release, selector
+        # watchNamespaces: the operator acts in the watched namespace only, with a Role there
+        for each in (watched, unwatched):
+            _ok(
+                _sh(f"kubectl -n {each} apply -k config/samples/", project, env),
+                f"the samples in {each}",
+            )
+        _ready_at_generation(env, project, watched)
+        account = f"system:serviceaccount:{namespace}:{release}-guestbook-controller-manager"
+        for each, allowed in ((watched, "yes"), (unwatched, "no")):
+            can = _sh(f"kubectl auth can-i list guestbooks -n {each} --as={account}", project, env)
+            assert can.stdout.strip() == allowed, (each, can.stdout, can.stderr)
+        time.sleep(3)  # the watched sample's reconcile done: the other would have been too
+        untouched = _ok(
+            _sh(
+                f"kubectl -n {unwatched} get guestbook guestbook-sample -o jsonpath='{{.status}}'",
+                project,
+                env,
+            ),
+            "the unwatched sample",
+        )
+        assert untouched == "", untouched
         # helm test: the chart's Pod GETs /metrics through the release's metrics Service
         tested = helm("test", release, f"--namespace={namespace}", "--timeout=2m")
         assert "Phase:          Succeeded" in tested.stdout, tested.stdout
     finally:
         helm("uninstall", release, f"--namespace={namespace}", "--wait", check=False)
-        _sh(f"kubectl delete namespace {namespace} --wait=false", project, env)
+        for each in (namespace, watched, unwatched):
+            _sh(f"kubectl delete namespace {each} --wait=false", project, env)
     print(f"\nhelm install of make helm's chart: {time.monotonic() - started:.1f} s")
 
 

@@ -64,6 +64,7 @@ from appstack.manifests.helmtext import (
     SHARDING_NEEDS,
     SHUTDOWN_ARG,
     SHUTDOWN_IN_GRACE,
+    WATCH_ARG,
     autoscaler_text,
     conditional,
     conditional_text,
@@ -81,6 +82,7 @@ from appstack.manifests.helmtext import (
     set_scalar,
     substitute,
     unless_autoscaled,
+    watching,
     with_block,
     with_scalar,
     wrap_item,
@@ -247,7 +249,7 @@ def _deployment() -> str:
     # gracefulShutdownTimeout: the flag only when not its default (the install has none)
     text = if_item(text, "SHUTDOWN", *SHUTDOWN_ARG)
     text = range_item(text, "EXTRA", "{{ . | quote }}", ".Values.extraArgs")
-    text = range_item(text, "WATCH", "--namespace={{ . }}", ".Values.watchNamespaces")
+    text = range_item(text, *WATCH_ARG)
     # the default affinity: this release's replicas on different nodes (its own name
     # label, which label_operator makes the release's)
     text = pod_settings_text(text)
@@ -313,15 +315,14 @@ def _rbac() -> str:
         return admission.policies(NS, enable_all=sentinel("ENABLE_ALL"), sharded=sharded)
 
     parts = [
-        "{{- if not .Values.watchNamespaces }}",
-        *_sharded_or_not(lambda sharded: install.cluster_wide_rbac(NS, sharded=sharded)),
-        "{{- else }}\n{{- range .Values.watchNamespaces }}",
-        *_sharded_or_not(lambda sharded: install.watched_rbac(watched, release, sharded=sharded)),
-        "{{- end }}\n{{- if not (has .Release.Namespace .Values.watchNamespaces) }}",
-        *objects(install.own_namespace_rbac(NS)),
-        "{{- end }}",
-        *objects(install.metrics_auth_rbac(NS)),
-        "{{- end }}",
+        *watching(
+            _sharded_or_not(lambda sharded: install.cluster_wide_rbac(NS, sharded=sharded)),
+            _sharded_or_not(
+                lambda sharded: install.watched_rbac(watched, release, sharded=sharded)
+            ),
+            objects(install.own_namespace_rbac(NS)),
+            objects(install.metrics_auth_rbac(NS)),
+        ),
         *_sharded_or_not(lambda sharded: install.common_rbac(NS, sharded=sharded)),
         *_sharded_or_not(policies),
     ]

@@ -47,3 +47,6 @@ either = HelmText.either
 metrics_test_pod = HelmText.metrics_test_pod
 file_entries = HelmText.file_entries
 files_text = HelmText.files_text
+watching = HelmText.watching
+watch_namespaces_schema = HelmText.watch_namespaces_schema
+WATCH_ARG = HelmText.WATCH_ARG

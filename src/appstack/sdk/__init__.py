@@ -418,6 +418,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs; at run time,
         role,
         rule,
         sharding_rules,
+        within_namespaces,
     )
     from appstack.sdk.testing import (
         InMemoryOperator,
@@ -703,6 +704,7 @@ _HOMES = {
     "MARKER": "rbac",
     "manager_rules": "rbac",
     "sharding_rules": "rbac",
+    "within_namespaces": "rbac",
     "crd_read_rule": "rbac",
     "crd_conversion_rules": "rbac",
     "BUILTIN_GROUPS": "rbac",
@@ -995,6 +997,7 @@ __all__ = [
     "webhook_review",
     "wire",
     "with_webhooks",
+    "within_namespaces",
 ]
 
 

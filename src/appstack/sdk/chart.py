@@ -39,6 +39,8 @@ from typing import Any
 
 import yaml
 
+from appstack.core import defaults
+from appstack.core.duration import DEFAULT_SYNC_PERIOD
 from appstack.sdk.helmtext import (
     AUTOSCALING_RANGE,
     DURATION,
@@ -51,6 +53,7 @@ from appstack.sdk.helmtext import (
     SHUTDOWN_ARG,
     SHUTDOWN_IN_GRACE,
     SHUTDOWN_TIMEOUT,
+    WATCH_ARG,
     autoscaler_text,
     autoscaling_values,
     dump,
@@ -71,12 +74,17 @@ from appstack.sdk.helmtext import (
     sharding_schema_rules,
     substitute,
     unless_autoscaled,
+    watch_namespaces_schema,
+    watching,
     with_block,
+    with_scalar,
     wrap_item,
 )
+from appstack.sdk.helmtext import CONTROL_LINES as _CONTROL_LINES
 from appstack.sdk.identity import OperatorIdentity
 from appstack.sdk.install import spread_affinity
 from appstack.sdk.kit.dashboards import SIDECAR_LABEL
+from appstack.sdk.rbac import GUARD_RESOURCE, MARKER, process_rules, within_namespaces
 
 Obj = dict[str, Any]
 HEADER = (
@@ -122,7 +130,7 @@ DIRECTORIES = {
 KUBERNETES_GRACE_PERIOD = 30
 #: Where the chart keeps the dashboards' JSON files (read at render: :func:`files_text`).
 DASHBOARDS_DIR = "dashboards"
-#: The operator's flag ``gracefulShutdownTimeout`` sets (:func:`_shutdown_timeout`).
+#: The operator's flag ``gracefulShutdownTimeout`` sets (:func:`_taken`).
 SHUTDOWN_FLAG = "--graceful-shutdown-timeout"
 FULLNAME = sentinel("FULLNAME")
 LABELS = sentinel("LABELS")
@@ -225,32 +233,75 @@ def _manager(objects: list[Obj]) -> tuple[Obj, Obj]:
     return deployment, (named or containers)[0]
 
 
-def _shutdown_timeout(container: Obj) -> str:
-    """The install's ``--graceful-shutdown-timeout`` (the operator's default if it has
-    none), taken out of ``container``'s arguments: ``gracefulShutdownTimeout`` sets it."""
+def _taken(container: Obj, flag: str, default: str) -> str:
+    """The install's ``flag`` (``default``, the operator's own, if it has none), taken out
+    of ``container``'s arguments: a value of the chart sets it."""
     args = [str(arg) for arg in container.get("args") or []]
-    timeout, kept, i = SHUTDOWN_TIMEOUT, [], 0
+    value, kept, i = default, [], 0
     while i < len(args):
-        if args[i].startswith(f"{SHUTDOWN_FLAG}="):
-            timeout = args[i].partition("=")[2]
-        elif args[i] == SHUTDOWN_FLAG and i + 1 < len(args):
-            timeout = args[i + 1]
+        if args[i].startswith(f"{flag}="):
+            value = args[i].partition("=")[2]
+        elif args[i] == flag and i + 1 < len(args):
+            value = args[i + 1]
             i += 1
         else:
             kept.append(args[i])
         i += 1
     if "args" in container:
         container["args"] = kept
-    return timeout
+    return value
+
+
+#: The operator's flags that are values of every chart: (value, flag, the operator's
+#: default, its schema). Each defaults to the install's setting and is passed only when
+#: not the operator's own default, so the default render stays the install's.
+FLAG_VALUES: tuple[tuple[str, str, str | int, Obj], ...] = (
+    (
+        "logLevel",
+        "--log-level",
+        defaults.LOG_LEVEL,
+        {"type": "string", "enum": ["debug", "info", "warning", "error", "critical"]},
+    ),
+    ("concurrency", "--concurrency", defaults.CONCURRENCY, {"type": "integer", "minimum": 1}),
+    ("syncPeriod", "--sync-period", DEFAULT_SYNC_PERIOD, {"type": "string", "pattern": DURATION}),
+)
+
+
+def _flag_values(container: Obj) -> Obj:
+    """:data:`FLAG_VALUES`' values, taken out of ``container``'s arguments."""
+    values: Obj = {}
+    for name, flag, default, _ in FLAG_VALUES:
+        taken = _taken(container, flag, str(default))
+        values[name] = int(taken) if isinstance(default, int) else taken
+    return values
+
+
+def _flag_items(text: str) -> str:
+    """The Deployment's ``'@@FLAG_<value>@@'`` items: each flag of :data:`FLAG_VALUES`, when
+    its value is not the operator's default."""
+    for name, flag, default, _ in FLAG_VALUES:
+        read = f"int64 .Values.{name}" if isinstance(default, int) else f"toString .Values.{name}"
+        shown = json.dumps(str(default))
+        text = if_item(
+            text, f"FLAG_{name}", f"{flag}={{{{ {read} }}}}", f"ne ({read} | toString) {shown}"
+        )
+    return text
 
 
 def _values(
-    deployment: Obj, container: Obj, kinds: set[str], sharded: bool, sharding: bool | None
+    deployment: Obj,
+    container: Obj,
+    kinds: set[str],
+    sharded: bool,
+    sharding: bool | None,
+    *,
+    watchable: bool = False,
 ) -> Obj:
     """values.yaml: every value with the install's own setting as its default (those of the
     metrics Service, the ServiceMonitor and the CRDs when ``kinds`` has them: ``metrics``
     for the Service; ``autoscaling``, off, when the operator is ``sharded`` or may be;
-    ``sharding``, when the chart may turn it on or off, ``sharding`` its default). The
+    ``sharding``, when the chart may turn it on or off, ``sharding`` its default;
+    ``watchNamespaces``, empty, for a cluster-wide operator: ``watchable``). The
     install's ``--graceful-shutdown-timeout``, if any, leaves ``container``'s arguments for
     ``gracefulShutdownTimeout``."""
     pod = deployment["spec"]["template"]["spec"]
@@ -273,16 +324,20 @@ def _values(
         "commonLabels": {},
         "nodeSelector": pod.get("nodeSelector") or {},
         "tolerations": pod.get("tolerations") or [],
+        "topologySpreadConstraints": pod.get("topologySpreadConstraints") or [],
+        "priorityClassName": pod.get("priorityClassName", ""),
         "affinity": pod.get("affinity") or {},
         "podSecurityContext": pod.get("securityContext") or {},
         "securityContext": container.get("securityContext") or {},
         "serviceAccount": {"annotations": {}},
+        **({"watchNamespaces": []} if watchable else {}),
         "leaderElection": {"enabled": "--leader-elect" in (container.get("args") or [])},
         **({"sharding": {"enabled": sharding}} if sharding is not None else {}),
         "terminationGracePeriodSeconds": pod.get(
             "terminationGracePeriodSeconds", KUBERNETES_GRACE_PERIOD
         ),
-        "gracefulShutdownTimeout": _shutdown_timeout(container),
+        "gracefulShutdownTimeout": _taken(container, SHUTDOWN_FLAG, SHUTDOWN_TIMEOUT),
+        **_flag_values(container),
         "extraArgs": [],
         "extraEnv": [],
     }
@@ -311,6 +366,22 @@ GRAFANA_HELP = """
 # labelled grafana_dashboard=1, for Grafana's dashboard sidecar."""
 
 
+WATCHED_HELP = """
+# watchNamespaces empty: the operator watches every namespace (a ClusterRole); else only
+# those (--namespace for each): a Role and RoleBinding in each, one more in the release's
+# namespace for its Events unless it is listed; the CRDs and the metrics reviews stay
+# cluster-wide. An operator whose controllers read cluster-scoped kinds needs them all."""
+
+
+WATCHED_NOTE = """
+{{- if .Values.watchNamespaces }}
+It watches only: {{ join ", " .Values.watchNamespaces }}.
+{{- else }}
+It watches every namespace.
+{{- end }}
+"""
+
+
 AUTOSCALING_HELP = """
 # autoscaling (the operator is sharded: every replica a shard): enabled, a
 # HorizontalPodAutoscaler sets the replicas between minReplicas and maxReplicas, at
@@ -331,7 +402,7 @@ VALUES_HELP = """\
 # reconciles, and a sharded replica's hand-back, may take; a duration such as 90s or 1m30s)
 # must be below terminationGracePeriodSeconds, or the install fails: raise both together.
 # extraArgs are the operator's flags (python -m <package> --help); extraEnv more of its
-# environment.{sharding}{autoscaling}
+# environment.{watched}{sharding}{autoscaling}
 # metrics.serviceMonitor needs the Prometheus Operator's CRDs; its labels are what your
 # Prometheus selects it by (kube-prometheus-stack: release: <its release>).{grafana}
 # crd.enable=false: the CRDs are installed some other way; crd.keep: helm uninstall leaves
@@ -356,6 +427,54 @@ class _Install:
     #: ``sharding.enabled`` chooses: the Deployment's ``--sharding`` and the objects only a
     #: sharded install has or has otherwise.
     toggled: bool = False
+    #: A cluster-wide install: the names of its operator's ClusterRole and binding, which
+    #: ``watchNamespaces`` turns into a Role and RoleBinding per watched namespace
+    #: (:func:`_watched_text`); None for an install that watches its own namespace.
+    grants: tuple[str, str] | None = None
+
+
+#: The operator pod's fields that are blocks of the values, rendered when not empty:
+#: (field, sentinel, value).
+POD_BLOCKS = (
+    ("nodeSelector", "NODE_SELECTOR", ".Values.nodeSelector"),
+    ("tolerations", "TOLERATIONS", ".Values.tolerations"),
+    ("topologySpreadConstraints", "SPREAD", ".Values.topologySpreadConstraints"),
+)
+
+
+def _arg_sentinels(container: Obj, install: _Install) -> None:
+    """The operator's arguments, then a sentinel item for each the values add
+    (:func:`_args_text`), in place."""
+    args = list(container.get("args") or [])
+    flags = ["LEASE"] if install.lease else []
+    flags += ["WEBHOOK_SERVICE"] if install.webhook_service else []
+    flags += ["SHUTDOWN", *(f"FLAG_{name}" for name, *_ in FLAG_VALUES)]
+    flags += ["WATCH"] if install.grants else []
+    container["args"] = args + [sentinel(flag) for flag in (*flags, "EXTRA_ARGS")]
+    if install.toggled:  # where the sharding Component puts it: last of the install's own
+        container["args"].insert(len(args), sentinel("SHARDING"))
+
+
+def _args_text(text: str, install: _Install) -> str:
+    """The Deployment's text with the arguments the values decide
+    (:func:`_arg_sentinels`)."""
+    text = wrap_item(
+        text, "--leader-elect", "{{- if .Values.leaderElection.enabled }}", "{{- end }}"
+    )
+    if install.lease:
+        text = if_item(
+            text, "LEASE", f"--leader-election-id={install.lease}", ".Values.leaderElection.enabled"
+        )
+    if install.webhook_service:
+        text = text.replace(
+            f"'{sentinel('WEBHOOK_SERVICE')}'", f"--webhook-service={install.webhook_service}"
+        )
+    text = if_item(text, "SHARDING", "--sharding", ".Values.sharding.enabled")
+    text = if_item(text, "SHUTDOWN", *SHUTDOWN_ARG)
+    text = _flag_items(text)
+    if install.grants:
+        text = range_item(text, *WATCH_ARG)
+    return range_item(text, "EXTRA_ARGS", "{{ . | quote }}", ".Values.extraArgs")
 
 
 def _deployment_text(deployment: Obj, container: Obj, install: _Install) -> str:
@@ -380,46 +499,26 @@ def _deployment_text(deployment: Obj, container: Obj, install: _Install) -> str:
     spec["selector"] = {"matchLabels": {SELECTOR: ""}}
     container.pop("imagePullPolicy", None)
     container["image"] = sentinel("IMAGE")
-    args = list(container.get("args") or [])
-    lease, webhook_service = install.lease, install.webhook_service
-    flags = ["LEASE"] if lease else []
-    flags += ["WEBHOOK_SERVICE"] if webhook_service else []
-    flags += ["SHUTDOWN"]
-    container["args"] = args + [sentinel(flag) for flag in (*flags, "EXTRA_ARGS")]
-    if install.toggled:  # where the sharding Component puts it: last of the install's own
-        container["args"].insert(len(args), sentinel("SHARDING"))
+    _arg_sentinels(container, install)
     container["env"] = [*(container.get("env") or []), sentinel("EXTRA_ENV")]
     pod_settings(pod, container)
     pod["containers"] = [pull_policy(c) if c is container else c for c in pod["containers"]]
     pod["imagePullSecrets"] = sentinel("PULL_SECRETS")
-    pod["nodeSelector"] = sentinel("NODE_SELECTOR")
-    pod["tolerations"] = sentinel("TOLERATIONS")
+    for key, name, _ in POD_BLOCKS:
+        pod[key] = sentinel(name)
+    pod["priorityClassName"] = sentinel("PRIORITY")
     pod["terminationGracePeriodSeconds"] = sentinel("GRACE")
     # the default: this release's replicas preferably on different nodes
     pod["affinity"] = spread_affinity({SELECTOR: ""})
-    text = dump(deployment)
-    text = wrap_item(
-        text, "--leader-elect", "{{- if .Values.leaderElection.enabled }}", "{{- end }}"
-    )
-    if lease:
-        text = if_item(
-            text, "LEASE", f"--leader-election-id={lease}", ".Values.leaderElection.enabled"
-        )
-    if webhook_service:
-        text = text.replace(
-            f"'{sentinel('WEBHOOK_SERVICE')}'", f"--webhook-service={webhook_service}"
-        )
-    text = if_item(text, "SHARDING", "--sharding", ".Values.sharding.enabled")
-    text = if_item(text, "SHUTDOWN", *SHUTDOWN_ARG)
-    text = range_item(text, "EXTRA_ARGS", "{{ . | quote }}", ".Values.extraArgs")
+    text = _args_text(dump(deployment), install)
     text = items(text, "EXTRA_ENV", ".Values.extraEnv")
     text = pod_settings_text(text)
     for key, name, value in (
-        ("nodeSelector", "NODE_SELECTOR", ".Values.nodeSelector"),
-        ("tolerations", "TOLERATIONS", ".Values.tolerations"),
+        *POD_BLOCKS,
         ("annotations", "POD_ANNOTATIONS", ".Values.podAnnotations"),
     ):
         text = with_block(text, key, name, value)
+    text = with_scalar(text, "priorityClassName", "PRIORITY", ".Values.priorityClassName")
     text = merged_keys(text, "POD_ANNOTATIONS", ".Values.podAnnotations")
     text = pod_extras(text)
     if install.sharded:
@@ -516,9 +615,76 @@ def _path(obj: Obj, install: _Install) -> str:
     return f"templates/{directory}/{name.removeprefix(install.prefix)}.yaml"
 
 
-def _object_text(obj: Obj, container: Obj | None, install: _Install) -> str:
+def _grants(objects: Sequence[Obj], deployment: Obj, container: Obj) -> tuple[str, str] | None:
+    """(ClusterRole, ClusterRoleBinding) names of a cluster-wide operator's own grants: the
+    ClusterRole that holds the admission guards' marker (only the operator's own role
+    does: :func:`~appstack.sdk.rbac.marker_rule`), bound to its ServiceAccount; None when
+    the operator is told its namespaces (``--namespace``) or has no such ClusterRole."""
+    if any(str(arg).startswith("--namespace") for arg in container.get("args") or []):
+        return None
+    marked = {
+        o["metadata"]["name"]
+        for o in objects
+        if o["kind"] == "ClusterRole"
+        and any(
+            r.get("resources") == [GUARD_RESOURCE] and MARKER in r.get("verbs", ())
+            for r in o.get("rules") or []
+        )
+    }
+    account = deployment["spec"]["template"]["spec"].get("serviceAccountName", "default")
+    for o in objects:
+        ref, subjects = o.get("roleRef") or {}, o.get("subjects") or []
+        if (
+            o["kind"] == "ClusterRoleBinding"
+            and ref.get("kind") == "ClusterRole"
+            and ref.get("name") in marked
+            and any(
+                s.get("kind") == "ServiceAccount" and s.get("name") == account for s in subjects
+            )
+        ):
+            return ref["name"], o["metadata"]["name"]
+    return None
+
+
+WATCHED = sentinel("WATCHED")
+
+
+def _watched_text(obj: Obj, install: _Install) -> str:
+    """The operator's ClusterRole or its binding as ``watchNamespaces`` chooses
+    (:func:`~appstack.sdk.HelmText.watching`): itself while every namespace is watched;
+    else a Role of its rules as a Role grants them
+    (:func:`~appstack.sdk.rbac.within_namespaces`) or a RoleBinding in each watched
+    namespace, and one of what the process needs there (Events:
+    :func:`~appstack.sdk.rbac.process_rules`) in the release's namespace unless it is
+    watched."""
+    everywhere = _object_text(copy.deepcopy(obj), None, install, watched=False)
+
+    def scoped(namespace: str, rules: list[Obj] | None) -> str:
+        scoped_obj = copy.deepcopy(obj)
+        scoped_obj["kind"] = "Role" if obj["kind"] == "ClusterRole" else "RoleBinding"
+        scoped_obj["metadata"]["namespace"] = namespace
+        if rules is not None:
+            scoped_obj["rules"] = rules
+        if "roleRef" in scoped_obj:
+            scoped_obj["roleRef"]["kind"] = "Role"
+        text = _object_text(scoped_obj, None, install, watched=False)
+        return substitute(text, {"WATCHED": "{{ . }}"})
+
+    role = obj["kind"] == "ClusterRole"
+    each = scoped(WATCHED, within_namespaces(obj["rules"]) if role else None)
+    own = scoped(install.namespace, list(process_rules(cluster_wide=False)) if role else None)
+    return _joined(watching([everywhere], [each], [own]))
+
+
+def _object_text(
+    obj: Obj, container: Obj | None, install: _Install, *, watched: bool = True
+) -> str:
     """One object as template text (``container``: the operator's, when ``obj`` is its
-    Deployment)."""
+    Deployment; the operator's own grants as ``watchNamespaces`` chooses, unless not
+    ``watched``)."""
+    name = obj["metadata"]["name"]
+    if watched and install.grants and obj["kind"].startswith("Cluster") and name in install.grants:
+        return _watched_text(obj, install)
     files = sorted(obj.get("data") or {}) if _dashboards(obj) else []
     if files:  # the JSON files are the chart's (dashboards/), read at render
         obj["data"] = file_entries(files)
@@ -602,12 +768,12 @@ def _sharding_pair(work: list[Obj], other: list[Obj]) -> tuple[list[Obj], list[O
 
 
 def _joined(parts: Sequence[str]) -> str:
-    """A template file of objects' texts and :func:`~appstack.sdk.helmtext.either`'s lines
-    between them: one YAML document per object."""
-    controls = {SHARDED, "{{- else }}", "{{- end }}"}
+    """A template file of objects' texts and the control lines between them
+    (:func:`~appstack.sdk.helmtext.either`'s, :func:`~appstack.sdk.helmtext.watching`'s):
+    one YAML document per object."""
     out: list[str] = []
     for i, part in enumerate(parts):
-        if part in controls:
+        if part in _CONTROL_LINES:
             out.append(part + "\n")
         else:
             out.append(("---\n" if i else "") + part)
@@ -684,7 +850,8 @@ def chart_files(
     kinds |= {"dashboards" for o in every if _dashboards(o)}
     dashboards = {k: str(v) for o in every if _dashboards(o) for k, v in o["data"].items()}
     sharded = toggled is not None or _is_sharded(container)
-    values = _values(deployment, container, kinds, sharded, sharding)
+    grants = _grants(installs[0], deployment, container)
+    values = _values(deployment, container, kinds, sharded, sharding, watchable=bool(grants))
     names = {
         o["metadata"]["name"]: f"{FULLNAME}-{o['metadata']['name'].removeprefix(prefix)}"
         for o in every
@@ -708,6 +875,7 @@ def chart_files(
         webhook_service=names.get(f"{prefix}webhook-service"),
         sharded=sharded,
         toggled=toggled is not None,
+        grants=grants,
     )
     parts = _parts(installs, deployment, container, install)
     services = {o["metadata"]["name"] for o in every if o["kind"] == "Service"}
@@ -734,12 +902,17 @@ def chart_files(
             sharding=SHARDING_HELP if toggled is not None else "",
             autoscaling=AUTOSCALING_HELP if sharded else "",
             grafana=GRAFANA_HELP if dashboards else "",
+            watched=WATCHED_HELP if grants else "",
         )
         + yaml.safe_dump(values, sort_keys=False),
         "values.schema.json": json.dumps(schema, indent=2) + "\n",
         ".helmignore": header + "*.orig\n*.rej\n*~\n",
         "templates/_helpers.tpl": _helpers(chart, extra, min(_DNS_LABEL_MAX - longest, 52)),
-        "templates/NOTES.txt": NOTES.format(chart=chart, enabled=identity.enabled_label),
+        "templates/NOTES.txt": NOTES.format(
+            chart=chart,
+            enabled=identity.enabled_label,
+            watched=WATCHED_NOTE if grants else "",
+        ),
         "README.md": readme(chart, values, crds="crd" in values),
     }
     out.update({f"{DASHBOARDS_DIR}/{name}": text for name, text in sorted(dashboards.items())})
@@ -779,16 +952,22 @@ VALUE_HELP = {
     "commonLabels": "More labels of every object.",
     "nodeSelector": "Where the operator's pods may run.",
     "tolerations": "The operator pods' tolerations.",
+    "topologySpreadConstraints": "How the operator's pods spread over zones and nodes.",
+    "priorityClassName": "The operator pods' PriorityClass (empty: none).",
     "affinity": "The pods' affinity (empty: this release's replicas on different nodes).",
     "podSecurityContext": "The operator pods' securityContext.",
     "securityContext": "The operator container's securityContext.",
     "serviceAccount.annotations": "Annotations of the operator's ServiceAccount.",
+    "watchNamespaces": "Only these namespaces (a Role in each; empty: every namespace).",
     "leaderElection.enabled": "One replica acts, the others wait (false: replicas must be 1).",
     "sharding.enabled": "Every replica reconciles its own share of the objects "
     "(config/sharding's install; 2 replicas or more).",
     "terminationGracePeriodSeconds": "How long a stopping pod may take.",
     "gracefulShutdownTimeout": "The operator's --graceful-shutdown-timeout (below the grace "
     "period).",
+    "logLevel": "The operator's --log-level (debug, info, warning, error, critical).",
+    "concurrency": "The operator's --concurrency: concurrent reconciles per controller.",
+    "syncPeriod": "The operator's --sync-period: every object reconciled again this often.",
     "extraArgs": "More flags of the operator (`python -m <package> --help`).",
     "extraEnv": "More environment of the operator.",
     "metrics.enabled": "The Service in front of /metrics (HTTPS, the scraper's token).",
@@ -881,7 +1060,7 @@ NOTES = """\
 
   kubectl -n {{{{ .Release.Namespace }}}} rollout status deployment/\
 {{{{ include "{chart}.fullname" . }}}}-controller-manager
-
+{watched}
 It acts only in namespaces labelled {enabled}=true (unless it was built to act in all):
   kubectl label namespace NAME {enabled}=true
 """
@@ -923,6 +1102,10 @@ def _schema(values: Obj) -> Obj:
     # the timeout below the grace period: the Deployment template checks (SHUTDOWN_IN_GRACE)
     schema["properties"]["terminationGracePeriodSeconds"]["minimum"] = 1
     schema["properties"]["gracefulShutdownTimeout"]["pattern"] = DURATION
+    for name, _, _, flag_schema in FLAG_VALUES:
+        schema["properties"][name] = dict(flag_schema)
+    if "watchNamespaces" in values:
+        schema["properties"]["watchNamespaces"] = watch_namespaces_schema()
     if "autoscaling" in values:  # a sharded operator: two shards or more
         scaling = schema["properties"]["autoscaling"]["properties"]
         for key in ("minReplicas", "maxReplicas"):

@@ -393,6 +393,61 @@ def either(
     return parts
 
 
+#: The value of the namespaces an operator is told to watch (empty: every namespace).
+WATCH_NAMESPACES = ".Values.watchNamespaces"
+#: The lines of :func:`watching`: while every namespace is watched; in each watched one
+#: (``{{ . }}``, the :data:`NAMESPACES` sentinel ``WATCHED``); in the release's own
+#: namespace when it is not watched.
+ALL_WATCHED = f"{{{{- if not {WATCH_NAMESPACES} }}}}"
+EACH_WATCHED = f"{{{{- else }}}}\n{{{{- range {WATCH_NAMESPACES} }}}}"
+OWN_UNWATCHED = f"{{{{- end }}}}\n{{{{- if not (has .Release.Namespace {WATCH_NAMESPACES}) }}}}"
+#: The Deployment's ``--namespace`` per watched namespace: :func:`range_item`'s arguments
+#: for the list item ``'@@WATCH@@'``.
+WATCH_ARG = ("WATCH", "--namespace={{ . }}", WATCH_NAMESPACES)
+#: What :func:`watching` and :func:`either` put between objects' texts.
+CONTROL_LINES = frozenset(
+    {ALL_WATCHED, EACH_WATCHED, OWN_UNWATCHED, SHARDED, "{{- else }}", "{{- end }}"}
+)
+
+
+def watching(
+    everywhere: Sequence[str],
+    each: Sequence[str],
+    own: Sequence[str] = (),
+    namespaced: Sequence[str] = (),
+) -> list[str]:
+    """Template parts of an operator's grants as ``watchNamespaces`` chooses: while it is
+    empty, ``everywhere`` (a ClusterRole and its binding, say); else ``each`` in every
+    watched namespace (their namespace the sentinel ``WATCHED``: ``{{ . }}`` inside the
+    range — so ``$`` for the release), ``own`` in the release's namespace unless it is
+    watched, then ``namespaced`` once. Joined with a document separator before every part
+    but the lines of :data:`CONTROL_LINES`."""
+    return [
+        ALL_WATCHED,
+        *everywhere,
+        EACH_WATCHED,
+        *each,
+        OWN_UNWATCHED,
+        *own,
+        "{{- end }}",
+        *namespaced,
+        "{{- end }}",
+    ]
+
+
+def watch_namespaces_schema() -> dict[str, Any]:
+    """``watchNamespaces``' JSON schema: distinct namespace names (DNS labels)."""
+    return {
+        "type": "array",
+        "uniqueItems": True,
+        "items": {
+            "type": "string",
+            "maxLength": 63,
+            "pattern": r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+        },
+    }
+
+
 def autoscaler_text(name: str, deployment: str, labels: Mapping[str, str]) -> str:
     """The HorizontalPodAutoscaler (:func:`~appstack.sdk.install.autoscaler`) of the
     Deployment ``deployment`` as template text, rendered when ``autoscaling.enabled``:
@@ -600,6 +655,10 @@ class HelmText:
     file_entries = staticmethod(file_entries)
     files_text = staticmethod(files_text)
     sharding_schema_rules = staticmethod(sharding_schema_rules)
+    watching = staticmethod(watching)
+    watch_namespaces_schema = staticmethod(watch_namespaces_schema)
+    WATCH_NAMESPACES = WATCH_NAMESPACES
+    WATCH_ARG = WATCH_ARG
     #: The release's namespace where an object has the sentinel ``NS``.
     NS = NS
     RELEASE_NS = RELEASE_NS

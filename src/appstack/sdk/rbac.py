@@ -15,6 +15,7 @@ OwnerReferencesPermissionEnforcement, writing a child's ownerReferences also nee
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -265,6 +266,31 @@ def manager_rules(
     process = process_rules(cluster_wide=cluster_wide)
     crds = crd_read_rule(controller_rules) if cluster_wide else None
     return merged([*controller_rules, *process, *([crds] if crds else []), marker_rule(domain)])
+
+
+def within_namespaces(rules: Iterable[Rule]) -> list[Rule]:
+    """A cluster-wide operator's :func:`manager_rules` as a Role in each namespace it is
+    told to watch grants them (a chart's ``watchNamespaces``): without the CRDs' read of
+    :func:`crd_read_rule` and without listing and watching namespaces — a Role grants
+    neither — which is :func:`manager_rules` with ``cluster_wide=False`` of the same
+    controllers' rules."""
+    out: list[Rule] = []
+    for each in rules:
+        groups, resources = each["apiGroups"], each["resources"]
+        if (
+            groups == [_CRDS.group]
+            and resources == [_CRDS.plural]
+            and "resourceNames" in each
+            and list(each["verbs"]) == list(READ_VERBS)
+        ):
+            continue  # crd_read_rule's: only a ClusterRole grants it
+        kept = copy.deepcopy(each)
+        if groups == [_NAMESPACES.group] and resources == [_NAMESPACES.plural]:
+            kept["verbs"] = [v for v in each["verbs"] if v not in ("list", "watch")]
+            if not kept["verbs"]:
+                continue
+        out.append(kept)
+    return out
 
 
 def metrics_auth_rules() -> list[Rule]:

@@ -10,6 +10,7 @@ configurations following the release; an edited chart file is kept by the next g
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -17,12 +18,22 @@ from typing import Any
 import pytest
 import yaml
 
+from appstack.core.duration import DEFAULT_SYNC_PERIOD
 from appstack.scaffold import commands, manifests
-from appstack.sdk import ChartError, OperatorIdentity, chart_files, operator_command
+from appstack.sdk import (
+    ChartError,
+    OperatorIdentity,
+    chart_files,
+    operator_command,
+    process_rules,
+    within_namespaces,
+)
+from appstack.sdk.config import operator_rules
 from appstack_testbed.versions import Toolchain
 from tests.unit.manifests.helm_chart import KUBE, helm_binary, run_helm
 
 NS = "team-a"
+FLAGS = ("--log-level", "--concurrency", "--sync-period")
 IDENTITY = OperatorIdentity(project="guestbook", domain="example.com")
 Obj = dict[str, Any]
 WEBHOOK = """
@@ -181,8 +192,19 @@ def test_the_values_change_what_they_say(chart: Path, tools: tuple[Path, Path]) 
         "--set=metrics.serviceMonitor.enabled=true",
         "--set=metrics.serviceMonitor.labels.release=prom",
         "--set=crd.enable=false",
+        "--set=priorityClassName=operators",
+        "--set=topologySpreadConstraints[0].maxSkew=1,"
+        "topologySpreadConstraints[0].topologyKey=zone,"
+        "topologySpreadConstraints[0].whenUnsatisfiable=ScheduleAnyway",
     )
     deployment, container = manager(objects)
+    assert deployment["spec"]["template"]["spec"]["priorityClassName"] == "operators"
+    assert deployment["spec"]["template"]["spec"]["topologySpreadConstraints"] == [
+        {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway"}
+    ]
+    default_pod = manager(template(helm, chart, "a"))[0]["spec"]["template"]["spec"]
+    assert "priorityClassName" not in default_pod
+    assert "topologySpreadConstraints" not in default_pod
     pod = deployment["spec"]["template"]
     assert deployment["spec"]["replicas"] == 3
     assert container["image"] == f"registry.example/guestbook@{digest}"
@@ -213,6 +235,54 @@ def test_the_values_change_what_they_say(chart: Path, tools: tuple[Path, Path]) 
     assert "replicas" in refused(helm, chart, "--set=replicas=many")
     assert "imagePullPolicy" in refused(helm, chart, "--set=imagePullPolicy=Always")  # misspelt
     assert "pullPolicy" in refused(helm, chart, "--set=image.pullPolicy=Sometimes")
+
+
+def test_the_operators_own_flags_are_values_passed_when_not_its_defaults(
+    project: Path, tools: tuple[Path, Path]
+) -> None:
+    """Issue #47 (what appstack's chart has as values, every SDK chart has): ``logLevel``,
+    ``concurrency`` and ``syncPeriod`` default to the install's setting — the operator's
+    own, or what the user wrote in config/manager, taken out of the arguments — and are
+    passed only when they differ from the operator's defaults (the default render is the
+    install's); the project's operator reads what was passed; a bad one is refused."""
+    helm, kubectl = tools
+    _guestbook(project)
+    commands.generate_chart(project, "registry.example/guestbook:v1", str(kubectl))
+    chart = project / "dist" / "chart"
+    values = yaml.safe_load((chart / "values.yaml").read_text())
+    assert (values["logLevel"], values["concurrency"], values["syncPeriod"]) == (
+        "info",
+        32,
+        DEFAULT_SYNC_PERIOD,
+    )
+    plain = manager(template(helm, chart, "a"))[1]["args"]
+    assert not [a for a in plain if a.split("=")[0] in FLAGS]
+    args = manager(
+        template(
+            helm, chart, "a", "--set=logLevel=debug", "--set=concurrency=8", "--set=syncPeriod=5m"
+        )
+    )[1]["args"]
+    assert [a for a in args if a.split("=")[0] in FLAGS] == [
+        "--log-level=debug",
+        "--concurrency=8",
+        "--sync-period=5m",
+    ]
+    with operator_command(list, IDENTITY).make_context("guestbook", list(args)) as ctx:
+        read = (ctx.params["log_level"], ctx.params["concurrency"], ctx.params["sync_period"])
+    assert read == ("debug", 8, "5m")
+    for bad in ("logLevel=loud", "concurrency=0", "syncPeriod=often"):
+        assert bad.split("=")[0] in refused(helm, chart, f"--set={bad}")
+    # the user's own setting in config/manager is the chart's default
+    manager_file = project / "config/manager/manager.yaml"
+    manager_file.write_text(
+        manager_file.read_text().replace(
+            "- --log-format=json\n", "- --log-format=json\n        - --concurrency=4\n"
+        )
+    )
+    commands.generate_chart(project, "registry.example/guestbook:v1", str(kubectl))
+    assert yaml.safe_load((chart / "values.yaml").read_text())["concurrency"] == 4
+    args = manager(template(helm, chart, "a"))[1]["args"]
+    assert [a for a in args if a.startswith("--concurrency")] == ["--concurrency=4"]
 
 
 def shutdown_timeout(container: Obj) -> float:
@@ -433,6 +503,102 @@ def test_sharding_is_a_value_of_the_chart_rendering_the_sharded_install_or_not(
     off = template(helm, *release, "--set=sharding.enabled=false", namespace="guestbook-system")
     _same_install(off, manifests.sharding_toggled(project, str(kubectl)) or [])
     assert "--sharding" not in manager(off)[1]["args"]
+
+
+def test_watch_namespaces_grants_a_role_in_each_and_passes_their_flags(
+    project: Path, tools: tuple[Path, Path]
+) -> None:
+    """Issue #47 (what appstack's chart has, every SDK operator's chart has, made by the same
+    code: :func:`appstack.sdk.HelmText.watching`): a cluster-wide operator's chart takes
+    ``watchNamespaces`` — its ClusterRole and binding become a Role and RoleBinding in each
+    listed namespace with the rules a namespaced install of the project has (the
+    generator's own, not a copy), one Role of the process's rules in the release's
+    namespace unless it is listed, and ``--namespace`` for each; empty, exactly the
+    cluster-wide install; sharded, the Roles carry the shards' label patches; a namespace
+    name that is not one, or twice, is refused by the schema."""
+    helm, kubectl = tools
+    _guestbook(project)
+    commands.generate_chart(project, "registry.example/guestbook:v1", str(kubectl))
+    chart = project / "dist" / "chart"
+    values = yaml.safe_load((chart / "values.yaml").read_text())
+    assert values["watchNamespaces"] == []
+    loaded = manifests.load(project)
+    default = template(helm, chart, "guestbook", namespace="guestbook-system")
+    _same_install(default, manifests.install_objects(project, str(kubectl)))
+    cluster_role = one(default, "ClusterRole", "manager-role")
+    assert "--namespace" not in " ".join(manager(default)[1]["args"])
+
+    watched = ("--set=watchNamespaces={team-a,team-b}",)
+    rendered = template(helm, chart, "gb", *watched, namespace="ops")
+    assert not [
+        o
+        for o in rendered
+        if o["kind"].startswith("Cluster") and "manager" in o["metadata"]["name"]
+    ]
+    roles = {
+        o["metadata"]["namespace"]: o
+        for o in rendered
+        if o["kind"] == "Role" and o["metadata"]["name"] == "gb-guestbook-manager-role"
+    }
+    assert set(roles) == {"team-a", "team-b", "ops"}
+    namespaced = operator_rules(dataclasses.replace(loaded, namespaced=True))
+    assert roles["team-a"]["rules"] == roles["team-b"]["rules"] == namespaced
+    assert roles["team-a"]["rules"] == within_namespaces(cluster_role["rules"])
+    assert roles["ops"]["rules"] == process_rules(cluster_wide=False)
+    bindings = {
+        o["metadata"]["namespace"]: o
+        for o in rendered
+        if o["kind"] == "RoleBinding"
+        and o["metadata"]["name"] == "gb-guestbook-manager-rolebinding"
+    }
+    assert set(bindings) == {"team-a", "team-b", "ops"}
+    for bound in bindings.values():
+        assert bound["roleRef"] == {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "Role",
+            "name": "gb-guestbook-manager-role",
+        }
+        (subject,) = bound["subjects"]
+        assert (subject["name"], subject["namespace"]) == ("gb-guestbook-controller-manager", "ops")
+    args = manager(rendered)[1]["args"]
+    assert [a for a in args if a.startswith("--namespace")] == [
+        "--namespace=team-a",
+        "--namespace=team-b",
+    ]
+    # the release's namespace listed: its Role is the watched one's
+    own = template(helm, chart, "gb", "--set=watchNamespaces={ops}", namespace="ops")
+    assert [
+        o["metadata"]["namespace"]
+        for o in own
+        if o["kind"] == "Role" and "manager" in o["metadata"]["name"]
+    ] == ["ops"]
+    assert one(own, "Role", "manager-role")["rules"] == namespaced
+    # sharded and watching: the shards' label patches in every watched Role
+    shards = template(
+        helm,
+        chart,
+        "gb",
+        *watched,
+        "--set=sharding.enabled=true",
+        "--set=replicas=2",
+        namespace="ops",
+    )
+    sharded_rules = operator_rules(dataclasses.replace(loaded, namespaced=True, sharded=True))
+    watched_roles = [
+        o
+        for o in shards
+        if o["kind"] == "Role"
+        and o["metadata"]["name"] == "gb-guestbook-manager-role"
+        and o["metadata"]["namespace"] != "ops"
+    ]
+    assert len(watched_roles) == 2
+    assert all(o["rules"] == sharded_rules for o in watched_roles)
+    lint = run_helm(helm, "lint", "--strict", str(chart), KUBE, *watched)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    assert "watchNamespaces" in refused(helm, chart, "--set=watchNamespaces={Team_A}")
+    assert "watchNamespaces" in refused(helm, chart, "--set=watchNamespaces={a,a}")
+    readme = (chart / "README.md").read_text()
+    assert "| `watchNamespaces` | `[]` |" in readme
 
 
 def test_a_sharded_projects_chart_scales_its_shards_with_an_autoscaler(
