@@ -1,9 +1,10 @@
-"""appstack's operator: its controllers (:data:`appstack.controllers.registry.ALL`), its
-identity (:data:`appstack.api.identity.IDENTITY`), its own options (where external
-middleware may point: :class:`AppstackOptions`) and its per-kind metrics, run by the SDK's
-assembly (:func:`appstack.sdk.operator.run_operator`: client, CRD check, manager, leader
-election, secure metrics, Events, drain). Used by ``appstack run``
-(:mod:`appstack.cli.run`); nothing here is specific to how an operator runs.
+"""appstack's operator as the SDK's run command takes any operator
+(:func:`appstack.sdk.operator_command`, ``appstack run``: :mod:`appstack.cli.run`): its
+controllers (:func:`controllers`, :data:`appstack.controllers.registry.ALL`), what its cache
+keeps (:func:`cache`) and what its own flags configure in its controllers (where external
+middleware may point, the backup image: :class:`AppstackOptions`,
+:func:`controller_options`). Imported only when the operator runs; nothing here is
+specific to how an operator runs.
 """
 
 from __future__ import annotations
@@ -12,19 +13,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from appstack import __version__
-from appstack.api.identity import IDENTITY
 from appstack.controllers import appstack as appstack_controller
 from appstack.controllers.appstack.addresses import ExternalIPPolicy, parse_networks
 from appstack.controllers.etcdcluster import CONTROLLER as ETCD_CONTROLLER
 from appstack.controllers.registry import ALL, CACHE
-from appstack.sdk import OperatorOptions
-from appstack.sdk import run_operator as sdk_run_operator
-
-#: How to install the CRDs, said when they are missing.
-CRDS_HINT = (
-    "kubectl apply --server-side -f deploy/crds/, or "
-    "helm show crds charts/appstack | kubectl apply --server-side -f -"
-)
+from appstack.runtime import Resource, Transform
+from appstack.sdk import Registration
 
 
 @dataclass
@@ -50,14 +44,28 @@ class AppstackOptions:
         }
 
 
-def run_operator(options: OperatorOptions, own: AppstackOptions | None = None) -> int:
-    """Run appstack's operator; its exit code (see :func:`appstack.sdk.operator.run_operator`)."""
-    return sdk_run_operator(
-        ALL,
-        IDENTITY,
-        options,
-        version=__version__,
-        cache=CACHE,  # what the cache keeps of each kind (controllers/registry.py)
-        controller_options=(own or AppstackOptions()).controller_options(),
-        crds_hint=CRDS_HINT,
+def controllers() -> list[Registration]:
+    """Every controller of the operator."""
+    return list(ALL)
+
+
+def cache() -> dict[Resource, Transform]:
+    """What the operator's cache keeps of each kind (its registry's :data:`CACHE`)."""
+    return CACHE
+
+
+def controller_options(
+    *,
+    allow_external_ips: bool = False,
+    external_deny_cidrs: tuple[str, ...] = (),
+    allow_external_cluster_names: bool = False,
+    backup_image: str | None = None,
+) -> dict[str, dict[str, Any]]:
+    """What appstack's own flags (``appstack run --help``) configure, per controller name."""
+    own = AppstackOptions(
+        allow_external_ips=allow_external_ips,
+        external_deny_cidrs=list(external_deny_cidrs),
+        allow_external_cluster_names=allow_external_cluster_names,
+        **({"backup_image": backup_image} if backup_image else {}),
     )
+    return own.controller_options()

@@ -102,6 +102,6 @@ def explain(error: Exception) -> CommandError | None:
 
 
 def _crds_hint() -> str:
-    from appstack.operator import CRDS_HINT  # noqa: PLC0415 - the operator says it the same way
+    from appstack.api.identity import CRDS_HINT  # noqa: PLC0415 - as the operator says it
 
     return f"install them: make install (in a checkout), or {CRDS_HINT}"

@@ -23,6 +23,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import click
 import yaml
 
 from appstack.scaffold import project as projects
@@ -31,6 +32,7 @@ from appstack.sdk import (
     ChartError,
     ConfigProject,
     chart_files,
+    chart_flags,
     config_files,
     config_with_alerts,
     config_with_args,
@@ -53,6 +55,19 @@ def _import_fresh(package: str, src: Path) -> tuple[object, object]:
     finally:
         sys.path.remove(str(src))
     return identity, controllers
+
+
+def command_flags(directory: Path, package: str) -> list[Any]:
+    """The operator's own flags as values of its chart (:func:`appstack.sdk.chart_flags`):
+    those its run command, ``main`` of ``<package>/__main__.py``, adds to the SDK's; none
+    if it has no such command."""
+    sys.path.insert(0, str(directory / "src"))
+    try:
+        module = importlib.import_module(f"{package}.__main__")
+    finally:
+        sys.path.remove(str(directory / "src"))
+    command = getattr(module, "main", None)
+    return chart_flags(command) if isinstance(command, click.Command) else []
 
 
 def load(directory: Path) -> ConfigProject:
@@ -279,6 +294,7 @@ def write_chart(
             image=image,
             header=CHART_HEADER,
             toggled=sharding_toggled(directory, kubectl, project=project),
+            flags=command_flags(directory, project.package),
         )
     except ChartError as error:
         raise projects.Refused(f"config/default: {error}") from None

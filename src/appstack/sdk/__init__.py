@@ -45,6 +45,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs; at run time,
     )
     from appstack.sdk.chart import (
         ChartError,
+        ChartFlag,
         chart_files,
     )
     from appstack.sdk.config import (
@@ -90,9 +91,11 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs; at run time,
     )
     from appstack.sdk.flags import (
         Duration,
+        chart_flags,
         check_duration,
         operator_command,
         operator_flags,
+        own_flags,
     )
     from appstack.sdk.guards import (
         enabler_role,
@@ -445,6 +448,7 @@ _HOMES = {
     "cel_available": "cel:available",
     "rules_of": "cel",
     "ChartError": "chart",
+    "ChartFlag": "chart",
     "chart_files": "chart",
     "ConfigProject": "config:Project",
     "SCAFFOLDED_CONFIG": "config:SCAFFOLDED",
@@ -473,6 +477,8 @@ _HOMES = {
     "Duration": "flags",
     "check_duration": "flags",
     "operator_command": "flags",
+    "chart_flags": "flags",
+    "own_flags": "flags",
     "operator_flags": "flags",
     "guard_policies": "guards:policies",
     "enabler_role": "guards",
@@ -763,6 +769,7 @@ __all__ = [
     "Assembly",
     "Capabilities",
     "ChartError",
+    "ChartFlag",
     "ChildMeta",
     "ChildWriter",
     "ClaimSpec",
@@ -892,6 +899,7 @@ __all__ = [
     "cel_refusal",
     "cel_unchanged",
     "chart_files",
+    "chart_flags",
     "check_duration",
     "check_options",
     "child_labels",
@@ -958,6 +966,7 @@ __all__ = [
     "operator_command",
     "operator_dashboards",
     "operator_flags",
+    "own_flags",
     "own_rules",
     "owner_reference",
     "pod_mapper",

@@ -34,7 +34,7 @@ import copy
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
@@ -71,6 +71,7 @@ from appstack.sdk.helmtext import (
     pull_policy,
     range_item,
     sentinel,
+    set_scalar,
     sharding_schema_rules,
     substitute,
     unless_autoscaled,
@@ -79,6 +80,7 @@ from appstack.sdk.helmtext import (
     with_block,
     with_scalar,
     wrap_item,
+    wrap_key,
 )
 from appstack.sdk.helmtext import CONTROL_LINES as _CONTROL_LINES
 from appstack.sdk.identity import OperatorIdentity
@@ -252,40 +254,80 @@ def _taken(container: Obj, flag: str, default: str) -> str:
     return value
 
 
-#: The operator's flags that are values of every chart: (value, flag, the operator's
-#: default, its schema). Each defaults to the install's setting and is passed only when
-#: not the operator's own default, so the default render stays the install's.
-FLAG_VALUES: tuple[tuple[str, str, str | int, Obj], ...] = (
-    (
+@dataclass(frozen=True)
+class ChartFlag:
+    """A flag of the operator's as a value of its chart: ``value`` its name in values.yaml,
+    ``flag`` the operator's (``--x``), ``default`` the operator's own default. A boolean is
+    passed as ``flag`` when true (and as ``off``, ``--no-x``, when false if the default is
+    true); a tuple (a repeatable flag) as ``flag=ITEM`` per item; anything else as
+    ``flag=VALUE`` when not the default — so a chart's default render is the install's. Its
+    default in values.yaml is the install's setting (the flag taken out of the Deployment's
+    arguments). ``schema``: its JSON schema; ``help``: its row in the chart's README. An
+    operator's own flags become these by :func:`~appstack.sdk.chart_flags`."""
+
+    value: str
+    flag: str
+    default: bool | int | str | tuple[str, ...]
+    schema: Mapping[str, Any] = field(default_factory=dict)
+    help: str = ""
+    off: str = ""
+
+    def taken(self, container: Obj) -> Any:
+        """The install's setting of it, taken out of ``container``'s arguments."""
+        args = [str(arg) for arg in container.get("args") or []]
+        if isinstance(self.default, bool):
+            named = [a for a in args if a in (self.flag, self.off)]
+            if "args" in container:
+                container["args"] = [a for a in args if a not in named]
+            return named[-1] == self.flag if named else self.default
+        if isinstance(self.default, tuple):
+            prefix = f"{self.flag}="
+            if "args" in container:
+                container["args"] = [a for a in args if not a.startswith(prefix)]
+            return [a.removeprefix(prefix) for a in args if a.startswith(prefix)]
+        taken = _taken(container, self.flag, str(self.default))
+        return int(taken) if isinstance(self.default, int) else taken
+
+    def item(self, text: str) -> str:
+        """The Deployment's text with its list item ``'@@FLAG_<value>@@'`` templated."""
+        name, values = f"FLAG_{self.value}", f".Values.{self.value}"
+        if isinstance(self.default, bool):
+            if self.default and self.off:
+                return if_item(text, name, self.off, f"not {values}")
+            return if_item(text, name, self.flag, values)
+        if isinstance(self.default, tuple):
+            return range_item(text, name, f"{self.flag}={{{{ . }}}}", values)
+        read = f"int64 {values}" if isinstance(self.default, int) else f"toString {values}"
+        shown = json.dumps(str(self.default))
+        return if_item(
+            text, name, f"{self.flag}={{{{ {read} }}}}", f"ne ({read} | toString) {shown}"
+        )
+
+
+#: The operator's flags that are values of every chart (:class:`ChartFlag`).
+FLAG_VALUES = (
+    ChartFlag(
         "logLevel",
         "--log-level",
         defaults.LOG_LEVEL,
         {"type": "string", "enum": ["debug", "info", "warning", "error", "critical"]},
+        "The operator's --log-level (debug, info, warning, error, critical).",
     ),
-    ("concurrency", "--concurrency", defaults.CONCURRENCY, {"type": "integer", "minimum": 1}),
-    ("syncPeriod", "--sync-period", DEFAULT_SYNC_PERIOD, {"type": "string", "pattern": DURATION}),
+    ChartFlag(
+        "concurrency",
+        "--concurrency",
+        defaults.CONCURRENCY,
+        {"type": "integer", "minimum": 1},
+        "The operator's --concurrency: concurrent reconciles per controller.",
+    ),
+    ChartFlag(
+        "syncPeriod",
+        "--sync-period",
+        DEFAULT_SYNC_PERIOD,
+        {"type": "string", "pattern": DURATION},
+        "The operator's --sync-period: every object reconciled again this often.",
+    ),
 )
-
-
-def _flag_values(container: Obj) -> Obj:
-    """:data:`FLAG_VALUES`' values, taken out of ``container``'s arguments."""
-    values: Obj = {}
-    for name, flag, default, _ in FLAG_VALUES:
-        taken = _taken(container, flag, str(default))
-        values[name] = int(taken) if isinstance(default, int) else taken
-    return values
-
-
-def _flag_items(text: str) -> str:
-    """The Deployment's ``'@@FLAG_<value>@@'`` items: each flag of :data:`FLAG_VALUES`, when
-    its value is not the operator's default."""
-    for name, flag, default, _ in FLAG_VALUES:
-        read = f"int64 .Values.{name}" if isinstance(default, int) else f"toString .Values.{name}"
-        shown = json.dumps(str(default))
-        text = if_item(
-            text, f"FLAG_{name}", f"{flag}={{{{ {read} }}}}", f"ne ({read} | toString) {shown}"
-        )
-    return text
 
 
 def _values(
@@ -337,9 +379,12 @@ def _values(
             "terminationGracePeriodSeconds", KUBERNETES_GRACE_PERIOD
         ),
         "gracefulShutdownTimeout": _taken(container, SHUTDOWN_FLAG, SHUTDOWN_TIMEOUT),
-        **_flag_values(container),
         "extraArgs": [],
         "extraEnv": [],
+        "extraVolumes": [],
+        "extraVolumeMounts": [],
+        **_probe_values(container),
+        "revisionHistoryLimit": deployment["spec"].get("revisionHistoryLimit"),
     }
     if "metrics" in kinds:
         values["metrics"] = {"enabled": True}
@@ -431,6 +476,8 @@ class _Install:
     #: ``watchNamespaces`` turns into a Role and RoleBinding per watched namespace
     #: (:func:`_watched_text`); None for an install that watches its own namespace.
     grants: tuple[str, str] | None = None
+    #: The operator's flags that are values (:data:`FLAG_VALUES` and its own).
+    flags: tuple[ChartFlag, ...] = ()
 
 
 #: The operator pod's fields that are blocks of the values, rendered when not empty:
@@ -448,7 +495,7 @@ def _arg_sentinels(container: Obj, install: _Install) -> None:
     args = list(container.get("args") or [])
     flags = ["LEASE"] if install.lease else []
     flags += ["WEBHOOK_SERVICE"] if install.webhook_service else []
-    flags += ["SHUTDOWN", *(f"FLAG_{name}" for name, *_ in FLAG_VALUES)]
+    flags += ["SHUTDOWN", *(f"FLAG_{flag.value}" for flag in install.flags)]
     flags += ["WATCH"] if install.grants else []
     container["args"] = args + [sentinel(flag) for flag in (*flags, "EXTRA_ARGS")]
     if install.toggled:  # where the sharding Component puts it: last of the install's own
@@ -471,10 +518,51 @@ def _args_text(text: str, install: _Install) -> str:
         )
     text = if_item(text, "SHARDING", "--sharding", ".Values.sharding.enabled")
     text = if_item(text, "SHUTDOWN", *SHUTDOWN_ARG)
-    text = _flag_items(text)
+    for flag in install.flags:
+        text = flag.item(text)
     if install.grants:
         text = range_item(text, *WATCH_ARG)
     return range_item(text, "EXTRA_ARGS", "{{ . | quote }}", ".Values.extraArgs")
+
+
+#: The operator container's probes that are values (their timing): (probe, sentinel).
+PROBES = (("livenessProbe", "LIVENESS"), ("readinessProbe", "READINESS"))
+#: What of a probe is its timing (a value of the chart); the rest (its handler) is kept.
+PROBE_TIMING = frozenset(
+    {
+        "initialDelaySeconds",
+        "periodSeconds",
+        "timeoutSeconds",
+        "failureThreshold",
+        "successThreshold",
+    }
+)
+
+
+def _probe_values(container: Obj) -> Obj:
+    """``livenessProbe`` and ``readinessProbe``: the timing of the install's probes."""
+    return {
+        probe: {k: v for k, v in container[probe].items() if k in PROBE_TIMING}
+        for probe, _ in PROBES
+        if probe in container
+    }
+
+
+def _extended(text: str, *, mounts: bool, volumes: bool) -> str:
+    """The Deployment's text with ``extraVolumeMounts`` and ``extraVolumes`` after the
+    install's own (the key rendered only when there is one), the probes' timing
+    (``livenessProbe``, ``readinessProbe``: Helm merges a value over the install's) and
+    ``revisionHistoryLimit`` (null: Kubernetes' default)."""
+    for key, name, extra, own in (
+        ("volumeMounts", "EXTRA_MOUNTS", ".Values.extraVolumeMounts", mounts),
+        ("volumes", "EXTRA_VOLUMES", ".Values.extraVolumes", volumes),
+    ):
+        if not own:
+            text = wrap_key(text, key, f"{{{{- if {extra} }}}}", "{{- end }}")
+        text = items(text, name, extra)
+    for probe, name in PROBES:
+        text = merged_keys(text, name, f".Values.{probe}")
+    return set_scalar(text, "revisionHistoryLimit", "HISTORY", ".Values.revisionHistoryLimit")
 
 
 def _deployment_text(deployment: Obj, container: Obj, install: _Install) -> str:
@@ -501,6 +589,15 @@ def _deployment_text(deployment: Obj, container: Obj, install: _Install) -> str:
     container["image"] = sentinel("IMAGE")
     _arg_sentinels(container, install)
     container["env"] = [*(container.get("env") or []), sentinel("EXTRA_ENV")]
+    spec["revisionHistoryLimit"] = sentinel("HISTORY")
+    for probe, name in PROBES:
+        if probe in container:
+            kept = {k: v for k, v in container[probe].items() if k not in PROBE_TIMING}
+            container[probe] = {**kept, sentinel(name): ""}
+    mounts = list(container.get("volumeMounts") or [])
+    volumes = list(pod.get("volumes") or [])
+    container["volumeMounts"] = [*mounts, sentinel("EXTRA_MOUNTS")]
+    pod["volumes"] = [*volumes, sentinel("EXTRA_VOLUMES")]
     pod_settings(pod, container)
     pod["containers"] = [pull_policy(c) if c is container else c for c in pod["containers"]]
     pod["imagePullSecrets"] = sentinel("PULL_SECRETS")
@@ -511,6 +608,7 @@ def _deployment_text(deployment: Obj, container: Obj, install: _Install) -> str:
     # the default: this release's replicas preferably on different nodes
     pod["affinity"] = spread_affinity({SELECTOR: ""})
     text = _args_text(dump(deployment), install)
+    text = _extended(text, mounts=bool(mounts), volumes=bool(volumes))
     text = items(text, "EXTRA_ENV", ".Values.extraEnv")
     text = pod_settings_text(text)
     for key, name, value in (
@@ -817,6 +915,7 @@ def chart_files(
     image: str = "",
     header: str | None = None,
     toggled: Sequence[Mapping[str, Any]] | None = None,
+    flags: Sequence[ChartFlag] = (),
 ) -> dict[str, str]:
     """The Helm chart of an operator's install: relative path (under ``dist/chart``) →
     content. ``objects`` are the install as ``kubectl kustomize config/default`` builds it
@@ -827,9 +926,12 @@ def chart_files(
     file starts with (default: :data:`HEADER`). ``toggled``, if given: the same install
     with the sharding Component (``config/sharding``) turned the other way — the chart then
     has ``sharding.enabled`` (default: as ``objects``), rendering the one or the other
-    (:func:`~appstack.sdk.HelmText.either`), and ``autoscaling``. :class:`ChartError` when
-    the install has not exactly one Deployment (the operator's), or ``toggled`` is not
-    that install with sharding turned the other way."""
+    (:func:`~appstack.sdk.HelmText.either`), and ``autoscaling``. ``flags``: the operator's
+    own flags as values (:class:`ChartFlag`; :func:`~appstack.sdk.chart_flags` of its run
+    command), beside those every chart has (:data:`FLAG_VALUES`). :class:`ChartError` when
+    the install has not exactly one Deployment (the operator's), ``toggled`` is not that
+    install with sharding turned the other way, or a flag's value is named as another
+    value."""
     header = HEADER if header is None else header
     chart = identity.project
     prefix = f"{chart}-"
@@ -851,7 +953,12 @@ def chart_files(
     dashboards = {k: str(v) for o in every if _dashboards(o) for k, v in o["data"].items()}
     sharded = toggled is not None or _is_sharded(container)
     grants = _grants(installs[0], deployment, container)
+    every_flag = (*FLAG_VALUES, *flags)
     values = _values(deployment, container, kinds, sharded, sharding, watchable=bool(grants))
+    for flag in every_flag:
+        if flag.value in values:
+            raise ChartError(f"the flag {flag.flag}'s value {flag.value} names another value")
+        values[flag.value] = flag.taken(container)
     names = {
         o["metadata"]["name"]: f"{FULLNAME}-{o['metadata']['name'].removeprefix(prefix)}"
         for o in every
@@ -876,6 +983,7 @@ def chart_files(
         sharded=sharded,
         toggled=toggled is not None,
         grants=grants,
+        flags=every_flag,
     )
     parts = _parts(installs, deployment, container, install)
     services = {o["metadata"]["name"] for o in every if o["kind"] == "Service"}
@@ -890,7 +998,7 @@ def chart_files(
         "kubeVersion": ">=1.30.0-0",  # ValidatingAdmissionPolicy v1 (GA in 1.30)
     }
     extra = {k: v for k, v in selector.items() if k != "app.kubernetes.io/name"}
-    schema = _schema(values)
+    schema = _schema(values, every_flag)
     if toggled is not None:
         schema["allOf"] = sharding_schema_rules()
     out = {
@@ -913,7 +1021,7 @@ def chart_files(
             enabled=identity.enabled_label,
             watched=WATCHED_NOTE if grants else "",
         ),
-        "README.md": readme(chart, values, crds="crd" in values),
+        "README.md": readme(chart, values, crds="crd" in values, flags=every_flag),
     }
     out.update({f"{DASHBOARDS_DIR}/{name}": text for name, text in sorted(dashboards.items())})
     metrics = [o for o in installs[0] if _condition(o) == ".Values.metrics.enabled"]
@@ -970,6 +1078,11 @@ VALUE_HELP = {
     "syncPeriod": "The operator's --sync-period: every object reconciled again this often.",
     "extraArgs": "More flags of the operator (`python -m <package> --help`).",
     "extraEnv": "More environment of the operator.",
+    "extraVolumes": "More volumes of the operator's pods.",
+    "extraVolumeMounts": "More volume mounts of the operator's container.",
+    "livenessProbe": "The liveness probe's timing (merged over these defaults).",
+    "readinessProbe": "The readiness probe's timing (merged over these defaults).",
+    "revisionHistoryLimit": "The Deployment's old ReplicaSets kept (null: Kubernetes' 10).",
     "metrics.enabled": "The Service in front of /metrics (HTTPS, the scraper's token).",
     "metrics.serviceMonitor": "A Prometheus Operator ServiceMonitor of it.",
     "metrics.serviceMonitor.interval": "How often it scrapes.",
@@ -1019,11 +1132,14 @@ def _help(path: str) -> str:
     return VALUE_HELP.get(path, "")
 
 
-def readme(chart: str, values: Obj, *, crds: bool) -> str:
+def readme(chart: str, values: Obj, *, crds: bool, flags: Sequence[ChartFlag] = ()) -> str:
     """The chart's README.md: how to install, test, upgrade and uninstall it, and every
-    value of ``values`` (as values.yaml holds them) with its default and what it does."""
+    value of ``values`` (as values.yaml holds them) with its default and what it does (a
+    flag's: its ``help``)."""
+    helps = {flag.value: flag.help for flag in flags}
     rows = "".join(
-        f"| `{path}` | {_default(value)} | {_help(path)} |\n" for path, value in _value_rows(values)
+        f"| `{path}` | {_default(value)} | {helps.get(path) or _help(path)} |\n"
+        for path, value in _value_rows(values)
     )
     keep = (
         " The CRDs stay (`crd.keep`), and every object of them: delete those first if they "
@@ -1066,7 +1182,7 @@ It acts only in namespaces labelled {enabled}=true (unless it was built to act i
 """
 
 
-def _schema(values: Obj) -> Obj:
+def _schema(values: Obj, flags: Sequence[ChartFlag] = FLAG_VALUES) -> Obj:
     """values.schema.json: each value's type (a misspelt key refused), the image's digest
     and pull policy checked."""
 
@@ -1102,8 +1218,18 @@ def _schema(values: Obj) -> Obj:
     # the timeout below the grace period: the Deployment template checks (SHUTDOWN_IN_GRACE)
     schema["properties"]["terminationGracePeriodSeconds"]["minimum"] = 1
     schema["properties"]["gracefulShutdownTimeout"]["pattern"] = DURATION
-    for name, _, _, flag_schema in FLAG_VALUES:
-        schema["properties"][name] = dict(flag_schema)
+    schema["properties"]["revisionHistoryLimit"] = {"type": ["integer", "null"], "minimum": 0}
+    for probe, _ in PROBES:
+        if probe in values:
+            schema["properties"][probe] = {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {
+                    key: {"type": ["integer", "null"], "minimum": 0} for key in sorted(PROBE_TIMING)
+                },
+            }
+    for flag in flags:
+        schema["properties"][flag.value] = {**schema["properties"][flag.value], **flag.schema}
     if "watchNamespaces" in values:
         schema["properties"]["watchNamespaces"] = watch_namespaces_schema()
     if "autoscaling" in values:  # a sharded operator: two shards or more

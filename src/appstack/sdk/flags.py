@@ -32,6 +32,7 @@ from appstack.sdk.options import (
 if TYPE_CHECKING:
     from appstack.core.resource import Resource
     from appstack.runtime.cache import Transform
+    from appstack.sdk.chart import ChartFlag
     from appstack.sdk.kit.registration import Registration
     from appstack.sdk.operator import CollectorFactory, TaskFactory
 
@@ -368,6 +369,60 @@ def operator_flags(identity: OperatorIdentity) -> Callable[[F], F]:
     return decorate
 
 
+def _sdk_flag_names() -> frozenset[str]:
+    """The parameter names of :func:`operator_flags` (an identity's names change their help,
+    never which flags there are)."""
+    probe = operator_flags(OperatorIdentity(project="probe", domain="probe.example"))
+    return frozenset(p.name for p in click.command()(probe(lambda **_: None)).params if p.name)
+
+
+def own_flags(command: click.Command) -> list[click.Option]:
+    """The options of an operator's run command (:func:`operator_command`) that are its own,
+    not the SDK's (:func:`operator_flags`): what its chart has as values
+    (:func:`chart_flags`)."""
+    sdk = _sdk_flag_names()
+    return [p for p in command.params if isinstance(p, click.Option) and p.name not in sdk]
+
+
+def chart_flags(command: click.Command) -> list[ChartFlag]:
+    """The operator's own flags (:func:`own_flags`) as values of its chart
+    (:class:`~appstack.sdk.ChartFlag`, :func:`~appstack.sdk.chart_files`' ``flags``): each
+    named after its long flag in camelCase (``--allow-external-ips``:
+    ``allowExternalIps``), with its default, help and type; a switch
+    (``--x/--no-x``) a boolean, a repeatable flag a list, a choice an enum."""
+    from appstack.sdk.chart import ChartFlag  # noqa: PLC0415 - the chart code, only here
+
+    flags = []
+    with command.make_context(command.name, [], resilient_parsing=True) as context:
+        received = dict(context.params)  # each parameter's default, as the command gets it
+    for option in own_flags(command):
+        (long, *_) = sorted((o for o in option.opts if o.startswith("--")), key=len, reverse=True)
+        head, *rest = long.removeprefix("--").split("-")
+        value = head + "".join(word.capitalize() for word in rest)
+        schema: dict[str, Any]
+        default: Any = received.get(option.name or "")
+        if option.multiple:
+            default = tuple(str(d) for d in default or ())
+            schema = {"type": "array", "items": {"type": "string"}}
+        elif option.is_flag:
+            default = bool(default)
+            schema = {"type": "boolean"}
+        elif isinstance(option.type, click.Choice):
+            default = "" if default is None else str(default)
+            schema = {"type": "string", "enum": ["", *map(str, option.type.choices)]}
+        elif isinstance(option.type, click.types.IntParamType):
+            default = 0 if default is None else int(default)
+            schema = {"type": "integer"}
+        else:
+            default = "" if default is None else str(default)
+            schema = {"type": "string"}
+        off = next(iter(option.secondary_opts), "") if option.is_flag else ""
+        flags.append(
+            ChartFlag(value, long, default, schema=schema, help=option.help or "", off=off)
+        )
+    return flags
+
+
 def operator_command(
     controllers: Callable[[], Sequence[Registration]],
     identity: OperatorIdentity,
@@ -377,6 +432,9 @@ def operator_command(
     cache: Callable[[], Mapping[Resource, Transform]] | None = None,
     collectors: Callable[[], Sequence[CollectorFactory]] | None = None,
     tasks: Callable[[], Sequence[TaskFactory]] | None = None,
+    flags: Sequence[Callable[[Any], Any]] = (),
+    controller_options: Callable[..., Mapping[str, Mapping[str, Any]]] | None = None,
+    crds_hint: str = "",
 ) -> click.Command:
     """The operator's run command, every flag of :func:`operator_flags`, for an operator's
     ``__main__``: when it runs, aiohttp is imported lean
@@ -386,21 +444,33 @@ def operator_command(
     their managed fields) and ``collectors()`` (extra Prometheus collectors made from the
     manager's cache, beside each kind's readiness and gauges, which are always served) and
     ``tasks()`` (background tasks made from the manager: :class:`appstack.runtime.Task`),
-    then :func:`~appstack.sdk.operator.run_operator`; the process exits with its code."""
+    then :func:`~appstack.sdk.operator.run_operator`; the process exits with its code.
+
+    ``flags`` are the operator's own (``click.option(...)`` decorators, after the SDK's):
+    what they receive is passed, by parameter name, to ``controller_options``, which
+    returns each controller's own options by its name (its reconciler's keyword arguments:
+    :func:`~appstack.sdk.operator.wire`) — and each is a value of the operator's chart
+    (:func:`chart_flags`). ``crds_hint`` says how to install the CRDs when they are
+    missing."""
+    if flags and controller_options is None:
+        raise ValueError("an operator's own flags need controller_options to receive them")
 
     @click.command(help=help or f"Run the {identity.name} against a cluster.")
     @operator_flags(identity)
-    def run(**flags: Any) -> None:
+    def run(**received: Any) -> None:
         from appstack.sdk import process  # noqa: PLC0415 - before anything imports aiohttp
 
         process.import_aiohttp()
         from appstack.sdk import operator  # noqa: PLC0415 - the runtime, only now
 
-        options = OperatorOptions.from_flags(**flags)
+        sdk = _sdk_flag_names()
+        own = {name: received.pop(name) for name in list(received) if name not in sdk}
+        options = OperatorOptions.from_flags(**received)
         try:
             operator.check(options)
         except ValueError as error:
             raise click.UsageError(str(error)) from error
+        per_controller = controller_options(**own) if controller_options is not None else None
         transforms = cache() if cache is not None else None
         extra = collectors() if collectors is not None else ()
         background = tasks() if tasks is not None else ()
@@ -413,7 +483,11 @@ def operator_command(
                 cache=transforms,
                 collectors=extra,
                 tasks=background,
+                controller_options=per_controller,
+                crds_hint=crds_hint,
             )
         )
 
+    for flag in flags:  # on a command, click appends each option: in their order
+        run = flag(run)
     return run

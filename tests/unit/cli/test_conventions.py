@@ -56,10 +56,54 @@ def test_status_with_a_kubeconfig_that_does_not_exist_exits_1(tmp_path: Path) ->
 
 @pytest.mark.parametrize("code", [0, 1])
 def test_run_exits_with_the_operators_code(monkeypatch: pytest.MonkeyPatch, code: int) -> None:
-    import appstack.operator  # noqa: PLC0415
+    from appstack.sdk import operator  # noqa: PLC0415
 
-    monkeypatch.setattr(appstack.operator, "run_operator", lambda *args, **kwargs: code)
+    monkeypatch.setattr(operator, "run_operator", lambda *args, **kwargs: code)
     assert CliRunner().invoke(main, ["run", *NO_PORTS]).exit_code == code
+
+
+def test_appstack_run_is_the_sdks_run_command_with_appstacks_own_flags(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue #47: ``appstack run`` is :func:`appstack.sdk.operator_command`, as a
+    scaffolded operator's ``python -m <package>``: its controllers, cache table and CRDs'
+    hint reach the SDK's assembly, and its own flags reach its controllers' options (the
+    AppStack controller's external-address policy, EtcdCluster's backup image); the same
+    flags are what the SDK reads as its chart's values (:func:`appstack.sdk.chart_flags`)."""
+    from appstack.api.identity import CRDS_HINT  # noqa: PLC0415
+    from appstack.cli.run import run  # noqa: PLC0415
+    from appstack.controllers.registry import ALL, CACHE  # noqa: PLC0415
+    from appstack.sdk import chart_flags  # noqa: PLC0415
+
+    ran: dict[str, Any] = {}
+
+    def run_operator(controllers: Any, identity: Any, options: Any, **kwargs: Any) -> int:
+        ran.update(controllers=controllers, identity=identity, options=options, **kwargs)
+        return 0
+
+    monkeypatch.setattr(assembly, "run_operator", run_operator)
+    args = [
+        *NO_PORTS,
+        "--allow-external-ips",
+        "--external-deny-cidr=10.0.0.0/8",
+        "--backup-image=registry.example/appstack:1",
+    ]
+    result = CliRunner().invoke(main, ["run", *args])
+    assert result.exit_code == 0, result.output
+    assert ran["controllers"] == list(ALL)
+    assert ran["cache"] is CACHE
+    assert ran["crds_hint"] == CRDS_HINT
+    own = ran["controller_options"]
+    policy = own["appstack"]["external_ips"]
+    assert policy.allow is True
+    assert [str(n) for n in policy.deny] == ["10.0.0.0/8"]
+    assert own["etcdcluster"]["backup_image"] == "registry.example/appstack:1"
+    assert [f.value for f in chart_flags(run)] == [
+        "allowExternalIps",
+        "externalDenyCidr",
+        "allowExternalClusterNames",
+        "backupImage",
+    ]
 
 
 # ----------------------------------------------------------------- one name per setting

@@ -11,7 +11,9 @@ configurations following the release; an edited chart file is kept by the next g
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -202,9 +204,39 @@ def test_the_values_change_what_they_say(chart: Path, tools: tuple[Path, Path]) 
     assert deployment["spec"]["template"]["spec"]["topologySpreadConstraints"] == [
         {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway"}
     ]
-    default_pod = manager(template(helm, chart, "a"))[0]["spec"]["template"]["spec"]
+    default_deployment, default_container = manager(template(helm, chart, "a"))
+    default_pod = default_deployment["spec"]["template"]["spec"]
     assert "priorityClassName" not in default_pod
     assert "topologySpreadConstraints" not in default_pod
+    assert "volumes" not in default_pod
+    assert "volumeMounts" not in default_container
+    assert "revisionHistoryLimit" not in default_deployment["spec"]
+    assert default_container["livenessProbe"] == {
+        "httpGet": {"path": "/healthz", "port": "health"},
+        "initialDelaySeconds": 5,
+        "periodSeconds": 10,
+    }
+    extended, extended_container = manager(
+        template(
+            helm,
+            chart,
+            "a",
+            "--set=extraVolumes[0].name=certs,extraVolumes[0].secret.secretName=ca",
+            "--set=extraVolumeMounts[0].name=certs,extraVolumeMounts[0].mountPath=/certs",
+            "--set=livenessProbe.timeoutSeconds=3",
+            "--set=readinessProbe.periodSeconds=7",
+            "--set=revisionHistoryLimit=2",
+        )
+    )
+    assert extended["spec"]["revisionHistoryLimit"] == 2
+    assert extended["spec"]["template"]["spec"]["volumes"] == [
+        {"name": "certs", "secret": {"secretName": "ca"}}
+    ]
+    assert extended_container["volumeMounts"] == [{"name": "certs", "mountPath": "/certs"}]
+    assert extended_container["livenessProbe"]["timeoutSeconds"] == 3
+    assert extended_container["livenessProbe"]["periodSeconds"] == 10  # merged over
+    assert extended_container["readinessProbe"]["periodSeconds"] == 7
+    assert "livenessProbe" in refused(helm, chart, "--set=livenessProbe.delay=3")
     pod = deployment["spec"]["template"]
     assert deployment["spec"]["replicas"] == 3
     assert container["image"] == f"registry.example/guestbook@{digest}"
@@ -503,6 +535,77 @@ def test_sharding_is_a_value_of_the_chart_rendering_the_sharded_install_or_not(
     off = template(helm, *release, "--set=sharding.enabled=false", namespace="guestbook-system")
     _same_install(off, manifests.sharding_toggled(project, str(kubectl)) or [])
     assert "--sharding" not in manager(off)[1]["args"]
+
+
+OWN_FLAGS = """
+
+import click
+
+GREETING = click.option("--greeting", default="hello", help="What the guestbook says.")
+STRICT = click.option("--strict/--no-strict", default=False, help="Refuse unknown guests.")
+HOSTS = click.option("--allowed-host", "allowed_hosts", multiple=True, help="A host allowed.")
+main = operator_command(
+    controllers,
+    IDENTITY,
+    version=__version__,
+    flags=[GREETING, STRICT, HOSTS],
+    controller_options=lambda **own: {"guestbook": own},
+)
+"""
+
+
+def test_the_operators_own_flags_are_values_of_its_chart(
+    project: Path, tools: tuple[Path, Path]
+) -> None:
+    """Issue #47 (what an operator declares is read by SDK code, for any operator): the
+    flags a project's run command adds to the SDK's (``operator_command(flags=...)``) are
+    values of the chart ``make helm`` writes, with their defaults, types and help; set,
+    they reach the operator's arguments as its command parses them; unset, the render is
+    the install's."""
+    helm, kubectl = tools
+    _guestbook(project)
+    main = project / "src/guestbook/__main__.py"
+    text = main.read_text()
+    main.write_text(
+        text.replace('\nif __name__ == "__main__":', OWN_FLAGS + '\nif __name__ == "__main__":')
+    )
+    commands.generate_chart(project, "registry.example/guestbook:v1", str(kubectl))
+    chart = project / "dist" / "chart"
+    values = yaml.safe_load((chart / "values.yaml").read_text())
+    assert (values["greeting"], values["strict"], values["allowedHost"]) == ("hello", False, [])
+    readme = (chart / "README.md").read_text()
+    assert '| `greeting` | `"hello"` | What the guestbook says. |' in readme
+    plain = manager(template(helm, chart, "a"))[1]["args"]
+    assert not [a for a in plain if a.startswith(("--greeting", "--strict", "--allowed-host"))]
+    args = manager(
+        template(
+            helm,
+            chart,
+            "a",
+            "--set=greeting=hi there",
+            "--set=strict=true",
+            "--set=allowedHost={a.example,b.example}",
+        )
+    )[1]["args"]
+    own = [a for a in args if a.startswith(("--greeting", "--strict", "--allowed-host"))]
+    assert own == [
+        "--greeting=hi there",
+        "--strict",
+        "--allowed-host=a.example",
+        "--allowed-host=b.example",
+    ]
+    # the project's own command parses them
+    sys.path.insert(0, str(project / "src"))
+    try:
+        for name in [m for m in sys.modules if m == "guestbook" or m.startswith("guestbook.")]:
+            del sys.modules[name]
+        command = importlib.import_module("guestbook.__main__").main
+    finally:
+        sys.path.remove(str(project / "src"))
+    with command.make_context("guestbook", list(args)) as ctx:
+        parsed = (ctx.params["greeting"], ctx.params["strict"], ctx.params["allowed_hosts"])
+    assert parsed == ("hi there", True, ("a.example", "b.example"))
+    assert "strict" in refused(helm, chart, "--set=strict=maybe")
 
 
 def test_watch_namespaces_grants_a_role_in_each_and_passes_their_flags(

@@ -6,12 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 from click.testing import CliRunner
 from structlog.testing import capture_logs
 
 from appstack.runtime import POD, KubeconfigError, LeadershipLost, Resource, Transform
-from appstack.sdk import OperatorIdentity, operator_command
+from appstack.sdk import OperatorIdentity, chart_flags, operator_command, own_flags
 from appstack.sdk import operator as assembly
 from appstack.sdk.options import OperatorOptions
 
@@ -58,6 +59,72 @@ def test_without_a_cache_table_objects_are_kept_whole(monkeypatch: pytest.Monkey
     result = CliRunner().invoke(operator_command(lambda: [], IDENTITY), [])
     assert result.exit_code == 0, result.output
     assert ran["cache"] is None
+
+
+# ------------------------------------------------------- an operator's own flags (#47)
+GREETING = click.option("--greeting", default="hello", help="What the guestbook says.")
+STRICT = click.option("--strict/--no-strict", default=False, help="Refuse unknown guests.")
+HOSTS = click.option("--allowed-host", "allowed_hosts", multiple=True, help="A host.")
+LEVEL = click.option("--level", type=click.Choice(["low", "high"]), default="low")
+SIZE = click.option("--size", type=int, default=3)
+
+
+def test_an_operators_own_flags_reach_its_controllers_options(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue #47 (appstack's own run command went around operator_command): the operator's
+    own flags come after the SDK's, and what they receive goes, by name, to
+    ``controller_options``, whose answer reaches the assembly with the CRDs' hint."""
+    ran: dict[str, Any] = {}
+    received: dict[str, Any] = {}
+    monkeypatch.setattr(assembly, "run_operator", lambda *args, **kw: ran.update(kw) or 0)
+
+    def options(**own: Any) -> dict[str, dict[str, Any]]:
+        received.update(own)
+        return {"guestbook": {"greeting": own["greeting"]}}
+
+    command = operator_command(
+        lambda: [],
+        IDENTITY,
+        flags=[GREETING, STRICT, HOSTS],
+        controller_options=options,
+        crds_hint="make install",
+    )
+    args = ["--greeting=hi", "--strict", "--allowed-host=a", "--allowed-host=b", "--namespace=x"]
+    result = CliRunner().invoke(command, args)
+    assert result.exit_code == 0, result.output
+    assert received == {"greeting": "hi", "strict": True, "allowed_hosts": ("a", "b")}
+    assert ran["controller_options"] == {"guestbook": {"greeting": "hi"}}
+    assert ran["crds_hint"] == "make install"
+    assert [p.name for p in own_flags(command)] == ["greeting", "strict", "allowed_hosts"]
+    help_text = CliRunner().invoke(command, ["--help"]).output
+    assert "What the guestbook says." in help_text
+    with pytest.raises(ValueError, match="controller_options"):
+        operator_command(lambda: [], IDENTITY, flags=[GREETING])
+
+
+def test_an_operators_own_flags_are_chart_values_of_their_types() -> None:
+    """Each own flag as a chart value (:func:`appstack.sdk.chart_flags`): camelCase of its
+    long name, its default and help; a switch a boolean with its ``--no-`` form, a
+    repeatable flag a list, a choice an enum, an int an integer; the SDK's flags are not
+    among them."""
+    command = operator_command(
+        lambda: [],
+        IDENTITY,
+        flags=[GREETING, STRICT, HOSTS, LEVEL, SIZE],
+        controller_options=lambda **_: {},
+    )
+    flags = {flag.value: flag for flag in chart_flags(command)}
+    assert list(flags) == ["greeting", "strict", "allowedHost", "level", "size"]
+    assert (flags["greeting"].flag, flags["greeting"].default) == ("--greeting", "hello")
+    assert flags["greeting"].help == "What the guestbook says."
+    assert (flags["strict"].default, flags["strict"].off) == (False, "--no-strict")
+    assert flags["strict"].schema == {"type": "boolean"}
+    assert flags["allowedHost"].default == ()
+    assert flags["allowedHost"].schema["type"] == "array"
+    assert flags["level"].schema["enum"] == ["", "low", "high"]
+    assert (flags["size"].default, flags["size"].schema) == (3, {"type": "integer"})
+    assert chart_flags(operator_command(lambda: [], IDENTITY)) == []
 
 
 @pytest.mark.parametrize("seconds", ["0.5", "301", "2147483647"])
