@@ -86,7 +86,13 @@ from appstack.sdk.helmtext import CONTROL_LINES as _CONTROL_LINES
 from appstack.sdk.identity import OperatorIdentity
 from appstack.sdk.install import spread_affinity
 from appstack.sdk.kit.dashboards import SIDECAR_LABEL
-from appstack.sdk.rbac import GUARD_RESOURCE, MARKER, process_rules, within_namespaces
+from appstack.sdk.rbac import (
+    GUARD_RESOURCE,
+    MARKER,
+    binding,
+    process_rules,
+    within_namespaces,
+)
 
 Obj = dict[str, Any]
 HEADER = (
@@ -389,7 +395,12 @@ def _values(
     if "metrics" in kinds:
         values["metrics"] = {"enabled": True}
         if "ServiceMonitor" in kinds:
-            monitor = {"enabled": False, "interval": "30s", "labels": {}}
+            monitor = {
+                "enabled": False,
+                "interval": "30s",
+                "labels": {},
+                "prometheusServiceAccount": dict(PROMETHEUS_ACCOUNT),
+            }
             values["metrics"]["serviceMonitor"] = monitor
         if "PrometheusRule" in kinds:  # the alerts the kinds declare
             values["metrics"]["prometheusRule"] = {"enabled": False, "labels": {}}
@@ -835,6 +846,57 @@ def _autoscaler(deployment: str, install: _Install) -> str:
     return _released(_labels_text(text, install.chart), install)
 
 
+#: Where the ServiceMonitor's reader binding says Prometheus runs (kube-prometheus's
+#: ServiceAccount and namespace): ``metrics.serviceMonitor.prometheusServiceAccount``.
+PROMETHEUS_ACCOUNT = {"name": "prometheus-k8s", "namespace": "monitoring"}
+_ACCOUNT = ".Values.metrics.serviceMonitor.prometheusServiceAccount"
+
+
+def _reader_binding(reader: Obj, install: _Install) -> str:
+    """The ClusterRoleBinding that lets Prometheus's ServiceAccount (the values') read
+    ``/metrics`` — the install's metrics-reader ClusterRole, ``reader`` — rendered with the
+    ServiceMonitor when that account has a name."""
+    obj = binding(
+        f"{FULLNAME}-metrics-reader-prometheus",
+        reader,
+        (sentinel("ACCOUNT_NS"), sentinel("ACCOUNT")),
+        {LABELS: ""},
+    )
+    text = _released(_labels_text(dump(obj), install.chart), install)
+    text = substitute(
+        text,
+        {"ACCOUNT": f"{{{{ {_ACCOUNT}.name }}}}", "ACCOUNT_NS": f"{{{{ {_ACCOUNT}.namespace }}}}"},
+    )
+    condition = (
+        f"and .Values.metrics.enabled .Values.metrics.serviceMonitor.enabled {_ACCOUNT}.name"
+    )
+    return f"{{{{- if {condition} }}}}\n{text}{{{{- end }}}}\n"
+
+
+def _chart_own(
+    objects: Sequence[Obj], deployment: Obj, install: _Install, *, pods_labelled: bool
+) -> dict[str, list[str]]:
+    """The templates only the chart has, by path: ``helm test``'s Pod (with a metrics
+    Service, and a label of the operator's pods beyond the chart's: ``pods_labelled``), the
+    ServiceMonitor's reader binding (with a ServiceMonitor and the metrics reader role),
+    a sharded operator's autoscaler."""
+    parts: dict[str, list[str]] = {}
+    metrics = [o for o in objects if _condition(o) == ".Values.metrics.enabled"]
+    if metrics and pods_labelled:  # a label of the operator's pods: else no selector takes it
+        parts["templates/tests/test-metrics.yaml"] = [_test_pod(metrics[0], install)]
+    reader = f"{install.prefix}metrics-reader"
+    readers = [o for o in objects if o["kind"] == "ClusterRole" and o["metadata"]["name"] == reader]
+    if readers and any(o["kind"] == "ServiceMonitor" for o in objects):
+        parts["templates/prometheus/metrics-reader-binding.yaml"] = [
+            _reader_binding(readers[0], install)
+        ]
+    if install.sharded:
+        parts["templates/manager/horizontalpodautoscaler.yaml"] = [
+            _autoscaler(deployment["metadata"]["name"], install)
+        ]
+    return parts
+
+
 def _kept(objects: Sequence[Mapping[str, Any]], identity: OperatorIdentity) -> list[Obj]:
     """Copies of the install's objects but its own Namespace (the release's is used)."""
     return [
@@ -1024,13 +1086,7 @@ def chart_files(
         "README.md": readme(chart, values, crds="crd" in values, flags=every_flag),
     }
     out.update({f"{DASHBOARDS_DIR}/{name}": text for name, text in sorted(dashboards.items())})
-    metrics = [o for o in installs[0] if _condition(o) == ".Values.metrics.enabled"]
-    if metrics and extra:  # a label of the operator's pods it lacks: no selector takes it
-        parts["templates/tests/test-metrics.yaml"] = [_test_pod(metrics[0], install)]
-    if sharded:
-        parts["templates/manager/horizontalpodautoscaler.yaml"] = [
-            _autoscaler(deployment["metadata"]["name"], install)
-        ]
+    parts.update(_chart_own(installs[0], deployment, install, pods_labelled=bool(extra)))
     for path, texts_ in sorted(parts.items()):
         out[path] = header + _joined(texts_)
     return out
@@ -1087,6 +1143,8 @@ VALUE_HELP = {
     "metrics.serviceMonitor": "A Prometheus Operator ServiceMonitor of it.",
     "metrics.serviceMonitor.interval": "How often it scrapes.",
     "metrics.serviceMonitor.labels": "What your Prometheus selects it by.",
+    "metrics.serviceMonitor.prometheusServiceAccount": "Prometheus's ServiceAccount, bound "
+    "to the metrics reader role with the ServiceMonitor (empty name: no binding).",
     "metrics.prometheusRule": "The operator's alerts as a PrometheusRule.",
     "metrics.prometheusRule.labels": "What your Prometheus selects it by.",
     "metrics.grafanaDashboard": "The dashboards as a ConfigMap for Grafana's sidecar.",
@@ -1104,6 +1162,7 @@ NESTED = frozenset(
         "autoscaling",
         "metrics",
         "metrics.serviceMonitor",
+        "metrics.serviceMonitor.prometheusServiceAccount",
         "metrics.prometheusRule",
         "metrics.grafanaDashboard",
     }

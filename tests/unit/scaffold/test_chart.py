@@ -145,9 +145,13 @@ def test_the_chart_lints_and_two_releases_keep_to_their_own_pods(
         assert one(objects, "ServiceMonitor")["spec"]["selector"]["matchLabels"] == selector
         account = pod["spec"]["serviceAccountName"]
         assert account == f"{release}-guestbook-controller-manager"
-        for binding in [o for o in objects if o["kind"] in ("RoleBinding", "ClusterRoleBinding")]:
+        bindings = [o for o in objects if o["kind"] in ("RoleBinding", "ClusterRoleBinding")]
+        for binding in bindings:
+            scraper = binding["metadata"]["name"].endswith("-metrics-reader-prometheus")
             assert binding["subjects"] == [
-                {"kind": "ServiceAccount", "name": account, "namespace": NS}
+                {"kind": "ServiceAccount", "name": "prometheus-k8s", "namespace": "monitoring"}
+                if scraper
+                else {"kind": "ServiceAccount", "name": account, "namespace": NS}
             ]
             assert binding["roleRef"]["name"] in {o["metadata"]["name"] for o in objects}
         for policy in [o for o in objects if o["kind"] == "ValidatingAdmissionPolicyBinding"]:
@@ -204,39 +208,6 @@ def test_the_values_change_what_they_say(chart: Path, tools: tuple[Path, Path]) 
     assert deployment["spec"]["template"]["spec"]["topologySpreadConstraints"] == [
         {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway"}
     ]
-    default_deployment, default_container = manager(template(helm, chart, "a"))
-    default_pod = default_deployment["spec"]["template"]["spec"]
-    assert "priorityClassName" not in default_pod
-    assert "topologySpreadConstraints" not in default_pod
-    assert "volumes" not in default_pod
-    assert "volumeMounts" not in default_container
-    assert "revisionHistoryLimit" not in default_deployment["spec"]
-    assert default_container["livenessProbe"] == {
-        "httpGet": {"path": "/healthz", "port": "health"},
-        "initialDelaySeconds": 5,
-        "periodSeconds": 10,
-    }
-    extended, extended_container = manager(
-        template(
-            helm,
-            chart,
-            "a",
-            "--set=extraVolumes[0].name=certs,extraVolumes[0].secret.secretName=ca",
-            "--set=extraVolumeMounts[0].name=certs,extraVolumeMounts[0].mountPath=/certs",
-            "--set=livenessProbe.timeoutSeconds=3",
-            "--set=readinessProbe.periodSeconds=7",
-            "--set=revisionHistoryLimit=2",
-        )
-    )
-    assert extended["spec"]["revisionHistoryLimit"] == 2
-    assert extended["spec"]["template"]["spec"]["volumes"] == [
-        {"name": "certs", "secret": {"secretName": "ca"}}
-    ]
-    assert extended_container["volumeMounts"] == [{"name": "certs", "mountPath": "/certs"}]
-    assert extended_container["livenessProbe"]["timeoutSeconds"] == 3
-    assert extended_container["livenessProbe"]["periodSeconds"] == 10  # merged over
-    assert extended_container["readinessProbe"]["periodSeconds"] == 7
-    assert "livenessProbe" in refused(helm, chart, "--set=livenessProbe.delay=3")
     pod = deployment["spec"]["template"]
     assert deployment["spec"]["replicas"] == 3
     assert container["image"] == f"registry.example/guestbook@{digest}"
@@ -315,6 +286,79 @@ def test_the_operators_own_flags_are_values_passed_when_not_its_defaults(
     assert yaml.safe_load((chart / "values.yaml").read_text())["concurrency"] == 4
     args = manager(template(helm, chart, "a"))[1]["args"]
     assert [a for a in args if a.startswith("--concurrency")] == ["--concurrency=4"]
+
+
+def test_the_pod_is_extended_as_the_values_say(chart: Path, tools: tuple[Path, Path]) -> None:
+    """Issue #47 (what appstack's chart has, every SDK chart has): ``extraVolumes`` and
+    ``extraVolumeMounts``, the probes' timing merged over the install's, and
+    ``revisionHistoryLimit``; none of them by default (the install's Deployment)."""
+    helm = tools[0]
+    default_deployment, default_container = manager(template(helm, chart, "a"))
+    default_pod = default_deployment["spec"]["template"]["spec"]
+    assert "priorityClassName" not in default_pod
+    assert "topologySpreadConstraints" not in default_pod
+    assert "volumes" not in default_pod
+    assert "volumeMounts" not in default_container
+    assert "revisionHistoryLimit" not in default_deployment["spec"]
+    assert default_container["livenessProbe"] == {
+        "httpGet": {"path": "/healthz", "port": "health"},
+        "initialDelaySeconds": 5,
+        "periodSeconds": 10,
+    }
+    extended, extended_container = manager(
+        template(
+            helm,
+            chart,
+            "a",
+            "--set=extraVolumes[0].name=certs,extraVolumes[0].secret.secretName=ca",
+            "--set=extraVolumeMounts[0].name=certs,extraVolumeMounts[0].mountPath=/certs",
+            "--set=livenessProbe.timeoutSeconds=3",
+            "--set=readinessProbe.periodSeconds=7",
+            "--set=revisionHistoryLimit=2",
+        )
+    )
+    assert extended["spec"]["revisionHistoryLimit"] == 2
+    assert extended["spec"]["template"]["spec"]["volumes"] == [
+        {"name": "certs", "secret": {"secretName": "ca"}}
+    ]
+    assert extended_container["volumeMounts"] == [{"name": "certs", "mountPath": "/certs"}]
+    assert extended_container["livenessProbe"]["timeoutSeconds"] == 3
+    assert extended_container["livenessProbe"]["periodSeconds"] == 10  # merged over
+    assert extended_container["readinessProbe"]["periodSeconds"] == 7
+    assert "livenessProbe" in refused(helm, chart, "--set=livenessProbe.delay=3")
+
+
+def test_the_service_monitor_binds_prometheus_to_the_metrics_reader(
+    chart: Path, tools: tuple[Path, Path]
+) -> None:
+    """The ServiceMonitor's scrapes carry Prometheus's token, which /metrics lets in only
+    with the metrics reader role: the chart binds it to
+    ``metrics.serviceMonitor.prometheusServiceAccount`` (kube-prometheus's by default), with
+    the ServiceMonitor; an empty name binds nothing."""
+    helm = tools[0]
+    # the ServiceMonitor's token may read /metrics: the reader role bound to Prometheus
+    objects = template(helm, chart, "a", "--set=metrics.serviceMonitor.enabled=true")
+    reader = one(objects, "ClusterRoleBinding", "metrics-reader-prometheus")
+    assert reader["roleRef"]["name"] == "a-guestbook-metrics-reader"
+    assert reader["subjects"] == [
+        {"kind": "ServiceAccount", "name": "prometheus-k8s", "namespace": "monitoring"}
+    ]
+    assert one(objects, "ClusterRole", "metrics-reader")["metadata"]["name"] == (
+        "a-guestbook-metrics-reader"
+    )
+    unbound = template(
+        helm,
+        chart,
+        "a",
+        "--set=metrics.serviceMonitor.enabled=true",
+        "--set=metrics.serviceMonitor.prometheusServiceAccount.name=",
+    )
+    assert not [o for o in unbound if "metrics-reader-prometheus" in o["metadata"]["name"]]
+    assert not [
+        o
+        for o in template(helm, chart, "a")
+        if "metrics-reader-prometheus" in o["metadata"]["name"]
+    ]
 
 
 def shutdown_timeout(container: Obj) -> float:
