@@ -150,7 +150,9 @@ class ChartError(ValueError):
     """The install cannot be made a chart (no operator Deployment in it, say)."""
 
 
-def _helpers(chart: str, selector_extra: Mapping[str, str], fullname_max: int) -> str:
+def _helpers(
+    chart: str, selector_extra: Mapping[str, str], fullname_max: int, account: str = ""
+) -> str:
     extra = "".join(f"\n{key}: {value}" for key, value in selector_extra.items())
     return f"""\
 {{{{/* Generated from the operator's install (appstack.sdk.chart). */}}}}
@@ -195,6 +197,20 @@ helm.sh/chart: {{{{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" 
 | trimSuffix "-" }}}}
 {{{{- with .Values.commonLabels }}}}
 {{{{ toYaml . }}}}
+{{{{- end }}}}
+{{{{- end }}}}
+
+{{{{/*
+The operator's ServiceAccount: serviceAccount.name; else, when the chart creates it,
+<fullname>-{account}.
+*/}}}}
+{{{{- define "{chart}.serviceAccountName" -}}}}
+{{{{- if .Values.serviceAccount.name }}}}
+{{{{- .Values.serviceAccount.name }}}}
+{{{{- else if .Values.serviceAccount.create }}}}
+{{{{- include "{chart}.fullname" . }}}}-{account}
+{{{{- else }}}}
+{{{{- fail "serviceAccount.create=false needs serviceAccount.name (the one to run as)" }}}}
 {{{{- end }}}}
 {{{{- end }}}}
 """
@@ -377,7 +393,7 @@ def _values(
         "affinity": pod.get("affinity") or {},
         "podSecurityContext": pod.get("securityContext") or {},
         "securityContext": container.get("securityContext") or {},
-        "serviceAccount": {"annotations": {}},
+        "serviceAccount": {"create": True, "name": "", "annotations": {}},
         **({"watchNamespaces": []} if watchable else {}),
         "leaderElection": {"enabled": "--leader-elect" in (container.get("args") or [])},
         **({"sharding": {"enabled": sharding}} if sharding is not None else {}),
@@ -612,6 +628,8 @@ def _deployment_text(deployment: Obj, container: Obj, install: _Install) -> str:
     pod_settings(pod, container)
     pod["containers"] = [pull_policy(c) if c is container else c for c in pod["containers"]]
     pod["imagePullSecrets"] = sentinel("PULL_SECRETS")
+    if install.account:
+        pod["serviceAccountName"] = ACCOUNT_NAME
     for key, name, _ in POD_BLOCKS:
         pod[key] = sentinel(name)
     pod["priorityClassName"] = sentinel("PRIORITY")
@@ -666,6 +684,11 @@ def _released(text: str, install: _Install) -> str:
     return text.replace(FULLNAME, f'{{{{ include "{install.chart}.fullname" $ }}}}')
 
 
+#: The operator's ServiceAccount's name wherever it is named (the ServiceAccount, the
+#: Deployment, the role bindings): the chart's ``serviceAccountName`` helper.
+ACCOUNT_NAME = sentinel("ACCOUNT_NAME")
+
+
 def _prepared(obj: Obj, install: _Install) -> None:
     """``obj``'s metadata and selectors with the chart's sentinels, in place."""
     kind, meta = obj["kind"], obj["metadata"]
@@ -686,6 +709,11 @@ def _prepared(obj: Obj, install: _Install) -> None:
             **(meta.get("annotations") or {}),
             sentinel("ACCOUNT_ANNOTATIONS"): "",
         }
+        meta["name"] = ACCOUNT_NAME
+    elif kind in ("RoleBinding", "ClusterRoleBinding"):
+        for subject in obj.get("subjects") or []:
+            if subject.get("kind") == "ServiceAccount" and subject.get("name") == install.account:
+                subject["name"] = ACCOUNT_NAME
 
 
 def _dashboards(obj: Obj) -> bool:
@@ -818,6 +846,10 @@ def _object_text(
     )
     # names inside quoted strings too (a CEL literal): replaced in place, quotes kept
     text = _released(text, install)
+    account = f'{{{{ include "{install.chart}.serviceAccountName" $ }}}}'
+    text = substitute(text, {"ACCOUNT_NAME": account})
+    if obj["kind"] == "ServiceAccount" and account in text:  # the operator's: unless given
+        text = f"{{{{- if .Values.serviceAccount.create }}}}\n{text}{{{{- end }}}}\n"
     text = substitute(text, {"INTERVAL": "{{ $.Values.metrics.serviceMonitor.interval }}"})
     text = files_text(text, files, DASHBOARDS_DIR)
     condition = _condition(obj)
@@ -1077,7 +1109,9 @@ def chart_files(
         + yaml.safe_dump(values, sort_keys=False),
         "values.schema.json": json.dumps(schema, indent=2) + "\n",
         ".helmignore": header + "*.orig\n*.rej\n*~\n",
-        "templates/_helpers.tpl": _helpers(chart, extra, min(_DNS_LABEL_MAX - longest, 52)),
+        "templates/_helpers.tpl": _helpers(
+            chart, extra, min(_DNS_LABEL_MAX - longest, 52), install.account.removeprefix(prefix)
+        ),
         "templates/NOTES.txt": NOTES.format(
             chart=chart,
             enabled=identity.enabled_label,
@@ -1121,6 +1155,9 @@ VALUE_HELP = {
     "affinity": "The pods' affinity (empty: this release's replicas on different nodes).",
     "podSecurityContext": "The operator pods' securityContext.",
     "securityContext": "The operator container's securityContext.",
+    "serviceAccount.create": "Create the operator's ServiceAccount (false: serviceAccount.name "
+    "names one that exists).",
+    "serviceAccount.name": "The operator's ServiceAccount (empty: <fullname>-controller-manager).",
     "serviceAccount.annotations": "Annotations of the operator's ServiceAccount.",
     "watchNamespaces": "Only these namespaces (a Role in each; empty: every namespace).",
     "leaderElection.enabled": "One replica acts, the others wait (false: replicas must be 1).",

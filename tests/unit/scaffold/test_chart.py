@@ -361,6 +361,33 @@ def test_the_service_monitor_binds_prometheus_to_the_metrics_reader(
     ]
 
 
+def test_the_service_account_may_be_one_that_exists(chart: Path, tools: tuple[Path, Path]) -> None:
+    """``serviceAccount.create=false`` with ``serviceAccount.name``: no ServiceAccount
+    rendered, and the operator's pods and every role binding of the operator's (the watched
+    namespaces' too) name the given one; by default the release's own; no name refused."""
+    helm = tools[0]
+    default = template(helm, chart, "a")
+    assert one(default, "ServiceAccount")["metadata"]["name"] == "a-guestbook-controller-manager"
+    given = template(
+        helm,
+        chart,
+        "a",
+        "--set=serviceAccount.create=false",
+        "--set=serviceAccount.name=platform-operator",
+        "--set=watchNamespaces={team-b}",
+    )
+    assert not [o for o in given if o["kind"] == "ServiceAccount"]
+    deployment, _ = manager(given)
+    assert deployment["spec"]["template"]["spec"]["serviceAccountName"] == "platform-operator"
+    bindings = [o for o in given if o["kind"] in ("RoleBinding", "ClusterRoleBinding")]
+    assert len(bindings) >= 4  # leader election, metrics reviews, the watched namespace's two
+    for bound in bindings:
+        assert bound["subjects"] == [
+            {"kind": "ServiceAccount", "name": "platform-operator", "namespace": NS}
+        ]
+    assert "serviceAccount.name" in refused(helm, chart, "--set=serviceAccount.create=false")
+
+
 def shutdown_timeout(container: Obj) -> float:
     """The seconds the project's operator (``python -m guestbook``) reads from its
     arguments."""
