@@ -126,6 +126,7 @@ DIRECTORIES = {
     "ClusterRole": "rbac",
     "RoleBinding": "rbac",
     "ClusterRoleBinding": "rbac",
+    "FlowSchema": "rbac",
     "ValidatingAdmissionPolicy": "admission",
     "ValidatingAdmissionPolicyBinding": "admission",
     "ValidatingWebhookConfiguration": "webhook",
@@ -710,10 +711,26 @@ def _prepared(obj: Obj, install: _Install) -> None:
             sentinel("ACCOUNT_ANNOTATIONS"): "",
         }
         meta["name"] = ACCOUNT_NAME
-    elif kind in ("RoleBinding", "ClusterRoleBinding"):
-        for subject in obj.get("subjects") or []:
-            if subject.get("kind") == "ServiceAccount" and subject.get("name") == install.account:
-                subject["name"] = ACCOUNT_NAME
+    _name_account(obj, install.account)
+
+
+def _name_account(obj: Obj, account: str) -> None:
+    """Where ``obj`` — a role binding, the FlowSchema of the operator's Lease requests —
+    names the operator's ServiceAccount ``account``: :data:`ACCOUNT_NAME`, in place."""
+    if obj["kind"] in ("RoleBinding", "ClusterRoleBinding"):
+        subjects = [s for s in obj.get("subjects") or [] if s.get("kind") == "ServiceAccount"]
+    elif obj["kind"] == "FlowSchema":
+        subjects = [
+            s["serviceAccount"]
+            for each in obj["spec"].get("rules") or []
+            for s in each.get("subjects") or []
+            if s.get("serviceAccount")
+        ]
+    else:
+        return
+    for subject in subjects:
+        if subject.get("name") == account:
+            subject["name"] = ACCOUNT_NAME
 
 
 def _dashboards(obj: Obj) -> bool:

@@ -14,7 +14,9 @@ Generated from the code, rewritten by every ``make manifests``:
   operator's namespace for a ``--namespaced`` project; the leader-election Role (its Lease
   by name, and the marker); the reviews behind ``/metrics``; the metrics reader; the
   namespace enabler (who may opt a namespace in); per kind an admin, editor and viewer role
-  (the last two aggregated into ``edit`` and ``view``);
+  (the last two aggregated into ``edit`` and ``view``); the FlowSchema of the operator's
+  Lease requests (:func:`appstack.sdk.lease_flow_schema`, with a ``kustomizeconfig.yaml``
+  that makes config/default's prefix and namespace follow its ServiceAccount subject);
 * ``certmanager/`` — when the operator serves webhooks: a kustomize Component that lets
   cert-manager issue the webhook certificate instead of the operator (kubebuilder's
   ``config/certmanager``): a self-signed Issuer, a Certificate for the webhook Service's
@@ -76,10 +78,12 @@ from appstack.sdk import guards
 from appstack.sdk.crds import crd
 from appstack.sdk.identity import OperatorIdentity
 from appstack.sdk.install import (
+    LEASE_FLOW_REFERENCE,
     USER_ROLES,
     WEBHOOK_PORT,
     WEBHOOK_PORT_NAME,
     leader_election_role,
+    lease_flow_schema,
     manager_args,
     manager_deployment,
     manager_grants,
@@ -155,6 +159,21 @@ NAME_REFERENCES = {
             ],
         }
     ]
+}
+
+
+#: kustomize does not know a FlowSchema's ServiceAccount subject: config/default's
+#: namePrefix and namespace follow it there too (:data:`~appstack.sdk.LEASE_FLOW_REFERENCE`).
+FLOW_SCHEMA_REFERENCES = {
+    "nameReference": [LEASE_FLOW_REFERENCE],
+    "namespace": [
+        {
+            "kind": "FlowSchema",
+            "group": "flowcontrol.apiserver.k8s.io",
+            "path": "spec/rules/subjects/serviceAccount/namespace",
+            "create": False,
+        }
+    ],
 }
 
 
@@ -445,6 +464,10 @@ def rbac_objects(project: Project) -> dict[str, Obj | list[Obj]]:
         "rbac/metrics_reader_role.yaml": reader,
         "rbac/namespace_enabler_role.yaml": _unprefixed(
             guards.enabler_role(guarded(project)), _prefix(project)
+        ),
+        # not a permission: its Lease requests at the leader-election priority (APF)
+        "rbac/lease_flow_schema.yaml": lease_flow_schema(
+            "lease-flow-schema", account=account, labels=labels
         ),
     }
     if serves_webhooks(project):
@@ -883,7 +906,12 @@ def config_files(project: Project) -> dict[str, str]:
     rbac = rbac_objects(project)
     for path, obj in rbac.items():
         files[path] = _dump(*(obj if isinstance(obj, list) else [obj]))
-    files["rbac/kustomization.yaml"] = _kustomization([p.removeprefix("rbac/") for p in rbac])
+    files["rbac/kustomizeconfig.yaml"] = HEADER + yaml.safe_dump(
+        FLOW_SCHEMA_REFERENCES, sort_keys=False
+    )
+    files["rbac/kustomization.yaml"] = _kustomization(
+        [p.removeprefix("rbac/") for p in rbac], configurations=["kustomizeconfig.yaml"]
+    )
     admission = admission_objects(project)
     for path, objects in admission.items():
         files[path] = _dump(*objects)

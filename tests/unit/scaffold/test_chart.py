@@ -361,6 +361,32 @@ def test_the_service_monitor_binds_prometheus_to_the_metrics_reader(
     ]
 
 
+def test_the_operators_lease_requests_get_the_leader_election_priority(
+    project: Path, tools: tuple[Path, Path]
+) -> None:
+    """Every SDK operator's install has the FlowSchema appstack's has (API Priority and
+    Fairness: its Lease requests at the cluster's ``leader-election`` level, so renewals do
+    not queue behind a busy server's writes), generated in config/rbac — which an older
+    project's next ``make manifests`` writes too — with config/default's prefix and
+    namespace followed into its ServiceAccount subject (kustomize does not know
+    FlowSchemas: config/rbac/kustomizeconfig.yaml teaches it)."""
+    _guestbook(project)
+    objects = manifests.install_objects(project, str(tools[1]))
+    schema = one(objects, "FlowSchema")
+    assert schema["metadata"]["name"] == "guestbook-lease-flow-schema"
+    assert schema["spec"]["priorityLevelConfiguration"] == {"name": "leader-election"}
+    ((subject,),) = [rule["subjects"] for rule in schema["spec"]["rules"]]
+    assert subject == {
+        "kind": "ServiceAccount",
+        "serviceAccount": {"name": "guestbook-controller-manager", "namespace": "guestbook-system"},
+    }
+    account = one(objects, "ServiceAccount")["metadata"]
+    assert (account["name"], account["namespace"]) == (
+        "guestbook-controller-manager",
+        "guestbook-system",
+    )
+
+
 def test_the_service_account_may_be_one_that_exists(chart: Path, tools: tuple[Path, Path]) -> None:
     """``serviceAccount.create=false`` with ``serviceAccount.name``: no ServiceAccount
     rendered, and the operator's pods and every role binding of the operator's (the watched
@@ -386,6 +412,16 @@ def test_the_service_account_may_be_one_that_exists(chart: Path, tools: tuple[Pa
             {"kind": "ServiceAccount", "name": "platform-operator", "namespace": NS}
         ]
     assert "serviceAccount.name" in refused(helm, chart, "--set=serviceAccount.create=false")
+    # the FlowSchema of the operator's Lease requests names it too
+    for objects, account in (
+        (default, "a-guestbook-controller-manager"),
+        (given, "platform-operator"),
+    ):
+        ((subject,),) = [
+            [s["serviceAccount"] for s in rule["subjects"]]
+            for rule in one(objects, "FlowSchema")["spec"]["rules"]
+        ]
+        assert subject == {"name": account, "namespace": NS}
 
 
 def shutdown_timeout(container: Obj) -> float:

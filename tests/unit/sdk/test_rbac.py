@@ -7,7 +7,14 @@ tests/e2e/test_any_kind.py."""
 from __future__ import annotations
 
 from appstack.core.resource import Resource
-from appstack.sdk import BUILTIN_GROUPS, crd_read_rule, manager_rules, rule, sharding_rules
+from appstack.sdk import (
+    BUILTIN_GROUPS,
+    crd_read_rule,
+    manager_rules,
+    rule,
+    sharding_rules,
+    within_namespaces,
+)
 from appstack.sdk.rbac import SHARD_LEASE_VERBS, leader_election_rules
 
 CERTIFICATES = Resource("cert-manager.io", "v1", "Certificate", "certificates")
@@ -67,3 +74,25 @@ def test_a_sharded_operator_patches_its_primaries_and_holds_any_lease_of_its_nam
     assert "resourceNames" not in leases  # the shard Leases have names of their own
     named, _ = leader_election_rules("widgets")
     assert named["resourceNames"] == ["widgets"]
+
+
+def test_a_cluster_wide_role_within_namespaces_is_the_namespaced_installs_role() -> None:
+    """A chart's ``watchNamespaces`` makes the operator's ClusterRole a Role in each
+    watched namespace (:func:`appstack.sdk.within_namespaces`): exactly what a namespaced
+    install's role holds — no CRD reads, no listing or watching namespaces (a Role grants
+    neither) — sharded or not; the ClusterRole given is left as it was."""
+    rules = [
+        rule(GADGETS, "get", "list", "watch"),
+        rule(GADGETS, "patch", subresource="status"),
+        rule(CERTIFICATES, "get", "list", "watch", "create"),
+        rule(SECRETS, "get", "list", "watch"),
+    ]
+    for each in (rules, [*rules, *sharding_rules([GADGETS])]):
+        cluster = manager_rules(each, "example.com")
+        before = [dict(r) for r in cluster]
+        scoped = within_namespaces(cluster)
+        assert scoped == manager_rules(each, "example.com", cluster_wide=False)
+        assert cluster == before
+        assert not _crd_rules(scoped)
+        (namespaces,) = [r for r in scoped if r["resources"] == ["namespaces"]]
+        assert namespaces["verbs"] == ["get"]
