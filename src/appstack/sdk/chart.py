@@ -17,13 +17,17 @@ their CA bundles by name (one release of a project that serves webhooks per clus
 CRDs).
 
 The values are what a platform team expects (image repository/tag/digest/pullPolicy,
-imagePullSecrets, replicas, resources, nodeSelector, tolerations, affinity,
-podSecurityContext, securityContext, pod annotations and labels, leader election, the pods'
+imagePullSecrets, replicas, resources, nodeSelector, tolerations, topology spread,
+priority class, affinity, podSecurityContext, securityContext, pod annotations and labels,
+the ServiceAccount (created, or one that exists), the watched namespaces of a cluster-wide
+operator (a Role in each: :func:`_watched_text`), leader election, the pods'
 terminationGracePeriodSeconds and the operator's ``--graceful-shutdown-timeout`` below it
-(checked at render), extra arguments and environment, the metrics Service and a
-ServiceMonitor with its labels, the PrometheusRule of the alerts the kinds declare with its
-labels — its Prometheus templates kept as they are —, the CRDs kept on uninstall), their
-defaults those of the install. Template text comes from the objects with sentinels
+(checked at render), its flags — log level, concurrency, sync period and its own
+(:class:`ChartFlag`) —, extra arguments, environment, volumes and mounts, the probes'
+timing, the metrics Service and a ServiceMonitor with its labels and its reader binding,
+the PrometheusRule of the alerts the kinds declare with its labels — its Prometheus
+templates kept as they are —, the CRDs kept on uninstall), their defaults those of the
+install. Template text comes from the objects with sentinels
 (:mod:`appstack.sdk.helmtext`, what appstack's own chart is made with). Pure: the same
 objects always give the same files.
 """
