@@ -43,29 +43,23 @@ from appstack.sdk import (
 CONFIG = "config"
 
 
-def _import_fresh(package: str, src: Path) -> tuple[object, object]:
-    """``<package>.identity`` and ``<package>.controllers`` from ``src`` (a package of that
-    name imported before, from another directory, is forgotten first)."""
+def _import_fresh(package: str, src: Path, *modules: str) -> list[Any]:
+    """``<package>.<module>`` of each of ``modules`` from ``src`` (a package of that name
+    imported before, from another directory, is forgotten first)."""
     for name in [m for m in sys.modules if m == package or m.startswith(f"{package}.")]:
         del sys.modules[name]
     sys.path.insert(0, str(src))
     try:
-        identity = importlib.import_module(f"{package}.identity")
-        controllers = importlib.import_module(f"{package}.controllers")
+        return [importlib.import_module(f"{package}.{module}") for module in modules]
     finally:
         sys.path.remove(str(src))
-    return identity, controllers
 
 
 def command_flags(directory: Path, package: str) -> list[Any]:
     """The operator's own flags as values of its chart (:func:`appstack.sdk.chart_flags`):
     those its run command, ``main`` of ``<package>/__main__.py``, adds to the SDK's; none
     if it has no such command."""
-    sys.path.insert(0, str(directory / "src"))
-    try:
-        module = importlib.import_module(f"{package}.__main__")
-    finally:
-        sys.path.remove(str(directory / "src"))
+    (module,) = _import_fresh(package, directory / "src", "__main__")
     command = getattr(module, "main", None)
     return chart_flags(command) if isinstance(command, click.Command) else []
 
@@ -73,12 +67,14 @@ def command_flags(directory: Path, package: str) -> list[Any]:
 def load(directory: Path) -> ConfigProject:
     """The project in ``directory`` as the generator sees it (its code imported)."""
     project = projects.read(directory)
-    identity, controllers = _import_fresh(project.package, directory / "src")
+    identity, controllers = _import_fresh(
+        project.package, directory / "src", "identity", "controllers"
+    )
     return ConfigProject(
-        identity=identity.IDENTITY,  # type: ignore[attr-defined]
+        identity=identity.IDENTITY,
         package=project.package,
-        controllers=list(controllers.CONTROLLERS),  # type: ignore[attr-defined]
-        kinds=list(controllers.KINDS),  # type: ignore[attr-defined]
+        controllers=list(controllers.CONTROLLERS),
+        kinds=list(controllers.KINDS),
         namespaced=project.namespaced,
         enable_all_namespaces=project.enable_all_namespaces,
     )

@@ -90,13 +90,7 @@ from appstack.sdk.helmtext import CONTROL_LINES as _CONTROL_LINES
 from appstack.sdk.identity import OperatorIdentity
 from appstack.sdk.install import spread_affinity
 from appstack.sdk.kit.dashboards import SIDECAR_LABEL
-from appstack.sdk.rbac import (
-    GUARD_RESOURCE,
-    MARKER,
-    binding,
-    process_rules,
-    within_namespaces,
-)
+from appstack.sdk.rbac import binding, marker_rule, process_rules, within_namespaces
 
 Obj = dict[str, Any]
 HEADER = (
@@ -262,23 +256,29 @@ def _manager(objects: list[Obj]) -> tuple[Obj, Obj]:
     return deployment, (named or containers)[0]
 
 
-def _taken(container: Obj, flag: str, default: str) -> str:
-    """The install's ``flag`` (``default``, the operator's own, if it has none), taken out
-    of ``container``'s arguments: a value of the chart sets it."""
+def _taken_all(container: Obj, flag: str) -> list[str]:
+    """Every value the install passes ``flag`` (``--flag=X`` or ``--flag X``), in order,
+    taken out of ``container``'s arguments: a value of the chart sets it."""
     args = [str(arg) for arg in container.get("args") or []]
-    value, kept, i = default, [], 0
+    values, kept, i = [], [], 0
     while i < len(args):
         if args[i].startswith(f"{flag}="):
-            value = args[i].partition("=")[2]
+            values.append(args[i].partition("=")[2])
         elif args[i] == flag and i + 1 < len(args):
-            value = args[i + 1]
+            values.append(args[i + 1])
             i += 1
         else:
             kept.append(args[i])
         i += 1
     if "args" in container:
         container["args"] = kept
-    return value
+    return values
+
+
+def _taken(container: Obj, flag: str, default: str) -> str:
+    """The install's ``flag`` (its last value; ``default``, the operator's own, if it has
+    none), taken out of ``container``'s arguments (:func:`_taken_all`)."""
+    return (_taken_all(container, flag) or [default])[-1]
 
 
 @dataclass(frozen=True)
@@ -308,10 +308,7 @@ class ChartFlag:
                 container["args"] = [a for a in args if a not in named]
             return named[-1] == self.flag if named else self.default
         if isinstance(self.default, tuple):
-            prefix = f"{self.flag}="
-            if "args" in container:
-                container["args"] = [a for a in args if not a.startswith(prefix)]
-            return [a.removeprefix(prefix) for a in args if a.startswith(prefix)]
+            return _taken_all(container, self.flag)
         taken = _taken(container, self.flag, str(self.default))
         return int(taken) if isinstance(self.default, int) else taken
 
@@ -773,7 +770,9 @@ def _path(obj: Obj, install: _Install) -> str:
     return f"templates/{directory}/{name.removeprefix(install.prefix)}.yaml"
 
 
-def _grants(objects: Sequence[Obj], deployment: Obj, container: Obj) -> tuple[str, str] | None:
+def _grants(
+    objects: Sequence[Obj], deployment: Obj, container: Obj, domain: str
+) -> tuple[str, str] | None:
     """(ClusterRole, ClusterRoleBinding) names of a cluster-wide operator's own grants: the
     ClusterRole that holds the admission guards' marker (only the operator's own role
     does: :func:`~appstack.sdk.rbac.marker_rule`), bound to its ServiceAccount; None when
@@ -783,11 +782,7 @@ def _grants(objects: Sequence[Obj], deployment: Obj, container: Obj) -> tuple[st
     marked = {
         o["metadata"]["name"]
         for o in objects
-        if o["kind"] == "ClusterRole"
-        and any(
-            r.get("resources") == [GUARD_RESOURCE] and MARKER in r.get("verbs", ())
-            for r in o.get("rules") or []
-        )
+        if o["kind"] == "ClusterRole" and marker_rule(domain) in (o.get("rules") or [])
     }
     account = deployment["spec"]["template"]["spec"].get("serviceAccountName", "default")
     for o in objects:
@@ -1067,7 +1062,7 @@ def chart_files(
     kinds |= {"dashboards" for o in every if _dashboards(o)}
     dashboards = {k: str(v) for o in every if _dashboards(o) for k, v in o["data"].items()}
     sharded = toggled is not None or _is_sharded(container)
-    grants = _grants(installs[0], deployment, container)
+    grants = _grants(installs[0], deployment, container, identity.domain)
     every_flag = (*FLAG_VALUES, *flags)
     values = _values(deployment, container, kinds, sharded, sharding, watchable=bool(grants))
     for flag in every_flag:
@@ -1187,9 +1182,6 @@ VALUE_HELP = {
     "terminationGracePeriodSeconds": "How long a stopping pod may take.",
     "gracefulShutdownTimeout": "The operator's --graceful-shutdown-timeout (below the grace "
     "period).",
-    "logLevel": "The operator's --log-level (debug, info, warning, error, critical).",
-    "concurrency": "The operator's --concurrency: concurrent reconciles per controller.",
-    "syncPeriod": "The operator's --sync-period: every object reconciled again this often.",
     "extraArgs": "More flags of the operator (`python -m <package> --help`).",
     "extraEnv": "More environment of the operator.",
     "extraVolumes": "More volumes of the operator's pods.",

@@ -12,6 +12,7 @@ before aiohttp is imported: :mod:`appstack.sdk.process`).
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -369,6 +370,7 @@ def operator_flags(identity: OperatorIdentity) -> Callable[[F], F]:
     return decorate
 
 
+@functools.cache
 def _sdk_flag_names() -> frozenset[str]:
     """The parameter names of :func:`operator_flags` (an identity's names change their help,
     never which flags there are)."""

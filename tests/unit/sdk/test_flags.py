@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from structlog.testing import capture_logs
 
 from appstack.runtime import POD, KubeconfigError, LeadershipLost, Resource, Transform
-from appstack.sdk import OperatorIdentity, chart_flags, operator_command, own_flags
+from appstack.sdk import ChartFlag, OperatorIdentity, chart_flags, operator_command, own_flags
 from appstack.sdk import operator as assembly
 from appstack.sdk.options import OperatorOptions
 
@@ -282,3 +282,20 @@ def test_shard_max_drains_reaches_the_options_and_is_bounded(
         refused = CliRunner().invoke(command, [f"--shard-max-drains={wrong}"])
         assert refused.exit_code == 2
         assert "--shard-max-drains" in refused.output
+
+
+def test_a_chart_flag_takes_the_installs_setting_out_of_its_arguments() -> None:
+    """The install's own setting of a flag is the chart value's default, whichever form the
+    arguments spell it in (``--x=V`` or ``--x V``), and leaves the arguments (the chart
+    passes it again from the value)."""
+    hosts = ChartFlag("allowedHost", "--allowed-host", ())
+    strict = ChartFlag("strict", "--strict", False, off="--no-strict")
+    size = ChartFlag("size", "--size", 3)
+    args = ["--leader-elect", "--allowed-host=a", "--size", "5", "--allowed-host", "b"]
+    container = {"args": [*args, "--strict"]}
+    assert hosts.taken(container) == ["a", "b"]
+    assert strict.taken(container) is True
+    assert size.taken(container) == 5
+    assert container["args"] == ["--leader-elect"]
+    assert size.taken({"args": []}) == 3
+    assert strict.taken({"args": ["--strict", "--no-strict"]}) is False
