@@ -54,6 +54,7 @@ from appstack.manifests.chart_values import defaults as value_defaults
 from appstack.manifests.chart_values import schema as values_schema
 from appstack.manifests.helmtext import (
     AUTOSCALING_RANGE,
+    ENABLE_ALL,
     GRACE_PERIOD,
     IMAGE,
     NAMESPACES,
@@ -70,6 +71,7 @@ from appstack.manifests.helmtext import (
     conditional_text,
     dump,
     either,
+    enabled_choice,
     if_item,
     items,
     merged_keys,
@@ -245,7 +247,7 @@ def _deployment() -> str:
     text = if_item(
         text, "NAMES", "--allow-external-cluster-names", ".Values.allowExternalClusterNames"
     )
-    text = if_item(text, "ENABLE_FLAG", "--enable-all-namespaces", ".Values.enableAllNamespaces")
+    text = if_item(text, "ENABLE_FLAG", "--enable-all-namespaces", ENABLE_ALL)
     # gracefulShutdownTimeout: the flag only when not its default (the install has none)
     text = if_item(text, "SHUTDOWN", *SHUTDOWN_ARG)
     text = range_item(text, "EXTRA", "{{ . | quote }}", ".Values.extraArgs")
@@ -328,8 +330,7 @@ def _rbac() -> str:
     ]
     text = "\n---\n".join(parts).replace("}}\n---\n", "}}\n")
     # the policies' "enabled" variable: every namespace, or only labelled ones
-    enabled = json.dumps(admission.enabled_check())
-    choice = f"{{{{ if .Values.enableAllNamespaces }}}}'true'{{{{ else }}}}{enabled}{{{{ end }}}}"
+    choice = enabled_choice(admission.enabled_check())
     return substitute(text, {**NAMESPACES, "ENABLE_ALL": choice}) + "\n"
 
 

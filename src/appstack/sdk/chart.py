@@ -22,9 +22,10 @@ priority class, affinity, podSecurityContext, securityContext, pod annotations a
 the ServiceAccount (created, or one that exists), the watched namespaces of a cluster-wide
 operator (a Role in each: :func:`_watched_text`), leader election, the pods'
 terminationGracePeriodSeconds and the operator's ``--graceful-shutdown-timeout`` below it
-(checked at render), its flags — log level, concurrency, sync period and its own
-(:class:`ChartFlag`) —, extra arguments, environment, volumes and mounts, the probes'
-timing, the metrics Service and a ServiceMonitor with its labels and its reader binding,
+(checked at render), its flags — log level, concurrency, sync period, every namespace
+or only those labelled enabled (the admission policies and webhooks following:
+:func:`_enabled_sentinels`) and its own (:class:`ChartFlag`) —, extra arguments,
+environment, volumes and mounts, the probes' timing, the metrics Service and a ServiceMonitor with its labels and its reader binding,
 the PrometheusRule of the alerts the kinds declare with its labels — its Prometheus
 templates kept as they are —, the CRDs kept on uninstall), their defaults those of the
 install. Template text comes from the objects with sentinels
@@ -45,9 +46,11 @@ import yaml
 
 from appstack.core import defaults
 from appstack.core.duration import DEFAULT_SYNC_PERIOD
+from appstack.sdk.guards.expressions import labelled
 from appstack.sdk.helmtext import (
     AUTOSCALING_RANGE,
     DURATION,
+    ENABLE_ALL,
     GRACE_PERIOD,
     IMAGE,
     ONE_LEADER,
@@ -62,6 +65,7 @@ from appstack.sdk.helmtext import (
     autoscaling_values,
     dump,
     either,
+    enabled_choice,
     file_entries,
     files_text,
     if_item,
@@ -90,6 +94,7 @@ from appstack.sdk.helmtext import CONTROL_LINES as _CONTROL_LINES
 from appstack.sdk.identity import OperatorIdentity
 from appstack.sdk.install import spread_affinity
 from appstack.sdk.kit.dashboards import SIDECAR_LABEL
+from appstack.sdk.kit.webhooks import namespace_selector
 from appstack.sdk.rbac import binding, marker_rule, process_rules, within_namespaces
 
 Obj = dict[str, Any]
@@ -351,6 +356,15 @@ FLAG_VALUES = (
         {"type": "string", "pattern": DURATION},
         "The operator's --sync-period: every object reconciled again this often.",
     ),
+    ChartFlag(
+        "enableAllNamespaces",
+        "--enable-all-namespaces",
+        False,
+        {"type": "boolean"},
+        "Act in every watched namespace (--enable-all-namespaces; the admission policies "
+        "follow), not only in those labelled enabled for the operator.",
+        off="--no-enable-all-namespaces",
+    ),
 )
 
 
@@ -507,6 +521,12 @@ class _Install:
     grants: tuple[str, str] | None = None
     #: The operator's flags that are values (:data:`FLAG_VALUES` and its own).
     flags: tuple[ChartFlag, ...] = ()
+    #: The operator's enabled label (``<domain>/enabled``): what ``enableAllNamespaces``
+    #: turns off in the admission policies and the webhooks' namespace selectors.
+    enabled_label: str = ""
+    #: The namespace selectors of the operator's webhooks, (labelled enabled only, every
+    #: namespace): a webhook with either is sent what ``enableAllNamespaces`` says.
+    selectors: tuple[Obj, Obj] | None = None
 
 
 #: The operator pod's fields that are blocks of the values, rendered when not empty:
@@ -691,9 +711,50 @@ def _released(text: str, install: _Install) -> str:
 ACCOUNT_NAME = sentinel("ACCOUNT_NAME")
 
 
+#: Where an install has its admission policies' ``enabled`` variable and its webhooks'
+#: choice of namespaces (:func:`_enabled_sentinels`): ``enableAllNamespaces`` chooses.
+ENABLED, ENABLED_ONLY = sentinel("ENABLED"), sentinel("ENABLED_ONLY")
+
+
+def _enabled_sentinels(obj: Obj, install: _Install) -> None:
+    """The operator's choice of namespaces in ``obj`` as sentinels, in place: an admission
+    policy's ``enabled`` variable (every namespace, ``true``, or those labelled enabled:
+    ``enabled_check``), a webhook's namespace selector (the operator's, with or without the
+    enabled label: :func:`~appstack.sdk.kit.webhooks.namespace_selector`). What a user
+    changed from the generated choice is kept as it is."""
+    if not install.enabled_label:
+        return
+    if obj["kind"] == "ValidatingAdmissionPolicy":
+        check = labelled(install.enabled_label)
+        for variable in obj.get("spec", {}).get("variables") or []:
+            if variable.get("name") == "enabled" and variable.get("expression") in ("true", check):
+                variable["expression"] = ENABLED
+    elif obj["kind"] in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
+        for webhook in obj.get("webhooks") or []:
+            chosen = webhook.get("namespaceSelector")
+            if install.selectors and chosen in install.selectors:
+                webhook["namespaceSelector"] = {
+                    **{k: v for k, v in chosen.items() if k != "matchLabels"},
+                    ENABLED_ONLY: "",
+                }
+
+
+def _enabled_text(text: str, install: _Install) -> str:
+    """The sentinels of :func:`_enabled_sentinels` as ``enableAllNamespaces`` chooses."""
+    text = substitute(text, {"ENABLED": enabled_choice(labelled(install.enabled_label))})
+    label = json.dumps({install.enabled_label: "true"})
+    return re.sub(
+        rf"^(\s*)'{re.escape(ENABLED_ONLY)}': ''$",
+        rf"\1{{{{- if not {ENABLE_ALL} }}}}\n\1matchLabels: {label}\n\1{{{{- end }}}}",
+        text,
+        flags=re.M,
+    )
+
+
 def _prepared(obj: Obj, install: _Install) -> None:
     """``obj``'s metadata and selectors with the chart's sentinels, in place."""
     kind, meta = obj["kind"], obj["metadata"]
+    _enabled_sentinels(obj, install)
     if kind in CLUSTER_SCOPED:
         meta.pop("namespace", None)
     _relabel(meta, install.install_labels)
@@ -862,6 +923,7 @@ def _object_text(
     )
     # names inside quoted strings too (a CEL literal): replaced in place, quotes kept
     text = _released(text, install)
+    text = _enabled_text(text, install)
     account = f'{{{{ include "{install.chart}.serviceAccountName" $ }}}}'
     text = substitute(text, {"ACCOUNT_NAME": account})
     if obj["kind"] == "ServiceAccount" and account in text:  # the operator's: unless given
@@ -1094,6 +1156,11 @@ def chart_files(
         toggled=toggled is not None,
         grants=grants,
         flags=every_flag,
+        enabled_label=identity.enabled_label,
+        selectors=(
+            namespace_selector(identity, enable_all=False),
+            namespace_selector(identity, enable_all=True),
+        ),
     )
     parts = _parts(installs, deployment, container, install)
     services = {o["metadata"]["name"] for o in every if o["kind"] == "Service"}
@@ -1286,8 +1353,12 @@ NOTES = """\
   kubectl -n {{{{ .Release.Namespace }}}} rollout status deployment/\
 {{{{ include "{chart}.fullname" . }}}}-controller-manager
 {watched}
-It acts only in namespaces labelled {enabled}=true (unless it was built to act in all):
+{{{{- if .Values.enableAllNamespaces }}}}
+It acts in every namespace it watches (enableAllNamespaces=true).
+{{{{- else }}}}
+It acts only in namespaces labelled {enabled}=true; enable one with:
   kubectl label namespace NAME {enabled}=true
+{{{{- end }}}}
 """
 
 

@@ -7,6 +7,7 @@ used by the SDK's chart generator (:mod:`appstack.sdk.chart`) and, through
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -435,6 +436,18 @@ def watching(
     ]
 
 
+#: The value that has an operator act in every namespace it watches, not only in those a
+#: cluster administrator labelled enabled for it (its ``--enable-all-namespaces``).
+ENABLE_ALL = ".Values.enableAllNamespaces"
+
+
+def enabled_choice(check: str) -> str:
+    """What replaces the quoted sentinel of the admission policies' ``enabled`` variable
+    (may the operator act in the request's namespace): every namespace (``'true'``) when
+    :data:`ENABLE_ALL`, else ``check`` (CEL: the namespace is labelled enabled)."""
+    return f"{{{{ if {ENABLE_ALL} }}}}'true'{{{{ else }}}}{json.dumps(check)}{{{{ end }}}}"
+
+
 def watch_namespaces_schema() -> dict[str, Any]:
     """``watchNamespaces``' JSON schema: distinct namespace names (DNS labels)."""
     return {
@@ -657,6 +670,8 @@ class HelmText:
     sharding_schema_rules = staticmethod(sharding_schema_rules)
     watching = staticmethod(watching)
     watch_namespaces_schema = staticmethod(watch_namespaces_schema)
+    enabled_choice = staticmethod(enabled_choice)
+    ENABLE_ALL = ENABLE_ALL
     WATCH_NAMESPACES = WATCH_NAMESPACES
     WATCH_ARG = WATCH_ARG
     #: The release's namespace where an object has the sentinel ``NS``.

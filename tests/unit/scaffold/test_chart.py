@@ -574,6 +574,10 @@ def _content(obj: Obj) -> Obj:
     return {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
 
 
+#: Flags of an install that its chart passes as values (after the install's own arguments).
+MOVED = {"--enable-all-namespaces"}
+
+
 def _same_install(rendered: list[Obj], installed: list[Obj]) -> None:
     """The chart rendered as release ``guestbook`` in guestbook-system is ``installed``
     (kustomize's build): the same objects by kind and name, each role's rules and each
@@ -588,7 +592,10 @@ def _same_install(rendered: list[Obj], installed: list[Obj]) -> None:
             assert _content(obj) == _content(expected[obj["kind"], obj["metadata"]["name"]])
     args = manager(rendered)[1]["args"]
     wanted = manager([o for o in installed if o["kind"] == "Deployment"])[1]["args"]
-    assert args[: len(wanted)] == wanted
+    # a flag that is a value of the chart is passed after the install's own
+    own = [a for a in wanted if a not in MOVED]
+    assert [a for a in args if a not in MOVED][: len(own)] == own
+    assert MOVED & set(args) == MOVED & set(wanted)
 
 
 def test_sharding_is_a_value_of_the_chart_rendering_the_sharded_install_or_not(
@@ -642,6 +649,53 @@ def test_sharding_is_a_value_of_the_chart_rendering_the_sharded_install_or_not(
     off = template(helm, *release, "--set=sharding.enabled=false", namespace="guestbook-system")
     _same_install(off, manifests.sharding_toggled(project, str(kubectl)) or [])
     assert "--sharding" not in manager(off)[1]["args"]
+
+
+def _selectors(objects: list[Obj]) -> list[Obj]:
+    """The namespace selector of every webhook of the admission webhook configurations."""
+    return [
+        hook["namespaceSelector"]
+        for o in objects
+        if o["kind"].endswith("WebhookConfiguration")
+        for hook in o["webhooks"]
+    ]
+
+
+def test_enable_all_namespaces_is_a_value_rendering_either_install(
+    project: Path, tools: tuple[Path, Path]
+) -> None:
+    """Issue #47 (what appstack's chart offers, every SDK operator's chart offers, by the
+    same code): ``enableAllNamespaces`` renders exactly the install ``appstack edit
+    --enable-all-namespaces`` makes — the flag, the admission policies' ``enabled``
+    variable, the webhooks' namespace selectors — and false the one without, whichever the
+    project chose as the default; its NOTES say which."""
+    helm, kubectl = tools
+    _guestbook(project, webhook=True)
+    commands.generate_chart(project, "registry.example/guestbook:v1", str(kubectl))
+    chart = project / "dist" / "chart"
+    assert yaml.safe_load((chart / "values.yaml").read_text())["enableAllNamespaces"] is False
+    labelled = manifests.install_objects(project, str(kubectl))
+    commands.edit(project, enable_all_namespaces=True)
+    commands.generate_manifests(project)
+    everywhere = manifests.install_objects(project, str(kubectl))
+    assert _selectors(labelled) != _selectors(everywhere)
+    release = (chart, "guestbook")
+    on = "--set=enableAllNamespaces=true"
+    for values, install in (((), labelled), ((on,), everywhere)):
+        rendered = template(helm, *release, *values, namespace="guestbook-system")
+        _same_install(rendered, install)
+        assert _selectors(rendered) == _selectors(install)
+        assert ("--enable-all-namespaces" in manager(rendered)[1]["args"]) == bool(values)
+    notes = (chart / "templates/NOTES.txt").read_text()
+    assert "{{- if .Values.enableAllNamespaces }}\nIt acts in every namespace" in notes
+    # the project built to act everywhere: its chart's default, false on demand
+    commands.generate_chart(project, "registry.example/guestbook:v1", str(kubectl))
+    assert yaml.safe_load((chart / "values.yaml").read_text())["enableAllNamespaces"] is True
+    _same_install(template(helm, *release, namespace="guestbook-system"), everywhere)
+    off = template(helm, *release, "--set=enableAllNamespaces=false", namespace="guestbook-system")
+    _same_install(off, labelled)
+    assert _selectors(off) == _selectors(labelled)
+    assert "--no-enable-all-namespaces" not in manager(off)[1]["args"]
 
 
 OWN_FLAGS = """
