@@ -22,13 +22,14 @@ priority class, affinity, podSecurityContext, securityContext, pod annotations a
 the ServiceAccount (created, or one that exists), the watched namespaces of a cluster-wide
 operator (a Role in each: :func:`_watched_text`), leader election, the pods'
 terminationGracePeriodSeconds and the operator's ``--graceful-shutdown-timeout`` below it
-(checked at render), its flags — log level, concurrency, sync period, every namespace
-or only those labelled enabled (the admission policies and webhooks following:
+(checked at render), its flags — log level, concurrency, sync period, every namespace or
+only those labelled enabled (the admission policies and webhooks following:
 :func:`_enabled_sentinels`) and its own (:class:`ChartFlag`) —, extra arguments,
-environment, volumes and mounts, the probes' timing, the metrics Service and a ServiceMonitor with its labels and its reader binding,
-the PrometheusRule of the alerts the kinds declare with its labels — its Prometheus
-templates kept as they are —, the CRDs kept on uninstall), their defaults those of the
-install. Template text comes from the objects with sentinels
+environment, volumes and mounts, the probes' timing, the metrics Service and a
+ServiceMonitor with its labels and its reader binding, the PrometheusRule of the alerts the
+kinds declare with its labels — its Prometheus templates kept as they are —, the CRDs kept
+on uninstall), their defaults those of the install. Template text comes from the objects
+with sentinels
 (:mod:`appstack.sdk.helmtext`, what appstack's own chart is made with). Pure: the same
 objects always give the same files.
 """
