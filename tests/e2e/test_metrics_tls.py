@@ -7,7 +7,6 @@ HTTP. The self-signed default is scraped by test_operator_process.py."""
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import re
 import ssl
 import time
@@ -16,14 +15,10 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import serialization
-from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from appstack.runtime.client import Client
 from appstack.runtime.reviewlimit import ReviewBudget
 from appstack_testbed.audit import read_audit_events
-from appstack_testbed.pki import issue, key_pem, new_ca, x509_name
 from appstack_testbed.pytest_plugin import ClusterHandle
 from appstack_testbed.waiting import eventually_sync
 from tests.e2e.conftest import appstack_run, program
@@ -34,6 +29,7 @@ from tests.e2e.test_operator_process import (
     _reader_token,
     operator_ready,
 )
+from tests.support.certs import serving_cert_files
 
 # Serial (on a quiet machine): it counts the API server's reviews in the audit log, which every
 # test writes to.
@@ -45,23 +41,9 @@ FLOOD = 300
 def _cert_dir(directory: Path) -> Path:
     """A CA (ca.crt) and a serving certificate it signed for 127.0.0.1 and the metrics
     Service's name (tls.crt, tls.key), as cert-manager writes a Secret."""
-    ca_cert, ca_key = new_ca("metrics-ca")
-    sans: list[x509.GeneralName] = [
-        x509.DNSName("appstack-operator-metrics.appstack-system.svc"),
-        x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
-    ]
-    cert, key = issue(
-        x509_name("appstack-operator-metrics"),
-        ca_cert,
-        ca_key,
-        [ExtendedKeyUsageOID.SERVER_AUTH],
-        sans,
+    return serving_cert_files(
+        directory, ["appstack-operator-metrics.appstack-system.svc"], ["127.0.0.1"]
     )
-    directory.mkdir()
-    (directory / "ca.crt").write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
-    (directory / "tls.crt").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    (directory / "tls.key").write_bytes(key_pem(key))
-    return directory
 
 
 def _metric(text: str, name: str) -> float:

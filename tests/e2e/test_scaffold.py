@@ -45,6 +45,7 @@ from appstack_testbed.operators import token_kubeconfig
 from appstack_testbed.pytest_plugin import SESSION_ENV, ClusterHandle
 from appstack_testbed.waiting import eventually_sync
 from tests.e2e.shell_blocks import blocks
+from tests.support.certs import serving_cert_files
 from tests.support.files import file_digests
 from tests.support.paths import REPO_ROOT
 
@@ -667,8 +668,10 @@ def _helm_release(env: dict[str, str], project: Path, cluster: ClusterHandle) ->
     first), told to watch one namespace (``watchNamespaces``: a Role there, no
     ClusterRole): the release's operator pod Ready, selected by the release; the sample in
     the watched namespace Ready, the one in another enabled namespace untouched and not
-    readable by the operator's ServiceAccount; ``helm test`` (its /metrics answering through
-    the release's Service) passing; uninstalled after."""
+    readable by the operator's ServiceAccount; ``/metrics`` served with the certificate of
+    ``metrics.certSecret`` (a CA-signed one for the release's metrics Service), which
+    ``helm test`` checks against that CA through the release's Service; uninstalled
+    after."""
     started = time.monotonic()
     kustomization = yaml.safe_load((project / "config/manager/kustomization.yaml").read_text())
     (entry,) = kustomization["images"]
@@ -683,13 +686,21 @@ def _helm_release(env: dict[str, str], project: Path, cluster: ClusterHandle) ->
         _ok(_sh(f"kubectl create namespace {each}", project, env), f"namespace {each}")
         _enable(env, project, each)
     chart = str(project / "dist" / "chart")
+    service = f"{release}-guestbook-controller-manager-metrics-service"
+    certs = serving_cert_files(project.parent / f"certs-{suffix}", [f"{service}.{namespace}.svc"])
+    _ok(_sh(f"kubectl create namespace {namespace}", project, env), f"namespace {namespace}")
+    files = " ".join(f"--from-file={certs / name}" for name in ("ca.crt", "tls.crt", "tls.key"))
+    _ok(
+        _sh(f"kubectl -n {namespace} create secret generic metrics-tls {files}", project, env),
+        "the metrics certificate's Secret",
+    )
     helm(
         "install",
         release,
         chart,
         f"--namespace={namespace}",
-        "--create-namespace",
         f"--set=watchNamespaces={{{watched}}}",
+        "--set=metrics.certSecret=metrics-tls",
     )
     try:
         deployment = f"{release}-guestbook-controller-manager"
@@ -732,7 +743,8 @@ def _helm_release(env: dict[str, str], project: Path, cluster: ClusterHandle) ->
             "the unwatched sample",
         )
         assert untouched == "", untouched
-        # helm test: the chart's Pod GETs /metrics through the release's metrics Service
+        # helm test: the chart's Pod GETs /metrics through the release's metrics Service, the
+        # certificate checked against metrics.certSecret's CA for the Service's name
         tested = helm("test", release, f"--namespace={namespace}", "--timeout=2m")
         assert "Phase:          Succeeded" in tested.stdout, tested.stdout
     finally:

@@ -10,11 +10,11 @@ instead of the self-signed one) decide the ServiceMonitor's ``scheme`` and ``tls
 
 from __future__ import annotations
 
-import re
-
 from appstack.manifests import crds, dashboard, grafana, monitoring, rbac, workload
 from appstack.manifests.helmtext import (
     IMAGE,
+    METRICS_CERT_SECRET,
+    METRICS_SECURE,
     NAMESPACES,
     NS,
     RELEASE_NS,
@@ -23,44 +23,23 @@ from appstack.manifests.helmtext import (
     file_entries,
     files_text,
     literal_braces,
+    metrics_ca_text,
+    metrics_scheme,
     metrics_test_pod,
     pod_extras,
     sentinel,
     substitute,
 )
 
-SECURE = ".Values.metrics.secure"
-CERT_SECRET = ".Values.metrics.certSecret"  # noqa: S105 - a value's path
+SECURE = METRICS_SECURE
+CERT_SECRET = METRICS_CERT_SECRET
 
 
 def _scheme_and_tls(text: str) -> str:
-    """``scheme: '@@SCHEME@@'`` → https with the tlsConfig the values choose, or http."""
-    checked = dump({"tlsConfig": monitoring.tls_config(NS, sentinel("CERT_SECRET"))})
-    skipped = dump({"tlsConfig": monitoring.tls_config(NS)})
-
-    def replace(match: re.Match[str]) -> str:
-        i = match.group(1)
-
-        def indented(yaml_text: str) -> str:
-            return "\n".join(f"{i}{line}" for line in yaml_text.rstrip("\n").split("\n"))
-
-        return "\n".join(
-            [
-                f"{i}{{{{- if {SECURE} }}}}",
-                f"{i}scheme: https",
-                f"{i}{{{{- if {CERT_SECRET} }}}}",
-                indented(checked),
-                f"{i}{{{{- else }}}}",
-                indented(skipped),
-                f"{i}{{{{- end }}}}",
-                f"{i}{{{{- else }}}}",
-                f"{i}scheme: http",
-                f"{i}{{{{- end }}}}",
-            ]
-        )
-
-    text = re.sub(r"^(\s*)tlsConfig:\n(\1 .*\n)*", "", text, flags=re.MULTILINE)
-    return re.sub(r"^(\s*)scheme: https$", replace, text, flags=re.MULTILINE)
+    """``scheme: https`` → https with the tlsConfig the values choose, or http (the SDK's
+    :func:`~appstack.sdk.HelmText.metrics_scheme`, as every operator's chart)."""
+    checked = monitoring.tls_config(NS, sentinel("CERT_SECRET"))
+    return metrics_scheme(text, checked, monitoring.tls_config(NS))
 
 
 def service_monitor() -> str:
@@ -89,13 +68,14 @@ def test_pod() -> str:
     """``helm test``'s Pod: GETs /metrics through the metrics Service (the SDK's
     :func:`~appstack.sdk.HelmText.metrics_test_pod`, as every operator's chart)."""
     url = f"{sentinel('SCHEME')}://{workload.METRICS_SERVICE}.{RELEASE_NS}.svc:8080/metrics"
-    pod = metrics_test_pod(f"{rbac.NAME}-test-metrics", NS, url, crds.LABELS)
+    pod = metrics_test_pod(
+        f"{rbac.NAME}-test-metrics", NS, url, crds.LABELS, ca_secret=sentinel("CERT_SECRET")
+    )
     scheme = f"{{{{ if {SECURE} }}}}https{{{{ else }}}}http{{{{ end }}}}"
     # the operator's image: pulled as the operator's is (a private registry's Secret)
-    text = pod_extras(dump(pod))
-    return conditional_text(
-        ".Values.metrics.enabled", substitute(text, {"IMAGE": IMAGE, "SCHEME": scheme})
-    )
+    text = metrics_ca_text(pod_extras(dump(pod)))
+    extra = {"IMAGE": IMAGE, "SCHEME": scheme, "CERT_SECRET": f"{{{{ {CERT_SECRET} }}}}"}
+    return conditional_text(".Values.metrics.enabled", substitute(text, extra))
 
 
 def prometheus_rule() -> str:

@@ -54,6 +54,8 @@ from appstack.sdk.helmtext import (
     ENABLE_ALL,
     GRACE_PERIOD,
     IMAGE,
+    METRICS_CERT_SECRET,
+    METRICS_SECURE,
     ONE_LEADER,
     POD_LABELS,
     SHARDED,
@@ -62,6 +64,7 @@ from appstack.sdk.helmtext import (
     SHUTDOWN_IN_GRACE,
     SHUTDOWN_TIMEOUT,
     WATCH_ARG,
+    WITH_METRICS_CERT,
     autoscaler_text,
     autoscaling_values,
     dump,
@@ -73,6 +76,8 @@ from appstack.sdk.helmtext import (
     items,
     literal_braces,
     merged_keys,
+    metrics_ca_text,
+    metrics_scheme,
     metrics_test_pod,
     pod_extras,
     pod_settings,
@@ -90,10 +95,11 @@ from appstack.sdk.helmtext import (
     with_scalar,
     wrap_item,
     wrap_key,
+    wrap_list_item,
 )
 from appstack.sdk.helmtext import CONTROL_LINES as _CONTROL_LINES
 from appstack.sdk.identity import OperatorIdentity
-from appstack.sdk.install import spread_affinity
+from appstack.sdk.install import metrics_tls, spread_affinity
 from appstack.sdk.kit.dashboards import SIDECAR_LABEL
 from appstack.sdk.kit.webhooks import namespace_selector
 from appstack.sdk.rbac import binding, marker_rule, process_rules, within_namespaces
@@ -145,10 +151,17 @@ KUBERNETES_GRACE_PERIOD = 30
 DASHBOARDS_DIR = "dashboards"
 #: The operator's flag ``gracefulShutdownTimeout`` sets (:func:`_taken`).
 SHUTDOWN_FLAG = "--graceful-shutdown-timeout"
+#: The operator's flags that ``metrics.secure`` and ``metrics.certSecret`` decide.
+METRICS_FLAGS = ("--metrics-secure", "--no-metrics-secure", "--metrics-cert-dir")
+#: Where ``metrics.certSecret`` is mounted (``--metrics-cert-dir``; kubebuilder's path) and
+#: the volume's name.
+METRICS_CERT_DIR = "/tmp/k8s-metrics-server/metrics-certs"  # noqa: S108 - a mount point
+METRICS_CERTS = "metrics-certs"
 FULLNAME = sentinel("FULLNAME")
 LABELS = sentinel("LABELS")
 SELECTOR = sentinel("SELECTOR")
 _DNS_LABEL_MAX = 63
+DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 
 
 class ChartError(ValueError):
@@ -369,6 +382,17 @@ FLAG_VALUES = (
 )
 
 
+def _serves_metrics_tls(deployment: Obj, container: Obj) -> bool:
+    """Whether the chart decides how the operator serves ``/metrics`` (``metrics.secure``,
+    ``metrics.certSecret``): unless the install mounts a certificate of its own (a
+    ``--metrics-cert-dir`` or a volume named as the chart's), which it then keeps."""
+    args = [str(a) for a in container.get("args") or []]
+    volumes = deployment["spec"]["template"]["spec"].get("volumes") or []
+    return not any(a.startswith("--metrics-cert-dir") for a in args) and not any(
+        v.get("name") == METRICS_CERTS for v in volumes
+    )
+
+
 def _values(
     deployment: Obj,
     container: Obj,
@@ -427,6 +451,10 @@ def _values(
     }
     if "metrics" in kinds:
         values["metrics"] = {"enabled": True}
+        if _serves_metrics_tls(deployment, container):
+            secure = "--no-metrics-secure" not in (container.get("args") or [])
+            container["args"] = [a for a in container["args"] if a not in METRICS_FLAGS]
+            values["metrics"] |= {"secure": secure, "certSecret": ""}
         if "ServiceMonitor" in kinds:
             monitor = {
                 "enabled": False,
@@ -528,6 +556,9 @@ class _Install:
     #: The namespace selectors of the operator's webhooks, (labelled enabled only, every
     #: namespace): a webhook with either is sent what ``enableAllNamespaces`` says.
     selectors: tuple[Obj, Obj] | None = None
+    #: The chart decides how ``/metrics`` is served (:func:`_serves_metrics_tls`): the name
+    #: a mounted certificate is for (the metrics Service's DNS name), else empty.
+    metrics_server: str = ""
 
 
 #: The operator pod's fields that are blocks of the values, rendered when not empty:
@@ -546,6 +577,7 @@ def _arg_sentinels(container: Obj, install: _Install) -> None:
     flags = ["LEASE"] if install.lease else []
     flags += ["WEBHOOK_SERVICE"] if install.webhook_service else []
     flags += ["SHUTDOWN", *(f"FLAG_{flag.value}" for flag in install.flags)]
+    flags += ["METRICS_INSECURE", "METRICS_CERT"] if install.metrics_server else []
     flags += ["WATCH"] if install.grants else []
     container["args"] = args + [sentinel(flag) for flag in (*flags, "EXTRA_ARGS")]
     if install.toggled:  # where the sharding Component puts it: last of the install's own
@@ -570,6 +602,10 @@ def _args_text(text: str, install: _Install) -> str:
     text = if_item(text, "SHUTDOWN", *SHUTDOWN_ARG)
     for flag in install.flags:
         text = flag.item(text)
+    text = if_item(text, "METRICS_INSECURE", "--no-metrics-secure", f"not {METRICS_SECURE}")
+    text = if_item(
+        text, "METRICS_CERT", f"--metrics-cert-dir={METRICS_CERT_DIR}", METRICS_CERT_SECRET
+    )
     if install.grants:
         text = range_item(text, *WATCH_ARG)
     return range_item(text, "EXTRA_ARGS", "{{ . | quote }}", ".Values.extraArgs")
@@ -598,9 +634,10 @@ def _probe_values(container: Obj) -> Obj:
     }
 
 
-def _extended(text: str, *, mounts: bool, volumes: bool) -> str:
+def _extended(text: str, *, mounts: bool, volumes: bool, certs: bool) -> str:
     """The Deployment's text with ``extraVolumeMounts`` and ``extraVolumes`` after the
-    install's own (the key rendered only when there is one), the probes' timing
+    install's own and the metrics certificate's (``certs``: rendered with
+    ``metrics.certSecret``; each key rendered only when it has an item), the probes' timing
     (``livenessProbe``, ``readinessProbe``: Helm merges a value over the install's) and
     ``revisionHistoryLimit`` (null: Kubernetes' default)."""
     for key, name, extra, own in (
@@ -608,8 +645,11 @@ def _extended(text: str, *, mounts: bool, volumes: bool) -> str:
         ("volumes", "EXTRA_VOLUMES", ".Values.extraVolumes", volumes),
     ):
         if not own:
-            text = wrap_key(text, key, f"{{{{- if {extra} }}}}", "{{- end }}")
+            either = f"or {METRICS_CERT_SECRET} {extra}" if certs else extra
+            text = wrap_key(text, key, f"{{{{- if {either} }}}}", "{{- end }}")
         text = items(text, name, extra)
+    if certs:
+        text = wrap_list_item(text, f"name: {METRICS_CERTS}", *WITH_METRICS_CERT)
     for probe, name in PROBES:
         text = merged_keys(text, name, f".Values.{probe}")
     return set_scalar(text, "revisionHistoryLimit", "HISTORY", ".Values.revisionHistoryLimit")
@@ -646,8 +686,13 @@ def _deployment_text(deployment: Obj, container: Obj, install: _Install) -> str:
             container[probe] = {**kept, sentinel(name): ""}
     mounts = list(container.get("volumeMounts") or [])
     volumes = list(pod.get("volumes") or [])
-    container["volumeMounts"] = [*mounts, sentinel("EXTRA_MOUNTS")]
-    pod["volumes"] = [*volumes, sentinel("EXTRA_VOLUMES")]
+    certs: tuple[list[Obj], list[Obj]] = ([], [])
+    if install.metrics_server:  # metrics.certSecret's
+        mount = {"name": METRICS_CERTS, "mountPath": METRICS_CERT_DIR, "readOnly": True}
+        volume = {"name": METRICS_CERTS, "secret": {"secretName": sentinel("CERT_SECRET")}}
+        certs = ([mount], [volume])
+    container["volumeMounts"] = [*mounts, *certs[0], sentinel("EXTRA_MOUNTS")]
+    pod["volumes"] = [*volumes, *certs[1], sentinel("EXTRA_VOLUMES")]
     pod_settings(pod, container)
     pod["containers"] = [pull_policy(c) if c is container else c for c in pod["containers"]]
     pod["imagePullSecrets"] = sentinel("PULL_SECRETS")
@@ -660,7 +705,9 @@ def _deployment_text(deployment: Obj, container: Obj, install: _Install) -> str:
     # the default: this release's replicas preferably on different nodes
     pod["affinity"] = spread_affinity({SELECTOR: ""})
     text = _args_text(dump(deployment), install)
-    text = _extended(text, mounts=bool(mounts), volumes=bool(volumes))
+    text = _extended(
+        text, mounts=bool(mounts), volumes=bool(volumes), certs=bool(install.metrics_server)
+    )
     text = items(text, "EXTRA_ENV", ".Values.extraEnv")
     text = pod_settings_text(text)
     for key, name, value in (
@@ -673,7 +720,12 @@ def _deployment_text(deployment: Obj, container: Obj, install: _Install) -> str:
     text = pod_extras(text)
     if install.sharded:
         text = unless_autoscaled(text)
-    values = {"REPLICAS": "{{ .Values.replicas }}", "IMAGE": IMAGE, "GRACE": GRACE_PERIOD}
+    values = {
+        "REPLICAS": "{{ .Values.replicas }}",
+        "IMAGE": IMAGE,
+        "GRACE": GRACE_PERIOD,
+        "CERT_SECRET": f"{{{{ {METRICS_CERT_SECRET} }}}}",
+    }
     return substitute(text, values)
 
 
@@ -715,6 +767,29 @@ ACCOUNT_NAME = sentinel("ACCOUNT_NAME")
 #: Where an install has its admission policies' ``enabled`` variable and its webhooks'
 #: choice of namespaces (:func:`_enabled_sentinels`): ``enableAllNamespaces`` chooses.
 ENABLED, ENABLED_ONLY = sentinel("ENABLED"), sentinel("ENABLED_ONLY")
+
+
+def _scrapes_self_signed(endpoint: Obj, install: _Install) -> bool:
+    """Whether a ServiceMonitor endpoint scrapes the operator's ``/metrics`` as the install
+    serves it (HTTPS, its self-signed certificate unchecked: the SDK's
+    :func:`~appstack.sdk.metrics_tls`) where the chart decides how it is served — so
+    ``metrics.secure`` and ``metrics.certSecret`` choose its scheme and TLS (an endpoint
+    you changed is kept)."""
+    return bool(install.metrics_server) and (
+        endpoint.get("scheme") == "https" and endpoint.get("tlsConfig") == metrics_tls()
+    )
+
+
+def _scheme_text(text: str, install: _Install) -> str:
+    """The endpoints of :func:`_scrapes_self_signed` as the values choose: https with the
+    mounted certificate's CA (``ca.crt`` of ``metrics.certSecret``, as cert-manager writes
+    it) for the metrics Service's name, or unchecked; or http."""
+    marked = f"scheme: '{sentinel('SCHEME')}'"
+    if marked not in text:
+        return text
+    checked = metrics_tls(sentinel("CERT_SECRET"), install.metrics_server)
+    text = metrics_scheme(text.replace(marked, "scheme: https"), checked, metrics_tls())
+    return substitute(text, {"CERT_SECRET": "{{ $.Values.metrics.certSecret }}"})
 
 
 def _enabled_sentinels(obj: Obj, install: _Install) -> None:
@@ -766,6 +841,8 @@ def _prepared(obj: Obj, install: _Install) -> None:
         obj["spec"]["selector"] = {"matchLabels": {SELECTOR: ""}}
         for endpoint in obj["spec"].get("endpoints") or []:
             endpoint["interval"] = sentinel("INTERVAL")
+            if _scrapes_self_signed(endpoint, install):
+                endpoint["scheme"] = sentinel("SCHEME")
     elif kind == "CustomResourceDefinition":
         meta["annotations"] = {**(meta.get("annotations") or {}), sentinel("KEEP"): ""}
     elif kind == "ServiceAccount" and meta["name"] == install.account:
@@ -912,7 +989,7 @@ def _object_text(
         text = dump(_walk_replace(obj, install.selector, {SELECTOR: ""}))
     if obj["kind"] == "PrometheusRule":  # its annotations are Prometheus templates
         text = literal_braces(text)
-    text = _labels_text(text, install.chart)
+    text = _scheme_text(_labels_text(text, install.chart), install)
     text = merged_keys(text, "ACCOUNT_ANNOTATIONS", ".Values.serviceAccount.annotations")
     text = merged_keys(text, "MONITOR_LABELS", ".Values.metrics.serviceMonitor.labels")
     text = merged_keys(text, "RULE_LABELS", ".Values.metrics.prometheusRule.labels")
@@ -938,15 +1015,23 @@ def _object_text(
 def _test_pod(service: Obj, install: _Install) -> str:
     """``helm test``'s Pod (:func:`~appstack.sdk.helmtext.metrics_test_pod`): a GET of
     ``/metrics`` through the release's metrics Service ``service`` (HTTPS unless its port
-    is named ``http``), with the operator's image; rendered with the Service."""
+    is named ``http`` or ``metrics.secure`` is false; the certificate checked against
+    ``metrics.certSecret``'s CA when given), with the operator's image; rendered with the
+    Service."""
     (port, *_) = service["spec"]["ports"]
     scheme = "http" if port.get("name") == "http" else "https"
+    if install.metrics_server:  # as metrics.secure says
+        scheme = f"{{{{ if {METRICS_SECURE} }}}}https{{{{ else }}}}http{{{{ end }}}}"
     name = service["metadata"]["name"]
     url = f"{scheme}://{name}.{install.namespace}.svc:{port['port']}/metrics"
-    pod = metrics_test_pod(f"{FULLNAME}-test-metrics", install.namespace, url, {LABELS: ""})
+    ca = sentinel("CERT_SECRET") if install.metrics_server else None
+    pod = metrics_test_pod(
+        f"{FULLNAME}-test-metrics", install.namespace, url, {LABELS: ""}, ca_secret=ca
+    )
     text = pod_extras(dump(pod))
+    text = metrics_ca_text(text) if ca else text
     text = _released(_labels_text(text, install.chart), install)
-    text = substitute(text, {"IMAGE": IMAGE})
+    text = substitute(text, {"IMAGE": IMAGE, "CERT_SECRET": f"{{{{ {METRICS_CERT_SECRET} }}}}"})
     return f"{{{{- if .Values.metrics.enabled }}}}\n{text}{{{{- end }}}}\n"
 
 
@@ -1128,6 +1213,10 @@ def chart_files(
     grants = _grants(installs[0], deployment, container, identity.domain)
     every_flag = (*FLAG_VALUES, *flags)
     values = _values(deployment, container, kinds, sharded, sharding, watchable=bool(grants))
+    metrics_server = ""
+    if "certSecret" in values.get("metrics", {}):
+        service = next(o for o in installs[0] if _condition(o) == ".Values.metrics.enabled")
+        metrics_server = f"{service['metadata']['name']}.{identity.namespace}.svc"
     for flag in every_flag:
         if flag.value in values:
             raise ChartError(f"the flag {flag.flag}'s value {flag.value} names another value")
@@ -1158,6 +1247,7 @@ def chart_files(
         grants=grants,
         flags=every_flag,
         enabled_label=identity.enabled_label,
+        metrics_server=metrics_server,
         selectors=(
             namespace_selector(identity, enable_all=False),
             namespace_selector(identity, enable_all=True),
@@ -1258,6 +1348,11 @@ VALUE_HELP = {
     "readinessProbe": "The readiness probe's timing (merged over these defaults).",
     "revisionHistoryLimit": "The Deployment's old ReplicaSets kept (null: Kubernetes' 10).",
     "metrics.enabled": "The Service in front of /metrics (HTTPS, the scraper's token).",
+    "metrics.secure": "Serve /metrics over HTTPS (false: --no-metrics-secure, plain HTTP; the "
+    "ServiceMonitor and helm test follow).",
+    "metrics.certSecret": "A kubernetes.io/tls Secret whose certificate serves /metrics "
+    "(mounted, --metrics-cert-dir; for <fullname>-controller-manager-metrics-service.<namespace>"
+    ".svc; the ServiceMonitor checks it against its ca.crt); empty: a self-signed one.",
     "metrics.serviceMonitor": "A Prometheus Operator ServiceMonitor of it.",
     "metrics.serviceMonitor.interval": "How often it scrapes.",
     "metrics.serviceMonitor.labels": "What your Prometheus selects it by.",
@@ -1413,6 +1508,9 @@ def _schema(values: Obj, flags: Sequence[ChartFlag] = FLAG_VALUES) -> Obj:
         schema["properties"][flag.value] = {**schema["properties"][flag.value], **flag.schema}
     if "watchNamespaces" in values:
         schema["properties"]["watchNamespaces"] = watch_namespaces_schema()
+    if "certSecret" in values.get("metrics", {}):  # a Secret's name, or none
+        metrics = schema["properties"]["metrics"]["properties"]
+        metrics["certSecret"]["pattern"] = rf"^$|{DNS_SUBDOMAIN}"
     if "autoscaling" in values:  # a sharded operator: two shards or more
         scaling = schema["properties"]["autoscaling"]["properties"]
         for key in ("minReplicas", "maxReplicas"):

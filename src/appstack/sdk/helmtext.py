@@ -436,6 +436,46 @@ def watching(
     ]
 
 
+#: The values that choose how the operator serves ``/metrics``: over HTTPS (the default;
+#: false: ``--no-metrics-secure``), with the certificate of a mounted ``kubernetes.io/tls``
+#: Secret (``--metrics-cert-dir``) instead of a self-signed one.
+METRICS_SECURE = ".Values.metrics.secure"
+METRICS_CERT_SECRET = ".Values.metrics.certSecret"  # noqa: S105 - a value's path
+#: The lines around what is there only with a mounted metrics certificate.
+WITH_METRICS_CERT = f"{{{{- if {METRICS_CERT_SECRET} }}}}", "{{- end }}"
+
+
+def metrics_scheme(text: str, checked: Mapping[str, Any], skipped: Mapping[str, Any]) -> str:
+    """A ServiceMonitor's text with each endpoint's ``scheme: https`` (its ``tlsConfig``
+    dropped) as :data:`METRICS_SECURE` and :data:`METRICS_CERT_SECRET` choose: https with
+    the ``checked`` tlsConfig (the mounted certificate's CA, for its server name) or the
+    ``skipped`` one (the operator's self-signed certificate), or http."""
+
+    def indented(i: str, tls: Mapping[str, Any]) -> str:
+        lines = dump({"tlsConfig": dict(tls)}).rstrip("\n").split("\n")
+        return "\n".join(f"{i}{line}" for line in lines)
+
+    def replace(match: re.Match[str]) -> str:
+        i = match.group(1)
+        return "\n".join(
+            [
+                f"{i}{{{{- if {METRICS_SECURE} }}}}",
+                f"{i}scheme: https",
+                f"{i}{{{{- if {METRICS_CERT_SECRET} }}}}",
+                indented(i, checked),
+                f"{i}{{{{- else }}}}",
+                indented(i, skipped),
+                f"{i}{{{{- end }}}}",
+                f"{i}{{{{- else }}}}",
+                f"{i}scheme: http",
+                f"{i}{{{{- end }}}}",
+            ]
+        )
+
+    text = re.sub(r"^(\s*)tlsConfig:\n(\1 .*\n)*", "", text, flags=re.MULTILINE)
+    return re.sub(r"^(\s*)scheme: https$", replace, text, flags=re.MULTILINE)
+
+
 #: The value that has an operator act in every namespace it watches, not only in those a
 #: cluster administrator labelled enabled for it (its ``--enable-all-namespaces``).
 ENABLE_ALL = ".Values.enableAllNamespaces"
@@ -497,25 +537,39 @@ def unless_autoscaled(text: str) -> str:
 #: default); over HTTPS the connection is what is tested, not who signed the certificate.
 METRICS_CHECK = (
     "import os, ssl, urllib.error, urllib.request\n"
-    "unverified = ssl._create_unverified_context()\n"
+    "ca = os.environ.get('METRICS_CA')\n"
+    "if ca:\n"
+    "    context = ssl.create_default_context(cafile=ca)\n"
+    "else:\n"
+    "    context = ssl._create_unverified_context()\n"
     "try:\n"
-    "    urllib.request.urlopen(\n"
-    "        os.environ['METRICS_URL'], timeout=10, context=unverified\n"
-    "    )\n"
+    "    urllib.request.urlopen(os.environ['METRICS_URL'], timeout=10, context=context)\n"
     "except urllib.error.HTTPError as error:\n"
     "    assert error.code in (401, 403), error\n"
 )
 
 
+#: Where ``helm test``'s Pod reads the CA of ``metrics.certSecret`` (its ``ca.crt``).
+METRICS_CA_DIR = "/etc/metrics-ca"
+
+
 def metrics_test_pod(
-    name: str, namespace: str, url: str, labels: Mapping[str, str]
+    name: str,
+    namespace: str,
+    url: str,
+    labels: Mapping[str, str],
+    *,
+    ca_secret: str | None = None,
 ) -> dict[str, Any]:
     """The ``helm test`` Pod (hook ``test``) that GETs the operator's ``url`` (its metrics
     Service's ``/metrics``) with the operator's own image (Python is there), pulled as the
     operator's is: sentinels ``IMAGE``, ``PULL_SECRETS``, ``PULL_POLICY``
     (:func:`pod_extras`, :data:`IMAGE`). Non-root, no capabilities: runs under the
-    ``restricted`` Pod Security level."""
-    return {
+    ``restricted`` Pod Security level. With ``ca_secret`` (the Secret of the operator's
+    mounted certificate), it checks the certificate against that Secret's ``ca.crt`` for the
+    URL's host name — rendered only with ``metrics.certSecret``: :func:`metrics_ca_text`;
+    else it takes any."""
+    pod: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {
@@ -547,6 +601,28 @@ def metrics_test_pod(
             ],
         },
     }
+    if ca_secret:
+        (container,) = pod["spec"]["containers"]
+        container["env"].append({"name": "METRICS_CA", "value": f"{METRICS_CA_DIR}/ca.crt"})
+        container["volumeMounts"] = [
+            {"name": "metrics-ca", "mountPath": METRICS_CA_DIR, "readOnly": True}
+        ]
+        pod["spec"]["volumes"] = [
+            {
+                "name": "metrics-ca",
+                "secret": {"secretName": ca_secret, "items": [{"key": "ca.crt", "path": "ca.crt"}]},
+            }
+        ]
+    return pod
+
+
+def metrics_ca_text(text: str) -> str:
+    """The text of :func:`metrics_test_pod`'s Pod made with ``ca_secret``: what reads the
+    CA rendered only with ``metrics.certSecret``."""
+    text = wrap_list_item(text, "name: METRICS_CA", *WITH_METRICS_CERT)
+    for key in ("volumeMounts", "volumes"):
+        text = wrap_key(text, key, *WITH_METRICS_CERT)
+    return text
 
 
 def file_entries(names: Sequence[str]) -> dict[str, str]:
@@ -671,6 +747,11 @@ class HelmText:
     watching = staticmethod(watching)
     watch_namespaces_schema = staticmethod(watch_namespaces_schema)
     enabled_choice = staticmethod(enabled_choice)
+    metrics_scheme = staticmethod(metrics_scheme)
+    metrics_ca_text = staticmethod(metrics_ca_text)
+    METRICS_SECURE = METRICS_SECURE
+    METRICS_CERT_SECRET = METRICS_CERT_SECRET
+    WITH_METRICS_CERT = WITH_METRICS_CERT
     ENABLE_ALL = ENABLE_ALL
     WATCH_NAMESPACES = WATCH_NAMESPACES
     WATCH_ARG = WATCH_ARG

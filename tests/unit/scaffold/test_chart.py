@@ -992,6 +992,54 @@ def test_a_kinds_alerts_are_the_projects_prometheus_rule_and_the_charts(
     assert listed == ["monitor.yaml", "alerts.yaml"]
 
 
+def test_metrics_tls_values_choose_the_certificate_and_the_scrape_scheme(
+    chart: Path, tools: tuple[Path, Path]
+) -> None:
+    """Issue #47 (what appstack's chart offers, every SDK operator's chart offers):
+    ``metrics.certSecret`` mounts a kubernetes.io/tls Secret for ``/metrics``
+    (``--metrics-cert-dir``) and the ServiceMonitor checks it against its ``ca.crt`` for the
+    release's metrics Service; ``metrics.secure=false`` serves and scrapes plain HTTP, ``helm
+    test`` too; by default neither changes kustomize's install."""
+    helm = tools[0]
+    values = yaml.safe_load((chart / "values.yaml").read_text())["metrics"]
+    assert (values["secure"], values["certSecret"]) == (True, "")
+    monitor = "--set=metrics.serviceMonitor.enabled=true"
+    default = template(helm, chart, "a", monitor)
+    deployment, container = manager(default)
+    assert "volumes" not in deployment["spec"]["template"]["spec"]
+    assert "volumeMounts" not in container
+    (endpoint,) = one(default, "ServiceMonitor")["spec"]["endpoints"]
+    assert (endpoint["scheme"], endpoint["tlsConfig"]) == ("https", {"insecureSkipVerify": True})
+    cert = ("--set=metrics.certSecret=metrics-tls", "--set=extraVolumes[0].name=x")
+    objects = template(helm, chart, "a", monitor, *cert, "--set=extraVolumes[0].emptyDir=null")
+    deployment, container = manager(objects)
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["volumes"] == [
+        {"name": "metrics-certs", "secret": {"secretName": "metrics-tls"}},
+        {"name": "x", "emptyDir": None},
+    ]
+    (mount,) = container["volumeMounts"]
+    assert mount == {"name": "metrics-certs", "mountPath": mount["mountPath"], "readOnly": True}
+    assert f"--metrics-cert-dir={mount['mountPath']}" in container["args"]
+    (endpoint,) = one(objects, "ServiceMonitor")["spec"]["endpoints"]
+    service = one(objects, "Service", "metrics-service")["metadata"]["name"]
+    assert endpoint["scheme"] == "https"
+    assert endpoint["tlsConfig"] == {
+        "ca": {"secret": {"name": "metrics-tls", "key": "ca.crt"}},
+        "serverName": f"{service}.{NS}.svc",
+    }
+    lint = run_helm(helm, "lint", "--strict", str(chart), KUBE, monitor, *cert[:1])
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    plain = template(helm, chart, "a", monitor, "--set=metrics.secure=false")
+    assert "--no-metrics-secure" in manager(plain)[1]["args"]
+    (endpoint,) = one(plain, "ServiceMonitor")["spec"]["endpoints"]
+    assert endpoint["scheme"] == "http"
+    assert "tlsConfig" not in endpoint
+    (url,) = [e["value"] for e in one(plain, "Pod")["spec"]["containers"][0]["env"]]
+    assert url.startswith(f"http://{service}.{NS}.svc:")
+    assert "/metrics/certSecret" in refused(helm, chart, "--set=metrics.certSecret=Not_A_Name")
+
+
 def test_the_dashboards_are_a_configmap_for_grafanas_sidecar_when_asked(
     chart: Path, project: Path, tools: tuple[Path, Path]
 ) -> None:
