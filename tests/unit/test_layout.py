@@ -105,6 +105,11 @@ TESTED_ELSEWHERE: dict[str, dict[str, tuple[str, ...]]] = {
             "tests/unit/api/test_api_cel_parity.py",
         ),
         "cron": ("tests/unit/controllers/crontab/test_crontab.py",),
+        # appstack run's own flags: parsed by the command, values of the chart
+        "flags": (
+            "tests/unit/cli/test_conventions.py",
+            "tests/unit/manifests/test_one_generator.py",
+        ),
         "cron_rules": ("tests/unit/api/test_api_cel_parity.py", "tests/e2e/test_cel_parity.py"),
         "etcdcluster": (
             "tests/unit/controllers/etcdcluster/test_etcd_desired.py",

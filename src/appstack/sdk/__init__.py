@@ -90,6 +90,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs; at run time,
         KUBECONFIG as KUBECONFIG_OPTION,
     )
     from appstack.sdk.flags import (
+        ChartOption,
         Duration,
         chart_flags,
         check_duration,
@@ -474,6 +475,7 @@ _HOMES = {
     "versioned_kind": "versions",
     "CONTEXT_OPTION": "flags:CONTEXT",
     "KUBECONFIG_OPTION": "flags:KUBECONFIG",
+    "ChartOption": "flags",
     "Duration": "flags",
     "check_duration": "flags",
     "operator_command": "flags",
@@ -770,6 +772,7 @@ __all__ = [
     "Capabilities",
     "ChartError",
     "ChartFlag",
+    "ChartOption",
     "ChildMeta",
     "ChildWriter",
     "ClaimSpec",

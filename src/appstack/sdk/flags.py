@@ -378,6 +378,33 @@ def _sdk_flag_names() -> frozenset[str]:
     return frozenset(p.name for p in click.command()(probe(lambda **_: None)).params if p.name)
 
 
+#: What a chart value's name may be: one key of values.yaml, as Helm reads ``.Values.<key>``.
+CHART_VALUE = re.compile(r"^[a-z][A-Za-z0-9]*$")
+
+
+class ChartOption(click.Option):
+    """An operator's own flag (``click.option(..., cls=ChartOption, ...)`` given to
+    :func:`operator_command`'s ``flags``) that says how it is a value of the operator's
+    chart (:func:`chart_flags`): ``chart_value`` its name in values.yaml instead of the
+    long flag in camelCase (``allowExternalIPs`` for ``--allow-external-ips``); ``in_chart``
+    false when it is not a value at all (the chart sets it some other way, or it is for a
+    developer's process only). Otherwise a ``click.Option``."""
+
+    def __init__(
+        self,
+        param_decls: Sequence[str] | None = None,
+        *,
+        chart_value: str = "",
+        in_chart: bool = True,
+        **attrs: Any,
+    ) -> None:
+        super().__init__(param_decls, **attrs)
+        if chart_value and not CHART_VALUE.match(chart_value):
+            raise ValueError(f"chart_value {chart_value!r}: a values.yaml key, e.g. someSetting")
+        self.chart_value = chart_value
+        self.in_chart = in_chart
+
+
 def own_flags(command: click.Command) -> list[click.Option]:
     """The options of an operator's run command (:func:`operator_command`) that are its own,
     not the SDK's (:func:`operator_flags`): what its chart has as values
@@ -390,17 +417,21 @@ def chart_flags(command: click.Command) -> list[ChartFlag]:
     """The operator's own flags (:func:`own_flags`) as values of its chart
     (:class:`~appstack.sdk.ChartFlag`, :func:`~appstack.sdk.chart_files`' ``flags``): each
     named after its long flag in camelCase (``--allow-external-ips``:
-    ``allowExternalIps``), with its default, help and type; a switch
-    (``--x/--no-x``) a boolean, a repeatable flag a list, a choice an enum."""
+    ``allowExternalIps``) or as its :class:`ChartOption` says, with its default, help and
+    type; a switch (``--x/--no-x``) a boolean, a repeatable flag a list, a choice an enum. A
+    :class:`ChartOption` with ``in_chart`` false is left out."""
     from appstack.sdk.chart import ChartFlag  # noqa: PLC0415 - the chart code, only here
 
     flags = []
     with command.make_context(command.name, [], resilient_parsing=True) as context:
         received = dict(context.params)  # each parameter's default, as the command gets it
     for option in own_flags(command):
+        named = option.chart_value if isinstance(option, ChartOption) else ""
+        if isinstance(option, ChartOption) and not option.in_chart:
+            continue
         (long, *_) = sorted((o for o in option.opts if o.startswith("--")), key=len, reverse=True)
         head, *rest = long.removeprefix("--").split("-")
-        value = head + "".join(word.capitalize() for word in rest)
+        value = named or head + "".join(word.capitalize() for word in rest)
         schema: dict[str, Any]
         default: Any = received.get(option.name or "")
         if option.multiple:

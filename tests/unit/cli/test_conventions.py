@@ -98,11 +98,11 @@ def test_appstack_run_is_the_sdks_run_command_with_appstacks_own_flags(
     assert policy.allow is True
     assert [str(n) for n in policy.deny] == ["10.0.0.0/8"]
     assert own["etcdcluster"]["backup_image"] == "registry.example/appstack:1"
+    # its chart's values, as the SDK makes them (the backup image is the operator's own)
     assert [f.value for f in chart_flags(run)] == [
-        "allowExternalIps",
-        "externalDenyCidr",
+        "allowExternalIPs",
+        "externalDenyCIDRs",
         "allowExternalClusterNames",
-        "backupImage",
     ]
 
 

@@ -13,11 +13,12 @@ from pathlib import Path
 import yaml
 
 import appstack
+from appstack.api.flags import own_chart_command
 from appstack.api.identity import IDENTITY
 from appstack.controllers.registry import ALL
-from appstack.manifests import bundle, rbac
+from appstack.manifests import bundle, chart, rbac
 from appstack.manifests.install import InstallOptions, install
-from appstack.sdk import ConfigProject, config_files
+from appstack.sdk import ConfigProject, chart_flags, config_files
 
 SRC = Path(appstack.__file__).parent
 #: appstack's install generator: what must not build an object of a kind the SDK builds.
@@ -119,3 +120,25 @@ def test_appstacks_roles_are_derived_as_a_projects_manager_role() -> None:
     """A project with appstack's registrations would get appstack's very rules."""
     assert rbac.cluster_role()["rules"] == _manager_role(namespaced=False)["rules"]
     assert rbac.role("ops")["rules"] == _manager_role(namespaced=True)["rules"]
+
+
+def test_appstacks_own_flags_are_its_charts_values_as_the_sdk_makes_them() -> None:
+    """appstack's own flags (``appstack.api.flags``) are values of its chart the way a
+    scaffolded operator's are (:func:`appstack.sdk.chart_flags`, named by their
+    ``ChartOption``): each a value of values.yaml with the flag's default, the Deployment
+    template passing it as the SDK's ``ChartFlag`` does; the backup image is none (the chart
+    sets it to the operator's own image)."""
+    flags = chart_flags(own_chart_command())
+    assert [flag.value for flag in flags] == [
+        "allowExternalIPs",
+        "externalDenyCIDRs",
+        "allowExternalClusterNames",
+    ]
+    defaults = chart.values()
+    for flag in flags:
+        default = list(flag.default) if isinstance(flag.default, tuple) else flag.default
+        assert defaults[flag.value] == default, flag.value
+    deployment = chart.render()["templates/deployment.yaml"]
+    for flag in flags:
+        item = flag.item(f"        - '@@FLAG_{flag.value}@@'")
+        assert item in deployment, item

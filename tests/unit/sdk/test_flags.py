@@ -12,7 +12,14 @@ from click.testing import CliRunner
 from structlog.testing import capture_logs
 
 from appstack.runtime import POD, KubeconfigError, LeadershipLost, Resource, Transform
-from appstack.sdk import ChartFlag, OperatorIdentity, chart_flags, operator_command, own_flags
+from appstack.sdk import (
+    ChartFlag,
+    ChartOption,
+    OperatorIdentity,
+    chart_flags,
+    operator_command,
+    own_flags,
+)
 from appstack.sdk import operator as assembly
 from appstack.sdk.options import OperatorOptions
 
@@ -125,6 +132,31 @@ def test_an_operators_own_flags_are_chart_values_of_their_types() -> None:
     assert flags["level"].schema["enum"] == ["", "low", "high"]
     assert (flags["size"].default, flags["size"].schema) == (3, {"type": "integer"})
     assert chart_flags(operator_command(lambda: [], IDENTITY)) == []
+
+
+def test_a_chart_option_names_its_value_or_keeps_out_of_the_chart() -> None:
+    """A :class:`appstack.sdk.ChartOption` says its chart value's name (``allowExternalIPs``,
+    not the derived ``allowExternalIps``) or that it is not a value (``in_chart=False``);
+    the command parses it as any option; a name that is no values.yaml key is refused
+    where it is declared."""
+    ips = click.option(
+        "--allow-external-ips/--no-allow-external-ips",
+        cls=ChartOption,
+        chart_value="allowExternalIPs",
+        default=False,
+    )
+    token = click.option("--dev-token", cls=ChartOption, in_chart=False, default="")
+    command = operator_command(
+        lambda: [], IDENTITY, flags=[ips, token, GREETING], controller_options=lambda **_: {}
+    )
+    flags = chart_flags(command)
+    assert [flag.value for flag in flags] == ["allowExternalIPs", "greeting"]
+    assert (flags[0].flag, flags[0].off) == ("--allow-external-ips", "--no-allow-external-ips")
+    with command.make_context("run", ["--allow-external-ips", "--dev-token=t"]) as context:
+        assert (context.params["allow_external_ips"], context.params["dev_token"]) == (True, "t")
+    for wrong in ("metrics.secure", "Upper", "with-dash", "x y"):
+        with pytest.raises(ValueError, match=r"a values\.yaml key"):
+            click.option("--x", cls=ChartOption, chart_value=wrong)(lambda **_: None)
 
 
 @pytest.mark.parametrize("seconds", ["0.5", "301", "2147483647"])
