@@ -1148,9 +1148,10 @@ def _parts(
         files: dict[str, list[tuple[tuple[str, str], str]]] = {}
         for obj in objects:
             key = (obj["kind"], obj["metadata"]["name"])
+            path = _path(obj, install)  # by its name before the chart's sentinels replace it
             is_manager = obj["kind"] == "Deployment"  # _manager: the install's only one
             text = manager_text if is_manager else _object_text(obj, None, install)
-            files.setdefault(_path(obj, install), []).append((key, text))
+            files.setdefault(path, []).append((key, text))
         texts.append(files)
     parts: dict[str, list[str]] = {}
     for path in sorted({p for files in texts for p in files}):

@@ -126,6 +126,10 @@ def test_the_chart_lints_and_two_releases_keep_to_their_own_pods(
     for values in ((), ("--set=metrics.serviceMonitor.enabled=true",)):
         proc = run_helm(helm, "lint", "--strict", str(chart), KUBE, *values)
         assert proc.returncode == 0, proc.stdout + proc.stderr
+    # each template file named after its object as config/ names it, not a placeholder
+    names = [p.name for p in (chart / "templates").rglob("*.yaml")]
+    assert "controller-manager.yaml" in names
+    assert not [name for name in names if "@" in name]
     monitor = "--set=metrics.serviceMonitor.enabled=true"
     first, second = template(helm, chart, "a", monitor), template(helm, chart, "b", monitor)
     crds = {o["metadata"]["name"] for o in first if o["kind"] == "CustomResourceDefinition"}
