@@ -539,7 +539,7 @@ METRICS_CHECK = (
     "import os, ssl, urllib.error, urllib.request\n"
     "ca = os.environ.get('METRICS_CA')\n"
     "if ca:\n"
-    "    context = ssl.create_default_context(cafile=ca)\n"
+    "    context = ssl.create_default_context(cafile=ca if os.path.exists(ca) else None)\n"
     "else:\n"
     "    context = ssl._create_unverified_context()\n"
     "try:\n"
@@ -566,9 +566,10 @@ def metrics_test_pod(
     operator's is: sentinels ``IMAGE``, ``PULL_SECRETS``, ``PULL_POLICY``
     (:func:`pod_extras`, :data:`IMAGE`). Non-root, no capabilities: runs under the
     ``restricted`` Pod Security level. With ``ca_secret`` (the Secret of the operator's
-    mounted certificate), it checks the certificate against that Secret's ``ca.crt`` for the
-    URL's host name — rendered only with ``metrics.certSecret``: :func:`metrics_ca_text`;
-    else it takes any."""
+    mounted certificate), it checks the certificate for the URL's host name against that
+    Secret's ``ca.crt`` (cert-manager writes one), or the image's trust store when the Secret
+    has none — rendered only with ``metrics.certSecret``: :func:`metrics_ca_text`; else it
+    takes any."""
     pod: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -610,7 +611,11 @@ def metrics_test_pod(
         pod["spec"]["volumes"] = [
             {
                 "name": "metrics-ca",
-                "secret": {"secretName": ca_secret, "items": [{"key": "ca.crt", "path": "ca.crt"}]},
+                "secret": {
+                    "secretName": ca_secret,
+                    "items": [{"key": "ca.crt", "path": "ca.crt"}],
+                    "optional": True,  # no ca.crt (a public CA's certificate): the trust store
+                },
             }
         ]
     return pod

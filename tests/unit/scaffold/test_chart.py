@@ -1032,6 +1032,14 @@ def test_metrics_tls_values_choose_the_certificate_and_the_scrape_scheme(
         "ca": {"secret": {"name": "metrics-tls", "key": "ca.crt"}},
         "serverName": f"{service}.{NS}.svc",
     }
+    # helm test checks the served certificate against the Secret's ca.crt
+    test_pod = one(objects, "Pod")["spec"]
+    (volume,) = test_pod["volumes"]
+    assert volume["secret"]["secretName"] == "metrics-tls"
+    (ca_mount,) = test_pod["containers"][0]["volumeMounts"]
+    ca = {e["name"]: e["value"] for e in test_pod["containers"][0]["env"]}["METRICS_CA"]
+    assert ca == f"{ca_mount['mountPath']}/ca.crt"
+    assert "volumes" not in one(default, "Pod")["spec"]
     lint = run_helm(helm, "lint", "--strict", str(chart), KUBE, monitor, *cert[:1])
     assert lint.returncode == 0, lint.stdout + lint.stderr
     plain = template(helm, chart, "a", monitor, "--set=metrics.secure=false")
