@@ -676,6 +676,11 @@ def _deployment_text(deployment: Obj, container: Obj, install: _Install) -> str:
     meta["labels"] = {SELECTOR: "", POD_LABELS: "", **own}
     spec["selector"] = {"matchLabels": {SELECTOR: ""}}
     container.pop("imagePullPolicy", None)
+    # the operator's image wherever its container names it (an image it gives its children,
+    # a backup Job's, say): the image's values
+    for variable in container.get("env") or []:
+        if variable.get("value") and variable["value"] == container.get("image"):
+            variable["value"] = sentinel("IMAGE")
     container["image"] = sentinel("IMAGE")
     _arg_sentinels(container, install)
     container["env"] = [*(container.get("env") or []), sentinel("EXTRA_ENV")]

@@ -1,0 +1,158 @@
+"""Issue #47's last step, kept measured: the SDK's chart generator
+(:func:`appstack.sdk.chart_files`, what ``make helm`` writes a scaffolded operator's chart
+with) given appstack's own install — ``install()``'s objects, the sharded install beside it,
+appstack's own flags — renders, as release ``appstack``, the objects ``charts/appstack``
+renders (its CRDs included), value set by value set, with the real ``helm``; but for what
+the switch to one chart still has to settle (docs/design.md, "How far that is"): the
+operator pods' selector and labels, the objects' labels, the order of the operator's
+arguments and those passed at their defaults, ``helm test``'s Pod, and ``watchNamespaces``
+(appstack's install grants namespaced operators otherwise). A change to either chart that
+makes it render differently fails here: the two cannot drift apart meanwhile."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from appstack.api.flags import own_chart_command
+from appstack.api.identity import IDENTITY
+from appstack.manifests.install import InstallOptions, install
+from appstack.sdk import chart_files, chart_flags
+from tests.unit.manifests.helm_chart import CHART, KUBE, NS, helm_binary, run_helm
+
+Obj = dict[str, Any]
+Key = tuple[str, str, str]
+#: The operator's arguments appstack's chart passes at their defaults (the SDK's only when
+#: they differ from them), and the Lease's name, the default's for release ``appstack``.
+AT_DEFAULTS = frozenset(
+    {
+        "--sync-period=10m",
+        "--log-level=info",
+        "--concurrency=32",
+        f"--leader-election-id={IDENTITY.lease_name}",
+    }
+)
+SELECTED = ("Deployment", "PodDisruptionBudget", "Service", "ServiceMonitor")
+VALUE_SETS = (
+    (),
+    ("--set=enableAllNamespaces=true",),
+    (
+        "--set=allowExternalIPs=true",
+        "--set=externalDenyCIDRs={10.0.0.0/8,10.96.0.0/12}",
+        "--set=allowExternalClusterNames=true",
+    ),
+    ("--set=leaderElection.enabled=false", "--set=replicas=1"),
+    ("--set=logLevel=debug", "--set=concurrency=8", "--set=syncPeriod=5m"),
+    (
+        "--set=nodeSelector.pool=system",
+        "--set=tolerations[0].key=dedicated",
+        "--set=tolerations[0].operator=Exists",
+        "--set=priorityClassName=system-cluster-critical",
+        "--set=podAnnotations.a=b",
+        "--set=imagePullSecrets[0].name=regcred",
+        "--set=resources.limits.memory=1Gi",
+    ),
+    ("--set=serviceAccount.create=false", "--set=serviceAccount.name=ops"),
+    ("--set=sharding.enabled=true", "--set=replicas=3"),
+    ("--set=sharding.enabled=true", "--set=autoscaling.enabled=true"),
+    (
+        "--set=extraArgs={--x}",
+        "--set=extraEnv[0].name=A",
+        "--set=extraEnv[0].value=b",
+        "--set=gracefulShutdownTimeout=40s",
+        "--set=terminationGracePeriodSeconds=60",
+    ),
+    ("--set=image.tag=v2", "--set=image.pullPolicy=Always"),
+    ("--set=fullnameOverride=ops",),
+)
+
+
+@pytest.fixture(scope="module")
+def charts(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(helm, the SDK's chart of appstack's install, written to a directory)."""
+    helm = helm_binary()
+    files = chart_files(
+        install().objects(),
+        IDENTITY,
+        toggled=install(InstallOptions(shards=2)).objects(),
+        flags=chart_flags(own_chart_command()),
+    )
+    root = tmp_path_factory.mktemp("sdk-chart")
+    for path, text in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+    return helm, root
+
+
+def _rendered(helm: Path, chart: Path, *values: str) -> dict[Key, Obj]:
+    proc = run_helm(
+        helm, "template", "appstack", str(chart), f"--namespace={NS}", "--skip-tests",
+        "--include-crds", KUBE, *values,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    objects = [o for o in yaml.safe_load_all(proc.stdout) if o]
+    return {
+        (o["kind"], o["metadata"]["name"], o["metadata"].get("namespace", "")): o for o in objects
+    }
+
+
+def _alike(obj: Obj) -> Obj:
+    """``obj`` without what the two charts may still do differently."""
+    obj = copy.deepcopy(obj)
+    obj["metadata"].pop("labels", None)
+    obj["metadata"].pop("annotations", None)
+    spec = obj.get("spec") or {}
+    if obj["kind"] in SELECTED:
+        spec.pop("selector", None)
+    if "template" in spec:
+        spec["template"]["metadata"].pop("labels", None)
+        pod = spec["template"]["spec"]
+        terms = (
+            pod.get("affinity", {})
+            .get("podAntiAffinity", {})
+            .get("preferredDuringSchedulingIgnoredDuringExecution", [])
+        )
+        for term in terms:
+            term["podAffinityTerm"].pop("labelSelector", None)
+        for container in pod["containers"]:
+            args = container.get("args") or []
+            container["args"] = sorted(a for a in args if a not in AT_DEFAULTS)
+    return obj
+
+
+@pytest.mark.parametrize("values", VALUE_SETS, ids=lambda v: " ".join(v) or "defaults")
+def test_the_sdks_chart_of_appstacks_install_renders_appstacks_chart(
+    charts: tuple[Path, Path], values: tuple[str, ...]
+) -> None:
+    helm, sdk_chart = charts
+    appstacks = _rendered(helm, CHART, *values)
+    sdks = _rendered(helm, sdk_chart, *values)
+    assert sorted(appstacks) == sorted(sdks)
+    for key, obj in appstacks.items():
+        assert _alike(obj) == _alike(sdks[key]), key
+
+
+def test_the_difference_left_with_watched_namespaces(charts: tuple[Path, Path]) -> None:
+    """What ``watchNamespaces`` still renders otherwise (the next step's): appstack's
+    namespaced install names its Roles after the operator and grants the metrics reviews
+    by a ClusterRole of their own; the SDK's chart, from a cluster-wide install, names them
+    after its ClusterRole and has that ClusterRole apart in a scaffolded project's config/
+    only."""
+    helm, sdk_chart = charts
+    watched = "--set=watchNamespaces={a,b}"
+    appstacks = set(_rendered(helm, CHART, watched))
+    sdks = set(_rendered(helm, sdk_chart, watched))
+    assert {key[:2] for key in appstacks - sdks} == {
+        ("ClusterRole", f"appstack-operator-metrics-auth-{NS}"),
+        ("ClusterRoleBinding", f"appstack-operator-metrics-auth-{NS}"),
+        ("Role", "appstack-operator"),
+        ("RoleBinding", "appstack-operator"),
+    }
+    assert {key[:2] for key in sdks - appstacks} == {
+        ("Role", f"appstack-operator-{NS}"),
+        ("RoleBinding", f"appstack-operator-{NS}"),
+    }
