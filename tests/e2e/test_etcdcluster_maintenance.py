@@ -100,10 +100,15 @@ class Ledger:
         return ""
 
 
-async def fill(client: Client, namespace: str, endpoint: str, ledger: Ledger, quota: int) -> str:
+async def fill(
+    client: Client, namespace: str, endpoint: str, ledger: Ledger, quota: int
+) -> tuple[str, bool]:
     """Four keys rewritten (their old revisions fill the file) until the largest member's
     file holds 82 % of the quota; once the operator's status shows it near the quota (from
-    then on it looks every 5 s), on until etcd refuses a write: its refusal."""
+    then on it looks every 5 s), on until etcd refuses a write: (its refusal, whether the
+    operator saw the file near the quota first). bbolt grows a file by megabytes at once:
+    now and then a member's file leaps from below 82 % to past the quota in one write, and
+    etcd refuses it before the operator could have seen it near (then False)."""
     async with EtcdClient(timeout=10) as etcd:
         await retry(lambda: etcd.put(endpoint, "before", "filling"))
         ledger.acked["before"] = "filling"
@@ -117,7 +122,9 @@ async def fill(client: Client, namespace: str, endpoint: str, ledger: Ledger, qu
             sizes = [(await retry(partial(etcd.status, m))).db_size for m in members]
             if refused or max(sizes) >= 0.82 * quota:
                 break
-        assert not refused, (refused, sizes)
+        if refused:
+            print(f"[etcd e2e] the file leapt past the quota in one write: {sizes}")
+            return refused, False
         await until(
             client,
             ETCD_CLUSTER,
@@ -130,8 +137,8 @@ async def fill(client: Client, namespace: str, endpoint: str, ledger: Ledger, qu
         for key, value in writes:
             refused = await ledger.put(etcd, endpoint, key, value)
             if refused:
-                return refused
-    return ""
+                return refused, True
+    return "", True
 
 
 async def test_nospace_is_reported_then_recovered_once_opted_in_losing_no_write(
@@ -143,7 +150,7 @@ async def test_nospace_is_reported_then_recovered_once_opted_in_losing_no_write(
     endpoint = client_endpoint(real_node, namespace)
     ledger = Ledger()
     acked, unsure = ledger.acked, ledger.unsure
-    refused = await fill(client, namespace, endpoint, ledger, quota)
+    refused, watched = await fill(client, namespace, endpoint, ledger, quota)
     assert "database space exceeded" in refused
     start = time.monotonic()
     reported = await until(
@@ -157,7 +164,9 @@ async def test_nospace_is_reported_then_recovered_once_opted_in_losing_no_write(
     )
     took = time.monotonic() - start
     report("NOSPACE reported after the first refused write", took)
-    assert took < 12, took  # near its quota it is looked at every 5 s (idle: every 30 s)
+    # near its quota it is looked at every 5 s; a file that leapt past the quota unseen is
+    # found at the next look of an idle cluster (every 30 s)
+    assert took < (12 if watched else 40), (took, watched)
     assert reported["status"]["alarms"] == ["NOSPACE"]
     assert condition(reported, "Available")[0] == "True"  # reads still served
     warned = await event_notes(client, namespace, "NoSpace")
