@@ -58,6 +58,9 @@ from appstack.manifests.helmtext import (
     ENABLE_ALL,
     GRACE_PERIOD,
     IMAGE,
+    METRICS_CERT_SECRET,
+    METRICS_CERT_VALUES,
+    METRICS_INSECURE_ARG,
     NAMESPACES,
     NS,
     ONE_LEADER,
@@ -153,9 +156,6 @@ VALUES_HELP = """\
 """
 
 
-CERTS = WITH_METRICS_CERT
-
-
 def _extensible(pod: dict[str, Any], container: dict[str, Any]) -> None:
     """Sentinels where the chart's values extend the operator's pod (:func:`_extended`)."""
     container["env"].append(sentinel("EXTRA_ENV"))
@@ -174,10 +174,10 @@ def _extended(text: str) -> str:
         ("volumeMounts", "EXTRA_MOUNTS", ".Values.extraVolumeMounts"),
         ("volumes", "EXTRA_VOLUMES", ".Values.extraVolumes"),
     ):
-        either = f"{{{{- if or .Values.metrics.certSecret {extra} }}}}"
+        either = f"{{{{- if or {METRICS_CERT_SECRET} {extra} }}}}"
         text = wrap_key(text, key, either, "{{- end }}")
         text = items(text, name, extra)
-    text = wrap_list_item(text, "name: metrics-certs", *CERTS)
+    text = wrap_list_item(text, "name: metrics-certs", *WITH_METRICS_CERT)
     text = items(text, "EXTRA_ENV", ".Values.extraEnv")
     text = merged_keys(text, "LIVENESS", ".Values.livenessProbe")
     text = merged_keys(text, "READINESS", ".Values.readinessProbe")
@@ -233,7 +233,7 @@ def _deployment() -> str:
         text, "--leader-elect", "{{- if .Values.leaderElection.enabled }}", "{{- end }}"
     )
     text = wrap_item(text, "--sharding", SHARDED, "{{- end }}")
-    text = wrap_item(text, f"--metrics-cert-dir={workload.METRICS_CERT_DIR}", *CERTS)
+    text = wrap_item(text, f"--metrics-cert-dir={workload.METRICS_CERT_DIR}", *WITH_METRICS_CERT)
     text = _extended(text)
     # the Lease is the operator's name: releases side by side elect a leader each (the
     # default name needs no flag, so an older image still runs the default install)
@@ -243,7 +243,7 @@ def _deployment() -> str:
         f"--leader-election-id={OPERATOR}",
         f'and .Values.leaderElection.enabled (ne {OPERATOR_EXPR} "{rbac.NAME}")',
     )
-    text = if_item(text, "INSECURE", "--no-metrics-secure", "not .Values.metrics.secure")
+    text = if_item(text, "INSECURE", *METRICS_INSECURE_ARG)
     for flag in own:
         text = flag.item(text)
     text = if_item(text, "ENABLE_FLAG", "--enable-all-namespaces", ENABLE_ALL)
@@ -267,7 +267,7 @@ def _deployment() -> str:
     values = {
         "REPLICAS": "{{ .Values.replicas }}",
         "IMAGE": IMAGE,
-        "CERT_SECRET": "{{ .Values.metrics.certSecret }}",
+        **METRICS_CERT_VALUES,
         "SYNC": "{{ .Values.syncPeriod }}",
         "LOG_LEVEL": "{{ .Values.logLevel }}",
         "CONCURRENCY": "{{ .Values.concurrency }}",

@@ -13,8 +13,8 @@ from __future__ import annotations
 from appstack.manifests import crds, dashboard, grafana, monitoring, rbac, workload
 from appstack.manifests.helmtext import (
     IMAGE,
-    METRICS_CERT_SECRET,
-    METRICS_SECURE,
+    METRICS_CERT_VALUES,
+    METRICS_SCHEME,
     NAMESPACES,
     NS,
     RELEASE_NS,
@@ -30,9 +30,6 @@ from appstack.manifests.helmtext import (
     sentinel,
     substitute,
 )
-
-SECURE = METRICS_SECURE
-CERT_SECRET = METRICS_CERT_SECRET
 
 
 def _scheme_and_tls(text: str) -> str:
@@ -56,7 +53,7 @@ def service_monitor() -> str:
         "INTERVAL": "{{ .Values.metrics.serviceMonitor.interval }}",
         "ACCOUNT": f"{{{{ {account}.name }}}}",
         "ACCOUNT_NS": f"{{{{ {account}.namespace }}}}",
-        "CERT_SECRET": f"{{{{ {CERT_SECRET} }}}}",
+        **METRICS_CERT_VALUES,
     }
     return conditional_text(
         "and .Values.metrics.enabled .Values.metrics.serviceMonitor.enabled",
@@ -71,10 +68,9 @@ def test_pod() -> str:
     pod = metrics_test_pod(
         f"{rbac.NAME}-test-metrics", NS, url, crds.LABELS, ca_secret=sentinel("CERT_SECRET")
     )
-    scheme = f"{{{{ if {SECURE} }}}}https{{{{ else }}}}http{{{{ end }}}}"
     # the operator's image: pulled as the operator's is (a private registry's Secret)
     text = metrics_ca_text(pod_extras(dump(pod)))
-    extra = {"IMAGE": IMAGE, "SCHEME": scheme, "CERT_SECRET": f"{{{{ {CERT_SECRET} }}}}"}
+    extra = {"IMAGE": IMAGE, "SCHEME": METRICS_SCHEME, **METRICS_CERT_VALUES}
     return conditional_text(".Values.metrics.enabled", substitute(text, extra))
 
 

@@ -55,7 +55,9 @@ from appstack.sdk.helmtext import (
     GRACE_PERIOD,
     IMAGE,
     METRICS_CERT_SECRET,
-    METRICS_SECURE,
+    METRICS_CERT_VALUES,
+    METRICS_INSECURE_ARG,
+    METRICS_SCHEME,
     ONE_LEADER,
     POD_LABELS,
     SHARDED,
@@ -602,7 +604,7 @@ def _args_text(text: str, install: _Install) -> str:
     text = if_item(text, "SHUTDOWN", *SHUTDOWN_ARG)
     for flag in install.flags:
         text = flag.item(text)
-    text = if_item(text, "METRICS_INSECURE", "--no-metrics-secure", f"not {METRICS_SECURE}")
+    text = if_item(text, "METRICS_INSECURE", *METRICS_INSECURE_ARG)
     text = if_item(
         text, "METRICS_CERT", f"--metrics-cert-dir={METRICS_CERT_DIR}", METRICS_CERT_SECRET
     )
@@ -729,7 +731,7 @@ def _deployment_text(deployment: Obj, container: Obj, install: _Install) -> str:
         "REPLICAS": "{{ .Values.replicas }}",
         "IMAGE": IMAGE,
         "GRACE": GRACE_PERIOD,
-        "CERT_SECRET": f"{{{{ {METRICS_CERT_SECRET} }}}}",
+        **METRICS_CERT_VALUES,
     }
     return substitute(text, values)
 
@@ -794,7 +796,7 @@ def _scheme_text(text: str, install: _Install) -> str:
         return text
     checked = metrics_tls(sentinel("CERT_SECRET"), install.metrics_server)
     text = metrics_scheme(text.replace(marked, "scheme: https"), checked, metrics_tls())
-    return substitute(text, {"CERT_SECRET": "{{ $.Values.metrics.certSecret }}"})
+    return substitute(text, METRICS_CERT_VALUES)
 
 
 def _enabled_sentinels(obj: Obj, install: _Install) -> None:
@@ -1026,7 +1028,7 @@ def _test_pod(service: Obj, install: _Install) -> str:
     (port, *_) = service["spec"]["ports"]
     scheme = "http" if port.get("name") == "http" else "https"
     if install.metrics_server:  # as metrics.secure says
-        scheme = f"{{{{ if {METRICS_SECURE} }}}}https{{{{ else }}}}http{{{{ end }}}}"
+        scheme = METRICS_SCHEME
     name = service["metadata"]["name"]
     url = f"{scheme}://{name}.{install.namespace}.svc:{port['port']}/metrics"
     ca = sentinel("CERT_SECRET") if install.metrics_server else None
@@ -1036,7 +1038,7 @@ def _test_pod(service: Obj, install: _Install) -> str:
     text = pod_extras(dump(pod))
     text = metrics_ca_text(text) if ca else text
     text = _released(_labels_text(text, install.chart), install)
-    text = substitute(text, {"IMAGE": IMAGE, "CERT_SECRET": f"{{{{ {METRICS_CERT_SECRET} }}}}"})
+    text = substitute(text, {"IMAGE": IMAGE, **METRICS_CERT_VALUES})
     return f"{{{{- if .Values.metrics.enabled }}}}\n{text}{{{{- end }}}}\n"
 
 

@@ -443,6 +443,14 @@ METRICS_SECURE = ".Values.metrics.secure"
 METRICS_CERT_SECRET = ".Values.metrics.certSecret"  # noqa: S105 - a value's path
 #: The lines around what is there only with a mounted metrics certificate.
 WITH_METRICS_CERT = f"{{{{- if {METRICS_CERT_SECRET} }}}}", "{{- end }}"
+#: The sentinel ``CERT_SECRET`` (where an object names that Secret) and its expression, for
+#: :func:`substitute`.
+METRICS_CERT_VALUES = {"CERT_SECRET": f"{{{{ {METRICS_CERT_SECRET} }}}}"}
+#: A scrape URL's scheme as :data:`METRICS_SECURE` says.
+METRICS_SCHEME = f"{{{{ if {METRICS_SECURE} }}}}https{{{{ else }}}}http{{{{ end }}}}"
+#: The operator's ``--no-metrics-secure`` when :data:`METRICS_SECURE` is false: :func:`if_item`'s
+#: (item, condition).
+METRICS_INSECURE_ARG = ("--no-metrics-secure", f"not {METRICS_SECURE}")
 
 
 def metrics_scheme(text: str, checked: Mapping[str, Any], skipped: Mapping[str, Any]) -> str:
@@ -757,6 +765,9 @@ class HelmText:
     METRICS_SECURE = METRICS_SECURE
     METRICS_CERT_SECRET = METRICS_CERT_SECRET
     WITH_METRICS_CERT = WITH_METRICS_CERT
+    METRICS_CERT_VALUES = METRICS_CERT_VALUES
+    METRICS_SCHEME = METRICS_SCHEME
+    METRICS_INSECURE_ARG = METRICS_INSECURE_ARG
     ENABLE_ALL = ENABLE_ALL
     WATCH_NAMESPACES = WATCH_NAMESPACES
     WATCH_ARG = WATCH_ARG
