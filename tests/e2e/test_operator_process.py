@@ -12,6 +12,7 @@ import aiohttp
 from appstack.controllers.appservice import APP_SERVICE
 from appstack.manifests import monitoring, rbac
 from appstack.runtime.client import Client
+from appstack.runtime.metricsauth import SUBJECT_ACCESS_REVIEW
 from appstack.runtime.resources import LEASE, SERVICE_ACCOUNT, Resource
 from appstack_testbed.waiting import eventually
 from tests.e2e.conftest import Program, appstack_run, program, until
@@ -53,6 +54,25 @@ async def _reader_token(client: Client, namespace: str) -> str:
     assert binding["roleRef"]["name"] == rbac.metrics_reader()["metadata"]["name"]
     binding["metadata"]["name"] = f"scraper-{namespace}"  # one per test, not the install's
     await client.create(CLUSTER_ROLE_BINDING, binding)
+    # The API server's RBAC authorizer learns of a new binding from its own informer: a
+    # scrape sent at once may be refused (seen on 1.30 under load) and the refusal then
+    # remembered by the operator for failure_ttl. Wait until the authorizer grants it.
+    review = {
+        "apiVersion": SUBJECT_ACCESS_REVIEW.api_version,
+        "kind": "SubjectAccessReview",
+        "metadata": {},
+        "spec": {
+            "user": f"system:serviceaccount:{namespace}:scraper",
+            "groups": ["system:serviceaccounts", f"system:serviceaccounts:{namespace}"],
+            "nonResourceAttributes": {"path": "/metrics", "verb": "get"},
+        },
+    }
+    await eventually(
+        lambda: client.create(SUBJECT_ACCESS_REVIEW, review),
+        lambda answer: (answer.get("status") or {}).get("allowed"),
+        timeout=30,
+        what="the API server's authorizer to grant the scraper's new binding",
+    )
     return token
 
 
