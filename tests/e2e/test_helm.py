@@ -37,6 +37,7 @@ from appstack.manifests import crds, dashboard, grafana, monitoring, workload
 from appstack.manifests.admission import enabled_check
 from appstack.manifests.chart_labels import chart_labels, with_chart_labels
 from appstack.manifests.install import install
+from appstack.sdk import METRICS_CERT_DIR
 from appstack_testbed.cluster import LocalCluster
 from appstack_testbed.helm import Helm
 
@@ -291,7 +292,7 @@ def test_metrics_tls_values_choose_the_certificate_and_the_scrape_scheme(helm: H
     pod, wanted_pod = (d["spec"]["template"]["spec"] for d in (rendered["Deployment"], wanted))
     assert pod["volumes"] == wanted_pod["volumes"]
     assert pod["containers"][0]["volumeMounts"] == wanted_pod["containers"][0]["volumeMounts"]
-    assert f"--metrics-cert-dir={workload.METRICS_CERT_DIR}" in pod["containers"][0]["args"]
+    assert f"--metrics-cert-dir={METRICS_CERT_DIR}" in pod["containers"][0]["args"]
     out = helm(*common, monitor, "--set=metrics.secure=false").stdout
     rendered = {d["kind"]: d for d in yaml.safe_load_all(out) if d}
     assert rendered["ServiceMonitor"] == with_chart_labels(

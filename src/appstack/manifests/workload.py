@@ -17,6 +17,7 @@ from appstack.core.duration import DEFAULT_SYNC_PERIOD
 from appstack.manifests.crds import LABELS
 from appstack.manifests.rbac import NAME, NAMESPACE
 from appstack.sdk import (
+    METRICS_CERT_DIR,
     HelmText,
     cpu_utilization,
     manager_args,
@@ -44,8 +45,6 @@ METRICS_SERVICE = f"{NAME}-metrics"
 #: The operator's /metrics (HTTPS unless --no-metrics-secure) and health probes' ports.
 METRICS_PORT = 8080
 HEALTH_PORT = 8081
-#: Where a metrics certificate Secret is mounted (--metrics-cert-dir).
-METRICS_CERT_DIR = "/etc/appstack/metrics-certs"
 SELECTOR = {"app.kubernetes.io/name": NAME}
 #: The CPU target of an autoscaled install (% of the requests): the chart's default too.
 AUTOSCALE_CPU = int(HelmText.autoscaling_values()["targetCPUUtilizationPercentage"])

@@ -133,6 +133,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs; at run time,
     )
     from appstack.sdk.install import (
         LEASE_FLOW_REFERENCE,
+        METRICS_CERT_DIR,
         SERVICE_ACCOUNT_TOKEN,
         SHARD_SCALING_BEHAVIOR,
         USER_ROLES,
@@ -510,6 +511,7 @@ _HOMES = {
     "metrics_endpoint": "install",
     "metrics_tls": "install",
     "SERVICE_ACCOUNT_TOKEN": "install",
+    "METRICS_CERT_DIR": "install",
     "metrics_reader_role": "install",
     "metrics_service": "install",
     "namespace_object": "install",
@@ -751,6 +753,7 @@ __all__ = [
     "KUSTOMIZE_NAME_REFERENCES",
     "LEASE_FLOW_REFERENCE",
     "MARKER",
+    "METRICS_CERT_DIR",
     "NOT_ENABLED_REASON",
     "POD_FIELD_DOCS",
     "POD_INDEXERS",

@@ -101,7 +101,7 @@ from appstack.sdk.helmtext import (
 )
 from appstack.sdk.helmtext import CONTROL_LINES as _CONTROL_LINES
 from appstack.sdk.identity import OperatorIdentity
-from appstack.sdk.install import metrics_tls, spread_affinity
+from appstack.sdk.install import METRICS_CERT_DIR, metrics_tls, spread_affinity
 from appstack.sdk.kit.dashboards import SIDECAR_LABEL
 from appstack.sdk.kit.webhooks import namespace_selector
 from appstack.sdk.rbac import binding, marker_rule, process_rules, within_namespaces
@@ -157,7 +157,6 @@ SHUTDOWN_FLAG = "--graceful-shutdown-timeout"
 METRICS_FLAGS = ("--metrics-secure", "--no-metrics-secure", "--metrics-cert-dir")
 #: Where ``metrics.certSecret`` is mounted (``--metrics-cert-dir``; kubebuilder's path) and
 #: the volume's name.
-METRICS_CERT_DIR = "/tmp/k8s-metrics-server/metrics-certs"  # noqa: S108 - a mount point
 METRICS_CERTS = "metrics-certs"
 FULLNAME = sentinel("FULLNAME")
 LABELS = sentinel("LABELS")
@@ -561,6 +560,8 @@ class _Install:
     #: The chart decides how ``/metrics`` is served (:func:`_serves_metrics_tls`): the name
     #: a mounted certificate is for (the metrics Service's DNS name), else empty.
     metrics_server: str = ""
+    #: The names of the install's metrics Services (:func:`_metrics_services`).
+    metrics_services: frozenset[str] = frozenset()
 
 
 #: The operator pod's fields that are blocks of the values, rendered when not empty:
@@ -887,8 +888,59 @@ def _dashboards(obj: Obj) -> bool:
     return obj["kind"] == "ConfigMap" and labels.get(SIDECAR_LABEL) == "1"
 
 
-def _condition(obj: Obj) -> str | None:
-    """The values an object is rendered under, if any."""
+#: The operator's ``--metrics-bind-address`` when its arguments do not say (the flag's
+#: default: :func:`~appstack.sdk.operator_options`).
+_METRICS_PORT = 8080
+#: The only rule of an install's metrics-reader ClusterRole (:func:`~appstack.sdk.metrics_reader`).
+_READS_METRICS = {"nonResourceURLs": ["/metrics"], "verbs": ["get"]}
+
+
+def _metrics_port(container: Obj) -> int | None:
+    """The port the operator serves ``/metrics`` on (None: ``--metrics-bind-address=0``)."""
+    address = next(
+        (
+            str(arg).partition("=")[2]
+            for arg in container.get("args") or []
+            if str(arg).startswith("--metrics-bind-address=")
+        ),
+        f":{_METRICS_PORT}",
+    )
+    port = address.rpartition(":")[2]
+    return int(port) if port.isdigit() and port != "0" else None
+
+
+def _metrics_services(objects: Sequence[Obj], deployment: Obj, container: Obj) -> frozenset[str]:
+    """The names of the install's metrics Services, by what they are rather than by name
+    (a user may have renamed config/'s): a Service selecting the operator's pods with a
+    port to the one ``/metrics`` is served on (its number or the container port's name)."""
+    port = _metrics_port(container)
+    if port is None:
+        return frozenset()
+    targets: set[object] = {port}
+    targets |= {p["name"] for p in container.get("ports") or [] if p.get("containerPort") == port}
+    pod_labels = deployment["spec"]["template"]["metadata"].get("labels") or {}
+    return frozenset(
+        o["metadata"]["name"]
+        for o in objects
+        if o["kind"] == "Service"
+        and (selector := (o.get("spec") or {}).get("selector") or {})
+        and selector.items() <= pod_labels.items()
+        and any(p.get("targetPort", p.get("port")) in targets for p in o["spec"].get("ports") or [])
+    )
+
+
+def _metrics_reader(objects: Sequence[Obj]) -> Obj | None:
+    """The install's metrics-reader ClusterRole: the one that grants exactly ``get`` on
+    ``/metrics`` (what a scraper's account is bound to)."""
+    return next(
+        (o for o in objects if o["kind"] == "ClusterRole" and o.get("rules") == [_READS_METRICS]),
+        None,
+    )
+
+
+def _condition(obj: Obj, metrics: frozenset[str] = frozenset()) -> str | None:
+    """The values an object is rendered under, if any (``metrics``: the names of the
+    install's metrics Services, :func:`_metrics_services`)."""
     kind = obj["kind"]
     if kind == "CustomResourceDefinition":
         return ".Values.crd.enable"
@@ -896,7 +948,7 @@ def _condition(obj: Obj) -> str | None:
         return "and .Values.metrics.enabled .Values.metrics.serviceMonitor.enabled"
     if kind == "PrometheusRule":
         return "and .Values.metrics.enabled .Values.metrics.prometheusRule.enabled"
-    if kind == "Service" and obj["metadata"]["name"].endswith("metrics-service"):
+    if kind == "Service" and obj["metadata"]["name"] in metrics:
         return ".Values.metrics.enabled"
     if _dashboards(obj):
         return ".Values.metrics.grafanaDashboard.enabled"
@@ -1015,7 +1067,7 @@ def _object_text(
         text = f"{{{{- if .Values.serviceAccount.create }}}}\n{text}{{{{- end }}}}\n"
     text = substitute(text, {"INTERVAL": "{{ $.Values.metrics.serviceMonitor.interval }}"})
     text = files_text(text, files, DASHBOARDS_DIR)
-    condition = _condition(obj)
+    condition = _condition(obj, install.metrics_services)
     return f"{{{{- if {condition} }}}}\n{text}{{{{- end }}}}\n" if condition else text
 
 
@@ -1084,14 +1136,13 @@ def _chart_own(
     ServiceMonitor's reader binding (with a ServiceMonitor and the metrics reader role),
     a sharded operator's autoscaler."""
     parts: dict[str, list[str]] = {}
-    metrics = [o for o in objects if _condition(o) == ".Values.metrics.enabled"]
+    metrics = [o for o in objects if o["metadata"]["name"] in install.metrics_services]
     if metrics and pods_labelled:  # a label of the operator's pods: else no selector takes it
         parts["templates/tests/test-metrics.yaml"] = [_test_pod(metrics[0], install)]
-    reader = f"{install.prefix}metrics-reader"
-    readers = [o for o in objects if o["kind"] == "ClusterRole" and o["metadata"]["name"] == reader]
-    if readers and any(o["kind"] == "ServiceMonitor" for o in objects):
+    reader = _metrics_reader(objects)
+    if reader is not None and any(o["kind"] == "ServiceMonitor" for o in objects):
         parts["templates/prometheus/metrics-reader-binding.yaml"] = [
-            _reader_binding(readers[0], install)
+            _reader_binding(reader, install)
         ]
     if install.sharded:
         parts["templates/manager/horizontalpodautoscaler.yaml"] = [
@@ -1214,7 +1265,8 @@ def chart_files(
     every = [o for install in installs for o in install]
     # what the install has: a metrics Service stands for itself ("metrics")
     kinds = {o["kind"] for o in every if o["kind"] != "Service"}
-    kinds |= {"metrics" for o in every if _condition(o) == ".Values.metrics.enabled"}
+    metrics_services = _metrics_services(every, deployment, container)
+    kinds |= {"metrics" for o in every if o["metadata"]["name"] in metrics_services}
     kinds |= {"dashboards" for o in every if _dashboards(o)}
     dashboards = {k: str(v) for o in every if _dashboards(o) for k, v in o["data"].items()}
     sharded = toggled is not None or _is_sharded(container)
@@ -1223,7 +1275,7 @@ def chart_files(
     values = _values(deployment, container, kinds, sharded, sharding, watchable=bool(grants))
     metrics_server = ""
     if "certSecret" in values.get("metrics", {}):
-        service = next(o for o in installs[0] if _condition(o) == ".Values.metrics.enabled")
+        service = next(o for o in installs[0] if o["metadata"]["name"] in metrics_services)
         metrics_server = f"{service['metadata']['name']}.{identity.namespace}.svc"
     for flag in every_flag:
         if flag.value in values:
@@ -1256,6 +1308,7 @@ def chart_files(
         flags=every_flag,
         enabled_label=identity.enabled_label,
         metrics_server=metrics_server,
+        metrics_services=metrics_services,
         selectors=(
             namespace_selector(identity, enable_all=False),
             namespace_selector(identity, enable_all=True),

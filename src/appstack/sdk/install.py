@@ -448,6 +448,10 @@ LEASE_FLOW_REFERENCE = {
 }
 
 
+#: Where the operator's container mounts a metrics certificate Secret (``--metrics-cert-dir``):
+#: kubebuilder's path, in every SDK operator's chart and appstack's install.
+METRICS_CERT_DIR = "/tmp/k8s-metrics-server/metrics-certs"  # noqa: S108 - a mount point
+
 #: Where a pod finds its own ServiceAccount token: what a ServiceMonitor's scraper sends.
 SERVICE_ACCOUNT_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"  # noqa: S105
 

@@ -1142,3 +1142,31 @@ def test_the_readme_lists_every_value_with_its_default_and_what_it_does(chart: P
         description = row.split("|")[3].strip()
         assert description, path
     assert len(rows) == len(set(rows))
+
+
+def test_a_renamed_metrics_service_and_reader_are_found_by_what_they_are(
+    project: Path, tools: tuple[Path, Path]
+) -> None:
+    """The chart finds the metrics Service (the one to the pods' /metrics port) and the
+    metrics reader (the role granting ``get`` on /metrics) by what they are: a user who
+    renamed them in config/ keeps ``metrics.*``, helm test's Pod and the reader binding."""
+    helm = tools[0]
+    _guestbook(project)
+    service = project / "config/default/metrics_service.yaml"
+    service.write_text(service.read_text().replace("controller-manager-metrics-service", "scrape"))
+    reader = project / "config/rbac/metrics_reader_role.yaml"
+    reader.write_text(reader.read_text().replace("name: metrics-reader", "name: scrapers"))
+    for path in (project / "config").rglob("*.yaml"):  # what references them follows
+        path.write_text(path.read_text().replace("name: metrics-reader\n", "name: scrapers\n"))
+    commands.generate_chart(project, "registry.example/guestbook:v1", str(tools[1]))
+    chart = project / "dist" / "chart"
+    assert yaml.safe_load((chart / "values.yaml").read_text())["metrics"]["enabled"] is True
+    objects = template(helm, chart, "a", "--set=metrics.serviceMonitor.enabled=true")
+    scrape = one(objects, "Service", "scrape")
+    assert scrape["metadata"]["name"] == "a-guestbook-scrape"
+    (test_pod,) = [o for o in objects if _hook(o)]
+    assert "a-guestbook-scrape." in json.dumps(test_pod)
+    binding = one(objects, "ClusterRoleBinding", "metrics-reader-prometheus")
+    assert binding["roleRef"]["name"] == "a-guestbook-scrapers"
+    off = template(helm, chart, "a", "--set=metrics.enabled=false")
+    assert not [o for o in off if o["kind"] == "Service" and "scrape" in o["metadata"]["name"]]
