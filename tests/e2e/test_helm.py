@@ -465,15 +465,16 @@ def test_helm_install_test_upgrade_uninstall(helm: Helm, fresh_cluster: LocalClu
     (container,) = deployment.spec.template.spec.containers
     assert container.image == "appstack:1.2.3"
     assert "--namespace=team-a" in container.args
-    assert kube.get(Role, "appstack-operator", namespace="team-a")
+    assert kube.get(Role, f"appstack-operator-{NS}", namespace="team-a")  # the install's
     with pytest.raises(ApiError):
         kube.get(ClusterRole, f"appstack-operator-{NS}")  # namespaced now
+    assert kube.get(ClusterRole, f"appstack-operator-metrics-auth-{NS}")  # the /metrics reviews
 
     helm("uninstall", "appstack", f"--namespace={NS}", "--wait", "--timeout=2m")
     for res, name, namespace in (
         (Deployment, "appstack-operator", NS),
         (ServiceAccount, "appstack-operator", NS),
-        (Role, "appstack-operator", "team-a"),
+        (Role, f"appstack-operator-{NS}", "team-a"),
     ):
         with pytest.raises(ApiError):
             kube.get(res, name, namespace=namespace)

@@ -80,6 +80,10 @@ def render(options: InstallOptions | None = None) -> dict[str, str]:
             rbac.leader_election_role_binding(options.namespace, options.namespace),
         )
         files["rbac/metrics_reader.yaml"] = _yaml(rbac.metrics_reader(options.namespace))
+        files["rbac/metrics_auth.yaml"] = _yaml(
+            rbac.metrics_auth_cluster_role(options.namespace),
+            rbac.metrics_auth_cluster_role_binding(options.namespace),
+        )
         files["rbac/user_roles.yaml"] = _yaml(*rbac.user_roles(options.namespace))
         files["rbac/namespace_enabler.yaml"] = _yaml(admission.enabler_role(options.namespace))
         files["rbac/lease_flow_schema.yaml"] = _yaml(rbac.lease_flow_schema(options.namespace))

@@ -322,8 +322,8 @@ def _rbac() -> str:
                 lambda sharded: install.watched_rbac(watched, release, sharded=sharded)
             ),
             objects(install.own_namespace_rbac(NS)),
-            objects(install.metrics_auth_rbac(NS)),
         ),
+        *objects(install.metrics_auth_rbac(NS)),
         *_sharded_or_not(lambda sharded: install.common_rbac(NS, sharded=sharded)),
         *_sharded_or_not(policies),
     ]

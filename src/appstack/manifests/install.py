@@ -119,7 +119,9 @@ def own_namespace_rbac(namespace: str) -> list[Obj]:
 
 
 def metrics_auth_rbac(namespace: str) -> list[Obj]:
-    """A namespaced install's only cluster-wide grant: the reviews that guard /metrics."""
+    """The reviews that guard /metrics, a ClusterRole of their own in every install (as
+    ``config/``'s): a namespaced install's only cluster-wide grant, and what the chart keeps
+    when ``watchNamespaces`` turns the operator's ClusterRole into Roles."""
     return [
         rbac.metrics_auth_cluster_role(namespace),
         rbac.metrics_auth_cluster_role_binding(namespace),
@@ -144,13 +146,14 @@ def common_rbac(namespace: str, *, sharded: bool = False) -> list[Obj]:
 
 def rbac_objects(options: InstallOptions) -> list[Obj]:
     """A ClusterRole + binding, or a Role + RoleBinding per watched namespace (plus one in
-    the operator's own namespace unless watched, and the /metrics reviews ClusterRole);
-    then, always, :func:`common_rbac`. The Helm chart templates the same functions
-    (:mod:`appstack.manifests.chart`)."""
+    the operator's own namespace unless watched); the /metrics reviews' ClusterRole
+    (:func:`metrics_auth_rbac`); then, always, :func:`common_rbac`. The Helm chart
+    templates the same functions (:mod:`appstack.manifests.chart`)."""
     namespace, sharded = options.namespace, options.sharded
     if options.cluster_wide:
         return [
             *cluster_wide_rbac(namespace, sharded=sharded),
+            *metrics_auth_rbac(namespace),
             *common_rbac(namespace, sharded=sharded),
         ]
     objects: list[Obj] = []

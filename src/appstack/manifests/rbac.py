@@ -53,9 +53,10 @@ def grants(
 ) -> list[dict[str, Any]]:
     """The operator's own role of ``rules`` and its binding to the ServiceAccount of the
     install in ``namespace`` (:func:`appstack.sdk.manager_grants`): the ClusterRole
-    ``appstack-operator-<namespace>`` (every namespace), or the Role ``appstack-operator``
-    in the ``watched`` namespace."""
-    name = NAME if watched else cluster_name(NAME, namespace)
+    ``appstack-operator-<namespace>`` (every namespace), or the Role of that name in the
+    ``watched`` namespace (named after the install, as the SDK's chart names a watched
+    namespace's Role after the ClusterRole: two installs may watch one namespace)."""
+    name = cluster_name(NAME, namespace)
     return manager_grants(name, rules, account=(namespace, NAME), labels=LABELS, namespace=watched)
 
 

@@ -166,6 +166,8 @@ def test_install_yaml_is_one_bundle_of_everything() -> None:
         "ServiceAccount",
         "ClusterRole",
         "ClusterRoleBinding",
+        "ClusterRole",  # the reviews that guard /metrics, apart (kept when namespaced)
+        "ClusterRoleBinding",
         "Role",
         "RoleBinding",
         "ClusterRole",  # appstack-metrics-reader, for scrapers
@@ -328,8 +330,8 @@ def test_an_uninstall_scope_keeps_the_other_installs_and_the_crds() -> None:
     scope = Scope("ops1", ("a",), ("ops2",), own)
     assert scope.owns("ClusterRole", "appstack-operator-metrics-auth-ops1", None)
     assert not scope.owns("ClusterRole", "appstack-operator-metrics-auth-ops2", None)
-    assert scope.owns("Role", "appstack-operator", "a")
-    assert not scope.owns("Role", "appstack-operator", "b")
+    assert scope.owns("Role", "appstack-operator-ops1", "a")
+    assert not scope.owns("Role", "appstack-operator-ops1", "b")
     assert scope.owns("Deployment", "appstack-operator", "ops1")
     assert scope.owns("Namespace", "ops1", None)
     assert not scope.owns("Namespace", "ops2", None)

@@ -6,8 +6,7 @@ objects ``charts/appstack`` renders (its CRDs included), value set by value set,
 real ``helm``; but for what the switch to one chart still has to settle (docs/design.md,
 "How far that is"): the operator pods' selector and labels, the objects' labels, the order
 of the operator's arguments and those passed at their defaults, ``helm test``'s Pod, the
-reader binding's name, and ``watchNamespaces`` (appstack's install grants namespaced
-operators otherwise). A change to either chart that makes it render differently fails
+reader binding's name. A change to either chart that makes it render differently fails
 here: the two cannot drift apart meanwhile."""
 
 from __future__ import annotations
@@ -73,6 +72,8 @@ VALUE_SETS = (
     ),
     ("--set=image.tag=v2", "--set=image.pullPolicy=Always"),
     ("--set=fullnameOverride=ops",),
+    ("--set=watchNamespaces={a,b}",),
+    ("--set=watchNamespaces={a,appstack-system}", "--set=sharding.enabled=true"),
     (
         "--set=metrics.serviceMonitor.enabled=true",
         "--set=metrics.serviceMonitor.interval=15s",
@@ -181,25 +182,3 @@ def test_the_sdks_chart_of_appstacks_install_renders_appstacks_chart(
     for key, obj in appstacks.items():
         if key not in READER_BINDINGS:
             assert _alike(obj) == _alike(sdks[key]), key
-
-
-def test_the_difference_left_with_watched_namespaces(charts: tuple[Path, Path]) -> None:
-    """What ``watchNamespaces`` still renders otherwise (the next step's): appstack's
-    namespaced install names its Roles after the operator and grants the metrics reviews
-    by a ClusterRole of their own; the SDK's chart, from a cluster-wide install, names them
-    after its ClusterRole and has that ClusterRole apart in a scaffolded project's config/
-    only."""
-    helm, sdk_chart = charts
-    watched = "--set=watchNamespaces={a,b}"
-    appstacks = set(_rendered(helm, CHART, watched))
-    sdks = set(_rendered(helm, sdk_chart, watched))
-    assert {key[:2] for key in appstacks - sdks} == {
-        ("ClusterRole", f"appstack-operator-metrics-auth-{NS}"),
-        ("ClusterRoleBinding", f"appstack-operator-metrics-auth-{NS}"),
-        ("Role", "appstack-operator"),
-        ("RoleBinding", "appstack-operator"),
-    }
-    assert {key[:2] for key in sdks - appstacks} == {
-        ("Role", f"appstack-operator-{NS}"),
-        ("RoleBinding", f"appstack-operator-{NS}"),
-    }
