@@ -160,6 +160,9 @@ METRICS_FLAGS = ("--metrics-secure", "--no-metrics-secure", "--metrics-cert-dir"
 METRICS_CERTS = "metrics-certs"
 FULLNAME = sentinel("FULLNAME")
 LABELS = sentinel("LABELS")
+#: ``helm test``'s Pod's labels: the chart's, named ``<name>-test`` so that no selector of
+#: the operator's pods (its ReplicaSet's would adopt it) takes it.
+TEST_LABELS = sentinel("TEST_LABELS")
 SELECTOR = sentinel("SELECTOR")
 _DNS_LABEL_MAX = 63
 DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
@@ -217,6 +220,13 @@ helm.sh/chart: {{{{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" 
 {{{{- with .Values.commonLabels }}}}
 {{{{ toYaml . }}}}
 {{{{- end }}}}
+{{{{- end }}}}
+
+{{{{/* helm test's Pod's labels: the labels, the name <name>-test (no pod selector takes it). */}}}}
+{{{{- define "{chart}.testLabels" -}}}}
+{{{{- $name := printf "app.kubernetes.io/name: %s\\n" (include "{chart}.name" .) }}}}
+{{{{- $test := printf "app.kubernetes.io/name: %s-test\\n" (include "{chart}.name" .) }}}}
+{{{{- include "{chart}.labels" . | replace $name $test }}}}
 {{{{- end }}}}
 
 {{{{/*
@@ -748,6 +758,8 @@ def _labels_text(text: str, chart: str) -> str:
         return replace
 
     text = re.sub(rf"^(\s*)'{re.escape(LABELS)}': ''$", include("labels"), text, flags=re.M)
+    pattern = rf"^(\s*)'{re.escape(TEST_LABELS)}': ''$"
+    text = re.sub(pattern, include("testLabels"), text, flags=re.M)
     pattern = rf"^(\s*)'{re.escape(SELECTOR)}': ''$"
     return re.sub(pattern, include("selectorLabels"), text, flags=re.M)
 
@@ -1085,7 +1097,7 @@ def _test_pod(service: Obj, install: _Install) -> str:
     url = f"{scheme}://{name}.{install.namespace}.svc:{port['port']}/metrics"
     ca = sentinel("CERT_SECRET") if install.metrics_server else None
     pod = metrics_test_pod(
-        f"{FULLNAME}-test-metrics", install.namespace, url, {LABELS: ""}, ca_secret=ca
+        f"{FULLNAME}-test-metrics", install.namespace, url, {TEST_LABELS: ""}, ca_secret=ca
     )
     text = pod_extras(dump(pod))
     text = metrics_ca_text(text) if ca else text
@@ -1128,16 +1140,14 @@ def _reader_binding(reader: Obj, install: _Install) -> str:
     return f"{{{{- if {condition} }}}}\n{text}{{{{- end }}}}\n"
 
 
-def _chart_own(
-    objects: Sequence[Obj], deployment: Obj, install: _Install, *, pods_labelled: bool
-) -> dict[str, list[str]]:
+def _chart_own(objects: Sequence[Obj], deployment: Obj, install: _Install) -> dict[str, list[str]]:
     """The templates only the chart has, by path: ``helm test``'s Pod (with a metrics
-    Service, and a label of the operator's pods beyond the chart's: ``pods_labelled``), the
+    Service; labelled ``<name>-test``, so no selector of the operator's pods takes it), the
     ServiceMonitor's reader binding (with a ServiceMonitor and the metrics reader role),
     a sharded operator's autoscaler."""
     parts: dict[str, list[str]] = {}
     metrics = [o for o in objects if o["metadata"]["name"] in install.metrics_services]
-    if metrics and pods_labelled:  # a label of the operator's pods: else no selector takes it
+    if metrics:
         parts["templates/tests/test-metrics.yaml"] = [_test_pod(metrics[0], install)]
     reader = _metrics_reader(objects)
     if reader is not None and any(o["kind"] == "ServiceMonitor" for o in objects):
@@ -1355,7 +1365,7 @@ def chart_files(
         "README.md": readme(chart, values, crds="crd" in values, flags=every_flag),
     }
     out.update({f"{DASHBOARDS_DIR}/{name}": text for name, text in sorted(dashboards.items())})
-    parts.update(_chart_own(installs[0], deployment, install, pods_labelled=bool(extra)))
+    parts.update(_chart_own(installs[0], deployment, install))
     for path, texts_ in sorted(parts.items()):
         out[path] = header + _joined(texts_)
     return out

@@ -182,3 +182,28 @@ def test_the_sdks_chart_of_appstacks_install_renders_appstacks_chart(
     for key, obj in appstacks.items():
         if key not in READER_BINDINGS:
             assert _alike(obj) == _alike(sdks[key]), key
+
+
+def test_helm_tests_pod_is_there_and_no_selector_of_the_operators_pods_takes_it(
+    charts: tuple[Path, Path],
+) -> None:
+    """appstack's pods carry no label beyond the chart's selector: helm test's Pod (before:
+    left out of such a chart) is labelled ``<name>-test``, which neither the Deployment's
+    selector (its ReplicaSet would adopt the Pod) nor the metrics Service's matches."""
+    helm, sdk_chart = charts
+    proc = run_helm(
+        helm, "template", "appstack", str(sdk_chart), f"--namespace={NS}", KUBE
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    objects = [o for o in yaml.safe_load_all(proc.stdout) if o]
+    (pod,) = [o for o in objects if o["kind"] == "Pod"]
+    labels = pod["metadata"]["labels"]
+    assert labels["app.kubernetes.io/name"] == "appstack-test"
+    assert labels["app.kubernetes.io/instance"] == "appstack"
+    selectors = [
+        o["spec"]["selector"].get("matchLabels", o["spec"]["selector"])
+        for o in objects
+        if o["kind"] in ("Deployment", "Service")
+    ]
+    assert selectors
+    assert not [s for s in selectors if s.items() <= labels.items()]
