@@ -166,6 +166,7 @@ TEST_LABELS = sentinel("TEST_LABELS")
 SELECTOR = sentinel("SELECTOR")
 _DNS_LABEL_MAX = 63
 DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 
 
 class ChartError(ValueError):
@@ -1561,7 +1562,29 @@ def _schema(values: Obj, flags: Sequence[ChartFlag] = FLAG_VALUES) -> Obj:
     image["digest"]["pattern"] = r"^$|^[a-z0-9]+([+._-][a-z0-9]+)*:[a-zA-Z0-9=_-]{32,}$"
     image["pullPolicy"]["enum"] = ["", "Always", "IfNotPresent", "Never"]
     for key in ("nameOverride", "fullnameOverride"):
-        schema["properties"][key]["pattern"] = r"^$|^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+        schema["properties"][key]["pattern"] = rf"^$|{DNS_LABEL}"
+    properties = schema["properties"]
+    # names Kubernetes would refuse only at install: refused at render, by their path
+    properties["imagePullSecrets"] = {
+        "type": "array",
+        "items": {
+            "type": "object",
+            "required": ["name"],
+            "properties": {"name": {"type": "string", "pattern": DNS_SUBDOMAIN}},
+        },
+    }
+    properties["priorityClassName"]["pattern"] = rf"^$|{DNS_SUBDOMAIN}"
+    account = properties["serviceAccount"]
+    account["properties"]["name"]["pattern"] = rf"^$|{DNS_SUBDOMAIN}"
+    # one that exists is named: serviceAccount.create=false needs serviceAccount.name
+    account["if"] = {"properties": {"create": {"const": False}}, "required": ["create"]}
+    account["then"] = {"properties": {"name": {"minLength": 1}}, "required": ["name"]}
+    monitor = properties.get("metrics", {}).get("properties", {}).get("serviceMonitor")
+    if monitor is not None:
+        monitor["properties"]["interval"]["pattern"] = DURATION
+        scraper = monitor["properties"]["prometheusServiceAccount"]
+        scraper["properties"]["name"]["pattern"] = rf"^$|{DNS_SUBDOMAIN}"
+        scraper["properties"]["namespace"]["pattern"] = rf"^$|{DNS_LABEL}"
     # the timeout below the grace period: the Deployment template checks (SHUTDOWN_IN_GRACE)
     schema["properties"]["terminationGracePeriodSeconds"]["minimum"] = 1
     schema["properties"]["gracefulShutdownTimeout"]["pattern"] = DURATION

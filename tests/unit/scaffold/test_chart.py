@@ -415,7 +415,7 @@ def test_the_service_account_may_be_one_that_exists(chart: Path, tools: tuple[Pa
         assert bound["subjects"] == [
             {"kind": "ServiceAccount", "name": "platform-operator", "namespace": NS}
         ]
-    assert "serviceAccount.name" in refused(helm, chart, "--set=serviceAccount.create=false")
+    assert "/serviceAccount/name" in refused(helm, chart, "--set=serviceAccount.create=false")
     # the FlowSchema of the operator's Lease requests names it too
     for objects, account in (
         (default, "a-guestbook-controller-manager"),
@@ -1170,3 +1170,24 @@ def test_a_renamed_metrics_service_and_reader_are_found_by_what_they_are(
     assert binding["roleRef"]["name"] == "a-guestbook-scrapers"
     off = template(helm, chart, "a", "--set=metrics.enabled=false")
     assert not [o for o in off if o["kind"] == "Service" and "scrape" in o["metadata"]["name"]]
+
+
+@pytest.mark.parametrize(
+    ("values", "path"),
+    [
+        (("--set=imagePullSecrets[0].name=Reg_Cred",), "/imagePullSecrets/0/name"),
+        (("--set=imagePullSecrets[0].nam=regcred",), "/imagePullSecrets/0"),
+        (("--set=serviceAccount.create=false",), "/serviceAccount/name"),
+        (("--set=serviceAccount.name=Ops",), "/serviceAccount/name"),
+        (("--set=priorityClassName=High",), "/priorityClassName"),
+        (("--set=metrics.serviceMonitor.interval=often",), "/metrics/serviceMonitor/interval"),
+        (
+            ("--set=metrics.serviceMonitor.prometheusServiceAccount.namespace=Mon",),
+            "/metrics/serviceMonitor/prometheusServiceAccount/namespace",
+        ),
+    ],
+)
+def test_names_kubernetes_would_refuse_at_install_are_refused_at_render_by_their_path(
+    chart: Path, tools: tuple[Path, Path], values: tuple[str, ...], path: str
+) -> None:
+    assert path in refused(tools[0], chart, *values)
