@@ -1,8 +1,9 @@
 """The Helm chart ``charts/appstack`` with a real ``helm`` (built from Go modules, cached),
 on a cluster of its own (the chart owns cluster-wide objects the session shares):
 ``helm lint``; ``helm template`` with default values renders exactly the generated install
-(minus the Namespace — Helm's is the release namespace — and the CRDs, which live in
-``crds/``; with Helm's standard labels on every object); ``helm install``; ``helm test``
+(minus the Namespace — Helm's is the release namespace —, with Helm's standard labels on
+every object and the release in the pods' selector: ``helm_chart.alike``; the CRDs are
+templates, ``crd.enable``, kept on uninstall, ``crd.keep``); ``helm install``; ``helm test``
 (its hook pod completes through a kwok stage: there is no kubelet, so this proves the
 hook's wiring, not the HTTP call it makes); ``helm upgrade`` to other values; ``helm
 uninstall`` (which keeps the CRDs, as documented); two releases side by side in one
@@ -35,11 +36,11 @@ from appstack.api.namespaces import ENABLED
 from appstack.controllers.rbac import MARKER, MARKER_GROUP, MARKER_RESOURCE
 from appstack.manifests import crds, dashboard, grafana, monitoring, workload
 from appstack.manifests.admission import enabled_check
-from appstack.manifests.chart_labels import chart_labels, with_chart_labels
 from appstack.manifests.install import install
 from appstack.sdk import METRICS_CERT_DIR
 from appstack_testbed.cluster import LocalCluster
 from appstack_testbed.helm import Helm
+from tests.unit.manifests.helm_chart import alike
 
 CHART = Path(__file__).resolve().parents[2] / "charts" / "appstack"
 NS = "appstack-system"
@@ -64,16 +65,22 @@ def test_helm_lint_and_template_equal_the_generated_install(helm: Helm) -> None:
     helm("lint", "--strict", str(CHART))
     out = helm("template", "appstack", str(CHART), f"--namespace={NS}", "--skip-tests", KUBE).stdout
     rendered = sorted((d for d in yaml.safe_load_all(out) if d), key=_key)
-    expected = [
-        with_chart_labels(o)
-        for o in install().objects()
-        if o["kind"] not in {"Namespace", "CustomResourceDefinition"}
-    ]
-    assert rendered == sorted(expected, key=_key)
+    expected = [o for o in install().objects() if o["kind"] != "Namespace"]
+    assert [alike(o) for o in rendered] == sorted((alike(o) for o in expected), key=_key)
+    helm_labels = {
+        "app.kubernetes.io/managed-by": "Helm",
+        "app.kubernetes.io/instance": "appstack",
+        "app.kubernetes.io/part-of": "appstack",
+    }
     for obj in rendered:  # Helm's standard labels on every object, from one helper
-        assert obj["metadata"]["labels"].items() >= chart_labels().items(), obj["metadata"]
-    chart_crds = [yaml.safe_load(p.read_text()) for p in sorted((CHART / "crds").iterdir())]
-    assert chart_crds == sorted(crds.all_crds(), key=lambda c: c["metadata"]["name"])
+        assert obj["metadata"]["labels"].items() >= helm_labels.items(), obj["metadata"]
+    chart_crds = [alike(o) for o in rendered if o["kind"] == "CustomResourceDefinition"]
+    assert chart_crds == sorted(
+        (alike(c) for c in crds.all_crds()), key=lambda c: c["metadata"]["name"]
+    )
+    for crd in rendered:  # kept by helm uninstall (crd.keep)
+        if crd["kind"] == "CustomResourceDefinition":
+            assert crd["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
 
 
 def test_helm_template_renders_the_optional_monitoring_objects(helm: Helm) -> None:
@@ -88,13 +95,13 @@ def test_helm_template_renders_the_optional_monitoring_objects(helm: Helm) -> No
         "--set=metrics.grafanaDashboard.enabled=true",
     ).stdout
     rendered = {d["kind"]: d for d in yaml.safe_load_all(out) if d}
-    assert rendered["ServiceMonitor"] == with_chart_labels(monitoring.service_monitor(NS))
-    assert rendered["PrometheusRule"] == with_chart_labels(dashboard.prometheus_rule(NS))
+    assert alike(rendered["ServiceMonitor"]) == alike(monitoring.service_monitor(NS))
+    assert alike(rendered["PrometheusRule"]) == alike(dashboard.prometheus_rule(NS))
     boards = {k: json.loads(v) for k, v in rendered["ConfigMap"]["data"].items()}
     assert boards == grafana.dashboards()
     assert rendered["Pod"]["metadata"]["annotations"]["helm.sh/hook"] == "test"
     # The test pod is not selected as the operator by the Service, the PDB or the tests.
-    assert rendered["Pod"]["metadata"]["labels"]["app.kubernetes.io/name"] == "appstack"
+    assert rendered["Pod"]["metadata"]["labels"]["app.kubernetes.io/name"] == "appstack-test"
 
 
 def _template(helm: Helm, release: str, *sets: str, check: bool = True) -> Any:
@@ -123,7 +130,7 @@ def test_a_release_of_any_name_spreads_its_own_replicas(helm: Helm) -> None:
     (term,) = pod["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
     selector = term["podAffinityTerm"]["labelSelector"]["matchLabels"]
     assert selector == deployment["spec"]["selector"]["matchLabels"]
-    assert selector == {"app.kubernetes.io/name": "ops-appstack-operator"}
+    assert selector == {"app.kubernetes.io/name": "appstack", "app.kubernetes.io/instance": "ops"}
     # the user's own affinity instead
     own = _deployment(_template(helm, "ops", "--set=affinity.nodeAffinity.x=y").stdout)["spec"][
         "template"
@@ -183,7 +190,12 @@ def test_pod_extensions_common_labels_and_probe_timing_are_values(
         "maxSkew": 1,
         "topologyKey": "topology.kubernetes.io/zone",
         "whenUnsatisfiable": "ScheduleAnyway",
-        "labelSelector": {"matchLabels": {"app.kubernetes.io/name": "appstack-operator"}},
+        "labelSelector": {
+            "matchLabels": {
+                "app.kubernetes.io/name": "appstack",
+                "app.kubernetes.io/instance": "appstack",
+            }
+        },
     }
     values = {
         "commonLabels": {"team": "platform", "release": "common"},
@@ -216,7 +228,7 @@ def test_pod_extensions_common_labels_and_probe_timing_are_values(
     rendered = {d["kind"]: d for d in objects}
     deployment = rendered["Deployment"]
     assert deployment["spec"]["revisionHistoryLimit"] == 0
-    selector = {"app.kubernetes.io/name": "appstack-operator"}
+    selector = {"app.kubernetes.io/name": "appstack", "app.kubernetes.io/instance": "appstack"}
     assert deployment["spec"]["selector"]["matchLabels"] == selector  # never a selector
     for kind in ("Service", "PodDisruptionBudget"):
         selected = rendered[kind]["spec"]["selector"]
@@ -285,7 +297,7 @@ def test_metrics_tls_values_choose_the_certificate_and_the_scrape_scheme(helm: H
     monitor = "--set=metrics.serviceMonitor.enabled=true"
     out = helm(*common, monitor, "--set=metrics.certSecret=metrics-tls").stdout
     rendered = {d["kind"]: d for d in yaml.safe_load_all(out) if d}
-    assert rendered["ServiceMonitor"] == with_chart_labels(
+    assert alike(rendered["ServiceMonitor"]) == alike(
         monitoring.service_monitor(NS, cert_secret="metrics-tls")
     )
     wanted = workload.deployment(namespace=NS, metrics_cert_secret="metrics-tls")
@@ -295,9 +307,7 @@ def test_metrics_tls_values_choose_the_certificate_and_the_scrape_scheme(helm: H
     assert f"--metrics-cert-dir={METRICS_CERT_DIR}" in pod["containers"][0]["args"]
     out = helm(*common, monitor, "--set=metrics.secure=false").stdout
     rendered = {d["kind"]: d for d in yaml.safe_load_all(out) if d}
-    assert rendered["ServiceMonitor"] == with_chart_labels(
-        monitoring.service_monitor(NS, secure=False)
-    )
+    assert alike(rendered["ServiceMonitor"]) == alike(monitoring.service_monitor(NS, secure=False))
     assert (
         "--no-metrics-secure"
         in rendered["Deployment"]["spec"]["template"]["spec"]["containers"][0]["args"]
@@ -388,7 +398,12 @@ def test_appstack_manifests_has_a_flag_for_each_value_an_installer_sets(helm: He
     chart_pod, pod = (d["spec"]["template"]["spec"] for d in (charted, generated))
     assert charted["spec"]["replicas"] == generated["spec"]["replicas"] == 3
     args = pod["containers"][0]["args"]
-    assert sorted(chart_pod["containers"][0]["args"]) == sorted(args)  # in another order
+    charted_args = [  # the chart names the Lease after the release, always
+        a
+        for a in chart_pod["containers"][0]["args"]
+        if a != "--leader-election-id=appstack-operator"
+    ]
+    assert sorted(charted_args) == sorted(args)  # in another order
     for wanted in (
         "--log-level=debug",
         "--concurrency=8",
@@ -478,7 +493,7 @@ def test_helm_install_test_upgrade_uninstall(helm: Helm, fresh_cluster: LocalClu
     ):
         with pytest.raises(ApiError):
             kube.get(res, name, namespace=namespace)
-    for crd in crds.all_crds():  # crds/ are never deleted by Helm
+    for crd in crds.all_crds():  # kept by helm uninstall (crd.keep)
         assert kube.get(CustomResourceDefinition, crd["metadata"]["name"])
 
 
@@ -521,6 +536,7 @@ def test_two_releases_install_side_by_side_in_one_namespace(
             f"--namespace={SIDE_NS}",
             "--create-namespace",
             f"--set=watchNamespaces={{{watched}}}",
+            "--set=crd.enable=false",  # the CRDs are there (kept by the test above's release)
             "--wait",
             "--timeout=2m",
         )
@@ -544,7 +560,10 @@ def test_two_releases_install_side_by_side_in_one_namespace(
         assert (
             f"--leader-election-id={operator}" in deployment.spec.template.spec.containers[0].args
         )
-        assert deployment.spec.selector.matchLabels == {"app.kubernetes.io/name": operator}
+        assert deployment.spec.selector.matchLabels == {
+            "app.kubernetes.io/name": "appstack",
+            "app.kubernetes.io/instance": release,
+        }
         assert kube.get(ServiceAccount, operator, namespace=SIDE_NS)
         # its own Lease, not the other release's
         for lease, allowed in ((operator, True), (f"{_other(release)}-appstack-operator", False)):

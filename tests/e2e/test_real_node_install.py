@@ -228,7 +228,9 @@ def get(cluster: LocalCluster, *args: str) -> Any:
 
 
 def operator_pods(cluster: LocalCluster) -> list[dict[str, Any]]:
-    pods = get(cluster, "pods", "-n", NS, "-l", "app.kubernetes.io/name=appstack-operator")
+    # install.yaml's pods by their name, the chart's by the chart's name and release
+    selector = "app.kubernetes.io/name in (appstack-operator,appstack)"
+    pods = get(cluster, "pods", "-n", NS, "-l", selector)
     return [p for p in pods["items"] if not p["metadata"].get("deletionTimestamp")]
 
 
@@ -279,7 +281,8 @@ def test_helm_install_of_the_release_runs_its_image_on_the_real_node_end_to_end(
         assert container["securityContext"]["readOnlyRootFilesystem"] is True
         assert pod["spec"]["serviceAccountName"] == "appstack-operator"
         assert pod["status"]["containerStatuses"][0]["ready"] is True
-    logs = kubectl(cluster, "-n", NS, "logs", "-l", "app.kubernetes.io/name=appstack-operator")
+    release = "app.kubernetes.io/instance=appstack,app.kubernetes.io/name=appstack"
+    logs = kubectl(cluster, "-n", NS, "logs", "-l", release)
     assert "caches synced" in logs
 
     reader.run(page[FIRST])  # namespace shop opened, the sample applied and Ready
@@ -343,7 +346,7 @@ def test_helm_install_of_the_release_runs_its_image_on_the_real_node_end_to_end(
             "-o",
             "name",
         ),
-        lambda left: set(left.split()) <= {"pod/appstack-operator-test-metrics"},
+        lambda left: set(left.split()) <= {"pod/appstack-test-metrics"},
         timeout=60,
         what="nothing of the release left in its namespace but helm test's pod",
         interval=1,
@@ -360,7 +363,7 @@ def test_helm_install_of_the_release_runs_its_image_on_the_real_node_end_to_end(
     )
     assert cluster_wide.strip() == ""
     crds = kubectl(cluster, "get", "crd", "-o", "name")
-    assert "appservices.appstack.dev" in crds  # kept by Helm (crds/), as documented
+    assert "appservices.appstack.dev" in crds  # kept by Helm (crd.keep), as documented
     assert cluster.kubectl("get", "namespace", NS, check=False).returncode == 0  # documented
 
 

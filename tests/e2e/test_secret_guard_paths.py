@@ -161,7 +161,7 @@ def test_a_helm_release_in_another_namespace_keeps_the_guard(
         str(ROOT / "charts" / "appstack"),
         "--namespace=helm-ops",
         "--create-namespace",
-        "--skip-crds",
+        "--set=crd.enable=false",  # the session's CRDs are there, applied by kubectl
     )
     # release "ops": its objects are named ops-appstack-... (the chart's fullname)
     account = "ops-appstack-operator"

@@ -1,48 +1,15 @@
-{{/*
-The standard labels of every object of the chart (generated: appstack.manifests.chart_labels).
-The operator's own objects are app.kubernetes.io/name: its name (appstack-operator in release
-"appstack"; what its Deployment, metrics Service and PodDisruptionBudget select) with
-appstack.commonLabels; every other
-object is app.kubernetes.io/name: {{ include "appstack.name" . }} (the chart's name or
-nameOverride).
-*/}}
-{{- define "appstack.labels" -}}
-app.kubernetes.io/name: {{ include "appstack.name" . }}
-{{ include "appstack.commonLabels" . }}
-{{- end }}
+{{/* Generated from the operator's install (appstack.sdk.chart). */}}
 
-{{/*
-The labels of every object (the operator's too), then the commonLabels value.
-*/}}
-{{- define "appstack.commonLabels" -}}
-{{ include "appstack.helmLabels" . }}
-{{- with .Values.commonLabels }}
-{{ toYaml . }}
-{{- end }}
-{{- end }}
-
-{{/*
-Helm's standard labels alone: where more labels of the object (podLabels, metrics.*.labels)
-are merged over commonLabels.
-*/}}
-{{- define "appstack.helmLabels" -}}
-app.kubernetes.io/instance: {{ .Release.Name }}
-app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
-app.kubernetes.io/managed-by: {{ .Release.Service }}
-app.kubernetes.io/part-of: appstack
-helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
-{{- end }}
-
-{{/*
-Names, as Helm's starter chart makes them (generated: appstack.manifests.chart_names).
-appstack.fullname starts every object's name; release "appstack" gives "appstack", so the
-objects keep their names (appstack-operator, appstack-operator-<namespace>, ...). At most
-46 characters: <fullname>-operator-metrics (a Service) stays a DNS label.
-*/}}
+{{/* The chart's name, or nameOverride. */}}
 {{- define "appstack.name" -}}
 {{- default .Chart.Name .Values.nameOverride | trunc 46 | trimSuffix "-" }}
 {{- end }}
 
+{{/*
+What every object's name starts with: fullnameOverride; else the release name if it contains
+the chart's name; else <release>-<name>. At most 46 characters, so that the longest
+Service name stays a DNS label.
+*/}}
 {{- define "appstack.fullname" -}}
 {{- if .Values.fullnameOverride }}
 {{- .Values.fullnameOverride | trunc 46 | trimSuffix "-" }}
@@ -56,20 +23,42 @@ objects keep their names (appstack-operator, appstack-operator-<namespace>, ...)
 {{- end }}
 {{- end }}
 
-{{/*
-The operator's Deployment, Roles, PodDisruptionBudget and leader-election Lease.
-*/}}
-{{- define "appstack.operatorName" -}}
-{{- printf "%s-operator" (include "appstack.fullname" .) }}
+{{/* What selects this release's operator pods (never another release's). */}}
+{{- define "appstack.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "appstack.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/* The labels of every object: Kubernetes' recommended ones, then commonLabels. */}}
+{{- define "appstack.labels" -}}
+app.kubernetes.io/name: {{ include "appstack.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: appstack
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* helm test's Pod's labels: the labels, the name <name>-test (no pod selector takes it). */}}
+{{- define "appstack.testLabels" -}}
+{{- $name := printf "app.kubernetes.io/name: %s\n" (include "appstack.name" .) }}
+{{- $test := printf "app.kubernetes.io/name: %s-test\n" (include "appstack.name" .) }}
+{{- include "appstack.labels" . | replace $name $test }}
 {{- end }}
 
 {{/*
-The ServiceAccount the operator runs as, which its bindings and FlowSchema name.
+The operator's ServiceAccount: serviceAccount.name; else, when the chart creates it,
+<fullname>-operator.
 */}}
 {{- define "appstack.serviceAccountName" -}}
-{{- if .Values.serviceAccount.create }}
-{{- default (include "appstack.operatorName" .) .Values.serviceAccount.name }}
+{{- if .Values.serviceAccount.name }}
+{{- .Values.serviceAccount.name }}
+{{- else if .Values.serviceAccount.create }}
+{{- include "appstack.fullname" . }}-operator
 {{- else }}
-{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name }}
+{{- fail "serviceAccount.create=false needs serviceAccount.name (the one to run as)" }}
 {{- end }}
 {{- end }}

@@ -21,6 +21,6 @@ IDENTITY = OperatorIdentity(
 
 #: How to install appstack's CRDs, said when they are missing (by the operator and the CLI).
 CRDS_HINT = (
-    "kubectl apply --server-side -f deploy/crds/, or "
-    "helm show crds charts/appstack | kubectl apply --server-side -f -"
+    "kubectl apply --server-side -f deploy/crds/, or helm install of charts/appstack "
+    "(crd.enable=true)"
 )

@@ -17,6 +17,8 @@ from appstack.core.duration import DEFAULT_SYNC_PERIOD
 from appstack.sdk import Duration, check_duration
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from appstack.runtime import Client
 
 
@@ -324,12 +326,24 @@ def manifests(
     outputs = {Path(output_dir): bundle.render(options)}
     if chart_dir:
         outputs[Path(chart_dir)] = chart.render()
+    _written(outputs, check=check)
+
+
+def _written(outputs: dict[Path, dict[str, str]], *, check: bool) -> None:
+    """Write each directory's files, removing those a former run generated and this one
+    does not; or (``check``) list what is out of date and exit 1 if anything is."""
+    from appstack.manifests import bundle  # noqa: PLC0415
+
     if check:
         stale = [d / rel for d, files in outputs.items() for rel in bundle.stale(d, files)]
+        stale += [path for d, files in outputs.items() for path in bundle.leftover(d, files)]
         for path in stale:
             click.echo(f"out of date: {path}", err=True)
         sys.exit(1 if stale else 0)
     for directory, files in outputs.items():
+        for path in bundle.leftover(directory, files):  # generated before, no longer
+            path.unlink()
+            click.echo(f"removed {path}")
         for path in bundle.write(directory, files):
             click.echo(f"wrote {path}")
 

@@ -18,13 +18,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from appstack.manifests import rbac
-from appstack.manifests.chart_labels import PART_OF
 from appstack.manifests.crds import LABELS, crd_names
 from appstack.manifests.install import InstallOptions, install
 from appstack.runtime import DEPLOYMENT, SERVICE_ACCOUNT, Client, NotFound
 
-# part-of only: a Helm release labels its objects managed-by=Helm (chart_labels), and an
+# part-of only: a Helm release labels its objects managed-by=Helm (the chart's labels), and an
 # uninstall must still see (and spare) a Helm install in another namespace.
+PART_OF = "app.kubernetes.io/part-of"
 SELECTOR = f"{PART_OF}={LABELS[PART_OF]}"
 WATCH_FLAG = "--namespace="
 OWN_CRDS = frozenset(crd_names())

@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from appstack.controllers.registry import ALL, by_kind
-from appstack.sdk import Registration
+from appstack.sdk import Registration, config_map
 
 SCRIPT = """\
 -- appstack {kind}: health from the conditions the operator writes
@@ -87,12 +87,7 @@ def argocd_cm_patch(namespace: str = "argocd") -> dict[str, Any]:
     """A patch of Argo CD's ``argocd-cm`` adding a health check for each of our kinds
     (``kubectl patch configmap argocd-cm -n argocd --patch-file <this file>``)."""
     data = {health_key(c.kind.group, c.kind.kind): _script(c) for c in ALL}
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": "argocd-cm", "namespace": namespace},
-        "data": data,
-    }
+    return config_map("argocd-cm", namespace, data)
 
 
 class _Literal(str):

@@ -171,6 +171,21 @@ def write(directory: Path, files: dict[str, str]) -> list[Path]:
     return written
 
 
+def leftover(directory: Path, files: dict[str, str]) -> list[Path]:
+    """Files under ``directory`` that a former ``appstack manifests`` generated (they start
+    with its header) and that are no longer among ``files``: what writing ``files`` removes.
+    A file without the header is someone's own and never listed."""
+    if not directory.is_dir():
+        return []
+    return sorted(
+        path
+        for path in directory.rglob("*")
+        if path.is_file()
+        and path.relative_to(directory).as_posix() not in files
+        and path.read_text(errors="replace").startswith(HEADER)
+    )
+
+
 def stale(directory: Path, files: dict[str, str]) -> list[str]:
     """Those of ``files`` that differ under ``directory`` (empty when up to date)."""
     return [

@@ -4,7 +4,7 @@ controllers, workqueues, leader, API requests, CPU and memory; installed sharded
 shards) and one per registered kind (:data:`appstack.controllers.registry.ALL`), each kind's
 with the panels of its own metrics that its registration declares (``dashboard``, in each
 kind's ``metrics`` module). Generated into ``deploy/monitoring/dashboards/`` and the Helm
-chart (:mod:`appstack.manifests.bundle`, :mod:`appstack.manifests.chart_monitoring`); a
+chart (:mod:`appstack.manifests.bundle`, :mod:`appstack.manifests.chart`); a
 unit test checks that every expression only names metrics the operator exports. Pure."""
 
 from __future__ import annotations

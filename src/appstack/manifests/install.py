@@ -16,8 +16,10 @@ from appstack.controllers.rbac import operator_rules
 from appstack.core import defaults
 from appstack.core.duration import DEFAULT_SYNC_PERIOD
 from appstack.manifests import admission, crds, rbac, workload
-from appstack.manifests.chart_values import SHARDS_MIN
-from appstack.sdk import process_rules
+from appstack.sdk import HelmText, process_rules
+
+#: The fewest shards a sharded install runs (the chart's autoscaling.minReplicas' too).
+SHARDS_MIN = HelmText.SHARDS_MIN
 
 Obj = dict[str, Any]
 

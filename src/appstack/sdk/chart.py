@@ -268,11 +268,13 @@ def _walk_replace(node: Any, match: Mapping[str, str], by: Obj) -> Any:
 
 def _relabel(meta: Obj, install_labels: Mapping[str, str]) -> None:
     """``meta``'s labels: the chart's (``LABELS``) and those of its own the install's
-    labels do not cover (``control-plane``, an aggregation label...)."""
+    labels do not cover (``control-plane``, an aggregation label...) nor the chart's
+    (:data:`STANDARD_LABELS`: an install's own ``app.kubernetes.io/name`` would be a key
+    twice)."""
     own = {
         key: value
         for key, value in (meta.get("labels") or {}).items()
-        if install_labels.get(key) != value
+        if install_labels.get(key) != value and key not in STANDARD_LABELS  # the chart's
     }
     meta["labels"] = {LABELS: "", **own}
 
@@ -405,6 +407,14 @@ def _serves_metrics_tls(deployment: Obj, container: Obj) -> bool:
     )
 
 
+def _spreads(deployment: Obj) -> bool:
+    """Whether the install's pods have :func:`~appstack.sdk.spread_affinity` of their own
+    selector (and no other affinity): what the chart renders by default for the release."""
+    selector = deployment["spec"]["selector"].get("matchLabels") or {}
+    affinity = deployment["spec"]["template"]["spec"].get("affinity")
+    return bool(affinity == spread_affinity(selector))
+
+
 def _values(
     deployment: Obj,
     container: Obj,
@@ -443,7 +453,9 @@ def _values(
         "tolerations": pod.get("tolerations") or [],
         "topologySpreadConstraints": pod.get("topologySpreadConstraints") or [],
         "priorityClassName": pod.get("priorityClassName", ""),
-        "affinity": pod.get("affinity") or {},
+        # the install's own spread of its replicas is the chart's default (empty): rendered
+        # for the release's pods, not the install's selector
+        "affinity": {} if _spreads(deployment) else pod.get("affinity") or {},
         "podSecurityContext": pod.get("securityContext") or {},
         "securityContext": container.get("securityContext") or {},
         "serviceAccount": {"create": True, "name": "", "annotations": {}},
@@ -503,9 +515,9 @@ WATCHED_HELP = """
 
 
 WATCHED_NOTE = """
-{{- if .Values.watchNamespaces }}
+{{ if .Values.watchNamespaces -}}
 It watches only: {{ join ", " .Values.watchNamespaces }}.
-{{- else }}
+{{- else -}}
 It watches every namespace.
 {{- end }}
 """
@@ -771,6 +783,18 @@ def _renamed(text: str, names: Mapping[str, str]) -> str:
     for old in sorted(names, key=len, reverse=True):
         text = re.sub(rf"(?<![\w-]){re.escape(old)}(?![\w-])", names[old], text)
     return text
+
+
+def _namespaced(obj: Obj, prefix: str, namespace: str) -> str:
+    """A renamed object's name after the chart's fullname: its name without the install's
+    ``prefix``, a cluster-scoped one's ``-<namespace>`` suffix (an install that names them
+    after its namespace, so that installs in two namespaces share none) following the
+    release's namespace."""
+    rest = str(obj["metadata"]["name"]).removeprefix(prefix)
+    suffix = f"-{namespace}"
+    if obj["kind"] in CLUSTER_SCOPED and rest.endswith(suffix):
+        return rest.removesuffix(suffix) + "-{{ $.Release.Namespace }}"
+    return rest
 
 
 def _released(text: str, install: _Install) -> str:
@@ -1124,8 +1148,13 @@ def _reader_binding(reader: Obj, install: _Install) -> str:
     """The ClusterRoleBinding that lets Prometheus's ServiceAccount (the values') read
     ``/metrics`` — the install's metrics-reader ClusterRole, ``reader`` — rendered with the
     ServiceMonitor when that account has a name."""
+    role = install.names.get(reader["metadata"]["name"], reader["metadata"]["name"])
+    released = "-{{ $.Release.Namespace }}"  # named as its role, a namespace suffix kept last
+    base, suffix = (
+        (role.removesuffix(released), released) if role.endswith(released) else (role, "")
+    )
     obj = binding(
-        f"{FULLNAME}-metrics-reader-prometheus",
+        f"{base}-prometheus{suffix}",
         reader,
         (sentinel("ACCOUNT_NS"), sentinel("ACCOUNT")),
         {LABELS: ""},
@@ -1293,7 +1322,7 @@ def chart_files(
             raise ChartError(f"the flag {flag.flag}'s value {flag.value} names another value")
         values[flag.value] = flag.taken(container)
     names = {
-        o["metadata"]["name"]: f"{FULLNAME}-{o['metadata']['name'].removeprefix(prefix)}"
+        o["metadata"]["name"]: f"{FULLNAME}-{_namespaced(o, prefix, identity.namespace)}"
         for o in every
         if o["kind"] not in FIXED_NAMES and o["metadata"]["name"].startswith(prefix)
     }
@@ -1338,7 +1367,8 @@ def chart_files(
         "kubeVersion": ">=1.30.0-0",  # ValidatingAdmissionPolicy v1 (GA in 1.30)
     }
     extra = {k: v for k, v in selector.items() if k != "app.kubernetes.io/name"}
-    schema = _schema(values, every_flag)
+    fullname_max = min(_DNS_LABEL_MAX - longest, 52)
+    schema = _schema(values, every_flag, selector=list(extra), fullname_max=fullname_max)
     if toggled is not None:
         schema["allOf"] = sharding_schema_rules()
     out = {
@@ -1356,10 +1386,11 @@ def chart_files(
         "values.schema.json": json.dumps(schema, indent=2) + "\n",
         ".helmignore": header + "*.orig\n*.rej\n*~\n",
         "templates/_helpers.tpl": _helpers(
-            chart, extra, min(_DNS_LABEL_MAX - longest, 52), install.account.removeprefix(prefix)
+            chart, extra, fullname_max, install.account.removeprefix(prefix)
         ),
         "templates/NOTES.txt": NOTES.format(
             chart=chart,
+            deployment=deployment["metadata"]["name"].removeprefix(prefix),
             enabled=identity.enabled_label,
             watched=WATCHED_NOTE if grants else "",
         ),
@@ -1486,15 +1517,17 @@ def readme(chart: str, values: Obj, *, crds: bool, flags: Sequence[ChartFlag] = 
         for path, value in _value_rows(values)
     )
     keep = (
-        " The CRDs stay (`crd.keep`), and every object of them: delete those first if they "
-        "should go."
+        " The CRDs are the release's (`crd.enable`): `helm upgrade` upgrades them, and they\n"
+        "stay on uninstall (`crd.keep`), and every object of them: delete those first if\n"
+        "they should go. Another release in the same cluster: `--set crd.enable=false`\n"
+        "(the first one's CRDs serve it)."
         if crds
         else ""
     )
     return f"""\
 # {chart}
 
-The {chart} operator's Helm chart, generated from its install (`config/`, `make helm`).
+The {chart} operator's Helm chart, generated from its install.
 
 ```bash
 helm install {chart} . --namespace {chart}-system --create-namespace
@@ -1519,20 +1552,38 @@ NOTES = """\
 {chart} {{{{ .Chart.AppVersion }}}} is installed in namespace {{{{ .Release.Namespace }}}}.
 
   kubectl -n {{{{ .Release.Namespace }}}} rollout status deployment/\
-{{{{ include "{chart}.fullname" . }}}}-controller-manager
+{{{{ include "{chart}.fullname" . }}}}-{deployment}
 {watched}
-{{{{- if .Values.enableAllNamespaces }}}}
+{{{{ if .Values.enableAllNamespaces -}}}}
 It acts in every namespace it watches (enableAllNamespaces=true).
-{{{{- else }}}}
+{{{{- else -}}}}
 It acts only in namespaces labelled {enabled}=true; enable one with:
   kubectl label namespace NAME {enabled}=true
 {{{{- end }}}}
 """
 
 
-def _schema(values: Obj, flags: Sequence[ChartFlag] = FLAG_VALUES) -> Obj:
+#: The labels the chart sets on every object itself (:func:`_helpers`): what commonLabels
+#: and podLabels may not set (the pods' selector's among them).
+STANDARD_LABELS = (
+    "app.kubernetes.io/name",
+    "app.kubernetes.io/instance",
+    "app.kubernetes.io/version",
+    "app.kubernetes.io/managed-by",
+    "app.kubernetes.io/part-of",
+    "helm.sh/chart",
+)
+
+
+def _schema(
+    values: Obj,
+    flags: Sequence[ChartFlag] = FLAG_VALUES,
+    selector: Sequence[str] = (),
+    fullname_max: int = 52,
+) -> Obj:
     """values.schema.json: each value's type (a misspelt key refused), the image's digest
-    and pull policy checked."""
+    and pull policy checked, no label of the chart's own or of the pods' ``selector`` set
+    by commonLabels or podLabels."""
 
     def of(value: Any) -> Obj:
         if isinstance(value, bool):
@@ -1563,6 +1614,8 @@ def _schema(values: Obj, flags: Sequence[ChartFlag] = FLAG_VALUES) -> Obj:
     image["pullPolicy"]["enum"] = ["", "Always", "IfNotPresent", "Never"]
     for key in ("nameOverride", "fullnameOverride"):
         schema["properties"][key]["pattern"] = rf"^$|{DNS_LABEL}"
+        # longer would be cut short (the longest Service name a DNS label): refused instead
+        schema["properties"][key]["maxLength"] = fullname_max
     properties = schema["properties"]
     # names Kubernetes would refuse only at install: refused at render, by their path
     properties["imagePullSecrets"] = {
@@ -1574,6 +1627,17 @@ def _schema(values: Obj, flags: Sequence[ChartFlag] = FLAG_VALUES) -> Obj:
         },
     }
     properties["priorityClassName"]["pattern"] = rf"^$|{DNS_SUBDOMAIN}"
+    # a container's env, volumes and mounts as Kubernetes requires them (not at install)
+    for key, required in (
+        ("extraEnv", ["name"]),
+        ("extraVolumes", ["name"]),
+        ("extraVolumeMounts", ["name", "mountPath"]),
+    ):
+        if key in properties:
+            properties[key]["items"] = {"type": "object", "required": required}
+    reserved = sorted({*STANDARD_LABELS, *selector})
+    for key in ("commonLabels", "podLabels"):
+        properties[key]["propertyNames"] = {"not": {"enum": reserved}}
     account = properties["serviceAccount"]
     account["properties"]["name"]["pattern"] = rf"^$|{DNS_SUBDOMAIN}"
     # one that exists is named: serviceAccount.create=false needs serviceAccount.name

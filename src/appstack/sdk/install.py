@@ -61,6 +61,16 @@ POD_SECURITY_LEVELS = ("privileged", "baseline", "restricted")
 POD_SECURITY_ENFORCE = "pod-security.kubernetes.io/enforce"
 
 
+def config_map(
+    name: str, namespace: str, data: Mapping[str, str], labels: Mapping[str, str] | None = None
+) -> Obj:
+    """A ConfigMap of ``data`` (file or key → text), with ``labels`` if given."""
+    metadata: Obj = {"name": name, "namespace": namespace}
+    if labels:
+        metadata["labels"] = dict(labels)
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": dict(data)}
+
+
 def namespace_object(
     name: str, labels: Mapping[str, str], *, pod_security: str | None = None
 ) -> Obj:

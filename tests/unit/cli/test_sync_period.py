@@ -59,7 +59,8 @@ def test_the_install_and_the_chart_pass_the_sync_period() -> None:
     assert f"--sync-period={DEFAULT_SYNC_PERIOD}" in container["args"]
     assert chart.values()["syncPeriod"] == DEFAULT_SYNC_PERIOD
     rendered = chart.render()
-    assert "- --sync-period={{ .Values.syncPeriod }}" in rendered["templates/deployment.yaml"]
+    deployment = rendered["templates/manager/operator.yaml"]
+    assert "- --sync-period={{ toString .Values.syncPeriod }}" in deployment
     assert yaml.safe_load(rendered["values.yaml"])["syncPeriod"] == DEFAULT_SYNC_PERIOD
 
 

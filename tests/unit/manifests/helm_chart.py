@@ -1,14 +1,17 @@
 """appstack's Helm chart (``charts/appstack``) rendered offline by the test bed's helm, for
 the chart's unit tests (test_chart_names.py, test_chart_sharding.py,
 test_chart_shutdown.py): the chart, the namespace and Kubernetes version they render for,
-the helm binary (built once by the test bed; without a test bed the tests skip) and
-``helm template``. The binary, ``run_helm`` and the Kubernetes version serve a scaffolded
+the helm binary (built once by the test bed; without a test bed the tests skip),
+``helm template``, and what the chart renders otherwise than ``deploy/`` by design
+(:func:`alike`). The binary, ``run_helm`` and the Kubernetes version serve a scaffolded
 project's chart tests too (tests/unit/scaffold/test_chart.py)."""
 
 from __future__ import annotations
 
+import copy
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -46,3 +49,43 @@ def helm_template(
     skip = () if tests else ("--skip-tests",)
     args = ("template", release, str(CHART), f"--namespace={namespace}", *skip, KUBE)
     return run_helm(helm, *args, *values)
+
+
+#: The operator's arguments ``deploy/`` passes at their defaults and the chart only when a
+#: value changes them (and the reverse: the Lease's name, which the chart always passes).
+AT_DEFAULTS = frozenset(
+    {"--sync-period=10m", "--log-level=info", "--concurrency=32", "--leader-election-id="}
+)
+#: What selects the operator's pods: by name in deploy/, by the chart's name and the
+#: release in the chart (two releases in one namespace keep to their own pods).
+SELECTING = ("Deployment", "PodDisruptionBudget", "Service", "ServiceMonitor")
+
+
+def _at_default(arg: str) -> bool:
+    return arg in AT_DEFAULTS or arg.startswith("--leader-election-id=")
+
+
+def alike(obj: dict[str, Any]) -> dict[str, Any]:
+    """``obj`` without what the chart renders otherwise than ``deploy/`` by design: the
+    labels (Helm's standard ones) and annotations, the selectors of the operator's pods,
+    the arguments at their defaults and their order."""
+    obj = copy.deepcopy(obj)
+    obj["metadata"].pop("labels", None)
+    obj["metadata"].pop("annotations", None)
+    spec = obj.get("spec") or {}
+    if obj["kind"] in SELECTING:
+        spec.pop("selector", None)
+    if "template" in spec:
+        spec["template"]["metadata"].pop("labels", None)
+        pod = spec["template"]["spec"]
+        terms = (
+            pod.get("affinity", {})
+            .get("podAntiAffinity", {})
+            .get("preferredDuringSchedulingIgnoredDuringExecution", [])
+        )
+        for term in terms:
+            term["podAffinityTerm"].pop("labelSelector", None)
+        for container in pod["containers"]:
+            args = container.get("args") or []
+            container["args"] = sorted(a for a in args if not _at_default(a))
+    return obj

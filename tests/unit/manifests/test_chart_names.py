@@ -4,7 +4,8 @@ tests/e2e/test_helm.py, skipped until it is built): the default release keeps th
 install's names; every object's name follows ``fullnameOverride`` / ``nameOverride``; every
 reference to the ServiceAccount follows ``serviceAccount.*``; pull secrets, pull policy,
 annotations and labels reach the pods; two releases in one namespace collide on no object,
-cluster-scoped ones included."""
+cluster-scoped ones included (the second with ``crd.enable=false``: the CRDs are the
+first's)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,6 @@ import pytest
 import yaml
 
 from appstack.manifests import chart
-from appstack.manifests.chart_names import ACCOUNT, follow_names
 from appstack.manifests.install import install
 from appstack.manifests.rbac import NAME
 from tests.unit.manifests.helm_chart import CHART, KUBE, NS, helm_template, run_helm
@@ -110,10 +110,6 @@ def test_the_names_in_the_template_text_all_follow_the_helpers() -> None:
             assert not re.search(rf"\b{NAME}-[a-z-]*-?\{{\{{ \$?\.Release", line), (path, line)
             if stripped.startswith(("name:", "- name:", "serviceAccountName:", "policyName:")):
                 assert not stripped.endswith(f": {NAME}"), (path, line)
-    text = "kind: ServiceAccount\nmetadata:\n  name: appstack-operator\n"
-    assert follow_names(text) == f"kind: ServiceAccount\nmetadata:\n  name: {ACCOUNT}\n"
-    label = "    app.kubernetes.io/name: appstack-operator\n"
-    assert follow_names(label) == label  # the operator's name label is not a name
 
 
 def test_helm_lint_strict_passes_with_each_value_set(helm: Path) -> None:
@@ -148,15 +144,11 @@ def test_helm_lint_strict_passes_with_each_value_set(helm: Path) -> None:
 
 def test_the_default_release_keeps_every_name_of_the_generated_install(helm: Path) -> None:
     rendered = {key(o) for o in template(helm, "appstack", "--skip-tests")}
-    generated = {
-        key(o)
-        for o in install().objects()
-        if o["kind"] not in {"Namespace", "CustomResourceDefinition"}
-    }
+    generated = {key(o) for o in install().objects() if o["kind"] != "Namespace"}
     assert rendered == generated
     objects = template(helm, "appstack")
     assert set(account_references(objects)) == {NAME}
-    assert lease_names(objects) == ({NAME}, [])  # the default Lease: no flag (older images)
+    assert lease_names(objects) == ({NAME}, [f"--leader-election-id={NAME}"])
     pod = pod_of(objects)
     assert "annotations" not in pod["metadata"]
     assert "imagePullSecrets" not in pod["spec"]
@@ -193,8 +185,8 @@ def test_pod_annotations_and_labels_go_on_the_operator_pods_only(helm: Path) -> 
     meta = pod_of(objects)["metadata"]
     assert meta["annotations"] == {"prometheus.io/scrape": "false"}
     assert meta["labels"]["team"] == "platform"
-    assert meta["labels"]["app.kubernetes.io/name"] == "a-appstack-operator"  # still selected
     deployment = one(objects, "Deployment")
+    assert deployment["spec"]["selector"]["matchLabels"].items() <= meta["labels"].items()
     assert "team" not in deployment["metadata"]["labels"]
     assert "team" not in deployment["spec"]["selector"]["matchLabels"]
     # the chart's own labels (the selector's among them) cannot be overridden
@@ -249,13 +241,15 @@ def test_every_object_name_follows_the_fullname(
     for watched in ((), ("--set=watchNamespaces={team-a}",)):
         objects = template(helm, release, *values, *watched, *EVERYTHING)
         for obj in objects:
+            if obj["kind"] == "CustomResourceDefinition":  # named by their kinds
+                continue
             assert name(obj).startswith(f"{fullname}-"), (obj["kind"], name(obj))
             if obj["kind"] in CLUSTER_SCOPED:
                 assert name(obj).endswith(f"-{NS}"), name(obj)
             if obj["kind"] == "ValidatingAdmissionPolicyBinding":
                 assert obj["spec"]["policyName"] == name(obj)
-            if "roleRef" in obj:
-                assert obj["roleRef"]["name"] == name(obj)
+            if "roleRef" in obj:  # the reader's binding to Prometheus: named after it too
+                assert obj["roleRef"]["name"] == name(obj).replace("-prometheus", ""), name(obj)
         assert set(account_references(objects)) == {f"{fullname}-operator"}
         assert lease_names(objects) == (
             {f"{fullname}-operator"},
@@ -277,11 +271,15 @@ def test_two_releases_in_one_namespace_collide_on_nothing(helm: Path) -> None:
     the same kind and name (in the same namespace), cluster-scoped ones included; each
     release binds, schedules and names in its FlowSchema its own ServiceAccount, elects on
     its own Lease and selects only its own pods."""
+    crds = "--set=crd.enable=false"  # the first release's CRDs serve the second
     pairs = [
-        (("a", "--set=watchNamespaces={team-a}"), ("b", "--set=watchNamespaces={team-b}")),
-        (("a", "--set=watchNamespaces={team-a,shared}"), ("b", "--set=watchNamespaces={shared}")),
-        (("a",), ("b",)),
-        (("appstack",), ("b", f"--set=watchNamespaces={{{NS}}}")),
+        (("a", "--set=watchNamespaces={team-a}"), ("b", "--set=watchNamespaces={team-b}", crds)),
+        (
+            ("a", "--set=watchNamespaces={team-a,shared}"),
+            ("b", "--set=watchNamespaces={shared}", crds),
+        ),
+        (("a",), ("b", crds)),
+        (("appstack",), ("b", f"--set=watchNamespaces={{{NS}}}", crds)),
     ]
     for first, second in pairs:
         releases = {args[0]: template(helm, *args, *EVERYTHING) for args in (first, second)}
@@ -303,8 +301,28 @@ def test_two_releases_in_one_namespace_collide_on_nothing(helm: Path) -> None:
             operator = one(objects, "Deployment")["metadata"]["name"]
             assert operator == (NAME if release == "appstack" else f"{release}-appstack-operator")
             for selector in selectors:
-                assert selector == {"app.kubernetes.io/name": operator}
+                assert selector == {
+                    "app.kubernetes.io/name": "appstack",
+                    "app.kubernetes.io/instance": release,
+                }
             labels = pod_of(objects)["metadata"]["labels"]
-            assert labels["app.kubernetes.io/name"] == operator
             assert labels["app.kubernetes.io/instance"] == release
         assert {one_release, other} == set(releases)
+
+
+def test_helm_tests_pod_is_there_and_no_selector_of_the_operators_pods_takes_it(
+    helm: Path,
+) -> None:
+    """appstack's pods carry no label beyond the chart's selector: helm test's Pod is
+    labelled ``<name>-test``, which neither the Deployment's selector (its ReplicaSet would
+    adopt the Pod) nor the metrics Service's matches."""
+    objects = template(helm, "appstack")
+    pod = one(objects, "Pod")
+    labels = pod["metadata"]["labels"]
+    assert labels["app.kubernetes.io/name"] == "appstack-test"
+    assert labels["app.kubernetes.io/instance"] == "appstack"
+    selectors = [
+        one(objects, "Deployment")["spec"]["selector"]["matchLabels"],
+        one(objects, "Service")["spec"]["selector"],
+    ]
+    assert not [s for s in selectors if s.items() <= labels.items()]

@@ -2,7 +2,8 @@
 test bed's binary, built if missing as tests/unit/scaffold/test_chart.py does): release
 ``appstack`` renders exactly the objects ``appstack manifests --shards N`` writes (the
 same functions make both; cluster-wide and with watched namespaces), and with default
-values exactly the unsharded install's; another release's sharded objects follow its
+values exactly the unsharded install's (but for the labels, the pods' selector and the
+arguments at their defaults: ``helm_chart.alike``); another release's sharded objects follow its
 names; the values schema refuses a sharded install without leader election or with fewer
 than two replicas (and the template says why when the schema is skipped)."""
 
@@ -15,9 +16,16 @@ from typing import Any
 import pytest
 import yaml
 
-from appstack.manifests.chart_labels import with_chart_labels
 from appstack.manifests.install import InstallOptions, install
-from tests.unit.manifests.helm_chart import CHART, KUBE, NS, SHARDED, helm_template, run_helm
+from tests.unit.manifests.helm_chart import (
+    CHART,
+    KUBE,
+    NS,
+    SHARDED,
+    alike,
+    helm_template,
+    run_helm,
+)
 
 Obj = dict[str, Any]
 
@@ -44,10 +52,9 @@ def _key(obj: Obj) -> tuple[str, str, str]:
 
 def generated(options: InstallOptions) -> list[Obj]:
     """``appstack manifests`` with ``options``, as the chart renders it: no Namespace (the
-    release's), no CRDs (in crds/), Helm's standard labels."""
+    release's), compared :func:`~tests.unit.manifests.helm_chart.alike`."""
     objects = install(options).objects()
-    skipped = {"Namespace", "CustomResourceDefinition"}
-    return sorted((with_chart_labels(o) for o in objects if o["kind"] not in skipped), key=_key)
+    return sorted((alike(o) for o in objects if o["kind"] != "Namespace"), key=_key)
 
 
 @pytest.mark.parametrize(
@@ -71,7 +78,7 @@ def generated(options: InstallOptions) -> list[Obj]:
 def test_the_chart_renders_the_objects_of_appstack_manifests(
     helm: Path, values: tuple[str, ...], options: InstallOptions
 ) -> None:
-    assert template(helm, "appstack", *values) == generated(options)
+    assert [alike(o) for o in template(helm, "appstack", *values)] == generated(options)
 
 
 def test_sharding_changes_only_what_a_sharded_install_needs(helm: Path) -> None:
@@ -104,6 +111,8 @@ def test_another_release_shards_under_its_own_names(helm: Path) -> None:
     sharded = generated(InstallOptions(shards=2, watch_namespaces=("team-a",)))
     assert kinds == sorted(o["kind"] for o in sharded)
     for obj in objects:
+        if obj["kind"] == "CustomResourceDefinition":  # named by their kinds
+            continue
         assert obj["metadata"]["name"].startswith("a-appstack-"), _key(obj)
         if obj["kind"] == "ValidatingAdmissionPolicyBinding":
             assert obj["spec"]["policyName"] == obj["metadata"]["name"]

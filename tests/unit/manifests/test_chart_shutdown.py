@@ -18,7 +18,7 @@ import yaml
 
 from appstack.cli.run import run
 from appstack.core import defaults
-from appstack.manifests.chart_values import ChartValues
+from appstack.manifests import chart
 from appstack.sdk import OperatorOptions
 from tests.unit.manifests.helm_chart import SHARDED, helm_template
 
@@ -58,11 +58,11 @@ def shutdown_timeout(args: list[str]) -> float:
 
 
 def test_the_defaults_are_the_operators_own(helm: Path) -> None:
-    values = ChartValues.model_validate({})
-    assert values.graceful_shutdown_timeout == defaults.SHUTDOWN_TIMEOUT == "20s"
+    values = chart.values()
+    assert values["gracefulShutdownTimeout"] == defaults.SHUTDOWN_TIMEOUT == "20s"
     assert OperatorOptions().shutdown_timeout == 20.0
     pod, args = pod_and_args(deployment(helm))
-    assert pod["terminationGracePeriodSeconds"] == values.termination_grace_period_seconds == 30
+    assert pod["terminationGracePeriodSeconds"] == values["terminationGracePeriodSeconds"] == 30
     assert not [a for a in args if a.startswith(FLAG)]  # the install's: no flag
     assert shutdown_timeout(args) == 20.0
 

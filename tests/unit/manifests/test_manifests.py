@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import yaml
+from click.testing import CliRunner
 
+from appstack.cli import main
 from appstack.cli.uninstall import INSTALLED, removal_order
 from appstack.cli.uninstall_scope import Scope, watched_namespaces
 from appstack.controllers.rbac import operator_rules
@@ -24,6 +27,31 @@ def test_the_committed_manifests_and_chart_match_the_code() -> None:
     assert stale == [], f"run `make manifests` and commit: {stale}"
     stale = bundle.stale(CHART, chart.render())
     assert stale == [], f"run `make manifests` and commit: {stale}"
+    assert bundle.leftover(CHART, chart.render()) == []  # nothing generated before is left
+
+
+def test_appstack_manifests_removes_what_it_generated_before_and_no_one_elses(
+    tmp_path: Path,
+) -> None:
+    """The chart changes shape between versions (templates renamed, crds/ gone): a file a
+    former run wrote and this one does not is removed, and listed by --check; a file
+    without the generated header is someone's own and stays."""
+    old = tmp_path / "chart" / "templates" / "deployment.yaml"
+    old.parent.mkdir(parents=True)
+    old.write_text(bundle.HEADER + "kind: Deployment\n")
+    mine = tmp_path / "chart" / "templates" / "mine.yaml"
+    mine.write_text("kind: ConfigMap\n")
+    args = ["manifests", f"--output-dir={tmp_path / 'deploy'}", f"--chart-dir={tmp_path / 'chart'}"]
+    checked = CliRunner().invoke(main, [*args, "--check"])
+    assert checked.exit_code == 1
+    assert f"out of date: {old}" in checked.output
+    assert str(mine) not in checked.output
+    written = CliRunner().invoke(main, args)
+    assert written.exit_code == 0, written.output
+    assert f"removed {old}" in written.output
+    assert not old.exists()
+    assert mine.read_text() == "kind: ConfigMap\n"
+    assert CliRunner().invoke(main, [*args, "--check"]).exit_code == 0
 
 
 def test_rbac_names_every_verb_and_resource_explicitly() -> None:

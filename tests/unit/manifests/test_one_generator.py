@@ -138,7 +138,7 @@ def test_appstacks_own_flags_are_its_charts_values_as_the_sdk_makes_them() -> No
     for flag in flags:
         default = list(flag.default) if isinstance(flag.default, tuple) else flag.default
         assert defaults[flag.value] == default, flag.value
-    deployment = chart.render()["templates/deployment.yaml"]
+    deployment = chart.render()["templates/manager/operator.yaml"]
     for flag in flags:
         item = flag.item(f"        - '@@FLAG_{flag.value}@@'")
         assert item in deployment, item

@@ -691,7 +691,7 @@ def test_enable_all_namespaces_is_a_value_rendering_either_install(
         assert _selectors(rendered) == _selectors(install)
         assert ("--enable-all-namespaces" in manager(rendered)[1]["args"]) == bool(values)
     notes = (chart / "templates/NOTES.txt").read_text()
-    assert "{{- if .Values.enableAllNamespaces }}\nIt acts in every namespace" in notes
+    assert "{{ if .Values.enableAllNamespaces -}}\nIt acts in every namespace" in notes
     # the project built to act everywhere: its chart's default, false on demand
     commands.generate_chart(project, "registry.example/guestbook:v1", str(kubectl))
     assert yaml.safe_load((chart / "values.yaml").read_text())["enableAllNamespaces"] is True
@@ -1166,7 +1166,8 @@ def test_a_renamed_metrics_service_and_reader_are_found_by_what_they_are(
     assert scrape["metadata"]["name"] == "a-guestbook-scrape"
     (test_pod,) = [o for o in objects if _hook(o)]
     assert "a-guestbook-scrape." in json.dumps(test_pod)
-    binding = one(objects, "ClusterRoleBinding", "metrics-reader-prometheus")
+    binding = one(objects, "ClusterRoleBinding", "-prometheus")
+    assert binding["metadata"]["name"] == "a-guestbook-scrapers-prometheus"  # as its role
     assert binding["roleRef"]["name"] == "a-guestbook-scrapers"
     off = template(helm, chart, "a", "--set=metrics.enabled=false")
     assert not [o for o in off if o["kind"] == "Service" and "scrape" in o["metadata"]["name"]]

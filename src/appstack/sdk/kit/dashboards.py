@@ -18,10 +18,12 @@ Pure."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from appstack.sdk.identity import OperatorIdentity
+from appstack.sdk.install import config_map
 from appstack.sdk.kit.kind_metrics import matching, ready_metric
 from appstack.sdk.kit.observers import Panel
 from appstack.sdk.kit.registration import Registration
@@ -311,3 +313,15 @@ def dashboard_expressions(dashboards: dict[str, dict[str, Any]]) -> list[str]:
         for panel in dashboard["panels"]
         for target in panel["targets"]
     ]
+
+
+def dashboards_config_map(
+    name: str, namespace: str, dashboards: Mapping[str, Any], labels: Mapping[str, str]
+) -> dict[str, Any]:
+    """One ConfigMap of ``dashboards`` (file name → dashboard, as
+    :func:`operator_dashboards` gives them) as JSON files, labelled for Grafana's dashboard
+    sidecar: what ``config/grafana`` makes, and what a chart's
+    ``metrics.grafanaDashboard.enabled`` renders (:func:`appstack.sdk.chart_files` ships the
+    files in the chart's ``dashboards/``)."""
+    files = {file: json.dumps(board, indent=2) + "\n" for file, board in dashboards.items()}
+    return config_map(name, namespace, files, {**labels, SIDECAR_LABEL: "1"})
