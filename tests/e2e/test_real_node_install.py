@@ -281,8 +281,8 @@ def test_helm_install_of_the_release_runs_its_image_on_the_real_node_end_to_end(
         assert container["securityContext"]["readOnlyRootFilesystem"] is True
         assert pod["spec"]["serviceAccountName"] == "appstack-operator"
         assert pod["status"]["containerStatuses"][0]["ready"] is True
-    release = "app.kubernetes.io/instance=appstack,app.kubernetes.io/name=appstack"
-    logs = kubectl(cluster, "-n", NS, "logs", "-l", release)
+    selector = "app.kubernetes.io/instance=appstack,app.kubernetes.io/name=appstack"
+    logs = kubectl(cluster, "-n", NS, "logs", "-l", selector)
     assert "caches synced" in logs
 
     reader.run(page[FIRST])  # namespace shop opened, the sample applied and Ready
