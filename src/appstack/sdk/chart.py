@@ -498,8 +498,8 @@ def _values(
 
 SHARDING_HELP = """
 # sharding.enabled (docs/sharding.md): every replica reconciles its own share of the
-# objects (the install as config/sharding makes it); needs leaderElection.enabled and 2
-# replicas or more."""
+# objects (the operator's --sharding, as config/sharding makes the install); needs
+# leaderElection.enabled and 2 replicas or more."""
 
 
 GRAFANA_HELP = """
@@ -531,7 +531,7 @@ AUTOSCALING_HELP = """
 
 
 VALUES_HELP = """\
-# {chart}: the operator's chart, generated from its install (config/).
+# {chart}: the operator's chart, generated from its install.
 #
 # Names: every object's name starts with the fullname (fullnameOverride; else the release
 # name if it contains "{chart}", else <release>-{chart}); the operator's pods are selected by
@@ -542,7 +542,7 @@ VALUES_HELP = """\
 # (--graceful-shutdown-timeout, passed when not {shutdown}: on SIGTERM, how long in-flight
 # reconciles, and a sharded replica's hand-back, may take; a duration such as 90s or 1m30s)
 # must be below terminationGracePeriodSeconds, or the install fails: raise both together.
-# extraArgs are the operator's flags (python -m <package> --help); extraEnv more of its
+# extraArgs are more of the operator's flags (its --help lists them); extraEnv more of its
 # environment.{watched}{sharding}{autoscaling}
 # metrics.serviceMonitor needs the Prometheus Operator's CRDs; its labels are what your
 # Prometheus selects it by (kube-prometheus-stack: release: <its release>).{grafana}
@@ -1443,7 +1443,7 @@ VALUE_HELP = {
     "terminationGracePeriodSeconds": "How long a stopping pod may take.",
     "gracefulShutdownTimeout": "The operator's --graceful-shutdown-timeout (below the grace "
     "period).",
-    "extraArgs": "More flags of the operator (`python -m <package> --help`).",
+    "extraArgs": "More flags of the operator (its `--help` lists them).",
     "extraEnv": "More environment of the operator.",
     "extraVolumes": "More volumes of the operator's pods.",
     "extraVolumeMounts": "More volume mounts of the operator's container.",
