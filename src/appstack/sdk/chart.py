@@ -101,9 +101,16 @@ from appstack.sdk.helmtext import (
 )
 from appstack.sdk.helmtext import CONTROL_LINES as _CONTROL_LINES
 from appstack.sdk.identity import OperatorIdentity
-from appstack.sdk.install import METRICS_CERT_DIR, metrics_tls, spread_affinity
+from appstack.sdk.install import (
+    METRICS_CERT_DIR,
+    METRICS_READ_RULE,
+    metrics_tls,
+    spread_affinity,
+)
 from appstack.sdk.kit.dashboards import SIDECAR_LABEL
 from appstack.sdk.kit.webhooks import namespace_selector
+from appstack.sdk.names import DNS_LABEL, DNS_SUBDOMAIN
+from appstack.sdk.options import METRICS_ADDRESS
 from appstack.sdk.rbac import binding, marker_rule, process_rules, within_namespaces
 
 Obj = dict[str, Any]
@@ -165,8 +172,6 @@ LABELS = sentinel("LABELS")
 TEST_LABELS = sentinel("TEST_LABELS")
 SELECTOR = sentinel("SELECTOR")
 _DNS_LABEL_MAX = 63
-DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
-DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 
 
 class ChartError(ValueError):
@@ -785,6 +790,10 @@ def _renamed(text: str, names: Mapping[str, str]) -> str:
     return text
 
 
+#: What a cluster-scoped name's ``-<install namespace>`` becomes (:func:`_namespaced`).
+RELEASE_NS_SUFFIX = "-{{ $.Release.Namespace }}"
+
+
 def _namespaced(obj: Obj, prefix: str, namespace: str) -> str:
     """A renamed object's name after the chart's fullname: its name without the install's
     ``prefix``, a cluster-scoped one's ``-<namespace>`` suffix (an install that names them
@@ -793,7 +802,7 @@ def _namespaced(obj: Obj, prefix: str, namespace: str) -> str:
     rest = str(obj["metadata"]["name"]).removeprefix(prefix)
     suffix = f"-{namespace}"
     if obj["kind"] in CLUSTER_SCOPED and rest.endswith(suffix):
-        return rest.removesuffix(suffix) + "-{{ $.Release.Namespace }}"
+        return rest.removesuffix(suffix) + RELEASE_NS_SUFFIX
     return rest
 
 
@@ -925,13 +934,6 @@ def _dashboards(obj: Obj) -> bool:
     return obj["kind"] == "ConfigMap" and labels.get(SIDECAR_LABEL) == "1"
 
 
-#: The operator's ``--metrics-bind-address`` when its arguments do not say (the flag's
-#: default: :func:`~appstack.sdk.operator_options`).
-_METRICS_PORT = 8080
-#: The only rule of an install's metrics-reader ClusterRole (:func:`~appstack.sdk.metrics_reader`).
-_READS_METRICS = {"nonResourceURLs": ["/metrics"], "verbs": ["get"]}
-
-
 def _metrics_port(container: Obj) -> int | None:
     """The port the operator serves ``/metrics`` on (None: ``--metrics-bind-address=0``)."""
     address = next(
@@ -940,7 +942,7 @@ def _metrics_port(container: Obj) -> int | None:
             for arg in container.get("args") or []
             if str(arg).startswith("--metrics-bind-address=")
         ),
-        f":{_METRICS_PORT}",
+        METRICS_ADDRESS,  # the flag's default when the arguments do not say
     )
     port = address.rpartition(":")[2]
     return int(port) if port.isdigit() and port != "0" else None
@@ -970,7 +972,11 @@ def _metrics_reader(objects: Sequence[Obj]) -> Obj | None:
     """The install's metrics-reader ClusterRole: the one that grants exactly ``get`` on
     ``/metrics`` (what a scraper's account is bound to)."""
     return next(
-        (o for o in objects if o["kind"] == "ClusterRole" and o.get("rules") == [_READS_METRICS]),
+        (
+            o
+            for o in objects
+            if o["kind"] == "ClusterRole" and o.get("rules") == [METRICS_READ_RULE]
+        ),
         None,
     )
 
@@ -1149,10 +1155,9 @@ def _reader_binding(reader: Obj, install: _Install) -> str:
     ``/metrics`` — the install's metrics-reader ClusterRole, ``reader`` — rendered with the
     ServiceMonitor when that account has a name."""
     role = install.names.get(reader["metadata"]["name"], reader["metadata"]["name"])
-    released = "-{{ $.Release.Namespace }}"  # named as its role, a namespace suffix kept last
-    base, suffix = (
-        (role.removesuffix(released), released) if role.endswith(released) else (role, "")
-    )
+    # named as its role, a namespace suffix (:func:`_namespaced`) kept last
+    suffix = RELEASE_NS_SUFFIX if role.endswith(RELEASE_NS_SUFFIX) else ""
+    base = role.removesuffix(suffix) if suffix else role
     obj = binding(
         f"{base}-prometheus{suffix}",
         reader,

@@ -25,6 +25,7 @@ from appstack.core.duration import DEFAULT_SYNC_PERIOD, parse_duration
 from appstack.sdk.identity import OperatorIdentity
 from appstack.sdk.options import (
     MAX_LEASE_DURATION,
+    METRICS_ADDRESS,
     MIN_LEASE_DURATION,
     MIN_WEBHOOK_CERT_VALIDITY,
     OperatorOptions,
@@ -266,7 +267,7 @@ def operator_flags(identity: OperatorIdentity) -> Callable[[F], F]:
         ),
         click.option(
             "--metrics-bind-address",
-            default=":8080",
+            default=METRICS_ADDRESS,
             show_default=True,
             help="Address of /metrics ('0' disables).",
         ),

@@ -16,6 +16,7 @@ import yaml
 
 from appstack.core import defaults
 from appstack.sdk.install import SHARD_SCALING_BEHAVIOR, autoscaler, cpu_utilization
+from appstack.sdk.names import DNS_LABEL
 
 
 def sentinel(name: str) -> str:
@@ -504,7 +505,7 @@ def watch_namespaces_schema() -> dict[str, Any]:
         "items": {
             "type": "string",
             "maxLength": 63,
-            "pattern": r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
+            "pattern": DNS_LABEL,
         },
     }
 

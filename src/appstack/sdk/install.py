@@ -136,7 +136,7 @@ def metrics_auth_role(name: str, labels: Mapping[str, str]) -> Obj:
 def metrics_reader_role(name: str, labels: Mapping[str, str]) -> Obj:
     """The ClusterRole a scraper (Prometheus' ServiceAccount) is bound to, to read
     ``/metrics``: a non-resource URL, so never a Role."""
-    return cluster_role(name, [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}], labels)
+    return cluster_role(name, [METRICS_READ_RULE], labels)
 
 
 #: The label that aggregates a ClusterRole into the cluster's role of that name.
@@ -457,6 +457,10 @@ LEASE_FLOW_REFERENCE = {
     ],
 }
 
+
+#: The one rule of the metrics-reader ClusterRole (:func:`metrics_reader_role`): ``get`` on
+#: ``/metrics``, what a scraper's account is bound to.
+METRICS_READ_RULE = {"nonResourceURLs": ["/metrics"], "verbs": ["get"]}
 
 #: Where the operator's container mounts a metrics certificate Secret (``--metrics-cert-dir``):
 #: kubebuilder's path, in every SDK operator's chart and appstack's install.

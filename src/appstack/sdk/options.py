@@ -13,6 +13,9 @@ import click
 from appstack.core import defaults
 from appstack.core.duration import DEFAULT_SYNC_PERIOD, parse_duration
 
+#: Where an operator serves ``/metrics`` unless told (``--metrics-bind-address``).
+METRICS_ADDRESS = ":8080"
+
 LogFormat = Literal["auto", "json", "console"]
 
 #: The range of ``--leader-elect-lease-duration`` (seconds). The upper bound is also the
@@ -52,7 +55,7 @@ class OperatorOptions:
     shard_max_drains: int | None = None
     shutdown_timeout: float = parse_duration(defaults.SHUTDOWN_TIMEOUT)
     auth_failure_threshold: float = 60.0
-    metrics_address: str | None = ":8080"
+    metrics_address: str | None = METRICS_ADDRESS
     metrics_auth: bool = True
     metrics_secure: bool = True  # HTTPS; False: plain HTTP
     metrics_cert_dir: str | None = None  # tls.crt + tls.key; None: self-signed in memory
