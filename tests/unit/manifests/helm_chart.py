@@ -53,9 +53,7 @@ def helm_template(
 
 #: The operator's arguments ``deploy/`` passes at their defaults and the chart only when a
 #: value changes them (and the reverse: the Lease's name, which the chart always passes).
-AT_DEFAULTS = frozenset(
-    {"--sync-period=10m", "--log-level=info", "--concurrency=32", "--leader-election-id="}
-)
+AT_DEFAULTS = frozenset({"--sync-period=10m", "--log-level=info", "--concurrency=32"})
 #: What selects the operator's pods: by name in deploy/, by the chart's name and the
 #: release in the chart (two releases in one namespace keep to their own pods).
 SELECTING = ("Deployment", "PodDisruptionBudget", "Service", "ServiceMonitor")
