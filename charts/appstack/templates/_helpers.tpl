@@ -29,17 +29,31 @@ app.kubernetes.io/name: {{ include "appstack.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 
-{{/* The labels of every object: Kubernetes' recommended ones, then commonLabels. */}}
-{{- define "appstack.labels" -}}
-app.kubernetes.io/name: {{ include "appstack.name" . }}
-app.kubernetes.io/instance: {{ .Release.Name }}
+{{/* Kubernetes' recommended labels beside the name and the instance. */}}
+{{- define "appstack.releaseLabels" -}}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/part-of: appstack
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The labels of every object: Kubernetes' recommended ones, then commonLabels. */}}
+{{- define "appstack.labels" -}}
+app.kubernetes.io/name: {{ include "appstack.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{ include "appstack.releaseLabels" . }}
 {{- with .Values.commonLabels }}
 {{ toYaml . }}
 {{- end }}
+{{- end }}
+
+{{/*
+The operator's pods' labels: their selector's and Kubernetes' recommended ones (podLabels and
+commonLabels are added by the Deployment).
+*/}}
+{{- define "appstack.podLabels" -}}
+{{ include "appstack.selectorLabels" . }}
+{{ include "appstack.releaseLabels" . }}
 {{- end }}
 
 {{/* helm test's Pod's labels: the labels, the name <name>-test (no pod selector takes it). */}}

@@ -171,6 +171,8 @@ LABELS = sentinel("LABELS")
 #: the operator's pods (its ReplicaSet's would adopt it) takes it.
 TEST_LABELS = sentinel("TEST_LABELS")
 SELECTOR = sentinel("SELECTOR")
+#: The operator's pods' labels: the selector's and Helm's recommended ones.
+POD_LABELS_OF_CHART = sentinel("POD_LABELS_OF_CHART")
 _DNS_LABEL_MAX = 63
 
 
@@ -214,18 +216,32 @@ app.kubernetes.io/name: {{{{ include "{chart}.name" . }}}}
 app.kubernetes.io/instance: {{{{ .Release.Name }}}}{extra}
 {{{{- end }}}}
 
-{{{{/* The labels of every object: Kubernetes' recommended ones, then commonLabels. */}}}}
-{{{{- define "{chart}.labels" -}}}}
-app.kubernetes.io/name: {{{{ include "{chart}.name" . }}}}
-app.kubernetes.io/instance: {{{{ .Release.Name }}}}
+{{{{/* Kubernetes' recommended labels beside the name and the instance. */}}}}
+{{{{- define "{chart}.releaseLabels" -}}}}
 app.kubernetes.io/version: {{{{ .Chart.AppVersion | quote }}}}
 app.kubernetes.io/managed-by: {{{{ .Release.Service }}}}
 app.kubernetes.io/part-of: {chart}
 helm.sh/chart: {{{{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 \
 | trimSuffix "-" }}}}
+{{{{- end }}}}
+
+{{{{/* The labels of every object: Kubernetes' recommended ones, then commonLabels. */}}}}
+{{{{- define "{chart}.labels" -}}}}
+app.kubernetes.io/name: {{{{ include "{chart}.name" . }}}}
+app.kubernetes.io/instance: {{{{ .Release.Name }}}}
+{{{{ include "{chart}.releaseLabels" . }}}}
 {{{{- with .Values.commonLabels }}}}
 {{{{ toYaml . }}}}
 {{{{- end }}}}
+{{{{- end }}}}
+
+{{{{/*
+The operator's pods' labels: their selector's and Kubernetes' recommended ones (podLabels and
+commonLabels are added by the Deployment).
+*/}}}}
+{{{{- define "{chart}.podLabels" -}}}}
+{{{{ include "{chart}.selectorLabels" . }}}}
+{{{{ include "{chart}.releaseLabels" . }}}}
 {{{{- end }}}}
 
 {{{{/* helm test's Pod's labels: the labels, the name <name>-test (no pod selector takes it). */}}}}
@@ -704,7 +720,7 @@ def _deployment_text(deployment: Obj, container: Obj, install: _Install) -> str:
         for key, value in (meta.get("labels") or {}).items()
         if key not in install.selector and install.install_labels.get(key) != value
     }
-    meta["labels"] = {SELECTOR: "", POD_LABELS: "", **own}
+    meta["labels"] = {POD_LABELS_OF_CHART: "", POD_LABELS: "", **own}
     spec["selector"] = {"matchLabels": {SELECTOR: ""}}
     container.pop("imagePullPolicy", None)
     # the operator's image wherever its container names it (an image it gives its children,
@@ -766,7 +782,8 @@ def _deployment_text(deployment: Obj, container: Obj, install: _Install) -> str:
 
 
 def _labels_text(text: str, chart: str) -> str:
-    """The ``LABELS`` and ``SELECTOR`` sentinel keys become the helpers' includes."""
+    """The ``LABELS``, ``TEST_LABELS``, ``POD_LABELS_OF_CHART`` and ``SELECTOR`` sentinel keys
+    become the helpers' includes."""
 
     def include(helper: str) -> Any:
         def replace(match: re.Match[str]) -> str:
@@ -778,6 +795,8 @@ def _labels_text(text: str, chart: str) -> str:
     text = re.sub(rf"^(\s*)'{re.escape(LABELS)}': ''$", include("labels"), text, flags=re.M)
     pattern = rf"^(\s*)'{re.escape(TEST_LABELS)}': ''$"
     text = re.sub(pattern, include("testLabels"), text, flags=re.M)
+    pattern = rf"^(\s*)'{re.escape(POD_LABELS_OF_CHART)}': ''$"
+    text = re.sub(pattern, include("podLabels"), text, flags=re.M)
     pattern = rf"^(\s*)'{re.escape(SELECTOR)}': ''$"
     return re.sub(pattern, include("selectorLabels"), text, flags=re.M)
 
@@ -1000,8 +1019,11 @@ def _condition(obj: Obj, metrics: frozenset[str] = frozenset()) -> str | None:
 
 def _path(obj: Obj, install: _Install) -> str:
     """``templates/<directory>/<name without the prefix>.yaml``, the directory as in
-    ``config/``."""
-    kind, name = obj["kind"], obj["metadata"]["name"]
+    ``config/``; a cluster-scoped name's ``-<install namespace>`` left out (it follows the
+    release's namespace: :func:`_namespaced`)."""
+    kind, name = obj["kind"], str(obj["metadata"]["name"])
+    if kind in CLUSTER_SCOPED:
+        name = name.removesuffix(f"-{install.namespace}")
     if kind == "Service":
         directory = "webhook" if name == f"{install.prefix}webhook-service" else "metrics"
     elif _dashboards(obj):

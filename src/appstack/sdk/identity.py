@@ -17,7 +17,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+from appstack.sdk.names import DNS_LABEL
+
+_DNS_LABEL = re.compile(DNS_LABEL)
 #: The Ready condition's reason on an object in a namespace the operator is not enabled in.
 NOT_ENABLED_REASON = "NamespaceNotEnabled"
 

@@ -141,6 +141,10 @@ def test_the_chart_lints_and_two_releases_keep_to_their_own_pods(
         assert selector["app.kubernetes.io/instance"] == release
         pod = deployment["spec"]["template"]
         assert selector.items() <= pod["metadata"]["labels"].items()
+        # the pods carry Kubernetes' recommended labels as every object of the release does
+        recommended = deployment["metadata"]["labels"]
+        assert recommended.items() <= pod["metadata"]["labels"].items()
+        assert {"app.kubernetes.io/version", "helm.sh/chart"} <= recommended.keys()
         (term,) = pod["spec"]["affinity"]["podAntiAffinity"][
             "preferredDuringSchedulingIgnoredDuringExecution"
         ]
@@ -290,6 +294,35 @@ def test_the_operators_own_flags_are_values_passed_when_not_its_defaults(
     assert yaml.safe_load((chart / "values.yaml").read_text())["concurrency"] == 4
     args = manager(template(helm, chart, "a"))[1]["args"]
     assert [a for a in args if a.startswith("--concurrency")] == ["--concurrency=4"]
+
+
+def test_the_pods_labels_are_the_charts_with_common_and_pod_labels(
+    chart: Path, tools: tuple[Path, Path]
+) -> None:
+    """The operator's pods carry their selector's labels, Kubernetes' recommended ones (as
+    every object of the release: ``kubectl get pods -l app.kubernetes.io/managed-by=Helm``
+    finds them), ``commonLabels`` and ``podLabels`` over them — and helm test's Pod none of
+    the selector's."""
+    objects = template(
+        tools[0], chart, "a", "--set=commonLabels.team=payments", "--set=podLabels.tier=ops"
+    )
+    deployment, _ = manager(objects)
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert labels == {
+        **deployment["spec"]["selector"]["matchLabels"],
+        "app.kubernetes.io/name": "guestbook",
+        "app.kubernetes.io/instance": "a",
+        "app.kubernetes.io/version": labels["app.kubernetes.io/version"],
+        "app.kubernetes.io/managed-by": "Helm",
+        "app.kubernetes.io/part-of": "guestbook",
+        "helm.sh/chart": labels["helm.sh/chart"],
+        "team": "payments",
+        "tier": "ops",
+    }
+    assert labels["helm.sh/chart"].startswith("guestbook-")
+    (test_pod,) = [o for o in objects if o["kind"] == "Pod"]
+    selector = deployment["spec"]["selector"]["matchLabels"]
+    assert not selector.items() <= test_pod["metadata"]["labels"].items()
 
 
 def test_the_pod_is_extended_as_the_values_say(chart: Path, tools: tuple[Path, Path]) -> None:
