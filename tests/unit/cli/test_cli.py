@@ -277,22 +277,24 @@ def test_the_top_level_help_groups_commands_and_cuts_no_summary() -> None:
     assert text.index("Operate appstack:") < text.index("  run ") < text.index("Build")
 
 
-def test_manifests_o_is_a_format_and_directories_are_output_dir() -> None:
+def test_manifests_o_is_a_format_and_directories_are_output_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Issue #51: `appstack manifests -o yaml` wrote a directory named yaml/."""
     runner = CliRunner()
-    with runner.isolated_filesystem():
-        printed = runner.invoke(main, ["manifests", "-o", "yaml"])
-        assert printed.exit_code == 0, printed.output
-        kinds = [d["kind"] for d in yaml.safe_load_all(printed.stdout) if d]
-        assert "Deployment" in kinds
-        listed = json.loads(runner.invoke(main, ["manifests", "-o", "json"]).stdout)
-        assert listed["kind"] == "List"
-        assert sorted(i["kind"] for i in listed["items"]) == sorted(kinds)
-        refused = runner.invoke(main, ["manifests", "-o", "deploy"])
-        assert refused.exit_code == 2
-        assert "--output-dir deploy" in refused.output
-        assert not Path("yaml").exists()
-        assert not Path("deploy").exists()
+    monkeypatch.chdir(tmp_path)
+    printed = runner.invoke(main, ["manifests", "-o", "yaml"])
+    assert printed.exit_code == 0, printed.output
+    kinds = [d["kind"] for d in yaml.safe_load_all(printed.stdout) if d]
+    assert "Deployment" in kinds
+    listed = json.loads(runner.invoke(main, ["manifests", "-o", "json"]).stdout)
+    assert listed["kind"] == "List"
+    assert sorted(i["kind"] for i in listed["items"]) == sorted(kinds)
+    refused = runner.invoke(main, ["manifests", "-o", "deploy"])
+    assert refused.exit_code == 2
+    assert "--output-dir deploy" in refused.output
+    assert not Path("yaml").exists()
+    assert not Path("deploy").exists()
 
 
 async def test_the_commands_print_the_api_servers_warnings_on_stderr_as_kubectl(
