@@ -30,6 +30,7 @@ def _venv(project: Path, wheels: Path) -> tuple[subprocess.CompletedProcess[str]
     python.chmod(0o755)
     proc = subprocess.run(
         ["make", "venv", f"VENV={venv}", f"APPSTACK_WHEELS={wheels}"],
+        check=False,
         cwd=project,
         capture_output=True,
         text=True,
