@@ -3,8 +3,9 @@
 for appstack's operator — :func:`guarded`, its description: its identity, every controller
 of :data:`~appstack.controllers.registry.ALL` (their kinds, finalizers), the rules of its
 ClusterRole (:func:`appstack.controllers.rbac.operator_rules`), its cluster-scoped names
-ending in ``-<install namespace>`` — and what only appstack's kinds need, through the
-guards' extension points:
+ending in ``-<install namespace>`` — and what only appstack's kinds need, :data:`GUARDS`,
+through the extension point a scaffolded project declares its own ``GUARDS`` with
+(:class:`appstack.sdk.GuardExtensions`):
 
 * its own Secrets policy (:mod:`.admission_secrets`, the guards' ``own`` policies): only
   ``Opaque`` Secrets of its kinds or kept for a stack member, a Secret's data changed only
@@ -38,6 +39,7 @@ from appstack.sdk import (
     SLICE_MANAGER_LABEL,
     EnableAll,
     GuardedOperator,
+    GuardExtensions,
     WriteExtensions,
     guard_policies,
 )
@@ -83,16 +85,31 @@ def slices_ok() -> str:
     )
 
 
+#: What appstack adds to the guards every SDK operator gets, declared as a scaffolded
+#: project declares its ``GUARDS`` (:class:`appstack.sdk.GuardExtensions`): its Secrets
+#: policy, which the writes policy leaves Secrets' ownership to; an EtcdCluster's released
+#: member volume owned again by that very cluster; its EndpointSlices.
+GUARDS = GuardExtensions(
+    writes=WriteExtensions(
+        owned_elsewhere=("Secret",),
+        readopted=_reowned_volume(),
+        validations=(
+            refusal(
+                slices_ok(),
+                "the appstack operator may only write EndpointSlices of its own, named "
+                "<service>-external for the Service they name, never for kubernetes",
+            ),
+        ),
+    ),
+    own=(secrets_policy,),
+)
+
+
 def guarded(
     namespace: str = NAMESPACE, *, enable_all: EnableAll = False, sharded: bool = False
 ) -> GuardedOperator:
     """appstack's operator installed in ``namespace`` (see above); ``sharded``: its token
     may change the shard labels of its kinds' objects, and nobody else may."""
-    slices = refusal(
-        slices_ok(),
-        "the appstack operator may only write EndpointSlices of its own, named "
-        "<service>-external for the Service they name, never for kubernetes",
-    )
     return GuardedOperator.of(
         IDENTITY,
         ALL,
@@ -101,9 +118,7 @@ def guarded(
         shown_suffix="-<install namespace>",
         enable_all=enable_all,
         sharded=sharded,
-        writes=WriteExtensions(
-            owned_elsewhere=("Secret",), readopted=_reowned_volume(), validations=(slices,)
-        ),
+        writes=GUARDS.writes,
     )
 
 
@@ -114,7 +129,7 @@ def policies(
     then the operator's writes (Secrets, children, its Lease, our kinds and Events), then
     tenants' objects of our kinds (``sharded``: and their shard labels)."""
     operator = guarded(namespace, enable_all=enable_all, sharded=sharded)
-    return guard_policies(operator, own=[secrets_policy(operator)])
+    return guard_policies(operator, own=GUARDS.policies(operator))
 
 
 def enabler_role(namespace: str = NAMESPACE) -> dict[str, Any]:

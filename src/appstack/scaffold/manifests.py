@@ -1,6 +1,7 @@
 """``appstack generate manifests`` and ``appstack generate installer``: a scaffolded
 project's ``config/`` and ``dist/install.yaml`` from its code — the kinds and controllers
-its package declares (``<package>.controllers``: ``CONTROLLERS``, ``KINDS``), its identity
+its package declares (``<package>.controllers``: ``CONTROLLERS``, ``KINDS``, and ``GUARDS``
+if it extends its admission guards), its identity
 (``<package>.identity.IDENTITY``) and its ``PROJECT`` file — by the SDK's generator
 (:mod:`appstack.sdk.config`), and kustomize for the bundle (``kubectl kustomize``: every
 edit of the user's in ``config/`` kept). Also :func:`stale`, what the project's own test
@@ -31,6 +32,7 @@ from appstack.sdk import (
     SCAFFOLDED_CONFIG,
     ChartError,
     ConfigProject,
+    GuardExtensions,
     chart_files,
     chart_flags,
     config_files,
@@ -70,6 +72,12 @@ def load(directory: Path) -> ConfigProject:
     identity, controllers = _import_fresh(
         project.package, directory / "src", "identity", "controllers"
     )
+    guards = getattr(controllers, "GUARDS", GuardExtensions())
+    if not isinstance(guards, GuardExtensions):
+        raise click.ClickException(
+            f"{project.package}.controllers.GUARDS is a {type(guards).__name__}, "
+            "not an appstack.sdk.GuardExtensions"
+        )
     return ConfigProject(
         identity=identity.IDENTITY,
         package=project.package,
@@ -77,6 +85,7 @@ def load(directory: Path) -> ConfigProject:
         kinds=list(controllers.KINDS),
         namespaced=project.namespaced,
         enable_all_namespaces=project.enable_all_namespaces,
+        guards=guards,
     )
 
 

@@ -122,6 +122,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs; at run time,
     from appstack.sdk.guards.subject import (
         EnableAll,
         GuardedOperator,
+        GuardExtensions,
         WriteExtensions,
     )
     from appstack.sdk.helmtext import (
@@ -497,6 +498,7 @@ _HOMES = {
     "ENABLER_ROLE": "guards.namespaces:ENABLER",
     "EnableAll": "guards.subject",
     "GuardedOperator": "guards.subject",
+    "GuardExtensions": "guards.subject",
     "WriteExtensions": "guards.subject",
     "HelmText": "helmtext",
     "NOT_ENABLED_REASON": "identity",
@@ -810,6 +812,7 @@ __all__ = [
     "Gauges",
     "GraphEdge",
     "GraphNode",
+    "GuardExtensions",
     "GuardedOperator",
     "HTTPGetAction",
     "HelmText",

@@ -184,7 +184,8 @@ class Project:
     namespace, the image, and whether it acts in every namespace (by default only in
     those labelled ``<domain>/enabled=true``). ``sharded``: the install as the
     ``config/sharding`` Component makes it (:func:`sharding_objects`) — what its RBAC and
-    guards are then."""
+    guards are then. ``guards``: what it adds to its admission guards
+    (:class:`~appstack.sdk.guards.GuardExtensions`; a scaffolded project's ``GUARDS``)."""
 
     identity: OperatorIdentity
     package: str
@@ -194,6 +195,7 @@ class Project:
     image: str = "controller:latest"
     enable_all_namespaces: bool = False
     sharded: bool = False
+    guards: guards.GuardExtensions = dataclasses.field(default_factory=guards.GuardExtensions)
 
 
 def conversion_client(project: Project, kind: CustomKind) -> dict[str, Any] | None:
@@ -238,15 +240,10 @@ def operator_rules(project: Project) -> list[Obj]:
 def guarded(project: Project) -> guards.GuardedOperator:
     """The project's operator as its admission guards see it (final names: the install's
     prefix ``<project>-`` included)."""
-    own_secret = (
-        {
-            "writes": guards.WriteExtensions(
-                own_secret=(project.identity.namespace, secret_name(project.identity))
-            )
-        }
-        if serves_webhooks(project)
-        else {}
-    )
+    writes = project.guards.writes
+    if serves_webhooks(project):
+        own_secret = (project.identity.namespace, secret_name(project.identity))
+        writes = dataclasses.replace(writes, own_secret=own_secret)
     return guards.GuardedOperator.of(
         project.identity,
         project.controllers,
@@ -255,7 +252,7 @@ def guarded(project: Project) -> guards.GuardedOperator:
         enable_all=project.enable_all_namespaces,
         labels=_labels(project),
         sharded=project.sharded,
-        **own_secret,
+        writes=writes,
     )
 
 
@@ -265,11 +262,13 @@ def _prefix(project: Project) -> str:
 
 def admission_objects(project: Project) -> dict[str, list[Obj]]:
     """config/admission's files: each policy with its binding, named as before
-    config/default's prefix — the guards, then the policies the registrations declare
+    config/default's prefix — the guards (the project's own among them:
+    :attr:`Project.guards`), then the policies the registrations declare
     (:mod:`appstack.sdk.kit.policies`)."""
     prefix = _prefix(project)
     files: dict[str, list[Obj]] = {}
-    every = guards.policies(guarded(project))
+    operator = guarded(project)
+    every = guards.policies(operator, own=project.guards.policies(operator))
     declared = [d for controller in project.controllers for d in controller.declared_policies]
     every += policy_objects(
         declared,

@@ -2,23 +2,28 @@
 Helm chart) and a scaffolded project's config/ contain is built by the SDK alone
 (``appstack.sdk.install``, ``appstack.sdk.rbac``, ``appstack.sdk.crds``, ``appstack.sdk.guards``);
 ``appstack.manifests`` only parametrises those builders and adds what only appstack has. And
-appstack's own role is derived from its registrations as a project's ``manager-role`` is."""
+appstack's own role is derived from its registrations as a project's ``manager-role`` is, and
+its admission policies are a project's with appstack's ``GUARDS``."""
 
 from __future__ import annotations
 
 import ast
+import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import pytest
 import yaml
 
 import appstack
 from appstack.api.flags import own_chart_command
 from appstack.api.identity import IDENTITY
 from appstack.controllers.registry import ALL
-from appstack.manifests import bundle, chart, rbac
+from appstack.manifests import admission, bundle, chart, rbac
 from appstack.manifests.install import InstallOptions, install
 from appstack.sdk import ConfigProject, chart_flags, config_files
+from appstack.sdk.config import admission_objects
 
 SRC = Path(appstack.__file__).parent
 #: appstack's install generator: what must not build an object of a kind the SDK builds.
@@ -142,3 +147,45 @@ def test_appstacks_own_flags_are_its_charts_values_as_the_sdk_makes_them() -> No
     for flag in flags:
         item = flag.item(f"        - '@@FLAG_{flag.value}@@'")
         assert item in deployment, item
+
+
+def _unnamed(obj: dict[str, Any]) -> str:
+    """``obj`` but its name, as JSON, with the install's own naming left out of the names
+    it holds: deploy/'s ``-<install namespace>`` suffix (and how messages show it), a
+    project's ``appstack-`` prefix (a binding's ``policyName``)."""
+    text = json.dumps({k: v for k, v in obj.items() if k != "metadata"}, sort_keys=True)
+    for named, unnamed in (
+        ("-<install namespace>", ""),
+        ("-appstack-system", ""),
+        ('"appstack-', '"'),
+    ):
+        text = text.replace(named, unnamed)
+    return text
+
+
+@pytest.mark.parametrize("sharded", [False, True])
+def test_appstacks_admission_is_a_projects_with_appstacks_guards(sharded: bool) -> None:
+    """A project with appstack's registrations and appstack's ``GUARDS`` — what a
+    scaffolded project declares in its controllers module — gets appstack's very admission
+    policies and bindings (its Secrets policy, its writes policy's extensions): the same
+    objects but for their names, which deploy/ ends with the install's namespace where
+    config/default prefixes the project."""
+    project = ConfigProject(
+        IDENTITY,
+        "appstack",
+        ALL,
+        [c.kind for c in ALL],
+        sharded=sharded,
+        guards=admission.GUARDS,
+    )
+    generated = {
+        (obj["kind"], obj["metadata"]["name"]): obj
+        for objects in admission_objects(project).values()
+        for obj in objects
+    }
+    appstacks = admission.policies(sharded=sharded)
+    assert len(appstacks) == len(generated)
+    for obj in appstacks:
+        name = obj["metadata"]["name"].removeprefix("appstack-").removesuffix("-appstack-system")
+        twin = generated[(obj["kind"], name)]
+        assert _unnamed(twin) == _unnamed(obj), name

@@ -14,6 +14,7 @@ import importlib
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 import yaml
 
@@ -21,6 +22,7 @@ from appstack.scaffold import commands, manifests
 from appstack.scaffold.project import read
 from appstack.sdk.identity import OperatorIdentity
 from tests.support.admission import namespace_object, refusals
+from tests.support.paths import REPO_ROOT
 
 IDENTITY = OperatorIdentity(project="guestbook", domain="tutorial.kubebuilder.io")
 SHOP = namespace_object("shop", label=IDENTITY.enabled_label)
@@ -163,3 +165,68 @@ def test_edit_opts_into_every_namespace_and_back(project: Path) -> None:
     assert "enableAllNamespaces" not in (project / "PROJECT").read_text()
     manifests.generate(project)
     assert "--enable-all-namespaces" not in (project / "config/manager/manager.yaml").read_text()
+
+
+PAGE = REPO_ROOT / "docs" / "build-your-own-operator.md"
+#: The heading of the page's "Extending the guards" block (the controllers module's end).
+GUARDS_BLOCK = (
+    "# src/guestbook/controllers/__init__.py: the imports with its others, the rest at its end\n"
+)
+
+
+def _guards_block() -> str:
+    """The page's Python block that declares ``GUARDS`` (without its heading comment)."""
+    text = PAGE.read_text()
+    start = text.index("```python\n" + GUARDS_BLOCK) + len("```python\n" + GUARDS_BLOCK)
+    return text[start : text.index("```\n", start)]
+
+
+def test_a_projects_guards_extend_its_writes_policy_and_add_its_own(project: Path) -> None:
+    """Issue #47: what appstack adds to its guards (``appstack.manifests.admission.GUARDS``)
+    a project declares the same way, ``GUARDS`` in its controllers module: ``make
+    manifests`` puts its validations in the writes policy and its own policies, bound as
+    the guards are, in config/admission/ — and nothing of it before it is declared."""
+    registry = project / "src/guestbook/controllers/__init__.py"
+    before = _policies(project)
+    registry.write_text(registry.read_text() + "\n" + _guards_block())
+    manifests.generate(project)
+    policies = _policies(project)
+    assert sorted(set(policies) - set(before)) == ["operator-no-deletes"]
+    admission = project / "config/admission/operator_no_deletes_policy.yaml"
+    (bound,) = [
+        obj
+        for obj in yaml.safe_load_all(admission.read_text())
+        if obj["kind"] == "ValidatingAdmissionPolicyBinding"
+    ]
+    assert bound["spec"] == {"policyName": "operator-no-deletes", "validationActions": ["Deny"]}
+    owner = _sample(project)
+    (child,) = _children(project, owner)
+    writes = policies["operator-writes"]
+    assert refusals(writes, "CREATE", child, namespace=SHOP) == []
+    binary = {**child, "binaryData": {"blob": "AAEC"}}
+    assert refusals(writes, "CREATE", binary, namespace=SHOP) == [
+        "the guestbook operator writes ConfigMaps of text only (no binaryData)"
+    ]
+    assert refusals(policies["operator-no-deletes"], "DELETE", None, child, namespace=SHOP) == [
+        "the guestbook operator deletes no ConfigMap"
+    ]
+    earlier = before["operator-writes"]["spec"]
+    assert {**writes["spec"], "validations": earlier["validations"]} == earlier
+    assert [v for v in writes["spec"]["validations"] if v not in earlier["validations"]] == [
+        {
+            "expression": "request.operation == 'DELETE' || object.kind != 'ConfigMap' "
+            "|| !has(object.binaryData)",
+            "message": "the guestbook operator writes ConfigMaps of text only (no binaryData)",
+            "reason": "Forbidden",
+        }
+    ]
+
+
+def test_guards_that_are_not_guard_extensions_are_refused_in_one_line(project: Path) -> None:
+    registry = project / "src/guestbook/controllers/__init__.py"
+    registry.write_text(registry.read_text() + "\nGUARDS = {'writes': ()}\n")
+    with pytest.raises(click.ClickException) as refused:
+        manifests.generate(project)
+    assert refused.value.message == (
+        "guestbook.controllers.GUARDS is a dict, not an appstack.sdk.GuardExtensions"
+    )

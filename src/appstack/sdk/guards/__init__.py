@@ -4,8 +4,8 @@ from what describes the operator (:class:`GuardedOperator`: its identity, its ki
 RBAC rules, its finalizers). One generator for every operator built on the SDK: a
 scaffolded project's install (:mod:`appstack.sdk.config`, ``config/admission/``) and
 appstack's own (:mod:`appstack.manifests.admission`, which adds its Secrets policy and its
-own write rules through :class:`WriteExtensions`). Pure; ``admissionregistration.k8s.io/v1``
-(GA since Kubernetes 1.30).
+own write rules through :class:`GuardExtensions`, as a scaffolded project's ``GUARDS``
+does). Pure; ``admissionregistration.k8s.io/v1`` (GA since Kubernetes 1.30).
 
 :func:`policies`, in install order:
 
@@ -42,11 +42,18 @@ from appstack.sdk.guards.kinds import (
     shard_labels_policy,
 )
 from appstack.sdk.guards.namespaces import enabler_role, namespaces_policy
-from appstack.sdk.guards.subject import EnableAll, GuardedOperator, Obj, WriteExtensions
+from appstack.sdk.guards.subject import (
+    EnableAll,
+    GuardedOperator,
+    GuardExtensions,
+    Obj,
+    WriteExtensions,
+)
 from appstack.sdk.guards.writes import lease_policy, writes_policy
 
 __all__ = [
     "EnableAll",
+    "GuardExtensions",
     "GuardedOperator",
     "WriteExtensions",
     "enabler_role",

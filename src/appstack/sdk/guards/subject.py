@@ -23,7 +23,7 @@ generated install (:mod:`appstack.sdk.config`) and by appstack's
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -72,6 +72,29 @@ class WriteExtensions:
     validations: tuple[Validation, ...] = ()
     unowned: tuple[str, ...] = ()
     own_secret: tuple[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class GuardExtensions:
+    """What an operator adds to the admission guards every SDK operator gets, declared once
+    where its install is generated from (a scaffolded project: ``GUARDS`` in its
+    ``controllers`` module, read by ``make manifests``; appstack:
+    :data:`appstack.manifests.admission.GUARDS`):
+
+    * ``writes`` — :class:`WriteExtensions` of its writes policy (kinds a policy of its own
+      bounds, a released object it may own again, more validations);
+    * ``own`` — policies of its own, each made from the operator as its guards see it
+      (``own(operator)`` → a ValidatingAdmissionPolicy: its :meth:`GuardedOperator.policy`,
+      named by :meth:`GuardedOperator.operator_name`, matching the operator's requests by
+      :meth:`GuardedOperator.only_operator`), bound as the guards are and installed after
+      who may enable a namespace, before the writes policy (:func:`~.policies`)."""
+
+    writes: WriteExtensions = field(default_factory=WriteExtensions)
+    own: tuple[Callable[[GuardedOperator], Obj], ...] = ()
+
+    def policies(self, operator: GuardedOperator) -> list[Obj]:
+        """Its own policies for ``operator``."""
+        return [make(operator) for make in self.own]
 
 
 @dataclass(frozen=True)
