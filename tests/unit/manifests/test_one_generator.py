@@ -127,6 +127,38 @@ def test_appstacks_roles_are_derived_as_a_projects_manager_role() -> None:
     assert rbac.role("ops")["rules"] == _manager_role(namespaced=True)["rules"]
 
 
+#: The operator's ServiceAccount (a subject's name and namespace): deploy/'s → a project's
+#: before config/default's prefix and namespace.
+ACCOUNT_NAMES = {
+    '"name": "appstack-operator", "namespace": "appstack-system"': (
+        '"name": "controller-manager", "namespace": "system"'
+    )
+}
+
+
+@pytest.mark.parametrize(
+    ("config_path", "name"),
+    [
+        ("rbac/leader_election_role.yaml", rbac.LEADER_ELECTION),
+        ("rbac/metrics_auth_role.yaml", "appstack-operator-metrics-auth-appstack-system"),
+        ("rbac/metrics_reader_role.yaml", "appstack-metrics-reader-appstack-system"),
+        ("rbac/namespace_enabler_role.yaml", "appstack-namespace-enabler-appstack-system"),
+        ("rbac/lease_flow_schema.yaml", "appstack-operator-leases-appstack-system"),
+    ],
+)
+def test_appstacks_other_grants_are_a_projects(config_path: str, name: str) -> None:
+    """Beside the manager role: the leader-election Role, the /metrics reviews, the metrics
+    reader, who may enable a namespace and the FlowSchema of the Lease requests — a
+    project with appstack's registrations gets the same objects but for their names (its
+    ServiceAccount ``controller-manager`` in ``system`` before config/default's)."""
+    project = ConfigProject(IDENTITY, "appstack", ALL, [c.kind for c in ALL])
+    (twin,) = yaml.safe_load_all(config_files(project)[config_path])
+    (obj,) = [
+        o for o in install().rbac if (o["kind"], o["metadata"]["name"]) == (twin["kind"], name)
+    ]
+    assert _unnamed(obj, ACCOUNT_NAMES) == _unnamed(twin)
+
+
 def test_appstacks_own_flags_are_its_charts_values_as_the_sdk_makes_them() -> None:
     """appstack's own flags (``appstack.api.flags``) are values of its chart the way a
     scaffolded operator's are (:func:`appstack.sdk.chart_flags`, named by their
@@ -149,11 +181,14 @@ def test_appstacks_own_flags_are_its_charts_values_as_the_sdk_makes_them() -> No
         assert item in deployment, item
 
 
-def _unnamed(obj: dict[str, Any]) -> str:
+def _unnamed(obj: dict[str, Any], names: dict[str, str] | None = None) -> str:
     """``obj`` but its name, as JSON, with the install's own naming left out of the names
     it holds: deploy/'s ``-<install namespace>`` suffix (and how messages show it), a
-    project's ``appstack-`` prefix (a binding's ``policyName``)."""
+    project's ``appstack-`` prefix (a binding's ``policyName``); first ``names`` (JSON
+    text → its replacement)."""
     text = json.dumps({k: v for k, v in obj.items() if k != "metadata"}, sort_keys=True)
+    for named, unnamed in (names or {}).items():
+        text = text.replace(named, unnamed)
     for named, unnamed in (
         ("-<install namespace>", ""),
         ("-appstack-system", ""),
