@@ -3,7 +3,8 @@ Helm chart) and a scaffolded project's config/ contain is built by the SDK alone
 (``appstack.sdk.install``, ``appstack.sdk.rbac``, ``appstack.sdk.crds``, ``appstack.sdk.guards``);
 ``appstack.manifests`` only parametrises those builders and adds what only appstack has. And
 appstack's own role is derived from its registrations as a project's ``manager-role`` is, and
-its admission policies are a project's with appstack's ``GUARDS``."""
+its other grants, its admission policies (a project's with appstack's ``GUARDS``), CRDs,
+dashboards and alerts are what ``config_files`` writes for its registrations but for names."""
 
 from __future__ import annotations
 
@@ -224,3 +225,28 @@ def test_appstacks_admission_is_a_projects_with_appstacks_guards(sharded: bool) 
         name = obj["metadata"]["name"].removeprefix("appstack-").removesuffix("-appstack-system")
         twin = generated[(obj["kind"], name)]
         assert _unnamed(twin) == _unnamed(obj), name
+
+
+def test_appstacks_crds_dashboards_and_alerts_are_a_projects() -> None:
+    """The CRDs (deploy/'s carry appstack's install labels, which ``appstack uninstall``
+    finds them by), the Grafana dashboards (byte for byte) and the alerts (one group, named
+    after the operator in deploy/, after the project in config/) of a project with
+    appstack's registrations are appstack's."""
+    project = ConfigProject(IDENTITY, "appstack", ALL, [c.kind for c in ALL])
+    files = config_files(project)
+    deploy = bundle.render()
+    for crd in install().crds:
+        (twin,) = yaml.safe_load_all(
+            files[f"crd/bases/{crd['spec']['group']}_{crd['spec']['names']['plural']}.yaml"]
+        )
+        assert {**crd, "metadata": {}} == {**twin, "metadata": {}}, crd["metadata"]["name"]
+        assert crd["metadata"]["name"] == twin["metadata"]["name"]
+    boards = {p.removeprefix("grafana/"): t for p, t in files.items() if p.endswith(".json")}
+    assert boards == {
+        p.removeprefix("monitoring/dashboards/"): t
+        for p, t in deploy.items()
+        if p.startswith("monitoring/dashboards/")
+    }
+    (alerts,) = yaml.safe_load(files["prometheus/alerts.yaml"])["spec"]["groups"]
+    (appstacks,) = yaml.safe_load(deploy["monitoring/prometheus-rule.yaml"])["spec"]["groups"]
+    assert alerts["rules"] == appstacks["rules"]
