@@ -67,7 +67,10 @@ def test_no_page_installs_appstack_by_name_from_an_index() -> None:
         REPO_ROOT / "CONTRIBUTING.md",
         REPO_ROOT / "testbed" / "README.md",
         REPO_ROOT / "charts" / "appstack" / "README.md",
+        REPO_ROOT / "CHANGELOG.md",
         *sorted((REPO_ROOT / "docs").glob("*.md")),
+        # what a scaffolded project's reader is told: its README, Makefile, Dockerfile
+        *sorted((REPO_ROOT / "src" / "appstack" / "scaffold" / "templates").glob("*.tmpl")),
     ]
     found = [
         f"{page.relative_to(REPO_ROOT)}:{n}: {line.strip()}"
