@@ -33,6 +33,7 @@ from appstack.sdk import (
     ChartError,
     ConfigProject,
     GuardExtensions,
+    PolicyError,
     chart_files,
     chart_flags,
     config_files,
@@ -74,7 +75,7 @@ def load(directory: Path) -> ConfigProject:
     )
     guards = getattr(controllers, "GUARDS", GuardExtensions())
     if not isinstance(guards, GuardExtensions):
-        raise click.ClickException(
+        raise projects.Refused(
             f"{project.package}.controllers.GUARDS is a {type(guards).__name__}, "
             "not an appstack.sdk.GuardExtensions"
         )
@@ -89,10 +90,20 @@ def load(directory: Path) -> ConfigProject:
     )
 
 
+def _generated(project: ConfigProject) -> dict[str, str]:
+    """:func:`appstack.sdk.config_files` of ``project``; what its code declares that cannot
+    be installed (two policies of one name, an own guard that makes no policy) refused in
+    one line."""
+    try:
+        return config_files(project)
+    except PolicyError as error:
+        raise projects.Refused(str(error)) from None
+
+
 def files(directory: Path) -> dict[Path, str]:
     """Every file of ``config/`` as the code generates it now, by path (those scaffolded
     once included: :data:`appstack.sdk.SCAFFOLDED_CONFIG`)."""
-    generated = config_files(load(directory))
+    generated = _generated(load(directory))
     return {directory / CONFIG / rel: text for rel, text in generated.items()}
 
 
@@ -110,7 +121,7 @@ def generate(directory: Path) -> list[Path]:
     that changed (none the second time)."""
     changed = []
     project = load(directory)
-    generated = {directory / CONFIG / rel: text for rel, text in config_files(project).items()}
+    generated = {directory / CONFIG / rel: text for rel, text in _generated(project).items()}
     for path, text in generated.items():
         if path.is_file() and (_scaffolded(directory, path) or path.read_text() == text):
             continue

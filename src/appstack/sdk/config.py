@@ -268,7 +268,11 @@ def admission_objects(project: Project) -> dict[str, list[Obj]]:
     prefix = _prefix(project)
     files: dict[str, list[Obj]] = {}
     operator = guarded(project)
-    every = guards.policies(operator, own=project.guards.policies(operator))
+    try:
+        own = project.guards.policies(operator)
+    except ValueError as error:
+        raise PolicyError(str(error)) from None
+    every = guards.policies(operator, own=own)
     declared = [d for controller in project.controllers for d in controller.declared_policies]
     every += policy_objects(
         declared,

@@ -14,14 +14,16 @@ import importlib
 from pathlib import Path
 from typing import Any
 
-import click
 import pytest
 import yaml
+from click.testing import CliRunner
 
+from appstack.cli import main
 from appstack.scaffold import commands, manifests
 from appstack.scaffold.project import read
 from appstack.sdk.identity import OperatorIdentity
 from tests.support.admission import namespace_object, refusals
+from tests.support.files import file_digests
 from tests.support.paths import REPO_ROOT
 
 IDENTITY = OperatorIdentity(project="guestbook", domain="tutorial.kubebuilder.io")
@@ -222,11 +224,40 @@ def test_a_projects_guards_extend_its_writes_policy_and_add_its_own(project: Pat
     ]
 
 
-def test_guards_that_are_not_guard_extensions_are_refused_in_one_line(project: Path) -> None:
+@pytest.mark.parametrize(
+    ("declared", "said"),
+    [
+        (
+            "GUARDS = {'writes': ()}",
+            "guestbook.controllers.GUARDS is a dict, not an appstack.sdk.GuardExtensions",
+        ),
+        (
+            "from appstack.sdk import GuardExtensions\n\n\n"
+            "def forgot(operator):\n    operator.policy('x', {})\n\n\n"
+            "GUARDS = GuardExtensions(own=(forgot,))",
+            "GuardExtensions.own: forgot() made NoneType None, not a named "
+            "ValidatingAdmissionPolicy (make it with operator.policy(name, spec))",
+        ),
+        (
+            "from appstack.sdk import GuardExtensions\n\n\n"
+            "def twin(operator):\n"
+            "    return operator.policy(operator.operator_name('writes'), {})\n\n\n"
+            "GUARDS = GuardExtensions(own=(twin,))",
+            "admission policy guestbook-operator-writes: a guard has that name: rename it",
+        ),
+    ],
+    ids=["not-guard-extensions", "no-policy-made", "a-guards-name"],
+)
+def test_guards_that_cannot_be_installed_are_refused_in_one_line(
+    project: Path, declared: str, said: str
+) -> None:
+    """``make manifests`` (``appstack generate manifests``) says what is wrong with a
+    project's ``GUARDS`` in one line, exit status 2, nothing written — never a traceback,
+    and never a guard silently left out (an own function that returns no policy)."""
     registry = project / "src/guestbook/controllers/__init__.py"
-    registry.write_text(registry.read_text() + "\nGUARDS = {'writes': ()}\n")
-    with pytest.raises(click.ClickException) as refused:
-        manifests.generate(project)
-    assert refused.value.message == (
-        "guestbook.controllers.GUARDS is a dict, not an appstack.sdk.GuardExtensions"
-    )
+    registry.write_text(registry.read_text() + "\n" + declared + "\n")
+    before = file_digests(project / "config")
+    result = CliRunner().invoke(main, ["generate", "manifests", "--directory", str(project)])
+    assert result.exit_code == 2, result.output
+    assert result.output.strip().splitlines()[-1] == f"Error: {said}"
+    assert file_digests(project / "config") == before

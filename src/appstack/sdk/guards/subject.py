@@ -93,8 +93,21 @@ class GuardExtensions:
     own: tuple[Callable[[GuardedOperator], Obj], ...] = ()
 
     def policies(self, operator: GuardedOperator) -> list[Obj]:
-        """Its own policies for ``operator``."""
-        return [make(operator) for make in self.own]
+        """Its own policies for ``operator``; a ``ValueError`` naming the function for one
+        that makes no ValidatingAdmissionPolicy with a name (a guard silently missing)."""
+        made = []
+        for make in self.own:
+            policy = make(operator)
+            named = isinstance(policy, dict) and (policy.get("metadata") or {}).get("name")
+            if not named or policy.get("kind") != "ValidatingAdmissionPolicy":
+                what = getattr(make, "__qualname__", repr(make))
+                raise ValueError(
+                    f"GuardExtensions.own: {what}() made {type(policy).__name__} "
+                    f"{policy!r:.60}, not a named ValidatingAdmissionPolicy "
+                    "(make it with operator.policy(name, spec))"
+                )
+            made.append(policy)
+        return made
 
 
 @dataclass(frozen=True)
