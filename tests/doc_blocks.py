@@ -24,9 +24,9 @@ The line just before a block may say otherwise: ``<!-- not run: reason -->`` (a 
 snippet or object that cannot run as it stands, and why), ``<!-- refused: words -->``
 (a YAML object the API server must refuse, with those words in its message), or
 ``<!-- run by: tests/e2e/test_x.py, how -->`` (a shell block that test runs as written, on
-a cluster of its own, reading it with :func:`run_by` by its page and heading: the unit test
-checks that the test names both). A block of any other language, or untagged, fails the
-unit test: new docs stay tested.
+a cluster of its own, or a Python block it runs — reading it with :func:`run_by` by its page
+and heading: the unit test checks that the test names both). A block of any other
+language, or untagged, fails the unit test: new docs stay tested.
 """
 
 from __future__ import annotations

@@ -18,6 +18,8 @@ from tests.e2e.test_tutorial import PAGES as TUTORIAL_PAGES
 from tests.support.paths import REPO_ROOT
 
 BLOCKS = [b for page in PAGES if page.exists() for b in fenced(page)]
+#: What another test may run as written (a ``run by`` note): commands, or Python code.
+RUNNABLE = {*SHELLS, "python"}
 
 
 def untested(page: list[Fenced]) -> list[str]:
@@ -35,8 +37,10 @@ def untested(page: list[Fenced]) -> list[str]:
             problems.append(f"{block.name}: only an object of ours can be refused")
         if block.language in SHELLS and not block.commands:
             problems.append(f"{block.name}: an empty shell block")
-        if block.note == "run by" and (block.language not in SHELLS or block.runner is None):
-            problems.append(f"{block.name}: only a shell block is run by a test (tests/...py)")
+        if block.note == "run by" and (block.language not in RUNNABLE or block.runner is None):
+            problems.append(
+                f"{block.name}: only a shell or Python block is run by a test (tests/...py)"
+            )
     return problems
 
 
@@ -96,7 +100,7 @@ def test_blocks_are_found_by_heading_and_runner(tmp_path: Path) -> None:
     }
     assert not any(doc_blocks.on_cluster(b, blocks) for b in blocks)
     assert untested(blocks) == [
-        f"{blocks[4].name}: only a shell block is run by a test (tests/...py)"
+        f"{blocks[4].name}: only a shell or Python block is run by a test (tests/...py)"
     ]
     assert unread(blocks[1]) == [
         f"{blocks[1].name}: tests/e2e/test_real_node_install.py does not name 'door.md'",

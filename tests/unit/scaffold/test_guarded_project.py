@@ -22,6 +22,7 @@ from appstack.cli import main
 from appstack.scaffold import commands, manifests
 from appstack.scaffold.project import read
 from appstack.sdk.identity import OperatorIdentity
+from tests.doc_blocks import run_by
 from tests.support.admission import namespace_object, refusals
 from tests.support.files import file_digests
 from tests.support.paths import REPO_ROOT
@@ -170,17 +171,12 @@ def test_edit_opts_into_every_namespace_and_back(project: Path) -> None:
 
 
 PAGE = REPO_ROOT / "docs" / "build-your-own-operator.md"
-#: The heading of the page's "Extending the guards" block (the controllers module's end).
-GUARDS_BLOCK = (
-    "# src/guestbook/controllers/__init__.py: the imports with its others, the rest at its end\n"
-)
 
 
 def _guards_block() -> str:
-    """The page's Python block that declares ``GUARDS`` (without its heading comment)."""
-    text = PAGE.read_text()
-    start = text.index("```python\n" + GUARDS_BLOCK) + len("```python\n" + GUARDS_BLOCK)
-    return text[start : text.index("```\n", start)]
+    """The page's Python block that declares ``GUARDS``, under "Extending the guards" (its
+    ``run by`` note names this test: tests/unit/test_doc_blocks.py checks it)."""
+    return run_by(PAGE, "tests/unit/scaffold/test_guarded_project.py")["Extending the guards"].text
 
 
 def test_a_projects_guards_extend_its_writes_policy_and_add_its_own(project: Path) -> None:
