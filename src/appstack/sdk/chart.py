@@ -1018,19 +1018,18 @@ def _condition(obj: Obj, metrics: frozenset[str] = frozenset()) -> str | None:
 
 
 def _path(obj: Obj, install: _Install) -> str:
-    """``templates/<directory>/<name without the prefix>.yaml``, the directory as in
-    ``config/``; a cluster-scoped name's ``-<install namespace>`` left out (it follows the
-    release's namespace: :func:`_namespaced`)."""
-    kind, name = obj["kind"], str(obj["metadata"]["name"])
-    if kind in CLUSTER_SCOPED:
-        name = name.removesuffix(f"-{install.namespace}")
+    """``templates/<directory>/<name>.yaml``, the directory as in ``config/``, the name as
+    the chart names the object after its fullname (:func:`_namespaced`) without the
+    release's namespace a cluster-scoped one ends in."""
+    kind = obj["kind"]
+    name = _namespaced(obj, install.prefix, install.namespace).removesuffix(RELEASE_NS_SUFFIX)
     if kind == "Service":
-        directory = "webhook" if name == f"{install.prefix}webhook-service" else "metrics"
+        directory = "webhook" if name == "webhook-service" else "metrics"
     elif _dashboards(obj):
         directory = "grafana"
     else:
         directory = DIRECTORIES.get(kind, "extra")
-    return f"templates/{directory}/{name.removeprefix(install.prefix)}.yaml"
+    return f"templates/{directory}/{name}.yaml"
 
 
 def _grants(
@@ -1179,7 +1178,7 @@ def _reader_binding(reader: Obj, install: _Install) -> str:
     role = install.names.get(reader["metadata"]["name"], reader["metadata"]["name"])
     # named as its role, a namespace suffix (:func:`_namespaced`) kept last
     suffix = RELEASE_NS_SUFFIX if role.endswith(RELEASE_NS_SUFFIX) else ""
-    base = role.removesuffix(suffix) if suffix else role
+    base = role.removesuffix(suffix)
     obj = binding(
         f"{base}-prometheus{suffix}",
         reader,
