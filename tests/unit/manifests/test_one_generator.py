@@ -116,8 +116,13 @@ def test_appstacks_install_builds_no_object_of_a_kind_the_sdk_builds() -> None:
     assert not found, "use the SDK's builder (appstack.sdk.install):\n" + "\n".join(found)
 
 
+def _appstack_project(**options: Any) -> ConfigProject:
+    """A scaffolded project with appstack's identity, registrations and kinds."""
+    return ConfigProject(IDENTITY, "appstack", ALL, [c.kind for c in ALL], **options)
+
+
 def _manager_role(namespaced: bool) -> dict[str, object]:
-    project = ConfigProject(IDENTITY, "appstack", ALL, [c.kind for c in ALL], namespaced=namespaced)
+    project = _appstack_project(namespaced=namespaced)
     role: dict[str, object] = yaml.safe_load(config_files(project)["rbac/role.yaml"])
     return role
 
@@ -126,6 +131,23 @@ def test_appstacks_roles_are_derived_as_a_projects_manager_role() -> None:
     """A project with appstack's registrations would get appstack's very rules."""
     assert rbac.cluster_role()["rules"] == _manager_role(namespaced=False)["rules"]
     assert rbac.role("ops")["rules"] == _manager_role(namespaced=True)["rules"]
+
+
+def _unnamed(obj: dict[str, Any], names: dict[str, str] | None = None) -> str:
+    """``obj`` but its name, as JSON, with the install's own naming left out of the names
+    it holds: deploy/'s ``-<install namespace>`` suffix (and how messages show it), a
+    project's ``appstack-`` prefix (a binding's ``policyName``); first ``names`` (JSON
+    text → its replacement)."""
+    text = json.dumps({k: v for k, v in obj.items() if k != "metadata"}, sort_keys=True)
+    for named, unnamed in (names or {}).items():
+        text = text.replace(named, unnamed)
+    for named, unnamed in (
+        ("-<install namespace>", ""),
+        ("-appstack-system", ""),
+        ('"appstack-', '"'),
+    ):
+        text = text.replace(named, unnamed)
+    return text
 
 
 #: The operator's ServiceAccount (a subject's name and namespace): deploy/'s → a project's
@@ -152,8 +174,7 @@ def test_appstacks_other_grants_are_a_projects(config_path: str, name: str) -> N
     reader, who may enable a namespace and the FlowSchema of the Lease requests — a
     project with appstack's registrations gets the same objects but for their names (its
     ServiceAccount ``controller-manager`` in ``system`` before config/default's)."""
-    project = ConfigProject(IDENTITY, "appstack", ALL, [c.kind for c in ALL])
-    (twin,) = yaml.safe_load_all(config_files(project)[config_path])
+    (twin,) = yaml.safe_load_all(config_files(_appstack_project())[config_path])
     (obj,) = [
         o for o in install().rbac if (o["kind"], o["metadata"]["name"]) == (twin["kind"], name)
     ]
@@ -182,23 +203,6 @@ def test_appstacks_own_flags_are_its_charts_values_as_the_sdk_makes_them() -> No
         assert item in deployment, item
 
 
-def _unnamed(obj: dict[str, Any], names: dict[str, str] | None = None) -> str:
-    """``obj`` but its name, as JSON, with the install's own naming left out of the names
-    it holds: deploy/'s ``-<install namespace>`` suffix (and how messages show it), a
-    project's ``appstack-`` prefix (a binding's ``policyName``); first ``names`` (JSON
-    text → its replacement)."""
-    text = json.dumps({k: v for k, v in obj.items() if k != "metadata"}, sort_keys=True)
-    for named, unnamed in (names or {}).items():
-        text = text.replace(named, unnamed)
-    for named, unnamed in (
-        ("-<install namespace>", ""),
-        ("-appstack-system", ""),
-        ('"appstack-', '"'),
-    ):
-        text = text.replace(named, unnamed)
-    return text
-
-
 @pytest.mark.parametrize("sharded", [False, True])
 def test_appstacks_admission_is_a_projects_with_appstacks_guards(sharded: bool) -> None:
     """A project with appstack's registrations and appstack's ``GUARDS`` — what a
@@ -206,14 +210,7 @@ def test_appstacks_admission_is_a_projects_with_appstacks_guards(sharded: bool) 
     policies and bindings (its Secrets policy, its writes policy's extensions): the same
     objects but for their names, which deploy/ ends with the install's namespace where
     config/default prefixes the project."""
-    project = ConfigProject(
-        IDENTITY,
-        "appstack",
-        ALL,
-        [c.kind for c in ALL],
-        sharded=sharded,
-        guards=admission.GUARDS,
-    )
+    project = _appstack_project(sharded=sharded, guards=admission.GUARDS)
     generated = {
         (obj["kind"], obj["metadata"]["name"]): obj
         for objects in admission_objects(project).values()
@@ -232,8 +229,7 @@ def test_appstacks_crds_dashboards_and_alerts_are_a_projects() -> None:
     finds them by), the Grafana dashboards (byte for byte) and the alerts (one group, named
     after the operator in deploy/, after the project in config/) of a project with
     appstack's registrations are appstack's."""
-    project = ConfigProject(IDENTITY, "appstack", ALL, [c.kind for c in ALL])
-    files = config_files(project)
+    files = config_files(_appstack_project())
     deploy = bundle.render()
     for crd in install().crds:
         (twin,) = yaml.safe_load_all(
