@@ -44,6 +44,7 @@ from appstack_testbed.helm import Helm
 from appstack_testbed.operators import token_kubeconfig
 from appstack_testbed.pytest_plugin import SESSION_ENV, ClusterHandle
 from appstack_testbed.waiting import eventually_sync
+from tests.doc_blocks import run_by
 from tests.e2e.shell_blocks import blocks
 from tests.support.certs import serving_cert_files
 from tests.support.files import file_digests
@@ -785,6 +786,13 @@ def _refused(token: Path, obj: dict[str, Any], said: str, cwd: Path, env: dict[s
     assert said in proc.stderr, proc.stderr
 
 
+def _guards_block() -> str:
+    """The page's block that declares a project's ``GUARDS`` ("Extending the guards"), as
+    tests/unit/scaffold/test_guarded_project.py runs it (its ``run by`` note)."""
+    block = run_by(PAGE, "tests/unit/scaffold/test_guarded_project.py")["Extending the guards"]
+    return block.text
+
+
 def test_the_installed_policies_hold_the_operators_token(
     env: dict[str, str], guestbook: Path, kube_cluster: ClusterHandle, tmp_path: Path
 ) -> None:
@@ -794,12 +802,20 @@ def test_the_installed_policies_hold_the_operators_token(
     ConfigMap in kube-system, one in a namespace not enabled, an unowned one in an enabled
     namespace and a service-account-token Secret — while the controller's real child (its
     ``desired()``) and an Opaque Secret it owns are admitted. The controller owns Secrets
-    here, so that RBAC admits them and what refuses the token Secret is the policy."""
+    here, so that RBAC admits them and what refuses the token Secret is the policy.
+
+    Issue #47: the project declares the docs' ``GUARDS`` (its own validation in the writes
+    policy and a policy of its own), as appstack's operator declares its own; the API
+    server enforces both on the token: a ConfigMap with binaryData refused by the writes
+    policy, and its own child, admitted by the writes policy, refused deletion by the
+    project's own policy."""
     controller = guestbook / "src/guestbook/controllers/guestbook.py"
     text = controller.read_text().replace(
         "import CONFIG_MAP, Result", "import CONFIG_MAP, SECRET, Result"
     )
     controller.write_text(text.replace("owns = (CONFIG_MAP,)", "owns = (CONFIG_MAP, SECRET)"))
+    registry = guestbook / REGISTRY
+    registry.write_text(registry.read_text() + "\n" + _guards_block())
     _ok(_sh("make manifests", guestbook, env), "make manifests")
     bundle = yaml.safe_load_all(
         _ok(
@@ -874,22 +890,8 @@ def test_the_installed_policies_hold_the_operators_token(
         _ok(_as_token(token, child, guestbook, env), "the controller's child")
         opaque = {**secret, "type": "Opaque", "metadata": {**secret["metadata"], "annotations": {}}}
         _ok(_as_token(token, opaque, guestbook, env), "an Opaque Secret the sample owns")
-        # what is not its own is neither rewritten nor deleted: the enabled namespace's
-        # kube-root-ca.crt, kube-system's extension-apiserver-authentication (the review's
-        # canaries, beside aws-auth above)
-        for namespace, name in (
-            (enabled, "kube-root-ca.crt"),
-            ("kube-system", "extension-apiserver-authentication"),
-        ):
-            for verb in (
-                ["patch", "configmap", name, "--type=merge", "-p", '{"data":{"attack":"1"}}'],
-                ["delete", "configmap", name],
-            ):
-                proc = _token_kubectl(
-                    token, [*verb, "-n", namespace, "--dry-run=server"], guestbook, env
-                )
-                assert proc.returncode != 0, f"admitted: {verb} in {namespace}"
-                assert "guestbook-operator-writes" in proc.stderr, proc.stderr
+        _others_objects_refused(token, enabled, opaque, guestbook, env)
+        _the_projects_guards_hold(token, child, guestbook, env)
     finally:
         _sh(
             f"kubectl delete namespace {enabled} {closed} --ignore-not-found --wait=false",
@@ -897,6 +899,77 @@ def test_the_installed_policies_hold_the_operators_token(
             env,
         )
         _sh(f"kubectl delete --ignore-not-found -f {install}", guestbook, env)
+
+
+def _others_objects_refused(
+    token: Path, enabled: str, opaque: dict[str, Any], project: Path, env: dict[str, str]
+) -> None:
+    """What is not the operator's own is neither rewritten nor deleted with its token: the
+    enabled namespace's kube-root-ca.crt, kube-system's extension-apiserver-authentication
+    (the review's canaries, beside aws-auth), a Secret the cluster's admin made. A
+    ConfigMap's deletion is refused by the project's own no-deletes policy too (which of
+    two refusals the API server reports is not fixed): the writes policy's refusal of a
+    deletion is the Secret's."""
+    for namespace, name in (
+        (enabled, "kube-root-ca.crt"),
+        ("kube-system", "extension-apiserver-authentication"),
+    ):
+        for verb, refusers in (
+            (
+                ["patch", "configmap", name, "--type=merge", "-p", '{"data":{"attack":"1"}}'],
+                ("guestbook-operator-writes",),
+            ),
+            (
+                ["delete", "configmap", name],
+                ("guestbook-operator-writes", "guestbook-operator-no-deletes"),
+            ),
+        ):
+            proc = _token_kubectl(token, [*verb, "-n", namespace, "--dry-run=server"], project, env)
+            assert proc.returncode != 0, f"admitted: {verb} in {namespace}"
+            assert any(name in proc.stderr for name in refusers), proc.stderr
+    others = {**opaque, "metadata": {"name": "not-its-own", "namespace": enabled}}
+    admin = Path(env["KUBECONFIG"])  # the cluster's admin creates it
+    _ok(_token_kubectl(admin, ["create", "-f", "-"], project, env, json.dumps(others)), "a Secret")
+    proc = _token_kubectl(
+        token,
+        ["delete", "secret", "not-its-own", "-n", enabled, "--dry-run=server"],
+        project,
+        env,
+    )
+    assert proc.returncode != 0, "admitted: the deletion of a Secret not its own"
+    assert "guestbook-operator-writes" in proc.stderr, proc.stderr
+
+
+def _the_projects_guards_hold(
+    token: Path, child: dict[str, Any], project: Path, env: dict[str, str]
+) -> None:
+    """The project's ``GUARDS`` (docs/build-your-own-operator.md), on the API server: a
+    ConfigMap with binaryData refused by the writes policy's added validation; the
+    operator's own child, admitted by the writes policy, refused deletion by the project's
+    own policy."""
+    binary = {**child, "binaryData": {"blob": "AAEC"}}
+    _refused(
+        token,
+        binary,
+        "the guestbook operator writes ConfigMaps of text only (no binaryData)",
+        project,
+        env,
+    )
+    _ok(
+        _token_kubectl(token, ["create", "-f", "-"], project, env, json.dumps(child)),
+        "its child",
+    )
+    deleted = [
+        "delete",
+        "configmap",
+        child["metadata"]["name"],
+        "-n",
+        child["metadata"]["namespace"],
+    ]
+    proc = _token_kubectl(token, [*deleted, "--dry-run=server"], project, env)
+    assert proc.returncode != 0, "admitted: the deletion of its own ConfigMap"
+    assert "guestbook-operator-no-deletes" in proc.stderr, proc.stderr
+    assert "the guestbook operator deletes no ConfigMap" in proc.stderr, proc.stderr
 
 
 def _make_image_oci(project: Path, env: dict[str, str]) -> None:
