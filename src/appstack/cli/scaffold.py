@@ -83,7 +83,11 @@ NEXT_STORAGE = (
 @click.option(
     "--domain", required=True, help="The domain of the project's API groups (example.com)."
 )
-@click.option("--repo", required=True, help="The project's repository (github.com/you/project).")
+@click.option(
+    "--repo",
+    default=None,
+    help="The project's repository (github.com/you/project), recorded in PROJECT [default: none].",
+)
 @click.option("--project-name", default=None, help="The project's name [default: the directory's].")
 @click.option(
     "--namespaced/--cluster-wide",
@@ -104,7 +108,7 @@ NEXT_STORAGE = (
 def init(
     *,
     domain: str,
-    repo: str,
+    repo: str | None,
     project_name: str | None,
     namespaced: bool,
     owner: str,
@@ -337,7 +341,11 @@ def edit(
 # ------------------------------------------------------------------ operator-sdk's spellings
 @click.command()
 @click.argument("name")
-@click.option("--repo", required=True, help="The project's repository (github.com/you/name).")
+@click.option(
+    "--repo",
+    default=None,
+    help="The project's repository (github.com/you/name), recorded in PROJECT [default: none].",
+)
 @click.option(
     "--domain",
     default="example.com",
@@ -345,7 +353,7 @@ def edit(
     help="The domain of the project's API groups.",
 )
 @click.option("--owner", default="", help="The copyright owner in the license headers.")
-def new(name: str, repo: str, domain: str, owner: str) -> None:
+def new(name: str, repo: str | None, domain: str, owner: str) -> None:
     """Create a project in a new directory NAME (operator-sdk new)."""
     from appstack.scaffold import commands  # noqa: PLC0415
 

@@ -75,14 +75,16 @@ def init(
     directory: Path,
     *,
     domain: str,
-    repo: str,
+    repo: str | None = None,
     project_name: str | None = None,
     namespaced: bool = False,
     owner: str = "",
     license: str = "apache2",
     source: str | None = None,
 ) -> list[Path]:
-    """Scaffold a new project in ``directory`` (empty, or holding only ``.git``)."""
+    """Scaffold a new project in ``directory`` (empty, or holding only ``.git``). ``repo``
+    (kubebuilder's ``--repo``, the Go module there) is recorded in PROJECT when given: a
+    Python project needs none, so seed 003's ``init --domain com.d3os`` works as typed."""
     if (directory / "PROJECT").exists():
         raise Refused(f"{directory} already has a PROJECT file: it is a project (use create api)")
     if _is_appstack_checkout(directory):
@@ -96,12 +98,12 @@ def init(
             "directory (or one holding only .git)"
         )
     check_domain(domain)
-    if not repo or any(c.isspace() for c in repo):
+    if repo is not None and (not repo or any(c.isspace() for c in repo)):
         raise Refused(f"--repo {repo!r}: the project's repository, e.g. github.com/you/name")
     name = check_project_name(project_name or directory.resolve().name)
     if license not in ("apache2", "none"):
         raise Refused(f"--license {license!r}: apache2 or none")
-    project = Project(domain, repo, name, namespaced, owner, license)
+    project = Project(domain, repo or "", name, namespaced, owner, license)
     pkg = project.package
     files: Files = {
         "PROJECT": project.to_text(),
@@ -128,7 +130,9 @@ def init(
     return _write(directory, files)
 
 
-def new(name: str, *, repo: str, domain: str = "example.com", owner: str = "") -> list[Path]:
+def new(
+    name: str, *, repo: str | None = None, domain: str = "example.com", owner: str = ""
+) -> list[Path]:
     """operator-sdk's ``new NAME``: :func:`init` in the new directory ``NAME``, the project
     named after it."""
     return init(

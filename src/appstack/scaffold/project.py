@@ -164,8 +164,9 @@ class Project:
             "layout": [LAYOUT],
             "plugins": {PLUGIN: plugin},
             "projectName": self.project_name,
-            "repo": self.repo,
         }
+        if self.repo:  # kubebuilder's Go module; a Python project may have none
+            body["repo"] = self.repo
         if self.resources:
             body["resources"] = [r.to_dict() for r in self.resources]
         body["version"] = "3"

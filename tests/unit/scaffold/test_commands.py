@@ -111,6 +111,37 @@ def test_init_refuses_and_writes_nothing(tmp_path: Path) -> None:
         commands.init(repo_root, domain="example.com", repo="x/y")
 
 
+def test_seed_003s_init_needs_no_repo(tmp_path: Path) -> None:
+    """Seed 003 types ``kubebuilder init --domain com.d3os`` (no ``--repo``: kubebuilder
+    takes the Go module; a Python project has none) and then its ``create api``: both as
+    typed; PROJECT records no repo, and records one when given."""
+    from click.testing import CliRunner  # noqa: PLC0415
+
+    from appstack.cli import main  # noqa: PLC0415
+
+    project = tmp_path / "d3os-operator"
+    runner = CliRunner()
+    inited = runner.invoke(main, ["init", "--domain", "com.d3os", "--directory", str(project)])
+    assert inited.exit_code == 0, inited.output
+    api = ["api", "--group", "d3os-product", "--version", "v1", "--kind", "DataService"]
+    created = runner.invoke(main, ["create", *api, "--directory", str(project)])
+    assert created.exit_code == 0, created.output
+    data = yaml.safe_load((project / "PROJECT").read_text())
+    assert "repo" not in data
+    assert data["projectName"] == "d3os-operator"
+    (resource,) = read(project).resources
+    assert (resource.group, resource.version, resource.kind) == (
+        "d3os-product",
+        "v1",
+        "DataService",
+    )
+    named = tmp_path / "first-operator"
+    commands.init(named, domain="example.com", repo="github.com/njlkj/first-operator")
+    assert (
+        yaml.safe_load((named / "PROJECT").read_text())["repo"] == "github.com/njlkj/first-operator"
+    )
+
+
 def test_init_refuses_a_project(project: Path) -> None:
     before = _snapshot(project)
     with pytest.raises(Refused, match="already has a PROJECT"):
