@@ -155,13 +155,16 @@ async def test_an_idle_resync_issues_no_writes(
     await client.create(ETCD_CLUSTER, etcd)
     # A one-member MongoDBCommunity with a user (its pod cannot start here: no mongo image;
     # its status is settled, Pending, with the user's connection-string Secret written).
+    # Named apart from the EtcdCluster: its StatefulSet's Pod idle-0 would be the etcd
+    # member's name, and whichever came first held it (the EtcdCluster then, rightly,
+    # refused a Pod not its own: a flaky failure).
     user = {
         "name": "app",
         "passwordSecretRef": {"name": "db-auth"},
         "roles": [{"name": "readWrite", "db": "app"}],
     }
     mdbc = _obj(
-        "MongoDBCommunity", "idle", namespace, members=1, type="ReplicaSet", version="8.0.4"
+        "MongoDBCommunity", "idle-db", namespace, members=1, type="ReplicaSet", version="8.0.4"
     )
     mdbc["spec"]["users"] = [user]
     await client.create(MONGODB_COMMUNITY, mdbc)
@@ -173,7 +176,7 @@ async def test_an_idle_resync_issues_no_writes(
     await until(
         client,
         MONGODB_COMMUNITY,
-        "idle",
+        "idle-db",
         namespace,
         lambda o: bool(
             (o.get("status") or {}).get("users", [{}])[0].get("connectionStringSecretName")
