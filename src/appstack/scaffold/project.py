@@ -17,6 +17,8 @@ from typing import Any
 
 import yaml
 
+from appstack.sdk import DNS_LABEL as DNS_LABEL_PATTERN
+
 FILE = "PROJECT"
 LAYOUT = "python.appstack.dev/v1"
 PLUGIN = "python.appstack.dev/v1"
@@ -25,7 +27,7 @@ HEADER = (
     "# This file is used to track the info used to scaffold your project\n"
     "# and allow the plugins properly work.\n"
 )
-DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+DNS_LABEL = re.compile(DNS_LABEL_PATTERN)
 KIND = re.compile(r"^[A-Z][A-Za-z0-9]*$")
 VERSION = re.compile(r"^v[1-9][0-9]*((alpha|beta)[1-9][0-9]*)?$")
 

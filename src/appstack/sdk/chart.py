@@ -781,9 +781,17 @@ def _deployment_text(deployment: Obj, container: Obj, install: _Install) -> str:
     return substitute(text, values)
 
 
+#: Each labels sentinel key and the chart helper it becomes an include of.
+_LABEL_HELPERS = {
+    LABELS: "labels",
+    TEST_LABELS: "testLabels",
+    POD_LABELS_OF_CHART: "podLabels",
+    SELECTOR: "selectorLabels",
+}
+
+
 def _labels_text(text: str, chart: str) -> str:
-    """The ``LABELS``, ``TEST_LABELS``, ``POD_LABELS_OF_CHART`` and ``SELECTOR`` sentinel keys
-    become the helpers' includes."""
+    """The labels sentinel keys (:data:`_LABEL_HELPERS`) become the helpers' includes."""
 
     def include(helper: str) -> Any:
         def replace(match: re.Match[str]) -> str:
@@ -792,13 +800,10 @@ def _labels_text(text: str, chart: str) -> str:
 
         return replace
 
-    text = re.sub(rf"^(\s*)'{re.escape(LABELS)}': ''$", include("labels"), text, flags=re.M)
-    pattern = rf"^(\s*)'{re.escape(TEST_LABELS)}': ''$"
-    text = re.sub(pattern, include("testLabels"), text, flags=re.M)
-    pattern = rf"^(\s*)'{re.escape(POD_LABELS_OF_CHART)}': ''$"
-    text = re.sub(pattern, include("podLabels"), text, flags=re.M)
-    pattern = rf"^(\s*)'{re.escape(SELECTOR)}': ''$"
-    return re.sub(pattern, include("selectorLabels"), text, flags=re.M)
+    for sentinel_key, helper in _LABEL_HELPERS.items():
+        pattern = rf"^(\s*)'{re.escape(sentinel_key)}': ''$"
+        text = re.sub(pattern, include(helper), text, flags=re.M)
+    return text
 
 
 def _renamed(text: str, names: Mapping[str, str]) -> str:
