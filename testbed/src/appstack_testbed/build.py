@@ -357,6 +357,15 @@ def _file_lock(path: Path, *, shared: bool = False) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+def write_atomically(path: Path, data: bytes) -> None:
+    """``path`` holds ``data`` at once: written beside it, then renamed over it, so that a
+    reader in another process (a parallel test worker) sees the old file or the new one,
+    never a half-written one."""
+    partial = path.with_name(path.name + ".partial")
+    partial.write_bytes(data)
+    os.replace(partial, path)
+
+
 def _fmt(seconds: float) -> str:
     minutes, secs = divmod(int(seconds), 60)
     return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"

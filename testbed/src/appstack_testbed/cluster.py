@@ -33,7 +33,7 @@ import httpx
 import yaml
 
 from appstack_testbed import control_plane, kwok
-from appstack_testbed.build import GoBuilder, _file_lock
+from appstack_testbed.build import GoBuilder, _file_lock, write_atomically
 from appstack_testbed.pki import ClusterPKI, write_kubeconfig
 from appstack_testbed.process import ComponentError, ComponentStatus, ManagedProcess
 from appstack_testbed.realnode import cleanup
@@ -105,6 +105,11 @@ class LocalCluster:
     @property
     def _state_file(self) -> Path:
         return self.directory / "state.json"
+
+    def _write_state(self, state: dict[str, object]) -> None:
+        """The state file replaced whole: :meth:`is_up` reads it without the cluster's lock
+        (a parallel worker asks while another starts the cluster), and once read it empty."""
+        write_atomically(self._state_file, json.dumps(state, indent=2).encode())
 
     def layout(self) -> control_plane.Layout:
         state = json.loads(self._state_file.read_text())
@@ -306,7 +311,7 @@ class LocalCluster:
                 "pods_per_node": self.pods_per_node,
                 "toolchain": self.toolchain.key,
             }
-            self._state_file.write_text(json.dumps(state, indent=2))
+            self._write_state(state)
         self._prepare_real_nodes()
         layout = self.layout()
         pki = ClusterPKI(self.directory / "pki")
@@ -337,8 +342,8 @@ class LocalCluster:
                 taken = {i for name, i in _networks().items() if name != self.name}
                 state["network"] = free_index(taken | bridges_in_use())
                 state["real_ports"] = control_plane.free_ports(("coredns-ready",))
-                self._state_file.write_text(json.dumps(state, indent=2))
-        self._state_file.write_text(json.dumps(state, indent=2))
+                self._write_state(state)
+        self._write_state(state)
 
     def _bootstrap(self) -> None:
         """Fake nodes and the default StorageClass (server-side apply: idempotent)."""

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from appstack import __version__
-from appstack_testbed.build import Printer, _file_lock, _fmt, _stderr
+from appstack_testbed.build import Printer, _file_lock, _fmt, _stderr, write_atomically
 from appstack_testbed.oci import REF_ANNOTATION
 from appstack_testbed.versions import HELM, cache_root
 
@@ -107,9 +107,7 @@ def write_if_changed(path: Path, data: bytes) -> bool:
     """Write ``data`` unless the file holds it already (its mtime kept); whether it wrote."""
     if path.is_file() and path.read_bytes() == data:
         return False
-    partial = path.with_name(path.name + ".partial")
-    partial.write_bytes(data)
-    os.replace(partial, path)
+    write_atomically(path, data)
     return True
 
 
